@@ -1,0 +1,1 @@
+"""File formats: bytes <-> :class:`skeletal.document.Document`. Nothing here knows about poses."""
