@@ -1,0 +1,36 @@
+"""skeletal: skeletal animation for Python.
+
+The pipeline, one module per stage::
+
+    io/gltf.py   file -> Document                 (format only)
+    rig.py       Document -> Rig                  (flat node array, parents first)
+    clip.py      Document -> Clip                 (tracks, loop modes)
+    sampling.py  Clip @ t -> local pose (N, 10)   (numba kernels, key cursors)
+    pose.py      local pose -> world (N, 4, 4) -> skin palette (J, 4, 4)
+    skin.py      palette + mesh -> skinned vertices
+    bake.py      all of the above over many times -> arrays
+
+>>> import skeletal
+>>> asset = skeletal.load("Soldier.glb")                    # doctest: +SKIP
+>>> baked = skeletal.bake(asset, "Walk", fps=30)            # doctest: +SKIP
+>>> baked["node_world"].shape                               # doctest: +SKIP
+(31, 69, 4, 4)
+"""
+
+from .asset import Asset, MeshInstance, SkinBinding, load
+from .bake import bake, sample_times
+from .clip import Clip, Track, clip_from_keyframes, map_time
+from .errors import ClipError, ModelError, SkeletalError, UnsupportedExtensionError
+from .pose import skin_palette, world_matrices
+from .rig import Rig
+from .sampling import sample
+from .skin import normalize_weights, skin
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Asset", "MeshInstance", "SkinBinding", "load", "bake", "sample_times", "Clip", "Track",
+    "clip_from_keyframes", "map_time", "ClipError", "ModelError", "SkeletalError",
+    "UnsupportedExtensionError", "skin_palette", "world_matrices", "Rig", "sample", "normalize_weights",
+    "skin", "__version__",
+]

@@ -1,0 +1,189 @@
+"""An :class:`Asset`: a loaded model turned into the runtime's structures (rig, clips, skins, meshes).
+
+>>> asset = skeletal.load("Soldier.glb")            # doctest: +SKIP
+>>> asset.clip("Walk").duration                     # doctest: +SKIP
+1.0
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from .clip import Clip, Track, resolve_clip
+from .document import Document, Primitive
+from .errors import ModelError
+from .rig import Rig
+from .skin import normalize_weights
+
+
+@dataclass(frozen=True)
+class SkinBinding:
+    """A skin in rig terms: ``joints`` (J,) rig indices, ``inverse_bind`` (J, 4, 4) row-major float64."""
+
+    name: str
+    joints: np.ndarray
+    inverse_bind: np.ndarray
+
+
+@dataclass
+class SkinnedPrimitive:
+    """A primitive ready for skinning: influences normalised, morph deltas dense.
+
+    ``joints`` (V, K) int32 and ``weights`` (V, K) float32 rows summing to 1 (all influence sets);
+    ``morph_positions``/``morph_normals`` (T, V, 3) float32 or None.
+    """
+
+    source: Primitive
+    joints: np.ndarray | None
+    weights: np.ndarray | None
+    morph_positions: np.ndarray | None
+    morph_normals: np.ndarray | None
+
+
+@dataclass
+class MeshInstance:
+    """A mesh placed on a node. ``skin`` is None for rigid meshes (they follow their node)."""
+
+    node: int  # file node index
+    mesh: int  # file mesh index
+    skin: int | None
+    primitives: list[SkinnedPrimitive] = field(default_factory=list)
+
+    @property
+    def skinned(self) -> bool:
+        return self.skin is not None
+
+
+class Asset:
+    """A model ready to animate: a :class:`Rig`, its :class:`Clip` list, skins and mesh instances.
+
+    Morph weights of all nodes live in one flat array; ``morph_start[i]:morph_start[i+1]`` are rig
+    node i's (empty for nodes without a morphed mesh), ``rest_morph`` their defaults.
+    """
+
+    def __init__(self, document: Document):
+        self.document = document
+        self.path = document.path
+        self.rig = Rig.from_document(document)
+        self._build_morph_layout()
+        self.skins = [self._bind_skin(i) for i in range(len(document.skins))]
+        self.clips = [self._clip(i) for i in range(len(document.animations))]
+        self.mesh_instances = [self._mesh_instance(i) for i, n in enumerate(document.nodes) if n.mesh is not None]
+
+    # -- public ---------------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.path)
+
+    def clip(self, key: str | int) -> Clip:
+        """A clip by name or index."""
+        return resolve_clip(self.clips, key)
+
+    @property
+    def skinned_instances(self) -> list[MeshInstance]:
+        return [m for m in self.mesh_instances if m.skinned]
+
+    @cached_property
+    def bind_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """(min, max) corners of every skinned or rigid primitive's bind positions (model units)."""
+        points = [p.source.positions for m in self.mesh_instances for p in m.primitives]
+        if not points:
+            return np.zeros(3), np.zeros(3)
+        lo = np.min([np.min(p, axis=0) for p in points if len(p)], axis=0)
+        hi = np.max([np.max(p, axis=0) for p in points if len(p)], axis=0)
+        return lo.astype(np.float64), hi.astype(np.float64)
+
+    def __repr__(self) -> str:
+        return f"Asset({self.name!r}, nodes={len(self.rig)}, skins={len(self.skins)}, clips={len(self.clips)})"
+
+    # -- construction ---------------------------------------------------------------------------
+
+    def _build_morph_layout(self) -> None:
+        doc = self.document
+        counts = np.zeros(len(self.rig), dtype=np.int64)
+        defaults: list[np.ndarray] = [np.zeros(0)] * len(self.rig)
+        for file_index, node in enumerate(doc.nodes):
+            if node.mesh is None:
+                continue
+            mesh = doc.meshes[node.mesh]
+            n_targets = max((len(p.targets) for p in mesh.primitives), default=0)
+            if n_targets == 0:
+                continue
+            w = node.weights if node.weights is not None else mesh.weights
+            w = np.zeros(n_targets) if w is None else np.asarray(w, dtype=np.float64)
+            if len(w) != n_targets:
+                raise ModelError(doc.path, f"nodes[{file_index}]", f"has {len(w)} morph weights, mesh has {n_targets} targets")
+            r = self.rig.index_of[file_index]
+            counts[r] = n_targets
+            defaults[r] = w
+        self.morph_start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        self.rest_morph = np.concatenate(defaults) if counts.sum() else np.zeros(0)
+
+    def _bind_skin(self, index: int) -> SkinBinding:
+        skin = self.document.skins[index]
+        joints = self.rig.index_of[np.asarray(skin.joints, dtype=np.int64)].astype(np.int64)
+        return SkinBinding(skin.name, joints, np.ascontiguousarray(skin.inverse_bind, dtype=np.float64))
+
+    def _clip(self, index: int) -> Clip:
+        anim = self.document.animations[index]
+        tracks = []
+        for c, channel in enumerate(anim.channels):
+            node = int(self.rig.index_of[channel.node])
+            if channel.path == "weights":
+                expected = self.morph_start[node + 1] - self.morph_start[node]
+                if channel.values.shape[1] != expected:
+                    raise ModelError(
+                        self.path, f"animations[{index}].channels[{c}]",
+                        f"weights track has {channel.values.shape[1]} values per key, the node's mesh has {expected} morph targets",
+                    )
+            tracks.append(Track(node, channel.path, channel.interpolation, channel.times, channel.values))
+        return Clip(anim.name or f"animation_{index}", tracks)
+
+    def _mesh_instance(self, file_node: int) -> MeshInstance:
+        doc = self.document
+        node = doc.nodes[file_node]
+        mesh = doc.meshes[node.mesh]
+        instance = MeshInstance(file_node, node.mesh, node.skin)
+        n_joints = len(doc.skins[node.skin].joints) if node.skin is not None else 0
+        for p, prim in enumerate(mesh.primitives):
+            joints = weights = None
+            if node.skin is not None and prim.joints is not None:
+                if len(prim.joints) and int(prim.joints.max()) >= n_joints:
+                    raise ModelError(
+                        doc.path, f"meshes[{node.mesh}].primitives[{p}]",
+                        f"joint index {int(prim.joints.max())} past the {n_joints} joints of skins[{node.skin}]",
+                    )
+                joints = np.ascontiguousarray(prim.joints, dtype=np.int32)
+                weights = normalize_weights(prim.weights)
+            morph_p = morph_n = None
+            if prim.targets:
+                v = prim.vertex_count
+                morph_p = np.zeros((len(prim.targets), v, 3), np.float32)
+                for i, target in enumerate(prim.targets):
+                    if target.position is not None:
+                        morph_p[i] = target.position
+                if prim.normals is not None and any(t.normal is not None for t in prim.targets):
+                    morph_n = np.zeros((len(prim.targets), v, 3), np.float32)
+                    for i, target in enumerate(prim.targets):
+                        if target.normal is not None:
+                            morph_n[i] = target.normal
+            instance.primitives.append(SkinnedPrimitive(prim, joints, weights, morph_p, morph_n))
+        return instance
+
+
+def load(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = None) -> Asset:
+    """Load a model file (``.gltf``/``.glb``) as an :class:`Asset`.
+
+    URIs inside the file may only name files in the model's folder or below, unless ``base_dir`` is
+    given (then anything under ``base_dir``). Errors are :class:`skeletal.ModelError`.
+
+    >>> asset = skeletal.load("Soldier.glb")        # doctest: +SKIP
+    """
+    from .io.gltf import read_gltf
+
+    return Asset(read_gltf(path, base_dir=base_dir))

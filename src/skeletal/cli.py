@@ -1,0 +1,249 @@
+"""The ``skeletal`` command line: thin commands over the library.
+
+Every error a user can cause ends as one line on stderr and exit status 2 (never a traceback).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+import click
+import numpy as np
+
+from .errors import SkeletalError
+
+
+class _Group(click.Group):
+    """Turns skeletal errors and OS errors (missing file, permission) into one line + exit 2."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except SkeletalError as exc:
+            raise _fail(str(exc)) from None
+        except OSError as exc:
+            where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+            raise _fail(f"{where}{exc.strerror or exc}") from None
+        except MemoryError:
+            raise _fail("out of memory") from None
+        except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # a bug in skeletal: still one line, with a way to see more
+            if os.environ.get("SKELETAL_DEBUG"):
+                raise
+            raise _fail(f"internal error ({type(exc).__name__}: {exc}); set SKELETAL_DEBUG=1 for the traceback") from None
+
+
+class _Failure(click.ClickException):
+    exit_code = 2
+
+    def show(self, file=None) -> None:
+        click.echo(f"skeletal: error: {self.message}", err=True)
+
+
+def _fail(message: str) -> _Failure:
+    return _Failure(message)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="skeletal")
+def cli() -> None:
+    """Skeletal animation: inspect, bake and render rigged glTF characters."""
+
+
+# ---------------------------------------------------------------------------------------------
+# info
+
+
+def describe(asset) -> dict[str, Any]:
+    """A JSON-ready summary of an asset: nodes (as a tree), skins, meshes, clips, extensions."""
+    doc = asset.document
+    joint_of = {}
+    for s, skin in enumerate(doc.skins):
+        for j in skin.joints.tolist():
+            joint_of.setdefault(int(j), []).append(s)
+    nodes = []
+    for i, node in enumerate(doc.nodes):
+        nodes.append({
+            "index": i,
+            "name": node.name,
+            "parent": node.parent,
+            "children": list(node.children),
+            "mesh": node.mesh,
+            "skin": node.skin,
+            "joint_of_skins": joint_of.get(i, []),
+        })
+    scene_roots = set()
+    for roots in doc.scenes:
+        scene_roots.update(roots)
+    meshes = []
+    for m, mesh in enumerate(doc.meshes):
+        meshes.append({
+            "index": m,
+            "name": mesh.name,
+            "primitives": [
+                {
+                    "vertices": p.vertex_count,
+                    "indices": None if p.indices is None else int(len(p.indices)),
+                    "influences": p.influence_count,
+                    "morph_targets": len(p.targets),
+                    "attributes": sorted(
+                        ["POSITION"] + (["NORMAL"] if p.normals is not None else [])
+                        + (["TANGENT"] if p.tangents is not None else []) + list(p.attributes)
+                    ),
+                }
+                for p in mesh.primitives
+            ],
+        })
+    clips = [
+        {
+            "index": c,
+            "name": clip.name,
+            "duration": clip.duration,
+            "tracks": clip.track_count,
+            "interpolations": clip.interpolations,
+        }
+        for c, clip in enumerate(asset.clips)
+    ]
+    return {
+        "file": os.path.basename(asset.path),
+        "generator": doc.asset_info.get("generator"),
+        "nodes": nodes,
+        "scenes": [list(s) for s in doc.scenes],
+        "orphan_roots": [i for i, n in enumerate(doc.nodes) if n.parent < 0 and i not in scene_roots],
+        "skins": [
+            {"index": s, "name": skin.name, "joints": [int(j) for j in skin.joints], "skeleton": skin.skeleton}
+            for s, skin in enumerate(doc.skins)
+        ],
+        "meshes": meshes,
+        "clips": clips,
+        "extensions_used": list(doc.extensions_used),
+        "extensions_required": list(doc.extensions_required),
+    }
+
+
+def _print_info(info: dict[str, Any]) -> None:
+    out = click.echo
+    nodes = info["nodes"]
+    out(f"{info['file']}" + (f"  (generator: {info['generator']})" if info.get("generator") else ""))
+    out(f"nodes: {len(nodes)}   skins: {len(info['skins'])}   meshes: {len(info['meshes'])}   clips: {len(info['clips'])}")
+    if info["extensions_used"]:
+        req = set(info["extensions_required"])
+        out("extensions: " + ", ".join(e + (" (required)" if e in req else "") for e in info["extensions_used"]))
+    out("")
+    out("node tree:")
+    roots = [n["index"] for n in nodes if n["parent"] < 0]
+    stack = [(r, 0) for r in reversed(roots)]
+    orphans = set(info["orphan_roots"])
+    while stack:
+        i, depth = stack.pop()
+        n = nodes[i]
+        tags = []
+        if n["joint_of_skins"]:
+            tags.append("joint of skin " + ",".join(map(str, n["joint_of_skins"])))
+        if n["mesh"] is not None:
+            tags.append(f"mesh {n['mesh']}" + (f" skinned by skin {n['skin']}" if n["skin"] is not None else ""))
+        if i in orphans and depth == 0:
+            tags.append("in no scene")
+        label = n["name"] or f"<node {i}>"
+        out(f"  {'  ' * depth}{label} [{i}]" + (f"  ({'; '.join(tags)})" if tags else ""))
+        stack.extend((c, depth + 1) for c in reversed(n["children"]))
+    if info["skins"]:
+        out("")
+        out("skins:")
+        for s in info["skins"]:
+            out(f"  [{s['index']}] {s['name'] or '<unnamed>'}: {len(s['joints'])} joints")
+    if info["meshes"]:
+        out("")
+        out("meshes:")
+        for m in info["meshes"]:
+            for p, prim in enumerate(m["primitives"]):
+                out(
+                    f"  [{m['index']}] {m['name'] or '<unnamed>'} prim {p}: {prim['vertices']} vertices, "
+                    f"{prim['influences']} influences, {prim['morph_targets']} morph targets"
+                )
+    if info["clips"]:
+        out("")
+        out("clips:")
+        for c in info["clips"]:
+            out(
+                f"  [{c['index']}] {c['name']}: {c['duration']:.4g} s, {c['tracks']} tracks, "
+                f"{'/'.join(c['interpolations']) or 'no keys'}"
+            )
+
+
+@cli.command()
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+def info(model: str, as_json: bool) -> None:
+    """Show MODEL's node tree, skins, meshes, clips and extensions."""
+    from .asset import load
+
+    summary = describe(load(model))
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+    else:
+        _print_info(summary)
+
+
+# ---------------------------------------------------------------------------------------------
+# bake
+
+
+def _parse_times(text: str) -> np.ndarray:
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise _fail(f"--times: {text!r} is not a comma-separated list of numbers") from None
+    if not values or not np.all(np.isfinite(values)):
+        raise _fail(f"--times: {text!r} needs at least one finite number")
+    return np.asarray(values, dtype=np.float64)
+
+
+@cli.command()
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output .npz file.")
+@click.option("--clip", "clip_key", default="0", show_default=True, help="Clip name or index.")
+@click.option("--times", "times_text", default=None, help="Comma-separated query times in seconds (e.g. --times=-0.5,1.2).")
+@click.option("--fps", type=float, default=None, help="Sample 0..duration inclusive at this rate (default 30).")
+@click.option("--loop", type=click.Choice(["clamp", "repeat", "pingpong"]), default="clamp", show_default=True)
+@click.option("--normals", is_flag=True, help="Also write skinned normals.")
+@click.option("--palettes", is_flag=True, help="Also write skin palettes.")
+def bake(model, out_path, clip_key, times_text, fps, loop, normals, palettes) -> None:
+    """Evaluate a clip of MODEL at many times and write the arrays to an .npz file.
+
+    Arrays: times (T,), node_world (T, N, 4, 4) row-major by glTF node index, and
+    positions_node{N}_prim{P} (T, V, 3) world-space skinned positions.
+    """
+    from .asset import load
+    from .bake import bake as bake_arrays
+
+    if times_text is not None and fps is not None:
+        raise _fail("give --times or --fps, not both")
+    times = _parse_times(times_text) if times_text is not None else None
+    asset = load(model)
+    clip = asset.clip(clip_key) if asset.clips else 0
+    arrays = bake_arrays(asset, clip, times, fps=fps, loop=loop, normals=normals, palettes=palettes)
+    np.savez(out_path, **arrays)
+    n_pos = sum(1 for k in arrays if k.startswith("positions_"))
+    click.echo(
+        f"wrote {out_path}: {len(arrays['times'])} times, {arrays['node_world'].shape[1]} nodes, "
+        f"{n_pos} skinned primitives",
+        err=True,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console-script entry point."""
+    try:
+        cli.main(args=argv, prog_name="skeletal", standalone_mode=True)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0
+
+
+def console_main() -> None:
+    sys.exit(main())

@@ -1,0 +1,207 @@
+"""Clips: keyframe tracks per (node, path), packed into flat arrays for the sampling kernels.
+
+A :class:`Clip` holds one :class:`Track` per animated property. Key times are float32 (as glTF stores
+them) and strictly increasing; values are float32, ``(K, C)`` for STEP and LINEAR, ``(3K, C)`` for
+CUBICSPLINE laid out ``[in-tangent, value, out-tangent]`` per key. Rotations are xyzw and normalised
+when the clip is made (glTF requires unit keys; decoders of quantised keys rarely deliver them).
+
+A clip lasts from 0 to the latest last key of any track. A clip whose every track has one key has
+duration 0 and always shows that key (Soldier's ``TPose``).
+
+>>> import numpy as np
+>>> track = Track(node=0, path="translation", interpolation="LINEAR",
+...               times=np.array([0, 1], np.float32), values=np.array([[0, 0, 0], [2, 0, 0]], np.float32))
+>>> Clip("slide", [track]).duration
+1.0
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from .errors import ClipError
+
+PATHS = ("translation", "rotation", "scale", "weights")
+INTERPOLATIONS = ("STEP", "LINEAR", "CUBICSPLINE")
+LOOP_MODES = ("clamp", "repeat", "pingpong")
+
+# Integer codes used by the kernels.
+PATH_CODE = {name: i for i, name in enumerate(PATHS)}
+INTERP_CODE = {name: i for i, name in enumerate(INTERPOLATIONS)}
+LOOP_CODE = {name: i for i, name in enumerate(LOOP_MODES)}
+# Where each path lands in a node's 10-wide local pose row (weights go to the morph array instead).
+PATH_POSE_OFFSET = np.array([0, 3, 7, -1], dtype=np.int64)
+PATH_WIDTH = {"translation": 3, "rotation": 4, "scale": 3}
+
+
+@dataclass
+class Track:
+    """One animated property of one node.
+
+    ``node`` is a rig index (see :class:`skeletal.rig.Rig`), ``path`` one of :data:`PATHS`.
+    """
+
+    node: int
+    path: str
+    interpolation: str
+    times: np.ndarray  # (K,) float32, strictly increasing
+    values: np.ndarray  # (K, C) or (3K, C) float32
+
+    def __post_init__(self):
+        if self.path not in PATHS:
+            raise ClipError(f"track path {self.path!r} is not one of {PATHS}")
+        if self.interpolation not in INTERPOLATIONS:
+            raise ClipError(f"interpolation {self.interpolation!r} is not one of {INTERPOLATIONS}")
+        self.times = np.ascontiguousarray(self.times, dtype=np.float32).reshape(-1)
+        values = np.asarray(self.values, dtype=np.float32)
+        if values.ndim == 1:
+            values = values.reshape(len(values), 1) if self.path == "weights" else values.reshape(-1, PATH_WIDTH[self.path])
+        rows = len(self.times) * (3 if self.interpolation == "CUBICSPLINE" else 1)
+        if len(self.times) == 0:
+            raise ClipError(f"track {self.path} of node {self.node} has no keys")
+        if values.shape[0] != rows:
+            raise ClipError(
+                f"track {self.path} of node {self.node}: {len(self.times)} keys need {rows} value rows, got {values.shape[0]}"
+            )
+        if self.path in PATH_WIDTH and values.shape[1] != PATH_WIDTH[self.path]:
+            raise ClipError(f"track {self.path} of node {self.node}: values have {values.shape[1]} components")
+        if len(self.times) > 1 and not np.all(np.diff(self.times) > 0):
+            raise ClipError(f"track {self.path} of node {self.node}: key times are not strictly increasing")
+        if self.path == "rotation":
+            values = _normalized_rotation_keys(values, self.interpolation)
+        self.values = np.ascontiguousarray(values)
+
+    @property
+    def key_count(self) -> int:
+        return len(self.times)
+
+    @property
+    def width(self) -> int:
+        return int(self.values.shape[1])
+
+
+def _normalized_rotation_keys(values: np.ndarray, interpolation: str) -> np.ndarray:
+    """Unit quaternion keys (tangents of CUBICSPLINE keys are left as they are)."""
+    values = values.astype(np.float64)
+    keys = values[1::3] if interpolation == "CUBICSPLINE" else values
+    norms = np.linalg.norm(keys, axis=1, keepdims=True)
+    keys /= np.where(norms > 0, norms, 1.0)
+    return values.astype(np.float32)
+
+
+@dataclass
+class Clip:
+    """A named set of tracks; see the module docstring for the conventions.
+
+    The packed arrays (``key_start``, ``times``, ``value_start``, ``values``, ...) are what the numba
+    kernels in :mod:`skeletal.sampling` read; they are built once, here.
+    """
+
+    name: str
+    tracks: list[Track]
+    markers: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self):
+        self._pack()
+
+    def _pack(self) -> None:
+        tracks = self.tracks
+        n = len(tracks)
+        self.key_start = np.zeros(n + 1, dtype=np.int64)
+        self.value_start = np.zeros(n + 1, dtype=np.int64)
+        for i, track in enumerate(tracks):
+            self.key_start[i + 1] = self.key_start[i] + track.key_count
+            self.value_start[i + 1] = self.value_start[i] + track.values.size
+        self.times = np.concatenate([t.times for t in tracks]) if n else np.zeros(0, np.float32)
+        self.values = np.concatenate([t.values.reshape(-1) for t in tracks]) if n else np.zeros(0, np.float32)
+        self.width = np.array([t.width for t in tracks], dtype=np.int64)
+        self.interp = np.array([INTERP_CODE[t.interpolation] for t in tracks], dtype=np.int64)
+        self.path = np.array([PATH_CODE[t.path] for t in tracks], dtype=np.int64)
+        self.node = np.array([t.node for t in tracks], dtype=np.int64)
+        self.duration = float(max((float(t.times[-1]) for t in tracks), default=0.0))
+
+    @property
+    def track_count(self) -> int:
+        return len(self.tracks)
+
+    @property
+    def interpolations(self) -> list[str]:
+        """The distinct interpolations used, in the order STEP, LINEAR, CUBICSPLINE."""
+        used = {t.interpolation for t in self.tracks}
+        return [name for name in INTERPOLATIONS if name in used]
+
+    def __repr__(self) -> str:
+        return f"Clip({self.name!r}, duration={self.duration:g}s, tracks={self.track_count})"
+
+
+def map_time(t: np.ndarray | float, duration: float, loop: str = "clamp") -> np.ndarray:
+    """Clip-local time for query times ``t`` (seconds, any shape) under a loop mode.
+
+    ``clamp`` holds the ends, ``repeat`` wraps (``t - d*floor(t/d)``, so ``t = d`` shows the first
+    frame), ``pingpong`` is a triangle wave (odd rounds play backwards). A zero-length clip maps every
+    time to 0.
+
+    >>> map_time([1.5, -0.25], 1.0, "repeat").tolist()
+    [0.5, 0.75]
+    >>> map_time(1.5, 1.0, "pingpong").item()
+    0.5
+    """
+    if loop not in LOOP_CODE:
+        raise ClipError(f"loop mode {loop!r} is not one of {LOOP_MODES}")
+    t = np.asarray(t, dtype=np.float64)
+    d = float(duration)
+    if d <= 0.0:
+        return np.zeros_like(t)
+    if loop == "clamp":
+        return np.clip(t, 0.0, d)
+    if loop == "repeat":
+        return t - d * np.floor(t / d)
+    m = t - 2 * d * np.floor(t / (2 * d))
+    return np.where(m > d, 2 * d - m, m)
+
+
+def resolve_clip(clips: Sequence[Clip], key: str | int) -> Clip:
+    """A clip by name or index (an integer given as a string counts as an index if no clip has that name)."""
+    if isinstance(key, (int, np.integer)):
+        if -len(clips) <= key < len(clips):
+            return clips[key]
+        raise ClipError(f"clip index {key} out of range: the model has {len(clips)} clips")
+    for clip in clips:
+        if clip.name == key:
+            return clip
+    if isinstance(key, str) and key.lstrip("-").isdigit():
+        return resolve_clip(clips, int(key))
+    names = ", ".join(repr(c.name) for c in clips) or "none"
+    raise ClipError(f"no clip named {key!r} (clips: {names})")
+
+
+def clip_from_keyframes(
+    name: str,
+    node_indices: Iterable[int],
+    durations: Sequence[float],
+    translations: np.ndarray | None = None,
+    rotations: np.ndarray | None = None,
+    scales: np.ndarray | None = None,
+    interpolation: str = "LINEAR",
+) -> Clip:
+    """A clip from a list of whole-pose keyframes (seed 004's ``Keyframe{duration, positions, ...}``).
+
+    ``durations[k]`` is how long keyframe k lasts before the next one; key k sits at
+    ``sum(durations[:k])``. ``translations``/``scales`` are (K, J, 3), ``rotations`` (K, J, 4) xyzw,
+    for the J rig nodes in ``node_indices``; any may be None (not animated).
+    """
+    nodes = list(node_indices)
+    times = np.concatenate([[0.0], np.cumsum(np.asarray(durations, dtype=np.float64))])[: len(durations)]
+    tracks = []
+    for path, data in (("translation", translations), ("rotation", rotations), ("scale", scales)):
+        if data is None:
+            continue
+        data = np.asarray(data, dtype=np.float32)
+        if data.shape[:2] != (len(times), len(nodes)):
+            raise ClipError(f"{path} keyframes have shape {data.shape}, expected ({len(times)}, {len(nodes)}, ...)")
+        for j, node in enumerate(nodes):
+            tracks.append(Track(node, path, interpolation, times.astype(np.float32), data[:, j]))
+    return Clip(name, tracks)

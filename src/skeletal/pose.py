@@ -1,0 +1,100 @@
+"""Posing: local TRS rows -> world matrices (one parent-first pass) -> skin palettes.
+
+Shapes (B = any number of poses, batch axis first):
+
+* local pose: (B, N, 10) rows ``t(3) q(4) s(3)``, quaternions xyzw (see :mod:`skeletal.rig`)
+* world matrices: (B, N, 4, 4) row-major, ``W[i] = W[parent[i]] @ T @ R @ S``
+* palette of a skin: (B, J, 4, 4) row-major, ``P[j] = W[joint j] @ inverse_bind[j]``
+
+>>> import numpy as np
+>>> from skeletal.rig import Rig
+>>> rig = Rig.from_parents(["a", "b"], [-1, 0])
+>>> pose = rig.rest.copy(); pose[:, 0] = 1.0          # both nodes move 1 along x
+>>> world_matrices(rig.parents, pose)[1, 0, 3]        # the child is 2 along x
+2.0
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from .quat import trs_to_affine
+
+
+@njit(cache=True, inline="always")
+def _local_to_world_one(parents, pose, world):
+    """One pose: pose (N, 10) -> world (N, 4, 4). Only the top 3 rows are multiplied (affine)."""
+    local = np.empty((3, 4), dtype=world.dtype)
+    for i in range(len(parents)):
+        trs_to_affine(pose[i], local)
+        p = parents[i]
+        w = world[i]
+        if p < 0:
+            for r in range(3):
+                for c in range(4):
+                    w[r, c] = local[r, c]
+        else:
+            pw = world[p]
+            for r in range(3):
+                a0 = pw[r, 0]
+                a1 = pw[r, 1]
+                a2 = pw[r, 2]
+                for c in range(4):
+                    w[r, c] = a0 * local[0, c] + a1 * local[1, c] + a2 * local[2, c]
+                w[r, 3] += pw[r, 3]
+        w[3, 0] = 0.0
+        w[3, 1] = 0.0
+        w[3, 2] = 0.0
+        w[3, 3] = 1.0
+
+
+@njit(cache=True, parallel=True)
+def _local_to_world_batch(parents, poses, worlds):
+    for b in prange(poses.shape[0]):
+        _local_to_world_one(parents, poses[b], worlds[b])
+
+
+@njit(cache=True, parallel=True)
+def _palette_batch(worlds, joints, inverse_bind, out):
+    """out[b, j] = worlds[b, joints[j]] @ inverse_bind[j] (affine: bottom row fixed)."""
+    for b in prange(worlds.shape[0]):
+        for j in range(len(joints)):
+            w = worlds[b, joints[j]]
+            m = inverse_bind[j]
+            o = out[b, j]
+            for r in range(3):
+                for c in range(4):
+                    o[r, c] = w[r, 0] * m[0, c] + w[r, 1] * m[1, c] + w[r, 2] * m[2, c] + w[r, 3] * m[3, c]
+            for c in range(4):
+                o[3, c] = m[3, c]
+
+
+def world_matrices(parents: np.ndarray, pose: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """World matrices from local pose rows. ``pose`` (..., N, 10) -> (..., N, 4, 4), same dtype.
+
+    ``parents`` must be parent-first (``parents[i] < i``); see :class:`skeletal.rig.Rig`.
+    """
+    pose = np.asarray(pose)
+    if pose.dtype not in (np.float32, np.float64):
+        pose = pose.astype(np.float64)
+    batch = pose.shape[:-2]
+    flat = np.ascontiguousarray(pose.reshape((-1,) + pose.shape[-2:]))
+    if out is None:
+        out = np.empty(flat.shape[:2] + (4, 4), dtype=pose.dtype)
+    worlds = out.reshape(flat.shape[:2] + (4, 4))
+    _local_to_world_batch(np.asarray(parents, dtype=np.int32), flat, worlds)
+    return worlds.reshape(batch + (pose.shape[-2], 4, 4))
+
+
+def skin_palette(world: np.ndarray, joints: np.ndarray, inverse_bind: np.ndarray) -> np.ndarray:
+    """Skin palettes ``world[..., joints] @ inverse_bind``: world (..., N, 4, 4) -> (..., J, 4, 4).
+
+    ``joints`` (J,) are rig indices; ``inverse_bind`` (J, 4, 4) row-major and affine (bottom row 0 0 0 1).
+    """
+    world = np.asarray(world)
+    batch = world.shape[:-3]
+    flat = np.ascontiguousarray(world.reshape((-1,) + world.shape[-3:]))
+    out = np.empty((flat.shape[0], len(joints), 4, 4), dtype=world.dtype)
+    _palette_batch(flat, np.asarray(joints, dtype=np.int64), np.ascontiguousarray(inverse_bind, dtype=world.dtype), out)
+    return out.reshape(batch + (len(joints), 4, 4))

@@ -1,0 +1,194 @@
+"""Quaternion and transform maths shared by the stages.
+
+Contracts: quaternions are ``(x, y, z, w)``; matrices are row-major and act on column vectors
+(``p' = M @ p``); a transform is composed as ``T @ R @ S`` (glTF). The ``*_nb`` functions are numba
+device functions for kernels (scalars in, scalars or in-place writes out); the others are vectorised
+numpy functions over any leading batch shape.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# ---------------------------------------------------------------------------------------------
+# numba device functions (called from kernels)
+
+
+@njit(cache=True, inline="always")
+def slerp_into(out, o, ax, ay, az, aw, bx, by, bz, bw, u):
+    """Shortest-path slerp from a to b by u in [0, 1], written to out[o:o+4].
+
+    Falls back to normalised lerp when the two are nearly parallel (sin^2 of the angle below float64
+    epsilon), like three.js's ``Quaternion.slerpFlat``.
+    """
+    cos = ax * bx + ay * by + az * bz + aw * bw
+    sign = 1.0
+    if cos < 0.0:
+        sign = -1.0
+        cos = -cos
+    s0 = 1.0 - u
+    s1 = u
+    sin_sq = 1.0 - cos * cos
+    lerped = True
+    if sin_sq > 2.220446049250313e-16:
+        sin = np.sqrt(sin_sq)
+        angle = np.arctan2(sin, cos)
+        s0 = np.sin(s0 * angle) / sin
+        s1 = np.sin(s1 * angle) / sin
+        lerped = False
+    s1 *= sign
+    x = ax * s0 + bx * s1
+    y = ay * s0 + by * s1
+    z = az * s0 + bz * s1
+    w = aw * s0 + bw * s1
+    if lerped:
+        n = np.sqrt(x * x + y * y + z * z + w * w)
+        if n > 0.0:
+            x /= n
+            y /= n
+            z /= n
+            w /= n
+    out[o] = x
+    out[o + 1] = y
+    out[o + 2] = z
+    out[o + 3] = w
+
+
+@njit(cache=True, inline="always")
+def normalize4_inplace(out, o):
+    """Normalise out[o:o+4]; a zero quaternion becomes identity."""
+    n = np.sqrt(out[o] ** 2 + out[o + 1] ** 2 + out[o + 2] ** 2 + out[o + 3] ** 2)
+    if n > 0.0:
+        inv = 1.0 / n
+        out[o] *= inv
+        out[o + 1] *= inv
+        out[o + 2] *= inv
+        out[o + 3] *= inv
+    else:
+        out[o] = 0.0
+        out[o + 1] = 0.0
+        out[o + 2] = 0.0
+        out[o + 3] = 1.0
+
+
+@njit(cache=True, inline="always")
+def trs_to_affine(trs, m):
+    """Compose one local transform. ``trs``: (10,) = t(3), q xyzw(4), s(3). ``m``: (3, 4) output,
+    the top three rows of the row-major 4x4 ``T @ R @ S`` (the last row is always 0 0 0 1)."""
+    x = trs[3]
+    y = trs[4]
+    z = trs[5]
+    w = trs[6]
+    sx = trs[7]
+    sy = trs[8]
+    sz = trs[9]
+    x2 = x + x
+    y2 = y + y
+    z2 = z + z
+    xx = x * x2
+    xy = x * y2
+    xz = x * z2
+    yy = y * y2
+    yz = y * z2
+    zz = z * z2
+    wx = w * x2
+    wy = w * y2
+    wz = w * z2
+    m[0, 0] = (1.0 - (yy + zz)) * sx
+    m[0, 1] = (xy - wz) * sy
+    m[0, 2] = (xz + wy) * sz
+    m[0, 3] = trs[0]
+    m[1, 0] = (xy + wz) * sx
+    m[1, 1] = (1.0 - (xx + zz)) * sy
+    m[1, 2] = (yz - wx) * sz
+    m[1, 3] = trs[1]
+    m[2, 0] = (xz - wy) * sx
+    m[2, 1] = (yz + wx) * sy
+    m[2, 2] = (1.0 - (xx + yy)) * sz
+    m[2, 3] = trs[2]
+
+
+# ---------------------------------------------------------------------------------------------
+# numpy API (batch-first)
+
+
+def quat_to_matrix(q: np.ndarray) -> np.ndarray:
+    """Rotation matrices (..., 3, 3) from unit quaternions (..., 4) xyzw.
+
+    >>> quat_to_matrix(np.array([0.0, 0.0, 0.0, 1.0]))[0, 0]
+    1.0
+    """
+    q = np.asarray(q, dtype=np.float64)
+    x, y, z, w = np.moveaxis(q, -1, 0)
+    xx, yy, zz = x * x, y * y, z * z
+    xy, xz, yz = x * y, x * z, y * z
+    wx, wy, wz = w * x, w * y, w * z
+    m = np.empty(q.shape[:-1] + (3, 3))
+    m[..., 0, 0] = 1 - 2 * (yy + zz)
+    m[..., 0, 1] = 2 * (xy - wz)
+    m[..., 0, 2] = 2 * (xz + wy)
+    m[..., 1, 0] = 2 * (xy + wz)
+    m[..., 1, 1] = 1 - 2 * (xx + zz)
+    m[..., 1, 2] = 2 * (yz - wx)
+    m[..., 2, 0] = 2 * (xz - wy)
+    m[..., 2, 1] = 2 * (yz + wx)
+    m[..., 2, 2] = 1 - 2 * (xx + yy)
+    return m
+
+
+def matrix_to_quat(m: np.ndarray) -> np.ndarray:
+    """Unit quaternions (..., 4) xyzw from rotation matrices (..., 3, 3) (Shepperd's method:
+    the branch on the largest diagonal term keeps it accurate for every angle)."""
+    m = np.asarray(m, dtype=np.float64)
+    shape = m.shape[:-2]
+    m = m.reshape(-1, 3, 3)
+    q = np.empty((m.shape[0], 4))
+    trace = m[:, 0, 0] + m[:, 1, 1] + m[:, 2, 2]
+    diag = np.stack([m[:, 0, 0], m[:, 1, 1], m[:, 2, 2], trace], axis=1)
+    pick = np.argmax(diag, axis=1)
+    for i in range(m.shape[0]):
+        r = m[i]
+        k = pick[i]
+        if k == 3:
+            s = 2.0 * np.sqrt(max(1.0 + trace[i], 1e-300))
+            q[i] = [(r[2, 1] - r[1, 2]) / s, (r[0, 2] - r[2, 0]) / s, (r[1, 0] - r[0, 1]) / s, 0.25 * s]
+        elif k == 0:
+            s = 2.0 * np.sqrt(max(1.0 + r[0, 0] - r[1, 1] - r[2, 2], 1e-300))
+            q[i] = [0.25 * s, (r[0, 1] + r[1, 0]) / s, (r[0, 2] + r[2, 0]) / s, (r[2, 1] - r[1, 2]) / s]
+        elif k == 1:
+            s = 2.0 * np.sqrt(max(1.0 + r[1, 1] - r[0, 0] - r[2, 2], 1e-300))
+            q[i] = [(r[0, 1] + r[1, 0]) / s, 0.25 * s, (r[1, 2] + r[2, 1]) / s, (r[0, 2] - r[2, 0]) / s]
+        else:
+            s = 2.0 * np.sqrt(max(1.0 + r[2, 2] - r[0, 0] - r[1, 1], 1e-300))
+            q[i] = [(r[0, 2] + r[2, 0]) / s, (r[1, 2] + r[2, 1]) / s, 0.25 * s, (r[1, 0] - r[0, 1]) / s]
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    return q.reshape(shape + (4,))
+
+
+def compose_trs(t: np.ndarray, q: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """Row-major 4x4 matrices ``T @ R @ S`` (..., 4, 4) from t (..., 3), q (..., 4) xyzw, s (..., 3)."""
+    t = np.asarray(t, dtype=np.float64)
+    r = quat_to_matrix(q)
+    m = np.zeros(r.shape[:-2] + (4, 4))
+    m[..., :3, :3] = r * np.asarray(s, dtype=np.float64)[..., None, :]
+    m[..., :3, 3] = t
+    m[..., 3, 3] = 1.0
+    return m
+
+
+def decompose_trs(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Split row-major affine 4x4 matrices (..., 4, 4) into t (..., 3), q (..., 4) xyzw, s (..., 3).
+
+    A negative determinant is folded into the x scale (as three.js does), so the rotation stays proper.
+    """
+    m = np.asarray(m, dtype=np.float64)
+    t = m[..., :3, 3].copy()
+    cols = m[..., :3, :3]
+    s = np.linalg.norm(cols, axis=-2)
+    det = np.linalg.det(cols)
+    s[..., 0] = np.where(det < 0, -s[..., 0], s[..., 0])
+    safe = np.where(s == 0, 1.0, s)
+    r = cols / safe[..., None, :]
+    q = matrix_to_quat(r)
+    return t, q, s

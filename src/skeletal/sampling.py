@@ -1,0 +1,179 @@
+"""Sampling kernels: a clip at a time -> local pose rows and morph weights.
+
+The kernels read a :class:`skeletal.clip.Clip`'s packed arrays and write every track of the clip in
+one compiled loop (no Python per track). Two key lookups:
+
+* ``cursors`` (one int per track, owned by the caller): the key found last time. Sequential playback
+  checks that key and the next before anything else, so a frame costs O(1) per track (seeds 000, 003).
+* binary search, when the cursor misses (random access, seeks, loop wraps).
+
+Conventions (glTF + three.js): the interval is the one with ``t_k <= t < t_{k+1}`` comparing the
+float64 query time with the float32 key times; before the first key a track holds its first value,
+after the last key its last value. LINEAR rotations slerp along the shortest path; CUBICSPLINE is the
+glTF Hermite spline with tangents scaled by the key interval, rotations normalised after.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from .clip import LOOP_CODE, PATH_POSE_OFFSET, Clip
+from .quat import normalize4_inplace, slerp_into
+
+STEP, LINEAR, CUBICSPLINE = 0, 1, 2
+ROTATION, WEIGHTS = 1, 3
+
+
+@njit(cache=True, inline="always")
+def loop_time(t, duration, loop):
+    """Clip-local time for a query time (see :func:`skeletal.clip.map_time`)."""
+    if duration <= 0.0:
+        return 0.0
+    if loop == 0:  # clamp
+        return min(max(t, 0.0), duration)
+    if loop == 1:  # repeat
+        return t - duration * np.floor(t / duration)
+    m = t - 2.0 * duration * np.floor(t / (2.0 * duration))
+    return 2.0 * duration - m if m > duration else m
+
+
+@njit(cache=True, inline="always")
+def find_key(times, start, count, t, cursor):
+    """Index k (relative to ``start``) of the key interval holding t: ``times[k] <= t < times[k+1]``.
+
+    Returns -1 before the first key and ``count - 1`` at or after the last. ``cursor`` is the previous
+    answer; it and its successor are tried first.
+    """
+    if t < times[start]:
+        return -1
+    last = count - 1
+    if t >= times[start + last]:
+        return last
+    c = cursor
+    if 0 <= c < last:
+        if times[start + c] <= t:
+            if t < times[start + c + 1]:
+                return c
+            if c + 2 <= last and t < times[start + c + 2]:
+                return c + 1
+    lo = 0
+    hi = last  # invariant: times[lo] <= t < times[hi]
+    while hi - lo > 1:
+        mid = (lo + hi) >> 1
+        if times[start + mid] <= t:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True)
+def sample_clip_into(
+    t, key_start, times, value_start, values, width, interp, path, node, morph_start, cursors, pose, morph
+):
+    """Write every track of a clip at clip-local time ``t`` into ``pose`` (N, 10) and ``morph`` (M,).
+
+    Rows of nodes the clip does not animate are left as they are: callers start from the rest pose.
+    ``cursors`` (n_tracks,) int64 is read and updated.
+    """
+    for k in range(len(width)):
+        ks = key_start[k]
+        count = key_start[k + 1] - ks
+        vs = value_start[k]
+        c = width[k]
+        kind = interp[k]
+        p = path[k]
+        if p == WEIGHTS:
+            out = morph
+            o = morph_start[node[k]]
+        else:
+            out = pose[node[k]]
+            o = PATH_POSE_OFFSET[p]
+        key = find_key(times, ks, count, t, cursors[k])
+        cursors[k] = max(key, 0)
+        stride = 3 * c if kind == CUBICSPLINE else c  # floats per key
+        mid = c if kind == CUBICSPLINE else 0  # offset of the value inside a key
+        if key < 0 or key == count - 1 or kind == STEP:
+            base = vs + max(key, 0) * stride + mid
+            for i in range(c):
+                out[o + i] = values[base + i]
+            continue
+        t0 = np.float64(times[ks + key])
+        t1 = np.float64(times[ks + key + 1])
+        dt = t1 - t0
+        u = (t - t0) / dt
+        a = vs + key * stride
+        b = a + stride
+        if kind == LINEAR:
+            if p == ROTATION:
+                slerp_into(
+                    out, o,
+                    np.float64(values[a]), np.float64(values[a + 1]), np.float64(values[a + 2]), np.float64(values[a + 3]),
+                    np.float64(values[b]), np.float64(values[b + 1]), np.float64(values[b + 2]), np.float64(values[b + 3]),
+                    u,
+                )
+            else:
+                for i in range(c):
+                    out[o + i] = np.float64(values[a + i]) * (1.0 - u) + np.float64(values[b + i]) * u
+        else:
+            # glTF Hermite: key layout [in-tangent (c), value (c), out-tangent (c)].
+            u2 = u * u
+            u3 = u2 * u
+            h00 = 2.0 * u3 - 3.0 * u2 + 1.0
+            h10 = (u3 - 2.0 * u2 + u) * dt
+            h01 = -2.0 * u3 + 3.0 * u2
+            h11 = (u3 - u2) * dt
+            for i in range(c):
+                v0 = np.float64(values[a + c + i])
+                m0 = np.float64(values[a + 2 * c + i])
+                v1 = np.float64(values[b + c + i])
+                m1 = np.float64(values[b + i])
+                out[o + i] = h00 * v0 + h10 * m0 + h01 * v1 + h11 * m1
+            if p == ROTATION:
+                normalize4_inplace(out, o)
+
+
+@njit(cache=True, parallel=True)
+def sample_clip_many(
+    query_times, duration, loop, rest, rest_morph,
+    key_start, times, value_start, values, width, interp, path, node, morph_start, pose_out, morph_out,
+):
+    """Sample one clip at T query times in parallel: ``pose_out`` (T, N, 10), ``morph_out`` (T, M).
+
+    Each output starts as the rest pose; times are mapped through the loop mode first.
+    """
+    for i in prange(len(query_times)):
+        pose_out[i] = rest
+        morph_out[i] = rest_morph
+        cursors = np.zeros(len(width), dtype=np.int64)
+        t = loop_time(query_times[i], duration, loop)
+        sample_clip_into(
+            t, key_start, times, value_start, values, width, interp, path, node, morph_start, cursors,
+            pose_out[i], morph_out[i],
+        )
+
+
+def sample(
+    clip: Clip,
+    times: np.ndarray | float,
+    rest: np.ndarray,
+    morph_start: np.ndarray,
+    rest_morph: np.ndarray,
+    loop: str = "clamp",
+    dtype=np.float64,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Local poses of a clip at query times: returns ``pose`` (T, N, 10) and ``morph`` (T, M).
+
+    ``rest`` (N, 10) is the rig's rest pose, ``morph_start`` (N+1,) the offset of each rig node's morph
+    weights in the flat morph array, ``rest_morph`` (M,) their defaults.
+    """
+    query = np.atleast_1d(np.asarray(times, dtype=np.float64))
+    pose = np.empty((len(query),) + rest.shape, dtype=dtype)
+    morph = np.empty((len(query), len(rest_morph)), dtype=dtype)
+    sample_clip_many(
+        query, clip.duration, LOOP_CODE[loop], rest.astype(dtype), rest_morph.astype(dtype),
+        clip.key_start, clip.times, clip.value_start, clip.values, clip.width, clip.interp, clip.path,
+        clip.node, morph_start, pose, morph,
+    )
+    return pose, morph
