@@ -167,3 +167,10 @@ def test_morphs_add_weighted_deltas():
     out = np.empty((2, 3))
     apply_morphs(base, deltas, np.array([0.5, 0.25]), out)
     np.testing.assert_allclose(out, [[0.5, 0, 0.5], [0, 0.5, 0]])
+
+
+def test_quaternion_from_half_turns_about_each_axis():
+    # Trace -1: only the x/y/z branches of the conversion are well conditioned here.
+    for q in ([1.0, 0, 0, 0], [0, 1.0, 0, 0], [0, 0, 1.0, 0], [0.6, 0.8, 0, 0]):
+        back = matrix_to_quat(quat_to_matrix(np.array(q)))
+        assert abs(abs(np.dot(back, q)) - 1) < 1e-12

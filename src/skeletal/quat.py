@@ -138,30 +138,30 @@ def quat_to_matrix(q: np.ndarray) -> np.ndarray:
 
 
 def matrix_to_quat(m: np.ndarray) -> np.ndarray:
-    """Unit quaternions (..., 4) xyzw from rotation matrices (..., 3, 3) (Shepperd's method:
-    the branch on the largest diagonal term keeps it accurate for every angle)."""
+    """Unit quaternions (..., 4) xyzw from rotation matrices (..., 3, 3).
+
+    Shepperd's method: each matrix uses the formula built on its largest of (trace, m00, m11, m22),
+    which keeps the square root away from zero and the result accurate for every angle.
+    """
     m = np.asarray(m, dtype=np.float64)
     shape = m.shape[:-2]
-    m = m.reshape(-1, 3, 3)
-    q = np.empty((m.shape[0], 4))
-    trace = m[:, 0, 0] + m[:, 1, 1] + m[:, 2, 2]
-    diag = np.stack([m[:, 0, 0], m[:, 1, 1], m[:, 2, 2], trace], axis=1)
-    pick = np.argmax(diag, axis=1)
-    for i in range(m.shape[0]):
-        r = m[i]
-        k = pick[i]
-        if k == 3:
-            s = 2.0 * np.sqrt(max(1.0 + trace[i], 1e-300))
-            q[i] = [(r[2, 1] - r[1, 2]) / s, (r[0, 2] - r[2, 0]) / s, (r[1, 0] - r[0, 1]) / s, 0.25 * s]
-        elif k == 0:
-            s = 2.0 * np.sqrt(max(1.0 + r[0, 0] - r[1, 1] - r[2, 2], 1e-300))
-            q[i] = [0.25 * s, (r[0, 1] + r[1, 0]) / s, (r[0, 2] + r[2, 0]) / s, (r[2, 1] - r[1, 2]) / s]
-        elif k == 1:
-            s = 2.0 * np.sqrt(max(1.0 + r[1, 1] - r[0, 0] - r[2, 2], 1e-300))
-            q[i] = [(r[0, 1] + r[1, 0]) / s, 0.25 * s, (r[1, 2] + r[2, 1]) / s, (r[0, 2] - r[2, 0]) / s]
-        else:
-            s = 2.0 * np.sqrt(max(1.0 + r[2, 2] - r[0, 0] - r[1, 1], 1e-300))
-            q[i] = [(r[0, 2] + r[2, 0]) / s, (r[1, 2] + r[2, 1]) / s, 0.25 * s, (r[1, 0] - r[0, 1]) / s]
+    r = m.reshape(-1, 3, 3)
+    m00, m11, m22 = r[:, 0, 0], r[:, 1, 1], r[:, 2, 2]
+    trace = m00 + m11 + m22
+    pick = np.argmax(np.stack([m00, m11, m22, trace], axis=1), axis=1)
+    # Candidate 4*q for each branch, rows: (x, y, z, w); the chosen branch's big term is 1 + ...
+    big = np.stack([1 + m00 - m11 - m22, 1 + m11 - m00 - m22, 1 + m22 - m00 - m11, 1 + trace], axis=1)
+    s = 2.0 * np.sqrt(np.maximum(big[np.arange(len(r)), pick], 1e-300))  # = 4 * |q_pick|
+    d10, d01 = r[:, 1, 0], r[:, 0, 1]
+    d20, d02 = r[:, 2, 0], r[:, 0, 2]
+    d21, d12 = r[:, 2, 1], r[:, 1, 2]
+    cands = np.stack([
+        np.stack([s * s / 4, d01 + d10, d02 + d20, d21 - d12], axis=1),  # x largest
+        np.stack([d01 + d10, s * s / 4, d12 + d21, d02 - d20], axis=1),  # y largest
+        np.stack([d02 + d20, d12 + d21, s * s / 4, d10 - d01], axis=1),  # z largest
+        np.stack([d21 - d12, d02 - d20, d10 - d01, s * s / 4], axis=1),  # w largest
+    ], axis=1)
+    q = cands[np.arange(len(r)), pick] / s[:, None]
     q /= np.linalg.norm(q, axis=1, keepdims=True)
     return q.reshape(shape + (4,))
 
