@@ -1,0 +1,279 @@
+"""glTF accessors -> numpy arrays, in every layout the glTF 2.0 spec allows.
+
+Supported: component types BYTE/UNSIGNED_BYTE/SHORT/UNSIGNED_SHORT/UNSIGNED_INT/FLOAT, ``normalized``,
+``byteOffset`` on the accessor and on its bufferView, ``byteStride`` (interleaved data), types SCALAR,
+VEC2-4 and MAT2-4 (with the 4-byte column alignment the spec requires for 1- and 2-byte components),
+sparse accessors (over a bufferView, or over zeros when there is none) and accessors with neither
+bufferView nor sparse (all zeros).
+
+Shapes: SCALAR -> (count,), VECn -> (count, n), MATn -> (count, n, n) indexed ``[k, column, row]``,
+i.e. as glTF stores them (column-major); callers transpose to skeletal's row-major convention.
+
+Zero-copy: the raw array is an ``np.ndarray`` over the bufferView's memory (a view of the GLB's bytes,
+read-only), strided when the data is interleaved; it is copied only when misaligned. A FLOAT accessor
+that is not sparse is returned as that view.
+
+Safety: every range is checked before any array is made: ``byteOffset + stride*(count-1) + element
+size`` must fit the bufferView, sparse indices and values must fit theirs, and an accessor that no
+bufferView backs (zeros, or sparse over zeros) may not be bigger than :func:`zero_fill_limit` allows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from skeletal.io.buffers import BinaryData
+from skeletal.io.jsonobj import JsonObject
+
+BYTE, UNSIGNED_BYTE, SHORT, UNSIGNED_SHORT, UNSIGNED_INT, FLOAT = 5120, 5121, 5122, 5123, 5125, 5126
+
+#: componentType -> little-endian numpy dtype (glTF binary data is always little-endian).
+COMPONENT_DTYPES: dict[int, np.dtype] = {
+    BYTE: np.dtype("i1"),
+    UNSIGNED_BYTE: np.dtype("u1"),
+    SHORT: np.dtype("<i2"),
+    UNSIGNED_SHORT: np.dtype("<u2"),
+    UNSIGNED_INT: np.dtype("<u4"),
+    FLOAT: np.dtype("<f4"),
+}
+COMPONENT_NAMES = {
+    BYTE: "BYTE", UNSIGNED_BYTE: "UNSIGNED_BYTE", SHORT: "SHORT",
+    UNSIGNED_SHORT: "UNSIGNED_SHORT", UNSIGNED_INT: "UNSIGNED_INT", FLOAT: "FLOAT",
+}
+
+#: type -> (columns, rows): vectors are one column of n rows, MATn is n columns of n rows.
+TYPE_SHAPES: dict[str, tuple[int, int]] = {
+    "SCALAR": (1, 1), "VEC2": (1, 2), "VEC3": (1, 3), "VEC4": (1, 4),
+    "MAT2": (2, 2), "MAT3": (3, 3), "MAT4": (4, 4),
+}
+
+#: Normalised integer decoding, glTF 2.0 spec "Animations"/"Meshes": f = max(c / (2^(b-1) - 1), -1)
+#: for signed, f = c / (2^b - 1) for unsigned components.
+NORMALIZATION_DIVISORS = {BYTE: 127.0, UNSIGNED_BYTE: 255.0, SHORT: 32767.0, UNSIGNED_SHORT: 65535.0}
+
+#: Arrays that no bufferView backs may use at most this many bytes regardless of the file's size...
+ZERO_FILL_FLOOR = 16 << 20
+#: ...or this many times the binary data read so far, whichever is larger.
+ZERO_FILL_RATIO = 64
+
+
+def zero_fill_limit(loaded_bytes: int) -> int:
+    """The most bytes an accessor with no bufferView (zeros or sparse-over-zeros) may occupy.
+
+    Such an accessor's ``count`` is not justified by data in the file, so it is bounded: 16 MiB, or 64
+    times the binary data loaded so far when that is larger. Real files use these for morph targets and
+    the like, whose size matches other, data-backed accessors of the same file.
+    """
+    return max(ZERO_FILL_FLOOR, ZERO_FILL_RATIO * loaded_bytes)
+
+
+def _align4(n: int) -> int:
+    return (n + 3) & ~3
+
+
+@dataclass(frozen=True)
+class AccessorInfo:
+    """The validated header of one accessor (what it holds, not its data)."""
+
+    index: int
+    component_type: int
+    type: str
+    count: int
+    normalized: bool
+
+    @property
+    def where(self) -> str:
+        return f"accessors[{self.index}]"
+
+    @property
+    def dtype(self) -> np.dtype:
+        return COMPONENT_DTYPES[self.component_type]
+
+    @property
+    def components(self) -> int:
+        columns, rows = TYPE_SHAPES[self.type]
+        return columns * rows
+
+    @property
+    def column_stride(self) -> int:
+        """Bytes from one matrix column to the next: matrix columns start on 4-byte boundaries."""
+        columns, rows = TYPE_SHAPES[self.type]
+        size = rows * self.dtype.itemsize
+        return _align4(size) if columns > 1 else size
+
+    @property
+    def element_size(self) -> int:
+        """Bytes of one element, padding included (MAT2 of BYTE: 8, MAT3 of BYTE: 12, MAT3 of SHORT: 24)."""
+        columns, _rows = TYPE_SHAPES[self.type]
+        return columns * self.column_stride
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape of one element in the returned arrays."""
+        columns, rows = TYPE_SHAPES[self.type]
+        if self.type == "SCALAR":
+            return ()
+        return (rows,) if columns == 1 else (columns, rows)
+
+    def describe(self) -> str:
+        norm = " normalized" if self.normalized else ""
+        return f"{self.type} of {COMPONENT_NAMES[self.component_type]}{norm}"
+
+
+def _strided_array(info: AccessorInfo, data: memoryview, offset: int, stride: int, count: int) -> np.ndarray:
+    """``count`` elements of ``info``'s layout at ``offset`` in ``data``, ``stride`` bytes apart.
+
+    The caller has checked the range. The result is a view of ``data`` (copied only if misaligned).
+    """
+    itemsize = info.dtype.itemsize
+    columns, _rows = TYPE_SHAPES[info.type]
+    shape = (count, *info.shape)
+    if info.type == "SCALAR":
+        strides: tuple[int, ...] = (stride,)
+    elif columns == 1:
+        strides = (stride, itemsize)
+    else:
+        strides = (stride, info.column_stride, itemsize)
+    array = np.ndarray(shape, dtype=info.dtype, buffer=data, offset=offset, strides=strides)
+    if not array.flags.aligned:
+        array = array.copy()  # numba kernels and fast numpy paths want aligned data
+    return array
+
+
+def decode_float32(raw: np.ndarray, info: AccessorInfo) -> np.ndarray:
+    """Accessor data as float32: FLOAT as is, normalised integers decoded per spec, other integers cast."""
+    if info.component_type == FLOAT:
+        return raw if raw.dtype == np.float32 else raw.astype(np.float32)
+    out = raw.astype(np.float32)
+    if info.normalized:
+        out /= np.float32(NORMALIZATION_DIVISORS[info.component_type])
+        if info.component_type in (BYTE, SHORT):
+            np.maximum(out, np.float32(-1.0), out=out)  # -128/127 and -32768/32767 clamp to -1
+    return out
+
+
+class Accessors:
+    """Reads the accessors of one document; arrays are cached so shared accessors are read once."""
+
+    def __init__(self, root: JsonObject, binary: BinaryData):
+        self.file = root.file
+        self.objects = root.objects("accessors")
+        self.binary = binary
+        self._info: dict[int, AccessorInfo] = {}
+        self._raw: dict[int, np.ndarray] = {}
+        self._float: dict[int, np.ndarray] = {}
+
+    def __len__(self) -> int:
+        return len(self.objects)
+
+    def info(self, index: int) -> AccessorInfo:
+        """The checked header of accessor ``index`` (the caller has checked that it exists)."""
+        cached = self._info.get(index)
+        if cached is not None:
+            return cached
+        obj = self.objects[index]
+        component_type = obj.int("componentType", minimum=None)
+        if component_type not in COMPONENT_DTYPES:
+            obj.fail(f"unknown componentType {component_type}", "componentType")
+        type_ = obj.string("type")
+        if type_ not in TYPE_SHAPES:
+            obj.fail(f"unknown type {type_!r}", "type")
+        count = obj.int("count", minimum=1)
+        normalized = obj.boolean("normalized", False)
+        if normalized and component_type in (FLOAT, UNSIGNED_INT):
+            obj.fail(f"normalized must not be true for {COMPONENT_NAMES[component_type]} components", "normalized")
+        info = AccessorInfo(index, component_type, type_, count, normalized)
+        self._info[index] = info
+        return info
+
+    def raw(self, index: int) -> np.ndarray:
+        """Accessor ``index``'s data in its stored component type, shaped as the module doc says.
+
+        A view of the file's bytes when possible (read-only); sparse and zero accessors are new arrays.
+        """
+        cached = self._raw.get(index)
+        if cached is not None:
+            return cached
+        info = self.info(index)
+        obj = self.objects[index]
+        sparse = obj.object("sparse") if obj.has("sparse") else None
+        if obj.has("bufferView"):
+            array = self._read_dense(obj, info)
+        else:
+            if obj.has("byteOffset"):
+                obj.fail("byteOffset is given but there is no bufferView", "byteOffset")
+            self._check_zero_fill(obj, info)
+            array = np.zeros((info.count, *info.shape), dtype=info.dtype)
+        if sparse is not None:
+            array = self._apply_sparse(sparse, info, array)
+        self._raw[index] = array
+        return array
+
+    def floats(self, index: int) -> np.ndarray:
+        """Accessor ``index`` as float32, normalised integers decoded per spec."""
+        cached = self._float.get(index)
+        if cached is None:
+            cached = decode_float32(self.raw(index), self.info(index))
+            self._float[index] = cached
+        return cached
+
+    def uints(self, index: int) -> np.ndarray:
+        """Accessor ``index`` as uint32 (indices, joints); a view when stored as UNSIGNED_INT."""
+        return self.raw(index).astype(np.uint32, copy=False)
+
+    # -- internals ------------------------------------------------------------------------------
+    def _read_dense(self, obj: JsonObject, info: AccessorInfo) -> np.ndarray:
+        view_index = obj.index("bufferView", "bufferViews", len(self.binary.views))
+        offset = obj.int("byteOffset", 0)
+        view = self.binary.view(view_index)
+        element = info.element_size
+        stride = element if view.stride is None else view.stride
+        if stride < element:
+            obj.fail(f"bufferViews[{view_index}] byteStride {stride} is smaller than one {info.describe()} element ({element} bytes)")
+        needed = offset + stride * (info.count - 1) + element
+        if needed > len(view.data):
+            obj.fail(f"count {info.count} at byteOffset {offset} needs {needed} bytes, "
+                     f"bufferViews[{view_index}] has {len(view.data)}")
+        return _strided_array(info, view.data, offset, stride, info.count)
+
+    def _check_zero_fill(self, obj: JsonObject, info: AccessorInfo) -> None:
+        size = info.count * info.element_size
+        limit = zero_fill_limit(self.binary.loaded_bytes)
+        if size > limit:
+            obj.fail(f"count {info.count} of {info.describe()} with no bufferView would need {size} bytes of zeros; "
+                     f"refusing more than {limit} for a file with {self.binary.loaded_bytes} bytes of binary data")
+
+    def _sparse_part(self, part: JsonObject, info: AccessorInfo, count: int, index_type: int | None) -> np.ndarray:
+        """The tightly packed ``indices`` (index_type given) or ``values`` of a sparse accessor."""
+        view_index = part.index("bufferView", "bufferViews", len(self.binary.views))
+        offset = part.int("byteOffset", 0)
+        view = self.binary.view(view_index)
+        if index_type is not None:
+            layout = AccessorInfo(info.index, index_type, "SCALAR", count, False)
+        else:
+            layout = info
+        needed = offset + count * layout.element_size
+        if needed > len(view.data):
+            part.fail(f"sparse count {count} at byteOffset {offset} needs {needed} bytes, "
+                      f"bufferViews[{view_index}] has {len(view.data)}")
+        # Sparse data is tightly packed whatever the view's byteStride (which the spec forbids here).
+        return _strided_array(layout, view.data, offset, layout.element_size, count)
+
+    def _apply_sparse(self, sparse: JsonObject, info: AccessorInfo, base: np.ndarray) -> np.ndarray:
+        count = sparse.int("count", minimum=1)
+        if count > info.count:
+            sparse.fail(f"sparse count {count} is more than the accessor's count {info.count}", "count")
+        indices_obj = sparse.object("indices", required=True)
+        index_type = indices_obj.int("componentType", minimum=None)
+        if index_type not in (UNSIGNED_BYTE, UNSIGNED_SHORT, UNSIGNED_INT):
+            indices_obj.fail(f"componentType {index_type} must be UNSIGNED_BYTE, UNSIGNED_SHORT or UNSIGNED_INT", "componentType")
+        indices = self._sparse_part(indices_obj, info, count, index_type)
+        values = self._sparse_part(sparse.object("values", required=True), info, count, None)
+        bad = np.flatnonzero(indices >= info.count)
+        if bad.size:
+            indices_obj.fail(f"sparse index {int(indices[bad[0]])} (entry {int(bad[0])}) is out of range for count {info.count}")
+        out = np.array(base, copy=True)  # the base may be a read-only view of the file
+        out[indices] = values
+        return out

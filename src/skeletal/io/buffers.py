@@ -1,0 +1,127 @@
+"""glTF buffers and bufferViews: where the binary data of a model is, as checked byte ranges.
+
+:class:`BinaryData` loads each buffer the first time it is needed (the GLB BIN chunk, a data URI or a
+file beside the model, see :mod:`skeletal.io.uris`), checks that it really has its declared
+``byteLength``, checks every bufferView's range against it, and decodes EXT_meshopt_compression views.
+It hands out ``memoryview``s, never copies, so that accessors over a GLB are views of the file's bytes.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from skeletal.io import meshopt as meshopt_ext
+from skeletal.io.jsonobj import JsonObject
+from skeletal.io.uris import UriError, read_uri
+
+
+@dataclass(frozen=True)
+class ViewData:
+    """A bufferView's bytes (exactly ``byteLength`` of them) and its ``byteStride`` (None: tightly packed)."""
+
+    data: memoryview
+    stride: int | None
+
+
+class BinaryData:
+    """The buffers and bufferViews of one glTF document.
+
+    ``root``: the document. ``glb_bin``: the GLB BIN chunk, if any (buffer 0 without a URI refers to it).
+    ``uri_root``: the folder relative URIs resolve against and must stay inside.
+
+    EXT_meshopt_compression views are decoded when the ``meshopt`` package is importable; otherwise
+    their fallback buffer is used, and when that has no data an UnsupportedExtensionError is raised.
+    """
+
+    def __init__(self, root: JsonObject, glb_bin: memoryview | None, uri_root: str | os.PathLike):
+        self.file = root.file
+        self.buffers = root.objects("buffers")
+        self.views = root.objects("bufferViews")
+        self.glb_bin = glb_bin
+        self.uri_root = uri_root
+        self._meshopt_available: bool | None = None  # looked up on the first compressed view
+        self._buffer_cache: dict[int, memoryview | None] = {}
+        self._view_cache: dict[int, ViewData] = {}
+        #: Bytes of binary data actually read so far (the GLB chunk and loaded buffers); the accessor
+        #: reader uses it to bound arrays that no bufferView backs (all-zero and sparse accessors).
+        self.loaded_bytes = 0 if glb_bin is None else len(glb_bin)
+
+    # -- buffers --------------------------------------------------------------------------------
+    def buffer(self, index: int) -> memoryview | None:
+        """Buffer ``index``'s bytes (exactly ``byteLength``), or None for a buffer that has no data
+        (a placeholder, e.g. an EXT_meshopt_compression fallback buffer without a URI)."""
+        if index in self._buffer_cache:
+            return self._buffer_cache[index]
+        obj = self.buffers[index]
+        length = obj.int("byteLength", minimum=1)
+        uri = obj.string("uri", None)
+        data: memoryview | None
+        if uri is not None:
+            try:
+                raw, _mime = read_uri(uri, self.uri_root, max_bytes=length)
+            except UriError as exc:
+                obj.fail(str(exc), "uri")
+            data = memoryview(raw)
+            self.loaded_bytes += len(raw)
+            source = "its URI gives"
+        elif index == 0 and self.glb_bin is not None:
+            data = self.glb_bin
+            source = "the GLB BIN chunk has"
+        else:
+            data = None
+        if data is not None:
+            # The BIN chunk may carry up to 3 padding bytes past byteLength; never fewer bytes than declared.
+            if len(data) < length:
+                obj.fail(f"byteLength is {length} but {source} only {len(data)} bytes")
+            data = data[:length]
+        self._buffer_cache[index] = data
+        return data
+
+    def _buffer_range(self, obj: JsonObject, buffer_index: int, offset: int, length: int, what: str) -> memoryview | None:
+        """Bytes [offset, offset+length) of a buffer, checked against the buffer's byteLength."""
+        buffer_length = self.buffers[buffer_index].int("byteLength", minimum=1)
+        if offset + length > buffer_length:
+            obj.fail(f"{what} byteOffset {offset} + byteLength {length} = {offset + length} runs past the end "
+                     f"of buffers[{buffer_index}] ({buffer_length} bytes)")
+        data = self.buffer(buffer_index)
+        return None if data is None else data[offset : offset + length]
+
+    # -- buffer views ---------------------------------------------------------------------------
+    def view(self, index: int) -> ViewData:
+        """bufferView ``index``: its bytes and stride, range-checked; meshopt-compressed views decoded."""
+        cached = self._view_cache.get(index)
+        if cached is not None:
+            return cached
+        obj = self.views[index]
+        buffer_index = obj.index("buffer", "buffers", len(self.buffers))
+        offset = obj.int("byteOffset", 0)
+        length = obj.int("byteLength", minimum=1)
+        stride = obj.int("byteStride", None, minimum=4, maximum=252)
+        if stride is not None and stride % 4:
+            obj.fail(f"byteStride {stride} must be a multiple of 4", "byteStride")
+
+        ext = obj.extension(meshopt_ext.EXTENSION)
+        data = self._buffer_range(obj, buffer_index, offset, length, "the view's")
+        if ext is not None:
+            params = meshopt_ext.MeshoptView(ext, obj, len(self.buffers))
+            if self._meshopt_available is None:
+                self._meshopt_available = meshopt_ext.available()
+            if self._meshopt_available or data is None:
+                # Without the package, decode() raises UnsupportedExtensionError naming it.
+                compressed = self._buffer_range(ext, params.buffer, params.byte_offset, params.byte_length, "the compressed")
+                if compressed is None:
+                    ext.fail(f"buffers[{params.buffer}] holding the compressed data has no data")
+                decoded = params.decode(compressed, self.file)
+                self.loaded_bytes += len(decoded)
+                data = memoryview(decoded)
+        if data is None:
+            obj.fail(f"buffers[{buffer_index}] has no data (no uri, and it is not the GLB BIN chunk)")
+        view = ViewData(data, stride)
+        self._view_cache[index] = view
+        return view
+
+    def view_bytes(self, index: int) -> bytes:
+        """A copy of a bufferView's bytes (for images and Draco streams)."""
+        return bytes(self.view(index).data)
+

@@ -1,0 +1,624 @@
+"""glTF 2.0 reader: a ``.gltf`` or ``.glb`` file -> :class:`skeletal.document.Document`.
+
+The pipeline of this module, one helper module per job:
+
+* :mod:`~skeletal.io.glb`: file bytes -> JSON document + GLB BIN chunk (one file read, no copies);
+* :mod:`~skeletal.io.jsonobj`: typed JSON access whose errors name the object (``nodes[3].mesh``);
+* :mod:`~skeletal.io.uris`: buffers and images by data URI or by file inside the allowed folder;
+* :mod:`~skeletal.io.buffers`: buffers and bufferViews as checked byte ranges (+ EXT_meshopt_compression);
+* :mod:`~skeletal.io.accessors`: accessors -> numpy arrays (zero-copy views where the layout allows);
+* :mod:`~skeletal.io.draco`: KHR_draco_mesh_compression primitives;
+* this module: nodes, meshes, skins, animations, materials, images and scenes -> the Document.
+
+Conventions (see :mod:`skeletal.document`): quaternions xyzw; matrices row-major (glTF's column-major
+transposed); vertex attributes float32 with normalised integers decoded per spec; joints and indices
+uint32. Every defect of the input raises :class:`~skeletal.errors.ModelError` naming the file and the
+object; a required extension that is unknown, or whose decoder package is missing, raises
+:class:`~skeletal.errors.UnsupportedExtensionError`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from skeletal.document import (
+    Animation,
+    Channel,
+    Document,
+    Image,
+    Material,
+    Mesh,
+    MorphTarget,
+    Node,
+    Primitive,
+    Skin,
+)
+from skeletal.errors import ModelError, UnsupportedExtensionError
+from skeletal.io import draco as draco_ext
+from skeletal.io import meshopt as meshopt_ext
+from skeletal.io.accessors import (
+    BYTE,
+    COMPONENT_NAMES,
+    FLOAT,
+    SHORT,
+    UNSIGNED_BYTE,
+    UNSIGNED_INT,
+    UNSIGNED_SHORT,
+    AccessorInfo,
+    Accessors,
+)
+from skeletal.io.buffers import BinaryData
+from skeletal.io.decompose import decompose_matrix
+from skeletal.io.glb import parse_container
+from skeletal.io.jsonobj import JsonObject
+from skeletal.io.uris import UriError, read_uri
+
+__all__ = ["read_gltf", "SUPPORTED_EXTENSIONS"]
+
+KHR_MESH_QUANTIZATION = "KHR_mesh_quantization"
+#: Extensions this reader implements; any other in ``extensionsRequired`` is refused.
+SUPPORTED_EXTENSIONS = (KHR_MESH_QUANTIZATION, draco_ext.EXTENSION, meshopt_ext.EXTENSION)
+
+INTERPOLATIONS = ("LINEAR", "STEP", "CUBICSPLINE")
+_ALL_INTS = frozenset({BYTE, UNSIGNED_BYTE, SHORT, UNSIGNED_SHORT})
+_SIGNED_INTS = frozenset({BYTE, SHORT})
+_UNSIGNED_INTS = frozenset({UNSIGNED_BYTE, UNSIGNED_SHORT})
+
+
+# ---------------------------------------------------------------------------------------------------
+# What each use of an accessor may be (glTF 2.0 spec tables, widened by KHR_mesh_quantization)
+# ---------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Expect:
+    """The accessor ``types`` a use allows, whether FLOAT components are allowed, and which integer
+    component types are allowed normalised and not normalised."""
+
+    types: tuple[str, ...]
+    float_ok: bool = True
+    normalized: frozenset[int] = frozenset()
+    plain: frozenset[int] = frozenset()
+
+    def check(self, obj: JsonObject, key: str, info: AccessorInfo) -> None:
+        ct = info.component_type
+        ok = info.type in self.types and (
+            (ct == FLOAT and self.float_ok)
+            or (info.normalized and ct in self.normalized)
+            or (not info.normalized and ct in self.plain)
+        )
+        if not ok:
+            obj.fail(f"accessors[{info.index}] is {info.describe()}, expected {self.describe()}", key)
+
+    def describe(self) -> str:
+        forms = []
+        if self.float_ok:
+            forms.append("FLOAT")
+        forms += [f"{COMPONENT_NAMES[c]} normalized" for c in sorted(self.normalized)]
+        forms += [COMPONENT_NAMES[c] for c in sorted(self.plain)]
+        return f"{' or '.join(self.types)} of {', '.join(forms)}"
+
+
+EXPECT_POSITION = Expect(("VEC3",), normalized=_ALL_INTS, plain=_ALL_INTS)
+EXPECT_NORMAL = Expect(("VEC3",), normalized=_SIGNED_INTS)
+EXPECT_TANGENT = Expect(("VEC4",), normalized=_SIGNED_INTS)
+EXPECT_TEXCOORD = Expect(("VEC2",), normalized=_ALL_INTS, plain=_ALL_INTS)
+EXPECT_COLOR = Expect(("VEC3", "VEC4"), normalized=_UNSIGNED_INTS)
+EXPECT_JOINTS = Expect(("VEC4",), float_ok=False, plain=_UNSIGNED_INTS | {UNSIGNED_INT})
+EXPECT_WEIGHTS = Expect(("VEC4",), normalized=_UNSIGNED_INTS)
+EXPECT_TARGET_POSITION = Expect(("VEC3",), normalized=_SIGNED_INTS, plain=_SIGNED_INTS)
+EXPECT_TARGET_DIRECTION = Expect(("VEC3",), normalized=_SIGNED_INTS)
+EXPECT_INDICES = Expect(("SCALAR",), float_ok=False, plain=_UNSIGNED_INTS | {UNSIGNED_INT})
+EXPECT_INVERSE_BIND = Expect(("MAT4",))
+EXPECT_KEY_TIMES = Expect(("SCALAR",))
+EXPECT_CUSTOM = Expect(tuple(["SCALAR", "VEC2", "VEC3", "VEC4", "MAT2", "MAT3", "MAT4"]),
+                       normalized=_ALL_INTS, plain=_ALL_INTS | {UNSIGNED_INT})
+#: Animation outputs by target path; translation/scale also quantized (as gltfpack/gltf-transform write).
+EXPECT_OUTPUT = {
+    "translation": Expect(("VEC3",), normalized=_ALL_INTS, plain=_ALL_INTS),
+    "rotation": Expect(("VEC4",), normalized=_ALL_INTS),
+    "scale": Expect(("VEC3",), normalized=_ALL_INTS, plain=_ALL_INTS),
+    "weights": Expect(("SCALAR",), normalized=_ALL_INTS),
+}
+_PATH_WIDTH = {"translation": 3, "rotation": 4, "scale": 3}
+_INFLUENCE = re.compile(r"^(JOINTS|WEIGHTS)_(0|[1-9][0-9]*)$")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Public entry point
+# ---------------------------------------------------------------------------------------------------
+def read_gltf(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = None) -> Document:
+    """Read a glTF 2.0 model (``.gltf`` with external or data-URI buffers, or binary ``.glb``).
+
+    ``base_dir``: where relative URIs resolve and must stay. By default that is the model's own folder
+    (subfolders allowed); passing ``base_dir`` is the explicit opt-in to read buffers and images from
+    anywhere under that folder instead. Absolute paths, other URI schemes and network access are never
+    allowed.
+
+    Raises :class:`ModelError` (naming the file and the glTF object) for anything malformed, unsafe or
+    inconsistent, and :class:`UnsupportedExtensionError` for a required extension this reader cannot
+    handle (or whose decoder package, ``DracoPy`` / ``meshopt``, is not installed).
+    """
+    file = os.fspath(path)
+    try:
+        data = Path(file).read_bytes()  # the one read of the model file; GLB arrays are views into it
+    except OSError as exc:
+        raise ModelError(file, None, f"cannot read the file: {exc.strerror or exc}") from None
+    document, glb_bin = parse_container(data, file)
+    uri_root = os.fspath(base_dir) if base_dir is not None else os.path.dirname(os.path.abspath(file))
+    return _GltfReader(JsonObject(file, "", document), glb_bin, uri_root).read()
+
+
+# ---------------------------------------------------------------------------------------------------
+# The reader
+# ---------------------------------------------------------------------------------------------------
+@dataclass
+class _Tables:
+    """Lengths of the top-level arrays, for index checks."""
+
+    nodes: int = 0
+    meshes: int = 0
+    skins: int = 0
+    materials: int = 0
+    textures: int = 0
+    images: int = 0
+    cameras: int = 0
+
+
+class _GltfReader:
+    """Builds a Document from one parsed glTF JSON document; one instance per read."""
+
+    def __init__(self, root: JsonObject, glb_bin: memoryview | None, uri_root: str):
+        self.root = root
+        self.file = root.file
+        self.uri_root = uri_root
+        self.asset = self._check_asset()
+        self.extensions_used = self._string_list("extensionsUsed")
+        self.extensions_required = self._string_list("extensionsRequired")
+        self._check_required_extensions()
+        self.binary = BinaryData(root, glb_bin, uri_root)
+        self.accessors = Accessors(root, self.binary)
+        self.tables = _Tables(
+            nodes=len(root.array("nodes", [])),
+            meshes=len(root.array("meshes", [])),
+            skins=len(root.array("skins", [])),
+            materials=len(root.array("materials", [])),
+            textures=len(root.array("textures", [])),
+            images=len(root.array("images", [])),
+            cameras=len(root.array("cameras", [])),
+        )
+
+    # -- document-level checks ------------------------------------------------------------------
+    def _check_asset(self) -> dict:
+        asset = self.root.object("asset", required=True)
+        version = asset.string("version")
+        if not re.match(r"^2\.[0-9]+$", version):
+            asset.fail(f"glTF version {version!r} is not supported (this reader reads glTF 2.x)", "version")
+        min_version = asset.string("minVersion", None)
+        if min_version is not None and min_version != "2.0":
+            asset.fail(f"the file needs glTF {min_version}; this reader implements 2.0", "minVersion")
+        return dict(asset.data)
+
+    def _string_list(self, key: str) -> list[str]:
+        values = self.root.array(key, [])
+        for i, value in enumerate(values):
+            if not isinstance(value, str):
+                self.root.fail("expected an extension name (a string)", f"{key}[{i}]")
+        return list(values)
+
+    def _check_required_extensions(self) -> None:
+        for name in self.extensions_required:
+            if name not in SUPPORTED_EXTENSIONS:
+                raise UnsupportedExtensionError(
+                    self.file, "extensionsRequired",
+                    f"required extension {name} is not supported (supported: {', '.join(SUPPORTED_EXTENSIONS)})",
+                )
+        # A required compression extension cannot fall back: its decoder package must be installed.
+        if draco_ext.EXTENSION in self.extensions_required:
+            draco_ext.load_module(self.file, "extensionsRequired")
+        if meshopt_ext.EXTENSION in self.extensions_required:
+            meshopt_ext.load_module(self.file, "extensionsRequired")
+
+    # -- top level ------------------------------------------------------------------------------
+    def read(self) -> Document:
+        images = self._images()
+        materials = self._materials()
+        meshes = [self._mesh(i, obj) for i, obj in enumerate(self.root.objects("meshes"))]
+        skins = [self._skin(i, obj) for i, obj in enumerate(self.root.objects("skins"))]
+        nodes = self._nodes()
+        self._check_skinned_joints(nodes, meshes, skins)
+        animations = [self._animation(i, obj, nodes, meshes) for i, obj in enumerate(self.root.objects("animations"))]
+        scenes = [obj.indices("nodes", "nodes", len(nodes), []) for obj in self.root.objects("scenes")]
+        scene = self.root.index("scene", "scenes", len(scenes), None)
+        return Document(
+            path=self.file,
+            nodes=nodes,
+            meshes=meshes,
+            skins=skins,
+            animations=animations,
+            scenes=scenes,
+            scene=scene,
+            materials=materials,
+            images=images,
+            extensions_used=self.extensions_used,
+            extensions_required=self.extensions_required,
+            asset_info=self.asset,
+        )
+
+    def _accessor(self, obj: JsonObject, key: str, expect: Expect) -> AccessorInfo:
+        """The accessor ``obj[key]`` refers to, checked to exist and to suit its use."""
+        index = obj.index(key, "accessors", len(self.accessors))
+        info = self.accessors.info(index)
+        expect.check(obj, key, info)
+        return info
+
+    # -- nodes ----------------------------------------------------------------------------------
+    def _nodes(self) -> list[Node]:
+        """All nodes, with parents filled in; two parents or a cycle is an error. Iterative throughout,
+        so a 10,000-deep chain is no problem."""
+        objs = self.root.objects("nodes")
+        count = len(objs)
+        parents = [-1] * count
+        nodes: list[Node] = []
+        for i, obj in enumerate(objs):
+            children = obj.indices("children", "nodes", count, [])
+            for child in children:
+                if child == i:
+                    obj.fail(f"nodes[{i}] lists itself as a child", "children")
+                if parents[child] != -1:
+                    obj.fail(f"nodes[{child}] has two parents, nodes[{parents[child]}] and nodes[{i}]", "children")
+                parents[child] = i
+            nodes.append(self._node(i, obj, children))
+        for i, parent in enumerate(parents):
+            nodes[i].parent = parent
+        self._check_acyclic(nodes)
+        return nodes
+
+    def _node(self, i: int, obj: JsonObject, children: list[int]) -> Node:
+        node = Node(name=obj.string("name", f"node_{i}"), children=children)
+        if obj.has("matrix"):
+            # glTF stores the matrix column-major: reshaping gives its transpose.
+            matrix = obj.numbers("matrix", length=16).reshape(4, 4).T.copy()
+            if not np.allclose(matrix[3], (0.0, 0.0, 0.0, 1.0), atol=1e-6):
+                obj.fail(f"matrix is not affine (its last row is {matrix[3].tolist()})", "matrix")
+            node.matrix = matrix
+            node.translation, node.rotation, node.scale = decompose_matrix(matrix)
+        else:
+            node.translation = obj.numbers("translation", np.zeros(3), length=3)
+            node.rotation = obj.numbers("rotation", np.array([0.0, 0.0, 0.0, 1.0]), length=4)
+            node.scale = obj.numbers("scale", np.ones(3), length=3)
+        node.mesh = obj.index("mesh", "meshes", self.tables.meshes, None)
+        node.skin = obj.index("skin", "skins", self.tables.skins, None)
+        obj.index("camera", "cameras", self.tables.cameras, None)
+        node.weights = obj.numbers("weights", None)
+        return node
+
+    def _check_acyclic(self, nodes: list[Node]) -> None:
+        """With at most one parent each, the nodes not reachable from a root are exactly those on or
+        hanging below a cycle: find one and name the cycle."""
+        reached = [False] * len(nodes)
+        stack = [i for i, node in enumerate(nodes) if node.parent == -1]
+        while stack:
+            i = stack.pop()
+            reached[i] = True
+            stack.extend(nodes[i].children)
+        if all(reached):
+            return
+        start = reached.index(False)
+        seen: set[int] = set()
+        i = start
+        while i not in seen:  # walk up the parents until we go round
+            seen.add(i)
+            i = nodes[i].parent
+        cycle = [i]
+        j = nodes[i].parent
+        while j != i:
+            cycle.append(j)
+            j = nodes[j].parent
+        path = " -> ".join(f"nodes[{k}]" for k in reversed(cycle + [i]))  # parent -> child order
+        raise ModelError(self.file, f"nodes[{i}]", f"the node hierarchy has a cycle: {path}")
+
+    # -- meshes ---------------------------------------------------------------------------------
+    def _mesh(self, index: int, obj: JsonObject) -> Mesh:
+        primitives = [self._primitive(p) for p in obj.objects("primitives", required=True, min_length=1)]
+        target_counts = {len(p.targets) for p in primitives}
+        if len(target_counts) > 1:
+            obj.fail(f"its primitives have different numbers of morph targets: {sorted(target_counts)}", "primitives")
+        n_targets = target_counts.pop()
+        weights = obj.numbers("weights", None)
+        if weights is not None and len(weights) != n_targets:
+            obj.fail(f"{len(weights)} default weights for {n_targets} morph targets", "weights")
+        extras = obj.raw("extras")
+        names = extras.get("targetNames") if isinstance(extras, dict) else None
+        target_names = list(names) if isinstance(names, list) and all(isinstance(n, str) for n in names) else None
+        return Mesh(name=obj.string("name", f"mesh_{index}"), primitives=primitives, weights=weights,
+                    target_names=target_names)
+
+    def _primitive(self, p: JsonObject) -> Primitive:
+        attrs = p.object("attributes", required=True)
+        mode = p.int("mode", 4, maximum=6)
+        material = p.index("material", "materials", self.tables.materials, None)
+
+        # Check every attribute's accessor against its semantic before reading any data.
+        infos: dict[str, AccessorInfo] = {}
+        for name in attrs.data:
+            infos[name] = self._accessor(attrs, name, _attribute_expect(name))
+        if "POSITION" not in infos:
+            attrs.fail("the primitive has no POSITION attribute")
+        vertex_count = infos["POSITION"].count
+        for name, info in infos.items():
+            if info.count != vertex_count:
+                attrs.fail(f"accessors[{info.index}] has {info.count} elements, POSITION has {vertex_count}", name)
+        index_info = self._accessor(p, "indices", EXPECT_INDICES) if p.has("indices") else None
+
+        decoded = self._draco_primitive(p, infos, index_info)
+
+        def attribute(name: str) -> np.ndarray:
+            if decoded is not None and name in decoded.raw:
+                return decoded.floats(name, infos[name])
+            return self.accessors.floats(infos[name].index)
+
+        prim = Primitive(positions=attribute("POSITION"), mode=mode, material=material)
+        if "NORMAL" in infos:
+            prim.normals = attribute("NORMAL")
+        if "TANGENT" in infos:
+            prim.tangents = attribute("TANGENT")
+
+        # Influence sets JOINTS_n/WEIGHTS_n, n = 0, 1, ... side by side: (V, 4 * sets).
+        joint_sets = sorted(int(m.group(2)) for m in map(_INFLUENCE.match, infos) if m and m.group(1) == "JOINTS")
+        weight_sets = sorted(int(m.group(2)) for m in map(_INFLUENCE.match, infos) if m and m.group(1) == "WEIGHTS")
+        if joint_sets != weight_sets or joint_sets != list(range(len(joint_sets))):
+            attrs.fail(f"JOINTS_n and WEIGHTS_n must come in pairs numbered from 0 "
+                       f"(found JOINTS {joint_sets}, WEIGHTS {weight_sets})")
+        if joint_sets:
+            joints = []
+            for n in joint_sets:
+                name = f"JOINTS_{n}"
+                raw = decoded.raw[name] if decoded is not None and name in decoded.raw else self.accessors.raw(infos[name].index)
+                joints.append(raw.astype(np.uint32))
+            weights = [attribute(f"WEIGHTS_{n}") for n in weight_sets]
+            # Weights stay exactly as stored (the skin stage renormalises).
+            prim.joints = joints[0] if len(joints) == 1 else np.concatenate(joints, axis=1)
+            prim.weights = weights[0] if len(weights) == 1 else np.concatenate(weights, axis=1)
+
+        for name in infos:
+            if name not in ("POSITION", "NORMAL", "TANGENT") and not _INFLUENCE.match(name):
+                prim.attributes[name] = attribute(name)
+
+        if decoded is not None and decoded.indices is not None:
+            prim.indices = decoded.indices
+        elif index_info is not None:
+            prim.indices = self.accessors.uints(index_info.index)
+        if prim.indices is not None and prim.indices.size:
+            top = int(prim.indices.max())
+            if top >= vertex_count:
+                p.fail(f"index {top} is out of range for {vertex_count} vertices", "indices")
+
+        prim.targets = [self._target(t, vertex_count) for t in p.objects("targets")]
+        return prim
+
+    def _draco_primitive(self, p: JsonObject, infos: dict[str, AccessorInfo], index_info: AccessorInfo | None):
+        """Decode the primitive's KHR_draco_mesh_compression stream, or None when it has none (or has
+        one that is optional and no DracoPy, in which case its uncompressed accessors are used)."""
+        ext = p.extension(draco_ext.EXTENSION)
+        if ext is None:
+            return None
+        ids = ext.object("attributes", required=True)
+        for name in ids.data:
+            if name not in infos:
+                ids.fail(f"attribute {name} is not in the primitive's attributes", name)
+        if not draco_ext.available():
+            # Optional extension: fall back to the plain accessors if they have data.
+            listed = [infos[name] for name in ids.data]
+            if all(self.accessors.objects[info.index].has("bufferView") for info in listed):
+                return None
+            draco_ext.load_module(self.file, ext.where)  # raises UnsupportedExtensionError
+        view = ext.index("bufferView", "bufferViews", len(self.binary.views))
+        stream = self.binary.view_bytes(view)
+        return draco_ext.decode_primitive(ext, stream, {name: infos[name] for name in ids.data}, index_info, self.file)
+
+    def _target(self, t: JsonObject, vertex_count: int) -> MorphTarget:
+        target = MorphTarget()
+        for name, expect, slot in (
+            ("POSITION", EXPECT_TARGET_POSITION, "position"),
+            ("NORMAL", EXPECT_TARGET_DIRECTION, "normal"),
+            ("TANGENT", EXPECT_TARGET_DIRECTION, "tangent"),
+        ):
+            if not t.has(name):
+                continue
+            info = self._accessor(t, name, expect)
+            if info.count != vertex_count:
+                t.fail(f"accessors[{info.index}] has {info.count} elements, the primitive has {vertex_count} vertices", name)
+            setattr(target, slot, self.accessors.floats(info.index))
+        return target
+
+    def _check_skinned_joints(self, nodes: list[Node], meshes: list[Mesh], skins: list[Skin]) -> None:
+        """Every joint index of a skinned mesh must name a joint of the skin it is used with."""
+        largest: dict[tuple[int, int], int] = {}
+        for node_index, node in enumerate(nodes):
+            if node.mesh is None or node.skin is None:
+                continue
+            joint_count = len(skins[node.skin].joints)
+            for p_index, prim in enumerate(meshes[node.mesh].primitives):
+                if prim.joints is None:
+                    continue
+                key = (node.mesh, p_index)
+                if key not in largest:
+                    largest[key] = int(prim.joints.max())
+                if largest[key] >= joint_count:
+                    column = int(np.argmax(prim.joints.max(axis=0)))
+                    raise ModelError(
+                        self.file, f"meshes[{node.mesh}].primitives[{p_index}]",
+                        f"JOINTS_{column // 4} has joint index {largest[key]}, but skins[{node.skin}] "
+                        f"(the skin of nodes[{node_index}]) has {joint_count} joints",
+                    )
+
+    # -- skins ----------------------------------------------------------------------------------
+    def _skin(self, index: int, obj: JsonObject) -> Skin:
+        joints = obj.indices("joints", "nodes", self.tables.nodes, min_length=1)
+        joint_count = len(joints)
+        if obj.has("inverseBindMatrices"):
+            info = self._accessor(obj, "inverseBindMatrices", EXPECT_INVERSE_BIND)
+            if info.count < joint_count:
+                obj.fail(f"accessors[{info.index}] has {info.count} matrices for {joint_count} joints", "inverseBindMatrices")
+            # (J, column, row) as stored -> (J, row, column): row-major.
+            inverse_bind = self.accessors.floats(info.index)[:joint_count].transpose(0, 2, 1).astype(np.float64)
+        else:
+            inverse_bind = np.tile(np.eye(4), (joint_count, 1, 1))
+        return Skin(
+            name=obj.string("name", f"skin_{index}"),
+            joints=np.array(joints, dtype=np.int64),
+            inverse_bind=inverse_bind,
+            skeleton=obj.index("skeleton", "nodes", self.tables.nodes, None),
+        )
+
+    # -- animations -----------------------------------------------------------------------------
+    def _animation(self, a_index: int, obj: JsonObject, nodes: list[Node], meshes: list[Mesh]) -> Animation:
+        name = obj.string("name", f"animation_{a_index}")
+        samplers = obj.objects("samplers", required=True)
+        channels: list[Channel] = []
+        for c in obj.objects("channels", required=True):
+            s_index = c.int("sampler")
+            if s_index >= len(samplers):
+                c.fail(f"refers to sampler {s_index}, but animation {name!r} has {len(samplers)} samplers", "sampler")
+            target = c.object("target", required=True)
+            path = target.string("path")
+            if not target.has("node"):
+                continue  # the spec allows this: the target is defined by an extension we do not implement
+            node = target.index("node", "nodes", len(nodes))
+            if path in _PATH_WIDTH:
+                width = _PATH_WIDTH[path]
+            elif path == "weights":
+                mesh = nodes[node].mesh
+                width = 0 if mesh is None else len(meshes[mesh].primitives[0].targets)
+                if width == 0:
+                    target.fail(f"a weights channel targets nodes[{node}], which has no mesh with morph targets")
+            else:
+                target.fail(f"unknown path {path!r} (expected translation, rotation, scale or weights)", "path")
+            channels.append(self._channel(c, name, s_index, samplers[s_index], node, path, width))
+        return Animation(name=name, channels=channels)
+
+    def _channel(self, c: JsonObject, anim_name: str, s_index: int, sampler: JsonObject,
+                 node: int, path: str, width: int) -> Channel:
+        """One channel: its sampler's key times and values, every count and order checked."""
+        about = f"animation {anim_name!r}, samplers[{s_index}]"
+        interpolation = sampler.string("interpolation", "LINEAR")
+        if interpolation not in INTERPOLATIONS:
+            raise ModelError(self.file, c.where, f"{about}: unknown interpolation {interpolation!r} "
+                                                  f"(expected {', '.join(INTERPOLATIONS)})")
+        input_info = self._accessor(sampler, "input", EXPECT_KEY_TIMES)
+        output_info = self._accessor(sampler, "output", EXPECT_OUTPUT[path])
+        keys = input_info.count
+        rows = 3 * keys if interpolation == "CUBICSPLINE" else keys
+        expected = rows * (width if path == "weights" else 1)
+        if output_info.count != expected:
+            raise ModelError(self.file, c.where, (
+                f"{about}: output accessors[{output_info.index}] has {output_info.count} elements, expected "
+                f"{expected} for {keys} keys of {path}" + (" (CUBICSPLINE stores 3 per key)" if rows != keys else "")
+            ))
+        times = self.accessors.floats(input_info.index)
+        self._check_times(c, about, input_info, times)
+        values = self.accessors.floats(output_info.index).reshape(rows, width)
+        return Channel(node=node, path=path, interpolation=interpolation, times=times, values=values)
+
+    def _check_times(self, c: JsonObject, about: str, info: AccessorInfo, times: np.ndarray) -> None:
+        finite = np.isfinite(times)
+        if not finite.all():
+            k = int(np.argmin(finite))
+            raise ModelError(self.file, c.where, f"{about}: input accessors[{info.index}] key {k} time is {times[k]}")
+        steps = np.diff(times)
+        if steps.size and not (steps > 0).all():
+            k = int(np.argmin(steps > 0)) + 1
+            raise ModelError(self.file, c.where, (
+                f"{about}: key times of input accessors[{info.index}] are not strictly increasing: "
+                f"key {k} (t={float(times[k])}) follows key {k - 1} (t={float(times[k - 1])})"
+            ))
+
+    # -- materials and images -------------------------------------------------------------------
+    def _materials(self) -> list[Material]:
+        textures = self.root.objects("textures")
+        materials = []
+        for i, obj in enumerate(self.root.objects("materials")):
+            pbr = obj.object("pbrMetallicRoughness")
+            material = Material(
+                name=obj.string("name", f"material_{i}"),
+                base_color_factor=pbr.numbers("baseColorFactor", np.ones(4), length=4),
+                double_sided=obj.boolean("doubleSided", False),
+            )
+            if pbr.has("baseColorTexture"):
+                info = pbr.object("baseColorTexture")
+                texture = textures[info.index("index", "textures", len(textures))]
+                material.base_color_texture = self._texture_image(texture)
+                material.base_color_texcoord = info.int("texCoord", 0)
+            materials.append(material)
+        return materials
+
+    def _texture_image(self, texture: JsonObject) -> int | None:
+        """The image a texture shows: its ``source``, else the ``source`` of an image-format extension
+        (KHR_texture_basisu, EXT_texture_webp, ...); None when it has neither."""
+        if texture.has("source"):
+            return texture.index("source", "images", self.tables.images)
+        extensions = texture.object("extensions")
+        for name in extensions.data:
+            ext = extensions.object(name)
+            if ext.has("source"):
+                return ext.index("source", "images", self.tables.images)
+        return None
+
+    def _images(self) -> list[Image]:
+        images = []
+        for i, obj in enumerate(self.root.objects("images")):
+            mime = obj.string("mimeType", None)
+            data: bytes | None = None
+            if obj.has("bufferView"):
+                data = self.binary.view_bytes(obj.index("bufferView", "bufferViews", len(self.binary.views)))
+            elif obj.has("uri"):
+                uri = obj.string("uri")
+                try:
+                    data, uri_mime = read_uri(uri, self.uri_root)
+                    mime = mime or uri_mime
+                except UriError as exc:
+                    # Images are optional for animation: keep going without this one.
+                    warnings.warn(f"{os.path.basename(self.file)}: {obj.where}.uri: {exc}; image data left empty",
+                                  stacklevel=3)
+            images.append(Image(name=obj.string("name", f"image_{i}"), data=data, mime_type=mime or _sniff_mime(data)))
+        return images
+
+
+def _attribute_expect(name: str) -> Expect:
+    """What a vertex attribute's accessor may be, by its glTF name."""
+    if name == "POSITION":
+        return EXPECT_POSITION
+    if name == "NORMAL":
+        return EXPECT_NORMAL
+    if name == "TANGENT":
+        return EXPECT_TANGENT
+    if name.startswith("TEXCOORD_"):
+        return EXPECT_TEXCOORD
+    if name.startswith("COLOR_"):
+        return EXPECT_COLOR
+    if name.startswith("JOINTS_"):
+        return EXPECT_JOINTS
+    if name.startswith("WEIGHTS_"):
+        return EXPECT_WEIGHTS
+    return EXPECT_CUSTOM  # application-specific (_NAME) attributes
+
+
+_MAGIC_MIME = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),
+               (b"\xabKTX 20\xbb", "image/ktx2"))
+
+
+def _sniff_mime(data: bytes | None) -> str | None:
+    """The image type told by the data's first bytes, when the file did not say it."""
+    if not data:
+        return None
+    for magic, mime in _MAGIC_MIME:
+        if data.startswith(magic):
+            return mime
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
