@@ -191,6 +191,7 @@ class _GltfReader:
             images=len(root.array("images", [])),
             cameras=len(root.array("cameras", [])),
         )
+        self._checked_times: set[int] = set()  # input accessors already found strictly increasing
 
     # -- document-level checks ------------------------------------------------------------------
     def _check_asset(self) -> dict:
@@ -521,7 +522,9 @@ class _GltfReader:
                 f"{expected} for {keys} keys of {path}" + (" (CUBICSPLINE stores 3 per key)" if rows != keys else "")
             ))
         times = self.accessors.floats(input_info.index)
-        self._check_times(c, about, input_info, times)
+        if input_info.index not in self._checked_times:  # samplers often share one input accessor
+            self._check_times(c, about, input_info, times)
+            self._checked_times.add(input_info.index)
         values = self.accessors.floats(output_info.index).reshape(rows, width)
         return Channel(node=node, path=path, interpolation=interpolation, times=times, values=values)
 
