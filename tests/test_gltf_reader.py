@@ -44,6 +44,7 @@ class RawGltf:
         self.doc: dict[str, Any] = {"asset": {"version": "2.0", "generator": "test_gltf_reader"}}
         self.bin = bytearray()
         self.extra_buffers: list[dict] = []  # written after buffer 0 (the BIN chunk / .bin / data URI)
+        self.declared_length: int | None = None  # buffer 0's byteLength in the JSON, if not the truth
 
     def add(self, key: str, obj: dict) -> int:
         items = self.doc.setdefault(key, [])
@@ -88,7 +89,7 @@ class RawGltf:
     def _json(self, uri: str | None) -> bytes:
         doc = dict(self.doc)
         if self.bin:
-            buffer: dict[str, Any] = {"byteLength": len(self.bin)}
+            buffer: dict[str, Any] = {"byteLength": self.declared_length or len(self.bin)}
             if uri is not None:
                 buffer["uri"] = uri
             doc["buffers"] = [buffer, *self.extra_buffers]

@@ -86,7 +86,7 @@ class JsonObject:
         if key in self.data:
             return True, self.data[key]
         if default is REQUIRED:
-            self.fail(f"required field '{key}' is missing")
+            self.fail("required field is missing", key)
         return False, default
 
     # -- scalars --------------------------------------------------------------------------------
