@@ -19,7 +19,7 @@ from fixtures import models
 from fixtures.gltf_builder import (ARRAY_BUFFER, FLOAT, GltfBuilder, UNSIGNED_BYTE,
                                    quantize_normalized)
 from fixtures.reference import Gltf, ReferenceModel, loop_time, reference_bake_fn
-from fixtures.truth_compare import compare_truth, load_truth
+from fixtures.truth_compare import compare_truth, load_truth, negative_pingpong
 
 REPO = Path(__file__).resolve().parents[1]
 TRUTH_DIR = REPO / "tests" / "data" / "truth"
@@ -280,3 +280,11 @@ def test_reference_matches_three_on_shared_models(asset, truth_name):
     report = _check(SHARED / "assets" / asset, truth, sets=None)
     assert report.max_matrix_rel_error < 1e-6
     assert report.max_position_ratio < 0.01, report.summary()
+
+
+def test_compare_skip_predicate(built):
+    truth = load_truth(TRUTH_DIR / "cubic_spline_arm.json")
+    model = ReferenceModel(built["cubic_spline_arm"])
+    full = compare_truth(truth, reference_bake_fn(model, sets=1))
+    part = compare_truth(truth, reference_bake_fn(model, sets=1), skip=negative_pingpong)
+    assert part.samples_skipped == 6 and part.samples_compared == full.samples_compared - 6
