@@ -16,7 +16,7 @@ import pytest
 
 from skeletal.errors import ModelError, UnsupportedExtensionError
 from skeletal.io.gltf import read_gltf
-from test_gltf_reader import FLOAT, SHORT, UNSIGNED_BYTE, UNSIGNED_SHORT, RawGltf, triangle
+from test_gltf_reader import FLOAT, SHORT, UNSIGNED_BYTE, UNSIGNED_SHORT, RawGltf, draco_model, meshopt_model, triangle
 
 
 def raises(path: Path, where: str, detail: str = "", *, error: type[ModelError] = ModelError, **kwargs):
@@ -503,3 +503,39 @@ def test_required_compression_without_its_package(tmp_path, monkeypatch, extensi
     g.doc["extensionsUsed"] = g.doc["extensionsRequired"] = [extension]
     raises(g.write_glb(tmp_path / "pkg.glb"), "extensionsRequired", re.escape(f"{extension} needs the Python package "
            f"'{package}' (pip install {package})"), error=UnsupportedExtensionError)
+
+
+def test_optional_meshopt_without_package_or_fallback_data(tmp_path, monkeypatch):
+    pytest.importorskip("meshopt")
+    path = meshopt_model(tmp_path / "mo.glb", required=False)
+    monkeypatch.setitem(sys.modules, "meshopt", None)
+    raises(path, "bufferViews[0].extensions.EXT_meshopt_compression", re.escape("EXT_meshopt_compression needs the Python package 'meshopt' (pip install meshopt)"),
+           error=UnsupportedExtensionError)
+
+
+def test_texture_sampler_out_of_range(tmp_path):
+    g = RawGltf()
+    g.mesh_node({"POSITION": triangle(g)})
+    g.add("textures", {"sampler": 2})
+    raises(g.write_glb(tmp_path / "tex.glb"), "textures[0].sampler", "samplers\\[2\\], which does not exist")
+
+
+def test_optional_draco_without_package_or_fallback_data(tmp_path, monkeypatch):
+    pytest.importorskip("DracoPy")
+    path = draco_model(tmp_path / "d.glb", required=False)
+    monkeypatch.setitem(sys.modules, "DracoPy", None)
+    raises(path, "meshes[0].primitives[0].extensions.KHR_draco_mesh_compression",
+           re.escape("needs the Python package 'DracoPy' (pip install DracoPy)"), error=UnsupportedExtensionError)
+
+
+def test_draco_count_must_match_the_accessors(tmp_path):
+    pytest.importorskip("DracoPy")
+    path = draco_model(tmp_path / "d.glb", count=5)
+    raises(path, "meshes[0].primitives[0].extensions.KHR_draco_mesh_compression.attributes.POSITION",
+           "Draco decoded 4 points, accessors\\[0\\] declares count 5")
+
+
+def test_draco_huge_declared_count_is_refused_before_decoding(tmp_path):
+    pytest.importorskip("DracoPy")
+    path = draco_model(tmp_path / "d.glb", count=10**9)
+    raises(path, "meshes[0].primitives[0].extensions.KHR_draco_mesh_compression", "declare .* bytes of decoded data")

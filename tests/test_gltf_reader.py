@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import struct
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -564,18 +565,27 @@ def test_deep_node_chain_loads_without_recursion(tmp_path):
     assert len(doc.nodes) == depth and doc.nodes[-1].parent == depth - 2 and doc.nodes[0].parent == -1
 
 
-def test_meshopt_compressed_views_decode(tmp_path):
-    """EXT_meshopt_compression with a fallback buffer that has no data: positions (ATTRIBUTES),
-    indices (TRIANGLES) decoded from the compressed buffer."""
-    meshopt = pytest.importorskip("meshopt")
-    positions = np.random.default_rng(3).random((30, 3)).astype(np.float32)
+MESHOPT_POSITIONS = np.random.default_rng(3).random((30, 3)).astype(np.float32)
+MESHOPT_INDICES = np.arange(30, dtype=np.uint32)[::-1].copy()
+
+
+def meshopt_model(path: Path, *, fallback_uri: str | None = None, required: bool = True) -> Path:
+    """30 positions (ATTRIBUTES, stride 16) and 30 indices (TRIANGLES), EXT_meshopt_compression-coded
+    into buffer 0. Their fallback buffer 1 has no data, or - with ``fallback_uri`` - the uncompressed
+    bytes are written to that file beside ``path``."""
+    import meshopt
+
     padded = np.zeros((30, 4), np.float32)
-    padded[:, :3] = positions
-    indices = np.arange(30, dtype=np.uint32)[::-1].copy()
+    padded[:, :3] = MESHOPT_POSITIONS
+    plain = padded.tobytes() + MESHOPT_INDICES.tobytes()
     enc_pos = meshopt.encode_gltf_buffer(padded.view(np.uint8).reshape(30, 16), "ATTRIBUTES")
-    enc_idx = meshopt.encode_gltf_buffer(indices, "TRIANGLES")
+    enc_idx = meshopt.encode_gltf_buffer(MESHOPT_INDICES, "TRIANGLES")
     g = RawGltf()
-    g.extra_buffers.append({"byteLength": 600, "extensions": {"EXT_meshopt_compression": {"fallback": True}}})
+    if fallback_uri is None:
+        g.extra_buffers.append({"byteLength": len(plain), "extensions": {"EXT_meshopt_compression": {"fallback": True}}})
+    else:
+        g.extra_buffers.append({"byteLength": len(plain), "uri": fallback_uri})
+        (path.parent / fallback_uri).write_bytes(plain)
 
     def compressed_view(encoded: bytes, offset: int, length: int, stride: int, mode: str, **view: Any) -> int:
         ext = {"buffer": 0, "byteOffset": g.append(encoded), "byteLength": len(encoded),
@@ -586,12 +596,86 @@ def test_meshopt_compressed_views_decode(tmp_path):
     pos = g.accessor(compressed_view(enc_pos, 0, 480, 16, "ATTRIBUTES", byteStride=16), FLOAT, "VEC3", 30)
     idx = g.accessor(compressed_view(enc_idx, 480, 120, 4, "TRIANGLES"), UNSIGNED_INT, "SCALAR", 30)
     g.mesh_node({"POSITION": pos}, indices=idx)
-    g.doc["extensionsUsed"] = g.doc["extensionsRequired"] = ["EXT_meshopt_compression"]
-    g.write_glb(tmp_path / "mo.glb")
-    prim = only_primitive(read_gltf(tmp_path / "mo.glb"))
-    np.testing.assert_array_equal(prim.positions, positions)
+    g.doc["extensionsUsed"] = ["EXT_meshopt_compression"]
+    if required:
+        g.doc["extensionsRequired"] = ["EXT_meshopt_compression"]
+    return g.write_glb(path)
+
+
+def _check_meshopt_primitive(prim) -> None:
+    np.testing.assert_array_equal(prim.positions, MESHOPT_POSITIONS)
     # The TRIANGLES codec may rotate a triangle's corners (keeping its winding): compare canonically.
-    np.testing.assert_array_equal(_canonical_triangles(prim.indices), _canonical_triangles(indices))
+    np.testing.assert_array_equal(_canonical_triangles(prim.indices), _canonical_triangles(MESHOPT_INDICES))
+
+
+def test_meshopt_compressed_views_decode(tmp_path):
+    """EXT_meshopt_compression with a fallback buffer that has no data: positions (ATTRIBUTES),
+    indices (TRIANGLES) decoded from the compressed buffer."""
+    pytest.importorskip("meshopt")
+    _check_meshopt_primitive(only_primitive(read_gltf(meshopt_model(tmp_path / "mo.glb"))))
+
+
+def test_meshopt_fallback_buffer_is_not_read_when_decoding(tmp_path):
+    pytest.importorskip("meshopt")
+    path = meshopt_model(tmp_path / "mo.glb", fallback_uri="fallback.bin", required=False)
+    (tmp_path / "fallback.bin").unlink()  # would fail if it were read
+    _check_meshopt_primitive(only_primitive(read_gltf(path)))
+
+
+def test_meshopt_optional_without_package_uses_the_fallback(tmp_path, monkeypatch):
+    pytest.importorskip("meshopt")
+    path = meshopt_model(tmp_path / "mo.glb", fallback_uri="fallback.bin", required=False)
+    monkeypatch.setitem(sys.modules, "meshopt", None)  # `import meshopt` now fails
+    prim = only_primitive(read_gltf(path))
+    np.testing.assert_array_equal(prim.positions, MESHOPT_POSITIONS)
+    np.testing.assert_array_equal(prim.indices, MESHOPT_INDICES)  # the fallback has them verbatim
+
+
+DRACO_POSITIONS = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0]], np.float32)
+DRACO_COLORS = np.array([[0, 255, 51, 255], [255, 0, 0, 255], [0, 0, 255, 0], [10, 20, 30, 40]], np.uint8)
+DRACO_FACES = np.array([[0, 1, 2], [1, 3, 2]], np.uint32)
+
+
+def draco_model(path: Path, *, fallback: bool = False, required: bool = True, count: int = 4) -> Path:
+    """A quad whose POSITION and COLOR_0 (UNSIGNED_BYTE normalized) are Draco-compressed; with
+    ``fallback``, the accessors also have plain bufferViews (for readers without Draco)."""
+    import DracoPy
+
+    stream = DracoPy.encode(DRACO_POSITIONS, DRACO_FACES, preserve_order=True, colors=DRACO_COLORS)
+    ids = {a["attribute_type"]: a["unique_id"] for a in DracoPy.decode(stream).attributes}  # 0: POSITION, 2: COLOR
+    g = RawGltf()
+    if fallback:
+        pos = g.array(DRACO_POSITIONS, FLOAT, "VEC3")
+        col = g.array(DRACO_COLORS, UNSIGNED_BYTE, "VEC4", normalized=True)
+        idx = g.array(DRACO_FACES.reshape(-1), UNSIGNED_SHORT, "SCALAR")
+    else:
+        pos = g.accessor(None, FLOAT, "VEC3", count)
+        col = g.accessor(None, UNSIGNED_BYTE, "VEC4", count, normalized=True)
+        idx = g.accessor(None, UNSIGNED_SHORT, "SCALAR", 6)
+    ext = {"bufferView": g.view(stream), "attributes": {"POSITION": ids[0], "COLOR_0": ids[2]}}
+    g.mesh_node({"POSITION": pos, "COLOR_0": col}, indices=idx, extensions={"KHR_draco_mesh_compression": ext})
+    g.doc["extensionsUsed"] = ["KHR_draco_mesh_compression"]
+    if required:
+        g.doc["extensionsRequired"] = ["KHR_draco_mesh_compression"]
+    return g.write_glb(path)
+
+
+def test_draco_primitive_decodes_with_accessor_normalization(tmp_path):
+    pytest.importorskip("DracoPy")
+    prim = only_primitive(read_gltf(draco_model(tmp_path / "d.glb")))
+    np.testing.assert_array_equal(prim.positions, DRACO_POSITIONS)
+    np.testing.assert_allclose(prim.attributes["COLOR_0"], DRACO_COLORS / np.float32(255), atol=1e-7)
+    np.testing.assert_array_equal(prim.indices, DRACO_FACES.reshape(-1))
+    assert prim.indices.dtype == np.uint32 and prim.attributes["COLOR_0"].dtype == np.float32
+
+
+def test_draco_optional_without_package_uses_the_fallback(tmp_path, monkeypatch):
+    pytest.importorskip("DracoPy")
+    path = draco_model(tmp_path / "d.glb", fallback=True, required=False)
+    monkeypatch.setitem(sys.modules, "DracoPy", None)
+    prim = only_primitive(read_gltf(path))
+    np.testing.assert_array_equal(prim.positions, DRACO_POSITIONS)
+    np.testing.assert_array_equal(prim.indices, DRACO_FACES.reshape(-1))
 
 
 def _canonical_triangles(indices: np.ndarray) -> np.ndarray:

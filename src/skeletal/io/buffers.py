@@ -78,14 +78,22 @@ class BinaryData:
         self._buffer_cache[index] = data
         return data
 
-    def _buffer_range(self, obj: JsonObject, buffer_index: int, offset: int, length: int, what: str) -> memoryview | None:
-        """Bytes [offset, offset+length) of a buffer, checked against the buffer's byteLength."""
+    def _buffer_range(self, obj: JsonObject, buffer_index: int, offset: int, length: int, what: str,
+                      *, load: bool = True) -> memoryview | None:
+        """Bytes [offset, offset+length) of a buffer, checked against the buffer's byteLength (None when
+        the buffer has no data, or when ``load`` is False: check the range only, read nothing)."""
         buffer_length = self.buffers[buffer_index].int("byteLength", minimum=1)
         if offset + length > buffer_length:
             obj.fail(f"{what} byteOffset {offset} + byteLength {length} = {offset + length} runs past the end "
                      f"of buffers[{buffer_index}] ({buffer_length} bytes)")
-        data = self.buffer(buffer_index)
+        data = self.buffer(buffer_index) if load else None
         return None if data is None else data[offset : offset + length]
+
+    def _use_meshopt(self) -> bool:
+        """Whether the meshopt decoder is installed (looked up once, on the first compressed view)."""
+        if self._meshopt_available is None:
+            self._meshopt_available = meshopt_ext.available()
+        return self._meshopt_available
 
     # -- buffer views ---------------------------------------------------------------------------
     def view(self, index: int) -> ViewData:
@@ -102,16 +110,19 @@ class BinaryData:
             obj.fail(f"byteStride {stride} must be a multiple of 4", "byteStride")
 
         ext = obj.extension(meshopt_ext.EXTENSION)
-        data = self._buffer_range(obj, buffer_index, offset, length, "the view's")
-        if ext is not None:
+        if ext is None:
+            data = self._buffer_range(obj, buffer_index, offset, length, "the view's")
+        else:
             params = meshopt_ext.MeshoptView(ext, obj, len(self.buffers))
-            if self._meshopt_available is None:
-                self._meshopt_available = meshopt_ext.available()
-            if self._meshopt_available or data is None:
-                # Without the package, decode() raises UnsupportedExtensionError naming it.
-                compressed = self._buffer_range(ext, params.buffer, params.byte_offset, params.byte_length, "the compressed")
+            # With the decoder, the view's own (fallback) buffer is never read, only range-checked.
+            data = self._buffer_range(obj, buffer_index, offset, length, "the view's", load=not self._use_meshopt())
+            if data is None:
+                # Decoder present, or absent with no fallback data (then decode() raises
+                # UnsupportedExtensionError naming the package).
+                compressed = self._buffer_range(ext, params.buffer, params.byte_offset, params.byte_length,
+                                                "the compressed data's")
                 if compressed is None:
-                    ext.fail(f"buffers[{params.buffer}] holding the compressed data has no data")
+                    ext.fail(f"buffers[{params.buffer}], which should hold the compressed data, has no data")
                 decoded = params.decode(compressed, self.file)
                 self.loaded_bytes += len(decoded)
                 data = memoryview(decoded)

@@ -544,6 +544,9 @@ class _GltfReader:
     # -- materials and images -------------------------------------------------------------------
     def _materials(self) -> list[Material]:
         textures = self.root.objects("textures")
+        samplers = len(self.root.array("samplers", []))
+        for texture in textures:
+            texture.index("sampler", "samplers", samplers, None)
         materials = []
         for i, obj in enumerate(self.root.objects("materials")):
             pbr = obj.object("pbrMetallicRoughness")

@@ -97,7 +97,7 @@ class MeshoptView:
 
     def decode(self, compressed: memoryview, file: str) -> bytes:
         """Decode ``compressed`` (exactly the extension's byte range) to ``count * byteStride`` bytes."""
-        module = load_module(file)
+        module = load_module(file, self.ext.where)
         try:
             out = module.decode_gltf_buffer(
                 compressed, self.count, self.byte_stride, self.mode, None if self.filter == "NONE" else self.filter
