@@ -22,7 +22,7 @@ from types import ModuleType
 import numpy as np
 
 from skeletal.errors import UnsupportedExtensionError
-from skeletal.io.accessors import AccessorInfo, decode_float32
+from skeletal.io.accessors import AccessorInfo
 from skeletal.io.jsonobj import JsonObject
 
 EXTENSION = "KHR_draco_mesh_compression"
@@ -58,10 +58,6 @@ class DracoPrimitive:
 
     raw: dict[str, np.ndarray]
     indices: np.ndarray | None
-
-    def floats(self, name: str, info: AccessorInfo) -> np.ndarray:
-        """Attribute ``name`` as float32, decoded per its accessor (normalised integers per spec)."""
-        return decode_float32(self.raw[name], info)
 
 
 def check_declared_size(ext: JsonObject, infos: list[AccessorInfo], compressed_length: int) -> None:

@@ -52,6 +52,7 @@ from skeletal.io.accessors import (
     UNSIGNED_SHORT,
     AccessorInfo,
     Accessors,
+    decode_float32,
 )
 from skeletal.io.buffers import BinaryData
 from skeletal.io.decompose import decompose_matrix
@@ -358,9 +359,16 @@ class _GltfReader:
 
         decoded = self._draco_primitive(p, infos, index_info)
 
-        def attribute(name: str) -> np.ndarray:
+        def raw(name: str) -> np.ndarray:
+            """Attribute ``name`` in its stored component type."""
             if decoded is not None and name in decoded.raw:
-                return decoded.floats(name, infos[name])
+                return decoded.raw[name]
+            return self.accessors.raw(infos[name].index)
+
+        def attribute(name: str) -> np.ndarray:
+            """Attribute ``name`` as float32 (the accessor cache shares it between primitives)."""
+            if decoded is not None and name in decoded.raw:
+                return decode_float32(decoded.raw[name], infos[name])
             return self.accessors.floats(infos[name].index)
 
         prim = Primitive(positions=attribute("POSITION"), mode=mode, material=material)
@@ -376,11 +384,7 @@ class _GltfReader:
             attrs.fail(f"JOINTS_n and WEIGHTS_n must come in pairs numbered from 0 "
                        f"(found JOINTS {joint_sets}, WEIGHTS {weight_sets})")
         if joint_sets:
-            joints = []
-            for n in joint_sets:
-                name = f"JOINTS_{n}"
-                raw = decoded.raw[name] if decoded is not None and name in decoded.raw else self.accessors.raw(infos[name].index)
-                joints.append(raw.astype(np.uint32))
+            joints = [raw(f"JOINTS_{n}").astype(np.uint32) for n in joint_sets]
             weights = [attribute(f"WEIGHTS_{n}") for n in weight_sets]
             # Weights stay exactly as stored (the skin stage renormalises).
             prim.joints = joints[0] if len(joints) == 1 else np.concatenate(joints, axis=1)
@@ -390,8 +394,8 @@ class _GltfReader:
             if name not in ("POSITION", "NORMAL", "TANGENT") and not _INFLUENCE.match(name):
                 prim.attributes[name] = attribute(name)
 
-        if decoded is not None and decoded.indices is not None:
-            prim.indices = decoded.indices
+        if decoded is not None:
+            prim.indices = decoded.indices  # Draco's faces (None for a point cloud)
         elif index_info is not None:
             prim.indices = self.accessors.uints(index_info.index)
         if prim.indices is not None and prim.indices.size:
@@ -402,7 +406,8 @@ class _GltfReader:
         prim.targets = [self._target(t, vertex_count) for t in p.objects("targets")]
         return prim
 
-    def _draco_primitive(self, p: JsonObject, infos: dict[str, AccessorInfo], index_info: AccessorInfo | None):
+    def _draco_primitive(self, p: JsonObject, infos: dict[str, AccessorInfo],
+                         index_info: AccessorInfo | None) -> draco_ext.DracoPrimitive | None:
         """Decode the primitive's KHR_draco_mesh_compression stream, or None when it has none (or has
         one that is optional and no DracoPy, in which case its uncompressed accessors are used)."""
         ext = p.extension(draco_ext.EXTENSION)

@@ -71,7 +71,11 @@ def resolve_relative_uri(uri: str, root: str | os.PathLike) -> Path:
 
     root_real = os.path.realpath(root)
     target = os.path.realpath(os.path.join(root_real, *decoded.split("/")))
-    if os.path.commonpath([root_real, target]) != root_real:
+    try:
+        inside = os.path.commonpath([root_real, target]) == root_real
+    except ValueError:  # Windows: different drives
+        inside = False
+    if not inside:
         raise UriError(f"{decoded!r} resolves to {target!r}, outside the allowed folder {root_real!r}")
     return Path(target)
 
