@@ -3,7 +3,6 @@ UnsupportedExtensionError) naming the file and the object at fault, never a raw 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import struct

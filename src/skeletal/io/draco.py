@@ -15,13 +15,12 @@ sizes (sum of count x element size) against ``MAX_DECODED_BYTES`` (1 GiB) and ag
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from types import ModuleType
 
 import numpy as np
 
-from skeletal.errors import UnsupportedExtensionError
+from skeletal.io import decoders
 from skeletal.io.accessors import AccessorInfo
 from skeletal.io.jsonobj import JsonObject
 
@@ -34,21 +33,12 @@ _SLACK_BYTES = 64 * 1024
 
 def load_module(file: str, where: str | None = None) -> ModuleType:
     """The ``DracoPy`` package, or UnsupportedExtensionError saying how to install it."""
-    try:
-        return importlib.import_module("DracoPy")
-    except ImportError:
-        raise UnsupportedExtensionError(
-            file, where, f"{EXTENSION} needs the Python package '{PIP_PACKAGE}' (pip install {PIP_PACKAGE})"
-        ) from None
+    return decoders.require(PIP_PACKAGE, EXTENSION, file, where)
 
 
 def available() -> bool:
     """Whether the decoder package can be imported."""
-    try:
-        importlib.import_module("DracoPy")
-        return True
-    except ImportError:
-        return False
+    return decoders.is_installed(PIP_PACKAGE)
 
 
 @dataclass

@@ -15,10 +15,9 @@ a tiny file declaring a huge count is refused before anything is allocated.
 
 from __future__ import annotations
 
-import importlib
 from types import ModuleType
 
-from skeletal.errors import ModelError, UnsupportedExtensionError
+from skeletal.io import decoders
 from skeletal.io.jsonobj import JsonObject
 
 EXTENSION = "EXT_meshopt_compression"
@@ -31,21 +30,12 @@ _FILTERS = ("NONE", "OCTAHEDRAL", "QUATERNION", "EXPONENTIAL")
 
 def load_module(file: str, where: str | None = None) -> ModuleType:
     """The ``meshopt`` package, or UnsupportedExtensionError saying how to install it."""
-    try:
-        return importlib.import_module("meshopt")
-    except ImportError:
-        raise UnsupportedExtensionError(
-            file, where, f"{EXTENSION} needs the Python package '{PIP_PACKAGE}' (pip install {PIP_PACKAGE})"
-        ) from None
+    return decoders.require(PIP_PACKAGE, EXTENSION, file, where)
 
 
 def available() -> bool:
     """Whether the decoder package can be imported."""
-    try:
-        importlib.import_module("meshopt")
-        return True
-    except ImportError:
-        return False
+    return decoders.is_installed(PIP_PACKAGE)
 
 
 class MeshoptView:
