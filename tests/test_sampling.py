@@ -131,11 +131,13 @@ def test_slerp_halfway_and_shortest_path():
     np.testing.assert_allclose(np.abs(pose[0, 0, 3:7]), np.abs(qz(np.pi / 4)), atol=1e-7)
 
 
-def test_rotation_keys_are_normalised():
-    times = np.array([0.0], np.float32)
-    clip = Clip("r", [Track(0, "rotation", "STEP", times, np.array([[0, 0, 0, 2]], np.float32))])
-    pose, _ = sample_one(clip, [0.0])
-    assert pose[0, 0, 3:7].tolist() == [0, 0, 0, 1]
+def test_rotation_keys_are_used_as_stored():
+    # Like three.js: a (non-conformant) non-unit key is not renormalised, so matrices match viewers.
+    times = np.array([0.0, 1.0], np.float32)
+    keys = np.array([[0, 0, 0, 0.999], [0, 0, 0, 0.999]], np.float32)
+    clip = Clip("r", [Track(0, "rotation", "LINEAR", times, keys)])
+    pose, _ = sample_one(clip, [0.0, 0.5])
+    np.testing.assert_allclose(pose[:, 0, 3:7], keys, atol=1e-7)
 
 
 def test_cubic_spline_is_glTF_hermite():

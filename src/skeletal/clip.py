@@ -2,8 +2,11 @@
 
 A :class:`Clip` holds one :class:`Track` per animated property. Key times are float32 (as glTF stores
 them) and strictly increasing; values are float32, ``(K, C)`` for STEP and LINEAR, ``(3K, C)`` for
-CUBICSPLINE laid out ``[in-tangent, value, out-tangent]`` per key. Rotations are xyzw and normalised
-when the clip is made (glTF requires unit keys; decoders of quantised keys rarely deliver them).
+CUBICSPLINE laid out ``[in-tangent, value, out-tangent]`` per key. Rotations are xyzw and used as
+stored, like three.js does: glTF requires unit keys, so for conformant files this changes nothing, and
+for the few files with slightly non-unit keys (SimpleSkin's norm is 0.99985) the world matrices agree
+with the reference viewers instead of differing by the keys' scale. Interpolated results are unit for
+unit keys: slerp keeps the norm, and CUBICSPLINE rotations are normalised after interpolation.
 
 A clip lasts from 0 to the latest last key of any track. A clip whose every track has one key has
 duration 0 and always shows that key (Soldier's ``TPose``).
@@ -70,8 +73,6 @@ class Track:
             raise ClipError(f"track {self.path} of node {self.node}: values have {values.shape[1]} components")
         if len(self.times) > 1 and not np.all(np.diff(self.times) > 0):
             raise ClipError(f"track {self.path} of node {self.node}: key times are not strictly increasing")
-        if self.path == "rotation":
-            values = _normalized_rotation_keys(values, self.interpolation)
         self.values = np.ascontiguousarray(values)
 
     @property
@@ -81,15 +82,6 @@ class Track:
     @property
     def width(self) -> int:
         return int(self.values.shape[1])
-
-
-def _normalized_rotation_keys(values: np.ndarray, interpolation: str) -> np.ndarray:
-    """Unit quaternion keys (tangents of CUBICSPLINE keys are left as they are)."""
-    values = values.astype(np.float64)
-    keys = values[1::3] if interpolation == "CUBICSPLINE" else values
-    norms = np.linalg.norm(keys, axis=1, keepdims=True)
-    keys /= np.where(norms > 0, norms, 1.0)
-    return values.astype(np.float32)
 
 
 @dataclass

@@ -15,40 +15,49 @@ from numba import njit
 # numba device functions (called from kernels)
 
 
+# Above this |cos| of the half-angle between two keys, slerp is replaced by normalised lerp (the two
+# differ by < 1e-7 there). Same threshold as three.js r187's ``Quaternion.slerpFlat``, so that files
+# with slightly non-unit keys (quantised, or hand written) give the same matrices as three.js.
+NLERP_ABOVE_COS = 0.9995
+
+
 @njit(cache=True, inline="always")
 def slerp_into(out, o, ax, ay, az, aw, bx, by, bz, bw, u):
     """Shortest-path slerp from a to b by u in [0, 1], written to out[o:o+4].
 
-    Falls back to normalised lerp when the two are nearly parallel (sin^2 of the angle below float64
-    epsilon), like three.js's ``Quaternion.slerpFlat``.
+    b is negated when ``a . b < 0``. For nearly parallel keys (cos >= NLERP_ABOVE_COS) the result is a
+    normalised lerp; identical keys return a unchanged.
     """
+    if ax == bx and ay == by and az == bz and aw == bw:
+        out[o] = ax
+        out[o + 1] = ay
+        out[o + 2] = az
+        out[o + 3] = aw
+        return
     cos = ax * bx + ay * by + az * bz + aw * bw
-    sign = 1.0
     if cos < 0.0:
-        sign = -1.0
+        bx = -bx
+        by = -by
+        bz = -bz
+        bw = -bw
         cos = -cos
     s0 = 1.0 - u
     s1 = u
-    sin_sq = 1.0 - cos * cos
-    lerped = True
-    if sin_sq > 2.220446049250313e-16:
-        sin = np.sqrt(sin_sq)
-        angle = np.arctan2(sin, cos)
+    if cos < NLERP_ABOVE_COS:
+        angle = np.arccos(cos)
+        sin = np.sin(angle)
         s0 = np.sin(s0 * angle) / sin
         s1 = np.sin(s1 * angle) / sin
-        lerped = False
-    s1 *= sign
     x = ax * s0 + bx * s1
     y = ay * s0 + by * s1
     z = az * s0 + bz * s1
     w = aw * s0 + bw * s1
-    if lerped:
-        n = np.sqrt(x * x + y * y + z * z + w * w)
-        if n > 0.0:
-            x /= n
-            y /= n
-            z /= n
-            w /= n
+    if cos >= NLERP_ABOVE_COS:
+        inv = 1.0 / np.sqrt(x * x + y * y + z * z + w * w)
+        x *= inv
+        y *= inv
+        z *= inv
+        w *= inv
     out[o] = x
     out[o + 1] = y
     out[o + 2] = z
