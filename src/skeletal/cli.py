@@ -24,6 +24,9 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except SkeletalError as exc:
             raise _fail(str(exc)) from None
+        except BrokenPipeError:  # output piped into `head`: stop quietly
+            sys.stderr.close()
+            raise SystemExit(0) from None
         except OSError as exc:
             where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
             raise _fail(f"{where}{exc.strerror or exc}") from None
