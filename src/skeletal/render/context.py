@@ -1,0 +1,77 @@
+"""A headless OpenGL context for rendering (no window, no display server).
+
+EGL is tried first (Mesa's llvmpipe gives OpenGL 4.5 on any Linux machine with ``libegl1
+libegl-mesa0 libgl1-mesa-dri``); then moderngl's default standalone backend (GLX and friends). When
+neither works the error says what to install, in one line.
+
+>>> ctx = shared_context()                 # doctest: +SKIP
+>>> describe(ctx)                          # doctest: +SKIP
+'llvmpipe (LLVM 15.0.6, 256 bits), OpenGL 4.5 (Core Profile) Mesa 22.3.6, egl'
+"""
+
+from __future__ import annotations
+
+from .errors import INSTALL_HINT, RenderError
+
+#: OpenGL version the shaders need (3.3 core; the SSBO palette path needs 4.3 and is skipped below).
+REQUIRED_GL = 330
+
+_shared = None
+
+
+def _import_moderngl():
+    try:
+        import moderngl
+    except ImportError as exc:  # not installed, or its compiled part does not load
+        raise RenderError(f"cannot import moderngl ({exc}): {INSTALL_HINT}") from None
+    return moderngl
+
+
+def create_context(backend: str | None = None):
+    """A new standalone moderngl context. ``backend`` "egl", "default" or None (EGL, then default).
+
+    ``ctx.extra`` is set to ``{"backend": name}`` so that other modules can load raw GL functions
+    from the same library (see :mod:`.rawgl`).
+    """
+    moderngl = _import_moderngl()
+    attempts = [backend] if backend else ["egl", "default"]
+    failures = []
+    for name in attempts:
+        try:
+            if name == "egl":
+                ctx = moderngl.create_context(standalone=True, backend="egl", require=REQUIRED_GL)
+            else:
+                ctx = moderngl.create_context(standalone=True, require=REQUIRED_GL)
+        except Exception as exc:  # moderngl/glcontext raise plain Exceptions with driver text
+            text = " ".join(str(exc).split()) or type(exc).__name__
+            failures.append(f"{name}: {text}")
+            continue
+        ctx.extra = {"backend": name}
+        return ctx
+    raise RenderError(f"cannot create a headless OpenGL {REQUIRED_GL // 100}.{REQUIRED_GL % 100 // 10} context "
+                      f"({'; '.join(failures)}): {INSTALL_HINT}")
+
+
+def shared_context():
+    """One context per process, created on first use (contexts are slow to make; resources are not
+    shared between renderers, only the context)."""
+    global _shared
+    if _shared is None:
+        _shared = create_context()
+    return _shared
+
+
+def describe(ctx) -> str:
+    """``"<GL_RENDERER>, OpenGL <GL_VERSION>, <backend>"``: what to print in verbose output and bug reports."""
+    info = ctx.info
+    backend = (ctx.extra or {}).get("backend", "?") if isinstance(ctx.extra, dict) else "?"
+    return f"{info.get('GL_RENDERER', '?')}, OpenGL {info.get('GL_VERSION', '?')}, {backend}"
+
+
+def limit(ctx, name: str, default: int = 0) -> int:
+    """An integer GL limit from ``ctx.info`` (``"GL_MAX_UNIFORM_BLOCK_SIZE"``...), ``default`` if unknown."""
+    value = ctx.info.get(name, default)
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default

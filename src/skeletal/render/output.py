@@ -1,0 +1,273 @@
+"""Render a clip to files: one ``.png``, a numbered ``.png`` sequence, a ``.gif`` or an ``.mp4``.
+
+``render_clip`` is the library entry point behind ``skeletal render``. Posing happens here on the
+CPU through the library (:func:`.layout.pose_at`: sample -> world matrices), drawing in
+:class:`.renderer.Renderer`. A crowd of N instances stands on a grid, each at its own phase of the
+clip, and is drawn with one instanced draw call per primitive.
+
+Video: GIF through imageio's Pillow plugin; MP4 (H.264, yuv420p) through imageio-ffmpeg, whose pip
+package ships its own ffmpeg binary. Odd frame sizes are padded by one pixel for MP4 (yuv420p needs
+even sizes).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .errors import INSTALL_HINT, RenderError
+
+FORMATS = (".png", ".gif", ".mp4")
+
+
+@dataclass
+class RenderResult:
+    """What was written: ``paths`` (one, or one per frame for a PNG sequence), frame count, size."""
+
+    paths: list[str]
+    frames: int
+    size: tuple[int, int]
+    clip: str
+    info: str = ""
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def parse_size(text: str | tuple[int, int]) -> tuple[int, int]:
+    """``"640x480"`` -> (640, 480)."""
+    if isinstance(text, (tuple, list)):
+        w, h = (int(v) for v in text)
+    else:
+        m = re.fullmatch(r"\s*(\d+)\s*[xX*]\s*(\d+)\s*", str(text))
+        if not m:
+            raise RenderError(f"size {text!r} is not WIDTHxHEIGHT (e.g. 640x480)")
+        w, h = int(m.group(1)), int(m.group(2))
+    if not (8 <= w <= 8192 and 8 <= h <= 8192):
+        raise RenderError(f"size {w}x{h} is out of range (8..8192 each way)")
+    return w, h
+
+
+def load_model(model):
+    """An :class:`skeletal.Asset` from an Asset, a model path, or None (the built-in demo character)."""
+    from ..asset import Asset
+
+    if isinstance(model, Asset):
+        return model
+    if model is None:
+        try:
+            from ..demo import demo_asset
+        except ImportError:
+            raise RenderError("no MODEL given and the built-in demo character (skeletal.demo) is not "
+                              "available in this installation: give a .gltf or .glb file") from None
+        return demo_asset()
+    path = os.fspath(model)
+    if not os.path.isfile(path):
+        raise RenderError(f"{path}: no such file")
+    try:
+        from ..asset import load
+    except ImportError as exc:
+        raise RenderError(f"cannot load {path}: the glTF reader is not available ({exc})") from None
+    return load(path)
+
+
+def default_output(asset, clip) -> str:
+    """``<model>_<clip>.gif`` (``.png`` for a clip without duration), in the current folder."""
+    stem = os.path.splitext(os.path.basename(asset.path or "model"))[0] or "model"
+    name = re.sub(r"[^A-Za-z0-9_-]+", "_", f"{stem}_{clip.name}").strip("_")
+    return name + (".gif" if clip.duration > 0 else ".png")
+
+
+# -- writers -------------------------------------------------------------------------------------
+
+
+class _PngWriter:
+    """One PNG, or with ``sequence`` ``name_0001.png``, ``name_0002.png``... (numbered from 1)."""
+
+    def __init__(self, path, fps, sequence):
+        self.path, self.sequence, self.paths = path, sequence, []
+
+    def append(self, image):
+        import imageio.v3 as iio
+
+        if self.sequence:
+            stem, ext = os.path.splitext(self.path)
+            path = f"{stem}_{len(self.paths) + 1:04d}{ext}"
+        else:
+            path = self.path
+        iio.imwrite(path, image)
+        self.paths.append(path)
+
+    def close(self):
+        return self.paths
+
+
+class _GifWriter:
+    """Frames collected, then written by Pillow: looping forever, 1/fps seconds a frame."""
+
+    def __init__(self, path, fps, sequence):
+        self.path, self.fps, self.frames = path, fps, []
+
+    def append(self, image):
+        self.frames.append(image)
+
+    def close(self):
+        import imageio.v3 as iio
+
+        iio.imwrite(self.path, np.stack(self.frames), plugin="pillow", duration=1000.0 / self.fps, loop=0)
+        return [self.path]
+
+
+class _Mp4Writer:
+    """H.264 yuv420p through imageio-ffmpeg's bundled ffmpeg, streamed frame by frame."""
+
+    def __init__(self, path, fps, sequence):
+        self.path, self.fps, self._gen, self._size = path, fps, None, None
+
+    def append(self, image):
+        h, w = image.shape[:2]
+        pad_h, pad_w = h % 2, w % 2
+        if pad_h or pad_w:
+            image = np.pad(image, ((0, pad_h), (0, pad_w), (0, 0)), mode="edge")
+        if self._gen is None:
+            try:
+                import imageio_ffmpeg
+            except ImportError:
+                raise RenderError(f"writing .mp4 needs imageio-ffmpeg: {INSTALL_HINT}") from None
+            self._size = (image.shape[1], image.shape[0])
+            self._gen = imageio_ffmpeg.write_frames(
+                self.path, self._size, fps=self.fps, codec="libx264", pix_fmt_in="rgb24",
+                pix_fmt_out="yuv420p", macro_block_size=1, quality=7, ffmpeg_log_level="error")
+            self._gen.send(None)
+        self._gen.send(np.ascontiguousarray(image).tobytes())
+
+    def close(self):
+        if self._gen is not None:
+            self._gen.close()
+        return [self.path]
+
+
+_WRITERS = {".png": _PngWriter, ".gif": _GifWriter, ".mp4": _Mp4Writer}
+
+
+# -- the clip ------------------------------------------------------------------------------------
+
+
+def frame_times(clip, fps: float, seconds: float | None, single: bool, start: float = 0.0) -> np.ndarray:
+    """Query times of the frames to render: ``start`` only when ``single``; else ``seconds`` (default:
+    the clip's duration, end excluded so that a looping GIF does not repeat its first frame) at ``fps``."""
+    if single:
+        return np.array([start])
+    duration = clip.duration if seconds is None else float(seconds)
+    count = max(1, int(round(duration * fps)))
+    return start + np.arange(count) / fps
+
+
+def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: str | None = None, fps: float = 30.0,
+                size: tuple[int, int] | str = (640, 480), seconds: float | None = None, camera: str | None = None,
+                skeleton: bool = False, weights_joint: str | int | None = None, crowd_n: int = 1,
+                frames: bool = False, verbose: bool = False, palette_mode: str = "auto", start: float = 0.0,
+                progress: bool = True, log: Callable[[str], None] | None = None) -> RenderResult:
+    """Render ``clip`` of a model (path, :class:`skeletal.Asset`, or None for the demo) to ``out_path``.
+
+    The format follows the suffix: ``.png`` (the frame at ``start``; with ``frames=True`` every
+    frame as ``name_0001.png``...), ``.gif``, ``.mp4``. ``seconds`` defaults to the clip's duration,
+    played looping from ``start``. ``crowd_n`` instances stand on a grid at different phases.
+    ``verbose`` logs the GL renderer, the palette path and timings (to ``log``, default stderr); a
+    progress bar appears on stderr for renders taking over a second.
+    """
+    from .layout import crowd_phases, grid_offsets, pose_at, rest_clip
+    from .renderer import Renderer
+
+    say = log or (lambda text: print(text, file=sys.stderr))
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    if not fps > 0:
+        raise RenderError(f"fps must be positive, got {fps}")
+    if seconds is not None and not seconds > 0:
+        raise RenderError(f"seconds must be positive, got {seconds}")
+    crowd_n = int(crowd_n)
+    if crowd_n < 1:
+        raise RenderError(f"crowd size must be at least 1, got {crowd_n}")
+    width, height = parse_size(size)
+    asset = load_model(model_or_asset)
+    the_clip = (asset.clip(clip) if clip is not None else asset.clips[0]) if asset.clips else rest_clip()
+    if clip is not None and not asset.clips:
+        raise RenderError(f"{asset.name} has no clips (asked for {clip!r})")
+    out_path = out_path or default_output(asset, the_clip)
+    ext = os.path.splitext(out_path)[1].lower()
+    if ext not in _WRITERS:
+        raise RenderError(f"cannot write {out_path!r}: the output must end in {', '.join(FORMATS)}")
+    if frames and ext != ".png":
+        raise RenderError("--frames writes a numbered PNG sequence: give an output ending in .png")
+    folder = os.path.dirname(os.path.abspath(out_path))
+    if not os.path.isdir(folder):
+        raise RenderError(f"cannot write {out_path}: folder {folder} does not exist")
+    timings["load"] = time.perf_counter() - t0
+
+    times = frame_times(the_clip, fps, seconds, single=(ext == ".png" and not frames), start=start)
+    renderer = Renderer(asset, width, height, palette_mode=palette_mode, instances=crowd_n, camera=camera)
+    try:
+        renderer.frame(the_clip)
+        lo, hi = renderer.bounds
+        offsets = None
+        phases = np.zeros(crowd_n)
+        if crowd_n > 1:
+            size_xyz = hi - lo
+            spacing = max(1.2 * float(max(size_xyz[0], size_xyz[2])), 0.5 * float(size_xyz[1]), 1e-3)
+            offsets = grid_offsets(crowd_n, spacing)
+            phases = crowd_phases(crowd_n, the_clip.duration)
+            renderer.set_bounds(lo, hi, offsets)
+        timings["setup"] = time.perf_counter() - t0 - timings["load"]
+        info = renderer.describe()
+        if verbose:
+            say(f"skeletal render: {asset.name}, clip {the_clip.name!r} ({the_clip.duration:g} s), "
+                f"{len(times)} frame(s) at {fps:g} fps, {width}x{height}, {crowd_n} instance(s)")
+            say(f"skeletal render: {info}")
+            cam = renderer.camera
+            say(f"skeletal render: camera eye {np.round(cam.eye, 3).tolist()} target "
+                f"{np.round(cam.target, 3).tolist()} fov {cam.fov:g}")
+        writer = _WRITERS[ext](out_path, fps, frames)
+        bar = _progress(len(times), os.path.basename(out_path), progress)
+        draw_time = 0.0
+        try:
+            for t in times:
+                world, morph = pose_at(asset, the_clip, t + phases, loop="repeat")
+                t1 = time.perf_counter()
+                image = renderer.draw((world, morph), offsets, skeleton=skeleton, weights_joint=weights_joint)
+                draw_time += time.perf_counter() - t1
+                writer.append(image)
+                bar.update(1)
+        finally:
+            bar.close()
+        paths = writer.close()
+    finally:
+        renderer.release()
+    timings["draw"] = draw_time
+    timings["total"] = time.perf_counter() - t0
+    if verbose:
+        say(f"skeletal render: {len(times)} frame(s) in {timings['total']:.2f} s "
+            f"(GPU draw + readback {1000 * draw_time / max(len(times), 1):.1f} ms/frame)")
+    return RenderResult(paths, len(times), (width, height), the_clip.name, info, timings)
+
+
+def _progress(total: int, label: str, enabled: bool):
+    """A tqdm bar on stderr that shows itself only after a second (short renders stay quiet)."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        enabled = False
+    if not enabled or total <= 1:
+        class _Quiet:
+            def update(self, n):
+                pass
+
+            def close(self):
+                pass
+
+        return _Quiet()
+    return tqdm(total=total, desc=label, unit="frame", delay=1.0, file=sys.stderr, leave=False)

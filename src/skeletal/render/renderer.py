@@ -1,0 +1,476 @@
+"""The renderer: upload a frame's palettes (one write) and draw the asset into a numpy image.
+
+CPU work stays in the library: the caller (or :mod:`.output`) samples clips and computes world
+matrices; :class:`.layout.PaletteLayout` turns them into palettes with :func:`skeletal.skin_palette`.
+The GPU skins every vertex (:file:`shaders/skinning.glsl`) and shades it.
+
+Morph targets are applied on the CPU (:func:`skeletal.skin.apply_morphs`) and the morphed bind
+positions/normals re-uploaded, only for primitives that have targets and only when their weights
+change. Instances whose morph weights differ are drawn one instance per draw call (the palette is
+still written once); everything else is one instanced draw call per primitive for all instances.
+
+>>> r = Renderer(asset, 320, 240)                                  # doctest: +SKIP
+>>> world, morph = pose_at(asset, asset.clip("Walk"), [0.5])       # doctest: +SKIP
+>>> image = r.draw((world, morph))         # (240, 320, 3) uint8   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import moderngl
+import numpy as np
+
+from ..skin import apply_morphs
+from .camera import Camera, CameraSpec, animated_bounds, facing_yaw, frame, nice_step, parse_camera
+from .context import describe, shared_context
+from .errors import RenderError
+from .geometry import PrimitiveData, influences_needed, prepare
+from .layout import PaletteLayout
+from .materials import MaterialCache, MaterialGL
+from .overlays import bone_segments, joint_heat, joint_nodes, resolve_joint, skeleton_vertices
+from .palette import MODES, best_available, check_mode, create_store
+from .programs import ProgramCache, set_uniform, write_matrix
+
+# Look (display-space colours unless said otherwise).
+BACKGROUND_TOP = (0.27, 0.32, 0.40)
+BACKGROUND_BOTTOM = (0.74, 0.77, 0.81)
+FLOOR_COLOR = (0.80, 0.81, 0.83)
+FLOOR_LINE_COLOR = (0.50, 0.54, 0.60)
+LIGHT_COLOR = (1.05, 1.0, 0.92)  # linear
+SKY_AMBIENT = (0.36, 0.40, 0.47)  # linear
+GROUND_AMBIENT = (0.16, 0.14, 0.12)  # linear
+SKELETON_COLOR = (1.0, 0.80, 0.10, 1.0)
+SKELETON_OUTLINE = (0.08, 0.06, 0.02, 0.9)
+
+
+@dataclass
+class _Primitive:
+    """One primitive's GPU state."""
+
+    instance: object  # skeletal.asset.MeshInstance
+    source: object  # skeletal.asset.SkinnedPrimitive
+    data: PrimitiveData
+    material: MaterialGL
+    slot: int
+    morph_range: tuple[int, int]
+    buffers: dict = field(default_factory=dict)
+    vao: object = None
+    morph_written: np.ndarray | None = None
+
+
+class Renderer:
+    """Draws one asset (any number of instances) into (height, width, 3) uint8 images.
+
+    Args:
+        asset: a :class:`skeletal.Asset`.
+        width, height: image size in pixels.
+        palette_mode: "auto" (see :func:`.palette.best_available`) or one of uniform, ubo, ssbo, texture.
+        instances: how many instances to make room for up front (more are accommodated later).
+        samples: MSAA samples (clamped to what the driver allows; 0 or 1 = none).
+        camera: a :class:`.camera.CameraSpec` or spec string; framed by :meth:`frame`.
+        clip: the clip whose animated bounds frame the camera (None: rest pose).
+        ground: draw the ground grid and contact shadows.
+        ctx: a moderngl context (default: the process-wide headless one).
+    """
+
+    def __init__(self, asset, width: int = 640, height: int = 480, *, palette_mode: str = "auto",
+                 instances: int = 1, samples: int = 4, camera: CameraSpec | str | None = None,
+                 clip=None, ground: bool = True, ctx=None):
+        if not (1 <= int(width) <= 16384 and 1 <= int(height) <= 16384):
+            raise RenderError(f"image size {width}x{height} is out of range (1..16384)")
+        if palette_mode != "auto" and palette_mode not in MODES:
+            raise RenderError(f"palette mode {palette_mode!r} is not one of auto, {', '.join(MODES)}")
+        self.asset = asset
+        self.width, self.height = int(width), int(height)
+        self.ctx = ctx or shared_context()
+        self.palette_mode = palette_mode
+        self.layout = PaletteLayout(asset)
+        self.ground = ground
+        self.camera_spec = parse_camera(camera)
+        self.facing = facing_yaw(asset)
+        self._programs = ProgramCache(self.ctx)
+        self._materials = MaterialCache(self.ctx, asset.document)
+        max_k = max((p.joints.shape[1] for m in asset.mesh_instances for p in m.primitives if p.joints is not None),
+                    default=4)
+        self.influences = influences_needed(max_k)
+        self.store = None
+        self.palette_choice = None
+        self._offsets_buffer = None
+        self._offsets_capacity = 0
+        self._ensure_capacity(max(1, int(instances)))
+        self._segments = bone_segments(asset)
+        self._joints = joint_nodes(asset)
+        self._heat_joint: int | None = None
+        self._primitives = [self._upload(m, p) for m in asset.mesh_instances for p in m.primitives]
+        self._make_fixed_geometry()
+        self._make_framebuffers(samples)
+        self.frame(clip)
+
+    # -- setup ----------------------------------------------------------------------------------
+
+    def _ensure_capacity(self, n_instances: int) -> None:
+        """A palette store and an offsets buffer big enough for ``n_instances`` instances."""
+        needed = n_instances * self.layout.joint_count
+        if self.store is None or self.store.capacity < needed:
+            if self.palette_mode == "auto":
+                choice = best_available(self.ctx, needed)
+            else:
+                choice = check_mode(self.ctx, self.palette_mode, needed)
+            if self.store is not None:
+                self.store.release()
+            self.store = create_store(self.ctx, choice.mode, needed)
+            self.palette_choice = choice
+            self.mesh_program = self._programs.get(
+                "mesh.vert.glsl", "mesh.frag.glsl", {**self.store.defines, "INFLUENCES": self.influences})
+            self._invalidate_vaos()
+        if n_instances > self._offsets_capacity:
+            if self._offsets_buffer is not None:
+                self._offsets_buffer.release()
+            self._offsets_capacity = max(n_instances, 2 * self._offsets_capacity)
+            self._offsets_buffer = self.ctx.buffer(reserve=self._offsets_capacity * 12, dynamic=True)
+            self._shadow_centers = self.ctx.buffer(reserve=self._offsets_capacity * 12, dynamic=True)
+            self._invalidate_vaos()
+
+    def _invalidate_vaos(self) -> None:
+        for prim in getattr(self, "_primitives", []):
+            if prim.vao is not None:
+                prim.vao.release()
+                prim.vao = None
+        if getattr(self, "_shadow_vao", None) is not None:
+            self._shadow_vao.release()
+            self._shadow_vao = None
+
+    def _upload(self, instance, source) -> _Primitive:
+        material = self._materials.get(source.source.material)
+        data = prepare(source, self.influences, material.texcoord)
+        ctx = self.ctx
+        buffers = {
+            "a_position": ctx.buffer(data.positions.tobytes(), dynamic=source.morph_positions is not None),
+            "a_normal": ctx.buffer(data.normals.tobytes(), dynamic=source.morph_normals is not None),
+            "a_uv": ctx.buffer(data.uv.tobytes()),
+            "a_heat": ctx.buffer(np.zeros(data.vertex_count, np.float32).tobytes()),
+        }
+        for k in range(self.influences // 4):
+            buffers[f"a_joints{k}"] = ctx.buffer(np.ascontiguousarray(data.joints[:, 4 * k:4 * k + 4]).tobytes())
+            buffers[f"a_weights{k}"] = ctx.buffer(np.ascontiguousarray(data.weights[:, 4 * k:4 * k + 4]).tobytes())
+        if data.indices is not None:
+            buffers["indices"] = ctx.buffer(data.indices.tobytes())
+        rig_node = int(self.asset.rig.index_of[instance.node])
+        morph_range = (int(self.asset.morph_start[rig_node]), int(self.asset.morph_start[rig_node + 1]))
+        return _Primitive(instance, source, data, material, self.layout.slot_of(instance, source), morph_range, buffers)
+
+    def _vao(self, prim: _Primitive):
+        if prim.vao is None:
+            formats = {"a_position": "3f", "a_normal": "3f", "a_uv": "2f", "a_heat": "1f"}
+            content = [(buf, formats.get(name) or ("4i" if name.startswith("a_joints") else "4f"), name)
+                       for name, buf in prim.buffers.items() if name != "indices"]
+            content.append((self._offsets_buffer, "3f/i", "a_offset"))
+            prim.vao = self.ctx.vertex_array(self.mesh_program, content, index_buffer=prim.buffers.get("indices"),
+                                             index_element_size=4, skip_errors=True)
+        return prim.vao
+
+    def _make_fixed_geometry(self) -> None:
+        ctx = self.ctx
+        self._bg_program = self._programs.get("background.vert.glsl", "background.frag.glsl")
+        self._bg_vao = ctx.vertex_array(self._bg_program, [])
+        corners = np.array([[-1, -1], [1, -1], [-1, 1], [1, 1]], np.float32)
+        self._quad = ctx.buffer(corners.tobytes())
+        self._ground_program = self._programs.get("ground.vert.glsl", "ground.frag.glsl")
+        self._ground_vao = ctx.vertex_array(self._ground_program, [(self._quad, "2f", "a_corner")])
+        self._shadow_program = self._programs.get("shadow.vert.glsl", "shadow.frag.glsl")
+        self._shadow_vao = None
+        self._overlay_program = self._programs.get("overlay.vert.glsl", "overlay.frag.glsl")
+        self._overlay_buffer = None
+
+    def _make_framebuffers(self, samples: int) -> None:
+        ctx, size = self.ctx, (self.width, self.height)
+        self.samples = 0 if samples <= 1 else min(int(samples), int(ctx.max_samples))
+        if self.samples < 2:
+            self.samples = 0
+        self._resolved = ctx.framebuffer(color_attachments=[ctx.renderbuffer(size, 4)],
+                                         depth_attachment=ctx.depth_renderbuffer(size))
+        if self.samples:
+            self._target = ctx.framebuffer(color_attachments=[ctx.renderbuffer(size, 4, samples=self.samples)],
+                                           depth_attachment=ctx.depth_renderbuffer(size, samples=self.samples))
+        else:
+            self._target = self._resolved
+
+    # -- camera ---------------------------------------------------------------------------------
+
+    def frame(self, clip=None, offsets=None, camera: CameraSpec | str | None = None) -> Camera:
+        """Point the camera at the animated bounds of ``clip`` (rest pose if None), spread over the
+        instance ``offsets`` (I, 3) if given, and size the ground grid to match."""
+        if camera is not None:
+            self.camera_spec = parse_camera(camera)
+        lo, hi = animated_bounds(self.asset, clip)
+        self.set_bounds(lo, hi, offsets)
+        return self.camera
+
+    def set_bounds(self, lo, hi, offsets=None) -> None:
+        """Frame the box ``lo``..``hi`` of one instance (world units), repeated at ``offsets``."""
+        lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
+        self.bounds = (lo.copy(), hi.copy())
+        if offsets is not None and len(offsets):
+            offsets = np.asarray(offsets, np.float64)
+            lo, hi = lo + offsets.min(axis=0), hi + offsets.max(axis=0)
+        self.camera = frame(self.camera_spec, lo, hi, self.width / self.height, facing=self.facing)
+        size = hi - lo
+        single = self.bounds[1] - self.bounds[0]
+        height = max(float(single[1]), float(np.linalg.norm(single)) * 0.3, 1e-3)
+        self._ground_y = float(lo[1])
+        self._ground_center = np.array([self.camera.target[0], self._ground_y, self.camera.target[2]])
+        self._ground_half = 1.6 * float(np.linalg.norm(size)) + 2.0 * height
+        self._grid_cell = nice_step(height / 4.0)
+        self._shadow_radius = max(0.55 * float(max(single[0], single[2])), 0.25 * height)
+
+    # -- drawing --------------------------------------------------------------------------------
+
+    def draw(self, state, instances=None, *, skeleton: bool = False, weights_joint: str | int | None = None) -> np.ndarray:
+        """Render one frame; returns (height, width, 3) uint8 RGB, row 0 at the top.
+
+        ``state``: ``(world, morph)`` with world (N, 4, 4) or (I, N, 4, 4) row-major rig-order world
+        matrices and morph (M,) or (I, M) weights (None: rest weights); a bare world array; or an
+        object with ``world`` and ``morph`` attributes (a player state). ``instances``: (I, 3)
+        placements, or None (one instance per world pose, all at the origin). A single pose with
+        several placements is shared by them. ``skeleton`` draws the joints on top; ``weights_joint``
+        (name or rig index) shades every mesh by that joint's weights instead of its material.
+        """
+        world, morph = self._pose_arrays(state)
+        offsets = self._placements(instances, len(world))
+        n = len(offsets)
+        if len(world) == 1 and n > 1:
+            world = np.broadcast_to(world, (n,) + world.shape[1:])
+            morph = np.broadcast_to(morph, (n,) + morph.shape[1:])
+        elif len(world) != n:
+            raise RenderError(f"{len(world)} poses for {n} instance placements")
+        self._ensure_capacity(n)
+
+        # One palette write for the whole frame, then the per-instance placements.
+        self.store.write(self.layout.palettes(world))
+        self._offsets_buffer.write(offsets.tobytes())
+        self._set_heat_joint(None if weights_joint is None else resolve_joint(self.asset, weights_joint))
+
+        ctx = self.ctx
+        self._target.use()
+        ctx.viewport = (0, 0, self.width, self.height)
+        self._target.clear(0.0, 0.0, 0.0, 1.0, depth=1.0)
+        view_proj = self.camera.view_projection
+        self._draw_background()
+        if self.ground:
+            self._draw_ground(view_proj)
+            self._draw_shadows(view_proj, world, offsets)
+        self._draw_meshes(view_proj, morph, offsets)
+        if skeleton:
+            self._draw_skeleton(view_proj, world, offsets)
+        if self._target is not self._resolved:
+            ctx.copy_framebuffer(self._resolved, self._target)  # MSAA resolve
+        pixels = self._resolved.read(components=3, alignment=1)
+        image = np.frombuffer(pixels, np.uint8).reshape(self.height, self.width, 3)
+        return np.ascontiguousarray(image[::-1])  # GL rows start at the bottom
+
+    def _pose_arrays(self, state) -> tuple[np.ndarray, np.ndarray]:
+        if isinstance(state, (tuple, list)) and len(state) == 2:
+            world, morph = state
+        elif isinstance(state, np.ndarray):
+            world, morph = state, None
+        else:
+            world = getattr(state, "world", None)
+            if world is None:
+                world = getattr(state, "world_matrices", None)
+            morph = getattr(state, "morph", None)
+            if world is None:
+                raise RenderError(f"cannot draw {type(state).__name__}: give (world, morph) or an object with .world and .morph")
+        world = np.asarray(world, dtype=np.float64)
+        n_nodes = len(self.asset.rig)
+        if world.ndim == 3:
+            world = world[None]
+        if world.ndim != 4 or world.shape[1:] != (n_nodes, 4, 4):
+            raise RenderError(f"world matrices must have shape (I, {n_nodes}, 4, 4), got {world.shape}")
+        rest = self.asset.rest_morph
+        morph = np.broadcast_to(rest, (len(world), len(rest))) if morph is None else np.asarray(morph, np.float64)
+        if morph.ndim == 1:
+            morph = morph[None]
+        if morph.shape[-1] != len(rest):
+            raise RenderError(f"morph weights must have {len(rest)} values per instance, got {morph.shape}")
+        morph = np.broadcast_to(morph, (len(world), len(rest)))
+        return world, morph
+
+    @staticmethod
+    def _placements(instances, n_poses: int) -> np.ndarray:
+        if instances is None:
+            return np.zeros((n_poses, 3), np.float32)
+        if isinstance(instances, (int, np.integer)):
+            return np.zeros((int(instances), 3), np.float32)
+        offsets = np.ascontiguousarray(instances, dtype=np.float32).reshape(-1, 3)
+        if not len(offsets):
+            raise RenderError("no instances to draw")
+        return offsets
+
+    def _set_heat_joint(self, joint: int | None) -> None:
+        if joint == self._heat_joint:
+            return
+        for prim in self._primitives:
+            prim.buffers["a_heat"].write(joint_heat(self.asset, prim.instance, prim.source, joint).tobytes())
+        self._heat_joint = joint
+
+    def _draw_background(self) -> None:
+        self.ctx.disable(moderngl.DEPTH_TEST | moderngl.BLEND | moderngl.CULL_FACE)
+        set_uniform(self._bg_program, "u_top_color", BACKGROUND_TOP)
+        set_uniform(self._bg_program, "u_bottom_color", BACKGROUND_BOTTOM)
+        self._bg_vao.render(moderngl.TRIANGLES, vertices=3)
+
+    def _draw_ground(self, view_proj) -> None:
+        ctx, program = self.ctx, self._ground_program
+        ctx.enable(moderngl.DEPTH_TEST | moderngl.BLEND)
+        ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
+        write_matrix(program, "u_view_proj", view_proj)
+        set_uniform(program, "u_center", tuple(self._ground_center))
+        set_uniform(program, "u_half_size", self._ground_half)
+        set_uniform(program, "u_cell", self._grid_cell)
+        set_uniform(program, "u_floor_color", FLOOR_COLOR)
+        set_uniform(program, "u_line_color", FLOOR_LINE_COLOR)
+        self._ground_vao.render(moderngl.TRIANGLE_STRIP)
+
+    def _draw_shadows(self, view_proj, world, offsets) -> None:
+        ctx, program = self.ctx, self._shadow_program
+        centers = world[:, self._joints][..., :3, 3].mean(axis=1) + offsets  # (I, 3)
+        self._shadow_centers.write(centers.astype(np.float32).tobytes())
+        if self._shadow_vao is None:
+            self._shadow_vao = ctx.vertex_array(program, [(self._quad, "2f", "a_corner"),
+                                                          (self._shadow_centers, "3f/i", "a_center")])
+        ctx.disable(moderngl.DEPTH_TEST)
+        ctx.enable(moderngl.BLEND)
+        write_matrix(program, "u_view_proj", view_proj)
+        set_uniform(program, "u_ground_y", self._ground_y)
+        set_uniform(program, "u_radius", self._shadow_radius)
+        set_uniform(program, "u_strength", 0.45)
+        self._shadow_vao.render(moderngl.TRIANGLE_STRIP, instances=len(offsets))
+
+    def _light_direction(self) -> np.ndarray:
+        """Key light from above, slightly in front of and to the left of the camera."""
+        cam = self.camera
+        back = cam.eye - cam.target
+        back /= np.linalg.norm(back)
+        right = np.cross([0.0, 1.0, 0.0], back)
+        right = right / np.linalg.norm(right) if np.linalg.norm(right) > 1e-9 else np.array([1.0, 0.0, 0.0])
+        light = 0.55 * back - 0.45 * right + np.array([0.0, 0.9, 0.0])
+        return light / np.linalg.norm(light)
+
+    def _draw_meshes(self, view_proj, morph, offsets) -> None:
+        ctx, program = self.ctx, self.mesh_program
+        n_instances = len(offsets)
+        ctx.enable(moderngl.DEPTH_TEST)
+        ctx.disable(moderngl.BLEND | moderngl.CULL_FACE)
+        self.store.bind(program)
+        write_matrix(program, "u_view_proj", view_proj)
+        set_uniform(program, "u_joint_stride", self.layout.joint_count)
+        set_uniform(program, "u_light_dir", tuple(self._light_direction()))
+        set_uniform(program, "u_light_color", LIGHT_COLOR)
+        set_uniform(program, "u_sky_color", SKY_AMBIENT)
+        set_uniform(program, "u_ground_color", GROUND_AMBIENT)
+        set_uniform(program, "u_camera_position", tuple(self.camera.eye))
+        set_uniform(program, "u_heat_mode", self._heat_joint is not None)
+        set_uniform(program, "u_base_texture", 0)
+        for prim in self._primitives:
+            material = prim.material
+            set_uniform(program, "u_base_color", tuple(float(c) for c in material.base_color))
+            set_uniform(program, "u_has_texture", material.texture is not None)
+            if material.texture is not None:
+                material.texture.use(location=0)
+            set_uniform(program, "u_joint_offset", prim.slot)
+            vao = self._vao(prim)
+            m0, m1 = prim.morph_range
+            weights = morph[:, m0:m1]
+            if prim.source.morph_positions is None or m1 == m0 or np.all(weights == weights[:1]):
+                if prim.source.morph_positions is not None and m1 > m0:
+                    self._write_morphed(prim, weights[0])
+                set_uniform(program, "u_instance_base", 0)
+                set_uniform(program, "u_placement_shift", (0.0, 0.0, 0.0))
+                vao.render(prim.data.mode, instances=n_instances)
+            else:  # different morph weights per instance: one draw per instance
+                for i in range(n_instances):
+                    self._write_morphed(prim, weights[i])
+                    set_uniform(program, "u_instance_base", i)
+                    set_uniform(program, "u_placement_shift", tuple(float(v) for v in offsets[i] - offsets[0]))
+                    vao.render(prim.data.mode, instances=1)
+        set_uniform(program, "u_instance_base", 0)
+        set_uniform(program, "u_placement_shift", (0.0, 0.0, 0.0))
+
+    def _write_morphed(self, prim: _Primitive, weights: np.ndarray) -> None:
+        """Bind-space positions (and normals) with the morph targets applied (CPU, :func:`apply_morphs`)."""
+        if prim.morph_written is not None and np.array_equal(prim.morph_written, weights):
+            return
+        src = prim.source
+        weights = np.ascontiguousarray(weights, dtype=np.float64)
+        positions = np.empty_like(prim.data.positions)
+        apply_morphs(prim.data.positions, src.morph_positions, weights, positions)
+        prim.buffers["a_position"].write(positions.tobytes())
+        if src.morph_normals is not None:
+            normals = np.empty_like(prim.data.normals)
+            apply_morphs(prim.data.normals, src.morph_normals, weights, normals)
+            prim.buffers["a_normal"].write(normals.tobytes())
+        prim.morph_written = weights.copy()
+
+    def _draw_skeleton(self, view_proj, world, offsets) -> None:
+        ctx, program = self.ctx, self._overlay_program
+        lines, points = skeleton_vertices(world, self._segments, self._joints, offsets)
+        data = np.concatenate([lines, points]).astype(np.float32)
+        if not len(data):
+            return
+        if self._overlay_buffer is None or self._overlay_buffer.size < data.nbytes:
+            if self._overlay_buffer is not None:
+                self._overlay_buffer.release()
+            self._overlay_buffer = ctx.buffer(reserve=max(data.nbytes, 4096), dynamic=True)
+        self._overlay_buffer.write(data.tobytes())
+        vao = ctx.vertex_array(program, [(self._overlay_buffer, "3f", "a_position")])
+        ctx.disable(moderngl.DEPTH_TEST)
+        ctx.enable(moderngl.BLEND | moderngl.PROGRAM_POINT_SIZE)
+        write_matrix(program, "u_view_proj", view_proj)
+        scale = max(1.0, min(self.width, self.height) / 240.0)  # thicker lines on bigger images
+        for color, widen in ((SKELETON_OUTLINE, 2.0), (SKELETON_COLOR, 0.0)):
+            set_uniform(program, "u_color", color)
+            set_uniform(program, "u_round", False)
+            ctx.line_width = 1.5 * scale + widen
+            if len(lines):
+                vao.render(moderngl.LINES, vertices=len(lines))
+            set_uniform(program, "u_round", True)
+            set_uniform(program, "u_point_size", 4.0 * scale + widen)
+            vao.render(moderngl.POINTS, vertices=len(points), first=len(lines))
+        ctx.line_width = 1.0
+        ctx.disable(moderngl.PROGRAM_POINT_SIZE)
+        vao.release()
+
+    # -- information and cleanup -----------------------------------------------------------------
+
+    def describe(self) -> str:
+        """One paragraph: GL renderer, palette path and why, MSAA."""
+        return (f"{describe(self.ctx)}; {self.palette_choice.explain()}; store {self.store.describe()}; "
+                f"{self.layout.joint_count} palette matrices per instance, {self.influences} influences; "
+                f"MSAA {self.samples or 'off'}")
+
+    def release(self) -> None:
+        """Free every GL object this renderer made (the shared context stays)."""
+        self._invalidate_vaos()
+        for prim in self._primitives:
+            for buf in prim.buffers.values():
+                buf.release()
+        self._primitives = []
+        for obj in (self._bg_vao, self._ground_vao, self._quad, self._overlay_buffer, self._offsets_buffer,
+                    self._shadow_centers):
+            if obj is not None:
+                obj.release()
+        self.store.release()
+        self._materials.release()
+        self._programs.release()
+        for fbo in {self._target, self._resolved}:
+            for attachment in list(fbo.color_attachments) + [fbo.depth_attachment]:
+                if attachment is not None:
+                    attachment.release()
+            fbo.release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release()

@@ -1,0 +1,81 @@
+// Linear blend skinning in the vertex shader, shared by mesh.vert and feedback.vert.
+//
+// Palette contract (see palette.py): palette_row(i) is row i of the frame's palette, a vec4. Matrix
+// m of instance k occupies rows 3*(k*u_joint_stride + m) + 0..2: the three rows of a ROW-MAJOR 3x4
+// affine matrix (xyz = linear part, w = translation); its bottom row 0 0 0 1 is implied.
+// One define picks where the rows live: PALETTE_UNIFORM, PALETTE_UBO, PALETTE_SSBO,
+// PALETTE_TEXTURE_BUFFER or PALETTE_TEXTURE_2D. INFLUENCES is 4 or 8 (joint/weight attribute pairs).
+
+uniform int u_joint_stride;   // J: palette matrices per instance
+uniform int u_joint_offset;   // palette slot of this primitive's skin joint 0 (or of its rigid node)
+uniform int u_instance_base;  // added to gl_InstanceID (per-instance draws of morphed primitives)
+
+#if defined(PALETTE_UNIFORM)
+uniform vec4 u_palette[PALETTE_ROWS];
+vec4 palette_row(int i) { return u_palette[i]; }
+#elif defined(PALETTE_UBO)
+layout(std140) uniform Palette { vec4 rows[PALETTE_ROWS]; } palette_block;
+vec4 palette_row(int i) { return palette_block.rows[i]; }
+#elif defined(PALETTE_SSBO)
+layout(std430, binding = 0) readonly buffer Palette { vec4 rows[]; } palette_block;
+vec4 palette_row(int i) { return palette_block.rows[i]; }
+#elif defined(PALETTE_TEXTURE_BUFFER)
+uniform samplerBuffer u_palette_tex;  // RGBA32F, one texel per row
+vec4 palette_row(int i) { return texelFetch(u_palette_tex, i); }
+#elif defined(PALETTE_TEXTURE_2D)
+uniform sampler2D u_palette_tex;      // RGBA32F, PALETTE_TEXTURE_WIDTH texels per texture row
+vec4 palette_row(int i) {
+    return texelFetch(u_palette_tex, ivec2(i % PALETTE_TEXTURE_WIDTH, i / PALETTE_TEXTURE_WIDTH), 0);
+}
+#else
+#error "skinning.glsl: no PALETTE_* mode defined"
+#endif
+
+// Influences: skin-local joint indices (integers: glVertexAttribIPointer) and weights summing to 1.
+in ivec4 a_joints0;
+in vec4 a_weights0;
+#if INFLUENCES > 4
+in ivec4 a_joints1;
+in vec4 a_weights1;
+#endif
+
+int skin_instance() { return u_instance_base + gl_InstanceID; }
+
+void add_influence(int first_slot, int joint, float weight, inout vec4 r0, inout vec4 r1, inout vec4 r2) {
+    if (weight == 0.0) return;
+    int row = (first_slot + joint) * 3;
+    r0 += weight * palette_row(row);
+    r1 += weight * palette_row(row + 1);
+    r2 += weight * palette_row(row + 2);
+}
+
+// The weighted sum of this vertex's influence matrices (blend first, transform once: as skin.py).
+void skin_rows(out vec4 r0, out vec4 r1, out vec4 r2) {
+    int first_slot = skin_instance() * u_joint_stride + u_joint_offset;
+    r0 = vec4(0.0);
+    r1 = vec4(0.0);
+    r2 = vec4(0.0);
+    for (int k = 0; k < 4; ++k) add_influence(first_slot, a_joints0[k], a_weights0[k], r0, r1, r2);
+#if INFLUENCES > 4
+    for (int k = 0; k < 4; ++k) add_influence(first_slot, a_joints1[k], a_weights1[k], r0, r1, r2);
+#endif
+}
+
+vec3 skin_point(vec4 r0, vec4 r1, vec4 r2, vec3 p) {
+    vec4 h = vec4(p, 1.0);
+    return vec3(dot(r0, h), dot(r1, h), dot(r2, h));
+}
+
+// Normals go through the cofactor matrix det(M) * inverse(M)^T (exact under non-uniform scale),
+// renormalised and flipped when det < 0: the same as skin.py's kernel.
+vec3 skin_normal(vec4 r0, vec4 r1, vec4 r2, vec3 n) {
+    vec3 c0 = vec3(r0.x, r1.x, r2.x);  // columns of the linear part
+    vec3 c1 = vec3(r0.y, r1.y, r2.y);
+    vec3 c2 = vec3(r0.z, r1.z, r2.z);
+    mat3 cofactor = mat3(cross(c1, c2), cross(c2, c0), cross(c0, c1));  // mat3() takes columns
+    float det = dot(c0, cross(c1, c2));
+    vec3 m = cofactor * n;
+    float len = length(m);
+    if (len > 0.0) m *= (det >= 0.0 ? 1.0 : -1.0) / len;
+    return m;
+}
