@@ -174,3 +174,12 @@ def test_quaternion_from_half_turns_about_each_axis():
     for q in ([1.0, 0, 0, 0], [0, 1.0, 0, 0], [0, 0, 1.0, 0], [0.6, 0.8, 0, 0]):
         back = matrix_to_quat(quat_to_matrix(np.array(q)))
         assert abs(abs(np.dot(back, q)) - 1) < 1e-12
+
+
+def test_decompose_sheared_and_zero_scale_matrices_give_unit_rotations():
+    sheared = np.eye(4)
+    sheared[0, 1] = 0.05
+    flat = np.diag([1.0, 0.0, 2.0, 1.0])
+    t, q, s = decompose_trs(np.stack([sheared, flat]))
+    np.testing.assert_allclose(np.linalg.norm(q, axis=1), 1.0)
+    np.testing.assert_allclose(s[1], [1, 0, 2])

@@ -189,15 +189,19 @@ def compose_trs(t: np.ndarray, q: np.ndarray, s: np.ndarray) -> np.ndarray:
 def decompose_trs(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Split row-major affine 4x4 matrices (..., 4, 4) into t (..., 3), q (..., 4) xyzw, s (..., 3).
 
-    A negative determinant is folded into the x scale (as three.js does), so the rotation stays proper.
+    T is the last column; S the norms of the upper 3x3's columns, with the x scale negated when the
+    determinant is negative (a mirror, as three.js does) so that R is a proper rotation. R is the
+    rotation nearest to the normalised columns (polar decomposition by SVD): a file's slightly sheared
+    or noisy matrix, or one with a zero scale, still gives a valid unit quaternion.
     """
     m = np.asarray(m, dtype=np.float64)
     t = m[..., :3, 3].copy()
-    cols = m[..., :3, :3]
-    s = np.linalg.norm(cols, axis=-2)
-    det = np.linalg.det(cols)
-    s[..., 0] = np.where(det < 0, -s[..., 0], s[..., 0])
+    linear = m[..., :3, :3]
+    s = np.linalg.norm(linear, axis=-2)
+    s[..., 0] = np.where(np.linalg.det(linear) < 0, -s[..., 0], s[..., 0])
     safe = np.where(s == 0, 1.0, s)
-    r = cols / safe[..., None, :]
-    q = matrix_to_quat(r)
-    return t, q, s
+    u, _sigma, vt = np.linalg.svd(linear / safe[..., None, :])
+    # Rank-deficient columns (a zero scale) can leave u @ vt a reflection: flip u's last axis there.
+    flip = np.linalg.det(u @ vt) < 0
+    u[..., :, -1] = np.where(flip[..., None], -u[..., :, -1], u[..., :, -1])
+    return t, matrix_to_quat(u @ vt), s

@@ -55,10 +55,10 @@ from skeletal.io.accessors import (
     decode_float32,
 )
 from skeletal.io.buffers import BinaryData
-from skeletal.io.decompose import decompose_matrix
 from skeletal.io.glb import parse_container
 from skeletal.io.jsonobj import JsonObject
 from skeletal.io.uris import UriError, read_uri
+from skeletal.quat import decompose_trs
 
 __all__ = ["read_gltf", "SUPPORTED_EXTENSIONS"]
 
@@ -288,7 +288,7 @@ class _GltfReader:
             if not np.allclose(matrix[3], (0.0, 0.0, 0.0, 1.0), atol=1e-6):
                 obj.fail(f"matrix is not affine (its last row is {matrix[3].tolist()})", "matrix")
             node.matrix = matrix
-            node.translation, node.rotation, node.scale = decompose_matrix(matrix)
+            node.translation, node.rotation, node.scale = decompose_trs(matrix)
         else:
             node.translation = obj.numbers("translation", np.zeros(3), length=3)
             node.rotation = obj.numbers("rotation", np.array([0.0, 0.0, 0.0, 1.0]), length=4)
