@@ -260,7 +260,11 @@ def _body_parts() -> list[_Part]:
     side = lambda sign: (lambda p: _smoothstep(0.0, 0.06, sign * p[:, 0]))  # noqa: E731
 
     def add(geometry: tuple[np.ndarray, np.ndarray], material: str, bones: dict[str, Gate | None]) -> None:
-        parts.append(_Part(geometry[0], geometry[1], material, bones))
+        # Rounded to float32 here, so that normals and weights are computed from exactly the stored
+        # positions: then ulp-level differences of sin/cos between machines almost never reach the
+        # file's bytes (the committed three.js truth is tied to them by hash).
+        positions = geometry[0].astype(np.float32).astype(np.float64)
+        parts.append(_Part(positions, geometry[1], material, bones))
 
     # Torso: trousers below the belt, shirt above; elliptic section wider in x than in z.
     torso_path = [(0.0, 0.875, -0.008), (0.0, 0.91, -0.008), (0.0, 0.97, -0.01), (0.0, 1.06, 0.0)]
@@ -356,7 +360,10 @@ def skin_weights(points: np.ndarray, bones: dict[str, Gate | None], influences: 
         gate = bones[name]
         if gate is not None:
             raw[:, k] *= gate(points)
-    order = np.argsort(-raw, axis=1, kind="stable")[:, :influences]
+    # Rank by weight rounded to 2^-20, ties broken by joint: near-ties (symmetric points) then rank
+    # the same way on every machine, which keeps the written bytes reproducible.
+    rank = np.round(raw / raw.sum(axis=1, keepdims=True) * 2.0**20)
+    order = np.lexsort((np.broadcast_to(idx, raw.shape), -rank), axis=1)[:, :influences]
     top = np.take_along_axis(raw, order, axis=1)
     top /= top.sum(axis=1, keepdims=True)
     joints = idx[order]
