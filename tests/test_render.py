@@ -229,6 +229,29 @@ def test_best_available_prefers_ssbo_and_respects_limits(ctx):
         check_mode(ctx, "ubo", ubo_cap + 1)
 
 
+class _FakeContext:
+    """Just the limits best_available reads (no GL): an OpenGL 3.3 driver with small limits."""
+
+    def __init__(self, **info):
+        self.version_code = 330
+        self.info = info
+        self.extra = {"buffer_texture_ok": False}
+
+
+def test_best_available_falls_back_along_the_preference_order():
+    from skeletal.render.palette import best_available
+
+    small = _FakeContext(GL_MAX_TEXTURE_SIZE=16, GL_MAX_UNIFORM_BLOCK_SIZE=16384, GL_MAX_VERTEX_UNIFORM_COMPONENTS=4096)
+    assert best_available(small, 50).mode == "texture"  # no SSBO on GL 3.3; 16x16 texels hold 85 matrices
+    choice = best_available(small, 100)
+    assert choice.mode == "ubo"  # 16384 / 48 = 341 matrices
+    assert "needs OpenGL 4.3" in choice.explain() and "texture skipped" in choice.explain()
+    tiny = _FakeContext(GL_MAX_TEXTURE_SIZE=16, GL_MAX_UNIFORM_BLOCK_SIZE=1024, GL_MAX_VERTEX_UNIFORM_COMPONENTS=4096)
+    assert best_available(tiny, 200).mode == "uniform"  # (4096 - 512) / 12 = 298 matrices
+    with pytest.raises(RenderError, match="no palette upload path holds 400 matrices"):
+        best_available(tiny, 400)
+
+
 def test_layout_puts_skins_then_rigid_nodes(ctx):
     from skeletal.render.layout import PaletteLayout, pose_at
 

@@ -29,7 +29,7 @@ PALETTE_CHOICES = ("auto", "uniform", "ubo", "ssbo", "texture")
                    "target=x:y:z; yaw is from the character's front).")
 @click.option("--skeleton", is_flag=True, help="Draw the skeleton on top.")
 @click.option("--weights", "weights_joint", default=None, metavar="JOINT",
-              help="Colour by the skin weights of JOINT (name or node index): blue 0 .. red 1.")
+              help="Colour by the skin weights of JOINT (name or glTF node index): blue 0 .. red 1.")
 @click.option("--crowd", "crowd_n", default=1, show_default=True, type=int,
               help="Draw N instances on a grid at different phases (one instanced draw call).")
 @click.option("--frames", is_flag=True, help="With a .png output: write every frame as NAME_0001.png, ...")

@@ -207,6 +207,10 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
     folder = os.path.dirname(os.path.abspath(out_path))
     if not os.path.isdir(folder):
         raise RenderError(f"cannot write {out_path}: folder {folder} does not exist")
+    if weights_joint is not None:
+        from .overlays import resolve_joint
+
+        resolve_joint(asset, weights_joint)  # a bad name fails before any GL work
     timings["load"] = time.perf_counter() - t0
 
     times = frame_times(the_clip, fps, seconds, single=(ext == ".png" and not frames), start=start)

@@ -49,15 +49,15 @@ def skeleton_vertices(world: np.ndarray, segments: np.ndarray, joints: np.ndarra
 
 
 def resolve_joint(asset, key: str | int) -> int:
-    """Rig index of a node given by name or rig index. Names match exactly, then ignoring case, then
-    ignoring a ``prefix:`` (``Head`` finds ``mixamorig:Head``)."""
+    """Rig index of a node given by name or by glTF (file) node index. Names match exactly, then
+    ignoring case, then ignoring a ``prefix:`` (``Head`` finds ``mixamorig:Head``)."""
     names = asset.rig.names
     if isinstance(key, (int, np.integer)) or (isinstance(key, str) and key.strip().lstrip("-").isdigit()
                                               and key.strip() not in names):
         index = int(key)
         if not 0 <= index < len(names):
-            raise RenderError(f"joint index {index} out of range: the model has {len(names)} nodes")
-        return index
+            raise RenderError(f"node index {index} out of range: the model has {len(names)} nodes")
+        return int(asset.rig.index_of[index])
     if key in names:
         return names.index(key)
     lowered = [n.lower() for n in names]

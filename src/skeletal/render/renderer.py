@@ -234,7 +234,7 @@ class Renderer:
         object with ``world`` and ``morph`` attributes (a player state). ``instances``: (I, 3)
         placements, or None (one instance per world pose, all at the origin). A single pose with
         several placements is shared by them. ``skeleton`` draws the joints on top; ``weights_joint``
-        (name or rig index) shades every mesh by that joint's weights instead of its material.
+        (name or glTF node index) shades every mesh by that joint's weights instead of its material.
         """
         world, morph = self._pose_arrays(state)
         offsets = self._placements(instances, len(world))
