@@ -20,9 +20,10 @@ joints that may move its part: ``w ~ gate(p) / distance^POWER``, top 4 kept, nor
 elbow or knee a vertex blends two or three bones, falling off smoothly along the bone.
 
 The clips are written like seed 004's ``Keyframe{duration, ...}`` lists: a few whole-body poses
-(Euler angles in degrees per joint, a hips offset) with the time each lasts. The hips height of every
-key is solved so that the lowest point of the feet touches the ground (run adds its flight phase on
-top), and walk and run play in place: only the hips move, and only up and down. ``idle`` uses
+(Euler angles in degrees per joint, a hips offset) with the time each lasts. The hips height is
+solved so that the lowest skinned shoe vertex touches the ground (at every key, and for LINEAR clips
+also between keys, so the feet neither sink nor float; run adds its flight phase on top), and walk
+and run play in place: only the hips move, and only up and down. ``idle`` uses
 CUBICSPLINE (Catmull-Rom tangents, periodic), the others LINEAR. Every clip ends on its first pose,
 so it loops seamlessly.
 """
