@@ -95,6 +95,13 @@ class Clip:
     name: str
     tracks: list[Track]
     markers: dict[str, float] = field(default_factory=dict)
+    # An additive clip's tracks hold differences from a reference pose, applied on top of a base pose
+    # with a weight w (see :mod:`skeletal.cliptools`, ``make_additive``):
+    #   translation: t = t_base + w * dt            (dt = t_clip - t_ref)
+    #   rotation:    q = q_base * slerp(I, dq, w)   (dq = conj(q_ref) * q_clip, xyzw, Hamilton product)
+    #   scale:       s = s_base * (1 + w * (ds - 1)) (ds = s_clip / s_ref)
+    #   weights:     m = m_base + w * dm            (dm = m_clip - m_ref)
+    additive: bool = False
 
     def __post_init__(self):
         self._pack()
@@ -126,7 +133,8 @@ class Clip:
         return [name for name in INTERPOLATIONS if name in used]
 
     def __repr__(self) -> str:
-        return f"Clip({self.name!r}, duration={self.duration:g}s, tracks={self.track_count})"
+        kind = ", additive" if self.additive else ""
+        return f"Clip({self.name!r}, duration={self.duration:g}s, tracks={self.track_count}{kind})"
 
 
 def map_time(t: np.ndarray | float, duration: float, loop: str = "clamp") -> np.ndarray:
