@@ -276,17 +276,23 @@ def _collapsed(world):
     return np.zeros_like(world)
 
 
-@pytest.mark.parametrize("mode", ["auto", "uniform", "texture"])
-def test_figure_is_in_frame_and_shaded(ctx, mode):
+def test_figure_is_in_frame_and_shaded_the_same_by_every_palette_path(ctx):
     from skeletal.render.layout import pose_at
     from skeletal.render.renderer import Renderer
 
     asset = tube_asset(with_rigid=True)
     clip = asset.clip(0)
-    with Renderer(asset, 96, 64, palette_mode=mode, clip=clip, ground=False) as r:
-        world, morph = pose_at(asset, clip, [0.5])
-        image = r.draw((world, morph))
-        background = r.draw((_collapsed(world), morph))
+    world, morph = pose_at(asset, clip, [0.5])
+    images = {}
+    for mode in ("uniform", "ubo", "ssbo", "texture"):
+        with Renderer(asset, 96, 64, palette_mode=mode, clip=clip, ground=False) as r:
+            assert r.store.mode == mode and mode in r.describe()
+            images[mode] = r.draw((world, morph))
+            if mode == "uniform":
+                background = r.draw((_collapsed(world), morph))
+    for mode, other in images.items():
+        assert np.abs(other.astype(int) - images["uniform"].astype(int)).max() <= 2, mode
+    image = images["uniform"]
     assert image.shape == (64, 96, 3) and image.dtype == np.uint8
     mask = _foreground(image, background)
     ys, xs = np.nonzero(mask)
