@@ -519,18 +519,26 @@ def test_demo_matches_threejs_truth(demo_files):
     if not TRUTH.is_file():
         pytest.fail(f"{TRUTH} is missing; regenerate it: {sys.executable} tests/test_demo_writer.py --regenerate-truth")
     truth = load_truth(TRUTH)
-    sha = hashlib.sha256(demo_files["glb"].read_bytes()).hexdigest()
-    assert sha == truth["model"]["sha256"], (
-        "the exported demo.glb is not the file the committed three.js truth was made from (the demo or the "
-        f"writer changed); regenerate it: {sys.executable} tests/test_demo_writer.py --regenerate-truth")
+    # The truth records the sha256 of the demo.glb it was made from. Another machine's libm may round
+    # a last bit differently, which changes the bytes but not the animation: the tolerance comparison
+    # below is the real check, and the hash only explains a failure.
+    same_bytes = hashlib.sha256(demo_files["glb"].read_bytes()).hexdigest() == truth["model"]["sha256"]
     asset = skeletal.load(demo_files["glb"])
     rest = skeletal.Clip("rest", [])
-    report = compare_truth(
-        truth,
-        lambda clip, times, loop: skeletal.bake(asset, clip, times, loop=loop),
-        rest_fn=lambda: skeletal.bake(asset, rest, [0.0]),
-        skip=negative_pingpong,
-    )
+    try:
+        report = compare_truth(
+            truth,
+            lambda clip, times, loop: skeletal.bake(asset, clip, times, loop=loop),
+            rest_fn=lambda: skeletal.bake(asset, rest, [0.0]),
+            skip=negative_pingpong,
+        )
+    except AssertionError as exc:
+        if same_bytes:
+            raise
+        raise AssertionError(
+            "the exported demo.glb is not the file the committed three.js truth was made from (the demo or the "
+            f"writer changed); regenerate it: {sys.executable} tests/test_demo_writer.py --regenerate-truth\n{exc}"
+        ) from None
     assert report.samples_compared >= 4 * 3 * 7
     print(report.summary())
 

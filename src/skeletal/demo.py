@@ -721,7 +721,11 @@ def build_demo_document() -> Document:
     inverse_bind[:, :3, 3] = -_BIND  # rest rotations are identity: the bind world is a translation
     skin = Skin(name="body_skin", joints=np.arange(len(JOINTS), dtype=np.int64), inverse_bind=inverse_bind, skeleton=0)
     mesh = Mesh(name="body", primitives=_build_primitives())
-    materials = [Material(name=name, base_color_factor=np.array(color)) for name, color in MATERIALS.items()]
+    # Cloth and skin: dielectric and fairly rough (glTF's defaults would make the figure look metallic).
+    materials = [
+        Material(name=name, base_color_factor=np.array(color), metallic_factor=0.0, roughness_factor=0.8)
+        for name, color in MATERIALS.items()
+    ]
     animations = [_animation(name, make(), interpolation) for name, (make, interpolation) in CLIPS.items()]
     from skeletal import __version__
 

@@ -120,6 +120,8 @@ class Animation:
 class Material:
     name: str
     base_color_factor: np.ndarray = field(default_factory=lambda: np.ones(4))
+    metallic_factor: float = 1.0  # glTF defaults: fully metallic, fully rough
+    roughness_factor: float = 1.0
     base_color_texture: int | None = None  # index into Document.images (texture resolved to its image)
     base_color_texcoord: int = 0  # which TEXCOORD_n the texture uses
     double_sided: bool = False

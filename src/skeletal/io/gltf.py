@@ -558,6 +558,8 @@ class _GltfReader:
             material = Material(
                 name=obj.string("name", f"material_{i}"),
                 base_color_factor=pbr.numbers("baseColorFactor", np.ones(4), length=4),
+                metallic_factor=float(pbr.number("metallicFactor", 1.0)),
+                roughness_factor=float(pbr.number("roughnessFactor", 1.0)),
                 double_sided=obj.boolean("doubleSided", False),
             )
             if pbr.has("baseColorTexture"):

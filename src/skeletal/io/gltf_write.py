@@ -510,6 +510,9 @@ class _Encoder:
         factor = np.asarray(material.base_color_factor, dtype=np.float64)
         if not np.array_equal(factor, np.ones(4)):
             pbr["baseColorFactor"] = _f64_list(np.clip(factor, 0.0, 1.0))
+        for key, value in (("metallicFactor", material.metallic_factor), ("roughnessFactor", material.roughness_factor)):
+            if value != 1.0:
+                pbr[key] = float(np.clip(value, 0.0, 1.0))
         if material.base_color_texture is not None:
             texture: dict[str, Any] = {"index": int(material.base_color_texture)}
             if material.base_color_texcoord:
