@@ -68,6 +68,59 @@ def find_key(times, start, count, t, cursor):
     return lo
 
 
+@njit(cache=True, inline="always")
+def sample_track_into(k, t, key_start, times, value_start, values, width, interp, path, cursor, out, o):
+    """Write track ``k`` at clip-local time ``t`` to ``out[o : o + width[k]]``; return the key index
+    found (the caller's new cursor for this track)."""
+    ks = key_start[k]
+    count = key_start[k + 1] - ks
+    vs = value_start[k]
+    c = width[k]
+    kind = interp[k]
+    key = find_key(times, ks, count, t, cursor)
+    stride = 3 * c if kind == CUBICSPLINE else c  # floats per key
+    mid = c if kind == CUBICSPLINE else 0  # offset of the value inside a key
+    if key < 0 or key == count - 1 or kind == STEP:
+        base = vs + max(key, 0) * stride + mid
+        for i in range(c):
+            out[o + i] = values[base + i]
+        return max(key, 0)
+    t0 = np.float64(times[ks + key])
+    t1 = np.float64(times[ks + key + 1])
+    dt = t1 - t0
+    u = (t - t0) / dt
+    a = vs + key * stride
+    b = a + stride
+    if kind == LINEAR:
+        if path[k] == ROTATION:
+            slerp_into(
+                out, o,
+                np.float64(values[a]), np.float64(values[a + 1]), np.float64(values[a + 2]), np.float64(values[a + 3]),
+                np.float64(values[b]), np.float64(values[b + 1]), np.float64(values[b + 2]), np.float64(values[b + 3]),
+                u,
+            )
+        else:
+            for i in range(c):
+                out[o + i] = np.float64(values[a + i]) * (1.0 - u) + np.float64(values[b + i]) * u
+    else:
+        # glTF Hermite: key layout [in-tangent (c), value (c), out-tangent (c)].
+        u2 = u * u
+        u3 = u2 * u
+        h00 = 2.0 * u3 - 3.0 * u2 + 1.0
+        h10 = (u3 - 2.0 * u2 + u) * dt
+        h01 = -2.0 * u3 + 3.0 * u2
+        h11 = (u3 - u2) * dt
+        for i in range(c):
+            v0 = np.float64(values[a + c + i])
+            m0 = np.float64(values[a + 2 * c + i])
+            v1 = np.float64(values[b + c + i])
+            m1 = np.float64(values[b + i])
+            out[o + i] = h00 * v0 + h10 * m0 + h01 * v1 + h11 * m1
+        if path[k] == ROTATION:
+            normalize4_inplace(out, o)
+    return key
+
+
 @njit(cache=True)
 def sample_clip_into(
     t, key_start, times, value_start, values, width, interp, path, node, morph_start, cursors, pose, morph
@@ -78,60 +131,15 @@ def sample_clip_into(
     ``cursors`` (n_tracks,) int64 is read and updated.
     """
     for k in range(len(width)):
-        ks = key_start[k]
-        count = key_start[k + 1] - ks
-        vs = value_start[k]
-        c = width[k]
-        kind = interp[k]
         p = path[k]
         if p == WEIGHTS:
-            out = morph
-            o = morph_start[node[k]]
+            cursors[k] = sample_track_into(
+                k, t, key_start, times, value_start, values, width, interp, path, cursors[k], morph, morph_start[node[k]]
+            )
         else:
-            out = pose[node[k]]
-            o = PATH_POSE_OFFSET[p]
-        key = find_key(times, ks, count, t, cursors[k])
-        cursors[k] = max(key, 0)
-        stride = 3 * c if kind == CUBICSPLINE else c  # floats per key
-        mid = c if kind == CUBICSPLINE else 0  # offset of the value inside a key
-        if key < 0 or key == count - 1 or kind == STEP:
-            base = vs + max(key, 0) * stride + mid
-            for i in range(c):
-                out[o + i] = values[base + i]
-            continue
-        t0 = np.float64(times[ks + key])
-        t1 = np.float64(times[ks + key + 1])
-        dt = t1 - t0
-        u = (t - t0) / dt
-        a = vs + key * stride
-        b = a + stride
-        if kind == LINEAR:
-            if p == ROTATION:
-                slerp_into(
-                    out, o,
-                    np.float64(values[a]), np.float64(values[a + 1]), np.float64(values[a + 2]), np.float64(values[a + 3]),
-                    np.float64(values[b]), np.float64(values[b + 1]), np.float64(values[b + 2]), np.float64(values[b + 3]),
-                    u,
-                )
-            else:
-                for i in range(c):
-                    out[o + i] = np.float64(values[a + i]) * (1.0 - u) + np.float64(values[b + i]) * u
-        else:
-            # glTF Hermite: key layout [in-tangent (c), value (c), out-tangent (c)].
-            u2 = u * u
-            u3 = u2 * u
-            h00 = 2.0 * u3 - 3.0 * u2 + 1.0
-            h10 = (u3 - 2.0 * u2 + u) * dt
-            h01 = -2.0 * u3 + 3.0 * u2
-            h11 = (u3 - u2) * dt
-            for i in range(c):
-                v0 = np.float64(values[a + c + i])
-                m0 = np.float64(values[a + 2 * c + i])
-                v1 = np.float64(values[b + c + i])
-                m1 = np.float64(values[b + i])
-                out[o + i] = h00 * v0 + h10 * m0 + h01 * v1 + h11 * m1
-            if p == ROTATION:
-                normalize4_inplace(out, o)
+            cursors[k] = sample_track_into(
+                k, t, key_start, times, value_start, values, width, interp, path, cursors[k], pose[node[k]], PATH_POSE_OFFSET[p]
+            )
 
 
 @njit(cache=True, parallel=True)
