@@ -239,6 +239,16 @@ def bake(model, out_path, clip_key, times_text, fps, loop, normals, palettes) ->
     )
 
 
+def _register_render() -> None:
+    # Importing the command does not import moderngl: `skeletal info` stays fast and GL-free.
+    from .render.command import render
+
+    cli.add_command(render)
+
+
+_register_render()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point."""
     try:
