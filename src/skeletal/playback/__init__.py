@@ -1,0 +1,11 @@
+"""Playback: actions, crossfades, layers with masks, additive clips, events (and, built on them,
+blend spaces, a state machine and root motion).
+
+:class:`Mixer` is the batched engine (B instances, arrays first); :class:`Player` is one instance.
+"""
+
+from .clipset import ClipSet
+from .mixer import Event, Layer, Mixer
+from .player import Action, Player
+
+__all__ = ["Action", "ClipSet", "Event", "Layer", "Mixer", "Player"]

@@ -1,0 +1,392 @@
+"""Mixer kernels: advance action clocks and fades, then sample and blend every action into poses.
+
+State layout (B instances, S action slots; see :class:`skeletal.playback.mixer.Mixer`):
+
+* ``fs`` (B, S, NF) float64 fields, indices below (``F_*``)
+* ``ist`` (B, S, NI) int64 fields (``I_*``)
+
+Blending contract (one override layer): per node and path, the weighted sum of every action's value;
+rotations are accumulated sign-aligned to the first contribution and normalised (normalised quaternion
+averaging, exact for two actions: the 50/50 mix of two rotations is their slerp midpoint). When the
+weights sum to less than 1 the pose beneath (rest pose for the base layer) fills the remainder; above
+1 they are normalised. A layer is then mixed over the pose beneath by ``layer weight * mask[node]``.
+Additive layers apply each action's deltas in turn (conventions in :class:`skeletal.clip.Clip`).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from ..sampling import sample_track_into
+
+# float fields
+F_TIME = 0  # action clock: [0, d] (once/clamp/repeat) or the unfolded phase [0, 2d) (pingpong)
+F_SAMPLE = 1  # clip-local time the pose is sampled at
+F_SPEED = 2  # time scale (negative plays backwards)
+F_WEIGHT = 3  # user weight
+F_FADE_FROM = 4
+F_FADE_TO = 5
+F_FADE_ELAPSED = 6
+F_FADE_DURATION = 7  # 0: no fade running (the envelope is FADE_TO)
+F_WARP_FROM = 8  # time-scale multiplier at the start of the fade ...
+F_WARP_TO = 9  # ... and at its end (crossfade time warp)
+F_REPETITIONS = 10  # loops (repeat) or bounces (pingpong) before finishing; inf = forever
+F_EFFECTIVE = 11  # output: weight * fade envelope, 0 when disabled
+F_PREV_SAMPLE = 12  # sample time before the last update (root motion)
+NF = 13
+
+# int fields
+I_LOOP = 0  # LOOP_* below
+I_LOOP_COUNT = 1
+I_FLAGS = 2  # FLAG_* bits
+I_EV_LOOPS = 3  # output of the last update: loops completed
+I_EV_FINISHED = 4  # output: 1 if the action finished during the last update
+I_EV_MARKERS = 5  # output: bit m set if the clip's marker m was crossed
+NI = 6
+
+LOOP_ONCE, LOOP_REPEAT, LOOP_PINGPONG, LOOP_CLAMP = 0, 1, 2, 3
+LOOP_NAMES = {"once": LOOP_ONCE, "repeat": LOOP_REPEAT, "pingpong": LOOP_PINGPONG, "clamp": LOOP_CLAMP}
+FLAG_ENABLED, FLAG_PAUSED, FLAG_FINISHED = 1, 2, 4
+
+TRANSLATION, ROTATION, SCALE, WEIGHTS = 0, 1, 2, 3
+
+
+@njit(cache=True, inline="always")
+def _crossings(lo, hi, m, period, forward):
+    """How many of the points m + k*period lie in (lo, hi] (forward) or [lo, hi) (backward)."""
+    if forward:
+        return np.floor((hi - m) / period) - np.floor((lo - m) / period)
+    return np.ceil((hi - m) / period) - np.ceil((lo - m) / period)
+
+
+@njit(cache=True)
+def _advance_one(fs, ist, d, dt, marker_time, m0, m1):
+    """Advance one action by dt seconds of mixer time (see module docstring for the fields)."""
+    ist[I_EV_LOOPS] = 0
+    ist[I_EV_FINISHED] = 0
+    ist[I_EV_MARKERS] = 0
+    flags = ist[I_FLAGS]
+    if flags & FLAG_ENABLED == 0:
+        fs[F_EFFECTIVE] = 0.0
+        return
+    # Fade envelope, and the time warp averaged over this step (it ramps linearly during the fade,
+    # then holds), so that the clock advances by the exact integral of speed * warp.
+    alpha = 1.0
+    warp = fs[F_WARP_TO]
+    duration = fs[F_FADE_DURATION]
+    if duration > 0.0:
+        e0 = fs[F_FADE_ELAPSED]
+        e1 = e0 + dt
+        fs[F_FADE_ELAPSED] = e1
+        alpha = min(e1 / duration, 1.0)
+        w0 = fs[F_WARP_FROM] + (fs[F_WARP_TO] - fs[F_WARP_FROM]) * min(e0 / duration, 1.0)
+        w1 = fs[F_WARP_FROM] + (fs[F_WARP_TO] - fs[F_WARP_FROM]) * alpha
+        if dt > 0.0:
+            ramp = max(min(e1, duration) - e0, 0.0)
+            warp = (ramp * 0.5 * (w0 + w1) + (dt - ramp) * fs[F_WARP_TO]) / dt
+        else:
+            warp = w0
+    envelope = fs[F_FADE_FROM] + (fs[F_FADE_TO] - fs[F_FADE_FROM]) * alpha
+    if alpha >= 1.0 and fs[F_FADE_DURATION] > 0.0:
+        fs[F_FADE_DURATION] = 0.0
+        fs[F_FADE_FROM] = fs[F_FADE_TO]
+        fs[F_WARP_FROM] = fs[F_WARP_TO]
+        if fs[F_FADE_TO] <= 0.0:  # faded out: the action stops
+            ist[I_FLAGS] = flags & ~FLAG_ENABLED
+            fs[F_EFFECTIVE] = 0.0
+            return
+    fs[F_PREV_SAMPLE] = fs[F_SAMPLE]
+    delta = 0.0
+    if flags & (FLAG_PAUSED | FLAG_FINISHED) == 0:
+        delta = dt * fs[F_SPEED] * warp
+    loop = ist[I_LOOP]
+    if d <= 0.0:
+        fs[F_TIME] = 0.0
+        fs[F_SAMPLE] = 0.0
+        fs[F_EFFECTIVE] = fs[F_WEIGHT] * envelope
+        return
+    t0 = fs[F_TIME]
+    t1 = t0 + delta
+    forward = delta >= 0.0
+    if delta != 0.0:
+        # Markers crossed on the way from t0 to t1 (unfolded clock).
+        for m in range(m0, m1):
+            mt = marker_time[m]
+            hit = 0.0
+            if loop == LOOP_REPEAT:
+                hit = _crossings(min(t0, t1), max(t0, t1), mt, d, forward)
+            elif loop == LOOP_PINGPONG:
+                hit = _crossings(min(t0, t1), max(t0, t1), mt, 2.0 * d, forward)
+                if mt > 0.0 and mt < d:
+                    hit += _crossings(min(t0, t1), max(t0, t1), 2.0 * d - mt, 2.0 * d, forward)
+            else:
+                lo = min(t0, t1)
+                hi = min(max(t0, t1), d)
+                lo = max(lo, 0.0)
+                if (forward and lo < mt <= hi) or (not forward and lo <= mt < hi):
+                    hit = 1.0
+            if hit > 0.0 and m - m0 < 63:
+                ist[I_EV_MARKERS] |= np.int64(1) << (m - m0)
+    finished = False
+    if loop == LOOP_ONCE or loop == LOOP_CLAMP:
+        if t1 >= d and delta > 0.0:
+            t1 = d
+            finished = True
+        elif t1 <= 0.0 and delta < 0.0:
+            t1 = 0.0
+            finished = True
+        sample = t1
+    else:
+        period = d if loop == LOOP_REPEAT else 2.0 * d
+        # Loops completed = multiples of d crossed (each bounce counts for ping-pong): forward the
+        # n-th is k = floor(t0/d) + n, backward k = floor(t0/d) - n + 1.
+        loops = abs(np.floor(t1 / d) - np.floor(t0 / d))
+        if loops > 0.0:
+            done = ist[I_LOOP_COUNT]
+            if done + loops >= fs[F_REPETITIONS]:
+                rounds_left = fs[F_REPETITIONS] - done
+                if forward:
+                    k = np.floor(t0 / d) + rounds_left
+                else:
+                    k = np.floor(t0 / d) - rounds_left + 1.0
+                if loop == LOOP_REPEAT:
+                    sample = d if forward else 0.0
+                else:
+                    sample = d if k - 2.0 * np.floor(k / 2.0) == 1.0 else 0.0
+                t1 = sample
+                loops = rounds_left
+                finished = True
+            # The last boundary of a finished action is reported as "finished", not as a loop.
+            ist[I_EV_LOOPS] = np.int64(loops) - (1 if finished else 0)
+            ist[I_LOOP_COUNT] = done + np.int64(loops)
+        if not finished:
+            t1 = t1 - period * np.floor(t1 / period)
+            if loop == LOOP_REPEAT:
+                sample = t1
+            else:
+                sample = 2.0 * d - t1 if t1 > d else t1
+    fs[F_TIME] = t1
+    fs[F_SAMPLE] = sample
+    if finished:
+        ist[I_EV_FINISHED] = 1
+        if loop == LOOP_ONCE:
+            ist[I_FLAGS] = flags & ~FLAG_ENABLED
+            fs[F_EFFECTIVE] = 0.0
+            return
+        ist[I_FLAGS] = flags | FLAG_FINISHED
+    fs[F_EFFECTIVE] = fs[F_WEIGHT] * envelope
+
+
+@njit(cache=True, parallel=True)
+def advance(fs, ist, slot_clip, clip_duration, marker_start, marker_time, dt):
+    """Advance every action of every instance by ``dt`` seconds."""
+    n_slots = fs.shape[1]
+    for b in prange(fs.shape[0]):
+        for s in range(n_slots):
+            c = slot_clip[s]
+            _advance_one(fs[b, s], ist[b, s], clip_duration[c], dt, marker_time, marker_start[c], marker_start[c + 1])
+
+
+# ---------------------------------------------------------------------------------------------
+# blending
+
+ACC_WIDTH = 14  # per node: values t(3) q(4) s(3), weights (t, r, s), rotation contributions
+
+
+@njit(cache=True, inline="always")
+def _accumulate(acc, n, p, w, tmp):
+    """Add w * tmp (a sampled value of path p) to node n's accumulator."""
+    row = acc[n]
+    if p == TRANSLATION:
+        for i in range(3):
+            row[i] += w * tmp[i]
+        row[10] += w
+    elif p == SCALE:
+        for i in range(3):
+            row[7 + i] += w * tmp[i]
+        row[12] += w
+    else:
+        if row[11] > 0.0 and row[3] * tmp[0] + row[4] * tmp[1] + row[5] * tmp[2] + row[6] * tmp[3] < 0.0:
+            w = -w
+        for i in range(4):
+            row[3 + i] += w * tmp[i]
+        row[11] += abs(w)
+        row[13] += 1.0
+
+
+@njit(cache=True, inline="always")
+def _mix_layer_into(pose_row, acc_row, m):
+    """Resolve one node's accumulated layer value and mix it over ``pose_row`` by m in (0, 1]."""
+    for p in range(3):
+        o = 0 if p == 0 else (3 if p == 1 else 7)
+        width = 4 if p == 1 else 3
+        w = acc_row[10 + p]
+        if w <= 0.0:
+            continue
+        rest = 1.0 - w if w < 1.0 else 0.0
+        if p == 1:
+            # Rotations: fill the remainder with the pose beneath, sign-aligned, then normalise.
+            # A single full-weight action is used exactly as sampled (no renormalisation).
+            if rest == 0.0 and w == 1.0 and acc_row[13] == 1.0 and m == 1.0:
+                for i in range(4):
+                    pose_row[3 + i] = acc_row[3 + i]
+                continue
+            sign = 1.0
+            if acc_row[3] * pose_row[3] + acc_row[4] * pose_row[4] + acc_row[5] * pose_row[5] + acc_row[6] * pose_row[6] < 0.0:
+                sign = -1.0
+            qx = acc_row[3] + sign * rest * pose_row[3]
+            qy = acc_row[4] + sign * rest * pose_row[4]
+            qz = acc_row[5] + sign * rest * pose_row[5]
+            qw = acc_row[6] + sign * rest * pose_row[6]
+            norm = np.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)
+            if norm == 0.0:
+                continue
+            qx /= norm
+            qy /= norm
+            qz /= norm
+            qw /= norm
+            if m < 1.0:
+                # nlerp from the pose beneath (sign-aligned) towards the layer's rotation.
+                if qx * pose_row[3] + qy * pose_row[4] + qz * pose_row[5] + qw * pose_row[6] < 0.0:
+                    qx, qy, qz, qw = -qx, -qy, -qz, -qw
+                qx = pose_row[3] + (qx - pose_row[3]) * m
+                qy = pose_row[4] + (qy - pose_row[4]) * m
+                qz = pose_row[5] + (qz - pose_row[5]) * m
+                qw = pose_row[6] + (qw - pose_row[6]) * m
+                norm = np.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)
+                qx /= norm
+                qy /= norm
+                qz /= norm
+                qw /= norm
+            pose_row[3] = qx
+            pose_row[4] = qy
+            pose_row[5] = qz
+            pose_row[6] = qw
+        else:
+            total = w + rest
+            for i in range(width):
+                value = (acc_row[o + i] + rest * pose_row[o + i]) / total
+                pose_row[o + i] = pose_row[o + i] + (value - pose_row[o + i]) * m
+
+
+@njit(cache=True, inline="always")
+def _add_rotation(pose_row, dq, w):
+    """pose rotation q <- q * slerp(identity, dq, w) (Hamilton product, xyzw; nlerp from identity)."""
+    if dq[3] < 0.0:
+        dx, dy, dz, dw = -dq[0], -dq[1], -dq[2], -dq[3]
+    else:
+        dx, dy, dz, dw = dq[0], dq[1], dq[2], dq[3]
+    # slerp(I, dq, w): angle scaling in axis-angle form
+    sin_half = np.sqrt(dx * dx + dy * dy + dz * dz)
+    if sin_half < 1e-12:
+        return
+    half = np.arctan2(sin_half, dw) * w
+    k = np.sin(half) / sin_half
+    bx, by, bz, bw = dx * k, dy * k, dz * k, np.cos(half)
+    ax, ay, az, aw = pose_row[3], pose_row[4], pose_row[5], pose_row[6]
+    pose_row[3] = aw * bx + ax * bw + ay * bz - az * by
+    pose_row[4] = aw * by - ax * bz + ay * bw + az * bx
+    pose_row[5] = aw * bz + ax * by - ay * bx + az * bw
+    pose_row[6] = aw * bw - ax * bx - ay * by - az * bz
+
+
+@njit(cache=True, parallel=True)
+def evaluate(
+    track_start, key_start, times, value_start, values, width, interp, path, node,
+    slot_clip, slot_layer, fs, cursors,
+    layer_weight, layer_mask, layer_additive,
+    snap_weight, snap_pose, snap_morph,
+    rest, rest_morph, morph_start,
+    scratch, scratch_morph,
+    pose, morph,
+):
+    """Blend every active action of every instance into ``pose`` (B, N, 10) and ``morph`` (B, M).
+
+    ``cursors`` (B, T) key cursors per instance and global track; ``scratch`` (threads, N, ACC_WIDTH)
+    and ``scratch_morph`` (threads, M, 2) are per-thread accumulators (no allocation here).
+    """
+    n_nodes = rest.shape[0]
+    n_morph = rest_morph.shape[0]
+    n_slots = slot_clip.shape[0]
+    n_layers = layer_weight.shape[1]
+    for b in prange(pose.shape[0]):
+        tid = numba.get_thread_id()
+        acc = scratch[tid]
+        accm = scratch_morph[tid]
+        tmp = np.empty(64, dtype=np.float64)  # one sampled value (up to 64 morph weights per track)
+        out = pose[b]
+        out_m = morph[b]
+        out[:, :] = rest
+        out_m[:] = rest_morph
+        for layer in range(n_layers):
+            lw = layer_weight[b, layer]
+            if lw <= 0.0:
+                continue
+            additive = layer_additive[layer]
+            if not additive:
+                acc[:, :] = 0.0
+                accm[:, :] = 0.0
+                if layer == 0 and snap_weight[b] > 0.0:
+                    w = snap_weight[b]
+                    for n in range(n_nodes):
+                        for p in range(3):
+                            o = 0 if p == 0 else (3 if p == 1 else 7)
+                            for i in range(4 if p == 1 else 3):
+                                tmp[i] = snap_pose[b, n, o + i]
+                            _accumulate(acc, n, p, w, tmp)
+                    for i in range(n_morph):
+                        accm[i, 0] += w * snap_morph[b, i]
+                        accm[i, 1] += w
+            for s in range(n_slots):
+                if slot_layer[s] != layer:
+                    continue
+                w = fs[b, s, F_EFFECTIVE]
+                if w <= 0.0:
+                    continue
+                c = slot_clip[s]
+                t = fs[b, s, F_SAMPLE]
+                for k in range(track_start[c], track_start[c + 1]):
+                    n = node[k]
+                    p = path[k]
+                    m = layer_mask[layer, n]
+                    if m <= 0.0:
+                        continue
+                    c_width = min(width[k], 64)
+                    cursors[b, k] = sample_track_into(
+                        k, t, key_start, times, value_start, values, width, interp, path, cursors[b, k], tmp, 0
+                    )
+                    if additive:
+                        wa = w * lw * m
+                        if p == TRANSLATION:
+                            for i in range(3):
+                                out[n, i] += wa * tmp[i]
+                        elif p == ROTATION:
+                            _add_rotation(out[n], tmp, wa)
+                        elif p == SCALE:
+                            for i in range(3):
+                                out[n, 7 + i] *= 1.0 + wa * (tmp[i] - 1.0)
+                        else:
+                            o = morph_start[n]
+                            for i in range(c_width):
+                                out_m[o + i] += wa * tmp[i]
+                    elif p == WEIGHTS:
+                        o = morph_start[n]
+                        for i in range(c_width):
+                            accm[o + i, 0] += w * tmp[i]
+                            accm[o + i, 1] += w
+                    else:
+                        _accumulate(acc, n, p, w, tmp)
+            if additive:
+                continue
+            for n in range(n_nodes):
+                m = layer_mask[layer, n] * lw
+                if m > 0.0:
+                    _mix_layer_into(out[n], acc[n], min(m, 1.0))
+            for i in range(n_morph):
+                w = accm[i, 1]
+                if w > 0.0:
+                    rest_w = 1.0 - w if w < 1.0 else 0.0
+                    value = (accm[i, 0] + rest_w * out_m[i]) / (w + rest_w)
+                    out_m[i] += (value - out_m[i]) * min(lw, 1.0)

@@ -1,0 +1,469 @@
+"""The batched playback engine: B instances of one rig, each with any number of actions and layers.
+
+Everything per instance is an array with the instance axis first, so one character and ten thousand
+characters run the same code: ``update(dt)`` is a handful of compiled kernel calls (advance clocks and
+fades; sample and blend; world matrices; skin palettes) and never loops over instances or joints in
+Python. :class:`~skeletal.playback.player.Player` is the one-instance face of it, and
+:class:`~skeletal.playback.crowd.Crowd` the many-instance one.
+
+Vocabulary (as in three.js's AnimationMixer / AnimationAction):
+
+* an **action** is a clip playing on a layer, with its own clock, speed, weight, loop mode and fade;
+  actions live in *slots*, one per (clip, layer), created on first use;
+* a **layer** blends its actions over the layers below it, with a weight and a per-joint mask
+  (override), or adds them (additive);
+* a **crossfade** fades every other action of the layer out while the target fades in; fades start
+  from the current weights, so interrupting a fade never snaps. ``snapshot=True`` instead freezes
+  the current pose and fades from it (seed 004's approach).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence
+
+import numba
+import numpy as np
+
+from ..asset import Asset
+from ..clip import Clip
+from ..errors import ClipError, SkeletalError
+from ..pose import skin_palette, world_matrices
+from . import kernels as K
+from .clipset import ClipSet
+
+InstanceSelector = int | Sequence[int] | np.ndarray | slice | None
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something that happened during an update: ``kind`` is "loop", "finished" or "marker"."""
+
+    kind: str
+    clip: str
+    instance: int
+    layer: int
+    name: str | None = None  # the marker's name
+    count: int = 1  # loops completed (kind "loop")
+
+
+@dataclass
+class Layer:
+    """A blending layer. ``mask`` (N,) per rig node in [0, 1]; ``additive`` adds instead of mixing."""
+
+    name: str
+    index: int
+    additive: bool
+
+
+class Mixer:
+    """Batched playback state for ``count`` instances of ``asset``.
+
+    Outputs after :meth:`update` (instance axis first):
+    ``local_pose`` (B, N, 10) rig order, ``morph_weights`` (B, M), ``world`` (B, N, 4, 4) rig order,
+    ``palettes`` (list per skin of (B, J, 4, 4)), all float64 unless ``dtype=np.float32``
+    (palettes and world only; blending always runs in float64).
+    """
+
+    def __init__(self, asset: Asset, count: int = 1, *, dtype=np.float64, events: bool = True):
+        if count < 1:
+            raise SkeletalError(f"count must be at least 1, got {count}")
+        self.asset = asset
+        self.rig = asset.rig
+        self.count = int(count)
+        self.dtype = np.dtype(dtype)
+        self.collect_events = events
+        self.clipset = ClipSet(asset.clips)
+        self.time = 0.0
+        n, m = len(self.rig), len(asset.rest_morph)
+        self.slot_clip = np.zeros(0, np.int64)
+        self.slot_layer = np.zeros(0, np.int64)
+        self._slots: dict[tuple[int, int], int] = {}
+        self.fs = np.zeros((count, 0, K.NF))
+        self.ist = np.zeros((count, 0, K.NI), np.int64)
+        self.cursors = np.zeros((count, self.clipset.track_count), np.int64)
+        self.layers: list[Layer] = [Layer("base", 0, False)]
+        self.layer_weight = np.ones((count, 1))
+        self.layer_mask = np.ones((1, n))
+        self.layer_additive = np.zeros(1, np.bool_)
+        self.snap_weight = np.zeros(count)
+        self.snap_pose = np.zeros((count, n, 10))
+        self.snap_morph = np.zeros((count, m))
+        self._snap_fade = np.zeros((count, 3))  # from, elapsed, duration
+        threads = numba.config.NUMBA_NUM_THREADS
+        self._scratch = np.zeros((threads, n, K.ACC_WIDTH))
+        self._scratch_morph = np.zeros((threads, m, 2))
+        self.local_pose = np.repeat(self.rig.rest[None], count, axis=0)
+        self.morph_weights = np.repeat(asset.rest_morph[None], count, axis=0)
+        self.world = world_matrices(self.rig.parents, self.local_pose.astype(self.dtype))
+        self.palettes = [skin_palette(self.world, s.joints, s.inverse_bind) for s in asset.skins]
+        self._listeners: dict[str, list[Callable[[Event], None]]] = {}
+        self._pending: list[Event] = []
+        self.evaluate()
+
+    # -- slots -----------------------------------------------------------------------------------
+
+    def clip_index(self, clip: str | int | Clip) -> int:
+        """Index of a clip in this mixer's clip set (a Clip object not yet in it is added)."""
+        before = self.clipset.track_count
+        index = self.clipset.index(clip)
+        if self.clipset.track_count != before:
+            grown = np.zeros((self.count, self.clipset.track_count), np.int64)
+            grown[:, :before] = self.cursors
+            self.cursors = grown
+        return index
+
+    def slot(self, clip: str | int | Clip, layer: int = 0) -> int:
+        """The action slot of ``clip`` on ``layer``, created (stopped) on first use."""
+        self._check_layer(layer)
+        c = self.clip_index(clip)
+        if self.clipset.additive[c] != self.layers[layer].additive:
+            kind = "additive" if self.clipset.additive[c] else "non-additive"
+            raise ClipError(f"clip {self.clipset.clips[c].name!r} is {kind}; layer {self.layers[layer].name!r} is not")
+        key = (c, layer)
+        if key not in self._slots:
+            self._slots[key] = len(self.slot_clip)
+            self.slot_clip = np.append(self.slot_clip, c)
+            self.slot_layer = np.append(self.slot_layer, layer)
+            fs = np.zeros((self.count, 1, K.NF))
+            fs[:, 0, K.F_SPEED] = 1.0
+            fs[:, 0, K.F_WEIGHT] = 1.0
+            fs[:, 0, K.F_WARP_FROM] = fs[:, 0, K.F_WARP_TO] = 1.0
+            fs[:, 0, K.F_REPETITIONS] = math.inf
+            self.fs = np.concatenate([self.fs, fs], axis=1)
+            ist = np.zeros((self.count, 1, K.NI), np.int64)
+            ist[:, 0, K.I_LOOP] = K.LOOP_REPEAT
+            self.ist = np.concatenate([self.ist, ist], axis=1)
+        return self._slots[key]
+
+    def _instances(self, instances: InstanceSelector) -> np.ndarray | slice:
+        if instances is None:
+            return slice(None)
+        if isinstance(instances, slice):
+            return instances
+        idx = np.atleast_1d(np.asarray(instances))
+        if idx.dtype == np.bool_:
+            if idx.shape != (self.count,):
+                raise SkeletalError(f"instance mask has shape {idx.shape}, expected ({self.count},)")
+            return np.flatnonzero(idx)
+        if idx.size and (idx.min() < -self.count or idx.max() >= self.count):
+            raise SkeletalError(f"instance index out of range for {self.count} instances")
+        return idx.astype(np.int64)
+
+    def envelope(self, slot: int) -> np.ndarray:
+        """Current fade envelope (B,) of a slot (0 when stopped)."""
+        fs = self.fs[:, slot]
+        duration = fs[:, K.F_FADE_DURATION]
+        alpha = np.where(duration > 0, np.minimum(fs[:, K.F_FADE_ELAPSED] / np.where(duration > 0, duration, 1), 1), 1.0)
+        env = fs[:, K.F_FADE_FROM] + (fs[:, K.F_FADE_TO] - fs[:, K.F_FADE_FROM]) * alpha
+        return np.where(self.ist[:, slot, K.I_FLAGS] & K.FLAG_ENABLED, env, 0.0)
+
+    # -- controls --------------------------------------------------------------------------------
+
+    def play(
+        self,
+        clip: str | int | Clip,
+        *,
+        layer: int = 0,
+        fade: float = 0.0,
+        loop: str = "repeat",
+        speed: float | np.ndarray = 1.0,
+        weight: float | np.ndarray = 1.0,
+        offset: float | np.ndarray = 0.0,
+        repetitions: float = math.inf,
+        restart: bool = False,
+        instances: InstanceSelector = None,
+    ) -> int:
+        """Start (or keep playing) ``clip`` on ``layer``; returns the slot.
+
+        An action that is already running keeps its clock unless ``restart``; ``offset`` is the start
+        time (per instance if an array), ``fade`` fades it in from its current weight.
+        """
+        if loop not in K.LOOP_NAMES:
+            raise ClipError(f"loop mode {loop!r} is not one of {tuple(K.LOOP_NAMES)}")
+        s = self.slot(clip, layer)
+        idx = self._instances(instances)
+        envelope = self.envelope(s)[idx]
+        flags = self.ist[idx, s, K.I_FLAGS]
+        running = (flags & K.FLAG_ENABLED) != 0
+        fresh = ~running | ((flags & K.FLAG_FINISHED) != 0) | restart
+        fs = self.fs[:, s]
+        ist = self.ist[:, s]
+        fs[idx, K.F_SPEED] = speed
+        fs[idx, K.F_WEIGHT] = weight
+        fs[idx, K.F_REPETITIONS] = repetitions
+        ist[idx, K.I_LOOP] = K.LOOP_NAMES[loop]
+        start = np.broadcast_to(np.asarray(offset, np.float64), np.shape(envelope))
+        fs[idx, K.F_TIME] = np.where(fresh, start, fs[idx, K.F_TIME])
+        ist[idx, K.I_LOOP_COUNT] = np.where(fresh, 0, ist[idx, K.I_LOOP_COUNT])
+        ist[idx, K.I_FLAGS] = np.where(fresh, K.FLAG_ENABLED, (flags | K.FLAG_ENABLED) & ~K.FLAG_PAUSED)
+        self._start_fade(s, idx, np.where(fresh & ~running, 0.0, envelope), 1.0, fade)
+        self._refresh_sample_time(s, idx)
+        return s
+
+    def stop(self, clip: str | int | Clip, *, layer: int = 0, fade: float = 0.0, instances: InstanceSelector = None) -> None:
+        """Stop an action, at once or fading out over ``fade`` seconds."""
+        s = self.slot(clip, layer)
+        idx = self._instances(instances)
+        if fade > 0:
+            self._start_fade(s, idx, self.envelope(s)[idx], 0.0, fade)
+        else:
+            self.ist[idx, s, K.I_FLAGS] &= ~K.FLAG_ENABLED
+            self.fs[idx, s, K.F_EFFECTIVE] = 0.0
+
+    def stop_all(self, *, layer: int | None = None, instances: InstanceSelector = None) -> None:
+        idx = self._instances(instances)
+        for s in range(len(self.slot_clip)):
+            if layer is None or self.slot_layer[s] == layer:
+                self.ist[idx, s, K.I_FLAGS] &= ~K.FLAG_ENABLED
+                self.fs[idx, s, K.F_EFFECTIVE] = 0.0
+        if layer in (None, 0):
+            self.snap_weight[idx] = 0.0
+            self._snap_fade[idx] = 0.0
+
+    def crossfade(
+        self,
+        clip: str | int | Clip,
+        duration: float = 0.3,
+        *,
+        layer: int = 0,
+        sync: bool = False,
+        warp: bool = False,
+        snapshot: bool = False,
+        instances: InstanceSelector = None,
+        **play_options,
+    ) -> int:
+        """Fade from whatever ``layer`` shows now to ``clip`` over ``duration`` seconds (linear weights).
+
+        The target starts at ``offset`` (default 0) unless it is still fading out from an earlier
+        transition, in which case it fades back in from where it is (no snap). ``sync`` starts the
+        target at the same phase (time / duration) as the strongest action it replaces; ``warp``
+        scales both clocks during the fade so their cycles line up (three.js's ``warp``).
+        ``snapshot`` freezes the layer's current pose and fades from it instead of from the running
+        actions (base layer only), which stops them at once.
+        """
+        target = self.slot(clip, layer)
+        idx = self._instances(instances)
+        others = [s for s in range(len(self.slot_clip)) if self.slot_layer[s] == layer and s != target]
+        envelopes = {s: self.envelope(s)[idx] for s in others}
+        d_target = self.clipset.duration[self.slot_clip[target]]
+        source_phase = source_duration = None
+        if (sync or warp) and others:
+            strengths = np.stack([envelopes[s] * self.fs[idx, s, K.F_WEIGHT] for s in others])
+            strongest = np.asarray(others)[np.argmax(strengths, axis=0)]
+            rows = np.arange(self.count)[idx]
+            d_source = self.clipset.duration[self.slot_clip[strongest]]
+            sample = self.fs[rows, strongest, K.F_SAMPLE]
+            source_phase = np.where(d_source > 0, sample / np.where(d_source > 0, d_source, 1), 0.0)
+            source_duration = d_source
+        if snapshot:
+            if layer != 0:
+                raise SkeletalError("snapshot crossfades work on the base layer only")
+            self._capture_snapshot(idx, duration)
+            for s in others:
+                self.ist[idx, s, K.I_FLAGS] &= ~K.FLAG_ENABLED
+                self.fs[idx, s, K.F_EFFECTIVE] = 0.0
+        else:
+            for s in others:
+                running = envelopes[s] > 0
+                if np.any(running):
+                    sel = np.arange(self.count)[idx][running]
+                    self._start_fade(s, sel, envelopes[s][running], 0.0, duration)
+        offset = play_options.pop("offset", 0.0)
+        if sync and source_phase is not None:
+            offset = source_phase * d_target
+        s = self.play(clip, layer=layer, fade=duration, offset=offset, instances=instances, **play_options)
+        if snapshot:
+            # The target fades in under the frozen pose: its weight rises as the snapshot's falls.
+            self._start_fade(s, idx, 0.0, 1.0, duration)
+        if warp and source_duration is not None and d_target > 0:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = np.where(source_duration > 0, source_duration / d_target, 1.0)
+            self.fs[idx, s, K.F_WARP_FROM] = 1.0 / ratio
+            self.fs[idx, s, K.F_WARP_TO] = 1.0
+            for o in others:
+                self.fs[idx, o, K.F_WARP_FROM] = 1.0
+                self.fs[idx, o, K.F_WARP_TO] = ratio
+        return s
+
+    def seek(self, clip: str | int | Clip, time: float | np.ndarray, *, layer: int = 0, instances: InstanceSelector = None) -> None:
+        """Move an action's clock to ``time`` seconds (clip-local)."""
+        s = self.slot(clip, layer)
+        idx = self._instances(instances)
+        self.fs[idx, s, K.F_TIME] = time
+        self.ist[idx, s, K.I_FLAGS] &= ~K.FLAG_FINISHED
+        self._refresh_sample_time(s, idx)
+
+    def set_paused(self, clip: str | int | Clip, paused: bool, *, layer: int = 0, instances: InstanceSelector = None) -> None:
+        s = self.slot(clip, layer)
+        idx = self._instances(instances)
+        if paused:
+            self.ist[idx, s, K.I_FLAGS] |= K.FLAG_PAUSED
+        else:
+            self.ist[idx, s, K.I_FLAGS] &= ~K.FLAG_PAUSED
+
+    def _start_fade(self, s: int, idx, start, end: float, duration: float) -> None:
+        fs = self.fs[:, s]
+        fs[idx, K.F_FADE_FROM] = start if duration > 0 else end
+        fs[idx, K.F_FADE_TO] = end
+        fs[idx, K.F_FADE_ELAPSED] = 0.0
+        fs[idx, K.F_FADE_DURATION] = max(duration, 0.0)
+        fs[idx, K.F_WARP_FROM] = fs[idx, K.F_WARP_TO] = 1.0
+        if duration <= 0 and end <= 0:
+            self.ist[idx, s, K.I_FLAGS] &= ~K.FLAG_ENABLED
+
+    def _refresh_sample_time(self, s: int, idx) -> None:
+        """Recompute sample time and effective weight after a control change (a zero-length step)."""
+        fs = self.fs[idx, s].reshape(-1, K.NF).copy()
+        ist = self.ist[idx, s].reshape(-1, K.NI).copy()
+        events = ist[:, K.I_EV_LOOPS : K.I_EV_MARKERS + 1].copy()
+        K.advance(fs[:, None], ist[:, None], self.slot_clip[s : s + 1], self.clipset.duration,
+                  self.clipset.marker_start, self.clipset.marker_time, 0.0)
+        ist[:, K.I_EV_LOOPS : K.I_EV_MARKERS + 1] = events
+        self.fs[idx, s] = fs.reshape(self.fs[idx, s].shape)
+        self.ist[idx, s] = ist.reshape(self.ist[idx, s].shape)
+
+    # -- layers ----------------------------------------------------------------------------------
+
+    def add_layer(self, name: str, *, weight: float = 1.0, mask=None, additive: bool = False) -> int:
+        """A new layer on top; ``mask`` as accepted by :meth:`joint_mask`. Returns its index."""
+        index = len(self.layers)
+        self.layers.append(Layer(name, index, additive))
+        self.layer_weight = np.concatenate([self.layer_weight, np.full((self.count, 1), float(weight))], axis=1)
+        self.layer_mask = np.concatenate([self.layer_mask, self.joint_mask(mask)[None]], axis=0)
+        self.layer_additive = np.append(self.layer_additive, additive)
+        return index
+
+    def layer(self, key: str | int) -> int:
+        if isinstance(key, str):
+            for layer in self.layers:
+                if layer.name == key:
+                    return layer.index
+            raise SkeletalError(f"no layer named {key!r}")
+        self._check_layer(key)
+        return int(key)
+
+    def set_layer_weight(self, layer: str | int, weight: float | np.ndarray, *, instances: InstanceSelector = None) -> None:
+        self.layer_weight[self._instances(instances), self.layer(layer)] = weight
+
+    def set_layer_mask(self, layer: str | int, mask) -> None:
+        self.layer_mask[self.layer(layer)] = self.joint_mask(mask)
+
+    def joint_mask(self, mask) -> np.ndarray:
+        """A per-node weight array (N,) in rig order from: None (all 1), a joint name (that joint and
+        its descendants), a list of names, a dict ``{name: weight}`` (each with its descendants,
+        later entries override deeper ones), or an (N,) array."""
+        n = len(self.rig)
+        if mask is None:
+            return np.ones(n)
+        if isinstance(mask, np.ndarray) or (isinstance(mask, (list, tuple)) and mask and not isinstance(mask[0], str)):
+            arr = np.asarray(mask, dtype=np.float64)
+            if arr.shape != (n,):
+                raise SkeletalError(f"mask array has shape {arr.shape}, expected ({n},)")
+            return np.clip(arr, 0.0, 1.0)
+        if isinstance(mask, str):
+            mask = {mask: 1.0}
+        elif not isinstance(mask, dict):
+            mask = {name: 1.0 for name in mask}
+        out = np.zeros(n)
+        # Apply shallow joints first so that a deeper entry overrides its ancestors' weight.
+        entries = sorted(((self.rig.find(name), float(w)) for name, w in mask.items()), key=lambda e: e[0])
+        for index, w in entries:
+            out[self.rig.descendants(index)] = w
+        return np.clip(out, 0.0, 1.0)
+
+    def _check_layer(self, layer: int) -> None:
+        if not 0 <= layer < len(self.layers):
+            raise SkeletalError(f"layer {layer} does not exist ({len(self.layers)} layers)")
+
+    # -- snapshot --------------------------------------------------------------------------------
+
+    def _capture_snapshot(self, idx, duration: float) -> None:
+        """Freeze the base layer's current output for the selected instances; fade it out."""
+        weights = self.layer_weight.copy()
+        weights[:, 1:] = 0.0
+        pose = np.empty_like(self.local_pose)
+        morph = np.empty_like(self.morph_weights)
+        self._evaluate_into(weights, pose, morph)
+        self.snap_pose[idx] = pose[idx]
+        self.snap_morph[idx] = morph[idx]
+        self.snap_weight[idx] = 1.0
+        self._snap_fade[idx] = [1.0, 0.0, max(duration, 1e-9)]
+
+    # -- update ----------------------------------------------------------------------------------
+
+    def update(self, dt: float) -> None:
+        """Advance every action by ``dt`` seconds, then evaluate poses, world matrices and palettes."""
+        dt = float(dt)
+        self.time += dt
+        cs = self.clipset
+        if self.slot_clip.size:
+            K.advance(self.fs, self.ist, self.slot_clip, cs.duration, cs.marker_start, cs.marker_time, dt)
+        if self._snap_fade[:, 2].any():
+            fade = self._snap_fade
+            active = fade[:, 2] > 0
+            fade[active, 1] += dt
+            alpha = np.minimum(fade[:, 1] / np.where(active, fade[:, 2], 1.0), 1.0)
+            self.snap_weight = np.where(active, fade[:, 0] * (1.0 - alpha), 0.0)
+            fade[alpha >= 1.0] = 0.0
+        self.evaluate()
+        if self.collect_events:
+            self._collect_events()
+
+    def evaluate(self) -> None:
+        """Recompute the outputs from the current state without advancing time."""
+        self._evaluate_into(self.layer_weight, self.local_pose, self.morph_weights)
+        pose = self.local_pose if self.dtype == np.float64 else self.local_pose.astype(self.dtype)
+        world_matrices(self.rig.parents, pose, out=self.world)
+        for s, skin in enumerate(self.asset.skins):
+            self.palettes[s] = skin_palette(self.world, skin.joints, skin.inverse_bind)
+
+    def _evaluate_into(self, layer_weight: np.ndarray, pose: np.ndarray, morph: np.ndarray) -> None:
+        cs = self.clipset
+        K.evaluate(
+            cs.track_start, cs.key_start, cs.times, cs.value_start, cs.values, cs.width, cs.interp, cs.path, cs.node,
+            self.slot_clip, self.slot_layer, self.fs, self.cursors,
+            layer_weight, self.layer_mask, self.layer_additive,
+            self.snap_weight, self.snap_pose, self.snap_morph,
+            self.rig.rest, self.asset.rest_morph, self.asset.morph_start,
+            self._scratch, self._scratch_morph,
+            pose, morph,
+        )
+
+    # -- events ----------------------------------------------------------------------------------
+
+    def on(self, kind: str, callback: Callable[[Event], None]) -> None:
+        """Call ``callback(event)`` for every event of ``kind`` ("loop", "finished", "marker" or "*")."""
+        if kind not in ("loop", "finished", "marker", "*"):
+            raise SkeletalError(f"unknown event kind {kind!r}")
+        self._listeners.setdefault(kind, []).append(callback)
+
+    def poll_events(self) -> list[Event]:
+        """The events since the last poll (those delivered to callbacks included)."""
+        events, self._pending = self._pending, []
+        return events
+
+    def _collect_events(self) -> None:
+        ev = self.ist[:, :, K.I_EV_LOOPS : K.I_EV_MARKERS + 1]
+        if not ev.any():
+            return
+        clips = self.clipset.clips
+        new: list[Event] = []
+        for b, s in zip(*np.nonzero(ev.any(axis=2))):
+            clip = clips[self.slot_clip[s]]
+            layer = int(self.slot_layer[s])
+            loops, finished, markers = (int(v) for v in ev[b, s])
+            if markers:
+                start = self.clipset.marker_start[self.slot_clip[s]]
+                for m in range(63):
+                    if markers >> m & 1:
+                        new.append(Event("marker", clip.name, int(b), layer, self.clipset.marker_names[start + m]))
+            if loops > 0:
+                new.append(Event("loop", clip.name, int(b), layer, count=loops))
+            if finished:
+                new.append(Event("finished", clip.name, int(b), layer))
+        self._pending.extend(new)
+        for event in new:
+            for callback in self._listeners.get(event.kind, []) + self._listeners.get("*", []):
+                callback(event)

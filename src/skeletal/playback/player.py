@@ -1,0 +1,264 @@
+"""Player: one animated instance of an asset, with three.js-style actions.
+
+>>> asset = skeletal.load("Soldier.glb")                 # doctest: +SKIP
+>>> player = skeletal.Player(asset)                      # doctest: +SKIP
+>>> player.play("Walk")                                  # doctest: +SKIP
+>>> player.update(1 / 60)                                # doctest: +SKIP
+>>> player.crossfade("Run", duration=0.5)                # doctest: +SKIP
+>>> player.node_world.shape                              # doctest: +SKIP
+(68, 4, 4)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+
+from ..asset import Asset
+from ..clip import Clip
+from . import kernels as K
+from .mixer import Event, Mixer
+
+_LOOP_BY_CODE = {code: name for name, code in K.LOOP_NAMES.items()}
+
+
+class Action:
+    """A clip on a layer of a :class:`Player`: a handle onto the mixer's slot (cheap to create).
+
+    Properties read and write the action's state: ``time`` (clip-local seconds; setting it seeks),
+    ``speed`` (time scale, negative plays backwards), ``weight``, ``loop`` ("once", "repeat",
+    "pingpong", "clamp"), ``repetitions``, ``paused``; read-only: ``running``, ``finished``,
+    ``effective_weight`` (weight x fade).
+    """
+
+    def __init__(self, player: "Player", clip: str | int | Clip, layer: int = 0):
+        self._player = player
+        self._mixer = player.mixer
+        self.layer = layer
+        self.slot = self._mixer.slot(clip, layer)
+        self.clip = self._mixer.clipset.clips[self._mixer.slot_clip[self.slot]]
+
+    def _f(self, field: int) -> float:
+        return float(self._mixer.fs[0, self.slot, field])
+
+    def _i(self, field: int) -> int:
+        return int(self._mixer.ist[0, self.slot, field])
+
+    # -- state ---------------------------------------------------------------------------------
+
+    @property
+    def time(self) -> float:
+        """The clip-local time the pose shows (ping-pong's backward rounds included)."""
+        return self._f(K.F_SAMPLE)
+
+    @time.setter
+    def time(self, value: float) -> None:
+        self.seek(value)
+
+    @property
+    def speed(self) -> float:
+        return self._f(K.F_SPEED)
+
+    @speed.setter
+    def speed(self, value: float) -> None:
+        self._mixer.fs[0, self.slot, K.F_SPEED] = value
+
+    @property
+    def weight(self) -> float:
+        return self._f(K.F_WEIGHT)
+
+    @weight.setter
+    def weight(self, value: float) -> None:
+        self._mixer.fs[0, self.slot, K.F_WEIGHT] = value
+        self._mixer._refresh_sample_time(self.slot, slice(None))
+
+    @property
+    def loop(self) -> str:
+        return _LOOP_BY_CODE[self._i(K.I_LOOP)]
+
+    @loop.setter
+    def loop(self, value: str) -> None:
+        if value not in K.LOOP_NAMES:
+            raise ValueError(f"loop mode {value!r} is not one of {tuple(K.LOOP_NAMES)}")
+        self._mixer.ist[0, self.slot, K.I_LOOP] = K.LOOP_NAMES[value]
+
+    @property
+    def repetitions(self) -> float:
+        return self._f(K.F_REPETITIONS)
+
+    @repetitions.setter
+    def repetitions(self, value: float) -> None:
+        self._mixer.fs[0, self.slot, K.F_REPETITIONS] = value
+
+    @property
+    def paused(self) -> bool:
+        return bool(self._i(K.I_FLAGS) & K.FLAG_PAUSED)
+
+    @paused.setter
+    def paused(self, value: bool) -> None:
+        self._mixer.set_paused(self.slot_clip_index, bool(value), layer=self.layer)
+
+    @property
+    def running(self) -> bool:
+        return bool(self._i(K.I_FLAGS) & K.FLAG_ENABLED)
+
+    @property
+    def finished(self) -> bool:
+        return bool(self._i(K.I_FLAGS) & K.FLAG_FINISHED)
+
+    @property
+    def loop_count(self) -> int:
+        return self._i(K.I_LOOP_COUNT)
+
+    @property
+    def effective_weight(self) -> float:
+        return self._f(K.F_EFFECTIVE)
+
+    @property
+    def slot_clip_index(self) -> int:
+        return int(self._mixer.slot_clip[self.slot])
+
+    # -- controls ------------------------------------------------------------------------------
+
+    def play(self, **options) -> "Action":
+        self._mixer.play(self.slot_clip_index, layer=self.layer, **options)
+        return self
+
+    def stop(self, fade: float = 0.0) -> "Action":
+        self._mixer.stop(self.slot_clip_index, layer=self.layer, fade=fade)
+        return self
+
+    def seek(self, time: float) -> "Action":
+        self._mixer.seek(self.slot_clip_index, time, layer=self.layer)
+        return self
+
+    def pause(self) -> "Action":
+        self.paused = True
+        return self
+
+    def resume(self) -> "Action":
+        self.paused = False
+        return self
+
+    def fade_in(self, duration: float) -> "Action":
+        """Play (if stopped) and fade in from the current weight."""
+        self._mixer.play(self.slot_clip_index, layer=self.layer, fade=duration, loop=self.loop,
+                         speed=self.speed, weight=self.weight, repetitions=self.repetitions)
+        return self
+
+    def fade_out(self, duration: float) -> "Action":
+        return self.stop(fade=duration)
+
+    def crossfade_to(self, other: str | int | Clip, duration: float = 0.3, **options) -> "Action":
+        return self._player.crossfade(other, duration, layer=self.layer, **options)
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "stopped"
+        return f"Action({self.clip.name!r}, layer={self.layer}, {state}, t={self.time:.3f}, w={self.effective_weight:.3f})"
+
+
+class Player:
+    """One instance of an asset's scene, animated by actions.
+
+    After each :meth:`update`: ``node_world`` (N_nodes, 4, 4) row-major world matrices in glTF node
+    order; ``palettes`` one (J, 4, 4) palette per skin; ``local_pose`` (N, 10) and ``world`` in rig
+    order; ``morph_weights`` (M,) (per node ranges in ``asset.morph_start``).
+    """
+
+    def __init__(self, asset: Asset, *, dtype=np.float64):
+        self.asset = asset
+        self.mixer = Mixer(asset, 1, dtype=dtype, events=True)
+
+    # -- actions -------------------------------------------------------------------------------
+
+    def action(self, clip: str | int | Clip, layer: int | str = 0) -> Action:
+        """The action of ``clip`` on ``layer`` (created stopped if new)."""
+        return Action(self, clip, self.mixer.layer(layer))
+
+    def play(self, clip: str | int | Clip, *, layer: int | str = 0, fade: float = 0.0, loop: str = "repeat",
+             speed: float = 1.0, weight: float = 1.0, offset: float = 0.0, repetitions: float = math.inf,
+             restart: bool = False) -> Action:
+        """Play ``clip`` (by name, index or Clip); see :meth:`Mixer.play`."""
+        layer = self.mixer.layer(layer)
+        self.mixer.play(clip, layer=layer, fade=fade, loop=loop, speed=speed, weight=weight, offset=offset,
+                        repetitions=repetitions, restart=restart)
+        self.mixer.evaluate()
+        return Action(self, clip, layer)
+
+    def crossfade(self, clip: str | int | Clip, duration: float = 0.3, *, layer: int | str = 0, sync: bool = False,
+                  warp: bool = False, snapshot: bool = False, **play_options) -> Action:
+        """Fade from the current pose of ``layer`` to ``clip`` over ``duration`` seconds; see
+        :meth:`Mixer.crossfade`. The target starts at time 0 (or ``offset``), linear weights."""
+        layer = self.mixer.layer(layer)
+        self.mixer.crossfade(clip, duration, layer=layer, sync=sync, warp=warp, snapshot=snapshot, **play_options)
+        self.mixer.evaluate()
+        return Action(self, clip, layer)
+
+    def stop(self, clip: str | int | Clip | None = None, *, fade: float = 0.0, layer: int | str = 0) -> None:
+        """Stop one action, or every action of every layer when ``clip`` is None."""
+        if clip is None:
+            self.mixer.stop_all()
+        else:
+            self.mixer.stop(clip, layer=self.mixer.layer(layer), fade=fade)
+        self.mixer.evaluate()
+
+    @property
+    def actions(self) -> list[Action]:
+        """Every action that is running now."""
+        running = np.flatnonzero(self.mixer.ist[0, :, K.I_FLAGS] & K.FLAG_ENABLED)
+        return [Action(self, int(self.mixer.slot_clip[s]), int(self.mixer.slot_layer[s])) for s in running]
+
+    # -- layers --------------------------------------------------------------------------------
+
+    def add_layer(self, name: str, *, weight: float = 1.0, mask=None, additive: bool = False) -> int:
+        """A layer over the existing ones; ``mask`` e.g. ``"mixamorig:Spine"`` (that joint and below) or
+        ``{"Spine": 1.0, "Neck": 0.5}`` (soft), or an (N,) array in rig order."""
+        return self.mixer.add_layer(name, weight=weight, mask=mask, additive=additive)
+
+    def set_layer_weight(self, layer: int | str, weight: float) -> None:
+        self.mixer.set_layer_weight(layer, weight)
+        self.mixer.evaluate()
+
+    # -- time ----------------------------------------------------------------------------------
+
+    def update(self, dt: float) -> None:
+        """Advance every action by ``dt`` seconds and recompute the pose, world matrices and palettes."""
+        self.mixer.update(dt)
+
+    @property
+    def time(self) -> float:
+        return self.mixer.time
+
+    # -- outputs -------------------------------------------------------------------------------
+
+    @property
+    def local_pose(self) -> np.ndarray:
+        return self.mixer.local_pose[0]
+
+    @property
+    def morph_weights(self) -> np.ndarray:
+        return self.mixer.morph_weights[0]
+
+    @property
+    def world(self) -> np.ndarray:
+        return self.mixer.world[0]
+
+    @property
+    def node_world(self) -> np.ndarray:
+        return self.mixer.world[0][self.asset.rig.index_of]
+
+    @property
+    def palettes(self) -> list[np.ndarray]:
+        return [p[0] for p in self.mixer.palettes]
+
+    # -- events --------------------------------------------------------------------------------
+
+    def on(self, kind: str, callback: Callable[[Event], None]) -> None:
+        """Call ``callback(event)`` on "loop", "finished", "marker" events (or "*" for all)."""
+        self.mixer.on(kind, callback)
+
+    def events(self) -> list[Event]:
+        """Events since the last call (polling alternative to :meth:`on`)."""
+        return self.mixer.poll_events()
