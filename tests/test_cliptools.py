@@ -15,9 +15,9 @@ import pytest
 
 from skeletal.clip import Clip, ClipError, Track, clip_from_keyframes
 from skeletal.cliptools import (Keyframe, additive_delta, apply_additive, apply_additive_morph,
-                                clip_from_keyframe_list, identity_pose, make_additive, quat_conjugate,
-                                quat_mul, resample, reverse, subclip)
-from skeletal.quat import quat_to_matrix
+                                clip_from_keyframe_list, identity_pose, make_additive, resample, reverse,
+                                subclip)
+from skeletal.quat import quat_conjugate, quat_mul, quat_to_matrix
 from skeletal.rig import Rig
 from skeletal.sampling import sample
 

@@ -45,10 +45,11 @@ from .clip import Clip, Track, clip_from_keyframes
 from .errors import ClipError
 from .rig import POSE_WIDTH
 from .sampling import sample
+from .quat import quat_conjugate, quat_mul
 
 __all__ = [
     "subclip", "resample", "reverse", "make_additive", "apply_additive", "apply_additive_morph",
-    "additive_delta", "identity_pose", "quat_mul", "quat_conjugate", "Keyframe", "clip_from_keyframe_list",
+    "additive_delta", "identity_pose", "Keyframe", "clip_from_keyframe_list",
 ]
 
 _POSE_SLICE = {"translation": slice(0, 3), "rotation": slice(3, 7), "scale": slice(7, 10)}
@@ -56,39 +57,6 @@ _POSE_SLICE = {"translation": slice(0, 3), "rotation": slice(3, 7), "scale": sli
 
 # ---------------------------------------------------------------------------------------------
 # quaternion helpers (numpy, batch-first, xyzw). Candidates for skeletal.quat.
-
-
-def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Hamilton product ``a * b`` of quaternions (..., 4) xyzw, broadcasting over leading axes.
-
-    ``a * b`` rotates by b first, then by a (``R(a * b) = R(a) @ R(b)``).
-
-    >>> quat_mul([0, 0, 0, 1.0], [1.0, 0, 0, 0]).tolist()
-    [1.0, 0.0, 0.0, 0.0]
-    """
-    a = np.asarray(a)
-    b = np.asarray(b)
-    dtype = np.result_type(a, b, np.float32)
-    ax, ay, az, aw = (a[..., i] for i in range(4))
-    bx, by, bz, bw = (b[..., i] for i in range(4))
-    out = np.empty(np.broadcast_shapes(a.shape, b.shape), dtype=dtype)
-    out[..., 0] = aw * bx + ax * bw + ay * bz - az * by
-    out[..., 1] = aw * by - ax * bz + ay * bw + az * bx
-    out[..., 2] = aw * bz + ax * by - ay * bx + az * bw
-    out[..., 3] = aw * bw - ax * bx - ay * by - az * bz
-    return out
-
-
-def quat_conjugate(q: np.ndarray) -> np.ndarray:
-    """Conjugates (..., 4) xyzw: ``(-x, -y, -z, w)``; the inverse of a unit quaternion.
-
-    >>> quat_conjugate([1.0, 2.0, 3.0, 4.0]).tolist()
-    [-1.0, -2.0, -3.0, 4.0]
-    """
-    q = np.asarray(q)
-    out = np.array(q, dtype=np.result_type(q, np.float32), copy=True)
-    out[..., :3] = -out[..., :3]
-    return out
 
 
 def _slerp_from_identity(dq: np.ndarray, w: np.ndarray) -> np.ndarray:

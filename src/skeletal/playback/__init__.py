@@ -9,3 +9,9 @@ from .mixer import Event, Layer, Mixer
 from .player import Action, Player
 
 __all__ = ["Action", "ClipSet", "Event", "Layer", "Mixer", "Player"]
+
+from .blendspace import BlendSpace1D, BlendSpace2D  # noqa: E402
+from .rootmotion import RootMotion  # noqa: E402
+from .statemachine import StateMachine, StateMachineError  # noqa: E402
+
+__all__ += ["BlendSpace1D", "BlendSpace2D", "RootMotion", "StateMachine", "StateMachineError"]

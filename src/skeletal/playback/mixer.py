@@ -100,6 +100,8 @@ class Mixer:
         self.palettes = [skin_palette(self.world, s.joints, s.inverse_bind) for s in asset.skins]
         self._listeners: dict[str, list[Callable[[Event], None]]] = {}
         self._pending: list[Event] = []
+        # Objects with ``before_update(dt)`` (blend spaces, state machines, root motion) run first.
+        self.controllers: list = []
         self.evaluate()
 
     # -- slots -----------------------------------------------------------------------------------
@@ -287,6 +289,30 @@ class Mixer:
                 self.fs[idx, o, K.F_WARP_TO] = ratio
         return s
 
+    def fade_to_slots(self, targets: Sequence[int], duration: float, *, instances: InstanceSelector = None,
+                      offsets: Sequence[float] | None = None) -> None:
+        """Fade every other action of the targets' layer out and the target slots in (each from its
+        current weight) over ``duration``: the multi-clip crossfade blend spaces and states use.
+        Targets that are not running start at ``offsets[i]`` (default 0)."""
+        idx = self._instances(instances)
+        layers = {int(self.slot_layer[t]) for t in targets}
+        for s in range(len(self.slot_clip)):
+            if self.slot_layer[s] in layers and s not in targets:
+                env = self.envelope(s)[idx]
+                running = env > 0
+                if np.any(running):
+                    self._start_fade(s, np.arange(self.count)[idx][running], env[running], 0.0, duration)
+        for i, t in enumerate(targets):
+            env = self.envelope(t)[idx]
+            flags = self.ist[idx, t, K.I_FLAGS]
+            fresh = (flags & K.FLAG_ENABLED) == 0
+            start = 0.0 if offsets is None else offsets[i]
+            self.fs[idx, t, K.F_TIME] = np.where(fresh, start, self.fs[idx, t, K.F_TIME])
+            self.ist[idx, t, K.I_LOOP_COUNT] = np.where(fresh, 0, self.ist[idx, t, K.I_LOOP_COUNT])
+            self.ist[idx, t, K.I_FLAGS] = (flags | K.FLAG_ENABLED) & ~(K.FLAG_PAUSED | K.FLAG_FINISHED)
+            self._start_fade(t, idx, np.where(fresh, 0.0, env), 1.0, duration)
+            self._refresh_sample_time(t, idx)
+
     def seek(self, clip: str | int | Clip, time: float | np.ndarray, *, layer: int = 0, instances: InstanceSelector = None) -> None:
         """Move an action's clock to ``time`` seconds (clip-local)."""
         s = self.slot(clip, layer)
@@ -397,6 +423,8 @@ class Mixer:
         """Advance every action by ``dt`` seconds, then evaluate poses, world matrices and palettes."""
         dt = float(dt)
         self.time += dt
+        for controller in self.controllers:
+            controller.before_update(dt)
         cs = self.clipset
         if self.slot_clip.size:
             K.advance(self.fs, self.ist, self.slot_clip, cs.duration, cs.marker_start, cs.marker_time, dt)
@@ -410,6 +438,10 @@ class Mixer:
         self.evaluate()
         if self.collect_events:
             self._collect_events()
+        for controller in self.controllers:
+            after = getattr(controller, "after_update", None)
+            if after is not None:
+                after(dt)
 
     def evaluate(self) -> None:
         """Recompute the outputs from the current state without advancing time."""

@@ -170,6 +170,9 @@ class Player:
     def __init__(self, asset: Asset, *, dtype=np.float64):
         self.asset = asset
         self.mixer = Mixer(asset, 1, dtype=dtype, events=True)
+        self._parameters: dict = {}
+        self._machines: list = []
+        self._root_motion = None
 
     # -- actions -------------------------------------------------------------------------------
 
@@ -220,6 +223,74 @@ class Player:
     def set_layer_weight(self, layer: int | str, weight: float) -> None:
         self.mixer.set_layer_weight(layer, weight)
         self.mixer.evaluate()
+
+    # -- blend spaces, state machine, root motion ----------------------------------------------
+
+    def blend_space_1d(self, samples, *, parameter: str | None = None, layer: int | str = 0, sync: bool = True):
+        """A :class:`~skeletal.playback.blendspace.BlendSpace1D` over ``[(clip, position), ...]``;
+        ``parameter`` names it for :meth:`set`."""
+        from .blendspace import BlendSpace1D
+
+        space = BlendSpace1D(self, samples, layer=self.mixer.layer(layer), sync=sync, parameter=parameter)
+        if parameter:
+            self._parameters[parameter] = space
+        return space
+
+    def blend_space_2d(self, samples, *, parameter: str | None = None, layer: int | str = 0, sync: bool = True):
+        """A :class:`~skeletal.playback.blendspace.BlendSpace2D` over ``[(clip, (x, y)), ...]``."""
+        from .blendspace import BlendSpace2D
+
+        space = BlendSpace2D(self, samples, layer=self.mixer.layer(layer), sync=sync, parameter=parameter)
+        if parameter:
+            self._parameters[parameter] = space
+        return space
+
+    def state_machine(self, spec=None, *, layer: int | str = 0):
+        """A :class:`~skeletal.playback.statemachine.StateMachine` on ``layer``: empty (define it in
+        code), from a dict, or from a ``.json``/``.yaml`` file path. Its parameters work with :meth:`set`."""
+        from .statemachine import StateMachine
+
+        layer = self.mixer.layer(layer)
+        if spec is None:
+            machine = StateMachine(self, layer=layer)
+        elif isinstance(spec, dict):
+            machine = StateMachine.from_dict(self, spec, layer=layer)
+        else:
+            machine = StateMachine.from_file(self, spec, layer=layer)
+        self._machines.append(machine)
+        self.mixer.evaluate()
+        return machine
+
+    def set(self, name: str, value) -> None:
+        """Set a named parameter of a blend space or state machine (e.g. ``set("speed", 2.1)``)."""
+        if name in self._parameters:
+            self._parameters[name].set(value)
+            return
+        for machine in self._machines:
+            if name in machine.params:
+                machine.set(name, value)
+                return
+        raise KeyError(f"no parameter named {name!r}")
+
+    def trigger(self, name: str) -> None:
+        self.set(name, 1.0)
+
+    def enable_root_motion(self, node: str | int | None = None, *, yaw: bool = True, layer: int | str = 0):
+        """Play clips in place and report their motion in :attr:`root_motion` (see
+        :mod:`skeletal.playback.rootmotion`)."""
+        from .rootmotion import RootMotion
+
+        self._root_motion = RootMotion(self, node, yaw=yaw, layer=self.mixer.layer(layer))
+        return self._root_motion
+
+    @property
+    def root_motion(self) -> tuple[np.ndarray, float]:
+        """``(translation (3,), yaw)`` removed by the last update, in the character's heading frame:
+        apply as ``position += R_y(heading) @ translation; heading += yaw``."""
+        if self._root_motion is None:
+            return np.zeros(3), 0.0
+        dx, dz, dyaw = self._root_motion.delta[0]
+        return np.array([dx, 0.0, dz]), float(dyaw)
 
     # -- time ----------------------------------------------------------------------------------
 
