@@ -36,8 +36,10 @@ PALETTE_CHOICES = ("auto", "uniform", "ubo", "ssbo", "texture")
 @click.option("--palette", "palette_mode", default="auto", show_default=True, type=click.Choice(PALETTE_CHOICES),
               help="How skin palettes reach the GPU.")
 @click.option("--verbose", "-v", is_flag=True, help="Print the GL renderer, palette path, camera and timings.")
+@click.option("--crossfade", default=None, metavar="FROM:TO@START[:DUR]",
+              help="Play FROM, then crossfade to TO at START seconds over DUR seconds (e.g. Walk:Run@1.0:0.5).")
 def render(model, clip, out, fps, size, seconds, start, camera, skeleton, weights_joint, crowd_n, frames,
-           palette_mode, verbose):
+           palette_mode, verbose, crossfade):
     """Render MODEL (a .gltf/.glb; default: the built-in demo character) headless to an image or video.
 
     \b
@@ -45,13 +47,14 @@ def render(model, clip, out, fps, size, seconds, start, camera, skeleton, weight
       skeletal render Soldier.glb --clip Walk --out walk.gif
       skeletal render Fox.glb --out fox.png --camera yaw=90,pitch=5 --skeleton
       skeletal render --crowd 16 --out crowd.mp4 --seconds 2
+      skeletal render Soldier.glb --crossfade Walk:Run@1.0:0.5 --out fade.mp4
     """
     from .output import render_clip  # imports moderngl/imageio only now
 
     result = render_clip(
         model, clip=clip, out_path=out, fps=fps, size=size, seconds=seconds, camera=camera, skeleton=skeleton,
         weights_joint=weights_joint, crowd_n=crowd_n, frames=frames, verbose=verbose, palette_mode=palette_mode,
-        start=start, log=lambda text: click.echo(text, err=True),
+        start=start, log=lambda text: click.echo(text, err=True), crossfade=crossfade,
     )
     where = result.paths[0] if len(result.paths) == 1 else f"{result.paths[0]} .. {result.paths[-1]}"
     w, h = result.size

@@ -171,14 +171,17 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
                 size: tuple[int, int] | str = (640, 480), seconds: float | None = None, camera: str | None = None,
                 skeleton: bool = False, weights_joint: str | int | None = None, crowd_n: int = 1,
                 frames: bool = False, verbose: bool = False, palette_mode: str = "auto", start: float = 0.0,
-                progress: bool = True, log: Callable[[str], None] | None = None) -> RenderResult:
+                progress: bool = True, log: Callable[[str], None] | None = None,
+                crossfade: str | None = None) -> RenderResult:
     """Render ``clip`` of a model (path, :class:`skeletal.Asset`, or None for the demo) to ``out_path``.
 
     The format follows the suffix: ``.png`` (the frame at ``start``; with ``frames=True`` every
     frame as ``name_0001.png``...), ``.gif``, ``.mp4``. ``seconds`` defaults to the clip's duration,
     played looping from ``start``. ``crowd_n`` instances stand on a grid at different phases.
     ``verbose`` logs the GL renderer, the palette path and timings (to ``log``, default stderr); a
-    progress bar appears on stderr for renders taking over a second.
+    progress bar appears on stderr for renders taking over a second. ``crossfade="Walk:Run@1.0:0.5"``
+    plays Walk, then at 1.0 s crossfades to Run over 0.5 s (posed by :class:`skeletal.Mixer`).
+    Without a model and a clip the built-in character walks for 3 seconds.
     """
     from .layout import crowd_phases, grid_offsets, pose_at, rest_clip
     from .renderer import Renderer
@@ -195,6 +198,15 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
         raise RenderError(f"crowd size must be at least 1, got {crowd_n}")
     width, height = parse_size(size)
     asset = load_model(model_or_asset)
+    if model_or_asset is None and clip is None and crossfade is None:
+        clip = "walk"  # the built-in character's signature clip
+        seconds = 3.0 if seconds is None else seconds
+    fade = parse_crossfade(crossfade) if crossfade else None
+    if fade is not None:
+        clip = fade[0]
+        asset.clip(fade[1])  # both clips must exist
+        if seconds is None:
+            seconds = fade[2] + fade[3] + max(asset.clip(fade[1]).duration, 1.0)
     the_clip = (asset.clip(clip) if clip is not None else asset.clips[0]) if asset.clips else rest_clip()
     if clip is not None and not asset.clips:
         raise RenderError(f"{asset.name} has no clips (asked for {clip!r})")
@@ -238,9 +250,13 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
         writer = _WRITERS[ext](out_path, fps, frames)
         bar = _progress(len(times), os.path.basename(out_path), progress)
         draw_time = 0.0
+        pose = _crossfade_poser(asset, fade, phases, float(times[0])) if fade else None
         try:
             for t in times:
-                world, morph = pose_at(asset, the_clip, t + phases, loop="repeat")
+                if pose is not None:
+                    world, morph = pose(float(t))
+                else:
+                    world, morph = pose_at(asset, the_clip, t + phases, loop="repeat")
                 t1 = time.perf_counter()
                 image = renderer.draw((world, morph), offsets, skeleton=skeleton, weights_joint=weights_joint)
                 draw_time += time.perf_counter() - t1
@@ -257,6 +273,45 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
         say(f"skeletal render: {len(times)} frame(s) in {timings['total']:.2f} s "
             f"(GPU draw + readback {1000 * draw_time / max(len(times), 1):.1f} ms/frame)")
     return RenderResult(paths, len(times), (width, height), the_clip.name, info, timings)
+
+
+def parse_crossfade(text: str) -> tuple[str, str, float, float]:
+    """``"Walk:Run@1.0:0.5"`` -> ("Walk", "Run", 1.0, 0.5): from clip, to clip, start (s), duration (s).
+    Clip names may contain ':' (e.g. ``mixamo:Walk``) only if the text has a single '@'; the last ':'
+    before '@' separates the two clips."""
+    m = re.fullmatch(r"(.+):(.+)@([-+\d.eE]+)(?::([-+\d.eE]+))?", text.strip())
+    if not m:
+        raise RenderError(f"--crossfade {text!r} is not FROM:TO@START[:DURATION] (e.g. Walk:Run@1.0:0.5)")
+    try:
+        at = float(m.group(3))
+        duration = float(m.group(4)) if m.group(4) else 0.3
+    except ValueError:
+        raise RenderError(f"--crossfade {text!r}: start and duration must be numbers") from None
+    if at < 0 or duration < 0:
+        raise RenderError(f"--crossfade {text!r}: start and duration must not be negative")
+    return m.group(1), m.group(2), at, duration
+
+
+def _crossfade_poser(asset, fade, phases: np.ndarray, first: float):
+    """A function t -> (world (B, N, 4, 4), morph (B, M)) playing fade[0], crossfading to fade[1]."""
+    from ..playback import Mixer
+
+    source, target, at, duration = fade
+    mixer = Mixer(asset, len(phases), events=False)
+    mixer.play(source, offset=phases + first)
+    state = {"now": first, "faded": False}
+
+    def pose(t: float):
+        if not state["faded"] and t >= at:
+            mixer.update(max(at - state["now"], 0.0))
+            state["now"] = max(at, state["now"])
+            mixer.crossfade(target, duration)
+            state["faded"] = True
+        mixer.update(t - state["now"])
+        state["now"] = t
+        return mixer.world, mixer.morph_weights
+
+    return pose
 
 
 def _progress(total: int, label: str, enabled: bool):
