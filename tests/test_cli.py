@@ -113,3 +113,11 @@ def test_python_dash_m_runs_the_same_program(arm, tmp_path):
     fail = subprocess.run([sys.executable, "-m", "skeletal", "info", str(bad)], capture_output=True, text=True)
     assert fail.returncode == 2
     assert fail.stderr.count("\n") == 1 and "bad.glb" in fail.stderr and "Traceback" not in fail.stderr
+
+
+def test_demo_export_writes_a_loadable_glb(tmp_path):
+    out = tmp_path / "demo.glb"
+    assert run("demo", "--export", out).exit_code == 0
+    asset = skeletal.load(out)
+    assert {c.name for c in asset.clips} >= {"idle", "walk", "run", "wave"}
+    assert CliRunner().invoke(cli, ["demo", "--export", str(tmp_path / "demo.obj")]).exit_code == 2

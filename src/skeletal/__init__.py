@@ -17,6 +17,7 @@ The pipeline, one module per stage::
 (31, 69, 4, 4)
 """
 
+from . import cliptools
 from .asset import Asset, MeshInstance, SkinBinding, load
 from .bake import bake, sample_times
 from .clip import Clip, Track, clip_from_keyframes, map_time
@@ -33,5 +34,5 @@ __all__ = [
     "Asset", "MeshInstance", "SkinBinding", "load", "bake", "sample_times", "Clip", "Track",
     "clip_from_keyframes", "map_time", "ClipError", "ModelError", "SkeletalError",
     "UnsupportedExtensionError", "skin_palette", "world_matrices", "Rig", "sample", "normalize_weights",
-    "skin", "Action", "Event", "Mixer", "Player", "__version__",
+    "skin", "cliptools", "Action", "Event", "Mixer", "Player", "__version__",
 ]

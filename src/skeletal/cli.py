@@ -239,6 +239,24 @@ def bake(model, out_path, clip_key, times_text, fps, loop, normals, palettes) ->
     )
 
 
+# ---------------------------------------------------------------------------------------------
+# demo
+
+
+@cli.command()
+@click.option("--export", "export_path", required=True, type=click.Path(dir_okay=False),
+              help="Write the built-in character as .glb (or .gltf).")
+def demo(export_path: str) -> None:
+    """Export the built-in character (rig, skinned mesh, idle/walk/run/wave clips) as glTF."""
+    from .demo import build_demo_document
+    from .io.gltf_write import write_gltf
+
+    if not export_path.lower().endswith((".glb", ".gltf")):
+        raise _fail(f"--export {export_path!r}: the file must end in .glb or .gltf")
+    write_gltf(build_demo_document(), export_path)
+    click.echo(f"wrote {export_path}", err=True)
+
+
 def _register_render() -> None:
     # Importing the command does not import moderngl: `skeletal info` stays fast and GL-free.
     from .render.command import render
