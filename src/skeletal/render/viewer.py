@@ -1,0 +1,849 @@
+"""The interactive viewer behind ``skeletal view``: a window, the skinned character drawn by the
+:class:`.renderer.Renderer`, a timeline, a clip list, overlays and frame statistics.
+
+Windowing library: **glfw** (the ``glfw`` package, pyGLFW). Why:
+
+* its wheels ship the GLFW 3.4 shared library (X11, Wayland, GLX, EGL), so ``pip install glfw`` is
+  the whole installation, like moderngl's own wheels; it is maintained and small (ctypes only);
+* it makes an OpenGL 3.3+ core context and nothing else, which ``moderngl.create_context()`` adopts
+  as it is. It keeps no GL state of its own, so the :class:`Renderer` and the UI drawn here are the
+  only users of the context (pyglet 2 also draws with GL and caches bindings and programs, which
+  then fight moderngl's);
+* the main loop is ours (``poll_events`` / ``swap_buffers``): ``--frames N --screenshot FILE``
+  runs exactly N frames on a fixed clock and reads the back buffer, with no event-loop scheduling.
+
+GLFW draws no text, so the UI's text comes from a glyph atlas that Pillow (already a dependency of
+the renderer) rasterises from its built-in font; every panel, bar and glyph of a frame is one
+vertex buffer drawn with one call (:class:`UIPainter`).
+
+Layers: :mod:`.viewer_ui` holds the state and the layout (no window: unit-tested); this module
+opens the window, turns GLFW callbacks into :class:`.viewer_ui.ViewerState` calls, and draws.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import moderngl
+import numba
+import numpy as np
+
+from .camera import frame
+from .errors import RenderError
+from .renderer import Renderer
+from .viewer_ui import CONTROLS, LOOP_CYCLE, ClipBlend, Layout, OrbitCamera, Rect, ViewerState, compute_layout, ellipsize
+
+# -- look (display-space RGBA) ---------------------------------------------------------------------
+TEXT = (0.93, 0.94, 0.96, 1.0)
+TEXT_DIM = (0.66, 0.69, 0.74, 1.0)
+ACCENT = (0.27, 0.53, 0.93, 1.0)
+ACCENT_TEXT = (1.0, 1.0, 1.0, 1.0)
+WARM = (1.0, 0.80, 0.25, 1.0)
+PANEL = (0.07, 0.08, 0.10, 0.74)
+BOTTOM_PANEL = (0.09, 0.10, 0.12, 1.0)
+BAR_TRACK = (0.26, 0.28, 0.32, 1.0)
+BAR_FADE = (0.95, 0.62, 0.20, 0.85)
+
+NO_DISPLAY = "no display: set DISPLAY or run under xvfb-run"
+FONT_PIXELS = 14
+
+
+def _import_glfw():
+    try:
+        import glfw
+    except ImportError as exc:  # not installed, or its bundled library does not load
+        raise RenderError(f"the viewer needs the glfw package ({exc}): pip install glfw") from None
+    return glfw
+
+
+def check_display() -> None:
+    """RenderError with a one-line hint when no window system can be reached (Linux/BSD only:
+    Windows and macOS always have one)."""
+    if sys.platform.startswith(("linux", "freebsd", "openbsd", "netbsd")):
+        if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+            raise RenderError(NO_DISPLAY)
+
+
+# -- the renderer, drawing into a window ------------------------------------------------------------
+
+
+class WindowRenderer(Renderer):
+    """A :class:`Renderer` that draws a frame without reading it back, into a viewport of its
+    framebuffer, takes precomputed palettes (timed apart), can be resized, and blits to the window.
+
+    Stop-gap: these use the Renderer's private helpers. With ``Renderer.render(...)`` (draw without
+    readback, ``viewport=`` and ``palettes=`` arguments), ``Renderer.resize()`` and
+    ``Renderer.framebuffer`` in renderer.py, this class reduces to :meth:`present`.
+    """
+
+    def render_frame(self, world: np.ndarray, morph: np.ndarray, palettes: np.ndarray,
+                     viewport: tuple[int, int, int, int], *, skeleton: bool = False,
+                     heat_joint: int | None = None) -> dict[str, float]:
+        """Draw one instance posed by ``world`` (N, 4, 4) / ``morph`` (M,) with ``palettes``
+        (1, J, 3, 4) into ``viewport`` (x, y, w, h; GL pixels, y up). Returns upload and draw
+        seconds (draw waits for the GPU to finish, so it is the whole cost of the frame's drawing)."""
+        ctx = self.ctx
+        world = np.asarray(world, np.float64)[None]
+        morph = np.asarray(morph, np.float64).reshape(1, -1)
+        offsets = np.zeros((1, 3), np.float32)
+        t0 = time.perf_counter()
+        self.store.write(palettes)
+        self._offsets_buffer.write(offsets.tobytes())
+        self._set_heat_joint(heat_joint)
+        t1 = time.perf_counter()
+        self._target.use()
+        ctx.viewport = (0, 0, self.width, self.height)
+        self._target.clear(0.0, 0.0, 0.0, 1.0, depth=1.0)
+        ctx.viewport = viewport
+        view_proj = self.camera.view_projection
+        self._draw_background()
+        if self.ground:
+            self._draw_ground(view_proj)
+            self._draw_shadows(view_proj, world, offsets)
+        self._draw_meshes(view_proj, morph, offsets)
+        if skeleton:
+            self._draw_skeleton(view_proj, world, offsets)
+        ctx.finish()
+        t2 = time.perf_counter()
+        return {"upload": t1 - t0, "draw": t2 - t1}
+
+    def present(self, screen) -> None:
+        """Copy the frame (resolving MSAA) to ``screen``, a framebuffer of the same size."""
+        self.ctx.copy_framebuffer(screen, self._target)
+
+    def resize(self, width: int, height: int) -> None:
+        """New framebuffers of ``width`` x ``height`` (the camera is set per frame by the viewer)."""
+        width, height = max(1, int(width)), max(1, int(height))
+        if (width, height) == (self.width, self.height):
+            return
+        for fbo in {self._target, self._resolved}:
+            for attachment in list(fbo.color_attachments) + [fbo.depth_attachment]:
+                if attachment is not None:
+                    attachment.release()
+            fbo.release()
+        self.width, self.height = width, height
+        self._make_framebuffers(self.samples)
+
+
+# -- text and 2D drawing ----------------------------------------------------------------------------
+
+
+@dataclass
+class FontAtlas:
+    """Glyphs of one font size in a one-channel texture. Per glyph (index = position in ``chars``):
+    ``advance``, the quad's offset from the pen on the baseline ``(ox, oy)``, its size ``(w, h)`` and
+    its texture rectangle ``uv`` (u0, v0, u1, v1). ``white`` is a texel-centre uv inside a solid block."""
+
+    chars: str
+    advance: np.ndarray
+    offset: np.ndarray
+    size: np.ndarray
+    uv: np.ndarray
+    ascent: int
+    descent: int
+    image: np.ndarray
+    white: tuple[float, float]
+    index: dict[str, int] = field(default_factory=dict)
+    _shapes: dict = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def build(cls, pixels: int, font=None) -> "FontAtlas":
+        """Rasterise printable ASCII (and a few symbols) with ``font`` (a Pillow font; default: Pillow's
+        built-in scalable font at ``pixels`` px, or its fixed bitmap font without FreeType)."""
+        from PIL import Image, ImageDraw, ImageFont
+
+        if font is None:
+            try:
+                font = ImageFont.load_default(size=pixels)
+            except (TypeError, OSError, ImportError):  # old Pillow or no FreeType: the fixed bitmap font
+                font = ImageFont.load_default()
+        # FreeType fonts place glyphs on a baseline ("ls" anchor); bitmap fonts only from the top left.
+        anchor = "ls" if isinstance(font, ImageFont.FreeTypeFont) else None
+        chars = "".join(chr(c) for c in range(32, 127)) + "\u00b7\u00d7"
+        boxes = [font.getbbox(ch, anchor=anchor) if anchor else font.getbbox(ch) for ch in chars]
+        width, gap = 512, 2
+        x, y, row_h = 4 + gap, 0, 4
+        places = []
+        for left, top, right, bottom in boxes:
+            w, h = max(0, right - left), max(0, bottom - top)
+            if x + w + gap > width:
+                x, y, row_h = 0, y + row_h + gap, 0
+            places.append((x, y))
+            x += w + gap
+            row_h = max(row_h, h)
+        height = y + row_h + gap
+        image = Image.new("L", (width, height), 0)
+        draw = ImageDraw.Draw(image)
+        draw.rectangle((0, 0, 3, 3), fill=255)  # the solid block rectangles sample
+        for ch, (left, top, _, _), (px, py) in zip(chars, boxes, places):
+            draw.text((px - left, py - top), ch, font=font, fill=255, anchor=anchor)
+        if anchor:
+            ascent, descent = font.getmetrics()
+        else:  # quads are then placed from the line's top
+            ascent, descent = 0, max(b[3] for b in boxes) + 1
+        box = np.asarray(boxes, np.float32)
+        pos = np.asarray(places, np.float32)
+        size = np.stack([box[:, 2] - box[:, 0], box[:, 3] - box[:, 1]], axis=1).clip(0)
+        uv = np.concatenate([pos, pos + size], axis=1) / np.array([width, height, width, height], np.float32)
+        advance = np.array([font.getlength(ch) for ch in chars], np.float32)
+        atlas = cls(chars, advance, box[:, :2].copy(), size, uv, int(ascent), int(descent),
+                    np.asarray(image, np.uint8), (2.0 / width, 2.0 / height))
+        atlas.index = {ch: i for i, ch in enumerate(chars)}
+        return atlas
+
+    @property
+    def line_height(self) -> int:
+        return self.ascent + self.descent
+
+    def glyphs(self, text: str) -> np.ndarray:
+        """Glyph indices of ``text`` (``?`` for characters the atlas lacks)."""
+        fallback = self.index["?"]
+        return np.fromiter((self.index.get(ch, fallback) for ch in text), np.int64, len(text))
+
+    def shape(self, text: str) -> tuple[np.ndarray, np.ndarray, float]:
+        """Quads of ``text`` set from x = 0 on the baseline: (n, 4) x, y, w, h (empty glyphs left
+        out), their texture rectangles (n, 4), and the advance width. Cached: most UI text repeats."""
+        cached = self._shapes.get(text)
+        if cached is None:
+            g = self.glyphs(text)
+            pen = np.concatenate([[0.0], np.cumsum(self.advance[g])[:-1]])
+            xywh = np.empty((len(g), 4), np.float32)
+            xywh[:, 0] = pen + self.offset[g, 0]
+            xywh[:, 1] = self.offset[g, 1]
+            xywh[:, 2:4] = self.size[g]
+            keep = (xywh[:, 2] > 0) & (xywh[:, 3] > 0)
+            cached = (xywh[keep], self.uv[g][keep], float(self.advance[g].sum()))
+            if len(self._shapes) > 2048:
+                self._shapes.clear()
+            self._shapes[text] = cached
+        return cached
+
+    def measure(self, text: str) -> float:
+        return self.shape(text)[2]
+
+
+_UI_VERTEX = """#version 330 core
+in vec2 a_pos;
+in vec2 a_uv;
+in vec4 a_color;
+uniform vec2 u_screen;
+out vec2 v_uv;
+out vec4 v_color;
+void main() {
+    gl_Position = vec4(a_pos.x / u_screen.x * 2.0 - 1.0, 1.0 - a_pos.y / u_screen.y * 2.0, 0.0, 1.0);
+    v_uv = a_uv;
+    v_color = a_color;
+}
+"""
+_UI_FRAGMENT = """#version 330 core
+uniform sampler2D u_atlas;
+in vec2 v_uv;
+in vec4 v_color;
+out vec4 f_color;
+void main() {
+    f_color = vec4(v_color.rgb, v_color.a * texture(u_atlas, v_uv).r);
+}
+"""
+_CORNERS = np.array([[0, 0], [1, 0], [0, 1], [0, 1], [1, 0], [1, 1]], np.float32)
+
+
+class UIPainter:
+    """Collects rectangles and text of a frame (pixels, origin top-left) and draws them with one call."""
+
+    def __init__(self, ctx, font_pixels: int):
+        self.ctx = ctx
+        self.font = FontAtlas.build(font_pixels)
+        self.program = ctx.program(vertex_shader=_UI_VERTEX, fragment_shader=_UI_FRAGMENT)
+        image = self.font.image
+        self.texture = ctx.texture((image.shape[1], image.shape[0]), 1, np.ascontiguousarray(image).tobytes())
+        self.texture.filter = (moderngl.NEAREST, moderngl.NEAREST)
+        self.buffer = ctx.buffer(reserve=64 * 1024, dynamic=True)
+        self.vao = self._make_vao()
+        self._parts: list[np.ndarray] = []
+
+    def _make_vao(self):
+        return self.ctx.vertex_array(self.program, [(self.buffer, "2f 2f 4f", "a_pos", "a_uv", "a_color")])
+
+    def measure(self, text: str) -> float:
+        return self.font.measure(text)
+
+    @property
+    def line_height(self) -> int:
+        return self.font.line_height
+
+    def _quads(self, xywh: np.ndarray, uv: np.ndarray, color) -> None:
+        """Quads (n, 4) x, y, w, h with texture rectangles (n, 4) -> 6 vertices each."""
+        n = len(xywh)
+        if not n:
+            return
+        out = np.empty((n, 6, 8), np.float32)
+        out[:, :, 0:2] = xywh[:, None, 0:2] + _CORNERS[None] * xywh[:, None, 2:4]
+        out[:, :, 2:4] = uv[:, None, 0:2] + _CORNERS[None] * (uv[:, None, 2:4] - uv[:, None, 0:2])
+        out[:, :, 4:8] = color
+        self._parts.append(out.reshape(-1, 8))
+
+    def rect(self, r: Rect, color) -> None:
+        u, v = self.font.white
+        self._quads(np.array([[r.x, r.y, r.w, r.h]], np.float32), np.array([[u, v, u, v]], np.float32), color)
+
+    def text(self, x: float, y: float, text: str, color=TEXT) -> float:
+        """Draw ``text`` with its line's top at ``y``; returns its width."""
+        if not text:
+            return 0.0
+        quads, uv, width = self.font.shape(text)
+        placed = quads.copy()
+        placed[:, 0] = np.round(placed[:, 0] + x)
+        placed[:, 1] += round(y) + self.font.ascent
+        self._quads(placed, uv, color)
+        return width
+
+    def flush(self, width: int, height: int) -> None:
+        """Draw everything collected on the bound framebuffer (alpha blended, no depth)."""
+        if not self._parts:
+            return
+        data = np.concatenate(self._parts)
+        self._parts = []
+        if data.nbytes > self.buffer.size:
+            self.vao.release()
+            self.buffer.orphan(max(data.nbytes, 2 * self.buffer.size))
+            self.vao = self._make_vao()
+        self.buffer.write(data.tobytes())
+        ctx = self.ctx
+        ctx.disable(moderngl.DEPTH_TEST | moderngl.CULL_FACE)
+        ctx.enable(moderngl.BLEND)
+        ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
+        self.program["u_screen"].value = (float(width), float(height))
+        self.program["u_atlas"].value = 0
+        self.texture.use(location=0)
+        self.vao.render(moderngl.TRIANGLES, vertices=len(data))
+
+    def release(self) -> None:
+        for obj in (self.vao, self.buffer, self.texture, self.program):
+            obj.release()
+
+
+# -- frame statistics -----------------------------------------------------------------------------
+
+
+class FrameStats:
+    """Averages of the per-frame timings over about half a second (what the stats panel shows).
+
+    The first frame is left out (it compiles shaders in the driver); until the first half second
+    is complete, the averages so far are shown, updated every frame."""
+
+    WINDOW = 0.5
+
+    def __init__(self):
+        self._sums: dict[str, float] = {}
+        self._frames = 0
+        self._start = time.perf_counter()
+        self._skip = 1
+        self._complete = False
+        self.shown: dict[str, float] = {}
+
+    def add(self, timings: dict[str, float]) -> None:
+        now = time.perf_counter()
+        if self._skip:
+            self._skip -= 1
+            self._start = now
+            return
+        for key, value in timings.items():
+            self._sums[key] = self._sums.get(key, 0.0) + value
+        self._frames += 1
+        elapsed = now - self._start
+        if elapsed >= self.WINDOW or not self._complete:
+            self.shown = {key: value / self._frames for key, value in self._sums.items()}
+            self.shown["fps"] = self._frames / max(elapsed, 1e-9)
+        if elapsed >= self.WINDOW:
+            self._sums, self._frames, self._start, self._complete = {}, 0, now, True
+
+    def rows(self) -> list[tuple[str, str]]:
+        """(label, value) rows of the stats panel; labels starting with a space are details."""
+        s = self.shown
+        if not s:
+            return [("measuring...", "")]
+        ms = {k: 1000.0 * s.get(k, 0.0) for k in ("sample", "world", "palette", "upload", "draw", "frame")}
+        return [
+            (f"{s.get('fps', 0.0):.1f} fps", f"{ms['frame']:.1f} ms"),
+            ("pose (CPU)", f"{ms['sample'] + ms['world'] + ms['palette']:.2f} ms"),
+            ("  sample", f"{ms['sample']:.2f}"),
+            ("  world", f"{ms['world']:.2f}"),
+            ("  palette", f"{ms['palette']:.2f}"),
+            ("skinning", f"{ms['upload'] + ms['draw']:.2f} ms"),
+            ("  upload", f"{ms['upload']:.2f}"),
+            ("  draw", f"{ms['draw']:.2f}"),
+        ]
+
+    def summary(self) -> str:
+        """The rows on one line (for --verbose)."""
+        return ", ".join(f"{label.strip()} {value}".strip() for label, value in self.rows())
+
+
+# -- the viewer -------------------------------------------------------------------------------------
+
+
+@dataclass
+class ViewResult:
+    """What a viewer run did: frames drawn, the screenshot written (if any), GL description, the
+    last shown stats (seconds)."""
+
+    frames: int
+    screenshot: str | None
+    info: str
+    stats: dict[str, float]
+    clip: str
+
+
+def heat_joints(asset) -> tuple[list[int], list[str], int]:
+    """Rig indices and names of the skin joints (the heat-map's cycle), and the index of the joint
+    with the most total skin weight (a useful first view)."""
+    from .overlays import joint_nodes
+
+    joints = [int(j) for j in joint_nodes(asset)] if asset.skins else []
+    total = np.zeros(len(asset.rig))
+    for instance in asset.mesh_instances:
+        if instance.skin is None:
+            continue
+        skin_joints = asset.skins[instance.skin].joints
+        for prim in instance.primitives:
+            if prim.joints is not None:
+                sums = np.bincount(prim.joints.ravel(), prim.weights.ravel(), minlength=len(skin_joints))
+                np.add.at(total, skin_joints, sums[:len(skin_joints)])
+    names = [asset.rig.names[j] or f"node {int(asset.rig.node_of[j])}" for j in joints]
+    best = int(np.argmax(total[joints])) if joints else 0
+    return joints, names, best
+
+
+def heat_joint_index(asset, key: str | int) -> int:
+    """Position in :func:`heat_joints`' list of the joint named by ``key`` (name or glTF node index);
+    RenderError when it is no skin joint."""
+    from .overlays import resolve_joint
+
+    joints = heat_joints(asset)[0]
+    rig_index = resolve_joint(asset, key)
+    if rig_index not in joints:
+        raise RenderError(f"{key!r} is not a joint of any skin: it has no weights to show")
+    return joints.index(rig_index)
+
+
+class Viewer:
+    """A window showing ``asset``; :meth:`run` runs the event loop.
+
+    Args:
+        asset: a :class:`skeletal.Asset`.
+        size: window size in screen coordinates.
+        clip: index of the first clip; ``start``: its start time; ``speed``, ``loop``: playback.
+        camera: a camera spec string (see :mod:`.camera`) for the initial framing.
+        skeleton, weights_joint: overlays on at the start (joint: name or glTF node index).
+        palette_mode, samples: passed to the :class:`Renderer`.
+        log: where verbose lines go (None: quiet).
+    """
+
+    def __init__(self, asset, size: tuple[int, int] = (1024, 640), *, clip: int = 0, start: float = 0.0,
+                 speed: float = 1.0, loop: str = "repeat", camera: str | None = None, skeleton: bool = False,
+                 weights_joint: str | int | None = None, palette_mode: str = "auto", samples: int = 4,
+                 title: str | None = None, log: Callable[[str], None] | None = None):
+        check_display()
+        self.glfw = _import_glfw()
+        self.asset = asset
+        self.log = log
+        self._errors: list[str] = []
+        self.window = None
+        self.ctx = None
+        self.renderer: WindowRenderer | None = None
+        self.ui: UIPainter | None = None
+        try:
+            self._open_window(size, title or f"skeletal view - {asset.name}")
+            self._setup(clip, start, speed, loop, camera, skeleton, weights_joint, palette_mode, samples)
+        except BaseException:
+            self.close()
+            raise
+
+    # -- setup ----------------------------------------------------------------------------------
+
+    def _glfw_error(self, code: int, message: bytes) -> None:
+        text = message.decode("utf-8", "replace") if isinstance(message, bytes) else str(message)
+        self._errors.append(" ".join(text.split()))
+
+    def _open_window(self, size: tuple[int, int], title: str) -> None:
+        glfw = self.glfw
+        glfw.set_error_callback(self._glfw_error)
+        if not glfw.init():
+            where = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or "?"
+            detail = self._errors[-1] if self._errors else "glfw.init() failed"
+            raise RenderError(f"cannot open a window on display {where} ({detail}): "
+                              "is the X server running? try xvfb-run")
+        self._glfw_ready = True
+        glfw.window_hint(glfw.CONTEXT_VERSION_MAJOR, 3)
+        glfw.window_hint(glfw.CONTEXT_VERSION_MINOR, 3)
+        glfw.window_hint(glfw.OPENGL_PROFILE, glfw.OPENGL_CORE_PROFILE)
+        glfw.window_hint(glfw.OPENGL_FORWARD_COMPAT, True)
+        glfw.window_hint(glfw.SAMPLES, 0)  # the renderer multisamples in its own framebuffer
+        self.window = glfw.create_window(int(size[0]), int(size[1]), title, None, None)
+        if not self.window:
+            detail = self._errors[-1] if self._errors else "no reason given"
+            raise RenderError(f"cannot create an OpenGL 3.3 core window ({detail})")
+        glfw.make_context_current(self.window)
+        try:
+            self.ctx = moderngl.create_context(require=330)
+        except Exception as exc:  # moderngl raises plain Exceptions with the driver's text
+            raise RenderError(f"cannot use the window's OpenGL context ({' '.join(str(exc).split())})") from None
+        api = glfw.get_window_attrib(self.window, glfw.CONTEXT_CREATION_API)
+        # .rawgl loads extra GL functions from EGL or GLX: say which one made this context.
+        self.ctx.extra = {"backend": "egl" if api == glfw.EGL_CONTEXT_API else "glx"}
+
+    def _setup(self, clip, start, speed, loop, camera, skeleton, weights_joint, palette_mode, samples) -> None:
+        glfw, asset = self.glfw, self.asset
+        fb_w, fb_h = glfw.get_framebuffer_size(self.window)
+        win_w, win_h = glfw.get_window_size(self.window)
+        self.pixel_ratio = (fb_w / max(win_w, 1), fb_h / max(win_h, 1))
+        self.scale = max(1.0, float(glfw.get_window_content_scale(self.window)[1]))
+        self.ui = UIPainter(self.ctx, round(FONT_PIXELS * self.scale))
+
+        clips = asset.clips
+        self.joints, joint_names, best = heat_joints(asset)
+        state = ViewerState([c.name for c in clips], [c.duration for c in clips], joint_names, clip=clip,
+                            time=start, speed=speed, loop=loop, default_joint=best)
+        state.skeleton = skeleton
+        if weights_joint is not None:
+            state.joint, state.weights = heat_joint_index(asset, weights_joint), True
+        self.state = state
+        self.layout = self._layout(fb_w, fb_h)
+        view_h = self._view_height()
+
+        self.renderer = WindowRenderer(asset, fb_w, fb_h, palette_mode=palette_mode, samples=samples, camera=camera,
+                                       clip=clips[state.clip] if clips else None, ctx=self.ctx)
+        # The renderer framed the clip (and sized its ground) for the whole window; frame again for
+        # the 3D viewport above the bottom panel and hand that camera to the orbit controls.
+        lo, hi = self.renderer.bounds
+        framed = frame(self.renderer.camera_spec, lo, hi, fb_w / view_h, facing=self.renderer.facing)
+        state.camera = OrbitCamera.from_camera(framed, 0.5 * float(np.linalg.norm(hi - lo)))
+        # One pose per frame: numba's worker threads would only wait for cores that a software
+        # rasteriser (llvmpipe) keeps busy (12 ms instead of 0.15 ms per frame on two cores).
+        self._numba_threads = numba.get_num_threads()
+        numba.set_num_threads(1)
+        self.blend = ClipBlend(asset)
+        self.renderer.layout.palettes(self.blend.pose(state).world[None])  # load the numba kernels now
+        self.stats = FrameStats()
+        gl = self.ctx.info.get("GL_RENDERER", "?").split(" (")[0]
+        self.info_line = (f"{gl}, GL {self.ctx.version_code // 100}.{self.ctx.version_code % 100 // 10}, "
+                          f"{self.renderer.palette_choice.mode}, MSAA {self.renderer.samples or 'off'}")
+        self._install_callbacks()
+        if self.log:
+            self.log(f"skeletal view: {asset.name}, {len(clips)} clip(s), window {win_w}x{win_h} "
+                     f"(framebuffer {fb_w}x{fb_h})")
+            self.log(f"skeletal view: {self.renderer.describe()}")
+
+    def _layout(self, width: int, height: int) -> Layout:
+        """The layout for this framebuffer size (recomputed only when the size or the clip changes)."""
+        s = self.state
+        key = (width, height, s.clip)
+        if getattr(self, "_layout_key", None) == key:
+            return self.layout
+        self._layout_key = key
+        return compute_layout(width, height, [s.clip_row_text(i) for i in range(s.clip_count)], s.clip,
+                              self.ui.measure, self.ui.line_height, self.scale, overlay_labels=s.overlay_widest())
+
+    def _view_height(self) -> int:
+        """Height of the 3D viewport: the window above the bottom panel."""
+        return max(1, int(self.layout.bottom_panel.y))
+
+    # -- input ----------------------------------------------------------------------------------
+
+    def _install_callbacks(self) -> None:
+        glfw, win = self.glfw, self.window
+        special = {glfw.KEY_ESCAPE: "escape", glfw.KEY_UP: "up", glfw.KEY_DOWN: "down", glfw.KEY_LEFT: "left",
+                   glfw.KEY_RIGHT: "right", glfw.KEY_HOME: "home", glfw.KEY_F1: "f1"}
+        buttons = {glfw.MOUSE_BUTTON_LEFT: "left", glfw.MOUSE_BUTTON_RIGHT: "right",
+                   glfw.MOUSE_BUTTON_MIDDLE: "middle"}
+
+        def on_key(_win, key, _scancode, action, _mods):
+            if action in (glfw.PRESS, glfw.REPEAT) and key in special:
+                self.state.key(special[key])
+
+        def on_char(_win, codepoint):
+            ch = chr(codepoint)
+            self.state.key("space" if ch == " " else ch)
+
+        def on_button(_win, button, action, mods):
+            if button not in buttons:
+                return
+            x, y = self._cursor()
+            if action == glfw.PRESS:
+                self.state.mouse_down(x, y, buttons[button], shift=bool(mods & glfw.MOD_SHIFT))
+            else:
+                self.state.mouse_up(buttons[button])
+
+        def on_move(_win, x, y):
+            self.state.mouse_move(x * self.pixel_ratio[0], y * self.pixel_ratio[1])
+
+        def on_scroll(_win, _dx, dy):
+            self.state.scroll(dy)
+
+        glfw.set_key_callback(win, on_key)
+        glfw.set_char_callback(win, on_char)
+        glfw.set_mouse_button_callback(win, on_button)
+        glfw.set_cursor_pos_callback(win, on_move)
+        glfw.set_scroll_callback(win, on_scroll)
+
+    def _cursor(self) -> tuple[float, float]:
+        x, y = self.glfw.get_cursor_pos(self.window)
+        return x * self.pixel_ratio[0], y * self.pixel_ratio[1]
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    def run(self, frames: int | None = None, screenshot: str | None = None, fps: float = 30.0) -> ViewResult:
+        """Show frames until the window closes (or Esc/Q), or exactly ``frames`` frames on a fixed
+        clock of 1/``fps`` seconds a frame; then write the last frame (with the UI) to ``screenshot``."""
+        glfw = self.glfw
+        glfw.swap_interval(0 if frames else 1)
+        fixed_dt = 1.0 / fps if frames else None
+        drawn = 0
+        last = time.perf_counter()
+        image = None
+        while not glfw.window_should_close(self.window) and not self.state.quit:
+            if frames is not None and drawn >= frames:
+                break
+            glfw.poll_events()
+            now = time.perf_counter()
+            dt = fixed_dt if fixed_dt is not None else min(now - last, 0.1)
+            last = now
+            if drawn:
+                self.state.advance(dt)
+            self._frame()
+            drawn += 1
+            if self.state.screenshot_requested:
+                self.state.screenshot_requested = False
+                self._save_numbered_screenshot()
+            if screenshot and frames is not None and drawn == frames:
+                image = self.read_screen()
+            glfw.swap_buffers(self.window)
+        if screenshot:
+            if image is None:
+                image = self.read_screen()
+            import imageio.v3 as iio
+
+            iio.imwrite(screenshot, image)
+        if self.log:
+            self.log(f"skeletal view: {drawn} frame(s); {self.stats.summary()}")
+        return ViewResult(drawn, screenshot, self.renderer.describe(), dict(self.stats.shown), self.state.clip_name)
+
+    def _frame(self) -> None:
+        """Pose, draw the scene and the UI for the current state."""
+        t_start = time.perf_counter()
+        glfw, state = self.glfw, self.state
+        fb_w, fb_h = glfw.get_framebuffer_size(self.window)
+        if fb_w < 1 or fb_h < 1:  # minimised
+            return
+        if (fb_w, fb_h) != (self.renderer.width, self.renderer.height):
+            self.renderer.resize(fb_w, fb_h)
+        self.layout = self._layout(fb_w, fb_h)
+        state.layout = self.layout
+        view_h = self._view_height()
+
+        pose = self.blend.pose(state)
+        t0 = time.perf_counter()
+        palettes = self.renderer.layout.palettes(pose.world[None])
+        palette_time = time.perf_counter() - t0
+        self.renderer.camera = state.camera.camera(fb_w / view_h)
+        heat = self.joints[state.heat_joint] if state.heat_joint is not None else None
+        gpu = self.renderer.render_frame(pose.world, pose.morph, palettes, (0, fb_h - view_h, fb_w, view_h),
+                                         skeleton=state.skeleton, heat_joint=heat)
+        self.renderer.present(self.ctx.screen)
+        self.ctx.screen.use()
+        self.ctx.viewport = (0, 0, fb_w, fb_h)
+        self._draw_ui(fb_w, fb_h)
+        self.stats.add({**pose.timings, "palette": palette_time, **gpu,
+                        "frame": time.perf_counter() - t_start})
+
+    def _save_numbered_screenshot(self) -> None:
+        """The P key: the frame just drawn to ``skeletal-view-N.png`` (first free N) in the current folder."""
+        import imageio.v3 as iio
+
+        n = 1
+        while os.path.exists(f"skeletal-view-{n}.png"):
+            n += 1
+        path = f"skeletal-view-{n}.png"
+        try:
+            iio.imwrite(path, self.read_screen())
+            self.state.show_message(f"saved {path}")
+        except OSError as exc:
+            self.state.show_message(f"cannot save {path}: {exc.strerror or exc}")
+        if self.log:
+            self.log(f"skeletal view: {self.state.message}")
+
+    def read_screen(self) -> np.ndarray:
+        """The window's back buffer as (height, width, 3) uint8 RGB, row 0 at the top."""
+        fb_w, fb_h = self.glfw.get_framebuffer_size(self.window)
+        data = self.ctx.screen.read(viewport=(0, 0, fb_w, fb_h), components=3, alignment=1)
+        return np.ascontiguousarray(np.frombuffer(data, np.uint8).reshape(fb_h, fb_w, 3)[::-1])
+
+    # -- UI -------------------------------------------------------------------------------------
+
+    def _draw_ui(self, width: int, height: int) -> None:
+        ui, state, lay = self.ui, self.state, self.layout
+        lh, pad = lay.line_height, lay.pad
+        row_text_dy = (lay.clip_rows[0][1].h - lh) / 2 if lay.clip_rows else 0
+
+        # Clip list.
+        ui.rect(lay.clip_panel, PANEL)
+        ui.text(lay.clip_title.x, lay.clip_title.y + row_text_dy, "Clips", TEXT_DIM)
+        ui.text(lay.clip_title.x + ui.measure("Clips  "), lay.clip_title.y + row_text_dy, "(1-9, Up/Down)", TEXT_DIM)
+        if not state.clip_count:
+            ui.text(lay.clip_title.x, lay.clip_title.bottom + row_text_dy, "(no clips: rest pose)", TEXT_DIM)
+        for index, row in lay.clip_rows:
+            current = index == state.clip
+            if current:
+                ui.rect(row, ACCENT)
+            elif state.fade is not None and index == state.fade.source:
+                ui.rect(Rect(row.x, row.y, row.w * (1.0 - state.fade_weight), row.h), BAR_FADE)
+            duration = f"{state.durations[index]:.2f} s"
+            label = ellipsize(state.clip_label(index), row.w - 3 * pad - ui.measure(duration), ui.measure)
+            ui.text(row.x + pad, row.y + row_text_dy, label, ACCENT_TEXT if current else TEXT)
+            ui.text(row.right - pad - ui.measure(duration), row.y + row_text_dy, duration,
+                    ACCENT_TEXT if current else TEXT_DIM)
+
+        for name, row in lay.overlay_rows:
+            label, value = state.overlay_text(name)
+            on = value not in ("off", "no skin")
+            value = ellipsize(value, row.w - 4 * pad - ui.measure(label), ui.measure)
+            ui.text(row.x + pad, row.y + row_text_dy, label, TEXT if on else TEXT_DIM)
+            ui.text(row.right - pad - ui.measure(value), row.y + row_text_dy, value, WARM if on else TEXT_DIM)
+        if lay.overlay_rows:
+            top = lay.overlay_rows[0][1].y - pad / 2
+            ui.rect(Rect(lay.clip_panel.x + pad, top, lay.clip_panel.w - 2 * pad, 1), BAR_TRACK)
+
+        # Frame statistics, top right: a narrow table, numbers right-aligned.
+        rows = self.stats.rows()
+        info = self.info_line
+        value_w = ui.measure("000.00 ms")
+        panel_w = max(max(ui.measure(label) for label, _ in rows) + pad + value_w, ui.measure(info)) + 2 * pad
+        margin = lay.clip_panel.x
+        panel = Rect(width - margin - panel_w, margin, panel_w, (len(rows) + 1) * lh + 2 * pad)
+        ui.rect(panel, PANEL)
+        for k, (label, value) in enumerate(rows):
+            y = panel.y + pad + k * lh
+            detail = label.startswith(" ")
+            ui.text(panel.x + pad, y, label, TEXT_DIM if detail else TEXT)
+            ui.text(panel.right - pad - ui.measure(value), y, value, TEXT_DIM if detail else TEXT)
+        ui.text(panel.x + pad, panel.y + pad + len(rows) * lh, info, TEXT_DIM)
+
+        # Bottom panel: status, timeline, help.
+        ui.rect(lay.bottom_panel, BOTTOM_PANEL)
+        x = float(pad)
+        for k, part in enumerate(state.status_text().split("   ")):
+            if k:
+                x += pad
+                x += ui.text(x, lay.status_y, "|", BAR_TRACK) + pad
+            color = WARM if k == 0 and state.playing else (TEXT if k < 2 else TEXT_DIM)
+            room = width - pad - x
+            if ui.measure(part) > room:  # a narrow window: cut the line here
+                ui.text(x, lay.status_y, ellipsize(part, room, ui.measure), color)
+                break
+            x += ui.text(x, lay.status_y, part, color)
+        bar = lay.timeline
+        ui.rect(bar, BAR_TRACK)
+        fraction = state.local_time / state.duration if state.duration > 0 else 0.0
+        ui.rect(Rect(bar.x, bar.y, bar.w * fraction, bar.h), ACCENT)
+        knob_w = max(3.0, 3 * lay.scale)
+        ui.rect(Rect(bar.x + bar.w * fraction - knob_w / 2, bar.y - 3 * lay.scale, knob_w, bar.h + 6 * lay.scale),
+                TEXT)
+        gap = ui.measure("   ")
+        for k, line in enumerate(lay.help_lines):  # "keys: action" items, keys brighter
+            x = float(pad)
+            for item in line.split("   "):
+                keys, sep, what = item.partition(": ")
+                x += ui.text(x, lay.help_y + k * lh, keys + sep, TEXT)
+                x += ui.text(x, lay.help_y + k * lh, what, TEXT_DIM) + gap
+
+        if state.show_help:
+            self._draw_help(width, height)
+        ui.flush(width, height)
+
+    def _draw_help(self, width: int, height: int) -> None:
+        ui, lay = self.ui, self.layout
+        lh, pad = lay.line_height, lay.pad
+        key_w = max(ui.measure(keys) for keys, _ in CONTROLS) + 3 * pad
+        text_w = max(ui.measure(what) for _, what in CONTROLS)
+        w, h = key_w + text_w + 2 * pad, (len(CONTROLS) + 2) * lh + 2 * pad
+        panel = Rect((width - w) / 2, max(0.0, (lay.bottom_panel.y - h) / 2), w, h)
+        ui.rect(panel, (0.05, 0.06, 0.08, 0.9))
+        ui.text(panel.x + pad, panel.y + pad, "Controls  (H to close)", TEXT)
+        for k, (keys, what) in enumerate(CONTROLS):
+            y = panel.y + pad + (k + 2) * lh
+            ui.text(panel.x + pad, y, keys, WARM)
+            ui.text(panel.x + pad + key_w, y, what, TEXT)
+
+    # -- cleanup --------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Free the GL objects, the window and GLFW (safe to call twice)."""
+        if getattr(self, "_numba_threads", None):
+            numba.set_num_threads(self._numba_threads)
+            self._numba_threads = None
+        if self.ui is not None:
+            self.ui.release()
+            self.ui = None
+        if self.renderer is not None:
+            self.renderer.release()
+            self.renderer = None
+        if self.ctx is not None:
+            self.ctx.release()
+            self.ctx = None
+        if self.window is not None:
+            self.glfw.destroy_window(self.window)
+            self.window = None
+        if getattr(self, "_glfw_ready", False):
+            self.glfw.terminate()
+            self._glfw_ready = False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def view(model=None, clip: str | int | None = None, size: tuple[int, int] | str = (1024, 640), *,
+         start: float = 0.0, speed: float = 1.0, loop: str = "repeat", camera: str | None = None,
+         skeleton: bool = False, weights_joint: str | int | None = None, palette_mode: str = "auto",
+         samples: int = 4, frames: int | None = None, screenshot: str | None = None,
+         log: Callable[[str], None] | None = None) -> ViewResult:
+    """Open the viewer on a model (path, :class:`skeletal.Asset`, or None for the demo character).
+
+    With ``frames``, run that many frames on a fixed 1/30 s clock and return; with ``screenshot``
+    (a .png), also save the last frame, UI included.
+    """
+    from .output import load_model, parse_size
+
+    check_display()
+    width, height = parse_size(size)
+    if frames is not None and frames < 1:
+        raise RenderError(f"frames must be at least 1, got {frames}")
+    if not speed > 0:
+        raise RenderError(f"speed must be positive, got {speed}")
+    if loop not in LOOP_CYCLE:
+        raise RenderError(f"loop mode {loop!r} is not one of {', '.join(LOOP_CYCLE)}")
+    if screenshot is not None:
+        if not screenshot.lower().endswith(".png"):
+            raise RenderError(f"cannot write {screenshot!r}: the screenshot must end in .png")
+        folder = os.path.dirname(os.path.abspath(screenshot))
+        if not os.path.isdir(folder):
+            raise RenderError(f"cannot write {screenshot}: folder {folder} does not exist")
+        frames = frames or 1
+    asset = load_model(model)
+    index = 0
+    if clip is not None:
+        if not asset.clips:
+            raise RenderError(f"{asset.name} has no clips (asked for {clip!r})")
+        index = asset.clips.index(asset.clip(clip))
+    if weights_joint is not None:
+        heat_joint_index(asset, weights_joint)  # a bad joint fails before the window opens
+    with Viewer(asset, (width, height), clip=index, start=start, speed=speed, loop=loop, camera=camera,
+                skeleton=skeleton, weights_joint=weights_joint, palette_mode=palette_mode, samples=samples,
+                log=log) as viewer:
+        return viewer.run(frames=frames, screenshot=screenshot)
