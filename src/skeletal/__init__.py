@@ -22,7 +22,7 @@ from .asset import Asset, MeshInstance, SkinBinding, load
 from .bake import bake, sample_times
 from .clip import Clip, Track, clip_from_keyframes, map_time
 from .errors import ClipError, ModelError, SkeletalError, UnsupportedExtensionError
-from .playback import Action, Event, Mixer, Player
+from .playback import Action, Crowd, Event, Mixer, Player
 from .pose import skin_palette, world_matrices
 from .rig import Rig
 from .sampling import sample
@@ -34,5 +34,5 @@ __all__ = [
     "Asset", "MeshInstance", "SkinBinding", "load", "bake", "sample_times", "Clip", "Track",
     "clip_from_keyframes", "map_time", "ClipError", "ModelError", "SkeletalError",
     "UnsupportedExtensionError", "skin_palette", "world_matrices", "Rig", "sample", "normalize_weights",
-    "skin", "cliptools", "Action", "Event", "Mixer", "Player", "__version__",
+    "skin", "cliptools", "Action", "Crowd", "Event", "Mixer", "Player", "__version__",
 ]

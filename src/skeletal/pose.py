@@ -16,6 +16,7 @@ Shapes (B = any number of poses, batch axis first):
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 from numba import njit, prange
 
@@ -68,6 +69,61 @@ def _palette_batch(worlds, joints, inverse_bind, out):
                     o[r, c] = w[r, 0] * m[0, c] + w[r, 1] * m[1, c] + w[r, 2] * m[2, c] + w[r, 3] * m[3, c]
             for c in range(4):
                 o[3, c] = m[3, c]
+
+
+@njit(cache=True, parallel=True)
+def _world_palettes_34(parents, poses, joints, inverse_bind, palettes, worlds, scratch):
+    """Per instance, in one pass that stays in cache: world 3x4 of every node (into ``worlds[b]``, or
+    a per-thread scratch when ``worlds`` is empty), then ``palettes[b, j] = world[joints[j]] @
+    inverse_bind[j]`` (3x4 rows, affine). Arithmetic in the output dtype."""
+    n_nodes = parents.shape[0]
+    keep_world = worlds.shape[0] > 0
+    for b in prange(poses.shape[0]):
+        w = worlds[b] if keep_world else scratch[numba.get_thread_id()]
+        local = np.empty((3, 4), dtype=palettes.dtype)
+        for i in range(n_nodes):
+            trs_to_affine(poses[b, i], local)
+            p = parents[i]
+            if p < 0:
+                for r in range(3):
+                    for c in range(4):
+                        w[i, r, c] = local[r, c]
+            else:
+                for r in range(3):
+                    a0 = w[p, r, 0]
+                    a1 = w[p, r, 1]
+                    a2 = w[p, r, 2]
+                    for c in range(4):
+                        w[i, r, c] = a0 * local[0, c] + a1 * local[1, c] + a2 * local[2, c]
+                    w[i, r, 3] += w[p, r, 3]
+        for j in range(joints.shape[0]):
+            m = w[joints[j]]
+            ib = inverse_bind[j]
+            o = palettes[b, j]
+            for r in range(3):
+                m0 = m[r, 0]
+                m1 = m[r, 1]
+                m2 = m[r, 2]
+                for c in range(4):
+                    o[r, c] = m0 * ib[0, c] + m1 * ib[1, c] + m2 * ib[2, c]
+                o[r, 3] += m[r, 3]
+
+
+def world_palettes_34(parents: np.ndarray, poses: np.ndarray, joints: np.ndarray, inverse_bind34: np.ndarray,
+                      palettes: np.ndarray, worlds: np.ndarray | None = None) -> None:
+    """Fused posing for many instances, writing into caller-owned arrays (no allocation per call).
+
+    ``poses`` (B, N, 10) local rows; ``joints`` (J,) rig indices of every palette entry (several skins
+    concatenated); ``inverse_bind34`` (J, 3, 4) top rows of the affine inverse binds; ``palettes``
+    (B, J, 3, 4) output, float32 or float64; ``worlds`` (B, N, 3, 4) optional output of the world
+    matrices' top rows (same dtype).
+    """
+    dtype = palettes.dtype
+    if worlds is None:
+        worlds = np.empty((0, 1, 3, 4), dtype=dtype)
+    scratch = np.empty((numba.config.NUMBA_NUM_THREADS, len(parents), 3, 4), dtype=dtype)
+    _world_palettes_34(np.asarray(parents, np.int32), poses, np.asarray(joints, np.int64),
+                       np.ascontiguousarray(inverse_bind34, dtype=dtype), palettes, worlds, scratch)
 
 
 def world_matrices(parents: np.ndarray, pose: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:

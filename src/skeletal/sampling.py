@@ -69,9 +69,28 @@ def find_key(times, start, count, t, cursor):
 
 
 @njit(cache=True, inline="always")
-def sample_track_into(k, t, key_start, times, value_start, values, width, interp, path, cursor, out, o):
+def nlerp_into(out, o, ax, ay, az, aw, bx, by, bz, bw, u):
+    """Normalised lerp along the shortest path: the crowd's fast rotation interpolation. Its angle
+    error against slerp grows with the cube of the key spacing: 1e-3 rad for keys 37 degrees apart,
+    below 1e-7 rad for keys 3 degrees apart."""
+    if ax * bx + ay * by + az * bz + aw * bw < 0.0:
+        bx, by, bz, bw = -bx, -by, -bz, -bw
+    x = ax + (bx - ax) * u
+    y = ay + (by - ay) * u
+    z = az + (bz - az) * u
+    w = aw + (bw - aw) * u
+    inv = 1.0 / np.sqrt(x * x + y * y + z * z + w * w)
+    out[o] = x * inv
+    out[o + 1] = y * inv
+    out[o + 2] = z * inv
+    out[o + 3] = w * inv
+
+
+@njit(cache=True, inline="always")
+def sample_track_into(k, t, key_start, times, value_start, values, width, interp, path, cursor, out, o, nlerp=False):
     """Write track ``k`` at clip-local time ``t`` to ``out[o : o + width[k]]``; return the key index
-    found (the caller's new cursor for this track)."""
+    found (the caller's new cursor for this track). ``nlerp`` trades slerp for normalised lerp on
+    LINEAR rotations (see :func:`nlerp_into`)."""
     ks = key_start[k]
     count = key_start[k + 1] - ks
     vs = value_start[k]
@@ -92,7 +111,14 @@ def sample_track_into(k, t, key_start, times, value_start, values, width, interp
     a = vs + key * stride
     b = a + stride
     if kind == LINEAR:
-        if path[k] == ROTATION:
+        if path[k] == ROTATION and nlerp:
+            nlerp_into(
+                out, o,
+                np.float64(values[a]), np.float64(values[a + 1]), np.float64(values[a + 2]), np.float64(values[a + 3]),
+                np.float64(values[b]), np.float64(values[b + 1]), np.float64(values[b + 2]), np.float64(values[b + 3]),
+                u,
+            )
+        elif path[k] == ROTATION:
             slerp_into(
                 out, o,
                 np.float64(values[a]), np.float64(values[a + 1]), np.float64(values[a + 2]), np.float64(values[a + 3]),

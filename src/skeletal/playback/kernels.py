@@ -19,6 +19,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+from ..clip import PATH_POSE_OFFSET
 from ..sampling import sample_track_into
 
 # float fields
@@ -301,11 +302,15 @@ def evaluate(
     rest, rest_morph, morph_start,
     scratch, scratch_morph,
     pose, morph,
+    fast_rotation, base_unmasked,
 ):
     """Blend every active action of every instance into ``pose`` (B, N, 10) and ``morph`` (B, M).
 
     ``cursors`` (B, T) key cursors per instance and global track; ``scratch`` (threads, N, ACC_WIDTH)
     and ``scratch_morph`` (threads, M, 2) are per-thread accumulators (no allocation here).
+    ``fast_rotation`` (T,) bool selects normalised lerp instead of slerp per track. ``base_unmasked`` (the base layer's mask is
+    all ones) lets an instance whose base layer plays exactly one full-weight action skip blending:
+    its tracks are sampled straight into the pose, the result being identical.
     """
     n_nodes = rest.shape[0]
     n_morph = rest_morph.shape[0]
@@ -325,6 +330,23 @@ def evaluate(
             if lw <= 0.0:
                 continue
             additive = layer_additive[layer]
+            if layer == 0 and base_unmasked and lw == 1.0 and snap_weight[b] <= 0.0:
+                single = -1
+                for s in range(n_slots):
+                    if slot_layer[s] == 0 and fs[b, s, F_EFFECTIVE] > 0.0:
+                        single = s if single == -1 and fs[b, s, F_EFFECTIVE] == 1.0 else -2
+                if single >= 0:
+                    c = slot_clip[single]
+                    t = fs[b, single, F_SAMPLE]
+                    for k in range(track_start[c], track_start[c + 1]):
+                        p = path[k]
+                        if p == WEIGHTS:
+                            cursors[b, k] = sample_track_into(k, t, key_start, times, value_start, values, width, interp,
+                                                              path, cursors[b, k], out_m, morph_start[node[k]], fast_rotation[k])
+                        else:
+                            cursors[b, k] = sample_track_into(k, t, key_start, times, value_start, values, width, interp,
+                                                              path, cursors[b, k], out[node[k]], PATH_POSE_OFFSET[p], fast_rotation[k])
+                    continue
             if not additive:
                 acc[:, :] = 0.0
                 accm[:, :] = 0.0
@@ -355,7 +377,7 @@ def evaluate(
                         continue
                     c_width = min(width[k], 64)
                     cursors[b, k] = sample_track_into(
-                        k, t, key_start, times, value_start, values, width, interp, path, cursors[b, k], tmp, 0
+                        k, t, key_start, times, value_start, values, width, interp, path, cursors[b, k], tmp, 0, fast_rotation[k]
                     )
                     if additive:
                         wa = w * lw * m

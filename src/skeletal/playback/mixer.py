@@ -74,6 +74,9 @@ class Mixer:
         self.count = int(count)
         self.dtype = np.dtype(dtype)
         self.collect_events = events
+        # LINEAR rotation tracks whose keys are at most this many degrees apart use normalised lerp
+        # instead of slerp (the Crowd's fast path; 0 = always slerp, as three.js does).
+        self.nlerp_max_gap = 0.0
         self.clipset = ClipSet(asset.clips)
         self.time = 0.0
         n, m = len(self.rig), len(asset.rest_morph)
@@ -87,6 +90,7 @@ class Mixer:
         self.layer_weight = np.ones((count, 1))
         self.layer_mask = np.ones((1, n))
         self.layer_additive = np.zeros(1, np.bool_)
+        self._base_unmasked = True
         self.snap_weight = np.zeros(count)
         self.snap_pose = np.zeros((count, n, 10))
         self.snap_morph = np.zeros((count, m))
@@ -96,13 +100,17 @@ class Mixer:
         self._scratch_morph = np.zeros((threads, m, 2))
         self.local_pose = np.repeat(self.rig.rest[None], count, axis=0)
         self.morph_weights = np.repeat(asset.rest_morph[None], count, axis=0)
-        self.world = world_matrices(self.rig.parents, self.local_pose.astype(self.dtype))
-        self.palettes = [skin_palette(self.world, s.joints, s.inverse_bind) for s in asset.skins]
+        self._allocate_outputs()
         self._listeners: dict[str, list[Callable[[Event], None]]] = {}
         self._pending: list[Event] = []
         # Objects with ``before_update(dt)`` (blend spaces, state machines, root motion) run first.
         self.controllers: list = []
         self.evaluate()
+
+    def _allocate_outputs(self) -> None:
+        """World matrices (B, N, 4, 4) and one palette array (B, J, 4, 4) per skin."""
+        self.world = world_matrices(self.rig.parents, self.local_pose.astype(self.dtype))
+        self.palettes = [skin_palette(self.world, s.joints, s.inverse_bind) for s in self.asset.skins]
 
     # -- slots -----------------------------------------------------------------------------------
 
@@ -375,6 +383,7 @@ class Mixer:
 
     def set_layer_mask(self, layer: str | int, mask) -> None:
         self.layer_mask[self.layer(layer)] = self.joint_mask(mask)
+        self._base_unmasked = bool(np.all(self.layer_mask[0] == 1.0))
 
     def joint_mask(self, mask) -> np.ndarray:
         """A per-node weight array (N,) in rig order from: None (all 1), a joint name (that joint and
@@ -461,6 +470,7 @@ class Mixer:
             self.rig.rest, self.asset.rest_morph, self.asset.morph_start,
             self._scratch, self._scratch_morph,
             pose, morph,
+            self.clipset.fast_rotations(self.nlerp_max_gap), self._base_unmasked,
         )
 
     # -- events ----------------------------------------------------------------------------------
