@@ -258,10 +258,12 @@ def demo(export_path: str) -> None:
 
 
 def _register_render() -> None:
-    # Importing the command does not import moderngl: `skeletal info` stays fast and GL-free.
+    # Importing the commands does not import moderngl/glfw: `skeletal info` stays fast and GL-free.
     from .render.command import render
+    from .render.view_command import view
 
     cli.add_command(render)
+    cli.add_command(view)
 
 
 _register_render()
