@@ -24,7 +24,7 @@ from .quat import trs_to_affine
 
 
 @njit(cache=True, inline="always")
-def _local_to_world_one(parents, pose, world):
+def local_to_world_one(parents, pose, world):
     """One pose: pose (N, 10) -> world (N, 4, 4). Only the top 3 rows are multiplied (affine)."""
     local = np.empty((3, 4), dtype=world.dtype)
     for i in range(len(parents)):
@@ -53,7 +53,7 @@ def _local_to_world_one(parents, pose, world):
 @njit(cache=True, parallel=True)
 def _local_to_world_batch(parents, poses, worlds):
     for b in prange(poses.shape[0]):
-        _local_to_world_one(parents, poses[b], worlds[b])
+        local_to_world_one(parents, poses[b], worlds[b])
 
 
 @njit(cache=True, parallel=True)

@@ -43,6 +43,7 @@ class ClipSet:
         return self.clips.index(resolve_clip(self.clips, key))
 
     def _pack(self) -> None:
+        self.version = getattr(self, "version", 0) + 1  # lets users of the packed arrays cache derived data
         clips = self.clips
         self.track_start = np.zeros(len(clips) + 1, dtype=np.int64)
         self.marker_start = np.zeros(len(clips) + 1, dtype=np.int64)

@@ -41,6 +41,8 @@ class Crowd(Mixer):
     ``keep_world=True``; ``local_pose`` (count, N, 10) and ``morph_weights`` as in the mixer.
     """
 
+    _single_kernel = False  # the crowd writes 3x4 palettes through its own fused kernel
+
     def __init__(self, asset: Asset, count: int, *, nlerp_max_gap: float = 15.0, keep_world: bool = False,
                  dtype=np.float32, events: bool = False):
         self._keep_world = keep_world

@@ -20,6 +20,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..clip import PATH_POSE_OFFSET
+from ..pose import local_to_world_one
 from ..sampling import sample_track_into
 
 # float fields
@@ -293,6 +294,121 @@ def _add_rotation(pose_row, dq, w):
     pose_row[6] = aw * bw - ax * bx - ay * by - az * bz
 
 
+@njit(cache=True)
+def _evaluate_instance(
+    b, acc, accm, tmp,
+    track_start, key_start, times, value_start, values, width, interp, path, node,
+    slot_clip, slot_layer, fs, cursors,
+    layer_weight, layer_mask, layer_additive,
+    snap_weight, snap_pose, snap_morph,
+    rest, rest_morph, morph_start,
+    pose, morph,
+    fast_rotation, base_unmasked,
+):
+    """Blend every active action of instance ``b`` into ``pose[b]`` (N, 10) and ``morph[b]`` (M,).
+
+    ``acc`` (N, ACC_WIDTH), ``accm`` (M, 2) and ``tmp`` (64,) are the caller's scratch (no allocation
+    here); see :func:`evaluate` for the other arguments.
+    """
+    n_nodes = rest.shape[0]
+    n_morph = rest_morph.shape[0]
+    n_slots = slot_clip.shape[0]
+    n_layers = layer_weight.shape[1]
+    out = pose[b]
+    out_m = morph[b]
+    out[:, :] = rest
+    out_m[:] = rest_morph
+    for layer in range(n_layers):
+        lw = layer_weight[b, layer]
+        if lw <= 0.0:
+            continue
+        additive = layer_additive[layer]
+        if layer == 0 and base_unmasked and lw == 1.0 and snap_weight[b] <= 0.0:
+            single = -1
+            for s in range(n_slots):
+                if slot_layer[s] == 0 and fs[b, s, F_EFFECTIVE] > 0.0:
+                    single = s if single == -1 and fs[b, s, F_EFFECTIVE] == 1.0 else -2
+            if single >= 0:
+                c = slot_clip[single]
+                t = fs[b, single, F_SAMPLE]
+                flat = out.reshape(-1)  # one view for all tracks (rows of 10 per node): no view per track
+                cur = cursors[b]
+                for k in range(track_start[c], track_start[c + 1]):
+                    p = path[k]
+                    if p == WEIGHTS:
+                        cur[k] = sample_track_into(k, t, key_start, times, value_start, values, width, interp,
+                                                   path, cur[k], out_m, morph_start[node[k]], fast_rotation[k])
+                    else:
+                        cur[k] = sample_track_into(k, t, key_start, times, value_start, values, width, interp,
+                                                   path, cur[k], flat, node[k] * 10 + PATH_POSE_OFFSET[p], fast_rotation[k])
+                continue
+        if not additive:
+            acc[:, :] = 0.0
+            accm[:, :] = 0.0
+            if layer == 0 and snap_weight[b] > 0.0:
+                w = snap_weight[b]
+                for n in range(n_nodes):
+                    for p in range(3):
+                        o = 0 if p == 0 else (3 if p == 1 else 7)
+                        for i in range(4 if p == 1 else 3):
+                            tmp[i] = snap_pose[b, n, o + i]
+                        _accumulate(acc, n, p, w, tmp)
+                for i in range(n_morph):
+                    accm[i, 0] += w * snap_morph[b, i]
+                    accm[i, 1] += w
+        for s in range(n_slots):
+            if slot_layer[s] != layer:
+                continue
+            w = fs[b, s, F_EFFECTIVE]
+            if w <= 0.0:
+                continue
+            c = slot_clip[s]
+            t = fs[b, s, F_SAMPLE]
+            for k in range(track_start[c], track_start[c + 1]):
+                n = node[k]
+                p = path[k]
+                m = layer_mask[layer, n]
+                if m <= 0.0:
+                    continue
+                c_width = min(width[k], 64)
+                cursors[b, k] = sample_track_into(
+                    k, t, key_start, times, value_start, values, width, interp, path, cursors[b, k], tmp, 0, fast_rotation[k]
+                )
+                if additive:
+                    wa = w * lw * m
+                    if p == TRANSLATION:
+                        for i in range(3):
+                            out[n, i] += wa * tmp[i]
+                    elif p == ROTATION:
+                        _add_rotation(out[n], tmp, wa)
+                    elif p == SCALE:
+                        for i in range(3):
+                            out[n, 7 + i] *= 1.0 + wa * (tmp[i] - 1.0)
+                    else:
+                        o = morph_start[n]
+                        for i in range(c_width):
+                            out_m[o + i] += wa * tmp[i]
+                elif p == WEIGHTS:
+                    o = morph_start[n]
+                    for i in range(c_width):
+                        accm[o + i, 0] += w * tmp[i]
+                        accm[o + i, 1] += w
+                else:
+                    _accumulate(acc, n, p, w, tmp)
+        if additive:
+            continue
+        for n in range(n_nodes):
+            m = layer_mask[layer, n] * lw
+            if m > 0.0:
+                _mix_layer_into(out[n], acc[n], min(m, 1.0))
+        for i in range(n_morph):
+            w = accm[i, 1]
+            if w > 0.0:
+                rest_w = 1.0 - w if w < 1.0 else 0.0
+                value = (accm[i, 0] + rest_w * out_m[i]) / (w + rest_w)
+                out_m[i] += (value - out_m[i]) * min(lw, 1.0)
+
+
 @njit(cache=True, parallel=True)
 def evaluate(
     track_start, key_start, times, value_start, values, width, interp, path, node,
@@ -304,111 +420,83 @@ def evaluate(
     pose, morph,
     fast_rotation, base_unmasked,
 ):
-    """Blend every active action of every instance into ``pose`` (B, N, 10) and ``morph`` (B, M).
+    """Blend every active action of every instance into ``pose`` (B, N, 10) and ``morph`` (B, M),
+    in parallel over instances.
 
     ``cursors`` (B, T) key cursors per instance and global track; ``scratch`` (threads, N, ACC_WIDTH)
     and ``scratch_morph`` (threads, M, 2) are per-thread accumulators (no allocation here).
-    ``fast_rotation`` (T,) bool selects normalised lerp instead of slerp per track. ``base_unmasked`` (the base layer's mask is
-    all ones) lets an instance whose base layer plays exactly one full-weight action skip blending:
-    its tracks are sampled straight into the pose, the result being identical.
+    ``fast_rotation`` (T,) bool selects normalised lerp instead of slerp per track. ``base_unmasked``
+    (the base layer's mask is all ones) lets an instance whose base layer plays exactly one
+    full-weight action skip blending: its tracks are sampled straight into the pose, the result
+    being identical.
     """
-    n_nodes = rest.shape[0]
-    n_morph = rest_morph.shape[0]
-    n_slots = slot_clip.shape[0]
-    n_layers = layer_weight.shape[1]
     for b in prange(pose.shape[0]):
         tid = numba.get_thread_id()
-        acc = scratch[tid]
-        accm = scratch_morph[tid]
         tmp = np.empty(64, dtype=np.float64)  # one sampled value (up to 64 morph weights per track)
-        out = pose[b]
-        out_m = morph[b]
-        out[:, :] = rest
-        out_m[:] = rest_morph
-        for layer in range(n_layers):
-            lw = layer_weight[b, layer]
-            if lw <= 0.0:
-                continue
-            additive = layer_additive[layer]
-            if layer == 0 and base_unmasked and lw == 1.0 and snap_weight[b] <= 0.0:
-                single = -1
-                for s in range(n_slots):
-                    if slot_layer[s] == 0 and fs[b, s, F_EFFECTIVE] > 0.0:
-                        single = s if single == -1 and fs[b, s, F_EFFECTIVE] == 1.0 else -2
-                if single >= 0:
-                    c = slot_clip[single]
-                    t = fs[b, single, F_SAMPLE]
-                    for k in range(track_start[c], track_start[c + 1]):
-                        p = path[k]
-                        if p == WEIGHTS:
-                            cursors[b, k] = sample_track_into(k, t, key_start, times, value_start, values, width, interp,
-                                                              path, cursors[b, k], out_m, morph_start[node[k]], fast_rotation[k])
-                        else:
-                            cursors[b, k] = sample_track_into(k, t, key_start, times, value_start, values, width, interp,
-                                                              path, cursors[b, k], out[node[k]], PATH_POSE_OFFSET[p], fast_rotation[k])
-                    continue
-            if not additive:
-                acc[:, :] = 0.0
-                accm[:, :] = 0.0
-                if layer == 0 and snap_weight[b] > 0.0:
-                    w = snap_weight[b]
-                    for n in range(n_nodes):
-                        for p in range(3):
-                            o = 0 if p == 0 else (3 if p == 1 else 7)
-                            for i in range(4 if p == 1 else 3):
-                                tmp[i] = snap_pose[b, n, o + i]
-                            _accumulate(acc, n, p, w, tmp)
-                    for i in range(n_morph):
-                        accm[i, 0] += w * snap_morph[b, i]
-                        accm[i, 1] += w
-            for s in range(n_slots):
-                if slot_layer[s] != layer:
-                    continue
-                w = fs[b, s, F_EFFECTIVE]
-                if w <= 0.0:
-                    continue
-                c = slot_clip[s]
-                t = fs[b, s, F_SAMPLE]
-                for k in range(track_start[c], track_start[c + 1]):
-                    n = node[k]
-                    p = path[k]
-                    m = layer_mask[layer, n]
-                    if m <= 0.0:
-                        continue
-                    c_width = min(width[k], 64)
-                    cursors[b, k] = sample_track_into(
-                        k, t, key_start, times, value_start, values, width, interp, path, cursors[b, k], tmp, 0, fast_rotation[k]
-                    )
-                    if additive:
-                        wa = w * lw * m
-                        if p == TRANSLATION:
-                            for i in range(3):
-                                out[n, i] += wa * tmp[i]
-                        elif p == ROTATION:
-                            _add_rotation(out[n], tmp, wa)
-                        elif p == SCALE:
-                            for i in range(3):
-                                out[n, 7 + i] *= 1.0 + wa * (tmp[i] - 1.0)
-                        else:
-                            o = morph_start[n]
-                            for i in range(c_width):
-                                out_m[o + i] += wa * tmp[i]
-                    elif p == WEIGHTS:
-                        o = morph_start[n]
-                        for i in range(c_width):
-                            accm[o + i, 0] += w * tmp[i]
-                            accm[o + i, 1] += w
-                    else:
-                        _accumulate(acc, n, p, w, tmp)
-            if additive:
-                continue
-            for n in range(n_nodes):
-                m = layer_mask[layer, n] * lw
-                if m > 0.0:
-                    _mix_layer_into(out[n], acc[n], min(m, 1.0))
-            for i in range(n_morph):
-                w = accm[i, 1]
-                if w > 0.0:
-                    rest_w = 1.0 - w if w < 1.0 else 0.0
-                    value = (accm[i, 0] + rest_w * out_m[i]) / (w + rest_w)
-                    out_m[i] += (value - out_m[i]) * min(lw, 1.0)
+        _evaluate_instance(
+            b, scratch[tid], scratch_morph[tid], tmp,
+            track_start, key_start, times, value_start, values, width, interp, path, node,
+            slot_clip, slot_layer, fs, cursors,
+            layer_weight, layer_mask, layer_additive,
+            snap_weight, snap_pose, snap_morph,
+            rest, rest_morph, morph_start,
+            pose, morph,
+            fast_rotation, base_unmasked,
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# one character: everything in one call
+
+
+@njit(cache=True)
+def update_serial(
+    dt, clip_duration, marker_start, marker_time,
+    track_start, key_start, times, value_start, values, width, interp, path, node,
+    slot_clip, slot_layer, fs, ist, cursors,
+    layer_weight, layer_mask, layer_additive,
+    snap_weight, snap_pose, snap_morph,
+    rest, rest_morph, morph_start,
+    acc, accm, tmp,
+    pose, morph,
+    fast_rotation, base_unmasked,
+    parents, world, palette_joints, inverse_bind, palettes,
+):
+    """advance + evaluate + world matrices + palettes for a few instances, serially, in one call:
+    for a single character the thread pool and per-call dispatch would cost more than the work.
+
+    ``world`` (B, N, 4, 4); ``palette_joints`` (J,) rig indices of all skins' joints concatenated,
+    ``inverse_bind`` (J, 4, 4) and ``palettes`` (B, J, 4, 4), all in the output dtype.
+    Returns True when any action reported an event (loop, finished, marker).
+    """
+    any_event = False
+    n_slots = slot_clip.shape[0]
+    for b in range(fs.shape[0]):
+        for s in range(n_slots):
+            c = slot_clip[s]
+            _advance_one(fs[b, s], ist[b, s], clip_duration[c], dt, marker_time, marker_start[c], marker_start[c + 1])
+            if ist[b, s, I_EV_LOOPS] != 0 or ist[b, s, I_EV_FINISHED] != 0 or ist[b, s, I_EV_MARKERS] != 0:
+                any_event = True
+    for b in range(fs.shape[0]):
+        _evaluate_instance(
+            b, acc, accm, tmp,
+            track_start, key_start, times, value_start, values, width, interp, path, node,
+            slot_clip, slot_layer, fs, cursors,
+            layer_weight, layer_mask, layer_additive,
+            snap_weight, snap_pose, snap_morph,
+            rest, rest_morph, morph_start,
+            pose, morph,
+            fast_rotation, base_unmasked,
+        )
+        local_to_world_one(parents, pose[b], world[b])
+        w = world[b]
+        for j in range(palette_joints.shape[0]):
+            m = w[palette_joints[j]]
+            ib = inverse_bind[j]
+            o = palettes[b, j]
+            for r in range(3):
+                for c in range(4):
+                    o[r, c] = m[r, 0] * ib[0, c] + m[r, 1] * ib[1, c] + m[r, 2] * ib[2, c] + m[r, 3] * ib[3, c]
+            for c in range(4):
+                o[3, c] = ib[3, c]
+    return any_event

@@ -74,9 +74,7 @@ class Mixer:
         self.count = int(count)
         self.dtype = np.dtype(dtype)
         self.collect_events = events
-        # LINEAR rotation tracks whose keys are at most this many degrees apart use normalised lerp
-        # instead of slerp (the Crowd's fast path; 0 = always slerp, as three.js does).
-        self.nlerp_max_gap = 0.0
+        self.nlerp_max_gap = 0.0  # slerp everywhere (the Crowd raises it)
         self.clipset = ClipSet(asset.clips)
         self.time = 0.0
         n, m = len(self.rig), len(asset.rest_morph)
@@ -108,9 +106,41 @@ class Mixer:
         self.evaluate()
 
     def _allocate_outputs(self) -> None:
-        """World matrices (B, N, 4, 4) and one palette array (B, J, 4, 4) per skin."""
+        """World matrices (B, N, 4, 4) and one palette array (B, J, 4, 4) per skin; the palettes are
+        views into one (B, J_all, 4, 4) array that the single-character kernel fills in one pass."""
+        skins = self.asset.skins
         self.world = world_matrices(self.rig.parents, self.local_pose.astype(self.dtype))
-        self.palettes = [skin_palette(self.world, s.joints, s.inverse_bind) for s in self.asset.skins]
+        self._palette_joints = np.concatenate([s.joints for s in skins] or [np.zeros(0)]).astype(np.int64)
+        self._inverse_bind = np.ascontiguousarray(
+            np.concatenate([s.inverse_bind for s in skins] or [np.zeros((0, 4, 4))]), dtype=self.dtype)
+        self._palette_all = np.zeros((self.count, len(self._palette_joints), 4, 4), dtype=self.dtype)
+        self.palettes = []
+        start = 0
+        for s in skins:
+            self.palettes.append(self._palette_all[:, start : start + len(s.joints)])
+            start += len(s.joints)
+        self._tmp = np.zeros(64)
+
+    # Subclasses with other outputs (the Crowd) turn the single-character kernel off.
+    _single_kernel = True
+
+    @property
+    def nlerp_max_gap(self) -> float:
+        """LINEAR rotation tracks whose keys are at most this many degrees apart use normalised lerp
+        instead of slerp (0: slerp everywhere, as three.js does)."""
+        return self._nlerp_max_gap
+
+    @nlerp_max_gap.setter
+    def nlerp_max_gap(self, degrees: float) -> None:
+        self._nlerp_max_gap = float(degrees)
+        self._fast_key = None
+
+    def _fast_rotation(self) -> np.ndarray:
+        key = (self.clipset.version, self._nlerp_max_gap)
+        if self._fast_key != key:
+            self._fast = self.clipset.fast_rotations(self._nlerp_max_gap)
+            self._fast_key = key
+        return self._fast
 
     # -- slots -----------------------------------------------------------------------------------
 
@@ -435,6 +465,26 @@ class Mixer:
         for controller in self.controllers:
             controller.before_update(dt)
         cs = self.clipset
+        if self.count == 1 and self._single_kernel and not self._snap_fade[0, 2]:
+            any_event = K.update_serial(
+                dt, cs.duration, cs.marker_start, cs.marker_time,
+                cs.track_start, cs.key_start, cs.times, cs.value_start, cs.values, cs.width, cs.interp, cs.path,
+                cs.node, self.slot_clip, self.slot_layer, self.fs, self.ist, self.cursors,
+                self.layer_weight, self.layer_mask, self.layer_additive,
+                self.snap_weight, self.snap_pose, self.snap_morph,
+                self.rig.rest, self.asset.rest_morph, self.asset.morph_start,
+                self._scratch[0], self._scratch_morph[0], self._tmp,
+                self.local_pose, self.morph_weights,
+                self._fast_rotation(), self._base_unmasked,
+                self.rig.parents, self.world, self._palette_joints, self._inverse_bind, self._palette_all,
+            )
+            if any_event and self.collect_events:
+                self._collect_events()
+            for controller in self.controllers:
+                after = getattr(controller, "after_update", None)
+                if after is not None:
+                    after(dt)
+            return
         if self.slot_clip.size:
             K.advance(self.fs, self.ist, self.slot_clip, cs.duration, cs.marker_start, cs.marker_time, dt)
         if self._snap_fade[:, 2].any():
@@ -457,8 +507,8 @@ class Mixer:
         self._evaluate_into(self.layer_weight, self.local_pose, self.morph_weights)
         pose = self.local_pose if self.dtype == np.float64 else self.local_pose.astype(self.dtype)
         world_matrices(self.rig.parents, pose, out=self.world)
-        for s, skin in enumerate(self.asset.skins):
-            self.palettes[s] = skin_palette(self.world, skin.joints, skin.inverse_bind)
+        if len(self._palette_joints):
+            self._palette_all[...] = skin_palette(self.world, self._palette_joints, self._inverse_bind)
 
     def _evaluate_into(self, layer_weight: np.ndarray, pose: np.ndarray, morph: np.ndarray) -> None:
         cs = self.clipset
@@ -470,7 +520,7 @@ class Mixer:
             self.rig.rest, self.asset.rest_morph, self.asset.morph_start,
             self._scratch, self._scratch_morph,
             pose, morph,
-            self.clipset.fast_rotations(self.nlerp_max_gap), self._base_unmasked,
+            self._fast_rotation(), self._base_unmasked,
         )
 
     # -- events ----------------------------------------------------------------------------------
