@@ -24,30 +24,47 @@ from .quat import trs_to_affine
 
 
 @njit(cache=True, inline="always")
+def affine_product_into(a, b, out):
+    """``out = a @ b`` for affine matrices given by their top 3 rows (the implied bottom row of both is
+    0 0 0 1). ``a``, ``b``: (>=3, 4); ``out``: (3, 4) or (4, 4) (then its bottom row is set too)."""
+    for r in range(3):
+        a0 = a[r, 0]
+        a1 = a[r, 1]
+        a2 = a[r, 2]
+        for c in range(4):
+            out[r, c] = a0 * b[0, c] + a1 * b[1, c] + a2 * b[2, c]
+        out[r, 3] += a[r, 3]
+    if out.shape[0] == 4:
+        out[3, 0] = 0.0
+        out[3, 1] = 0.0
+        out[3, 2] = 0.0
+        out[3, 3] = 1.0
+
+
+@njit(cache=True, inline="always")
 def local_to_world_one(parents, pose, world):
-    """One pose: pose (N, 10) -> world (N, 4, 4). Only the top 3 rows are multiplied (affine)."""
+    """One pose: pose (N, 10) -> world (N, 4, 4) or (N, 3, 4), in one parent-first pass."""
     local = np.empty((3, 4), dtype=world.dtype)
     for i in range(len(parents)):
         trs_to_affine(pose[i], local)
         p = parents[i]
         w = world[i]
         if p < 0:
-            for r in range(3):
-                for c in range(4):
-                    w[r, c] = local[r, c]
+            w[:3, :] = local
+            if w.shape[0] == 4:
+                w[3, 0] = 0.0
+                w[3, 1] = 0.0
+                w[3, 2] = 0.0
+                w[3, 3] = 1.0
         else:
-            pw = world[p]
-            for r in range(3):
-                a0 = pw[r, 0]
-                a1 = pw[r, 1]
-                a2 = pw[r, 2]
-                for c in range(4):
-                    w[r, c] = a0 * local[0, c] + a1 * local[1, c] + a2 * local[2, c]
-                w[r, 3] += pw[r, 3]
-        w[3, 0] = 0.0
-        w[3, 1] = 0.0
-        w[3, 2] = 0.0
-        w[3, 3] = 1.0
+            affine_product_into(world[p], local, w)
+
+
+@njit(cache=True, inline="always")
+def palettes_one(world, joints, inverse_bind, out):
+    """out[j] = world[joints[j]] @ inverse_bind[j] for one pose; out (J, 3|4, 4)."""
+    for j in range(joints.shape[0]):
+        affine_product_into(world[joints[j]], inverse_bind[j], out[j])
 
 
 @njit(cache=True, parallel=True)
@@ -58,17 +75,9 @@ def _local_to_world_batch(parents, poses, worlds):
 
 @njit(cache=True, parallel=True)
 def _palette_batch(worlds, joints, inverse_bind, out):
-    """out[b, j] = worlds[b, joints[j]] @ inverse_bind[j] (affine: bottom row fixed)."""
+    """out[b, j] = worlds[b, joints[j]] @ inverse_bind[j] (affine)."""
     for b in prange(worlds.shape[0]):
-        for j in range(len(joints)):
-            w = worlds[b, joints[j]]
-            m = inverse_bind[j]
-            o = out[b, j]
-            for r in range(3):
-                for c in range(4):
-                    o[r, c] = w[r, 0] * m[0, c] + w[r, 1] * m[1, c] + w[r, 2] * m[2, c] + w[r, 3] * m[3, c]
-            for c in range(4):
-                o[3, c] = m[3, c]
+        palettes_one(worlds[b], joints, inverse_bind, out[b])
 
 
 @njit(cache=True, parallel=True)
@@ -76,37 +85,11 @@ def _world_palettes_34(parents, poses, joints, inverse_bind, palettes, worlds, s
     """Per instance, in one pass that stays in cache: world 3x4 of every node (into ``worlds[b]``, or
     a per-thread scratch when ``worlds`` is empty), then ``palettes[b, j] = world[joints[j]] @
     inverse_bind[j]`` (3x4 rows, affine). Arithmetic in the output dtype."""
-    n_nodes = parents.shape[0]
     keep_world = worlds.shape[0] > 0
     for b in prange(poses.shape[0]):
         w = worlds[b] if keep_world else scratch[numba.get_thread_id()]
-        local = np.empty((3, 4), dtype=palettes.dtype)
-        for i in range(n_nodes):
-            trs_to_affine(poses[b, i], local)
-            p = parents[i]
-            if p < 0:
-                for r in range(3):
-                    for c in range(4):
-                        w[i, r, c] = local[r, c]
-            else:
-                for r in range(3):
-                    a0 = w[p, r, 0]
-                    a1 = w[p, r, 1]
-                    a2 = w[p, r, 2]
-                    for c in range(4):
-                        w[i, r, c] = a0 * local[0, c] + a1 * local[1, c] + a2 * local[2, c]
-                    w[i, r, 3] += w[p, r, 3]
-        for j in range(joints.shape[0]):
-            m = w[joints[j]]
-            ib = inverse_bind[j]
-            o = palettes[b, j]
-            for r in range(3):
-                m0 = m[r, 0]
-                m1 = m[r, 1]
-                m2 = m[r, 2]
-                for c in range(4):
-                    o[r, c] = m0 * ib[0, c] + m1 * ib[1, c] + m2 * ib[2, c]
-                o[r, 3] += m[r, 3]
+        local_to_world_one(parents, poses[b], w)
+        palettes_one(w, joints, inverse_bind, palettes[b])
 
 
 def world_palettes_34(parents: np.ndarray, poses: np.ndarray, joints: np.ndarray, inverse_bind34: np.ndarray,

@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..clip import PATH_POSE_OFFSET
-from ..pose import local_to_world_one
+from ..pose import local_to_world_one, palettes_one
 from ..sampling import sample_track_into
 
 # float fields
@@ -489,14 +489,5 @@ def update_serial(
             fast_rotation, base_unmasked,
         )
         local_to_world_one(parents, pose[b], world[b])
-        w = world[b]
-        for j in range(palette_joints.shape[0]):
-            m = w[palette_joints[j]]
-            ib = inverse_bind[j]
-            o = palettes[b, j]
-            for r in range(3):
-                for c in range(4):
-                    o[r, c] = m[r, 0] * ib[0, c] + m[r, 1] * ib[1, c] + m[r, 2] * ib[2, c] + m[r, 3] * ib[3, c]
-            for c in range(4):
-                o[3, c] = ib[3, c]
+        palettes_one(world[b], palette_joints, inverse_bind, palettes[b])
     return any_event
