@@ -377,6 +377,78 @@ def test_weight_heat_map_colours(ctx):
     assert rows[red].mean() < rows[blue].mean()
 
 
+def test_render_draws_without_readback_and_read_gives_the_frame(ctx):
+    from skeletal import Player
+    from skeletal.render.layout import pose_at
+    from skeletal.render.renderer import Renderer
+
+    asset = tube_asset(with_rigid=True)
+    clip = asset.clip(0)
+    world, morph = pose_at(asset, clip, [0.5])
+    with Renderer(asset, 96, 64, clip=clip) as r:
+        image = r.draw((world, morph))
+        timings = r.render((world, morph), finish=True)
+        assert set(timings) == {"palette", "upload", "draw"} and all(v >= 0.0 for v in timings.values())
+        assert np.array_equal(r.read(), image)
+        assert r.framebuffer.size == (96, 64) and r.framebuffer.samples == r.samples
+        # A Player's own palettes (one per skin; the rigid box still from its world matrix): same frame.
+        player = Player(asset)
+        player.play(clip).seek(0.5)
+        player.update(0.0)
+        r.render(player, palettes=player.palettes)
+        assert np.abs(r.read().astype(int) - image.astype(int)).max() <= 1
+        # The whole palette in slot order, (J, 3, 4) or (1, J, 4, 4).
+        whole = r.layout.palettes(world)
+        assert np.array_equal(r.draw((world, morph), palettes=whole[0]), image)
+        assert np.array_equal(r.draw((world, morph), palettes=_palette4(whole)), image)
+        # Wrong palettes, a viewport outside the framebuffer: one-line errors.
+        with pytest.raises(RenderError, match="skin palettes"):
+            r.render((world, morph), palettes=[])
+        with pytest.raises(RenderError, match="palettes of shape"):
+            r.render((world, morph), palettes=whole[:, :2])
+        with pytest.raises(RenderError, match="viewport"):
+            r.render((world, morph), viewport=(50, 0, 50, 64))
+        # A viewport: the right half drawn (for its own aspect), the left half cleared to black.
+        r.camera = frame(r.camera_spec, *r.bounds, 48 / 64, facing=r.facing)
+        r.render((world, morph), viewport=(48, 0, 48, 64))
+        split = r.read()
+        assert split[:, :48].max() == 0 and split[:, 48:].mean() > 30
+        assert np.array_equal(r.read((48, 0, 48, 64)), split[:, 48:])
+        right = r.draw((world, morph), viewport=(48, 0, 48, 64))
+        assert right.shape == (64, 48, 3) and np.array_equal(right, split[:, 48:])
+
+
+def test_resize_makes_new_framebuffers_and_frames_again(ctx):
+    from skeletal.render.layout import pose_at
+    from skeletal.render.renderer import Renderer
+
+    asset = tube_asset()
+    clip = asset.clip(0)
+    world, morph = pose_at(asset, clip, [0.5])
+    with Renderer(asset, 96, 64, clip=clip, ground=False) as r:
+        background = r.draw((_collapsed(world), morph))
+        r.resize(96, 64)  # the same size: nothing to do
+        r.resize(48, 80)
+        assert (r.width, r.height) == (48, 80) and r.framebuffer.size == (48, 80)
+        assert r.camera.aspect == pytest.approx(48 / 80)
+        tall = r.draw((world, morph))
+        assert tall.shape == (80, 48, 3)
+        ys, xs = np.nonzero(_foreground(tall, r.draw((_collapsed(world), morph))))
+        assert len(ys) > 100 and ys.min() > 0 and xs.min() > 0 and ys.max() < 79 and xs.max() < 47  # in frame
+        with pytest.raises(RenderError, match="out of range"):
+            r.resize(0, 10)
+        r.resize(96, 64)
+        assert np.array_equal(r.draw((_collapsed(world), morph)), background)
+
+
+def test_adopt_context_keeps_or_sets_the_backend(ctx):
+    from skeletal.render.context import adopt_context
+
+    backend = ctx.extra["backend"]
+    assert adopt_context(ctx) is ctx and ctx.extra["backend"] == backend
+    assert adopt_context(ctx, backend) is ctx and ctx.extra["backend"] == backend
+
+
 # -- the command, end to end ---------------------------------------------------------------------
 
 

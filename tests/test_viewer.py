@@ -1,6 +1,6 @@
-"""The interactive viewer (``skeletal view``): its window-free state and layout, its pose source, its
-command's errors, and real windows under Xvfb (skipped with the reason when Xvfb, glfw or moderngl
-is missing).
+"""The interactive viewer (``skeletal view``): its window-free state (driving a real
+:class:`skeletal.Player`: crossfades, blend space, clocks) and layout, its command's errors, and
+real windows under Xvfb (skipped with the reason when Xvfb, glfw or moderngl is missing).
 
 The window tests start their own ``Xvfb`` (``-displayfd`` picks a free display number) and run the
 command in a subprocess with DISPLAY set: a GL context made in this process would replace the one
@@ -9,6 +9,7 @@ the other render tests share.
 
 from __future__ import annotations
 
+import functools
 import os
 import select
 import shutil
@@ -19,13 +20,14 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from skeletal import Player
 from skeletal.render.errors import RenderError
 from skeletal.render.viewer_ui import (
-    CROSSFADE_SECONDS, HELP_LINE, SPEEDS, STEP_SECONDS, ClipBlend, OrbitCamera, ViewerState, blend_local_poses,
-    compute_layout, ellipsize, wrap_text,
+    BLEND_PARAMETER, CROSSFADE_SECONDS, HELP_LINE, SPEEDS, STEP_SECONDS, OrbitCamera, ViewerState, compute_layout,
+    default_blend_samples, ellipsize, parse_blend, slider_marks, wrap_text,
 )
 
-CLIPS = ["idle", "walk", "run", "wave"]
+CLIPS = ["idle", "walk", "run", "wave"]  # the demo character's clips
 DURATIONS = [4.0, 1.12, 0.68, 2.6]
 JOINTS = ["hips", "spine", "chest", "head"]
 
@@ -35,11 +37,47 @@ def measure(text: str) -> float:
     return 7.0 * len(text)
 
 
+@functools.lru_cache(maxsize=1)
+def demo_asset():
+    from skeletal.demo import demo_asset as make
+
+    asset = make()
+    assert [c.name for c in asset.clips] == CLIPS
+    assert np.allclose([c.duration for c in asset.clips], DURATIONS)
+    return asset
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return demo_asset()
+
+
 def make_state(**kw) -> ViewerState:
-    state = ViewerState(CLIPS, DURATIONS, JOINTS, **kw)
+    state = ViewerState(Player(demo_asset()), JOINTS, **kw)
     state.camera = OrbitCamera(yaw=30.0, pitch=12.0, distance=4.0, target=np.array([0.0, 0.9, 0.0]), radius=1.0)
-    state.layout = compute_layout(800, 500, [state.clip_row_text(i) for i in range(4)], state.clip, measure, 18)
+    set_layout(state)
     return state
+
+
+def set_layout(state: ViewerState) -> None:
+    """The layout the window would use now (the slider row in blend mode)."""
+    state.layout = compute_layout(800, 500, [state.clip_row_text(i) for i in range(state.clip_count)], state.clip,
+                                  measure, 18, slider=state.blending)
+
+
+def running(state: ViewerState) -> dict[str, float]:
+    """The Player's running actions: clip name -> effective weight (weight x fade)."""
+    return {a.clip.name: round(a.effective_weight, 9) for a in state.player.actions}
+
+
+def pose_jump(state: ViewerState, change) -> float:
+    """How far any joint moves when ``change()`` runs (no time passes): 0 when the pose is continuous."""
+    player = state.player
+    player.update(0.0)
+    before = player.world.copy()
+    change()
+    player.update(0.0)  # the outputs of the new state, at the same instant
+    return float(np.abs(player.world - before).max())
 
 
 # -- state: keys -----------------------------------------------------------------------------------
@@ -47,17 +85,17 @@ def make_state(**kw) -> ViewerState:
 
 def test_number_keys_and_arrows_choose_clips():
     state = make_state()
-    state.crossfade = False
-    assert state.clip == 0 and state.clip_name == "idle"
-    assert state.key("3") and state.clip == 2 and state.time == 0.0
-    assert not state.key("9") or state.clip == 2  # no ninth clip: nothing changes
-    assert state.clip == 2
+    state.crossfade = False  # cuts: player.stop() + player.play(clip)
+    assert state.clip == 0 and state.clip_name == "idle" and running(state) == {"idle": 1.0}
+    assert state.key("3") and state.clip == 2 and state.local_time == 0.0
+    assert running(state) == {"run": 1.0}
+    assert state.key("9") is False and state.clip == 2  # no ninth clip: nothing changes
     state.key("down")
     assert state.clip == 3
     state.key("down")
     assert state.clip == 0  # wraps
     state.key("up")
-    assert state.clip == 3
+    assert state.clip == 3 and running(state) == {"wave": 1.0}
     assert state.key("0") is False and state.clip == 3
 
 
@@ -65,41 +103,46 @@ def test_speed_steps_and_bounds():
     state = make_state()
     assert state.speed == 1.0
     state.key("+")
-    assert state.speed == 1.5
+    assert state.speed == 1.5 and state.player.action("idle").speed == 1.5
     for _ in range(20):
         state.key("+")
     assert state.speed == SPEEDS[-1]
     for _ in range(20):
         state.key("-")
-    assert state.speed == SPEEDS[0]
+    assert state.speed == SPEEDS[0] and state.player.action("idle").speed == SPEEDS[0]
     state.advance(1.0)
-    assert state.time == pytest.approx(SPEEDS[0])
+    assert state.local_time == pytest.approx(SPEEDS[0])
+    state.key("2")  # a new clip plays at the chosen speed
+    assert state.player.action("walk").speed == SPEEDS[0]
 
 
 def test_play_pause_and_loop_modes():
     state = make_state(clip=1)  # walk, 1.12 s
+    action = state.player.action("walk")
     state.advance(0.5)
     assert state.local_time == pytest.approx(0.5)
     state.key("space")
-    assert not state.playing
+    assert not state.playing and action.paused
     state.advance(0.5)
     assert state.local_time == pytest.approx(0.5)
     state.key("space")
+    assert not action.paused
     state.advance(1.0)  # 1.5 s: repeat wraps to 0.38
     assert state.loop == "repeat" and state.local_time == pytest.approx(1.5 - 1.12)
 
     state.key("l")  # pingpong: the shown time does not jump, then it plays backwards after the end
-    assert state.loop == "pingpong" and state.local_time == pytest.approx(0.38)
+    assert state.loop == action.loop == "pingpong" and state.local_time == pytest.approx(0.38)
     state.advance(1.0)  # 1.38 -> reflected: 2 * 1.12 - 1.38
     assert state.local_time == pytest.approx(2 * 1.12 - 1.38)
 
     state.key("L")  # clamp (either case): stops at the end, space at the end starts again
-    assert state.loop == "clamp"
+    assert state.loop == action.loop == "clamp"
+    assert state.local_time == pytest.approx(2 * 1.12 - 1.38)
     state.advance(5.0)
-    assert state.local_time == pytest.approx(1.12)
+    assert state.local_time == pytest.approx(1.12) and action.finished
     state.key("space")
     state.key("space")
-    assert state.playing and state.time == 0.0
+    assert state.playing and state.local_time == 0.0 and not action.finished
     state.key("l")
     assert state.loop == "repeat"
 
@@ -135,7 +178,7 @@ def test_overlay_keys():
     state.mouse_down(weights_row.x + 5, weights_row.y + 5)
     state.mouse_up()
     assert state.skeleton and state.heat_joint == 2 and state.dragging is None
-    assert ViewerState(CLIPS, DURATIONS).overlay_text("weights") == ("W  weights", "no skin")
+    assert ViewerState(Player(demo_asset())).overlay_text("weights") == ("W  weights", "no skin")
 
 
 def test_help_step_home_and_quit_keys():
@@ -145,12 +188,15 @@ def test_help_step_home_and_quit_keys():
     state.key("f1")
     assert not state.show_help
     state.key("right")
-    assert not state.playing and state.time == pytest.approx(STEP_SECONDS)
+    assert not state.playing and state.player.action("walk").paused
+    assert state.local_time == pytest.approx(STEP_SECONDS)
     state.key("left")
     state.key("left")
     assert state.local_time == pytest.approx(1.12 - STEP_SECONDS)  # wraps backwards under repeat
+    state.advance(0.5)  # paused: the clock holds
+    assert state.local_time == pytest.approx(1.12 - STEP_SECONDS)
     state.key("home")
-    assert state.time == 0.0
+    assert state.local_time == 0.0
     assert not state.quit
     state.key("escape")
     assert state.quit
@@ -162,46 +208,201 @@ def test_help_step_home_and_quit_keys():
 
 def test_crossfade_between_clips():
     state = make_state(clip=1)
+    walk = state.player.action("walk")
     state.advance(0.4)
-    state.key("3")  # walk -> run while playing
-    assert state.clip == 2 and state.time == 0.0
-    assert state.fade is not None and state.fade.source == 1 and state.fade.duration == CROSSFADE_SECONDS
-    assert state.fade_weight == 0.0 and state.fade_local_time == pytest.approx(0.4)
-    state.advance(0.15)
-    assert state.fade_weight == pytest.approx(0.5)
-    assert state.fade_local_time == pytest.approx(0.55)  # the old clip keeps playing
+    state.key("3")  # walk -> run while playing: player.crossfade
+    assert state.clip == 2 and state.local_time == 0.0
+    assert running(state) == {"walk": 1.0, "run": 0.0} and state.fade_weight == 0.0
+    state.advance(CROSSFADE_SECONDS / 2)
+    assert running(state) == pytest.approx({"walk": 0.5, "run": 0.5})
+    assert state.fade_weight == pytest.approx(0.5) and "fading 50%" in state.status_text()
+    assert walk.time == pytest.approx(0.55)  # the old clip keeps playing while it fades out
     assert state.local_time == pytest.approx(0.15)
-    assert "fading 50%" in state.status_text()
     state.advance(0.16)
-    assert state.fade is None and state.fade_weight == 1.0
-
-    state.key("4")  # run -> wave, then at 20% on to idle: the fade keeps run, the dominant clip
-    state.advance(0.06)
-    state.key("1")
-    assert state.clip == 0 and state.fade.source == 2 and state.fade_weight == 0.0
-    state.advance(0.2)  # now idle dominates: a new choice fades from it
-    state.key("2")
-    assert state.clip == 1 and state.fade.source == 0
-    state.advance(1.0)
+    assert running(state) == {"run": 1.0} and state.fade_weight == 1.0 and "crossfade on" in state.status_text()
 
     state.key("c")  # cut
     assert not state.crossfade
     state.key("1")
-    assert state.clip == 0 and state.fade is None
+    assert state.clip == 0 and running(state) == {"idle": 1.0} and state.fade_weight == 1.0
+
+
+def test_a_third_clip_chosen_mid_fade_blends_from_the_current_mix():
+    state = make_state(clip=2)  # run
+    state.advance(0.5)
+    state.key("4")  # run -> wave ...
+    state.advance(0.2 * CROSSFADE_SECONDS)
+    assert running(state) == pytest.approx({"run": 0.8, "wave": 0.2})
+    mix = state.player.world.copy()
+    # ... and at 20 % on to idle: no clip drops out, the pose does not move at the switch.
+    assert pose_jump(state, lambda: state.key("1")) < 1e-9
+    assert state.clip == 0 and running(state) == pytest.approx({"run": 0.8, "wave": 0.2, "idle": 0.0})
+    state.advance(CROSSFADE_SECONDS / 2)  # three clips in the pose, every weight moving linearly
+    assert running(state) == pytest.approx({"run": 0.4, "wave": 0.1, "idle": 0.5})
+    assert state.fade_weight == pytest.approx(0.5)
+    assert not np.allclose(state.player.world, mix, atol=1e-3)
+    state.advance(CROSSFADE_SECONDS / 2 + 0.01)
+    assert running(state) == {"idle": 1.0}
+
+    # Back to a clip that is still fading out: it fades in again from where it is, its clock running on.
+    state.key("4")
+    state.advance(0.1)
+    wave_time = state.player.action("wave").time
+    assert pose_jump(state, lambda: state.key("1")) < 1e-9
+    assert state.player.action("idle").time > 0.0  # idle was fading out: not restarted
+    assert state.player.action("wave").time == pytest.approx(wave_time)
 
 
 def test_crossfade_finishes_while_paused_and_seek_ends_it():
     state = make_state(clip=1)
     state.key("space")
     state.key("4")
-    assert state.fade is not None
+    assert state.fade_weight == 0.0 and all(a.paused for a in state.player.actions)
     state.advance(0.2)
-    assert state.fade_weight == pytest.approx(0.2 / CROSSFADE_SECONDS) and state.time == 0.0
+    assert state.fade_weight == pytest.approx(0.2 / CROSSFADE_SECONDS) and state.local_time == 0.0
     state.seek(1.0)
-    assert state.fade is None and state.time == 1.0
+    assert state.fade_weight == 1.0 and running(state) == {"wave": 1.0} and state.local_time == pytest.approx(1.0)
+    assert not state.playing and state.player.action("wave").paused
     state.key("1")
     state.advance(1.0)
-    assert state.fade is None
+    assert state.fade_weight == 1.0 and running(state) == {"idle": 1.0} and state.local_time == 0.0
+
+
+# -- state: blend mode -----------------------------------------------------------------------------
+
+
+def test_blend_samples_from_the_command_line_and_by_default():
+    assert parse_blend("idle:0, walk:1.4,run:4") == [("idle", 0.0), ("walk", 1.4), ("run", 4.0)]
+    assert parse_blend("mixamo:Walk:1,Run:-2") == [("mixamo:Walk", 1.0), ("Run", -2.0)]
+    for bad, message in [("idle", "CLIP:POSITION"), ("idle:x,walk:1", "CLIP:POSITION"), (":1,walk:2", "CLIP:POSITION"),
+                         ("idle:0", "at least two"), ("idle:0,idle:1", "twice"), ("idle:1,walk:1", "same position")]:
+        with pytest.raises(ValueError, match=message):
+            parse_blend(bad)
+    assert default_blend_samples(CLIPS) == [(0, 0.0), (1, 1.0), (2, 2.0)]
+    assert default_blend_samples(["Idle", "TPose", "Run", "Walk"]) == [(0, 0.0), (3, 1.0), (2, 2.0)]
+    assert default_blend_samples(["mixamo.com|walk", "Armature:RUN", "jump"]) == [(0, 1.0), (1, 2.0)]
+    assert default_blend_samples(["a", "b", "c", "d"]) == [(0, 0.0), (1, 1.0), (2, 2.0)]
+    assert default_blend_samples(["a", "b"]) == [(0, 0.0), (1, 1.0)]
+    assert default_blend_samples(["a"]) == []
+
+
+def test_blend_mode_slider_drives_the_parameter_and_the_rows_show_the_weights():
+    state = make_state(clip=1)  # walk
+    state.advance(0.3)
+    assert state.key(",") is False and state.key(".") is False  # no slider outside blend mode
+    # B: the blend space over idle/walk/run at 0, 1, 2, the slider at walk: walk plays on at weight 1.
+    assert pose_jump(state, lambda: state.key("b")) < 1e-9
+    blend = state.blend
+    assert state.blending and blend.clips == [0, 1, 2] and blend.positions == [0.0, 1.0, 2.0] and blend.value == 1.0
+    assert state.player.action("walk").time == pytest.approx(0.3)  # its clock kept: the cycle's phase
+    set_layout(state)
+    lay = state.layout
+    track, hit = lay.slider, lay.slider_hit
+    assert track is not None and lay.bottom_panel.contains(track.x, track.y) and track.bottom < lay.timeline.y
+    assert hit.bottom <= lay.timeline_hit.y and hit.contains(track.x + 1, lay.slider_names_y + 1)
+    state.advance(CROSSFADE_SECONDS)
+
+    # Dragging the slider sets the parameter (player.set) and the weights follow.
+    state.mouse_down(track.x + 0.75 * track.w, track.y + 1)
+    assert state.dragging == "slider" and blend.value == pytest.approx(1.5)
+    assert blend.space.value[0] == pytest.approx(1.5)
+    state.mouse_move(track.x + 0.25 * track.w, track.y + 60)  # off the track: still dragging
+    state.mouse_move(track.x + 0.25 * track.w, track.y + 60)
+    assert blend.value == pytest.approx(0.5)
+    state.mouse_up()
+    state.advance(1 / 30)
+    assert state.clip_weights() == pytest.approx([0.5, 0.5, 0.0, 0.0])
+    assert [state.clip_row_value(i) for i in range(4)] == ["w 0.50", "w 0.50", "w 0.00", "2.60 s"]
+    assert "blend 0.50" in state.status_text() and state.slider_text() == f"{BLEND_PARAMETER}  0.50"
+    assert state.duration == pytest.approx(0.5 * 4.0 + 0.5 * 1.12)  # the blended cycle
+    assert state.describe_playback() == "blend 0.50 (idle 0.50, walk 0.50)"
+
+    # , and . nudge it by a twentieth of the range, within the range.
+    assert state.key(".") and blend.value == pytest.approx(0.6)
+    for _ in range(30):
+        state.key(",")
+    state.advance(1 / 30)
+    assert blend.value == 0.0 and state.player.action("idle").effective_weight == 1.0
+    idle_pose = state.player.world.copy()
+    state.set_blend_value(2.0)
+    state.advance(1 / 30)
+    assert state.clip_weights() == pytest.approx([0.0, 0.0, 1.0, 0.0])
+    assert np.abs(state.player.world - idle_pose).max() > 0.05  # the pose follows the parameter
+
+    # The speed scales the samples' synchronised speeds.
+    state.key("+")
+    state.advance(1 / 30)
+    assert state.player.action("run").speed == pytest.approx(1.5)
+
+    # The ticks and names of the samples over the track.
+    marks = slider_marks(track, blend.positions, ["idle", "walk", "run"], blend.lo, blend.hi, measure)
+    assert [m[0] for m in marks] == pytest.approx([track.x, track.x + track.w / 2, track.right])
+    assert [m[2] for m in marks] == ["idle", "walk", "run"]
+    assert all(track.x <= m[1] and m[1] + measure(m[2]) <= track.right for m in marks)
+    crowded = slider_marks(track, [0.0, 0.01, 2.0], ["idle", "walk", "run"], 0.0, 2.0, measure)
+    assert crowded[1][2] in ("", "w...") or crowded[1][1] >= crowded[0][1] + measure("idle")
+
+
+def test_leaving_blend_mode_crossfades_to_the_clip_without_a_jump():
+    state = make_state(clip=3, blend=[("idle", 0.0), ("walk", 1.4), ("run", 4.0)], blend_value=2.0, blend_mode=True)
+    assert state.blending and state.clip_weights() == pytest.approx([0.0, 2.0 / 2.6, 0.6 / 2.6, 0.0])
+    state.advance(0.5)
+    # walk is a sample at weight 0.77: the crossfade starts from the frozen pose, walk's clock runs on.
+    walk_time = state.player.action("walk").time
+    assert pose_jump(state, lambda: state.key("2")) < 1e-9
+    assert not state.blending and state.clip == 1 and state.fade_weight == 0.0
+    assert state.player.action("walk").time == pytest.approx(walk_time)
+    state.advance(CROSSFADE_SECONDS / 2)
+    assert state.fade_weight == pytest.approx(0.5) and running(state) == pytest.approx({"walk": 0.5})
+    state.advance(CROSSFADE_SECONDS / 2 + 0.01)
+    assert running(state) == {"walk": 1.0} and state.player.action("walk").speed == 1.0
+
+    # B enters at walk's position; B again leaves for the sample that weighs most.
+    state.key("b")
+    assert state.blending and state.blend.value == 1.4
+    state.set_blend_value(3.5)
+    state.advance(0.4)
+    assert pose_jump(state, lambda: state.key("b")) < 1e-9
+    assert not state.blending and state.clip == 2  # run
+    # A clip that is no sample: a plain crossfade, the samples fade out as they are.
+    state.key("b")
+    state.advance(0.4)
+    assert pose_jump(state, lambda: state.key("4")) < 1e-9
+    state.advance(CROSSFADE_SECONDS / 2)
+    assert running(state)["wave"] == pytest.approx(0.5) and "fading 50%" in state.status_text()
+
+
+def test_entering_blend_mode_mid_fade_does_not_jump():
+    state = make_state(clip=0)  # idle
+    state.advance(0.5)
+    state.key("2")  # idle -> walk ...
+    state.advance(0.1)
+    # ... and B at a third of the fade: idle, a sample, would lose its weight at once; the pose
+    # is frozen and the blend space fades in under it.
+    assert pose_jump(state, lambda: state.key("b")) < 1e-9
+    assert state.blending and state.blend.value == 1.0 and state.fade_weight == 0.0
+    state.advance(CROSSFADE_SECONDS + 0.01)
+    assert state.clip_weights() == pytest.approx([0.0, 1.0, 0.0, 0.0]) and state.fade_weight == 1.0
+    assert state.player.mixer.snap_weight[0] == 0.0
+
+
+def test_blend_mode_needs_two_clips_and_cuts_without_crossfade():
+    import test_render
+
+    asset = test_render.tube_asset()  # one clip
+    state = ViewerState(Player(asset))
+    assert state.key("b") and not state.blending and "2 or more clips" in state.status_text()
+    with pytest.raises(ValueError, match="two clips"):
+        ViewerState(Player(asset), blend_mode=True)
+
+    state = make_state(clip=3)
+    state.key("c")
+    state.key("b")  # a cut: the samples only, at once
+    assert state.blending and set(running(state)) == {"idle", "walk", "run"} and state.fade_weight == 1.0
+    assert state.blend.value == 0.0  # wave is no sample: the first sample's position
+    state.key("space")
+    state.key("down")  # leaving by a cut, paused
+    assert running(state) == {"idle": 1.0} and state.player.action("idle").paused
 
 
 # -- state: mouse ------------------------------------------------------------------------------------
@@ -213,13 +414,13 @@ def test_timeline_scrubbing():
     y = bar.y + bar.h / 2
     state.key("2")  # a fade in progress ends when scrubbing
     state.mouse_down(bar.x + 0.25 * bar.w, y)
-    assert state.dragging == "scrub" and state.fade is None
+    assert state.dragging == "scrub" and state.fade_weight == 1.0 and running(state) == {"walk": 1.0}
     assert state.local_time == pytest.approx(0.25 * 1.12)
     state.advance(0.5)  # the clock holds while the bar is held
     assert state.local_time == pytest.approx(0.25 * 1.12)
     state.mouse_move(bar.x + 0.75 * bar.w, y + 30)  # dragging away from the bar keeps scrubbing
     assert state.local_time == pytest.approx(0.75 * 1.12)
-    state.mouse_move(bar.x + 2 * bar.w, y)  # clamped to the clip
+    state.mouse_move(bar.x + 2 * bar.w, y)  # clamped to the clip: its last pose
     assert state.local_time == pytest.approx(1.12)
     state.mouse_up()
     assert state.dragging is None
@@ -227,7 +428,14 @@ def test_timeline_scrubbing():
     state.advance(0.1)
     assert state.local_time == pytest.approx(0.66)
 
-
+    state.key("b")  # in blend mode the timeline is the blended cycle
+    state.advance(1.0)
+    set_layout(state)
+    bar = state.layout.timeline
+    state.mouse_down(bar.x + 0.5 * bar.w, bar.y + 1)
+    assert state.local_time == pytest.approx(0.5 * state.duration)
+    assert state.player.action("run").time == pytest.approx(0.5 * 0.68)  # every sample at the same phase
+    state.mouse_up()
 def test_clip_rows_are_clickable_and_drags_move_the_camera():
     state = make_state()
     state.crossfade = False
@@ -307,54 +515,34 @@ def test_text_helpers():
     assert cut.endswith("...") and measure(cut) <= 70
 
 
-# -- pose source ---------------------------------------------------------------------------------------
+def test_layout_makes_room_for_the_slider():
+    labels = [f"{i + 1}  {name}    4.00 s" for i, name in enumerate(CLIPS)]
+    plain = compute_layout(800, 500, labels, 0, measure, 18)
+    lay = compute_layout(800, 500, labels, 0, measure, 18, slider=True)
+    assert plain.slider is None and plain.slider_hit is None
+    assert lay.bottom_panel.h > plain.bottom_panel.h and lay.bottom_panel.bottom == 500
+    assert lay.status_y + 18 <= lay.slider_names_y < lay.slider.y < lay.timeline.y < lay.help_y
+    assert lay.slider_label.right < lay.slider.x and lay.slider.right <= 800
+    assert lay.slider_hit.bottom <= lay.timeline_hit.y  # the two grab areas do not overlap
+    assert all(row.bottom <= lay.bottom_panel.y for _, row in lay.clip_rows)
 
 
-@pytest.fixture(scope="module")
-def demo():
-    from skeletal.demo import demo_asset
-
-    return demo_asset()
+# -- the Player is the pose source -------------------------------------------------------------------
 
 
-def test_clip_blend_matches_sampling_and_mixes_during_a_fade(demo):
+def test_the_player_poses_the_clip_at_the_time_shown(demo):
     from skeletal.render.layout import pose_at
 
-    names = [c.name for c in demo.clips]
-    state = ViewerState(names, [c.duration for c in demo.clips], clip=names.index("walk"), time=0.3)
-    blend = ClipBlend(demo)
-    pose = blend.pose(state)
+    state = ViewerState(Player(demo), clip=1, time=0.3)
     world, morph = pose_at(demo, demo.clip("walk"), [0.3])
-    assert np.allclose(pose.world, world[0]) and set(pose.timings) == {"sample", "world"}
-
-    state.key(str(names.index("run") + 1))
-    start = blend.pose(state)  # weight 0: still all walk
-    assert np.allclose(start.world, world[0], atol=1e-6)  # only renormalised rotations differ
-    state.advance(CROSSFADE_SECONDS / 2)
-    mid = blend.pose(state)
-    walk_now = pose_at(demo, demo.clip("walk"), [0.3 + CROSSFADE_SECONDS / 2])[0][0]
-    run_now = pose_at(demo, demo.clip("run"), [CROSSFADE_SECONDS / 2])[0][0]
-    assert not np.allclose(mid.world, walk_now, atol=1e-3) and not np.allclose(mid.world, run_now, atol=1e-3)
-    hips = demo.rig.names.index("hips")
-    expected_height = 0.5 * (walk_now[hips, 1, 3] + run_now[hips, 1, 3])  # the root does not move
-    assert mid.world[hips, 1, 3] == pytest.approx(expected_height, abs=1e-9)
-    rot = mid.world[:, :3, :3]
-    assert np.allclose(np.einsum("nij,nkj->nik", rot, rot), np.eye(3), atol=1e-9)  # still rotations
-    state.advance(CROSSFADE_SECONDS)
-    end = blend.pose(state)
-    assert np.allclose(end.world, pose_at(demo, demo.clip("run"), [state.local_time])[0][0])
-
-
-def test_blend_local_poses_takes_the_short_arc():
-    a = np.zeros((1, 10))
-    a[0, 3:7] = [0.0, 0.0, np.sin(0.2), np.cos(0.2)]
-    a[0, 7:10] = 1.0
-    b = a.copy()
-    b[0, 3:7] *= -1.0  # the same rotation
-    b[0, 0] = 2.0
-    out, morph = blend_local_poses(a, np.zeros(2), b, np.ones(2), 0.25)
-    assert np.allclose(out[0, 3:7], a[0, 3:7]) and out[0, 0] == pytest.approx(0.5)
-    assert np.allclose(morph, 0.25)
+    assert np.allclose(state.player.world, world[0]) and np.allclose(state.player.morph_weights, morph[0])
+    state.advance(0.2)
+    assert np.allclose(state.player.world, pose_at(demo, demo.clip("walk"), [0.5])[0][0])
+    assert state.timings["update"] > 0.0
+    late = ViewerState(Player(demo), clip=1, time=1.5)  # past the end: wrapped like the loop mode
+    assert late.local_time == pytest.approx(1.5 - 1.12)
+    rest = ViewerState(Player(demo), clip=1, loop="clamp", time=9.0)
+    assert rest.local_time == pytest.approx(1.12)
 
 
 @pytest.mark.parametrize("kind", ["scalable", "bitmap"])
@@ -425,6 +613,20 @@ def test_bad_options_fail_before_any_window(monkeypatch, capsys, tmp_path):
     assert main(["--speed", "0"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "speed must be positive" in err
+
+
+def test_blend_options_fail_before_any_window(monkeypatch, capsys):
+    from skeletal.render.view_command import main
+
+    pytest.importorskip("moderngl", reason="the viewer module imports moderngl")
+    monkeypatch.setenv("DISPLAY", ":9999")  # never opened: every error below comes first
+    for args, message in [(["--blend", "idle:0"], "at least two"),
+                          (["--blend", "idle:0,dance:1"], "no clip named 'dance'"),
+                          (["--blend", "idle:0,walk"], "CLIP:POSITION"), (["--blend", "idle:0,0:1"], "one clip twice"),
+                          (["--blend-value", "nan"], "must be a number")]:
+        assert main(args + ["--frames", "1"]) == 2, args
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and message in err, (args, err)
 
 
 # -- real windows under Xvfb ------------------------------------------------------------------------------
@@ -514,3 +716,36 @@ def test_window_overlays(xdisplay, tmp_path):
     hot = (region[..., 0] > 170) & (region[..., 1] < 90) & (region[..., 2] < 90)  # heat 1: red
     bones = (region[..., 0] > 200) & (region[..., 1] > 150) & (region[..., 2] < 80)  # skeleton: yellow
     assert cold.mean() > 0.02 and hot.sum() > 20 and bones.sum() > 30
+
+
+def test_window_blend_slider(xdisplay, tmp_path):
+    """Blend mode from the command line at two parameter values: the pose, the slider's knob and
+    the clip list's weight bars differ."""
+    samples = "idle:0,walk:1.4,run:4"
+    low = screenshot(xdisplay, tmp_path / "low.png", "--blend", samples, "--blend-value", "0")
+    high = screenshot(xdisplay, tmp_path / "high.png", "--blend", samples, "--blend-value", "3")
+    assert low.shape == high.shape == (400, 640, 3)
+    box = (150, 220, 256, 384)  # the character's legs, above the (taller) bottom panel
+    assert character_mask(low, box).mean() > 0.05 and character_mask(high, box).mean() > 0.05
+    y0, y1, x0, x1 = box
+    moved = np.abs(low[y0:y1, x0:x1].astype(int) - high[y0:y1, x0:x1].astype(int)).max(axis=2) > 40
+    assert moved.mean() > 0.02, "idle and a walk/run blend look the same"
+
+    def knob_x(image):  # the slider's knob: the only warm yellow right of the value label
+        part = image[230:, 110:].astype(int)
+        warm = (part[..., 0] > 200) & (part[..., 1] > 150) & (part[..., 2] < 110)
+        cols = np.flatnonzero(warm.sum(axis=0) >= 5)
+        assert len(cols), "no slider knob"
+        return 110 + cols.mean()
+
+    # 0 is the left end of the track, 3 sits at 3/4 of it
+    assert knob_x(high) - knob_x(low) > 0.6 * 640 * 0.75 - 40
+
+    def weight_rows(image):  # mean y of the blue weight bars behind the clip rows (top-left panel)
+        part = image[20:130, 12:120].astype(int)
+        bar = (part[..., 2] > 120) & (part[..., 2] > part[..., 0] + 50)
+        ys, _ = np.nonzero(bar)
+        assert len(ys) > 50, "no weight bars in the clip list"
+        return ys.mean()
+
+    assert weight_rows(high) > weight_rows(low) + 10  # idle's row (first) at 0; walk and run's lower at 3

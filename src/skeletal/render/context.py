@@ -52,6 +52,34 @@ def create_context(backend: str | None = None):
                       f"({'; '.join(failures)}): {INSTALL_HINT}")
 
 
+def adopt_context(ctx=None, backend: str | None = None):
+    """Render with an OpenGL context made elsewhere -- a window's, say.
+
+    ``ctx``: a moderngl context, or None to wrap the context current on this thread
+    (``moderngl.create_context()``: make the window's context current first). ``backend``: the
+    library that made it, "egl" or "glx" (any other name: GLX), from which :mod:`.rawgl` loads the
+    GL functions moderngl lacks; None keeps what the context says, else EGL. It must be OpenGL
+    3.3 or later. Returns the context, ``ctx.extra["backend"]`` set (other ``extra`` keys are
+    kept; cached raw GL functions of another backend are dropped).
+    """
+    moderngl = _import_moderngl()
+    if ctx is None:
+        try:
+            ctx = moderngl.create_context(require=REQUIRED_GL)
+        except Exception as exc:  # moderngl raises plain Exceptions with the driver's text
+            raise RenderError(f"cannot use the current OpenGL context ({' '.join(str(exc).split())})") from None
+    elif ctx.version_code < REQUIRED_GL:
+        raise RenderError(f"the OpenGL context is version {ctx.version_code / 100:.1f}; "
+                          f"the renderer needs {REQUIRED_GL / 100:.1f}")
+    extra = dict(ctx.extra) if isinstance(ctx.extra, dict) else {}
+    backend = backend or extra.get("backend") or "egl"
+    if extra.get("backend") != backend:
+        extra.pop("rawgl", None)  # loaded from the other library
+    extra["backend"] = backend
+    ctx.extra = extra
+    return ctx
+
+
 def shared_context():
     """One context per process, created on first use (contexts are slow to make; resources are not
     shared between renderers, only the context)."""

@@ -9,13 +9,20 @@ positions/normals re-uploaded, only for primitives that have targets and only wh
 change. Instances whose morph weights differ are drawn one instance per draw call (the palette is
 still written once); everything else is one instanced draw call per primitive for all instances.
 
+Two ways to get a frame: :meth:`Renderer.draw` renders and reads the image back;
+:meth:`Renderer.render` only draws, into :attr:`Renderer.framebuffer` (a window blits it with
+:meth:`Renderer.present`), optionally into a ``viewport`` of it and from precomputed ``palettes``
+(a :class:`skeletal.Player`'s, say).
+
 >>> r = Renderer(asset, 320, 240)                                  # doctest: +SKIP
 >>> world, morph = pose_at(asset, asset.clip("Walk"), [0.5])       # doctest: +SKIP
 >>> image = r.draw((world, morph))         # (240, 320, 3) uint8   # doctest: +SKIP
+>>> r.render(player, palettes=player.palettes)  # no readback      # doctest: +SKIP
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import moderngl
@@ -195,6 +202,36 @@ class Renderer:
                                            depth_attachment=ctx.depth_renderbuffer(size, samples=self.samples))
         else:
             self._target = self._resolved
+        self._unresolved = False  # whether _target holds a frame _resolved does not have yet
+
+    def _release_framebuffers(self) -> None:
+        for fbo in {self._target, self._resolved}:
+            for attachment in list(fbo.color_attachments) + [fbo.depth_attachment]:
+                if attachment is not None:
+                    attachment.release()
+            fbo.release()
+
+    @property
+    def framebuffer(self):
+        """The moderngl framebuffer :meth:`render` draws into (``width`` x ``height``; RGBA8 colour
+        and depth). With MSAA it is multisampled: blit it with ``ctx.copy_framebuffer(dst,
+        renderer.framebuffer)`` (:meth:`present`), which resolves the samples; :meth:`read` gives its
+        pixels. It is replaced by :meth:`resize`."""
+        return self._target
+
+    def resize(self, width: int, height: int) -> None:
+        """Draw ``width`` x ``height`` frames from now on: new framebuffers (the old frame is gone)
+        and the camera framed again for the new aspect, on the same bounds."""
+        width, height = int(width), int(height)
+        if not (1 <= width <= 16384 and 1 <= height <= 16384):
+            raise RenderError(f"image size {width}x{height} is out of range (1..16384)")
+        if (width, height) == (self.width, self.height):
+            return
+        self._release_framebuffers()
+        self.width, self.height = width, height
+        self._make_framebuffers(self.samples)
+        lo, hi = self.bounds
+        self.set_bounds(lo, hi, self._framed_offsets)
 
     # -- camera ---------------------------------------------------------------------------------
 
@@ -211,6 +248,7 @@ class Renderer:
         """Frame the box ``lo``..``hi`` of one instance (world units), repeated at ``offsets``."""
         lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
         self.bounds = (lo.copy(), hi.copy())
+        self._framed_offsets = None if offsets is None else np.array(offsets, np.float64)
         if offsets is not None and len(offsets):
             offsets = np.asarray(offsets, np.float64)
             lo, hi = lo + offsets.min(axis=0), hi + offsets.max(axis=0)
@@ -226,16 +264,43 @@ class Renderer:
 
     # -- drawing --------------------------------------------------------------------------------
 
-    def draw(self, state, instances=None, *, skeleton: bool = False, weights_joint: str | int | None = None) -> np.ndarray:
-        """Render one frame; returns (height, width, 3) uint8 RGB, row 0 at the top.
+    def draw(self, state, instances=None, *, skeleton: bool = False, weights_joint: str | int | None = None,
+             palettes=None, viewport: tuple[int, int, int, int] | None = None) -> np.ndarray:
+        """Render one frame and read it back: (height, width, 3) uint8 RGB, row 0 at the top (the
+        ``viewport``'s size when one is given). Arguments as for :meth:`render`.
 
         ``state``: ``(world, morph)`` with world (N, 4, 4) or (I, N, 4, 4) row-major rig-order world
         matrices and morph (M,) or (I, M) weights (None: rest weights); a bare world array; or an
-        object with ``world`` and ``morph`` attributes (a player state). ``instances``: (I, 3)
-        placements, or None (one instance per world pose, all at the origin). A single pose with
-        several placements is shared by them. ``skeleton`` draws the joints on top; ``weights_joint``
-        (name or glTF node index) shades every mesh by that joint's weights instead of its material.
+        object with ``world`` and ``morph`` (or ``morph_weights``) attributes, a Player for one.
+        ``instances``: (I, 3) placements, or None (one instance per world pose, all at the origin).
+        A single pose with several placements is shared by them. ``skeleton`` draws the joints on
+        top; ``weights_joint`` (name or glTF node index) shades every mesh by that joint's weights
+        instead of its material.
         """
+        self.render(state, instances, skeleton=skeleton, weights_joint=weights_joint, palettes=palettes,
+                    viewport=viewport)
+        return self.read(viewport)
+
+    def render(self, state, instances=None, *, skeleton: bool = False, weights_joint: str | int | None = None,
+               palettes=None, viewport: tuple[int, int, int, int] | None = None,
+               finish: bool = False) -> dict[str, float]:
+        """Draw one frame into :attr:`framebuffer`, without reading it back.
+
+        ``state``, ``instances``, ``skeleton``, ``weights_joint``: as for :meth:`draw`.
+        ``palettes``: skinning matrices already computed for this pose, instead of computing them
+        from the world matrices: a list of one (J_s, 4, 4) or (I, J_s, 4, 4) array per skin, as
+        :attr:`skeletal.Player.palettes` gives them (rigid meshes still take their node's world
+        matrix), or one array, the whole (J, 3|4, 4) / (I, J, 3|4, 4) palette in the layout's slot
+        order (:class:`.layout.PaletteLayout`). ``viewport``: (x, y, width, height) in framebuffer pixels,
+        y up (GL's convention), to draw into part of the framebuffer (the rest is cleared to black);
+        the camera's aspect should match it. ``finish``: wait for the GPU to finish the frame, so
+        that the "draw" time covers the GPU's work too.
+
+        Returns CPU seconds: ``palette`` (arranging or computing the palettes), ``upload`` (writing
+        palettes, placements and heat weights) and ``draw`` (issuing the draw calls, and with
+        ``finish`` waiting for them).
+        """
+        t0 = time.perf_counter()
         world, morph = self._pose_arrays(state)
         offsets = self._placements(instances, len(world))
         n = len(offsets)
@@ -245,16 +310,22 @@ class Renderer:
         elif len(world) != n:
             raise RenderError(f"{len(world)} poses for {n} instance placements")
         self._ensure_capacity(n)
+        palette = self.layout.palettes(world) if palettes is None else self._arrange_palettes(palettes, world)
+        heat = self._resolve_heat(weights_joint)
+        t1 = time.perf_counter()
 
         # One palette write for the whole frame, then the per-instance placements.
-        self.store.write(self.layout.palettes(world))
+        self.store.write(palette)
         self._offsets_buffer.write(offsets.tobytes())
-        self._set_heat_joint(None if weights_joint is None else resolve_joint(self.asset, weights_joint))
+        self._set_heat_joint(heat)
+        t2 = time.perf_counter()
 
         ctx = self.ctx
         self._target.use()
         ctx.viewport = (0, 0, self.width, self.height)
         self._target.clear(0.0, 0.0, 0.0, 1.0, depth=1.0)
+        if viewport is not None:
+            ctx.viewport = self._check_viewport(viewport)
         view_proj = self.camera.view_projection
         self._draw_background()
         if self.ground:
@@ -263,11 +334,74 @@ class Renderer:
         self._draw_meshes(view_proj, morph, offsets)
         if skeleton:
             self._draw_skeleton(view_proj, world, offsets)
-        if self._target is not self._resolved:
-            ctx.copy_framebuffer(self._resolved, self._target)  # MSAA resolve
-        pixels = self._resolved.read(components=3, alignment=1)
-        image = np.frombuffer(pixels, np.uint8).reshape(self.height, self.width, 3)
+        if finish:
+            ctx.finish()
+        self._unresolved = self._target is not self._resolved
+        return {"palette": t1 - t0, "upload": t2 - t1, "draw": time.perf_counter() - t2}
+
+    def read(self, viewport: tuple[int, int, int, int] | None = None) -> np.ndarray:
+        """The last rendered frame (or the ``viewport`` part of it, GL pixels, y up) as
+        (height, width, 3) uint8 RGB, row 0 at the top."""
+        self._resolve()
+        x, y, w, h = (0, 0, self.width, self.height) if viewport is None else self._check_viewport(viewport)
+        pixels = self._resolved.read(viewport=(x, y, w, h), components=3, alignment=1)
+        image = np.frombuffer(pixels, np.uint8).reshape(h, w, 3)
         return np.ascontiguousarray(image[::-1])  # GL rows start at the bottom
+
+    def present(self, target) -> None:
+        """Copy the last frame to ``target``, a framebuffer of the same size (a window's
+        ``ctx.screen``), resolving MSAA on the way (one blit)."""
+        self.ctx.copy_framebuffer(target, self._target)
+
+    def _resolve(self) -> None:
+        if self._unresolved:
+            self.ctx.copy_framebuffer(self._resolved, self._target)  # MSAA resolve
+            self._unresolved = False
+
+    def _check_viewport(self, viewport) -> tuple[int, int, int, int]:
+        x, y, w, h = (int(v) for v in viewport)
+        if w < 1 or h < 1 or x < 0 or y < 0 or x + w > self.width or y + h > self.height:
+            raise RenderError(f"viewport {(x, y, w, h)} is not inside the {self.width}x{self.height} framebuffer")
+        return x, y, w, h
+
+    def _resolve_heat(self, weights_joint) -> int | None:
+        """Rig index of the heat-map's joint (a name is looked up once per change)."""
+        if weights_joint is None:
+            return None
+        if getattr(self, "_heat_key", None) != weights_joint:
+            self._heat_rig = resolve_joint(self.asset, weights_joint)
+            self._heat_key = weights_joint
+        return self._heat_rig
+
+    def _arrange_palettes(self, palettes, world: np.ndarray) -> np.ndarray:
+        """Precomputed palettes -> (I, J, 3, 4) float32 in the layout's slot order (see :meth:`render`)."""
+        layout, n = self.layout, len(world)
+        if isinstance(palettes, np.ndarray):  # the whole palette, in slot order
+            whole = palettes if palettes.ndim == 4 else palettes[None]
+            if whole.ndim != 4 or whole.shape[1] != layout.joint_count or whole.shape[2:] not in ((3, 4), (4, 4)) \
+                    or len(whole) not in (1, n):
+                raise RenderError(f"palettes of shape {palettes.shape}: expected ({n}, {layout.joint_count}, 3, 4) "
+                                  f"or a list of one (J, 4, 4) array per skin")
+            out = np.empty((n, layout.joint_count, 3, 4), np.float32)
+            out[:] = whole[:, :, :3, :]
+            return out
+        per_skin = list(palettes)  # one array per skin, as Player.palettes
+        if len(per_skin) != len(self.asset.skins):
+            raise RenderError(f"{len(per_skin)} skin palettes for a model with {len(self.asset.skins)} skins")
+        out = np.empty((n, layout.joint_count, 3, 4), np.float32)
+        for binding, start, palette in zip(self.asset.skins, layout.skin_offset, per_skin):
+            palette = np.asarray(palette)
+            if palette.ndim == 3:
+                palette = palette[None]
+            count = len(binding.joints)
+            if palette.shape[1:] not in ((count, 4, 4), (count, 3, 4)) or len(palette) not in (1, n):
+                raise RenderError(f"a palette of shape {palette.shape} for a skin of {count} joints and {n} instances")
+            out[:, start:start + count] = palette[:, :, :3, :]
+        if layout.rigid_slot:
+            rig_nodes = [int(self.asset.rig.index_of[node]) for node in layout.rigid_slot]
+            slots = list(layout.rigid_slot.values())
+            out[:, slots] = world[:, rig_nodes, :3, :]
+        return out
 
     def _pose_arrays(self, state) -> tuple[np.ndarray, np.ndarray]:
         if isinstance(state, (tuple, list)) and len(state) == 2:
@@ -279,6 +413,8 @@ class Renderer:
             if world is None:
                 world = getattr(state, "world_matrices", None)
             morph = getattr(state, "morph", None)
+            if morph is None:
+                morph = getattr(state, "morph_weights", None)  # a Player
             if world is None:
                 raise RenderError(f"cannot draw {type(state).__name__}: give (world, morph) or an object with .world and .morph")
         world = np.asarray(world, dtype=np.float64)
@@ -463,11 +599,7 @@ class Renderer:
         self.store.release()
         self._materials.release()
         self._programs.release()
-        for fbo in {self._target, self._resolved}:
-            for attachment in list(fbo.color_attachments) + [fbo.depth_attachment]:
-                if attachment is not None:
-                    attachment.release()
-            fbo.release()
+        self._release_framebuffers()
 
     def __enter__(self):
         return self

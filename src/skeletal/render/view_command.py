@@ -30,6 +30,12 @@ LOOP_CHOICES = ("repeat", "pingpong", "clamp")
 @click.option("--skeleton", is_flag=True, help="Start with the skeleton overlay on.")
 @click.option("--weights", "weights_joint", default=None, metavar="JOINT",
               help="Start with the weight heat-map of JOINT (name or glTF node index).")
+@click.option("--blend", "blend", default=None, metavar="CLIP:POS,...",
+              help="Start in blend mode: a 1D blend space over these clips at these positions, "
+                   "e.g. idle:0,walk:1.4,run:4 (B in the window blends idle/walk/run or the first clips).")
+@click.option("--blend-value", "blend_value", default=None, type=float, metavar="X",
+              help="The blend parameter to start at (default: --clip's position, else the first sample's); "
+                   "alone, blend mode on the default samples.")
 @click.option("--palette", "palette_mode", default="auto", show_default=True, type=click.Choice(PALETTE_CHOICES),
               help="How skin palettes reach the GPU.")
 @click.option("--msaa", "samples", default=4, show_default=True, type=click.IntRange(0, 16),
@@ -39,8 +45,8 @@ LOOP_CHOICES = ("repeat", "pingpong", "clamp")
 @click.option("--screenshot", default=None, type=click.Path(dir_okay=False),
               help="Save the last frame, UI included, to this .png and exit (after --frames, default 1).")
 @click.option("--verbose", "-v", is_flag=True, help="Print the GL renderer, palette path and frame timings.")
-def view(model, clip, size, start, speed, loop, camera, skeleton, weights_joint, palette_mode, samples, frames,
-         screenshot, verbose):
+def view(model, clip, size, start, speed, loop, camera, skeleton, weights_joint, blend, blend_value, palette_mode,
+         samples, frames, screenshot, verbose):
     """Open MODEL (a .gltf/.glb; default: the built-in demo character) in an interactive window.
 
     \b
@@ -48,12 +54,14 @@ def view(model, clip, size, start, speed, loop, camera, skeleton, weights_joint,
       left drag: orbit   right/middle drag: pan   wheel: zoom   R: reset view
       1-9, Up/Down, click: clip   space: play/pause   click/drag the bar: seek
       Left/Right: step a frame   +/-: speed   L: loop mode   C: crossfade or cut
+      B: blend mode   drag the slider, , and .: blend parameter
       S: skeleton   W: weight heat-map   [ ]: previous/next joint
       P: save a screenshot   H: help   Esc/Q: quit
 
     \b
     Examples:
       skeletal view Soldier.glb --clip Walk
+      skeletal view --blend idle:0,walk:1.4,run:4 --blend-value 2
       xvfb-run skeletal view --frames 10 --screenshot view.png
     """
     try:
@@ -63,11 +71,11 @@ def view(model, clip, size, start, speed, loop, camera, skeleton, weights_joint,
 
     log = (lambda text: click.echo(text, err=True)) if verbose else None
     result = run_viewer(model, clip=clip, size=size, start=start, speed=speed, loop=loop, camera=camera,
-                        skeleton=skeleton, weights_joint=weights_joint, palette_mode=palette_mode, samples=samples,
-                        frames=frames, screenshot=screenshot, log=log)
+                        skeleton=skeleton, weights_joint=weights_joint, blend=blend, blend_value=blend_value,
+                        palette_mode=palette_mode, samples=samples, frames=frames, screenshot=screenshot, log=log)
     if result.screenshot:
         click.echo(f"wrote {result.screenshot} ({result.frames} frame{'s' if result.frames != 1 else ''}, "
-                   f"clip {result.clip!r})")
+                   f"{result.playback})")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,8 +16,11 @@ GLFW draws no text, so the UI's text comes from a glyph atlas that Pillow (alrea
 the renderer) rasterises from its built-in font; every panel, bar and glyph of a frame is one
 vertex buffer drawn with one call (:class:`UIPainter`).
 
-Layers: :mod:`.viewer_ui` holds the state and the layout (no window: unit-tested); this module
-opens the window, turns GLFW callbacks into :class:`.viewer_ui.ViewerState` calls, and draws.
+Layers: :mod:`.viewer_ui` holds the state and the layout (no window: unit-tested), and the
+state drives a :class:`skeletal.Player` (crossfades, blend space, clocks); this module opens the
+window, turns GLFW callbacks into :class:`.viewer_ui.ViewerState` calls, and each frame updates
+the Player and draws its pose with :meth:`.renderer.Renderer.render` (the Player's own palettes,
+no readback) before blitting the frame to the window and drawing the UI over it.
 """
 
 from __future__ import annotations
@@ -32,10 +35,13 @@ import moderngl
 import numba
 import numpy as np
 
-from .camera import frame
+from .camera import animated_bounds, frame
+from .context import adopt_context
 from .errors import RenderError
 from .renderer import Renderer
-from .viewer_ui import CONTROLS, LOOP_CYCLE, ClipBlend, Layout, OrbitCamera, Rect, ViewerState, compute_layout, ellipsize
+from .viewer_ui import (
+    CONTROLS, LOOP_CYCLE, Layout, OrbitCamera, Rect, ViewerState, compute_layout, ellipsize, parse_blend, slider_marks,
+)
 
 # -- look (display-space RGBA) ---------------------------------------------------------------------
 TEXT = (0.93, 0.94, 0.96, 1.0)
@@ -47,6 +53,8 @@ PANEL = (0.07, 0.08, 0.10, 0.74)
 BOTTOM_PANEL = (0.09, 0.10, 0.12, 1.0)
 BAR_TRACK = (0.26, 0.28, 0.32, 1.0)
 BAR_FADE = (0.95, 0.62, 0.20, 0.85)
+BAR_WEIGHT = (0.27, 0.53, 0.93, 0.55)  # a blend sample's weight, behind its clip row
+TICK = (0.62, 0.66, 0.72, 1.0)
 
 NO_DISPLAY = "no display: set DISPLAY or run under xvfb-run"
 FONT_PIXELS = 14
@@ -66,67 +74,6 @@ def check_display() -> None:
     if sys.platform.startswith(("linux", "freebsd", "openbsd", "netbsd")):
         if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
             raise RenderError(NO_DISPLAY)
-
-
-# -- the renderer, drawing into a window ------------------------------------------------------------
-
-
-class WindowRenderer(Renderer):
-    """A :class:`Renderer` that draws a frame without reading it back, into a viewport of its
-    framebuffer, takes precomputed palettes (timed apart), can be resized, and blits to the window.
-
-    Stop-gap: these use the Renderer's private helpers. With ``Renderer.render(...)`` (draw without
-    readback, ``viewport=`` and ``palettes=`` arguments), ``Renderer.resize()`` and
-    ``Renderer.framebuffer`` in renderer.py, this class reduces to :meth:`present`.
-    """
-
-    def render_frame(self, world: np.ndarray, morph: np.ndarray, palettes: np.ndarray,
-                     viewport: tuple[int, int, int, int], *, skeleton: bool = False,
-                     heat_joint: int | None = None) -> dict[str, float]:
-        """Draw one instance posed by ``world`` (N, 4, 4) / ``morph`` (M,) with ``palettes``
-        (1, J, 3, 4) into ``viewport`` (x, y, w, h; GL pixels, y up). Returns upload and draw
-        seconds (draw waits for the GPU to finish, so it is the whole cost of the frame's drawing)."""
-        ctx = self.ctx
-        world = np.asarray(world, np.float64)[None]
-        morph = np.asarray(morph, np.float64).reshape(1, -1)
-        offsets = np.zeros((1, 3), np.float32)
-        t0 = time.perf_counter()
-        self.store.write(palettes)
-        self._offsets_buffer.write(offsets.tobytes())
-        self._set_heat_joint(heat_joint)
-        t1 = time.perf_counter()
-        self._target.use()
-        ctx.viewport = (0, 0, self.width, self.height)
-        self._target.clear(0.0, 0.0, 0.0, 1.0, depth=1.0)
-        ctx.viewport = viewport
-        view_proj = self.camera.view_projection
-        self._draw_background()
-        if self.ground:
-            self._draw_ground(view_proj)
-            self._draw_shadows(view_proj, world, offsets)
-        self._draw_meshes(view_proj, morph, offsets)
-        if skeleton:
-            self._draw_skeleton(view_proj, world, offsets)
-        ctx.finish()
-        t2 = time.perf_counter()
-        return {"upload": t1 - t0, "draw": t2 - t1}
-
-    def present(self, screen) -> None:
-        """Copy the frame (resolving MSAA) to ``screen``, a framebuffer of the same size."""
-        self.ctx.copy_framebuffer(screen, self._target)
-
-    def resize(self, width: int, height: int) -> None:
-        """New framebuffers of ``width`` x ``height`` (the camera is set per frame by the viewer)."""
-        width, height = max(1, int(width)), max(1, int(height))
-        if (width, height) == (self.width, self.height):
-            return
-        for fbo in {self._target, self._resolved}:
-            for attachment in list(fbo.color_attachments) + [fbo.depth_attachment]:
-                if attachment is not None:
-                    attachment.release()
-            fbo.release()
-        self.width, self.height = width, height
-        self._make_framebuffers(self.samples)
 
 
 # -- text and 2D drawing ----------------------------------------------------------------------------
@@ -330,7 +277,10 @@ class UIPainter:
 
 
 class FrameStats:
-    """Averages of the per-frame timings over about half a second (what the stats panel shows).
+    """Averages of the per-frame timings over about half a second (what the stats panel shows):
+    ``update`` (``Player.update``: advance the clocks and fades, sample and blend the clips, world
+    matrices and skin palettes), ``palette`` (arranging the Player's palettes for the GPU),
+    ``upload`` (writing them), ``draw`` (drawing the frame, waiting for the GPU) and ``frame``.
 
     The first frame is left out (it compiles shaders in the driver); until the first half second
     is complete, the averages so far are shown, updated every frame."""
@@ -366,12 +316,11 @@ class FrameStats:
         s = self.shown
         if not s:
             return [("measuring...", "")]
-        ms = {k: 1000.0 * s.get(k, 0.0) for k in ("sample", "world", "palette", "upload", "draw", "frame")}
+        ms = {k: 1000.0 * s.get(k, 0.0) for k in ("update", "palette", "upload", "draw", "frame")}
         return [
             (f"{s.get('fps', 0.0):.1f} fps", f"{ms['frame']:.1f} ms"),
-            ("pose (CPU)", f"{ms['sample'] + ms['world'] + ms['palette']:.2f} ms"),
-            ("  sample", f"{ms['sample']:.2f}"),
-            ("  world", f"{ms['world']:.2f}"),
+            ("pose (CPU)", f"{ms['update'] + ms['palette']:.2f} ms"),
+            ("  player.update", f"{ms['update']:.2f}"),
             ("  palette", f"{ms['palette']:.2f}"),
             ("skinning", f"{ms['upload'] + ms['draw']:.2f} ms"),
             ("  upload", f"{ms['upload']:.2f}"),
@@ -389,13 +338,15 @@ class FrameStats:
 @dataclass
 class ViewResult:
     """What a viewer run did: frames drawn, the screenshot written (if any), GL description, the
-    last shown stats (seconds)."""
+    last shown stats (seconds), the clip chosen last and what played at the end (``clip 'walk'``
+    or ``blend 1.40 (walk 0.82, run 0.18)``)."""
 
     frames: int
     screenshot: str | None
     info: str
     stats: dict[str, float]
     clip: str
+    playback: str = ""
 
 
 def heat_joints(asset) -> tuple[list[int], list[str], int]:
@@ -439,14 +390,17 @@ class Viewer:
         clip: index of the first clip; ``start``: its start time; ``speed``, ``loop``: playback.
         camera: a camera spec string (see :mod:`.camera`) for the initial framing.
         skeleton, weights_joint: overlays on at the start (joint: name or glTF node index).
+        blend: blend-space samples ``[(clip, position), ...]`` to start in blend mode with (None:
+            clip mode; the B key then blends the default samples); ``blend_value``: the parameter.
         palette_mode, samples: passed to the :class:`Renderer`.
         log: where verbose lines go (None: quiet).
     """
 
     def __init__(self, asset, size: tuple[int, int] = (1024, 640), *, clip: int = 0, start: float = 0.0,
                  speed: float = 1.0, loop: str = "repeat", camera: str | None = None, skeleton: bool = False,
-                 weights_joint: str | int | None = None, palette_mode: str = "auto", samples: int = 4,
-                 title: str | None = None, log: Callable[[str], None] | None = None):
+                 weights_joint: str | int | None = None, blend=None, blend_value: float | None = None,
+                 palette_mode: str = "auto", samples: int = 4, title: str | None = None,
+                 log: Callable[[str], None] | None = None):
         check_display()
         self.glfw = _import_glfw()
         self.asset = asset
@@ -454,11 +408,12 @@ class Viewer:
         self._errors: list[str] = []
         self.window = None
         self.ctx = None
-        self.renderer: WindowRenderer | None = None
+        self.renderer: Renderer | None = None
         self.ui: UIPainter | None = None
         try:
             self._open_window(size, title or f"skeletal view - {asset.name}")
-            self._setup(clip, start, speed, loop, camera, skeleton, weights_joint, palette_mode, samples)
+            self._setup(clip, start, speed, loop, camera, skeleton, weights_joint, blend, blend_value, palette_mode,
+                        samples)
         except BaseException:
             self.close()
             raise
@@ -488,15 +443,12 @@ class Viewer:
             detail = self._errors[-1] if self._errors else "no reason given"
             raise RenderError(f"cannot create an OpenGL 3.3 core window ({detail})")
         glfw.make_context_current(self.window)
-        try:
-            self.ctx = moderngl.create_context(require=330)
-        except Exception as exc:  # moderngl raises plain Exceptions with the driver's text
-            raise RenderError(f"cannot use the window's OpenGL context ({' '.join(str(exc).split())})") from None
-        api = glfw.get_window_attrib(self.window, glfw.CONTEXT_CREATION_API)
         # .rawgl loads extra GL functions from EGL or GLX: say which one made this context.
-        self.ctx.extra = {"backend": "egl" if api == glfw.EGL_CONTEXT_API else "glx"}
+        api = glfw.get_window_attrib(self.window, glfw.CONTEXT_CREATION_API)
+        self.ctx = adopt_context(None, "egl" if api == glfw.EGL_CONTEXT_API else "glx")
 
-    def _setup(self, clip, start, speed, loop, camera, skeleton, weights_joint, palette_mode, samples) -> None:
+    def _setup(self, clip, start, speed, loop, camera, skeleton, weights_joint, blend, blend_value, palette_mode,
+               samples) -> None:
         glfw, asset = self.glfw, self.asset
         fb_w, fb_h = glfw.get_framebuffer_size(self.window)
         win_w, win_h = glfw.get_window_size(self.window)
@@ -504,10 +456,20 @@ class Viewer:
         self.scale = max(1.0, float(glfw.get_window_content_scale(self.window)[1]))
         self.ui = UIPainter(self.ctx, round(FONT_PIXELS * self.scale))
 
+        # One pose per frame: numba's worker threads would only wait for cores that a software
+        # rasteriser (llvmpipe) keeps busy (12 ms instead of 0.15 ms per frame on two cores).
+        self._numba_threads = numba.get_num_threads()
+        numba.set_num_threads(1)
+        from ..playback.player import Player
+
         clips = asset.clips
         self.joints, joint_names, best = heat_joints(asset)
-        state = ViewerState([c.name for c in clips], [c.duration for c in clips], joint_names, clip=clip,
-                            time=start, speed=speed, loop=loop, default_joint=best)
+        self.player = Player(asset)  # compiles (or loads) the mixer's kernels now, before the first frame
+        try:
+            state = ViewerState(self.player, joint_names, clip=clip, time=start, speed=speed, loop=loop,
+                                default_joint=best, blend=blend, blend_value=blend_value, blend_mode=blend is not None)
+        except ValueError as exc:
+            raise RenderError(str(exc)) from None
         state.skeleton = skeleton
         if weights_joint is not None:
             state.joint, state.weights = heat_joint_index(asset, weights_joint), True
@@ -515,19 +477,16 @@ class Viewer:
         self.layout = self._layout(fb_w, fb_h)
         view_h = self._view_height()
 
-        self.renderer = WindowRenderer(asset, fb_w, fb_h, palette_mode=palette_mode, samples=samples, camera=camera,
-                                       clip=clips[state.clip] if clips else None, ctx=self.ctx)
+        self.renderer = Renderer(asset, fb_w, fb_h, palette_mode=palette_mode, samples=samples, camera=camera,
+                                 clip=clips[state.clip] if clips and not state.blending else None, ctx=self.ctx)
+        if state.blending:  # frame every sample's motion
+            bounds = [animated_bounds(asset, clips[c]) for c in state.blend.clips]
+            self.renderer.set_bounds(np.min([lo for lo, _ in bounds], axis=0), np.max([hi for _, hi in bounds], axis=0))
         # The renderer framed the clip (and sized its ground) for the whole window; frame again for
         # the 3D viewport above the bottom panel and hand that camera to the orbit controls.
         lo, hi = self.renderer.bounds
         framed = frame(self.renderer.camera_spec, lo, hi, fb_w / view_h, facing=self.renderer.facing)
         state.camera = OrbitCamera.from_camera(framed, 0.5 * float(np.linalg.norm(hi - lo)))
-        # One pose per frame: numba's worker threads would only wait for cores that a software
-        # rasteriser (llvmpipe) keeps busy (12 ms instead of 0.15 ms per frame on two cores).
-        self._numba_threads = numba.get_num_threads()
-        numba.set_num_threads(1)
-        self.blend = ClipBlend(asset)
-        self.renderer.layout.palettes(self.blend.pose(state).world[None])  # load the numba kernels now
         self.stats = FrameStats()
         gl = self.ctx.info.get("GL_RENDERER", "?").split(" (")[0]
         self.info_line = (f"{gl}, GL {self.ctx.version_code // 100}.{self.ctx.version_code % 100 // 10}, "
@@ -539,14 +498,15 @@ class Viewer:
             self.log(f"skeletal view: {self.renderer.describe()}")
 
     def _layout(self, width: int, height: int) -> Layout:
-        """The layout for this framebuffer size (recomputed only when the size or the clip changes)."""
+        """The layout for this framebuffer size (recomputed only when the size, the clip or the mode changes)."""
         s = self.state
-        key = (width, height, s.clip)
+        key = (width, height, s.clip, s.mode)
         if getattr(self, "_layout_key", None) == key:
             return self.layout
         self._layout_key = key
         return compute_layout(width, height, [s.clip_row_text(i) for i in range(s.clip_count)], s.clip,
-                              self.ui.measure, self.ui.line_height, self.scale, overlay_labels=s.overlay_widest())
+                              self.ui.measure, self.ui.line_height, self.scale, overlay_labels=s.overlay_widest(),
+                              slider=s.blending)
 
     def _view_height(self) -> int:
         """Height of the 3D viewport: the window above the bottom panel."""
@@ -612,9 +572,7 @@ class Viewer:
             now = time.perf_counter()
             dt = fixed_dt if fixed_dt is not None else min(now - last, 0.1)
             last = now
-            if drawn:
-                self.state.advance(dt)
-            self._frame()
+            self._frame(dt if drawn else 0.0)
             drawn += 1
             if self.state.screenshot_requested:
                 self.state.screenshot_requested = False
@@ -630,13 +588,15 @@ class Viewer:
             iio.imwrite(screenshot, image)
         if self.log:
             self.log(f"skeletal view: {drawn} frame(s); {self.stats.summary()}")
-        return ViewResult(drawn, screenshot, self.renderer.describe(), dict(self.stats.shown), self.state.clip_name)
+        return ViewResult(drawn, screenshot, self.renderer.describe(), dict(self.stats.shown), self.state.clip_name,
+                          self.state.describe_playback())
 
-    def _frame(self) -> None:
-        """Pose, draw the scene and the UI for the current state."""
+    def _frame(self, dt: float) -> None:
+        """Advance the Player by ``dt``, draw its pose and the UI."""
         t_start = time.perf_counter()
-        glfw, state = self.glfw, self.state
+        glfw, state, player = self.glfw, self.state, self.player
         fb_w, fb_h = glfw.get_framebuffer_size(self.window)
+        state.advance(dt)  # player.update(dt)
         if fb_w < 1 or fb_h < 1:  # minimised
             return
         if (fb_w, fb_h) != (self.renderer.width, self.renderer.height):
@@ -645,20 +605,15 @@ class Viewer:
         state.layout = self.layout
         view_h = self._view_height()
 
-        pose = self.blend.pose(state)
-        t0 = time.perf_counter()
-        palettes = self.renderer.layout.palettes(pose.world[None])
-        palette_time = time.perf_counter() - t0
         self.renderer.camera = state.camera.camera(fb_w / view_h)
-        heat = self.joints[state.heat_joint] if state.heat_joint is not None else None
-        gpu = self.renderer.render_frame(pose.world, pose.morph, palettes, (0, fb_h - view_h, fb_w, view_h),
-                                         skeleton=state.skeleton, heat_joint=heat)
+        heat = None if state.heat_joint is None else int(self.asset.rig.node_of[self.joints[state.heat_joint]])
+        gpu = self.renderer.render(player, palettes=player.palettes, viewport=(0, fb_h - view_h, fb_w, view_h),
+                                   skeleton=state.skeleton, weights_joint=heat, finish=True)
         self.renderer.present(self.ctx.screen)
         self.ctx.screen.use()
         self.ctx.viewport = (0, 0, fb_w, fb_h)
         self._draw_ui(fb_w, fb_h)
-        self.stats.add({**pose.timings, "palette": palette_time, **gpu,
-                        "frame": time.perf_counter() - t_start})
+        self.stats.add({"update": state.timings["update"], **gpu, "frame": time.perf_counter() - t_start})
 
     def _save_numbered_screenshot(self) -> None:
         """The P key: the frame just drawn to ``skeletal-view-N.png`` (first free N) in the current folder."""
@@ -689,23 +644,27 @@ class Viewer:
         lh, pad = lay.line_height, lay.pad
         row_text_dy = (lay.clip_rows[0][1].h - lh) / 2 if lay.clip_rows else 0
 
-        # Clip list.
+        # Clip list: the chosen clip highlighted (clip mode); behind every other row the weight its
+        # clip has in the pose now (fading out, or a blend sample's weight).
         ui.rect(lay.clip_panel, PANEL)
         ui.text(lay.clip_title.x, lay.clip_title.y + row_text_dy, "Clips", TEXT_DIM)
         ui.text(lay.clip_title.x + ui.measure("Clips  "), lay.clip_title.y + row_text_dy, "(1-9, Up/Down)", TEXT_DIM)
         if not state.clip_count:
             ui.text(lay.clip_title.x, lay.clip_title.bottom + row_text_dy, "(no clips: rest pose)", TEXT_DIM)
+        weights = state.clip_weights()
+        samples = set(state.blend.clips) if state.blending else set()
         for index, row in lay.clip_rows:
-            current = index == state.clip
+            current = index == state.clip and not state.blending
+            weight = min(max(weights[index], 0.0), 1.0)
             if current:
                 ui.rect(row, ACCENT)
-            elif state.fade is not None and index == state.fade.source:
-                ui.rect(Rect(row.x, row.y, row.w * (1.0 - state.fade_weight), row.h), BAR_FADE)
-            duration = f"{state.durations[index]:.2f} s"
-            label = ellipsize(state.clip_label(index), row.w - 3 * pad - ui.measure(duration), ui.measure)
+            elif weight > 0.0:
+                ui.rect(Rect(row.x, row.y, row.w * weight, row.h), BAR_WEIGHT if index in samples else BAR_FADE)
+            value = state.clip_row_value(index, weights)
+            label = ellipsize(state.clip_label(index), row.w - 3 * pad - ui.measure(value), ui.measure)
             ui.text(row.x + pad, row.y + row_text_dy, label, ACCENT_TEXT if current else TEXT)
-            ui.text(row.right - pad - ui.measure(duration), row.y + row_text_dy, duration,
-                    ACCENT_TEXT if current else TEXT_DIM)
+            ui.text(row.right - pad - ui.measure(value), row.y + row_text_dy, value,
+                    ACCENT_TEXT if current else (WARM if index in samples and weight > 0 else TEXT_DIM))
 
         for name, row in lay.overlay_rows:
             label, value = state.overlay_text(name)
@@ -732,7 +691,7 @@ class Viewer:
             ui.text(panel.right - pad - ui.measure(value), y, value, TEXT_DIM if detail else TEXT)
         ui.text(panel.x + pad, panel.y + pad + len(rows) * lh, info, TEXT_DIM)
 
-        # Bottom panel: status, timeline, help.
+        # Bottom panel: status, [blend slider], timeline, help.
         ui.rect(lay.bottom_panel, BOTTOM_PANEL)
         x = float(pad)
         for k, part in enumerate(state.status_text().split("   ")):
@@ -745,9 +704,11 @@ class Viewer:
                 ui.text(x, lay.status_y, ellipsize(part, room, ui.measure), color)
                 break
             x += ui.text(x, lay.status_y, part, color)
+        if lay.slider is not None and state.blend is not None:
+            self._draw_slider()
         bar = lay.timeline
         ui.rect(bar, BAR_TRACK)
-        fraction = state.local_time / state.duration if state.duration > 0 else 0.0
+        fraction = min(state.local_time / state.duration, 1.0) if state.duration > 0 else 0.0
         ui.rect(Rect(bar.x, bar.y, bar.w * fraction, bar.h), ACCENT)
         knob_w = max(3.0, 3 * lay.scale)
         ui.rect(Rect(bar.x + bar.w * fraction - knob_w / 2, bar.y - 3 * lay.scale, knob_w, bar.h + 6 * lay.scale),
@@ -764,19 +725,44 @@ class Viewer:
             self._draw_help(width, height)
         ui.flush(width, height)
 
+    def _draw_slider(self) -> None:
+        """The blend slider: the parameter's value, a track with a tick and the name of every
+        sample above it, the filled part up to the knob."""
+        ui, state, lay = self.ui, self.state, self.layout
+        blend, track, s = state.blend, lay.slider, lay.scale
+        label = lay.slider_label
+        ui.text(label.x, track.y + track.h / 2 - lay.line_height / 2, state.slider_text(), WARM)
+        ui.rect(track, BAR_TRACK)
+        fraction = blend.fraction()
+        ui.rect(Rect(track.x, track.y, track.w * fraction, track.h), BAR_WEIGHT)
+        names = [state.clip_names[c] for c in blend.clips]
+        for tick_x, name_x, name in slider_marks(track, blend.positions, names, blend.lo, blend.hi, ui.measure):
+            tick_w = max(1.0, round(s))
+            ui.rect(Rect(tick_x - tick_w / 2, track.y - 3 * s, tick_w, track.h + 3 * s), TICK)
+            if name:
+                ui.text(name_x, lay.slider_names_y, name, TEXT_DIM)
+        knob_w = max(5.0, 5 * s)
+        knob_x = track.x + track.w * fraction
+        ui.rect(Rect(knob_x - knob_w / 2, track.y - 3 * s, knob_w, track.h + 6 * s), WARM)
+
     def _draw_help(self, width: int, height: int) -> None:
         ui, lay = self.ui, self.layout
         lh, pad = lay.line_height, lay.pad
         key_w = max(ui.measure(keys) for keys, _ in CONTROLS) + 3 * pad
         text_w = max(ui.measure(what) for _, what in CONTROLS)
-        w, h = key_w + text_w + 2 * pad, (len(CONTROLS) + 2) * lh + 2 * pad
+        column_w = key_w + text_w + 2 * pad
+        # One column, or two side by side when one does not fit above the bottom panel.
+        columns = 2 if (len(CONTROLS) + 2) * lh + 2 * pad > lay.bottom_panel.y and 2 * column_w <= width else 1
+        rows = -(-len(CONTROLS) // columns)
+        w, h = columns * column_w, (rows + 2) * lh + 2 * pad
         panel = Rect((width - w) / 2, max(0.0, (lay.bottom_panel.y - h) / 2), w, h)
         ui.rect(panel, (0.05, 0.06, 0.08, 0.9))
         ui.text(panel.x + pad, panel.y + pad, "Controls  (H to close)", TEXT)
         for k, (keys, what) in enumerate(CONTROLS):
-            y = panel.y + pad + (k + 2) * lh
-            ui.text(panel.x + pad, y, keys, WARM)
-            ui.text(panel.x + pad + key_w, y, what, TEXT)
+            x = panel.x + pad + (k // rows) * column_w
+            y = panel.y + pad + (k % rows + 2) * lh
+            ui.text(x, y, keys, WARM)
+            ui.text(x + key_w, y, what, TEXT)
 
     # -- cleanup --------------------------------------------------------------------------------
 
@@ -810,14 +796,20 @@ class Viewer:
 
 def view(model=None, clip: str | int | None = None, size: tuple[int, int] | str = (1024, 640), *,
          start: float = 0.0, speed: float = 1.0, loop: str = "repeat", camera: str | None = None,
-         skeleton: bool = False, weights_joint: str | int | None = None, palette_mode: str = "auto",
-         samples: int = 4, frames: int | None = None, screenshot: str | None = None,
+         skeleton: bool = False, weights_joint: str | int | None = None, blend=None,
+         blend_value: float | None = None, palette_mode: str = "auto", samples: int = 4,
+         frames: int | None = None, screenshot: str | None = None,
          log: Callable[[str], None] | None = None) -> ViewResult:
     """Open the viewer on a model (path, :class:`skeletal.Asset`, or None for the demo character).
 
+    ``blend``: start in blend mode on these blend-space samples, ``"idle:0,walk:1.4,run:4"`` or
+    ``[(clip, position), ...]``; ``blend_value``: the parameter to start at (alone: blend mode on
+    the default samples, see :func:`.viewer_ui.default_blend_samples`).
     With ``frames``, run that many frames on a fixed 1/30 s clock and return; with ``screenshot``
     (a .png), also save the last frame, UI included.
     """
+    from .viewer_ui import default_blend_samples
+
     from .output import load_model, parse_size
 
     check_display()
@@ -843,7 +835,23 @@ def view(model=None, clip: str | int | None = None, size: tuple[int, int] | str 
         index = asset.clips.index(asset.clip(clip))
     if weights_joint is not None:
         heat_joint_index(asset, weights_joint)  # a bad joint fails before the window opens
+    if blend_value is not None and not np.isfinite(blend_value):
+        raise RenderError(f"--blend-value must be a number, got {blend_value}")
+    if isinstance(blend, str):
+        try:
+            blend = parse_blend(blend)
+        except ValueError as exc:
+            raise RenderError(str(exc)) from None
+    elif blend is None and blend_value is not None:
+        blend = default_blend_samples([c.name for c in asset.clips])
+        if not blend:
+            raise RenderError(f"{asset.name} has {len(asset.clips)} clip(s): blend mode needs at least two")
+    if blend is not None:
+        blend = [(key if isinstance(key, int) else asset.clips.index(asset.clip(key)), float(position))
+                 for key, position in blend]  # an unknown clip fails before the window opens
+        if len({key for key, _ in blend}) != len(blend):
+            raise RenderError("--blend names one clip twice")
     with Viewer(asset, (width, height), clip=index, start=start, speed=speed, loop=loop, camera=camera,
-                skeleton=skeleton, weights_joint=weights_joint, palette_mode=palette_mode, samples=samples,
-                log=log) as viewer:
+                skeleton=skeleton, weights_joint=weights_joint, blend=blend, blend_value=blend_value,
+                palette_mode=palette_mode, samples=samples, log=log) as viewer:
         return viewer.run(frames=frames, screenshot=screenshot)

@@ -1,14 +1,16 @@
 """The viewer's model: everything ``skeletal view`` does that needs no window and no OpenGL.
 
-* :class:`ViewerState` -- clip choice, playback clock (speed, loop mode, crossfade), overlays and
-  the orbit camera. Keyboard and mouse arrive as plain method calls (:meth:`ViewerState.key`,
-  :meth:`ViewerState.mouse_down`...), so tests drive it without a window.
+* :class:`ViewerState` -- what plays and how keys and the mouse change it. Playback is a real
+  :class:`skeletal.Player`: choosing a clip crossfades to it (``player.crossfade``) or cuts
+  (``player.play``), blending from the current pose even when a fade is interrupted; play/pause,
+  speed, loop mode and scrubbing act on the Player's actions (``paused``, ``speed``, ``loop``,
+  ``seek``). Blend mode plays a 1D blend space (:meth:`skeletal.Player.blend_space_1d`) whose
+  parameter the slider sets (``player.set``). Keyboard and mouse arrive as plain method calls
+  (:meth:`ViewerState.key`, :meth:`ViewerState.mouse_down`...), so tests drive it without a window.
+* :class:`BlendSlider` -- the blend space's samples (clip, position) and the slider's value.
 * :class:`OrbitCamera` -- yaw/pitch/distance around a target, built from :func:`.camera.frame`.
-* :func:`compute_layout` -- where the clip list, the timeline and the help line sit in a window of a
-  given size (hit-testing for clicks uses the same rectangles the UI is drawn in).
-* :class:`ClipBlend` -- the pose source: samples the current clip and, during a crossfade, the clip
-  being faded out, and mixes the two local poses. It is the stand-in for :class:`skeletal.Player`
-  (see its docstring for the switch).
+* :func:`compute_layout` -- where the clip list, the blend slider, the timeline and the help line
+  sit in a window of a given size (hit-testing for clicks uses the rectangles the UI is drawn in).
 
 Coordinates are framebuffer pixels, origin at the top left, y down. Importing this module imports
 numpy and the library's CPU modules only (no moderngl, no glfw).
@@ -17,22 +19,30 @@ numpy and the library's CPU modules only (no moderngl, no glfw).
 from __future__ import annotations
 
 import math
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
 
+from ..playback.player import Player
 from .camera import Camera
 
 #: speeds the +/- keys step through
 SPEEDS: tuple[float, ...] = (0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0)
 #: the L key cycles through these, in this order
 LOOP_CYCLE: tuple[str, ...] = ("repeat", "pingpong", "clamp")
-#: length of a crossfade between clips, seconds (wall clock)
+#: length of a crossfade between clips (and into or out of blend mode), seconds of playback time
 CROSSFADE_SECONDS = 0.3
 #: the step of the left/right arrow keys, seconds of clip time
 STEP_SECONDS = 1.0 / 30.0
+#: name of the blend-space parameter the slider sets (``player.set(BLEND_PARAMETER, value)``)
+BLEND_PARAMETER = "blend"
+#: the , and . keys move the slider by this fraction of its range
+BLEND_NUDGE = 1.0 / 20.0
+#: clips the B key blends when the model has them (matched by name), at positions 0, 1, 2
+LOCOMOTION = ("idle", "walk", "run")
 
 #: (keys, what they do): the help panel (H) lists these; HELP_LINE is the one-line summary always shown
 CONTROLS: tuple[tuple[str, str], ...] = (
@@ -40,13 +50,15 @@ CONTROLS: tuple[tuple[str, str], ...] = (
     ("right / middle / shift drag", "pan"),
     ("wheel", "zoom"),
     ("R", "reset the camera framing"),
-    ("1-9, Up / Down, click", "choose a clip"),
+    ("1-9, Up / Down, click", "choose a clip (leaves blend mode)"),
     ("space", "play / pause"),
     ("click / drag the bar", "seek (scrub) the timeline"),
     ("Left / Right, Home", "step one frame, back to the start"),
     ("+ / -", "playback speed"),
     ("L", "loop mode: repeat, pingpong, clamp"),
     ("C", "crossfade (0.3 s) or cut between clips"),
+    ("B", "blend mode: a blend space over 2-3 clips"),
+    ("slider drag, ',' and '.'", "set the blend parameter"),
     ("S", "skeleton overlay"),
     ("W, [ and ]", "weight heat-map, previous / next joint"),
     ("P", "save a screenshot (skeletal-view-N.png)"),
@@ -54,7 +66,8 @@ CONTROLS: tuple[tuple[str, str], ...] = (
     ("Esc / Q", "quit"),
 )
 HELP_LINE = ("drag: orbit   right-drag: pan   wheel: zoom   R: reset view   1-9/Up/Down: clip   space: play   "
-             "+/-: speed   L: loop   C: crossfade   S: skeleton   W [ ]: weights   P: screenshot   H: help   Esc: quit")
+             "+/-: speed   L: loop   C: crossfade   B: blend   , .: blend value   S: skeleton   W [ ]: weights   "
+             "P: screenshot   H: help   Esc: quit")
 
 
 # -- geometry ------------------------------------------------------------------------------------
@@ -88,7 +101,10 @@ class Layout:
     The panel at the top left lists the clips (``clip_title``, then ``clip_rows`` pairing each
     visible clip index with its row) and under them the overlays (``overlay_rows``: "skeleton" and
     "weights" rows, clickable too). ``timeline`` is the drawn bar, ``timeline_hit`` the taller area
-    that grabs clicks; ``help_lines`` the help text wrapped to the window's width.
+    that grabs clicks; ``help_lines`` the help text wrapped to the window's width. In blend mode the
+    bottom panel also holds the blend slider: ``slider`` the track, ``slider_hit`` the area that grabs
+    clicks (the sample names above the track included), ``slider_names_y`` the top of the names'
+    line and ``slider_label`` where the parameter's value is written (all None otherwise).
     """
 
     width: int
@@ -106,6 +122,10 @@ class Layout:
     timeline_hit: Rect
     help_lines: list[str]
     help_y: int
+    slider: Rect | None = None
+    slider_hit: Rect | None = None
+    slider_names_y: int = 0
+    slider_label: Rect | None = None
 
     def clip_at(self, x: float, y: float) -> int | None:
         """The clip index of the row under (x, y), or None."""
@@ -149,29 +169,45 @@ def ellipsize(text: str, width: float, measure: Callable[[str], float]) -> str:
 
 #: rows under the clip list, in order
 OVERLAY_ROWS = ("skeleton", "weights")
+#: the widest text the slider's value label shows
+SLIDER_LABEL_WIDEST = "blend  -0000.00"
 
 
 def compute_layout(width: int, height: int, clip_labels: Sequence[str], current_clip: int,
                    measure: Callable[[str], float], line_height: int, scale: float = 1.0,
-                   help_text: str = HELP_LINE, overlay_labels: Sequence[str] = ()) -> Layout:
+                   help_text: str = HELP_LINE, overlay_labels: Sequence[str] = (), slider: bool = False) -> Layout:
     """The UI layout for a ``width`` x ``height`` framebuffer.
 
     ``clip_labels`` are the clip list's row texts and ``overlay_labels`` the overlay rows' widest
     texts (their widths size the panel), ``measure`` gives a text's width in pixels and
     ``line_height`` a text line's height. Clip rows that do not fit above the bottom panel are
-    scrolled so that ``current_clip`` stays visible.
+    scrolled so that ``current_clip`` stays visible. ``slider``: make room for the blend slider (a
+    line of sample names over a track) between the status line and the timeline.
     """
     pad = max(2, round(8 * scale))
     margin = max(2, round(10 * scale))
-    # Bottom panel: status line, timeline bar, wrapped help lines.
+    # Bottom panel: status line, [blend slider], timeline bar, wrapped help lines.
     help_lines = wrap_text(help_text, width - 2 * pad, measure)
     bar_h = max(4, round(10 * scale))
-    bottom_h = pad + line_height + pad // 2 + bar_h + pad + len(help_lines) * line_height + pad
+    slider_h = line_height + bar_h + pad if slider else 0
+    bottom_h = pad + line_height + pad // 2 + slider_h + bar_h + pad + len(help_lines) * line_height + pad
     bottom = Rect(0, height - bottom_h, width, bottom_h)
     status_y = int(bottom.y + pad)
-    timeline = Rect(pad, status_y + line_height + pad // 2, max(1, width - 2 * pad), bar_h)
     grab = max(6, round(7 * scale))
-    timeline_hit = Rect(0, timeline.y - grab, width, timeline.h + 2 * grab)
+    track = track_hit = label = None
+    names_y = 0
+    if slider:
+        names_y = status_y + line_height + pad // 2
+        label_w = measure(SLIDER_LABEL_WIDEST)
+        track_x = pad + label_w + 2 * pad
+        track = Rect(track_x, names_y + line_height, max(1, width - track_x - 2 * pad), bar_h)
+        label = Rect(pad, names_y, label_w, line_height + bar_h)
+        # From the names' line down to halfway to the timeline; wider than the track by a grab.
+        track_hit = Rect(track.x - grab, names_y, track.w + 2 * grab, track.bottom + pad // 2 - names_y)
+    top = track.bottom + pad if track is not None else status_y + line_height + pad // 2
+    timeline = Rect(pad, top, max(1, width - 2 * pad), bar_h)
+    above = min(grab, pad - pad // 2) if slider else grab  # not into the slider's hit area
+    timeline_hit = Rect(0, timeline.y - above, width, timeline.h + above + grab)
     help_y = int(timeline.bottom + pad)
 
     # Top left: a title row, one row per clip (windowed around the current clip), a gap, the overlays.
@@ -190,7 +226,33 @@ def compute_layout(width: int, height: int, clip_labels: Sequence[str], current_
     overlays = [(name, Rect(margin, overlay_top + k * row_h, panel_w, row_h)) for k, name in enumerate(OVERLAY_ROWS)]
     panel = Rect(margin, margin, panel_w, overlays[-1][1].bottom + pad - margin)
     return Layout(width, height, scale, line_height, pad, panel, title, rows, overlays, bottom, status_y, timeline,
-                  timeline_hit, help_lines, help_y)
+                  timeline_hit, help_lines, help_y, track, track_hit, names_y, label)
+
+
+def slider_marks(track: Rect, positions: Sequence[float], names: Sequence[str], lo: float, hi: float,
+                 measure: Callable[[str], float], gap: float = 6.0) -> list[tuple[float, float, str]]:
+    """Where the slider's sample ticks and names go: ``(tick x, name x, name)`` per sample, names
+    centred on their tick but kept over the track; a name that would overlap the one before it is
+    shortened (``...``) or, when even that does not fit, left out (``""``)."""
+    marks = []
+    right_of_last = -math.inf
+    span = hi - lo
+    for position, name in zip(positions, names):
+        x = track.x + (track.w * (position - lo) / span if span > 0 else 0.0)
+        room_left = max(right_of_last + gap, track.x)
+        text = name
+        width = measure(text)
+        left = min(max(x - width / 2, track.x), track.right - width)
+        if left < room_left:
+            text = ellipsize(name, max(0.0, track.right - room_left), measure)
+            width = measure(text)
+            left = max(room_left, min(x - width / 2, track.right - width))
+            if left < room_left or width <= measure("...") or left + width > track.right + 0.5:
+                text = ""
+        if text:
+            right_of_last = left + width
+        marks.append((x, left, text))
+    return marks
 
 
 # -- camera --------------------------------------------------------------------------------------
@@ -274,27 +336,120 @@ class OrbitCamera:
         self.target = target.copy()
 
 
-# -- state ---------------------------------------------------------------------------------------
+# -- blend space ---------------------------------------------------------------------------------
+
+
+def parse_blend(text: str) -> list[tuple[str, float]]:
+    """``"idle:0,walk:1.4,run:4"`` -> ``[("idle", 0.0), ("walk", 1.4), ("run", 4.0)]``.
+
+    A clip name may itself contain ``:`` (the last one separates the position). ValueError with a
+    one-line message when the text is not CLIP:POSITION pairs separated by commas, has fewer than
+    two of them, names a clip twice or puts two samples at one position."""
+    samples: list[tuple[str, float]] = []
+    for part in str(text).split(","):
+        name, sep, position = part.strip().rpartition(":")
+        try:
+            value = float(position)
+        except ValueError:
+            value = math.nan
+        if not sep or not name.strip() or not math.isfinite(value):
+            raise ValueError(f"--blend wants CLIP:POSITION pairs separated by commas (e.g. idle:0,walk:1.4,run:4), "
+                             f"got {part.strip()!r}")
+        samples.append((name.strip(), value))
+    if len(samples) < 2:
+        raise ValueError("--blend needs at least two CLIP:POSITION samples (e.g. idle:0,walk:1.4,run:4)")
+    names = [name for name, _ in samples]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ValueError(f"--blend names clip {twice[0]!r} twice")
+    positions = sorted(position for _, position in samples)
+    if any(b - a <= 0 for a, b in zip(positions, positions[1:])):
+        raise ValueError("--blend puts two samples at the same position")
+    return samples
+
+
+def _bare_name(name: str) -> str:
+    """``"mixamo.com|Walk"`` / ``"Armature:Run"`` -> ``"walk"`` / ``"run"``."""
+    return re.split(r"[|:]", name)[-1].strip().lower()
+
+
+def default_blend_samples(clip_names: Sequence[str]) -> list[tuple[int, float]]:
+    """The B key's blend space: ``[(clip index, position), ...]``. The clips named idle, walk, run
+    (ignoring case and a ``prefix|`` or ``prefix:``) at positions 0, 1, 2 when at least two of them
+    are present, else the first (up to three) clips at 0, 1, 2; empty with fewer than two clips."""
+    if len(clip_names) < 2:
+        return []
+    bare = [_bare_name(name) for name in clip_names]
+    found = [(bare.index(name), float(k)) for k, name in enumerate(LOCOMOTION) if name in bare]
+    if len(found) >= 2:
+        return found
+    return [(i, float(i)) for i in range(min(3, len(clip_names)))]
 
 
 @dataclass
-class Fade:
-    """A crossfade in progress: clip ``source`` (at its own playback ``time``) fades out while the
-    current clip fades in; ``elapsed`` of ``duration`` seconds (wall clock) have passed."""
+class BlendSlider:
+    """The blend space the slider drives: ``clips`` (clip indices) at ``positions``, in increasing
+    position order (the order of the space's own samples); ``value`` the parameter; ``space`` the
+    Player's :class:`~skeletal.playback.blendspace.BlendSpace1D`. The slider spans the first to the
+    last position."""
 
-    source: int
-    time: float
-    elapsed: float = 0.0
-    duration: float = CROSSFADE_SECONDS
+    clips: list[int]
+    positions: list[float]
+    space: object
+    value: float
 
     @property
-    def weight(self) -> float:
-        """Weight of the clip fading in (0 at the start, 1 at the end)."""
-        return 1.0 if self.duration <= 0 else min(1.0, max(0.0, self.elapsed / self.duration))
+    def lo(self) -> float:
+        return self.positions[0]
+
+    @property
+    def hi(self) -> float:
+        return self.positions[-1]
+
+    @property
+    def step(self) -> float:
+        """What , and . move the value by."""
+        return (self.hi - self.lo) * BLEND_NUDGE
+
+    def clamp(self, value: float) -> float:
+        return min(max(float(value), self.lo), self.hi)
+
+    def fraction(self, value: float | None = None) -> float:
+        """Where ``value`` (default: the current one) sits on the slider, 0..1."""
+        value = self.value if value is None else value
+        return (self.clamp(value) - self.lo) / (self.hi - self.lo) if self.hi > self.lo else 0.0
+
+    def value_at(self, fraction: float) -> float:
+        return self.lo + min(max(float(fraction), 0.0), 1.0) * (self.hi - self.lo)
+
+    def weights(self, value: float | None = None) -> np.ndarray:
+        """The samples' weights (n,) at ``value`` (default: the current one), from the blend space."""
+        return self.space.weights(np.array([self.value if value is None else float(value)]))[0]
 
 
-def loop_local_time(t: float, duration: float, loop: str) -> float:
-    """Clip-local time for a playback time (same rules as :func:`skeletal.map_time`)."""
+class _BlendSpeed:
+    """A mixer controller that runs after the blend space's own: the space sets its samples'
+    synchronised speeds every update; this scales them by the viewer's playback speed."""
+
+    def __init__(self, state: "ViewerState"):
+        self.state = state
+
+    def before_update(self, dt: float) -> None:
+        state = self.state
+        blend = state.blend
+        if blend is None or state.speed == 1.0 or not blend.space.active.any():
+            return
+        for clip in blend.clips:
+            action = state.player.action(clip)
+            action.speed = action.speed * state.speed
+
+
+# -- state ---------------------------------------------------------------------------------------
+
+
+def wrap_time(t: float, duration: float, loop: str) -> float:
+    """A clip-local time for a playback time ``t`` that may lie outside the clip (as
+    :func:`skeletal.map_time` maps it: wrapped, reflected or clamped)."""
     if duration <= 0:
         return 0.0
     if loop == "clamp":
@@ -305,49 +460,56 @@ def loop_local_time(t: float, duration: float, loop: str) -> float:
     return 2.0 * duration - m if m > duration else m
 
 
-def _wrap_playback(t: float, duration: float, loop: str) -> float:
-    """Keep a playback time in one period (so it never grows without bound) without moving the pose."""
-    if duration <= 0:
-        return 0.0
-    if loop == "clamp":
-        return min(max(t, 0.0), duration)
-    period = duration if loop == "repeat" else 2.0 * duration
-    return t - period * math.floor(t / period)
+#: a seek to the very end of a repeating clip stops this far short of it (the end, not the start, shows)
+_END = 1.0 - 1e-9
 
 
 class ViewerState:
-    """Everything the viewer shows, and how keys and the mouse change it. No window needed.
+    """What the viewer plays and shows, and how keys and the mouse change it. No window needed.
 
     Args:
-        clip_names, durations: the model's clips (may be empty: the rest pose is shown).
+        player: the :class:`skeletal.Player` to drive (an Asset gets a Player made for it); its
+            asset's clips are the clip list (none: the rest pose is shown).
         joint_names: names of the joints the weight heat-map can show, in cycling order.
-        clip: index of the clip to start with; ``time`` its start time.
+        clip: index of the clip to start with; ``time`` its start time; ``speed``, ``loop``: playback.
         default_joint: index into ``joint_names`` shown first by the heat-map.
+        blend: the blend space's samples, ``[(clip name or index, position), ...]`` (see
+            :func:`parse_blend`); None: the B key uses :func:`default_blend_samples`.
+        blend_value: the slider's first value (default: the position of ``clip`` when it is a
+            sample, else of the first sample).
+        blend_mode: start in blend mode.
 
-    Playback: ``time`` is the current clip's playback time (``local_time`` maps it through the loop
-    mode), advanced by :meth:`advance` at ``speed`` while ``playing``. Choosing another clip either
-    cuts or (``crossfade`` on, the default) starts a :class:`Fade` of :data:`CROSSFADE_SECONDS` from
-    the old clip, which keeps playing until the fade ends. Fades run on wall-clock time, so they also
-    finish while paused.
+    Playback is the Player's: :meth:`advance` is ``player.update(dt)`` (its CPU time goes to
+    ``timings["update"]``), and ``local_time``, ``playing``, ``speed`` and ``loop`` read and set its
+    actions. Choosing a clip crossfades to it over :data:`CROSSFADE_SECONDS` (``player.crossfade``:
+    every action fades from its current weight, so a choice made during a fade blends from the
+    current mix without a jump) or, with crossfade off (C), cuts to it (``player.play``). Fades run
+    on wall-clock time, so they also finish while paused.
+
+    Blend mode (B, or ``blend_mode``) plays the blend space (``space.play(fade=...)``); the slider
+    and the , . keys set its parameter (``player.set(BLEND_PARAMETER, value)``); choosing a clip
+    leaves it. Where a plain crossfade would change the pose at the switch -- the target is a
+    blend sample that plays at another weight, or a frozen-pose fade is still running -- the
+    transition freezes the current pose and fades from it (``snapshot=True``).
     """
 
-    def __init__(self, clip_names: Sequence[str], durations: Sequence[float], joint_names: Sequence[str] = (),
-                 *, clip: int = 0, time: float = 0.0, speed: float = 1.0, loop: str = "repeat",
-                 default_joint: int = 0):
-        if len(clip_names) != len(durations):
-            raise ValueError("one duration per clip name")
+    def __init__(self, player, joint_names: Sequence[str] = (), *, clip: int = 0, time: float = 0.0,
+                 speed: float = 1.0, loop: str = "repeat", default_joint: int = 0,
+                 blend: Sequence[tuple[str | int, float]] | None = None, blend_value: float | None = None,
+                 blend_mode: bool = False):
         if loop not in LOOP_CYCLE:
             raise ValueError(f"loop mode {loop!r} is not one of {', '.join(LOOP_CYCLE)}")
-        self.clip_names = list(clip_names)
-        self.durations = [float(d) for d in durations]
+        self.player: Player = player if isinstance(player, Player) else Player(player)
+        clips = self.player.asset.clips
+        self.clip_names = [c.name for c in clips]
+        self.durations = [float(c.duration) for c in clips]
         self.joint_names = list(joint_names)
         self.clip = min(max(int(clip), 0), max(len(self.clip_names) - 1, 0))
         self.loop = loop
-        self.time = _wrap_playback(float(time), self.duration, loop)
-        self.playing = True
         self.speed = float(speed)
+        self.playing = True
         self.crossfade = True
-        self.fade: Fade | None = None
+        self.mode = "clip"  # or "blend"
         self.skeleton = False
         self.weights = False
         self.joint = min(max(int(default_joint), 0), max(len(self.joint_names) - 1, 0))
@@ -358,8 +520,22 @@ class ViewerState:
         self._message_left = 0.0
         self.camera: OrbitCamera | None = None
         self.layout: Layout | None = None
-        self._drag: str | None = None  # "orbit", "pan", "scrub"
+        self.timings: dict[str, float] = {"update": 0.0}
+        self._drag: str | None = None  # "orbit", "pan", "scrub", "slider"
         self._mouse = (0.0, 0.0)
+        self.blend: BlendSlider | None = None
+        if blend is not None:
+            self.blend = self._make_blend(blend, blend_value)
+        if self.clip_names:
+            self.player.play(self.clip, loop=loop, speed=self.speed)
+            self.seek(wrap_time(float(time), self.duration, loop))
+        if blend_mode:
+            if self.ensure_blend() is None:
+                raise ValueError("blend mode needs a model with at least two clips")
+            if blend_value is not None:
+                self.blend.value = self.blend.clamp(blend_value)
+            self._start_blend(0.0)
+        self.player.update(0.0)
 
     # -- derived values --------------------------------------------------------------------------
 
@@ -372,27 +548,35 @@ class ViewerState:
         return self.clip_names[self.clip] if self.clip_names else "rest pose"
 
     @property
+    def blending(self) -> bool:
+        return self.mode == "blend"
+
+    @property
     def duration(self) -> float:
+        """The current clip's length; in blend mode, the blended cycle (the samples' lengths
+        weighted by their weights: the space plays them in step over this time)."""
+        if self.blending:
+            return float(self.blend.weights() @ np.asarray([self.durations[c] for c in self.blend.clips]))
         return self.durations[self.clip] if self.durations else 0.0
 
     @property
     def local_time(self) -> float:
-        """The current clip's time as shown (0..duration; a seek to the very end shows the end)."""
-        if self.duration > 0 and self.time == self.duration:
-            return self.duration
-        return loop_local_time(self.time, self.duration, self.loop)
-
-    @property
-    def fade_local_time(self) -> float:
-        """The fading-out clip's local time (0 without a fade)."""
-        if self.fade is None:
+        """The time shown: the current clip's local time; in blend mode the cycle's phase x its length."""
+        if not self.clip_names:
             return 0.0
-        return loop_local_time(self.fade.time, self.durations[self.fade.source], self.loop)
+        if self.blending:
+            return float(self.blend.space.phase()[0]) * self.duration
+        return self._action().time
 
     @property
     def fade_weight(self) -> float:
-        """Weight of the current clip: 1 unless a crossfade is in progress."""
-        return 1.0 if self.fade is None else self.fade.weight
+        """How far the transition to what was chosen has come: 1 - the weight of everything else
+        (actions fading out, a frozen pose); 1 when no crossfade is in progress."""
+        if not self._in_transition():
+            return 1.0
+        current = self._current_clips()
+        other = sum(a.effective_weight for a in self.player.actions if a.slot_clip_index not in current)
+        return min(max(1.0 - other - float(self.player.mixer.snap_weight[0]), 0.0), 1.0)
 
     @property
     def joint_name(self) -> str | None:
@@ -407,6 +591,47 @@ class ViewerState:
     def dragging(self) -> str | None:
         return self._drag
 
+    def clip_weights(self) -> list[float]:
+        """Each clip's effective weight in the pose now (its action's weight x fade; 0 when stopped)."""
+        weights = [0.0] * self.clip_count
+        for action in self.player.actions:
+            if action.layer == 0:
+                weights[action.slot_clip_index] += action.effective_weight
+        return weights
+
+    def _action(self, clip: int | None = None):
+        return self.player.action(self.clip if clip is None else clip)
+
+    def _current_clips(self) -> set[int]:
+        return set(self.blend.clips) if self.blending else {self.clip}
+
+    def _in_transition(self) -> bool:
+        """Whether anything but what was chosen still shows (fading out, or the chosen fading in)."""
+        mixer = self.player.mixer
+        if mixer.snap_weight[0] > 0.0:
+            return True
+        current = self._current_clips()
+        return any(a.slot_clip_index not in current or mixer.envelope(a.slot)[0] < 1.0 - 1e-9
+                   for a in self.player.actions)
+
+    def _needs_snapshot(self, weights: dict[int, float]) -> bool:
+        """Whether a crossfade to clips at ``weights`` must start from a frozen pose to start where
+        the pose is: one of them plays now at another weight (its weight would jump), or a
+        frozen-pose fade is still running (weights would no longer add up to one)."""
+        if self.player.mixer.snap_weight[0] > 0.0:
+            return True
+        return any(a.effective_weight > 0.0 and abs(a.weight - weights[a.slot_clip_index]) > 1e-9
+                   for a in self.player.actions if a.slot_clip_index in weights)
+
+    def _fade(self) -> float:
+        return CROSSFADE_SECONDS if self.crossfade else 0.0
+
+    def _apply_pause(self) -> None:
+        """Every running action paused or not, as ``playing`` says (starting an action unpauses it)."""
+        for action in self.player.actions:
+            if action.paused == self.playing:
+                action.paused = not self.playing
+
     # -- playback --------------------------------------------------------------------------------
 
     def show_message(self, text: str, seconds: float = 4.0) -> None:
@@ -414,70 +639,173 @@ class ViewerState:
         self.message, self._message_left = text, float(seconds)
 
     def advance(self, dt: float) -> None:
-        """Move the clock by ``dt`` seconds of wall time."""
+        """Move on by ``dt`` seconds of wall time: ``player.update(dt)`` (0 while the timeline is held)."""
         dt = max(0.0, float(dt))
         if self.message:
             self._message_left -= dt
             if self._message_left <= 0.0:
                 self.message = ""
-        if self.fade is not None:
-            self.fade.elapsed += dt
-            if self.playing:
-                self.fade.time = _wrap_playback(self.fade.time + dt * self.speed, self.durations[self.fade.source],
-                                                self.loop)
-            if self.fade.elapsed >= self.fade.duration:
-                self.fade = None
-        if self.playing and self._drag != "scrub":
-            self.time = _wrap_playback(self.time + dt * self.speed, self.duration, self.loop)
+        t0 = time.perf_counter()
+        self.player.update(0.0 if self._drag == "scrub" else dt)
+        self.timings["update"] = time.perf_counter() - t0
 
     def select_clip(self, index: int) -> None:
-        """Switch to clip ``index`` from its start: a crossfade when enabled, else a cut.
-
-        Only two clips blend: a choice made during a crossfade fades from whichever of the two
-        clips dominates the pose at that moment (the other one drops out)."""
-        if not self.clip_names or not 0 <= index < self.clip_count or index == self.clip:
+        """Switch to clip ``index`` from its start (or, if it is still fading out, from where it is):
+        a crossfade from the current pose when enabled, else a cut. Leaves blend mode."""
+        if not self.clip_names or not 0 <= index < self.clip_count:
             return
-        if not self.crossfade:
-            self.fade = None
-        elif self.fade is not None and self.fade.weight < 0.5 and self.fade.source != index:
-            self.fade = Fade(self.fade.source, self.fade.time)
+        if not self.blending and index == self.clip:
+            return
+        fade = self._fade()
+        if self.blending:
+            self.blend.space.stop(fade=fade)  # the space lets its samples go (they fade out, or stop)
+        if fade > 0.0:
+            snapshot = self._needs_snapshot({index: 1.0})
+            self.player.crossfade(index, fade, loop=self.loop, speed=self.speed, snapshot=snapshot)
         else:
-            self.fade = Fade(self.clip, self.time)
-        self.clip = index
-        self.time = 0.0
+            self.player.stop()
+            self.player.play(index, loop=self.loop, speed=self.speed)
+        self.clip, self.mode = index, "clip"
+        self._apply_pause()
 
     def toggle_play(self) -> None:
-        """Play or pause; playing a clamped clip that reached its end starts it again."""
-        if not self.playing and self.loop == "clamp" and self.duration > 0 and self.time >= self.duration:
-            self.time = 0.0
+        """Play or pause (every action); playing a clamped clip that reached its end starts it again."""
+        if not self.playing and not self.blending and self.clip_names:
+            action = self._action()
+            if action.finished or (self.loop == "clamp" and action.time >= self.duration):
+                action.seek(0.0)
         self.playing = not self.playing
+        self._apply_pause()
 
     def change_speed(self, step: int) -> None:
         """One step up or down :data:`SPEEDS` (from the nearest step to the current speed)."""
         nearest = min(range(len(SPEEDS)), key=lambda i: abs(SPEEDS[i] - self.speed))
         self.speed = SPEEDS[min(max(nearest + step, 0), len(SPEEDS) - 1)]
+        if not self.blending:  # blend samples: scaled every update (see _BlendSpeed)
+            for action in self.player.actions:
+                action.speed = self.speed
 
     def cycle_loop(self) -> None:
-        """Next loop mode; the pose shown does not jump."""
-        local, fade_local = self.local_time, self.fade_local_time
+        """Next loop mode for the clips; the pose shown does not jump. (The blend cycle always repeats.)"""
         self.loop = LOOP_CYCLE[(LOOP_CYCLE.index(self.loop) + 1) % len(LOOP_CYCLE)]
-        self.time = local
-        if self.fade is not None:
-            self.fade.time = fade_local
+        if self.blending:
+            self.show_message(f"loop {self.loop} applies to clips: the blend cycle repeats")
+            return
+        for action in self.player.actions:
+            shown = action.time
+            action.loop = self.loop
+            action.seek(shown)  # the clock restarts from the time shown (ping-pong's way back included)
 
     def seek(self, t: float) -> None:
-        """Show clip time ``t`` (clamped to the clip); ends any crossfade."""
-        self.fade = None
-        self.time = min(max(float(t), 0.0), self.duration)
+        """Show time ``t`` (clamped to the clip, or in blend mode to the cycle); ends any crossfade."""
+        if not self.clip_names:
+            return
+        self._settle()
+        d = self.duration
+        t = min(max(float(t), 0.0), d)
+        if self.blending:
+            phase = min(t / d, _END) if d > 0 else 0.0
+            for clip in self.blend.clips:
+                self._action(clip).seek(phase * self.durations[clip])
+        else:
+            if self.loop == "repeat" and d > 0 and t >= d:
+                t = d * _END
+            self._action().seek(t)
 
     def seek_fraction(self, fraction: float) -> None:
         self.seek(min(max(float(fraction), 0.0), 1.0) * self.duration)
 
     def step(self, frames: int) -> None:
         """Pause and move by ``frames`` steps of :data:`STEP_SECONDS` (wrapping like the loop mode)."""
-        self.playing = False
-        self.fade = None
-        self.time = _wrap_playback(self.local_time + frames * STEP_SECONDS, self.duration, self.loop)
+        if self.playing:
+            self.toggle_play()
+        loop = "repeat" if self.blending else self.loop
+        self.seek(wrap_time(self.local_time + frames * STEP_SECONDS, self.duration, loop))
+
+    def _settle(self) -> None:
+        """End any transition: only the chosen clip (or the blend space) plays, at full weight."""
+        if not self._in_transition():
+            return
+        self.player.stop()
+        if self.blending:
+            self.blend.space.play()
+        else:
+            self.player.play(self.clip, loop=self.loop, speed=self.speed)
+        self._apply_pause()
+
+    # -- blend mode ------------------------------------------------------------------------------
+
+    def _make_blend(self, samples, value: float | None) -> BlendSlider:
+        asset = self.player.asset
+        resolved = [(asset.clips.index(asset.clip(key)), float(position)) for key, position in samples]
+        indices = [c for c, _ in resolved]
+        if len(set(indices)) != len(indices):
+            raise ValueError("the blend space names one clip twice")
+        ordered = sorted(resolved, key=lambda s: s[1])
+        space = self.player.blend_space_1d(ordered, parameter=BLEND_PARAMETER)
+        self.player.mixer.controllers.append(_BlendSpeed(self))  # after the space's controller
+        clips, positions = [c for c, _ in ordered], [p for _, p in ordered]
+        if value is None:
+            value = positions[clips.index(self.clip)] if self.clip in clips else resolved[0][1]
+        slider = BlendSlider(clips, positions, space, 0.0)
+        slider.value = slider.clamp(value)
+        return slider
+
+    def ensure_blend(self) -> BlendSlider | None:
+        """The blend space (made with :func:`default_blend_samples` on first use), or None when the
+        model has fewer than two clips."""
+        if self.blend is None:
+            samples = default_blend_samples(self.clip_names)
+            if samples:
+                self.blend = self._make_blend(samples, None)
+        return self.blend
+
+    def toggle_blend(self) -> None:
+        """B: enter blend mode (the slider starts at the current clip's position when it is a sample),
+        or leave it for the clip that weighs most in the blend."""
+        if self.blending:
+            self.select_clip(self.blend.clips[int(np.argmax(self.blend.weights()))])
+            return
+        blend = self.ensure_blend()
+        if blend is None:
+            self.show_message("blend mode needs a model with 2 or more clips")
+            return
+        if self.clip in blend.clips:
+            blend.value = blend.positions[blend.clips.index(self.clip)]
+        self._start_blend(self._fade())
+
+    def _start_blend(self, fade: float) -> None:
+        """Crossfade (or cut, ``fade`` 0) from whatever plays to the blend space."""
+        blend = self.blend
+        weights = blend.weights()
+        if fade > 0.0:
+            if self._needs_snapshot(dict(zip(blend.clips, weights))):
+                # Freeze the pose: the sample that weighs most fades in under it, keeping its clock.
+                self.player.crossfade(blend.clips[int(np.argmax(weights))], fade, snapshot=True)
+        else:
+            self.player.stop()
+        for clip in blend.clips:
+            self._action(clip).loop = "repeat"  # a blend space is a cycle
+        self.player.set(BLEND_PARAMETER, blend.value)
+        blend.space.play(fade=fade)
+        self.mode = "blend"
+        self._apply_pause()
+
+    def set_blend_value(self, value: float) -> None:
+        """Move the slider to ``value`` (clamped to the samples' range); in blend mode the blend
+        space's parameter follows (``player.set``)."""
+        if self.blend is None:
+            return
+        self.blend.value = self.blend.clamp(value)
+        if self.blending:
+            self.player.set(BLEND_PARAMETER, self.blend.value)
+
+    def nudge_blend(self, steps: int) -> bool:
+        """, and .: move the slider by ``steps`` x :attr:`BlendSlider.step` (blend mode only)."""
+        if not self.blending:
+            return False
+        self.set_blend_value(self.blend.value + steps * self.blend.step)
+        return True
 
     # -- overlays --------------------------------------------------------------------------------
 
@@ -497,6 +825,8 @@ class ViewerState:
         if k in ("space", " "):
             self.toggle_play()
         elif k.isdigit() and len(k) == 1 and k != "0":
+            if int(k) > self.clip_count:
+                return False
             self.select_clip(int(k) - 1)
         elif k == "up":
             if self.clip_count:
@@ -512,6 +842,12 @@ class ViewerState:
             self.cycle_loop()
         elif k == "c":
             self.crossfade = not self.crossfade
+        elif k == "b":
+            self.toggle_blend()
+        elif k in (",", "<"):
+            return self.nudge_blend(-1)
+        elif k in (".", ">"):
+            return self.nudge_blend(+1)
         elif k == "s":
             self.skeleton = not self.skeleton
         elif k == "w":
@@ -540,11 +876,16 @@ class ViewerState:
         return True
 
     def mouse_down(self, x: float, y: float, button: str = "left", shift: bool = False) -> None:
-        """A button pressed at (x, y): the timeline seeks and starts scrubbing, a clip row selects its
-        clip, elsewhere left starts orbiting and right/middle (or shift+left) panning."""
+        """A button pressed at (x, y): the blend slider sets the parameter and starts dragging, the
+        timeline seeks and starts scrubbing, a clip row selects its clip, elsewhere left starts
+        orbiting and right/middle (or shift+left) panning."""
         self._mouse = (x, y)
         layout = self.layout
         if button == "left" and layout is not None and not shift:
+            if self.blending and layout.slider_hit is not None and layout.slider_hit.contains(x, y):
+                self._drag = "slider"
+                self._slide_to(x)
+                return
             if layout.timeline_hit.contains(x, y):
                 self._drag = "scrub"
                 self._scrub_to(x)
@@ -571,6 +912,8 @@ class ViewerState:
         scale = self.layout.scale if self.layout is not None else 1.0
         if self._drag == "scrub":
             self._scrub_to(x)
+        elif self._drag == "slider":
+            self._slide_to(x)
         elif self._drag == "orbit" and self.camera is not None:
             self.camera.orbit(dx, dy, scale)
         elif self._drag == "pan" and self.camera is not None:
@@ -589,6 +932,11 @@ class ViewerState:
         bar = self.layout.timeline
         self.seek_fraction((x - bar.x) / max(bar.w, 1.0))
 
+    def _slide_to(self, x: float) -> None:
+        track = self.layout.slider
+        if track is not None and self.blend is not None:
+            self.set_blend_value(self.blend.value_at((x - track.x) / max(track.w, 1.0)))
+
     # -- text ------------------------------------------------------------------------------------
 
     def clip_label(self, index: int) -> str:
@@ -596,24 +944,50 @@ class ViewerState:
         key = str(index + 1) if index < 9 else " "
         return f"{key}  {self.clip_names[index]}"
 
+    def clip_row_value(self, index: int, weights: Sequence[float] | None = None) -> str:
+        """A row's right-hand text: the clip's length, or in blend mode a sample's weight (``w 0.75``)."""
+        if self.blending and index in self.blend.clips:
+            weight = (weights if weights is not None else self.clip_weights())[index]
+            return f"w {weight:.2f}"
+        return f"{self.durations[index]:.2f} s"
+
     def clip_row_text(self, index: int) -> str:
-        """A row's full text, label and duration, as wide as the row needs to be."""
-        return f"{self.clip_label(index)}    {self.durations[index]:.2f} s"
+        """A row's widest text, label and value, as wide as the row needs to be."""
+        value = max(f"{self.durations[index]:.2f} s", "w 0.00", key=len)
+        return f"{self.clip_label(index)}    {value}"
 
     def status_text(self) -> str:
         """The status line above the timeline."""
+        if self.blending:
+            what = f"blend {self.blend.value:.2f}  cycle {self.local_time:.3f} / {self.duration:.3f} s"
+            loop = "blend cycle repeats"
+        else:
+            what = f"{self.clip_name}  {self.local_time:.3f} / {self.duration:.3f} s"
+            loop = f"loop {self.loop}"
         parts = [
             "playing" if self.playing else "paused",
-            f"{self.clip_name}  {self.local_time:.3f} / {self.duration:.3f} s",
+            what,
             f"speed {self.speed:g}x",
-            f"loop {self.loop}",
+            loop,
             f"crossfade {'on' if self.crossfade else 'off (cut)'}",
         ]
-        if self.fade is not None:
-            parts[-1] = f"fading {100 * self.fade_weight:.0f}%"
+        fade = self.fade_weight
+        if fade < 1.0:
+            parts[-1] = f"fading {100 * fade:.0f}%"
         if self.message:
             parts.append(self.message)
         return "   ".join(parts)
+
+    def slider_text(self) -> str:
+        """The slider's label: the parameter and its value."""
+        return f"{BLEND_PARAMETER}  {self.blend.value:.2f}" if self.blend is not None else ""
+
+    def describe_playback(self) -> str:
+        """What plays, in a few words: ``clip 'walk'`` or ``blend 1.40 (walk 0.82, run 0.18)``."""
+        if not self.blending:
+            return f"clip {self.clip_name!r}"
+        parts = [f"{self.clip_names[c]} {w:.2f}" for c, w in zip(self.blend.clips, self.blend.weights()) if w > 0]
+        return f"blend {self.blend.value:.2f} ({', '.join(parts)})"
 
     def overlay_text(self, name: str) -> tuple[str, str]:
         """An overlay row: (label with its key, value), e.g. ``("W  weights", "chest 3/22")``."""
@@ -630,86 +1004,3 @@ class ViewerState:
         longest = max(self.joint_names, key=len, default="")
         n = len(self.joint_names)
         return ["S  skeleton    off", f"W  weights    {longest} {n}/{n}", "[ ]  joint"]
-
-
-# -- pose source ---------------------------------------------------------------------------------
-
-
-@dataclass
-class Pose:
-    """World matrices (N, 4, 4) and morph weights (M,) of one frame, with CPU timings (seconds)."""
-
-    world: np.ndarray
-    morph: np.ndarray
-    timings: dict[str, float]
-
-
-class ClipBlend:
-    """Poses the asset for a :class:`ViewerState`: the current clip at its local time, mixed during a
-    crossfade with the clip fading out (local poses: translations and scales lerped, rotations
-    nlerped along the shortest arc, morph weights lerped), then world matrices.
-
-    This is the viewer's only pose source (:meth:`pose` is the one call the viewer makes), a
-    stand-in for :class:`skeletal.Player`. Switching to the Player is a change of this class only::
-
-        __init__:  self.player = skeletal.Player(asset); self.shown = None
-        pose():    clip = asset.clips[state.clip]
-                   if state.clip != self.shown:            # the user chose a clip
-                       if state.fade: self.player.crossfade(clip, state.fade.duration)
-                       else:          self.player.play(clip, loop=state.loop)
-                       self.shown = state.clip
-                   self.player.action(clip).seek(state.local_time)  # the state's clock stays the
-                   self.player.update(wall_dt)                      # master (scrubbing); fades advance
-                   return Pose(self.player.world, self.player.morph_weights, timings)
-
-    (``world`` is in rig order, as the renderer wants; ``node_world`` is in glTF node order.) The
-    viewer could then upload ``player.palettes`` (one (J, 4, 4) per skin) instead of computing
-    palettes from the world matrices, see :meth:`.viewer.WindowRenderer.render_frame`.
-    """
-
-    def __init__(self, asset):
-        self.asset = asset
-        self._rest_clip = None
-
-    def _clip(self, index: int):
-        if self.asset.clips:
-            return self.asset.clips[index]
-        if self._rest_clip is None:
-            from .layout import rest_clip
-
-            self._rest_clip = rest_clip()
-        return self._rest_clip
-
-    def _sample(self, index: int, t: float) -> tuple[np.ndarray, np.ndarray]:
-        from ..sampling import sample
-
-        asset = self.asset
-        pose, morph = sample(self._clip(index), t, asset.rig.rest, asset.morph_start, asset.rest_morph, loop="clamp")
-        return pose[0], morph[0]
-
-    def pose(self, state: ViewerState) -> Pose:
-        """The pose to draw for ``state`` (with ``sample`` and ``world`` timings)."""
-        from ..pose import world_matrices
-
-        t0 = time.perf_counter()
-        local, morph = self._sample(state.clip, state.local_time)
-        if state.fade is not None and state.fade_weight < 1.0:
-            other, other_morph = self._sample(state.fade.source, state.fade_local_time)
-            local, morph = blend_local_poses(other, other_morph, local, morph, state.fade_weight)
-        t1 = time.perf_counter()
-        world = world_matrices(self.asset.rig.parents, local)
-        t2 = time.perf_counter()
-        return Pose(world, morph, {"sample": t1 - t0, "world": t2 - t1})
-
-
-def blend_local_poses(a: np.ndarray, morph_a: np.ndarray, b: np.ndarray, morph_b: np.ndarray,
-                      w: float) -> tuple[np.ndarray, np.ndarray]:
-    """Mix local poses (N, 10) ``a`` -> ``b`` by ``w`` (0 = a, 1 = b): translation and scale lerp,
-    rotation normalised lerp on the shortest arc; morph weights (M,) lerp."""
-    out = a * (1.0 - w) + b * w
-    qa, qb = a[:, 3:7], b[:, 3:7]
-    sign = np.where(np.sum(qa * qb, axis=1, keepdims=True) < 0.0, -1.0, 1.0)
-    q = qa * (1.0 - w) + qb * sign * w
-    norm = np.linalg.norm(q, axis=1, keepdims=True)
-    out[:, 3:7] = np.where(norm > 1e-12, q / np.maximum(norm, 1e-12), qb)
-    return out, morph_a * (1.0 - w) + morph_b * w
