@@ -216,6 +216,30 @@ def test_out_of_range_joints_read_the_last_joint():
     np.testing.assert_array_equal(a[1], b[1])
 
 
+@pytest.mark.parametrize("v", [40, 5000])  # below and above PAD_MIN_VERTICES (uint8: padded palette)
+@pytest.mark.parametrize("packed", [False, True])
+def test_out_of_range_uint8_joints_read_the_last_joint(v, packed):
+    rng = np.random.default_rng(11)
+    palette, joints, weights, positions, normals, _ = make_case(rng, v, 4, n_joints=7, joint_dtype=np.uint8)
+    pal = pack_palette(palette) if packed else palette.astype(np.float32)
+    bad = joints.copy()
+    bad[::3, 1] = 255
+    bad[1::3, 3] = 7
+    clamped = np.where(bad >= 7, 6, bad).astype(np.uint8)
+    a = fast(pal, bad, weights, positions, normals)
+    b = fast(pal, clamped.astype(np.int32), weights, positions, normals)  # int32: the clamping kernel
+    np.testing.assert_array_equal(a[0], b[0])
+    np.testing.assert_array_equal(a[1], b[1])
+
+
+def test_uint8_joints_with_a_full_palette():
+    rng = np.random.default_rng(12)
+    palette, joints, weights, positions, normals, _ = make_case(rng, 6000, 4, n_joints=300, joint_dtype=np.uint8)
+    a = fast(pack_palette(palette), joints, weights, positions, normals)
+    ref = skin(palette, joints, weights, positions, normals)
+    np.testing.assert_allclose(a[0], ref[0], atol=1e-5 * np.abs(ref[0]).max())
+
+
 def test_empty_and_tiny_meshes():
     rng = np.random.default_rng(9)
     for v in (0, 1, 2, 3):
