@@ -33,8 +33,8 @@ from skeletal.skin import pack_palette, skin, skin_into
 
 
 @njit(inline="always", fastmath=True)
-def _normal_and_store(m00, m01, m02, m10, m11, m12, m20, m21, m22, x, y, z, out, row):
-    """Cofactor of the rows (a, b, c) times (x, y, z), renormalised, sign of det."""
+def _cofactor_normal(m00, m01, m02, m10, m11, m12, m20, m21, m22, x, y, z):
+    """Cofactor of the 3x3 rows times (x, y, z), renormalised, flipped where det < 0."""
     c00, c01, c02 = m11 * m22 - m12 * m21, m12 * m20 - m10 * m22, m10 * m21 - m11 * m20
     c10, c11, c12 = m02 * m21 - m01 * m22, m00 * m22 - m02 * m20, m01 * m20 - m00 * m21
     c20, c21, c22 = m01 * m12 - m02 * m11, m02 * m10 - m00 * m12, m00 * m11 - m01 * m10
@@ -45,9 +45,7 @@ def _normal_and_store(m00, m01, m02, m10, m11, m12, m20, m21, m22, x, y, z, out,
     l2 = rx * rx + ry * ry + rz * rz
     s = np.float32(1.0) / np.sqrt(l2) if l2 > 0 else np.float32(0.0)
     s = -s if det < 0 else s
-    out[row[0], row[1]] = rx * s
-    out[row[0] + row[2], row[1] + row[3]] = ry * s
-    out[row[0] + 2 * row[2], row[1] + 2 * row[3]] = rz * s
+    return rx * s, ry * s, rz * s
 
 
 @njit(parallel=True, fastmath=True, cache=True)
@@ -61,25 +59,27 @@ def scalar_numba(pal34, joints, weights, pos, nrm, opos, onrm):
             m00 = m01 = m02 = m03 = m10 = m11 = m12 = m13 = m20 = m21 = m22 = m23 = np.float32(0.0)
             for k in range(joints.shape[1]):
                 w = weights[v, k]
-                p = pal34[joints[v, k]]
-                m00 += w * p[0, 0]
-                m01 += w * p[0, 1]
-                m02 += w * p[0, 2]
-                m03 += w * p[0, 3]
-                m10 += w * p[1, 0]
-                m11 += w * p[1, 1]
-                m12 += w * p[1, 2]
-                m13 += w * p[1, 3]
-                m20 += w * p[2, 0]
-                m21 += w * p[2, 1]
-                m22 += w * p[2, 2]
-                m23 += w * p[2, 3]
+                jj = joints[v, k]
+                m00 += w * pal34[jj, 0, 0]
+                m01 += w * pal34[jj, 0, 1]
+                m02 += w * pal34[jj, 0, 2]
+                m03 += w * pal34[jj, 0, 3]
+                m10 += w * pal34[jj, 1, 0]
+                m11 += w * pal34[jj, 1, 1]
+                m12 += w * pal34[jj, 1, 2]
+                m13 += w * pal34[jj, 1, 3]
+                m20 += w * pal34[jj, 2, 0]
+                m21 += w * pal34[jj, 2, 1]
+                m22 += w * pal34[jj, 2, 2]
+                m23 += w * pal34[jj, 2, 3]
             x, y, z = pos[v, 0], pos[v, 1], pos[v, 2]
             opos[v, 0] = m00 * x + m01 * y + m02 * z + m03
             opos[v, 1] = m10 * x + m11 * y + m12 * z + m13
             opos[v, 2] = m20 * x + m21 * y + m22 * z + m23
-            _normal_and_store(m00, m01, m02, m10, m11, m12, m20, m21, m22, nrm[v, 0], nrm[v, 1], nrm[v, 2],
-                              onrm, (v, 0, 0, 1))
+            rx, ry, rz = _cofactor_normal(m00, m01, m02, m10, m11, m12, m20, m21, m22, nrm[v, 0], nrm[v, 1], nrm[v, 2])
+            onrm[v, 0] = rx
+            onrm[v, 1] = ry
+            onrm[v, 2] = rz
 
 
 @njit(parallel=True, fastmath=True, cache=True)
@@ -108,8 +108,10 @@ def planar_numba(pal12, jt, wt, p, nv, op, on):
             op[0, v] = m00 * x + m01 * y + m02 * z + m03
             op[1, v] = m10 * x + m11 * y + m12 * z + m13
             op[2, v] = m20 * x + m21 * y + m22 * z + m23
-            _normal_and_store(m00, m01, m02, m10, m11, m12, m20, m21, m22, nv[0, v], nv[1, v], nv[2, v],
-                              on, (0, v, 1, 0))
+            rx, ry, rz = _cofactor_normal(m00, m01, m02, m10, m11, m12, m20, m21, m22, nv[0, v], nv[1, v], nv[2, v])
+            on[0, v] = rx
+            on[1, v] = ry
+            on[2, v] = rz
 
 
 def mverts(secs: list[float], vertices: int) -> tuple[float, float, float]:
@@ -132,64 +134,69 @@ def main(argv: list[str] | None = None) -> int:
     packed = pack_palette(palette)
     out_p, out_n, out_t = np.empty_like(positions), np.empty_like(normals), np.empty_like(tangents)
     per_vertex = skin_bytes_per_vertex(joints, 4)
-    rows: list[tuple[str, list[float], int]] = []  # (name, seconds, bytes per vertex or 0)
+    plan: list[tuple[str, object, int, int, int]] = []  # (name, fn, threads, repeats, bytes per vertex)
 
-    def timed(name, fn, n_reps=reps, bytes_per_vertex=0):
-        rows.append((name, time_samples(fn, n_reps, warmup=2), bytes_per_vertex))
-
-    def with_threads(n, fn):
-        def run():
-            numba.set_num_threads(n)
-            try:
-                fn()
-            finally:
-                numba.set_num_threads(threads)
-        return run
+    def add(name, fn, n_threads=threads, n_reps=reps, bytes_per_vertex=0):
+        plan.append((name, fn, n_threads, n_reps, bytes_per_vertex))
 
     fast = lambda **kw: (lambda: skin_into(packed, joints, weights, positions, normals, None, out_p, out_n, **kw))
     # baselines
-    timed("numpy (same maths)", lambda: numpy_skin(palette, joints, weights, positions, normals), max(3, reps // 20))
+    add("numpy (same maths)", lambda: numpy_skin(palette, joints, weights, positions, normals), n_reps=max(3, reps // 20))
     pal44 = np.zeros((len(palette), 4, 4))
     pal44[:, :3], pal44[:, 3, 3] = palette, 1.0
-    timed("float64 reference skin()", lambda: skin(pal44, joints, weights, positions, normals), max(3, reps // 10))
-    timed(f"scalar numba, {threads} threads", lambda: scalar_numba(palette, joints, weights, positions, normals, out_p, out_n))
+    add(f"float64 reference skin(), {threads} threads", lambda: skin(pal44, joints, weights, positions, normals),
+        n_reps=max(3, reps // 10))
+    add(f"scalar numba, {threads} threads", lambda: scalar_numba(palette, joints, weights, positions, normals, out_p, out_n))
     soa = (np.ascontiguousarray(palette.reshape(-1, 12).T), np.ascontiguousarray(joints.T), np.ascontiguousarray(weights.T),
            np.ascontiguousarray(positions.T), np.ascontiguousarray(normals.T), np.empty((3, v), np.float32), np.empty((3, v), np.float32))
-    timed(f"planar SoA numba (gathers), {threads} threads", lambda: planar_numba(*soa))
-    timed("planar SoA numba (gathers), 1 thread", with_threads(1, lambda: planar_numba(*soa)))
+    add(f"planar SoA numba (gathers), {threads} threads", lambda: planar_numba(*soa))
+    add("scalar numba, 1 thread", lambda: scalar_numba(palette, joints, weights, positions, normals, out_p, out_n), 1)
+    add("planar SoA numba (gathers), 1 thread", lambda: planar_numba(*soa), 1)
     # the fast path
-    timed(f"skin_into, {threads} threads", fast(), bytes_per_vertex=per_vertex)
-    timed("skin_into, 1 thread", with_threads(1, fast()), bytes_per_vertex=per_vertex)
-    timed(f"skin_into linear normals, {threads} threads", fast(normal_transform="linear"), bytes_per_vertex=per_vertex)
-    timed("skin_into linear normals, 1 thread", with_threads(1, fast(normal_transform="linear")), bytes_per_vertex=per_vertex)
-    timed("skin_into positions only, 1 thread",
-          with_threads(1, lambda: skin_into(packed, joints, weights, positions, None, None, out_p)))
-    timed("skin_into + tangents, 1 thread",
-          with_threads(1, lambda: skin_into(packed, joints, weights, positions, normals, tangents, out_p, out_n, out_t)))
-    timed("skin_into incl. pack_palette, 1 thread",
-          with_threads(1, lambda: skin_into(palette, joints, weights, positions, normals, None, out_p, out_n)))
+    add(f"skin_into, {threads} threads", fast(), bytes_per_vertex=per_vertex)
+    add(f"skin_into linear normals, {threads} threads", fast(normal_transform="linear"), bytes_per_vertex=per_vertex)
+    add("skin_into, 1 thread", fast(), 1, bytes_per_vertex=per_vertex)
+    add("skin_into linear normals, 1 thread", fast(normal_transform="linear"), 1, bytes_per_vertex=per_vertex)
+    add("skin_into positions only, 1 thread", lambda: skin_into(packed, joints, weights, positions, None, None, out_p), 1)
+    add("skin_into + tangents, 1 thread",
+        lambda: skin_into(packed, joints, weights, positions, normals, tangents, out_p, out_n, out_t), 1)
+    add("skin_into incl. pack_palette, 1 thread",
+        lambda: skin_into(palette, joints, weights, positions, normals, None, out_p, out_n), 1)
     for dtype in (np.uint16, np.int32):
         j = joints.astype(dtype)
-        timed(f"skin_into {np.dtype(dtype).name} joints, 1 thread",
-              with_threads(1, lambda j=j: skin_into(packed, j, weights, positions, normals, None, out_p, out_n)))
+        add(f"skin_into {np.dtype(dtype).name} joints, 1 thread",
+            lambda j=j: skin_into(packed, j, weights, positions, normals, None, out_p, out_n), 1)
     for k in (1, 2, 8, 12):
         _, jk, wk, _, _ = synthetic_mesh(v, influences=k, seed=k)
-        timed(f"skin_into {k} influences, 1 thread",
-              with_threads(1, lambda jk=jk, wk=wk: skin_into(packed, jk, wk, positions, normals, None, out_p, out_n)))
+        add(f"skin_into {k} influences, 1 thread",
+            lambda jk=jk, wk=wk: skin_into(packed, jk, wk, positions, normals, None, out_p, out_n), 1)
     # layouts: one interleaved record stream in [p n w j] (44 bytes) and one out [p n] (24 bytes)
     rec = np.zeros((v, 11), np.float32)
     rec[:, 0:3], rec[:, 3:6], rec[:, 6:10] = positions, normals, weights
     rec.view(np.uint8)[:, 40:44] = joints
     out_rec = np.empty((v, 6), np.float32)
     rec_args = (packed, rec.view(np.uint8)[:, 40:44], rec[:, 6:10], rec[:, 0:3], rec[:, 3:6], None, out_rec[:, 0:3], out_rec[:, 3:6])
-    timed("skin_into interleaved records, 1 thread", with_threads(1, lambda: skin_into(*rec_args)), bytes_per_vertex=per_vertex)
-    timed(f"skin_into interleaved records, {threads} threads", lambda: skin_into(*rec_args), bytes_per_vertex=per_vertex)
+    add(f"skin_into interleaved records, {threads} threads", lambda: skin_into(*rec_args), bytes_per_vertex=per_vertex)
+    add("skin_into interleaved records, 1 thread", lambda: skin_into(*rec_args), 1, bytes_per_vertex=per_vertex)
+
+    # Run grouped by thread count (switching the count between calls moves data between cores' caches).
+    rows: list[tuple[str, list[float], int]] = []
+    results = {}
+    for n_threads in sorted({p[2] for p in plan}, reverse=True):
+        numba.set_num_threads(n_threads)
+        try:
+            for name, fn, t, n_reps, bpv in plan:
+                if t == n_threads:
+                    results[name] = (time_samples(fn, n_reps, warmup=2), bpv)
+        finally:
+            numba.set_num_threads(threads)
+    rows = [(name, *results[name]) for name, *_ in plan]
 
     bandwidth = measure_bandwidth(per_vertex * v, max(10, reps // 4))
     bound = bandwidth["median"] * 1e9 / per_vertex / 1e6
     dram = None
     if not args.quick:
-        big = 4_000_000
+        big = 8_000_000  # 544 MB: more than the last-level cache
         bp, bj, bw, bpos, bn = synthetic_mesh(big, seed=9)
         bo_p, bo_n = np.empty_like(bpos), np.empty_like(bn)
         bpk = pack_palette(bp)

@@ -28,31 +28,41 @@ The fast path
 -------------
 
 ``skin_into(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
-out_tangents)``. Design, with the figures that chose it (2-vCPU Xeon, 100k vertices, 4 influences,
-positions + normals, 65 joints, single thread unless stated; ``benchmarks/bench_skinning.py``
-reproduces them):
+out_tangents)``. Design, with the figures that chose it (2-vCPU Xeon VM, 100k vertices, 4 uint8
+influences, positions + normals, 65 joints, one thread, best of repeats on a quiet machine;
+``benchmarks/bench_skinning.py`` reproduces them):
 
 * Palette layout: each joint is 16 float32, its four columns padded to 4 lanes (``pack_palette``),
   so blending one influence is two 8-lane multiply-adds straight from one 64-byte line, and the
   blended columns feed the transform directly (``p' = c0 x + c1 y + c2 z + c3``). Blending across
-  vertices instead (one SIMD lane per vertex) needs a gather per matrix element: 48 scalar loads per
-  vertex, measured at 40-57 M vertices/s whatever the layout (planar SoA included).
+  vertices instead (one SIMD lane per vertex, which planar SoA arrays give numba's auto-vectoriser)
+  needs a gather per matrix element, 48 scalar loads per vertex: 46-57 M vertices/s; the plain
+  scalar numba kernel on (V, 3) arrays: 25-40 M vertices/s; this kernel: 130-145.
 * Two vertices per iteration share 8-lane vectors (one vertex per 128-bit half), which halves the
-  work after the blend; numba emits this code from LLVM IR written here (``_skin_chunk``) because
-  its auto-vectoriser does not vectorise a gather-free per-vertex blend on its own.
+  work after the blend; the code is LLVM IR written here (``_skin_chunk``), because numba's
+  auto-vectoriser does not turn a per-vertex blend into vector code by itself (its SLP vectoriser is
+  off, and the loop vectoriser sees gathers). The loop is bound by shuffles (about 25 per pair of
+  vertices), not by memory: a 100k-vertex mesh (6.8 MB) sits in the last-level cache, where a triad
+  streams 20 GB/s per thread, 40+ with two.
 * Normals use the cofactor matrix (exact for non-uniform scale, and what the float64 reference uses,
   so both paths agree to 1e-5); the sign of the determinant keeps mirrored joints' normals
   outward. The plain 3x3 (ozz, three.js; exact only for rigid or uniformly scaled joints, and not
-  the inverse transpose of a blend) was measured 1.3x faster in the same kernel; ``skin_into``
-  keeps the cofactor by default and offers ``normal_transform="linear"``.
+  the inverse transpose of a blend) measured 1.2-1.3x faster in the same kernel (170-180 M
+  vertices/s): more than the 10% that would have made the choice free, but the cofactor is what
+  keeps the fast path equal to the reference, so it is the default and ``normal_transform="linear"``
+  is the opt-in.
 * Influence counts 1, 2, 4 and 8 get fully unrolled code; other K a loop. Joint indices may be
   uint8, uint16, int32 or int64; an index past the palette reads the last joint (memory safety; the
-  loader already rejects such files).
+  loader already rejects such files). uint8 joints on meshes of ``PAD_MIN_VERTICES`` or more read a
+  palette padded to 256 entries instead, which drops the per-influence clamp (about 10%).
 * Rows may be strided (interleaved vertex records: ``positions = records[:, 0:3]``) as long as each
-  row's components are contiguous; dense arrays get constant strides.
-* Precision: float32 accumulation against the float64 reference: positions within ~1e-6 relative to
-  the mesh size, unit normals and tangents within ~1e-5 (rsqrt with one Newton step where the CPU has
-  it); ill-conditioned blends (nearly singular blended matrices) lose more, as any float32 code would.
+  row's components are contiguous; dense arrays get constant strides. Outputs are written with
+  masked stores: nothing next to a row is touched.
+* Precision: float32 accumulation against the float64 reference (random rigs with non-uniform scale
+  0.5-2 and mirrored joints, 1-12 influences): positions within 4e-7 of the mesh size; normals and
+  tangents within 4e-6 where the blended 3x3 has condition number below 100, growing to ~1e-5 at
+  condition numbers of 1e4 (nearly singular blends of opposed joints, where float32 cofactors lose
+  digits in any implementation). 1/length is rsqrt plus one Newton step where the CPU has it.
 """
 
 from __future__ import annotations
