@@ -336,3 +336,13 @@ def test_bad_requests_are_clear_errors(asset):
         player.play("walk", layer=3)
     with pytest.raises(KeyError):
         player.add_layer("x", mask="no_such_joint")
+
+
+def test_a_crossfade_right_after_another_fades_out_the_action_just_started(asset):
+    player = Player(asset)
+    player.play("walk")
+    player.crossfade("run", 0.3)  # run has weight 0 so far ...
+    player.crossfade("wave", 0.3)  # ... and must fade out too, not keep fading in
+    player.update(0.3)
+    assert [a.clip.name for a in player.actions] == ["wave"]
+    assert_pose(player.local_pose, alone(asset, "wave", 0.3))

@@ -69,14 +69,13 @@ def test_blend_space_1d_at_a_sample_is_that_clip_and_blends_in_phase(asset):
     player.set("speed", 2.7)  # halfway between walk and run
     player.update(0.2)
     d_walk, d_run = asset.clip("walk").duration, asset.clip("run").duration
-    t_walk = player.action("walk").time
-    t_run = player.action("run").time
+    t_walk, t_run = space.sample_times()[0, 1:]
     assert t_walk / d_walk == pytest.approx(t_run / d_run, abs=1e-9)  # feet in step
     expected = blend([alone(asset, "walk", t_walk), alone(asset, "run", t_run)], [0.5, 0.5])
     assert_pose(player.local_pose, expected)
     # blended cycle: both clips advance their phase by dt / (0.5 d_walk + 0.5 d_run)
     player.update(0.05)
-    new_phase = player.action("walk").time / d_walk
+    new_phase = space.sample_times()[0, 1] / d_walk
     assert (new_phase - t_walk / d_walk) % 1 == pytest.approx(0.05 / (0.5 * d_walk + 0.5 * d_run), rel=1e-9)
 
 
@@ -132,8 +131,8 @@ def test_state_machine_transitions_fire_on_conditions(asset, tmp_path):
     player.update(0.05)
     assert machine.state_of() == "move" and seen == [("idle", "move")]
     player.update(0.5)  # fade over: the run sample alone
-    run = player.action("run")
-    assert_pose(player.local_pose, alone(asset, "run", run.time))
+    run_time = machine.states["move"].blend.sample_times()[0, 1]
+    assert_pose(player.local_pose, alone(asset, "run", run_time))
     player.trigger("wave")
     player.update(0.05)
     assert machine.state_of() == "wave"

@@ -21,6 +21,7 @@ import pytest
 from click.testing import CliRunner
 
 from skeletal import Player
+from skeletal.playback.kernels import F_SAMPLE, F_SPEED
 from skeletal.render.errors import RenderError
 from skeletal.render.viewer_ui import (
     BLEND_PARAMETER, CROSSFADE_SECONDS, HELP_LINE, SPEEDS, STEP_SECONDS, OrbitCamera, ViewerState, compute_layout,
@@ -65,9 +66,17 @@ def set_layout(state: ViewerState) -> None:
                                   measure, 18, slider=state.blending)
 
 
+def sample(state: ViewerState, clip: str, field: int) -> float:
+    """A field (skeletal.playback.kernels.F_*) of the blend space's own action for ``clip``."""
+    space = state.blend.space
+    name_of = [state.player.mixer.clipset.clips[c].name for c in state.player.mixer.slot_clip[space.slots]]
+    return float(state.player.mixer.fs[0, space.slots[name_of.index(clip)], field])
+
+
 def running(state: ViewerState) -> dict[str, float]:
-    """The Player's running actions: clip name -> effective weight (weight x fade)."""
-    return {a.clip.name: round(a.effective_weight, 9) for a in state.player.actions}
+    """The Player's running plain actions (not a blend space's own): clip name -> effective weight."""
+    return {a.clip.name: round(a.effective_weight, 9) for a in state.player.actions
+            if a.slot == state.player.action(a.clip.name).slot}
 
 
 def pose_jump(state: ViewerState, change) -> float:
@@ -322,7 +331,8 @@ def test_blend_mode_slider_drives_the_parameter_and_the_rows_show_the_weights():
     for _ in range(30):
         state.key(",")
     state.advance(1 / 30)
-    assert blend.value == 0.0 and state.player.action("idle").effective_weight == 1.0
+    state.advance(CROSSFADE_SECONDS)  # the walk the blend space replaced has faded out
+    assert blend.value == 0.0 and state.clip_weights() == pytest.approx([1.0, 0.0, 0.0, 0.0])
     idle_pose = state.player.world.copy()
     state.set_blend_value(2.0)
     state.advance(1 / 30)
@@ -332,7 +342,7 @@ def test_blend_mode_slider_drives_the_parameter_and_the_rows_show_the_weights():
     # The speed scales the samples' synchronised speeds.
     state.key("+")
     state.advance(1 / 30)
-    assert state.player.action("run").speed == pytest.approx(1.5)
+    assert sample(state, "run", F_SPEED) == pytest.approx(1.5)
 
     # The ticks and names of the samples over the track.
     marks = slider_marks(track, blend.positions, ["idle", "walk", "run"], blend.lo, blend.hi, measure)
@@ -347,8 +357,8 @@ def test_leaving_blend_mode_crossfades_to_the_clip_without_a_jump():
     state = make_state(clip=3, blend=[("idle", 0.0), ("walk", 1.4), ("run", 4.0)], blend_value=2.0, blend_mode=True)
     assert state.blending and state.clip_weights() == pytest.approx([0.0, 2.0 / 2.6, 0.6 / 2.6, 0.0])
     state.advance(0.5)
-    # walk is a sample at weight 0.77: the crossfade starts from the frozen pose, walk's clock runs on.
-    walk_time = state.player.action("walk").time
+    # walk, the strongest sample (0.77), hands its phase over: the plain walk starts where it is.
+    walk_time = sample(state, "walk", F_SAMPLE)
     assert pose_jump(state, lambda: state.key("2")) < 1e-9
     assert not state.blending and state.clip == 1 and state.fade_weight == 0.0
     assert state.player.action("walk").time == pytest.approx(walk_time)
@@ -398,7 +408,8 @@ def test_blend_mode_needs_two_clips_and_cuts_without_crossfade():
     state = make_state(clip=3)
     state.key("c")
     state.key("b")  # a cut: the samples only, at once
-    assert state.blending and set(running(state)) == {"idle", "walk", "run"} and state.fade_weight == 1.0
+    assert state.blending and {a.clip.name for a in state.player.actions} == {"idle", "walk", "run"}
+    assert state.fade_weight == 1.0
     assert state.blend.value == 0.0  # wave is no sample: the first sample's position
     state.key("space")
     state.key("down")  # leaving by a cut, paused
@@ -434,7 +445,7 @@ def test_timeline_scrubbing():
     bar = state.layout.timeline
     state.mouse_down(bar.x + 0.5 * bar.w, bar.y + 1)
     assert state.local_time == pytest.approx(0.5 * state.duration)
-    assert state.player.action("run").time == pytest.approx(0.5 * 0.68)  # every sample at the same phase
+    assert sample(state, "run", F_SAMPLE) == pytest.approx(0.5 * 0.68)  # every sample at the same phase
     state.mouse_up()
 def test_clip_rows_are_clickable_and_drags_move_the_camera():
     state = make_state()

@@ -44,10 +44,11 @@ class _BlendSpace:
         self.layer = layer
         self.sync = sync
         self.parameter = parameter
-        self.slots = [self.mixer.slot(clip, layer) for clip in clips]
+        self.slots = [self.mixer.slot(clip, layer, owner=self) for clip in clips]
         self.durations = self.mixer.clipset.duration[self.mixer.slot_clip[self.slots]]
         shape = (self.mixer.count,) if self.dims == 1 else (self.mixer.count, 2)
         self.value = np.zeros(shape)
+        self.speed = np.ones(self.mixer.count)  # playback rate of the blended cycle (per instance)
         self.active = np.zeros(self.mixer.count, dtype=bool)
         self.mixer.controllers.append(self)
 
@@ -62,7 +63,8 @@ class _BlendSpace:
     def play(self, *, fade: float = 0.0, instances: InstanceSelector = None) -> None:
         """Crossfade from whatever the layer plays to this blend space (a cut when ``fade`` is 0)."""
         idx = self.mixer._instances(instances)
-        phase = self.phase()[idx] if self.active[idx].any() else 0.0
+        # Start in step with what plays now: the phase of the strongest action on the layer.
+        phase = self.phase()[idx] if self.active[idx].any() else self._layer_phase()[idx]
         self.mixer.fade_to_slots(self.slots, fade, instances=idx, offsets=list(np.asarray(phase).mean() * self.durations))
         self.active[idx] = True
         self._apply_weights(idx)
@@ -70,8 +72,26 @@ class _BlendSpace:
     def stop(self, *, fade: float = 0.0, instances: InstanceSelector = None) -> None:
         idx = self.mixer._instances(instances)
         for s in self.slots:
-            self.mixer.stop(int(self.mixer.slot_clip[s]), layer=self.layer, fade=fade, instances=idx)
+            self.mixer.stop_slot(s, fade=fade, instances=idx)
         self.active[idx] = False
+
+    def set_speed(self, speed, *, instances: InstanceSelector = None) -> None:
+        """Playback rate of the blended cycle (scalar or per instance), applied at once."""
+        idx = self.mixer._instances(instances)
+        self.speed[idx] = speed
+        self._apply_weights(idx)
+
+    def seek(self, phase, *, instances: InstanceSelector = None) -> None:
+        """Move every sample to normalised ``phase`` (0..1) of its cycle."""
+        idx = self.mixer._instances(instances)
+        for i, s in enumerate(self.slots):
+            self.mixer.fs[idx, s, K.F_TIME] = np.asarray(phase, dtype=np.float64) * self.durations[i]
+            self.mixer.ist[idx, s, K.I_FLAGS] &= ~K.FLAG_FINISHED
+            self.mixer._refresh_sample_time(s, idx)
+
+    def sample_times(self) -> np.ndarray:
+        """Clip-local times (B, n_samples) the samples show."""
+        return self.mixer.fs[:, self.slots, K.F_SAMPLE].copy()
 
     def phase(self) -> np.ndarray:
         """Normalised phase (B,) in [0, 1) of the strongest sample."""
@@ -81,6 +101,19 @@ class _BlendSpace:
         times = self.mixer.fs[rows, np.asarray(self.slots)[strongest], K.F_SAMPLE]
         d = self.durations[strongest]
         return np.where(d > 0, times / np.where(d > 0, d, 1.0), 0.0)
+
+    def _layer_phase(self) -> np.ndarray:
+        """Normalised phase (B,) of the strongest running action on this layer (0 when none)."""
+        mixer = self.mixer
+        others = [s for s in range(len(mixer.slot_clip)) if mixer.slot_layer[s] == self.layer and s not in self.slots]
+        if not others:
+            return np.zeros(mixer.count)
+        strength = mixer.fs[:, others, K.F_EFFECTIVE]
+        strongest = np.asarray(others)[np.argmax(strength, axis=1)]
+        rows = np.arange(mixer.count)
+        d = mixer.clipset.duration[mixer.slot_clip[strongest]]
+        phase = np.where(d > 0, mixer.fs[rows, strongest, K.F_SAMPLE] / np.where(d > 0, d, 1.0), 0.0)
+        return np.where(strength.max(axis=1) > 0, phase, 0.0)
 
     def weights(self, value: np.ndarray | None = None) -> np.ndarray:
         """Sample weights (B, n_samples) for parameter values (default: the current ones)."""
@@ -93,12 +126,16 @@ class _BlendSpace:
         fs = self.mixer.fs
         for i, s in enumerate(self.slots):
             fs[idx, s, K.F_WEIGHT] = w[:, i]
+        speed = self.speed[idx][:, None] if np.ndim(self.speed[idx]) else self.speed[idx]
         if self.sync:
             blended = w @ self.durations
             with np.errstate(divide="ignore", invalid="ignore"):
                 speeds = np.where(blended[:, None] > 0, self.durations[None, :] / blended[:, None], 1.0)
-            for i, s in enumerate(self.slots):
-                fs[idx, s, K.F_SPEED] = speeds[:, i]
+            speeds = speeds * speed
+        else:
+            speeds = np.broadcast_to(speed, w.shape)
+        for i, s in enumerate(self.slots):
+            fs[idx, s, K.F_SPEED] = speeds[:, i]
 
     def before_update(self, dt: float) -> None:
         if not self.active.any():

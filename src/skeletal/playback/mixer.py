@@ -154,14 +154,16 @@ class Mixer:
             self.cursors = grown
         return index
 
-    def slot(self, clip: str | int | Clip, layer: int = 0) -> int:
-        """The action slot of ``clip`` on ``layer``, created (stopped) on first use."""
+    def slot(self, clip: str | int | Clip, layer: int = 0, owner: object = None) -> int:
+        """The action slot of ``clip`` on ``layer``, created (stopped) on first use. An ``owner`` (a
+        blend space) gets slots of its own, so its weights never clash with a plain action of the
+        same clip that is, say, still fading out."""
         self._check_layer(layer)
         c = self.clip_index(clip)
         if self.clipset.additive[c] != self.layers[layer].additive:
             kind = "additive" if self.clipset.additive[c] else "non-additive"
             raise ClipError(f"clip {self.clipset.clips[c].name!r} is {kind}; layer {self.layers[layer].name!r} is not")
-        key = (c, layer)
+        key = (c, layer, id(owner) if owner is not None else None)
         if key not in self._slots:
             self._slots[key] = len(self.slot_clip)
             self.slot_clip = np.append(self.slot_clip, c)
@@ -244,7 +246,10 @@ class Mixer:
 
     def stop(self, clip: str | int | Clip, *, layer: int = 0, fade: float = 0.0, instances: InstanceSelector = None) -> None:
         """Stop an action, at once or fading out over ``fade`` seconds."""
-        s = self.slot(clip, layer)
+        self.stop_slot(self.slot(clip, layer), fade=fade, instances=instances)
+
+    def stop_slot(self, s: int, *, fade: float = 0.0, instances: InstanceSelector = None) -> None:
+        """:meth:`stop` for a slot given by number (e.g. one of a blend space's)."""
         idx = self._instances(instances)
         if fade > 0:
             self._start_fade(s, idx, self.envelope(s)[idx], 0.0, fade)
@@ -306,10 +311,13 @@ class Mixer:
                 self.fs[idx, s, K.F_EFFECTIVE] = 0.0
         else:
             for s in others:
-                running = envelopes[s] > 0
+                # Every enabled action fades out, even one whose fade-in has not begun to show yet.
+                running = (self.ist[idx, s, K.I_FLAGS] & K.FLAG_ENABLED) != 0
                 if np.any(running):
                     sel = np.arange(self.count)[idx][running]
                     self._start_fade(s, sel, envelopes[s][running], 0.0, duration)
+            if layer == 0:
+                self._refade_snapshot(idx, duration)
         offset = play_options.pop("offset", 0.0)
         if sync and source_phase is not None:
             offset = source_phase * d_target
@@ -317,6 +325,7 @@ class Mixer:
         if snapshot:
             # The target fades in under the frozen pose: its weight rises as the snapshot's falls.
             self._start_fade(s, idx, 0.0, 1.0, duration)
+            self._refresh_sample_time(s, idx)
         if warp and source_duration is not None and d_target > 0:
             with np.errstate(divide="ignore", invalid="ignore"):
                 ratio = np.where(source_duration > 0, source_duration / d_target, 1.0)
@@ -334,10 +343,12 @@ class Mixer:
         Targets that are not running start at ``offsets[i]`` (default 0)."""
         idx = self._instances(instances)
         layers = {int(self.slot_layer[t]) for t in targets}
+        if 0 in layers:
+            self._refade_snapshot(idx, duration)
         for s in range(len(self.slot_clip)):
             if self.slot_layer[s] in layers and s not in targets:
                 env = self.envelope(s)[idx]
-                running = env > 0
+                running = (self.ist[idx, s, K.I_FLAGS] & K.FLAG_ENABLED) != 0
                 if np.any(running):
                     self._start_fade(s, np.arange(self.count)[idx][running], env[running], 0.0, duration)
         for i, t in enumerate(targets):
@@ -351,9 +362,21 @@ class Mixer:
             self._start_fade(t, idx, np.where(fresh, 0.0, env), 1.0, duration)
             self._refresh_sample_time(t, idx)
 
+    def _refade_snapshot(self, idx, duration: float) -> None:
+        """A frozen pose still fading out now fades over the new transition, from its current weight,
+        like every other action it replaces (so the weights keep summing to 1)."""
+        rows = np.arange(self.count)[idx]
+        rows = rows[self.snap_weight[rows] > 0]
+        if rows.size:
+            self._snap_fade[rows] = np.column_stack(
+                [self.snap_weight[rows], np.zeros(rows.size), np.full(rows.size, max(duration, 1e-9))])
+
     def seek(self, clip: str | int | Clip, time: float | np.ndarray, *, layer: int = 0, instances: InstanceSelector = None) -> None:
         """Move an action's clock to ``time`` seconds (clip-local)."""
-        s = self.slot(clip, layer)
+        self.seek_slot(self.slot(clip, layer), time, instances=instances)
+
+    def seek_slot(self, s: int, time: float | np.ndarray, *, instances: InstanceSelector = None) -> None:
+        """:meth:`seek` for a slot given by number."""
         idx = self._instances(instances)
         self.fs[idx, s, K.F_TIME] = time
         self.ist[idx, s, K.I_FLAGS] &= ~K.FLAG_FINISHED

@@ -33,11 +33,12 @@ class Action:
     ``effective_weight`` (weight x fade).
     """
 
-    def __init__(self, player: "Player", clip: str | int | Clip, layer: int = 0):
+    def __init__(self, player: "Player", clip: str | int | Clip, layer: int = 0, *, slot: int | None = None):
         self._player = player
         self._mixer = player.mixer
         self.layer = layer
-        self.slot = self._mixer.slot(clip, layer)
+        # A given slot (e.g. one of a blend space's) is used as is; otherwise the clip's plain action.
+        self.slot = self._mixer.slot(clip, layer) if slot is None else int(slot)
         self.clip = self._mixer.clipset.clips[self._mixer.slot_clip[self.slot]]
 
     def _f(self, field: int) -> float:
@@ -98,7 +99,10 @@ class Action:
 
     @paused.setter
     def paused(self, value: bool) -> None:
-        self._mixer.set_paused(self.slot_clip_index, bool(value), layer=self.layer)
+        if value:
+            self._mixer.ist[0, self.slot, K.I_FLAGS] |= K.FLAG_PAUSED
+        else:
+            self._mixer.ist[0, self.slot, K.I_FLAGS] &= ~K.FLAG_PAUSED
 
     @property
     def running(self) -> bool:
@@ -127,11 +131,11 @@ class Action:
         return self
 
     def stop(self, fade: float = 0.0) -> "Action":
-        self._mixer.stop(self.slot_clip_index, layer=self.layer, fade=fade)
+        self._mixer.stop_slot(self.slot, fade=fade)
         return self
 
     def seek(self, time: float) -> "Action":
-        self._mixer.seek(self.slot_clip_index, time, layer=self.layer)
+        self._mixer.seek_slot(self.slot, time)
         return self
 
     def pause(self) -> "Action":
@@ -211,7 +215,7 @@ class Player:
     def actions(self) -> list[Action]:
         """Every action that is running now."""
         running = np.flatnonzero(self.mixer.ist[0, :, K.I_FLAGS] & K.FLAG_ENABLED)
-        return [Action(self, int(self.mixer.slot_clip[s]), int(self.mixer.slot_layer[s])) for s in running]
+        return [Action(self, int(self.mixer.slot_clip[s]), int(self.mixer.slot_layer[s]), slot=s) for s in running]
 
     # -- layers --------------------------------------------------------------------------------
 

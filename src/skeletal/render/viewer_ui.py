@@ -428,20 +428,16 @@ class BlendSlider:
 
 
 class _BlendSpeed:
-    """A mixer controller that runs after the blend space's own: the space sets its samples'
-    synchronised speeds every update; this scales them by the viewer's playback speed."""
+    """A mixer controller passing the viewer's playback speed to the blend space, which scales its
+    samples' synchronised speeds by it."""
 
     def __init__(self, state: "ViewerState"):
         self.state = state
 
     def before_update(self, dt: float) -> None:
-        state = self.state
-        blend = state.blend
-        if blend is None or state.speed == 1.0 or not blend.space.active.any():
-            return
-        for clip in blend.clips:
-            action = state.player.action(clip)
-            action.speed = action.speed * state.speed
+        blend = self.state.blend
+        if blend is not None:
+            blend.space.set_speed(self.state.speed)
 
 
 # -- state ---------------------------------------------------------------------------------------
@@ -488,9 +484,8 @@ class ViewerState:
 
     Blend mode (B, or ``blend_mode``) plays the blend space (``space.play(fade=...)``); the slider
     and the , . keys set its parameter (``player.set(BLEND_PARAMETER, value)``); choosing a clip
-    leaves it. Where a plain crossfade would change the pose at the switch -- the target is a
-    blend sample that plays at another weight, or a frozen-pose fade is still running -- the
-    transition freezes the current pose and fades from it (``snapshot=True``).
+    leaves it. The blend space has action slots of its own, so entering or leaving it is a plain
+    crossfade from the current mix.
     """
 
     def __init__(self, player, joint_names: Sequence[str] = (), *, clip: int = 0, time: float = 0.0,
@@ -574,8 +569,8 @@ class ViewerState:
         (actions fading out, a frozen pose); 1 when no crossfade is in progress."""
         if not self._in_transition():
             return 1.0
-        current = self._current_clips()
-        other = sum(a.effective_weight for a in self.player.actions if a.slot_clip_index not in current)
+        current = self._current_slots()
+        other = sum(a.effective_weight for a in self.player.actions if a.slot not in current)
         return min(max(1.0 - other - float(self.player.mixer.snap_weight[0]), 0.0), 1.0)
 
     @property
@@ -602,26 +597,18 @@ class ViewerState:
     def _action(self, clip: int | None = None):
         return self.player.action(self.clip if clip is None else clip)
 
-    def _current_clips(self) -> set[int]:
-        return set(self.blend.clips) if self.blending else {self.clip}
+    def _current_slots(self) -> set[int]:
+        """The mixer slots of what was chosen: the blend space's own, or the clip's plain action."""
+        return set(self.blend.space.slots) if self.blending else {self._action().slot}
 
     def _in_transition(self) -> bool:
         """Whether anything but what was chosen still shows (fading out, or the chosen fading in)."""
         mixer = self.player.mixer
         if mixer.snap_weight[0] > 0.0:
             return True
-        current = self._current_clips()
-        return any(a.slot_clip_index not in current or mixer.envelope(a.slot)[0] < 1.0 - 1e-9
+        current = self._current_slots()
+        return any(a.slot not in current or mixer.envelope(a.slot)[0] < 1.0 - 1e-9
                    for a in self.player.actions)
-
-    def _needs_snapshot(self, weights: dict[int, float]) -> bool:
-        """Whether a crossfade to clips at ``weights`` must start from a frozen pose to start where
-        the pose is: one of them plays now at another weight (its weight would jump), or a
-        frozen-pose fade is still running (weights would no longer add up to one)."""
-        if self.player.mixer.snap_weight[0] > 0.0:
-            return True
-        return any(a.effective_weight > 0.0 and abs(a.weight - weights[a.slot_clip_index]) > 1e-9
-                   for a in self.player.actions if a.slot_clip_index in weights)
 
     def _fade(self) -> float:
         return CROSSFADE_SECONDS if self.crossfade else 0.0
@@ -660,8 +647,8 @@ class ViewerState:
         if self.blending:
             self.blend.space.stop(fade=fade)  # the space lets its samples go (they fade out, or stop)
         if fade > 0.0:
-            snapshot = self._needs_snapshot({index: 1.0})
-            self.player.crossfade(index, fade, loop=self.loop, speed=self.speed, snapshot=snapshot)
+            # Leaving blend mode: the clip starts at the phase of the strongest sample (feet in step).
+            self.player.crossfade(index, fade, loop=self.loop, speed=self.speed, sync=self.blending)
         else:
             self.player.stop()
             self.player.play(index, loop=self.loop, speed=self.speed)
@@ -705,8 +692,7 @@ class ViewerState:
         t = min(max(float(t), 0.0), d)
         if self.blending:
             phase = min(t / d, _END) if d > 0 else 0.0
-            for clip in self.blend.clips:
-                self._action(clip).seek(phase * self.durations[clip])
+            self.blend.space.seek(phase)
         else:
             if self.loop == "repeat" and d > 0 and t >= d:
                 t = d * _END
@@ -777,15 +763,10 @@ class ViewerState:
     def _start_blend(self, fade: float) -> None:
         """Crossfade (or cut, ``fade`` 0) from whatever plays to the blend space."""
         blend = self.blend
-        weights = blend.weights()
-        if fade > 0.0:
-            if self._needs_snapshot(dict(zip(blend.clips, weights))):
-                # Freeze the pose: the sample that weighs most fades in under it, keeping its clock.
-                self.player.crossfade(blend.clips[int(np.argmax(weights))], fade, snapshot=True)
-        else:
+        if fade <= 0.0:
             self.player.stop()
-        for clip in blend.clips:
-            self._action(clip).loop = "repeat"  # a blend space is a cycle
+        # The blend space has action slots of its own: playing it fades out whatever plays (frozen
+        # poses included) from its current weight, so nothing jumps.
         self.player.set(BLEND_PARAMETER, blend.value)
         blend.space.play(fade=fade)
         self.mode = "blend"
