@@ -55,7 +55,7 @@ def markdown(r: dict) -> str:
         f"{frac['median']:.2f} of {frac['bound_mverts_per_s']:,.0f} M/s | triad over the same {cfg['skin_bytes_per_vertex'] * cfg['skin_vertices'] / 1e6:.1f} MB: "
         f"{b['bandwidth_gbs']['median']:.1f} GB/s"
         + (f"; from DRAM ({b['dram_bandwidth_gbs']['bytes'] / 1e6:.0f} MB triad, {b['dram_bandwidth_gbs']['median']:.1f} GB/s) "
-           f"the bound would be {dram['bound_mverts_per_s']:,.0f} M/s" if dram else "")
+           f"the bound would be {dram['bound_mverts_per_s']:,.0f} M/s ({dram['median']:.2f} of it)" if dram else "")
         + " | |",
     ]
     if busy and max(busy) > 0.25:
