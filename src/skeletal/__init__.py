@@ -26,7 +26,7 @@ from .playback import Action, Crowd, Event, Mixer, Player
 from .pose import skin_palette, world_matrices
 from .rig import Rig
 from .sampling import sample
-from .skin import normalize_weights, skin
+from .skin import normalize_weights, pack_palette, skin, skin_into
 
 __version__ = "0.1.0"
 
@@ -34,5 +34,5 @@ __all__ = [
     "Asset", "MeshInstance", "SkinBinding", "load", "bake", "sample_times", "Clip", "Track",
     "clip_from_keyframes", "map_time", "ClipError", "ModelError", "SkeletalError",
     "UnsupportedExtensionError", "skin_palette", "world_matrices", "Rig", "sample", "normalize_weights",
-    "skin", "cliptools", "Action", "Crowd", "Event", "Mixer", "Player", "__version__",
+    "skin", "skin_into", "pack_palette", "cliptools", "Action", "Crowd", "Event", "Mixer", "Player", "__version__",
 ]

@@ -23,7 +23,6 @@ table from them.
 from __future__ import annotations
 
 import json
-import math
 import os
 import platform
 import statistics

@@ -259,11 +259,13 @@ def demo(export_path: str) -> None:
 
 def _register_render() -> None:
     # Importing the commands does not import moderngl/glfw: `skeletal info` stays fast and GL-free.
+    from .bench import bench
     from .render.command import render
     from .render.view_command import view
 
     cli.add_command(render)
     cli.add_command(view)
+    cli.add_command(bench)
 
 
 _register_render()
