@@ -92,23 +92,6 @@ def _world_palettes_34(parents, poses, joints, inverse_bind, palettes, worlds, s
         palettes_one(w, joints, inverse_bind, palettes[b])
 
 
-def world_palettes_34(parents: np.ndarray, poses: np.ndarray, joints: np.ndarray, inverse_bind34: np.ndarray,
-                      palettes: np.ndarray, worlds: np.ndarray | None = None) -> None:
-    """Fused posing for many instances, writing into caller-owned arrays (no allocation per call).
-
-    ``poses`` (B, N, 10) local rows; ``joints`` (J,) rig indices of every palette entry (several skins
-    concatenated); ``inverse_bind34`` (J, 3, 4) top rows of the affine inverse binds; ``palettes``
-    (B, J, 3, 4) output, float32 or float64; ``worlds`` (B, N, 3, 4) optional output of the world
-    matrices' top rows (same dtype).
-    """
-    dtype = palettes.dtype
-    if worlds is None:
-        worlds = np.empty((0, 1, 3, 4), dtype=dtype)
-    scratch = np.empty((numba.config.NUMBA_NUM_THREADS, len(parents), 3, 4), dtype=dtype)
-    _world_palettes_34(np.asarray(parents, np.int32), poses, np.asarray(joints, np.int64),
-                       np.ascontiguousarray(inverse_bind34, dtype=dtype), palettes, worlds, scratch)
-
-
 def world_matrices(parents: np.ndarray, pose: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """World matrices from local pose rows. ``pose`` (..., N, 10) -> (..., N, 4, 4), same dtype.
 

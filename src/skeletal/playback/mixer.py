@@ -383,7 +383,11 @@ class Mixer:
         self._refresh_sample_time(s, idx)
 
     def set_paused(self, clip: str | int | Clip, paused: bool, *, layer: int = 0, instances: InstanceSelector = None) -> None:
-        s = self.slot(clip, layer)
+        """Pause or resume an action (its clock stops; fades still run)."""
+        self.set_paused_slot(self.slot(clip, layer), paused, instances=instances)
+
+    def set_paused_slot(self, s: int, paused: bool, *, instances: InstanceSelector = None) -> None:
+        """:meth:`set_paused` for a slot given by number."""
         idx = self._instances(instances)
         if paused:
             self.ist[idx, s, K.I_FLAGS] |= K.FLAG_PAUSED
@@ -501,12 +505,7 @@ class Mixer:
                 self._fast_rotation(), self._base_unmasked,
                 self.rig.parents, self.world, self._palette_joints, self._inverse_bind, self._palette_all,
             )
-            if any_event and self.collect_events:
-                self._collect_events()
-            for controller in self.controllers:
-                after = getattr(controller, "after_update", None)
-                if after is not None:
-                    after(dt)
+            self._finish_update(dt, any_event)
             return
         if self.slot_clip.size:
             K.advance(self.fs, self.ist, self.slot_clip, cs.duration, cs.marker_start, cs.marker_time, dt)
@@ -518,7 +517,11 @@ class Mixer:
             self.snap_weight = np.where(active, fade[:, 0] * (1.0 - alpha), 0.0)
             fade[alpha >= 1.0] = 0.0
         self.evaluate()
-        if self.collect_events:
+        self._finish_update(dt, True)
+
+    def _finish_update(self, dt: float, maybe_events: bool) -> None:
+        """Deliver events (when any may have happened) and run the controllers' ``after_update``."""
+        if maybe_events and self.collect_events:
             self._collect_events()
         for controller in self.controllers:
             after = getattr(controller, "after_update", None)

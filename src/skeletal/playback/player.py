@@ -99,10 +99,7 @@ class Action:
 
     @paused.setter
     def paused(self, value: bool) -> None:
-        if value:
-            self._mixer.ist[0, self.slot, K.I_FLAGS] |= K.FLAG_PAUSED
-        else:
-            self._mixer.ist[0, self.slot, K.I_FLAGS] &= ~K.FLAG_PAUSED
+        self._mixer.set_paused_slot(self.slot, bool(value))
 
     @property
     def running(self) -> bool:
