@@ -87,38 +87,47 @@ def nlerp_into(out, o, ax, ay, az, aw, bx, by, bz, bw, u):
 
 
 @njit(cache=True, inline="always")
-def sample_track_into(k, t, key_start, times, value_start, values, width, interp, path, cursor, out, o, nlerp=False):
-    """Write track ``k`` at clip-local time ``t`` to ``out[o : o + width[k]]``; return the key index
-    found (the caller's new cursor for this track). ``nlerp`` trades slerp for normalised lerp on
-    LINEAR rotations (see :func:`nlerp_into`)."""
-    ks = key_start[k]
-    count = key_start[k + 1] - ks
-    vs = value_start[k]
-    c = width[k]
-    kind = interp[k]
-    key = find_key(times, ks, count, t, cursor)
+def locate_key(times, start, count, t, cursor):
+    """Where t falls on a key timeline: ``(key, u, span)`` with ``key`` as :func:`find_key` returns it,
+    ``u`` in [0, 1) the fraction of the way to the next key and ``span`` the interval's length
+    (seconds, float64). Outside the keys (``key`` -1 or ``count - 1``) u and span are 0."""
+    key = find_key(times, start, count, t, cursor)
+    if key < 0 or key >= count - 1:
+        return key, 0.0, 0.0
+    t0 = np.float64(times[start + key])
+    span = np.float64(times[start + key + 1]) - t0
+    return key, (t - t0) / span, span
+
+
+@njit(cache=True, inline="always")
+def interpolate_into(values, vs, c, kind, rotation, key, u, span, count, out, o, nlerp=False):
+    """Write one track between its keys ``key`` and ``key + 1`` (fraction ``u``, interval ``span``
+    seconds; see :func:`locate_key`) to ``out[o : o + c]``.
+
+    ``values[vs:]`` holds the track's keys (``c`` floats each, or in-tangent/value/out-tangent
+    triples for CUBICSPLINE), ``kind`` is STEP/LINEAR/CUBICSPLINE, ``count`` the key count and
+    ``rotation`` says the values are xyzw quaternions (slerp, or with ``nlerp`` a normalised lerp
+    (see :func:`nlerp_into`), for LINEAR; normalised after CUBICSPLINE). ``key`` -1 (before the
+    first key) or ``count - 1`` (at or after the last) holds that key's value.
+    """
     stride = 3 * c if kind == CUBICSPLINE else c  # floats per key
     mid = c if kind == CUBICSPLINE else 0  # offset of the value inside a key
-    if key < 0 or key == count - 1 or kind == STEP:
+    if key < 0 or key >= count - 1 or kind == STEP:
         base = vs + max(key, 0) * stride + mid
         for i in range(c):
             out[o + i] = values[base + i]
-        return max(key, 0)
-    t0 = np.float64(times[ks + key])
-    t1 = np.float64(times[ks + key + 1])
-    dt = t1 - t0
-    u = (t - t0) / dt
+        return
     a = vs + key * stride
     b = a + stride
     if kind == LINEAR:
-        if path[k] == ROTATION and nlerp:
+        if rotation and nlerp:
             nlerp_into(
                 out, o,
                 np.float64(values[a]), np.float64(values[a + 1]), np.float64(values[a + 2]), np.float64(values[a + 3]),
                 np.float64(values[b]), np.float64(values[b + 1]), np.float64(values[b + 2]), np.float64(values[b + 3]),
                 u,
             )
-        elif path[k] == ROTATION:
+        elif rotation:
             slerp_into(
                 out, o,
                 np.float64(values[a]), np.float64(values[a + 1]), np.float64(values[a + 2]), np.float64(values[a + 3]),
@@ -133,18 +142,28 @@ def sample_track_into(k, t, key_start, times, value_start, values, width, interp
         u2 = u * u
         u3 = u2 * u
         h00 = 2.0 * u3 - 3.0 * u2 + 1.0
-        h10 = (u3 - 2.0 * u2 + u) * dt
+        h10 = (u3 - 2.0 * u2 + u) * span
         h01 = -2.0 * u3 + 3.0 * u2
-        h11 = (u3 - u2) * dt
+        h11 = (u3 - u2) * span
         for i in range(c):
             v0 = np.float64(values[a + c + i])
             m0 = np.float64(values[a + 2 * c + i])
             v1 = np.float64(values[b + c + i])
             m1 = np.float64(values[b + i])
             out[o + i] = h00 * v0 + h10 * m0 + h01 * v1 + h11 * m1
-        if path[k] == ROTATION:
+        if rotation:
             normalize4_inplace(out, o)
-    return key
+
+
+@njit(cache=True, inline="always")
+def sample_track_into(k, t, key_start, times, value_start, values, width, interp, path, cursor, out, o, nlerp=False):
+    """Write track ``k`` of a packed clip at clip-local time ``t`` to ``out[o : o + width[k]]``;
+    return the key index found (the caller's new cursor for this track)."""
+    ks = key_start[k]
+    count = key_start[k + 1] - ks
+    key, u, span = locate_key(times, ks, count, t, cursor)
+    interpolate_into(values, value_start[k], width[k], interp[k], path[k] == ROTATION, key, u, span, count, out, o, nlerp)
+    return max(key, 0)
 
 
 @njit(cache=True)

@@ -29,6 +29,7 @@ import numpy as np
 from ..asset import Asset
 from ..clip import Clip
 from ..pose import _world_palettes_34
+from . import kernels as K
 from .mixer import InstanceSelector, Mixer
 
 
@@ -41,8 +42,6 @@ class Crowd(Mixer):
     ``keep_world=True``; ``local_pose`` (count, N, 10) and ``morph_weights`` as in the mixer.
     """
 
-    _single_kernel = False  # the crowd writes 3x4 palettes through its own fused kernel
-
     def __init__(self, asset: Asset, count: int, *, nlerp_max_gap: float = 15.0, keep_world: bool = False,
                  dtype=np.float32, events: bool = False):
         self._keep_world = keep_world
@@ -50,6 +49,7 @@ class Crowd(Mixer):
         self.nlerp_max_gap = float(nlerp_max_gap)
 
     def _allocate_outputs(self) -> None:
+        self.local_pose = self.local_pose.astype(self.dtype)  # float32 by default, like every output
         asset = self.asset
         joints = [s.joints for s in asset.skins] or [np.zeros(0, np.int64)]
         self.palette_joints = np.concatenate(joints).astype(np.int64)
@@ -64,6 +64,24 @@ class Crowd(Mixer):
         self.palettes = np.zeros((self.count, len(self.palette_joints), 3, 4), dtype=self.dtype)
         self.world34 = np.zeros((self.count if self._keep_world else 0, n if self._keep_world else 1, 3, 4), dtype=self.dtype)
         self._world_scratch = np.zeros((numba.config.NUMBA_NUM_THREADS, n, 3, 4), dtype=self.dtype)
+
+    def _update_fused(self, dt: float) -> bool:
+        """Clocks, poses, world matrices and palettes of every instance in one parallel kernel."""
+        cs = self.clipset
+        clip_table, segments, base_pose, base_morph = self._clip_tables()
+        K.update_crowd(
+            dt, cs.duration, cs.marker_time,
+            cs.track_table, clip_table, segments, cs.timeline_keys, cs.times, cs.values, base_pose, base_morph,
+            self.slot_clip, self.slot_layer, self.fs, self.ist, self.cursors,
+            self.layer_weight, self.layer_mask, self.layer_additive,
+            self.snap_weight, self.snap_pose, self.snap_morph,
+            self.rig.rest, self.asset.rest_morph, self.asset.morph_start,
+            self._scratch, self._scratch_morph, self._scratch_locs,
+            self.local_pose, self.morph_weights, self._base_unmasked,
+            self.rig.parents, self.palette_joints, self.inverse_bind34, self.palettes, self.world34,
+            self._world_scratch,
+        )
+        return True
 
     def evaluate(self) -> None:
         """Blend the actions into local poses, then world matrices and palettes in one fused kernel."""

@@ -21,7 +21,10 @@ from numba import njit, prange
 
 from ..clip import PATH_POSE_OFFSET
 from ..pose import local_to_world_one, palettes_one
-from ..sampling import sample_track_into
+from ..sampling import LINEAR, interpolate_into, locate_key, nlerp_into
+from .clipset import (CL_MARKER_END, CL_MARKER_START, CL_SEGMENT_END, CL_SEGMENT_START, CL_TIMELINE_END,
+                      CL_TIMELINE_START, SEG_CONSTANT, SEG_END, SEG_FIRST, SEG_KIND, SEG_LERP3, SEG_NLERP,
+                      SEG_SLERP, SEG_TIMELINE, TK_INTERP, TK_NODE, TK_OUT, TK_PATH, TK_VALUE_START, TK_WIDTH)
 
 # float fields
 F_TIME = 0  # action clock: [0, d] (once/clamp/repeat) or the unfolded phase [0, 2d) (pingpong)
@@ -181,14 +184,24 @@ def _advance_one(fs, ist, d, dt, marker_time, m0, m1):
     fs[F_EFFECTIVE] = fs[F_WEIGHT] * envelope
 
 
+@njit(cache=True, inline="always")
+def _advance_instance(b, dt, fs, ist, slot_clip, clip_table, clip_duration, marker_time):
+    """Advance every action of instance b; True when one of them reported an event."""
+    any_event = False
+    for s in range(slot_clip.shape[0]):
+        c = slot_clip[s]
+        _advance_one(fs[b, s], ist[b, s], clip_duration[c], dt, marker_time,
+                     clip_table[c, CL_MARKER_START], clip_table[c, CL_MARKER_END])
+        if ist[b, s, I_EV_LOOPS] != 0 or ist[b, s, I_EV_FINISHED] != 0 or ist[b, s, I_EV_MARKERS] != 0:
+            any_event = True
+    return any_event
+
+
 @njit(cache=True, parallel=True)
-def advance(fs, ist, slot_clip, clip_duration, marker_start, marker_time, dt):
+def advance(fs, ist, slot_clip, clip_table, clip_duration, marker_time, dt):
     """Advance every action of every instance by ``dt`` seconds."""
-    n_slots = fs.shape[1]
     for b in prange(fs.shape[0]):
-        for s in range(n_slots):
-            c = slot_clip[s]
-            _advance_one(fs[b, s], ist[b, s], clip_duration[c], dt, marker_time, marker_start[c], marker_start[c + 1])
+        _advance_instance(b, dt, fs, ist, slot_clip, clip_table, clip_duration, marker_time)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -294,21 +307,98 @@ def _add_rotation(pose_row, dq, w):
     pose_row[6] = aw * bw - ax * bx - ay * by - az * bz
 
 
+@njit(cache=True, inline="always")
+def _locate_timelines(c, t, clip_table, timeline_keys, times, cursors, locs):
+    """Find clip c's key interval at time t on each of its timelines (once, for all their tracks):
+    ``locs[l - first]`` = (key, u, span) for timeline l; ``cursors`` (L,) are read and updated."""
+    first = clip_table[c, CL_TIMELINE_START]
+    for tl in range(first, clip_table[c, CL_TIMELINE_END]):
+        key, u, span = locate_key(times, timeline_keys[tl, 0], timeline_keys[tl, 1], t, cursors[tl])
+        cursors[tl] = max(key, 0)
+        row = locs[tl - first]
+        row[0] = key
+        row[1] = u
+        row[2] = span
+
+
+@njit(cache=True, inline="always")
+def _segment_interval(g, segments, first_timeline, locs, timeline_keys):
+    """(key, u, span, key count) of segment g's timeline; a constant segment holds its first key."""
+    tl = segments[g, SEG_TIMELINE]
+    if segments[g, SEG_KIND] == SEG_CONSTANT:
+        return -1, 0.0, 0.0, 1
+    loc = locs[tl - first_timeline]
+    return np.int64(loc[0]), loc[1], loc[2], timeline_keys[tl, 1]
+
+
+@njit(cache=True, inline="always")
+def _sample_track_into(kind, k, key, u, span, count, tracks, values, out, o):
+    """Track k of a segment of ``kind`` at (key, u, span) into ``out[o:]``; the literal arguments
+    let the compiler specialise each kind's branch."""
+    vs = tracks[k, TK_VALUE_START]
+    if kind == SEG_LERP3:
+        interpolate_into(values, vs, 3, LINEAR, False, key, u, span, count, out, o, False)
+    elif kind == SEG_NLERP:
+        interpolate_into(values, vs, 4, LINEAR, True, key, u, span, count, out, o, True)
+    elif kind == SEG_SLERP:
+        interpolate_into(values, vs, 4, LINEAR, True, key, u, span, count, out, o, False)
+    else:
+        interpolate_into(values, vs, tracks[k, TK_WIDTH], tracks[k, TK_INTERP], tracks[k, TK_PATH] == ROTATION,
+                         key, u, span, count, out, o, False)
+
+
+@njit(cache=True, inline="always")
+def _sample_clip_direct(c, clip_table, segments, tracks, timeline_keys, values, locs, flat, out_m, morph_start):
+    """Write clip c's varying tracks straight into a pose (``flat``: its (N * 10) rows flattened)
+    and morph weights, at the key intervals in ``locs`` (see :func:`_locate_timelines`): a tight
+    loop per segment, with the key and fraction shared by all its tracks."""
+    first_timeline = clip_table[c, CL_TIMELINE_START]
+    for g in range(clip_table[c, CL_SEGMENT_START], clip_table[c, CL_SEGMENT_END]):
+        kind = segments[g, SEG_KIND]
+        if kind == SEG_CONSTANT:
+            continue  # already in the clip's base pose
+        key, u, span, count = _segment_interval(g, segments, first_timeline, locs, timeline_keys)
+        inside = key >= 0 and key < count - 1
+        if kind == SEG_LERP3 and inside:
+            s = 1.0 - u
+            for k in range(segments[g, SEG_FIRST], segments[g, SEG_END]):
+                a = tracks[k, TK_VALUE_START] + key * 3
+                o = tracks[k, TK_OUT]
+                flat[o] = values[a] * s + values[a + 3] * u
+                flat[o + 1] = values[a + 1] * s + values[a + 4] * u
+                flat[o + 2] = values[a + 2] * s + values[a + 5] * u
+        elif kind == SEG_NLERP and inside:
+            for k in range(segments[g, SEG_FIRST], segments[g, SEG_END]):
+                a = tracks[k, TK_VALUE_START] + key * 4
+                nlerp_into(
+                    flat, tracks[k, TK_OUT],
+                    np.float64(values[a]), np.float64(values[a + 1]), np.float64(values[a + 2]), np.float64(values[a + 3]),
+                    np.float64(values[a + 4]), np.float64(values[a + 5]), np.float64(values[a + 6]), np.float64(values[a + 7]),
+                    u,
+                )
+        else:
+            for k in range(segments[g, SEG_FIRST], segments[g, SEG_END]):
+                o = tracks[k, TK_OUT]
+                if o >= 0:
+                    _sample_track_into(kind, k, key, u, span, count, tracks, values, flat, o)
+                else:
+                    _sample_track_into(kind, k, key, u, span, count, tracks, values, out_m, morph_start[tracks[k, TK_NODE]])
+
+
 @njit(cache=True)
 def _evaluate_instance(
-    b, acc, accm, tmp,
-    track_start, key_start, times, value_start, values, width, interp, path, node,
+    b, acc, accm, tmp, locs,
+    tracks, clip_table, segments, timeline_keys, times, values, base_pose, base_morph,
     slot_clip, slot_layer, fs, cursors,
     layer_weight, layer_mask, layer_additive,
     snap_weight, snap_pose, snap_morph,
     rest, rest_morph, morph_start,
-    pose, morph,
-    fast_rotation, base_unmasked,
+    pose, morph, base_unmasked,
 ):
     """Blend every active action of instance ``b`` into ``pose[b]`` (N, 10) and ``morph[b]`` (M,).
 
-    ``acc`` (N, ACC_WIDTH), ``accm`` (M, 2) and ``tmp`` (64,) are the caller's scratch (no allocation
-    here); see :func:`evaluate` for the other arguments.
+    ``acc`` (N, ACC_WIDTH), ``accm`` (M, 2), ``tmp`` (64,) and ``locs`` (max timelines per clip, 3)
+    are the caller's scratch (no allocation here); see :func:`evaluate` for the other arguments.
     """
     n_nodes = rest.shape[0]
     n_morph = rest_morph.shape[0]
@@ -316,32 +406,29 @@ def _evaluate_instance(
     n_layers = layer_weight.shape[1]
     out = pose[b]
     out_m = morph[b]
-    out[:, :] = rest
-    out_m[:] = rest_morph
+    flat = out.reshape(-1)  # one view for all tracks (rows of 10 per node): no view per track
+    # The common case: the base layer plays one full-weight action and nothing is masked or frozen.
+    # Then the clip's base pose (rest + its constant tracks) is copied and its varying tracks are
+    # sampled straight into the pose: the same result as blending, without the blending.
+    single = -1
+    if base_unmasked and layer_weight[b, 0] == 1.0 and snap_weight[b] <= 0.0:
+        for s in range(n_slots):
+            if slot_layer[s] == 0 and fs[b, s, F_EFFECTIVE] > 0.0:
+                single = s if single == -1 and fs[b, s, F_EFFECTIVE] == 1.0 else -2
+    if single >= 0:
+        c = slot_clip[single]
+        out[:, :] = base_pose[c]
+        out_m[:] = base_morph[c]
+        _locate_timelines(c, fs[b, single, F_SAMPLE], clip_table, timeline_keys, times, cursors[b], locs)
+        _sample_clip_direct(c, clip_table, segments, tracks, timeline_keys, values, locs, flat, out_m, morph_start)
+    else:
+        out[:, :] = rest
+        out_m[:] = rest_morph
     for layer in range(n_layers):
         lw = layer_weight[b, layer]
-        if lw <= 0.0:
+        if lw <= 0.0 or (layer == 0 and single >= 0):
             continue
         additive = layer_additive[layer]
-        if layer == 0 and base_unmasked and lw == 1.0 and snap_weight[b] <= 0.0:
-            single = -1
-            for s in range(n_slots):
-                if slot_layer[s] == 0 and fs[b, s, F_EFFECTIVE] > 0.0:
-                    single = s if single == -1 and fs[b, s, F_EFFECTIVE] == 1.0 else -2
-            if single >= 0:
-                c = slot_clip[single]
-                t = fs[b, single, F_SAMPLE]
-                flat = out.reshape(-1)  # one view for all tracks (rows of 10 per node): no view per track
-                cur = cursors[b]
-                for k in range(track_start[c], track_start[c + 1]):
-                    p = path[k]
-                    if p == WEIGHTS:
-                        cur[k] = sample_track_into(k, t, key_start, times, value_start, values, width, interp,
-                                                   path, cur[k], out_m, morph_start[node[k]], fast_rotation[k])
-                    else:
-                        cur[k] = sample_track_into(k, t, key_start, times, value_start, values, width, interp,
-                                                   path, cur[k], flat, node[k] * 10 + PATH_POSE_OFFSET[p], fast_rotation[k])
-                continue
         if not additive:
             acc[:, :] = 0.0
             accm[:, :] = 0.0
@@ -363,38 +450,40 @@ def _evaluate_instance(
             if w <= 0.0:
                 continue
             c = slot_clip[s]
-            t = fs[b, s, F_SAMPLE]
-            for k in range(track_start[c], track_start[c + 1]):
-                n = node[k]
-                p = path[k]
-                m = layer_mask[layer, n]
-                if m <= 0.0:
-                    continue
-                c_width = min(width[k], 64)
-                cursors[b, k] = sample_track_into(
-                    k, t, key_start, times, value_start, values, width, interp, path, cursors[b, k], tmp, 0, fast_rotation[k]
-                )
-                if additive:
-                    wa = w * lw * m
-                    if p == TRANSLATION:
-                        for i in range(3):
-                            out[n, i] += wa * tmp[i]
-                    elif p == ROTATION:
-                        _add_rotation(out[n], tmp, wa)
-                    elif p == SCALE:
-                        for i in range(3):
-                            out[n, 7 + i] *= 1.0 + wa * (tmp[i] - 1.0)
-                    else:
+            _locate_timelines(c, fs[b, s, F_SAMPLE], clip_table, timeline_keys, times, cursors[b], locs)
+            first_timeline = clip_table[c, CL_TIMELINE_START]
+            for g in range(clip_table[c, CL_SEGMENT_START], clip_table[c, CL_SEGMENT_END]):
+                kind = segments[g, SEG_KIND]
+                key, u, span, count = _segment_interval(g, segments, first_timeline, locs, timeline_keys)
+                for k in range(segments[g, SEG_FIRST], segments[g, SEG_END]):
+                    n = tracks[k, TK_NODE]
+                    p = tracks[k, TK_PATH]
+                    m = layer_mask[layer, n]
+                    if m <= 0.0:
+                        continue
+                    c_width = min(tracks[k, TK_WIDTH], 64)
+                    _sample_track_into(kind, k, key, u, span, count, tracks, values, tmp, 0)
+                    if additive:
+                        wa = w * lw * m
+                        if p == TRANSLATION:
+                            for i in range(3):
+                                out[n, i] += wa * tmp[i]
+                        elif p == ROTATION:
+                            _add_rotation(out[n], tmp, wa)
+                        elif p == SCALE:
+                            for i in range(3):
+                                out[n, 7 + i] *= 1.0 + wa * (tmp[i] - 1.0)
+                        else:
+                            o = morph_start[n]
+                            for i in range(c_width):
+                                out_m[o + i] += wa * tmp[i]
+                    elif p == WEIGHTS:
                         o = morph_start[n]
                         for i in range(c_width):
-                            out_m[o + i] += wa * tmp[i]
-                elif p == WEIGHTS:
-                    o = morph_start[n]
-                    for i in range(c_width):
-                        accm[o + i, 0] += w * tmp[i]
-                        accm[o + i, 1] += w
-                else:
-                    _accumulate(acc, n, p, w, tmp)
+                            accm[o + i, 0] += w * tmp[i]
+                            accm[o + i, 1] += w
+                    else:
+                        _accumulate(acc, n, p, w, tmp)
         if additive:
             continue
         for n in range(n_nodes):
@@ -411,83 +500,110 @@ def _evaluate_instance(
 
 @njit(cache=True, parallel=True)
 def evaluate(
-    track_start, key_start, times, value_start, values, width, interp, path, node,
+    tracks, clip_table, segments, timeline_keys, times, values, base_pose, base_morph,
     slot_clip, slot_layer, fs, cursors,
     layer_weight, layer_mask, layer_additive,
     snap_weight, snap_pose, snap_morph,
     rest, rest_morph, morph_start,
-    scratch, scratch_morph,
-    pose, morph,
-    fast_rotation, base_unmasked,
+    scratch, scratch_morph, scratch_locs,
+    pose, morph, base_unmasked,
 ):
     """Blend every active action of every instance into ``pose`` (B, N, 10) and ``morph`` (B, M),
     in parallel over instances.
 
-    ``cursors`` (B, T) key cursors per instance and global track; ``scratch`` (threads, N, ACC_WIDTH)
-    and ``scratch_morph`` (threads, M, 2) are per-thread accumulators (no allocation here).
-    ``fast_rotation`` (T,) bool selects normalised lerp instead of slerp per track. ``base_unmasked``
-    (the base layer's mask is all ones) lets an instance whose base layer plays exactly one
-    full-weight action skip blending: its tracks are sampled straight into the pose, the result
-    being identical.
+    Clip data as :class:`~skeletal.playback.clipset.ClipSet` packs it: ``tracks`` (its track_table),
+    ``clip_table`` and ``segments`` from :meth:`~skeletal.playback.clipset.ClipSet.segments` (the
+    mixer's nlerp limit decides which rotations nlerp), ``base_pose`` (C, N, 10) / ``base_morph``
+    (C, M) from :meth:`~skeletal.playback.clipset.ClipSet.base_poses`. ``cursors`` (B, L) key cursors per
+    instance and timeline; ``scratch`` (threads, N, ACC_WIDTH), ``scratch_morph`` (threads, M, 2)
+    and ``scratch_locs`` (threads, max timelines per clip, 3) are per-thread scratch (no allocation
+    here). ``base_unmasked`` (the base layer's mask is all ones) allows the single-action fast path.
     """
     for b in prange(pose.shape[0]):
         tid = numba.get_thread_id()
         tmp = np.empty(64, dtype=np.float64)  # one sampled value (up to 64 morph weights per track)
         _evaluate_instance(
-            b, scratch[tid], scratch_morph[tid], tmp,
-            track_start, key_start, times, value_start, values, width, interp, path, node,
+            b, scratch[tid], scratch_morph[tid], tmp, scratch_locs[tid],
+            tracks, clip_table, segments, timeline_keys, times, values, base_pose, base_morph,
             slot_clip, slot_layer, fs, cursors,
             layer_weight, layer_mask, layer_additive,
             snap_weight, snap_pose, snap_morph,
             rest, rest_morph, morph_start,
-            pose, morph,
-            fast_rotation, base_unmasked,
+            pose, morph, base_unmasked,
         )
 
 
 # ---------------------------------------------------------------------------------------------
-# one character: everything in one call
+# a whole update in one call: advance + evaluate + world matrices + palettes
 
 
 @njit(cache=True)
 def update_serial(
-    dt, clip_duration, marker_start, marker_time,
-    track_start, key_start, times, value_start, values, width, interp, path, node,
+    dt, clip_duration, marker_time,
+    tracks, clip_table, segments, timeline_keys, times, values, base_pose, base_morph,
     slot_clip, slot_layer, fs, ist, cursors,
     layer_weight, layer_mask, layer_additive,
     snap_weight, snap_pose, snap_morph,
     rest, rest_morph, morph_start,
-    acc, accm, tmp,
-    pose, morph,
-    fast_rotation, base_unmasked,
+    acc, accm, tmp, locs,
+    pose, morph, base_unmasked,
     parents, world, palette_joints, inverse_bind, palettes,
 ):
-    """advance + evaluate + world matrices + palettes for a few instances, serially, in one call:
-    for a single character the thread pool and per-call dispatch would cost more than the work.
+    """A whole update of a few instances, serially, in one call: for a single character the thread
+    pool and per-call dispatch would cost more than the work.
 
     ``world`` (B, N, 4, 4); ``palette_joints`` (J,) rig indices of all skins' joints concatenated,
     ``inverse_bind`` (J, 4, 4) and ``palettes`` (B, J, 4, 4), all in the output dtype.
     Returns True when any action reported an event (loop, finished, marker).
     """
     any_event = False
-    n_slots = slot_clip.shape[0]
     for b in range(fs.shape[0]):
-        for s in range(n_slots):
-            c = slot_clip[s]
-            _advance_one(fs[b, s], ist[b, s], clip_duration[c], dt, marker_time, marker_start[c], marker_start[c + 1])
-            if ist[b, s, I_EV_LOOPS] != 0 or ist[b, s, I_EV_FINISHED] != 0 or ist[b, s, I_EV_MARKERS] != 0:
-                any_event = True
-    for b in range(fs.shape[0]):
+        if _advance_instance(b, dt, fs, ist, slot_clip, clip_table, clip_duration, marker_time):
+            any_event = True
         _evaluate_instance(
-            b, acc, accm, tmp,
-            track_start, key_start, times, value_start, values, width, interp, path, node,
+            b, acc, accm, tmp, locs,
+            tracks, clip_table, segments, timeline_keys, times, values, base_pose, base_morph,
             slot_clip, slot_layer, fs, cursors,
             layer_weight, layer_mask, layer_additive,
             snap_weight, snap_pose, snap_morph,
             rest, rest_morph, morph_start,
-            pose, morph,
-            fast_rotation, base_unmasked,
+            pose, morph, base_unmasked,
         )
         local_to_world_one(parents, pose[b], world[b])
         palettes_one(world[b], palette_joints, inverse_bind, palettes[b])
     return any_event
+
+
+@njit(cache=True, parallel=True)
+def update_crowd(
+    dt, clip_duration, marker_time,
+    tracks, clip_table, segments, timeline_keys, times, values, base_pose, base_morph,
+    slot_clip, slot_layer, fs, ist, cursors,
+    layer_weight, layer_mask, layer_additive,
+    snap_weight, snap_pose, snap_morph,
+    rest, rest_morph, morph_start,
+    scratch, scratch_morph, scratch_locs,
+    pose, morph, base_unmasked,
+    parents, palette_joints, inverse_bind, palettes, worlds, scratch_world,
+):
+    """The crowd's whole update in one parallel pass over instances: each instance's clocks, pose,
+    world matrices (3x4, kept in ``worlds`` (B, N, 3, 4) or a per-thread ``scratch_world`` when
+    ``worlds`` is empty) and palettes ``palettes[b, j] = world[palette_joints[j]] @
+    inverse_bind[j]`` (3x4, output dtype) stay in cache from start to end."""
+    keep_world = worlds.shape[0] > 0
+    for b in prange(pose.shape[0]):
+        tid = numba.get_thread_id()
+        tmp = np.empty(64, dtype=np.float64)
+        _advance_instance(b, dt, fs, ist, slot_clip, clip_table, clip_duration, marker_time)
+        _evaluate_instance(
+            b, scratch[tid], scratch_morph[tid], tmp, scratch_locs[tid],
+            tracks, clip_table, segments, timeline_keys, times, values, base_pose, base_morph,
+            slot_clip, slot_layer, fs, cursors,
+            layer_weight, layer_mask, layer_additive,
+            snap_weight, snap_pose, snap_morph,
+            rest, rest_morph, morph_start,
+            pose, morph, base_unmasked,
+        )
+        w = worlds[b] if keep_world else scratch_world[tid]
+        local_to_world_one(parents, pose[b], w)
+        palettes_one(w, palette_joints, inverse_bind, palettes[b])

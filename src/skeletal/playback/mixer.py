@@ -83,7 +83,7 @@ class Mixer:
         self._slots: dict[tuple[int, int], int] = {}
         self.fs = np.zeros((count, 0, K.NF))
         self.ist = np.zeros((count, 0, K.NI), np.int64)
-        self.cursors = np.zeros((count, self.clipset.track_count), np.int64)
+        self._tables_key = None  # see _clip_tables
         self.layers: list[Layer] = [Layer("base", 0, False)]
         self.layer_weight = np.ones((count, 1))
         self.layer_mask = np.ones((1, n))
@@ -96,6 +96,7 @@ class Mixer:
         threads = numba.config.NUMBA_NUM_THREADS
         self._scratch = np.zeros((threads, n, K.ACC_WIDTH))
         self._scratch_morph = np.zeros((threads, m, 2))
+        self._scratch_tmp = np.zeros(64)
         self.local_pose = np.repeat(self.rig.rest[None], count, axis=0)
         self.morph_weights = np.repeat(asset.rest_morph[None], count, axis=0)
         self._allocate_outputs()
@@ -119,10 +120,6 @@ class Mixer:
         for s in skins:
             self.palettes.append(self._palette_all[:, start : start + len(s.joints)])
             start += len(s.joints)
-        self._tmp = np.zeros(64)
-
-    # Subclasses with other outputs (the Crowd) turn the single-character kernel off.
-    _single_kernel = True
 
     @property
     def nlerp_max_gap(self) -> float:
@@ -133,26 +130,32 @@ class Mixer:
     @nlerp_max_gap.setter
     def nlerp_max_gap(self, degrees: float) -> None:
         self._nlerp_max_gap = float(degrees)
-        self._fast_key = None
+        self._tables_key = None
 
-    def _fast_rotation(self) -> np.ndarray:
-        key = (self.clipset.version, self._nlerp_max_gap)
-        if self._fast_key != key:
-            self._fast = self.clipset.fast_rotations(self._nlerp_max_gap)
-            self._fast_key = key
-        return self._fast
+    def _clip_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The kernels' view of the clip set, rebuilt when it or ``nlerp_max_gap`` changes: the
+        clip table and segments for this mixer's nlerp limit, and the per-clip base poses
+        (C, N, 10) and morph weights (C, M). Also sizes the key cursors (B, timelines) and the
+        scratch."""
+        cs = self.clipset
+        key = (cs.version, self._nlerp_max_gap)
+        if self._tables_key != key:
+            segments, clip_table = cs.segments(self._nlerp_max_gap)
+            base_pose, base_morph = cs.base_poses(self.rig.rest, self.asset.rest_morph, self.asset.morph_start,
+                                                  dtype=self.local_pose.dtype)
+            self._tables = (clip_table, segments, base_pose, base_morph)
+            timelines = len(cs.timeline_keys)
+            self.cursors = np.zeros((self.count, timelines), np.int64)  # hints only: resetting is safe
+            threads = numba.config.NUMBA_NUM_THREADS
+            self._scratch_locs = np.zeros((threads, max(cs.max_timelines, 1), 3))
+            self._tables_key = key
+        return self._tables
 
     # -- slots -----------------------------------------------------------------------------------
 
     def clip_index(self, clip: str | int | Clip) -> int:
         """Index of a clip in this mixer's clip set (a Clip object not yet in it is added)."""
-        before = self.clipset.track_count
-        index = self.clipset.index(clip)
-        if self.clipset.track_count != before:
-            grown = np.zeros((self.count, self.clipset.track_count), np.int64)
-            grown[:, :before] = self.cursors
-            self.cursors = grown
-        return index
+        return self.clipset.index(clip)
 
     def slot(self, clip: str | int | Clip, layer: int = 0, owner: object = None) -> int:
         """The action slot of ``clip`` on ``layer``, created (stopped) on first use. An ``owner`` (a
@@ -409,8 +412,8 @@ class Mixer:
         fs = self.fs[idx, s].reshape(-1, K.NF).copy()
         ist = self.ist[idx, s].reshape(-1, K.NI).copy()
         events = ist[:, K.I_EV_LOOPS : K.I_EV_MARKERS + 1].copy()
-        K.advance(fs[:, None], ist[:, None], self.slot_clip[s : s + 1], self.clipset.duration,
-                  self.clipset.marker_start, self.clipset.marker_time, 0.0)
+        K.advance(fs[:, None], ist[:, None], self.slot_clip[s : s + 1], self.clipset.clip_table,
+                  self.clipset.duration, self.clipset.marker_time, 0.0)
         ist[:, K.I_EV_LOOPS : K.I_EV_MARKERS + 1] = events
         self.fs[idx, s] = fs.reshape(self.fs[idx, s].shape)
         self.ist[idx, s] = ist.reshape(self.ist[idx, s].shape)
@@ -491,24 +494,14 @@ class Mixer:
         self.time += dt
         for controller in self.controllers:
             controller.before_update(dt)
-        cs = self.clipset
-        if self.count == 1 and self._single_kernel and not self._snap_fade[0, 2]:
-            any_event = K.update_serial(
-                dt, cs.duration, cs.marker_start, cs.marker_time,
-                cs.track_start, cs.key_start, cs.times, cs.value_start, cs.values, cs.width, cs.interp, cs.path,
-                cs.node, self.slot_clip, self.slot_layer, self.fs, self.ist, self.cursors,
-                self.layer_weight, self.layer_mask, self.layer_additive,
-                self.snap_weight, self.snap_pose, self.snap_morph,
-                self.rig.rest, self.asset.rest_morph, self.asset.morph_start,
-                self._scratch[0], self._scratch_morph[0], self._tmp,
-                self.local_pose, self.morph_weights,
-                self._fast_rotation(), self._base_unmasked,
-                self.rig.parents, self.world, self._palette_joints, self._inverse_bind, self._palette_all,
-            )
-            self._finish_update(dt, any_event)
-            return
+        if not self._snap_fade[:, 2].any():
+            any_event = self._update_fused(dt)
+            if any_event is not None:
+                self._finish_update(dt, any_event)
+                return
         if self.slot_clip.size:
-            K.advance(self.fs, self.ist, self.slot_clip, cs.duration, cs.marker_start, cs.marker_time, dt)
+            cs = self.clipset
+            K.advance(self.fs, self.ist, self.slot_clip, self._clip_tables()[0], cs.duration, cs.marker_time, dt)
         if self._snap_fade[:, 2].any():
             fade = self._snap_fade
             active = fade[:, 2] > 0
@@ -518,6 +511,26 @@ class Mixer:
             fade[alpha >= 1.0] = 0.0
         self.evaluate()
         self._finish_update(dt, True)
+
+    def _update_fused(self, dt: float) -> bool | None:
+        """The whole update in one kernel call when this mixer has one for its shape (one character:
+        serial, no thread pool); returns whether an event may have happened, or None to take the
+        general path (advance, then :meth:`evaluate`)."""
+        if self.count != 1:
+            return None
+        cs = self.clipset
+        clip_table, segments, base_pose, base_morph = self._clip_tables()
+        return K.update_serial(
+            dt, cs.duration, cs.marker_time,
+            cs.track_table, clip_table, segments, cs.timeline_keys, cs.times, cs.values, base_pose, base_morph,
+            self.slot_clip, self.slot_layer, self.fs, self.ist, self.cursors,
+            self.layer_weight, self.layer_mask, self.layer_additive,
+            self.snap_weight, self.snap_pose, self.snap_morph,
+            self.rig.rest, self.asset.rest_morph, self.asset.morph_start,
+            self._scratch[0], self._scratch_morph[0], self._scratch_tmp, self._scratch_locs[0],
+            self.local_pose, self.morph_weights, self._base_unmasked,
+            self.rig.parents, self.world, self._palette_joints, self._inverse_bind, self._palette_all,
+        )
 
     def _finish_update(self, dt: float, maybe_events: bool) -> None:
         """Deliver events (when any may have happened) and run the controllers' ``after_update``."""
@@ -538,15 +551,15 @@ class Mixer:
 
     def _evaluate_into(self, layer_weight: np.ndarray, pose: np.ndarray, morph: np.ndarray) -> None:
         cs = self.clipset
+        clip_table, segments, base_pose, base_morph = self._clip_tables()
         K.evaluate(
-            cs.track_start, cs.key_start, cs.times, cs.value_start, cs.values, cs.width, cs.interp, cs.path, cs.node,
+            cs.track_table, clip_table, segments, cs.timeline_keys, cs.times, cs.values, base_pose, base_morph,
             self.slot_clip, self.slot_layer, self.fs, self.cursors,
             layer_weight, self.layer_mask, self.layer_additive,
             self.snap_weight, self.snap_pose, self.snap_morph,
             self.rig.rest, self.asset.rest_morph, self.asset.morph_start,
-            self._scratch, self._scratch_morph,
-            pose, morph,
-            self._fast_rotation(), self._base_unmasked,
+            self._scratch, self._scratch_morph, self._scratch_locs,
+            pose, morph, self._base_unmasked,
         )
 
     # -- events ----------------------------------------------------------------------------------
