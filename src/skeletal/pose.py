@@ -20,7 +20,6 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from .quat import trs_to_affine
 
 
 @njit(cache=True, inline="always")
@@ -42,22 +41,57 @@ def affine_product_into(a, b, out):
 
 
 @njit(cache=True, inline="always")
+def world_node_into(i, parents, pose, world):
+    """World matrix of node i from its local row ``pose[i]`` (10,) and its parent's world matrix
+    (already in ``world``): ``world[i] = world[parent] @ T @ R @ S``, written as the top 3 rows of
+    ``world[i]`` ((N, 3, 4) or (N, 4, 4); the bottom row of a 4x4 is set too). Arithmetic in
+    ``world``'s dtype, the local matrix never stored."""
+    row = pose[i]
+    tx, ty, tz = row[0], row[1], row[2]
+    x, y, z, w = row[3], row[4], row[5], row[6]
+    sx, sy, sz = row[7], row[8], row[9]
+    x2, y2, z2 = x + x, y + y, z + z
+    xx, xy, xz, yy, yz, zz = x * x2, x * y2, x * z2, y * y2, y * z2, z * z2
+    wx, wy, wz = w * x2, w * y2, w * z2
+    # rotation-scale block of T @ R @ S (columns scaled)
+    l00, l01, l02 = (1.0 - (yy + zz)) * sx, (xy - wz) * sy, (xz + wy) * sz
+    l10, l11, l12 = (xy + wz) * sx, (1.0 - (xx + zz)) * sy, (yz - wx) * sz
+    l20, l21, l22 = (xz - wy) * sx, (yz + wx) * sy, (1.0 - (xx + yy)) * sz
+    out = world[i]
+    p = parents[i]
+    if p < 0:
+        out[0, 0], out[0, 1], out[0, 2], out[0, 3] = l00, l01, l02, tx
+        out[1, 0], out[1, 1], out[1, 2], out[1, 3] = l10, l11, l12, ty
+        out[2, 0], out[2, 1], out[2, 2], out[2, 3] = l20, l21, l22, tz
+    else:
+        parent = world[p]
+        for r in range(3):
+            a0, a1, a2 = parent[r, 0], parent[r, 1], parent[r, 2]
+            out[r, 0] = a0 * l00 + a1 * l10 + a2 * l20
+            out[r, 1] = a0 * l01 + a1 * l11 + a2 * l21
+            out[r, 2] = a0 * l02 + a1 * l12 + a2 * l22
+            out[r, 3] = a0 * tx + a1 * ty + a2 * tz + parent[r, 3]
+    if out.shape[0] == 4:
+        out[3, 0] = 0.0
+        out[3, 1] = 0.0
+        out[3, 2] = 0.0
+        out[3, 3] = 1.0
+
+
+@njit(cache=True, inline="always")
 def local_to_world_one(parents, pose, world):
     """One pose: pose (N, 10) -> world (N, 4, 4) or (N, 3, 4), in one parent-first pass."""
-    local = np.empty((3, 4), dtype=world.dtype)
     for i in range(len(parents)):
-        trs_to_affine(pose[i], local)
-        p = parents[i]
-        w = world[i]
-        if p < 0:
-            w[:3, :] = local
-            if w.shape[0] == 4:
-                w[3, 0] = 0.0
-                w[3, 1] = 0.0
-                w[3, 2] = 0.0
-                w[3, 3] = 1.0
-        else:
-            affine_product_into(world[p], local, w)
+        world_node_into(i, parents, pose, world)
+
+
+@njit(cache=True, inline="always")
+def world_subset_one(parents, nodes, pose, world):
+    """:func:`local_to_world_one` for the nodes listed in ``nodes`` only (ascending, and holding
+    every listed node's parent): e.g. the joints of the skins and their ancestors, when nothing
+    else is read."""
+    for i in nodes:
+        world_node_into(i, parents, pose, world)
 
 
 @njit(cache=True, inline="always")
@@ -81,15 +115,26 @@ def _palette_batch(worlds, joints, inverse_bind, out):
 
 
 @njit(cache=True, parallel=True)
-def _world_palettes_34(parents, poses, joints, inverse_bind, palettes, worlds, scratch):
-    """Per instance, in one pass that stays in cache: world 3x4 of every node (into ``worlds[b]``, or
-    a per-thread scratch when ``worlds`` is empty), then ``palettes[b, j] = world[joints[j]] @
-    inverse_bind[j]`` (3x4 rows, affine). Arithmetic in the output dtype."""
+def _world_palettes_34(parents, nodes, poses, joints, inverse_bind, palettes, worlds, scratch):
+    """Per instance, in one pass that stays in cache: world 3x4 of ``nodes`` (see
+    :func:`world_subset_one`; into ``worlds[b]``, or a per-thread scratch when ``worlds`` is empty),
+    then ``palettes[b, j] = world[joints[j]] @ inverse_bind[j]`` (3x4 rows, affine). Arithmetic in
+    the output dtype."""
     keep_world = worlds.shape[0] > 0
     for b in prange(poses.shape[0]):
         w = worlds[b] if keep_world else scratch[numba.get_thread_id()]
-        local_to_world_one(parents, poses[b], w)
+        world_subset_one(parents, nodes, poses[b], w)
         palettes_one(w, joints, inverse_bind, palettes[b])
+
+
+def ancestors_and_self(parents: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """Ascending indices of ``nodes`` and all their ancestors (parent-first ``parents``)."""
+    keep = np.zeros(len(parents), dtype=bool)
+    for node in np.asarray(nodes, dtype=np.int64):
+        while node >= 0 and not keep[node]:
+            keep[node] = True
+            node = parents[node]
+    return np.flatnonzero(keep).astype(np.int64)
 
 
 def world_matrices(parents: np.ndarray, pose: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:

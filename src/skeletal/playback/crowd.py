@@ -28,7 +28,7 @@ import numpy as np
 
 from ..asset import Asset
 from ..clip import Clip
-from ..pose import _world_palettes_34
+from ..pose import _world_palettes_34, ancestors_and_self
 from . import kernels as K
 from .mixer import InstanceSelector, Mixer
 
@@ -61,6 +61,9 @@ class Crowd(Mixer):
         ibm = [s.inverse_bind[:, :3, :] for s in asset.skins] or [np.zeros((0, 3, 4))]
         self.inverse_bind34 = np.ascontiguousarray(np.concatenate(ibm), dtype=self.dtype)
         n = len(self.rig)
+        # World matrices needed: every node's when they are kept, else the joints' and their ancestors'.
+        self._world_nodes = (np.arange(n, dtype=np.int64) if self._keep_world
+                             else ancestors_and_self(self.rig.parents, self.palette_joints))
         self.palettes = np.zeros((self.count, len(self.palette_joints), 3, 4), dtype=self.dtype)
         self.world34 = np.zeros((self.count if self._keep_world else 0, n if self._keep_world else 1, 3, 4), dtype=self.dtype)
         self._world_scratch = np.zeros((numba.config.NUMBA_NUM_THREADS, n, 3, 4), dtype=self.dtype)
@@ -78,7 +81,7 @@ class Crowd(Mixer):
             self.rig.rest, self.asset.rest_morph, self.asset.morph_start,
             self._scratch, self._scratch_morph, self._scratch_locs,
             self.local_pose, self.morph_weights, self._base_unmasked,
-            self.rig.parents, self.palette_joints, self.inverse_bind34, self.palettes, self.world34,
+            self.rig.parents, self._world_nodes, self.palette_joints, self.inverse_bind34, self.palettes, self.world34,
             self._world_scratch,
         )
         return True
@@ -86,7 +89,7 @@ class Crowd(Mixer):
     def evaluate(self) -> None:
         """Blend the actions into local poses, then world matrices and palettes in one fused kernel."""
         self._evaluate_into(self.layer_weight, self.local_pose, self.morph_weights)
-        _world_palettes_34(self.rig.parents, self.local_pose, self.palette_joints, self.inverse_bind34,
+        _world_palettes_34(self.rig.parents, self._world_nodes, self.local_pose, self.palette_joints, self.inverse_bind34,
                            self.palettes, self.world34, self._world_scratch)
 
     @property

@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..clip import PATH_POSE_OFFSET
-from ..pose import local_to_world_one, palettes_one
+from ..pose import local_to_world_one, palettes_one, world_subset_one
 from ..sampling import LINEAR, interpolate_into, locate_key, nlerp_into
 from .clipset import (CL_MARKER_END, CL_MARKER_START, CL_SEGMENT_END, CL_SEGMENT_START, CL_TIMELINE_END,
                       CL_TIMELINE_START, SEG_CONSTANT, SEG_END, SEG_FIRST, SEG_KIND, SEG_LERP3, SEG_NLERP,
@@ -584,11 +584,11 @@ def update_crowd(
     rest, rest_morph, morph_start,
     scratch, scratch_morph, scratch_locs,
     pose, morph, base_unmasked,
-    parents, palette_joints, inverse_bind, palettes, worlds, scratch_world,
+    parents, world_nodes, palette_joints, inverse_bind, palettes, worlds, scratch_world,
 ):
     """The crowd's whole update in one parallel pass over instances: each instance's clocks, pose,
-    world matrices (3x4, kept in ``worlds`` (B, N, 3, 4) or a per-thread ``scratch_world`` when
-    ``worlds`` is empty) and palettes ``palettes[b, j] = world[palette_joints[j]] @
+    world matrices (3x4, of ``world_nodes``: see :func:`~skeletal.pose.world_subset_one`; kept in
+    ``worlds`` (B, N, 3, 4) or a per-thread ``scratch_world`` when ``worlds`` is empty) and palettes ``palettes[b, j] = world[palette_joints[j]] @
     inverse_bind[j]`` (3x4, output dtype) stay in cache from start to end."""
     keep_world = worlds.shape[0] > 0
     for b in prange(pose.shape[0]):
@@ -605,5 +605,5 @@ def update_crowd(
             pose, morph, base_unmasked,
         )
         w = worlds[b] if keep_world else scratch_world[tid]
-        local_to_world_one(parents, pose[b], w)
+        world_subset_one(parents, world_nodes, pose[b], w)
         palettes_one(w, palette_joints, inverse_bind, palettes[b])
