@@ -46,6 +46,9 @@ def markdown(r: dict) -> str:
         f"| crowd: {cfg['crowd_count']} characters playing {r['clip']} at random phases (sample, blend, world, palettes) | "
         f"{_span(r['crowd_chars_per_s'], _k)} characters/s | numpy: {_k(b['crowd_chars_per_s_numpy']['median'])}/s "
         f"({ratio['crowd_vs_numpy']:.1f}x) | ozz-animation 0.16: 788k/s |",
+        f"| crowd: {cfg['big_crowd_count']:,} characters playing {r['clip']}, one frame | "
+        f"{_span(r['crowd_10k_frame_ms'], ms, ' ms')} | numpy: {ms(b['crowd_10k_frame_ms_numpy']['median'])} ms "
+        f"({ratio['crowd_10k_vs_numpy']:.0f}x) | a 60 Hz frame: 16 ms |",
         f"| skinning {cfg['skin_vertices'] // 1000}k vertices x {cfg['skin_influences']} influences, positions + normals, "
         f"{cfg['skin_joints']} joints, {r['threads']} threads | {_span(r['skin_mverts_per_s'], mv)} M vertices/s | "
         f"numpy: {b['skin_mverts_per_s_numpy']['median']:.1f} M/s ({ratio['skin_vs_numpy']:.0f}x) | "

@@ -6,6 +6,8 @@ Stages and their baselines:
 * crowd: 1000 instances playing Walk at random phases, ``Crowd.update(1/60)`` (sample, blend, world
   matrices, palettes) -> characters/s. Baseline: :class:`NumpyPoser`, plain numpy vectorised over
   instances (``searchsorted``, lerp, slerp, depth-by-depth world matrices, palettes).
+* big crowd: the same with 10,000 instances -> milliseconds per frame (the 16 ms budget of a 60 Hz
+  frame is the reference). Baseline: the numpy poser for 10,000 instances.
 * single: one :class:`~skeletal.Player` update + palettes -> microseconds. Baseline: the same numpy
   code for one instance.
 * skinning: a 100k-vertex synthetic mesh, 4 influences (uint8 joints), positions + normals, 65-joint
@@ -400,6 +402,15 @@ def bench_crowd(asset, clip: str, count: int, repeats: int, numpy_repeats: int, 
             "crowd_chars_per_s_numpy": rate(base, count, 1.0, "characters/s")}
 
 
+def frame_ms(chars_per_s: dict, count: int) -> dict:
+    """A crowd's characters/s statistics as milliseconds per frame of ``count`` characters."""
+    out = dict(chars_per_s, unit="ms")
+    out["median"] = count / chars_per_s["median"] * 1e3
+    out["min"] = count / chars_per_s["max"] * 1e3
+    out["max"] = count / chars_per_s["min"] * 1e3
+    return out
+
+
 def bench_single(asset, clip: str, repeats: int, inner: int) -> dict:
     import skeletal
 
@@ -529,10 +540,12 @@ def _threading_layer() -> str:
 SIZES = {
     # The crowd count and the skinning mesh are part of the metrics' definitions: quick keeps them and
     # takes fewer samples. The large-array triad should exceed the last-level cache (300 MB here).
-    "full": {"crowd": 1000, "crowd_repeats": 1000, "crowd_numpy_repeats": 40, "single_repeats": 300, "single_inner": 300,
+    "full": {"crowd": 1000, "crowd_repeats": 1000, "crowd_numpy_repeats": 40, "big_crowd": 10_000, "big_crowd_repeats": 100,
+             "single_repeats": 300, "single_inner": 300,
              "skin_vertices": 100_000, "skin_repeats": 1500, "skin_numpy_repeats": 20, "bw_repeats": 300,
              "dram_bytes": 768 << 20, "dram_repeats": 20, "load_repeats": 150},
-    "quick": {"crowd": 1000, "crowd_repeats": 30, "crowd_numpy_repeats": 3, "single_repeats": 15, "single_inner": 100,
+    "quick": {"crowd": 1000, "crowd_repeats": 30, "crowd_numpy_repeats": 3, "big_crowd": 10_000, "big_crowd_repeats": 8,
+              "single_repeats": 15, "single_inner": 100,
               "skin_vertices": 100_000, "skin_repeats": 40, "skin_numpy_repeats": 2, "bw_repeats": 10,
               "dram_bytes": 512 << 20, "dram_repeats": 3, "load_repeats": 8},
 }
@@ -549,6 +562,8 @@ def run_suite(quick: bool = False, model: str | None = None, progress: Callable[
     result: dict = {"model": label, "clip": clip, "quick": bool(quick)}
     say(f"crowd: {size['crowd']} x {clip}")
     crowd = bench_crowd(asset, clip, size["crowd"], size["crowd_repeats"], size["crowd_numpy_repeats"])
+    say(f"crowd: {size['big_crowd']} x {clip}, frame time")
+    big = bench_crowd(asset, clip, size["big_crowd"], size["big_crowd_repeats"], 1)
     say("single character")
     single = bench_single(asset, clip, size["single_repeats"], size["single_inner"])
     say(f"skinning: {size['skin_vertices']} vertices")
@@ -563,6 +578,7 @@ def run_suite(quick: bool = False, model: str | None = None, progress: Callable[
     info["background_load_after"] = background_load()
     result.update({
         "crowd_chars_per_s": crowd["crowd_chars_per_s"],
+        "crowd_10k_frame_ms": frame_ms(big["crowd_chars_per_s"], big["count"]),
         "single_update_us": single["single_update_us"],
         "skin_mverts_per_s": skinning["skin_mverts_per_s"],
         "skin_mverts_per_s_1thread": skinning["skin_mverts_per_s_1thread"],
@@ -571,6 +587,7 @@ def run_suite(quick: bool = False, model: str | None = None, progress: Callable[
         "threads": info["threads"],
         "baselines": {
             "crowd_chars_per_s_numpy": crowd["crowd_chars_per_s_numpy"],
+            "crowd_10k_frame_ms_numpy": frame_ms(big["crowd_chars_per_s_numpy"], big["count"]),
             "single_update_us_numpy": single["single_update_us_numpy"],
             "skin_mverts_per_s_numpy": skinning["skin_mverts_per_s_numpy"],
             "load_ms_numpy": load["load_ms_numpy"],
@@ -579,7 +596,8 @@ def run_suite(quick: bool = False, model: str | None = None, progress: Callable[
             "copy_bandwidth_gbs": copy,
             "threads": info["threads"],
         },
-        "config": {"crowd_class": crowd["kind"], "crowd_count": crowd["count"], "skin_vertices": skinning["vertices"],
+        "config": {"crowd_class": crowd["kind"], "crowd_count": crowd["count"], "big_crowd_count": big["count"],
+                   "skin_vertices": skinning["vertices"],
                    "skin_joints": skinning["joints"], "skin_influences": skinning["influences"],
                    "skin_joint_dtype": skinning["joint_dtype"], "skin_bytes_per_vertex": skinning["bytes_per_vertex"]},
         "machine": info,
@@ -602,6 +620,8 @@ def ratios(r: dict) -> dict:
     med = lambda m: m["median"]
     out = {
         "crowd_vs_numpy": med(r["crowd_chars_per_s"]) / med(b["crowd_chars_per_s_numpy"]),
+        "crowd_10k_vs_numpy": med(b["crowd_10k_frame_ms_numpy"]) / med(r["crowd_10k_frame_ms"]),
+        "crowd_10k_vs_16ms": 16.0 / med(r["crowd_10k_frame_ms"]),
         "single_vs_numpy": med(b["single_update_us_numpy"]) / med(r["single_update_us"]),
         "skin_vs_numpy": med(r["skin_mverts_per_s"]) / med(b["skin_mverts_per_s_numpy"]),
         "load_vs_numpy": med(b["load_ms_numpy"]) / med(r["load_ms"]),
@@ -637,6 +657,9 @@ def format_table(r: dict) -> str:
         (f"crowd: {cfg['crowd_count']} x {r['clip']} ({cfg['crowd_class']})", r["crowd_chars_per_s"],
          f"numpy {_fmt(b['crowd_chars_per_s_numpy']['median'], 'characters/s')}", f"{r['ratios']['crowd_vs_numpy']:.1f}x",
          "ozz 788k"),
+        (f"crowd: {cfg['big_crowd_count']:,} x {r['clip']}, one frame", r["crowd_10k_frame_ms"],
+         f"numpy {_fmt(b['crowd_10k_frame_ms_numpy']['median'], 'ms')}", f"{r['ratios']['crowd_10k_vs_numpy']:.1f}x",
+         "budget 16 ms"),
         ("single: Player update + palettes", r["single_update_us"],
          f"numpy {_fmt(b['single_update_us_numpy']['median'], 'us')}", f"{r['ratios']['single_vs_numpy']:.1f}x",
          "three.js ~60 us"),

@@ -81,43 +81,6 @@ def normalize4_inplace(out, o):
         out[o + 3] = 1.0
 
 
-@njit(cache=True, inline="always")
-def trs_to_affine(trs, m):
-    """Compose one local transform. ``trs``: (10,) = t(3), q xyzw(4), s(3). ``m``: (3, 4) output,
-    the top three rows of the row-major 4x4 ``T @ R @ S`` (the last row is always 0 0 0 1)."""
-    x = trs[3]
-    y = trs[4]
-    z = trs[5]
-    w = trs[6]
-    sx = trs[7]
-    sy = trs[8]
-    sz = trs[9]
-    x2 = x + x
-    y2 = y + y
-    z2 = z + z
-    xx = x * x2
-    xy = x * y2
-    xz = x * z2
-    yy = y * y2
-    yz = y * z2
-    zz = z * z2
-    wx = w * x2
-    wy = w * y2
-    wz = w * z2
-    m[0, 0] = (1.0 - (yy + zz)) * sx
-    m[0, 1] = (xy - wz) * sy
-    m[0, 2] = (xz + wy) * sz
-    m[0, 3] = trs[0]
-    m[1, 0] = (xy + wz) * sx
-    m[1, 1] = (1.0 - (xx + zz)) * sy
-    m[1, 2] = (yz - wx) * sz
-    m[1, 3] = trs[1]
-    m[2, 0] = (xz - wy) * sx
-    m[2, 1] = (yz + wx) * sy
-    m[2, 2] = (1.0 - (xx + yy)) * sz
-    m[2, 3] = trs[2]
-
-
 # ---------------------------------------------------------------------------------------------
 # numpy API (batch-first)
 

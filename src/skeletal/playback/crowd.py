@@ -1,11 +1,14 @@
 """Crowd: thousands of instances of one rig, posed per frame in compiled kernels.
 
-A :class:`Crowd` is a :class:`~skeletal.playback.mixer.Mixer` tuned for numbers: float32 outputs,
-normalised lerp instead of slerp for LINEAR rotation tracks whose keys are close enough for it to be
-accurate (at most ``nlerp_max_gap`` degrees apart, 15 by default), a direct path for the common case of one
-full-weight action per instance (no blending work), and one fused kernel per frame that builds each
-instance's world matrices in cache and writes only its skin palette. Everything the mixer offers
-(crossfades, layers, blend spaces, state machines, per-instance selections) still works.
+A :class:`Crowd` is a :class:`~skeletal.playback.mixer.Mixer` tuned for numbers: float32 poses and
+outputs, normalised lerp instead of slerp for LINEAR rotation tracks whose keys are close enough for
+it to be accurate (at most ``nlerp_max_gap`` degrees apart, 15 by default), a direct path for the
+common case of one full-weight action per instance (the clip's base pose copied, only its varying
+tracks sampled, one key search per shared timeline: see :mod:`skeletal.playback.clipset`), and one
+parallel kernel per frame that advances the clocks, poses each instance and builds its world
+matrices (only the joints and their ancestors) in cache, writing only its skin palette. Everything
+the mixer offers (crossfades, layers, blend spaces, state machines, per-instance selections) still
+works.
 
 >>> crowd = skeletal.Crowd(asset, count=1000)                             # doctest: +SKIP
 >>> crowd.play("Walk", offsets=np.random.uniform(0, 1, 1000))             # doctest: +SKIP
@@ -79,7 +82,7 @@ class Crowd(Mixer):
             self.layer_weight, self.layer_mask, self.layer_additive,
             self.snap_weight, self.snap_pose, self.snap_morph,
             self.rig.rest, self.asset.rest_morph, self.asset.morph_start,
-            self._scratch, self._scratch_morph, self._scratch_locs,
+            self._scratch, self._scratch_morph, self._scratch_tmp, self._scratch_locs,
             self.local_pose, self.morph_weights, self._base_unmasked,
             self.rig.parents, self._world_nodes, self.palette_joints, self.inverse_bind34, self.palettes, self.world34,
             self._world_scratch,

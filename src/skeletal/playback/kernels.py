@@ -19,7 +19,6 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from ..clip import PATH_POSE_OFFSET
 from ..pose import local_to_world_one, palettes_one, world_subset_one
 from ..sampling import LINEAR, interpolate_into, locate_key, nlerp_into
 from .clipset import (CL_MARKER_END, CL_MARKER_START, CL_SEGMENT_END, CL_SEGMENT_START, CL_TIMELINE_END,
@@ -505,7 +504,7 @@ def evaluate(
     layer_weight, layer_mask, layer_additive,
     snap_weight, snap_pose, snap_morph,
     rest, rest_morph, morph_start,
-    scratch, scratch_morph, scratch_locs,
+    scratch, scratch_morph, scratch_tmp, scratch_locs,
     pose, morph, base_unmasked,
 ):
     """Blend every active action of every instance into ``pose`` (B, N, 10) and ``morph`` (B, M),
@@ -515,15 +514,15 @@ def evaluate(
     ``clip_table`` and ``segments`` from :meth:`~skeletal.playback.clipset.ClipSet.segments` (the
     mixer's nlerp limit decides which rotations nlerp), ``base_pose`` (C, N, 10) / ``base_morph``
     (C, M) from :meth:`~skeletal.playback.clipset.ClipSet.base_poses`. ``cursors`` (B, L) key cursors per
-    instance and timeline; ``scratch`` (threads, N, ACC_WIDTH), ``scratch_morph`` (threads, M, 2)
-    and ``scratch_locs`` (threads, max timelines per clip, 3) are per-thread scratch (no allocation
+    instance and timeline; ``scratch`` (threads, N, ACC_WIDTH), ``scratch_morph`` (threads, M, 2),
+    ``scratch_tmp`` (threads, 64) (one sampled value: up to 64 morph weights per track) and
+    ``scratch_locs`` (threads, max timelines per clip, 3) are per-thread scratch (no allocation
     here). ``base_unmasked`` (the base layer's mask is all ones) allows the single-action fast path.
     """
     for b in prange(pose.shape[0]):
         tid = numba.get_thread_id()
-        tmp = np.empty(64, dtype=np.float64)  # one sampled value (up to 64 morph weights per track)
         _evaluate_instance(
-            b, scratch[tid], scratch_morph[tid], tmp, scratch_locs[tid],
+            b, scratch[tid], scratch_morph[tid], scratch_tmp[tid], scratch_locs[tid],
             tracks, clip_table, segments, timeline_keys, times, values, base_pose, base_morph,
             slot_clip, slot_layer, fs, cursors,
             layer_weight, layer_mask, layer_additive,
@@ -582,7 +581,7 @@ def update_crowd(
     layer_weight, layer_mask, layer_additive,
     snap_weight, snap_pose, snap_morph,
     rest, rest_morph, morph_start,
-    scratch, scratch_morph, scratch_locs,
+    scratch, scratch_morph, scratch_tmp, scratch_locs,
     pose, morph, base_unmasked,
     parents, world_nodes, palette_joints, inverse_bind, palettes, worlds, scratch_world,
 ):
@@ -593,10 +592,9 @@ def update_crowd(
     keep_world = worlds.shape[0] > 0
     for b in prange(pose.shape[0]):
         tid = numba.get_thread_id()
-        tmp = np.empty(64, dtype=np.float64)
         _advance_instance(b, dt, fs, ist, slot_clip, clip_table, clip_duration, marker_time)
         _evaluate_instance(
-            b, scratch[tid], scratch_morph[tid], tmp, scratch_locs[tid],
+            b, scratch[tid], scratch_morph[tid], scratch_tmp[tid], scratch_locs[tid],
             tracks, clip_table, segments, timeline_keys, times, values, base_pose, base_morph,
             slot_clip, slot_layer, fs, cursors,
             layer_weight, layer_mask, layer_additive,

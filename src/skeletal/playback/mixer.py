@@ -96,7 +96,7 @@ class Mixer:
         threads = numba.config.NUMBA_NUM_THREADS
         self._scratch = np.zeros((threads, n, K.ACC_WIDTH))
         self._scratch_morph = np.zeros((threads, m, 2))
-        self._scratch_tmp = np.zeros(64)
+        self._scratch_tmp = np.zeros((threads, 64))
         self.local_pose = np.repeat(self.rig.rest[None], count, axis=0)
         self.morph_weights = np.repeat(asset.rest_morph[None], count, axis=0)
         self._allocate_outputs()
@@ -527,7 +527,7 @@ class Mixer:
             self.layer_weight, self.layer_mask, self.layer_additive,
             self.snap_weight, self.snap_pose, self.snap_morph,
             self.rig.rest, self.asset.rest_morph, self.asset.morph_start,
-            self._scratch[0], self._scratch_morph[0], self._scratch_tmp, self._scratch_locs[0],
+            self._scratch[0], self._scratch_morph[0], self._scratch_tmp[0], self._scratch_locs[0],
             self.local_pose, self.morph_weights, self._base_unmasked,
             self.rig.parents, self.world, self._palette_joints, self._inverse_bind, self._palette_all,
         )
@@ -558,7 +558,7 @@ class Mixer:
             layer_weight, self.layer_mask, self.layer_additive,
             self.snap_weight, self.snap_pose, self.snap_morph,
             self.rig.rest, self.asset.rest_morph, self.asset.morph_start,
-            self._scratch, self._scratch_morph, self._scratch_locs,
+            self._scratch, self._scratch_morph, self._scratch_tmp, self._scratch_locs,
             pose, morph, self._base_unmasked,
         )
 
