@@ -93,6 +93,7 @@ class Mixer:
         self.snap_pose = np.zeros((count, n, 10))
         self.snap_morph = np.zeros((count, m))
         self._snap_fade = np.zeros((count, 3))  # from, elapsed, duration
+        self._snap_fading = False  # some instance's snapshot is fading (saves a numpy call per update)
         threads = numba.config.NUMBA_NUM_THREADS
         self._scratch = np.zeros((threads, n, K.ACC_WIDTH))
         self._scratch_morph = np.zeros((threads, m, 2))
@@ -373,6 +374,7 @@ class Mixer:
         if rows.size:
             self._snap_fade[rows] = np.column_stack(
                 [self.snap_weight[rows], np.zeros(rows.size), np.full(rows.size, max(duration, 1e-9))])
+            self._snap_fading = True
 
     def seek(self, clip: str | int | Clip, time: float | np.ndarray, *, layer: int = 0, instances: InstanceSelector = None) -> None:
         """Move an action's clock to ``time`` seconds (clip-local)."""
@@ -485,6 +487,7 @@ class Mixer:
         self.snap_morph[idx] = morph[idx]
         self.snap_weight[idx] = 1.0
         self._snap_fade[idx] = [1.0, 0.0, max(duration, 1e-9)]
+        self._snap_fading = True
 
     # -- update ----------------------------------------------------------------------------------
 
@@ -494,7 +497,7 @@ class Mixer:
         self.time += dt
         for controller in self.controllers:
             controller.before_update(dt)
-        if not self._snap_fade[:, 2].any():
+        if not self._snap_fading:
             any_event = self._update_fused(dt)
             if any_event is not None:
                 self._finish_update(dt, any_event)
@@ -502,13 +505,14 @@ class Mixer:
         if self.slot_clip.size:
             cs = self.clipset
             K.advance(self.fs, self.ist, self.slot_clip, self._clip_tables()[0], cs.duration, cs.marker_time, dt)
-        if self._snap_fade[:, 2].any():
+        if self._snap_fading:
             fade = self._snap_fade
             active = fade[:, 2] > 0
             fade[active, 1] += dt
             alpha = np.minimum(fade[:, 1] / np.where(active, fade[:, 2], 1.0), 1.0)
             self.snap_weight = np.where(active, fade[:, 0] * (1.0 - alpha), 0.0)
             fade[alpha >= 1.0] = 0.0
+            self._snap_fading = bool(fade[:, 2].any())
         self.evaluate()
         self._finish_update(dt, True)
 
