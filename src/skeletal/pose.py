@@ -23,6 +23,16 @@ from numba import njit, prange
 
 
 @njit(cache=True, inline="always")
+def _set_affine_bottom_row(m):
+    """A (4, 4) affine matrix's bottom row is 0 0 0 1; a (3, 4) one has none."""
+    if m.shape[0] == 4:
+        m[3, 0] = 0.0
+        m[3, 1] = 0.0
+        m[3, 2] = 0.0
+        m[3, 3] = 1.0
+
+
+@njit(cache=True, inline="always")
 def affine_product_into(a, b, out):
     """``out = a @ b`` for affine matrices given by their top 3 rows (the implied bottom row of both is
     0 0 0 1). ``a``, ``b``: (>=3, 4); ``out``: (3, 4) or (4, 4) (then its bottom row is set too)."""
@@ -33,11 +43,7 @@ def affine_product_into(a, b, out):
         for c in range(4):
             out[r, c] = a0 * b[0, c] + a1 * b[1, c] + a2 * b[2, c]
         out[r, 3] += a[r, 3]
-    if out.shape[0] == 4:
-        out[3, 0] = 0.0
-        out[3, 1] = 0.0
-        out[3, 2] = 0.0
-        out[3, 3] = 1.0
+    _set_affine_bottom_row(out)
 
 
 @njit(cache=True, inline="always")
@@ -71,11 +77,7 @@ def world_node_into(i, parents, pose, world):
             out[r, 1] = a0 * l01 + a1 * l11 + a2 * l21
             out[r, 2] = a0 * l02 + a1 * l12 + a2 * l22
             out[r, 3] = a0 * tx + a1 * ty + a2 * tz + parent[r, 3]
-    if out.shape[0] == 4:
-        out[3, 0] = 0.0
-        out[3, 1] = 0.0
-        out[3, 2] = 0.0
-        out[3, 3] = 1.0
+    _set_affine_bottom_row(out)
 
 
 @njit(cache=True, inline="always")
