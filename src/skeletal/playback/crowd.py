@@ -74,14 +74,8 @@ class Crowd(Mixer):
     def _update_fused(self, dt: float) -> bool:
         """Clocks, poses, world matrices and palettes of every instance in one parallel kernel."""
         cs = self.clipset
-        clip_table, segments, base_pose, base_morph = self._clip_tables()
         K.update_crowd(
-            dt, cs.duration, cs.marker_time,
-            cs.track_table, clip_table, segments, cs.timeline_keys, cs.times, cs.values, base_pose, base_morph,
-            self.slot_clip, self.slot_layer, self.fs, self.ist, self.cursors,
-            self.layer_weight, self.layer_mask, self.layer_additive,
-            self.snap_weight, self.snap_pose, self.snap_morph,
-            self.rig.rest, self.asset.rest_morph, self.asset.morph_start,
+            dt, cs.duration, cs.marker_time, self.ist, *self._kernel_args(self.layer_weight),
             self._scratch, self._scratch_morph, self._scratch_tmp, self._scratch_locs,
             self.local_pose, self.morph_weights, self._base_unmasked,
             self.rig.parents, self._world_nodes, self.palette_joints, self.inverse_bind34, self.palettes, self.world34,

@@ -538,9 +538,9 @@ def evaluate(
 
 @njit(cache=True)
 def update_serial(
-    dt, clip_duration, marker_time,
+    dt, clip_duration, marker_time, ist,
     tracks, clip_table, segments, timeline_keys, times, values, base_pose, base_morph,
-    slot_clip, slot_layer, fs, ist, cursors,
+    slot_clip, slot_layer, fs, cursors,
     layer_weight, layer_mask, layer_additive,
     snap_weight, snap_pose, snap_morph,
     rest, rest_morph, morph_start,
@@ -575,9 +575,9 @@ def update_serial(
 
 @njit(cache=True, parallel=True)
 def update_crowd(
-    dt, clip_duration, marker_time,
+    dt, clip_duration, marker_time, ist,
     tracks, clip_table, segments, timeline_keys, times, values, base_pose, base_morph,
-    slot_clip, slot_layer, fs, ist, cursors,
+    slot_clip, slot_layer, fs, cursors,
     layer_weight, layer_mask, layer_additive,
     snap_weight, snap_pose, snap_morph,
     rest, rest_morph, morph_start,

@@ -523,14 +523,8 @@ class Mixer:
         if self.count != 1:
             return None
         cs = self.clipset
-        clip_table, segments, base_pose, base_morph = self._clip_tables()
         return K.update_serial(
-            dt, cs.duration, cs.marker_time,
-            cs.track_table, clip_table, segments, cs.timeline_keys, cs.times, cs.values, base_pose, base_morph,
-            self.slot_clip, self.slot_layer, self.fs, self.ist, self.cursors,
-            self.layer_weight, self.layer_mask, self.layer_additive,
-            self.snap_weight, self.snap_pose, self.snap_morph,
-            self.rig.rest, self.asset.rest_morph, self.asset.morph_start,
+            dt, cs.duration, cs.marker_time, self.ist, *self._kernel_args(self.layer_weight),
             self._scratch[0], self._scratch_morph[0], self._scratch_tmp[0], self._scratch_locs[0],
             self.local_pose, self.morph_weights, self._base_unmasked,
             self.rig.parents, self.world, self._palette_joints, self._inverse_bind, self._palette_all,
@@ -553,15 +547,22 @@ class Mixer:
         if len(self._palette_joints):
             self._palette_all[...] = skin_palette(self.world, self._palette_joints, self._inverse_bind)
 
-    def _evaluate_into(self, layer_weight: np.ndarray, pose: np.ndarray, morph: np.ndarray) -> None:
+    def _kernel_args(self, layer_weight: np.ndarray) -> tuple:
+        """The arguments every playback kernel takes, in its order (see :func:`kernels.evaluate`):
+        clip data, action state, layers (with ``layer_weight`` (B, layers)), snapshot, rest pose."""
         cs = self.clipset
         clip_table, segments, base_pose, base_morph = self._clip_tables()
-        K.evaluate(
+        return (
             cs.track_table, clip_table, segments, cs.timeline_keys, cs.times, cs.values, base_pose, base_morph,
             self.slot_clip, self.slot_layer, self.fs, self.cursors,
             layer_weight, self.layer_mask, self.layer_additive,
             self.snap_weight, self.snap_pose, self.snap_morph,
             self.rig.rest, self.asset.rest_morph, self.asset.morph_start,
+        )
+
+    def _evaluate_into(self, layer_weight: np.ndarray, pose: np.ndarray, morph: np.ndarray) -> None:
+        K.evaluate(
+            *self._kernel_args(layer_weight),
             self._scratch, self._scratch_morph, self._scratch_tmp, self._scratch_locs,
             pose, morph, self._base_unmasked,
         )
