@@ -177,13 +177,28 @@ class Asset:
 
 
 def load(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = None) -> Asset:
-    """Load a model file (``.gltf``/``.glb``) as an :class:`Asset`.
+    """Load a model file (``.gltf``/``.glb``, or ``.bvh`` motion capture) as an :class:`Asset`.
+
+    A ``.bvh`` file gives a rig and one clip, no meshes (see :mod:`skeletal.io.bvh`).
 
     URIs inside the file may only name files in the model's folder or below, unless ``base_dir`` is
     given (then anything under ``base_dir``). Errors are :class:`skeletal.ModelError`.
 
     >>> asset = skeletal.load("Soldier.glb")        # doctest: +SKIP
     """
+    suffix = os.path.splitext(os.fspath(path))[1].lower()
+    if suffix in _READERS:
+        return Asset(_READERS[suffix](path))
     from .io.gltf import read_gltf
 
     return Asset(read_gltf(path, base_dir=base_dir))
+
+
+def _read_bvh(path):
+    from .io.bvh import read_bvh
+
+    return read_bvh(path)
+
+
+# Readers of formats other than glTF, by lower-case file suffix; anything else is read as glTF.
+_READERS = {".bvh": _read_bvh}

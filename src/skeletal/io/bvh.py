@@ -1,0 +1,423 @@
+"""BVH (Biovision Hierarchy) motion capture: read a ``.bvh`` file into a :class:`Document`, write any
+rig + clip back out as BVH text.
+
+What a BVH file holds, and how it maps onto skeletal's model:
+
+* ``HIERARCHY``: ``ROOT``/``JOINT`` blocks with an ``OFFSET`` (the joint's rest translation from its
+  parent, in file units) and ``CHANNELS`` (any of ``X/Y/Z position`` and ``X/Y/Z rotation`` in any
+  order), and ``End Site`` blocks (a leaf with only an OFFSET). Every joint *and* every end site
+  becomes a :class:`~skeletal.document.Node` (end sites as leaves named ``<parent>_End``), so the bone
+  to an end site can be drawn. Rest rotations are identity, rest scale 1.
+* ``MOTION``: ``Frames: F``, ``Frame Time: dt`` and F lines of numbers, one per channel. They become
+  one :class:`~skeletal.document.Animation` (named after the file) with LINEAR keys at ``k * dt``:
+
+  - rotation channels are Euler angles in **degrees**, applied in the order listed (intrinsic:
+    ``Zrotation Yrotation Xrotation`` means ``R = Rz @ Ry @ Rx``), turned into xyzw quaternions for the
+    whole MOTION block at once (numpy, no per-value Python) with signs made continuous between frames;
+  - position channels *are* the joint's local translation (they replace the OFFSET; an axis without
+    a position channel keeps the OFFSET's value). This is how Blender and bvhio read them; the old
+    Meredith & Maddock notes add OFFSET instead, which is the same for the zero root OFFSET that
+    mocap files (CMU included) have;
+  - a joint with only rotation channels keeps its OFFSET as a constant translation (no track).
+
+* Units: lengths stay in the file's units (BVH has no unit field). CMU files are in inches / 0.45
+  (roughly: multiply by 0.05644 for metres); other sources use centimetres. Scale the result yourself
+  if you need metres; the renderer frames whatever extent the skeleton has.
+* BVH carries no mesh, skin, scale or morph weights, so an asset read from BVH is a rig and a clip.
+
+Bad input (truncated or lying files) raises one :class:`~skeletal.errors.ModelError` naming the file
+and the line, before any allocation sized by what the file *claims* (a ``Frames:`` count is checked
+against the lines that are really there; nesting depth is capped at :data:`MAX_DEPTH`).
+
+>>> doc = read_bvh("cmu_12_01_walk.bvh")                     # doctest: +SKIP
+>>> len(doc.nodes), len(doc.animations[0].channels)          # doctest: +SKIP
+(38, 32)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from skeletal.document import Animation, Channel, Document, Node
+from skeletal.errors import ModelError
+from skeletal.quat import quat_mul
+
+__all__ = ["read_bvh", "parse_bvh", "euler_to_quat", "MAX_DEPTH"]
+
+#: Deepest joint nesting accepted; real skeletons are a few dozen levels deep.
+MAX_DEPTH = 1000
+#: Longest joint name accepted (characters).
+MAX_NAME = 256
+
+_AXES = "XYZ"
+_CHANNEL = re.compile(r"^([XYZ])(position|rotation)$")
+_MOTION = re.compile(r"^[ \t]*MOTION[ \t]*\r?$", re.MULTILINE)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Euler angles <-> quaternions (vectorised)
+# ---------------------------------------------------------------------------------------------------
+def axis_quat(axis: str, angle: np.ndarray) -> np.ndarray:
+    """Quaternions (..., 4) xyzw of rotations by ``angle`` (..., radians) about ``axis`` ("X"/"Y"/"Z")."""
+    angle = np.asarray(angle, dtype=np.float64)
+    q = np.zeros(angle.shape + (4,))
+    q[..., _AXES.index(axis)] = np.sin(0.5 * angle)
+    q[..., 3] = np.cos(0.5 * angle)
+    return q
+
+
+def euler_to_quat(angles: np.ndarray, order: str, degrees: bool = True) -> np.ndarray:
+    """Quaternions (..., 4) xyzw from Euler angles (..., len(order)) applied intrinsically in ``order``.
+
+    ``order`` is a string of axes such as ``"ZYX"``: ``R = Rz(a[..., 0]) @ Ry(a[..., 1]) @ Rx(a[..., 2])``
+    (BVH's convention: channels listed first are outermost). Any length 1..3 works.
+
+    >>> np.round(euler_to_quat(np.array([90.0, 0.0, 0.0]), "ZYX"), 6).tolist()
+    [0.0, 0.0, 0.707107, 0.707107]
+    """
+    angles = np.asarray(angles, dtype=np.float64)
+    if degrees:
+        angles = np.radians(angles)
+    q = np.zeros(angles.shape[:-1] + (4,))
+    q[..., 3] = 1.0
+    for m, axis in enumerate(order):
+        q = quat_mul(q, axis_quat(axis, angles[..., m]))
+    return q
+
+
+def continuous_signs(q: np.ndarray) -> np.ndarray:
+    """Flip quaternions (F, ..., 4) along axis 0 so that consecutive keys have a non-negative dot."""
+    if len(q) < 2:
+        return q
+    dots = np.sum(q[1:] * q[:-1], axis=-1)
+    flips = np.concatenate([np.ones((1,) + dots.shape[1:]), np.cumprod(np.where(dots < 0, -1.0, 1.0), axis=0)])
+    return q * flips[..., None]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Reading
+# ---------------------------------------------------------------------------------------------------
+@dataclass
+class BvhJoint:
+    """One HIERARCHY entry while parsing. ``channels`` are the names in file order; ``column`` is the
+    joint's first column in the MOTION block. End sites have ``end=True`` and no channels."""
+
+    name: str
+    parent: int
+    line: int
+    offset: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    channels: list[str] = field(default_factory=list)
+    column: int = 0
+    end: bool = False
+    children: list[int] = field(default_factory=list)
+
+    @property
+    def rotation_order(self) -> str:
+        """Axes of the rotation channels in file order, e.g. ``"ZYX"`` ("" when none)."""
+        return "".join(c[0] for c in self.channels if c.endswith("rotation"))
+
+
+class _Tokens:
+    """Whitespace-separated tokens of the HIERARCHY text, each with its 1-based line number."""
+
+    def __init__(self, file: str, text: str, first_line: int):
+        self.file = file
+        self.items: list[tuple[str, int]] = []
+        for n, line in enumerate(text.split("\n")):
+            self.items.extend((tok, first_line + n) for tok in line.split())
+        self.pos = 0
+        self.end_line = first_line + text.count("\n")
+
+    def fail(self, line: int, detail: str):
+        raise ModelError(self.file, f"line {line}", detail)
+
+    def peek(self) -> tuple[str, int] | None:
+        return self.items[self.pos] if self.pos < len(self.items) else None
+
+    def next(self, what: str) -> tuple[str, int]:
+        if self.pos >= len(self.items):
+            self.fail(self.end_line, f"the HIERARCHY ends early: expected {what}")
+        tok = self.items[self.pos]
+        self.pos += 1
+        return tok
+
+    def expect(self, word: str) -> int:
+        tok, line = self.next(repr(word))
+        if tok != word:
+            self.fail(line, f"expected {word!r}, found {tok[:40]!r}")
+        return line
+
+    def number(self, what: str) -> float:
+        tok, line = self.next(what)
+        try:
+            value = float(tok)
+        except ValueError:
+            self.fail(line, f"{what} is not a number: {tok[:40]!r}")
+        if not np.isfinite(value):
+            self.fail(line, f"{what} is not finite: {tok[:40]!r}")
+        return value
+
+    def rest_of_line(self, line: int) -> list[str]:
+        """The remaining tokens on ``line`` (used for joint names, which may contain spaces)."""
+        out = []
+        while self.pos < len(self.items) and self.items[self.pos][1] == line:
+            out.append(self.items[self.pos][0])
+            self.pos += 1
+        return out
+
+
+def _parse_hierarchy(tokens: _Tokens) -> list[BvhJoint]:
+    """HIERARCHY tokens -> joints in file order (parents before children). Iterative: no recursion."""
+    joints: list[BvhJoint] = []
+    tokens.expect("HIERARCHY")
+    stack: list[int] = []  # open blocks
+    column = 0
+    while True:
+        tok = tokens.peek()
+        if tok is None:
+            if stack:
+                tokens.fail(tokens.end_line, f"the HIERARCHY ends inside joint {joints[stack[-1]].name!r} (missing '}}')")
+            break
+        word, line = tok
+        if not stack:
+            if word != "ROOT":
+                if not joints:
+                    tokens.fail(line, f"expected 'ROOT', found {word[:40]!r}")
+                tokens.fail(line, f"unexpected {word[:40]!r} after the last joint (expected 'ROOT' or 'MOTION')")
+        tokens.pos += 1
+        if word in ("ROOT", "JOINT"):
+            if (word == "ROOT") != (not stack):
+                tokens.fail(line, "'ROOT' inside a joint" if stack else "'JOINT' outside a ROOT block")
+            parent = stack[-1] if stack else -1
+            if parent >= 0 and joints[parent].end:
+                tokens.fail(line, "'JOINT' inside an End Site")
+            name_tokens = tokens.rest_of_line(line)
+            if name_tokens and name_tokens[-1] == "{":
+                name_tokens.pop()
+                tokens.pos -= 1  # let the '{' be read below
+            name = " ".join(name_tokens)
+            if not name:
+                tokens.fail(line, f"{word} has no name")
+            if len(name) > MAX_NAME:
+                tokens.fail(line, f"{word} name is longer than {MAX_NAME} characters")
+            joints.append(BvhJoint(name, parent, line))
+        elif word == "End":
+            if not stack:
+                tokens.fail(line, "'End Site' outside a joint")
+            tokens.expect("Site")
+            parent = stack[-1]
+            if joints[parent].end:
+                tokens.fail(line, "'End Site' inside an End Site")
+            joints.append(BvhJoint(f"{joints[parent].name}_End", parent, line, end=True))
+        elif word == "}":
+            if not stack:
+                tokens.fail(line, "unmatched '}'")
+            stack.pop()
+            continue
+        elif word == "OFFSET" and stack:
+            joints[stack[-1]].offset = np.array([tokens.number(f"OFFSET {a}") for a in _AXES])
+            continue
+        elif word == "CHANNELS" and stack:
+            joint = joints[stack[-1]]
+            if joint.end:
+                tokens.fail(line, "an End Site has no CHANNELS")
+            if joint.channels:
+                tokens.fail(line, f"joint {joint.name!r} has a second CHANNELS line")
+            count_tok, _ = tokens.next("the channel count")
+            if not count_tok.isdigit() or int(count_tok) > 6:
+                tokens.fail(line, f"channel count must be 0..6, found {count_tok[:40]!r}")
+            names = [tokens.next(f"channel {i + 1} of {count_tok}") for i in range(int(count_tok))]
+            for name, name_line in names:
+                if not _CHANNEL.match(name):
+                    tokens.fail(name_line, f"unknown channel {name[:40]!r} (expected X/Y/Z position/rotation; the count says {count_tok})")
+            listed = [n for n, _ in names]
+            if len(set(listed)) != len(listed):
+                tokens.fail(line, f"joint {joint.name!r} lists a channel twice: {' '.join(listed)}")
+            joint.channels = listed
+            joint.column = column
+            column += len(listed)
+            continue
+        else:
+            tokens.fail(line, f"unexpected {word[:40]!r} in joint {joints[stack[-1]].name!r}" if stack
+                        else f"unexpected {word[:40]!r}")
+        # A new block opens: ROOT / JOINT / End Site.
+        tokens.expect("{")
+        if len(stack) >= MAX_DEPTH:
+            tokens.fail(line, f"the hierarchy is nested deeper than {MAX_DEPTH} joints")
+        if joints[-1].parent >= 0:
+            joints[joints[-1].parent].children.append(len(joints) - 1)
+        stack.append(len(joints) - 1)
+    if not joints:
+        tokens.fail(tokens.end_line, "the HIERARCHY has no ROOT")
+    return joints
+
+
+def _line_of(text: str, index: int) -> int:
+    return text.count("\n", 0, index) + 1
+
+
+def _parse_motion_header(file: str, lines: list[str], first_line: int) -> tuple[int, float, int]:
+    """``Frames:`` and ``Frame Time:`` -> (frames, frame_time, index of the first data line)."""
+    i = 0
+    header = []
+    for key in ("Frames:", "Frame Time:"):
+        while i < len(lines) and not lines[i].strip():
+            i += 1
+        line_no = first_line + i
+        if i >= len(lines):
+            raise ModelError(file, f"line {line_no}", f"the MOTION section ends before {key!r}")
+        text = lines[i].strip()
+        if not text.startswith(key):
+            raise ModelError(file, f"line {line_no}", f"expected {key!r}, found {text[:40]!r}")
+        header.append((text[len(key):].strip(), line_no))
+        i += 1
+    (frames_text, frames_line), (time_text, time_line) = header
+    if not frames_text.isdigit():
+        raise ModelError(file, f"line {frames_line}", f"Frames must be a non-negative integer, found {frames_text[:40]!r}")
+    try:
+        frame_time = float(time_text)
+    except ValueError:
+        raise ModelError(file, f"line {time_line}", f"Frame Time is not a number: {time_text[:40]!r}") from None
+    if not (np.isfinite(frame_time) and frame_time > 0):
+        raise ModelError(file, f"line {time_line}", f"Frame Time must be a positive number of seconds, found {time_text[:40]!r}")
+    return int(frames_text), frame_time, i
+
+
+def _parse_motion_values(file: str, lines: list[str], first_line: int, frames: int, columns: int,
+                         frames_line: int) -> np.ndarray:
+    """The MOTION numbers -> (frames, columns) float64, parsed in one numpy call.
+
+    The fast path reads every number at once; only when the count is wrong or something is not a
+    number are the lines walked, to name the first one at fault.
+    """
+    if frames * columns == 0:
+        for i, line in enumerate(lines):
+            if line.strip():
+                raise ModelError(file, f"line {first_line + i}",
+                                 "numbers after a MOTION block that declares no frames" if frames == 0
+                                 else "numbers in the MOTION block, but the HIERARCHY declares no channels")
+        return np.zeros((frames, columns))
+    block = "\n".join(lines)
+    values = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy warns (or raises) when it stops at a non-number
+        try:
+            values = np.fromstring(block, dtype=np.float64, sep=" ")
+        except (ValueError, DeprecationWarning):
+            values = None
+    if values is not None and values.size == frames * columns and np.all(np.isfinite(values)):
+        return values.reshape(frames, columns)
+    # Slow path (errors only): find the first line that is not `columns` finite numbers.
+    row = 0
+    for i, line in enumerate(lines):
+        parts = line.split()
+        if not parts:
+            continue
+        where = f"line {first_line + i}"
+        if row >= frames:
+            raise ModelError(file, where, f"more frames than the {frames} that 'Frames:' (line {frames_line}) declares")
+        if len(parts) != columns:
+            raise ModelError(file, where, f"frame {row} has {len(parts)} values, the HIERARCHY declares {columns} channels")
+        for p in parts:
+            try:
+                v = float(p)
+            except ValueError:
+                raise ModelError(file, where, f"frame {row}: {p[:40]!r} is not a number") from None
+            if not np.isfinite(v):
+                raise ModelError(file, where, f"frame {row}: {p[:40]!r} is not finite")
+        row += 1
+    if row < frames:
+        raise ModelError(file, f"line {first_line + len(lines) - 1}",
+                         f"the file ends after {row} frames, 'Frames:' (line {frames_line}) declares {frames}")
+    raise ModelError(file, f"line {frames_line}", "the MOTION block does not match the declared frames and channels")
+
+
+def parse_bvh(text: str, file: str = "<bvh>") -> Document:
+    """BVH text -> :class:`Document` (see the module docstring). ``file`` names it in errors."""
+    motion = _MOTION.search(text)
+    if motion is None:
+        raise ModelError(file, f"line {text.count(chr(10)) + 1}", "no MOTION section (the file is truncated or not BVH)")
+    hierarchy = text[: motion.start()]
+    tokens = _Tokens(file, hierarchy, 1)
+    joints = _parse_hierarchy(tokens)
+    motion_line = _line_of(text, motion.start())
+    lines = text[motion.end():].split("\n")[1:]  # after the MOTION line
+    frames, frame_time, first_data = _parse_motion_header(file, lines, motion_line + 1)
+    frames_line = motion_line + 1 + next(i for i, line in enumerate(lines) if line.strip())
+    data = lines[first_data:]
+    data_first_line = motion_line + 1 + first_data
+    columns = sum(len(j.channels) for j in joints)
+    # Never trust the declared count for an allocation: a frame needs a line (or at least one number).
+    if frames > len(data) and frames * max(columns, 1) > len(" ".join(data).split()):
+        raise ModelError(file, f"line {frames_line}",
+                         f"Frames: {frames} but only {sum(1 for d in data if d.strip())} lines of numbers follow")
+    values = _parse_motion_values(file, data, data_first_line, frames, columns, frames_line)
+    return _document(file, joints, values, frame_time, frames_line + 1)
+
+
+def read_bvh(path: str | os.PathLike) -> Document:
+    """Read a ``.bvh`` file into a :class:`Document` (nodes + one animation; no meshes or skins).
+
+    >>> doc = read_bvh("walk.bvh")             # doctest: +SKIP
+    """
+    file = os.fspath(path)
+    try:
+        raw = Path(file).read_bytes()
+    except OSError as exc:
+        raise ModelError(file, None, f"cannot read the file: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw.decode("latin-1")  # joint names in old files; the structure is ASCII either way
+    if "\x00" in text[:4096]:
+        raise ModelError(file, "line 1", "binary data, not a BVH text file")
+    return parse_bvh(text.replace("\r\n", "\n").replace("\r", "\n"), file)
+
+
+def _document(file: str, joints: list[BvhJoint], values: np.ndarray, frame_time: float, time_line: int) -> Document:
+    nodes = [Node(j.name, children=list(j.children), translation=j.offset.copy(), parent=j.parent) for j in joints]
+    frames = len(values)
+    animations = []
+    if frames:
+        times = (np.arange(frames, dtype=np.float64) * frame_time).astype(np.float32)
+        if frames > 1 and not np.all(np.diff(times) > 0):
+            raise ModelError(file, f"line {time_line}", f"Frame Time {frame_time:g} is too small for {frames} frames (keys collide in float32)")
+        channels: list[Channel] = []
+        # Translations: position channels replace the OFFSET's components.
+        for i, j in enumerate(joints):
+            pos = [(c, _AXES.index(name[0])) for c, name in enumerate(j.channels) if name.endswith("position")]
+            if pos:
+                t = np.tile(j.offset, (frames, 1))
+                for c, axis in pos:
+                    t[:, axis] = values[:, j.column + c]
+                channels.append(Channel(i, "translation", "LINEAR", times, t.astype(np.float32)))
+        # Rotations: one vectorised Euler conversion per distinct rotation order.
+        by_order: dict[str, list[int]] = {}
+        for i, j in enumerate(joints):
+            if j.rotation_order:
+                by_order.setdefault(j.rotation_order, []).append(i)
+        rotations: dict[int, np.ndarray] = {}
+        for order, members in by_order.items():
+            cols = np.array([[joints[i].column + c for c, name in enumerate(joints[i].channels) if name.endswith("rotation")]
+                             for i in members])  # (Jg, len(order))
+            q = continuous_signs(euler_to_quat(values[:, cols], order))  # (F, Jg, 4)
+            for g, i in enumerate(members):
+                rotations[i] = q[:, g]
+        for i in sorted(rotations):
+            channels.append(Channel(i, "rotation", "LINEAR", times, rotations[i].astype(np.float32)))
+        channels.sort(key=lambda c: (c.node, c.path != "translation"))
+        animations.append(Animation(Path(file).stem, channels))
+    roots = [i for i, j in enumerate(joints) if j.parent < 0]
+    info = {
+        "generator": "BVH",
+        "frame_time": frame_time,
+        "channels": {j.name: list(j.channels) for j in joints if not j.end},
+    }
+    return Document(path=file, nodes=nodes, meshes=[], skins=[], animations=animations,
+                    scenes=[roots], scene=0, asset_info=info)
