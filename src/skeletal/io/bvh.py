@@ -36,6 +36,7 @@ against the lines that are really there; nesting depth is capped at :data:`MAX_D
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import warnings
@@ -46,9 +47,9 @@ import numpy as np
 
 from skeletal.document import Animation, Channel, Document, Node
 from skeletal.errors import ModelError
-from skeletal.quat import quat_mul
+from skeletal.quat import decompose_trs, quat_conjugate, quat_mul, quat_to_matrix
 
-__all__ = ["read_bvh", "parse_bvh", "euler_to_quat", "MAX_DEPTH"]
+__all__ = ["read_bvh", "parse_bvh", "format_bvh", "euler_to_quat", "matrix_to_euler", "ROTATION_ORDERS", "MAX_DEPTH"]
 
 #: Deepest joint nesting accepted; real skeletons are a few dozen levels deep.
 MAX_DEPTH = 1000
@@ -421,3 +422,242 @@ def _document(file: str, joints: list[BvhJoint], values: np.ndarray, frame_time:
     }
     return Document(path=file, nodes=nodes, meshes=[], skins=[], animations=animations,
                     scenes=[roots], scene=0, asset_info=info)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Writing
+# ---------------------------------------------------------------------------------------------------
+ROTATION_ORDERS = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
+_CYCLIC = {"XYZ", "YZX", "ZXY"}
+
+
+def matrix_to_euler(m: np.ndarray, order: str, degrees: bool = True) -> np.ndarray:
+    """Euler angles (..., 3) for rotation matrices (..., 3, 3): the inverse of :func:`euler_to_quat`.
+
+    ``R = R_order[0](a0) @ R_order[1](a1) @ R_order[2](a2)``, ``order`` one of :data:`ROTATION_ORDERS`.
+    The middle angle is in [-90, 90] degrees; at gimbal lock (its cosine below 1e-9) the last angle is 0.
+
+    >>> from skeletal.quat import quat_to_matrix
+    >>> np.round(matrix_to_euler(quat_to_matrix(euler_to_quat(np.array([10.0, 20, 30]), "YXZ")), "YXZ"), 9).tolist()
+    [10.0, 20.0, 30.0]
+    """
+    if order not in ROTATION_ORDERS:
+        raise ValueError(f"rotation order {order!r} is not one of {ROTATION_ORDERS}")
+    i, j, k = (_AXES.index(a) for a in order)
+    e = 1.0 if order in _CYCLIC else -1.0
+    m = np.asarray(m, dtype=np.float64)
+    cos_mid = np.hypot(m[..., i, i], m[..., i, j])
+    mid = np.arctan2(e * m[..., i, k], cos_mid)
+    first = np.arctan2(-e * m[..., j, k], m[..., k, k])
+    last = np.arctan2(-e * m[..., i, j], m[..., i, i])
+    locked = cos_mid < 1e-9
+    if np.any(locked):
+        first = np.where(locked, np.arctan2(e * m[..., k, j], m[..., j, j]), first)
+        last = np.where(locked, 0.0, last)
+    out = np.stack([first, mid, last], axis=-1)
+    return np.degrees(out) if degrees else out
+
+
+def _bvh_names(names: list[str]) -> list[str]:
+    """Joint names safe for BVH: no whitespace or braces, not empty, unique."""
+    out, seen = [], set()
+    for i, name in enumerate(names):
+        base = re.sub(r"[\s{}]+", "_", name) or f"node{i}"
+        candidate, n = base, 1
+        while candidate in seen:
+            candidate, n = f"{base}_{n}", n + 1
+        seen.add(candidate)
+        out.append(candidate)
+    return out
+
+
+def format_bvh(
+    names: list[str] | tuple[str, ...],
+    parents: np.ndarray,
+    world: np.ndarray,
+    rest_world: np.ndarray,
+    frame_time: float,
+    *,
+    rotation_order: str | dict[str, str] = "ZYX",
+    nodes: np.ndarray | list[int] | None = None,
+    decimals: int = 6,
+    end_sites: bool = True,
+    file: str = "<bvh>",
+) -> str:
+    """BVH text for world matrices of a rig sampled at ``frame_time`` steps.
+
+    ``world`` (F, N, 4, 4) row-major world matrices per frame, ``rest_world`` (N, 4, 4) those of the
+    rest pose (they give the OFFSETs), ``parents`` (N,) parent-first. ``nodes``: the rig indices to
+    write (default all); a written joint's BVH parent is its nearest written ancestor, and the
+    transforms of skipped nodes in between are folded into it. Several top-level joints are put
+    under their lowest common ancestor, or under an added identity ``Root`` when they share none.
+
+    Each joint's BVH local transform is taken from world matrices (``q = q_parent^-1 q_world``,
+    ``t = R_parent^T (p_world - p_parent)``), so world joint positions are exact whatever the source
+    rig does; what BVH cannot hold is reported with a warning: world scale (baked into the OFFSETs
+    and positions; a non-uniform scale also shears the joint frames, which become the nearest
+    rotation). Channels: 3 rotations in ``rotation_order`` (one order, or a dict joint name -> order,
+    "ZYX" for names it lacks) per joint; 3 positions first for roots and for joints whose
+    translation moves away from their OFFSET. With ``end_sites``, a written leaf that neither rotates
+    nor moves becomes an ``End Site`` (its name is lost: readers call it ``<parent>_End``); other
+    leaves are JOINTs closed by a zero-length End Site. Angles are unwrapped over time (no 360-degree
+    jumps). ``decimals``: digits after the point of every number.
+    """
+
+    parents = np.asarray(parents, dtype=np.int64)
+    world = np.asarray(world, dtype=np.float64)
+    frames, n = world.shape[:2]
+    if frames < 1:
+        raise ValueError("a BVH file needs at least one frame")
+    if not (np.isfinite(frame_time) and frame_time > 0):
+        raise ValueError(f"frame time must be positive, got {frame_time}")
+    orders = rotation_order if isinstance(rotation_order, dict) else {}
+    default_order = rotation_order if isinstance(rotation_order, str) else "ZYX"
+    for order in [default_order, *orders.values()]:
+        if order not in ROTATION_ORDERS:
+            raise ValueError(f"rotation order {order!r} is not one of {ROTATION_ORDERS}")
+
+    keep = np.zeros(n, dtype=bool)
+    keep[np.arange(n) if nodes is None else np.asarray(nodes, dtype=np.int64)] = True
+    bvh_parent = _nearest_kept_ancestors(parents, keep)
+    roots = [i for i in np.flatnonzero(keep) if bvh_parent[i] < 0]
+    extra_root = False
+    if len(roots) > 1:
+        common = _common_ancestor(parents, roots)
+        if common >= 0:
+            keep[common] = True
+        else:
+            extra_root = True
+        bvh_parent = _nearest_kept_ancestors(parents, keep)
+    written = np.flatnonzero(keep)
+
+    # World TRS of the written nodes (frames + rest as frame -1), then BVH-local transforms.
+    all_world = np.concatenate([world[:, written], np.asarray(rest_world, dtype=np.float64)[None, written]])
+    t_w, q_w, s_w = decompose_trs(all_world)  # (F+1, W, 3/4/3)
+    slot = np.full(n, -1)
+    slot[written] = np.arange(len(written))
+    par = np.array([slot[bvh_parent[i]] if bvh_parent[i] >= 0 else -1 for i in written])
+    has_par = par >= 0
+    q_p = np.where(has_par[None, :, None], q_w[:, np.maximum(par, 0)], np.array([0.0, 0.0, 0.0, 1.0]))
+    t_p = np.where(has_par[None, :, None], t_w[:, np.maximum(par, 0)], 0.0)
+    q_local = quat_mul(quat_conjugate(q_p), q_w)
+    r_p = quat_to_matrix(q_p)
+    t_local = np.einsum("fwji,fwj->fwi", r_p, t_w - t_p)  # R_parent^T (p - p_parent)
+    offsets = t_local[-1]
+    t_local, q_local = t_local[:-1], q_local[:-1]
+
+    scale_off = np.abs(s_w - 1.0).max(axis=(0, 2)) > 1e-3  # not the |q|^2 of slightly non-unit keys
+    if np.any(scale_off):
+        lo, hi = float(np.abs(s_w).min()), float(np.abs(s_w).max())
+        warnings.warn(
+            f"{os.path.basename(file)}: BVH has no scale channels; the world scale ({lo:.4g}..{hi:.4g}) of "
+            f"{int(scale_off.sum())} joints is baked into OFFSETs and positions (joint positions are exact, "
+            "scale itself and any shear are dropped)", stacklevel=3)
+
+    size = max(float(np.abs(offsets).max(initial=0.0)), float(np.abs(t_local).max(initial=0.0)), 1e-12)
+    moves = np.abs(t_local - offsets[None]).max(axis=(0, 2)) > 1e-6 * size
+    identity = np.array([0.0, 0.0, 0.0, 1.0])
+    turns = np.abs(np.abs(np.sum(q_local * identity, axis=-1)) - 1.0).max(axis=0) > 1e-12
+    children = np.zeros(len(written), dtype=np.int64)
+    np.add.at(children, par[has_par], 1)
+    end_site = (children == 0) & ~moves & ~turns & has_par & end_sites
+
+    safe = _bvh_names([names[i] for i in written])
+    is_root = ~has_par
+    pos_channels = (is_root | moves) & ~end_site
+    joint_orders = [orders.get(names[i], orders.get(safe[w], default_order)) for w, i in enumerate(written)]
+
+    # Motion columns, joint by joint in file order (written is parent-first, and so is preorder below).
+    kids: dict[int, list[int]] = {w: [] for w in range(len(written))}
+    for w in range(len(written)):
+        if par[w] >= 0:
+            kids[int(par[w])].append(w)
+    top = [w for w in range(len(written)) if par[w] < 0]
+    preorder: list[int] = []
+    stack = top[::-1]
+    while stack:
+        w = stack.pop()
+        preorder.append(w)
+        stack.extend(reversed(kids[w]))
+
+    angles = np.empty((frames, len(written), 3))
+    for order in set(joint_orders):
+        members = [w for w in range(len(written)) if joint_orders[w] == order]
+        angles[:, members] = matrix_to_euler(quat_to_matrix(q_local[:, members]), order)
+    angles = np.degrees(np.unwrap(np.radians(angles), axis=0))
+
+    lines = ["HIERARCHY"]
+    columns: list[np.ndarray] = []
+    fmt = f"{{:.{decimals}f}}"
+    depth0 = 0
+    if extra_root:
+        root_name = "Root"
+        while root_name in safe:
+            root_name += "_"
+        lines += [f"ROOT {root_name}", "{", "\tOFFSET 0 0 0", "\tCHANNELS 0"]
+        depth0 = 1
+    open_depths: list[int] = []
+    depth_of = {}
+    for w in preorder:
+        depth = depth0 if par[w] < 0 else depth_of[int(par[w])] + 1
+        depth_of[w] = depth
+        while open_depths and open_depths[-1] >= depth:
+            lines.append("\t" * open_depths.pop() + "}")
+        pad = "\t" * depth
+        off = " ".join(fmt.format(v) for v in offsets[w])
+        if end_site[w]:
+            lines += [f"{pad}End Site", f"{pad}{{", f"{pad}\tOFFSET {off}", f"{pad}}}"]
+            continue
+        keyword = "ROOT" if depth == 0 else "JOINT"
+        lines += [f"{pad}{keyword} {safe[w]}", f"{pad}{{", f"{pad}\tOFFSET {off}"]
+        chans = []
+        if pos_channels[w]:
+            chans += ["Xposition", "Yposition", "Zposition"]
+            columns.append(t_local[:, w])
+        chans += [f"{a}rotation" for a in joint_orders[w]]
+        columns.append(angles[:, w])
+        lines.append(f"{pad}\tCHANNELS {len(chans)} {' '.join(chans)}")
+        if not kids[w]:
+            lines += [f"{pad}\tEnd Site", f"{pad}\t{{", f"{pad}\t\tOFFSET 0 0 0", f"{pad}\t}}"]
+        open_depths.append(depth)
+    while open_depths:
+        lines.append("\t" * open_depths.pop() + "}")
+    if extra_root:
+        lines.append("}")
+    lines += ["MOTION", f"Frames: {frames}", f"Frame Time: {frame_time:.9g}"]
+    motion = np.concatenate(columns, axis=1) if columns else np.zeros((frames, 0))
+    motion = np.where(np.abs(motion) < 0.5 * 10.0 ** -decimals, 0.0, motion)  # no "-0.000000"
+    out = io.StringIO()
+    out.write("\n".join(lines) + "\n")
+    if motion.shape[1]:
+        np.savetxt(out, motion, fmt=f"%.{decimals}f", delimiter=" ")  # one frame per line
+    return out.getvalue()
+
+
+def _nearest_kept_ancestors(parents: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """For each node, its nearest ancestor with ``keep`` set (-1 if none); parent-first order."""
+    out = np.full(len(parents), -1, dtype=np.int64)
+    for i, p in enumerate(parents.tolist()):
+        if p >= 0:
+            out[i] = p if keep[p] else out[p]
+    return out
+
+
+def _common_ancestor(parents: np.ndarray, nodes: list[int]) -> int:
+    """The deepest node that is an ancestor of every one of ``nodes`` (-1 if they share none)."""
+    def chain(i: int) -> list[int]:
+        out = []
+        while i >= 0:
+            out.append(int(i))
+            i = parents[i]
+        return out[::-1]
+
+    chains = [chain(int(parents[i])) for i in nodes]
+    common = -1
+    for level in zip(*chains):
+        if all(x == level[0] for x in level):
+            common = level[0]
+        else:
+            break
+    return common
+

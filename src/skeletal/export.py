@@ -1,0 +1,127 @@
+"""Clips written to motion formats that store sampled frames rather than keys: BVH.
+
+:func:`write_bvh` samples a clip of any rig (glTF, BVH, built in code) at a fixed frame rate, poses it
+(world matrices) and hands the frames to :func:`skeletal.io.bvh.format_bvh`, which turns them into
+BVH joints and Euler channels. What BVH cannot carry is dropped with a warning: morph weights, scale
+(world scale is baked into the OFFSETs, so joint positions stay exact), non-joint nodes (meshes,
+cameras) of a skinned model.
+
+>>> skeletal.write_bvh(skeletal.load("Soldier.glb"), "Walk", "walk.bvh", rotation_order="ZXY")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from .asset import Asset
+from .clip import Clip
+from .errors import ClipError
+from .io.bvh import format_bvh
+from .pose import world_matrices
+from .rig import Rig
+from .sampling import sample
+
+__all__ = ["write_bvh", "clip_frame_time"]
+
+DEFAULT_FPS = 30.0
+
+
+def clip_frame_time(clip: Clip) -> float | None:
+    """The key spacing when every track's keys sit on one uniform grid from 0 (as a BVH or a baked
+    clip's do), else None."""
+    times = [t.times for t in clip.tracks if t.key_count > 1]
+    if not times or any(len(t) != len(times[0]) for t in times) or float(times[0][0]) != 0.0:
+        return None
+    grid = times[0].astype(np.float64)
+    step = float(grid[-1]) / (len(grid) - 1)
+    expected = np.arange(len(grid)) * step
+    tol = 1e-6 * max(float(grid[-1]), 1.0)
+    if any(np.abs(t.astype(np.float64) - expected).max() > tol for t in times):
+        return None
+    # The shortest decimal step whose float32 grid is the keys exactly (0.033333, not 0.0333329987):
+    # written back, a reader rebuilds the very same key times.
+    for digits in range(3, 10):
+        candidate = float(f"{step:.{digits}g}")
+        if np.array_equal((np.arange(len(grid)) * candidate).astype(np.float32), times[0]):
+            return candidate
+    return step
+
+
+def write_bvh(
+    source: Asset | Rig,
+    clip: Clip | str | int | None,
+    path: str | os.PathLike | None = None,
+    *,
+    rotation_order: str | dict[str, str] | None = "ZYX",
+    fps: float | None = None,
+    nodes: list[int] | np.ndarray | None = None,
+    decimals: int = 6,
+) -> str:
+    """Write ``clip`` of ``source`` (an :class:`Asset` or a :class:`Rig`) as BVH; returns the text.
+
+    * ``clip``: a :class:`Clip`, a clip name/index of the asset, or None for the rest pose (1 frame).
+    * ``rotation_order``: the Euler order of every joint's rotation channels (one of
+      :data:`skeletal.io.bvh.ROTATION_ORDERS`), a dict joint name -> order, or None to keep each
+      joint's order from the BVH file the asset was read from ("ZYX" otherwise).
+    * ``fps``: frame rate; by default the clip's own key spacing when its keys lie on one uniform grid
+      (a clip read from BVH is written back at its frame time, on its keys), else 30. Frames run
+      from 0 until the clip's end is reached (the last frame may lie up to one frame past the end and
+      shows the final pose).
+    * ``nodes``: rig indices of the joints to write. By default every joint of every skin when the
+      asset has skins (meshes, cameras and helper nodes are left out, their transforms folded into
+      the joints below them; leaf joints stay named JOINTs), else every node (static leaves become
+      End Sites).
+
+    Angles are in degrees, lengths in the rig's units. Raises :class:`ClipError` for a bad clip or
+    fps and ``ValueError`` for an unknown rotation order.
+    """
+    asset = source if isinstance(source, Asset) else None
+    rig = asset.rig if asset is not None else source
+    if isinstance(clip, Clip):
+        the_clip = clip
+    elif clip is None:
+        the_clip = Clip("rest", [])
+    elif asset is not None:
+        the_clip = asset.clip(clip)
+    else:
+        raise ClipError("a Rig has no clips by name: pass a Clip")
+    weights = sum(1 for t in the_clip.tracks if t.path == "weights")
+    if weights:
+        warnings.warn(f"BVH has no morph weights: {weights} weights tracks of clip {the_clip.name!r} are dropped", stacklevel=2)
+
+    frame_time = 1.0 / fps if fps is not None else (clip_frame_time(the_clip) or 1.0 / DEFAULT_FPS)
+    if not (np.isfinite(frame_time) and frame_time > 0):
+        raise ClipError(f"fps must be positive, got {fps}")
+    # Frames cover the whole clip: the last one is at or up to one frame past its end (clamped there).
+    count = int(np.ceil(the_clip.duration / frame_time - 1e-6)) + 1
+    times = np.arange(count) * frame_time
+    if fps is None and count > 1 and clip_frame_time(the_clip) == frame_time:
+        # Sample on the keys themselves (float32 times), not a float64 grid a hair away from them.
+        times = next(t.times for t in the_clip.tracks if t.key_count > 1).astype(np.float64)
+
+    if asset is not None:
+        morph_start, rest_morph = asset.morph_start, asset.rest_morph
+    else:
+        morph_start, rest_morph = np.zeros(len(rig) + 1, dtype=np.int64), np.zeros(0)
+    pose, _ = sample(the_clip, times, rig.rest, morph_start, rest_morph)
+    world = world_matrices(rig.parents, pose)
+    rest_world = world_matrices(rig.parents, rig.rest)
+
+    if nodes is None and asset is not None and asset.skins:
+        nodes = np.unique(np.concatenate([s.joints for s in asset.skins]))
+    if rotation_order is None:
+        channels = (asset.document.asset_info.get("channels", {}) if asset is not None else {}) or {}
+        rotation_order = {name: "".join(c[0] for c in chans if c.endswith("rotation"))
+                          for name, chans in channels.items()}
+        rotation_order = {k: v for k, v in rotation_order.items() if len(v) == 3}
+    out_file = os.fspath(path) if path is not None else "<bvh>"
+    text = format_bvh(list(rig.names), rig.parents, world, rest_world, frame_time,
+                      rotation_order=rotation_order, nodes=nodes, decimals=decimals,
+                      end_sites=not (asset is not None and asset.skins), file=out_file)
+    if path is not None:
+        Path(path).write_text(text, encoding="utf-8")
+    return text
