@@ -5,7 +5,8 @@ Both worlds are Y up with the ground at y = 0. For each foot joint (canonical ``
 ``contact_band`` x hip height of its lowest point), the **contact height** (mean over phases of the
 minimum height in the phase), the **stride** (the range of the foot's horizontal offset from the hips
 along its main direction of motion: how far a step reaches, in place or travelling) and the **foot
-travel** (horizontal path length); plus the **root travel** (horizontal hips displacement, start to end).
+travel** (horizontal path length); plus the **root travel** (horizontal hips displacement, start to end) and the **support ankle** height
+(median over the frames of the lower ankle's height).
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ def gait(rig: Rig, clip: Clip, fps: float = 60.0, contact_band: float = 0.05) ->
     names = canonical_names(rig)
     leg = hip_height(rig)
     hips = pos[:, names["hips"]]
-    out = {"hip_height": leg, "root_travel": float(np.linalg.norm((hips[-1] - hips[0])[[0, 2]]))}
+    ankles = pos[:, [names["left_foot"], names["right_foot"]], 1]
+    out = {"hip_height": leg, "support_ankle": float(np.median(ankles.min(axis=1))), "root_travel": float(np.linalg.norm((hips[-1] - hips[0])[[0, 2]]))}
     for side in ("left", "right"):
         foot = pos[:, names[f"{side}_foot"]]
         y = foot[:, 1]
@@ -49,5 +51,5 @@ def compare(source: dict[str, float], target: dict[str, float]) -> dict[str, flo
     """Relative error of each length measure of ``target`` against ``source`` scaled by the hip-height
     ratio (0.05 = 5 %)."""
     ratio = target["hip_height"] / source["hip_height"]
-    keys = [k for k in source if k.endswith(("contact_height", "stride", "travel")) and k != "hip_height"]
+    keys = [k for k in source if k.endswith(("contact_height", "stride", "travel"))]
     return {k: abs(target[k] - ratio * source[k]) / max(abs(ratio * source[k]), 1e-12) for k in keys}

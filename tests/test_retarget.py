@@ -249,7 +249,7 @@ def check_gait(source_rig: Rig, source_clip: Clip, target_rig: Rig, target_clip:
         assert errors[f"{side}_travel"] < 0.10, (side, gs, gt)
         assert gt[f"{side}_contacts"] >= 1
         # planted feet stay planted: the source's clearance above its standing ankle height, scaled
-        a_src = a_s if a_s is not None else min(gs["left_contact_height"], gs["right_contact_height"])
+        a_src = a_s if a_s is not None else gs["support_ankle"]
         expected = a_t + r * (gs[f"{side}_contact_height"] - a_src)
         assert abs(gt[f"{side}_contact_height"] - expected) < 0.10 * expected, (side, expected, gs, gt)
     if gs["root_travel"] > 0.1 * gs["hip_height"]:

@@ -24,13 +24,16 @@ stages. The method, per source key time, all frames at once (arrays are (T, N, .
    and the local rotation is ``conj(W_t(t)[parent]) * W_t(t)``, with the parent's *retargeted* world
    rotation (one parent-first pass over the target rig, time axis batched). Unmapped target joints
    keep their rest local rotation.
-4. **Root translation**: the target hips' horizontal world position is the source hips' times the
-   leg ratio ``r = target hip height / source hip height`` (:func:`hip_height`: the hips above the
-   ankles with straight legs). Heights are measured from the standing ankle height ``a`` (:func:`standing_ankle_height`)
-   so that a planted foot stays planted on a character with other foot proportions:
-   ``y_t = a_t + r * (y_s - a_s)``. Both worlds are Y up with the ground at y = 0 (glTF's convention;
-   CMU BVH data has it too); for a source whose rest pose does not stand on the ground (BVH), ``a_s``
-   is the lowest ankle height in the clip.
+4. **Root translation**, scaled by the leg ratio ``r = target hip height / source hip height``
+   (:func:`hip_height`: hip joints above the ankles with straight legs). Horizontally the target's hip
+   joints (the midpoint of the upper legs, not the hips node, so that pelvises of other shapes do not
+   shift the feet) follow the source's times ``r``. Vertically the hips are placed so that the target's
+   lower ankle is as high as the source's lower ankle, scaled, above the standing ankle heights ``a``
+   (:func:`standing_ankle_height`): ``y_t = a_t + r * (y_s - a_s)``. A planted foot thus stays on the
+   ground even when thigh/shin proportions or ankle heights differ (the pose itself is not changed:
+   no IK). Both worlds are Y up with the ground at y = 0 (glTF's convention; CMU BVH data has it too);
+   for a source whose rest pose does not stand on the ground (BVH), ``a_s`` is the median over the
+   clip of the lower ankle's height (the supporting foot's typical height).
 
 The result is a plain :class:`~skeletal.clip.Clip` of LINEAR tracks (rotation for every mapped target
 joint, translation for the target hips) keyed at the source clip's key times or at ``fps``: it plays,
@@ -60,7 +63,7 @@ from .sampling import sample
 
 __all__ = [
     "CANONICAL", "normalize_name", "canonical_names", "bone_mapping", "rest_world", "rest_alignment",
-    "hip_height", "retarget",
+    "hip_height", "standing_ankle_height", "world_rotations", "retarget",
 ]
 
 #: The humanoid vocabulary every convention maps into (parents before children).
@@ -192,11 +195,18 @@ def _feet(rig: Rig) -> tuple[int, list[int], list[int]]:
     return names["hips"], ankles, ankles + toes
 
 
+def _hip_joints(rig: Rig) -> list[int]:
+    """The upper-leg joints (the hip joints proper), or the hips when the rig has none."""
+    names = canonical_names(rig)
+    legs = [names[c] for c in ("left_upper_leg", "right_upper_leg") if c in names]
+    return legs or [_feet(rig)[0]]
+
+
 def hip_height(rig: Rig) -> float:
-    """Leg length: how high the hips stand above the ankles with straight legs, from the rest pose (the
-    rig's units): the rest drop from the hips to the upper legs plus the upper and lower leg bone
-    lengths, averaged over both legs. Independent of how bent the rest pose's legs are. The ratio of
-    two rigs' hip heights scales the root translation."""
+    """Leg length: how high the hip joints (upper legs) stand above the ankles with straight legs, from
+    the rest pose (the rig's units): upper plus lower leg bone length, averaged over both legs; it does
+    not depend on how bent or splayed the rest pose's legs are. The ratio of two rigs' hip heights
+    scales the root translation."""
     names = canonical_names(rig)
     hips, ankles, _ = _feet(rig)
     _, pos = rest_world(rig)
@@ -206,7 +216,7 @@ def hip_height(rig: Rig) -> float:
         if None in chain:
             continue
         up, knee, ankle = (pos[i] for i in chain)
-        legs.append(pos[hips, 1] - up[1] + np.linalg.norm(knee - up) + np.linalg.norm(ankle - knee))
+        legs.append(np.linalg.norm(knee - up) + np.linalg.norm(ankle - knee))
     height = float(np.mean(legs)) if legs else float(pos[hips, 1] - pos[ankles, 1].mean())
     if not height > 0:
         raise ClipError(f"retarget: the rest hips are not above the rest feet (height {height:g})")
@@ -366,7 +376,6 @@ def retarget(
     s_world = world_rotations(source_rig.parents, pose[..., 3:7])  # (T, Ns, 4)
     s_rest_rot, _ = rest_world(source_rig)
     s_pos = world_matrices(source_rig.parents, pose)[..., :3, 3]  # (T, Ns, 3)
-    s_hips_pos = s_pos[:, s_hips]
 
     # Target: one parent-first pass with the time axis batched.
     t_rest_rot, _ = rest_world(target_rig)
@@ -382,15 +391,21 @@ def retarget(
         else:
             world[:, j] = local[:, j] if p < 0 else quat_mul(world[:, p], local[:, j])
 
-    # The hips' translation: the source's scaled by the leg ratio, the height measured above the
-    # standing ankle height so that planted feet stay on the ground (see the module docstring).
+    # The root (module docstring, 4.): horizontally the source's hip joints (mid upper legs) scaled by
+    # the leg ratio; vertically where it puts the lower ankle at the source's lower ankle height,
+    # scaled and measured above the standing ankle heights, so that planted feet stay planted.
+    low_s = s_pos[:, s_ankles, 1].min(axis=1)
     a_s = standing_ankle_height(source_rig)
-    if a_s is None:  # a rest pose off the ground: the clip's lowest ankle stands on it
-        a_s = float(s_pos[:, s_ankles, 1].min())
+    if a_s is None:  # a rest pose off the ground: the supporting ankle's typical height stands on it
+        a_s = float(np.median(low_s))
     a_t = standing_ankle_height(target_rig)
     a_t = ratio * a_s if a_t is None else a_t
-    hips_world = s_hips_pos * ratio
-    hips_world[:, 1] = a_t + ratio * (s_hips_pos[:, 1] - a_s)
+    t_pose = np.broadcast_to(target_rig.rest, (len(times),) + target_rig.rest.shape).copy()
+    t_pose[..., 3:7] = local
+    t_pos = world_matrices(target_rig.parents, t_pose)[..., :3, 3]  # hips at their rest translation
+    rel = t_pos - t_pos[:, t_hips, None]  # every joint relative to the hips (T, Nt, 3)
+    hips_world = s_pos[:, _hip_joints(source_rig)].mean(axis=1) * ratio - rel[:, _hip_joints(target_rig)].mean(axis=1)
+    hips_world[:, 1] = a_t + ratio * (low_s - a_s) - rel[:, _feet(target_rig)[1], 1].min(axis=1)
     parent = int(target_rig.parents[t_hips])
     if parent >= 0:
         parent_world = world_matrices(target_rig.parents, target_rig.rest)[parent]
