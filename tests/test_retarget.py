@@ -205,6 +205,30 @@ def test_fps_and_name():
     assert out.name == "stepped" and out.tracks[0].key_count == 11 and out.duration == pytest.approx(1.0)
 
 
+def test_key_times_follow_the_source():
+    demo = demo_asset()
+    idle = demo.clip("idle")  # CUBICSPLINE: sampled at 30 fps
+    out = skeletal.retarget(idle, demo.rig, demo.rig)
+    assert out.tracks[0].key_count == int(round(idle.duration * 30)) + 1
+    assert {t.interpolation for t in out.tracks} == {"LINEAR"}
+    times = np.linspace(0, idle.duration, 13)
+    np.testing.assert_allclose(_posed_world(demo.rig, out, times), _posed_world(demo.rig, idle, times), atol=2e-3)
+    src = humanoid()
+    held = Clip("held", [Track(t.node, t.path, "STEP", t.times, t.values) for t in step_clip(src).tracks])
+    out = skeletal.retarget(held, src, humanoid(scale=2.0))
+    assert {t.interpolation for t in out.tracks} == {"STEP"} and out.tracks[0].key_count == 3
+
+
+def test_retargeted_clip_plays_in_the_mixer():
+    demo = demo_asset()
+    walk = skeletal.retarget(demo.clip("walk"), demo.rig, demo.rig, name="walk2")
+    mixer = skeletal.Mixer(demo)
+    mixer.play(walk)
+    mixer.update(0.25)
+    expected = _posed_world(demo.rig, demo.clip("walk"), [0.25])[0]
+    np.testing.assert_allclose(mixer.world[0], expected, atol=1e-5)
+
+
 def test_errors():
     src = humanoid()
     with pytest.raises(skeletal.ClipError, match="hips"):

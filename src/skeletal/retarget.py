@@ -36,7 +36,8 @@ stages. The method, per source key time, all frames at once (arrays are (T, N, .
    clip of the lower ankle's height (the supporting foot's typical height).
 
 The result is a plain :class:`~skeletal.clip.Clip` of LINEAR tracks (rotation for every mapped target
-joint, translation for the target hips) keyed at the source clip's key times or at ``fps``: it plays,
+joint, translation for the target hips) keyed at the source clip's key times (30 fps for a source with
+CUBICSPLINE tracks; STEP tracks for a source made only of STEP tracks) or at ``fps``: it plays,
 blends, and exports like any other clip.
 
 >>> import skeletal
@@ -311,7 +312,13 @@ def rest_alignment(source_rig: Rig, target_rig: Rig, pairs: Mapping[int, int]) -
 # the retargeting
 
 
+#: Key rate of the retargeted clip when the source has CUBICSPLINE tracks and no ``fps`` is given.
+DEFAULT_CUBIC_FPS = 30.0
+
+
 def _key_times(clip: Clip, fps: float | None) -> np.ndarray:
+    """The new clip's key times (float64 seconds): the union of the source's key times, or a uniform
+    grid over [0, duration] at ``fps`` (default 30 for spline sources), the end included."""
     if fps is not None:
         if not fps > 0:
             raise ClipError(f"retarget: fps must be positive, got {fps}")
@@ -322,6 +329,8 @@ def _key_times(clip: Clip, fps: float | None) -> np.ndarray:
         return times
     if not clip.tracks:
         return np.zeros(1)
+    if any(t.interpolation == "CUBICSPLINE" for t in clip.tracks):
+        return _key_times(clip, DEFAULT_CUBIC_FPS)  # a spline bends between its keys: sample it densely
     return np.unique(np.concatenate([t.times for t in clip.tracks if t.path != "weights"] or [np.zeros(1, np.float32)])).astype(np.float64)
 
 
@@ -415,9 +424,12 @@ def retarget(
         hips_local = hips_world
 
     key_times = times.astype(np.float32)
-    tracks = [Track(t_hips, "translation", "LINEAR", key_times, hips_local.astype(np.float32))]
+    # A source made of STEP tracks only (held poses) stays STEP; anything else is LINEAR between keys.
+    step = bool(clip.tracks) and all(t.interpolation == "STEP" for t in clip.tracks) and fps is None
+    kind = "STEP" if step else "LINEAR"
+    tracks = [Track(t_hips, "translation", kind, key_times, hips_local.astype(np.float32))]
     for j in pairs:
         q = local[:, j]
         q = q / np.linalg.norm(q, axis=1, keepdims=True)
-        tracks.append(Track(j, "rotation", "LINEAR", key_times, _continuous(q).astype(np.float32)))
+        tracks.append(Track(j, "rotation", kind, key_times, _continuous(q).astype(np.float32)))
     return Clip(name or clip.name, tracks)
