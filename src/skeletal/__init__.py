@@ -22,8 +22,10 @@ from .asset import Asset, MeshInstance, SkinBinding, load
 from .bake import bake, sample_times
 from .clip import Clip, Track, clip_from_keyframes, map_time
 from .errors import ClipError, ModelError, SkeletalError, UnsupportedExtensionError
+from .export import export, write_bvh
 from .playback import Action, Crowd, Event, Mixer, Player
 from .pose import skin_palette, world_matrices
+from .retarget import retarget
 from .rig import Rig
 from .sampling import sample
 from .skin import normalize_weights, pack_palette, skin, skin_into
@@ -35,4 +37,5 @@ __all__ = [
     "clip_from_keyframes", "map_time", "ClipError", "ModelError", "SkeletalError",
     "UnsupportedExtensionError", "skin_palette", "world_matrices", "Rig", "sample", "normalize_weights",
     "skin", "skin_into", "pack_palette", "cliptools", "Action", "Crowd", "Event", "Mixer", "Player", "__version__",
+    "retarget", "export", "write_bvh",
 ]

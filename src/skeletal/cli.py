@@ -257,6 +257,65 @@ def demo(export_path: str) -> None:
     click.echo(f"wrote {export_path}", err=True)
 
 
+# ---------------------------------------------------------------------------------------------
+# retarget, export
+
+
+@cli.command()
+@click.argument("source", type=click.Path(dir_okay=False))
+@click.argument("target", type=click.Path(dir_okay=False))
+@click.option("--clip", "clip_key", default="0", show_default=True, help="SOURCE's clip (name or index).")
+@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output .glb or .gltf.")
+@click.option("--map", "map_path", type=click.Path(dir_okay=False), default=None,
+              help="JSON object of source joint name -> target joint name (or null), over the built-in pairs.")
+@click.option("--fps", type=float, default=None, help="Key rate of the new clip (default: the source's key times).")
+@click.option("--name", "clip_name", default=None, help="Name of the new clip (default: the source clip's).")
+@click.option("--keep-clips", is_flag=True, help="Also write TARGET's own clips.")
+def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_clips) -> None:
+    """Play SOURCE's clip on TARGET's rig and write TARGET with the new clip (e.g. a BVH walk on a glTF
+    character). SOURCE and TARGET: .glb/.gltf, .bvh or any format skeletal.load reads."""
+    from .asset import load
+    from .export import export
+    from .retarget import retarget as retarget_clip
+
+    if not out_path.lower().endswith((".glb", ".gltf")):
+        raise _fail(f"--out {out_path!r}: the file must end in .glb or .gltf")
+    mapping = None
+    if map_path is not None:
+        try:
+            with open(map_path, encoding="utf-8") as f:
+                mapping = json.load(f)
+        except ValueError as exc:
+            raise _fail(f"{map_path}: not JSON ({exc})") from None
+        if not isinstance(mapping, dict) or not all(isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in mapping.items()):
+            raise _fail(f"{map_path}: expected a JSON object of joint name -> joint name or null")
+    src, tgt = load(source), load(target)
+    if not src.clips:
+        raise _fail(f"{source}: has no clips to retarget")
+    clip = retarget_clip(src.clip(clip_key), src.rig, tgt.rig, mapping, fps=fps, name=clip_name)
+    clips = [c for c in tgt.clips if c.name != clip.name] + [clip] if keep_clips else [clip]
+    export(tgt, out_path, clips)
+    click.echo(f"wrote {out_path}: clip {clip.name!r} ({clip.duration:.4g} s, {clip.track_count} tracks) on "
+               f"{os.path.basename(target)}", err=True)
+
+
+@cli.command()
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output .glb or .gltf.")
+@click.option("--clip", "clip_keys", multiple=True, help="Clip to write (name or index; repeat for more; default: all).")
+def export(model, out_path, clip_keys) -> None:
+    """Write MODEL (any format skeletal.load reads: glTF, BVH, FBX...) as glTF 2.0."""
+    from .asset import load
+    from .export import export as export_asset
+
+    if not out_path.lower().endswith((".glb", ".gltf")):
+        raise _fail(f"--out {out_path!r}: the file must end in .glb or .gltf")
+    asset = load(model)
+    export_asset(asset, out_path, list(clip_keys) if clip_keys else None)
+    n = len(clip_keys) if clip_keys else len(asset.clips)
+    click.echo(f"wrote {out_path}: {len(asset.rig)} nodes, {len(asset.document.meshes)} meshes, {n} clips", err=True)
+
+
 def _register_render() -> None:
     # Importing the commands does not import moderngl/glfw: `skeletal info` stays fast and GL-free.
     from .bench import bench

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Render the retargeting pictures in ``docs/images/retarget-*.png``: for each pair, the source clip
+(left; a BVH skeleton is drawn as bones) and the retargeted clip on the target (right) at the same
+time, side by side, and print the gait measures of each pair (tests/gait.py).
+
+Usage (needs ../shared/assets, the render extra and, for the BVH pairs, the BVH reader)::
+
+    PYTHONPATH=src .venv/bin/python tools/make_retarget_images.py [--only NAME ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+ASSETS = REPO.parent / "shared" / "assets"
+OUT = REPO / "docs" / "images"
+sys.path.insert(0, str(REPO / "tests"))
+
+import skeletal  # noqa: E402
+from skeletal.cli import cli  # noqa: E402
+from skeletal.demo import demo_asset  # noqa: E402
+
+from gait import compare, gait  # noqa: E402
+
+#: name -> (source file or "demo", clip, target file or "demo", time shown, camera seen from the
+#: source's front; the target's camera is turned so both are seen from the same world direction)
+PAIRS = {
+    "cmu-walk-to-demo": ("cmu_12_01_walk.bvh", 0, "demo", 1.0, 70),
+    "cmu-walk-to-soldier": ("cmu_12_01_walk.bvh", 0, "Soldier.glb", 1.0, 70),
+    "cmu-walk-to-mannequin": ("cmu_12_01_walk.bvh", 0, "Mannequin.glb", 1.0, 70),
+    "soldier-run-to-mannequin": ("Soldier.glb", "Run", "Mannequin.glb", 0.2, 70),
+    "demo-walk-to-soldier": ("demo", "walk", "Soldier.glb", 0.3, 70),
+}
+SIZE = (400, 300)
+
+
+def _path(name: str, folder: Path) -> Path:
+    if name == "demo":
+        path = folder / "demo.glb"
+        if not path.exists():
+            skeletal.export(demo_asset(), path)
+        return path
+    return ASSETS / name
+
+
+def _render(model: Path, clip, time: float, yaw: float, out: Path, skeleton: bool) -> np.ndarray:
+    import imageio.v3 as iio
+
+    args = ["render", str(model), "--clip", str(clip), "--time", str(time), "--size", f"{SIZE[0]}x{SIZE[1]}",
+            "--camera", f"yaw={yaw:g},pitch=10", "--out", str(out)] + (["--skeleton"] if skeleton else [])
+    cli.main(args=args, prog_name="skeletal", standalone_mode=False)
+    return iio.imread(out)[..., :3]
+
+
+def make(name: str, folder: Path) -> None:
+    import imageio.v3 as iio
+
+    from skeletal.render.camera import facing_yaw
+
+    source, clip_key, target, time, yaw = PAIRS[name]
+    src_path, tgt_path = _path(source, folder), _path(target, folder)
+    src, tgt = skeletal.load(src_path), skeletal.load(tgt_path)
+    clip = src.clip(clip_key)
+    out = skeletal.retarget(clip, src.rig, tgt.rig)
+    result = folder / f"{name}.glb"
+    skeletal.export(tgt, result, [out])
+    errors = compare(gait(src.rig, clip), gait(tgt.rig, out))
+    print(name, {k: round(v, 3) for k, v in errors.items() if "root" not in k})
+    # The retargeted character faces where the source faces: turn its camera by the rest facings' difference.
+    left = _render(src_path, clip.name, time, yaw, folder / "src.png", skeleton=not src.document.meshes)
+    right = _render(result, out.name, time, yaw + facing_yaw(src) - facing_yaw(tgt), folder / "tgt.png", skeleton=False)
+    gap = np.full((SIZE[1], 4, 3), 255, np.uint8)
+    path = OUT / f"retarget-{name}.png"
+    iio.imwrite(path, np.concatenate([left, gap, right], axis=1), optimize=True)
+    print(f"  wrote {path.relative_to(REPO)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", choices=sorted(PAIRS), help="pairs to make (default: all)")
+    args = parser.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.only or PAIRS:
+            make(name, Path(tmp))
+
+
+if __name__ == "__main__":
+    main()
