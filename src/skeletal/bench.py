@@ -24,6 +24,7 @@ table from them.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import platform
@@ -47,6 +48,23 @@ REFERENCES = {
 #: Targets from the performance issue.
 TARGETS = {"crowd_chars_per_s": 250_000.0, "single_update_us": 20.0, "skin_mverts_per_s": 188.0,
            "skin_fraction_of_bandwidth": 0.8}
+
+#: Feature benchmarks: modules whose ``bench_rows(asset, clip, path, quick)`` returns a JSON-ready dict with
+#: ``"rows"``: a list of ``{"name", "stat" (a stat() dict), "baseline" (text), "ratio" (text), "reference"}``
+#: measured against same-run baselines, plus any figures of its own. One entry per feature, each under its
+#: own comment, so that work on separate features merges without conflicts.
+FEATURE_BENCHES: list[str] = [
+    # formats: Assimp, BVH load (issue 9)
+
+    # inverse kinematics (issue 10)
+
+    # dual quaternion skinning (issue 10)
+
+    # torch (issue 12)
+
+    # compression (issue 12)
+
+]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_MODEL = REPO_ROOT.parent / "shared" / "assets" / "Soldier.glb"
@@ -573,6 +591,11 @@ def run_suite(quick: bool = False, model: str | None = None, progress: Callable[
     copy = measure_copy_bandwidth(size["dram_bytes"] // 2, size["dram_repeats"])
     say("loading")
     load = bench_load(path, size["load_repeats"])
+    features = {}
+    for module_name in FEATURE_BENCHES:
+        say(module_name.rsplit(".", 1)[-1])
+        features[module_name] = importlib.import_module(module_name).bench_rows(asset=asset, clip=clip, path=path,
+                                                                                 quick=quick)
     info = machine_info()
     info["background_load_before"] = load_before
     info["background_load_after"] = background_load()
@@ -601,6 +624,7 @@ def run_suite(quick: bool = False, model: str | None = None, progress: Callable[
                    "skin_joints": skinning["joints"], "skin_influences": skinning["influences"],
                    "skin_joint_dtype": skinning["joint_dtype"], "skin_bytes_per_vertex": skinning["bytes_per_vertex"]},
         "machine": info,
+        "features": features,
         "references": {k: {"source": s, "value": v} for k, (s, v) in REFERENCES.items()},
         "targets": TARGETS,
     })
@@ -677,6 +701,9 @@ def format_table(r: dict) -> str:
         (f"bandwidth: triad {b['dram_bandwidth_gbs']['bytes'] / 1e6:.0f} MB", b["dram_bandwidth_gbs"],
          f"np.copyto {b['copy_bandwidth_gbs']['median']:.1f} GB/s", "", ""),
     ]
+    for feature in r.get("features", {}).values():
+        rows += [(row["name"], row["stat"], row.get("baseline", ""), row.get("ratio", ""), row.get("reference", ""))
+                 for row in feature.get("rows", [])]
     head = ("metric", "median", "min", "max", "unit", "baseline", "ratio", "reference")
     lines = []
     table = [head]

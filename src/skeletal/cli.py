@@ -329,6 +329,35 @@ def _register_render() -> None:
 
 _register_render()
 
+#: Commands of the feature modules: (module, attribute) pairs, imported lazily at start-up. One entry per
+#: feature, each under its own comment, so that work on separate features merges without conflicts.
+FEATURE_COMMANDS: list[tuple[str, str]] = [
+    # formats: Assimp, BVH (issue 9)
+
+    # inverse kinematics and procedural animation (issue 10)
+
+    # dual quaternion skinning (issue 10)
+
+    # the animation editor (issue 11)
+
+    # torch (issue 12)
+
+    # compression (issue 12)
+
+    # batch processing (issue 12)
+
+]
+
+
+def _register_features() -> None:
+    import importlib
+
+    for module_name, attribute in FEATURE_COMMANDS:
+        cli.add_command(getattr(importlib.import_module(module_name), attribute))
+
+
+_register_features()
+
 
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point."""
