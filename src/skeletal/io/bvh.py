@@ -21,8 +21,10 @@ What a BVH file holds, and how it maps onto skeletal's model:
   - a joint with only rotation channels keeps its OFFSET as a constant translation (no track).
 
 * Units: lengths stay in the file's units (BVH has no unit field). CMU files are in inches / 0.45
-  (roughly: multiply by 0.05644 for metres); other sources use centimetres. Scale the result yourself
-  if you need metres; the renderer frames whatever extent the skeleton has.
+  (multiply by :data:`CMU_SCALE` = 0.05644 for metres); other sources use centimetres. Pass
+  ``read_bvh(path, scale=...)`` for metres; the renderer frames whatever extent the skeleton has.
+  The up axis is the file's (CMU and most mocap files are Y up, like glTF); rotate the root yourself
+  for a Z-up file.
 * BVH carries no mesh, skin, scale or morph weights, so an asset read from BVH is a rig and a clip.
 
 Bad input (truncated or lying files) raises one :class:`~skeletal.errors.ModelError` naming the file
@@ -49,12 +51,14 @@ from skeletal.document import Animation, Channel, Document, Node
 from skeletal.errors import ModelError
 from skeletal.quat import decompose_trs, quat_conjugate, quat_mul, quat_to_matrix
 
-__all__ = ["read_bvh", "parse_bvh", "format_bvh", "euler_to_quat", "matrix_to_euler", "ROTATION_ORDERS", "MAX_DEPTH"]
+__all__ = ["read_bvh", "parse_bvh", "format_bvh", "euler_to_quat", "matrix_to_euler", "ROTATION_ORDERS", "MAX_DEPTH", "CMU_SCALE"]
 
 #: Deepest joint nesting accepted; real skeletons are a few dozen levels deep.
 MAX_DEPTH = 1000
 #: Longest joint name accepted (characters).
 MAX_NAME = 256
+#: Lengths of CMU mocap files (inches / 0.45) to metres: ``read_bvh(path, scale=CMU_SCALE)``.
+CMU_SCALE = 0.0254 / 0.45
 
 _AXES = "XYZ"
 _CHANNEL = re.compile(r"^([XYZ])(position|rotation)$")
@@ -339,8 +343,11 @@ def _parse_motion_values(file: str, lines: list[str], first_line: int, frames: i
     raise ModelError(file, f"line {frames_line}", "the MOTION block does not match the declared frames and channels")
 
 
-def parse_bvh(text: str, file: str = "<bvh>") -> Document:
-    """BVH text -> :class:`Document` (see the module docstring). ``file`` names it in errors."""
+def parse_bvh(text: str, file: str = "<bvh>", *, scale: float = 1.0) -> Document:
+    """BVH text -> :class:`Document` (see the module docstring). ``file`` names it in errors;
+    ``scale`` multiplies every length (OFFSETs and position channels)."""
+    if not (np.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale must be a positive number, got {scale}")
     motion = _MOTION.search(text)
     if motion is None:
         raise ModelError(file, f"line {text.count(chr(10)) + 1}", "no MOTION section (the file is truncated or not BVH)")
@@ -359,11 +366,21 @@ def parse_bvh(text: str, file: str = "<bvh>") -> Document:
         raise ModelError(file, f"line {frames_line}",
                          f"Frames: {frames} but only {sum(1 for d in data if d.strip())} lines of numbers follow")
     values = _parse_motion_values(file, data, data_first_line, frames, columns, frames_line)
+    if scale != 1.0:
+        for j in joints:
+            j.offset = j.offset * scale
+            for c, name in enumerate(j.channels):
+                if name.endswith("position"):
+                    values[:, j.column + c] *= scale
     return _document(file, joints, values, frame_time, frames_line + 1)
 
 
-def read_bvh(path: str | os.PathLike) -> Document:
+def read_bvh(path: str | os.PathLike, *, scale: float = 1.0) -> Document:
     """Read a ``.bvh`` file into a :class:`Document` (nodes + one animation; no meshes or skins).
+
+    ``scale`` multiplies every length: BVH has no unit field (``CMU_SCALE`` turns CMU files into
+    metres, 0.01 centimetre files). ``skeletal.load`` reads at scale 1; for another scale wrap the
+    document yourself: ``skeletal.Asset(read_bvh(path, scale=CMU_SCALE))``.
 
     >>> doc = read_bvh("walk.bvh")             # doctest: +SKIP
     """
@@ -378,7 +395,7 @@ def read_bvh(path: str | os.PathLike) -> Document:
         text = raw.decode("latin-1")  # joint names in old files; the structure is ASCII either way
     if "\x00" in text[:4096]:
         raise ModelError(file, "line 1", "binary data, not a BVH text file")
-    return parse_bvh(text.replace("\r\n", "\n").replace("\r", "\n"), file)
+    return parse_bvh(text.replace("\r\n", "\n").replace("\r", "\n"), file, scale=scale)
 
 
 def _document(file: str, joints: list[BvhJoint], values: np.ndarray, frame_time: float, time_line: int) -> Document:
