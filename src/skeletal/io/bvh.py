@@ -238,6 +238,12 @@ def _parse_hierarchy(tokens: _Tokens) -> list[BvhJoint]:
             if not count_tok.isdigit() or int(count_tok) > 6:
                 tokens.fail(line, f"channel count must be 0..6, found {count_tok[:40]!r}")
             names = [tokens.next(f"channel {i + 1} of {count_tok}") for i in range(int(count_tok))]
+            listed_here = [n for n, name_line in names if name_line == line]
+            if len(listed_here) < len(names) and not _CHANNEL.match(names[len(listed_here)][0]):
+                tokens.fail(line, f"CHANNELS {count_tok} but {len(listed_here)} channel names on the line")
+            extra = tokens.rest_of_line(line)
+            if extra:
+                tokens.fail(line, f"CHANNELS {count_tok} but {len(names) + len(extra)} names on the line")
             for name, name_line in names:
                 if not _CHANNEL.match(name):
                     tokens.fail(name_line, f"unknown channel {name[:40]!r} (expected X/Y/Z position/rotation; the count says {count_tok})")
