@@ -532,3 +532,71 @@ def test_cli_bad_bvh_one_line(tmp_path):
         lines = [line for line in result.output.splitlines() if line.strip()]
         assert lines == [f"skeletal: error: broken.bvh: line {GOOD.text.split('MOTION')[0].count(chr(10)) + 1}: "
                          "no MOTION section (the file is truncated or not BVH)"], result.output
+
+
+# ---------------------------------------------------------------------------------------------
+# rendering a skeleton-only asset: bones as shaded capsules
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    pytest.importorskip("moderngl", reason="moderngl is not installed (pip install moderngl): GL tests skipped")
+    from skeletal.render.context import shared_context
+
+    try:
+        return shared_context()
+    except Exception as exc:  # no EGL / driver
+        pytest.skip(f"no headless OpenGL context: {exc}")
+
+
+def test_render_draws_bones_where_joints_project(ctx):
+    from skeletal.render.bones import LEFT_COLOR, RIGHT_COLOR, side_of
+    from skeletal.render.layout import pose_at
+    from skeletal.render.renderer import Renderer
+
+    fx = random_fixture(6, frames=5)
+    asset = _asset_of(fx.text, "skeleton.bvh")
+    clip = asset.clips[0]
+    world, morph = pose_at(asset, clip, [0.05])
+    with Renderer(asset, 240, 180, clip=clip, ground=False, samples=0) as r:
+        image = r.draw((world, morph)).astype(int)
+        behind = world.copy()  # every joint behind the camera: the background alone
+        behind[..., :3, 3] = r.camera.eye + 10.0 * (r.camera.eye - r.camera.target)
+        empty = r.draw((behind, morph)).astype(int)
+        ndc = r.camera.project(world[0, :, :3, 3])
+    # every bone's midpoint is drawn (differs from the background there) in the bone's side colour
+    drawn = np.abs(image - empty).sum(axis=-1) > 30
+    names = asset.rig.names
+    for child, parent in zip(range(len(names)), asset.rig.parents):
+        if parent < 0:
+            continue
+        mid = 0.5 * (ndc[child] + ndc[parent])
+        x = int(round((mid[0] * 0.5 + 0.5) * 240 - 0.5))
+        y = int(round((0.5 - mid[1] * 0.5) * 180 - 0.5))
+        assert 0 <= x < 240 and 0 <= y < 180, "the camera frames the motion"
+        patch = drawn[max(y - 1, 0):y + 2, max(x - 1, 0):x + 2]
+        assert patch.any(), (names[child], x, y)
+        side = side_of(names[child])
+        if side:
+            rgb = image[max(y - 1, 0):y + 2, max(x - 1, 0):x + 2][patch].mean(axis=0)
+            blue = LEFT_COLOR[2] > LEFT_COLOR[0] if side > 0 else RIGHT_COLOR[2] > RIGHT_COLOR[0]
+            assert (rgb[2] > rgb[0]) == blue, (names[child], rgb)
+    # bones are thin: most of the image is background
+    assert 0.01 < drawn.mean() < 0.5, drawn.mean()
+
+
+def test_cli_render_bvh(tmp_path):
+    pytest.importorskip("moderngl", reason="moderngl is not installed")
+    iio = pytest.importorskip("imageio.v3", reason="imageio is not installed")
+    fx = random_fixture(2, frames=4)
+    path = tmp_path / "walk.bvh"
+    path.write_text(fx.text)
+    out = tmp_path / "walk.png"
+    result = CliRunner().invoke(cli, ["render", str(path), "--out", str(out), "--size", "160x120", "--time", "0.05"])
+    if result.exit_code != 0 and "OpenGL" in result.output:
+        pytest.skip(result.output.strip())
+    assert result.exit_code == 0, result.output
+    image = iio.imread(out)[..., :3].astype(int)
+    warm = (image[..., 0] - image[..., 2] > 60)  # orange right-side bones; the background is blue-grey
+    cool = (image[..., 2] - image[..., 0] > 60) & (image[..., 2] > 120)  # blue left-side bones
+    assert warm.sum() > 20 and cool.sum() > 20, (warm.sum(), cool.sum())
