@@ -6,7 +6,7 @@ placement (parent joint, child joint, radius, colour), computed with numpy from 
 matrices the rest of the frame uses. Left bones are blue, right bones orange, the rest ivory (sides
 from the joint names: ``Left*``/``L*``/``*_L``/``*.L``...), so the gait reads at a glance.
 
-Radii: 11% of the bone's length, kept between 0.5% and 1.8% of the skeleton's rest height (so
+Radii: 9% of the bone's length, kept between 0.4% and 1.4% of the skeleton's rest height (so
 fingers and long bones both stay visible); a zero-length bone is a ball at the joint.
 
 >>> mesh = capsule_mesh(8, 4)
@@ -27,9 +27,9 @@ from .programs import set_uniform, write_matrix
 LEFT_COLOR = (0.16, 0.36, 0.85)  # linear RGB
 RIGHT_COLOR = (0.95, 0.38, 0.08)
 CENTER_COLOR = (0.80, 0.74, 0.58)
-RADIUS_OF_LENGTH = 0.11
-RADIUS_MIN = 0.005  # x rest height
-RADIUS_MAX = 0.018
+RADIUS_OF_LENGTH = 0.09
+RADIUS_MIN = 0.004  # x rest height
+RADIUS_MAX = 0.014
 
 
 def side_of(name: str) -> int:
