@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Render the retargeting pictures in ``docs/images/retarget-*.png``: for each pair, the source clip
-(left; a BVH skeleton is drawn as bones) and the retargeted clip on the target (right) at the same
+(left; a BVH skeleton is drawn as bone capsules) and the retargeted clip on the target (right) at the same
 time, side by side, and print the gait measures of each pair (tests/gait.py).
 
 Usage (needs ../shared/assets, the render extra and, for the BVH pairs, the BVH reader)::
@@ -49,11 +49,11 @@ def _path(name: str, folder: Path) -> Path:
     return ASSETS / name
 
 
-def _render(model: Path, clip, time: float, yaw: float, out: Path, skeleton: bool) -> np.ndarray:
+def _render(model: Path, clip, time: float, yaw: float, out: Path) -> np.ndarray:
     import imageio.v3 as iio
 
     args = ["render", str(model), "--clip", str(clip), "--time", str(time), "--size", f"{SIZE[0]}x{SIZE[1]}",
-            "--camera", f"yaw={yaw:g},pitch=10", "--out", str(out)] + (["--skeleton"] if skeleton else [])
+            "--camera", f"yaw={yaw:g},pitch=10", "--out", str(out)]
     cli.main(args=args, prog_name="skeletal", standalone_mode=False)
     return iio.imread(out)[..., :3]
 
@@ -73,8 +73,8 @@ def make(name: str, folder: Path) -> None:
     errors = compare(gait(src.rig, clip), gait(tgt.rig, out))
     print(name, {k: round(v, 3) for k, v in errors.items() if "root" not in k})
     # The retargeted character faces where the source faces: turn its camera by the rest facings' difference.
-    left = _render(src_path, clip.name, time, yaw, folder / "src.png", skeleton=not src.document.meshes)
-    right = _render(result, out.name, time, yaw + facing_yaw(src) - facing_yaw(tgt), folder / "tgt.png", skeleton=False)
+    left = _render(src_path, clip.name, time, yaw, folder / "src.png")
+    right = _render(result, out.name, time, yaw + facing_yaw(src) - facing_yaw(tgt), folder / "tgt.png")
     gap = np.full((SIZE[1], 4, 3), 255, np.uint8)
     path = OUT / f"retarget-{name}.png"
     iio.imwrite(path, np.concatenate([left, gap, right], axis=1), optimize=True)
