@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from numba import njit
 
 from skeletal.document import Animation, Channel, Document, Node
 from skeletal.errors import ModelError
@@ -96,6 +97,46 @@ def euler_to_quat(angles: np.ndarray, order: str, degrees: bool = True) -> np.nd
     return q
 
 
+@njit(cache=True, nogil=True)
+def euler_columns_to_quat(values: np.ndarray, cols: np.ndarray, axes: np.ndarray, out: np.ndarray) -> None:
+    """The MOTION block's Euler channels -> quaternions, for every frame and rotating joint at once.
+
+    ``values`` (F, C) degrees; per joint g, ``cols[g, k]`` is the column of its k-th rotation
+    channel and ``axes[g, k]`` its axis (0/1/2 for X/Y/Z, -1 past the last), applied in that order
+    (intrinsic, as :func:`euler_to_quat`). ``out`` (F, G, 4) xyzw, signs made continuous over frames
+    (consecutive keys have a non-negative dot). Products are formed in float64.
+    """
+    frames, joints = out.shape[0], out.shape[1]
+    half = 0.5 * np.pi / 180.0
+    for g in range(joints):
+        px = py = pz = 0.0
+        pw = 1.0
+        for f in range(frames):
+            x = y = z = 0.0
+            w = 1.0
+            for k in range(3):
+                axis = axes[g, k]
+                if axis < 0:
+                    break
+                a = values[f, cols[g, k]] * half
+                s = np.sin(a)
+                c = np.cos(a)
+                # (x, y, z, w) * rotation about one axis (xyzw product with a one-axis quaternion)
+                if axis == 0:
+                    x, y, z, w = w * s + x * c, y * c + z * s, z * c - y * s, w * c - x * s
+                elif axis == 1:
+                    x, y, z, w = x * c - z * s, w * s + y * c, z * c + x * s, w * c - y * s
+                else:
+                    x, y, z, w = x * c + y * s, y * c - x * s, w * s + z * c, w * c - z * s
+            if f > 0 and x * px + y * py + z * pz + w * pw < 0.0:
+                x, y, z, w = -x, -y, -z, -w
+            out[f, g, 0] = x
+            out[f, g, 1] = y
+            out[f, g, 2] = z
+            out[f, g, 3] = w
+            px, py, pz, pw = x, y, z, w
+
+
 def continuous_signs(q: np.ndarray) -> np.ndarray:
     """Flip quaternions (F, ..., 4) along axis 0 so that consecutive keys have a non-negative dot."""
     if len(q) < 2:
@@ -108,6 +149,85 @@ def continuous_signs(q: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------------
 # Reading
 # ---------------------------------------------------------------------------------------------------
+_POW10 = np.array([10.0**k for k in range(23)])  # exact in float64
+
+
+@njit(cache=True, nogil=True)
+def parse_decimals(data: np.ndarray, out: np.ndarray) -> tuple[int, bool]:
+    """Whitespace-separated decimal numbers in ``data`` (uint8 ASCII) -> ``out`` (float64).
+
+    Returns ``(count, ok)``. Each number is ``[+-]digits[.digits][(e|E)[+-]digits]``; its value is the
+    integer mantissa (at most 15 significant digits, so exact) times or divided by an exact power of
+    ten (at most 1e22): one correctly rounded operation, the same double ``float()`` gives. ``ok`` is
+    False at the first token outside that form (a word, nan, a longer mantissa) or when ``out`` is
+    full; the caller then falls back to a general parser.
+    """
+    n = len(data)
+    i = 0
+    count = 0
+    pow10 = _POW10
+    while i < n:
+        c = data[i]
+        if c == 32 or c == 9 or c == 10 or c == 13:
+            i += 1
+            continue
+        if count >= len(out):
+            return count, False
+        negative = False
+        if c == 45 or c == 43:  # - +
+            negative = c == 45
+            i += 1
+        mantissa = 0
+        significant = 0
+        digits = 0
+        scale = 0
+        while i < n and 48 <= data[i] <= 57:
+            d = data[i] - 48
+            if significant or d:
+                significant += 1
+            mantissa = mantissa * 10 + d
+            digits += 1
+            i += 1
+        if i < n and data[i] == 46:  # .
+            i += 1
+            while i < n and 48 <= data[i] <= 57:
+                d = data[i] - 48
+                if significant or d:
+                    significant += 1
+                mantissa = mantissa * 10 + d
+                digits += 1
+                scale -= 1
+                i += 1
+        if digits == 0 or significant > 15:
+            return count, False
+        if i < n and (data[i] == 101 or data[i] == 69):  # e E
+            i += 1
+            exp_negative = False
+            if i < n and (data[i] == 45 or data[i] == 43):
+                exp_negative = data[i] == 45
+                i += 1
+            exponent = 0
+            exp_digits = 0
+            while i < n and 48 <= data[i] <= 57:
+                if exponent < 100000:
+                    exponent = exponent * 10 + (data[i] - 48)
+                exp_digits += 1
+                i += 1
+            if exp_digits == 0:
+                return count, False
+            scale += -exponent if exp_negative else exponent
+        if i < n and not (data[i] == 32 or data[i] == 9 or data[i] == 10 or data[i] == 13):
+            return count, False
+        value = float(mantissa)
+        if mantissa != 0:
+            if scale > 22 or scale < -22:
+                return count, False
+            value = value * pow10[scale] if scale >= 0 else value / pow10[-scale]
+        out[count] = -value if negative else value
+        count += 1
+    return count, True
+
+
 @dataclass
 class BvhJoint:
     """One HIERARCHY entry while parsing. ``channels`` are the names in file order; ``column`` is the
@@ -315,6 +435,13 @@ def _parse_motion_values(file: str, lines: list[str], first_line: int, frames: i
                                  else "numbers in the MOTION block, but the HIERARCHY declares no channels")
         return np.zeros((frames, columns))
     block = "\n".join(lines)
+    # Fast path: the numba decimal parser (exact for up to 15 significant digits); anything it does
+    # not handle (exponents past 1e22, long mantissas, words) goes to numpy, then to the error walk.
+    expected = frames * columns
+    out = np.empty(expected + 1)
+    count, ok = parse_decimals(np.frombuffer(block.encode("latin-1", "replace"), np.uint8), out)
+    if ok and count == expected:
+        return out[:expected].reshape(frames, columns)
     values = None
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # numpy warns (or raises) when it stops at a non-number
@@ -421,20 +548,21 @@ def _document(file: str, joints: list[BvhJoint], values: np.ndarray, frame_time:
                 for c, axis in pos:
                     t[:, axis] = values[:, j.column + c]
                 channels.append(Channel(i, "translation", "LINEAR", times, t.astype(np.float32)))
-        # Rotations: one vectorised Euler conversion per distinct rotation order.
-        by_order: dict[str, list[int]] = {}
-        for i, j in enumerate(joints):
-            if j.rotation_order:
-                by_order.setdefault(j.rotation_order, []).append(i)
-        rotations: dict[int, np.ndarray] = {}
-        for order, members in by_order.items():
-            cols = np.array([[joints[i].column + c for c, name in enumerate(joints[i].channels) if name.endswith("rotation")]
-                             for i in members])  # (Jg, len(order))
-            q = continuous_signs(euler_to_quat(values[:, cols], order))  # (F, Jg, 4)
-            for g, i in enumerate(members):
-                rotations[i] = q[:, g]
+        # Rotations: one numba pass over the MOTION block for every rotating joint, any order.
+        rotating = [i for i, j in enumerate(joints) if j.rotation_order]
+        axes = np.full((len(rotating), 3), -1, np.int64)
+        cols = np.zeros((len(rotating), 3), np.int64)
+        for g, i in enumerate(rotating):
+            k = 0
+            for c, name in enumerate(joints[i].channels):
+                if name.endswith("rotation"):
+                    axes[g, k], cols[g, k] = _AXES.index(name[0]), joints[i].column + c
+                    k += 1
+        q = np.empty((frames, len(rotating), 4), np.float32)
+        euler_columns_to_quat(values, cols, axes, q)
+        rotations = {i: q[:, g] for g, i in enumerate(rotating)}
         for i in sorted(rotations):
-            channels.append(Channel(i, "rotation", "LINEAR", times, rotations[i].astype(np.float32)))
+            channels.append(Channel(i, "rotation", "LINEAR", times, np.ascontiguousarray(rotations[i])))
         channels.sort(key=lambda c: (c.node, c.path != "translation"))
         animations.append(Animation(Path(file).stem, channels))
     roots = [i for i, j in enumerate(joints) if j.parent < 0]
