@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -30,6 +31,9 @@ from skeletal.clip import Clip, Track
 from skeletal.io.bvh import CMU_SCALE, MAX_DEPTH, ROTATION_ORDERS, parse_bvh, read_bvh
 from skeletal.quat import quat_conjugate, quat_mul
 from skeletal.rig import Rig
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_viewer import screenshot, xdisplay  # noqa: E402,F401  (the Xvfb fixture)
 
 REPO = Path(__file__).resolve().parents[1]
 ASSETS = REPO.parent / "shared" / "assets"
@@ -622,3 +626,13 @@ def test_cli_export_bvh(tmp_path):
                           (["--fps", "0"], "fps")):
         result = runner.invoke(cli, ["export", str(glb), "--out", str(tmp_path / "x.bvh"), *args])
         assert result.exit_code == 2 and message in result.output and len(result.output.strip().splitlines()) == 1, result.output
+
+
+def test_view_window_draws_bvh_bones(xdisplay, tmp_path):
+    """``skeletal view walk.bvh`` under Xvfb: the window shows the bone capsules (both side colours)."""
+    path = tmp_path / "walk.bvh"
+    path.write_text(random_fixture(2, frames=4).text)
+    image = screenshot(xdisplay, tmp_path / "shot.png", str(path))[..., :3].astype(int)
+    warm = image[..., 0] - image[..., 2] > 60
+    cool = (image[..., 2] - image[..., 0] > 60) & (image[..., 2] > 120)
+    assert warm.sum() > 20 and cool.sum() > 20, (warm.sum(), cool.sum())
