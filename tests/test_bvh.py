@@ -526,6 +526,23 @@ def test_lying_frame_count_allocates_nothing_big(tmp_path):
     assert peak < 20_000_000, peak
 
 
+def test_wide_hierarchy_with_blank_lines_allocates_nothing_big(tmp_path):
+    """1,000 joints x 6 channels and 20,000 one-number frame lines would be 1 GB if believed."""
+    import tracemalloc
+
+    text = "HIERARCHY\nROOT r\n{\nOFFSET 0 0 0\nCHANNELS 6 Xposition Yposition Zposition Zrotation Yrotation Xrotation\n"
+    text += "JOINT j\n{\nOFFSET 0 1 0\nCHANNELS 6 Xposition Yposition Zposition Zrotation Yrotation Xrotation\n}\n" * 1_000
+    text += "}\nMOTION\nFrames: 20000\nFrame Time: 0.1\n" + "0\n" * 20_000
+    path = tmp_path / "wide.bvh"
+    path.write_text(text)
+    tracemalloc.start()
+    with pytest.raises(skeletal.ModelError, match=r"wide.bvh: line \d+: Frames: 20000 x 6006 channels needs"):
+        skeletal.load(path)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 100_000_000, peak
+
+
 def test_cli_bad_bvh_one_line(tmp_path):
     path = tmp_path / "broken.bvh"
     path.write_text(GOOD.text.split("MOTION")[0])

@@ -494,10 +494,17 @@ def parse_bvh(text: str, file: str = "<bvh>", *, scale: float = 1.0) -> Document
     data = lines[first_data:]
     data_first_line = motion_line + 1 + first_data
     columns = sum(len(j.channels) for j in joints)
-    # Never trust the declared count for an allocation: a frame needs a line (or at least one number).
-    if frames > len(data) and frames * max(columns, 1) > len(" ".join(data).split()):
+    # Never trust the declared count for an allocation: a frame needs a line of its own, and a number
+    # at least two characters (a digit and a separator), so what is allocated is at most 4 bytes per
+    # byte of the file.
+    lines_present = sum(1 for d in data if d.strip())
+    if frames > lines_present:
+        raise ModelError(file, f"line {frames_line}", f"Frames: {frames} but only {lines_present} lines of numbers follow")
+    characters = sum(len(d) + 1 for d in data)
+    if frames * columns > (characters + 1) // 2:
         raise ModelError(file, f"line {frames_line}",
-                         f"Frames: {frames} but only {sum(1 for d in data if d.strip())} lines of numbers follow")
+                         f"Frames: {frames} x {columns} channels needs {frames * columns} numbers, "
+                         f"the {characters} characters that follow hold at most {(characters + 1) // 2}")
     values = _parse_motion_values(file, data, data_first_line, frames, columns, frames_line)
     if scale != 1.0:
         for j in joints:
