@@ -61,7 +61,7 @@ def bench_rows(asset=None, clip=None, path=None, quick: bool = False) -> dict:
         try:
             import bvhio
 
-            t_bvhio = time_samples(lambda: bvhio.readAsBvh(str(bvh)), max(3, repeats // 3), warmup=1)
+            t_bvhio = time_samples(lambda: bvhio.readAsBvh(str(bvh)), 2 if quick else 5, warmup=0 if quick else 1)
         except ImportError:
             pass
     s_bvh, s_txt, s_glb = (duration(t, 1e3, "ms") for t in (t_bvh, t_txt, t_glb))
