@@ -219,8 +219,8 @@ def test_keys_are_linear_at_the_frame_time():
 
 
 def test_end_sites_tabs_and_names():
-    text = ("HIERARCHY\r\nROOT\tmy root {\r\n OFFSET 0 0 0\r\n\tCHANNELS 3 Xposition Yposition Zposition\r\n"
-            "\tEnd Site\r\n\t{\r\n\t\tOFFSET 0 2 0\r\n\t}\r\n}\r\nMOTION\r\nFrames:\t2\r\nFrame Time: 0.5\r\n"
+    text = ("HIERARCHY\r\nROOT\tmy root {\r\n OFFSET 0 0 0\r\n\tCHANNELS 3 Xposition YPOSITION zposition\r\n"
+            "\tEnd Site\r\n\t{\r\n\t\tOFFSET 0 2 0\r\n\t}\r\n}\r\nMOTION\r\nFrames:\t2\r\nFrame\ttime:   0.5\r\n"
             "1 2 3\r\n\t4\t5\t6\r\n")
     doc = parse_bvh(text.replace("\r\n", "\n"), "t.bvh")
     assert [n.name for n in doc.nodes] == ["my root", "my root_End"]

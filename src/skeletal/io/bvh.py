@@ -62,7 +62,7 @@ MAX_NAME = 256
 CMU_SCALE = 0.0254 / 0.45
 
 _AXES = "XYZ"
-_CHANNEL = re.compile(r"^([XYZ])(position|rotation)$")
+_CHANNEL = re.compile(r"^([XYZ])(position|rotation)$", re.IGNORECASE)
 _MOTION = re.compile(r"^[ \t]*MOTION[ \t]*\r?$", re.MULTILINE)
 
 
@@ -367,7 +367,7 @@ def _parse_hierarchy(tokens: _Tokens) -> list[BvhJoint]:
             for name, name_line in names:
                 if not _CHANNEL.match(name):
                     tokens.fail(name_line, f"unknown channel {name[:40]!r} (expected X/Y/Z position/rotation; the count says {count_tok})")
-            listed = [n for n, _ in names]
+            listed = [n[0].upper() + n[1:].lower() for n, _ in names]  # "XROTATION" -> "Xrotation"
             if len(set(listed)) != len(listed):
                 tokens.fail(line, f"joint {joint.name!r} lists a channel twice: {' '.join(listed)}")
             joint.channels = listed
@@ -404,9 +404,9 @@ def _parse_motion_header(file: str, lines: list[str], first_line: int) -> tuple[
         if i >= len(lines):
             raise ModelError(file, f"line {line_no}", f"the MOTION section ends before {key!r}")
         text = lines[i].strip()
-        if not text.startswith(key):
+        if not " ".join(text.split()).lower().startswith(key.lower()):  # "Frame  time:" too
             raise ModelError(file, f"line {line_no}", f"expected {key!r}, found {text[:40]!r}")
-        header.append((text[len(key):].strip(), line_no))
+        header.append((text.split(":", 1)[1].strip(), line_no))
         i += 1
     (frames_text, frames_line), (time_text, time_line) = header
     if not frames_text.isdigit():
