@@ -239,6 +239,26 @@ def test_scale_option(tmp_path):
         read_bvh(path, scale=0)
 
 
+@pytest.mark.parametrize("root_channels", [6, 3])
+def test_z_up_option(root_channels, tmp_path):
+    """up="z": every joint's world position is the Y-up reading's turned by -90 degrees about X
+    ((x, y, z) -> (x, z, -y)), at every frame and in the rest pose."""
+    fx = random_fixture(3, root_channels=root_channels)
+    path = tmp_path / "z.bvh"
+    path.write_text(fx.text)
+    turned = skeletal.Asset(read_bvh(path, up="z"))
+    expected = fx.world[..., [0, 2, 1]] * np.array([1.0, 1.0, -1.0])
+    np.testing.assert_allclose(_world_positions(turned), expected, atol=2e-4 * np.abs(fx.world).max())
+    from skeletal.pose import world_matrices
+
+    plain = skeletal.Asset(read_bvh(path))
+    rest_plain = world_matrices(plain.rig.parents, plain.rig.rest)[:, :3, 3]
+    rest_turned = world_matrices(turned.rig.parents, turned.rig.rest)[:, :3, 3]
+    np.testing.assert_allclose(rest_turned, rest_plain[:, [0, 2, 1]] * [1, 1, -1], atol=1e-9)
+    with pytest.raises(ValueError, match="up"):
+        read_bvh(path, up="x")
+
+
 def test_plays_blends_and_bakes_like_any_clip():
     """Mixer playback equals the bake; a 50/50 crossfade between two one-axis clips is the mean angle."""
     fx = random_fixture(3, frames=12)

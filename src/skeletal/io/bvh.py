@@ -23,8 +23,8 @@ What a BVH file holds, and how it maps onto skeletal's model:
 * Units: lengths stay in the file's units (BVH has no unit field). CMU files are in inches / 0.45
   (multiply by :data:`CMU_SCALE` = 0.05644 for metres); other sources use centimetres. Pass
   ``read_bvh(path, scale=...)`` for metres; the renderer frames whatever extent the skeleton has.
-  The up axis is the file's (CMU and most mocap files are Y up, like glTF); rotate the root yourself
-  for a Z-up file.
+  The up axis is the file's (CMU and most mocap files are Y up, like glTF); ``read_bvh(path, up="z")``
+  turns a Z-up file Y-up (the roots' rest and motion turn -90 degrees about X).
 * BVH carries no mesh, skin, scale or morph weights, so an asset read from BVH is a rig and a clip.
 
 Bad input (truncated or lying files) raises one :class:`~skeletal.errors.ModelError` naming the file
@@ -476,11 +476,14 @@ def _parse_motion_values(file: str, lines: list[str], first_line: int, frames: i
     raise ModelError(file, f"line {frames_line}", "the MOTION block does not match the declared frames and channels")
 
 
-def parse_bvh(text: str, file: str = "<bvh>", *, scale: float = 1.0) -> Document:
+def parse_bvh(text: str, file: str = "<bvh>", *, scale: float = 1.0, up: str = "y") -> Document:
     """BVH text -> :class:`Document` (see the module docstring). ``file`` names it in errors;
-    ``scale`` multiplies every length (OFFSETs and position channels)."""
+    ``scale`` multiplies every length (OFFSETs and position channels); ``up="z"`` turns a Z-up file
+    Y-up (glTF's convention) by a -90 degree turn about X on the roots (rest and motion)."""
     if not (np.isfinite(scale) and scale > 0):
         raise ValueError(f"scale must be a positive number, got {scale}")
+    if up not in ("y", "z"):
+        raise ValueError(f"up must be 'y' or 'z', got {up!r}")
     motion = _MOTION.search(text)
     if motion is None:
         raise ModelError(file, f"line {text.count(chr(10)) + 1}", "no MOTION section (the file is truncated or not BVH)")
@@ -512,15 +515,16 @@ def parse_bvh(text: str, file: str = "<bvh>", *, scale: float = 1.0) -> Document
             for c, name in enumerate(j.channels):
                 if name.endswith("position"):
                     values[:, j.column + c] *= scale
-    return _document(file, joints, values, frame_time, frames_line + 1)
+    return _document(file, joints, values, frame_time, frames_line + 1, up)
 
 
-def read_bvh(path: str | os.PathLike, *, scale: float = 1.0) -> Document:
+def read_bvh(path: str | os.PathLike, *, scale: float = 1.0, up: str = "y") -> Document:
     """Read a ``.bvh`` file into a :class:`Document` (nodes + one animation; no meshes or skins).
 
     ``scale`` multiplies every length: BVH has no unit field (``CMU_SCALE`` turns CMU files into
     metres, 0.01 centimetre files). ``skeletal.load`` reads at scale 1; for another scale wrap the
-    document yourself: ``skeletal.Asset(read_bvh(path, scale=CMU_SCALE))``.
+    document yourself: ``skeletal.Asset(read_bvh(path, scale=CMU_SCALE))``. ``up="z"`` reads a Z-up
+    file (Blender, 3ds Max exports) as Y-up.
 
     >>> doc = read_bvh("walk.bvh")             # doctest: +SKIP
     """
@@ -535,11 +539,20 @@ def read_bvh(path: str | os.PathLike, *, scale: float = 1.0) -> Document:
         text = raw.decode("latin-1")  # joint names in old files; the structure is ASCII either way
     if "\x00" in text[:4096]:
         raise ModelError(file, "line 1", "binary data, not a BVH text file")
-    return parse_bvh(text.replace("\r\n", "\n").replace("\r", "\n"), file, scale=scale)
+    return parse_bvh(text.replace("\r\n", "\n").replace("\r", "\n"), file, scale=scale, up=up)
 
 
-def _document(file: str, joints: list[BvhJoint], values: np.ndarray, frame_time: float, time_line: int) -> Document:
+def _document(file: str, joints: list[BvhJoint], values: np.ndarray, frame_time: float, time_line: int,
+              up: str = "y") -> Document:
     nodes = [Node(j.name, children=list(j.children), translation=j.offset.copy(), parent=j.parent) for j in joints]
+    # Z up -> Y up: the roots turn by -90 degrees about X (their children's offsets are in their frame).
+    fix = axis_quat("X", -0.5 * np.pi) if up == "z" else None
+    fix_matrix = quat_to_matrix(fix) if fix is not None else None
+    if fix is not None:
+        for i, j in enumerate(joints):
+            if j.parent < 0:
+                nodes[i].translation = fix_matrix @ j.offset
+                nodes[i].rotation = fix.copy()
     frames = len(values)
     animations = []
     if frames:
@@ -554,6 +567,8 @@ def _document(file: str, joints: list[BvhJoint], values: np.ndarray, frame_time:
                 t = np.tile(j.offset, (frames, 1))
                 for c, axis in pos:
                     t[:, axis] = values[:, j.column + c]
+                if fix is not None and j.parent < 0:
+                    t = t @ fix_matrix.T
                 channels.append(Channel(i, "translation", "LINEAR", times, t.astype(np.float32)))
         # Rotations: one numba pass over the MOTION block for every rotating joint, any order.
         rotating = [i for i, j in enumerate(joints) if j.rotation_order]
@@ -568,6 +583,10 @@ def _document(file: str, joints: list[BvhJoint], values: np.ndarray, frame_time:
         q = np.empty((frames, len(rotating), 4), np.float32)
         euler_columns_to_quat(values, cols, axes, q)
         rotations = {i: q[:, g] for g, i in enumerate(rotating)}
+        if fix is not None:
+            for i in rotations:
+                if joints[i].parent < 0:
+                    rotations[i] = quat_mul(fix, rotations[i].astype(np.float64)).astype(np.float32)
         for i in sorted(rotations):
             channels.append(Channel(i, "rotation", "LINEAR", times, np.ascontiguousarray(rotations[i])))
         channels.sort(key=lambda c: (c.node, c.path != "translation"))
