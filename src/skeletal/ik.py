@@ -899,8 +899,13 @@ class StageTable:
             if not 0 <= int(joint) < n:
                 raise SkeletalError(f"IK joint index {joint} is outside the rig (0..{n - 1})")
             return int(joint)
-        if self.names is not None and joint in self.names:
-            return self.names.index(joint)
+        if self.names is not None:
+            if joint in self.names:
+                return self.names.index(joint)
+            # "LeftFoot" finds "mixamorig:LeftFoot" (prefixed rigs) when it is the only match
+            found = [i for i, name in enumerate(self.names) if name.endswith(":" + str(joint))]
+            if len(found) == 1:
+                return found[0]
         raise SkeletalError(f"IK joint {joint!r} is not a node of the rig")
 
     def _check_descendants(self, chain: list[int]) -> None:
