@@ -17,7 +17,8 @@ from skeletal.colliders import Collider, ColliderSet, read_colliders
 from skeletal.editor import (
     AddCollider, Batch, ClearPoseEdits, DeleteClip, DeleteKeys, EditDocument, EditError, InsertPoseKeys,
     KeyColliderVisibility, MoveKeys, PasteKeys, RemoveCollider, RenameClip, SetClipLength, SetCollider, SetFps,
-    SetInterpolation, SetKeyValue, SetPose, SetPoses, autosave_path, copy_keys, duplicate_clip, new_clip,
+    SetInterpolation, SetKeyValue, SetPose, SetPoses, autosave_path, copy_keys, duplicate_clip, ik_chain, ik_pose,
+    new_clip,
 )
 from skeletal.editor import keys as K
 from skeletal.errors import ModelError
@@ -481,3 +482,23 @@ def test_local_from_world_inverts_world(doc):
     world = doc.world(pose)
     local = doc.local_from_world(pose, 7, world[7])
     np.testing.assert_allclose(doc.local_matrix(local), doc.local_matrix(pose[7]), atol=1e-9)
+
+
+def test_ik_drag_moves_the_hand_to_the_target(doc):
+    names = doc.asset.rig.names
+    hand = next(i for i, n in enumerate(names) if "hand" in n.lower())
+    root, mid, end = ik_chain(doc, hand)
+    pose = doc.pose(1, 0.3)
+    world = doc.world(pose)
+    start = world[hand, :3, 3]
+    reach = np.linalg.norm(world[mid, :3, 3] - world[root, :3, 3]) + np.linalg.norm(start - world[mid, :3, 3])
+    target = world[root, :3, 3] + 0.8 * reach * (start - world[root, :3, 3]) / np.linalg.norm(start - world[root, :3, 3])
+    target = target + np.array([0.0, 0.05, 0.05])
+    cmd = check_roundtrip(doc, lambda: ik_pose(doc, 1, 0.3, hand, target, merge_key="ik"))
+    moved = doc.world(doc.pose(1, 0.3))[hand, :3, 3]
+    np.testing.assert_allclose(moved, target, atol=1e-5)
+    assert set(cmd.new) == {root, mid}
+    doc.execute(InsertPoseKeys(doc, 1, 0.3, [root, mid]))
+    np.testing.assert_allclose(doc.world(doc.clip_pose(1, 0.3))[hand, :3, 3], target, atol=1e-5)
+    with pytest.raises(EditError, match="no two bones"):
+        ik_chain(doc, 0)

@@ -9,12 +9,12 @@ from .model import (
     AddClip, AddCollider, Batch, ClearPoseEdits, ClipEdit, ClipInfo, Command, CopiedKey, DeleteClip, DeleteKeys,
     EditDocument, EditError, InsertPoseKeys, KeyColliderVisibility, MoveKeys, PasteKeys, RemoveCollider, RenameClip,
     SetClipLength, SetCollider, SetFps, SetInterpolation, SetKeyValue, SetPose, SetPoses, autosave_path, copy_keys,
-    duplicate_clip, new_clip,
+    duplicate_clip, ik_chain, ik_pose, new_clip,
 )
 
 __all__ = [
     "AddClip", "AddCollider", "Batch", "ClearPoseEdits", "ClipEdit", "ClipInfo", "Command", "CopiedKey",
     "DeleteClip", "DeleteKeys", "EditDocument", "EditError", "InsertPoseKeys", "KeyColliderVisibility", "MoveKeys",
     "PasteKeys", "RemoveCollider", "RenameClip", "SetClipLength", "SetCollider", "SetFps", "SetInterpolation",
-    "SetKeyValue", "SetPose", "SetPoses", "autosave_path", "copy_keys", "duplicate_clip", "new_clip",
+    "SetKeyValue", "SetPose", "SetPoses", "autosave_path", "copy_keys", "duplicate_clip", "ik_chain", "ik_pose", "new_clip",
 ]

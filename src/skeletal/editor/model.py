@@ -466,6 +466,37 @@ class SetPoses(Command):
         return False
 
 
+def ik_chain(doc, end: int) -> tuple[int, int, int]:
+    """The two-bone chain (root, mid, end) that dragging ``end`` (a hand, a foot) moves: its parent
+    and grandparent. EditError for a node with fewer than two ancestors."""
+    parents = doc.asset.rig.parents
+    mid = int(parents[doc.check_node(end)])
+    root = int(parents[mid]) if mid >= 0 else -1
+    if root < 0:
+        raise EditError(f"{doc.node_name(end)} has no two bones above it to bend")
+    return root, mid, int(end)
+
+
+def ik_pose(doc, clip: int | None, time: float, end: int, target, *, merge_key=None) -> SetPoses:
+    """IK-assisted posing: an unkeyed pose edit that bends the two bones above ``end`` so that it
+    reaches the model-space point ``target`` (3,), keeping the current bend side (the pole is the mid
+    joint's current position pushed away from the root-end line). Uses :func:`skeletal.ik.two_bone`."""
+    from .. import ik
+
+    root, mid, end = ik_chain(doc, end)
+    target = np.asarray(target, dtype=np.float64).reshape(3)
+    if not np.all(np.isfinite(target)):
+        raise EditError("the IK target must be a finite point")
+    pose = doc.pose(clip, time)
+    world = doc.world(pose)
+    pa, pb, pc = world[root, :3, 3], world[mid, :3, 3], world[end, :3, 3]
+    pole = pb + (pb - 0.5 * (pa + pc))
+    solved = ik.two_bone(doc.asset.rig.parents, pose, (root, mid, end), target, pole=pole)
+    solved = np.asarray(solved).reshape(pose.shape)
+    return SetPoses(doc, {root: solved[root], mid: solved[mid]}, merge_key=merge_key,
+                    label=f"IK {doc.node_name(end)}")
+
+
 class ClearPoseEdits(SetPoses):
     def __init__(self, doc):
         self.new = {}
@@ -869,5 +900,5 @@ __all__ = [
     "EditDocument", "EditError", "ClipInfo", "Command", "ClipEdit", "InsertPoseKeys", "DeleteKeys", "MoveKeys",
     "SetKeyValue", "SetInterpolation", "PasteKeys", "CopiedKey", "copy_keys", "SetClipLength", "SetFps",
     "AddClip", "new_clip", "duplicate_clip", "RenameClip", "DeleteClip", "SetPose", "SetPoses", "ClearPoseEdits",
-    "AddCollider", "SetCollider", "RemoveCollider", "KeyColliderVisibility", "Batch", "autosave_path",
+    "ik_chain", "ik_pose", "AddCollider", "SetCollider", "RemoveCollider", "KeyColliderVisibility", "Batch", "autosave_path",
 ]
