@@ -19,7 +19,7 @@ if typed and clicked, one event per frame, so that tests and demos drive the rea
 ``{"key": "K", "ctrl": false, "shift": false}``, ``{"text": "45"}``, ``{"wait": FRAMES}``,
 ``{"screenshot": "a.png"}``, ``{"close": true}`` (the window's close button). A TARGET is
 ``[x, y]`` (pixels), ``{"bone": NAME}`` (the joint on screen), ``{"item": LABEL, "fx": 0.5, "fy": 0.5}``
-(a widget by its label, at a fraction of its rectangle).
+(a widget by its label, at a fraction of its rectangle); a dict target may add ``"dx"``/``"dy"`` pixels.
 """
 
 from __future__ import annotations
@@ -180,6 +180,8 @@ class Editor:
         self._last_autosave = time.perf_counter()
         self._autosaved_revision = doc.revision
         self.frame_ms: list[float] = []
+        self.frame_cpu_ms: list[float] = []
+        self.view_renders = 0
         self._children = self._child_lists()
         self._segments = self._bone_segments()
 
@@ -192,14 +194,24 @@ class Editor:
         from ..render.viewer_ui import OrbitCamera
 
         imgui, glfw = self.imgui, self.glfw
+        # One pose a frame: numba's worker threads would only wait for cores llvmpipe keeps busy
+        # (as in the viewer).
+        import numba
+
+        self._numba_threads = numba.get_num_threads()
+        numba.set_num_threads(1)
         self._glfw_ready = True
         title = f"skeletal edit - {os.path.basename(self.doc.path or self.doc.asset.name)}"
         self.window, self.ctx = open_window(glfw, size, title, self._errors)
         fb_w, fb_h = glfw.get_framebuffer_size(self.window)
-        self.renderer = Renderer(self.doc.asset, fb_w, fb_h, samples=samples, ctx=self.ctx,
-                                 clip=self.doc.clips[0] if self.doc.clips else None)
-        lo, hi = self.renderer.bounds
         vw, vh = self._viewport_size(fb_w, fb_h)
+        # The 3D view is rendered at the viewport's size into the renderer's framebuffer, resolved
+        # into a texture, and ImGui draws that texture in the viewport's place (one quad).
+        self.renderer = Renderer(self.doc.asset, vw, vh, samples=samples, ctx=self.ctx,
+                                 clip=self.doc.clips[0] if self.doc.clips else None)
+        self._make_view_texture(vw, vh)
+        self.view_rect = (float(self.LEFT_W), 20.0, float(vw), float(vh))
+        lo, hi = self.renderer.bounds
         framed = frame(self.renderer.camera_spec, lo, hi, vw / vh, facing=self.renderer.facing)
         self.camera = OrbitCamera.from_camera(framed, 0.5 * float(np.linalg.norm(hi - lo)))
         imgui.create_context()
@@ -212,6 +224,13 @@ class Editor:
         imgui.backends.glfw_init_for_opengl(address, True)
         imgui.backends.opengl3_init("#version 330")
         self._window_address = address
+
+    def _make_view_texture(self, w: int, h: int) -> None:
+        if getattr(self, "_view_fbo", None) is not None:
+            self._view_fbo.release()
+            self._view_tex.release()
+        self._view_tex = self.ctx.texture((w, h), 4)
+        self._view_fbo = self.ctx.framebuffer(color_attachments=[self._view_tex])
 
     def _viewport_size(self, fb_w, fb_h):
         return max(fb_w - self.LEFT_W - self.RIGHT_W, 1), max(fb_h - self.BOTTOM_H - 20, 1)
@@ -274,7 +293,7 @@ class Editor:
 
     def frame(self, dt: float) -> None:
         """One frame: input, time, panels, the 3D view, ImGui on top."""
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         imgui, glfw = self.imgui, self.glfw
         glfw.poll_events()
         if glfw.window_should_close(self.window):
@@ -289,10 +308,13 @@ class Editor:
         if fb_w < 1 or fb_h < 1:
             imgui.render()
             return
-        if (fb_w, fb_h) != (self.renderer.width, self.renderer.height):
-            self.renderer.resize(fb_w, fb_h)
+        vw, vh = self._viewport_size(fb_w, fb_h)
+        if (vw, vh) != (self.renderer.width, self.renderer.height):
+            self.renderer.resize(vw, vh)
+            self._make_view_texture(vw, vh)
         self._advance(dt)
         self._compute_pose()
+        self._render_view(vw, vh)
         self._menu_bar()
         self._bones_panel(fb_h)
         self._inspector(fb_w, fb_h)
@@ -303,17 +325,26 @@ class Editor:
         self._shortcuts()
         self._status(fb_w, fb_h)
         imgui.render()
-        vx, vy, vw, vh = self.view_rect
-        self.renderer.camera = self.camera.camera(vw / vh)
-        self.renderer.render((self.world[None], None), viewport=(int(vx), int(fb_h - vy - vh), int(vw), int(vh)),
-                             skeleton=False)
-        self.renderer.present(self.ctx.screen)
         self.ctx.screen.use()
         self.ctx.viewport = (0, 0, fb_w, fb_h)
+        # no clear: the panels and the view's image cover the whole window
         imgui.backends.opengl3_render_draw_data(imgui.get_draw_data())
         self._autosave()
         self.ctx.finish()
         self.frame_ms.append(1000.0 * (time.perf_counter() - t0))
+        self.frame_cpu_ms.append(1000.0 * (time.process_time() - c0))  # all threads (llvmpipe's too)
+
+    def _render_view(self, vw: int, vh: int) -> None:
+        """The character at the current pose into the view texture (drawn by ImGui in the viewport)."""
+        cam = self.camera
+        key = (self._pose_key, vw, vh, cam.yaw, cam.pitch, cam.distance, tuple(cam.target))
+        if key == getattr(self, "_view_key", None):
+            return  # nothing moved: the texture still shows this frame (llvmpipe's rasterising is the big cost)
+        self._view_key = key
+        self.renderer.camera = cam.camera(vw / vh)
+        self.renderer.render((self.world[None], None))
+        self.ctx.copy_framebuffer(self._view_fbo, self.renderer.framebuffer)  # resolves MSAA, colour only
+        self.view_renders += 1
 
     def read_screen(self) -> np.ndarray:
         fb_w, fb_h = self.glfw.get_framebuffer_size(self.window)
@@ -1020,8 +1051,9 @@ class Editor:
         vx, vy = float(self.LEFT_W), 20.0
         vw, vh = self._viewport_size(fb_w, fb_h)
         self.view_rect = (vx, vy, float(vw), float(vh))
-        self.renderer.camera = self.camera.camera(vw / vh)
         dl = imgui.get_background_draw_list()
+        dl.add_image(imgui.ImTextureRef(self._view_tex.glo), imgui.ImVec2(vx, vy), imgui.ImVec2(vx + vw, vy + vh),
+                     imgui.ImVec2(0, 1), imgui.ImVec2(1, 0))
         if self.onion and self.clip is not None:
             self._draw_onion(dl)
         if self.skeleton:
@@ -1419,6 +1451,10 @@ class Editor:
     def _target(self, target) -> tuple[float, float]:
         if isinstance(target, (list, tuple)):
             return float(target[0]), float(target[1])
+        x, y = self._place(target)
+        return x + float(target.get("dx", 0.0)), y + float(target.get("dy", 0.0))
+
+    def _place(self, target) -> tuple[float, float]:
         if "bone" in target:
             node = self.doc.asset.rig.find(target["bone"])
             (x, y), _ = self.project(self.world[node, :3, 3])
@@ -1476,9 +1512,18 @@ class Editor:
             self.implot.destroy_context()
             imgui.destroy_context()
             self._imgui_ready = False
+        if getattr(self, "_view_fbo", None) is not None:
+            self._view_fbo.release()
+            self._view_tex.release()
+            self._view_fbo = None
         if self.renderer is not None:
             self.renderer.release()
             self.renderer = None
+        if getattr(self, "_numba_threads", None):
+            import numba
+
+            numba.set_num_threads(self._numba_threads)
+            self._numba_threads = None
         if self.ctx is not None:
             self.ctx.release()
             self.ctx = None
