@@ -502,3 +502,93 @@ def test_ik_drag_moves_the_hand_to_the_target(doc):
     np.testing.assert_allclose(doc.world(doc.clip_pose(1, 0.3))[hand, :3, 3], target, atol=1e-5)
     with pytest.raises(EditError, match="no two bones"):
         ik_chain(doc, 0)
+
+
+# -- three.js plays an edited clip ------------------------------------------------------------------------
+
+TRUTH_OPTIONS = ["--clip", "walk", "--loops", "repeat,once", "--max-verts", "24", "--vert-stride", "113",
+                 "--digits", "8", "--no-local"]
+
+
+def edited_demo(path) -> EditDocument:
+    """The demo with one clip edited by commands: the chest turned and keyed, a key moved, a channel
+    made CUBICSPLINE, the clip lengthened; colliders added. Deterministic: same file every time."""
+    doc = EditDocument(_demo(), str(path))
+    pose = doc.pose(1, 0.4)
+    turned = pose[CHEST].copy()
+    turned[3:7] = quat_mul(rot_about_z(35), pose[CHEST, 3:7])
+    doc.execute(SetPose(doc, CHEST, turned))
+    doc.execute(InsertPoseKeys(doc, 1, 0.4, [CHEST]))
+    head = doc.asset.rig.find("head")
+    doc.execute(SetInterpolation(doc, 1, [(CHEST, "rotation")], "CUBICSPLINE"))
+    tr = doc.clips[1].tracks[K.track_index(doc.clips[1], CHEST, "rotation")]
+    doc.execute(MoveKeys(doc, 1, [(CHEST, "rotation", float(tr.times[1]))], 0.04))
+    doc.execute(SetClipLength(doc, 1, 1.4))
+    doc.execute(AddCollider(doc, Collider("head", head, "sphere", "hurt", 0.12, [0, 0.08, 0], [0, 0.08, 0])))
+    doc.save(str(path))
+    return doc
+
+
+def test_edited_clip_matches_threejs_truth(tmp_path):
+    """three.js (GLTFLoader + AnimationMixer, via ../shared/tools/threejs-truth) plays the saved edited
+    clip as skeletal does; the truth was generated from this test's file (see regenerate_truth)."""
+    import hashlib
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from fixtures.truth_compare import compare_truth, load_truth
+
+    truth_path = Path(__file__).resolve().parent / "data" / "editor" / "edited_walk-truth.json"
+    path = tmp_path / "edited_walk.glb"
+    edited_demo(path)
+    truth = load_truth(truth_path)
+    written = skeletal.load(path)
+    assert written.clip("walk").duration == pytest.approx(1.4)
+    same = hashlib.sha256(path.read_bytes()).hexdigest() == truth["model"]["sha256"]
+    rest = Clip("rest", [])
+    try:
+        report = compare_truth(truth, lambda clip, times, loop: skeletal.bake(written, clip, times, loop=loop),
+                               rest_fn=lambda: skeletal.bake(written, rest, [0.0]))
+    except AssertionError as exc:
+        if same:
+            raise
+        raise AssertionError(f"{path.name} differs from the file the truth was made from; regenerate: "
+                             f"python tests/test_editor.py --regenerate-truth\n{exc}") from None
+    assert report.samples_compared >= 2 * 7
+
+
+def regenerate_truth() -> None:
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    sys.path.insert(0, str(here))
+    from test_demo_writer import NPM_DIR, TRUTH_TOOL, ensure_npm_packages
+
+    reason = ensure_npm_packages()
+    if reason:
+        raise SystemExit(reason)
+    tool = NPM_DIR / "threejs-truth"
+    if tool.exists():
+        shutil.rmtree(tool)
+    shutil.copytree(TRUTH_TOOL, tool, ignore=shutil.ignore_patterns("node_modules"))
+    out = here / "data" / "editor" / "edited_walk-truth.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        model = Path(tmp) / "edited_walk.glb"
+        edited_demo(model)
+        subprocess.run(["node", str(tool / "gen_truth.mjs"), str(model), "--out", str(out), *TRUTH_OPTIONS], check=True)
+    print(f"wrote {out} ({out.stat().st_size} bytes)")
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] == ["--regenerate-truth"]:
+        regenerate_truth()
+    else:
+        raise SystemExit(f"usage: {sys.argv[0]} --regenerate-truth")

@@ -1351,7 +1351,7 @@ class Editor:
         if not self.show_help:
             return
         imgui = self.imgui
-        imgui.set_next_window_size(imgui.ImVec2(560, 0))
+        imgui.set_next_window_size(imgui.ImVec2(780, 0))
         imgui.set_next_window_pos(imgui.get_main_viewport().get_center(), imgui.Cond_.always, imgui.ImVec2(0.5, 0.5))
         expanded, opened = imgui.begin("Help: shortcuts", True, imgui.WindowFlags_.no_collapse)
         if expanded and imgui.begin_table("keys", 2, imgui.TableFlags_.row_bg):
