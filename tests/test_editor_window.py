@@ -110,7 +110,7 @@ def test_scripted_session_select_rotate_key_save(xdisplay, demo_file, tmp_path):
     from skeletal.editor.keys import key_values, sample_track
 
     turned = angle_between(sample_track(old, 0.2)[:4], key_values(new)[k])
-    assert 5.0 < turned < 45.0, f"the key at 0.2 s is {turned:.1f} degrees from the old pose"
+    assert 5.0 < turned < 60.0, f"the key at 0.2 s is {turned:.1f} degrees from the old pose"
     for name in ("walk", "run", "wave"):  # the other clips are as they were
         for a, b in zip(before.clip(name).tracks, after.clip(name).tracks):
             assert np.array_equal(a.times, b.times) and np.allclose(a.values, b.values, atol=1e-7)

@@ -877,6 +877,7 @@ class Editor:
         text_col, dim = _col(imgui, 0.9, 0.9, 0.92), _col(imgui, 0.55, 0.56, 0.6)
         key_col, key_sel, chan_col = _col(imgui, 0.85, 0.85, 0.88), _col(imgui, 1.0, 0.75, 0.2), _col(imgui, 0.55, 0.7, 0.95)
         hovered_key = None
+        diamonds = []  # (x, y, selected, channel) per visible key, drawn by the GPU key layer
         for r in range(first, last):
             label, node, path, times = rows[r]
             y = top + r * rh - scroll
@@ -885,28 +886,75 @@ class Editor:
             elif r % 2:
                 dl.add_rect_filled(imgui.ImVec2(x0, y), imgui.ImVec2(x0 + w, y + rh), _col(imgui, 1, 1, 1, 0.03))
             dl.add_text(imgui.ImVec2(x0 + 4, y + 2), text_col if path is None else dim, label)
+            self._item_rects[f"row:{label.strip()}"] = (kx0, y, kx1 - kx0, rh)
             if len(times) == 0:
                 continue
             xs = kx0 + times.astype(np.float64) * scale
             sel = sel_by_row.get((node, path))
             chosen = np.isin(times, np.asarray(sel, np.float32)) if sel else np.zeros(len(times), bool)
-            half = rh * 0.3
-            cy = y + rh / 2
-            base = chan_col if path is not None else key_col
-            for x, s in zip(xs.tolist(), chosen.tolist()):
-                c = key_sel if s else base
-                dl.add_quad_filled(imgui.ImVec2(x, cy - half), imgui.ImVec2(x + half, cy), imgui.ImVec2(x, cy + half),
-                                   imgui.ImVec2(x - half, cy), c)
+            diamonds.append((xs, np.full(len(xs), y + rh / 2), chosen, np.full(len(xs), path is not None)))
             if y <= my < y + rh:
                 k = int(np.argmin(np.abs(xs - mx)))
                 if abs(xs[k] - mx) <= 5:
                     hovered_key = (node, path, float(times[k]))
-            self._item_rects[f"row:{label.strip()}"] = (kx0, y, kx1 - kx0, rh)
+        del key_col, key_sel, chan_col
+        self._draw_keys(dl, diamonds, (x0, top, w, view_h), rh * 0.3,
+                        (self.doc.revision, self.clip, self.selected, first, last, scroll, x0, top, w, view_h,
+                         frozenset(self.key_selection)))
         # the current time
         xt = tx(self.time)
         dl.add_line(imgui.ImVec2(xt, top), imgui.ImVec2(xt, top + view_h), _col(imgui, 1.0, 0.35, 0.3), 2.0)
         self._dope_input(hovered_key, kx0, kx1, top, view_h, scale, y0)
         imgui.end_child()
+
+    def _draw_keys(self, dl, diamonds, rect, half, key) -> None:
+        """Every visible key of the dope sheet as a diamond, in one moderngl draw into a texture that
+        ImGui shows over the rows: the per-key work is numpy, and it is redone only when ``key``
+        (document revision, clip, scroll, size, selection) changes."""
+        x0, y0, w, h = rect
+        imgui = self.imgui
+        tw, th = max(int(w), 1), max(int(h), 1)
+        layer = getattr(self, "_key_layer", None)
+        if layer is None or layer["size"] != (tw, th):
+            if layer is not None:
+                layer["fbo"].release()
+                layer["tex"].release()
+            tex = self.ctx.texture((tw, th), 4)
+            layer = self._key_layer = {"size": (tw, th), "tex": tex, "fbo": self.ctx.framebuffer([tex]), "key": None}
+            if not hasattr(self, "_key_prog"):
+                self._key_prog = self.ctx.program(vertex_shader=_KEY_VS, fragment_shader=_KEY_FS)
+                self._key_vbo = None
+        if layer["key"] != key:
+            layer["key"] = key
+            if diamonds:
+                xs = np.concatenate([d[0] for d in diamonds]) - x0
+                ys = np.concatenate([d[1] for d in diamonds]) - y0
+                sel = np.concatenate([d[2] for d in diamonds])
+                chan = np.concatenate([d[3] for d in diamonds])
+            else:
+                xs = ys = np.zeros(0)
+                sel = chan = np.zeros(0, bool)
+            colors = np.where(sel[:, None], _KEY_SELECTED, np.where(chan[:, None], _KEY_CHANNEL, _KEY_PLAIN))
+            corners = np.array([[-1, 0], [0, -1], [1, 0], [-1, 0], [1, 0], [0, 1]], np.float64) * half
+            pos = np.stack([xs, ys], 1)[:, None, :] + corners[None]  # (K, 6, 2) two triangles a diamond
+            data = np.concatenate([pos, np.repeat(colors[:, None, :], 6, 1)], axis=2).astype(np.float32)
+            layer["fbo"].use()
+            layer["fbo"].clear(0.0, 0.0, 0.0, 0.0)
+            if len(xs):
+                raw = data.tobytes()
+                if self._key_vbo is None or self._key_vbo.size < len(raw):
+                    if self._key_vbo is not None:
+                        self._key_vbo.release()
+                    self._key_vbo = self.ctx.buffer(reserve=max(len(raw), 1 << 16), dynamic=True)
+                self._key_vbo.write(raw)
+                self._key_prog["u_size"].value = (float(tw), float(th))
+                vao = self.ctx.vertex_array(self._key_prog, [(self._key_vbo, "2f 4f", "a_pos", "a_color")])
+                self.ctx.disable(0x0B71)  # GL_DEPTH_TEST
+                vao.render(vertices=6 * len(xs))
+                vao.release()
+            self.ctx.screen.use()
+        dl.add_image(imgui.ImTextureRef(layer["tex"].glo), imgui.ImVec2(x0, y0), imgui.ImVec2(x0 + tw, y0 + th),
+                     imgui.ImVec2(0, 1), imgui.ImVec2(1, 0))
 
     def _keys_of(self, node, path, t) -> list[tuple[int, str, float]]:
         """The keys a click on (node, path, t) selects: one channel key, or all of a summary row's at t."""
@@ -1516,6 +1564,17 @@ class Editor:
             self._view_fbo.release()
             self._view_tex.release()
             self._view_fbo = None
+        layer = getattr(self, "_key_layer", None)
+        if layer is not None:
+            layer["fbo"].release()
+            layer["tex"].release()
+            self._key_layer = None
+        if getattr(self, "_key_vbo", None) is not None:
+            self._key_vbo.release()
+            self._key_vbo = None
+        if getattr(self, "_key_prog", None) is not None:
+            self._key_prog.release()
+            del self._key_prog
         if self.renderer is not None:
             self.renderer.release()
             self.renderer = None
@@ -1540,6 +1599,25 @@ class Editor:
     def __exit__(self, *exc):
         self.close()
 
+
+_KEY_VS = """#version 330 core
+in vec2 a_pos;
+in vec4 a_color;
+uniform vec2 u_size;
+out vec4 v_color;
+void main() {
+    gl_Position = vec4(a_pos.x / u_size.x * 2.0 - 1.0, 1.0 - a_pos.y / u_size.y * 2.0, 0.0, 1.0);
+    v_color = a_color;
+}
+"""
+_KEY_FS = """#version 330 core
+in vec4 v_color;
+out vec4 f_color;
+void main() { f_color = v_color; }
+"""
+_KEY_PLAIN = np.array([0.85, 0.85, 0.88, 1.0])
+_KEY_CHANNEL = np.array([0.55, 0.7, 0.95, 1.0])
+_KEY_SELECTED = np.array([1.0, 0.75, 0.2, 1.0])
 
 _KEY_NAMES = {"delete": "delete", "space": "space", "left": "left_arrow", "right": "right_arrow", "up": "up_arrow",
               "down": "down_arrow", "enter": "enter", "escape": "escape", "tab": "tab", "home": "home", "end": "end",

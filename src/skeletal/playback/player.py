@@ -342,7 +342,7 @@ class Player:
         """The asset's hit/hurt volumes in world space at the current pose
         (:class:`skeletal.colliders.ColliderFrame`: segment ends ``a``/``b`` (C, 3), ``radius`` (C,),
         ``tag``, ``visible``...). Visibility follows the clip of the running action with the largest
-        effective weight (the first layer's first, ties to the lower slot), at its sampled time.
+        effective weight (ties: the first found), at its sampled time.
 
         >>> frame = player.colliders()                      # doctest: +SKIP
         >>> hits = frame.select("hit")                      # doctest: +SKIP
