@@ -181,6 +181,7 @@ class Editor:
         self._autosaved_revision = doc.revision
         self.frame_ms: list[float] = []
         self.frame_cpu_ms: list[float] = []
+        self.timing_log: list[dict] = []
         self.view_renders = 0
         self._children = self._child_lists()
         self._segments = self._bone_segments()
@@ -209,6 +210,12 @@ class Editor:
         # into a texture, and ImGui draws that texture in the viewport's place (one quad).
         self.renderer = Renderer(self.doc.asset, vw, vh, samples=samples, ctx=self.ctx,
                                  clip=self.doc.clips[0] if self.doc.clips else None)
+        # While things move (playing, dragging) frames come from a renderer without MSAA (llvmpipe
+        # spends most of a frame on multisampled rasterising); a still view is drawn again with MSAA.
+        self._fast_renderer = None
+        if self.renderer.samples:
+            self._fast_renderer = Renderer(self.doc.asset, vw, vh, samples=0, ctx=self.ctx,
+                                           clip=self.doc.clips[0] if self.doc.clips else None)
         self._make_view_texture(vw, vh)
         self.view_rect = (float(self.LEFT_W), 20.0, float(vw), float(vh))
         lo, hi = self.renderer.bounds
@@ -311,10 +318,14 @@ class Editor:
         vw, vh = self._viewport_size(fb_w, fb_h)
         if (vw, vh) != (self.renderer.width, self.renderer.height):
             self.renderer.resize(vw, vh)
+            if self._fast_renderer is not None:
+                self._fast_renderer.resize(vw, vh)
             self._make_view_texture(vw, vh)
         self._advance(dt)
         self._compute_pose()
+        t_view = time.perf_counter()
         self._render_view(vw, vh)
+        t_view = time.perf_counter() - t_view
         self._menu_bar()
         self._bones_panel(fb_h)
         self._inspector(fb_w, fb_h)
@@ -325,6 +336,7 @@ class Editor:
         self._shortcuts()
         self._status(fb_w, fb_h)
         imgui.render()
+        t_ui = time.perf_counter()
         self.ctx.screen.use()
         self.ctx.viewport = (0, 0, fb_w, fb_h)
         # no clear: the panels and the view's image cover the whole window
@@ -333,17 +345,27 @@ class Editor:
         self.ctx.finish()
         self.frame_ms.append(1000.0 * (time.perf_counter() - t0))
         self.frame_cpu_ms.append(1000.0 * (time.process_time() - c0))  # all threads (llvmpipe's too)
+        end = time.perf_counter()
+        # wall ms: the Python side (input, pose, panels, draw lists), the 3D view (drawn and resolved
+        # when something moved), ImGui's GL drawing up to the finished frame
+        self.timings = {"python": 1000.0 * (t_ui - t0 - t_view), "view": 1000.0 * t_view, "ui_gl": 1000.0 * (end - t_ui)}
+        self.timing_log.append(self.timings)
 
     def _render_view(self, vw: int, vh: int) -> None:
         """The character at the current pose into the view texture (drawn by ImGui in the viewport)."""
         cam = self.camera
-        key = (self._pose_key, vw, vh, cam.yaw, cam.pitch, cam.distance, tuple(cam.target))
+        imgui = self.imgui
+        moving = (self.playing or bool(self._drag) or getattr(self, "_gizmo_active", False)
+                  or imgui.is_mouse_down(1) or imgui.is_mouse_down(2) or imgui.is_any_item_active())
+        renderer = self._fast_renderer if (moving and self._fast_renderer is not None) else self.renderer
+        key = (self._pose_key, vw, vh, cam.yaw, cam.pitch, cam.distance, tuple(cam.target), id(renderer))
         if key == getattr(self, "_view_key", None):
             return  # nothing moved: the texture still shows this frame (llvmpipe's rasterising is the big cost)
         self._view_key = key
-        self.renderer.camera = cam.camera(vw / vh)
-        self.renderer.render((self.world[None], None))
-        self.ctx.copy_framebuffer(self._view_fbo, self.renderer.framebuffer)  # resolves MSAA, colour only
+        renderer.camera = cam.camera(vw / vh)
+        self.renderer.camera = renderer.camera
+        renderer.render((self.world[None], None))
+        self.ctx.copy_framebuffer(self._view_fbo, renderer.framebuffer)  # resolves MSAA, colour only
         self.view_renders += 1
 
     def read_screen(self) -> np.ndarray:
@@ -1578,6 +1600,9 @@ class Editor:
         if self.renderer is not None:
             self.renderer.release()
             self.renderer = None
+        if getattr(self, "_fast_renderer", None) is not None:
+            self._fast_renderer.release()
+            self._fast_renderer = None
         if getattr(self, "_numba_threads", None):
             import numba
 
