@@ -185,7 +185,7 @@ def test_drags_merge_into_one_undo_step(doc):
         doc.execute(MoveKeys(doc, 1, [(tr.node, "rotation", t)], 0.002, merge_key="drag"))
         t = float(np.float32(t + 0.002))
     doc.end_merge()
-    assert len(doc.undo_stack) == 1
+    assert len(doc.undo_stack) == 1 and doc.undo_stack[0].label == "move 1 key(s) by +0.010s"
     doc.undo()
     assert snapshot(doc) == before
 

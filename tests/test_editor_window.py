@@ -91,6 +91,10 @@ def test_scripted_session_select_rotate_key_save(xdisplay, demo_file, tmp_path):
         {"screenshot": str(shots[1])},
         {"key": "K"},  # insert a key for the selected bone
         {"screenshot": str(shots[2])},
+        # drag that key in the dope sheet three frames later (0.3 s), undo and redo the move
+        {"drag": [{"item": "row:" + FOREARM, "fx": 0.05}, {"item": "row:" + FOREARM, "fx": 0.075}], "steps": 6},
+        {"key": "Z", "ctrl": True},
+        {"key": "Y", "ctrl": True},
         {"key": "S", "ctrl": True},
         {"wait": 2},
         {"close": True},
@@ -99,6 +103,7 @@ def test_scripted_session_select_rotate_key_save(xdisplay, demo_file, tmp_path):
     done = run_editor(xdisplay, tmp_path, str(model), "--script", "script.json", "-v")
     assert done.returncode == 0, done.stderr
     assert f"insert key ({FOREARM}) at 0.200s" in done.stderr
+    assert "undo move 1 key(s) by +0.100s" in done.stderr and "redo move 1 key(s) by +0.100s" in done.stderr
     assert "saved" in done.stderr and "unsaved" not in done.stderr
 
     before, after = skeletal.load(demo_file), skeletal.load(model)
@@ -106,11 +111,12 @@ def test_scripted_session_select_rotate_key_save(xdisplay, demo_file, tmp_path):
     old = next(t for t in before.clip("idle").tracks if t.node == node and t.path == "rotation")
     new = next(t for t in after.clip("idle").tracks if t.node == node and t.path == "rotation")
     assert len(new.times) == len(old.times) + 1
-    k = int(np.flatnonzero(np.abs(new.times - 0.2) < 1e-6)[0])
+    assert not np.any(np.abs(new.times - 0.2) < 1e-6)  # keyed at 0.2 s, then moved to 0.3 s
+    k = int(np.flatnonzero(np.abs(new.times - 0.3) < 1e-6)[0])
     from skeletal.editor.keys import key_values, sample_track
 
     turned = angle_between(sample_track(old, 0.2)[:4], key_values(new)[k])
-    assert 5.0 < turned < 60.0, f"the key at 0.2 s is {turned:.1f} degrees from the old pose"
+    assert 5.0 < turned < 60.0, f"the key keyed at 0.2 s is {turned:.1f} degrees from the old pose there"
     for name in ("walk", "run", "wave"):  # the other clips are as they were
         for a, b in zip(before.clip(name).tracks, after.clip(name).tracks):
             assert np.array_equal(a.times, b.times) and np.allclose(a.values, b.values, atol=1e-7)

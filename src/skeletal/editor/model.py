@@ -103,6 +103,9 @@ class ClipEdit(Command):
     def merge(self, later):
         if isinstance(later, ClipEdit) and later.clip == self.clip and later.before is self.after:
             self.after = later.after
+            if isinstance(self, MoveKeys) and isinstance(later, MoveKeys):
+                self.dt += later.dt
+                self.label = f"move {self.count} key(s) by {self.dt:+.3f}s"
             return True
         return False
 
@@ -207,7 +210,7 @@ class MoveKeys(ClipEdit):
         low = min((float(c.tracks[K.track_index(c, *ch)].times[k]) for ch, ks in groups.items() for k in ks), default=0.0)
         dt = max(float(dt), -low)
         edits = {ch: K.move_keys(c.tracks[K.track_index(c, *ch)], ks, dt) for ch, ks in groups.items()}
-        self.dt = dt
+        self.dt, self.count = dt, len(refs)
         self.merge_key = merge_key
         super().__init__(doc, clip, _channel_edit(doc, clip, edits, []), f"move {len(refs)} key(s) by {dt:+.3f}s")
 
