@@ -13,7 +13,7 @@ import pytest
 
 import skeletal
 from skeletal.clip import Clip, Track
-from skeletal.colliders import Collider, ColliderSet, read_colliders
+from skeletal.colliders import Collider, ColliderSet
 from skeletal.editor import (
     AddCollider, Batch, ClearPoseEdits, DeleteClip, DeleteKeys, EditDocument, EditError, InsertPoseKeys,
     KeyColliderVisibility, MoveKeys, PasteKeys, RemoveCollider, RenameClip, SetClipLength, SetCollider, SetFps,

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import sys
 
-import numpy as np
 
 
 def main(out: str = "docs/images/editor.png") -> None:

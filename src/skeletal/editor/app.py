@@ -28,9 +28,7 @@ import ctypes
 import json
 import math
 import os
-import sys
 import time
-import traceback
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -830,7 +828,12 @@ class Editor:
         imgui.end()
 
     def _selected_channels(self) -> list[tuple[int, str]]:
-        return list(dict.fromkeys((n, p) for n, p, _ in self.key_selection))
+        """The channels of the selected keys; with none selected, the selected bone's channels."""
+        channels = list(dict.fromkeys((n, p) for n, p, _ in sorted(self.key_selection)))
+        if not channels and self.selected is not None and self.clip is not None:
+            channels = [(t.node, t.path) for t in self.doc.clips[self.clip].tracks
+                        if t.node == self.selected and t.path != "weights"]
+        return channels
 
     def _dope_rows(self):
         """Rows (label, node, path or None, times float32 array), rebuilt when the document, clip or
@@ -856,7 +859,7 @@ class Editor:
         return rows
 
     def _dope_sheet(self) -> None:
-        imgui, doc = self.imgui, self.doc
+        imgui = self.imgui
         rows = self._dope_rows()
         origin = imgui.get_cursor_screen_pos()
         avail = imgui.get_content_region_avail()
@@ -1230,7 +1233,7 @@ class Editor:
                         dl.add_line(imgui.ImVec2(*(a + s * nrm * ra)), imgui.ImVec2(*(b + s * nrm * rb)), color, 1.5)
 
     def _gizmo(self, dl) -> bool:
-        gizmo, imgui, doc = self.gizmo, self.imgui, self.doc
+        gizmo, doc = self.gizmo, self.doc
         n = self.selected
         vx, vy, vw, vh = self.view_rect
         gizmo.set_drawlist(dl)

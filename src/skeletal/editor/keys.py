@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from ..clip import INTERPOLATIONS, PATH_WIDTH, Clip, Track
+from ..clip import INTERPOLATIONS, Clip, Track
 from ..errors import ClipError
 
 TIME_EPS = 1e-5
