@@ -172,6 +172,19 @@ def test_a_failure_inside_the_ui_autosaves_the_document(xdisplay, demo_file, tmp
     assert len(keyed.tracks) > len(skeletal.load(model).clip("idle").tracks)  # the whole pose was keyed
 
 
+def test_periodic_autosave(xdisplay, demo_file, tmp_path):
+    model = tmp_path / "m.glb"
+    shutil.copy(demo_file, model)
+    script = [{"wait": 2}, {"key": "K", "shift": True}, {"wait": 3}, {"close": True}, {"wait": 2},
+              {"click": {"item": "popup discard"}}, {"wait": 2}]
+    (tmp_path / "s.json").write_text(json.dumps(script))
+    done = run_editor(xdisplay, tmp_path, str(model), "--script", "s.json", "--autosave-interval", "0", "-v")
+    assert done.returncode == 0, done.stderr
+    autosave = tmp_path / "m.autosave.glb"
+    assert f"autosaved to {autosave}" in done.stderr
+    assert len(skeletal.load(autosave).clip("idle").tracks) > len(skeletal.load(model).clip("idle").tracks)
+
+
 def test_bad_input_is_one_line(xdisplay, tmp_path):
     bad = tmp_path / "broken.gltf"
     bad.write_text('{"asset": {"version": "2.0"}, "nodes": [{"children": [0]}]}')

@@ -117,13 +117,14 @@ class Editor:
     LEFT_W, RIGHT_W, BOTTOM_H, ROW_H, LABEL_W = 230, 330, 250, 18, 170
 
     def __init__(self, doc: EditDocument, size=(1280, 720), *, clip: int = 0, samples: int = 4,
-                 log: Callable[[str], None] | None = None):
+                 autosave_seconds: float = AUTOSAVE_SECONDS, log: Callable[[str], None] | None = None):
         from ..render.viewer import check_display
 
         check_display()
         self.imgui, self.implot, self.gizmo, self.glfw = _imports()
         self.doc = doc
         self.log = log
+        self.autosave_seconds = float(autosave_seconds)
         self.window = None
         self.ctx = None
         self.renderer = None
@@ -419,6 +420,12 @@ class Editor:
             self.say(str(exc))
             return False
         self.say(f"saved {written}")
+        stale = autosave_path(written)
+        if os.path.exists(stale):  # the saved file supersedes it
+            try:
+                os.unlink(stale)
+            except OSError:
+                pass
         self.glfw.set_window_title(self.window, f"skeletal edit - {os.path.basename(written)}")
         return True
 
@@ -430,7 +437,7 @@ class Editor:
 
     def _autosave(self, force: bool = False) -> str | None:
         now = time.perf_counter()
-        if not force and (now - self._last_autosave < AUTOSAVE_SECONDS or self.doc.revision == self._autosaved_revision):
+        if not force and (now - self._last_autosave < self.autosave_seconds or self.doc.revision == self._autosaved_revision):
             return None
         self._last_autosave = now
         if not self.doc.dirty and not force:
@@ -1664,7 +1671,7 @@ def _key(imgui, name: str):
 
 
 def edit(model=None, clip: str | int | None = None, size=(1280, 720), *, samples: int = 4, frames: int | None = None,
-         screenshot: str | None = None, script: str | list | None = None,
+         screenshot: str | None = None, script: str | list | None = None, autosave_seconds: float = AUTOSAVE_SECONDS,
          log: Callable[[str], None] | None = None) -> EditorResult:
     """Open the editor on a model (a path; None: the built-in demo character, saved as ``demo.glb``
     in the current folder unless saved elsewhere). ``frames``/``screenshot``: run that many frames
@@ -1699,7 +1706,9 @@ def edit(model=None, clip: str | int | None = None, size=(1280, 720), *, samples
                 raise EditError(f"cannot read the script {script}: {exc}") from None
         else:
             steps = list(script)
-    with Editor(doc, (width, height), clip=index, samples=samples, log=log) as editor:
+    if not (autosave_seconds >= 0):
+        raise EditError(f"the autosave interval must be 0 or more seconds, got {autosave_seconds}")
+    with Editor(doc, (width, height), clip=index, samples=samples, autosave_seconds=autosave_seconds, log=log) as editor:
         if steps:
             editor.load_script(steps)
         return editor.run(frames=frames, screenshot=screenshot)

@@ -25,8 +25,10 @@ import click
 @click.option("--script", default=None, type=click.Path(dir_okay=False),
               help="Scripted input: a JSON list of steps (click, drag, key, text, wait, screenshot, close); "
                    "the window closes when it has run.")
+@click.option("--autosave-interval", "autosave", default=60.0, show_default=True, type=click.FloatRange(min=0),
+              help="Seconds between autosaves of unsaved changes to NAME.autosave.glb.")
 @click.option("--verbose", "-v", is_flag=True, help="Print saves, autosaves and frame times.")
-def edit(model, clip, size, samples, frames, screenshot, script, verbose):
+def edit(model, clip, size, samples, frames, screenshot, script, autosave, verbose):
     """Edit the clips of MODEL (a .gltf/.glb; default: the built-in demo character) in a window.
 
     \b
@@ -36,7 +38,8 @@ def edit(model, clip, size, samples, frames, screenshot, script, verbose):
     overlay, onion skin and colliders. F1 in the window lists the shortcuts:
       K / Shift+K: key the bone / whole pose   Ctrl+Z / Ctrl+Y: undo / redo
       W/E/R: move/rotate/scale gizmo   I: IK drag   Space: play   Ctrl+S: save
-    Unsaved work is autosaved to NAME.autosave.glb every minute and on errors.
+    Unsaved work is autosaved to NAME.autosave.glb every minute (--autosave-interval)
+    and on errors; a save removes the autosave.
 
     \b
     Examples:
@@ -49,7 +52,7 @@ def edit(model, clip, size, samples, frames, screenshot, script, verbose):
         frames = 1
     log = (lambda text: click.echo(text, err=True)) if verbose else None
     result = run_editor(model, clip=clip, size=size, samples=samples, frames=frames, screenshot=screenshot,
-                        script=script, log=log)
+                        script=script, autosave_seconds=autosave, log=log)
     if result.screenshot:
         click.echo(f"wrote {result.screenshot} ({result.frames} frame{'s' if result.frames != 1 else ''})")
     if result.dirty and (frames or script):
