@@ -311,9 +311,10 @@ def test_chain_hinge_and_cone_limits_never_exceeded(solver):
     # planar hinges about local x: a target in the plane the hinges span is reached
     hinge = ik.Hinge(axis=(1, 0, 0), min=-0.2, max=1.2)
     p0 = positions(rig, rest)
-    w = world_rot(rig, rest)[1]
-    along, side = w @ (0, 1, 0), w @ (0, 0, 1)
-    target = p0[1] + along * 1.8 + side * 1.6
+    bent = rest.copy()  # a target the hinges can reach: the end of a pose within the limits
+    for j, a in zip(chain[:-1], (0.5, 0.9, -0.1, 0.7)):
+        bent[j, 3:7] = quat_mul(rest[j, 3:7], axis_angle((1, 0, 0), a))
+    target = positions(rig, bent)[5]
     out = solver(rig.parents, rest, chain, target, limits=hinge, rest=rest, iterations=300, tolerance=1e-7)
     for angle, off_axis in _limit_angles(rest, out, chain[:-1], np.array([1.0, 0, 0])):
         assert -0.2 - 1e-9 <= angle <= 1.2 + 1e-9 and off_axis < 1e-9

@@ -57,6 +57,7 @@ FEATURE_BENCHES: list[str] = [
     # formats: Assimp, BVH load (issue 9)
 
     # inverse kinematics (issue 10)
+    "skeletal.ik_bench",
 
     # dual quaternion skinning (issue 10)
 
