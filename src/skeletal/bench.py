@@ -58,6 +58,7 @@ FEATURE_BENCHES: list[str] = [
     "skeletal.bvh_bench",
 
     # inverse kinematics (issue 10)
+    "skeletal.ik_bench",
 
     # dual quaternion skinning (issue 10)
 
