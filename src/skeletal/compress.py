@@ -1,0 +1,567 @@
+"""Error-bounded clip compression: adaptive key removal measured in world space.
+
+:func:`compress` returns an ordinary :class:`~skeletal.clip.Clip` (same tracks, same interpolation,
+a subset of each track's keys, key values unchanged) that plays, blends and exports as glTF like any
+other, and whose world-space error stays below a bound everywhere it is measured.
+
+Error (the ACL / ozz-animation definition): for every node of the rig (joints, and the nodes meshes
+hang on) at every dense time, the distance between where the original clip and the compressed clip
+put the node's origin and three *virtual vertices* rigidly attached to it at ``distance`` (model
+units, world space) along the node's x, y and z axes:
+
+    e(t, n) = max over v in {0, d*x_n, d*y_n, d*z_n} of | W'(t, n) v - W(t, n) v |
+
+with W the original world matrix and W' the compressed one (the axis directions are the original's,
+so a node with world scale s carries points at world distance d, not d*s). The worst e over all nodes
+and dense times is below ``error``. Because it compares world matrices, a parent's error reaches its
+children with its lever arm: a 1e-3 rad error at the hips moves a hand 1 m away by 1 mm, and the
+removal is rejected if that breaks the bound anywhere below. Morph ``weights`` tracks are measured per
+channel (absolute weight difference below ``weight_error``).
+
+Dense times: every key time of every track of the original clip, plus ``oversample - 1`` evenly
+spaced times inside each interval between consecutive key times (default 2: the midpoints; 4 when a
+track is CUBICSPLINE). The bound is guaranteed at these times (``max_error`` measures it again with
+the library's sampler and posing code). Between them the error of LINEAR tracks stays close: both
+clips interpolate the same keys and the compressed keys are a subset of the original ones.
+
+Algorithm: greedy, iterative, hierarchy-aware key removal. The kernel holds the original and current
+world matrices at every dense time. A candidate removal (key k of one track) changes that track only
+between its kept neighbours, so only those dense times and only the node's subtree (contiguous in the
+rig's parent-first depth-first order) are re-posed and compared with the original; the removal is
+kept when no virtual vertex there moves by more than the round's bound. Rounds raise the bound from a
+quarter of ``error`` to all of it, so that no track uses the whole budget before the others had a
+turn (the cheapest removals everywhere go first). The current clip meets the bound after every
+accepted removal, so the result does. A track keeps at least one key; the longest track keeps its last
+key, so the clip's duration is unchanged.
+
+>>> import skeletal
+>>> from skeletal.demo import demo_asset
+>>> asset = demo_asset()
+>>> small = compress(asset.clip("walk"), asset.rig, error=1e-3)
+>>> max_error(asset.clip("walk"), small, asset.rig) < 1e-3
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit, prange
+
+from .clip import Clip, Track
+from .errors import ClipError
+from .pose import world_matrices, world_node_into
+from .quat import normalize4_inplace, slerp_into
+from .rig import Rig
+from .sampling import sample
+
+__all__ = ["compress", "max_error", "error_per_node", "dense_times", "default_distance", "animation_bytes",
+           "CompressionStats", "compression_stats"]
+
+STEP, LINEAR, CUBICSPLINE = 0, 1, 2
+ROTATION, WEIGHTS = 1, 3
+_POSE_OFFSET = (0, 3, 7, -1)
+#: ACL's default virtual vertex distance (3 cm) for a 1.8 m human, as a fraction of the figure's size.
+DISTANCE_FRACTION = 0.03 / 1.8
+
+
+# ---------------------------------------------------------------------------------------------
+# sample times, sizes
+
+
+def dense_times(clip: Clip, oversample: int | None = None) -> np.ndarray:
+    """The times the error is measured at (float64, ascending, within [0, duration]): every key time of
+    every track, plus ``oversample - 1`` evenly spaced times between consecutive ones (default 2, or
+    4 when the clip has a CUBICSPLINE track).
+
+    >>> from skeletal.clip import Track
+    >>> c = Clip("c", [Track(0, "translation", "LINEAR", [0, 1], [[0, 0, 0], [1, 0, 0]])])
+    >>> dense_times(c).tolist()
+    [0.0, 0.5, 1.0]
+    """
+    if oversample is None:
+        oversample = 4 if "CUBICSPLINE" in clip.interpolations else 2
+    oversample = int(oversample)
+    if oversample < 1:
+        raise ClipError(f"oversample must be at least 1, got {oversample}")
+    keys = np.unique(np.concatenate([[0.0], clip.times.astype(np.float64)]))
+    keys = keys[(keys >= 0.0) & (keys <= clip.duration)]
+    if len(keys) < 2 or oversample == 1:
+        return keys
+    frac = np.arange(oversample, dtype=np.float64) / oversample
+    inner = keys[:-1, None] + (keys[1:] - keys[:-1])[:, None] * frac[None, :]
+    return np.concatenate([inner.reshape(-1), keys[-1:]])
+
+
+def animation_bytes(clips: Clip | list[Clip]) -> int:
+    """Bytes of animation data as the glTF writer stores ``clips``: 4 per key time (identical time
+    arrays within one clip are one accessor) plus 4 per value float (tangents included).
+
+    >>> from skeletal.clip import Track
+    >>> t = [0, 1]
+    >>> animation_bytes(Clip("c", [Track(0, "translation", "LINEAR", t, [[0, 0, 0], [1, 0, 0]]),
+    ...                            Track(0, "scale", "LINEAR", t, [[1, 1, 1], [2, 2, 2]])]))
+    56
+    """
+    total = 0
+    for clip in [clips] if isinstance(clips, Clip) else clips:
+        inputs = {np.asarray(t.times, np.float32).tobytes() for t in clip.tracks}
+        total += sum(len(b) for b in inputs)
+        total += sum(4 * t.values.size for t in clip.tracks)
+    return total
+
+
+def _world_positions(clip: Clip, rig: Rig, times: np.ndarray) -> np.ndarray:
+    pose = _sample_pose(clip, rig, times)
+    return world_matrices(rig.parents, pose)
+
+
+def _sample_pose(clip: Clip, rig: Rig, times: np.ndarray) -> np.ndarray:
+    """Local poses (T, N, 10) float64 of ``clip`` on ``rig``; morph weights are not needed here."""
+    n = len(rig)
+    for k, track in enumerate(clip.tracks):
+        if not 0 <= track.node < n:
+            raise ClipError(f"clip {clip.name!r}: track {k} targets node {track.node}, the rig has {n} nodes")
+    # weights tracks write to a morph array: give every node room for the widest weights track
+    width = max([t.width for t in clip.tracks if t.path == "weights"], default=0)
+    morph_start = np.arange(n + 1, dtype=np.int64) * width
+    pose, _ = sample(clip, times, rig.rest, morph_start, np.zeros(n * width))
+    return pose
+
+
+def default_distance(clip: Clip, rig: Rig) -> float:
+    """The default virtual vertex distance: ACL's 3 cm on a 1.8 m human, scaled to the figure: the
+    largest extent of the world positions of the rig's nodes over the clip's key times, times
+    0.03 / 1.8 (Soldier-sized figures get about 3 cm)."""
+    times = np.unique(np.concatenate([[0.0], clip.times.astype(np.float64)]))
+    if len(times) > 64:
+        times = times[np.linspace(0, len(times) - 1, 64).astype(np.int64)]
+    world = _world_positions(clip, rig, times)
+    pos = world[:, :, :3, 3]
+    extent = float(np.max(pos.max(axis=1) - pos.min(axis=1))) if pos.size else 0.0
+    return extent * DISTANCE_FRACTION if extent > 0 else 0.0
+
+
+# ---------------------------------------------------------------------------------------------
+# kernels
+
+
+@njit(cache=True, inline="always")
+def _node_error2(w, w0, inv):
+    """Squared world error of one node: origin and three virtual vertices (``inv[a]`` = distance /
+    |original axis a|) of world matrix ``w`` against ``w0`` (both (>=3, 4))."""
+    d0 = w[0, 3] - w0[0, 3]
+    d1 = w[1, 3] - w0[1, 3]
+    d2 = w[2, 3] - w0[2, 3]
+    best = d0 * d0 + d1 * d1 + d2 * d2
+    for a in range(3):
+        s = inv[a]
+        e0 = d0 + s * (w[0, a] - w0[0, a])
+        e1 = d1 + s * (w[1, a] - w0[1, a])
+        e2 = d2 + s * (w[2, a] - w0[2, a])
+        e = e0 * e0 + e1 * e1 + e2 * e2
+        if e > best:
+            best = e
+    return best
+
+
+@njit(cache=True, parallel=True)
+def _error_grid(world, world0, inv):
+    """World error (T, N) of ``world`` against ``world0`` ((T, N, 4, 4) each); ``inv`` (T, N, 3)."""
+    t_count, n = world.shape[0], world.shape[1]
+    out = np.empty((t_count, n))
+    for s in prange(t_count):
+        for m in range(n):
+            out[s, m] = np.sqrt(_node_error2(world[s, m], world0[s, m], inv[s, m]))
+    return out
+
+
+@njit(cache=True, inline="always")
+def _segment_value(times, values, ks, vs, c, kind, rotation, a, b, t, out, o):
+    """A track's value at ``t`` when its kept keys around ``t`` are ``a`` and ``b`` (indices relative to
+    the track, -1 for none), as the sampler computes it (hold outside, STEP holds ``a``, LINEAR lerp /
+    slerp, CUBICSPLINE Hermite with the kept keys' own tangents, normalised for rotations)."""
+    stride = 3 * c if kind == CUBICSPLINE else c
+    mid = c if kind == CUBICSPLINE else 0
+    if a < 0 or b < 0 or kind == STEP:
+        base = vs + (b if a < 0 else a) * stride + mid
+        for i in range(c):
+            out[o + i] = values[base + i]
+        return
+    t0 = np.float64(times[ks + a])
+    span = np.float64(times[ks + b]) - t0
+    u = (t - t0) / span
+    pa = vs + a * stride
+    pb = vs + b * stride
+    if kind == LINEAR:
+        if rotation:
+            slerp_into(
+                out, o,
+                np.float64(values[pa]), np.float64(values[pa + 1]), np.float64(values[pa + 2]), np.float64(values[pa + 3]),
+                np.float64(values[pb]), np.float64(values[pb + 1]), np.float64(values[pb + 2]), np.float64(values[pb + 3]),
+                u,
+            )
+        else:
+            for i in range(c):
+                out[o + i] = np.float64(values[pa + i]) * (1.0 - u) + np.float64(values[pb + i]) * u
+        return
+    u2 = u * u
+    u3 = u2 * u
+    h00 = 2.0 * u3 - 3.0 * u2 + 1.0
+    h10 = (u3 - 2.0 * u2 + u) * span
+    h01 = -2.0 * u3 + 3.0 * u2
+    h11 = (u3 - u2) * span
+    for i in range(c):
+        v0 = np.float64(values[pa + c + i])
+        m0 = np.float64(values[pa + 2 * c + i])
+        v1 = np.float64(values[pb + c + i])
+        m1 = np.float64(values[pb + i])
+        out[o + i] = h00 * v0 + h10 * m0 + h01 * v1 + h11 * m1
+    if rotation:
+        normalize4_inplace(out, o)
+
+
+@njit(cache=True, inline="always")
+def _time_range(tq, lo, hi):
+    """Indices [s0, s1) of the dense times strictly between ``lo`` and ``hi``."""
+    s0 = np.searchsorted(tq, lo, side="right")
+    s1 = np.searchsorted(tq, hi, side="left")
+    return s0, s1
+
+
+@njit(cache=True)
+def _try_removal(i, a, b, apply, bound2, tq, parents, sub_end, local, world, world0, inv, morph0, morph_off,
+                 key_start, times, value_start, values, width, interp, path, node, pose_scratch, world_scratch,
+                 value_scratch):
+    """Does track ``i`` with its kept keys ``a`` < (removed) < ``b`` stay within the bound at every
+    affected dense time and node? With ``apply``, write the new local rows and world matrices."""
+    ks = key_start[i]
+    count = key_start[i + 1] - ks
+    lo = np.float64(times[ks + a]) if a >= 0 else -np.inf
+    hi = np.float64(times[ks + b]) if b >= 0 else np.inf
+    s0, s1 = _time_range(tq, lo, hi)
+    c = width[i]
+    p = path[i]
+    j = node[i]
+    kind = interp[i]
+    rotation = p == ROTATION
+    if p == WEIGHTS:
+        if apply:
+            return True
+        mo = morph_off[i]
+        for s in range(s0, s1):
+            _segment_value(times, values, ks, value_start[i], c, kind, False, a, b, tq[s], value_scratch, 0)
+            for ch in range(c):
+                d = value_scratch[ch] - morph0[s, mo + ch]
+                if d * d > bound2:
+                    return False
+        return True
+    off = _POSE_OFFSET_ARR[p]
+    end = sub_end[j]
+    parent = parents[j]
+    for s in range(s0, s1):
+        row = pose_scratch[j]
+        for q in range(10):
+            row[q] = local[s, j, q]
+        _segment_value(times, values, ks, value_start[i], c, kind, rotation, a, b, tq[s], row, off)
+        if apply:
+            for q in range(10):
+                local[s, j, q] = row[q]
+            for m in range(j, end):
+                world_node_into(m, parents, local[s], world[s])
+            continue
+        if parent >= 0:
+            for r in range(4):
+                for q in range(4):
+                    world_scratch[parent, r, q] = world[s, parent, r, q]
+        world_node_into(j, parents, pose_scratch, world_scratch)
+        if _node_error2(world_scratch[j], world0[s, j], inv[s, j]) > bound2:
+            return False
+        for m in range(j + 1, end):
+            world_node_into(m, parents, local[s], world_scratch)
+            if _node_error2(world_scratch[m], world0[s, m], inv[s, m]) > bound2:
+                return False
+    return True
+
+
+_POSE_OFFSET_ARR = np.array(_POSE_OFFSET, dtype=np.int64)
+
+
+@njit(cache=True)
+def _reduce(bounds, order, active, keep_last, kept, tq, parents, sub_end, local, world, world0, inv, morph0,
+            morph_off, weight_bounds, key_start, times, value_start, values, width, interp, path, node):
+    """The greedy rounds: for each bound (ascending), for each track in ``order``, sweep its kept keys
+    and remove each one whose removal keeps the error within the bound. ``kept`` (total keys,) bool is
+    updated in place; ``local``/``world`` hold the current clip's poses throughout."""
+    n = parents.shape[0]
+    pose_scratch = np.zeros((n, 10))
+    world_scratch = np.zeros((n, 4, 4))
+    value_scratch = np.zeros(max(1, width.max()))
+    removed = 0
+    for r in range(bounds.shape[0]):
+        for i in order:
+            if not active[i]:
+                continue
+            bound2 = weight_bounds[r] ** 2 if path[i] == WEIGHTS else bounds[r] ** 2
+            ks = key_start[i]
+            count = key_start[i + 1] - ks
+            prev = -1
+            k = 0
+            while k < count:
+                if not kept[ks + k]:
+                    k += 1
+                    continue
+                nxt = k + 1
+                while nxt < count and not kept[ks + nxt]:
+                    nxt += 1
+                b = nxt if nxt < count else -1
+                if (prev < 0 and b < 0) or (b < 0 and keep_last[i]):
+                    break
+                if _try_removal(i, prev, b, False, bound2, tq, parents, sub_end, local, world, world0, inv,
+                                morph0, morph_off, key_start, times, value_start, values, width, interp, path,
+                                node, pose_scratch, world_scratch, value_scratch):
+                    _try_removal(i, prev, b, True, bound2, tq, parents, sub_end, local, world, world0, inv,
+                                 morph0, morph_off, key_start, times, value_start, values, width, interp, path,
+                                 node, pose_scratch, world_scratch, value_scratch)
+                    kept[ks + k] = False
+                    removed += 1
+                else:
+                    prev = k
+                k = nxt
+    return removed
+
+
+# ---------------------------------------------------------------------------------------------
+# API
+
+
+def _check_clip(clip: Clip, rig: Rig) -> None:
+    if not isinstance(clip, Clip):
+        raise ClipError(f"expected a Clip, got {type(clip).__name__}")
+    if clip.additive:
+        raise ClipError(f"clip {clip.name!r} is additive: it has no world-space pose to measure; compress the "
+                        "source clip and make it additive afterwards")
+    n = len(rig)
+    for k, track in enumerate(clip.tracks):
+        if not 0 <= track.node < n:
+            raise ClipError(f"clip {clip.name!r}: track {k} targets node {track.node}, the rig has {n} nodes")
+
+
+def _subtree_ends(parents: np.ndarray) -> np.ndarray | None:
+    """``end[j]`` such that j's subtree is ``[j, end[j])``, or None when subtrees are not contiguous."""
+    n = len(parents)
+    end = np.arange(1, n + 1, dtype=np.int64)
+    size = np.ones(n, dtype=np.int64)
+    for i in range(n - 1, -1, -1):
+        p = parents[i]
+        if p >= 0:
+            end[p] = max(end[p], end[i])
+            size[p] += size[i]
+    if np.any(end - np.arange(n) != size):
+        return None
+    return end
+
+
+def _virtual_vertex_scale(world0: np.ndarray, distance: float) -> np.ndarray:
+    """(T, N, 3): distance / |original world axis a| (0 for a degenerate axis)."""
+    norms = np.linalg.norm(world0[..., :3, :3], axis=-2)
+    return np.divide(distance, norms, out=np.zeros_like(norms), where=norms > 1e-12)
+
+
+def _weights_values(clip: Clip, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each weights track sampled on its own: (T, W) values and (n_tracks,) column offsets."""
+    from .cliptools import _sample_tracks
+
+    offsets = np.zeros(len(clip.tracks), dtype=np.int64)
+    chosen = [t for t in clip.tracks if t.path == "weights"]
+    col = 0
+    for k, track in enumerate(clip.tracks):
+        if track.path == "weights":
+            offsets[k] = col
+            col += track.width
+    if not chosen:
+        return np.zeros((len(times), 1)), offsets
+    parts = _sample_tracks(Clip(clip.name, chosen), times)
+    return np.ascontiguousarray(np.concatenate(parts, axis=1)), offsets
+
+
+def _prepare(clip: Clip, rig: Rig, distance: float | None, oversample: int | None):
+    _check_clip(clip, rig)
+    times = dense_times(clip, oversample)
+    if distance is None:
+        distance = default_distance(clip, rig)
+    distance = float(distance)
+    if not (np.isfinite(distance) and distance >= 0):
+        raise ClipError(f"distance must be a finite number >= 0, got {distance}")
+    return times, distance
+
+
+def error_per_node(original: Clip, compressed: Clip, rig: Rig, *, distance: float | None = None,
+                   oversample: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """World-space error (see the module docstring) of ``compressed`` against ``original`` at the
+    dense times of ``original``: returns ``times`` (T,) and ``error`` (T, N) in model units, measured
+    with the library's sampler and posing code."""
+    times, distance = _prepare(original, rig, distance, oversample)
+    _check_clip(compressed, rig)
+    world0 = _world_positions(original, rig, times)
+    world = _world_positions(compressed, rig, times)
+    return times, _error_grid(world, world0, _virtual_vertex_scale(world0, distance))
+
+
+def max_error(original: Clip, compressed: Clip, rig: Rig, *, distance: float | None = None,
+              oversample: int | None = None) -> float:
+    """The worst world-space error (model units) of ``compressed`` against ``original`` over every node
+    and dense time; see :func:`error_per_node`."""
+    _, err = error_per_node(original, compressed, rig, distance=distance, oversample=oversample)
+    return float(err.max()) if err.size else 0.0
+
+
+def max_weight_error(original: Clip, compressed: Clip, oversample: int | None = None) -> float:
+    """The worst absolute difference of any morph weight, over the dense times (0 without weights)."""
+    times = dense_times(original, oversample)
+    a, _ = _weights_values(original, times)
+    b, _ = _weights_values(compressed, times)
+    if a.shape != b.shape:
+        raise ClipError("the clips have different weights tracks")
+    return float(np.max(np.abs(a - b))) if a.size else 0.0
+
+
+def compress(
+    clip: Clip,
+    rig: Rig,
+    error: float = 0.01,
+    *,
+    distance: float | None = None,
+    weight_error: float = 1e-3,
+    oversample: int | None = None,
+    rounds: int = 4,
+    name: str | None = None,
+) -> Clip:
+    """A copy of ``clip`` with as few keys per track as keep its world-space error below ``error``.
+
+    * ``error``: the bound, in the model's units (world space), on the distance between the original
+      and compressed positions of every node's origin and of virtual vertices at ``distance`` from it
+      (module docstring); e.g. 1e-4 for ACL's 0.01 cm on a model in metres.
+    * ``distance``: the virtual vertex distance in model units; default :func:`default_distance`
+      (3 cm on a 1.8 m figure, scaled to the clip's figure).
+    * ``weight_error``: bound on any morph weight's change (weights tracks are measured per channel).
+    * ``oversample``: error sample times per key interval (:func:`dense_times`; default 2, or 4 with
+      CUBICSPLINE tracks). The bound is guaranteed at those times.
+    * ``rounds``: the greedy runs with bounds ``error * r / rounds`` for r = 1..rounds.
+
+    Tracks, their order, nodes, paths and interpolations are kept; each track keeps a subset of its
+    keys with their stored values (CUBICSPLINE keys keep their tangents), so the result plays, blends
+    and exports like any clip. A track whose keys are overridden by a later track on the same node
+    and path (the sampler uses the last one) is copied unchanged. Markers are kept.
+
+    >>> from skeletal.demo import demo_asset
+    >>> asset = demo_asset()
+    >>> walk = asset.clip("walk")
+    >>> small = compress(walk, asset.rig, error=1e-3)
+    >>> animation_bytes(small) < animation_bytes(walk)
+    True
+    """
+    error = float(error)
+    if not (np.isfinite(error) and error > 0):
+        raise ClipError(f"error must be a positive number, got {error}")
+    weight_error = float(weight_error)
+    if not (np.isfinite(weight_error) and weight_error >= 0):
+        raise ClipError(f"weight_error must be a finite number >= 0, got {weight_error}")
+    if int(rounds) < 1:
+        raise ClipError(f"rounds must be at least 1, got {rounds}")
+    times, distance = _prepare(clip, rig, distance, oversample)
+    out_name = clip.name if name is None else name
+    if not clip.tracks:
+        return Clip(out_name, [], dict(clip.markers))
+
+    # Work on a rig whose subtrees are contiguous (the parent-first depth-first order of Rig.from_parents).
+    parents = np.asarray(rig.parents, dtype=np.int64)
+    node_map = np.arange(len(rig), dtype=np.int64)
+    if _subtree_ends(parents) is None:
+        work_rig = Rig.from_parents(list(rig.names), parents, rig.rest)
+        node_map = work_rig.index_of.astype(np.int64)
+        work_clip = Clip(clip.name, [Track(int(node_map[t.node]), t.path, t.interpolation, t.times, t.values)
+                                     for t in clip.tracks])
+    else:
+        work_rig, work_clip = rig, clip
+    parents = np.asarray(work_rig.parents, dtype=np.int32)
+    sub_end = _subtree_ends(parents.astype(np.int64))
+
+    local0 = _sample_pose(work_clip, work_rig, times)
+    world0 = world_matrices(parents, local0)
+    inv = np.ascontiguousarray(_virtual_vertex_scale(world0, distance))
+    morph0, morph_off = _weights_values(work_clip, times)
+
+    n_tracks = work_clip.track_count
+    active = np.zeros(n_tracks, dtype=np.bool_)
+    last_of: dict[tuple[int, str], int] = {}
+    for k, track in enumerate(work_clip.tracks):
+        last_of[(track.node, track.path)] = k
+    active[list(last_of.values())] = True
+    keep_last = np.zeros(n_tracks, dtype=np.bool_)
+    ends = [k for k, t in enumerate(work_clip.tracks) if float(t.times[-1]) == work_clip.duration]
+    if ends:
+        keep_last[max(ends, key=lambda k: work_clip.tracks[k].key_count)] = True
+    # Leaves first: their removals cost the least to check and leave the ancestors' budget alone.
+    depth_key = np.array([sub_end[t.node] - t.node for t in work_clip.tracks])
+    order = np.argsort(depth_key, kind="stable").astype(np.int64)
+    fractions = np.arange(1, int(rounds) + 1, dtype=np.float64) / int(rounds)
+
+    scale = 1.0 - 1e-6  # room for the float rounding between the kernel and the sampler
+    for _attempt in range(4):
+        kept = np.ones(len(work_clip.times), dtype=np.bool_)
+        local = local0.copy()
+        world = world0.copy()
+        _reduce(error * scale * fractions, order, active, keep_last, kept, times, parents, sub_end, local, world,
+                world0, inv, morph0, morph_off, weight_error * scale * fractions,
+                work_clip.key_start, work_clip.times, work_clip.value_start, work_clip.values, work_clip.width,
+                work_clip.interp, work_clip.path, work_clip.node)
+        result = _rebuild(clip, kept, out_name)
+        if (max_error(clip, result, rig, distance=distance, oversample=oversample) <= error
+                and max_weight_error(clip, result, oversample) <= weight_error):
+            return result
+        scale *= 0.5
+    return _rebuild(clip, np.ones(len(clip.times), dtype=np.bool_), out_name)
+
+
+def _rebuild(clip: Clip, kept: np.ndarray, name: str) -> Clip:
+    """``clip``'s tracks with the keys where ``kept`` (over the packed key array) is True."""
+    tracks = []
+    for k, track in enumerate(clip.tracks):
+        mask = kept[clip.key_start[k]:clip.key_start[k + 1]]
+        if track.interpolation == "CUBICSPLINE":
+            values = track.values.reshape(track.key_count, 3, track.width)[mask].reshape(-1, track.width)
+        else:
+            values = track.values[mask]
+        tracks.append(Track(track.node, track.path, track.interpolation, track.times[mask].copy(), values.copy()))
+    return Clip(name, tracks, dict(clip.markers))
+
+
+@dataclass(frozen=True)
+class CompressionStats:
+    """Sizes and measured error of one compressed clip (bytes as :func:`animation_bytes` counts them)."""
+
+    name: str
+    keys_before: int
+    keys_after: int
+    bytes_before: int
+    bytes_after: int
+    max_error: float
+    max_weight_error: float
+
+    @property
+    def ratio(self) -> float:
+        return self.bytes_before / self.bytes_after if self.bytes_after else float("inf")
+
+
+def compression_stats(original: Clip, compressed: Clip, rig: Rig, *, distance: float | None = None,
+                      oversample: int | None = None) -> CompressionStats:
+    """Key counts, animation bytes before/after and the measured errors of a compressed clip."""
+    return CompressionStats(
+        original.name,
+        int(sum(t.key_count for t in original.tracks)), int(sum(t.key_count for t in compressed.tracks)),
+        animation_bytes(original), animation_bytes(compressed),
+        max_error(original, compressed, rig, distance=distance, oversample=oversample),
+        max_weight_error(original, compressed, oversample),
+    )
