@@ -57,7 +57,8 @@ from .rig import Rig
 from .sampling import sample
 
 __all__ = ["compress", "max_error", "error_per_node", "dense_times", "default_distance", "animation_bytes",
-           "CompressionStats", "compression_stats"]
+           "CompressionStats", "compression_stats", "quantize_rotations",
+           "max_weight_error", "compress_asset"]
 
 STEP, LINEAR, CUBICSPLINE = 0, 1, 2
 ROTATION, WEIGHTS = 1, 3
@@ -96,7 +97,9 @@ def dense_times(clip: Clip, oversample: int | None = None) -> np.ndarray:
 
 def animation_bytes(clips: Clip | list[Clip]) -> int:
     """Bytes of animation data as the glTF writer stores ``clips``: 4 per key time (identical time
-    arrays within one clip are one accessor) plus 4 per value float (tangents included).
+    arrays within one clip are one accessor) plus 4 per value float (tangents included), or 2 per
+    component of a STEP/LINEAR rotation track stored as normalised 16-bit integers (see
+    :func:`quantize_rotations`).
 
     >>> from skeletal.clip import Track
     >>> t = [0, 1]
@@ -104,11 +107,15 @@ def animation_bytes(clips: Clip | list[Clip]) -> int:
     ...                            Track(0, "scale", "LINEAR", t, [[1, 1, 1], [2, 2, 2]])]))
     56
     """
+    from .io.gltf_write import short_codes
+
     total = 0
     for clip in [clips] if isinstance(clips, Clip) else clips:
         inputs = {np.asarray(t.times, np.float32).tobytes() for t in clip.tracks}
         total += sum(len(b) for b in inputs)
-        total += sum(4 * t.values.size for t in clip.tracks)
+        for t in clip.tracks:
+            short = t.path == "rotation" and t.interpolation != "CUBICSPLINE" and short_codes(t.values) is not None
+            total += (2 if short else 4) * t.values.size
     return total
 
 
@@ -177,7 +184,7 @@ def _error_grid(world, world0, inv):
     return out
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _segment_value(times, values, ks, vs, c, kind, rotation, a, b, t, out, o):
     """A track's value at ``t`` when its kept keys around ``t`` are ``a`` and ``b`` (indices relative to
     the track, -1 for none), as the sampler computes it (hold outside, STEP holds ``a``, LINEAR lerp /
@@ -222,36 +229,64 @@ def _segment_value(times, values, ks, vs, c, kind, rotation, a, b, t, out, o):
         normalize4_inplace(out, o)
 
 
-@njit(cache=True, inline="always")
-def _time_range(tq, lo, hi):
-    """Indices [s0, s1) of the dense times strictly between ``lo`` and ``hi``."""
-    s0 = np.searchsorted(tq, lo, side="right")
-    s1 = np.searchsorted(tq, hi, side="left")
-    return s0, s1
+REMOVE, DROP, QUANTIZE = 0, 1, 2
 
 
 @njit(cache=True)
-def _try_removal(i, a, b, apply, bound2, tq, parents, sub_end, local, world, world0, inv, morph0, morph_off,
-                 key_start, times, value_start, values, width, interp, path, node, pose_scratch, world_scratch,
-                 value_scratch):
-    """Does track ``i`` with its kept keys ``a`` < (removed) < ``b`` stay within the bound at every
-    affected dense time and node? With ``apply``, write the new local rows and world matrices."""
+def _kept_around(kept, times, ks, count, t, ka):
+    """Advance ``ka`` (the last kept key at or before ``t``, -1 for none; times ascending between
+    calls) and return it with the next kept key (-1 for none)."""
+    k = ka + 1
+    while k < count and times[ks + k] <= t:
+        if kept[ks + k]:
+            ka = k
+        k += 1
+    kb = k
+    while kb < count and not kept[ks + kb]:
+        kb += 1
+    return ka, (kb if kb < count else -1)
+
+
+@njit(cache=True)
+def _evaluate(i, mode, a, b, apply, bound2, src, tq, parents, sub_end, rest, local, world, world0, inv, morph0,
+              morph_off, kept, key_start, times, value_start, width, interp, path, node, pose_scratch, world_scratch,
+              value_scratch):
+    """Check one change of track ``i`` against the bound at every affected dense time and node (or,
+    with ``apply``, write the new local rows and world matrices). ``mode``:
+
+    * REMOVE: the key between the kept keys ``a`` and ``b`` goes (dense times strictly between them);
+    * DROP: the track's last key goes and the node shows its rest value (all times);
+    * QUANTIZE: the track's values are read from ``src`` (the quantised copy; all times).
+
+    ``src`` is the value array the track is read from after the change."""
     ks = key_start[i]
     count = key_start[i + 1] - ks
-    lo = np.float64(times[ks + a]) if a >= 0 else -np.inf
-    hi = np.float64(times[ks + b]) if b >= 0 else np.inf
-    s0, s1 = _time_range(tq, lo, hi)
+    if mode == REMOVE:
+        lo = np.float64(times[ks + a]) if a >= 0 else -np.inf
+        hi = np.float64(times[ks + b]) if b >= 0 else np.inf
+        s0 = np.searchsorted(tq, lo, side="right")
+        s1 = np.searchsorted(tq, hi, side="left")
+    else:
+        s0 = 0
+        s1 = tq.shape[0]
     c = width[i]
     p = path[i]
     j = node[i]
     kind = interp[i]
     rotation = p == ROTATION
+    vs = value_start[i]
+    ka = a - a - 1  # -1, typed like a
     if p == WEIGHTS:
         if apply:
             return True
         mo = morph_off[i]
+        kb = b
         for s in range(s0, s1):
-            _segment_value(times, values, ks, value_start[i], c, kind, False, a, b, tq[s], value_scratch, 0)
+            if mode == QUANTIZE:
+                ka, kb = _kept_around(kept, times, ks, count, tq[s], ka)
+            else:
+                ka = a
+            _segment_value(times, src, ks, vs, c, kind, rotation, ka, kb, tq[s], value_scratch, 0)
             for ch in range(c):
                 d = value_scratch[ch] - morph0[s, mo + ch]
                 if d * d > bound2:
@@ -260,28 +295,52 @@ def _try_removal(i, a, b, apply, bound2, tq, parents, sub_end, local, world, wor
     off = _POSE_OFFSET_ARR[p]
     end = sub_end[j]
     parent = parents[j]
+    row = pose_scratch[j]
+    kb = b
     for s in range(s0, s1):
-        row = pose_scratch[j]
         for q in range(10):
             row[q] = local[s, j, q]
-        _segment_value(times, values, ks, value_start[i], c, kind, rotation, a, b, tq[s], row, off)
+        if mode == DROP:
+            for q in range(c):
+                row[off + q] = rest[j, off + q]
+        else:
+            if mode == QUANTIZE:
+                ka, kb = _kept_around(kept, times, ks, count, tq[s], ka)
+            else:
+                ka = a
+            _segment_value(times, src, ks, vs, c, kind, rotation, ka, kb, tq[s], row, off)
         if apply:
             for q in range(10):
                 local[s, j, q] = row[q]
-            for m in range(j, end):
-                world_node_into(m, parents, local[s], world[s])
+            _pose_subtree(j, end, parents, local[s], world[s])
             continue
         if parent >= 0:
             for r in range(4):
                 for q in range(4):
                     world_scratch[parent, r, q] = world[s, parent, r, q]
-        world_node_into(j, parents, pose_scratch, world_scratch)
-        if _node_error2(world_scratch[j], world0[s, j], inv[s, j]) > bound2:
+        if not _check_subtree(j, end, parents, pose_scratch, local[s], world_scratch, world0[s], inv[s], bound2):
             return False
-        for m in range(j + 1, end):
-            world_node_into(m, parents, local[s], world_scratch)
-            if _node_error2(world_scratch[m], world0[s, m], inv[s, m]) > bound2:
-                return False
+    return True
+
+
+@njit(cache=True)
+def _pose_subtree(j, end, parents, pose, world):
+    """World matrices of nodes j..end-1 (j's subtree) from ``pose``; parents read from ``world``."""
+    for m in range(j, end):
+        world_node_into(m, parents, pose, world)
+
+
+@njit(cache=True)
+def _check_subtree(j, end, parents, pose_j, pose, world, world0, inv, bound2):
+    """Pose j from ``pose_j`` and its descendants from ``pose`` into ``world`` (j's parent already
+    there) and compare each with ``world0``; False at the first node over the bound."""
+    world_node_into(j, parents, pose_j, world)
+    if _node_error2(world[j], world0[j], inv[j]) > bound2:
+        return False
+    for m in range(j + 1, end):
+        world_node_into(m, parents, pose, world)
+        if _node_error2(world[m], world0[m], inv[m]) > bound2:
+            return False
     return True
 
 
@@ -289,24 +348,43 @@ _POSE_OFFSET_ARR = np.array(_POSE_OFFSET, dtype=np.int64)
 
 
 @njit(cache=True)
-def _reduce(bounds, order, active, keep_last, kept, tq, parents, sub_end, local, world, world0, inv, morph0,
-            morph_off, weight_bounds, key_start, times, value_start, values, width, interp, path, node):
-    """The greedy rounds: for each bound (ascending), for each track in ``order``, sweep its kept keys
-    and remove each one whose removal keeps the error within the bound. ``kept`` (total keys,) bool is
-    updated in place; ``local``/``world`` hold the current clip's poses throughout."""
+def _reduce(bounds, weight_bounds, order, active, keep_last, can_drop, can_quantize, kept, dropped, quantized,
+            values, qvalues, tq, parents, sub_end, rest, local, world, world0, inv, morph0, morph_off,
+            key_start, times, value_start, width, interp, path, node):
+    """The greedy rounds. For each bound (ascending) and each track in ``order``: quantise the track
+    (first round, where ``can_quantize``), then sweep its kept keys and remove each one whose removal
+    keeps the error within the bound; a track left with one key may be dropped (``can_drop``) when
+    the rest value is close enough. ``values`` is the working value array (a quantised track's values
+    are copied in from ``qvalues``); ``kept``, ``dropped``, ``quantized`` are updated in place and
+    ``local``/``world`` hold the current clip's poses throughout. Returns the number of keys removed."""
     n = parents.shape[0]
     pose_scratch = np.zeros((n, 10))
     world_scratch = np.zeros((n, 4, 4))
     value_scratch = np.zeros(max(1, width.max()))
     removed = 0
+    # typed variables, not literals: one compiled _evaluate serves every call
+    m_remove, m_drop, m_quantize = np.int64(REMOVE), np.int64(DROP), np.int64(QUANTIZE)
+    none = np.int64(-1)
+    check, write = np.int64(0), np.int64(1)
     for r in range(bounds.shape[0]):
         for i in order:
-            if not active[i]:
+            if not active[i] or dropped[i]:
                 continue
             bound2 = weight_bounds[r] ** 2 if path[i] == WEIGHTS else bounds[r] ** 2
             ks = key_start[i]
             count = key_start[i + 1] - ks
-            prev = -1
+            vs = value_start[i]
+            ve = value_start[i + 1]
+            if r == 0 and can_quantize[i]:
+                if _evaluate(i, m_quantize, none, none, check, bound2, qvalues, tq, parents, sub_end, rest, local, world,
+                             world0, inv, morph0, morph_off, kept, key_start, times, value_start, width, interp,
+                             path, node, pose_scratch, world_scratch, value_scratch):
+                    _evaluate(i, m_quantize, none, none, write, bound2, qvalues, tq, parents, sub_end, rest, local, world,
+                              world0, inv, morph0, morph_off, kept, key_start, times, value_start, width, interp,
+                              path, node, pose_scratch, world_scratch, value_scratch)
+                    values[vs:ve] = qvalues[vs:ve]
+                    quantized[i] = True
+            prev = none
             k = 0
             while k < count:
                 if not kept[ks + k]:
@@ -315,15 +393,27 @@ def _reduce(bounds, order, active, keep_last, kept, tq, parents, sub_end, local,
                 nxt = k + 1
                 while nxt < count and not kept[ks + nxt]:
                     nxt += 1
-                b = nxt if nxt < count else -1
-                if (prev < 0 and b < 0) or (b < 0 and keep_last[i]):
+                b = nxt if nxt < count else none
+                if b < 0 and keep_last[i]:
                     break
-                if _try_removal(i, prev, b, False, bound2, tq, parents, sub_end, local, world, world0, inv,
-                                morph0, morph_off, key_start, times, value_start, values, width, interp, path,
-                                node, pose_scratch, world_scratch, value_scratch):
-                    _try_removal(i, prev, b, True, bound2, tq, parents, sub_end, local, world, world0, inv,
-                                 morph0, morph_off, key_start, times, value_start, values, width, interp, path,
-                                 node, pose_scratch, world_scratch, value_scratch)
+                if prev < 0 and b < 0:
+                    if can_drop[i] and _evaluate(i, m_drop, none, none, check, bound2, values, tq, parents, sub_end, rest,
+                                                 local, world, world0, inv, morph0, morph_off, kept, key_start,
+                                                 times, value_start, width, interp, path, node, pose_scratch,
+                                                 world_scratch, value_scratch):
+                        _evaluate(i, m_drop, none, none, write, bound2, values, tq, parents, sub_end, rest, local, world,
+                                  world0, inv, morph0, morph_off, kept, key_start, times, value_start, width, interp,
+                                  path, node, pose_scratch, world_scratch, value_scratch)
+                        kept[ks + k] = False
+                        dropped[i] = True
+                        removed += 1
+                    break
+                if _evaluate(i, m_remove, prev, b, check, bound2, values, tq, parents, sub_end, rest, local, world,
+                             world0, inv, morph0, morph_off, kept, key_start, times, value_start, width, interp,
+                             path, node, pose_scratch, world_scratch, value_scratch):
+                    _evaluate(i, m_remove, prev, b, write, bound2, values, tq, parents, sub_end, rest, local, world,
+                              world0, inv, morph0, morph_off, kept, key_start, times, value_start, width, interp,
+                              path, node, pose_scratch, world_scratch, value_scratch)
                     kept[ks + k] = False
                     removed += 1
                 else:
@@ -435,6 +525,8 @@ def compress(
     distance: float | None = None,
     weight_error: float = 1e-3,
     oversample: int | None = None,
+    quantize: bool = True,
+    drop_rest_tracks: bool = True,
     rounds: int = 4,
     name: str | None = None,
 ) -> Clip:
@@ -448,12 +540,19 @@ def compress(
     * ``weight_error``: bound on any morph weight's change (weights tracks are measured per channel).
     * ``oversample``: error sample times per key interval (:func:`dense_times`; default 2, or 4 with
       CUBICSPLINE tracks). The bound is guaranteed at those times.
+    * ``quantize``: STEP/LINEAR rotation tracks whose keys may be rounded to multiples of 1/32767
+      within the bound are; the glTF writer stores such tracks as normalised 16-bit integers (8
+      instead of 16 bytes a key), and reading them back gives the very same float32 values.
+    * ``drop_rest_tracks``: a track whose one remaining key can be replaced by the node's rest value
+      within the bound is left out (as ACL strips default tracks). Played alone or on a base layer the
+      clip is the same; on an override layer such a node shows the layers beneath it.
     * ``rounds``: the greedy runs with bounds ``error * r / rounds`` for r = 1..rounds.
 
-    Tracks, their order, nodes, paths and interpolations are kept; each track keeps a subset of its
-    keys with their stored values (CUBICSPLINE keys keep their tangents), so the result plays, blends
-    and exports like any clip. A track whose keys are overridden by a later track on the same node
-    and path (the sampler uses the last one) is copied unchanged. Markers are kept.
+    Tracks keep their order, nodes, paths and interpolations; each keeps a subset of its keys with
+    their stored values (CUBICSPLINE keys keep their tangents; quantised rotations are rounded), so the
+    result plays, blends and exports like any clip. A track overridden by a later track on the same
+    node and path (the sampler uses the last one) is copied unchanged. Markers are kept. The track
+    holding the clip's last key keeps it, so the duration is unchanged.
 
     >>> from skeletal.demo import demo_asset
     >>> asset = demo_asset()
@@ -477,7 +576,6 @@ def compress(
 
     # Work on a rig whose subtrees are contiguous (the parent-first depth-first order of Rig.from_parents).
     parents = np.asarray(rig.parents, dtype=np.int64)
-    node_map = np.arange(len(rig), dtype=np.int64)
     if _subtree_ends(parents) is None:
         work_rig = Rig.from_parents(list(rig.names), parents, rig.rest)
         node_map = work_rig.index_of.astype(np.int64)
@@ -487,54 +585,86 @@ def compress(
         work_rig, work_clip = rig, clip
     parents = np.asarray(work_rig.parents, dtype=np.int32)
     sub_end = _subtree_ends(parents.astype(np.int64))
+    rest = np.ascontiguousarray(work_rig.rest, dtype=np.float64)
 
     local0 = _sample_pose(work_clip, work_rig, times)
     world0 = world_matrices(parents, local0)
     inv = np.ascontiguousarray(_virtual_vertex_scale(world0, distance))
     morph0, morph_off = _weights_values(work_clip, times)
 
-    n_tracks = work_clip.track_count
+    tracks = work_clip.tracks
+    n_tracks = len(tracks)
     active = np.zeros(n_tracks, dtype=np.bool_)
     last_of: dict[tuple[int, str], int] = {}
-    for k, track in enumerate(work_clip.tracks):
+    for k, track in enumerate(tracks):
         last_of[(track.node, track.path)] = k
     active[list(last_of.values())] = True
     keep_last = np.zeros(n_tracks, dtype=np.bool_)
-    ends = [k for k, t in enumerate(work_clip.tracks) if float(t.times[-1]) == work_clip.duration]
+    ends = [k for k, t in enumerate(tracks) if float(t.times[-1]) == work_clip.duration]
     if ends:
-        keep_last[max(ends, key=lambda k: work_clip.tracks[k].key_count)] = True
+        keep_last[max(ends, key=lambda k: tracks[k].key_count)] = True
+    can_drop = np.array([drop_rest_tracks and t.path != "weights" for t in tracks], dtype=np.bool_) & active & ~keep_last
+    qvalues = work_clip.values.copy()
+    can_quantize = np.zeros(n_tracks, dtype=np.bool_)
+    if quantize:
+        for k, t in enumerate(tracks):
+            if t.path == "rotation" and t.interpolation != "CUBICSPLINE" and active[k]:
+                vs, ve = work_clip.value_start[k], work_clip.value_start[k + 1]
+                qvalues[vs:ve] = quantize_rotations(t.values).reshape(-1)
+                can_quantize[k] = not np.array_equal(qvalues[vs:ve], work_clip.values[vs:ve])
     # Leaves first: their removals cost the least to check and leave the ancestors' budget alone.
-    depth_key = np.array([sub_end[t.node] - t.node for t in work_clip.tracks])
+    depth_key = np.array([sub_end[t.node] - t.node for t in tracks])
     order = np.argsort(depth_key, kind="stable").astype(np.int64)
     fractions = np.arange(1, int(rounds) + 1, dtype=np.float64) / int(rounds)
 
     scale = 1.0 - 1e-6  # room for the float rounding between the kernel and the sampler
     for _attempt in range(4):
         kept = np.ones(len(work_clip.times), dtype=np.bool_)
+        dropped = np.zeros(n_tracks, dtype=np.bool_)
+        quantized = np.zeros(n_tracks, dtype=np.bool_)
+        values = work_clip.values.copy()
         local = local0.copy()
         world = world0.copy()
-        _reduce(error * scale * fractions, order, active, keep_last, kept, times, parents, sub_end, local, world,
-                world0, inv, morph0, morph_off, weight_error * scale * fractions,
-                work_clip.key_start, work_clip.times, work_clip.value_start, work_clip.values, work_clip.width,
-                work_clip.interp, work_clip.path, work_clip.node)
-        result = _rebuild(clip, kept, out_name)
+        _reduce(error * scale * fractions, weight_error * scale * fractions, order, active, keep_last, can_drop,
+                can_quantize, kept, dropped, quantized, values, qvalues, times, parents, sub_end, rest, local,
+                world, world0, inv, morph0, morph_off, work_clip.key_start, work_clip.times,
+                work_clip.value_start, work_clip.width, work_clip.interp, work_clip.path, work_clip.node)
+        result = _rebuild(clip, kept, values, out_name)
         if (max_error(clip, result, rig, distance=distance, oversample=oversample) <= error
                 and max_weight_error(clip, result, oversample) <= weight_error):
             return result
         scale *= 0.5
-    return _rebuild(clip, np.ones(len(clip.times), dtype=np.bool_), out_name)
+    return _rebuild(clip, np.ones(len(clip.times), dtype=np.bool_), clip.values, out_name)
 
 
-def _rebuild(clip: Clip, kept: np.ndarray, name: str) -> Clip:
-    """``clip``'s tracks with the keys where ``kept`` (over the packed key array) is True."""
+def quantize_rotations(q: np.ndarray) -> np.ndarray:
+    """Quaternion rows (K, 4) rounded to the nearest multiples of 1/32767 after normalising: float32
+    values that a normalised SHORT glTF accessor stores exactly (see :func:`skeletal.io.gltf_write.short_codes`).
+
+    >>> quantize_rotations(np.array([[0.0, 0.0, 0.6, 0.8]]))[0, 2] * 32767
+    19660.0
+    """
+    q = np.asarray(q, dtype=np.float64)
+    norm = np.linalg.norm(q, axis=-1, keepdims=True)
+    unit = np.divide(q, norm, out=np.zeros_like(q), where=norm > 0)
+    codes = np.clip(np.round(unit * 32767.0), -32767, 32767).astype(np.float32)
+    return codes / np.float32(32767.0)
+
+
+def _rebuild(clip: Clip, kept: np.ndarray, values: np.ndarray, name: str) -> Clip:
+    """``clip``'s tracks with the keys where ``kept`` (over the packed key array) is True and their
+    values from the packed ``values``; tracks with no key left are dropped."""
     tracks = []
     for k, track in enumerate(clip.tracks):
         mask = kept[clip.key_start[k]:clip.key_start[k + 1]]
+        if not mask.any():
+            continue
+        vals = values[clip.value_start[k]:clip.value_start[k + 1]].reshape(track.values.shape)
         if track.interpolation == "CUBICSPLINE":
-            values = track.values.reshape(track.key_count, 3, track.width)[mask].reshape(-1, track.width)
+            vals = vals.reshape(track.key_count, 3, track.width)[mask].reshape(-1, track.width)
         else:
-            values = track.values[mask]
-        tracks.append(Track(track.node, track.path, track.interpolation, track.times[mask].copy(), values.copy()))
+            vals = vals[mask]
+        tracks.append(Track(track.node, track.path, track.interpolation, track.times[mask].copy(), vals.copy()))
     return Clip(name, tracks, dict(clip.markers))
 
 
@@ -565,3 +695,25 @@ def compression_stats(original: Clip, compressed: Clip, rig: Rig, *, distance: f
         max_error(original, compressed, rig, distance=distance, oversample=oversample),
         max_weight_error(original, compressed, oversample),
     )
+
+
+def compress_asset(asset, clips=None, error: float = 0.01, **options) -> tuple[list[Clip], list[CompressionStats]]:
+    """Compress several clips of an :class:`~skeletal.asset.Asset` (default: all of them) with the same
+    settings (see :func:`compress`); returns the new clips and their :class:`CompressionStats`.
+
+    >>> from skeletal.demo import demo_asset
+    >>> clips, stats = compress_asset(demo_asset(), error=1e-3)
+    >>> [s.max_error < 1e-3 for s in stats]
+    [True, True, True, True]
+    """
+    chosen = asset.clips if clips is None else [c if isinstance(c, Clip) else asset.clip(c) for c in clips]
+    out, stats = [], []
+    for clip in chosen:
+        distance = options.get("distance")
+        if distance is None:
+            distance = default_distance(clip, asset.rig)
+        small = compress(clip, asset.rig, error, **{**options, "distance": distance})
+        out.append(small)
+        stats.append(compression_stats(clip, small, asset.rig, distance=distance,
+                                       oversample=options.get("oversample")))
+    return out, stats
