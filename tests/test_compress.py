@@ -134,10 +134,12 @@ def test_bound_on_generated_clips(interpolation):
         for track in small.tracks:  # keys are a subset of the original ones
             orig = next(t for t in clip.tracks if t.node == track.node and t.path == track.path)
             assert np.isin(track.times, orig.times).all()
-        if interpolation == "LINEAR":
-            assert animation_bytes(clip) / animation_bytes(small) > (2 if error == 1e-2 else 1.3)
+        if interpolation == "LINEAR" and error == 1e-2:
+            assert animation_bytes(clip) / animation_bytes(small) > 2
         else:
             assert animation_bytes(small) < animation_bytes(clip)
+        if interpolation == "CUBICSPLINE":
+            assert min(t.key_count for t in small.tracks) >= 2  # glTF's minimum for CUBICSPLINE
 
 
 def test_bound_with_noisy_keys_and_explicit_distance():
@@ -159,22 +161,23 @@ def test_hierarchy_propagation_long_chain():
     angle = 2e-3 * np.sin(2 * np.pi * 2 * times.astype(np.float64))  # 2 mrad root wiggle
     q = np.array([axis_angle([0, 0, 1], a) for a in angle])
     error = 1e-3
-    kept = {}
+    kept, clips, rigs, small = {}, {}, {}, {}
     for n in (2, 30):  # 1 unit vs 29 units of chain below the root
         rig = chain_rig(n, 1.0)
         clip = Clip("wiggle", [Track(0, "rotation", "LINEAR", times, q),
                                Track(n - 1, "translation", "LINEAR", times, np.tile(rig.rest[n - 1, :3], (frames, 1)))])
-        small = compress(clip, rig, error=error, distance=0.01, quantize=False)
-        worst_by_node = world_error(clip, small, rig, 0.01, dense_times(clip)).max(axis=0)
+        small[n] = compress(clip, rig, error=error, distance=0.01, quantize=False)
+        worst_by_node = world_error(clip, small[n], rig, 0.01, dense_times(clip)).max(axis=0)
         assert worst_by_node.max() <= error
-        root = [t for t in small.tracks if t.node == 0 and t.path == "rotation"]
+        root = [t for t in small[n].tracks if t.node == 0 and t.path == "rotation"]
         kept[n] = root[0].key_count if root else 0
-        if n == 30:
-            # the tip is where the error shows: without hierarchy it would be 29 * 2e-3 = 0.058
-            assert worst_by_node[-1] == worst_by_node.max()
-            assert worst_by_node[-1] > 0.3 * error
-    assert kept[2] <= 2  # 2 mrad at 1 unit = 2e-3 peak, a straight segment per half-wave is enough... or less
-    assert kept[30] > 4 * max(kept[2], 1)
+        clips[n], rigs[n] = clip, rig
+    assert kept[2] <= 12, kept  # 2 mrad at 1 unit: a few keys do
+    assert kept[30] > 3 * max(kept[2], 1), kept  # 2 mrad at 29 units: most keys stay
+    # the short rig's root track on the long chain: fine at the root, over the bound at the tip
+    root_only = Clip("root", [t for t in small[2].tracks if t.node == 0] + clips[30].tracks[1:])
+    err = world_error(clips[30], root_only, rigs[30], 0.01, dense_times(clips[30])).max(axis=0)
+    assert err[1] <= 2 * error and err[-1] > 5 * error and np.all(np.diff(err[1:]) >= -1e-12)
 
 
 def test_rest_tracks_dropped_and_duration_kept():

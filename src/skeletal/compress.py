@@ -354,7 +354,7 @@ def _reduce(bounds, weight_bounds, order, active, keep_last, can_drop, can_quant
     """The greedy rounds. For each bound (ascending) and each track in ``order``: quantise the track
     (first round, where ``can_quantize``), then sweep its kept keys and remove each one whose removal
     keeps the error within the bound; a track left with one key may be dropped (``can_drop``) when
-    the rest value is close enough. ``values`` is the working value array (a quantised track's values
+    the rest value is close enough. CUBICSPLINE tracks keep 2 keys (glTF's minimum) unless dropped. ``values`` is the working value array (a quantised track's values
     are copied in from ``qvalues``); ``kept``, ``dropped``, ``quantized`` are updated in place and
     ``local``/``world`` hold the current clip's poses throughout. Returns the number of keys removed."""
     n = parents.shape[0]
@@ -384,9 +384,13 @@ def _reduce(bounds, weight_bounds, order, active, keep_last, can_drop, can_quant
                               path, node, pose_scratch, world_scratch, value_scratch)
                     values[vs:ve] = qvalues[vs:ve]
                     quantized[i] = True
+            nk = 0
+            for k in range(count):
+                nk += kept[ks + k]
+            min_keys = 2 if interp[i] == CUBICSPLINE else 1  # glTF: a CUBICSPLINE sampler has 2 keys or more
             prev = none
             k = 0
-            while k < count:
+            while k < count and nk > min_keys:
                 if not kept[ks + k]:
                     k += 1
                     continue
@@ -396,18 +400,6 @@ def _reduce(bounds, weight_bounds, order, active, keep_last, can_drop, can_quant
                 b = nxt if nxt < count else none
                 if b < 0 and keep_last[i]:
                     break
-                if prev < 0 and b < 0:
-                    if can_drop[i] and _evaluate(i, m_drop, none, none, check, bound2, values, tq, parents, sub_end, rest,
-                                                 local, world, world0, inv, morph0, morph_off, kept, key_start,
-                                                 times, value_start, width, interp, path, node, pose_scratch,
-                                                 world_scratch, value_scratch):
-                        _evaluate(i, m_drop, none, none, write, bound2, values, tq, parents, sub_end, rest, local, world,
-                                  world0, inv, morph0, morph_off, kept, key_start, times, value_start, width, interp,
-                                  path, node, pose_scratch, world_scratch, value_scratch)
-                        kept[ks + k] = False
-                        dropped[i] = True
-                        removed += 1
-                    break
                 if _evaluate(i, m_remove, prev, b, check, bound2, values, tq, parents, sub_end, rest, local, world,
                              world0, inv, morph0, morph_off, kept, key_start, times, value_start, width, interp,
                              path, node, pose_scratch, world_scratch, value_scratch):
@@ -415,10 +407,22 @@ def _reduce(bounds, weight_bounds, order, active, keep_last, can_drop, can_quant
                               world0, inv, morph0, morph_off, kept, key_start, times, value_start, width, interp,
                               path, node, pose_scratch, world_scratch, value_scratch)
                     kept[ks + k] = False
+                    nk -= 1
                     removed += 1
                 else:
                     prev = k
                 k = nxt
+            if nk <= min_keys and can_drop[i]:
+                if _evaluate(i, m_drop, none, none, check, bound2, values, tq, parents, sub_end, rest, local, world,
+                             world0, inv, morph0, morph_off, kept, key_start, times, value_start, width, interp,
+                             path, node, pose_scratch, world_scratch, value_scratch):
+                    _evaluate(i, m_drop, none, none, write, bound2, values, tq, parents, sub_end, rest, local, world,
+                              world0, inv, morph0, morph_off, kept, key_start, times, value_start, width, interp,
+                              path, node, pose_scratch, world_scratch, value_scratch)
+                    for k in range(count):
+                        kept[ks + k] = False
+                    dropped[i] = True
+                    removed += nk
     return removed
 
 
@@ -601,8 +605,8 @@ def compress(
     active[list(last_of.values())] = True
     keep_last = np.zeros(n_tracks, dtype=np.bool_)
     ends = [k for k, t in enumerate(tracks) if float(t.times[-1]) == work_clip.duration]
-    if ends:
-        keep_last[max(ends, key=lambda k: tracks[k].key_count)] = True
+    if ends:  # the most varying of them: it would keep its last key anyway
+        keep_last[max(ends, key=lambda k: (float(np.ptp(tracks[k].values, axis=0).max()), tracks[k].key_count))] = True
     can_drop = np.array([drop_rest_tracks and t.path != "weights" for t in tracks], dtype=np.bool_) & active & ~keep_last
     qvalues = work_clip.values.copy()
     can_quantize = np.zeros(n_tracks, dtype=np.bool_)
