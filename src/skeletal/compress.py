@@ -348,7 +348,7 @@ _POSE_OFFSET_ARR = np.array(_POSE_OFFSET, dtype=np.int64)
 
 
 @njit(cache=True)
-def _reduce(bounds, weight_bounds, order, active, keep_last, can_drop, can_quantize, kept, dropped, quantized,
+def _reduce(bounds, weight_bounds, order, active, can_remove, keep_last, can_drop, can_quantize, kept, dropped, quantized,
             values, qvalues, tq, parents, sub_end, rest, local, world, world0, inv, morph0, morph_off,
             key_start, times, value_start, width, interp, path, node):
     """The greedy rounds. For each bound (ascending) and each track in ``order``: quantise the track
@@ -390,7 +390,7 @@ def _reduce(bounds, weight_bounds, order, active, keep_last, can_drop, can_quant
             min_keys = 2 if interp[i] == CUBICSPLINE else 1  # glTF: a CUBICSPLINE sampler has 2 keys or more
             prev = none
             k = 0
-            while k < count and nk > min_keys:
+            while k < count and nk > min_keys and can_remove[i]:
                 if not kept[ks + k]:
                     k += 1
                     continue
@@ -412,7 +412,7 @@ def _reduce(bounds, weight_bounds, order, active, keep_last, can_drop, can_quant
                 else:
                     prev = k
                 k = nxt
-            if nk <= min_keys and can_drop[i]:
+            if nk <= min_keys and can_drop[i] and can_remove[i]:
                 if _evaluate(i, m_drop, none, none, check, bound2, values, tq, parents, sub_end, rest, local, world,
                              world0, inv, morph0, morph_off, kept, key_start, times, value_start, width, interp,
                              path, node, pose_scratch, world_scratch, value_scratch):
@@ -622,23 +622,58 @@ def compress(
     fractions = np.arange(1, int(rounds) + 1, dtype=np.float64) / int(rounds)
 
     scale = 1.0 - 1e-6  # room for the float rounding between the kernel and the sampler
-    for _attempt in range(4):
+
+    def run(can_remove: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         kept = np.ones(len(work_clip.times), dtype=np.bool_)
         dropped = np.zeros(n_tracks, dtype=np.bool_)
         quantized = np.zeros(n_tracks, dtype=np.bool_)
         values = work_clip.values.copy()
-        local = local0.copy()
-        world = world0.copy()
-        _reduce(error * scale * fractions, weight_error * scale * fractions, order, active, keep_last, can_drop,
-                can_quantize, kept, dropped, quantized, values, qvalues, times, parents, sub_end, rest, local,
-                world, world0, inv, morph0, morph_off, work_clip.key_start, work_clip.times,
+        _reduce(error * scale * fractions, weight_error * scale * fractions, order, active, can_remove, keep_last,
+                can_drop, can_quantize, kept, dropped, quantized, values, qvalues, times, parents, sub_end, rest,
+                local0.copy(), world0.copy(), world0, inv, morph0, morph_off, work_clip.key_start, work_clip.times,
                 work_clip.value_start, work_clip.width, work_clip.interp, work_clip.path, work_clip.node)
+        return kept, dropped, quantized, values
+
+    def within(result: Clip) -> bool:
+        return (max_error(clip, result, rig, distance=distance, oversample=oversample) <= error
+                and max_weight_error(clip, result, oversample) <= weight_error)
+
+    for _attempt in range(4):
+        kept, dropped, quantized, values = run(active.copy(), scale)
         result = _rebuild(clip, kept, values, out_name)
-        if (max_error(clip, result, rig, distance=distance, oversample=oversample) <= error
-                and max_weight_error(clip, result, oversample) <= weight_error):
+        if within(result):
+            # Tracks that kept most of their keys may be smaller with all of them: they then share the
+            # original key-time accessor instead of storing their own times (4 bytes a key). Run again
+            # with those tracks whole (only quantised), keep whichever result is smaller.
+            full = _keep_whole(clip, kept, dropped, quantized)
+            if full.any():
+                kept2, _, _, values2 = run(active & ~full, scale)
+                second = _rebuild(clip, kept2, values2, out_name)
+                if animation_bytes(second) < animation_bytes(result) and within(second):
+                    return second
             return result
         scale *= 0.5
     return _rebuild(clip, np.ones(len(clip.times), dtype=np.bool_), clip.values, out_name)
+
+
+def _keep_whole(clip: Clip, kept: np.ndarray, dropped: np.ndarray, quantized: np.ndarray) -> np.ndarray:
+    """(n_tracks,) bool: tracks better stored with all their keys on key times they share with other
+    tracks (one glTF accessor): ``keys * value_bytes < kept * (value_bytes + 4)``."""
+    groups: dict[bytes, list[int]] = {}
+    for k, t in enumerate(clip.tracks):
+        groups.setdefault(t.times.tobytes(), []).append(k)
+    out = np.zeros(len(clip.tracks), dtype=np.bool_)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        for k in members:
+            t = clip.tracks[k]
+            n_kept = int(kept[clip.key_start[k]:clip.key_start[k + 1]].sum())
+            if dropped[k] or n_kept == t.key_count:
+                continue
+            per_key = t.values.size // t.key_count * (2 if quantized[k] else 4)
+            out[k] = t.key_count * per_key < n_kept * (per_key + 4)
+    return out
 
 
 def quantize_rotations(q: np.ndarray) -> np.ndarray:
