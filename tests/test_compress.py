@@ -128,7 +128,8 @@ def test_bound_on_generated_clips(interpolation):
     for error in (1e-2, 1e-3):
         small = compress(clip, rig, error=error)
         worst = check_bound(clip, small, rig, error)
-        assert worst > 0.2 * error  # the budget is used, not wasted
+        if interpolation != "STEP":  # STEP keys step: the whole budget is rarely usable
+            assert worst > 0.2 * error  # the budget is used, not wasted
         assert [t.interpolation for t in small.tracks] == [interpolation] * len(small.tracks)
         assert small.duration == clip.duration
         for track in small.tracks:  # keys are a subset of the original ones
