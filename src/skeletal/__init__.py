@@ -31,6 +31,7 @@ from .sampling import sample
 from .skin import normalize_weights, pack_palette, skin, skin_into
 from .colliders import Collider, ColliderFrame, ColliderSet
 from . import ik  # noqa: E402
+from .batch import run_batch
 
 __version__ = "0.1.0"
 
@@ -41,4 +42,5 @@ __all__ = [
     "skin", "skin_into", "pack_palette", "cliptools", "Action", "Crowd", "Event", "Mixer", "Player", "__version__",
     "retarget", "export", "write_bvh", "Collider", "ColliderFrame", "ColliderSet",
     "ik",
+    "run_batch",
 ]

@@ -65,6 +65,7 @@ FEATURE_BENCHES: list[str] = [
     # torch (issue 12)
 
     # compression (issue 12)
+    "skeletal.compress",
 
 ]
 

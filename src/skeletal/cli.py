@@ -368,8 +368,10 @@ FEATURE_COMMANDS: list[tuple[str, str]] = [
     # torch (issue 12)
 
     # compression (issue 12)
+    ("skeletal.compress", "compress_command"),
 
     # batch processing (issue 12)
+    ("skeletal.batch", "batch_command"),
 
 ]
 

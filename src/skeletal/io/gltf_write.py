@@ -23,7 +23,9 @@ Canonicalisations (the spec requires them; none of them changes what a conforman
 
 * skin weights are renormalised to sum to 1 in float32 (an all-zero row gives the whole weight to its
   first joint, as players do); a zero weight always carries joint index 0;
-* rotation keys (not CUBICSPLINE tangents) and node rotations are written as unit quaternions;
+* rotation keys (not CUBICSPLINE tangents) and node rotations are written as unit quaternions, except
+  STEP/LINEAR rotation keys that are exactly multiples of 1/32767 and unit within 1e-4 (quantised
+  ones, see ``skeletal.compress``): those are written as normalised SHORT, which reads back exactly;
 * normals are written unit length, tangent ``xyz`` unit length and ``w`` exactly +-1;
 * all floats are float32 in the binary; JSON numbers (TRS, factors, weights) are written with full
   float64 precision, so a reader gets the document's values back exactly; accessor ``min``/``max``
@@ -180,6 +182,25 @@ def _unit_quaternions(q: np.ndarray) -> np.ndarray:
     return _unit_rows(q)
 
 
+def short_codes(values: Any) -> np.ndarray | None:
+    """Rotation keys (K, 4) as normalised SHORT codes when that is lossless: every float32 value is
+    exactly ``float32(c) / float32(32767)`` for an integer ``|c| <= 32767`` (what a reader decodes)
+    and every row is unit within 1e-4; otherwise None. (:func:`skeletal.compress.quantize_rotations`
+    makes such keys.)"""
+    v = np.asarray(values, dtype=np.float32)
+    if v.ndim != 2 or v.shape[1] != 4 or not len(v) or not np.all(np.isfinite(v)):
+        return None
+    codes = np.round(v.astype(np.float64) * 32767.0)
+    if np.any(np.abs(codes) > 32767):
+        return None
+    codes16 = codes.astype(np.int16)
+    if not np.array_equal(codes16.astype(np.float32) / np.float32(32767.0), v):
+        return None
+    if np.any(np.abs(np.linalg.norm(v.astype(np.float64), axis=1) - 1.0) > 1e-4):
+        return None
+    return codes16
+
+
 def normalized_influences(joints: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Skin influences as glTF stores them: ``K`` columns padded to a multiple of 4, float32 weights
     summing to 1 per row (within float32 rounding), joint index 0 wherever the weight is 0.
@@ -248,6 +269,7 @@ class _Encoder:
         type_: str | None = None,
         target: int | None = None,
         min_max: bool = False,
+        normalized: bool = False,
     ) -> int:
         """Store ``array`` ((count,) or (count, width); its dtype picks the componentType) in its
         own bufferView and describe it with an accessor.
@@ -277,6 +299,8 @@ class _Encoder:
             "count": count,
             "type": type_,
         }
+        if normalized:
+            accessor["normalized"] = True
         if min_max and count:
             lo, hi = elements.min(axis=0), elements.max(axis=0)
             if elements.dtype == np.float32:
@@ -522,6 +546,9 @@ class _Encoder:
         if values.shape[0] != rows:
             raise ModelError(self.file, where, f"{keys} keys need {rows} value rows, got {values.shape[0]}")
         if channel.path == "rotation":
+            codes = None if cubic else short_codes(channel.values)
+            if codes is not None:  # on the 16-bit grid (e.g. compressed clips): stored exactly, half the size
+                return self._accessor(codes, normalized=True)
             if cubic:
                 values[1::3] = _unit_quaternions(values[1::3])  # the values; tangents are free
             else:
