@@ -473,6 +473,9 @@ class _Converter:
         for a in range(int(self.scene.mNumAnimations)):
             anim = self.scene.mAnimations[a]
             name = self._string(anim.mName) or f"animation_{a}"
+            half = (len(name) - 1) // 2
+            if len(name) % 2 == 1 and name[half] == "_" and name[:half] == name[half + 1:]:
+                name = name[:half]  # Assimp's Collada reader names a lone animation "<id>_<id>"
             if name in names_seen:
                 name = f"{name}_{a}"
             names_seen.add(name)

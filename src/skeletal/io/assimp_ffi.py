@@ -137,13 +137,14 @@ IMPORT_FLAGS = TRIANGULATE | JOIN_IDENTICAL_VERTICES | SORT_BY_PTYPE  # no Valid
 
 # Import properties (config.h): keep FBX pivots as helper nodes (posed exactly; skeletal collapses
 # them), no embedded FBX textures (Assimp 5.2.5 frees them twice on release: a crash), strict FBX
-# parsing off (real files), and drop the SortByPType point/line meshes.
+# parsing off (real files), drop the SortByPType point/line meshes, and Collada node names as authored.
 PROPERTIES = {
     "IMPORT_FBX_PRESERVE_PIVOTS": 1,
     "IMPORT_FBX_READ_TEXTURES": 0,
     "IMPORT_FBX_EMBEDDED_TEXTURES_LEGACY_NAMING": 0,
     "IMPORT_FBX_STRICT_MODE": 0,
     "PP_SBP_REMOVE": 0x1 | 0x2,  # aiPrimitiveType_POINT | aiPrimitiveType_LINE
+    "IMPORT_COLLADA_USE_COLLADA_NAMES": 1,  # node names from name="", not the XML ids
 }
 
 
