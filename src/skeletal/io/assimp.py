@@ -19,11 +19,12 @@ retargeting and export work on it unchanged:
   (Assimp's vector lerp and quaternion slerp); keys whose time does not increase are dropped;
   morph-weight keys (``aiMeshMorphAnim``) become ``weights`` channels;
 * FBX pivots: Assimp splits a node with pivots, offsets or pre/post rotations into a chain of
-  ``<name>_$AssimpFbx$_<Part>`` helper nodes, with the animation's T, R and S on different helpers.
-  Each chain is collapsed into its real node (the chain's product at the union of the helpers' key
-  times, decomposed to TRS), so names and the joint hierarchy are the authoring tool's. That is exact
-  for the usual chains (translation, pre/post rotation, rotation, scaling without pivots); with
-  rotation or scaling pivots the collapsed node is exact at every key and interpolated between;
+  ``<name>_$AssimpFbx$_<Part>`` helper nodes. Each chain is collapsed into its real node, so names
+  and the joint hierarchy are the authoring tool's: the rest pose is the chain's product; keys that
+  Assimp puts on the real node already hold the whole local transform (Assimp bakes the chain into
+  them; applying the helpers again would count a pre-rotation twice), and keys on the helpers
+  themselves are multiplied out at the union of their key times (exact at every key, and between keys
+  for chains without rotation/scaling pivots);
 * units: FBX stores its unit in ``UnitScaleFactor`` (centimetres per unit; 1 = cm). skeletal works in
   metres like glTF, so translations, vertices and bind matrices are scaled by
   ``UnitScaleFactor / 100`` (``unit_scale=None`` keeps the file's units). FBX's up axis is turned to
@@ -580,11 +581,17 @@ class _Converter:
                     if not is_helper[ch.node] and ch.node not in chains]
             for real, chain in chains.items():
                 members = chain + [real]
-                chans = [ch for n in members for ch in by_node.get(n, []) if ch.path != "weights"]
+                own = [ch for ch in by_node.get(real, []) if ch.path != "weights"]
                 kept += [ch for ch in by_node.get(real, []) if ch.path == "weights"]
-                if not chans:
+                if own:
+                    # Assimp bakes the whole chain (pivots, pre/post rotation) into the keys it puts on
+                    # the real node: they are the full local transform; the static helpers above it
+                    # must not be applied again.
+                    kept += own
                     continue
-                kept += self._collapsed_channels(members, chans, real)
+                chans = [ch for n in chain for ch in by_node.get(n, []) if ch.path != "weights"]
+                if chans:  # keys on the helpers themselves (complex pivots): multiply the chain out
+                    kept += self._collapsed_channels(members, chans, real)
             anim.channels = kept
         # Rest pose: the product of the chain, then rewire the tree without the helpers.
         remove = set()
