@@ -194,10 +194,11 @@ class _Converter:
         if scale != 1.0:
             self._apply_scale(scale, animations)
         self._apply_axes()
+        roots = self._skinned_meshes_to_roots()
         fmt = self.metadata.get("SourceAsset_Format")
         return Document(
             path=self.file, nodes=self.nodes, meshes=self.meshes, skins=self.skins, animations=animations,
-            scenes=[[0]], scene=0, materials=materials,
+            scenes=[roots], scene=0, materials=materials,
             asset_info={"generator": f"Assimp {'.'.join(map(str, assimp_ffi.library().version))}",
                         "version": "2.0", "unit_scale": scale, **({"source_format": fmt} if fmt else {})},
         )
@@ -671,6 +672,27 @@ class _Converter:
         for anim in animations:
             for ch in anim.channels:
                 ch.node = int(new_index[ch.node])
+
+    def _skinned_meshes_to_roots(self) -> list[int]:
+        """Skinned mesh nodes become scene roots (their world transform kept as their rest pose).
+
+        Skinning ignores a skinned mesh node's transform (glTF, and Assimp's offset matrices already
+        hold it), so this changes no vertex; it makes an exported glTF follow the spec's advice (the
+        Khronos validator warns about skinned meshes below transformed nodes)."""
+        world = {}
+        roots = [0]
+        for i, node in enumerate(self.nodes):  # depth-first order: parents come first
+            local = compose_trs(node.translation, node.rotation, node.scale)
+            world[i] = world[node.parent] @ local if node.parent >= 0 else local
+        for i, node in enumerate(self.nodes):
+            if node.skin is None or node.parent < 0:
+                continue
+            self.nodes[node.parent].children.remove(i)
+            node.parent = -1
+            node.matrix = world[i]
+            node.translation, node.rotation, node.scale = decompose_trs(world[i])
+            roots.append(i)
+        return roots
 
     # -- units and axes -------------------------------------------------------------------------
     def _unit_scale(self) -> float:
