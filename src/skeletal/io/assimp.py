@@ -216,7 +216,6 @@ class _Converter:
             if not np.all(np.isfinite(matrix)):
                 self.fail(f"nodes[{index}] {name!r}", "transform has non-finite values")
             node = Node(name=name, parent=parent, matrix=matrix)
-            node.translation, node.rotation, node.scale = decompose_trs(matrix)
             self.nodes.append(node)
             self.node_ptrs.append(ptr)
             self.by_name.setdefault(name, index)
@@ -228,6 +227,9 @@ class _Converter:
                 if child == self.ffi.NULL:
                     self.fail(f"nodes[{index}] {name!r}", f"child {c} is missing")
                 stack.append((child, index, depth + 1))
+        t, q, s = decompose_trs(np.stack([node.matrix for node in self.nodes]))  # one batch for all nodes
+        for i, node in enumerate(self.nodes):
+            node.translation, node.rotation, node.scale = t[i], q[i], s[i]
 
     def _add_node(self, name: str, parent: int, matrix: np.ndarray) -> int:
         index = len(self.nodes)

@@ -149,7 +149,7 @@ def check_binary_fbx(data: bytes, file: str) -> None:
             _fail(file, where, "more records than bytes")
 
 
-_ASCII_COUNT = re.compile(rb"\*\s*(\d+)")
+_ASCII_COUNT = re.compile(rb"\*(\d+)")
 
 
 def _line(data: bytes, offset: int) -> str:
@@ -173,11 +173,10 @@ def check_ascii_fbx(data: bytes, file: str) -> None:
 
 def _check_nesting(data: bytes, file: str, open_code: int, close_code: int, limit: int, what: str) -> None:
     raw = np.frombuffer(data, dtype=np.uint8)
-    step = (raw == open_code).astype(np.int32) - (raw == close_code).astype(np.int32)
-    nz = np.flatnonzero(step)
+    nz = np.flatnonzero((raw == open_code) | (raw == close_code))
     if not len(nz):
         return
-    depth = np.cumsum(step[nz])
+    depth = np.cumsum(np.where(raw[nz] == open_code, 1, -1))
     deepest = int(depth.max())
     if deepest > limit:
         _fail(file, _line(data, int(nz[int(np.argmax(depth > limit))])), f"{what} nest more than {limit} deep")
@@ -185,8 +184,7 @@ def _check_nesting(data: bytes, file: str, open_code: int, close_code: int, limi
         _fail(file, _line(data, int(nz[int(np.argmax(depth < 0))])), "a closing brace without an opening one")
 
 
-_XML_COUNT = re.compile(rb"\bcount\s*=\s*[\"'](\d+)[\"']")
-_XML_TAG = re.compile(rb"<(/?)[A-Za-z_][^>]*?(/?)>")
+_XML_COUNT = re.compile(rb'count=["\x27](\d+)')
 
 
 def check_collada(data: bytes, file: str) -> None:
@@ -203,13 +201,16 @@ def check_collada(data: bytes, file: str) -> None:
         if len(match.group(1)) > 12 or int(match.group(1)) > limit:
             _fail(file, _line(data, match.start()), f"count=\"{match.group(1).decode()}\" is more values than a "
                                                     f"{len(data)}-byte file can hold")
-    depth = deepest = 0
-    for match in _XML_TAG.finditer(data):
-        if match.group(1):
-            depth -= 1
-        elif not match.group(2) and not match.group(0).startswith((b"<?", b"<!")):
-            depth += 1
-            if depth > deepest:
-                deepest = depth
-                if depth > MAX_DEPTH:
-                    _fail(file, _line(data, match.start()), f"elements nest more than {MAX_DEPTH} deep")
+    # Element depth in one vectorised pass: "<x" opens, "</" and "/>" close ("<?", "<!" neither).
+    raw = np.frombuffer(data, dtype=np.uint8)
+    lt = np.flatnonzero(raw[:-1] == ord("<"))
+    after = raw[lt + 1]
+    opens = lt[(after != ord("/")) & (after != ord("?")) & (after != ord("!"))]
+    closes = np.concatenate([lt[after == ord("/")], np.flatnonzero((raw[:-1] == ord("/")) & (raw[1:] == ord(">")))])
+    if len(opens):
+        at = np.concatenate([opens, closes])
+        step = np.concatenate([np.ones(len(opens), np.int32), -np.ones(len(closes), np.int32)])
+        order = np.argsort(at, kind="stable")
+        depth = np.cumsum(step[order])
+        if int(depth.max()) > MAX_DEPTH:
+            _fail(file, _line(data, int(at[order][int(np.argmax(depth > MAX_DEPTH))])), f"elements nest more than {MAX_DEPTH} deep")
