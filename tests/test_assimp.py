@@ -184,14 +184,14 @@ def test_fbx_unit_scale_and_ticks(demo_fbx_text, tmp_path):
 
 
 def test_ticks_per_second_zero_means_25(tmp_path):
-    """A Collada-free check through a tiny .x file: AnimTicksPerSecond 0 -> Assimp's 25 fps default."""
+    """A tiny .x file whose AnimTicksPerSecond is 0: keys 0..10 ticks last 10/25 s."""
     _library_or_skip()
     text = X_FILE.replace("AnimTicksPerSecond { 30; }", "AnimTicksPerSecond { 0; }")
     (tmp_path / "zero.x").write_text(text)
     (tmp_path / "thirty.x").write_text(X_FILE)
     zero, thirty = skeletal.load(tmp_path / "zero.x"), skeletal.load(tmp_path / "thirty.x")
     assert thirty.clips[0].duration == pytest.approx(10 / 30)
-    assert zero.clips[0].duration == pytest.approx(10 / 25) or zero.clips[0].duration == pytest.approx(10 / 4800)
+    assert zero.clips[0].duration == pytest.approx(10 / 25)
 
 
 X_FILE = """xof 0303txt 0032
@@ -225,6 +225,21 @@ def test_x_file_skin_and_bone_nodes(tmp_path):
     out = skeletal.bake(asset, 0, [0.0, asset.clips[0].duration])
     pos = out[next(k for k in out if k.startswith("positions_"))]
     np.testing.assert_allclose(pos[1] - pos[0], np.tile([1.0, 0.0, 0.0], (3, 1)), atol=1e-5)
+
+
+def test_bone_that_is_not_a_node(tmp_path):
+    """A skin naming a bone with no frame of that name: a static node is made at its bind pose, so
+    the vertices stay where the mesh puts them."""
+    _library_or_skip()
+    (tmp_path / "ghost.x").write_text(X_FILE.replace('SkinWeights { "Bone"', 'SkinWeights { "Ghost"'))
+    asset = skeletal.load(tmp_path / "ghost.x")
+    ghost = asset.rig.find("Ghost")
+    assert asset.rig.names[asset.rig.parents[ghost]] == "Root"
+    assert asset.skins[0].joints.tolist() == [ghost]
+    out = skeletal.bake(asset, 0, [0.0, 0.3])
+    pos = out[next(k for k in out if k.startswith("positions_"))]
+    np.testing.assert_allclose(pos[0], [[0, 0, 0], [1, 0, 0], [0, 1, 0]], atol=1e-6)
+    np.testing.assert_allclose(pos[1], pos[0], atol=1e-6)
 
 
 # ---------------------------------------------------------------------------------------------
