@@ -299,9 +299,9 @@ def demo_binary_fbx(demo_fbx_text) -> bytes:
 
 def test_binary_fbx_reads_like_ascii(demo_binary_fbx, demo_fbx_text, tmp_path):
     """A real-size binary FBX (the converted demo re-encoded by ``fixtures.fbx_binary``) passes the
-    validator and gives the ASCII file's nodes and meshes. (The test encoder's typing does not yet
-    carry the deformers and curves through Assimp's binary reader, so skins and clips are compared
-    on the ASCII file only.)"""
+    validator and gives the ASCII file's nodes, meshes and skins: the same skinned rest pose. (The
+    test encoder's typing does not yet carry the animation curves through Assimp's binary reader, so
+    clips are compared on the ASCII files.)"""
     (tmp_path / "b.fbx").write_bytes(demo_binary_fbx)
     (tmp_path / "a.fbx").write_text(demo_fbx_text)
     binary, text = skeletal.load(tmp_path / "b.fbx"), skeletal.load(tmp_path / "a.fbx")
@@ -310,6 +310,12 @@ def test_binary_fbx_reads_like_ascii(demo_binary_fbx, demo_fbx_text, tmp_path):
         for pb, pa in zip(mb.primitives, ma.primitives):
             np.testing.assert_allclose(pb.positions, pa.positions, atol=1e-6)
             np.testing.assert_array_equal(pb.indices, pa.indices)
+    assert len(binary.skins) == len(text.skins) > 0
+    rest = skeletal.Clip("rest", [])
+    x, y = skeletal.bake(binary, rest, [0.0]), skeletal.bake(text, rest, [0.0])
+    for key in x:
+        if key.startswith("positions_"):
+            np.testing.assert_allclose(x[key], y[key], atol=1e-6)
 
 
 def test_real_binary_fbx_truncated_or_lying(demo_binary_fbx, tmp_path):
