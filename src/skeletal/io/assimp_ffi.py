@@ -269,7 +269,7 @@ class _FileSystem:
             n = min(count, (len(data) - pos) // size)
             if n <= 0:
                 return 0
-            self.ffi.memmove(buf, data[pos:pos + n * size], n * size)
+            self.ffi.memmove(buf, memoryview(data)[pos:pos + n * size], n * size)  # no intermediate copy
             entry[2] = pos + n * size
             return n
         except Exception:  # noqa: BLE001
