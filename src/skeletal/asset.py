@@ -185,9 +185,12 @@ class Asset:
 
 
 def load(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = None) -> Asset:
-    """Load a model file (``.gltf``/``.glb``, or ``.bvh`` motion capture) as an :class:`Asset`.
+    """Load a model file (``.gltf``/``.glb``, ``.bvh`` motion capture, or FBX, Collada and the other
+    formats Assimp reads) as an :class:`Asset`.
 
-    A ``.bvh`` file gives a rig and one clip, no meshes (see :mod:`skeletal.io.bvh`).
+    A ``.bvh`` file gives a rig and one clip, no meshes (see :mod:`skeletal.io.bvh`). ``.fbx``,
+    ``.dae``, ``.x``, ``.md5mesh``, ... go through the system's Assimp library (see
+    :mod:`skeletal.io.assimp`; FBX is converted to metres).
 
     URIs inside the file may only name files in the model's folder or below, unless ``base_dir`` is
     given (then anything under ``base_dir``). Errors are :class:`skeletal.ModelError`.
@@ -208,5 +211,16 @@ def _read_bvh(path):
     return read_bvh(path)
 
 
+def _read_assimp(path):
+    from .io.assimp import read_assimp
+
+    return read_assimp(path)
+
+
+# Suffixes Assimp reads (kept here so that a glTF load imports nothing of the Assimp reader).
+_ASSIMP_SUFFIXES = (".fbx", ".dae", ".x", ".3ds", ".ms3d", ".md5mesh", ".b3d", ".smd", ".ogex", ".ase",
+                    ".lwo", ".lws", ".md2", ".md3", ".mdl", ".irrmesh", ".ac", ".obj", ".ply", ".stl", ".off",
+                    ".3mf", ".cob", ".xgl", ".zgl", ".q3o", ".dxf", ".csm", ".nff", ".raw", ".ter", ".hmp")
+
 # Readers of formats other than glTF, by lower-case file suffix; anything else is read as glTF.
-_READERS = {".bvh": _read_bvh}
+_READERS = {".bvh": _read_bvh, **{suffix: _read_assimp for suffix in _ASSIMP_SUFFIXES}}
