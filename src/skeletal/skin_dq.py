@@ -446,7 +446,6 @@ def _emit_dq_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: in
     pdata = b.bitcast(pal.data, _vec(8).as_pointer())
     verts = [b.add(v0, ir.Constant(_I64, i)) for i in range(n_vert)]
     zero8 = ir.Constant(_vec(8), [0.0] * 8)
-    f_zero = ir.Constant(_F32, 0.0)
 
     def record(jrow, k):
         """Index (in 8-lane units) of influence k's packed joint."""
@@ -461,12 +460,17 @@ def _emit_dq_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: in
             at = b.add(at, ir.Constant(_I64, extra))
         return b.load(b.gep(pdata, [at]), align=4)
 
+    i8 = ir.VectorType(_I32, 8)
+    sign_bits = ir.Constant(i8, [-0x80000000] * 8)
+
     def signed(d, pivot, w):
-        """w, negated when d's rotation quaternion is in the other hemisphere from the pivot's."""
-        m = e.mul(d, pivot)
-        h = e.add(e.shuf(m, None, [0, 1]), e.shuf(m, None, [2, 3]))
-        dot = e.add(b.extract_element(h, ir.Constant(_I32, 0)), b.extract_element(h, ir.Constant(_I32, 1)))
-        return b.select(b.fcmp_ordered("<", dot, f_zero), b.fsub(f_zero, w, flags=_FM), w)
+        """splat(w) (8 lanes), negated when d's rotation quaternion is in the other hemisphere from the
+        pivot's: the sign bit of their dot product xor-ed into w's, all in vector registers."""
+        m = e.mul(e.shuf(d, None, range(4)), e.shuf(pivot, None, range(4)))
+        h = e.add(m, e.shuf(m, None, [2, 3, 0, 1]))
+        dot = e.add(e.shuf(h, None, [0] * 8), e.shuf(h, None, [1] * 8))
+        flip = b.and_(b.bitcast(dot, i8), sign_bits)
+        return b.bitcast(b.xor(b.bitcast(e.splat(w, 8), i8), flip), _vec(8))
 
     # 1. Per vertex: the pivot (largest weight), then the hemisphere-corrected DQ sum (and the S sum).
     blended = []
@@ -476,14 +480,15 @@ def _emit_dq_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: in
             at = [record(jrow, k) for k in range(k_const)]
             ws = [wgt.load(wrow, k) for k in range(k_const)]
             ds = [load8(a) for a in at]
-            pivot, pw = ds[0], ws[0]
-            for k in range(1, k_const):
+            pivot_at, pw = at[0], ws[0]
+            for k in range(1, k_const):  # index selects (cmov), then one more load: no branches
                 better = b.fcmp_ordered(">", ws[k], pw)
-                pivot, pw = b.select(better, ds[k], pivot), b.select(better, ws[k], pw)
+                pivot_at, pw = b.select(better, at[k], pivot_at), b.select(better, ws[k], pw)
+            pivot = load8(pivot_at) if k_const > 1 else ds[0]
             acc = s_lo = s_hi = None
             for k in range(k_const):
-                wk = ws[k] if k_const == 1 else signed(ds[k], pivot, ws[k])
-                acc = e.mul(e.splat(wk, 8), ds[k]) if acc is None else e.fma(e.splat(wk, 8), ds[k], acc)
+                wk = e.splat(ws[k], 8) if k_const == 1 else signed(ds[k], pivot, ws[k])
+                acc = e.mul(wk, ds[k]) if acc is None else e.fma(wk, ds[k], acc)
                 if scaled:
                     wv = e.splat(ws[k], 8)
                     lo, hi = load8(at[k], 1), load8(at[k], 2)
@@ -505,7 +510,7 @@ def _emit_dq_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: in
                 at = record(jrow, loop.index)
                 w = wgt.load(wrow, loop.index)
                 d = load8(at)
-                b.store(e.fma(e.splat(signed(d, pivot, w), 8), d, b.load(acc_ptr)), acc_ptr)
+                b.store(e.fma(signed(d, pivot, w), d, b.load(acc_ptr)), acc_ptr)
                 if scaled:
                     wv = e.splat(w, 8)
                     b.store(e.fma(wv, load8(at, 1), b.load(lo_ptr)), lo_ptr)
