@@ -61,7 +61,7 @@ from .skin import CHUNK, PAD_MIN_VERTICES, _F32, _FM, _I32, _I64, _JOINT_DTYPES,
 #: Float32 inverse-bind matrices of real models are orthonormal to about 1e-6.
 RIGID_TOLERANCE = 1e-5
 #: float32 values per joint in the packed CPU palette
-DQ_STRIDE = 24
+DQ_STRIDE = 32
 #: vec4 rows per joint in the GPU palette
 GPU_ROWS = 4
 
@@ -228,9 +228,8 @@ def _pack_dq(palette, out):
             o[10 + 4 * c] = scale[i, 2, c]
             o[11 + 4 * c] = 0.0
         o[20] = 1.0 if non_rigid[i] else 0.0
-        o[21] = 0.0
-        o[22] = 0.0
-        o[23] = 0.0
+        for c in range(21, 32):
+            o[c] = 0.0
 
 
 def pack_dq_palette(palette: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -453,7 +452,7 @@ def _emit_dq_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: in
         j = b.sext(j, _I64) if A[1].dtype.signed else b.zext(j, _I64)
         if clamp:
             j = b.select(b.icmp_unsigned("<=", j, jmax), j, jmax)
-        return b.mul(j, ir.Constant(_I64, DQ_STRIDE // 8))
+        return b.shl(j, ir.Constant(_I64, 2))  # DQ_STRIDE = 32 floats = 4 x 8 lanes
 
     def load8(at, extra=0):
         if extra:
@@ -484,11 +483,26 @@ def _emit_dq_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: in
             for k in range(1, k_const):  # index selects (cmov), then one more load: no branches
                 better = b.fcmp_ordered(">", ws[k], pw)
                 pivot_at, pw = b.select(better, at[k], pivot_at), b.select(better, ws[k], pw)
-            pivot = load8(pivot_at) if k_const > 1 else ds[0]
+            if k_const == 1:
+                wks = [e.splat(ws[0], 8)]
+            else:
+                # Hemisphere signs, four influences at a time: dot products by in-group hadds, their
+                # sign bits xor-ed into the weights, then each weight broadcast (no compares, no branches).
+                pivot = e.shuf(load8(pivot_at), None, range(4))
+                wks = []
+                for g in range(0, k_const, 4):
+                    group = range(g, min(g + 4, k_const))
+                    dots = e.hsum([e.mul(e.shuf(ds[k], None, range(4)), pivot) for k in group])
+                    wvec = ir.Constant(_vec(4), ir.Undefined)
+                    for i, k in enumerate(group):
+                        wvec = b.insert_element(wvec, ws[k], ir.Constant(_I32, i))
+                    i4 = ir.VectorType(_I32, 4)
+                    flip = b.and_(b.bitcast(dots, i4), ir.Constant(i4, [-0x80000000] * 4))
+                    wsig = b.bitcast(b.xor(b.bitcast(wvec, i4), flip), _vec(4))
+                    wks += [e.shuf(wsig, None, [i] * 8) for i in range(len(group))]
             acc = s_lo = s_hi = None
             for k in range(k_const):
-                wk = e.splat(ws[k], 8) if k_const == 1 else signed(ds[k], pivot, ws[k])
-                acc = e.mul(wk, ds[k]) if acc is None else e.fma(wk, ds[k], acc)
+                acc = e.mul(wks[k], ds[k]) if acc is None else e.fma(wks[k], ds[k], acc)
                 if scaled:
                     wv = e.splat(ws[k], 8)
                     lo, hi = load8(at[k], 1), load8(at[k], 2)
