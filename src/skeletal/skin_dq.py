@@ -550,21 +550,12 @@ def _emit_dq_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: in
     vt = _vec(lanes)
     zero = ir.Constant(vt, [0.0] * lanes)
 
-    # 2 / |q|^2 in every lane of a group: rotation by q/|q| and translation 2 (d q*) / |q|^2 both scale by it.
-    qq = e.mul(q, q)
-    qq = e.add(qq, e.shuf(qq, None, pg([1, 0, 3, 2])))
-    qq = e.add(qq, e.shuf(qq, None, pg([2, 3, 0, 1])))
-    inv = b.fdiv(ir.Constant(vt, [2.0] * lanes), qq, flags=_FM)
-    inv = b.select(b.fcmp_ordered(">", qq, zero), inv, zero)
     w_q = e.shuf(q, None, pg([3, 3, 3, 3]))
     w_d = e.shuf(dual, None, pg([3, 3, 3, 3]))
     y_q = yzx(q)
 
     def cross_q(x):  # q.xyz x x.xyz (lane 3: 0 when x's lane 3 is 0 or q's)
         return yzx(e.sub(e.mul(q, yzx(x)), e.mul(y_q, x)))
-
-    def rotate(x):  # x + 2/|q|^2 q x (q x x + w x): rotation by q/|q| (x's lane 3 = 0)
-        return e.fma(inv, cross_q(e.fma(w_q, x, cross_q(x))), x)
 
     def load_rows(i):
         src = _Rows(context, b, A[i], args[i], 4 if i == 5 else 3)
@@ -580,16 +571,9 @@ def _emit_dq_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: in
         bx, by, bz = (e.shuf(x, None, pg([c] * 4)) for c in range(3))
         return e.linear3(c0, c1, c2, bx, by, bz)
 
-    # 3. Positions: p' = R(S p) + t, with R(x) + t = x + inv (q x (q x x + w x + d) + w d - dw q).
-    p = load_rows(3)
-    if scaled:
-        p = scale_by_s(p)
-    u = e.add(e.fma(w_q, p, cross_q(p)), dual)
-    moved = e.sub(e.fma(w_q, dual, cross_q(u)), e.mul(w_d, q))
-    store_rows(6, e.fma(inv, moved, p))
-
-    # 4. Normals (cofactor of S) and tangents (S), normalised (rotation keeps lengths), then rotated.
-    squares, results, det_lane = [], [], None
+    # 3. Normals (cofactor of S) and tangents (S) before rotation (which keeps lengths), so that one
+    # in-group hadd sum gives |q|^2 and their squared lengths (and det S), and one rsqrt all inverses.
+    squares, results, det_lane = [e.mul(q, q)], [], None
     if do_n:
         n = load_rows(4)
         if scaled:
@@ -598,26 +582,41 @@ def _emit_dq_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: in
             xu, yu, zu = cross_u(c1, yc1, c2, yc2), cross_u(c2, yc2, c0, yc0), cross_u(c0, yc0, c1, yc1)
             bx, by, bz = (e.shuf(n, None, pg([c] * 4)) for c in range(3))
             n = yzx(e.linear3(xu, yu, zu, bx, by, bz))
-            det_lane = 1
+            results.append((7, n, len(squares)))
             squares.append(e.mul(n, n))
+            det_lane = len(squares)
             squares.append(e.mul(e.shuf(c0, None, pg([2, 0, 1, 3])), xu))  # det = c0 . (c1 x c2)
         else:
+            results.append((7, n, len(squares)))
             squares.append(e.mul(n, n))
-        results.append((7, n, 0))
     if do_t:
         t = load_rows(5)
         if scaled:
             t = scale_by_s(t)
         results.append((8, t, len(squares)))
         squares.append(e.mul(t, t))
-    if not squares:
-        return
     sums = e.hsum(squares)
     sqrt = cgutils.get_or_insert_function(b.module, ir.FunctionType(vt, [vt]), f"llvm.sqrt.v{lanes}f32")
-    inv_len = b.fdiv(ir.Constant(vt, [1.0] * lanes), b.call(sqrt, [sums], fastmath=_FM), flags=_FM)
-    inv_len = b.select(b.fcmp_ordered(">", sums, zero), inv_len, zero)
+    rs = b.fdiv(ir.Constant(vt, [1.0] * lanes), b.call(sqrt, [sums], fastmath=_FM), flags=_FM)
+    rs = b.select(b.fcmp_ordered(">", sums, zero), rs, zero)  # zero length stays zero
+    # 2 / |q|^2: rotation by q/|q| and translation 2 (d q*) / |q|^2 both scale by it.
+    r_q = e.shuf(rs, None, pg([0] * 4))
+    inv = e.mul(e.add(r_q, r_q), r_q)
+
+    def rotate(x):  # x + 2/|q|^2 q x (q x x + w x): rotation by q/|q| (x's lane 3 = 0)
+        return e.fma(inv, cross_q(e.fma(w_q, x, cross_q(x))), x)
+
+    # 4. Positions: p' = R(S p) + t, with R(x) + t = x + inv (q x (q x x + w x + d) + w d - dw q).
+    p = load_rows(3)
+    if scaled:
+        p = scale_by_s(p)
+    u = e.add(e.fma(w_q, p, cross_q(p)), dual)
+    moved = e.sub(e.fma(w_q, dual, cross_q(u)), e.mul(w_d, q))
+    store_rows(6, e.fma(inv, moved, p))
+
+    # 5. Normals and tangents: rotated and normalised.
     for out, vec, lane in results:
-        factor = e.shuf(inv_len, None, pg([lane] * 4))
+        factor = e.shuf(rs, None, pg([lane] * 4))
         if out == 7 and det_lane is not None:  # mirrored blend of S: flip to keep normals outward
             det = e.shuf(sums, None, pg([det_lane] * 4))
             factor = b.select(b.fcmp_ordered("<", det, zero), b.fsub(zero, factor, flags=_FM), factor)
