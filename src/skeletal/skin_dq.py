@@ -9,7 +9,8 @@ Contracts (as :mod:`skeletal.skin`, which this mirrors):
 
 * ``palette`` (J, 4, 4) or (J, 3, 4) row-major affine matrices ``world[joint] @ inverse_bind``;
   ``joints``/``weights`` (V, K); positions/normals (V, 3), tangents (V, 4) (w = handedness, kept).
-* Quaternions are xyzw. A joint's dual quaternion is ``qr + eps qd`` with ``qd = 0.5 * t * qr``.
+* Quaternions are xyzw. A joint's dual quaternion is ``qr + eps qd`` with ``qd = 0.5 * t * qr``, and
+  the conversion gives ``qr.w >= 0``.
 * Antipodality: q and -q are the same rotation, but blending them cancels. Per vertex, every
   influence's dual quaternion is sign-flipped into the hemisphere of the **pivot**, the influence
   with the largest weight (the first of equal ones), before the weighted sum.
@@ -167,6 +168,9 @@ def _dq_convert(palette, qr, qd, scale, non_rigid):
                 a[i, j] = m[i, j]
         _polar(a, r, s)
         _quat_from_rotation(r, q)
+        if q[3] < 0.0:  # canonical sign (w >= 0); blending flips per vertex anyway (see the pivot)
+            for i in range(4):
+                q[i] = -q[i]
         tx, ty, tz = np.float64(m[0, 3]), np.float64(m[1, 3]), np.float64(m[2, 3])
         # qd = 0.5 * (t, 0) * q
         qd[n, 0] = 0.5 * (tx * q[3] + ty * q[2] - tz * q[1])
@@ -295,12 +299,12 @@ def gpu_dq_palette(palette: np.ndarray, out: np.ndarray | None = None) -> np.nda
 # the reference
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def _skin_dq_reference(qr, qd, scale, joints, weights, positions, normals, tangents, out_p, out_n, out_t):
     do_n = normals.shape[0] > 0
     do_t = tangents.shape[0] > 0
     k_count = joints.shape[1]
-    for v in prange(positions.shape[0]):
+    for v in range(positions.shape[0]):
         pivot = 0
         for k in range(1, k_count):
             if weights[v, k] > weights[v, pivot]:
