@@ -229,7 +229,9 @@ def test_float32_agrees_with_numba_bake_on_models(name):
     skins = [st.skin_tensors(asset, s) for s in range(len(asset.skins))]
     meshes = st.mesh_tensors(asset)
     assert meshes, "model without skinned meshes"
-    worst = {"world": 0.0, "palette": 0.0, "positions": 0.0, "normals": 0.0}
+    from skeletal.skin_dq import skin_dq
+
+    worst = {"world": 0.0, "palette": 0.0, "positions": 0.0, "normals": 0.0, "dqs": 0.0}
     for clip in asset.clips[:3]:
         times = np.linspace(0.0, clip.duration, 4)
         baked = skeletal.bake(asset, clip, times, normals=True, palettes=True)
@@ -255,8 +257,13 @@ def test_float32_agrees_with_numba_bake_on_models(name):
             worst["positions"] = max(worst["positions"], np.abs(p.numpy() - baked["positions_" + key]).max() / size)
             if n is not None and "normals_" + key in baked and mesh.morph_normals is None:
                 worst["normals"] = max(worst["normals"], np.abs(n.numpy() - baked["normals_" + key]).max())
+            dq = st.dqs(palettes[mesh.skin][1:3], mesh.joints, mesh.weights, positions[1:3] if positions.dim() == 3 else positions)
+            for f in (1, 2):
+                ref_dq, _, _ = skin_dq(baked[f"palette_skin{mesh.skin}"][f], mesh.joints.numpy(), mesh.weights.numpy(),
+                                       (positions[f] if positions.dim() == 3 else positions).double().numpy())
+                worst["dqs"] = max(worst["dqs"], np.abs(dq[f - 1].numpy() - ref_dq).max() / size)
     print(name, {k: f"{v:.2e}" for k, v in worst.items()})
-    assert worst["world"] < 1e-5 and worst["palette"] < 1e-5 and worst["positions"] < 1e-5
+    assert worst["world"] < 1e-5 and worst["palette"] < 1e-5 and worst["positions"] < 1e-5 and worst["dqs"] < 1e-5
     assert worst["normals"] < 1e-4  # unit vectors; float32 cofactors of tiny (0.01-scaled) matrices
 
 
@@ -309,28 +316,23 @@ def test_autograd_reaches_the_pose_through_skinning():
 
 
 def numpy_dqs(palette, joints, weights, positions):
-    """Independent reference: per vertex, scale-separated DQS with numpy and the library's quaternions
-    (rotation by polar decomposition, blend sign-aligned to the first influence)."""
+    """Independent reference: per vertex, scale-separated DQS in numpy (rotation: the polar factor by
+    SVD, of -A for a mirror; blend sign-aligned to the largest weight)."""
     out = np.empty_like(positions)
     for v in range(len(positions)):
-        real = np.zeros(4)
-        dual = np.zeros(4)
-        stretch = np.zeros((3, 3))
-        first = None
+        real, dual, stretch = np.zeros(4), np.zeros(4), np.zeros((3, 3))
+        quats = []
         for k in range(joints.shape[1]):
             m = palette[joints[v, k]]
-            u, _, vt = np.linalg.svd(m[:3, :3])
+            a = m[:3, :3] * np.sign(np.linalg.det(m[:3, :3]))
+            u, _, vt = np.linalg.svd(a)
             rot = u @ vt
-            if np.linalg.det(rot) < 0:  # a mirror: the rotation of the matrix with x negated
-                u2, _, vt2 = np.linalg.svd(m[:3, :3] @ np.diag([-1.0, 1, 1]))
-                rot = u2 @ vt2
-            q = skeletal.quat.matrix_to_quat(rot)
-            if first is None:
-                first = q
-            sign = 1.0 if q @ first >= 0 else -1.0
-            d = 0.5 * quat_mul(np.array([*m[:3, 3], 0.0]), q)
+            quats.append((skeletal.quat.matrix_to_quat(rot), rot, m))
+        pivot = quats[int(np.argmax(weights[v]))][0]
+        for k, (q, rot, m) in enumerate(quats):
+            sign = 1.0 if q @ pivot >= 0 else -1.0
             real += weights[v, k] * sign * q
-            dual += weights[v, k] * sign * d
+            dual += weights[v, k] * sign * 0.5 * quat_mul(np.array([*m[:3, 3], 0.0]), q)
             stretch += weights[v, k] * (rot.T @ m[:3, :3])
         n = np.linalg.norm(real)
         real, dual = real / n, dual / n
@@ -339,23 +341,33 @@ def numpy_dqs(palette, joints, weights, positions):
     return out
 
 
-def test_dqs_matches_numpy_reference_and_exact_rigid_motion():
+def test_dqs_matches_numpy_reference_numba_kernel_and_exact_rigid_motion():
+    from skeletal.skin_dq import skin_dq
+
     rng = np.random.default_rng(5)
     idx, w, pos, nrm = small_skin(rng, joints=6, vertices=30, influences=3)
+    tan = torch.cat([nrm.roll(1, -1), -torch.ones(30, 1, dtype=nrm.dtype)], dim=1)
     rigid = random_palette(rng, 6, scale=(1.0, 1.0))
     ref = numpy_dqs(rigid.numpy(), idx.numpy(), w.numpy(), pos.numpy())
     got, n, _ = st.dqs(rigid, idx, w, pos, nrm)
     assert np.allclose(got.numpy(), ref, atol=1e-12)
     assert torch.allclose(n.norm(dim=-1), torch.ones(30, dtype=n.dtype))
-    # uniform and non-uniform scale (no shear: each palette is R diag(s)), and a mirrored joint
+    # non-uniform scale, a mirrored joint, and shear (a general affine 3x3)
     scaled = random_palette(rng, 6)
     scaled[2, :3, 0] *= -1.0
-    assert np.allclose(st.dqs(scaled, idx, w, pos).numpy(), numpy_dqs(scaled.numpy(), idx.numpy(), w.numpy(), pos.numpy()),
-                       atol=1e-10)
+    sheared = scaled.clone()
+    sheared[:, :3, :3] = sheared[:, :3, :3] @ torch.as_tensor(np.eye(3) + 0.2 * rng.normal(size=(6, 3, 3)))
+    for palette in (rigid, scaled, sheared):
+        p, n, t = st.dqs(palette, idx, w, pos, nrm, tan)
+        assert np.allclose(p.numpy(), numpy_dqs(palette.numpy(), idx.numpy(), w.numpy(), pos.numpy()), atol=1e-10)
+        rp, rn, rt = skin_dq(palette.numpy(), idx.numpy(), w.numpy(), pos.numpy(), nrm.numpy(), tan.numpy())
+        assert np.allclose(p.numpy(), rp, atol=1e-10)  # skeletal.skin_dq's float64 reference kernel
+        assert np.allclose(n.numpy(), rn, atol=1e-10)
+        assert np.allclose(t.numpy(), rt, atol=1e-10)
     # one influence, rigid or scaled: the joint's own transform, like LBS
     one = torch.zeros(30, 1, dtype=torch.long) + 3
     ones = torch.ones(30, 1, dtype=torch.float64)
-    for palette in (rigid, scaled):
+    for palette in (rigid, scaled, sheared):
         exact = (palette[3, :3, :3] @ pos.T).T + palette[3, :3, 3]
         assert torch.allclose(st.dqs(palette, one, ones, pos), exact, atol=1e-12)
         assert torch.allclose(st.lbs(palette, one, ones, pos), exact, atol=1e-12)

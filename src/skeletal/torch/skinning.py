@@ -14,11 +14,13 @@ what the numba kernels use) and are renormalised, flipped where the determinant 
 
 Dual quaternion skinning (Kavan et al. 2008) uses the scale-separated form, so palettes with scale
 (or shear) stay exact where they are rigid and degrade gracefully where they are not: each palette
-matrix ``A = [M | t]`` splits into a rotation R (the Shepperd quaternion of M's column-normalised
-3x3, its first column negated when det M < 0) and a bind-space stretch ``S = R^T M`` (so ``M = R S``
+matrix ``A = [M | t]`` splits into a rotation R (the polar factor of M, of -M when det M < 0) and a
+bind-space stretch ``S = R^T M`` (so ``M = R S``
 holds exactly). Per vertex the stretches are blended linearly, the rigid parts as dual quaternions
-(sign-aligned to the first influence, normalised): ``p' = R_b (S_b p) + t_b``. For rigid palettes
-S = I and this is classic DQS; normals go through ``R_b`` times the cofactor of ``S_b``.
+(sign-aligned to the influence of largest weight, normalised): ``p' = R_b (S_b p) + t_b``. For rigid palettes
+S = I and this is classic DQS; normals go through ``R_b`` times the cofactor of ``S_b``. This is the
+method of the numba kernels in :mod:`skeletal.skin_dq` (:func:`skeletal.skin_dq.skin_dq`), which
+the tests compare against.
 """
 
 from __future__ import annotations
@@ -97,21 +99,49 @@ def lbs(palette: Tensor, joints: Tensor, weights: Tensor, positions: Tensor, nor
     return _results(out_p, out_n, out_t)
 
 
-def palette_to_dual_quat(palette: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """Split affine palettes (..., J, 4, 4) into unit dual quaternions and bind-space stretches.
+def _cofactor(m: Tensor) -> Tensor:
+    """Cofactor matrices (..., 3, 3) (= det * inverse transpose): columns c1 x c2, c2 x c0, c0 x c1."""
+    c0, c1, c2 = m[..., :, 0], m[..., :, 1], m[..., :, 2]
+    return torch.stack([torch.linalg.cross(c1, c2, dim=-1), torch.linalg.cross(c2, c0, dim=-1),
+                        torch.linalg.cross(c0, c1, dim=-1)], dim=-1)
 
-    Returns ``real`` (..., J, 4) xyzw rotation, ``dual`` (..., J, 4) = ``0.5 * (t, 0) * real``, and
-    ``stretch`` (..., J, 3, 3) with ``palette[:3, :3] = R(real) @ stretch`` (identity for rigid joints).
+
+def polar_rotation(m: Tensor, max_iterations: int = 30) -> Tensor:
+    """The rotation factor R of the polar decomposition ``m = R S`` (S symmetric) of (..., 3, 3)
+    matrices, as :mod:`skeletal.skin_dq` defines it: for det m < 0 the polar factor of -m (so R is
+    proper and S carries the mirror). Scaled Newton iteration (Higham) ``X <- (g X + X^-T / g) / 2``,
+    unrolled (differentiable; exact at once for a rotation); it stops when no entry changes by more
+    than a few ulps."""
+    det = torch.linalg.det(m)
+    x = m * torch.where(det < 0, -1.0, 1.0).to(m.dtype)[..., None, None]
+    tol = 8 * torch.finfo(m.dtype).eps
+    for _ in range(max_iterations):
+        cof = _cofactor(x)
+        d = (x[..., :, 0] * cof[..., :, 0]).sum(-1)[..., None, None]
+        d = torch.where(d.abs() > 1e-300, d, torch.ones_like(d))
+        inv_t = cof / d
+        g = (inv_t.square().sum((-1, -2)) / x.square().sum((-1, -2)).clamp_min(1e-300)).sqrt().sqrt()[..., None, None]
+        nxt = 0.5 * (g * x + inv_t / g)
+        done = bool((nxt - x).abs().max() <= tol) if nxt.numel() else True
+        x = nxt
+        if done:
+            break
+    return x
+
+
+def palette_to_dual_quat(palette: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """Split affine palettes (..., J, 4, 4) into unit dual quaternions and bind-space stretches, as
+    :func:`skeletal.skin_dq.dual_quaternions` does.
+
+    Returns ``real`` (..., J, 4) xyzw rotation (the polar factor of the 3x3 part; see
+    :func:`polar_rotation`), ``dual`` (..., J, 4) = ``0.5 * (t, 0) * real``, and ``stretch``
+    (..., J, 3, 3) = ``R^T M`` (scale, shear and any mirror; identity for rigid joints).
     """
     m = palette[..., :3, :3]
     t = palette[..., :3, 3]
-    det = torch.linalg.det(m)
-    flip = torch.ones_like(m[..., 0, :])
-    flip = torch.cat([torch.where(det < 0, -1.0, 1.0).to(m.dtype).unsqueeze(-1), flip[..., 1:]], dim=-1)
-    directions = m * flip.unsqueeze(-2) / m.norm(dim=-2, keepdim=True).clamp_min(1e-30)
-    real = matrix_to_quat(directions)
-    rot = quat_to_matrix(real)
-    stretch = torch.matmul(rot.transpose(-1, -2), m)
+    rot = polar_rotation(m)
+    real = matrix_to_quat(rot)
+    stretch = torch.matmul(quat_to_matrix(real).transpose(-1, -2), m)
     pure_t = torch.cat([t, torch.zeros_like(t[..., :1])], dim=-1)
     dual = 0.5 * quat_mul(pure_t, real)
     return real, dual, stretch
@@ -127,7 +157,11 @@ def dqs(palette: Tensor, joints: Tensor, weights: Tensor, positions: Tensor, nor
     d_k = _gather_rows(dual, joints)
     s_k = _gather_rows(stretch.flatten(-2), joints)  # (..., V, K, 9)
     w = weights.to(real.dtype)
-    sign = torch.where((r_k * r_k[..., :1, :]).sum(-1) < 0, -1.0, 1.0).to(real.dtype)
+    # antipodality: every influence into the hemisphere of the pivot, the largest weight (first of equal ones)
+    pivot = torch.argmax(w, dim=-1, keepdim=True)  # (..., V, 1)
+    pivot = pivot.expand(r_k.shape[:-2] + (1,))
+    r_pivot = torch.gather(r_k, -2, pivot.unsqueeze(-1).expand(pivot.shape + (4,)))
+    sign = torch.where((r_k * r_pivot).sum(-1) < 0, -1.0, 1.0).to(real.dtype)
     ws = (w * sign).unsqueeze(-1)
     b_r = (ws * r_k).sum(-2)
     b_d = (ws * d_k).sum(-2)
