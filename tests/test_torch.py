@@ -487,7 +487,7 @@ def test_motion_windows_over_a_generated_folder(motion_folder):
     run = asset.clip("run")
     pose, _ = sample(run, (4 + np.arange(8)) / 30, asset.rig.rest, asset.morph_start, asset.rest_morph)
     pick = [asset.rig.names.index(name) for name in ds.node_names]
-    positions = skeletal.world_matrices(asset.rig.parents, pose)[:, pick, :3, 3]
+    positions = skeletal.world_matrices(asset.rig.parents, pose)[:, pick][..., :3, 3]
     assert np.allclose(it["pose"].numpy(), pose[:, pick], atol=1e-6)
     assert np.allclose(it["positions"].numpy(), positions, atol=1e-6)
     # the positions are FK of the pose (same rig) in torch too
@@ -548,7 +548,7 @@ def test_fit_pose_example_converges():
     targets = st.joint_positions(st.world_matrices(st.rig_tensors(asset.rig, dtype=torch.float64), target_pose))[nodes]
     pose, history = fit_pose.fit_pose(asset.rig, targets, nodes, steps=150)
     print(f"fit_pose: mean joint error {history[0]:.4g} -> {history[-1]:.3g} m in 150 steps")
-    assert history[0] > 0.15
+    assert history[0] > 0.1
     assert history[-1] < FIT_ERROR
     got = st.joint_positions(st.world_matrices(st.rig_tensors(asset.rig), pose))[nodes]
     assert (got - targets.float()).norm(dim=-1).mean() < FIT_ERROR
