@@ -61,6 +61,7 @@ FEATURE_BENCHES: list[str] = [
     # dual quaternion skinning (issue 10)
 
     # torch (issue 12)
+    "skeletal.torch_bench",
 
     # compression (issue 12)
 

@@ -84,7 +84,10 @@ class MeshTensors:
 def mesh_tensors(asset: Asset, *, device=None, dtype: torch.dtype = torch.float32) -> list[MeshTensors]:
     """Every skinned primitive of ``asset`` as :class:`MeshTensors`, in ``asset.skinned_instances`` order."""
     def tensor(a, dt=dtype):
-        return None if a is None else torch.as_tensor(np.ascontiguousarray(a), dtype=dt, device=device)
+        if a is None:
+            return None
+        a = np.ascontiguousarray(a)
+        return torch.as_tensor(a if a.flags.writeable else a.copy(), dtype=dt, device=device)
 
     out = []
     for instance in asset.skinned_instances:
