@@ -104,11 +104,14 @@ def test_skeletal_does_not_import_torch_and_a_missing_torch_names_the_extra():
         "    print(exc)\n"
         "else:\n"
         "    raise SystemExit('imported without torch')\n"
+        "from skeletal.torch_bench import bench_rows\n"
+        "print(bench_rows(quick=True))\n"
     )
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     assert 'pip install "skeletal[torch]"' in out.stdout
+    assert "{'rows': [], 'skipped': 'torch is not installed" in out.stdout  # the bench rows step aside
 
 
 # -- rotations ---------------------------------------------------------------------------------------
