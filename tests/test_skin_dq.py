@@ -380,7 +380,7 @@ def test_renderer_draws_dqs_and_it_differs_from_lbs_on_a_twist(ctx):
     asset = twisted_limb_asset()
     from skeletal.render.layout import pose_at
 
-    world, morph = pose_at(asset, asset.clip("twist"), [1.0])
+    world, morph = pose_at(asset, asset.clip("twist"), [1.0], loop="clamp")
     images = {}
     for method in ("lbs", "dqs"):
         with Renderer(asset, 96, 96, skinning=method, samples=0, ground=False, camera="yaw=0,pitch=0") as r:
@@ -425,11 +425,11 @@ def test_render_command_takes_skinning(ctx, tmp_path):
     pytest.importorskip("imageio.v3", reason="imageio is not installed")
     from click.testing import CliRunner
 
-    from skeletal.cli import main
+    from skeletal.cli import cli
 
     out = tmp_path / "dqs.png"
-    result = CliRunner().invoke(main, ["render", "--skinning", "dqs", "--size", "64x48", "--out", str(out)])
+    result = CliRunner().invoke(cli, ["render", "--skinning", "dqs", "--size", "64x48", "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert out.stat().st_size > 0
-    bad = CliRunner().invoke(main, ["render", "--skinning", "both", "--out", str(tmp_path / "x.png")])
+    bad = CliRunner().invoke(cli, ["render", "--skinning", "both", "--out", str(tmp_path / "x.png")])
     assert bad.exit_code != 0 and "both" in bad.output

@@ -29,6 +29,7 @@ from .retarget import retarget
 from .rig import Rig
 from .sampling import sample
 from .skin import normalize_weights, pack_palette, skin, skin_into
+from .skin_dq import dual_quaternions, pack_dq_palette, skin_dq, skin_dq_into
 
 __version__ = "0.1.0"
 
@@ -38,4 +39,5 @@ __all__ = [
     "UnsupportedExtensionError", "skin_palette", "world_matrices", "Rig", "sample", "normalize_weights",
     "skin", "skin_into", "pack_palette", "cliptools", "Action", "Crowd", "Event", "Mixer", "Player", "__version__",
     "retarget", "export", "write_bvh",
+    "skin_dq", "skin_dq_into", "pack_dq_palette", "dual_quaternions",
 ]

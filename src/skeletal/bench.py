@@ -60,6 +60,7 @@ FEATURE_BENCHES: list[str] = [
     # inverse kinematics (issue 10)
 
     # dual quaternion skinning (issue 10)
+    "skeletal.bench_dq",
 
     # torch (issue 12)
     "skeletal.torch_bench",
