@@ -129,8 +129,8 @@ class MotionWindows(Dataset):
             seq = self._reload(seq)
         stop = start + self.window
         return {
-            "pose": torch.as_tensor(seq.pose[start:stop], dtype=self.dtype),
-            "positions": torch.as_tensor(seq.positions[start:stop], dtype=self.dtype),
+            "pose": torch.tensor(seq.pose[start:stop], dtype=self.dtype),  # copies: items never alias the cache
+            "positions": torch.tensor(seq.positions[start:stop], dtype=self.dtype),
             "file": seq.file, "clip": seq.clip, "start": start, "fps": self.fps,
         }
 
