@@ -202,6 +202,8 @@ def test_palette_and_lbs_match_numba_on_a_random_rig():
         assert np.allclose(p[b].numpy(), rp, atol=1e-5)  # numba reads float32 weights
         assert np.allclose(n[b].numpy(), rn, atol=1e-5)
         assert np.allclose(t[b].numpy(), rt, atol=1e-5)
+    # per-pose weights take the gather path: the same result as the dense weight matrix
+    assert torch.allclose(st.lbs(pal, idx, w.expand(3, -1, -1), pos), p, atol=1e-12)
     # morphs: base + sum w_i delta_i
     deltas = torch.as_tensor(rng.normal(size=(2, 40, 3)))
     mw = torch.tensor([[0.5, 0.25]], dtype=torch.float64)
