@@ -35,7 +35,7 @@ def bench_rows(asset=None, clip=None, path=None, quick: bool = False) -> dict:
     if asset is None or not asset.skinned_instances:
         asset, clip = demo_asset(), "walk"
     the_clip = asset.clip(clip) if clip is not None and asset.clips else (asset.clips[0] if asset.clips else skeletal.Clip("rest", []))
-    batch = 8 if quick else 64
+    batch = 4 if quick else 64
     repeats = 2 if quick else 10
     times = np.linspace(0.0, the_clip.duration, batch)
     pose64, _ = sample(the_clip, times, asset.rig.rest, asset.morph_start, asset.rest_morph)
