@@ -293,6 +293,19 @@ class Player:
         dx, dz, dyaw = self._root_motion.delta[0]
         return np.array([dx, 0.0, dz]), float(dyaw)
 
+    # -- inverse kinematics ----------------------------------------------------------------------
+
+    def add_ik(self, name: str, kind: str = "two_bone", chain=(), *, target=None, pole=None, weight=1.0, **options):
+        """An IK stage after blending (see :meth:`Mixer.add_ik`): e.g.
+        ``player.add_ik("left_foot", chain=("LeftUpLeg", "LeftLeg", "LeftFoot"), target=(x, y, z),
+        pole=(x, y, z))``; returns a handle whose ``target``, ``pole`` and ``weight`` can change per frame."""
+        return self.mixer.add_ik(name, kind, chain, target=target, pole=pole, weight=weight, **options)
+
+    @property
+    def ik(self) -> dict:
+        """The IK stages by name."""
+        return self.mixer.ik
+
     # -- time ----------------------------------------------------------------------------------
 
     def update(self, dt: float) -> None:
@@ -324,6 +337,24 @@ class Player:
     @property
     def palettes(self) -> list[np.ndarray]:
         return [p[0] for p in self.mixer.palettes]
+
+    def colliders(self):
+        """The asset's hit/hurt volumes in world space at the current pose
+        (:class:`skeletal.colliders.ColliderFrame`: segment ends ``a``/``b`` (C, 3), ``radius`` (C,),
+        ``tag``, ``visible``...). Visibility follows the clip of the running action with the largest
+        effective weight (ties: the first found), at its sampled time.
+
+        >>> frame = player.colliders()                      # doctest: +SKIP
+        >>> hits = frame.select("hit")                      # doctest: +SKIP
+        """
+        colliders = self.asset.colliders
+        clip, t = None, 0.0
+        best = 0.0
+        for action in self.actions:
+            w = action.effective_weight
+            if w > best:
+                best, clip, t = w, action.clip.name, action.time
+        return colliders.world(self.world, colliders.visible(clip, t))
 
     # -- events --------------------------------------------------------------------------------
 
