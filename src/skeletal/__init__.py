@@ -29,8 +29,8 @@ from .retarget import retarget
 from .rig import Rig
 from .sampling import sample
 from .skin import normalize_weights, pack_palette, skin, skin_into
-from .skin_dq import dual_quaternions, pack_dq_palette, skin_dq, skin_dq_into
 from .colliders import Collider, ColliderFrame, ColliderSet
+from .skin_dq import dual_quaternions, pack_dq_palette, skin_dq, skin_dq_into
 
 __version__ = "0.1.0"
 
