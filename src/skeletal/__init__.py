@@ -32,6 +32,7 @@ from .skin import normalize_weights, pack_palette, skin, skin_into
 from .colliders import Collider, ColliderFrame, ColliderSet
 from . import ik  # noqa: E402
 from .batch import run_batch
+from .skin_dq import dual_quaternions, pack_dq_palette, skin_dq, skin_dq_into
 
 __version__ = "0.1.0"
 
@@ -43,4 +44,5 @@ __all__ = [
     "retarget", "export", "write_bvh", "Collider", "ColliderFrame", "ColliderSet",
     "ik",
     "run_batch",
+    "skin_dq", "skin_dq_into", "pack_dq_palette", "dual_quaternions",
 ]

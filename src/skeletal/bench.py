@@ -62,8 +62,10 @@ FEATURE_BENCHES: list[str] = [
     "skeletal.ik_bench",
 
     # dual quaternion skinning (issue 10)
+    "skeletal.bench_dq",
 
     # torch (issue 12)
+    "skeletal.torch_bench",
 
     # compression (issue 12)
     "skeletal.compress",

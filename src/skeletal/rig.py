@@ -69,6 +69,13 @@ class Rig:
             mask[index] = False
         return mask
 
+    def to_torch(self, device=None, dtype=None):
+        """This rig as :class:`skeletal.torch.RigTensors` (hierarchy by depth level, rest pose) on
+        ``device``, rest pose in ``dtype`` (default float32). Needs the ``torch`` extra."""
+        from .torch import rig_tensors
+
+        return rig_tensors(self, device=device, dtype=dtype if dtype is not None else _torch_float32())
+
     @classmethod
     def from_parents(cls, names, parents, rest: np.ndarray | None = None) -> "Rig":
         """A rig from names and parent indices given in any order (file order), toposorted here."""
@@ -105,6 +112,12 @@ class Rig:
             return cls.from_parents([node.name or "" for node in doc.nodes], parents, rest)
         except ValueError as exc:
             raise ModelError(doc.path, "nodes", str(exc)) from None
+
+
+def _torch_float32():
+    import torch
+
+    return torch.float32
 
 
 def parent_first_order(parents: np.ndarray) -> np.ndarray:

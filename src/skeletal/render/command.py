@@ -12,6 +12,7 @@ import click
 from .errors import RenderError
 
 PALETTE_CHOICES = ("auto", "uniform", "ubo", "ssbo", "texture")
+SKINNING_CHOICES = ("lbs", "dqs")
 
 
 @click.command("render")
@@ -35,11 +36,13 @@ PALETTE_CHOICES = ("auto", "uniform", "ubo", "ssbo", "texture")
 @click.option("--frames", is_flag=True, help="With a .png output: write every frame as NAME_0001.png, ...")
 @click.option("--palette", "palette_mode", default="auto", show_default=True, type=click.Choice(PALETTE_CHOICES),
               help="How skin palettes reach the GPU.")
+@click.option("--skinning", default="lbs", show_default=True, type=click.Choice(SKINNING_CHOICES),
+              help="Linear blend (lbs) or dual quaternion (dqs: no candy-wrapper collapse on twists) skinning.")
 @click.option("--verbose", "-v", is_flag=True, help="Print the GL renderer, palette path, camera and timings.")
 @click.option("--crossfade", default=None, metavar="FROM:TO@START[:DUR]",
               help="Play FROM, then crossfade to TO at START seconds over DUR seconds (e.g. Walk:Run@1.0:0.5).")
 def render(model, clip, out, fps, size, seconds, start, camera, skeleton, weights_joint, crowd_n, frames,
-           palette_mode, verbose, crossfade):
+           palette_mode, skinning, verbose, crossfade):
     """Render MODEL (a .gltf/.glb; default: the built-in demo character) headless to an image or video.
 
     \b
@@ -48,13 +51,14 @@ def render(model, clip, out, fps, size, seconds, start, camera, skeleton, weight
       skeletal render Fox.glb --out fox.png --camera yaw=90,pitch=5 --skeleton
       skeletal render --crowd 16 --out crowd.mp4 --seconds 2
       skeletal render Soldier.glb --crossfade Walk:Run@1.0:0.5 --out fade.mp4
+      skeletal render Fox.glb --skinning dqs --out fox.png
     """
     from .output import render_clip  # imports moderngl/imageio only now
 
     result = render_clip(
         model, clip=clip, out_path=out, fps=fps, size=size, seconds=seconds, camera=camera, skeleton=skeleton,
         weights_joint=weights_joint, crowd_n=crowd_n, frames=frames, verbose=verbose, palette_mode=palette_mode,
-        start=start, log=lambda text: click.echo(text, err=True), crossfade=crossfade,
+        start=start, log=lambda text: click.echo(text, err=True), crossfade=crossfade, skinning=skinning,
     )
     where = result.paths[0] if len(result.paths) == 1 else f"{result.paths[0]} .. {result.paths[-1]}"
     w, h = result.size

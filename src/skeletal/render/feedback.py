@@ -2,35 +2,56 @@
 
 :class:`SkinningProbe` runs ``feedback.vert.glsl`` (the same ``skinning.glsl`` as the mesh shader,
 no rasteriser) over a vertex set for I instances and returns world positions and normals, so that
-tests can compare every palette path with :func:`skeletal.skin.skin`.
+tests can compare every palette path with :func:`skeletal.skin.skin` (and, with ``skinning="dqs"``,
+with :func:`skeletal.skin_dq.skin_dq`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..skin_dq import gpu_dq_palette
+from .errors import RenderError
 from .geometry import fit_influences, influences_needed
 from .palette import PaletteStore
 from .programs import ProgramCache, set_uniform
 
+#: Skinning methods of the shaders: linear blend (3 palette rows per joint), dual quaternion (4).
+SKINNING_METHODS = ("lbs", "dqs")
+
+
+def skinning_defines(skinning: str) -> dict[str, int]:
+    """The GLSL defines that select ``skinning`` in ``skinning.glsl``."""
+    return {"SKINNING_DQS": 1} if skinning == "dqs" else {}
+
+
+def skinning_rows(skinning: str) -> int:
+    """vec4 palette rows per joint for ``skinning``."""
+    return 4 if skinning == "dqs" else 3
+
 
 class SkinningProbe:
-    """Skin vertices on the GPU through ``store`` and read the results back."""
+    """Skin vertices on the GPU through ``store`` and read the results back. ``skinning``: "lbs", or
+    "dqs" (the store must then have 4 rows per matrix: ``create_store(..., rows_per_matrix=4)``)."""
 
-    def __init__(self, ctx, store: PaletteStore, influences: int = 4):
+    def __init__(self, ctx, store: PaletteStore, influences: int = 4, skinning: str = "lbs"):
+        if skinning not in SKINNING_METHODS:
+            raise RenderError(f"skinning must be one of {', '.join(SKINNING_METHODS)}, got {skinning!r}")
         self.ctx = ctx
         self.store = store
+        self.skinning = skinning
         self.influences = influences_needed(influences)
         self._programs = ProgramCache(ctx)
         self.program = self._programs.get(
-            "feedback.vert.glsl", None, {**store.defines, "INFLUENCES": self.influences},
+            "feedback.vert.glsl", None, {**store.defines, **skinning_defines(skinning), "INFLUENCES": self.influences},
             varyings=("f_position", "f_normal"),
         )
         self._fbo = ctx.simple_framebuffer((1, 1))  # transform feedback wants a complete framebuffer bound
 
     def run(self, palette, joints, weights, positions, normals=None, offsets=None, joint_offset: int = 0):
         """Skin ``positions``/``normals`` (V, 3) with ``joints``/``weights`` (V, K) for every instance of
-        ``palette`` (I, J, 3, 4) float32 row-major; ``offsets`` (I, 3) are added after skinning.
+        ``palette`` (I, J, 3, 4) float32 row-major (skin matrices; converted to the DQS palette for
+        ``skinning="dqs"``); ``offsets`` (I, 3) are added after skinning.
 
         Returns ``(positions, normals)``, each (I, V, 3) float32.
         """
@@ -39,6 +60,8 @@ class SkinningProbe:
         ctx = self.ctx
         palette = np.ascontiguousarray(palette, dtype=np.float32)
         n_instances, joint_count = palette.shape[:2]
+        if self.skinning == "dqs":
+            palette = gpu_dq_palette(palette)
         positions = np.ascontiguousarray(positions, dtype=np.float32)
         v = len(positions)
         normals = np.ascontiguousarray(np.zeros_like(positions) if normals is None else normals, dtype=np.float32)

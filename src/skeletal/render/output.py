@@ -172,7 +172,7 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
                 skeleton: bool = False, weights_joint: str | int | None = None, crowd_n: int = 1,
                 frames: bool = False, verbose: bool = False, palette_mode: str = "auto", start: float = 0.0,
                 progress: bool = True, log: Callable[[str], None] | None = None,
-                crossfade: str | None = None) -> RenderResult:
+                crossfade: str | None = None, skinning: str = "lbs") -> RenderResult:
     """Render ``clip`` of a model (path, :class:`skeletal.Asset`, or None for the demo) to ``out_path``.
 
     The format follows the suffix: ``.png`` (the frame at ``start``; with ``frames=True`` every
@@ -181,6 +181,7 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
     ``verbose`` logs the GL renderer, the palette path and timings (to ``log``, default stderr); a
     progress bar appears on stderr for renders taking over a second. ``crossfade="Walk:Run@1.0:0.5"``
     plays Walk, then at 1.0 s crossfades to Run over 0.5 s (posed by :class:`skeletal.Mixer`).
+    ``skinning``: "lbs" (linear blend) or "dqs" (dual quaternion) skinning in the shaders.
     Without a model and a clip the built-in character walks for 3 seconds.
     """
     from .layout import crowd_phases, grid_offsets, pose_at, rest_clip
@@ -226,7 +227,8 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
     timings["load"] = time.perf_counter() - t0
 
     times = frame_times(the_clip, fps, seconds, single=(ext == ".png" and not frames), start=start)
-    renderer = Renderer(asset, width, height, palette_mode=palette_mode, instances=crowd_n, camera=camera)
+    renderer = Renderer(asset, width, height, palette_mode=palette_mode, instances=crowd_n, camera=camera,
+                        skinning=skinning)
     try:
         renderer.frame(the_clip)
         lo, hi = renderer.bounds

@@ -21,6 +21,10 @@ texture    a real buffer texture (samplerBuffer, RGBA32F,       GL_MAX_TEXTURE_B
 =========  ===================================================  =====================================
 
 :func:`best_available` picks ssbo > texture > ubo > uniform, the first whose limit fits, and says why.
+
+Dual quaternion skinning (``Renderer(skinning="dqs")``) sends (I, J, 4, 4) instead: four rows per
+joint (``rows_per_matrix=4``; :func:`skeletal.skin_dq.gpu_dq_palette`), through the same four paths;
+every limit above is then divided by 4 rows instead of 3.
 """
 
 from __future__ import annotations
@@ -47,29 +51,30 @@ TEX2D_WIDTH = 4096
 # -- limits ------------------------------------------------------------------------------------
 
 
-def mode_capacity(ctx, mode: str) -> tuple[int, str]:
-    """The most palette matrices ``mode`` can hold on ``ctx`` (0 if unsupported) and the limit behind it."""
+def mode_capacity(ctx, mode: str, rows_per_matrix: int = ROWS_PER_MATRIX) -> tuple[int, str]:
+    """The most palette matrices ``mode`` can hold on ``ctx`` (0 if unsupported) and the limit behind it
+    (``rows_per_matrix`` vec4 rows each: 3 for LBS matrices, 4 for DQS joints)."""
     if mode == "uniform":
         components = limit(ctx, "GL_MAX_VERTEX_UNIFORM_COMPONENTS", 1024)
-        n = max(0, (components - UNIFORM_RESERVE) // (ROWS_PER_MATRIX * 4))
+        n = max(0, (components - UNIFORM_RESERVE) // (rows_per_matrix * 4))
         return n, f"GL_MAX_VERTEX_UNIFORM_COMPONENTS={components} (less {UNIFORM_RESERVE} reserved)"
     if mode == "ubo":
         size = limit(ctx, "GL_MAX_UNIFORM_BLOCK_SIZE", 16384)
-        return size // BYTES_PER_MATRIX, f"GL_MAX_UNIFORM_BLOCK_SIZE={size} bytes"
+        return size // (rows_per_matrix * 16), f"GL_MAX_UNIFORM_BLOCK_SIZE={size} bytes"
     if mode == "ssbo":
         if ctx.version_code < 430:
             return 0, f"needs OpenGL 4.3, the context has {ctx.version_code // 100}.{ctx.version_code % 100 // 10}"
         if limit(ctx, "GL_MAX_VERTEX_SHADER_STORAGE_BLOCKS", 1) < 1:
             return 0, "GL_MAX_VERTEX_SHADER_STORAGE_BLOCKS=0 (no storage buffers in vertex shaders)"
         size = limit(ctx, "GL_MAX_SHADER_STORAGE_BLOCK_SIZE", 1 << 24)
-        return size // BYTES_PER_MATRIX, f"GL_MAX_SHADER_STORAGE_BLOCK_SIZE={size} bytes"
+        return size // (rows_per_matrix * 16), f"GL_MAX_SHADER_STORAGE_BLOCK_SIZE={size} bytes"
     if mode == "texture":
         if buffer_texture_works(ctx):
             texels = limit(ctx, "GL_MAX_TEXTURE_BUFFER_SIZE", 65536)
-            return texels // ROWS_PER_MATRIX, f"buffer texture, GL_MAX_TEXTURE_BUFFER_SIZE={texels} texels"
+            return texels // rows_per_matrix, f"buffer texture, GL_MAX_TEXTURE_BUFFER_SIZE={texels} texels"
         side = limit(ctx, "GL_MAX_TEXTURE_SIZE", 4096)
         width = min(TEX2D_WIDTH, side)
-        return width * side // ROWS_PER_MATRIX, f"2D texture fallback, GL_MAX_TEXTURE_SIZE={side}"
+        return width * side // rows_per_matrix, f"2D texture fallback, GL_MAX_TEXTURE_SIZE={side}"
     raise RenderError(f"palette mode {mode!r} is not one of {', '.join(MODES)}")
 
 
@@ -85,12 +90,12 @@ class PaletteChoice:
         return f"palette mode {self.mode}: " + "; ".join(self.reasons)
 
 
-def best_available(ctx, n_matrices: int) -> PaletteChoice:
+def best_available(ctx, n_matrices: int, rows_per_matrix: int = ROWS_PER_MATRIX) -> PaletteChoice:
     """The best mode for ``n_matrices`` palette matrices per frame (all instances together):
     ssbo > texture > ubo > uniform, skipping any whose limit is too small."""
     reasons = []
     for mode in PREFERENCE:
-        cap, why = mode_capacity(ctx, mode)
+        cap, why = mode_capacity(ctx, mode, rows_per_matrix)
         if cap >= n_matrices:
             reasons.append(f"{mode} holds {cap} matrices >= {n_matrices} needed ({why})")
             return PaletteChoice(mode, cap, reasons)
@@ -98,9 +103,9 @@ def best_available(ctx, n_matrices: int) -> PaletteChoice:
     raise RenderError(f"no palette upload path holds {n_matrices} matrices: " + "; ".join(reasons))
 
 
-def check_mode(ctx, mode: str, n_matrices: int) -> PaletteChoice:
+def check_mode(ctx, mode: str, n_matrices: int, rows_per_matrix: int = ROWS_PER_MATRIX) -> PaletteChoice:
     """``mode`` if it can hold ``n_matrices``, else a RenderError naming the limit."""
-    cap, why = mode_capacity(ctx, mode)
+    cap, why = mode_capacity(ctx, mode, rows_per_matrix)
     if cap < n_matrices:
         raise RenderError(f"palette mode {mode} holds at most {cap} matrices ({why}), this frame needs {n_matrices}")
     return PaletteChoice(mode, cap, [f"{mode} requested, holds {cap} matrices ({why})"])
@@ -121,20 +126,21 @@ class PaletteStore:
     """GPU storage for one frame's palette. Subclasses differ only in where the rows live.
 
     ``defines`` are the GLSL ``#define``s the skinning include needs; ``write`` uploads a palette
-    (I, J, 3, 4) float32 with one GL call; ``bind(program)`` makes it visible to a program before a
+    (I, J, R, 4) float32 with one GL call (R = ``rows_per_matrix``: 3, or 4 for DQS); ``bind(program)`` makes it visible to a program before a
     draw (cheap; does the upload itself only for the uniform path, whose storage is per program).
     """
 
     mode = ""
     variant = ""
 
-    def __init__(self, ctx, capacity: int):
+    def __init__(self, ctx, capacity: int, rows_per_matrix: int = ROWS_PER_MATRIX):
         self.ctx = ctx
         self.capacity = int(capacity)  # matrices
+        self.rows_per_matrix = int(rows_per_matrix)
 
     @property
     def rows(self) -> int:
-        return self.capacity * ROWS_PER_MATRIX
+        return self.capacity * self.rows_per_matrix
 
     @property
     def defines(self) -> dict[str, int | str]:
@@ -142,8 +148,8 @@ class PaletteStore:
 
     def _check(self, palette: np.ndarray) -> np.ndarray:
         palette = np.ascontiguousarray(palette, dtype=np.float32)
-        if palette.ndim != 4 or palette.shape[2:] != (3, 4):
-            raise RenderError(f"palette must have shape (instances, joints, 3, 4), got {palette.shape}")
+        if palette.ndim != 4 or palette.shape[2:] != (self.rows_per_matrix, 4):
+            raise RenderError(f"palette must have shape (instances, joints, {self.rows_per_matrix}, 4), got {palette.shape}")
         n = palette.shape[0] * palette.shape[1]
         if n > self.capacity:
             raise RenderError(f"palette of {n} matrices does not fit the {self.mode} store of {self.capacity}")
@@ -168,8 +174,8 @@ class UniformArrayStore(PaletteStore):
 
     mode = variant = "uniform"
 
-    def __init__(self, ctx, capacity):
-        super().__init__(ctx, capacity)
+    def __init__(self, ctx, capacity, rows_per_matrix=ROWS_PER_MATRIX):
+        super().__init__(ctx, capacity, rows_per_matrix)
         self._staging = np.zeros((self.rows, 4), np.float32)
         self._generation = 0
         self._sent: dict[int, int] = {}  # program glo -> generation it holds
@@ -197,8 +203,8 @@ class UniformBufferStore(PaletteStore):
     mode = variant = "ubo"
     BINDING = 0
 
-    def __init__(self, ctx, capacity):
-        super().__init__(ctx, capacity)
+    def __init__(self, ctx, capacity, rows_per_matrix=ROWS_PER_MATRIX):
+        super().__init__(ctx, capacity, rows_per_matrix)
         self.buffer = ctx.buffer(reserve=self.rows * 16, dynamic=True)
 
     @property
@@ -222,8 +228,8 @@ class StorageBufferStore(PaletteStore):
     mode = variant = "ssbo"
     BINDING = 0
 
-    def __init__(self, ctx, capacity):
-        super().__init__(ctx, capacity)
+    def __init__(self, ctx, capacity, rows_per_matrix=ROWS_PER_MATRIX):
+        super().__init__(ctx, capacity, rows_per_matrix)
         self.buffer = ctx.buffer(reserve=self.rows * 16, dynamic=True)
 
     @property
@@ -247,10 +253,10 @@ class BufferTextureStore(PaletteStore):
     mode = "texture"
     variant = "texture (buffer texture)"
 
-    def __init__(self, ctx, capacity):
+    def __init__(self, ctx, capacity, rows_per_matrix=ROWS_PER_MATRIX):
         from . import rawgl
 
-        super().__init__(ctx, capacity)
+        super().__init__(ctx, capacity, rows_per_matrix)
         self.gl = rawgl.load(ctx)
         self.buffer = ctx.buffer(reserve=self.rows * 16, dynamic=True)
         self.texture = self.gl.create_buffer_texture(self.buffer.glo, PALETTE_TEXTURE_UNIT)
@@ -281,10 +287,10 @@ class Texture2DStore(PaletteStore):
     mode = "texture"
     variant = "texture (2D RGBA32F fallback)"
 
-    def __init__(self, ctx, capacity):
+    def __init__(self, ctx, capacity, rows_per_matrix=ROWS_PER_MATRIX):
         import moderngl
 
-        super().__init__(ctx, capacity)
+        super().__init__(ctx, capacity, rows_per_matrix)
         self.width = min(TEX2D_WIDTH, limit(ctx, "GL_MAX_TEXTURE_SIZE", 4096), self.rows)
         self.height = -(-self.rows // self.width)
         self.texture = ctx.texture((self.width, self.height), 4, dtype="f4")
@@ -309,24 +315,26 @@ class Texture2DStore(PaletteStore):
         self.texture.release()
 
 
-def create_store(ctx, mode: str, n_matrices: int, *, texture_2d: bool = False) -> PaletteStore:
+def create_store(ctx, mode: str, n_matrices: int, *, texture_2d: bool = False,
+                 rows_per_matrix: int = ROWS_PER_MATRIX) -> PaletteStore:
     """A store of ``mode`` with room for at least ``n_matrices`` (RenderError if over its limit).
 
-    ``texture_2d=True`` forces the 2D-texture variant of the texture path (tests use it).
+    ``texture_2d=True`` forces the 2D-texture variant of the texture path (tests use it);
+    ``rows_per_matrix=4`` makes a store for dual quaternion palettes.
     """
-    cap, why = mode_capacity(ctx, mode)
+    cap, why = mode_capacity(ctx, mode, rows_per_matrix)
     if n_matrices > cap:
         raise RenderError(f"palette mode {mode} holds at most {cap} matrices ({why}), {n_matrices} needed")
     size = _round_capacity(n_matrices, cap)
     if mode == "uniform":
-        return UniformArrayStore(ctx, size)
+        return UniformArrayStore(ctx, size, rows_per_matrix)
     if mode == "ubo":
-        return UniformBufferStore(ctx, size)
+        return UniformBufferStore(ctx, size, rows_per_matrix)
     if mode == "ssbo":
-        return StorageBufferStore(ctx, size)
+        return StorageBufferStore(ctx, size, rows_per_matrix)
     if texture_2d or not buffer_texture_works(ctx):
-        return Texture2DStore(ctx, size)
-    return BufferTextureStore(ctx, size)
+        return Texture2DStore(ctx, size, rows_per_matrix)
+    return BufferTextureStore(ctx, size, rows_per_matrix)
 
 
 # -- buffer texture self-test ---------------------------------------------------------------------

@@ -29,10 +29,12 @@ import moderngl
 import numpy as np
 
 from ..skin import apply_morphs
+from ..skin_dq import gpu_dq_palette
 from .bones import BoneDrawer
 from .camera import Camera, CameraSpec, animated_bounds, facing_yaw, frame, nice_step, parse_camera
 from .context import describe, shared_context
 from .errors import RenderError
+from .feedback import SKINNING_METHODS, skinning_defines, skinning_rows
 from .geometry import PrimitiveData, influences_needed, prepare
 from .layout import PaletteLayout
 from .materials import MaterialCache, MaterialGL
@@ -74,6 +76,8 @@ class Renderer:
         asset: a :class:`skeletal.Asset`.
         width, height: image size in pixels.
         palette_mode: "auto" (see :func:`.palette.best_available`) or one of uniform, ubo, ssbo, texture.
+        skinning: "lbs" (linear blend skinning) or "dqs" (dual quaternion skinning, scale-separated:
+            see :mod:`skeletal.skin_dq`; its palette has 4 rows per joint, through the same upload paths).
         instances: how many instances to make room for up front (more are accommodated later).
         samples: MSAA samples (clamped to what the driver allows; 0 or 1 = none).
         camera: a :class:`.camera.CameraSpec` or spec string; framed by :meth:`frame`.
@@ -84,11 +88,14 @@ class Renderer:
 
     def __init__(self, asset, width: int = 640, height: int = 480, *, palette_mode: str = "auto",
                  instances: int = 1, samples: int = 4, camera: CameraSpec | str | None = None,
-                 clip=None, ground: bool = True, ctx=None):
+                 clip=None, ground: bool = True, ctx=None, skinning: str = "lbs"):
         if not (1 <= int(width) <= 16384 and 1 <= int(height) <= 16384):
             raise RenderError(f"image size {width}x{height} is out of range (1..16384)")
         if palette_mode != "auto" and palette_mode not in MODES:
             raise RenderError(f"palette mode {palette_mode!r} is not one of auto, {', '.join(MODES)}")
+        if skinning not in SKINNING_METHODS:
+            raise RenderError(f"skinning {skinning!r} is not one of {', '.join(SKINNING_METHODS)}")
+        self.skinning = skinning
         self.asset = asset
         self.width, self.height = int(width), int(height)
         self.ctx = ctx or shared_context()
@@ -123,16 +130,18 @@ class Renderer:
         """A palette store and an offsets buffer big enough for ``n_instances`` instances."""
         needed = n_instances * self.layout.joint_count
         if self.store is None or self.store.capacity < needed:
+            rows = skinning_rows(self.skinning)
             if self.palette_mode == "auto":
-                choice = best_available(self.ctx, needed)
+                choice = best_available(self.ctx, needed, rows)
             else:
-                choice = check_mode(self.ctx, self.palette_mode, needed)
+                choice = check_mode(self.ctx, self.palette_mode, needed, rows)
             if self.store is not None:
                 self.store.release()
-            self.store = create_store(self.ctx, choice.mode, needed)
+            self.store = create_store(self.ctx, choice.mode, needed, rows_per_matrix=rows)
             self.palette_choice = choice
             self.mesh_program = self._programs.get(
-                "mesh.vert.glsl", "mesh.frag.glsl", {**self.store.defines, "INFLUENCES": self.influences})
+                "mesh.vert.glsl", "mesh.frag.glsl",
+                {**self.store.defines, **skinning_defines(self.skinning), "INFLUENCES": self.influences})
             self._invalidate_vaos()
         if n_instances > self._offsets_capacity:
             if self._offsets_buffer is not None:
@@ -314,6 +323,8 @@ class Renderer:
             raise RenderError(f"{len(world)} poses for {n} instance placements")
         self._ensure_capacity(n)
         palette = self.layout.palettes(world) if palettes is None else self._arrange_palettes(palettes, world)
+        if self.skinning == "dqs":
+            palette = gpu_dq_palette(palette)  # (I, J, 4, 4): qr, qd, scale/shear rows
         heat = self._resolve_heat(weights_joint)
         t1 = time.perf_counter()
 
@@ -591,7 +602,8 @@ class Renderer:
 
     def describe(self) -> str:
         """One paragraph: GL renderer, palette path and why, MSAA."""
-        return (f"{describe(self.ctx)}; {self.palette_choice.explain()}; store {self.store.describe()}; "
+        return (f"{describe(self.ctx)}; {self.skinning.upper()} skinning; {self.palette_choice.explain()}; "
+                f"store {self.store.describe()}; "
                 f"{self.layout.joint_count} palette matrices per instance, {self.influences} influences; "
                 f"MSAA {self.samples or 'off'}")
 

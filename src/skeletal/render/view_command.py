@@ -16,6 +16,7 @@ from .errors import INSTALL_HINT, RenderError
 
 PALETTE_CHOICES = ("auto", "uniform", "ubo", "ssbo", "texture")
 LOOP_CHOICES = ("repeat", "pingpong", "clamp")
+SKINNING_CHOICES = ("lbs", "dqs")
 
 
 @click.command("view")
@@ -38,6 +39,8 @@ LOOP_CHOICES = ("repeat", "pingpong", "clamp")
                    "alone, blend mode on the default samples.")
 @click.option("--palette", "palette_mode", default="auto", show_default=True, type=click.Choice(PALETTE_CHOICES),
               help="How skin palettes reach the GPU.")
+@click.option("--skinning", default="lbs", show_default=True, type=click.Choice(SKINNING_CHOICES),
+              help="Linear blend (lbs) or dual quaternion (dqs) skinning.")
 @click.option("--msaa", "samples", default=4, show_default=True, type=click.IntRange(0, 16),
               help="Multisampling (0: off).")
 @click.option("--frames", default=None, type=click.IntRange(min=1),
@@ -46,7 +49,7 @@ LOOP_CHOICES = ("repeat", "pingpong", "clamp")
               help="Save the last frame, UI included, to this .png and exit (after --frames, default 1).")
 @click.option("--verbose", "-v", is_flag=True, help="Print the GL renderer, palette path and frame timings.")
 def view(model, clip, size, start, speed, loop, camera, skeleton, weights_joint, blend, blend_value, palette_mode,
-         samples, frames, screenshot, verbose):
+         skinning, samples, frames, screenshot, verbose):
     """Open MODEL (a .gltf/.glb; default: the built-in demo character) in an interactive window.
 
     \b
@@ -72,7 +75,8 @@ def view(model, clip, size, start, speed, loop, camera, skeleton, weights_joint,
     log = (lambda text: click.echo(text, err=True)) if verbose else None
     result = run_viewer(model, clip=clip, size=size, start=start, speed=speed, loop=loop, camera=camera,
                         skeleton=skeleton, weights_joint=weights_joint, blend=blend, blend_value=blend_value,
-                        palette_mode=palette_mode, samples=samples, frames=frames, screenshot=screenshot, log=log)
+                        palette_mode=palette_mode, samples=samples, frames=frames, screenshot=screenshot, log=log,
+                        skinning=skinning)
     if result.screenshot:
         click.echo(f"wrote {result.screenshot} ({result.frames} frame{'s' if result.frames != 1 else ''}, "
                    f"{result.playback})")

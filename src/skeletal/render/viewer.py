@@ -425,7 +425,7 @@ class Viewer:
         skeleton, weights_joint: overlays on at the start (joint: name or glTF node index).
         blend: blend-space samples ``[(clip, position), ...]`` to start in blend mode with (None:
             clip mode; the B key then blends the default samples); ``blend_value``: the parameter.
-        palette_mode, samples: passed to the :class:`Renderer`.
+        palette_mode, samples, skinning: passed to the :class:`Renderer`.
         log: where verbose lines go (None: quiet).
     """
 
@@ -433,8 +433,9 @@ class Viewer:
                  speed: float = 1.0, loop: str = "repeat", camera: str | None = None, skeleton: bool = False,
                  weights_joint: str | int | None = None, blend=None, blend_value: float | None = None,
                  palette_mode: str = "auto", samples: int = 4, title: str | None = None,
-                 log: Callable[[str], None] | None = None):
+                 log: Callable[[str], None] | None = None, skinning: str = "lbs"):
         check_display()
+        self._skinning = skinning
         self.glfw = _import_glfw()
         self.asset = asset
         self.log = log
@@ -492,6 +493,7 @@ class Viewer:
         view_h = self._view_height()
 
         self.renderer = Renderer(asset, fb_w, fb_h, palette_mode=palette_mode, samples=samples, camera=camera,
+                                 skinning=self._skinning,
                                  clip=clips[state.clip] if clips and not state.blending else None, ctx=self.ctx)
         if state.blending:  # frame every sample's motion
             bounds = [animated_bounds(asset, clips[c]) for c in state.blend.clips]
@@ -813,14 +815,14 @@ def view(model=None, clip: str | int | None = None, size: tuple[int, int] | str 
          skeleton: bool = False, weights_joint: str | int | None = None, blend=None,
          blend_value: float | None = None, palette_mode: str = "auto", samples: int = 4,
          frames: int | None = None, screenshot: str | None = None,
-         log: Callable[[str], None] | None = None) -> ViewResult:
+         log: Callable[[str], None] | None = None, skinning: str = "lbs") -> ViewResult:
     """Open the viewer on a model (path, :class:`skeletal.Asset`, or None for the demo character).
 
     ``blend``: start in blend mode on these blend-space samples, ``"idle:0,walk:1.4,run:4"`` or
     ``[(clip, position), ...]``; ``blend_value``: the parameter to start at (alone: blend mode on
     the default samples, see :func:`.viewer_ui.default_blend_samples`).
     With ``frames``, run that many frames on a fixed 1/30 s clock and return; with ``screenshot``
-    (a .png), also save the last frame, UI included.
+    (a .png), also save the last frame, UI included. ``skinning``: "lbs" or "dqs" (see :class:`Renderer`).
     """
     from .viewer_ui import default_blend_samples
 
@@ -832,6 +834,8 @@ def view(model=None, clip: str | int | None = None, size: tuple[int, int] | str 
         raise RenderError(f"frames must be at least 1, got {frames}")
     if not speed > 0:
         raise RenderError(f"speed must be positive, got {speed}")
+    if skinning not in ("lbs", "dqs"):
+        raise RenderError(f"skinning {skinning!r} is not one of lbs, dqs")
     if loop not in LOOP_CYCLE:
         raise RenderError(f"loop mode {loop!r} is not one of {', '.join(LOOP_CYCLE)}")
     if screenshot is not None:
@@ -867,5 +871,5 @@ def view(model=None, clip: str | int | None = None, size: tuple[int, int] | str 
             raise RenderError("--blend names one clip twice")
     with Viewer(asset, (width, height), clip=index, start=start, speed=speed, loop=loop, camera=camera,
                 skeleton=skeleton, weights_joint=weights_joint, blend=blend, blend_value=blend_value,
-                palette_mode=palette_mode, samples=samples, log=log) as viewer:
+                palette_mode=palette_mode, samples=samples, log=log, skinning=skinning) as viewer:
         return viewer.run(frames=frames, screenshot=screenshot)

@@ -10,8 +10,6 @@ out vec3 f_position;
 out vec3 f_normal;
 
 void main() {
-    vec4 r0, r1, r2;
-    skin_rows(r0, r1, r2);
-    f_position = skin_point(r0, r1, r2, a_position) + a_offset;
-    f_normal = skin_normal(r0, r1, r2, a_normal);
+    skin_vertex(a_position, a_normal, f_position, f_normal);
+    f_position += a_offset;
 }

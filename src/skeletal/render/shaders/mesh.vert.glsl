@@ -18,10 +18,8 @@ out vec2 v_uv;
 out float v_heat;
 
 void main() {
-    vec4 r0, r1, r2;
-    skin_rows(r0, r1, r2);
-    v_position = skin_point(r0, r1, r2, a_position) + a_offset + u_placement_shift;
-    v_normal = skin_normal(r0, r1, r2, a_normal);
+    skin_vertex(a_position, a_normal, v_position, v_normal);
+    v_position += a_offset + u_placement_shift;
     v_uv = a_uv;
     v_heat = a_heat;
     gl_Position = u_view_proj * vec4(v_position, 1.0);
