@@ -580,3 +580,82 @@ class Jiggle:
     def apply(self, pose: np.ndarray, world: np.ndarray, dt: float) -> None:
         self.chains.placement = self.proc.placement
         self.chains.apply(world, pose, dt)
+
+
+# ---------------------------------------------------------------------------------------------
+# benchmark rows (``skeletal bench``)
+
+
+def bench_rows(asset=None, clip=None, path=None, quick: bool = False) -> dict:
+    """Cost of the procedural stages against the same-run playback update they follow: one Player
+    (foot placement on terrain + look-at) and a Mixer of many instances (foot placement), in
+    microseconds per character per frame."""
+    import time
+
+    from .. import Player
+    from ..bench import stat
+    from ..demo import demo_asset
+    from .mixer import Mixer
+
+    try:
+        if asset is None:
+            raise SkeletalError("no asset")
+        find_legs(asset.rig)
+        clip = clip if clip is not None else 0
+        asset.clip(clip)
+    except (SkeletalError, KeyError, IndexError):
+        asset, clip = demo_asset(), "walk"
+    ground = "terrain:amplitude=0.2,wavelength=3"
+    frames = 60 if quick else 300
+    repeats = 3 if quick else 7
+    count = 100 if quick else 1000
+
+    def timed(update, n) -> list[float]:
+        update()  # compile / warm
+        out = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            for _ in range(n):
+                update()
+            out.append((time.perf_counter() - t0) / n)
+        return out
+
+    def player(stages: bool):
+        p = Player(asset)
+        p.play(clip)
+        if stages:
+            proc = Procedural(p)
+            proc.foot_placement(ground)
+            proc.look_at((0.5, 1.5, 2.0))
+        return lambda: p.update(1 / 60)
+
+    def mixer(stages: bool):
+        m = Mixer(asset, count, events=False)
+        m.play(clip, offset=np.random.default_rng(0).uniform(0, asset.clip(clip).duration, count))
+        if stages:
+            proc = Procedural(m)
+            proc.foot_placement(ground)
+            g = np.random.default_rng(1).uniform(-5, 5, (count, 3))
+            proc.place(g, 0.0)
+        return lambda: m.update(1 / 60)
+
+    base1 = timed(player(False), frames)
+    with1 = timed(player(True), frames)
+    base_n = timed(mixer(False), max(frames // 10, 5))
+    with_n = timed(mixer(True), max(frames // 10, 5))
+    us = 1e6
+    rows = [
+        {"name": f"one character: Player update + foot placement on terrain + look-at ({asset.name}, {clip})",
+         "stat": stat([s * us for s in with1], "us"),
+         "baseline": f"Player update alone: {statistics_median(base1) * us:.1f} us",
+         "ratio": f"{statistics_median(with1) / statistics_median(base1):.2f}x the update", "reference": ""},
+        {"name": f"Mixer of {count}: update + foot placement, per character",
+         "stat": stat([s * us / count for s in with_n], "us"),
+         "baseline": f"Mixer update alone: {statistics_median(base_n) * us / count:.2f} us per character",
+         "ratio": f"{statistics_median(with_n) / statistics_median(base_n):.2f}x the update", "reference": ""},
+    ]
+    return {"rows": rows, "asset": asset.name, "clip": str(clip)}
+
+
+def statistics_median(values) -> float:
+    return float(np.median(values))
