@@ -71,9 +71,28 @@ class Crowd(Mixer):
         self.world34 = np.zeros((self.count if self._keep_world else 0, n if self._keep_world else 1, 3, 4), dtype=self.dtype)
         self._world_scratch = np.zeros((numba.config.NUMBA_NUM_THREADS, n, 3, 4), dtype=self.dtype)
 
+    def _ik_changed(self) -> None:
+        """World rows: the skins' joints and the IK chains with their ancestors; after each stage only
+        the rows of its moved subtree among those are rebuilt."""
+        if not self._keep_world:
+            needed = np.union1d(ancestors_and_self(self.rig.parents, self.palette_joints), self._ik.table.world_nodes)
+            self._world_nodes = needed.astype(np.int64)
+        self._ik.table.restrict_updates(self._world_nodes)
+
     def _update_fused(self, dt: float) -> bool:
         """Clocks, poses, world matrices and palettes of every instance in one parallel kernel."""
         cs = self.clipset
+        if self._ik is not None:
+            from .ikstage import update_crowd_ik
+
+            update_crowd_ik(
+                dt, cs.duration, cs.marker_time, self.ist, *self._kernel_args(self.layer_weight),
+                self._scratch, self._scratch_morph, self._scratch_tmp, self._scratch_locs,
+                self.local_pose, self.morph_weights, self._base_unmasked,
+                self.rig.parents, self._world_nodes, self.palette_joints, self.inverse_bind34, self.palettes,
+                self.world34, self._world_scratch, *self._ik.args(),
+            )
+            return True
         K.update_crowd(
             dt, cs.duration, cs.marker_time, self.ist, *self._kernel_args(self.layer_weight),
             self._scratch, self._scratch_morph, self._scratch_tmp, self._scratch_locs,
@@ -86,6 +105,13 @@ class Crowd(Mixer):
     def evaluate(self) -> None:
         """Blend the actions into local poses, then world matrices and palettes in one fused kernel."""
         self._evaluate_into(self.layer_weight, self.local_pose, self.morph_weights)
+        if self._ik is not None:
+            from .ikstage import world_ik_palettes_34
+
+            world_ik_palettes_34(self.rig.parents, self._world_nodes, self.local_pose, self.palette_joints,
+                                 self.inverse_bind34, self.palettes, self.world34, self._world_scratch,
+                                 *self._ik.args())
+            return
         _world_palettes_34(self.rig.parents, self._world_nodes, self.local_pose, self.palette_joints, self.inverse_bind34,
                            self.palettes, self.world34, self._world_scratch)
 

@@ -105,6 +105,7 @@ class Mixer:
         self._pending: list[Event] = []
         # Objects with ``before_update(dt)`` (blend spaces, state machines, root motion) run first.
         self.controllers: list = []
+        self._ik = None  # IK stages run after blending (see add_ik)
         self.evaluate()
 
     def _allocate_outputs(self) -> None:
@@ -523,6 +524,16 @@ class Mixer:
         if self.count != 1:
             return None
         cs = self.clipset
+        if self._ik is not None:
+            from .ikstage import update_serial_ik
+
+            return update_serial_ik(
+                dt, cs.duration, cs.marker_time, self.ist, *self._kernel_args(self.layer_weight),
+                self._scratch[0], self._scratch_morph[0], self._scratch_tmp[0], self._scratch_locs[0],
+                self.local_pose, self.morph_weights, self._base_unmasked,
+                self.rig.parents, self.world, self._palette_joints, self._inverse_bind, self._palette_all,
+                *self._ik.args(),
+            )
         return K.update_serial(
             dt, cs.duration, cs.marker_time, self.ist, *self._kernel_args(self.layer_weight),
             self._scratch[0], self._scratch_morph[0], self._scratch_tmp[0], self._scratch_locs[0],
@@ -544,8 +555,40 @@ class Mixer:
         self._evaluate_into(self.layer_weight, self.local_pose, self.morph_weights)
         pose = self.local_pose if self.dtype == np.float64 else self.local_pose.astype(self.dtype)
         world_matrices(self.rig.parents, pose, out=self.world)
+        if self._ik is not None:
+            from ..ik import solve_batch
+
+            solve_batch(self.local_pose, self.world, self.rig.parents, *self._ik.args())
         if len(self._palette_joints):
             self._palette_all[...] = skin_palette(self.world, self._palette_joints, self._inverse_bind)
+
+    # -- inverse kinematics ------------------------------------------------------------------------
+
+    def add_ik(self, name: str, kind: str = "two_bone", chain=(), *, target=None, pole=None, weight=1.0, **options):
+        """Add an IK stage run after blending, before world matrices and palettes are final; returns its
+        :class:`~skeletal.playback.ikstage.IKHandle` (set ``target``, ``pole``, ``weight`` per frame: one
+        value or one row per instance). ``kind``: "two_bone" (chain = root, mid, end), "aim" (chain =
+        the joints sharing the turn, the aiming one last), "ccd" or "fabrik" (root ... end effector);
+        joints by name or rig index; ``options`` as :func:`skeletal.ik.two_bone` / :func:`~skeletal.ik.aim`
+        / :func:`~skeletal.ik.ccd` (``soft``, ``mid_axis``, ``end_rotation``, ``forward``, ``up``,
+        ``up_vector``, ``shares``, ``limits``, ``iterations``, ``tolerance``). Stages run in the order
+        added; targets are model-space points (the space of ``world``)."""
+        from .ikstage import IKStages
+
+        if self._ik is None:
+            self._ik = IKStages(self.rig, self.count)
+        handle = self._ik.add(name, kind, chain, target=target, pole=pole, weight=weight, **options)
+        self._ik_changed()
+        self.evaluate()
+        return handle
+
+    def _ik_changed(self) -> None:
+        """The stage table changed (the crowd restricts the world rows it rebuilds)."""
+
+    @property
+    def ik(self) -> dict:
+        """The IK stages by name (handles)."""
+        return {} if self._ik is None else dict(self._ik.handles)
 
     def _kernel_args(self, layer_weight: np.ndarray) -> tuple:
         """The arguments every playback kernel takes, in its order (see :func:`kernels.evaluate`):

@@ -293,6 +293,19 @@ class Player:
         dx, dz, dyaw = self._root_motion.delta[0]
         return np.array([dx, 0.0, dz]), float(dyaw)
 
+    # -- inverse kinematics ----------------------------------------------------------------------
+
+    def add_ik(self, name: str, kind: str = "two_bone", chain=(), *, target=None, pole=None, weight=1.0, **options):
+        """An IK stage after blending (see :meth:`Mixer.add_ik`): e.g.
+        ``player.add_ik("left_foot", chain=("LeftUpLeg", "LeftLeg", "LeftFoot"), target=(x, y, z),
+        pole=(x, y, z))``; returns a handle whose ``target``, ``pole`` and ``weight`` can change per frame."""
+        return self.mixer.add_ik(name, kind, chain, target=target, pole=pole, weight=weight, **options)
+
+    @property
+    def ik(self) -> dict:
+        """The IK stages by name."""
+        return self.mixer.ik
+
     # -- time ----------------------------------------------------------------------------------
 
     def update(self, dt: float) -> None:
