@@ -341,7 +341,7 @@ def test_mixer_batch_equals_players_and_crowd_runs(demo):
             p.update(DT)
     for i, p in enumerate(players):
         assert np.allclose(mixer.world[i], p.world, atol=1e-9)
-        assert np.allclose(crowd.world[i], p.world, atol=2e-4)  # float32 crowd
+        assert np.allclose(crowd.world[i], p.world, atol=1e-3)  # float32, nlerp crowd
     assert np.abs(mixer.world - mixer.world[0:1]).max() > 1e-3  # the instances differ
 
 
@@ -385,14 +385,16 @@ def test_render_command_with_ground_and_look_at(tmp_path):
     pytest.importorskip("moderngl")
     from click.testing import CliRunner
 
-    from skeletal.cli import main
+    from skeletal.cli import cli
 
     out = tmp_path / "feet.png"
-    result = CliRunner().invoke(main, ["render", "--clip", "walk", "--ground", "terrain:amplitude=0.2",
+    result = CliRunner().invoke(cli, ["render", "--clip", "walk", "--ground", "terrain:amplitude=0.2",
                                        "--look-at", "1,1.6,3", "--size", "160x120", "--time", "0.3", "--out", str(out)])
     if result.exit_code != 0 and "EGL" in (result.output or ""):
         pytest.skip("no headless GL here")
     assert result.exit_code == 0, result.output
     assert out.exists() and out.stat().st_size > 1000
-    bad = CliRunner().invoke(main, ["render", "--ground", "hills:1", "--out", str(tmp_path / "x.png")])
-    assert bad.exit_code != 0 and "ground" in bad.output
+    bad = CliRunner().invoke(cli, ["render", "--ground", "hills:1", "--out", str(tmp_path / "x.png")])
+    text = bad.stderr if bad.stderr else bad.output
+    assert bad.exit_code != 0 and "ground" in text and "Traceback" not in text
+    assert len(text.strip().splitlines()) == 1

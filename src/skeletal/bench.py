@@ -58,6 +58,9 @@ FEATURE_BENCHES: list[str] = [
 
     # inverse kinematics (issue 10)
 
+    # procedural animation (issue 10): foot placement, look-at
+    "skeletal.playback.procedural",
+
     # dual quaternion skinning (issue 10)
 
     # torch (issue 12)

@@ -50,10 +50,6 @@ class Leg:
     side: str = ""
 
 
-_LEFT = re.compile(r"(left|(^|[^a-z])l($|[^a-z])|^l(?=[A-Z_])|[a-z]l$)")
-_RIGHT = re.compile(r"(right|(^|[^a-z])r($|[^a-z])|^r(?=[A-Z_])|[a-z]r$)")
-
-
 def _side(name: str) -> str:
     base = name.split(":")[-1].split("|")[-1]
     low = base.lower()

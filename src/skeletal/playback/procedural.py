@@ -286,7 +286,6 @@ def foot_kernel(pose, world, parents, placement, thighs, knees, feet, pelvis, pe
             world_subset_one(parents, pelvis_nodes, pose[b], world[b])
         if not w > 0.0:
             continue
-        mx, my, mz, mw = quat_from_world(M)
         for l in range(n_legs):
             # target and pole in model space
             px = targets[b, l, 0] - M[0, 3]
@@ -334,8 +333,9 @@ class FootPlacement:
     "right": (...)}`` of joint names / indices overriding the automatic search (:func:`.contacts.find_legs`);
     ``floor``: model-space height of the clips' floor (0: glTF characters stand on y = 0);
     ``pelvis_smooth``: seconds, the pelvis spring's smooth time (0.1); ``reach``: fraction of a leg's
-    length it may stretch to before the pelvis drops further (0.97); ``soft``: the two-bone soft
-    limit band (0.02); ``max_tilt``: degrees the feet turn at most (35); ``weight`` (B,) or scalar;
+    length it may stretch to before the pelvis drops further (0.97; a leg the clip itself stretches
+    further keeps its animated reach); ``soft``: the two-bone soft limit band (0: the pelvis drop
+    already keeps targets reachable, and a soft band would pull up feet the clip puts at full reach); ``max_tilt``: degrees the feet turn at most (35); ``weight`` (B,) or scalar;
     ``contact_options``: passed to :func:`.contacts.detect_contacts`.
 
     After each update: ``contact`` (B, L) weights used, ``targets`` (B, L, 3) world foot targets,
@@ -344,7 +344,7 @@ class FootPlacement:
     """
 
     def __init__(self, proc: Procedural, ground="flat", *, legs=None, floor: float = 0.0, pelvis_smooth: float = 0.1,
-                 reach: float = 0.97, soft: float = 0.02, max_tilt: float = 35.0, weight=1.0,
+                 reach: float = 0.97, soft: float = 0.0, max_tilt: float = 35.0, weight=1.0,
                  contact_options: dict | None = None):
         self.proc = proc
         rig = proc.rig
