@@ -43,6 +43,10 @@ class Ground:
     def __call__(self, x, z) -> np.ndarray:
         return self.height(x, z)
 
+    def height_normal(self, x, z) -> tuple[np.ndarray, np.ndarray]:
+        """Both queries at once (subclasses share work between them)."""
+        return self.height(x, z), self.normal(x, z)
+
     def mesh(self, center=(0.0, 0.0), half_size: float = 5.0, cells: int = 96) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """A triangulated patch of this ground for drawing: positions (V, 3) float32, normals (V, 3)
         float32, triangle indices (T*3,) uint32; a square of ``half_size`` around world ``center``
@@ -62,8 +66,10 @@ class Ground:
 
 def _unit_normal_from_slopes(dx: np.ndarray, dz: np.ndarray) -> np.ndarray:
     """Normal of y = h(x, z) from its partial derivatives: normalize(-dh/dx, 1, -dh/dz)."""
-    n = np.stack([-dx, np.ones_like(dx), -dz], axis=-1)
-    return n / np.linalg.norm(n, axis=-1, keepdims=True)
+    dx = np.asarray(dx, np.float64)
+    dz = np.asarray(dz, np.float64)
+    inv = 1.0 / np.sqrt(dx * dx + dz * dz + 1.0)
+    return np.stack([-dx * inv, inv, -dz * inv], axis=-1)
 
 
 class FlatGround(Ground):
@@ -142,11 +148,16 @@ class TerrainGround(Ground):
         return x * self._kx + z * self._kz + self._phase
 
     def height(self, x, z) -> np.ndarray:
-        return self.level + (np.sin(self._arg(x, z)) * self._amp).sum(axis=-1)
+        return self.level + np.sin(self._arg(x, z)) @ self._amp
 
     def normal(self, x, z) -> np.ndarray:
         c = np.cos(self._arg(x, z)) * self._amp
-        return _unit_normal_from_slopes((c * self._kx).sum(axis=-1), (c * self._kz).sum(axis=-1))
+        return _unit_normal_from_slopes(c @ self._kx, c @ self._kz)
+
+    def height_normal(self, x, z) -> tuple[np.ndarray, np.ndarray]:
+        arg = self._arg(x, z)
+        c = np.cos(arg) * self._amp
+        return self.level + np.sin(arg) @ self._amp, _unit_normal_from_slopes(c @ self._kx, c @ self._kz)
 
     def __repr__(self) -> str:
         return (f"TerrainGround(amplitude={self.amplitude:g}, wavelength={self.wavelength:g}, seed={self.seed}, "
@@ -208,6 +219,9 @@ class HeightField(Ground):
 
     def height(self, x, z) -> np.ndarray:
         return self._query(x, z)[0]
+
+    def height_normal(self, x, z) -> tuple[np.ndarray, np.ndarray]:
+        return self._query(x, z)
 
     def normal(self, x, z) -> np.ndarray:
         return self._query(x, z)[1]

@@ -40,8 +40,9 @@ import numpy as np
 from numba import njit, prange
 
 from ..errors import SkeletalError
-from ..ik import AimLimit, IN_POLE, IN_TARGET, IN_WEIGHT, StageTable, two_bone_one
-from ..pose import _world_palettes_34, skin_palette, world_matrices, world_subset_one
+from ..ik import AimLimit, IN_POLE, IN_TARGET, IN_WEIGHT, StageTable, solve_stages_one, two_bone_one
+from ..pose import (_palette_batch, _world_palettes_34, local_to_world_one, palettes_one, world_matrices,
+                    world_subset_one)
 from . import kernels as K
 from .contacts import ContactPhases, Leg, detect_contacts, find_legs
 from .ground import Ground, as_ground
@@ -49,6 +50,48 @@ from .springs import (JiggleChains, critical_spring, find_tail_chains, nlerp_ide
                       quat_from_to, quat_from_world)
 
 _NAN3 = (np.nan, np.nan, np.nan)
+
+#: Batches up to this size run serial kernels (a parallel launch costs more than a few characters).
+SERIAL_BELOW = 4
+
+
+@njit(cache=True)
+def _worlds_serial(parents, poses, worlds):
+    for b in range(poses.shape[0]):
+        local_to_world_one(parents, poses[b], worlds[b])
+
+
+@njit(cache=True)
+def _palettes_serial(worlds, joints, inverse_bind, out):
+    for b in range(worlds.shape[0]):
+        palettes_one(worlds[b], joints, inverse_bind, out[b])
+
+
+@njit(cache=True)
+def _stages_serial(pose, world, parents, stage_i, stage_f, joints, jp, inputs, update, scratch, pos):
+    for b in range(pose.shape[0]):
+        solve_stages_one(pose[b], world[b], parents, stage_i, stage_f, joints, jp, inputs[b], update, scratch[0],
+                         pos[0])
+
+
+@njit(cache=True)
+def _points_world(world, placement, nodes, out):
+    """World (x, z) of ``nodes`` per instance: out (B, K, 2) from world (B, N, 4, 4), placement (B, 4, 4)."""
+    for b in range(world.shape[0]):
+        M = placement[b]
+        for k in range(nodes.shape[0]):
+            W = world[b, nodes[k]]
+            x, y, z = W[0, 3], W[1, 3], W[2, 3]
+            out[b, k, 0] = M[0, 0] * x + M[0, 1] * y + M[0, 2] * z + M[0, 3]
+            out[b, k, 1] = M[2, 0] * x + M[2, 1] * y + M[2, 2] * z + M[2, 3]
+
+
+def _worlds(parents, pose, world) -> None:
+    """World matrices of every instance (serial for small batches)."""
+    if pose.shape[0] <= SERIAL_BELOW:
+        _worlds_serial(parents, pose, world)
+    else:
+        world_matrices(parents, pose, out=world)
 
 
 def _mixer_of(target):
@@ -146,14 +189,14 @@ class Procedural:
         native = mixer.local_pose
         pose = native if native.dtype == np.float64 else native.astype(np.float64)
         world = self.world
-        world_matrices(parents, pose, out=world)
+        _worlds(parents, pose, world)
         for k, stage in enumerate(self.stages):
             stage.apply(pose, world, float(dt))
             if k + 1 < len(self.stages):
-                world_matrices(parents, pose, out=world)
+                _worlds(parents, pose, world)
         if pose is not native:
             native[...] = pose
-        world_matrices(parents, pose, out=world)
+        _worlds(parents, pose, world)
         self._refresh_outputs()
 
     def _refresh_outputs(self) -> None:
@@ -164,7 +207,10 @@ class Procedural:
             return
         mixer.world[...] = self.world
         if len(mixer._palette_joints):
-            mixer._palette_all[...] = skin_palette(mixer.world, mixer._palette_joints, mixer._inverse_bind)
+            if self.count <= SERIAL_BELOW:
+                _palettes_serial(mixer.world, mixer._palette_joints, mixer._inverse_bind, mixer._palette_all)
+            else:
+                _palette_batch(mixer.world, mixer._palette_joints, mixer._inverse_bind, mixer._palette_all)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -207,11 +253,11 @@ def _contact_weights(fs, slot_clip, slot_additive, tables, frames, fps, duration
             out[b, l] = acc / wsum if wsum > 0.0 else 1.0
 
 
-@njit(cache=True, parallel=True)
-def foot_kernel(pose, world, parents, placement, thighs, knees, feet, pelvis, pelvis_nodes, leg_nodes, leg_start,
-                heights, normals, contact, ankle, leg_len, floor, reach, weight, state, initialised, omega, dt, soft,
-                max_tilt, targets, pelvis_offset):
-    """Foot placement for every instance (see :class:`FootPlacement`).
+@njit(cache=True)
+def _foot_one(b, pose, world, parents, placement, thighs, knees, feet, pelvis, pelvis_nodes, leg_nodes, leg_start,
+              heights, normals, contact, ankle, leg_len, floor, reach, weight, state, initialised, omega, dt, soft,
+              max_tilt, targets, pelvis_offset):
+    """Foot placement for instance ``b`` (see :class:`FootPlacement`).
 
     pose (B, N, 10) float64 local rows, rewritten; world (B, N, 4, 4) their model-space matrices,
     kept current; placement (B, 4, 4) model -> world (a turn about +Y and a move); legs: thighs,
@@ -224,7 +270,7 @@ def foot_kernel(pose, world, parents, placement, thighs, knees, feet, pelvis, pe
     soft: two-bone soft limit; max_tilt: radians. Outputs: targets (B, L, 3) world foot targets,
     pelvis_offset (B,)."""
     n_legs = thighs.shape[0]
-    for b in prange(pose.shape[0]):
+    if True:
         M = placement[b]
         w = weight[b]
         # world -> model: R^T (p - t); world up in model space is R's second row
@@ -241,6 +287,7 @@ def foot_kernel(pose, world, parents, placement, thighs, knees, feet, pelvis, pe
             targets[b, l, 0], targets[b, l, 1], targets[b, l, 2] = fx, fy + lift, fz
             goal = min(goal, lift)
         # lower the pelvis further where a leg could not reach its target
+        hard = np.inf
         for l in range(n_legs):
             h = world[b, thighs[l]]
             f = world[b, feet[l]]
@@ -251,7 +298,8 @@ def foot_kernel(pose, world, parents, placement, thighs, knees, feet, pelvis, pe
             r = max(anim, reach * leg_len[l])
             dxz2 = (targets[b, l, 0] - hx) ** 2 + (targets[b, l, 2] - hz) ** 2
             d_max = targets[b, l, 1] - hy + math.sqrt(max(r * r - dxz2, 0.0))
-            goal = min(goal, d_max)
+            hard = min(hard, d_max)
+        goal = min(goal, hard)
         if not initialised[b] or not (dt > 0.0):
             if not initialised[b]:
                 state[b, 0] = goal
@@ -262,6 +310,10 @@ def foot_kernel(pose, world, parents, placement, thighs, knees, feet, pelvis, pe
             e = math.exp(-omega * dt)
             state[b, 0] = goal + (d0 + j * dt) * e
             state[b, 1] = (state[b, 1] - omega * j * dt) * e
+        if state[b, 0] > hard:
+            # never so high that a leg cannot reach: the smoothing only ever lags downward moves' ends
+            state[b, 0] = hard
+            state[b, 1] = min(state[b, 1], 0.0)
         initialised[b] = True
         d = state[b, 0] * w
         pelvis_offset[b] = d
@@ -285,7 +337,7 @@ def foot_kernel(pose, world, parents, placement, thighs, knees, feet, pelvis, pe
             pose[b, pelvis, 2] += vz
             world_subset_one(parents, pelvis_nodes, pose[b], world[b])
         if not w > 0.0:
-            continue
+            return
         for l in range(n_legs):
             # target and pole in model space
             px = targets[b, l, 0] - M[0, 3]
@@ -322,6 +374,28 @@ def foot_kernel(pose, world, parents, placement, thighs, knees, feet, pelvis, pe
             two_bone_one(pose[b], world[b], parents, thighs[l], knees[l], feet[l], (tx, ty, tz), pole, w, soft,
                          _NAN3, (ex, ey, ez, ew))
             world_subset_one(parents, leg_nodes[leg_start[l]:leg_start[l + 1]], pose[b], world[b])
+
+
+@njit(cache=True, parallel=True)
+def foot_kernel(pose, world, parents, placement, thighs, knees, feet, pelvis, pelvis_nodes, leg_nodes, leg_start,
+                heights, normals, contact, ankle, leg_len, floor, reach, weight, state, initialised, omega, dt, soft,
+                max_tilt, targets, pelvis_offset):
+    """:func:`_foot_one` for every instance, in parallel."""
+    for b in prange(pose.shape[0]):
+        _foot_one(b, pose, world, parents, placement, thighs, knees, feet, pelvis, pelvis_nodes, leg_nodes,
+                  leg_start, heights, normals, contact, ankle, leg_len, floor, reach, weight, state, initialised,
+                  omega, dt, soft, max_tilt, targets, pelvis_offset)
+
+
+@njit(cache=True)
+def foot_kernel_serial(pose, world, parents, placement, thighs, knees, feet, pelvis, pelvis_nodes, leg_nodes,
+                       leg_start, heights, normals, contact, ankle, leg_len, floor, reach, weight, state, initialised,
+                       omega, dt, soft, max_tilt, targets, pelvis_offset):
+    """:func:`_foot_one` for every instance, serially (one character: no thread pool)."""
+    for b in range(pose.shape[0]):
+        _foot_one(b, pose, world, parents, placement, thighs, knees, feet, pelvis, pelvis_nodes, leg_nodes,
+                  leg_start, heights, normals, contact, ankle, leg_len, floor, reach, weight, state, initialised,
+                  omega, dt, soft, max_tilt, targets, pelvis_offset)
 
 
 class FootPlacement:
@@ -379,6 +453,7 @@ class FootPlacement:
         self.pelvis_offset = np.zeros(b)
         self.heights = np.zeros((b, n_legs))
         self.normals = np.zeros((b, n_legs, 3))
+        self._feet_xz = np.zeros((b, n_legs, 2))
         self.phases: dict[int, ContactPhases] = {}
         self._tables_key = None
 
@@ -411,9 +486,9 @@ class FootPlacement:
 
     def _tables(self):
         mixer = self.proc.mixer
-        used = tuple(sorted(set(int(c) for c in mixer.slot_clip)))
-        key = (mixer.clipset.version, used)
+        key = (mixer.clipset.version, mixer.slot_clip.tobytes(), mixer.slot_layer.tobytes())
         if key != self._tables_key:
+            used = sorted(set(int(c) for c in mixer.slot_clip))
             n_clips = len(mixer.clipset.clips)
             phases = {c: self.phases_for(c) for c in used}
             frames_max = max([len(p.times) for p in phases.values()] + [1])
@@ -447,11 +522,12 @@ class FootPlacement:
         proc = self.proc
         self.update_contacts()
         # the ground under each animated foot, in world space (one vectorised query for the batch)
-        feet = world[:, self.feet][..., :, 3]  # (B, L, 4) homogeneous model points
-        feet_w = np.einsum("bij,blj->bli", proc.placement, feet)
-        self.heights[...] = self.ground.height(feet_w[..., 0], feet_w[..., 2])
-        self.normals[...] = self.ground.normal(feet_w[..., 0], feet_w[..., 2])
-        foot_kernel(pose, world, proc.rig.parents, proc.placement, self.thighs, self.knees, self.feet, self.pelvis,
+        _points_world(world, proc.placement, self.feet, self._feet_xz)
+        h, n = self.ground.height_normal(self._feet_xz[..., 0], self._feet_xz[..., 1])
+        self.heights[...] = h
+        self.normals[...] = n
+        kernel = foot_kernel_serial if proc.count <= SERIAL_BELOW else foot_kernel
+        kernel(pose, world, proc.rig.parents, proc.placement, self.thighs, self.knees, self.feet, self.pelvis,
                     self.pelvis_nodes, self.leg_nodes, self.leg_start, self.heights, self.normals, self.contact,
                     self.ankle, self.leg_length, self.floor, self.reach, self.weight, self.state, self.initialised,
                     self.omega, dt, self.soft, self.max_tilt, self.targets, self.pelvis_offset)
@@ -519,6 +595,7 @@ class LookAt:
         self.table.add("aim", chain, forward=fwd, up=upv, limits=limits, shares=shares)
         b = proc.count
         self.inputs = self.table.inputs(b)
+        self._scratch = self.table.scratch()
         if smooth_time < 0:
             raise SkeletalError(f"smooth_time must not be negative, got {smooth_time}")
         self.smooth_time = float(smooth_time)
@@ -556,7 +633,13 @@ class LookAt:
         self.inputs[:, 0, IN_TARGET:IN_TARGET + 3] = local
         self.inputs[:, 0, IN_POLE:IN_POLE + 3] = m[:, 1, :3]  # keep the head's up toward world up
         self.inputs[:, 0, IN_WEIGHT] = self.weight
-        self.table.solve(pose, world, self.inputs)
+        if self.proc.count <= SERIAL_BELOW:
+            scratch, pos = self._scratch
+            t = self.table
+            _stages_serial(pose, world, t.parents, t.stage_i, t.stage_f, t.joints, t.jp, self.inputs, t.update,
+                           scratch, pos)
+        else:
+            self.table.solve(pose, world, self.inputs)
 
 
 # ---------------------------------------------------------------------------------------------

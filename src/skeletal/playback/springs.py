@@ -173,10 +173,10 @@ def nlerp_identity(x, y, z, w, u):
 # jiggle chains
 
 
-@njit(cache=True, parallel=True)
-def jiggle_kernel(world, placement, pose, parents, chain_start, joints, stiffness, damping, gravity, max_step, dt,
-                  pos, vel, rest_len, initialised, weight):
-    """Simulate and apply every chain of every instance.
+@njit(cache=True)
+def _jiggle_one(b, world, placement, pose, parents, chain_start, joints, stiffness, damping, gravity, max_step, dt,
+                pos, vel, rest_len, initialised, weight):
+    """Simulate and apply every chain of instance ``b``.
 
     world (B, N, >=3, 4) model-space world matrices of the current pose (read); placement (B, 4, 4)
     model -> world; pose (B, N, 10) local pose, rotations of chain joints rewritten; parents (N,);
@@ -191,7 +191,7 @@ def jiggle_kernel(world, placement, pose, parents, chain_start, joints, stiffnes
     if dt > max_step:
         steps = int(math.ceil(dt / max_step))
     h = dt / steps
-    for b in prange(world.shape[0]):
+    if True:
         M = placement[b]
         fresh = not initialised[b]
         initialised[b] = True
@@ -293,6 +293,24 @@ def jiggle_kernel(world, placement, pose, parents, chain_start, joints, stiffnes
                     bx, by, bz = bx + ex, by + ey, bz + ez
 
 
+@njit(cache=True, parallel=True)
+def jiggle_kernel(world, placement, pose, parents, chain_start, joints, stiffness, damping, gravity, max_step, dt,
+                  pos, vel, rest_len, initialised, weight):
+    """:func:`_jiggle_one` for every instance, in parallel."""
+    for b in prange(world.shape[0]):
+        _jiggle_one(b, world, placement, pose, parents, chain_start, joints, stiffness, damping, gravity, max_step,
+                    dt, pos, vel, rest_len, initialised, weight)
+
+
+@njit(cache=True)
+def jiggle_kernel_serial(world, placement, pose, parents, chain_start, joints, stiffness, damping, gravity, max_step,
+                         dt, pos, vel, rest_len, initialised, weight):
+    """:func:`_jiggle_one` for every instance, serially (small batches: no thread pool)."""
+    for b in range(world.shape[0]):
+        _jiggle_one(b, world, placement, pose, parents, chain_start, joints, stiffness, damping, gravity, max_step,
+                    dt, pos, vel, rest_len, initialised, weight)
+
+
 class JiggleChains:
     """Spring bones on chains of joints, as a post-process stage of a Player / Mixer / Crowd.
 
@@ -358,7 +376,8 @@ class JiggleChains:
     def apply(self, world: np.ndarray, pose: np.ndarray, dt: float) -> None:
         """Simulate ``dt`` seconds and rewrite the chain joints' rotations in ``pose`` (B, N, 10)
         given the current model-space ``world`` (B, N, 3|4, 4)."""
-        jiggle_kernel(world, self.placement, pose, self.rig.parents, self.chain_start, self.joints, self.stiffness,
+        kernel = jiggle_kernel_serial if self.count <= 4 else jiggle_kernel
+        kernel(world, self.placement, pose, self.rig.parents, self.chain_start, self.joints, self.stiffness,
                       self.damping, self.gravity, self.max_step, float(dt), self.positions, self.velocities,
                       self.rest_length, self.initialised, self.weight)
 
