@@ -41,8 +41,8 @@ from numba import njit, prange
 
 from ..errors import SkeletalError
 from ..ik import AimLimit, IN_POLE, IN_TARGET, IN_WEIGHT, StageTable, solve_stages_one, two_bone_one
-from ..pose import (_palette_batch, _world_palettes_34, local_to_world_one, palettes_one, world_matrices,
-                    world_subset_one)
+from ..pose import (_palette_batch, _world_palettes_34, ancestors_and_self, local_to_world_one, palettes_one,
+                    world_matrices, world_subset_one)
 from . import kernels as K
 from .contacts import ContactPhases, Leg, detect_contacts, find_legs
 from .ground import Ground, as_ground
@@ -72,6 +72,12 @@ def _stages_serial(pose, world, parents, stage_i, stage_f, joints, jp, inputs, u
     for b in range(pose.shape[0]):
         solve_stages_one(pose[b], world[b], parents, stage_i, stage_f, joints, jp, inputs[b], update, scratch[0],
                          pos[0])
+
+
+@njit(cache=True)
+def _subset_worlds_serial(parents, nodes, poses, worlds):
+    for b in range(poses.shape[0]):
+        world_subset_one(parents, nodes, poses[b], worlds[b])
 
 
 @njit(cache=True)
@@ -189,14 +195,16 @@ class Procedural:
         native = mixer.local_pose
         pose = native if native.dtype == np.float64 else native.astype(np.float64)
         world = self.world
-        _worlds(parents, pose, world)
-        for k, stage in enumerate(self.stages):
-            stage.apply(pose, world, float(dt))
-            if k + 1 < len(self.stages):
+        current = False  # whether ``world`` matches ``pose``
+        for stage in self.stages:
+            if not (current or stage.builds_world):
                 _worlds(parents, pose, world)
+            stage.apply(pose, world, float(dt))
+            current = stage.keeps_world  # the stage left ``world`` matching the pose it wrote
         if pose is not native:
             native[...] = pose
-        _worlds(parents, pose, world)
+        if not current:
+            _worlds(parents, pose, world)
         self._refresh_outputs()
 
     def _refresh_outputs(self) -> None:
@@ -271,6 +279,7 @@ def _foot_one(b, pose, world, parents, placement, thighs, knees, feet, pelvis, p
     pelvis_offset (B,)."""
     n_legs = thighs.shape[0]
     if True:
+        local_to_world_one(parents, pose[b], world[b])  # every row: the caller built the feet's only
         M = placement[b]
         w = weight[b]
         # world -> model: R^T (p - t); world up in model space is R's second row
@@ -417,6 +426,9 @@ class FootPlacement:
     :class:`.contacts.ContactPhases`}.
     """
 
+    builds_world = True  # computes the world matrices it needs from the pose itself
+    keeps_world = True  # and leaves them matching the pose it writes
+
     def __init__(self, proc: Procedural, ground="flat", *, legs=None, floor: float = 0.0, pelvis_smooth: float = 0.1,
                  reach: float = 0.97, soft: float = 0.0, max_tilt: float = 35.0, weight=1.0,
                  contact_options: dict | None = None):
@@ -454,6 +466,7 @@ class FootPlacement:
         self.heights = np.zeros((b, n_legs))
         self.normals = np.zeros((b, n_legs, 3))
         self._feet_xz = np.zeros((b, n_legs, 2))
+        self._feet_above = ancestors_and_self(rig.parents, self.feet)
         self.phases: dict[int, ContactPhases] = {}
         self._tables_key = None
 
@@ -522,6 +535,7 @@ class FootPlacement:
         proc = self.proc
         self.update_contacts()
         # the ground under each animated foot, in world space (one vectorised query for the batch)
+        _subset_worlds_serial(proc.rig.parents, self._feet_above, pose, world)
         _points_world(world, proc.placement, self.feet, self._feet_xz)
         h, n = self.ground.height_normal(self._feet_xz[..., 0], self._feet_xz[..., 1])
         self.heights[...] = h
@@ -575,6 +589,9 @@ class LookAt:
 
     ``smoothed`` (B, 3): the point looked at after the last update.
     """
+
+    builds_world = False
+    keeps_world = True  # the aim stage rebuilds the rows it moves
 
     def __init__(self, proc: Procedural, target=None, *, joints=None, forward=None, up=None, smooth_time: float = 0.25,
                  limits=None, shares=None, weight=1.0):
@@ -648,6 +665,9 @@ class LookAt:
 
 class Jiggle:
     """Spring bones (:class:`.springs.JiggleChains`) as a stage; ``chains`` default: the tails."""
+
+    builds_world = False
+    keeps_world = False
 
     def __init__(self, proc: Procedural, chains=None, **options):
         self.proc = proc
