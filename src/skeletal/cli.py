@@ -363,6 +363,7 @@ FEATURE_COMMANDS: list[tuple[str, str]] = [
     # dual quaternion skinning (issue 10)
 
     # the animation editor (issue 11)
+    ("skeletal.editor.command", "edit"),
 
     # torch (issue 12)
 

@@ -131,6 +131,31 @@ def _json_bytes(gltf: dict[str, Any]) -> bytes:
 # helpers on plain arrays
 
 
+def _json_value(file: str, where: str, value: Any) -> Any:
+    """``value`` as plain JSON (dicts with string keys, lists, str, finite numbers, bool, None);
+    numpy scalars and arrays become numbers and lists. ModelError for anything else."""
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ModelError(file, where, f"has a non-string key {key!r}")
+            out[key] = _json_value(file, f"{where}.{key}", item)
+        return out
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_json_value(file, f"{where}[{i}]", item) for i, item in enumerate(list(value))]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        if not np.isfinite(value):
+            raise ModelError(file, where, f"is {float(value)}, not a finite number")
+        return float(value)
+    if value is None or isinstance(value, str):
+        return value
+    raise ModelError(file, where, f"has a {type(value).__name__}, which JSON cannot store")
+
+
 def _f32_list(values: Any) -> list[float]:
     """Float32 values as Python floats (exact): accessor min/max must equal the stored data."""
     return [float(v) for v in np.asarray(values, dtype=np.float32).reshape(-1)]
@@ -328,6 +353,8 @@ class _Encoder:
             out["skin"] = int(node.skin)
         if node.weights is not None:
             out["weights"] = _f64_list(node.weights)
+        if node.extras:
+            out["extras"] = _json_value(self.file, f"nodes[{index}].extras", node.extras)
         return out
 
     # -- meshes ---------------------------------------------------------------------------------
@@ -479,6 +506,9 @@ class _Encoder:
             out["name"] = animation.name
         out["channels"] = channels
         out["samplers"] = samplers
+        extras = getattr(animation, "extras", None)
+        if extras:
+            out["extras"] = _json_value(self.file, f"animations[{index}].extras", extras)
         return out
 
     def _output(self, where: str, channel: Channel, keys: int) -> int:
