@@ -30,6 +30,7 @@ from .rig import Rig
 from .sampling import sample
 from .skin import normalize_weights, pack_palette, skin, skin_into
 from .colliders import Collider, ColliderFrame, ColliderSet
+from . import ik  # noqa: E402
 from .playback.procedural import Procedural
 
 __version__ = "0.1.0"
@@ -40,5 +41,6 @@ __all__ = [
     "UnsupportedExtensionError", "skin_palette", "world_matrices", "Rig", "sample", "normalize_weights",
     "skin", "skin_into", "pack_palette", "cliptools", "Action", "Crowd", "Event", "Mixer", "Player", "__version__",
     "retarget", "export", "write_bvh", "Collider", "ColliderFrame", "ColliderSet",
+    "ik",
     "Procedural",
 ]

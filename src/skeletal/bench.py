@@ -58,6 +58,7 @@ FEATURE_BENCHES: list[str] = [
     "skeletal.bvh_bench",
 
     # inverse kinematics (issue 10)
+    "skeletal.ik_bench",
 
     # procedural animation (issue 10): foot placement, look-at
     "skeletal.playback.procedural",

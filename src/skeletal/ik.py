@@ -85,7 +85,7 @@ IN_ROTATION = 7  # two-bone: model-space rotation for the end joint (xyzw), NaN 
 IN_WIDTH = 11
 
 EPS = 1e-9
-SCRATCH_WIDTH = 20  # per chain joint, see _chain_setup
+SCRATCH_WIDTH = 26  # per chain joint, see _chain_setup
 
 # ---------------------------------------------------------------------------------------------
 # scalar quaternion / vector helpers (tuples in, tuples out)
@@ -537,6 +537,8 @@ C_WP = 7  # current world rotation of the parent (4)
 C_L = 11  # current local rotation (4)
 C_O = 15  # original offset to the next chain joint, model space (3)
 C_LEN = 18  # its length
+C_A = 19  # that offset in the joint's own frame (the bone axis cone limits use; constant)
+C_W0 = 22  # the joint's world rotation in the input pose (constant)
 
 
 @njit(cache=True)
@@ -599,6 +601,7 @@ def _chain_setup(pose, world, parents, joints, sc):
         row = sc[k]
         row[C_P], row[C_P + 1], row[C_P + 2] = p
         row[C_W], row[C_W + 1], row[C_W + 2], row[C_W + 3] = w
+        row[C_W0], row[C_W0 + 1], row[C_W0 + 2], row[C_W0 + 3] = w
         row[C_WP], row[C_WP + 1], row[C_WP + 2], row[C_WP + 3] = wp
         row[C_L], row[C_L + 1], row[C_L + 2], row[C_L + 3] = ql
     for k in range(n):
@@ -609,6 +612,8 @@ def _chain_setup(pose, world, parents, joints, sc):
             o = (0.0, 0.0, 0.0)
         row[C_O], row[C_O + 1], row[C_O + 2] = o
         row[C_LEN] = _len(o)
+        a = _qrot(_qconj(_quat(row, C_W)), o)
+        row[C_A], row[C_A + 1], row[C_A + 2] = a
         total += row[C_LEN]
     return total
 
@@ -616,7 +621,7 @@ def _chain_setup(pose, world, parents, joints, sc):
 @njit(cache=True)
 def _bone_axis_local(sc, k):
     """Direction to the next chain joint in joint k's own frame (from the original pose)."""
-    return _qrot(_qconj(_quat(sc[k], C_W)), _vec(sc[k], C_O))
+    return _vec(sc[k], C_A)
 
 
 @njit(cache=True)
@@ -668,9 +673,8 @@ def _straighten(jp, sc, n, target, limited):
     """Unreachable target: every bone points along root -> target (then limits, if any)."""
     root = _vec(sc[0], C_P)
     for k in range(n - 1):
-        cur = _sub(_vec(sc[k + 1], C_P), _vec(sc[k], C_P))
-        dq = _arc(cur, _sub(target, root))
-        w_new = _qmul(dq, _quat(sc[k], C_W))
+        dq = _arc(_vec(sc[k], C_O), _sub(target, root))
+        w_new = _qmul(dq, _quat(sc[k], C_W0))
         ql = _qmul(_qconj(_quat(sc[k], C_WP)), w_new)
         if limited:
             ql = _apply_limit(jp[k], ql, _bone_axis_local(sc, k))
@@ -711,14 +715,14 @@ def ccd_one(pose, world, parents, joints, jp, target, weight, iterations, tolera
 
 @njit(cache=True)
 def _positions_to_rotations(jp, sc, n, pos, limited):
-    """Turn each joint by the smallest rotation from its current bone direction to the direction
-    ``pos[k + 1] - pos[k]`` (root first): no twist about the bone is added, so the animated twist is
-    kept. Limits clamp each local rotation; the chain below follows rigidly (scratch positions)."""
+    """Give each joint (root first) the world rotation of the input pose turned by the smallest
+    rotation from its input bone direction onto ``pos[k + 1] - pos[k]``: no twist about the bone is
+    added, so every bone keeps the twist it had in the animated pose. Limits clamp each local
+    rotation; the chain below follows rigidly (scratch positions)."""
     for k in range(n - 1):
-        cur = _sub(_vec(sc[k + 1], C_P), _vec(sc[k], C_P))
         want = (pos[k + 1, 0] - pos[k, 0], pos[k + 1, 1] - pos[k, 1], pos[k + 1, 2] - pos[k, 2])
-        dq = _arc(cur, want)
-        w_new = _qmul(dq, _quat(sc[k], C_W))
+        dq = _arc(_vec(sc[k], C_O), want)
+        w_new = _qmul(dq, _quat(sc[k], C_W0))
         ql = _qnorm(_qmul(_qconj(_quat(sc[k], C_WP)), w_new))
         if limited:
             ql = _apply_limit(jp[k], ql, _bone_axis_local(sc, k))
