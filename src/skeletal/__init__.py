@@ -33,6 +33,7 @@ from .colliders import Collider, ColliderFrame, ColliderSet
 from . import ik  # noqa: E402
 from .batch import run_batch
 from .skin_dq import dual_quaternions, pack_dq_palette, skin_dq, skin_dq_into
+from .playback.procedural import Procedural
 
 __version__ = "0.1.0"
 
@@ -45,4 +46,5 @@ __all__ = [
     "ik",
     "run_batch",
     "skin_dq", "skin_dq_into", "pack_dq_palette", "dual_quaternions",
+    "Procedural",
 ]

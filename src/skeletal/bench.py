@@ -61,6 +61,9 @@ FEATURE_BENCHES: list[str] = [
     # inverse kinematics (issue 10)
     "skeletal.ik_bench",
 
+    # procedural animation (issue 10): foot placement, look-at
+    "skeletal.playback.procedural",
+
     # dual quaternion skinning (issue 10)
     "skeletal.bench_dq",
 

@@ -41,8 +41,14 @@ SKINNING_CHOICES = ("lbs", "dqs")
 @click.option("--verbose", "-v", is_flag=True, help="Print the GL renderer, palette path, camera and timings.")
 @click.option("--crossfade", default=None, metavar="FROM:TO@START[:DUR]",
               help="Play FROM, then crossfade to TO at START seconds over DUR seconds (e.g. Walk:Run@1.0:0.5).")
+@click.option("--ground", default=None, metavar="SPEC",
+              help="Foot placement on a ground drawn under the character: terrain[:amplitude=A,wavelength=L,seed=S], "
+                   "slope[:angle=DEG,direction=DEG] or flat[:height=H]; an in-place walk travels over it.")
+@click.option("--look-at", "look_at", default=None, metavar="X,Y,Z",
+              help="The head follows this world point (smoothed by a critically damped spring).")
+@click.option("--jiggle", is_flag=True, help="Spring bones on tail chains (joints named *tail*, e.g. Fox.glb).")
 def render(model, clip, out, fps, size, seconds, start, camera, skeleton, weights_joint, crowd_n, frames,
-           palette_mode, skinning, verbose, crossfade):
+           palette_mode, skinning, verbose, crossfade, ground, look_at, jiggle):
     """Render MODEL (a .gltf/.glb; default: the built-in demo character) headless to an image or video.
 
     \b
@@ -52,6 +58,7 @@ def render(model, clip, out, fps, size, seconds, start, camera, skeleton, weight
       skeletal render --crowd 16 --out crowd.mp4 --seconds 2
       skeletal render Soldier.glb --crossfade Walk:Run@1.0:0.5 --out fade.mp4
       skeletal render Fox.glb --skinning dqs --out fox.png
+      skeletal render Soldier.glb --clip Walk --ground terrain:amplitude=0.2 --look-at 1,1.6,3 --out hills.mp4
     """
     from .output import render_clip  # imports moderngl/imageio only now
 
@@ -59,6 +66,7 @@ def render(model, clip, out, fps, size, seconds, start, camera, skeleton, weight
         model, clip=clip, out_path=out, fps=fps, size=size, seconds=seconds, camera=camera, skeleton=skeleton,
         weights_joint=weights_joint, crowd_n=crowd_n, frames=frames, verbose=verbose, palette_mode=palette_mode,
         start=start, log=lambda text: click.echo(text, err=True), crossfade=crossfade, skinning=skinning,
+        ground=ground, look_at=look_at, jiggle=jiggle,
     )
     where = result.paths[0] if len(result.paths) == 1 else f"{result.paths[0]} .. {result.paths[-1]}"
     w, h = result.size

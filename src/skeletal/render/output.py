@@ -172,7 +172,8 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
                 skeleton: bool = False, weights_joint: str | int | None = None, crowd_n: int = 1,
                 frames: bool = False, verbose: bool = False, palette_mode: str = "auto", start: float = 0.0,
                 progress: bool = True, log: Callable[[str], None] | None = None,
-                crossfade: str | None = None, skinning: str = "lbs") -> RenderResult:
+                crossfade: str | None = None, skinning: str = "lbs", ground: str | None = None,
+                look_at: str | None = None, jiggle: bool = False) -> RenderResult:
     """Render ``clip`` of a model (path, :class:`skeletal.Asset`, or None for the demo) to ``out_path``.
 
     The format follows the suffix: ``.png`` (the frame at ``start``; with ``frames=True`` every
@@ -182,7 +183,9 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
     progress bar appears on stderr for renders taking over a second. ``crossfade="Walk:Run@1.0:0.5"``
     plays Walk, then at 1.0 s crossfades to Run over 0.5 s (posed by :class:`skeletal.Mixer`).
     ``skinning``: "lbs" (linear blend) or "dqs" (dual quaternion) skinning in the shaders.
-    Without a model and a clip the built-in character walks for 3 seconds.
+    Without a model and a clip the built-in character walks for 3 seconds. ``ground`` (a spec such
+    as ``"terrain:amplitude=0.2"``), ``look_at`` (``"x,y,z"``) and ``jiggle`` add procedural stages
+    (see :mod:`skeletal.render.terrain`): feet placed on that ground, drawn under the character.
     """
     from .layout import crowd_phases, grid_offsets, pose_at, rest_clip
     from .renderer import Renderer
@@ -227,8 +230,23 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
     timings["load"] = time.perf_counter() - t0
 
     times = frame_times(the_clip, fps, seconds, single=(ext == ".png" and not frames), start=start)
-    renderer = Renderer(asset, width, height, palette_mode=palette_mode, instances=crowd_n, camera=camera,
-                        skinning=skinning)
+    procedural = ground is not None or look_at is not None or jiggle
+    if procedural:
+        from ..errors import SkeletalError
+        from ..playback.ground import as_ground
+        from .terrain import TerrainRenderer, parse_point
+
+        target = parse_point(look_at) if look_at is not None else None
+        try:
+            surface = as_ground(ground) if ground is not None else None
+        except SkeletalError as exc:
+            raise RenderError(f"--ground: {exc}") from None
+    if procedural and surface is not None:
+        renderer = TerrainRenderer(asset, width, height, ground=surface, palette_mode=palette_mode, instances=crowd_n,
+                                   camera=camera, skinning=skinning)
+    else:
+        renderer = Renderer(asset, width, height, palette_mode=palette_mode, instances=crowd_n, camera=camera,
+                            skinning=skinning)
     try:
         renderer.frame(the_clip)
         lo, hi = renderer.bounds
@@ -253,8 +271,24 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
         bar = _progress(len(times), os.path.basename(out_path), progress)
         draw_time = 0.0
         pose = _crossfade_poser(asset, fade, phases, float(times[0])) if fade else None
+        poser = None
+        if procedural:
+            from .terrain import ProceduralPoser
+
+            poser = ProceduralPoser(asset, the_clip, phases, float(times[0]), ground=surface, look_at=target,
+                                    jiggle=jiggle, offsets=offsets, fade=fade)
         try:
             for t in times:
+                if poser is not None:
+                    world, morph, placed = poser(float(t))
+                    if surface is not None:
+                        renderer.shift = poser.shift
+                    t1 = time.perf_counter()
+                    image = renderer.draw((world, morph), placed, skeleton=skeleton, weights_joint=weights_joint)
+                    draw_time += time.perf_counter() - t1
+                    writer.append(image)
+                    bar.update(1)
+                    continue
                 if pose is not None:
                     world, morph = pose(float(t))
                 else:

@@ -1,0 +1,764 @@
+"""Procedural animation stages run after playback: foot placement on uneven ground, look-at, jiggle.
+
+A :class:`Procedural` attaches to a :class:`~skeletal.Player`, :class:`~skeletal.Mixer` or
+:class:`~skeletal.Crowd` and runs its stages at the end of every ``update(dt)``, after the clips are
+blended (and after the mixer's own IK stages), then rebuilds the world matrices and skin palettes,
+so renderers and exporters see the corrected pose. Every stage works on the whole batch at once
+(instance axis first, numba kernels); a Player is a batch of one.
+
+Stages, in the order they run:
+
+* :meth:`Procedural.foot_placement` - legs of a walking clip follow a ground (height function,
+  height field or spec string, see :mod:`.ground`): per frame and instance, the ground under each
+  foot; the pelvis lowered (through a critically damped spring) so the lower foot stays reachable;
+  two-bone IK (:func:`skeletal.ik.two_bone_one`) per leg so the foot keeps its animated lift over
+  the ground; the foot turned to the ground normal, weighted by its contact. Contact weights come
+  from the clips themselves (:func:`.contacts.detect_contacts`), read at each action's clip time
+  and blended by the actions' weights.
+* :meth:`Procedural.look_at` - a neck + head chain (found by name) aims at a target point that is
+  smoothed by a critically damped spring (:mod:`.springs`), with per-joint angle limits
+  (:func:`skeletal.ik.aim` kernels).
+* :meth:`Procedural.jiggle` - spring bones on chains, e.g. a tail (:class:`.springs.JiggleChains`).
+
+Frames: the stages see the character in *world* space through a placement per instance (``place``:
+position and heading about +Y; the model is Y up, its floor at model y = ``floor``); grounds and
+look-at targets are world coordinates, the pose stays model space.
+
+>>> player = skeletal.Player(skeletal.demo.demo_asset())               # doctest: +SKIP
+>>> player.play("walk")                                                 # doctest: +SKIP
+>>> proc = Procedural(player)                                           # doctest: +SKIP
+>>> feet = proc.foot_placement("slope:angle=8")                         # doctest: +SKIP
+>>> proc.look_at((0.5, 1.6, 2.0))                                       # doctest: +SKIP
+>>> player.update(1 / 60)   # blended, then feet on the slope, head turned  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from ..errors import SkeletalError
+from ..ik import AimLimit, IN_POLE, IN_TARGET, IN_WEIGHT, StageTable, solve_stages_one, two_bone_one
+from ..pose import (_palette_batch, _world_palettes_34, ancestors_and_self, local_to_world_one, palettes_one,
+                    world_matrices, world_subset_one)
+from . import kernels as K
+from .contacts import ContactPhases, Leg, detect_contacts, find_legs
+from .ground import Ground, as_ground
+from .springs import (JiggleChains, critical_spring, find_tail_chains, nlerp_identity, qmul, qnormalize,
+                      quat_from_to, quat_from_world)
+
+_NAN3 = (np.nan, np.nan, np.nan)
+
+#: Batches up to this size run serial kernels (a parallel launch costs more than a few characters).
+SERIAL_BELOW = 4
+
+
+@njit(cache=True)
+def _worlds_serial(parents, poses, worlds):
+    for b in range(poses.shape[0]):
+        local_to_world_one(parents, poses[b], worlds[b])
+
+
+@njit(cache=True)
+def _palettes_serial(worlds, joints, inverse_bind, out):
+    for b in range(worlds.shape[0]):
+        palettes_one(worlds[b], joints, inverse_bind, out[b])
+
+
+@njit(cache=True)
+def _stages_serial(pose, world, parents, stage_i, stage_f, joints, jp, inputs, update, scratch, pos):
+    for b in range(pose.shape[0]):
+        solve_stages_one(pose[b], world[b], parents, stage_i, stage_f, joints, jp, inputs[b], update, scratch[0],
+                         pos[0])
+
+
+@njit(cache=True)
+def _subset_worlds_serial(parents, nodes, poses, worlds):
+    for b in range(poses.shape[0]):
+        world_subset_one(parents, nodes, poses[b], worlds[b])
+
+
+@njit(cache=True)
+def _points_world(world, placement, nodes, out):
+    """World (x, z) of ``nodes`` per instance: out (B, K, 2) from world (B, N, 4, 4), placement (B, 4, 4)."""
+    for b in range(world.shape[0]):
+        M = placement[b]
+        for k in range(nodes.shape[0]):
+            W = world[b, nodes[k]]
+            x, y, z = W[0, 3], W[1, 3], W[2, 3]
+            out[b, k, 0] = M[0, 0] * x + M[0, 1] * y + M[0, 2] * z + M[0, 3]
+            out[b, k, 1] = M[2, 0] * x + M[2, 1] * y + M[2, 2] * z + M[2, 3]
+
+
+def _worlds(parents, pose, world) -> None:
+    """World matrices of every instance (serial for small batches)."""
+    if pose.shape[0] <= SERIAL_BELOW:
+        _worlds_serial(parents, pose, world)
+    else:
+        world_matrices(parents, pose, out=world)
+
+
+def _mixer_of(target):
+    mixer = getattr(target, "mixer", target)
+    if not hasattr(mixer, "local_pose") or not hasattr(mixer, "controllers"):
+        raise SkeletalError(f"cannot attach procedural stages to {type(target).__name__} (give a Player, Mixer or Crowd)")
+    return mixer
+
+
+def placement_matrices(positions, headings, count: int) -> np.ndarray:
+    """(count, 4, 4) model -> world matrices: a turn of ``headings`` radians about +Y (counter-
+    clockwise seen from above: +Z turns toward +X), then a move to ``positions`` (count, 3) or (3,)."""
+    pos = np.broadcast_to(np.asarray(positions, np.float64), (count, 3))
+    yaw = np.broadcast_to(np.asarray(headings, np.float64), (count,))
+    if not (np.all(np.isfinite(pos)) and np.all(np.isfinite(yaw))):
+        raise SkeletalError("placement positions and headings must be finite")
+    c, s = np.cos(yaw), np.sin(yaw)
+    m = np.zeros((count, 4, 4))
+    m[:, 0, 0], m[:, 0, 2], m[:, 2, 0], m[:, 2, 2] = c, s, -s, c
+    m[:, 1, 1] = 1.0
+    m[:, :3, 3] = pos
+    m[:, 3, 3] = 1.0
+    return m
+
+
+class Procedural:
+    """Procedural stages over a Player / Mixer / Crowd (see the module docstring).
+
+    ``placement`` (B, 4, 4): where each instance stands in the world (:meth:`place`); identity by
+    default. ``world`` (B, N, 4, 4) float64: the model-space world matrices after the stages.
+    """
+
+    def __init__(self, target):
+        self.mixer = _mixer_of(target)
+        self.asset = self.mixer.asset
+        self.rig = self.asset.rig
+        self.count = self.mixer.count
+        self.stages: list = []
+        self.placement = placement_matrices((0.0, 0.0, 0.0), 0.0, self.count)
+        self.world = np.zeros((self.count, len(self.rig), 4, 4))
+        self.enabled = True
+        self.mixer.controllers.append(self)
+
+    # -- set up -----------------------------------------------------------------------------
+
+    def place(self, position=(0.0, 0.0, 0.0), heading=0.0) -> None:
+        """Where the instances stand: ``position`` (B, 3) or (3,) world coordinates of the model's
+        origin, ``heading`` (B,) or scalar radians about +Y."""
+        self.placement[...] = placement_matrices(position, heading, self.count)
+
+    def foot_placement(self, ground="flat", **options) -> "FootPlacement":
+        """Add (or replace) the foot placement stage; see :class:`FootPlacement` for ``options``."""
+        stage = FootPlacement(self, ground, **options)
+        self._add(stage)
+        return stage
+
+    def look_at(self, target=None, **options) -> "LookAt":
+        """Add (or replace) the look-at stage; see :class:`LookAt`."""
+        stage = LookAt(self, target, **options)
+        self._add(stage)
+        return stage
+
+    def jiggle(self, chains=None, **options) -> "Jiggle":
+        """Add (or replace) spring bones on ``chains`` (joint names / indices, parent first; default:
+        the chains whose names contain "tail"); ``options``: stiffness, damping, gravity, max_step
+        (see :class:`.springs.JiggleChains`)."""
+        stage = Jiggle(self, chains, **options)
+        self._add(stage)
+        return stage
+
+    def _add(self, stage) -> None:
+        order = {FootPlacement: 0, LookAt: 1, Jiggle: 2}
+        self.stages = [s for s in self.stages if type(s) is not type(stage)] + [stage]
+        self.stages.sort(key=lambda s: order.get(type(s), 3))
+
+    def remove(self) -> None:
+        """Detach from the mixer (the stages stop running)."""
+        if self in self.mixer.controllers:
+            self.mixer.controllers.remove(self)
+
+    # -- per frame ----------------------------------------------------------------------------
+
+    def before_update(self, dt: float) -> None:  # the mixer's controller protocol
+        pass
+
+    def after_update(self, dt: float) -> None:
+        """Run the stages on the freshly blended pose, then rebuild world matrices and palettes."""
+        if not (self.enabled and self.stages):
+            return
+        self.apply(dt)
+
+    def apply(self, dt: float) -> None:
+        mixer = self.mixer
+        parents = self.rig.parents
+        native = mixer.local_pose
+        pose = native if native.dtype == np.float64 else native.astype(np.float64)
+        world = self.world
+        current = False  # whether ``world`` matches ``pose``
+        for stage in self.stages:
+            if not (current or stage.builds_world):
+                _worlds(parents, pose, world)
+            stage.apply(pose, world, float(dt))
+            current = stage.keeps_world  # the stage left ``world`` matching the pose it wrote
+        if pose is not native:
+            native[...] = pose
+        if not current:
+            _worlds(parents, pose, world)
+        self._refresh_outputs()
+
+    def _refresh_outputs(self) -> None:
+        mixer = self.mixer
+        if hasattr(mixer, "palette_joints") and hasattr(mixer, "world34"):  # a Crowd
+            _world_palettes_34(self.rig.parents, mixer._world_nodes, mixer.local_pose, mixer.palette_joints,
+                               mixer.inverse_bind34, mixer.palettes, mixer.world34, mixer._world_scratch)
+            return
+        mixer.world[...] = self.world
+        if len(mixer._palette_joints):
+            if self.count <= SERIAL_BELOW:
+                _palettes_serial(mixer.world, mixer._palette_joints, mixer._inverse_bind, mixer._palette_all)
+            else:
+                _palette_batch(mixer.world, mixer._palette_joints, mixer._inverse_bind, mixer._palette_all)
+
+
+# ---------------------------------------------------------------------------------------------
+# foot placement
+
+
+@njit(cache=True)
+def _contact_weights(fs, slot_clip, slot_additive, tables, frames, fps, durations, looping, out):
+    """Contact weight per instance and leg: the actions' contact curves at their clip times, averaged
+    with their effective weights (1 = planted when no action plays). tables (C, F, L)."""
+    for b in range(fs.shape[0]):
+        for l in range(out.shape[1]):
+            acc = 0.0
+            wsum = 0.0
+            for s in range(slot_clip.shape[0]):
+                if slot_additive[s]:
+                    continue
+                w = fs[b, s, K.F_EFFECTIVE]
+                if not w > 0.0:
+                    continue
+                c = slot_clip[s]
+                f = frames[c]
+                t = fs[b, s, K.F_SAMPLE]
+                if f <= 1 or durations[c] <= 0.0:
+                    v = tables[c, 0, l]
+                else:
+                    if looping[c]:
+                        t = t % durations[c]
+                        u = t * fps[c]
+                        i0 = int(math.floor(u)) % f
+                        i1 = (i0 + 1) % f
+                    else:
+                        u = min(max(t, 0.0), durations[c]) * fps[c]
+                        i0 = min(int(math.floor(u)), f - 1)
+                        i1 = min(i0 + 1, f - 1)
+                    a = u - math.floor(u)
+                    v = tables[c, i0, l] * (1.0 - a) + tables[c, i1, l] * a
+                acc += w * v
+                wsum += w
+            out[b, l] = acc / wsum if wsum > 0.0 else 1.0
+
+
+@njit(cache=True)
+def _foot_one(b, pose, world, parents, placement, thighs, knees, feet, pelvis, pelvis_nodes, leg_nodes, leg_start,
+              heights, normals, contact, ankle, leg_len, floor, reach, weight, state, initialised, omega, dt, soft,
+              max_tilt, targets, pelvis_offset):
+    """Foot placement for instance ``b`` (see :class:`FootPlacement`).
+
+    pose (B, N, 10) float64 local rows, rewritten; world (B, N, 4, 4) their model-space matrices,
+    kept current; placement (B, 4, 4) model -> world (a turn about +Y and a move); legs: thighs,
+    knees, feet (L,) rig indices; pelvis: the joint moved up/down; pelvis_nodes / leg_nodes[leg_start
+    [l]:leg_start[l + 1]]: ascending rig indices of the pelvis' / each thigh's subtree (world rows
+    rebuilt); heights (B, L), normals (B, L, 3): the ground under each foot (world); contact (B, L)
+    0..1; ankle (L,) foot joint height over the floor when planted flat; leg_len (L,); floor: model
+    y of the clip's floor; reach: fraction of the leg length a leg may stretch to; weight (B,);
+    state (B, 2) pelvis offset spring (value, velocity), initialised (B,); omega, dt: the spring;
+    soft: two-bone soft limit; max_tilt: radians. Outputs: targets (B, L, 3) world foot targets,
+    pelvis_offset (B,)."""
+    n_legs = thighs.shape[0]
+    if True:
+        local_to_world_one(parents, pose[b], world[b])  # every row: the caller built the feet's only
+        M = placement[b]
+        w = weight[b]
+        # world -> model: R^T (p - t); world up in model space is R's second row
+        upx, upy, upz = M[1, 0], M[1, 1], M[1, 2]
+        floor_w = M[1, 3] + floor * M[1, 1]
+        goal = np.inf
+        for l in range(n_legs):
+            f = world[b, feet[l]]
+            fx = M[0, 0] * f[0, 3] + M[0, 1] * f[1, 3] + M[0, 2] * f[2, 3] + M[0, 3]
+            fy = M[1, 0] * f[0, 3] + M[1, 1] * f[1, 3] + M[1, 2] * f[2, 3] + M[1, 3]
+            fz = M[2, 0] * f[0, 3] + M[2, 1] * f[1, 3] + M[2, 2] * f[2, 3] + M[2, 3]
+            ny = max(normals[b, l, 1], 0.2)
+            lift = heights[b, l] - floor_w + ankle[l] * (1.0 / ny - 1.0) * contact[b, l]
+            targets[b, l, 0], targets[b, l, 1], targets[b, l, 2] = fx, fy + lift, fz
+            goal = min(goal, lift)
+        # lower the pelvis further where a leg could not reach its target
+        hard = np.inf
+        for l in range(n_legs):
+            h = world[b, thighs[l]]
+            f = world[b, feet[l]]
+            hx = M[0, 0] * h[0, 3] + M[0, 1] * h[1, 3] + M[0, 2] * h[2, 3] + M[0, 3]
+            hy = M[1, 0] * h[0, 3] + M[1, 1] * h[1, 3] + M[1, 2] * h[2, 3] + M[1, 3]
+            hz = M[2, 0] * h[0, 3] + M[2, 1] * h[1, 3] + M[2, 2] * h[2, 3] + M[2, 3]
+            anim = math.sqrt((f[0, 3] - h[0, 3]) ** 2 + (f[1, 3] - h[1, 3]) ** 2 + (f[2, 3] - h[2, 3]) ** 2)
+            r = max(anim, reach * leg_len[l])
+            dxz2 = (targets[b, l, 0] - hx) ** 2 + (targets[b, l, 2] - hz) ** 2
+            d_max = targets[b, l, 1] - hy + math.sqrt(max(r * r - dxz2, 0.0))
+            hard = min(hard, d_max)
+        goal = min(goal, hard)
+        if not initialised[b] or not (dt > 0.0):
+            if not initialised[b]:
+                state[b, 0] = goal
+                state[b, 1] = 0.0
+        else:
+            d0 = state[b, 0] - goal
+            j = state[b, 1] + omega * d0
+            e = math.exp(-omega * dt)
+            state[b, 0] = goal + (d0 + j * dt) * e
+            state[b, 1] = (state[b, 1] - omega * j * dt) * e
+        if state[b, 0] > hard:
+            # never so high that a leg cannot reach: the smoothing only ever lags downward moves' ends
+            state[b, 0] = hard
+            state[b, 1] = min(state[b, 1], 0.0)
+        initialised[b] = True
+        d = state[b, 0] * w
+        pelvis_offset[b] = d
+        if d != 0.0:
+            vx, vy, vz = upx * d, upy * d, upz * d  # the world-vertical move, in model space
+            p = parents[pelvis]
+            if p >= 0:
+                P = world[b, p]
+                # solve P3 x = v (P3 the parent's 3x3, scale included) by Cramer's rule
+                a00, a01, a02 = P[0, 0], P[0, 1], P[0, 2]
+                a10, a11, a12 = P[1, 0], P[1, 1], P[1, 2]
+                a20, a21, a22 = P[2, 0], P[2, 1], P[2, 2]
+                det = a00 * (a11 * a22 - a12 * a21) - a01 * (a10 * a22 - a12 * a20) + a02 * (a10 * a21 - a11 * a20)
+                if abs(det) > 1e-300:
+                    lx = (vx * (a11 * a22 - a12 * a21) - a01 * (vy * a22 - a12 * vz) + a02 * (vy * a21 - a11 * vz)) / det
+                    ly = (a00 * (vy * a22 - a12 * vz) - vx * (a10 * a22 - a12 * a20) + a02 * (a10 * vz - vy * a20)) / det
+                    lz = (a00 * (a11 * vz - vy * a21) - a01 * (a10 * vz - vy * a20) + vx * (a10 * a21 - a11 * a20)) / det
+                    vx, vy, vz = lx, ly, lz
+            pose[b, pelvis, 0] += vx
+            pose[b, pelvis, 1] += vy
+            pose[b, pelvis, 2] += vz
+            world_subset_one(parents, pelvis_nodes, pose[b], world[b])
+        if not w > 0.0:
+            return
+        for l in range(n_legs):
+            # target and pole in model space
+            px = targets[b, l, 0] - M[0, 3]
+            py = targets[b, l, 1] - M[1, 3]
+            pz = targets[b, l, 2] - M[2, 3]
+            tx = M[0, 0] * px + M[1, 0] * py + M[2, 0] * pz
+            ty = M[0, 1] * px + M[1, 1] * py + M[2, 1] * pz
+            tz = M[0, 2] * px + M[1, 2] * py + M[2, 2] * pz
+            h = world[b, thighs[l]]
+            k = world[b, knees[l]]
+            f = world[b, feet[l]]
+            ox = k[0, 3] - 0.5 * (h[0, 3] + f[0, 3])
+            oy = k[1, 3] - 0.5 * (h[1, 3] + f[1, 3])
+            oz = k[2, 3] - 0.5 * (h[2, 3] + f[2, 3])
+            on = math.sqrt(ox * ox + oy * oy + oz * oz)
+            if on < 1e-4 * leg_len[l]:
+                ox, oy, oz, on = 0.0, 0.0, 1.0, 1.0  # a straight leg: bend toward the model's front (+Z)
+            s = leg_len[l] / on
+            pole = (k[0, 3] + ox * s, k[1, 3] + oy * s, k[2, 3] + oz * s)
+            # foot: the animated model-space rotation, turned from up to the ground normal by the contact
+            nwx, nwy, nwz = normals[b, l, 0], normals[b, l, 1], normals[b, l, 2]
+            nx = M[0, 0] * nwx + M[1, 0] * nwy + M[2, 0] * nwz
+            ny = M[0, 1] * nwx + M[1, 1] * nwy + M[2, 1] * nwz
+            nz = M[0, 2] * nwx + M[1, 2] * nwy + M[2, 2] * nwz
+            ax, ay, az, aw = quat_from_to(upx, upy, upz, nx, ny, nz)
+            angle = 2.0 * math.acos(min(abs(aw), 1.0))
+            u = contact[b, l]
+            if angle > max_tilt:
+                u *= max_tilt / angle
+            ax, ay, az, aw = nlerp_identity(ax, ay, az, aw, u)
+            qx, qy, qz, qw = quat_from_world(f)
+            ex, ey, ez, ew = qmul(ax, ay, az, aw, qx, qy, qz, qw)
+            ex, ey, ez, ew = qnormalize(ex, ey, ez, ew)
+            two_bone_one(pose[b], world[b], parents, thighs[l], knees[l], feet[l], (tx, ty, tz), pole, w, soft,
+                         _NAN3, (ex, ey, ez, ew))
+            world_subset_one(parents, leg_nodes[leg_start[l]:leg_start[l + 1]], pose[b], world[b])
+
+
+@njit(cache=True, parallel=True)
+def foot_kernel(pose, world, parents, placement, thighs, knees, feet, pelvis, pelvis_nodes, leg_nodes, leg_start,
+                heights, normals, contact, ankle, leg_len, floor, reach, weight, state, initialised, omega, dt, soft,
+                max_tilt, targets, pelvis_offset):
+    """:func:`_foot_one` for every instance, in parallel."""
+    for b in prange(pose.shape[0]):
+        _foot_one(b, pose, world, parents, placement, thighs, knees, feet, pelvis, pelvis_nodes, leg_nodes,
+                  leg_start, heights, normals, contact, ankle, leg_len, floor, reach, weight, state, initialised,
+                  omega, dt, soft, max_tilt, targets, pelvis_offset)
+
+
+@njit(cache=True)
+def foot_kernel_serial(pose, world, parents, placement, thighs, knees, feet, pelvis, pelvis_nodes, leg_nodes,
+                       leg_start, heights, normals, contact, ankle, leg_len, floor, reach, weight, state, initialised,
+                       omega, dt, soft, max_tilt, targets, pelvis_offset):
+    """:func:`_foot_one` for every instance, serially (one character: no thread pool)."""
+    for b in range(pose.shape[0]):
+        _foot_one(b, pose, world, parents, placement, thighs, knees, feet, pelvis, pelvis_nodes, leg_nodes,
+                  leg_start, heights, normals, contact, ankle, leg_len, floor, reach, weight, state, initialised,
+                  omega, dt, soft, max_tilt, targets, pelvis_offset)
+
+
+class FootPlacement:
+    """Legs follow a ground: pelvis lowered, two-bone IK per leg, feet turned to the ground normal.
+
+    ``ground``: a :class:`.ground.Ground`, spec string (``"terrain:amplitude=0.2"``, ``"slope:angle=10"``),
+    number, height array or callable ``f(x, z) -> y`` (see :func:`.ground.as_ground`);
+    ``legs``: a list of :class:`.contacts.Leg`, or a dict ``{"left": (thigh, knee, foot[, toe]),
+    "right": (...)}`` of joint names / indices overriding the automatic search (:func:`.contacts.find_legs`);
+    ``floor``: model-space height of the clips' floor (0: glTF characters stand on y = 0);
+    ``pelvis_smooth``: seconds, the pelvis spring's smooth time (0.1); ``reach``: fraction of a leg's
+    length it may stretch to before the pelvis drops further (0.97; a leg the clip itself stretches
+    further keeps its animated reach); ``soft``: the two-bone soft limit band (0: the pelvis drop
+    already keeps targets reachable, and a soft band would pull up feet the clip puts at full reach); ``max_tilt``: degrees the feet turn at most (35); ``weight`` (B,) or scalar;
+    ``contact_options``: passed to :func:`.contacts.detect_contacts`.
+
+    After each update: ``contact`` (B, L) weights used, ``targets`` (B, L, 3) world foot targets,
+    ``pelvis_offset`` (B,) metres the pelvis moved (negative: down), ``phases`` {clip index:
+    :class:`.contacts.ContactPhases`}.
+    """
+
+    builds_world = True  # computes the world matrices it needs from the pose itself
+    keeps_world = True  # and leaves them matching the pose it writes
+
+    def __init__(self, proc: Procedural, ground="flat", *, legs=None, floor: float = 0.0, pelvis_smooth: float = 0.1,
+                 reach: float = 0.97, soft: float = 0.0, max_tilt: float = 35.0, weight=1.0,
+                 contact_options: dict | None = None):
+        self.proc = proc
+        rig = proc.rig
+        self.ground: Ground = as_ground(ground)
+        if legs is None or isinstance(legs, dict):
+            legs = find_legs(rig, legs)
+        self.legs: list[Leg] = list(legs)
+        if not (0.0 < reach <= 1.0 and 0.0 <= soft < 1.0 and pelvis_smooth > 0 and 0.0 <= max_tilt <= 90.0):
+            raise SkeletalError("foot placement: need 0 < reach <= 1, 0 <= soft < 1, pelvis_smooth > 0, 0 <= max_tilt <= 90")
+        self.floor, self.reach, self.soft = float(floor), float(reach), float(soft)
+        self.max_tilt = math.radians(max_tilt)
+        self.omega = 2.0 / float(pelvis_smooth)
+        self.contact_options = dict(contact_options or {})
+        b, n_legs = proc.count, len(self.legs)
+        self.weight = np.broadcast_to(np.asarray(weight, np.float64), (b,)).copy()
+        self.thighs = np.array([l.thigh for l in self.legs], np.int64)
+        self.knees = np.array([l.knee for l in self.legs], np.int64)
+        self.feet = np.array([l.foot for l in self.legs], np.int64)
+        self.pelvis = self._common_parent(rig.parents, self.thighs)
+        self.pelvis_nodes = np.flatnonzero(rig.descendants(self.pelvis)).astype(np.int64)
+        parts = [np.flatnonzero(rig.descendants(int(t))).astype(np.int64) for t in self.thighs]
+        self.leg_nodes = np.concatenate(parts)
+        self.leg_start = np.cumsum([0] + [len(p) for p in parts]).astype(np.int64)
+        rest = world_matrices(rig.parents, rig.rest)
+        self.leg_length = np.array([np.linalg.norm(rest[l.knee, :3, 3] - rest[l.thigh, :3, 3])
+                                    + np.linalg.norm(rest[l.foot, :3, 3] - rest[l.knee, :3, 3]) for l in self.legs])
+        self.ankle = np.array([rest[l.foot, 1, 3] - self.floor for l in self.legs])  # until a clip says better
+        self.state = np.zeros((b, 2))
+        self.initialised = np.zeros(b, np.bool_)
+        self.contact = np.ones((b, n_legs))
+        self.targets = np.zeros((b, n_legs, 3))
+        self.pelvis_offset = np.zeros(b)
+        self.heights = np.zeros((b, n_legs))
+        self.normals = np.zeros((b, n_legs, 3))
+        self._feet_xz = np.zeros((b, n_legs, 2))
+        self._feet_above = ancestors_and_self(rig.parents, self.feet)
+        self.phases: dict[int, ContactPhases] = {}
+        self._tables_key = None
+
+    @staticmethod
+    def _common_parent(parents, thighs) -> int:
+        chains = []
+        for t in thighs:
+            up, j = [], int(parents[t])
+            while j >= 0:
+                up.append(j)
+                j = int(parents[j])
+            chains.append(up)
+        common = [j for j in chains[0] if all(j in c for c in chains[1:])]
+        if not common:
+            raise SkeletalError("foot placement: the legs share no parent joint (pelvis)")
+        return common[0]
+
+    def reset(self) -> None:
+        """Forget the pelvis spring (after a teleport)."""
+        self.initialised[:] = False
+
+    def phases_for(self, clip) -> ContactPhases:
+        """The contact phases of a clip (name, index or Clip) for these legs (cached)."""
+        mixer = self.proc.mixer
+        c = mixer.clip_index(clip)
+        if c not in self.phases:
+            opts = {"floor": self.floor, **self.contact_options}
+            self.phases[c] = detect_contacts(self.proc.asset, mixer.clipset.clips[c], self.legs, **opts)
+        return self.phases[c]
+
+    def _tables(self):
+        mixer = self.proc.mixer
+        key = (mixer.clipset.version, mixer.slot_clip.tobytes(), mixer.slot_layer.tobytes())
+        if key != self._tables_key:
+            used = sorted(set(int(c) for c in mixer.slot_clip))
+            n_clips = len(mixer.clipset.clips)
+            phases = {c: self.phases_for(c) for c in used}
+            frames_max = max([len(p.times) for p in phases.values()] + [1])
+            tables = np.ones((n_clips, frames_max, len(self.legs)))
+            frames = np.ones(n_clips, np.int64)
+            fps = np.ones(n_clips)
+            durations = np.zeros(n_clips)
+            looping = np.zeros(n_clips, np.bool_)
+            for c, p in phases.items():
+                tables[c, : len(p.times)] = p.weight
+                frames[c], fps[c], durations[c], looping[c] = len(p.times), p.fps, p.duration, p.looping
+            if phases:
+                # the ankle height over the floor when planted: from the clips (lowest over them)
+                self.ankle = np.min([p.ankle_height for p in phases.values()], axis=0)
+            additive = np.array([mixer.layers[int(l)].additive for l in mixer.slot_layer], np.bool_)
+            self._packed = (tables, frames, fps, durations, looping, additive)
+            self._tables_key = key
+        return self._packed
+
+    def update_contacts(self) -> np.ndarray:
+        """The contact weights (B, L) at the actions' current clip times."""
+        mixer = self.proc.mixer
+        if len(mixer.slot_clip) == 0:
+            self.contact[...] = 1.0
+            return self.contact
+        tables, frames, fps, durations, looping, additive = self._tables()
+        _contact_weights(mixer.fs, mixer.slot_clip, additive, tables, frames, fps, durations, looping, self.contact)
+        return self.contact
+
+    def apply(self, pose: np.ndarray, world: np.ndarray, dt: float) -> None:
+        proc = self.proc
+        self.update_contacts()
+        # the ground under each animated foot, in world space (one vectorised query for the batch)
+        _subset_worlds_serial(proc.rig.parents, self._feet_above, pose, world)
+        _points_world(world, proc.placement, self.feet, self._feet_xz)
+        h, n = self.ground.height_normal(self._feet_xz[..., 0], self._feet_xz[..., 1])
+        self.heights[...] = h
+        self.normals[...] = n
+        kernel = foot_kernel_serial if proc.count <= SERIAL_BELOW else foot_kernel
+        kernel(pose, world, proc.rig.parents, proc.placement, self.thighs, self.knees, self.feet, self.pelvis,
+                    self.pelvis_nodes, self.leg_nodes, self.leg_start, self.heights, self.normals, self.contact,
+                    self.ankle, self.leg_length, self.floor, self.reach, self.weight, self.state, self.initialised,
+                    self.omega, dt, self.soft, self.max_tilt, self.targets, self.pelvis_offset)
+
+
+# ---------------------------------------------------------------------------------------------
+# look-at
+
+
+def find_head_chain(rig) -> list[int]:
+    """[neck, head] (or [head]) rig indices found by name ("Neck", "Head", "b_Head", "mixamorig:Head";
+    not "HeadTop_End" and the like)."""
+    def base(n: str) -> str:
+        return n.split(":")[-1].split("|")[-1].lower()
+
+    skip = ("top", "end", "nub", "site")
+    heads = [j for j, n in enumerate(rig.names) if "head" in base(n) and not any(s in base(n) for s in skip)]
+    if not heads:
+        raise SkeletalError("no head joint found by name: pass joints=[...] to look_at")
+    head = min(heads, key=lambda j: (len(_ancestors(rig.parents, j)), j))
+    p = int(rig.parents[head])
+    if p >= 0 and "neck" in base(rig.names[p]):
+        return [p, head]
+    return [head]
+
+
+def _ancestors(parents, j: int) -> list[int]:
+    out = []
+    while parents[j] >= 0:
+        j = int(parents[j])
+        out.append(j)
+    return out
+
+
+class LookAt:
+    """A neck + head chain (or any aim chain) turns so the head's forward axis points at a target.
+
+    ``target``: world point(s) (B, 3) or (3,) (set :attr:`target` any time; None = not looking);
+    ``joints``: the aim chain, parent first (default :func:`find_head_chain`); ``forward`` / ``up``:
+    the last joint's local axes (default: the model's +Z / +Y in its rest pose); ``smooth_time``:
+    seconds of the critically damped spring the target is followed through (0: no smoothing);
+    ``limits``: :class:`skeletal.ik.AimLimit` per joint or one for all (default 50 deg yaw, 35 deg
+    pitch, 15 deg roll each); ``shares``: relative share of the turn per joint (default neck 0.4, head
+    0.6); ``weight`` (B,) or scalar.
+
+    ``smoothed`` (B, 3): the point looked at after the last update.
+    """
+
+    builds_world = False
+    keeps_world = True  # the aim stage rebuilds the rows it moves
+
+    def __init__(self, proc: Procedural, target=None, *, joints=None, forward=None, up=None, smooth_time: float = 0.25,
+                 limits=None, shares=None, weight=1.0):
+        self.proc = proc
+        rig = proc.rig
+        chain = find_head_chain(rig) if joints is None else [self._index(rig, j) for j in joints]
+        self.joints = chain
+        rest = world_matrices(rig.parents, rig.rest)
+        r = rest[chain[-1], :3, :3]
+        r = r / np.linalg.norm(r, axis=0, keepdims=True)
+        fwd = r.T @ np.array([0.0, 0.0, 1.0]) if forward is None else np.asarray(forward, np.float64)
+        upv = r.T @ np.array([0.0, 1.0, 0.0]) if up is None else np.asarray(up, np.float64)
+        if limits is None:
+            limits = AimLimit(math.radians(50), math.radians(35), math.radians(15))
+        if shares is None and len(chain) == 2:
+            shares = (0.4, 0.6)
+        self.table = StageTable(rig.parents, rig.rest, rig.names)
+        self.table.add("aim", chain, forward=fwd, up=upv, limits=limits, shares=shares)
+        b = proc.count
+        self.inputs = self.table.inputs(b)
+        self._scratch = self.table.scratch()
+        if smooth_time < 0:
+            raise SkeletalError(f"smooth_time must not be negative, got {smooth_time}")
+        self.smooth_time = float(smooth_time)
+        self.weight = np.broadcast_to(np.asarray(weight, np.float64), (b,)).copy()
+        self.target = None if target is None else np.broadcast_to(np.asarray(target, np.float64), (b, 3)).copy()
+        self.smoothed = np.zeros((b, 3))
+        self.velocity = np.zeros((b, 3))
+        self._started = False
+
+    @staticmethod
+    def _index(rig, j) -> int:
+        if isinstance(j, (int, np.integer)):
+            return int(j)
+        try:
+            return rig.find(j)
+        except KeyError:
+            raise SkeletalError(f"look-at joint {j!r}: no joint of that name") from None
+
+    def set_target(self, target) -> None:
+        self.target = np.broadcast_to(np.asarray(target, np.float64), (self.proc.count, 3)).copy()
+
+    def apply(self, pose: np.ndarray, world: np.ndarray, dt: float) -> None:
+        if self.target is None:
+            return
+        if not np.all(np.isfinite(self.target)):
+            raise SkeletalError("look-at target must be finite")
+        if not self._started or self.smooth_time == 0.0:
+            self.smoothed[...] = self.target
+            self.velocity[...] = 0.0
+            self._started = True
+        elif dt > 0:
+            critical_spring(self.smoothed, self.velocity, np.ascontiguousarray(self.target), 2.0 / self.smooth_time, dt)
+        m = self.proc.placement
+        local = np.einsum("bji,bj->bi", m[:, :3, :3], self.smoothed - m[:, :3, 3])  # world -> model
+        self.inputs[:, 0, IN_TARGET:IN_TARGET + 3] = local
+        self.inputs[:, 0, IN_POLE:IN_POLE + 3] = m[:, 1, :3]  # keep the head's up toward world up
+        self.inputs[:, 0, IN_WEIGHT] = self.weight
+        if self.proc.count <= SERIAL_BELOW:
+            scratch, pos = self._scratch
+            t = self.table
+            _stages_serial(pose, world, t.parents, t.stage_i, t.stage_f, t.joints, t.jp, self.inputs, t.update,
+                           scratch, pos)
+        else:
+            self.table.solve(pose, world, self.inputs)
+
+
+# ---------------------------------------------------------------------------------------------
+# jiggle
+
+
+class Jiggle:
+    """Spring bones (:class:`.springs.JiggleChains`) as a stage; ``chains`` default: the tails."""
+
+    builds_world = False
+    keeps_world = False
+
+    def __init__(self, proc: Procedural, chains=None, **options):
+        self.proc = proc
+        if chains is None:
+            chains = find_tail_chains(proc.rig)
+            if not chains:
+                raise SkeletalError("no tail joints found by name: pass chains=[[joint, ...], ...]")
+        self.chains = JiggleChains(proc.rig, proc.count, chains, **options)
+
+    def reset(self) -> None:
+        self.chains.reset()
+
+    def apply(self, pose: np.ndarray, world: np.ndarray, dt: float) -> None:
+        self.chains.placement = self.proc.placement
+        self.chains.apply(world, pose, dt)
+
+
+# ---------------------------------------------------------------------------------------------
+# benchmark rows (``skeletal bench``)
+
+
+def bench_rows(asset=None, clip=None, path=None, quick: bool = False) -> dict:
+    """Cost of the procedural stages against the same-run playback update they follow: one Player
+    (foot placement on terrain + look-at) and a Mixer of many instances (foot placement), in
+    microseconds per character per frame."""
+    import time
+
+    from .. import Player
+    from ..bench import stat
+    from ..demo import demo_asset
+    from .mixer import Mixer
+
+    try:
+        if asset is None:
+            raise SkeletalError("no asset")
+        find_legs(asset.rig)
+        clip = clip if clip is not None else 0
+        asset.clip(clip)
+    except (SkeletalError, KeyError, IndexError):
+        asset, clip = demo_asset(), "walk"
+    ground = "terrain:amplitude=0.2,wavelength=3"
+    frames = 60 if quick else 300
+    repeats = 3 if quick else 7
+    count = 100 if quick else 1000
+
+    def timed(update, n) -> list[float]:
+        update()  # compile / warm
+        out = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            for _ in range(n):
+                update()
+            out.append((time.perf_counter() - t0) / n)
+        return out
+
+    def player(stages: bool):
+        p = Player(asset)
+        p.play(clip)
+        if stages:
+            proc = Procedural(p)
+            proc.foot_placement(ground)
+            proc.look_at((0.5, 1.5, 2.0))
+        return lambda: p.update(1 / 60)
+
+    def mixer(stages: bool):
+        m = Mixer(asset, count, events=False)
+        m.play(clip, offset=np.random.default_rng(0).uniform(0, asset.clip(clip).duration, count))
+        if stages:
+            proc = Procedural(m)
+            proc.foot_placement(ground)
+            g = np.random.default_rng(1).uniform(-5, 5, (count, 3))
+            proc.place(g, 0.0)
+        return lambda: m.update(1 / 60)
+
+    base1 = timed(player(False), frames)
+    with1 = timed(player(True), frames)
+    base_n = timed(mixer(False), max(frames // 10, 5))
+    with_n = timed(mixer(True), max(frames // 10, 5))
+    us = 1e6
+    rows = [
+        {"name": f"one character: Player update + foot placement on terrain + look-at ({asset.name}, {clip})",
+         "stat": stat([s * us for s in with1], "us"),
+         "baseline": f"Player update alone: {statistics_median(base1) * us:.1f} us",
+         "ratio": f"{statistics_median(with1) / statistics_median(base1):.2f}x the update", "reference": ""},
+        {"name": f"Mixer of {count}: update + foot placement, per character",
+         "stat": stat([s * us / count for s in with_n], "us"),
+         "baseline": f"Mixer update alone: {statistics_median(base_n) * us / count:.2f} us per character",
+         "ratio": f"{statistics_median(with_n) / statistics_median(base_n):.2f}x the update", "reference": ""},
+    ]
+    return {"rows": rows, "asset": asset.name, "clip": str(clip)}
+
+
+def statistics_median(values) -> float:
+    return float(np.median(values))

@@ -1,0 +1,400 @@
+"""Procedural animation: grounds, contact phases, foot placement, look-at, springs, jiggle chains.
+
+Fixtures are generated: the built-in demo character (skeletal.demo) walks; small rigs are made by
+code. Fox.glb (../shared) is only used for the tail-finding case, skipped without it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import pytest
+
+import skeletal
+from skeletal.demo import demo_asset
+from skeletal.errors import SkeletalError
+from skeletal.playback.contacts import detect_contacts, find_legs
+from skeletal.playback.ground import (FlatGround, FunctionGround, HeightField, SlopeGround, TerrainGround, as_ground,
+                                      parse_ground)
+from skeletal.playback.procedural import Procedural, find_head_chain
+from skeletal.playback.springs import JiggleChains, SmoothedValue, critical_spring, find_tail_chains
+from skeletal.pose import world_matrices
+from skeletal.rig import Rig
+
+SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "assets")
+DT = 1.0 / 60.0
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return demo_asset()
+
+
+# -- grounds ------------------------------------------------------------------------------------
+
+
+def test_slope_heights_and_normals_are_analytic():
+    g = SlopeGround(angle=20.0, direction=90.0, height=0.5)  # uphill toward +X
+    x = np.array([-1.0, 0.0, 2.0])
+    assert np.allclose(g.height(x, np.zeros(3)), 0.5 + math.tan(math.radians(20)) * x)
+    n = g.normal(x, np.zeros(3))
+    assert np.allclose(n, [-math.sin(math.radians(20)), math.cos(math.radians(20)), 0.0])
+
+
+def test_terrain_normals_match_finite_differences():
+    g = TerrainGround(amplitude=0.3, wavelength=2.0, seed=3)
+    rng = np.random.default_rng(0)
+    x, z = rng.uniform(-5, 5, (2, 50))
+    numeric = FunctionGround(g.height, eps=1e-5).normal(x, z)
+    assert np.allclose(g.normal(x, z), numeric, atol=1e-6)
+    assert np.all(np.abs(g.height(x, z)) <= 0.3 + 1e-12)
+
+
+def test_height_field_reproduces_a_plane_and_clamps():
+    plane = SlopeGround(angle=15.0, direction=30.0)
+    field = HeightField.sample(plane, size=4.0, spacing=0.25)
+    rng = np.random.default_rng(1)
+    x, z = rng.uniform(-1.9, 1.9, (2, 40))
+    assert np.allclose(field.height(x, z), plane.height(x, z), atol=1e-12)
+    assert np.allclose(field.normal(x, z), plane.normal(x, z), atol=1e-12)
+    assert np.isfinite(field.height(100.0, -100.0))  # outside: clamped to the edge
+    bilinear = HeightField([[0.0, 1.0], [2.0, 3.0]], spacing=2.0, origin=(0.0, 0.0))
+    assert float(bilinear.height(1.0, 1.0)) == pytest.approx(1.5)
+
+
+def test_ground_specs_and_bad_input():
+    assert isinstance(parse_ground("terrain:amplitude=0.2,seed=4"), TerrainGround)
+    assert isinstance(as_ground(0.3), FlatGround)
+    assert isinstance(as_ground(lambda x, z: 0.1 * x), FunctionGround)
+    for bad in ("hills", "slope:angle=abc", "terrain:amplitude=0.2,size=3", "slope:angle=89", "terrain:wavelength=0"):
+        with pytest.raises(SkeletalError):
+            parse_ground(bad)
+    with pytest.raises(SkeletalError):
+        HeightField(np.zeros(5))
+
+
+# -- legs and contact phases ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("names", [
+    ["mixamorig:Hips", "mixamorig:LeftUpLeg", "mixamorig:LeftLeg", "mixamorig:LeftFoot", "mixamorig:LeftToeBase",
+     "mixamorig:RightUpLeg", "mixamorig:RightLeg", "mixamorig:RightFoot", "mixamorig:RightToeBase"],
+    ["Hips", "LeftUpLeg", "LeftLeg", "LeftFoot", "LeftToeBase", "RightUpLeg", "RightLeg", "RightFoot", "RightToeBase"],
+    ["b_Hip", "b_LeftLeg01", "b_LeftLeg02", "b_LeftFoot01", "b_LeftFoot02", "b_RightLeg01", "b_RightLeg02",
+     "b_RightFoot01", "b_RightFoot02"],
+    ["pelvis", "thigh_l", "calf_l", "foot_l", "ball_l", "thigh_r", "calf_r", "foot_r", "ball_r"],
+])
+def test_find_legs_by_common_names(names):
+    rig = Rig.from_parents(["Root"] + names, [-1, 0, 1, 2, 3, 4, 1, 6, 7, 8])
+    left, right = find_legs(rig)
+    assert (rig.names[left.thigh], rig.names[left.knee], rig.names[left.foot], rig.names[left.toe]) == tuple(names[1:5])
+    assert (rig.names[right.thigh], rig.names[right.foot]) == (names[5], names[7])
+
+
+def test_find_legs_override_and_error():
+    rig = Rig.from_parents(["root", "a", "b", "c", "d", "e", "f"], [-1, 0, 1, 2, 0, 4, 5])
+    with pytest.raises(SkeletalError, match="legs"):
+        find_legs(rig)
+    left, right = find_legs(rig, {"left": ("a", "b", "c"), "right": ("d", "e", "f")})
+    assert (left.foot, right.foot) == (rig.find("c"), rig.find("f"))
+    with pytest.raises(SkeletalError):
+        find_legs(rig, {"left": ("c", "b", "a"), "right": ("d", "e", "f")})
+
+
+def test_contact_phases_of_the_demo_walk(demo):
+    legs = find_legs(demo.rig)
+    phases = detect_contacts(demo, "walk", legs)
+    for leg in range(2):
+        intervals = phases.intervals(leg)
+        assert len(intervals) == 1  # one stance per foot per cycle
+        stance = phases.contact[:, leg].mean()
+        assert 0.4 < stance < 0.7
+    # the two feet alternate: each is planted while the other swings at some point, and at least one
+    # foot is down at every frame of a walk (double support, no flight)
+    c = phases.contact
+    assert (c[:, 0] & ~c[:, 1]).any() and (c[:, 1] & ~c[:, 0]).any()
+    assert (c[:, 0] | c[:, 1]).all()
+    # the demo walks in place at about 1.1 m/s: the ground passes under the planted feet backward (-Z)
+    assert phases.ground_velocity[:, 1].mean() < -0.8
+    assert 0.05 < phases.ankle_height.mean() < 0.12
+    # weights are smooth ramps of the flags
+    assert np.all((phases.weight >= 0) & (phases.weight <= 1))
+    assert np.all(phases.weight[phases.contact] > 0.4)
+    # the run has a flight phase; idle stands on both feet throughout
+    run = detect_contacts(demo, "run", legs)
+    assert [len(run.intervals(i)) for i in range(2)] == [1, 1]
+    assert not (run.contact[:, 0] | run.contact[:, 1]).all()
+    idle = detect_contacts(demo, "idle", legs)
+    assert idle.contact.all()
+
+
+# -- springs ------------------------------------------------------------------------------------
+
+
+def test_critical_spring_no_overshoot_converges_and_is_frame_rate_independent():
+    omega = 8.0
+    x, v = np.array([0.0]), np.array([0.0])
+    trace = []
+    for _ in range(300):
+        critical_spring(x, v, np.array([1.0]), omega, DT)
+        trace.append(x[0])
+    trace = np.array(trace)
+    assert np.all(np.diff(trace) >= -1e-15) and trace.max() <= 1.0  # monotone, never past the target
+    assert abs(trace[-1] - 1.0) < 1e-6
+    # analytic: x(t) = 1 - (1 + w t) e^{-w t}
+    t = DT * np.arange(1, 301)
+    assert np.allclose(trace, 1 - (1 + omega * t) * np.exp(-omega * t), atol=1e-12)
+    # one step of dt equals two of dt/2 (from any state)
+    a, va = np.array([0.3, -2.0]), np.array([1.5, 0.7])
+    b, vb = a.copy(), va.copy()
+    target = np.array([1.0, 4.0])
+    critical_spring(a, va, target, omega, 0.1)
+    critical_spring(b, vb, target, omega, 0.05)
+    critical_spring(b, vb, target, omega, 0.05)
+    assert np.allclose(a, b, atol=1e-12) and np.allclose(va, vb, atol=1e-12)
+    s = SmoothedValue([0.0, 0.0, 0.0], smooth_time=0.2)
+    assert np.allclose(s.update([1.0, 2.0, 3.0], 5.0), [1.0, 2.0, 3.0], atol=1e-6)
+
+
+def _tail_rig():
+    """root -> base -> t1 -> t2 -> t3, a tail 0.2 m per bone pointing back (-Z), rest = identity."""
+    rest = np.zeros((5, 10))
+    rest[:, 6] = 1.0
+    rest[:, 7:] = 1.0
+    rest[1, :3] = (0.0, 1.0, 0.0)
+    rest[2:, :3] = (0.0, 0.0, -0.2)
+    return Rig.from_parents(["root", "hips", "tail1", "tail2", "tail3"], [-1, 0, 1, 2, 3], rest)
+
+
+def test_jiggle_keeps_lengths_and_settles():
+    rig = _tail_rig()
+    chains = JiggleChains(rig, 2, [["tail1", "tail2", "tail3"]], stiffness=40.0, damping=4.0)
+    pose = np.repeat(rig.rest[None], 2, axis=0)
+    base = pose.copy()
+    lengths = []
+    for frame in range(600):
+        pose[...] = base
+        # instance 0 swings its hips sideways for the first second, then stands still
+        pose[0, 1, 0] = 0.3 * math.sin(frame * DT * 9.0) if frame < 60 else 0.0
+        world = world_matrices(rig.parents, pose)
+        chains.apply(world, pose, DT)
+        out = world_matrices(rig.parents, pose)[:, :, :3, 3]
+        lengths.append(np.linalg.norm(np.diff(out[:, 2:], axis=1), axis=-1))
+        assert np.all(np.isfinite(pose))
+    lengths = np.array(lengths)
+    assert np.allclose(lengths, 0.2, atol=1e-9)  # bone lengths kept exactly (joints 2..4)
+    pos = chains.positions
+    tip_len = np.linalg.norm(pos[:, 2] - pos[:, 1], axis=-1)
+    assert np.allclose(tip_len, 0.2, atol=1e-9)
+    # settled: no motion left, the tail sags under gravity (below the rest line), same for both
+    assert np.abs(chains.velocities).max() < 1e-3
+    assert np.all(pos[:, -1, 1] < 1.0 - 0.01)
+    assert np.allclose(pos[0], pos[1], atol=1e-3)
+    # without gravity a still character's tail stays exactly where the animation puts it
+    still = JiggleChains(rig, 1, [["tail1", "tail2", "tail3"]], gravity=(0.0, 0.0, 0.0))
+    pose = rig.rest[None].copy()
+    for _ in range(30):
+        pose[...] = rig.rest
+        still.apply(world_matrices(rig.parents, pose), pose, DT)
+    assert np.allclose(pose, rig.rest[None], atol=1e-12)
+
+
+def test_jiggle_settles_from_a_kick_without_gravity():
+    rig = _tail_rig()
+    chains = JiggleChains(rig, 1, [["tail1", "tail2", "tail3"]], stiffness=50.0, damping=5.0, gravity=(0, 0, 0))
+    pose = rig.rest[None].copy()
+    chains.apply(world_matrices(rig.parents, pose), pose, DT)
+    chains.velocities[0, :, 0] = 3.0  # a kick sideways
+    for _ in range(900):
+        pose[...] = rig.rest
+        chains.apply(world_matrices(rig.parents, pose), pose, DT)
+    rest_world = world_matrices(rig.parents, rig.rest)[:, :3, 3]
+    assert np.allclose(chains.positions[0, :2], rest_world[3:5], atol=1e-4)
+    assert np.allclose(pose[0], rig.rest, atol=1e-4)
+
+
+def test_fox_tail_chain_is_found_by_name():
+    path = os.path.join(SHARED, "Fox.glb")
+    if not os.path.exists(path):
+        pytest.skip("../shared/assets/Fox.glb is not present")
+    asset = skeletal.load(path)
+    chains = find_tail_chains(asset.rig)
+    assert [[asset.rig.names[j] for j in c] for c in chains] == [["b_Tail01", "b_Tail02", "b_Tail03"]]
+    player = skeletal.Player(asset)
+    player.play(0)
+    proc = Procedural(player)
+    proc.jiggle()
+    proc.place((0.0, 0.0, 0.0), 0.0)
+    for frame in range(30):
+        proc.place((0.0, 0.0, 0.05 * frame), 0.0)  # running forward swings the tail
+        player.update(DT)
+    assert np.all(np.isfinite(player.world))
+
+
+# -- foot placement -----------------------------------------------------------------------------
+
+
+def _walk(asset, ground, frames=90, weight=1.0, place=(0.0, 0.0, 0.0), **options):
+    """Play the demo walk with foot placement; returns per-frame (world, reference world, stage)."""
+    player = skeletal.Player(asset)
+    player.play("walk")
+    ref = skeletal.Player(asset)
+    ref.play("walk")
+    proc = Procedural(player)
+    stage = proc.foot_placement(ground, weight=weight, **options)
+    g = stage.ground
+    pos = np.array(place, np.float64)
+    pos[1] = float(g.height(pos[0], pos[2]))
+    proc.place(pos, 0.0)
+    out = []
+    for _ in range(frames):
+        player.update(DT)
+        ref.update(DT)
+        out.append((player.world.copy(), ref.world.copy(), stage.contact[0].copy(), stage.pelvis_offset[0],
+                    player.local_pose.copy(), ref.local_pose.copy()))
+    return out, stage, pos
+
+
+def _contact_errors(frames, stage, pos):
+    """Per planted frame and foot: the foot joint's height over the ground minus where it should be
+    (its animated lift plus the ankle height along the normal), and the angle (degrees) between the
+    foot's up axis and the ground normal."""
+    g = stage.ground
+    errors, angles = [], []
+    for world, ref, contact, _, _, _ in frames:
+        for l, foot in enumerate(stage.feet):
+            if contact[l] < 0.999:
+                continue
+            p = world[foot, :3, 3] + pos
+            h = float(g.height(p[0], p[2]))
+            n = g.normal(p[0], p[2])
+            lift = ref[foot, 1, 3] - stage.floor - stage.ankle[l]  # the animated heel lift over the floor
+            errors.append(p[1] - h - stage.ankle[l] / n[1] - lift)
+            r_new = world[foot, :3, :3] / np.linalg.norm(world[foot, :3, :3], axis=0)
+            r_old = ref[foot, :3, :3] / np.linalg.norm(ref[foot, :3, :3], axis=0)
+            up = r_new @ r_old.T @ np.array([0.0, 1.0, 0.0])
+            angles.append(math.degrees(math.acos(min(1.0, float(up @ n)))))
+    return np.abs(np.array(errors)), np.array(angles)
+
+
+@pytest.mark.parametrize("spec", ["slope:angle=10,direction=90", "slope:angle=12", "terrain:amplitude=0.12,wavelength=2.5,seed=2"])
+def test_feet_touch_the_ground_during_contact(demo, spec):
+    frames, stage, pos = _walk(demo, spec, frames=80)
+    errors, angles = _contact_errors(frames, stage, pos)
+    assert len(errors) > 40
+    assert errors.max() < 2e-3  # within 2 mm of the ground (plus the animated heel lift)
+    assert angles.max() < 2.0  # the foot's up axis follows the ground normal
+    assert all(np.all(np.isfinite(f[0])) for f in frames)
+
+
+def test_pelvis_lowers_on_a_side_slope(demo):
+    frames, stage, _ = _walk(demo, "slope:angle=12,direction=90", frames=60)
+    pelvis = np.array([f[3] for f in frames])
+    # across a 12 degree slope the lower foot is ~2 cm below the root's ground: the pelvis drops by it
+    drop = math.tan(math.radians(12)) * 0.1
+    assert np.all(pelvis < -0.5 * drop)
+    assert np.all(pelvis > -0.15)
+    hips = demo.rig.find("hips")
+    assert all(f[0][hips, 1, 3] < f[1][hips, 1, 3] for f in frames)
+
+
+def test_flat_ground_at_the_floor_and_weight_zero_leave_the_pose(demo):
+    frames, stage, _ = _walk(demo, "flat", frames=40)
+    for world, ref, *_ in frames:
+        assert np.abs(world - ref).max() < 1e-6
+    frames, stage, _ = _walk(demo, "terrain:amplitude=0.2", frames=20, weight=0.0)
+    for world, ref, _, pelvis, pose, ref_pose in frames:
+        assert np.array_equal(pose, ref_pose) and pelvis == 0.0
+        assert np.abs(world - ref).max() < 1e-12
+
+
+def test_mixer_batch_equals_players_and_crowd_runs(demo):
+    spec = "terrain:amplitude=0.15,wavelength=3,seed=1"
+    offsets = np.array([0.0, 0.3, 0.6])
+    places = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 2.0], [-1.5, 0.0, 0.5]])
+    g = as_ground(spec)
+    places[:, 1] = g.height(places[:, 0], places[:, 2])
+    mixer = skeletal.Mixer(demo, 3, events=False)
+    mixer.play("walk", offset=offsets)
+    proc = Procedural(mixer)
+    proc.foot_placement(spec)
+    proc.place(places, [0.0, 0.5, -1.0])
+    crowd = skeletal.Crowd(demo, 3, keep_world=True)
+    crowd.play("walk", offsets=offsets)
+    cproc = Procedural(crowd)
+    cproc.foot_placement(spec)
+    cproc.place(places, [0.0, 0.5, -1.0])
+    players = []
+    for i in range(3):
+        p = skeletal.Player(demo)
+        p.play("walk", offset=offsets[i])
+        pp = Procedural(p)
+        pp.foot_placement(spec)
+        pp.place(places[i], [0.0, 0.5, -1.0][i])
+        players.append(p)
+    for _ in range(30):
+        mixer.update(DT)
+        crowd.update(DT)
+        for p in players:
+            p.update(DT)
+    for i, p in enumerate(players):
+        assert np.allclose(mixer.world[i], p.world, atol=1e-9)
+        assert np.allclose(crowd.world[i], p.world, atol=1e-3)  # float32, nlerp crowd
+    assert np.abs(mixer.world - mixer.world[0:1]).max() > 1e-3  # the instances differ
+
+
+# -- look-at ------------------------------------------------------------------------------------
+
+
+def test_look_at_follows_a_target_smoothly(demo):
+    chain = find_head_chain(demo.rig)
+    assert [demo.rig.names[j] for j in chain] == ["neck", "head"]
+    player = skeletal.Player(demo)
+    player.play("idle")
+    proc = Procedural(player)
+    target = np.array([0.6, 1.7, 2.0])
+    look = proc.look_at(target, smooth_time=0.2)
+    head = chain[-1]
+    angles = []
+    for _ in range(120):
+        player.update(DT)
+        w = player.world[head]
+        fwd = w[:3, :3] @ np.array([0.0, 0.0, 1.0])
+        to = target - w[:3, 3]
+        angles.append(math.degrees(math.acos(np.clip(fwd @ to / np.linalg.norm(fwd) / np.linalg.norm(to), -1, 1))))
+    assert angles[-1] < 3.0  # looking at it (the idle sways the head a little)
+    # the target jumps: the head follows through the spring, without overshoot
+    look.set_target([-0.8, 1.5, 1.5])
+    xs = []
+    for _ in range(90):
+        player.update(DT)
+        xs.append(look.smoothed[0, 0])
+    xs = np.array(xs)
+    assert xs[0] > 0.5  # smoothed: not there on the first frame
+    assert np.all(np.diff(xs) <= 1e-12) and xs.min() >= -0.8 - 1e-9
+    assert abs(xs[-1] + 0.8) < 0.01
+    assert np.all(np.isfinite(player.world))
+
+
+# -- CLI ----------------------------------------------------------------------------------------
+
+
+def test_render_command_with_ground_and_look_at(tmp_path):
+    pytest.importorskip("moderngl")
+    from click.testing import CliRunner
+
+    from skeletal.cli import cli
+
+    out = tmp_path / "feet.png"
+    result = CliRunner().invoke(cli, ["render", "--clip", "walk", "--ground", "terrain:amplitude=0.2",
+                                       "--look-at", "1,1.6,3", "--size", "160x120", "--time", "0.3", "--out", str(out)])
+    if result.exit_code != 0 and "EGL" in (result.output or ""):
+        pytest.skip("no headless GL here")
+    assert result.exit_code == 0, result.output
+    assert out.exists() and out.stat().st_size > 1000
+    bad = CliRunner().invoke(cli, ["render", "--ground", "hills:1", "--out", str(tmp_path / "x.png")])
+    text = bad.stderr if bad.stderr else bad.output
+    assert bad.exit_code != 0 and "ground" in text and "Traceback" not in text
+    assert len(text.strip().splitlines()) == 1
