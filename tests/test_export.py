@@ -171,7 +171,7 @@ def test_cli_export(tmp_path):
     assert result.exit_code == 0, result.output
     assert [c.name for c in skeletal.load(out).clips] == ["wave", "walk"]
     result = runner.invoke(cli, ["export", str(demo), "--out", str(tmp_path / "x.fbx")])
-    assert result.exit_code == 2 and ".glb or .gltf" in result.output
+    assert result.exit_code == 2 and ".glb, .gltf or .bvh" in result.output
     result = runner.invoke(cli, ["export", str(tmp_path / "missing.glb"), "--out", str(out)])
     assert result.exit_code == 2 and "missing.glb" in result.output
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Render the retargeting pictures in ``docs/images/retarget-*.png``: for each pair, the source clip
-(left; a BVH skeleton is drawn as bones) and the retargeted clip on the target (right) at the same
+(left; a BVH skeleton is drawn as bone capsules) and the retargeted clip on the target (right) at the same
 time, side by side, and print the gait measures of each pair (tests/gait.py).
 
 Usage (needs ../shared/assets, the render extra and, for the BVH pairs, the BVH reader)::
@@ -49,11 +49,24 @@ def _path(name: str, folder: Path) -> Path:
     return ASSETS / name
 
 
-def _render(model: Path, clip, time: float, yaw: float, out: Path, skeleton: bool) -> np.ndarray:
+def _close_up(asset, clip, time: float) -> str:
+    """Camera target and distance on the character at ``time`` (its hips, sized by its leg length),
+    so that a walk that travels far is not framed as a whole."""
+    from skeletal.retarget import canonical_names, hip_height
+
+    world = skeletal.bake(asset, clip, [time])["node_world"][0]
+    hips = world[asset.rig.node_of[canonical_names(asset.rig)["hips"]], :3, 3]
+    leg = hip_height(asset.rig)
+    ground = float(world[:, 1, 3].min())
+    target = (hips[0], ground + 0.95 * leg, hips[2])
+    return f"target={target[0]:.4g}:{target[1]:.4g}:{target[2]:.4g},distance={4.6 * leg:.4g}"
+
+
+def _render(model: Path, clip, time: float, yaw: float, out: Path, close_up: str) -> np.ndarray:
     import imageio.v3 as iio
 
     args = ["render", str(model), "--clip", str(clip), "--time", str(time), "--size", f"{SIZE[0]}x{SIZE[1]}",
-            "--camera", f"yaw={yaw:g},pitch=10", "--out", str(out)] + (["--skeleton"] if skeleton else [])
+            "--camera", f"yaw={yaw:g},pitch=10,{close_up}", "--out", str(out)]
     cli.main(args=args, prog_name="skeletal", standalone_mode=False)
     return iio.imread(out)[..., :3]
 
@@ -73,8 +86,10 @@ def make(name: str, folder: Path) -> None:
     errors = compare(gait(src.rig, clip), gait(tgt.rig, out))
     print(name, {k: round(v, 3) for k, v in errors.items() if "root" not in k})
     # The retargeted character faces where the source faces: turn its camera by the rest facings' difference.
-    left = _render(src_path, clip.name, time, yaw, folder / "src.png", skeleton=not src.document.meshes)
-    right = _render(result, out.name, time, yaw + facing_yaw(src) - facing_yaw(tgt), folder / "tgt.png", skeleton=False)
+    back = skeletal.load(result)
+    left = _render(src_path, clip.name, time, yaw, folder / "src.png", _close_up(src, clip, time))
+    right = _render(result, out.name, time, yaw + facing_yaw(src) - facing_yaw(tgt), folder / "tgt.png",
+                    _close_up(back, back.clip(out.name), time))
     gap = np.full((SIZE[1], 4, 3), 255, np.uint8)
     path = OUT / f"retarget-{name}.png"
     iio.imwrite(path, np.concatenate([left, gap, right], axis=1), optimize=True)

@@ -29,7 +29,9 @@ from .retarget import retarget
 from .rig import Rig
 from .sampling import sample
 from .skin import normalize_weights, pack_palette, skin, skin_into
+from .colliders import Collider, ColliderFrame, ColliderSet
 from . import ik  # noqa: E402
+from .batch import run_batch
 
 __version__ = "0.1.0"
 
@@ -38,6 +40,7 @@ __all__ = [
     "clip_from_keyframes", "map_time", "ClipError", "ModelError", "SkeletalError",
     "UnsupportedExtensionError", "skin_palette", "world_matrices", "Rig", "sample", "normalize_weights",
     "skin", "skin_into", "pack_palette", "cliptools", "Action", "Crowd", "Event", "Mixer", "Player", "__version__",
-    "retarget", "export", "write_bvh",
+    "retarget", "export", "write_bvh", "Collider", "ColliderFrame", "ColliderSet",
     "ik",
+    "run_batch",
 ]

@@ -84,6 +84,14 @@ class Asset:
         """A clip by name or index."""
         return resolve_clip(self.clips, key)
 
+    @cached_property
+    def colliders(self):
+        """The model's hit/hurt spheres and capsules (:class:`skeletal.colliders.ColliderSet`), read
+        from the nodes' and animations' glTF ``extras`` on first use (ModelError when malformed)."""
+        from .colliders import read_colliders
+
+        return read_colliders(self)
+
     @property
     def skinned_instances(self) -> list[MeshInstance]:
         return [m for m in self.mesh_instances if m.skinned]

@@ -55,6 +55,7 @@ TARGETS = {"crowd_chars_per_s": 250_000.0, "single_update_us": 20.0, "skin_mvert
 #: own comment, so that work on separate features merges without conflicts.
 FEATURE_BENCHES: list[str] = [
     # formats: Assimp, BVH load (issue 9)
+    "skeletal.bvh_bench",
 
     # inverse kinematics (issue 10)
     "skeletal.ik_bench",
@@ -64,6 +65,7 @@ FEATURE_BENCHES: list[str] = [
     # torch (issue 12)
 
     # compression (issue 12)
+    "skeletal.compress",
 
 ]
 

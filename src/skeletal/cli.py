@@ -301,15 +301,39 @@ def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_
 
 @cli.command()
 @click.argument("model", type=click.Path(dir_okay=False))
-@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output .glb or .gltf.")
+@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output .glb, .gltf or .bvh.")
 @click.option("--clip", "clip_keys", multiple=True, help="Clip to write (name or index; repeat for more; default: all).")
-def export(model, out_path, clip_keys) -> None:
-    """Write MODEL (any format skeletal.load reads: glTF, BVH, FBX...) as glTF 2.0."""
+@click.option("--rotation-order", default="ZYX", show_default=True,
+              help="BVH only: Euler order of the rotation channels (XYZ, XZY, YXZ, YZX, ZXY, ZYX) or 'keep' "
+                   "(each joint's order from the BVH file read).")
+@click.option("--fps", type=float, default=None, help="BVH only: frame rate (default: the clip's key spacing, else 30).")
+def export(model, out_path, clip_keys, rotation_order, fps) -> None:
+    """Write MODEL (any format skeletal.load reads: glTF, BVH, FBX...) as glTF 2.0, or one clip as BVH.
+
+    \b
+      skeletal export walk.bvh --out walk.glb
+      skeletal export Soldier.glb --clip Walk --out walk.bvh --rotation-order ZXY --fps 30
+    """
     from .asset import load
     from .export import export as export_asset
 
-    if not out_path.lower().endswith((".glb", ".gltf")):
-        raise _fail(f"--out {out_path!r}: the file must end in .glb or .gltf")
+    lower = out_path.lower()
+    if not lower.endswith((".glb", ".gltf", ".bvh")):
+        raise _fail(f"--out {out_path!r}: the file must end in .glb, .gltf or .bvh")
+    if lower.endswith(".bvh"):
+        from .export import write_bvh
+        from .io.bvh import ROTATION_ORDERS
+
+        order = None if rotation_order.lower() == "keep" else rotation_order.upper()
+        if order is not None and order not in ROTATION_ORDERS:
+            raise _fail(f"--rotation-order {rotation_order!r} is not one of {', '.join(ROTATION_ORDERS)} or keep")
+        if len(clip_keys) > 1:
+            raise _fail("a BVH file holds one motion: give at most one --clip")
+        asset = load(model)
+        key = clip_keys[0] if clip_keys else (0 if asset.clips else None)
+        write_bvh(asset, key, out_path, rotation_order=order, fps=fps)
+        click.echo(f"wrote {out_path}: clip {key!r} as BVH", err=True)
+        return
     asset = load(model)
     export_asset(asset, out_path, list(clip_keys) if clip_keys else None)
     n = len(clip_keys) if clip_keys else len(asset.clips)
@@ -339,12 +363,15 @@ FEATURE_COMMANDS: list[tuple[str, str]] = [
     # dual quaternion skinning (issue 10)
 
     # the animation editor (issue 11)
+    ("skeletal.editor.command", "edit"),
 
     # torch (issue 12)
 
     # compression (issue 12)
+    ("skeletal.compress", "compress_command"),
 
     # batch processing (issue 12)
+    ("skeletal.batch", "batch_command"),
 
 ]
 

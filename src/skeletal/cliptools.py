@@ -1,4 +1,4 @@
-"""Clip utilities: cut, resample, reverse, make additive; keyframe lists; quaternion helpers.
+"""Clip utilities: cut, resample, reverse, make additive, compress; keyframe lists; quaternion helpers.
 
 Every function returns a NEW :class:`~skeletal.clip.Clip` (new tracks, new arrays) and never mutates
 its inputs. Errors are :class:`skeletal.errors.ClipError`.
@@ -18,6 +18,8 @@ rounding, because key times and values are stored as float32 (a re-timed key ``t
 * :func:`resample` turns every track into LINEAR keys on a uniform grid (values from the sampler).
 * :func:`reverse` mirrors times; CUBICSPLINE tangents are negated and swapped, STEP values shift by
   one key (a STEP value holds *after* its key, so played backwards it holds *before* it).
+* :func:`compress` (from :mod:`skeletal.compress`) keeps as few keys per track as hold a world-space
+  error bound (and rounds rotations to 16 bits where that fits); not exact by design.
 * :func:`make_additive` transforms values (and CUBICSPLINE tangents) in closed form; no resampling is
   needed for any path or interpolation (see its docstring).
 
@@ -46,10 +48,11 @@ from .errors import ClipError
 from .rig import POSE_WIDTH
 from .sampling import sample
 from .quat import quat_conjugate, quat_mul
+from .compress import compress  # error-bounded key removal (skeletal/compress.py)
 
 __all__ = [
     "subclip", "resample", "reverse", "make_additive", "apply_additive", "apply_additive_morph",
-    "additive_delta", "identity_pose", "Keyframe", "clip_from_keyframe_list",
+    "additive_delta", "identity_pose", "Keyframe", "clip_from_keyframe_list", "compress",
 ]
 
 _POSE_SLICE = {"translation": slice(0, 3), "rotation": slice(3, 7), "scale": slice(7, 10)}

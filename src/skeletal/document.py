@@ -38,6 +38,7 @@ class Node:
     skin: int | None = None
     weights: np.ndarray | None = None  # default morph weights overriding the mesh's
     parent: int = -1  # filled by the reader from ``children``; -1 for roots
+    extras: dict[str, Any] = field(default_factory=dict)  # glTF ``extras`` (JSON object), kept as read
 
 
 @dataclass
@@ -114,6 +115,7 @@ class Channel:
 class Animation:
     name: str
     channels: list[Channel]
+    extras: dict[str, Any] = field(default_factory=dict)  # glTF ``extras`` (JSON object), kept as read
 
 
 @dataclass

@@ -151,9 +151,9 @@ def write_bvh(
     if weights:
         warnings.warn(f"BVH has no morph weights: {weights} weights tracks of clip {the_clip.name!r} are dropped", stacklevel=2)
 
-    frame_time = 1.0 / fps if fps is not None else (clip_frame_time(the_clip) or 1.0 / DEFAULT_FPS)
-    if not (np.isfinite(frame_time) and frame_time > 0):
+    if fps is not None and not (np.isfinite(fps) and fps > 0):
         raise ClipError(f"fps must be positive, got {fps}")
+    frame_time = 1.0 / fps if fps is not None else (clip_frame_time(the_clip) or 1.0 / DEFAULT_FPS)
     # Frames cover the whole clip: the last one is at or up to one frame past its end (clamped there).
     count = int(np.ceil(the_clip.duration / frame_time - 1e-6)) + 1
     times = np.arange(count) * frame_time

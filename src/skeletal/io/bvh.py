@@ -21,8 +21,10 @@ What a BVH file holds, and how it maps onto skeletal's model:
   - a joint with only rotation channels keeps its OFFSET as a constant translation (no track).
 
 * Units: lengths stay in the file's units (BVH has no unit field). CMU files are in inches / 0.45
-  (roughly: multiply by 0.05644 for metres); other sources use centimetres. Scale the result yourself
-  if you need metres; the renderer frames whatever extent the skeleton has.
+  (multiply by :data:`CMU_SCALE` = 0.05644 for metres); other sources use centimetres. Pass
+  ``read_bvh(path, scale=...)`` for metres; the renderer frames whatever extent the skeleton has.
+  The up axis is the file's (CMU and most mocap files are Y up, like glTF); ``read_bvh(path, up="z")``
+  turns a Z-up file Y-up (the roots' rest and motion turn -90 degrees about X).
 * BVH carries no mesh, skin, scale or morph weights, so an asset read from BVH is a rig and a clip.
 
 Bad input (truncated or lying files) raises one :class:`~skeletal.errors.ModelError` naming the file
@@ -44,20 +46,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from numba import njit
 
 from skeletal.document import Animation, Channel, Document, Node
 from skeletal.errors import ModelError
 from skeletal.quat import decompose_trs, quat_conjugate, quat_mul, quat_to_matrix
 
-__all__ = ["read_bvh", "parse_bvh", "format_bvh", "euler_to_quat", "matrix_to_euler", "ROTATION_ORDERS", "MAX_DEPTH"]
+__all__ = ["read_bvh", "parse_bvh", "format_bvh", "euler_to_quat", "matrix_to_euler", "ROTATION_ORDERS", "MAX_DEPTH", "CMU_SCALE"]
 
 #: Deepest joint nesting accepted; real skeletons are a few dozen levels deep.
 MAX_DEPTH = 1000
 #: Longest joint name accepted (characters).
 MAX_NAME = 256
+#: Lengths of CMU mocap files (inches / 0.45) to metres: ``read_bvh(path, scale=CMU_SCALE)``.
+CMU_SCALE = 0.0254 / 0.45
 
 _AXES = "XYZ"
-_CHANNEL = re.compile(r"^([XYZ])(position|rotation)$")
+_CHANNEL = re.compile(r"^([XYZ])(position|rotation)$", re.IGNORECASE)
 _MOTION = re.compile(r"^[ \t]*MOTION[ \t]*\r?$", re.MULTILINE)
 
 
@@ -92,6 +97,46 @@ def euler_to_quat(angles: np.ndarray, order: str, degrees: bool = True) -> np.nd
     return q
 
 
+@njit(cache=True, nogil=True)
+def euler_columns_to_quat(values: np.ndarray, cols: np.ndarray, axes: np.ndarray, out: np.ndarray) -> None:
+    """The MOTION block's Euler channels -> quaternions, for every frame and rotating joint at once.
+
+    ``values`` (F, C) degrees; per joint g, ``cols[g, k]`` is the column of its k-th rotation
+    channel and ``axes[g, k]`` its axis (0/1/2 for X/Y/Z, -1 past the last), applied in that order
+    (intrinsic, as :func:`euler_to_quat`). ``out`` (F, G, 4) xyzw, signs made continuous over frames
+    (consecutive keys have a non-negative dot). Products are formed in float64.
+    """
+    frames, joints = out.shape[0], out.shape[1]
+    half = 0.5 * np.pi / 180.0
+    for g in range(joints):
+        px = py = pz = 0.0
+        pw = 1.0
+        for f in range(frames):
+            x = y = z = 0.0
+            w = 1.0
+            for k in range(3):
+                axis = axes[g, k]
+                if axis < 0:
+                    break
+                a = values[f, cols[g, k]] * half
+                s = np.sin(a)
+                c = np.cos(a)
+                # (x, y, z, w) * rotation about one axis (xyzw product with a one-axis quaternion)
+                if axis == 0:
+                    x, y, z, w = w * s + x * c, y * c + z * s, z * c - y * s, w * c - x * s
+                elif axis == 1:
+                    x, y, z, w = x * c - z * s, w * s + y * c, z * c + x * s, w * c - y * s
+                else:
+                    x, y, z, w = x * c + y * s, y * c - x * s, w * s + z * c, w * c - z * s
+            if f > 0 and x * px + y * py + z * pz + w * pw < 0.0:
+                x, y, z, w = -x, -y, -z, -w
+            out[f, g, 0] = x
+            out[f, g, 1] = y
+            out[f, g, 2] = z
+            out[f, g, 3] = w
+            px, py, pz, pw = x, y, z, w
+
+
 def continuous_signs(q: np.ndarray) -> np.ndarray:
     """Flip quaternions (F, ..., 4) along axis 0 so that consecutive keys have a non-negative dot."""
     if len(q) < 2:
@@ -104,6 +149,85 @@ def continuous_signs(q: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------------
 # Reading
 # ---------------------------------------------------------------------------------------------------
+_POW10 = np.array([10.0**k for k in range(23)])  # exact in float64
+
+
+@njit(cache=True, nogil=True)
+def parse_decimals(data: np.ndarray, out: np.ndarray) -> tuple[int, bool]:
+    """Whitespace-separated decimal numbers in ``data`` (uint8 ASCII) -> ``out`` (float64).
+
+    Returns ``(count, ok)``. Each number is ``[+-]digits[.digits][(e|E)[+-]digits]``; its value is the
+    integer mantissa (at most 15 significant digits, so exact) times or divided by an exact power of
+    ten (at most 1e22): one correctly rounded operation, the same double ``float()`` gives. ``ok`` is
+    False at the first token outside that form (a word, nan, a longer mantissa) or when ``out`` is
+    full; the caller then falls back to a general parser.
+    """
+    n = len(data)
+    i = 0
+    count = 0
+    pow10 = _POW10
+    while i < n:
+        c = data[i]
+        if c == 32 or c == 9 or c == 10 or c == 13:
+            i += 1
+            continue
+        if count >= len(out):
+            return count, False
+        negative = False
+        if c == 45 or c == 43:  # - +
+            negative = c == 45
+            i += 1
+        mantissa = 0
+        significant = 0
+        digits = 0
+        scale = 0
+        while i < n and 48 <= data[i] <= 57:
+            d = data[i] - 48
+            if significant or d:
+                significant += 1
+            mantissa = mantissa * 10 + d
+            digits += 1
+            i += 1
+        if i < n and data[i] == 46:  # .
+            i += 1
+            while i < n and 48 <= data[i] <= 57:
+                d = data[i] - 48
+                if significant or d:
+                    significant += 1
+                mantissa = mantissa * 10 + d
+                digits += 1
+                scale -= 1
+                i += 1
+        if digits == 0 or significant > 15:
+            return count, False
+        if i < n and (data[i] == 101 or data[i] == 69):  # e E
+            i += 1
+            exp_negative = False
+            if i < n and (data[i] == 45 or data[i] == 43):
+                exp_negative = data[i] == 45
+                i += 1
+            exponent = 0
+            exp_digits = 0
+            while i < n and 48 <= data[i] <= 57:
+                if exponent < 100000:
+                    exponent = exponent * 10 + (data[i] - 48)
+                exp_digits += 1
+                i += 1
+            if exp_digits == 0:
+                return count, False
+            scale += -exponent if exp_negative else exponent
+        if i < n and not (data[i] == 32 or data[i] == 9 or data[i] == 10 or data[i] == 13):
+            return count, False
+        value = float(mantissa)
+        if mantissa != 0:
+            if scale > 22 or scale < -22:
+                return count, False
+            value = value * pow10[scale] if scale >= 0 else value / pow10[-scale]
+        out[count] = -value if negative else value
+        count += 1
+    return count, True
+
+
 @dataclass
 class BvhJoint:
     """One HIERARCHY entry while parsing. ``channels`` are the names in file order; ``column`` is the
@@ -234,10 +358,16 @@ def _parse_hierarchy(tokens: _Tokens) -> list[BvhJoint]:
             if not count_tok.isdigit() or int(count_tok) > 6:
                 tokens.fail(line, f"channel count must be 0..6, found {count_tok[:40]!r}")
             names = [tokens.next(f"channel {i + 1} of {count_tok}") for i in range(int(count_tok))]
+            listed_here = [n for n, name_line in names if name_line == line]
+            if len(listed_here) < len(names) and not _CHANNEL.match(names[len(listed_here)][0]):
+                tokens.fail(line, f"CHANNELS {count_tok} but {len(listed_here)} channel names on the line")
+            extra = tokens.rest_of_line(line)
+            if extra:
+                tokens.fail(line, f"CHANNELS {count_tok} but {len(names) + len(extra)} names on the line")
             for name, name_line in names:
                 if not _CHANNEL.match(name):
                     tokens.fail(name_line, f"unknown channel {name[:40]!r} (expected X/Y/Z position/rotation; the count says {count_tok})")
-            listed = [n for n, _ in names]
+            listed = [n[0].upper() + n[1:].lower() for n, _ in names]  # "XROTATION" -> "Xrotation"
             if len(set(listed)) != len(listed):
                 tokens.fail(line, f"joint {joint.name!r} lists a channel twice: {' '.join(listed)}")
             joint.channels = listed
@@ -274,9 +404,9 @@ def _parse_motion_header(file: str, lines: list[str], first_line: int) -> tuple[
         if i >= len(lines):
             raise ModelError(file, f"line {line_no}", f"the MOTION section ends before {key!r}")
         text = lines[i].strip()
-        if not text.startswith(key):
+        if not " ".join(text.split()).lower().startswith(key.lower()):  # "Frame  time:" too
             raise ModelError(file, f"line {line_no}", f"expected {key!r}, found {text[:40]!r}")
-        header.append((text[len(key):].strip(), line_no))
+        header.append((text.split(":", 1)[1].strip(), line_no))
         i += 1
     (frames_text, frames_line), (time_text, time_line) = header
     if not frames_text.isdigit():
@@ -305,6 +435,13 @@ def _parse_motion_values(file: str, lines: list[str], first_line: int, frames: i
                                  else "numbers in the MOTION block, but the HIERARCHY declares no channels")
         return np.zeros((frames, columns))
     block = "\n".join(lines)
+    # Fast path: the numba decimal parser (exact for up to 15 significant digits); anything it does
+    # not handle (exponents past 1e22, long mantissas, words) goes to numpy, then to the error walk.
+    expected = frames * columns
+    out = np.empty(expected + 1)
+    count, ok = parse_decimals(np.frombuffer(block.encode("latin-1", "replace"), np.uint8), out)
+    if ok and count == expected:
+        return out[:expected].reshape(frames, columns)
     values = None
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # numpy warns (or raises) when it stops at a non-number
@@ -339,8 +476,14 @@ def _parse_motion_values(file: str, lines: list[str], first_line: int, frames: i
     raise ModelError(file, f"line {frames_line}", "the MOTION block does not match the declared frames and channels")
 
 
-def parse_bvh(text: str, file: str = "<bvh>") -> Document:
-    """BVH text -> :class:`Document` (see the module docstring). ``file`` names it in errors."""
+def parse_bvh(text: str, file: str = "<bvh>", *, scale: float = 1.0, up: str = "y") -> Document:
+    """BVH text -> :class:`Document` (see the module docstring). ``file`` names it in errors;
+    ``scale`` multiplies every length (OFFSETs and position channels); ``up="z"`` turns a Z-up file
+    Y-up (glTF's convention) by a -90 degree turn about X on the roots (rest and motion)."""
+    if not (np.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale must be a positive number, got {scale}")
+    if up not in ("y", "z"):
+        raise ValueError(f"up must be 'y' or 'z', got {up!r}")
     motion = _MOTION.search(text)
     if motion is None:
         raise ModelError(file, f"line {text.count(chr(10)) + 1}", "no MOTION section (the file is truncated or not BVH)")
@@ -354,16 +497,34 @@ def parse_bvh(text: str, file: str = "<bvh>") -> Document:
     data = lines[first_data:]
     data_first_line = motion_line + 1 + first_data
     columns = sum(len(j.channels) for j in joints)
-    # Never trust the declared count for an allocation: a frame needs a line (or at least one number).
-    if frames > len(data) and frames * max(columns, 1) > len(" ".join(data).split()):
+    # Never trust the declared count for an allocation: a frame needs a line of its own, and a number
+    # at least two characters (a digit and a separator), so what is allocated is at most 4 bytes per
+    # byte of the file.
+    lines_present = sum(1 for d in data if d.strip())
+    if frames > lines_present:
+        raise ModelError(file, f"line {frames_line}", f"Frames: {frames} but only {lines_present} lines of numbers follow")
+    characters = sum(len(d) + 1 for d in data)
+    if frames * columns > (characters + 1) // 2:
         raise ModelError(file, f"line {frames_line}",
-                         f"Frames: {frames} but only {sum(1 for d in data if d.strip())} lines of numbers follow")
+                         f"Frames: {frames} x {columns} channels needs {frames * columns} numbers, "
+                         f"the {characters} characters that follow hold at most {(characters + 1) // 2}")
     values = _parse_motion_values(file, data, data_first_line, frames, columns, frames_line)
-    return _document(file, joints, values, frame_time, frames_line + 1)
+    if scale != 1.0:
+        for j in joints:
+            j.offset = j.offset * scale
+            for c, name in enumerate(j.channels):
+                if name.endswith("position"):
+                    values[:, j.column + c] *= scale
+    return _document(file, joints, values, frame_time, frames_line + 1, up)
 
 
-def read_bvh(path: str | os.PathLike) -> Document:
+def read_bvh(path: str | os.PathLike, *, scale: float = 1.0, up: str = "y") -> Document:
     """Read a ``.bvh`` file into a :class:`Document` (nodes + one animation; no meshes or skins).
+
+    ``scale`` multiplies every length: BVH has no unit field (``CMU_SCALE`` turns CMU files into
+    metres, 0.01 centimetre files). ``skeletal.load`` reads at scale 1; for another scale wrap the
+    document yourself: ``skeletal.Asset(read_bvh(path, scale=CMU_SCALE))``. ``up="z"`` reads a Z-up
+    file (Blender, 3ds Max exports) as Y-up.
 
     >>> doc = read_bvh("walk.bvh")             # doctest: +SKIP
     """
@@ -378,11 +539,20 @@ def read_bvh(path: str | os.PathLike) -> Document:
         text = raw.decode("latin-1")  # joint names in old files; the structure is ASCII either way
     if "\x00" in text[:4096]:
         raise ModelError(file, "line 1", "binary data, not a BVH text file")
-    return parse_bvh(text.replace("\r\n", "\n").replace("\r", "\n"), file)
+    return parse_bvh(text.replace("\r\n", "\n").replace("\r", "\n"), file, scale=scale, up=up)
 
 
-def _document(file: str, joints: list[BvhJoint], values: np.ndarray, frame_time: float, time_line: int) -> Document:
+def _document(file: str, joints: list[BvhJoint], values: np.ndarray, frame_time: float, time_line: int,
+              up: str = "y") -> Document:
     nodes = [Node(j.name, children=list(j.children), translation=j.offset.copy(), parent=j.parent) for j in joints]
+    # Z up -> Y up: the roots turn by -90 degrees about X (their children's offsets are in their frame).
+    fix = axis_quat("X", -0.5 * np.pi) if up == "z" else None
+    fix_matrix = quat_to_matrix(fix) if fix is not None else None
+    if fix is not None:
+        for i, j in enumerate(joints):
+            if j.parent < 0:
+                nodes[i].translation = fix_matrix @ j.offset
+                nodes[i].rotation = fix.copy()
     frames = len(values)
     animations = []
     if frames:
@@ -397,21 +567,28 @@ def _document(file: str, joints: list[BvhJoint], values: np.ndarray, frame_time:
                 t = np.tile(j.offset, (frames, 1))
                 for c, axis in pos:
                     t[:, axis] = values[:, j.column + c]
+                if fix is not None and j.parent < 0:
+                    t = t @ fix_matrix.T
                 channels.append(Channel(i, "translation", "LINEAR", times, t.astype(np.float32)))
-        # Rotations: one vectorised Euler conversion per distinct rotation order.
-        by_order: dict[str, list[int]] = {}
-        for i, j in enumerate(joints):
-            if j.rotation_order:
-                by_order.setdefault(j.rotation_order, []).append(i)
-        rotations: dict[int, np.ndarray] = {}
-        for order, members in by_order.items():
-            cols = np.array([[joints[i].column + c for c, name in enumerate(joints[i].channels) if name.endswith("rotation")]
-                             for i in members])  # (Jg, len(order))
-            q = continuous_signs(euler_to_quat(values[:, cols], order))  # (F, Jg, 4)
-            for g, i in enumerate(members):
-                rotations[i] = q[:, g]
+        # Rotations: one numba pass over the MOTION block for every rotating joint, any order.
+        rotating = [i for i, j in enumerate(joints) if j.rotation_order]
+        axes = np.full((len(rotating), 3), -1, np.int64)
+        cols = np.zeros((len(rotating), 3), np.int64)
+        for g, i in enumerate(rotating):
+            k = 0
+            for c, name in enumerate(joints[i].channels):
+                if name.endswith("rotation"):
+                    axes[g, k], cols[g, k] = _AXES.index(name[0]), joints[i].column + c
+                    k += 1
+        q = np.empty((frames, len(rotating), 4), np.float32)
+        euler_columns_to_quat(values, cols, axes, q)
+        rotations = {i: q[:, g] for g, i in enumerate(rotating)}
+        if fix is not None:
+            for i in rotations:
+                if joints[i].parent < 0:
+                    rotations[i] = quat_mul(fix, rotations[i].astype(np.float64)).astype(np.float32)
         for i in sorted(rotations):
-            channels.append(Channel(i, "rotation", "LINEAR", times, rotations[i].astype(np.float32)))
+            channels.append(Channel(i, "rotation", "LINEAR", times, np.ascontiguousarray(rotations[i])))
         channels.sort(key=lambda c: (c.node, c.path != "translation"))
         animations.append(Animation(Path(file).stem, channels))
     roots = [i for i, j in enumerate(joints) if j.parent < 0]

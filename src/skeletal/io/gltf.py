@@ -297,6 +297,7 @@ class _GltfReader:
         node.skin = obj.index("skin", "skins", self.tables.skins, None)
         obj.index("camera", "cameras", self.tables.cameras, None)
         node.weights = obj.numbers("weights", None)
+        node.extras = _extras(obj)
         return node
 
     def _check_acyclic(self, nodes: list[Node]) -> None:
@@ -506,7 +507,7 @@ class _GltfReader:
             else:
                 target.fail(f"unknown path {path!r} (expected translation, rotation, scale or weights)", "path")
             channels.append(self._channel(c, name, s_index, samplers[s_index], node, path, width))
-        return Animation(name=name, channels=channels)
+        return Animation(name=name, channels=channels, extras=_extras(obj))
 
     def _channel(self, c: JsonObject, anim_name: str, s_index: int, sampler: JsonObject,
                  node: int, path: str, width: int) -> Channel:
@@ -600,6 +601,13 @@ class _GltfReader:
                                   stacklevel=3)
             images.append(Image(name=obj.string("name", f"image_{i}"), data=data, mime_type=mime or _sniff_mime(data)))
         return images
+
+
+def _extras(obj: JsonObject) -> dict:
+    """An object's ``extras`` when it is a JSON object (the spec allows any value there; anything
+    else is application-specific data that skeletal does not use, and is dropped)."""
+    extras = obj.raw("extras")
+    return dict(extras) if isinstance(extras, dict) else {}
 
 
 def _attribute_expect(name: str) -> Expect:

@@ -23,7 +23,9 @@ Canonicalisations (the spec requires them; none of them changes what a conforman
 
 * skin weights are renormalised to sum to 1 in float32 (an all-zero row gives the whole weight to its
   first joint, as players do); a zero weight always carries joint index 0;
-* rotation keys (not CUBICSPLINE tangents) and node rotations are written as unit quaternions;
+* rotation keys (not CUBICSPLINE tangents) and node rotations are written as unit quaternions, except
+  STEP/LINEAR rotation keys that are exactly multiples of 1/32767 and unit within 1e-4 (quantised
+  ones, see ``skeletal.compress``): those are written as normalised SHORT, which reads back exactly;
 * normals are written unit length, tangent ``xyz`` unit length and ``w`` exactly +-1;
 * all floats are float32 in the binary; JSON numbers (TRS, factors, weights) are written with full
   float64 precision, so a reader gets the document's values back exactly; accessor ``min``/``max``
@@ -131,6 +133,31 @@ def _json_bytes(gltf: dict[str, Any]) -> bytes:
 # helpers on plain arrays
 
 
+def _json_value(file: str, where: str, value: Any) -> Any:
+    """``value`` as plain JSON (dicts with string keys, lists, str, finite numbers, bool, None);
+    numpy scalars and arrays become numbers and lists. ModelError for anything else."""
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ModelError(file, where, f"has a non-string key {key!r}")
+            out[key] = _json_value(file, f"{where}.{key}", item)
+        return out
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_json_value(file, f"{where}[{i}]", item) for i, item in enumerate(list(value))]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        if not np.isfinite(value):
+            raise ModelError(file, where, f"is {float(value)}, not a finite number")
+        return float(value)
+    if value is None or isinstance(value, str):
+        return value
+    raise ModelError(file, where, f"has a {type(value).__name__}, which JSON cannot store")
+
+
 def _f32_list(values: Any) -> list[float]:
     """Float32 values as Python floats (exact): accessor min/max must equal the stored data."""
     return [float(v) for v in np.asarray(values, dtype=np.float32).reshape(-1)]
@@ -153,6 +180,25 @@ def _unit_quaternions(q: np.ndarray) -> np.ndarray:
     zero = np.linalg.norm(q, axis=1) == 0
     q[zero] = _IDENTITY_QUAT
     return _unit_rows(q)
+
+
+def short_codes(values: Any) -> np.ndarray | None:
+    """Rotation keys (K, 4) as normalised SHORT codes when that is lossless: every float32 value is
+    exactly ``float32(c) / float32(32767)`` for an integer ``|c| <= 32767`` (what a reader decodes)
+    and every row is unit within 1e-4; otherwise None. (:func:`skeletal.compress.quantize_rotations`
+    makes such keys.)"""
+    v = np.asarray(values, dtype=np.float32)
+    if v.ndim != 2 or v.shape[1] != 4 or not len(v) or not np.all(np.isfinite(v)):
+        return None
+    codes = np.round(v.astype(np.float64) * 32767.0)
+    if np.any(np.abs(codes) > 32767):
+        return None
+    codes16 = codes.astype(np.int16)
+    if not np.array_equal(codes16.astype(np.float32) / np.float32(32767.0), v):
+        return None
+    if np.any(np.abs(np.linalg.norm(v.astype(np.float64), axis=1) - 1.0) > 1e-4):
+        return None
+    return codes16
 
 
 def normalized_influences(joints: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -223,6 +269,7 @@ class _Encoder:
         type_: str | None = None,
         target: int | None = None,
         min_max: bool = False,
+        normalized: bool = False,
     ) -> int:
         """Store ``array`` ((count,) or (count, width); its dtype picks the componentType) in its
         own bufferView and describe it with an accessor.
@@ -252,6 +299,8 @@ class _Encoder:
             "count": count,
             "type": type_,
         }
+        if normalized:
+            accessor["normalized"] = True
         if min_max and count:
             lo, hi = elements.min(axis=0), elements.max(axis=0)
             if elements.dtype == np.float32:
@@ -328,6 +377,8 @@ class _Encoder:
             out["skin"] = int(node.skin)
         if node.weights is not None:
             out["weights"] = _f64_list(node.weights)
+        if node.extras:
+            out["extras"] = _json_value(self.file, f"nodes[{index}].extras", node.extras)
         return out
 
     # -- meshes ---------------------------------------------------------------------------------
@@ -479,6 +530,9 @@ class _Encoder:
             out["name"] = animation.name
         out["channels"] = channels
         out["samplers"] = samplers
+        extras = getattr(animation, "extras", None)
+        if extras:
+            out["extras"] = _json_value(self.file, f"animations[{index}].extras", extras)
         return out
 
     def _output(self, where: str, channel: Channel, keys: int) -> int:
@@ -492,6 +546,9 @@ class _Encoder:
         if values.shape[0] != rows:
             raise ModelError(self.file, where, f"{keys} keys need {rows} value rows, got {values.shape[0]}")
         if channel.path == "rotation":
+            codes = None if cubic else short_codes(channel.values)
+            if codes is not None:  # on the 16-bit grid (e.g. compressed clips): stored exactly, half the size
+                return self._accessor(codes, normalized=True)
             if cubic:
                 values[1::3] = _unit_quaternions(values[1::3])  # the values; tangents are free
             else:

@@ -338,6 +338,24 @@ class Player:
     def palettes(self) -> list[np.ndarray]:
         return [p[0] for p in self.mixer.palettes]
 
+    def colliders(self):
+        """The asset's hit/hurt volumes in world space at the current pose
+        (:class:`skeletal.colliders.ColliderFrame`: segment ends ``a``/``b`` (C, 3), ``radius`` (C,),
+        ``tag``, ``visible``...). Visibility follows the clip of the running action with the largest
+        effective weight (ties: the first found), at its sampled time.
+
+        >>> frame = player.colliders()                      # doctest: +SKIP
+        >>> hits = frame.select("hit")                      # doctest: +SKIP
+        """
+        colliders = self.asset.colliders
+        clip, t = None, 0.0
+        best = 0.0
+        for action in self.actions:
+            w = action.effective_weight
+            if w > best:
+                best, clip, t = w, action.clip.name, action.time
+        return colliders.world(self.world, colliders.visible(clip, t))
+
     # -- events --------------------------------------------------------------------------------
 
     def on(self, kind: str, callback: Callable[[Event], None]) -> None:

@@ -222,8 +222,14 @@ def facing_yaw(asset) -> float:
     direction L (summed left-minus-right bind positions, bind pose = inverse of the inverse bind
     matrices); it faces ``L x up``. The answer is snapped to a multiple of 90 degrees when within 15
     of one (files are authored axis-aligned). 0 (+Z, glTF's convention) when there are no pairs.
+    A skeleton without skins (BVH) uses its nodes' rest-pose positions instead.
     """
     bind: dict[int, np.ndarray] = {}
+    if not asset.skins:
+        from ..pose import world_matrices
+
+        rest = world_matrices(asset.rig.parents, asset.rig.rest)[:, :3, 3]
+        bind = {i: rest[i] for i in range(len(rest))}
     for skin in asset.skins:
         for joint, inverse_bind in zip(skin.joints, skin.inverse_bind):
             try:

@@ -29,6 +29,7 @@ import moderngl
 import numpy as np
 
 from ..skin import apply_morphs
+from .bones import BoneDrawer
 from .camera import Camera, CameraSpec, animated_bounds, facing_yaw, frame, nice_step, parse_camera
 from .context import describe, shared_context
 from .errors import RenderError
@@ -110,6 +111,8 @@ class Renderer:
         self._joints = joint_nodes(asset)
         self._heat_joint: int | None = None
         self._primitives = [self._upload(m, p) for m in asset.mesh_instances for p in m.primitives]
+        # A skeleton-only asset (BVH) is drawn as bone capsules (see .bones).
+        self._bones = BoneDrawer(self.ctx, self._programs, asset) if not self._primitives else None
         self._make_fixed_geometry()
         self._make_framebuffers(samples)
         self.frame(clip)
@@ -332,6 +335,8 @@ class Renderer:
             self._draw_ground(view_proj)
             self._draw_shadows(view_proj, world, offsets)
         self._draw_meshes(view_proj, morph, offsets)
+        if self._bones is not None:
+            self._bones.draw(view_proj, world, offsets, self._lighting())
         if skeleton:
             self._draw_skeleton(view_proj, world, offsets)
         if finish:
@@ -493,6 +498,11 @@ class Renderer:
         light = 0.55 * back - 0.45 * right + np.array([0.0, 0.9, 0.0])
         return light / np.linalg.norm(light)
 
+    def _lighting(self) -> dict:
+        return {"u_light_dir": tuple(self._light_direction()), "u_light_color": LIGHT_COLOR,
+                "u_sky_color": SKY_AMBIENT, "u_ground_color": GROUND_AMBIENT,
+                "u_camera_position": tuple(self.camera.eye)}
+
     def _draw_meshes(self, view_proj, morph, offsets) -> None:
         ctx, program = self.ctx, self.mesh_program
         n_instances = len(offsets)
@@ -592,6 +602,8 @@ class Renderer:
             for buf in prim.buffers.values():
                 buf.release()
         self._primitives = []
+        if self._bones is not None:
+            self._bones.release()
         for obj in (self._bg_vao, self._ground_vao, self._quad, self._overlay_buffer, self._offsets_buffer,
                     self._shadow_centers):
             if obj is not None:

@@ -76,6 +76,39 @@ def check_display() -> None:
             raise RenderError(NO_DISPLAY)
 
 
+def open_window(glfw, size: tuple[int, int], title: str, errors: list[str], on_error=None):
+    """Initialise GLFW and open a window with an OpenGL 3.3 core context, current on this thread and
+    adopted by moderngl (the renderer and anything else drawing with GL share it). Returns
+    ``(window, ctx)``. GLFW's error texts are appended to ``errors`` (by ``on_error`` when given);
+    RenderError with one line when no window can be made. The caller terminates GLFW.
+
+    Used by the viewer and by the editor (:mod:`skeletal.editor.app`).
+    """
+    def collect(code: int, message: bytes) -> None:
+        text = message.decode("utf-8", "replace") if isinstance(message, bytes) else str(message)
+        errors.append(" ".join(text.split()))
+
+    glfw.set_error_callback(on_error or collect)
+    if not glfw.init():
+        where = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or "?"
+        detail = errors[-1] if errors else "glfw.init() failed"
+        raise RenderError(f"cannot open a window on display {where} ({detail}): "
+                          "is the X server running? try xvfb-run")
+    glfw.window_hint(glfw.CONTEXT_VERSION_MAJOR, 3)
+    glfw.window_hint(glfw.CONTEXT_VERSION_MINOR, 3)
+    glfw.window_hint(glfw.OPENGL_PROFILE, glfw.OPENGL_CORE_PROFILE)
+    glfw.window_hint(glfw.OPENGL_FORWARD_COMPAT, True)
+    glfw.window_hint(glfw.SAMPLES, 0)  # the renderer multisamples in its own framebuffer
+    window = glfw.create_window(int(size[0]), int(size[1]), title, None, None)
+    if not window:
+        detail = errors[-1] if errors else "no reason given"
+        raise RenderError(f"cannot create an OpenGL 3.3 core window ({detail})")
+    glfw.make_context_current(window)
+    # .rawgl loads extra GL functions from EGL or GLX: say which one made this context.
+    api = glfw.get_window_attrib(window, glfw.CONTEXT_CREATION_API)
+    return window, adopt_context(None, "egl" if api == glfw.EGL_CONTEXT_API else "glx")
+
+
 # -- text and 2D drawing ----------------------------------------------------------------------------
 
 
@@ -425,27 +458,8 @@ class Viewer:
         self._errors.append(" ".join(text.split()))
 
     def _open_window(self, size: tuple[int, int], title: str) -> None:
-        glfw = self.glfw
-        glfw.set_error_callback(self._glfw_error)
-        if not glfw.init():
-            where = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or "?"
-            detail = self._errors[-1] if self._errors else "glfw.init() failed"
-            raise RenderError(f"cannot open a window on display {where} ({detail}): "
-                              "is the X server running? try xvfb-run")
-        self._glfw_ready = True
-        glfw.window_hint(glfw.CONTEXT_VERSION_MAJOR, 3)
-        glfw.window_hint(glfw.CONTEXT_VERSION_MINOR, 3)
-        glfw.window_hint(glfw.OPENGL_PROFILE, glfw.OPENGL_CORE_PROFILE)
-        glfw.window_hint(glfw.OPENGL_FORWARD_COMPAT, True)
-        glfw.window_hint(glfw.SAMPLES, 0)  # the renderer multisamples in its own framebuffer
-        self.window = glfw.create_window(int(size[0]), int(size[1]), title, None, None)
-        if not self.window:
-            detail = self._errors[-1] if self._errors else "no reason given"
-            raise RenderError(f"cannot create an OpenGL 3.3 core window ({detail})")
-        glfw.make_context_current(self.window)
-        # .rawgl loads extra GL functions from EGL or GLX: say which one made this context.
-        api = glfw.get_window_attrib(self.window, glfw.CONTEXT_CREATION_API)
-        self.ctx = adopt_context(None, "egl" if api == glfw.EGL_CONTEXT_API else "glx")
+        self._glfw_ready = True  # open_window initialises GLFW first; close() terminates it
+        self.window, self.ctx = open_window(self.glfw, size, title, self._errors, self._glfw_error)
 
     def _setup(self, clip, start, speed, loop, camera, skeleton, weights_joint, blend, blend_value, palette_mode,
                samples) -> None:

@@ -1,0 +1,199 @@
+"""Per-file jobs of ``skeletal batch``: plain module-level functions, so that a process pool or a Ray
+worker can pickle them by name.
+
+Every job has the signature ``job(source, output, options) -> dict``: read ``source`` (a model file:
+glTF/GLB, BVH, or anything :func:`skeletal.load` reads), write ``output`` (the batch runner picks its
+name and suffix, see :data:`OUTPUT_SUFFIX`), return a small JSON-ready dict of figures for the report.
+A job raises on bad input (a :class:`skeletal.SkeletalError` naming the file, or any exception);
+:func:`run_task` turns that into a failed :class:`FileResult` instead of stopping the batch.
+
+Outputs are written to a temporary name next to the final one and renamed when complete, so an
+interrupted batch never leaves a half-written file that a resumed run would take as done.
+
+>>> import tempfile, os
+>>> from skeletal.demo import build_demo_document
+>>> from skeletal.io.gltf_write import write_gltf
+>>> folder = tempfile.mkdtemp()
+>>> write_gltf(build_demo_document(), os.path.join(folder, "demo.glb"))
+>>> r = run_task(Task("info", os.path.join(folder, "demo.glb"), os.path.join(folder, "demo.json"), {}))
+>>> r.status, r.details["clips"]
+('ok', 4)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+__all__ = ["Task", "FileResult", "run_task", "JOBS", "OUTPUT_SUFFIX", "bake_job", "compress_job", "export_job",
+           "retarget_job", "info_job"]
+
+
+@dataclass(frozen=True)
+class Task:
+    """One file's job: ``command`` (a key of :data:`JOBS`), ``source`` and ``output`` paths, options."""
+
+    command: str
+    source: str
+    output: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class FileResult:
+    """What became of one file: ``status`` is ``"ok"``, ``"failed"`` or ``"skipped"``; ``error`` the
+    one-line message of a failure (``"ModelError: x.glb: accessors[3]: ..."``)."""
+
+    source: str
+    output: str
+    status: str
+    seconds: float = 0.0
+    error: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _atomic(output: str, write: Callable[[str], None]) -> None:
+    """Call ``write(tmp)`` with a temporary path beside ``output`` (same suffix), then rename it."""
+    out = Path(output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.stem}.{os.getpid()}.part{out.suffix}")
+    try:
+        write(str(tmp))
+        os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _clip_keys(asset, options: dict[str, Any]) -> list:
+    keys = options.get("clips") or []
+    return [asset.clip(k) for k in keys] if keys else list(asset.clips)
+
+
+# ---------------------------------------------------------------------------------------------
+# the jobs
+
+
+def bake_job(source: str, output: str, options: dict[str, Any]) -> dict[str, Any]:
+    """``skeletal bake`` of one file: clip ``options["clip"]`` (default 0) at ``options["fps"]``
+    (default 30) -> ``.npz`` (times, node_world, skinned positions; see :mod:`skeletal.bake`)."""
+    import numpy as np
+
+    from .asset import load
+    from .bake import bake
+
+    asset = load(source)
+    clip = asset.clip(options.get("clip", 0)) if asset.clips else 0
+    arrays = bake(asset, clip, fps=float(options.get("fps") or 30.0), loop=options.get("loop", "clamp"))
+
+    def write(tmp: str) -> None:
+        with open(tmp, "wb") as f:
+            np.savez(f, **arrays)
+
+    _atomic(output, write)
+    return {"times": int(len(arrays["times"])), "nodes": int(arrays["node_world"].shape[1])}
+
+
+def compress_job(source: str, output: str, options: dict[str, Any]) -> dict[str, Any]:
+    """``skeletal compress`` of one file: every clip (or ``options["clips"]``) compressed to
+    ``options["error"]`` -> glTF with the compressed clips."""
+    from .asset import load
+    from .compress import compress_asset
+    from .export import export
+
+    asset = load(source)
+    clips, stats = compress_asset(asset, _clip_keys(asset, options), error=float(options.get("error", 1e-4)),
+                                  distance=options.get("distance"))
+    _atomic(output, lambda tmp: export(asset, tmp, clips))
+    before = sum(s.bytes_before for s in stats)
+    after = sum(s.bytes_after for s in stats)
+    return {"clips": len(clips), "bytes_before": before, "bytes_after": after,
+            "ratio": before / after if after else None,
+            "max_error": max((s.max_error for s in stats), default=0.0)}
+
+
+def export_job(source: str, output: str, options: dict[str, Any]) -> dict[str, Any]:
+    """``skeletal export`` of one file: any readable model -> glTF (all clips, or ``options["clips"]``)."""
+    from .asset import load
+    from .export import export
+
+    asset = load(source)
+    clips = _clip_keys(asset, options)
+    _atomic(output, lambda tmp: export(asset, tmp, clips))
+    return {"nodes": len(asset.rig), "clips": len(clips)}
+
+
+def retarget_job(source: str, output: str, options: dict[str, Any]) -> dict[str, Any]:
+    """``skeletal retarget`` of one file onto ``options["target"]`` (a model path): the source's clip
+    ``options["clip"]`` (default 0) played by the target, written with the target's meshes."""
+    from .asset import load
+    from .errors import ClipError
+    from .export import export
+    from .retarget import retarget
+
+    target_path = options.get("target")
+    if not target_path:
+        raise ClipError("retarget needs a target model (--target MODEL)")
+    src, tgt = load(source), load(target_path)
+    if not src.clips:
+        raise ClipError(f"{source}: has no clips to retarget")
+    clip = retarget(src.clip(options.get("clip", 0)), src.rig, tgt.rig, options.get("mapping"),
+                    fps=options.get("fps"))
+    _atomic(output, lambda tmp: export(tgt, tmp, [clip]))
+    return {"clip": clip.name, "duration": clip.duration, "tracks": clip.track_count}
+
+
+def info_job(source: str, output: str, options: dict[str, Any]) -> dict[str, Any]:
+    """``skeletal info --json`` of one file -> ``.json``."""
+    from .asset import load
+    from .cli import describe
+
+    summary = describe(load(source))
+
+    def write(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(summary, f, indent=2)
+
+    _atomic(output, write)
+    return {"nodes": len(summary["nodes"]), "clips": len(summary["clips"])}
+
+
+#: command -> job function.
+JOBS: dict[str, Callable[[str, str, dict[str, Any]], dict[str, Any]]] = {
+    "bake": bake_job, "compress": compress_job, "export": export_job, "retarget": retarget_job, "info": info_job,
+}
+#: command -> suffix of its output files.
+OUTPUT_SUFFIX = {"bake": ".npz", "compress": ".glb", "export": ".glb", "retarget": ".glb", "info": ".json"}
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or "(no message)"
+    return f"{type(exc).__name__}: {text}"
+
+
+def run_task(task: Task) -> FileResult:
+    """Run one task; never raises for a problem with the file (the result says ``failed`` and why)."""
+    start = time.perf_counter()
+    try:
+        details = JOBS[task.command](task.source, task.output, dict(task.options))
+        return FileResult(task.source, task.output, "ok", time.perf_counter() - start, None, details)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - a batch reports every failure and goes on
+        details = {}
+        if os.environ.get("SKELETAL_DEBUG"):
+            details["traceback"] = traceback.format_exc()
+        return FileResult(task.source, task.output, "failed", time.perf_counter() - start, _one_line(exc), details)
+
+
+def run_chunk(tasks: list[Task]) -> list[FileResult]:
+    """Several tasks in one call (fewer round trips to a pool or a cluster for small files)."""
+    return [run_task(t) for t in tasks]

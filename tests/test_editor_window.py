@@ -1,0 +1,211 @@
+"""The editor window under Xvfb, driven by scripted input (``skeletal edit --script``): select a bone by
+clicking it in the 3D view, rotate it by dragging its rotation field, insert a key, save; the saved
+file's clip changed as scripted. Also: the unsaved-changes prompt, the help panel, bad input, and
+the command's import weight. Skipped with the reason when Xvfb, glfw, moderngl or imgui-bundle is
+missing. The window runs in a subprocess (its GL context must not replace the other tests' one)."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import skeletal
+from skeletal.quat import quat_conjugate, quat_mul
+
+FOREARM = "left_forearm"
+
+
+@pytest.fixture(scope="module")
+def xdisplay():
+    """A private Xvfb server: its DISPLAY string; killed after the module."""
+    xvfb = shutil.which("Xvfb")
+    if xvfb is None:
+        pytest.skip("Xvfb is not installed (apt-get install xvfb): the window tests need an X server")
+    for module in ("imgui_bundle", "glfw", "moderngl"):
+        try:
+            __import__(module)
+        except Exception as exc:  # missing, or its shared library does not load
+            pytest.skip(f"{module} is not usable ({exc}): pip install 'skeletal[edit]'")
+    read_fd, write_fd = os.pipe()
+    proc = subprocess.Popen([xvfb, "-displayfd", str(write_fd), "-screen", "0", "1400x900x24", "-nolisten", "tcp"],
+                            pass_fds=(write_fd,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.close(write_fd)
+    try:
+        ready, _, _ = select.select([read_fd], [], [], 15.0)
+        number = os.read(read_fd, 64).decode().strip() if ready else ""
+        if not number.isdigit():
+            pytest.skip("Xvfb did not start (no display number within 15 s)")
+        yield f":{number}"
+    finally:
+        os.close(read_fd)
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def demo_file(tmp_path_factory):
+    from skeletal.demo import demo_asset
+    from skeletal.io.gltf_write import write_gltf
+
+    path = tmp_path_factory.mktemp("model") / "demo.glb"
+    write_gltf(demo_asset().document, path)
+    return path
+
+
+SRC = os.path.dirname(os.path.dirname(os.path.abspath(skeletal.__file__)))
+
+
+def run_editor(display, cwd, *args, timeout=300):
+    env = {**os.environ, "DISPLAY": display, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env.pop("WAYLAND_DISPLAY", None)
+    return subprocess.run([sys.executable, "-m", "skeletal.editor.command", *args], env=env, cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def angle_between(q1, q2) -> float:
+    d = quat_mul(quat_conjugate(np.asarray(q1, np.float64)), np.asarray(q2, np.float64))
+    return float(np.degrees(2 * np.arccos(min(1.0, abs(d[3])))))
+
+
+def test_scripted_session_select_rotate_key_save(xdisplay, demo_file, tmp_path):
+    model = tmp_path / "walker.glb"
+    shutil.copy(demo_file, model)
+    shots = [tmp_path / f"{k}.png" for k in ("selected", "rotated", "keyed")]
+    script = [
+        {"wait": 2},
+        {"click": {"bone": FOREARM}},  # select by clicking the elbow in the 3D view
+        {"screenshot": str(shots[0])},
+        *[{"key": "right"}] * 6,  # six frames on: 0.2 s at 30 fps
+        {"drag": [{"item": "rotation", "fx": 0.12}, {"item": "rotation", "fx": 0.12, "dx": 60}], "steps": 10},
+        {"screenshot": str(shots[1])},
+        {"key": "K"},  # insert a key for the selected bone
+        {"screenshot": str(shots[2])},
+        # drag that key in the dope sheet three frames later (0.3 s), undo and redo the move
+        {"drag": [{"item": "row:" + FOREARM, "fx": 0.05}, {"item": "row:" + FOREARM, "fx": 0.075}], "steps": 6},
+        {"key": "Z", "ctrl": True},
+        {"key": "Y", "ctrl": True},
+        {"key": "S", "ctrl": True},
+        {"wait": 2},
+        {"close": True},
+    ]
+    (tmp_path / "script.json").write_text(json.dumps(script))
+    done = run_editor(xdisplay, tmp_path, str(model), "--script", "script.json", "-v")
+    assert done.returncode == 0, done.stderr
+    assert f"insert key ({FOREARM}) at 0.200s" in done.stderr
+    assert "undo move 1 key(s) by +0.100s" in done.stderr and "redo move 1 key(s) by +0.100s" in done.stderr
+    assert "saved" in done.stderr and "unsaved" not in done.stderr
+
+    before, after = skeletal.load(demo_file), skeletal.load(model)
+    node = after.rig.find(FOREARM)
+    old = next(t for t in before.clip("idle").tracks if t.node == node and t.path == "rotation")
+    new = next(t for t in after.clip("idle").tracks if t.node == node and t.path == "rotation")
+    assert len(new.times) == len(old.times) + 1
+    assert not np.any(np.abs(new.times - 0.2) < 1e-6)  # keyed at 0.2 s, then moved to 0.3 s
+    k = int(np.flatnonzero(np.abs(new.times - 0.3) < 1e-6)[0])
+    from skeletal.editor.keys import key_values, sample_track
+
+    turned = angle_between(sample_track(old, 0.2)[:4], key_values(new)[k])
+    assert 5.0 < turned < 60.0, f"the key keyed at 0.2 s is {turned:.1f} degrees from the old pose there"
+    for name in ("walk", "run", "wave"):  # the other clips are as they were
+        for a, b in zip(before.clip(name).tracks, after.clip(name).tracks):
+            assert np.array_equal(a.times, b.times) and np.allclose(a.values, b.values, atol=1e-7)
+    assert not os.path.exists(tmp_path / "walker.autosave.glb")
+
+    import imageio.v3 as iio
+
+    images = [iio.imread(p) for p in shots]
+    assert all(im.shape == (720, 1280, 3) for im in images)
+    # the selection shows in the tree (highlighted row) and the gizmo's rings are drawn
+    assert np.abs(images[0].astype(int) - images[1].astype(int)).max() > 60  # the rotation changed the picture
+    # the dope sheet gained a key at frame 6 on the forearm's rows
+    assert np.abs(images[1][480:].astype(int) - images[2][480:].astype(int)).max() > 60
+
+
+def test_unsaved_changes_prompt_and_help(xdisplay, demo_file, tmp_path):
+    model = tmp_path / "m.glb"
+    shutil.copy(demo_file, model)
+    script = [
+        {"key": "F1"},
+        {"screenshot": str(tmp_path / "help.png")},
+        {"key": "F1"},
+        {"key": "K", "shift": True},  # key the whole pose: the document is now unsaved
+        {"close": True},  # the window's close button: a prompt, not a close
+        {"wait": 2},
+        {"screenshot": str(tmp_path / "prompt.png")},
+        {"click": {"item": "popup discard"}},
+        {"wait": 3},
+    ]
+    (tmp_path / "s.json").write_text(json.dumps(script))
+    done = run_editor(xdisplay, tmp_path, str(model), "--script", "s.json", "-v")
+    assert done.returncode == 0, done.stderr
+    assert "closed with unsaved changes" in done.stderr  # discarded on purpose
+    assert open(model, "rb").read() == open(demo_file, "rb").read()  # nothing written
+    import imageio.v3 as iio
+
+    help_img, prompt = iio.imread(tmp_path / "help.png"), iio.imread(tmp_path / "prompt.png")
+    # both draw a panel in the middle of the window that the plain view lacks
+    assert help_img.shape == prompt.shape == (720, 1280, 3)
+
+
+def test_a_failure_inside_the_ui_autosaves_the_document(xdisplay, demo_file, tmp_path):
+    model = tmp_path / "m.glb"
+    shutil.copy(demo_file, model)
+    script = [{"key": "K", "shift": True}, {"click": {"item": "no such widget"}}]
+    (tmp_path / "s.json").write_text(json.dumps(script))
+    done = run_editor(xdisplay, tmp_path, str(model), "--script", "s.json")
+    assert done.returncode == 2
+    autosave = tmp_path / "m.autosave.glb"
+    assert done.stderr.strip().endswith(f"the document was autosaved to {autosave}")
+    assert done.stderr.count("\n") == 1
+    keyed = skeletal.load(autosave).clip("idle")
+    assert len(keyed.tracks) > len(skeletal.load(model).clip("idle").tracks)  # the whole pose was keyed
+
+
+def test_periodic_autosave(xdisplay, demo_file, tmp_path):
+    model = tmp_path / "m.glb"
+    shutil.copy(demo_file, model)
+    script = [{"wait": 2}, {"key": "K", "shift": True}, {"wait": 3}, {"close": True}, {"wait": 2},
+              {"click": {"item": "popup discard"}}, {"wait": 2}]
+    (tmp_path / "s.json").write_text(json.dumps(script))
+    done = run_editor(xdisplay, tmp_path, str(model), "--script", "s.json", "--autosave-interval", "0", "-v")
+    assert done.returncode == 0, done.stderr
+    autosave = tmp_path / "m.autosave.glb"
+    assert f"autosaved to {autosave}" in done.stderr
+    assert len(skeletal.load(autosave).clip("idle").tracks) > len(skeletal.load(model).clip("idle").tracks)
+
+
+def test_bad_input_is_one_line(xdisplay, tmp_path):
+    bad = tmp_path / "broken.gltf"
+    bad.write_text('{"asset": {"version": "2.0"}, "nodes": [{"children": [0]}]}')
+    done = run_editor(xdisplay, tmp_path, str(bad))
+    assert done.returncode == 2
+    assert done.stderr.startswith("skeletal: error: broken.gltf: ") and done.stderr.count("\n") == 1
+    done = run_editor(xdisplay, tmp_path, "--clip", "nope")
+    assert done.returncode == 2 and "no clip named 'nope'" in done.stderr
+
+
+def test_no_display_is_one_line(monkeypatch, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    env["PYTHONPATH"] = SRC
+    done = subprocess.run([sys.executable, "-m", "skeletal.editor.command"], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr == "skeletal: error: no display: set DISPLAY or run under xvfb-run\n"
+
+
+def test_importing_the_command_imports_no_gl():
+    code = ("import sys, skeletal.cli; assert 'edit' in skeletal.cli.cli.commands; "
+            "bad = [m for m in ('imgui_bundle', 'glfw', 'moderngl') if m in sys.modules]; assert not bad, bad")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr

@@ -1,0 +1,79 @@
+"""Frame time of the editor window on a 100-key x 65-bone clip at 1280x720, panels open.
+
+Run under an X server (``xvfb-run python tools/editor_frame_time.py``): loads Mannequin.glb (65 skin
+joints) from ../shared/assets, gives it a clip with 100 LINEAR rotation keys on every joint, opens the
+editor at 1280x720 and times frames in three phases: playing (the 3D view re-rendered every frame,
+dope sheet showing the selected bone's channels), paused (panels only: the 3D view is cached), and
+playing with the curve view. Prints median / p90 frame times per phase (ms).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "assets",
+                                                        "Mannequin.glb"))
+    parser.add_argument("--frames", type=int, default=60)
+    parser.add_argument("--msaa", type=int, default=4)
+    args = parser.parse_args()
+
+    import skeletal
+    from skeletal.clip import Clip, Track
+    from skeletal.editor.app import Editor
+    from skeletal.editor.model import EditDocument
+
+    asset = skeletal.load(args.model)
+    joints = np.unique(np.concatenate([s.joints for s in asset.skins]))
+    rng = np.random.default_rng(7)
+    times = (np.arange(100) / 30.0).astype(np.float32)
+    tracks = []
+    for j in joints:
+        axis = rng.normal(size=3)
+        axis /= np.linalg.norm(axis)
+        angle = 0.3 * np.sin(np.linspace(0, 4 * np.pi, 100) + rng.uniform(0, 6))
+        q = np.concatenate([axis[None] * np.sin(angle / 2)[:, None], np.cos(angle / 2)[:, None]], axis=1)
+        rest = asset.rig.rest[j, 3:7]
+        from skeletal.quat import quat_mul
+
+        tracks.append(Track(int(j), "rotation", "LINEAR", times, quat_mul(rest, q)))
+    clip = Clip("bench100x65", tracks)
+    asset.clips = [clip] + asset.clips
+    asset.document.animations = [skeletal.document.Animation("bench100x65", [])] + asset.document.animations
+    doc = EditDocument(asset, "/tmp/bench.glb")
+    print(f"clip: {len(tracks)} bones x {len(times)} keys; {skeletal.render.context.describe(None) if False else ''}",
+          file=sys.stderr)
+    with Editor(doc, (1280, 720), samples=args.msaa) as ed:
+        ed.selected = int(joints[10])
+        ed.show_colliders = True
+        results = {}
+        for phase in ("playing", "paused", "playing + curves", "playing + onion skin"):
+            ed.playing = phase.startswith("playing")
+            ed.tab = "curve" if "curves" in phase else "dope"
+            ed.onion = "onion" in phase
+            ed.frame_ms.clear()
+            ed.frame_cpu_ms.clear()
+            ed.timing_log.clear()
+            for _ in range(args.frames):
+                ed.frame(1 / 30)
+                ed.glfw.swap_buffers(ed.window)
+            ms = np.asarray(ed.frame_ms[5:])
+            cpu = np.asarray(ed.frame_cpu_ms[5:])
+            results[phase] = ms
+            print(f"{phase:22s} wall median {np.median(ms):6.1f} ms  p90 {np.percentile(ms, 90):6.1f} ms   "
+                  f"CPU (all threads) median {np.median(cpu):6.1f} ms  ({len(ms)} frames)")
+            parts = {k: np.median([t[k] for t in ed.timing_log[5:]]) for k in ("python", "view", "ui_gl")}
+            print(f"{'':22s} of which (wall medians): Python {parts['python']:.1f} ms, 3D view {parts['view']:.1f} ms, "
+                  f"ImGui GL + finish {parts['ui_gl']:.1f} ms")
+        print(f"GL: {ed.ctx.info['GL_RENDERER']}, MSAA {args.msaa}, cores {os.cpu_count()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
