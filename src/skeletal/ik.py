@@ -232,12 +232,13 @@ def _scale_rotation(q, u):
 
 
 @njit(cache=True)
-def _matrix_rotation(m):
-    """The rotation of an affine matrix's top-left 3x3 block (columns normalised: exact for any
-    positive scale that is uniform or axis-aligned with the rotation)."""
-    c0 = (m[0, 0], m[1, 0], m[2, 0])
-    c1 = (m[0, 1], m[1, 1], m[2, 1])
-    c2 = (m[0, 2], m[1, 2], m[2, 2])
+def _matrix_rotation(world, i):
+    """The rotation of ``world[i]``'s top-left 3x3 block (columns normalised: exact for any positive
+    scale that is uniform or axis-aligned with the rotation). Indexes the array directly: no view (a
+    view of an array shared by threads costs an atomic reference count)."""
+    c0 = (np.float64(world[i, 0, 0]), np.float64(world[i, 1, 0]), np.float64(world[i, 2, 0]))
+    c1 = (np.float64(world[i, 0, 1]), np.float64(world[i, 1, 1]), np.float64(world[i, 2, 1]))
+    c2 = (np.float64(world[i, 0, 2]), np.float64(world[i, 1, 2]), np.float64(world[i, 2, 2]))
     l0, l1, l2 = _len(c0), _len(c1), _len(c2)
     if l0 < 1e-300 or l1 < 1e-300 or l2 < 1e-300:
         return (0.0, 0.0, 0.0, 1.0)
@@ -262,8 +263,7 @@ def _matrix_rotation(m):
 
 @njit(cache=True, inline="always")
 def _position(world, i):
-    m = world[i]
-    return (np.float64(m[0, 3]), np.float64(m[1, 3]), np.float64(m[2, 3]))
+    return (np.float64(world[i, 0, 3]), np.float64(world[i, 1, 3]), np.float64(world[i, 2, 3]))
 
 
 @njit(cache=True, inline="always")
@@ -276,7 +276,7 @@ def _parent_rotation(world, parents, i):
     p = parents[i]
     if p < 0:
         return (0.0, 0.0, 0.0, 1.0)
-    return _matrix_rotation(world[p])
+    return _matrix_rotation(world, p)
 
 
 @njit(cache=True, inline="always")
@@ -290,8 +290,51 @@ def _quat(row, o):
 
 
 @njit(cache=True, inline="always")
+def _vec_at(a, s, o):
+    return (np.float64(a[s, o]), np.float64(a[s, o + 1]), np.float64(a[s, o + 2]))
+
+
+@njit(cache=True, inline="always")
+def _quat_at(a, s, o):
+    return (np.float64(a[s, o]), np.float64(a[s, o + 1]), np.float64(a[s, o + 2]), np.float64(a[s, o + 3]))
+
+
+@njit(cache=True, inline="always")
 def _finite3(v):
     return np.isfinite(v[0]) and np.isfinite(v[1]) and np.isfinite(v[2])
+
+
+@njit(cache=True)
+def _world_row(i, parents, pose, world):
+    """``world[i] = world[parent] @ T @ R @ S`` (top 3 rows; see :func:`skeletal.pose.world_node_into`),
+    indexing the arrays directly: no views, whose atomic reference counts on arrays shared by the
+    threads would serialise them."""
+    tx, ty, tz = pose[i, 0], pose[i, 1], pose[i, 2]
+    x, y, z, w = pose[i, 3], pose[i, 4], pose[i, 5], pose[i, 6]
+    sx, sy, sz = pose[i, 7], pose[i, 8], pose[i, 9]
+    x2, y2, z2 = x + x, y + y, z + z
+    xx, xy, xz, yy, yz, zz = x * x2, x * y2, x * z2, y * y2, y * z2, z * z2
+    wx, wy, wz = w * x2, w * y2, w * z2
+    l00, l01, l02 = (1.0 - (yy + zz)) * sx, (xy - wz) * sy, (xz + wy) * sz
+    l10, l11, l12 = (xy + wz) * sx, (1.0 - (xx + zz)) * sy, (yz - wx) * sz
+    l20, l21, l22 = (xz - wy) * sx, (yz + wx) * sy, (1.0 - (xx + yy)) * sz
+    p = parents[i]
+    if p < 0:
+        world[i, 0, 0], world[i, 0, 1], world[i, 0, 2], world[i, 0, 3] = l00, l01, l02, tx
+        world[i, 1, 0], world[i, 1, 1], world[i, 1, 2], world[i, 1, 3] = l10, l11, l12, ty
+        world[i, 2, 0], world[i, 2, 1], world[i, 2, 2], world[i, 2, 3] = l20, l21, l22, tz
+    else:
+        for r in range(3):
+            a0, a1, a2 = world[p, r, 0], world[p, r, 1], world[p, r, 2]
+            world[i, r, 0] = a0 * l00 + a1 * l10 + a2 * l20
+            world[i, r, 1] = a0 * l01 + a1 * l11 + a2 * l21
+            world[i, r, 2] = a0 * l02 + a1 * l12 + a2 * l22
+            world[i, r, 3] = a0 * tx + a1 * ty + a2 * tz + world[p, r, 3]
+    if world.shape[1] == 4:
+        world[i, 3, 0] = 0.0
+        world[i, 3, 1] = 0.0
+        world[i, 3, 2] = 0.0
+        world[i, 3, 3] = 1.0
 
 
 @njit(cache=True)
@@ -472,7 +515,7 @@ def aim_one(pose, world, parents, joints, jp, target, up_vector, weight, forward
         return
     last = joints[n - 1]
     ph0 = _position(world, last)
-    wh0 = _matrix_rotation(world[last])
+    wh0 = _matrix_rotation(world, last)
     # running rigid map of everything below the joints corrected so far: x -> g x + tg
     g = (0.0, 0.0, 0.0, 1.0)
     tg = (0.0, 0.0, 0.0)
@@ -530,6 +573,21 @@ def aim_one(pose, world, parents, joints, jp, target, up_vector, weight, forward
 # ---------------------------------------------------------------------------------------------
 # chains: limits, CCD, FABRIK
 
+
+@njit(cache=True, inline="always")
+def _put3(a, k, o, v):
+    a[k, o] = v[0]
+    a[k, o + 1] = v[1]
+    a[k, o + 2] = v[2]
+
+
+@njit(cache=True, inline="always")
+def _put4(a, k, o, q):
+    a[k, o] = q[0]
+    a[k, o + 1] = q[1]
+    a[k, o + 2] = q[2]
+    a[k, o + 3] = q[3]
+
 # scratch columns per chain joint
 C_P = 0  # current position (3)
 C_W = 3  # current world rotation (4)
@@ -542,22 +600,22 @@ C_W0 = 22  # the joint's world rotation in the input pose (constant)
 
 
 @njit(cache=True)
-def _apply_limit(jp_row, ql, bone_axis):
+def _apply_limit(jp, k, ql, bone_axis):
     """Clamp local rotation ql to the joint's limit (hinge or cone), measured from its reference."""
-    kind = jp_row[JP_LIMIT]
+    kind = jp[k, JP_LIMIT]
     if kind == LIMIT_NONE:
         return ql
-    ref = _quat(jp_row, JP_REF)
+    ref = _quat_at(jp, k, JP_REF)
     delta = _qnorm(_qmul(_qconj(ref), ql))
     if kind == LIMIT_HINGE:
-        h = _vec(jp_row, JP_AXIS)
+        h = _vec_at(jp, k, JP_AXIS)
         s = _dot((delta[0], delta[1], delta[2]), h)
         angle = 2.0 * np.arctan2(s, delta[3])
         if angle > np.pi:
             angle -= 2.0 * np.pi
         elif angle < -np.pi:
             angle += 2.0 * np.pi
-        angle = min(max(angle, jp_row[JP_MIN]), jp_row[JP_MAX])
+        angle = min(max(angle, jp[k, JP_MIN]), jp[k, JP_MAX])
         return _qmul(ref, _axis_angle(h, angle))
     # cone: swing of the bone axis within JP_CONE, twist about it within [JP_MIN, JP_MAX]
     a = bone_axis
@@ -575,13 +633,13 @@ def _apply_limit(jp_row, ql, bone_axis):
     if sw[3] < 0.0:
         sw = (-sw[0], -sw[1], -sw[2], -sw[3])
     swing_angle = 2.0 * np.arctan2(np.sqrt(sw[0] * sw[0] + sw[1] * sw[1] + sw[2] * sw[2]), sw[3])
-    cone = jp_row[JP_CONE]
+    cone = jp[k, JP_CONE]
     if swing_angle > cone:
         sw = _scale_rotation(sw, cone / swing_angle)
     if tw[3] < 0.0:
         tw = (-tw[0], -tw[1], -tw[2], -tw[3])
     tangle = 2.0 * np.arctan2(_dot((tw[0], tw[1], tw[2]), a), tw[3])
-    lo, hi = jp_row[JP_MIN], jp_row[JP_MAX]
+    lo, hi = jp[k, JP_MIN], jp[k, JP_MAX]
     if tangle < lo or tangle > hi:
         tw = _axis_angle(a, min(max(tangle, lo), hi))
     return _qmul(ref, _qmul(sw, tw))
@@ -598,51 +656,43 @@ def _chain_setup(pose, world, parents, joints, sc):
         wp = _parent_rotation(world, parents, j)
         ql = _local_rotation(pose, j)
         w = _qmul(wp, ql)
-        row = sc[k]
-        row[C_P], row[C_P + 1], row[C_P + 2] = p
-        row[C_W], row[C_W + 1], row[C_W + 2], row[C_W + 3] = w
-        row[C_W0], row[C_W0 + 1], row[C_W0 + 2], row[C_W0 + 3] = w
-        row[C_WP], row[C_WP + 1], row[C_WP + 2], row[C_WP + 3] = wp
-        row[C_L], row[C_L + 1], row[C_L + 2], row[C_L + 3] = ql
+        _put3(sc, k, C_P, p)
+        _put4(sc, k, C_W, w)
+        _put4(sc, k, C_W0, w)
+        _put4(sc, k, C_WP, wp)
+        _put4(sc, k, C_L, ql)
     for k in range(n):
-        row = sc[k]
         if k + 1 < n:
-            o = _sub(_vec(sc[k + 1], C_P), _vec(row, C_P))
+            o = _sub(_vec_at(sc, k + 1, C_P), _vec_at(sc, k, C_P))
         else:
             o = (0.0, 0.0, 0.0)
-        row[C_O], row[C_O + 1], row[C_O + 2] = o
-        row[C_LEN] = _len(o)
-        a = _qrot(_qconj(_quat(row, C_W)), o)
-        row[C_A], row[C_A + 1], row[C_A + 2] = a
-        total += row[C_LEN]
+        _put3(sc, k, C_O, o)
+        sc[k, C_LEN] = _len(o)
+        _put3(sc, k, C_A, _qrot(_qconj(_quat_at(sc, k, C_W)), o))
+        total += sc[k, C_LEN]
     return total
 
 
 @njit(cache=True)
 def _bone_axis_local(sc, k):
     """Direction to the next chain joint in joint k's own frame (from the original pose)."""
-    return _vec(sc[k], C_A)
+    return _vec_at(sc, k, C_A)
 
 
 @njit(cache=True)
 def _set_local(sc, k, ql_new, n):
     """Joint k gets local rotation ql_new: its world rotation changes by dq, the chain below it turns
     rigidly about its position."""
-    row = sc[k]
-    w_old = _quat(row, C_W)
-    w_new = _qnorm(_qmul(_quat(row, C_WP), ql_new))
+    w_old = _quat_at(sc, k, C_W)
+    w_new = _qnorm(_qmul(_quat_at(sc, k, C_WP), ql_new))
     dq = _qmul(w_new, _qconj(w_old))
-    row[C_L], row[C_L + 1], row[C_L + 2], row[C_L + 3] = ql_new
-    row[C_W], row[C_W + 1], row[C_W + 2], row[C_W + 3] = w_new
-    pk = _vec(row, C_P)
+    _put4(sc, k, C_L, ql_new)
+    _put4(sc, k, C_W, w_new)
+    pk = _vec_at(sc, k, C_P)
     for m in range(k + 1, n):
-        r = sc[m]
-        p = _add(pk, _qrot(dq, _sub(_vec(r, C_P), pk)))
-        r[C_P], r[C_P + 1], r[C_P + 2] = p
-        w = _qnorm(_qmul(dq, _quat(r, C_W)))
-        r[C_W], r[C_W + 1], r[C_W + 2], r[C_W + 3] = w
-        wp = _qnorm(_qmul(dq, _quat(r, C_WP)))
-        r[C_WP], r[C_WP + 1], r[C_WP + 2], r[C_WP + 3] = wp
+        _put3(sc, m, C_P, _add(pk, _qrot(dq, _sub(_vec_at(sc, m, C_P), pk))))
+        _put4(sc, m, C_W, _qnorm(_qmul(dq, _quat_at(sc, m, C_W))))
+        _put4(sc, m, C_WP, _qnorm(_qmul(dq, _quat_at(sc, m, C_WP))))
 
 
 @njit(cache=True)
@@ -657,27 +707,27 @@ def _chain_has_limits(jp, n):
 def _enforce_limits(jp, sc, n):
     for k in range(n - 1):
         if jp[k, JP_LIMIT] != LIMIT_NONE:
-            ql = _quat(sc[k], C_L)
-            _set_local(sc, k, _apply_limit(jp[k], ql, _bone_axis_local(sc, k)), n)
+            ql = _quat_at(sc, k, C_L)
+            _set_local(sc, k, _apply_limit(jp, k, ql, _bone_axis_local(sc, k)), n)
 
 
 @njit(cache=True)
 def _write_chain(pose, joints, sc, weight):
     for k in range(joints.shape[0] - 1):
         j = joints[k]
-        _write_rotation(pose, j, _local_rotation(pose, j), _quat(sc[k], C_L), weight)
+        _write_rotation(pose, j, _local_rotation(pose, j), _quat_at(sc, k, C_L), weight)
 
 
 @njit(cache=True)
 def _straighten(jp, sc, n, target, limited):
     """Unreachable target: every bone points along root -> target (then limits, if any)."""
-    root = _vec(sc[0], C_P)
+    root = _vec_at(sc, 0, C_P)
     for k in range(n - 1):
-        dq = _arc(_vec(sc[k], C_O), _sub(target, root))
-        w_new = _qmul(dq, _quat(sc[k], C_W0))
-        ql = _qmul(_qconj(_quat(sc[k], C_WP)), w_new)
+        dq = _arc(_vec_at(sc, k, C_O), _sub(target, root))
+        w_new = _qmul(dq, _quat_at(sc, k, C_W0))
+        ql = _qmul(_qconj(_quat_at(sc, k, C_WP)), w_new)
         if limited:
-            ql = _apply_limit(jp[k], ql, _bone_axis_local(sc, k))
+            ql = _apply_limit(jp, k, ql, _bone_axis_local(sc, k))
         _set_local(sc, k, ql, n)
 
 
@@ -696,19 +746,19 @@ def ccd_one(pose, world, parents, joints, jp, target, weight, iterations, tolera
     limited = _chain_has_limits(jp, n)
     if limited:
         _enforce_limits(jp, sc, n)
-    if _len(_sub(target, _vec(sc[0], C_P))) >= total:
+    if _len(_sub(target, _vec_at(sc, 0, C_P))) >= total:
         _straighten(jp, sc, n, target, limited)
     else:
         for _ in range(iterations):
-            if _len(_sub(target, _vec(sc[n - 1], C_P))) <= tolerance:
+            if _len(_sub(target, _vec_at(sc, n - 1, C_P))) <= tolerance:
                 break
             for k in range(n - 2, -1, -1):
-                pk = _vec(sc[k], C_P)
-                dq = _arc(_sub(_vec(sc[n - 1], C_P), pk), _sub(target, pk))
-                w_new = _qmul(dq, _quat(sc[k], C_W))
-                ql = _qnorm(_qmul(_qconj(_quat(sc[k], C_WP)), w_new))
+                pk = _vec_at(sc, k, C_P)
+                dq = _arc(_sub(_vec_at(sc, n - 1, C_P), pk), _sub(target, pk))
+                w_new = _qmul(dq, _quat_at(sc, k, C_W))
+                ql = _qnorm(_qmul(_qconj(_quat_at(sc, k, C_WP)), w_new))
                 if limited:
-                    ql = _apply_limit(jp[k], ql, _bone_axis_local(sc, k))
+                    ql = _apply_limit(jp, k, ql, _bone_axis_local(sc, k))
                 _set_local(sc, k, ql, n)
     _write_chain(pose, joints, sc, weight)
 
@@ -721,11 +771,11 @@ def _positions_to_rotations(jp, sc, n, pos, limited):
     rotation; the chain below follows rigidly (scratch positions)."""
     for k in range(n - 1):
         want = (pos[k + 1, 0] - pos[k, 0], pos[k + 1, 1] - pos[k, 1], pos[k + 1, 2] - pos[k, 2])
-        dq = _arc(_vec(sc[k], C_O), want)
-        w_new = _qmul(dq, _quat(sc[k], C_W0))
-        ql = _qnorm(_qmul(_qconj(_quat(sc[k], C_WP)), w_new))
+        dq = _arc(_vec_at(sc, k, C_O), want)
+        w_new = _qmul(dq, _quat_at(sc, k, C_W0))
+        ql = _qnorm(_qmul(_qconj(_quat_at(sc, k, C_WP)), w_new))
         if limited:
-            ql = _apply_limit(jp[k], ql, _bone_axis_local(sc, k))
+            ql = _apply_limit(jp, k, ql, _bone_axis_local(sc, k))
         _set_local(sc, k, ql, n)
 
 
@@ -744,7 +794,7 @@ def fabrik_one(pose, world, parents, joints, jp, target, weight, iterations, tol
     limited = _chain_has_limits(jp, n)
     if limited:
         _enforce_limits(jp, sc, n)
-    root = _vec(sc[0], C_P)
+    root = _vec_at(sc, 0, C_P)
     if _len(_sub(target, root)) >= total:
         _straighten(jp, sc, n, target, limited)
         _write_chain(pose, joints, sc, weight)
@@ -764,7 +814,7 @@ def fabrik_one(pose, world, parents, joints, jp, target, weight, iterations, tol
             if ld > EPS:
                 p = _add(nxt, _scale(d, seg / ld))
             else:
-                p = _add(nxt, _scale(_vec(sc[k], C_O), -1.0))
+                p = _add(nxt, _scale(_vec_at(sc, k, C_O), -1.0))
             pos[k, 0], pos[k, 1], pos[k, 2] = p
         pos[0, 0], pos[0, 1], pos[0, 2] = root
         for k in range(n - 1):
@@ -775,7 +825,7 @@ def fabrik_one(pose, world, parents, joints, jp, target, weight, iterations, tol
             if ld > EPS:
                 p = _add(cur, _scale(d, seg / ld))
             else:
-                p = _add(cur, _vec(sc[k], C_O))
+                p = _add(cur, _vec_at(sc, k, C_O))
             pos[k + 1, 0], pos[k + 1, 1], pos[k + 1, 2] = p
         if limited:
             _positions_to_rotations(jp, sc, n, pos, True)
@@ -795,24 +845,30 @@ def solve_stages_one(pose, world, parents, stage_i, stage_f, joints, jp, inputs,
     """Run every stage on one pose in order; after each, rebuild the world rows it moved
     (``update[SI_U0:SI_U1]``) so the next stage (and the caller's palettes) see the result.
     ``inputs`` (S, IN_WIDTH) this instance's rows."""
+    # Two-bone stages (the common, hot case) index the tables directly: no views, whose atomic
+    # reference counts would make threads working on one shared array wait for each other.
     for s in range(stage_i.shape[0]):
+        weight = np.float64(inputs[s, IN_WEIGHT])
+        if not weight > 0.0:
+            continue
+        target = _vec_at(inputs, s, IN_TARGET)
+        if not _finite3(target):
+            continue
+        j0, j1 = stage_i[s, SI_J0], stage_i[s, SI_J1]
+        kind = stage_i[s, SI_KIND]
+        if kind == KIND_TWO_BONE:
+            two_bone_one(pose, world, parents, joints[j0], joints[j0 + 1], joints[j0 + 2], target,
+                         _vec_at(inputs, s, IN_POLE), min(weight, 1.0), np.float64(stage_f[s, SF_SOFT]),
+                         _vec_at(stage_f, s, SF_MID_AXIS), _quat_at(inputs, s, IN_ROTATION))
+            for k in range(stage_i[s, SI_U0], stage_i[s, SI_U1]):
+                _world_row(update[k], parents, pose, world)
+            continue
         si = stage_i[s]
         sf = stage_f[s]
         row = inputs[s]
-        weight = np.float64(row[IN_WEIGHT])
-        if not weight > 0.0:
-            continue
-        j0, j1 = si[SI_J0], si[SI_J1]
         chain = joints[j0:j1]
         cjp = jp[j0:j1]
-        target = _vec(row, IN_TARGET)
-        if not _finite3(target):
-            continue
-        kind = si[SI_KIND]
-        if kind == KIND_TWO_BONE:
-            two_bone_one(pose, world, parents, chain[0], chain[1], chain[2], target, _vec(row, IN_POLE),
-                         min(weight, 1.0), sf[SF_SOFT], _vec(sf, SF_MID_AXIS), _quat(row, IN_ROTATION))
-        elif kind == KIND_AIM:
+        if kind == KIND_AIM:
             aim_one(pose, world, parents, chain, cjp, target, _vec(row, IN_POLE), min(weight, 1.0),
                     _vec(sf, SF_FORWARD), _vec(sf, SF_UP), scratch)
         elif kind == KIND_CCD:

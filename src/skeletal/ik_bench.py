@@ -69,7 +69,19 @@ def _crowd_with_legs(asset, clip: str, count: int, offsets: np.ndarray, ik_on: b
     return crowd
 
 
+def _interleaved(plain, legs, repeats: int, dt: float) -> tuple[list[float], list[float]]:
+    with_ik, without = [], []
+    for _ in range(repeats):  # interleaved: a busy machine slows both alike
+        for crowd, out in ((plain, without), (legs, with_ik)):
+            start = time.perf_counter()
+            crowd.update(dt)
+            out.append(time.perf_counter() - start)
+    return with_ik, without
+
+
 def bench_two_bone_crowd(asset, clip: str, count: int, repeats: int) -> dict:
+    import numba
+
     rng = np.random.default_rng(1)
     offsets = rng.uniform(0, asset.clip(clip).duration, count)
     plain = _crowd_with_legs(asset, clip, count, offsets, False)
@@ -78,18 +90,20 @@ def bench_two_bone_crowd(asset, clip: str, count: int, repeats: int) -> dict:
     for _ in range(5):
         plain.update(dt)
         legs.update(dt)
-    with_ik, without = [], []
-    for _ in range(repeats):  # interleaved: a busy machine slows both alike
-        for crowd, out in ((plain, without), (legs, with_ik)):
-            start = time.perf_counter()
-            crowd.update(dt)
-            out.append(time.perf_counter() - start)
-    ratio = [a / b for a, b in zip(sorted(with_ik), sorted(without))]
-    return {"count": count, "legs": len(leg_chains(asset)),
-            "us_per_char": stat([s / count * 1e6 for s in with_ik], "us"),
-            "us_per_char_no_ik": stat([s / count * 1e6 for s in without], "us"),
+    with_ik, without = _interleaved(plain, legs, repeats, dt)
+    # one thread as well: on a shared machine the all-thread figures swing with other processes' load
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        with_ik1, without1 = _interleaved(plain, legs, repeats, dt)
+    finally:
+        numba.set_num_threads(threads)
+    us = lambda values: stat([s / count * 1e6 for s in values], "us")
+    return {"count": count, "legs": len(leg_chains(asset)), "threads": threads,
+            "us_per_char": us(with_ik), "us_per_char_no_ik": us(without),
             "ratio": float(np.median(with_ik) / np.median(without)),
-            "ratio_sorted_pairs": stat(ratio, "x")}
+            "us_per_char_1thread": us(with_ik1), "us_per_char_no_ik_1thread": us(without1),
+            "ratio_1thread": float(np.median(with_ik1) / np.median(without1))}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -186,13 +200,16 @@ def bench_fabrik(count: int, repeats: int, numpy_repeats: int, n_joints: int = 1
 
 def bench_rows(asset, clip: str, path, quick: bool) -> dict:
     """The IK rows of ``skeletal bench`` (see the module docstring)."""
-    legs = bench_two_bone_crowd(asset, clip, 1000, 15 if quick else 60)
+    legs = bench_two_bone_crowd(asset, clip, 1000, 15 if quick else 40)
     fab = bench_fabrik(2000 if quick else 10000, 5 if quick else 20, 2 if quick else 5)
     cost = (legs["us_per_char"]["median"] - legs["us_per_char_no_ik"]["median"])
     rows = [
         {"name": f"IK: two-bone, {legs['legs']} legs x 1000 characters (Crowd.update)", "stat": legs["us_per_char"],
          "baseline": f"no IK {legs['us_per_char_no_ik']['median']:.2f} us/char",
          "ratio": f"{legs['ratio']:.2f}x time", "reference": "goal < 1.20x"},
+        {"name": "IK: the same, 1 thread", "stat": legs["us_per_char_1thread"],
+         "baseline": f"no IK {legs['us_per_char_no_ik_1thread']['median']:.2f} us/char",
+         "ratio": f"{legs['ratio_1thread']:.2f}x time", "reference": "goal < 1.20x"},
         {"name": f"FABRIK: {fab['joints']}-joint chain, {fab['iterations']} iterations",
          "stat": fab["solves_per_s"], "baseline": f"numpy {fab['solves_per_s_numpy']['median']:,.0f} solves/s",
          "ratio": f"{fab['solves_per_s']['median'] / fab['solves_per_s_numpy']['median']:.1f}x", "reference": ""},
