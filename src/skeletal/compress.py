@@ -844,7 +844,7 @@ def compress_command(model, out_path, error, distance, clip_keys, no_quantize, k
     originals = [asset.clip(k) for k in clip_keys] if clip_keys else list(asset.clips)
     clips, stats = compress_asset(asset, originals, error, distance=distance, quantize=not no_quantize,
                                   drop_rest_tracks=not keep_rest_tracks)
-    export(asset, out_path, clips)
+    export(asset, out_path, clips, short_rotations=True)
     sizes = {"input_file": os.path.getsize(model), "uncompressed_file": len(glb_bytes(asset_to_document(asset, originals))),
              "output_file": os.path.getsize(out_path)}
     before = sum(s.bytes_before for s in stats)

@@ -72,14 +72,16 @@ def asset_to_document(asset: Asset, clips: Sequence[Clip | str | int] | None = N
     return dataclasses.replace(doc, animations=[clip_to_animation(c, asset) for c in chosen])
 
 
-def export(asset: Asset, path: str | os.PathLike, clips: Sequence[Clip | str | int] | None = None) -> None:
-    """Write ``asset`` with ``clips`` (see :func:`asset_to_document`) as ``.glb`` or ``.gltf``.
+def export(asset: Asset, path: str | os.PathLike, clips: Sequence[Clip | str | int] | None = None, *,
+           short_rotations: bool = False) -> None:
+    """Write ``asset`` with ``clips`` (see :func:`asset_to_document`) as ``.glb`` or ``.gltf``;
+    ``short_rotations``: see :func:`skeletal.io.gltf_write.write_gltf` (on for compressed clips).
 
     >>> skeletal.export(skeletal.load("walk.bvh"), "walk.glb")         # doctest: +SKIP
     """
     from .io.gltf_write import write_gltf
 
-    write_gltf(asset_to_document(asset, clips), path)
+    write_gltf(asset_to_document(asset, clips), path, short_rotations=short_rotations)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -112,7 +112,7 @@ def compress_job(source: str, output: str, options: dict[str, Any]) -> dict[str,
     asset = load(source)
     clips, stats = compress_asset(asset, _clip_keys(asset, options), error=float(options.get("error", 1e-4)),
                                   distance=options.get("distance"))
-    _atomic(output, lambda tmp: export(asset, tmp, clips))
+    _atomic(output, lambda tmp: export(asset, tmp, clips, short_rotations=True))
     before = sum(s.bytes_before for s in stats)
     after = sum(s.bytes_after for s in stats)
     return {"clips": len(clips), "bytes_before": before, "bytes_after": after,

@@ -83,12 +83,16 @@ def _generator() -> str:
 # public API
 
 
-def write_gltf(document: Document, path: str | os.PathLike, *, embed: bool = True) -> None:
+def write_gltf(document: Document, path: str | os.PathLike, *, embed: bool = True,
+               short_rotations: bool = False) -> None:
     """Write ``document`` as glTF 2.0 to ``path``; the extension picks the container.
 
     ``.glb``: one binary file (the binary data in the BIN chunk; ``embed`` does not apply).
     ``.gltf``: JSON, with the binary data as a base64 data URI when ``embed`` is true, else in
     ``<name>.bin`` beside it (the JSON names it by a relative URI).
+    ``short_rotations``: STEP/LINEAR rotation keys that lie exactly on the 16-bit grid (compressed
+    clips, :func:`skeletal.compress.quantize_rotations`) are stored as normalised SHORT, half the size
+    and lossless. Off by default: valid glTF, but some importers (Assimp 5.2) misread such samplers.
 
     Raises :class:`ValueError` for another extension and :class:`skeletal.ModelError` (naming the
     object, e.g. ``meshes[0].primitives[1]``) for a document that cannot be written as valid glTF.
@@ -96,11 +100,11 @@ def write_gltf(document: Document, path: str | os.PathLike, *, embed: bool = Tru
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix == ".glb":
-        path.write_bytes(glb_bytes(document))
+        path.write_bytes(glb_bytes(document, short_rotations=short_rotations))
         return
     if suffix != ".gltf":
         raise ValueError(f"{path}: the file name must end in .glb or .gltf")
-    gltf, binary = _Encoder(document).encode()
+    gltf, binary = _Encoder(document, short_rotations=short_rotations).encode()
     if binary:
         if embed:
             uri = "data:application/octet-stream;base64," + base64.b64encode(binary).decode("ascii")
@@ -112,9 +116,10 @@ def write_gltf(document: Document, path: str | os.PathLike, *, embed: bool = Tru
     path.write_bytes(_json_bytes(gltf))
 
 
-def glb_bytes(document: Document) -> bytes:
-    """``document`` as the bytes of a ``.glb`` file (deterministic: same document, same bytes)."""
-    gltf, binary = _Encoder(document).encode()
+def glb_bytes(document: Document, *, short_rotations: bool = False) -> bytes:
+    """``document`` as the bytes of a ``.glb`` file (deterministic: same document, same bytes);
+    ``short_rotations`` as in :func:`write_gltf`."""
+    gltf, binary = _Encoder(document, short_rotations=short_rotations).encode()
     json_chunk = _json_bytes(gltf)
     json_chunk += b" " * (-len(json_chunk) % 4)  # the JSON chunk is padded with spaces...
     chunks = struct.pack("<II", len(json_chunk), _CHUNK_JSON) + json_chunk
@@ -240,8 +245,9 @@ def normalized_influences(joints: np.ndarray, weights: np.ndarray) -> tuple[np.n
 class _Encoder:
     """Builds the glTF JSON and the single binary buffer for one document."""
 
-    def __init__(self, document: Document):
+    def __init__(self, document: Document, short_rotations: bool = False):
         self.doc = document
+        self.short_rotations = short_rotations
         self.file = document.path
         self.binary = bytearray()
         self.views: list[dict[str, Any]] = []
@@ -546,7 +552,7 @@ class _Encoder:
         if values.shape[0] != rows:
             raise ModelError(self.file, where, f"{keys} keys need {rows} value rows, got {values.shape[0]}")
         if channel.path == "rotation":
-            codes = None if cubic else short_codes(channel.values)
+            codes = short_codes(channel.values) if self.short_rotations and not cubic else None
             if codes is not None:  # on the 16-bit grid (e.g. compressed clips): stored exactly, half the size
                 return self._accessor(codes, normalized=True)
             if cubic:
