@@ -49,7 +49,7 @@ SKINNING_CHOICES = ("lbs", "dqs")
 @click.option("--jiggle", is_flag=True, help="Spring bones on tail chains (joints named *tail*, e.g. Fox.glb).")
 def render(model, clip, out, fps, size, seconds, start, camera, skeleton, weights_joint, crowd_n, frames,
            palette_mode, skinning, verbose, crossfade, ground, look_at, jiggle):
-    """Render MODEL (a .gltf/.glb; default: the built-in demo character) headless to an image or video.
+    """Render MODEL (glTF, FBX, Collada, BVH...; default: the built-in demo character) headless to an image or video.
 
     \b
     Examples:

@@ -50,7 +50,7 @@ SKINNING_CHOICES = ("lbs", "dqs")
 @click.option("--verbose", "-v", is_flag=True, help="Print the GL renderer, palette path and frame timings.")
 def view(model, clip, size, start, speed, loop, camera, skeleton, weights_joint, blend, blend_value, palette_mode,
          skinning, samples, frames, screenshot, verbose):
-    """Open MODEL (a .gltf/.glb; default: the built-in demo character) in an interactive window.
+    """Open MODEL (glTF, FBX, Collada, BVH...; default: the built-in demo character) in an interactive window.
 
     \b
     Controls (H in the window lists them):
