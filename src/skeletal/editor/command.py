@@ -60,24 +60,10 @@ def edit(model, clip, size, samples, frames, screenshot, script, autosave, verbo
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command outside the ``skeletal`` group: errors as one line on stderr, exit status 2."""
-    from ..errors import SkeletalError
+    """Run ``skeletal edit`` on its own: errors as one line on stderr, exit status 2."""
+    from ..render.view_command import run_standalone
 
-    try:
-        edit.main(args=argv, prog_name="skeletal edit", standalone_mode=False)
-    except SkeletalError as exc:
-        click.echo(f"skeletal: error: {exc}", err=True)
-        return 2
-    except click.exceptions.Abort:
-        return 1
-    except click.ClickException as exc:
-        exc.show()
-        return exc.exit_code
-    except OSError as exc:
-        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        click.echo(f"skeletal: error: {where}{exc.strerror or exc}", err=True)
-        return 2
-    return 0
+    return run_standalone(edit, "skeletal edit", argv)
 
 
 __all__ = ["edit", "main"]

@@ -82,12 +82,12 @@ def view(model, clip, size, start, speed, loop, camera, skeleton, weights_joint,
                    f"{result.playback})")
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the command outside the ``skeletal`` group: errors as one line on stderr, exit status 2."""
+def run_standalone(command: click.Command, prog_name: str, argv: list[str] | None = None) -> int:
+    """Run ``command`` outside the ``skeletal`` group: errors as one line on stderr, exit status 2."""
     from ..errors import SkeletalError
 
     try:
-        view.main(args=argv, prog_name="skeletal view", standalone_mode=False)
+        command.main(args=argv, prog_name=prog_name, standalone_mode=False)
     except SkeletalError as exc:
         click.echo(f"skeletal: error: {exc}", err=True)
         return 2
@@ -101,6 +101,11 @@ def main(argv: list[str] | None = None) -> int:
         click.echo(f"skeletal: error: {where}{exc.strerror or exc}", err=True)
         return 2
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``skeletal view`` on its own (see :func:`run_standalone`)."""
+    return run_standalone(view, "skeletal view", argv)
 
 
 __all__ = ["view", "main", "RenderError"]
