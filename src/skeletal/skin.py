@@ -679,7 +679,7 @@ def _check_rows(name: str, a, n: int | None, width: int, *, out: bool = False) -
     if a.ndim != 2 or a.shape[1] != width or (n is not None and a.shape[0] != n):
         want = f"({n if n is not None else 'V'}, {width})"
         raise SkeletalError(f"{name} must have shape {want}, got {a.shape}")
-    if a.shape[0] and (a.strides[1] != 4 or a.strides[0] <= 0):
+    if a.shape[0] and (a.strides[1] != 4 or a.strides[0] < 4):
         raise SkeletalError(f"{name}: each row's {width} values must be contiguous (got strides {a.strides})")
     if out and not a.flags.writeable:
         raise SkeletalError(f"{name} is read-only")

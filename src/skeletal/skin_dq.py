@@ -554,9 +554,24 @@ def _emit_dq_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: in
     def cross_q(x):  # q.xyz x x.xyz (lane 3: 0 when x's lane 3 is 0 or q's)
         return e.yzx(e.sub(e.mul(q, e.yzx(x)), e.mul(y_q, x)))
 
+    p4 = _vec(4).as_pointer()
+    zero4 = ir.Constant(_vec(4), [0.0] * 4)
+
     def load_rows(i):
+        """Input rows (3 floats; tangents: xyz of 4) as one group per vertex, lane 3 = 0. Plain 16-byte
+        loads (masked loads cost about 15% here): a tangent row is 16 bytes; a pair's first vertex
+        reads the 4 bytes after its xyz, which lie before the second's row ends, and the second reads
+        from 4 bytes before its row, inside the first's (row strides are at least 4 bytes); a lone
+        vertex (a chunk's odd one) takes a masked load."""
         src = _Rows(context, b, A[i], args[i], 4 if i == 5 else 3)
-        return e.concat([e.load3(src.ptr(src.row(v), 0)) for v in verts])
+        if i == 5:
+            parts = [b.load(b.bitcast(src.ptr(src.row(v), 0), p4), align=4) for v in verts]
+            return e.concat([e.shuf(x, zero4, [0, 1, 2, 4]) for x in parts])
+        if n_vert == 1:
+            return e.load3(src.ptr(src.row(verts[0]), 0))
+        first = b.load(b.bitcast(src.ptr(src.row(verts[0]), 0), p4), align=4)
+        second = b.load(b.bitcast(b.gep(src.row(verts[1]), [ir.Constant(_I64, -4)]), p4), align=4)
+        return e.shuf(e.shuf(first, zero4, [0, 1, 2, 4]), e.shuf(second, zero4, [1, 2, 3, 4]), range(8))
 
     def scale_by_s(x):  # S x (S blended; padding lanes of its columns are 0)
         return e.linear3(c0, c1, c2, *(e.lanes_of(x, [c] * 4) for c in range(3)))
