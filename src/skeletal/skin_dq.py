@@ -511,8 +511,19 @@ def _emit_dq_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: in
                 terms_d.append(e.mul(w, qds[k]))
         acc_r, acc_d = e.tree_sum(terms_r), e.tree_sum(terms_d)
         if scaled:
-            s_lo = e.tree_sum([e.mul(w, e.concat([quad(at[k], 2) for at in ats])) for k, w in enumerate(unsigned)])
-            s_hi = e.tree_sum([e.mul(w, e.concat([quad(at[k], 3) for at in ats])) for k, w in enumerate(unsigned)])
+            # per vertex, S's two quads as one 8-lane row, weights broadcast from memory (the rows
+            # feed the multiply-adds straight from memory: fewer live registers than pair layout)
+            lo_parts, hi_parts = [], []
+            for at, (_, wrow) in zip(ats, rows):
+                acc = None
+                for k in range(kc):
+                    w = e.splat(inf.weight(wrow, k), 8)
+                    row = b.load(b.bitcast(b.gep(quads, [b.add(at[k], ir.Constant(_I64, 2))]), _vec(8).as_pointer()),
+                                 align=4)
+                    acc = e.mul(w, row) if acc is None else e.fma(w, row, acc)
+                lo_parts.append(e.shuf(acc, None, range(4)))
+                hi_parts.append(e.shuf(acc, None, range(4, 8)))
+            s_lo, s_hi = e.concat(lo_parts), e.concat(hi_parts)
     else:
         r_parts, d_parts, lo_parts, hi_parts = [], [], [], []
         for jrow, wrow in rows:
