@@ -32,7 +32,9 @@ Two implementations, as for LBS:
   contract as :func:`skeletal.skin.skin_into` (uint8/uint16/int32/int64 joints, strided rows,
   in-place allowed), LLVM IR code per influence count (1, 2, 4, 8 unrolled, any K looped), two
   vertices per 8-lane vector, parallel over chunks. The palette is converted once per call
-  (:func:`pack_dq_palette`: J polar decompositions and quaternions), or given packed.
+  (:func:`pack_dq_palette`: J polar decompositions and quaternions), or given packed. It shares its
+  machinery with :mod:`skeletal.skin` (argument checks, palette padding for uint8 joints, the chunk
+  loop, joint/weight access, cofactor and normalisation emitters, row stores).
 
 >>> import numpy as np
 >>> palette = np.eye(4)[None].repeat(2, 0); palette[1, 0, 3] = 2.0   # joint 1 moves 2 along x
@@ -40,17 +42,39 @@ Two implementations, as for LBS:
 >>> np.round(p, 6).tolist()
 [[1.0, 0.0, 0.0]]
 
-Packed layout (:func:`pack_dq_palette`): (J, 32) float32 per joint (128 bytes, so a joint's index
-times 128 is its address): ``qr`` (4), ``qd`` (4), the three columns of S each padded to 4 lanes
-(12), ``[non_rigid, 0, 0, 0]``, then 8 zeros. The GPU palette (:func:`gpu_dq_palette`) is
-(..., J, 4, 4): rows ``qr``, ``qd``, ``(s00, s01, s02, s11)``, ``(s12, s22, 0, 0)`` (S symmetrised).
+Packed layout, one for the CPU and the GPU: 16 float32 per joint (64 bytes, one cache line), four
+quads ``qr``, ``qd``, ``(s00, s01, s02, s11)``, ``(s12, s22, scales, 0)`` with S symmetrised (six
+numbers hold it) and ``scales`` 1 where the joint's S is off the identity (read by
+:func:`skin_dq_into` to pick the kernel, by nothing else). :func:`pack_dq_palette` gives (J, 16),
+:func:`gpu_dq_palette` (..., J, 4, 4) (four vec4 rows per joint).
 
-Speed (``skeletal bench``, rows from :mod:`skeletal.bench_dq`; 100k vertices, 4 influences, positions
-+ normals, one thread, the same run's ``skin_into`` as baseline): 0.66x LBS with a rigid palette,
-0.60x with scaled joints, on a 2-vCPU VM shared with other jobs. The rigid loop is about 200
-instructions per pair of vertices against LBS's 155: DQS blends 8 floats per influence instead of
-12, but pays for the pivot, the hemisphere signs (four dot products by in-group hadds, their sign
-bits xor-ed into the weights) and two quaternion rotations per vertex.
+The fast kernel, and the measurements that shaped it (2-vCPU AMD EPYC VM, AVX2; 100k vertices, 4
+influences, positions + normals, one thread, ratios to ``skin_into`` interleaved in the same run):
+
+* One 4-lane group per vertex throughout (lanes 0-3 the first vertex of a pair, 4-7 the second):
+  influence k's ``qr`` and ``qd`` of both vertices load into one 8-lane vector each, so the blend
+  needs no regrouping and each weight's broadcast stays inside its 128-bit group (one in-lane
+  shuffle, where a cross-lane broadcast per weight per vertex cost more).
+* The pivot (largest weight) is found by a tournament in vector registers: pairs of influences
+  compared, the later winning only when strictly larger, quaternions selected with blends (log2 K
+  levels; no index arithmetic, no extra load). The earlier compare-and-select chain on joint
+  addresses cost about 0.12 of LBS throughput; with the tournament, taking influence 0 as the pivot
+  measured no faster, so the largest-weight rule stays (influence 0 is used for K <= 2, where any
+  pivot gives the same transform).
+* Hemisphere signs: the four dot products with the pivot by in-group hadds, their sign bits
+  xor-ed into the weights (no compares, no branches); blends summed as trees, not chains.
+* The loop is bound by its dependency chain (loads, pivot, signs, blend, |q|^2, rsqrt, rotation)
+  more than by instruction count: two pairs are emitted interleaved per step (the emitter yields
+  between stages, :func:`skeletal.skin._run_interleaved`), worth about 0.05 of LBS throughput.
+* Inputs are read with plain 16-byte loads (a pair's first vertex reads the 4 bytes before the
+  second's row ends, the second reads from 4 bytes before its row): masked loads cost 0.10-0.15.
+* S is blended per vertex as one 8-lane row straight from memory (fewer live registers than the
+  pair layout, which spilled with two pairs in flight).
+
+Speed (``skeletal bench``, rows from :mod:`skeletal.bench_dq`, per frame: pack the palette, skin):
+see the README's performance table; one thread, rigid palette 0.87-0.89x LBS, scaled palette
+0.63-0.74x (load average 2.3-2.9 from other jobs), up from 0.62-0.68x / 0.55-0.59x before this
+design in the same runs.
 """
 
 from __future__ import annotations
