@@ -105,15 +105,16 @@ GPU_ROWS = 4
 @njit(cache=True, nogil=True)
 def _polar(a, r, s):
     """a (3, 3) float64 -> r (proper rotation) and s = r^T a. Scaled Newton iteration for the polar
-    factor (Higham): X <- (g X + X^-T / g) / 2, on -a when det(a) < 0 so that r stays a rotation."""
+    factor (Higham): X <- (g X + X^-T / g) / 2, on -a when det(a) < 0 so that r stays a rotation.
+    X is iterated in r, with s as scratch (no allocation: this runs per joint per frame)."""
     det = (a[0, 0] * (a[1, 1] * a[2, 2] - a[1, 2] * a[2, 1]) - a[0, 1] * (a[1, 0] * a[2, 2] - a[1, 2] * a[2, 0])
            + a[0, 2] * (a[1, 0] * a[2, 1] - a[1, 1] * a[2, 0]))
     sign = 1.0 if det >= 0.0 else -1.0
-    x = np.empty((3, 3))
+    x = r
+    cof = s
     for i in range(3):
         for j in range(3):
             x[i, j] = sign * a[i, j]
-    cof = np.empty((3, 3))
     for _ in range(40):
         # cofactor matrix = det * inverse^T
         cof[0, 0] = x[1, 1] * x[2, 2] - x[1, 2] * x[2, 1]
@@ -130,23 +131,22 @@ def _polar(a, r, s):
             break  # singular: keep what we have (orthonormalised below)
         nx = 0.0
         ni = 0.0
+        inv_d = 1.0 / d
         for i in range(3):
             for j in range(3):
-                cof[i, j] /= d  # inverse transpose
+                cof[i, j] *= inv_d  # inverse transpose
                 nx += x[i, j] * x[i, j]
                 ni += cof[i, j] * cof[i, j]
         g = np.sqrt(np.sqrt(ni / nx))
+        inv_g = 1.0 / g
         change = 0.0
         for i in range(3):
             for j in range(3):
-                v = 0.5 * (g * x[i, j] + cof[i, j] / g)
+                v = 0.5 * (g * x[i, j] + cof[i, j] * inv_g)
                 change = max(change, abs(v - x[i, j]))
                 x[i, j] = v
         if change < 1e-9:  # quadratic convergence: the error after this step is about change**2
             break
-    for i in range(3):
-        for j in range(3):
-            r[i, j] = x[i, j]
     for i in range(3):
         for j in range(3):
             s[i, j] = r[0, i] * a[0, j] + r[1, i] * a[1, j] + r[2, i] * a[2, j]
