@@ -71,10 +71,11 @@ influences, positions + normals, one thread, ratios to ``skin_into`` interleaved
 * S is blended per vertex as one 8-lane row straight from memory (fewer live registers than the
   pair layout, which spilled with two pairs in flight).
 
-Speed (``skeletal bench``, rows from :mod:`skeletal.bench_dq`, per frame: pack the palette, skin):
-see the README's performance table; one thread, rigid palette 0.87-0.89x LBS, scaled palette
-0.63-0.74x (load average 2.3-2.9 from other jobs), up from 0.62-0.68x / 0.55-0.59x before this
-design in the same runs.
+Speed (``skeletal bench``, rows from :mod:`skeletal.bench_dq`, per frame: pack the palette, skin;
+one thread, CPU time, load average 2.6-2.9 from other jobs): rigid palette 0.90x LBS (three runs
+0.87-0.90), scaled palette 0.73x (0.70-0.75), up from 0.63x / 0.57x for the previous kernel run
+alternately with them. LBS's machine code is unchanged by the shared helpers (compared after
+assembly). See the README's performance table.
 """
 
 from __future__ import annotations
