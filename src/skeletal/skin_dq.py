@@ -540,12 +540,13 @@ def _emit_dq_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: in
             # feed the multiply-adds straight from memory: fewer live registers than pair layout)
             lo_parts, hi_parts = [], []
             for at, (_, wrow) in zip(ats, rows):
-                acc = None
+                terms = []
                 for k in range(kc):
                     w = e.splat(inf.weight(wrow, k), 8)
                     row = b.load(b.bitcast(b.gep(quads, [b.add(at[k], ir.Constant(_I64, 2))]), _vec(8).as_pointer()),
                                  align=4)
-                    acc = e.mul(w, row) if acc is None else e.fma(w, row, acc)
+                    terms.append(e.mul(w, row))
+                acc = e.tree_sum(terms)
                 lo_parts.append(e.shuf(acc, None, range(4)))
                 hi_parts.append(e.shuf(acc, None, range(4, 8)))
             s_lo, s_hi = e.concat(lo_parts), e.concat(hi_parts)
