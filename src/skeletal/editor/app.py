@@ -36,6 +36,7 @@ import numpy as np
 
 from ..render.errors import RenderError
 from . import keys as K
+from .compose import Compositor
 from .euler import ORDERS, euler_to_quat, quat_to_euler
 from .model import (
     AddCollider, ClearPoseEdits, Collider, DeleteClip, DeleteKeys, EditDocument, EditError, InsertPoseKeys,
@@ -207,15 +208,20 @@ class Editor:
         vw, vh = self._viewport_size(fb_w, fb_h)
         # The 3D view is rendered at the viewport's size into the renderer's framebuffer, resolved
         # into a texture, and ImGui draws that texture in the viewport's place (one quad).
+        # Skinning on the CPU (numba) and back faces culled: llvmpipe's vertex stage runs on this thread.
         self.renderer = Renderer(self.doc.asset, vw, vh, samples=samples, ctx=self.ctx,
-                                 clip=self.doc.clips[0] if self.doc.clips else None)
+                                 clip=self.doc.clips[0] if self.doc.clips else None, cull=True, cpu_skinning=True)
         # While things move (playing, dragging) frames come from a renderer without MSAA (llvmpipe
         # spends most of a frame on multisampled rasterising); a still view is drawn again with MSAA.
         self._fast_renderer = None
         if self.renderer.samples:
             self._fast_renderer = Renderer(self.doc.asset, vw, vh, samples=0, ctx=self.ctx,
-                                           clip=self.doc.clips[0] if self.doc.clips else None)
+                                           clip=self.doc.clips[0] if self.doc.clips else None, cull=True,
+                                           cpu_skinning=True)
         self._make_view_texture(vw, vh)
+        self._view_source = self._view_fbo
+        self._damaged: list[tuple[float, float, float, float]] = []  # window rectangles whose pictures changed
+        self.compositor = Compositor(self.ctx)
         self.view_rect = (float(self.LEFT_W), 20.0, float(vw), float(vh))
         lo, hi = self.renderer.bounds
         framed = frame(self.renderer.camera_spec, lo, hi, vw / vh, facing=self.renderer.facing)
@@ -320,6 +326,7 @@ class Editor:
             if self._fast_renderer is not None:
                 self._fast_renderer.resize(vw, vh)
             self._make_view_texture(vw, vh)
+            self._view_source = self._view_fbo
         self._advance(dt)
         self._compute_pose()
         t_view = time.perf_counter()
@@ -336,10 +343,10 @@ class Editor:
         self._status(fb_w, fb_h)
         imgui.render()
         t_ui = time.perf_counter()
-        self.ctx.screen.use()
-        self.ctx.viewport = (0, 0, fb_w, fb_h)
-        # no clear: the panels and the view's image cover the whole window
-        imgui.backends.opengl3_render_draw_data(imgui.get_draw_data())
+        # only the rectangles that changed are redrawn (.compose)
+        extra, self._damaged = self._damaged, []
+        self.compositor.compose(imgui, imgui.backends.opengl3_render_draw_data, (fb_w, fb_h),
+                                view=(self._view_source, self.view_rect), extra=extra)
         self._autosave()
         self.ctx.finish()
         self.frame_ms.append(1000.0 * (time.perf_counter() - t0))
@@ -364,10 +371,17 @@ class Editor:
         renderer.camera = cam.camera(vw / vh)
         self.renderer.camera = renderer.camera
         renderer.render((self.world[None], None))
-        self.ctx.copy_framebuffer(self._view_fbo, renderer.framebuffer)  # resolves MSAA, colour only
+        if renderer.samples:
+            self.ctx.copy_framebuffer(self._view_fbo, renderer.framebuffer)  # resolves MSAA, colour only
+            self._view_source = self._view_fbo
+        else:  # blitted into the window as it is: no copy that would wait for the rasteriser here
+            self._view_source = renderer.framebuffer
+        self.compositor.flush()  # llvmpipe shades the view while the panels are built
+        self._damaged.append(self.view_rect)
         self.view_renders += 1
 
     def read_screen(self) -> np.ndarray:
+        """The window's last frame (H, W, 3) uint8 RGB, row 0 at the top."""
         fb_w, fb_h = self.glfw.get_framebuffer_size(self.window)
         data = self.ctx.screen.read(viewport=(0, 0, fb_w, fb_h), components=3, alignment=1)
         return np.ascontiguousarray(np.frombuffer(data, np.uint8).reshape(fb_h, fb_w, 3)[::-1])
@@ -985,6 +999,7 @@ class Editor:
                 vao.render(vertices=6 * len(xs))
                 vao.release()
             self.ctx.screen.use()
+            self._damaged.append((x0, y0, float(tw), float(th)))
         dl.add_image(imgui.ImTextureRef(layer["tex"].glo), imgui.ImVec2(x0, y0), imgui.ImVec2(x0 + tw, y0 + th),
                      imgui.ImVec2(0, 1), imgui.ImVec2(1, 0))
 
@@ -1131,9 +1146,7 @@ class Editor:
         vx, vy = float(self.LEFT_W), 20.0
         vw, vh = self._viewport_size(fb_w, fb_h)
         self.view_rect = (vx, vy, float(vw), float(vh))
-        dl = imgui.get_background_draw_list()
-        dl.add_image(imgui.ImTextureRef(self._view_tex.glo), imgui.ImVec2(vx, vy), imgui.ImVec2(vx + vw, vy + vh),
-                     imgui.ImVec2(0, 1), imgui.ImVec2(1, 0))
+        dl = imgui.get_background_draw_list()  # over the 3D view, which the compositor blits in first
         if self.onion and self.clip is not None:
             self._draw_onion(dl)
         if self.skeleton:
@@ -1596,6 +1609,9 @@ class Editor:
             self._view_fbo.release()
             self._view_tex.release()
             self._view_fbo = None
+        if getattr(self, "compositor", None) is not None:
+            self.compositor.release()
+            self.compositor = None
         layer = getattr(self, "_key_layer", None)
         if layer is not None:
             layer["fbo"].release()
