@@ -22,6 +22,9 @@ def main() -> int:
                                                         "Mannequin.glb"))
     parser.add_argument("--frames", type=int, default=60)
     parser.add_argument("--msaa", type=int, default=4)
+    parser.add_argument("--moving-scale", type=float, default=0.5)
+    parser.add_argument("--stages", action="store_true",
+                        help="wait for the GL after the 3D view, so that its GL work is counted in its stage")
     args = parser.parse_args()
 
     import skeletal
@@ -49,8 +52,9 @@ def main() -> int:
     doc = EditDocument(asset, "/tmp/bench.glb")
     print(f"clip: {len(tracks)} bones x {len(times)} keys; {skeletal.render.context.describe(None) if False else ''}",
           file=sys.stderr)
-    with Editor(doc, (1280, 720), samples=args.msaa) as ed:
+    with Editor(doc, (1280, 720), samples=args.msaa, moving_scale=args.moving_scale) as ed:
         ed.selected = int(joints[10])
+        ed.stage_finish = args.stages
         ed.show_colliders = True
         results = {}
         for phase in ("playing", "paused", "playing + curves", "playing + onion skin"):

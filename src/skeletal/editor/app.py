@@ -118,7 +118,8 @@ class Editor:
     LEFT_W, RIGHT_W, BOTTOM_H, ROW_H, LABEL_W = 230, 330, 250, 18, 170
 
     def __init__(self, doc: EditDocument, size=(1280, 720), *, clip: int = 0, samples: int = 4,
-                 autosave_seconds: float = AUTOSAVE_SECONDS, log: Callable[[str], None] | None = None):
+                 autosave_seconds: float = AUTOSAVE_SECONDS, log: Callable[[str], None] | None = None,
+                 moving_scale: float = 0.5):
         from ..render.viewer import check_display
 
         check_display()
@@ -126,6 +127,7 @@ class Editor:
         self.doc = doc
         self.log = log
         self.autosave_seconds = float(autosave_seconds)
+        self._moving_scale_arg = moving_scale
         self.window = None
         self.ctx = None
         self.renderer = None
@@ -183,6 +185,7 @@ class Editor:
         self.frame_cpu_ms: list[float] = []
         self.timing_log: list[dict] = []
         self.view_renders = 0
+        self.stage_finish = False  # wait for the GL after the 3D view (profiling: timings per stage)
         self._children = self._child_lists()
         self._segments = self._bone_segments()
 
@@ -202,20 +205,23 @@ class Editor:
         self._numba_threads = numba.get_num_threads()
         numba.set_num_threads(1)
         self._glfw_ready = True
+        self.moving_scale = min(max(float(self._moving_scale_arg), 0.1), 1.0)
         title = f"skeletal edit - {os.path.basename(self.doc.path or self.doc.asset.name)}"
         self.window, self.ctx = open_window(glfw, size, title, self._errors)
         fb_w, fb_h = glfw.get_framebuffer_size(self.window)
         vw, vh = self._viewport_size(fb_w, fb_h)
-        # The 3D view is rendered at the viewport's size into the renderer's framebuffer, resolved
-        # into a texture, and ImGui draws that texture in the viewport's place (one quad).
+        # The 3D view is rendered at the viewport's size into the renderer's framebuffer (MSAA resolved
+        # into a texture) and blitted into the viewport's place by the compositor (.compose).
         # Skinning on the CPU (numba) and back faces culled: llvmpipe's vertex stage runs on this thread.
         self.renderer = Renderer(self.doc.asset, vw, vh, samples=samples, ctx=self.ctx,
                                  clip=self.doc.clips[0] if self.doc.clips else None, cull=True, cpu_skinning=True)
-        # While things move (playing, dragging) frames come from a renderer without MSAA (llvmpipe
-        # spends most of a frame on multisampled rasterising); a still view is drawn again with MSAA.
+        # While things move (playing, dragging) frames come from a renderer without MSAA at
+        # ``moving_scale`` of the viewport's size, scaled up by the blit (llvmpipe's cost is per
+        # fragment); a still view is drawn again sharp, with MSAA.
         self._fast_renderer = None
-        if self.renderer.samples:
-            self._fast_renderer = Renderer(self.doc.asset, vw, vh, samples=0, ctx=self.ctx,
+        if self.renderer.samples or self.moving_scale < 1.0:
+            fw, fh = self._moving_size(vw, vh)
+            self._fast_renderer = Renderer(self.doc.asset, fw, fh, samples=0, ctx=self.ctx,
                                            clip=self.doc.clips[0] if self.doc.clips else None, cull=True,
                                            cpu_skinning=True)
         self._make_view_texture(vw, vh)
@@ -243,6 +249,9 @@ class Editor:
             self._view_tex.release()
         self._view_tex = self.ctx.texture((w, h), 4)
         self._view_fbo = self.ctx.framebuffer(color_attachments=[self._view_tex])
+
+    def _moving_size(self, vw: int, vh: int) -> tuple[int, int]:
+        return max(1, round(vw * self.moving_scale)), max(1, round(vh * self.moving_scale))
 
     def _viewport_size(self, fb_w, fb_h):
         return max(fb_w - self.LEFT_W - self.RIGHT_W, 1), max(fb_h - self.BOTTOM_H - 20, 1)
@@ -324,13 +333,15 @@ class Editor:
         if (vw, vh) != (self.renderer.width, self.renderer.height):
             self.renderer.resize(vw, vh)
             if self._fast_renderer is not None:
-                self._fast_renderer.resize(vw, vh)
+                self._fast_renderer.resize(*self._moving_size(vw, vh))
             self._make_view_texture(vw, vh)
             self._view_source = self._view_fbo
         self._advance(dt)
         self._compute_pose()
         t_view = time.perf_counter()
         self._render_view(vw, vh)
+        if self.stage_finish:  # profiling: the view's GL work counted in its own stage
+            self.ctx.finish()
         t_view = time.perf_counter() - t_view
         self._menu_bar()
         self._bones_panel(fb_h)

@@ -39,7 +39,7 @@ TILE = 32
 MAX_RECTS = 8
 VERTEX = np.dtype([("pos", "<f4", (2,)), ("uv", "<f4", (2,)), ("col", "<u4")])  # ImDrawVert
 _rng = np.random.default_rng(20261125)
-_MULT = (_rng.integers(1, 2 ** 62, size=24, dtype=np.int64).astype(np.uint64) * 2 + 1)  # odd multipliers
+_MULT = (_rng.integers(1, 2 ** 62, size=32, dtype=np.int64).astype(np.uint64) * 2 + 1)  # odd multipliers
 
 GL_FRAMEBUFFER, GL_READ_FRAMEBUFFER, GL_DRAW_FRAMEBUFFER = 0x8D40, 0x8CA8, 0x8CA9
 GL_SCISSOR_TEST, GL_COLOR_BUFFER_BIT, GL_NEAREST, GL_LINEAR = 0x0C11, 0x4000, 0x2600, 0x2601
@@ -55,11 +55,12 @@ def _array(address: int, count: int, dtype) -> np.ndarray:
 
 
 class DrawList:
-    """One ImGui draw list's triangles as numpy: vertices, indices, commands (clip rectangle x0 y0
-    x1 y1, texture id, index offset, vertex offset, element count), and lazily their hashes and boxes."""
+    """One ImGui draw list's triangles as numpy: vertices (V, 5) uint32 words (pos, uv as float32 bits,
+    colour), indices, commands (clip rectangle x0 y0 x1 y1, texture id, index offset, vertex offset,
+    element count), and lazily their hashes and boxes."""
 
     def __init__(self, cl):
-        self.vtx = _array(cl.vtx_buffer.data_address(), cl.vtx_buffer.size(), VERTEX)
+        self.vtx = _array(cl.vtx_buffer.data_address(), cl.vtx_buffer.size(), VERTEX).view(np.uint32).reshape(-1, 5)
         self.idx = _array(cl.idx_buffer.data_address(), cl.idx_buffer.size(), np.uint32)
         cmds = []
         buf = cl.cmd_buffer
@@ -70,35 +71,62 @@ class DrawList:
             tex = ref._tex_data.unique_id + 0.5 if ref._tex_data is not None else ref._tex_id
             cmds.append((r.x, r.y, r.z, r.w, float(tex), c.idx_offset, c.vtx_offset, c.elem_count))
         self.cmds = np.asarray(cmds, np.float64).reshape(-1, 8)
-        self.key = self.vtx.tobytes() + self.idx.tobytes() + self.cmds.tobytes()
+        self.shape = self.idx.tobytes() + self.cmds.tobytes() + len(self.vtx).to_bytes(8, "little")
+        self.key = self.vtx.tobytes() + self.shape
         self._tri = None
+        self._corner = None
+
+    def corners(self) -> tuple[np.ndarray, np.ndarray]:
+        """(corner (T, 3) vertex indices, the command of each triangle (T,)) of the drawn triangles."""
+        if self._corner is None:
+            cmds = self.cmds
+            counts = np.where(cmds[:, 7] >= 3, (cmds[:, 7].astype(np.int64) // 3) * 3, 0)
+            total = int(counts.sum())
+            if total == 0 or not len(self.vtx) or not len(self.idx):
+                self._corner = (np.zeros((0, 3), np.int64), np.zeros(0, np.int64))
+                return self._corner
+            which = np.repeat(np.arange(len(cmds)), counts)  # command of each index
+            starts = np.repeat(cmds[:, 5].astype(np.int64) - np.r_[0, np.cumsum(counts)[:-1]], counts)
+            corner = self.idx[np.minimum(np.arange(total) + starts, len(self.idx) - 1)].astype(np.int64)
+            corner = np.minimum(corner + np.repeat(cmds[:, 6].astype(np.int64), counts), len(self.vtx) - 1)
+            self._corner = (corner.reshape(-1, 3), which[::3])
+        return self._corner
+
+    def boxes(self, tri: np.ndarray) -> np.ndarray:
+        """Boxes (K, 4) x0 y0 x1 y1 of triangles ``tri`` (indices), cut to their clip rectangles."""
+        corner, cmd = self.corners()
+        pos = self.vtx[corner[tri]][:, :, :2].copy().view(np.float32)  # (K, 3, 2)
+        clip = self.cmds[cmd[tri], :4]
+        box = np.concatenate([pos.min(axis=1) - 1.0, pos.max(axis=1) + 1.0], axis=1)
+        box[:, :2] = np.maximum(box[:, :2], clip[:, :2])
+        box[:, 2:] = np.minimum(box[:, 2:], clip[:, 2:])
+        return box
+
+    def changed_since(self, old: "DrawList") -> np.ndarray:
+        """Boxes of what differs from ``old``: when only vertices moved or recoloured (same indices and
+        commands: playback, scrubbing), the triangles touching a changed vertex, before and after;
+        otherwise the triangles that appeared or vanished (hashed)."""
+        if self.shape == old.shape:
+            self._corner = old._corner  # same triangles, same corners
+            moved = np.flatnonzero((self.vtx != old.vtx).any(axis=1))
+            corner, _ = self.corners()
+            hit = np.zeros(len(self.vtx), bool)
+            hit[moved] = True
+            tri = np.flatnonzero(hit[corner].any(axis=1))
+            return np.concatenate([self.boxes(tri), old.boxes(tri)])
+        hn, bn = self.triangles()
+        ho, bo = old.triangles()
+        return np.concatenate([bn[~np.isin(hn, ho)], bo[~np.isin(ho, hn)]])
 
     def triangles(self) -> tuple[np.ndarray, np.ndarray]:
-        """(hashes (T,) uint64, boxes (T, 4) x0 y0 x1 y1 clipped to each triangle's clip rectangle)."""
+        """(hashes (T,) uint64 of each triangle's corners, clip rectangle and texture; boxes (T, 4))."""
         if self._tri is None:
-            corners, clips, texs = [], [], []
-            for x0, y0, x1, y1, tex, i0, v0, n in self.cmds:
-                i0, v0, n = int(i0), int(v0), int(n) - int(n) % 3
-                if n <= 0:
-                    continue
-                corners.append(self.idx[i0:i0 + n].astype(np.int64).reshape(-1, 3) + v0)
-                clips.append(np.broadcast_to(np.array([x0, y0, x1, y1], np.float32), (n // 3, 4)))
-                texs.append(np.full(n // 3, tex, np.float64))
-            if not corners:
-                self._tri = (np.zeros(0, np.uint64), np.zeros((0, 4), np.float32))
-                return self._tri
-            corner = np.minimum(np.concatenate(corners), max(len(self.vtx) - 1, 0))
-            clip = np.concatenate(clips)
-            verts = self.vtx[corner]  # (T, 3) records
-            words = np.concatenate([verts.view(np.uint32).reshape(len(corner), 15),
-                                    np.ascontiguousarray(clip).view(np.uint32),
-                                    np.concatenate(texs).view(np.uint32).reshape(-1, 2)], axis=1)
-            hashes = (words.astype(np.uint64) * _MULT[:words.shape[1]]).sum(axis=1, dtype=np.uint64)
-            pos = verts["pos"]  # (T, 3, 2)
-            box = np.concatenate([pos.min(axis=1) - 1.0, pos.max(axis=1) + 1.0], axis=1)
-            box[:, :2] = np.maximum(box[:, :2], clip[:, :2])
-            box[:, 2:] = np.minimum(box[:, 2:], clip[:, 2:])
-            self._tri = (hashes, box)
+            corner, cmd = self.corners()
+            words = self.vtx[corner].reshape(-1, 15)  # (T, 3 corners x 5 words)
+            extra = np.ascontiguousarray(self.cmds[cmd, :5]).view(np.uint32)  # clip rectangle, texture
+            hashes = (words.astype(np.uint64) * _MULT[:15]).sum(axis=1, dtype=np.uint64)
+            hashes += (extra.astype(np.uint64) * _MULT[15:15 + extra.shape[1]]).sum(axis=1, dtype=np.uint64)
+            self._tri = (hashes, self.boxes(np.arange(len(corner))))
         return self._tri
 
 
@@ -116,12 +144,11 @@ class Damage:
         for k in range(max(len(lists), len(self._last))):
             new = lists[k] if k < len(lists) else None
             old = self._last[k] if k < len(self._last) else None
-            if new is not None and old is not None and new.key == old.key:
-                continue
-            hn, bn = new.triangles() if new is not None else (np.zeros(0, np.uint64), np.zeros((0, 4)))
-            ho, bo = old.triangles() if old is not None else (np.zeros(0, np.uint64), np.zeros((0, 4)))
-            boxes.append(bn[~np.isin(hn, ho)])
-            boxes.append(bo[~np.isin(ho, hn)])
+            if new is not None and old is not None:
+                if new.key != old.key:
+                    boxes.append(new.changed_since(old))
+            else:
+                boxes.append((new or old).triangles()[1])
         self._last = lists
         return boxes
 
