@@ -592,3 +592,30 @@ if __name__ == "__main__":
         regenerate_truth()
     else:
         raise SystemExit(f"usage: {sys.argv[0]} --regenerate-truth")
+
+
+def test_damage_rectangles_cover_the_changed_boxes_in_tiles():
+    from skeletal.editor.compose import MAX_RECTS, Damage
+
+    d = Damage(tile=32)
+    assert d.rects([], (1280, 720)) == []
+    assert d.rects([np.array([[10.0, 10.0, 5.0, 20.0]])], (1280, 720)) == []  # empty box
+    # one small box: its tile; a box across a tile edge: both tiles, one rectangle
+    assert d.rects([np.array([[40.0, 40.0, 50.0, 50.0]])], (1280, 720)) == [(32, 32, 32, 32)]
+    assert d.rects([np.array([[60.0, 40.0, 70.0, 50.0]])], (1280, 720)) == [(32, 32, 64, 32)]
+    # two far boxes stay two rectangles; runs of the same columns on rows below merge into one
+    rects = d.rects([np.array([[0.0, 0.0, 10.0, 100.0], [1000.0, 580.0, 1010.0, 590.0]])], (1280, 720))
+    assert sorted(rects) == [(0, 0, 32, 128), (992, 576, 32, 32)]
+    # clamped to the window (the last tile column/row is partial)
+    assert d.rects([np.array([[1270.0, 700.0, 2000.0, 900.0]])], (1280, 720)) == [(1248, 704, 32, 16)]
+    # many scattered boxes: their bounding rectangle
+    many = np.array([[100.0 * k, 50.0 * k, 100.0 * k + 5, 50.0 * k + 5] for k in range(MAX_RECTS + 2)])
+    assert d.rects([many], (1280, 720)) == [(0, 0, 928, 480)]
+    # every pixel of every box is inside some rectangle
+    rng = np.random.default_rng(3)
+    boxes = np.sort(rng.uniform(0, 700, size=(5, 2, 2)), axis=1).transpose(0, 2, 1).reshape(5, 4)[:, [0, 2, 1, 3]]
+    covered = np.zeros((720, 1280), bool)
+    for x, y, w, h in d.rects([boxes], (1280, 720)):
+        covered[y:y + h, x:x + w] = True
+    for x0, y0, x1, y1 in boxes:
+        assert covered[int(y0):int(np.ceil(y1)), int(x0):int(np.ceil(x1))].all()

@@ -162,6 +162,7 @@ class Damage:
         t = self.tile
         gw, gh = -(-w // t), -(-h // t)
         b = np.concatenate([np.asarray(x, np.float64).reshape(-1, 4) for x in boxes]) if boxes else np.zeros((0, 4))
+        b = b[(b[:, 2] > b[:, 0]) & (b[:, 3] > b[:, 1])]  # boxes emptied by their clip rectangle
         if not len(b):
             return []
         x0 = np.clip(np.floor(b[:, 0] / t), 0, gw).astype(np.int64)
