@@ -110,6 +110,40 @@ def test_scripted_session_select_rotate_key_save(xdisplay, demo_file, tmp_path):
     assert np.abs(images[1][480:].astype(int) - images[2][480:].astype(int)).max() > 60
 
 
+def test_collider_gizmo_moves_a_new_sphere(xdisplay, demo_file, tmp_path):
+    """Select the forearm, add a sphere on it (the gizmo now acts on the sphere), switch the gizmo to
+    translate and drag its centre 60 px to the right (ImGuizmo's move-in-the-screen-plane handle);
+    the saved sphere sits to the right of the elbow, in the screen's plane."""
+    model = tmp_path / "m.glb"
+    shutil.copy(demo_file, model)
+    name = f"{FOREARM}_sphere"
+    script = [
+        {"wait": 2},
+        {"click": {"bone": FOREARM}},
+        {"click": {"item": "add sphere"}},
+        {"key": "W"},
+        {"wait": 2},
+        {"drag": [{"collider": name}, {"collider": name, "dx": 60}], "steps": 8},
+        {"screenshot": str(tmp_path / "moved.png")},
+        {"key": "S", "ctrl": True},
+        {"wait": 2},
+        {"close": True},
+    ]
+    (tmp_path / "s.json").write_text(json.dumps(script))
+    done = run_editor(xdisplay, tmp_path, str(model), "--script", "s.json", "-v")
+    assert done.returncode == 0, done.stderr
+    assert f"add hurt sphere '{name}'" in done.stderr and f"moved collider '{name}'" in done.stderr
+    from skeletal.colliders import ColliderSet
+    from skeletal.editor.model import EditDocument
+
+    doc = EditDocument.open(str(model))
+    (sphere,) = doc.colliders
+    world = doc.world(doc.pose(0, 0.0))
+    moved = ColliderSet([sphere]).world(world).a[0] - world[sphere.node, :3, 3]  # from the elbow, world
+    # the camera looks at the character's front: screen right is world +x (0.1-0.3 m for 60 px)
+    assert 0.05 < moved[0] < 0.5 and abs(moved[1]) < 0.3 * moved[0], moved
+
+
 def test_unsaved_changes_prompt_and_help(xdisplay, demo_file, tmp_path):
     model = tmp_path / "m.glb"
     shutil.copy(demo_file, model)

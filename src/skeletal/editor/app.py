@@ -18,8 +18,9 @@ if typed and clicked, one event per frame, so that tests and demos drive the rea
 ``{"click": TARGET}``, ``{"drag": [TARGET, TARGET], "steps": 8}``, ``{"move": TARGET}``,
 ``{"key": "K", "ctrl": false, "shift": false}``, ``{"text": "45"}``, ``{"wait": FRAMES}``,
 ``{"screenshot": "a.png"}``, ``{"close": true}`` (the window's close button). A TARGET is
-``[x, y]`` (pixels), ``{"bone": NAME}`` (the joint on screen), ``{"item": LABEL, "fx": 0.5, "fy": 0.5}``
-(a widget by its label, at a fraction of its rectangle); a dict target may add ``"dx"``/``"dy"`` pixels.
+``[x, y]`` (pixels), ``{"bone": NAME}`` (the joint on screen), ``{"collider": NAME}`` (its middle on
+screen), ``{"item": LABEL, "fx": 0.5, "fy": 0.5}`` (a widget by its label, at a fraction of its
+rectangle); a dict target may add ``"dx"``/``"dy"`` pixels. A drag places both ends when it starts.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ from .euler import ORDERS, euler_to_quat, quat_to_euler
 from .model import (
     AddCollider, ClearPoseEdits, Collider, DeleteClip, DeleteKeys, EditDocument, EditError, InsertPoseKeys,
     KeyColliderVisibility, MoveKeys, PasteKeys, RemoveCollider, RenameClip, SetClipLength, SetCollider, SetFps,
-    SetInterpolation, SetKeyValue, SetPose, autosave_path, copy_keys, duplicate_clip, ik_chain, ik_pose, new_clip,
+    SetInterpolation, SetKeyValue, SetPose, TransformCollider, autosave_path, collider_gizmo_matrix, copy_keys,
+    duplicate_clip, ik_chain, ik_pose, new_clip,
 )
 
 AUTOSAVE_SECONDS = 60.0
@@ -171,6 +173,7 @@ class Editor:
         self._closing_popup = False
         self._save_as_popup = False
         self._drag = None
+        self._collider_drag = None  # the collider gizmo's drag: start collider, frame, merge key
         self._merge_serial = 0
         self._rows_key = None
         self._rows = []
@@ -619,7 +622,9 @@ class Editor:
         return self._animated
 
     def select_bone(self, node: int | None) -> None:
+        """Select a bone (the gizmo then acts on it, not on a collider)."""
         self.selected = node
+        self.selected_collider = None
 
     def _inspector(self, fb_w, fb_h) -> None:
         imgui = self.imgui
@@ -753,10 +758,13 @@ class Editor:
         for i, c in enumerate(doc.colliders):
             label = f"{c.name}  [{c.tag} {c.shape}] on {doc.node_name(c.node)}{'' if vis[i] else ' (hidden)'}##col{i}"
             if imgui.selectable(label, i == self.selected_collider)[0]:
-                self.selected_collider = i
+                self.selected_collider = i  # the gizmo now acts on it (a bone click gives it back)
+            self._remember(f"collider:{c.name}")
         if self.selected is not None:
             for shape in ("sphere", "capsule"):
-                if imgui.button(f"add {shape}"):
+                clicked = imgui.button(f"add {shape}")
+                self._remember(f"add {shape}")
+                if clicked:
                     base = f"{doc.node_name(self.selected)}_{shape}"
                     name, k = base, 2
                     while name in [c.name for c in doc.colliders]:
@@ -1169,7 +1177,9 @@ class Editor:
         over_view = vx <= mx < vx + vw and vy <= my < vy + vh and not io.want_capture_mouse
         # gizmo on the selected bone
         using = False
-        if self.selected is not None:
+        if self.selected_collider is not None and self.selected_collider < len(self.doc.colliders):
+            using = self._collider_gizmo(dl)
+        elif self.selected is not None:
             using = self._gizmo(dl)
         if over_view and not using and not gizmo.is_over():
             if imgui.is_mouse_clicked(0):
@@ -1306,6 +1316,44 @@ class Editor:
         if not using and getattr(self, "_gizmo_active", False):
             self._gizmo_active = False
             doc.end_merge()
+        return using
+
+    def _collider_gizmo(self, dl) -> bool:
+        """The gizmo on the selected collider: translate moves it, rotate turns a capsule about its
+        middle, scale resizes it (Y: a capsule's length; X/Z, or all three for a sphere: the radius).
+        One drag is one undoable TransformCollider."""
+        gizmo, doc = self.gizmo, self.doc
+        i = self.selected_collider
+        c = doc.colliders[i]
+        vx, vy, vw, vh = self.view_rect
+        gizmo.set_drawlist(dl)
+        gizmo.set_rect(vx, vy, vw, vh)
+        cam = self.renderer.camera
+        view = gizmo.Matrix16(cam.view.T.ravel().astype(np.float32).tolist())
+        proj = gizmo.Matrix16(cam.projection.T.ravel().astype(np.float32).tolist())
+        bone = self.world[c.node]
+        drag = getattr(self, "_collider_drag", None)
+        if drag is not None and drag["index"] == i:
+            frame = drag["frame"]
+        else:
+            frame = collider_gizmo_matrix(c, bone)
+        obj = gizmo.Matrix16(frame.T.ravel().astype(np.float32).tolist())
+        ops = {"translate": gizmo.OPERATION.translate, "rotate": gizmo.OPERATION.rotate, "scale": gizmo.OPERATION.scale}
+        mode = gizmo.MODE.local if (self.local_space or self.operation == "scale") else gizmo.MODE.world
+        changed = gizmo.manipulate(view, proj, ops[self.operation], mode, obj)
+        using = gizmo.is_using()
+        if using and drag is None:
+            self._merge_serial += 1
+            drag = self._collider_drag = {"index": i, "start": c, "frame": frame, "key": ("collider gizmo", i,
+                                                                                          self._merge_serial)}
+        if changed and drag is not None:
+            drag["frame"] = np.asarray(obj.values, np.float64).reshape(4, 4).T
+            self.run_command(lambda: TransformCollider(doc, i, drag["start"], bone, drag["frame"],
+                                                       merge_key=drag["key"]), quiet=True)
+        if not using and drag is not None:
+            self._collider_drag = None
+            doc.end_merge()
+            self.say(f"moved collider {c.name!r}")
         return using
 
     # -- commands from keys and menus -----------------------------------------------------------------------
@@ -1448,6 +1496,7 @@ class Editor:
             self.tab = "curve" if self.tab == "dope" else "dope"
         if pressed(Key.escape, False):
             self.key_selection.clear()
+            self.selected_collider = None
         if pressed(Key.f1, False) or (shift and pressed(Key.slash, False)):
             self.show_help = not self.show_help
 
@@ -1537,8 +1586,9 @@ class Editor:
             a, b = step["drag"]
             n = int(step.get("steps", 8))
             btn = int(step.get("button", 0))
+            ends: dict = {}  # both ends placed once, when the drag starts (a dragged thing moves)
             out = [("pos", a), ("wait",), ("button", btn, True), ("wait",)]
-            out += [("lerp", a, b, (k + 1) / n) for k in range(n)]
+            out += [("lerp", a, b, (k + 1) / n, ends) for k in range(n)]
             return out + [("wait",), ("button", btn, False), ("wait",)]
         if "key" in step:
             mods = [m for m in ("ctrl", "shift", "alt") if step.get(m)]
@@ -1563,6 +1613,13 @@ class Editor:
             node = self.doc.asset.rig.find(target["bone"])
             (x, y), _ = self.project(self.world[node, :3, 3])
             return float(x), float(y)
+        if "collider" in target:
+            names = [c.name for c in self.doc.colliders]
+            if target["collider"] not in names:
+                raise EditError(f"script: no collider {target['collider']!r}")
+            c = self.doc.colliders[names.index(target["collider"])]
+            (x, y), _ = self.project(collider_gizmo_matrix(c, self.world[c.node])[:3, 3])
+            return float(x), float(y)
         if "item" in target:
             if target["item"] not in self._item_rects:
                 raise EditError(f"script: no widget {target['item']!r} on screen")
@@ -1581,7 +1638,10 @@ class Editor:
             if kind == "pos":
                 x, y = self._target(event[1])
             else:
-                (ax, ay), (bx, by) = self._target(event[1]), self._target(event[2])
+                ends = event[4]
+                if not ends:
+                    ends["a"], ends["b"] = self._target(event[1]), self._target(event[2])
+                (ax, ay), (bx, by) = ends["a"], ends["b"]
                 x, y = ax + (bx - ax) * event[3], ay + (by - ay) * event[3]
             glfw.set_cursor_pos(self.window, x, y)
             io.add_mouse_pos_event(x, y)
