@@ -1,10 +1,14 @@
 """The editor window (``skeletal edit``): Dear ImGui panels over the renderer, on one GL context.
 
-Drawing: the window is GLFW's (opened by :func:`skeletal.render.viewer.open_window`, whose OpenGL
+Drawing: the window is GLFW's (opened, looped and closed by :class:`skeletal.render.viewer.WindowApp`,
+shared with the viewer; :func:`skeletal.render.viewer.open_window` makes its OpenGL
 3.3 core context moderngl adopts); the character is drawn by :class:`skeletal.render.Renderer`
-through moderngl into its framebuffer and blitted to the window, then Dear ImGui (``imgui-bundle``:
-ImGui, ImPlot, ImGuizmo) draws the panels with its OpenGL3 backend on the same context, in the same
-frame. ``imgui_bundle`` is imported before ``glfw`` so that both use the GLFW library it ships.
+through moderngl into its framebuffer (skinned by numba, back faces culled; at ``moving_scale`` of
+the viewport's size without MSAA while something moves, sharp with MSAA when still), then
+:mod:`.compose` blits it into the viewport's place and has Dear ImGui (``imgui-bundle``: ImGui,
+ImPlot, ImGuizmo; its OpenGL3 backend, same context, same frame) redraw only the rectangles where
+the panels changed, on top of the back buffer it keeps. ``imgui_bundle`` is imported before
+``glfw`` so that both use the GLFW library it ships.
 
 Everything the user changes goes through :mod:`skeletal.editor.model` commands; this module holds only
 view state (selection, time, camera, toggles) and turns input into commands.
@@ -36,6 +40,7 @@ from typing import Callable
 import numpy as np
 
 from ..render.errors import RenderError
+from ..render.viewer import WindowApp
 from . import keys as K
 from .compose import Compositor
 from .euler import ORDERS, euler_to_quat, quat_to_euler
@@ -114,7 +119,7 @@ class EditorResult:
                 f"p90 {np.percentile(ms, 90):.1f} ms")
 
 
-class Editor:
+class Editor(WindowApp):
     """The editor window on an :class:`EditDocument`; :meth:`run` runs it."""
 
     LEFT_W, RIGHT_W, BOTTOM_H, ROW_H, LABEL_W = 230, 330, 250, 18, 170
@@ -197,20 +202,11 @@ class Editor:
     def _open(self, size, samples) -> None:
         from ..render.camera import frame
         from ..render.renderer import Renderer
-        from ..render.viewer import open_window
         from ..render.viewer_ui import OrbitCamera
 
         imgui, glfw = self.imgui, self.glfw
-        # One pose a frame: numba's worker threads would only wait for cores llvmpipe keeps busy
-        # (as in the viewer).
-        import numba
-
-        self._numba_threads = numba.get_num_threads()
-        numba.set_num_threads(1)
-        self._glfw_ready = True
         self.moving_scale = min(max(float(self._moving_scale_arg), 0.1), 1.0)
-        title = f"skeletal edit - {os.path.basename(self.doc.path or self.doc.asset.name)}"
-        self.window, self.ctx = open_window(glfw, size, title, self._errors)
+        self._open_window(size, f"skeletal edit - {os.path.basename(self.doc.path or self.doc.asset.name)}")
         fb_w, fb_h = glfw.get_framebuffer_size(self.window)
         vw, vh = self._viewport_size(fb_w, fb_h)
         # The 3D view is rendered at the viewport's size into the renderer's framebuffer (MSAA resolved
@@ -282,34 +278,21 @@ class Editor:
     def run(self, frames: int | None = None, screenshot: str | None = None, fps: float = 30.0) -> EditorResult:
         """Show frames until the window closes (or ``frames`` frames on a fixed 1/``fps`` s clock; also
         until a script has run out when one was given); ``screenshot``: the last frame as PNG."""
-        glfw = self.glfw
-        glfw.swap_interval(0 if (frames or self._script) else 1)
-        drawn, last = 0, time.perf_counter()
-        fixed = frames is not None or bool(self._script)
         scripted = bool(self._script)
-        image = None
-        while not self.quit:
-            if frames is not None and drawn >= frames:
-                break
-            if scripted and not self._script and frames is None:
-                break
-            now = time.perf_counter()
-            dt = 1.0 / fps if fixed else min(now - last, 0.1)
-            last = now
+
+        def step(dt: float) -> None:
             try:
-                self.frame(dt if drawn else 0.0)
+                self.frame(dt)
             except Exception as exc:  # never lose the document: autosave, then report
                 saved = self._autosave(force=True)
                 where = f"; the document was autosaved to {saved}" if saved else ""
                 raise EditError(f"the editor failed ({type(exc).__name__}: {exc}){where}") from exc
-            drawn += 1
-            if screenshot and frames is not None and drawn == frames:
-                image = self.read_screen()
-            glfw.swap_buffers(self.window)
-        if screenshot:
-            import imageio.v3 as iio
 
-            iio.imwrite(screenshot, image if image is not None else self.read_screen())
+        def stop() -> bool:
+            return self.quit or (scripted and not self._script and frames is None)
+
+        drawn = self._frame_loop(step, stop, frames=frames, fixed=frames is not None or scripted, fps=fps,
+                                 screenshot=screenshot)
         result = EditorResult(drawn, screenshot, list(self.frame_ms), self.doc.path, self.doc.dirty, self.message)
         if self.log:
             self.log(f"skeletal edit: {result.summary()}")
@@ -393,12 +376,6 @@ class Editor:
         self.compositor.flush()  # llvmpipe shades the view while the panels are built
         self._damaged.append(self.view_rect)
         self.view_renders += 1
-
-    def read_screen(self) -> np.ndarray:
-        """The window's last frame (H, W, 3) uint8 RGB, row 0 at the top."""
-        fb_w, fb_h = self.glfw.get_framebuffer_size(self.window)
-        data = self.ctx.screen.read(viewport=(0, 0, fb_w, fb_h), components=3, alignment=1)
-        return np.ascontiguousarray(np.frombuffer(data, np.uint8).reshape(fb_h, fb_w, 3)[::-1])
 
     # -- document helpers ---------------------------------------------------------------------------------
 
@@ -1700,20 +1677,7 @@ class Editor:
         if getattr(self, "_fast_renderer", None) is not None:
             self._fast_renderer.release()
             self._fast_renderer = None
-        if getattr(self, "_numba_threads", None):
-            import numba
-
-            numba.set_num_threads(self._numba_threads)
-            self._numba_threads = None
-        if self.ctx is not None:
-            self.ctx.release()
-            self.ctx = None
-        if self.window is not None:
-            self.glfw.destroy_window(self.window)
-            self.window = None
-        if getattr(self, "_glfw_ready", False):
-            self.glfw.terminate()
-            self._glfw_ready = False
+        self._close_window()
 
     def __enter__(self):
         return self
