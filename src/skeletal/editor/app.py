@@ -366,19 +366,21 @@ class Editor(WindowApp):
         moving = (self.playing or bool(self._drag) or getattr(self, "_gizmo_active", False)
                   or imgui.is_mouse_down(1) or imgui.is_mouse_down(2) or imgui.is_any_item_active())
         renderer = self._fast_renderer if (moving and self._fast_renderer is not None) else self.renderer
-        key = (self._pose_key, vw, vh, cam.yaw, cam.pitch, cam.distance, tuple(cam.target), id(renderer))
+        onion = (self.onion and self.clip is not None, self.onion_frames, self.onion_step, self.loop)
+        key = (self._pose_key, vw, vh, cam.yaw, cam.pitch, cam.distance, tuple(cam.target), id(renderer), onion)
         if key == getattr(self, "_view_key", None):
             return  # nothing moved: the texture still shows this frame (llvmpipe's rasterising is the big cost)
         self._view_key = key
         renderer.camera = cam.camera(vw / vh)
         self.renderer.camera = renderer.camera
         renderer.render((self.world[None], None))
+        if onion[0]:
+            self._draw_onion(renderer)
         if renderer.samples:
             self.ctx.copy_framebuffer(self._view_fbo, renderer.framebuffer)  # resolves MSAA, colour only
             self._view_source = self._view_fbo
         else:  # blitted into the window as it is: no copy that would wait for the rasteriser here
             self._view_source = renderer.framebuffer
-        self.compositor.flush()  # llvmpipe shades the view while the panels are built
         self._damaged.append(self.view_rect)
         self.view_renders += 1
 
@@ -1148,8 +1150,6 @@ class Editor(WindowApp):
         vw, vh = self._viewport_size(fb_w, fb_h)
         self.view_rect = (vx, vy, float(vw), float(vh))
         dl = imgui.get_background_draw_list()  # over the 3D view, which the compositor blits in first
-        if self.onion and self.clip is not None:
-            self._draw_onion(dl)
         if self.skeleton:
             self._draw_skeleton(dl, self.world, _col(imgui, 0.95, 0.9, 0.3, 0.9), 2.0, joints=True)
         if self.show_colliders and self.doc.colliders:
@@ -1207,21 +1207,45 @@ class Editor(WindowApp):
                 dl.add_circle_filled(imgui.ImVec2(x, y), 5.0 if sel else 3.0,
                                      _col(imgui, 1.0, 0.4, 0.2) if sel else color)
 
-    def _draw_onion(self, dl) -> None:
-        imgui = self.imgui
+    def _draw_onion(self, renderer) -> None:
+        """Ghost skeletons ``onion_frames`` poses apart by ``onion_step`` frames before (blue) and after
+        (green) the current time, fading with distance: GL lines over the character in the view's
+        framebuffer (one draw; numpy builds the vertices)."""
         n, step = self.onion_frames, self.onion_step / self.fps
         offsets = np.r_[-np.arange(n, 0, -1), np.arange(1, n + 1)] * step
         times = self.time + offsets
         d = self.duration
         times = np.mod(times, d) if (self.loop and d > 0) else np.clip(times, 0, d)
-        key = (self.doc.revision, self.clip, self.time, n, step)
+        key = (self.doc.revision, self.clip, self.time, n, step, self.loop)
         if getattr(self, "_onion_key", None) != key:
             self._onion_key = key
             self._onion_world = self.doc.world(self.doc.poses(self.clip, times))
-        for k, off in enumerate(offsets):
-            fade = 1.0 - (abs(off) / step - 1) / (n + 0.5)
-            color = _col(imgui, 0.4, 0.6, 1.0, 0.55 * fade) if off < 0 else _col(imgui, 0.4, 1.0, 0.55, 0.55 * fade)
-            self._draw_skeleton(dl, self._onion_world[k], color, 1.5)
+        seg = self._segments
+        if len(seg) == 0:
+            return
+        fade = 1.0 - (np.abs(offsets) / step - 1) / (n + 0.5)
+        colors = np.where((offsets < 0)[:, None], [0.4, 0.6, 1.0], [0.4, 1.0, 0.55])
+        rgba = np.concatenate([colors, 0.55 * fade[:, None]], axis=1)  # (G, 4)
+        ends = self._onion_world[:, :, :3, 3][:, seg]  # (G, S, 2, 3)
+        data = np.concatenate([ends, np.broadcast_to(rgba[:, None, None, :], ends.shape[:3] + (4,))], axis=3)
+        raw = np.ascontiguousarray(data, np.float32).tobytes()
+        ctx = self.ctx
+        if getattr(self, "_ghost_prog", None) is None:
+            self._ghost_prog = ctx.program(vertex_shader=_GHOST_VS, fragment_shader=_KEY_FS)
+            self._ghost_vbo = None
+        if self._ghost_vbo is None or self._ghost_vbo.size < len(raw):
+            if self._ghost_vbo is not None:
+                self._ghost_vbo.release()
+            self._ghost_vbo = ctx.buffer(reserve=max(len(raw), 1 << 14), dynamic=True)
+        self._ghost_vbo.write(raw)
+        self._ghost_prog["u_view_proj"].write(np.ascontiguousarray(renderer.camera.view_projection.T, np.float32))
+        vao = ctx.vertex_array(self._ghost_prog, [(self._ghost_vbo, "3f 4f", "a_pos", "a_color")])
+        renderer.framebuffer.use()
+        ctx.disable(0x0B71)  # GL_DEPTH_TEST: over the character, as the skeleton overlay
+        ctx.enable(0x0BE2)  # GL_BLEND
+        ctx.blend_func = 0x0302, 0x0303  # SRC_ALPHA, ONE_MINUS_SRC_ALPHA
+        vao.render(1, vertices=len(data.reshape(-1, 7)))  # GL_LINES
+        vao.release()
 
     def _draw_colliders(self, dl) -> None:
         imgui = self.imgui
@@ -1677,6 +1701,12 @@ class Editor(WindowApp):
         if getattr(self, "_key_prog", None) is not None:
             self._key_prog.release()
             del self._key_prog
+        if getattr(self, "_ghost_prog", None) is not None:
+            self._ghost_prog.release()
+            self._ghost_prog = None
+            if self._ghost_vbo is not None:
+                self._ghost_vbo.release()
+                self._ghost_vbo = None
         if self.renderer is not None:
             self.renderer.release()
             self.renderer = None
@@ -1699,6 +1729,16 @@ uniform vec2 u_size;
 out vec4 v_color;
 void main() {
     gl_Position = vec4(a_pos.x / u_size.x * 2.0 - 1.0, 1.0 - a_pos.y / u_size.y * 2.0, 0.0, 1.0);
+    v_color = a_color;
+}
+"""
+_GHOST_VS = """#version 330 core
+in vec3 a_pos;
+in vec4 a_color;
+uniform mat4 u_view_proj;
+out vec4 v_color;
+void main() {
+    gl_Position = u_view_proj * vec4(a_pos, 1.0);
     v_color = a_color;
 }
 """

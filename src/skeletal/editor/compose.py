@@ -220,11 +220,6 @@ class Compositor:
         self._scissor = gl_function(ctx, "glScissor", i, i, i, i)
         self._clear_color = gl_function(ctx, "glClearColor", f, f, f, f)
         self._clear = gl_function(ctx, "glClear", u)
-        self._flush = gl_function(ctx, "glFlush")
-
-    def flush(self) -> None:
-        """Hand the queued GL work to the rasteriser now (llvmpipe's threads shade while Python goes on)."""
-        self._flush()
 
     @staticmethod
     def _code(n: int) -> tuple[int, int, int]:
