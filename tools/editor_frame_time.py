@@ -63,15 +63,18 @@ def main() -> int:
             ed.onion = "onion" in phase
             ed.frame_ms.clear()
             ed.frame_cpu_ms.clear()
+            ed.frame_main_ms.clear()
             ed.timing_log.clear()
             for _ in range(args.frames):
                 ed.frame(1 / 30)
                 ed.glfw.swap_buffers(ed.window)
             ms = np.asarray(ed.frame_ms[5:])
             cpu = np.asarray(ed.frame_cpu_ms[5:])
+            main = np.asarray(ed.frame_main_ms[5:])
             results[phase] = ms
             print(f"{phase:22s} wall median {np.median(ms):6.1f} ms  p90 {np.percentile(ms, 90):6.1f} ms   "
-                  f"CPU (all threads) median {np.median(cpu):6.1f} ms  ({len(ms)} frames)")
+                  f"CPU (all threads) median {np.median(cpu):6.1f} ms, main thread {np.median(main):6.1f} ms  "
+                  f"({len(ms)} frames)")
             parts = {k: np.median([t[k] for t in ed.timing_log[5:]]) for k in ("python", "view", "ui_gl")}
             print(f"{'':22s} of which (wall medians): Python {parts['python']:.1f} ms, 3D view {parts['view']:.1f} ms, "
                   f"ImGui GL + finish {parts['ui_gl']:.1f} ms")

@@ -192,6 +192,7 @@ class Editor(WindowApp):
         self._autosaved_revision = doc.revision
         self.frame_ms: list[float] = []
         self.frame_cpu_ms: list[float] = []
+        self.frame_main_ms: list[float] = []
         self.timing_log: list[dict] = []
         self.view_renders = 0
         self.stage_finish = False  # wait for the GL after the 3D view (profiling: timings per stage)
@@ -305,7 +306,7 @@ class Editor(WindowApp):
 
     def frame(self, dt: float) -> None:
         """One frame: input, time, panels, the 3D view, ImGui on top."""
-        t0, c0 = time.perf_counter(), time.process_time()
+        t0, c0, m0 = time.perf_counter(), time.process_time(), time.thread_time()
         imgui, glfw = self.imgui, self.glfw
         glfw.poll_events()
         if glfw.window_should_close(self.window):
@@ -353,6 +354,7 @@ class Editor(WindowApp):
         self.ctx.finish()
         self.frame_ms.append(1000.0 * (time.perf_counter() - t0))
         self.frame_cpu_ms.append(1000.0 * (time.process_time() - c0))  # all threads (llvmpipe's too)
+        self.frame_main_ms.append(1000.0 * (time.thread_time() - m0))  # this thread's CPU
         end = time.perf_counter()
         # wall ms: the Python side (input, pose, panels, draw lists), the 3D view (drawn and resolved
         # when something moved), ImGui's GL drawing up to the finished frame
