@@ -663,7 +663,7 @@ if __name__ == "__main__":
 
 
 def test_damage_rectangles_cover_the_changed_boxes_in_tiles():
-    from skeletal.editor.compose import MAX_RECTS, Damage
+    from skeletal.editor.compose import MAX_RECTS, Damage, merge_rects
 
     d = Damage(tile=32)
     assert d.rects([], (1280, 720)) == []
@@ -676,9 +676,14 @@ def test_damage_rectangles_cover_the_changed_boxes_in_tiles():
     assert sorted(rects) == [(0, 0, 32, 128), (992, 576, 32, 32)]
     # clamped to the window (the last tile column/row is partial)
     assert d.rects([np.array([[1270.0, 700.0, 2000.0, 900.0]])], (1280, 720)) == [(1248, 672, 32, 48)]
-    # many scattered boxes: their bounding rectangle
-    many = np.array([[100.0 * k, 50.0 * k, 100.0 * k + 5, 50.0 * k + 5] for k in range(MAX_RECTS + 2)])
-    assert d.rects([many], (1280, 720)) == [(0, 0, 928, 480)]
+    # near rectangles are joined when one pass over both costs less than two passes
+    near = np.array([[100.0 * k, 50.0 * k, 100.0 * k + 5, 50.0 * k + 5] for k in range(MAX_RECTS + 2)])
+    assert len(d.rects([near], (1280, 720))) < MAX_RECTS + 2
+    assert merge_rects([(0, 0, 32, 32), (64, 0, 32, 32)]) == [(0, 0, 96, 32)]
+    assert sorted(merge_rects([(0, 0, 320, 320), (640, 0, 320, 320)])) == [(0, 0, 320, 320), (640, 0, 320, 320)]
+    # many far-apart boxes: their bounding rectangle
+    far = np.array([[300.0 * i, 300.0 * j, 300.0 * i + 100, 300.0 * j + 100] for i in range(4) for j in range(3)])
+    assert d.rects([far], (1280, 720)) == [(0, 0, 1024, 704)]
     # every pixel of every box is inside some rectangle
     rng = np.random.default_rng(3)
     boxes = np.sort(rng.uniform(0, 700, size=(5, 2, 2)), axis=1).transpose(0, 2, 1).reshape(5, 4)[:, [0, 2, 1, 3]]

@@ -37,6 +37,7 @@ from ..render.rawgl import gl_function
 
 TILE = 32
 MAX_RECTS = 8
+PASS_COST = 16384  # pixels: what one more redraw pass costs on llvmpipe, in area (measured ~0.4 ms)
 VERTEX = np.dtype([("pos", "<f4", (2,)), ("uv", "<f4", (2,)), ("col", "<u4")])  # ImDrawVert
 _rng = np.random.default_rng(20261125)
 _MULT = (_rng.integers(1, 2 ** 62, size=32, dtype=np.int64).astype(np.uint64) * 2 + 1)  # odd multipliers
@@ -95,12 +96,14 @@ class DrawList:
     def boxes(self, tri: np.ndarray) -> np.ndarray:
         """Boxes (K, 4) x0 y0 x1 y1 of triangles ``tri`` (indices), cut to their clip rectangles."""
         corner, cmd = self.corners()
-        pos = self.vtx[corner[tri]][:, :, :2].copy().view(np.float32)  # (K, 3, 2)
+        if not len(tri):
+            return np.zeros((0, 4))
+        c = corner[tri]
+        xy = [self.vtx[c[:, k], :2].view(np.float32) for k in range(3)]  # (K, 2) per corner
+        lo = np.minimum(np.minimum(xy[0], xy[1]), xy[2]) - 1.0
+        hi = np.maximum(np.maximum(xy[0], xy[1]), xy[2]) + 1.0
         clip = self.cmds[cmd[tri], :4]
-        box = np.concatenate([pos.min(axis=1) - 1.0, pos.max(axis=1) + 1.0], axis=1)
-        box[:, :2] = np.maximum(box[:, :2], clip[:, :2])
-        box[:, 2:] = np.minimum(box[:, 2:], clip[:, 2:])
-        return box
+        return np.concatenate([np.maximum(lo, clip[:, :2]), np.minimum(hi, clip[:, 2:])], axis=1)
 
     def changed_since(self, old: "DrawList") -> np.ndarray:
         """Boxes of what differs from ``old``: when only vertices moved or recoloured (same indices and
@@ -108,11 +111,11 @@ class DrawList:
         otherwise the triangles that appeared or vanished (hashed)."""
         if self.shape == old.shape:
             self._corner = old._corner  # same triangles, same corners
-            moved = np.flatnonzero((self.vtx != old.vtx).any(axis=1))
+            moved = np.flatnonzero((self.vtx != old.vtx).reshape(-1)) // 5
             corner, _ = self.corners()
             hit = np.zeros(len(self.vtx), bool)
             hit[moved] = True
-            tri = np.flatnonzero(hit[corner].any(axis=1))
+            tri = np.flatnonzero(hit[corner[:, 0]] | hit[corner[:, 1]] | hit[corner[:, 2]])
             return np.concatenate([self.boxes(tri), old.boxes(tri)])
         hn, bn = self.triangles()
         ho, bo = old.triangles()
@@ -190,6 +193,7 @@ class Damage:
             for (a, c), top in open_runs.items():  # runs that ended above this row
                 rects.append((a * t, top * t, min(c * t, w) - a * t, min(gy * t, h) - top * t))
             open_runs = still
+        rects = merge_rects(rects)
         if len(rects) > MAX_RECTS:
             xs0 = min(r[0] for r in rects)
             ys0 = min(r[1] for r in rects)
@@ -197,6 +201,28 @@ class Damage:
             ys1 = max(r[1] + r[3] for r in rects)
             rects = [(xs0, ys0, xs1 - xs0, ys1 - ys0)]
         return rects
+
+
+def merge_rects(rects: list[tuple[int, int, int, int]], pass_cost: int = PASS_COST) -> list:
+    """Join rectangles while one pass over their bounding box costs less than two passes: a pass
+    costs ``pass_cost`` pixels' worth of work (ImGui's draw lists sent again) plus its area."""
+    rects = list(rects)
+    while len(rects) > 1:
+        best = None
+        for i in range(len(rects)):
+            ax, ay, aw, ah = rects[i]
+            for j in range(i + 1, len(rects)):
+                bx, by, bw, bh = rects[j]
+                x0, y0 = min(ax, bx), min(ay, by)
+                x1, y1 = max(ax + aw, bx + bw), max(ay + ah, by + bh)
+                gain = aw * ah + bw * bh + pass_cost - (x1 - x0) * (y1 - y0)
+                if gain > 0 and (best is None or gain > best[0]):
+                    best = (gain, i, j, (x0, y0, x1 - x0, y1 - y0))
+        if best is None:
+            break
+        _, i, j, union = best
+        rects = [r for k, r in enumerate(rects) if k not in (i, j)] + [union]
+    return rects
 
 
 class Compositor:
