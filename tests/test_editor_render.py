@@ -43,7 +43,8 @@ def test_cpu_skinning_and_culling_draw_the_gpu_picture(ctx):
     asset = _demo()
     world = _pose(asset)
     images = {}
-    for name, options in (("gpu", {}), ("cpu", {"cpu_skinning": True}), ("cpu+cull", {"cpu_skinning": True, "cull": True})):
+    variants = (("gpu", {}), ("cpu", {"cpu_skinning": True}), ("cpu+cull", {"cpu_skinning": True, "cull": True}))
+    for name, options in variants:
         with Renderer(asset, 320, 240, samples=0, ctx=ctx, clip=asset.clip("walk"), **options) as r:
             images[name] = r.draw(world).astype(np.int32)
             images[name + " again"] = r.draw(_pose(asset, "walk", 0.6)).astype(np.int32)

@@ -1771,10 +1771,11 @@ def _key(imgui, name: str):
 
 def edit(model=None, clip: str | int | None = None, size=(1280, 720), *, samples: int = 4, frames: int | None = None,
          screenshot: str | None = None, script: str | list | None = None, autosave_seconds: float = AUTOSAVE_SECONDS,
-         log: Callable[[str], None] | None = None) -> EditorResult:
+         log: Callable[[str], None] | None = None, moving_scale: float = 0.5) -> EditorResult:
     """Open the editor on a model (a path; None: the built-in demo character, saved as ``demo.glb``
     in the current folder unless saved elsewhere). ``frames``/``screenshot``: run that many frames
-    and save the last one (tests, pictures); ``script``: scripted input (a JSON file or a list)."""
+    and save the last one (tests, pictures); ``script``: scripted input (a JSON file or a list);
+    ``moving_scale``: the 3D view's resolution while something moves (1.0: full, never soft)."""
     from ..render.output import parse_size
     from ..render.viewer import check_display
 
@@ -1807,7 +1808,8 @@ def edit(model=None, clip: str | int | None = None, size=(1280, 720), *, samples
             steps = list(script)
     if not (autosave_seconds >= 0):
         raise EditError(f"the autosave interval must be 0 or more seconds, got {autosave_seconds}")
-    with Editor(doc, (width, height), clip=index, samples=samples, autosave_seconds=autosave_seconds, log=log) as editor:
+    with Editor(doc, (width, height), clip=index, samples=samples, autosave_seconds=autosave_seconds, log=log,
+                moving_scale=moving_scale) as editor:
         if steps:
             editor.load_script(steps)
         return editor.run(frames=frames, screenshot=screenshot)

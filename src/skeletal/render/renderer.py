@@ -180,7 +180,8 @@ class Renderer:
         buffers = {
             "a_position": ctx.buffer(data.positions.tobytes(),
                                      dynamic=source.morph_positions is not None or self.cpu_skinning),
-            "a_normal": ctx.buffer(data.normals.tobytes(), dynamic=source.morph_normals is not None or self.cpu_skinning),
+            "a_normal": ctx.buffer(data.normals.tobytes(),
+                                   dynamic=source.morph_normals is not None or self.cpu_skinning),
             "a_uv": ctx.buffer(data.uv.tobytes()),
             "a_heat": ctx.buffer(np.zeros(data.vertex_count, np.float32).tobytes()),
         }
