@@ -505,7 +505,9 @@ class Editor(WindowApp):
         return expanded
 
     def _remember(self, label: str) -> None:
-        """Record the last widget's rectangle under ``label`` (script targets)."""
+        """Record the last widget's rectangle under ``label`` (script targets; only while a script runs)."""
+        if not self._script:
+            return
         imgui = self.imgui
         a, b = imgui.get_item_rect_min(), imgui.get_item_rect_max()
         self._item_rects[label] = (a.x, a.y, b.x - a.x, b.y - a.y)
