@@ -1,23 +1,28 @@
 """The editor window's frames on a software rasteriser: redraw only what changed.
 
 Why: on llvmpipe (Mesa's CPU rasteriser; 2 cores) every pixel Dear ImGui covers costs a textured,
-blended fragment, about 10 ms per full 1280x720 layer, while a framebuffer blit of the whole window
-costs about 0.3 ms. Most of an editor frame does not change from one frame to the next (panels,
-labels, the tree), so the window is composed in a persistent offscreen framebuffer, the *cache*:
+blended fragment, about 10 ms per full 1280x720 layer, and even a blit into the window is a shader
+pass (the window's rows run the other way), ~6 ms for the whole window. Most of an editor frame does
+not change from one frame to the next (panels, labels, the tree), and Mesa keeps the window's back
+buffer across swaps, so each frame draws over the last one:
 
-1. :class:`Damage` compares this frame's ImGui draw data with the last frame's, triangle by triangle
-   (a 64-bit hash of each triangle's vertices, colours, texture and clip rectangle, per draw list),
-   and marks the 32x32-pixel tiles where a triangle appeared or vanished;
+1. :class:`Damage` compares this frame's ImGui draw data with the last frame's, per draw list: when
+   only vertices moved or changed colour (same indices and commands: playback, scrubbing), the
+   triangles touching a changed vertex; otherwise the triangles that appeared or vanished (a 64-bit
+   hash of each triangle's corners, texture and clip rectangle); their boxes mark 32x32-pixel tiles,
+   joined into a few rectangles (:func:`merge_rects` weighs one more pass against the area);
 2. regions whose *texture* changed while their triangles did not (the 3D view, the dope sheet's key
-   layer) are added by the caller;
-3. :meth:`Compositor.compose` rebuilds each damaged rectangle from scratch in the cache: scissored
-   clear, the 3D view blitted back in (scaled, when it was drawn at a lower resolution), ImGui's
-   draw data drawn with every clip rectangle cut down to the damaged one (commands outside it are
-   skipped by ImGui's backend); then the cache is blitted to the window.
+   layer) are added by the caller; any change inside the 3D view redraws the view's rectangle;
+3. :meth:`Compositor.compose` rebuilds each rectangle from scratch in the back buffer: scissored
+   clear, the 3D view blitted in (scaled when it was drawn smaller), ImGui's draw data drawn with
+   every clip rectangle cut down to the rectangle (commands outside it are skipped by ImGui's
+   backend). The bottom-right pixel then gets the frame number, which the next frame reads back to
+   know that the back buffer was kept.
 
 Rebuilding a rectangle is idempotent, so overlapping rectangles are harmless. A new window size,
-an ImGui texture being created or updated, or more than :data:`MAX_RECTS` separate rectangles fall
-back to one rectangle (the whole window, or the changed tiles' bounding box).
+an ImGui texture being created or updated, a framebuffer scale other than 1 (HiDPI), or a back
+buffer that was not kept (see :meth:`Compositor._kept`) redraw the whole window; more than
+:data:`MAX_RECTS` rectangles become their bounding box.
 
 Contract of the draw data (imgui-bundle 1.93, Dear ImGui 1.92): ``ImDrawVert`` = float32 pos[2],
 uv[2], uint32 colour (20 bytes); ``ImDrawIdx`` = uint32; clip rectangles in window pixels (x0, y0,
@@ -37,6 +42,7 @@ from ..render.rawgl import gl_function
 
 TILE = 32
 MAX_RECTS = 8
+GIVE_UP = 30  # frames in a row without a kept back buffer before the check stops
 PASS_COST = 16384  # pixels: what one more redraw pass costs on llvmpipe, in area (measured ~0.4 ms)
 VERTEX = np.dtype([("pos", "<f4", (2,)), ("uv", "<f4", (2,)), ("col", "<u4")])  # ImDrawVert
 _rng = np.random.default_rng(20261125)
@@ -236,6 +242,7 @@ class Compositor:
         self.frame = 0
         self.last_rects: list[tuple[int, int, int, int]] = []
         self.redrawn_pixels = 0
+        self.misses = 0  # frames in a row whose back buffer was not kept
         self.kept_frames = 0  # frames drawn on top of the previous one (back buffer kept)
         self.full_frames = 0  # frames drawn whole (first, resized, buffer not kept, textures updating)
         u, i, f = ctypes.c_uint, ctypes.c_int, ctypes.c_float
@@ -255,10 +262,12 @@ class Compositor:
         """Whether the back buffer still holds the frame drawn last: a window's back buffer is undefined
         after a swap, but Mesa's software rasteriser keeps it. The bottom-right pixel carries the frame
         number (written by :meth:`compose`); it is read back here before anything is drawn."""
-        if self.frame == 0 or (w, h) != self.size:
+        if self.frame == 0 or (w, h) != self.size or self.misses >= GIVE_UP:
             return False
         px = self.ctx.screen.read(viewport=(w - 1, 0, 1, 1), components=3, alignment=1)
-        return tuple(px) == self._code(self.frame)
+        kept = tuple(px) == self._code(self.frame)
+        self.misses = 0 if kept else self.misses + 1  # a driver that never keeps it: stop asking (a read stalls)
+        return kept
 
     def compose(self, imgui, render_draw_data, size: tuple[int, int], *, view=None,
                 extra: list[tuple[float, float, float, float]] = (), full: bool = False) -> list:
@@ -273,7 +282,9 @@ class Compositor:
         boxes = self.damage.update(draw_data)
         textures = draw_data.textures
         busy = any(t.status != imgui.ImTextureStatus.ok for t in textures) if textures is not None else False
-        if full or busy or not self._kept(w, h):
+        scale = draw_data.framebuffer_scale
+        full = full or busy or (scale.x, scale.y) != (1.0, 1.0)  # damage is in ImGui units = pixels only at 1
+        if full or not self._kept(w, h):
             rects = [(0, 0, w, h)]
             self.full_frames += 1
         else:
