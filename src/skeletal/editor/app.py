@@ -75,7 +75,7 @@ SHORTCUTS = [
     ("C", "colliders on / off"),
     ("N", "snap keys and time to frames on / off"),
     ("Tab", "dope sheet / curve view"),
-    ("Escape", "clear the key selection"),
+    ("Escape", "clear the key selection; the gizmo back on the bone"),
     ("F1 or ?", "this help"),
     ("Ctrl+Q", "quit (asks to save unsaved changes)"),
     ("mouse", "left click: select a bone; right drag: orbit; middle drag: pan; wheel: zoom"),
