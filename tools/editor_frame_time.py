@@ -2,9 +2,12 @@
 
 Run under an X server (``xvfb-run python tools/editor_frame_time.py``): loads Mannequin.glb (65 skin
 joints) from ../shared/assets, gives it a clip with 100 LINEAR rotation keys on every joint, opens the
-editor at 1280x720 and times frames in three phases: playing (the 3D view re-rendered every frame,
-dope sheet showing the selected bone's channels), paused (panels only: the 3D view is cached), and
-playing with the curve view. Prints median / p90 frame times per phase (ms).
+editor at 1280x720 and times frames in four phases: playing (the 3D view re-rendered every frame,
+dope sheet showing the selected bone's channels), paused (nothing moves: nothing is redrawn), playing
+with the curve view, playing with the onion skin. Prints per phase the wall time's median / p90, the
+CPU time of all threads and of the main thread (ms), and the wall time's parts. ``--stages`` waits for
+the GL after the 3D view so that its GL work is counted in its part; ``--moving-scale`` sets the 3D
+view's resolution while playing (the editor's default 0.5).
 """
 
 from __future__ import annotations
