@@ -188,17 +188,18 @@ class Damage:
         np.add.at(diff, (y1, x0), -1)
         np.add.at(diff, (y1, x1), 1)
         dirty = diff.cumsum(0).cumsum(1)[:gh, :gw] > 0
-        rects, open_runs = [], {}
-        for gy in range(gh + 1):
-            row = dirty[gy] if gy < gh else np.zeros(gw, bool)
-            edges = np.flatnonzero(np.diff(np.r_[0, row.astype(np.int8), 0]))
-            runs = list(zip(edges[::2].tolist(), edges[1::2].tolist()))
-            still = {}
-            for run in runs:
-                still[run] = open_runs.pop(run, gy)
-            for (a, c), top in open_runs.items():  # runs that ended above this row
-                rects.append((a * t, top * t, min(c * t, w) - a * t, min(gy * t, h) - top * t))
-            open_runs = still
+        edge = np.diff(np.pad(dirty.astype(np.int8), ((0, 0), (1, 1))), axis=1)  # +1 run start, -1 run end
+        rows, starts = np.nonzero(edge == 1)
+        ends = np.nonzero(edge == -1)[1]  # same order: row by row, left to right
+        rects, open_runs = [], {}  # (a, c) -> (top row, last row) of a run continuing downwards
+        for gy, a, c in zip(rows.tolist(), starts.tolist(), ends.tolist()):
+            top, last = open_runs.get((a, c), (gy, gy - 1))
+            if last != gy - 1:  # the same columns again after a gap: a new rectangle
+                rects.append((a * t, top * t, min(c * t, w) - a * t, min((last + 1) * t, h) - top * t))
+                top = gy
+            open_runs[(a, c)] = (top, gy)
+        for (a, c), (top, last) in open_runs.items():
+            rects.append((a * t, top * t, min(c * t, w) - a * t, min((last + 1) * t, h) - top * t))
         rects = merge_rects(rects)
         if len(rects) > MAX_RECTS:
             xs0 = min(r[0] for r in rects)
