@@ -122,10 +122,15 @@ def test_dual_quaternions_round_trip_rotation_translation_and_scale():
     assert np.allclose(t, palette[:, :3, 3], atol=1e-10)
     assert non_rigid.tolist() == [i in (3, 4) for i in range(20)]
     packed = pack_dq_palette(palette)
-    assert packed.shape == (20, DQ_STRIDE) and packed[:, 20].tolist() == [float(i in (3, 4)) for i in range(20)]
+    assert packed.shape == (20, DQ_STRIDE) == (20, 16)  # qr, qd, (s00, s01, s02, s11), (s12, s22, scales, 0)
+    assert np.allclose(packed[:, :4], qr, atol=1e-7) and np.allclose(packed[:, 4:8], qd, atol=1e-6)
+    sym = s[:, [0, 0, 0, 1, 1, 2], [0, 1, 2, 1, 2, 2]]
+    assert np.allclose(packed[:, 8:14], sym, atol=1e-6) and not packed[:, 15].any()
+    assert packed[:, 14].tolist() == [float(i in (3, 4)) for i in range(20)]
     gpu = gpu_dq_palette(palette.astype(np.float32)[None])
     assert gpu.shape == (1, 20, 4, 4)
-    assert np.allclose(gpu[0, 3, 2], [1.5, 0, 0, 0.5], atol=1e-6) and np.allclose(gpu[0, 3, 3], [0, 2, 0, 0], atol=1e-6)
+    assert np.array_equal(gpu[0].reshape(20, 16), pack_dq_palette(palette.astype(np.float32)))  # one layout
+    assert np.allclose(gpu[0, 3, 2], [1.5, 0, 0, 0.5], atol=1e-6) and np.allclose(gpu[0, 3, 3], [0, 2, 1, 0], atol=1e-6)
 
 
 # -- analytic cases ----------------------------------------------------------------------------

@@ -282,6 +282,14 @@ class _Emit:
     def fma(self, x, y, z):
         return self.add(self.mul(x, y), z)
 
+    def tree_sum(self, terms):
+        """The sum of ``terms`` as a balanced tree (depth log2 n instead of a chain of n - 1 adds);
+        with contraction the leaf products fuse into multiply-adds."""
+        terms = list(terms)
+        while len(terms) > 1:
+            terms = [self.add(x, y) for x, y in zip(terms[::2], terms[1::2])] + terms[len(terms) - len(terms) % 2:]
+        return terms[0]
+
     def linear3(self, c0, c1, c2, x, y, z):
         return self.fma(c2, z, self.fma(c1, y, self.mul(c0, x)))
 
@@ -295,6 +303,61 @@ class _Emit:
             return self.add(self.shuf(a, c, even), self.shuf(a, c, [i + 1 for i in even]))
 
         return hadd(hadd(vecs[0], vecs[1]), hadd(vecs[2], vecs[3]))
+
+    def concat(self, parts):
+        """One 4-lane vector per vertex -> one vector, vertex g in lanes 4g .. 4g+3."""
+        return parts[0] if len(parts) == 1 else self.shuf(parts[0], parts[1], range(8))
+
+    def lanes_of(self, vec, pattern):
+        """The 4-lane ``pattern`` applied to each group of ``vec``."""
+        return self.shuf(vec, None, self.per_group(vec.type.count, pattern))
+
+    def yzx(self, c):
+        return self.lanes_of(c, [1, 2, 0, 3])
+
+    def cofactor(self, c0, c1, c2):
+        """Cofactor columns of the 3x3 matrix with columns c0, c1, c2 (lane 3 of each 0), unrotated:
+        ``yzx(x) = c1 x c2``, ``yzx(y) = c2 x c0``, ``yzx(z) = c0 x c1``, with each cross(a, b) =
+        yzx(a * yzx(b) - yzx(a) * b); so ``yzx(linear3(x, y, z, ...))`` is the cofactor times a vector
+        (combine first, rotate once). ``det(c0, c1, c2)`` is the 4-lane sum of ``det_terms(c0, x)``."""
+        y0, y1, y2 = self.yzx(c0), self.yzx(c1), self.yzx(c2)
+        cross_u = lambda a_, ya, b_, yb: self.sub(self.mul(a_, yb), self.mul(ya, b_))
+        return cross_u(c1, y1, c2, y2), cross_u(c2, y2, c0, y0), cross_u(c0, y0, c1, y1)
+
+    def det_terms(self, c0, x):
+        """det = c0 . (c1 x c2) = zxy(c0) . x, with x the first of :meth:`cofactor`'s columns."""
+        return self.mul(self.lanes_of(c0, [2, 0, 1, 3]), x)
+
+    def inverse_lengths(self, squares):
+        """``(sums, inv)``: per group, lane i of sums = the 4-lane sum of squares[i] (one in-group hadd
+        tree for up to 4 lengths), inv = 1/sqrt(sums), 0 where sums is not positive."""
+        b = self.b
+        sums = self.hsum(squares)
+        vt = sums.type
+        zero = ir.Constant(vt, [0.0] * vt.count)
+        sqrt = cgutils.get_or_insert_function(b.module, ir.FunctionType(vt, [vt]), f"llvm.sqrt.v{vt.count}f32")
+        inv = b.fdiv(ir.Constant(vt, [1.0] * vt.count), b.call(sqrt, [sums], fastmath=_FM), flags=_FM)
+        return sums, b.select(b.fcmp_ordered(">", sums, zero), inv, zero)  # zero length stays zero
+
+    def length_factor(self, inv, sums, lane, det_lane=None):
+        """inv's lane ``lane`` in every lane of its group; negated where sums' lane ``det_lane`` (a
+        determinant) is negative: a mirrored blend's normals flipped to keep them outward."""
+        b = self.b
+        factor = self.lanes_of(inv, [lane] * 4)
+        if det_lane is None:
+            return factor
+        zero = ir.Constant(inv.type, [0.0] * inv.type.count)
+        det = self.lanes_of(sums, [det_lane] * 4)
+        return b.select(b.fcmp_ordered("<", det, zero), b.fsub(zero, factor, flags=_FM), factor)
+
+    def load3(self, ptr):
+        """<4 x float> from 3 floats at ptr (lane 3 = 0; the memory after them is not read)."""
+        b = self.b
+        m = ir.Constant(ir.VectorType(_I1, 4), [1, 1, 1, 0])
+        fnty = ir.FunctionType(_vec(4), [_vec(4).as_pointer(), _I32, m.type, _vec(4)])
+        fn = cgutils.get_or_insert_function(b.module, fnty, "llvm.masked.load.v4f32.p0")
+        return b.call(fn, [b.bitcast(ptr, _vec(4).as_pointer()), ir.Constant(_I32, 4), m,
+                           ir.Constant(_vec(4), [0.0] * 4)])
 
     def store3(self, vec4, ptr):
         """Lanes 0..2 of a <4 x float> to ptr; lane 3's memory is not touched (masked store)."""
@@ -333,16 +396,105 @@ class _Rows:
         return self.b.load(self.ptr(row, i), align=self.itemsize)
 
 
+class _Influences:
+    """The joints/weights arguments (A[1], A[2]) of a chunk kernel: rows, joint indices (clamped to the
+    palette's last entry when ``clamp``), weights. ``k_const``: K when unrolled, else None."""
+
+    def __init__(self, context, b, A, args, palette_rows, k_const, clamp: bool):
+        self.b = b
+        self.jnt, self.wgt = (_Rows(context, b, A[i], args[i], k_const) for i in (1, 2))
+        self.signed = A[1].dtype.signed
+        self.jmax = b.sub(palette_rows, ir.Constant(_I64, 1))
+        self.clamp = clamp
+
+    def rows(self, v):
+        return self.jnt.row(v), self.wgt.row(v)
+
+    def joint(self, jrow, k):
+        """Influence k's joint index as i64."""
+        b = self.b
+        j = self.jnt.load(jrow, k)
+        j = b.sext(j, _I64) if self.signed else b.zext(j, _I64)
+        if self.clamp:  # negative or too large: the last joint (without: the palette covers every index)
+            j = b.select(b.icmp_unsigned("<=", j, self.jmax), j, self.jmax)
+        return j
+
+    def weight(self, wrow, k):
+        return self.wgt.load(wrow, k)
+
+
+def _store_rows(context, b, e, A, args, i, vec, verts) -> None:
+    """Lanes 0..2 of each vertex's group of ``vec`` into output argument i (7: normals, 8: tangents,
+    whose w is copied from the input tangents; else positions)."""
+    dst = _Rows(context, b, A[i], args[i], 4 if i == 8 else 3)
+    for g, v in enumerate(verts):
+        e.store3(vec if len(verts) == 1 else e.shuf(vec, None, range(4 * g, 4 * g + 4)), dst.ptr(dst.row(v), 0))
+    if i == 8:  # tangent w (handedness) is copied
+        src = _Rows(context, b, A[5], args[5], 4)
+        for v in verts:
+            b.store(src.load(src.row(v), 3), dst.ptr(dst.row(v), 3), align=4)
+
+
+def _run_interleaved(steps) -> None:
+    """Drive emitters round-robin: each ``yield`` of a generator hands the builder to the next, so that
+    independent vertex groups' instructions sit side by side (instruction-level parallelism for the
+    out-of-order core: one group's dependency chain is longer than the reorder window covers)."""
+    steps = [s for s in steps if s is not None]
+    while steps:
+        steps = [s for s in steps if next(s, StopIteration) is not StopIteration]
+
+
+def _chunk_codegen(emit, pairs: int = 1):
+    """The codegen of a chunk kernel (arguments: palette, joints, weights, positions, normals, tangents,
+    their three outputs, chunk index, kspec, ...): vertices ``chunk * CHUNK`` .. ``+ CHUNK`` (clipped),
+    two at a time, then the odd one, each step ``emit(context, b, A, args, v0, n_influences, k_const,
+    n_vert)``. ``kspec`` (A[10]) a tuple of K zeros: K unrolled (k_const = K); None: K looped.
+    ``pairs`` > 1: that many pairs per loop step, interleaved (``emit`` is then a generator yielding
+    between its stages; see :func:`_run_interleaved`), the remaining pairs one at a time."""
+
+    def codegen(context, b, signature, args):
+        A = signature.args
+        k_const = len(A[10]) if isinstance(A[10], types.BaseTuple) else None
+        n = _Rows(context, b, A[3], args[3], 3).shape[0]
+        if k_const is None:
+            kk = _Rows(context, b, A[1], args[1]).shape[1]
+        else:
+            kk = ir.Constant(_I64, k_const)
+        chunk_index = context.cast(b, args[9], A[9], types.int64)
+        lo = b.mul(chunk_index, ir.Constant(_I64, CHUNK))
+        hi = b.add(lo, ir.Constant(_I64, CHUNK))
+        hi = b.select(b.icmp_signed("<", hi, n), hi, n)
+        count = b.sub(hi, lo)
+        if pairs == 1:
+            with cgutils.for_range(b, b.ashr(count, ir.Constant(_I64, 1))) as loop:
+                v = b.add(lo, b.shl(loop.index, ir.Constant(_I64, 1)))
+                _run_interleaved([emit(context, b, A, args, v, kk, k_const, 2)])
+        else:
+            step = ir.Constant(_I64, 2 * pairs)
+            steps = b.sdiv(count, step)
+            with cgutils.for_range(b, steps) as loop:
+                v = b.add(lo, b.mul(loop.index, step))
+                _run_interleaved([emit(context, b, A, args, b.add(v, ir.Constant(_I64, 2 * i)), kk, k_const, 2)
+                                  for i in range(pairs)])
+            done = b.add(lo, b.mul(steps, step))
+            with cgutils.for_range(b, b.ashr(b.sub(hi, done), ir.Constant(_I64, 1))) as loop:
+                _run_interleaved([emit(context, b, A, args, b.add(done, b.shl(loop.index, ir.Constant(_I64, 1))),
+                                       kk, k_const, 2)])
+        with b.if_then(b.icmp_signed("!=", b.and_(count, ir.Constant(_I64, 1)), ir.Constant(_I64, 0))):
+            _run_interleaved([emit(context, b, A, args, b.sub(hi, ir.Constant(_I64, 1)), kk, k_const, 1)])
+        return context.get_dummy_value()
+
+    return codegen
+
+
 def _emit_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: int, linear: bool, clamp: bool) -> None:
     """IR skinning vertices v0 .. v0 + n_vert - 1 (n_vert 1 or 2). A/args: the kernel's argument types
     and values (palette, joints, weights, positions, normals, tangents, their three outputs)."""
     do_n = not isinstance(A[4], types.NoneType)
     do_t = not isinstance(A[5], types.NoneType)
-    lanes = 4 * n_vert
     e = _Emit(b)
     pal = _Rows(context, b, A[0], args[0], 16)
-    jnt, wgt = (_Rows(context, b, A[i], args[i], k_const) for i in (1, 2))
-    jmax = b.sub(pal.shape[0], ir.Constant(_I64, 1))
+    inf = _Influences(context, b, A, args, pal.shape[0], k_const, clamp)
     pdata = b.bitcast(pal.data, _vec(8).as_pointer())
     verts = [b.add(v0, ir.Constant(_I64, i)) for i in range(n_vert)]
 
@@ -351,13 +503,10 @@ def _emit_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: int, 
     for v in verts:
         lo_ptr = cgutils.alloca_once_value(b, ir.Constant(_vec(8), None))
         hi_ptr = cgutils.alloca_once_value(b, ir.Constant(_vec(8), None))
-        jrow, wrow = jnt.row(v), wgt.row(v)
+        jrow, wrow = inf.rows(v)
         with cgutils.for_range(b, n_influences) as loop:
-            j = jnt.load(jrow, loop.index)
-            j = b.sext(j, _I64) if A[1].dtype.signed else b.zext(j, _I64)
-            if clamp:  # negative or too large: the last joint (without: the palette covers every index)
-                j = b.select(b.icmp_unsigned("<=", j, jmax), j, jmax)
-            w = e.splat(wgt.load(wrow, loop.index), 8)
+            j = inf.joint(jrow, loop.index)
+            w = e.splat(inf.weight(wrow, loop.index), 8)
             at = b.mul(j, ir.Constant(_I64, 2))
             m_lo = b.load(b.gep(pdata, [at]), align=4)
             m_hi = b.load(b.gep(pdata, [b.add(at, ir.Constant(_I64, 1))]), align=4)
@@ -378,9 +527,7 @@ def _emit_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: int, 
         return [e.groups([src.load(src.row(v), c) for v in verts]) for c in range(3)]
 
     def store_xyz(i, vec):
-        dst = _Rows(context, b, A[i], args[i], 4 if i == 8 else 3)
-        for g, v in enumerate(verts):
-            e.store3(vec if n_vert == 1 else e.shuf(vec, None, range(4 * g, 4 * g + 4)), dst.ptr(dst.row(v), 0))
+        _store_rows(context, b, e, A, args, i, vec, verts)
 
     # 2. Positions.
     x, y, z = load_xyz(3)
@@ -394,18 +541,14 @@ def _emit_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: int, 
             r = e.linear3(c0, c1, c2, nx, ny, nz)
             squares.append(e.mul(r, r))
         else:
-            # Cofactor columns (c1 x c2, c2 x c0, c0 x c1), each cross(a, b) = yzx(a * yzx(b) - yzx(a) * b):
-            # combine the unrotated parts first and rotate once. Padding lanes are 0, so 4-lane sums
+            # Cofactor columns, rotated once after the product. Padding lanes are 0, so 4-lane sums
             # are the 3-lane dot products.
-            yzx = lambda c: e.shuf(c, None, e.per_group(lanes, [1, 2, 0, 3]))
-            y0, y1, y2 = yzx(c0), yzx(c1), yzx(c2)
-            cross_u = lambda a_, ya, b_, yb: e.sub(e.mul(a_, yb), e.mul(ya, b_))
-            xu, yu, zu = cross_u(c1, y1, c2, y2), cross_u(c2, y2, c0, y0), cross_u(c0, y0, c1, y1)
+            xu, yu, zu = e.cofactor(c0, c1, c2)
             ru = e.linear3(xu, yu, zu, nx, ny, nz)
             squares.append(e.mul(ru, ru))
-            det_lane = len(squares)  # det = c0 . (c1 x c2) = zxy(c0) . xu
-            squares.append(e.mul(e.shuf(c0, None, e.per_group(lanes, [2, 0, 1, 3])), xu))
-            r = yzx(ru)
+            det_lane = len(squares)
+            squares.append(e.det_terms(c0, xu))
+            r = e.yzx(ru)
         results.append((7, r, 0))
     if do_t:
         tx, ty, tz = load_xyz(5)
@@ -414,22 +557,9 @@ def _emit_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: int, 
         squares.append(e.mul(t, t))
     if not squares:
         return
-    sums = e.hsum(squares)
-    vt = _vec(lanes)
-    zero = ir.Constant(vt, [0.0] * lanes)
-    sqrt = cgutils.get_or_insert_function(b.module, ir.FunctionType(vt, [vt]), f"llvm.sqrt.v{lanes}f32")
-    inv = b.fdiv(ir.Constant(vt, [1.0] * lanes), b.call(sqrt, [sums], fastmath=_FM), flags=_FM)
-    inv = b.select(b.fcmp_ordered(">", sums, zero), inv, zero)  # zero-length stays zero
+    sums, inv = e.inverse_lengths(squares)
     for out, vec, lane in results:
-        scale = e.shuf(inv, None, e.per_group(lanes, [lane] * 4))
-        if out == 7 and det_lane is not None:  # mirrored blend (det < 0): flip to keep normals outward
-            det = e.shuf(sums, None, e.per_group(lanes, [det_lane] * 4))
-            scale = b.select(b.fcmp_ordered("<", det, zero), b.fsub(zero, scale, flags=_FM), scale)
-        store_xyz(out, e.mul(vec, scale))
-        if out == 8:  # tangent w (handedness) is copied
-            src, dst = _Rows(context, b, A[5], args[5], 4), _Rows(context, b, A[8], args[8], 4)
-            for v in verts:
-                b.store(src.load(src.row(v), 3), dst.ptr(dst.row(v), 3), align=4)
+        store_xyz(out, e.mul(vec, e.length_factor(inv, sums, lane, det_lane if out == 7 else None)))
 
 
 @intrinsic
@@ -445,30 +575,9 @@ def _skin_chunk(typingctx, palette, joints, weights, positions, normals, tangent
     """
     sig = types.void(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
                      out_tangents, chunk, kspec, linear, unclamped)
-    clamp = isinstance(unclamped, types.NoneType)
-    k_const = len(kspec) if isinstance(kspec, types.BaseTuple) else None
-    use_linear = not isinstance(linear, types.NoneType)
-
-    def codegen(context, b, signature, args):
-        A = signature.args
-        n = _Rows(context, b, A[3], args[3], 3).shape[0]
-        if k_const is None:
-            kk = _Rows(context, b, A[1], args[1]).shape[1]
-        else:
-            kk = ir.Constant(_I64, k_const)
-        chunk_index = context.cast(b, args[9], A[9], types.int64)
-        lo = b.mul(chunk_index, ir.Constant(_I64, CHUNK))
-        hi = b.add(lo, ir.Constant(_I64, CHUNK))
-        hi = b.select(b.icmp_signed("<", hi, n), hi, n)
-        count = b.sub(hi, lo)
-        with cgutils.for_range(b, b.ashr(count, ir.Constant(_I64, 1))) as loop:
-            v = b.add(lo, b.shl(loop.index, ir.Constant(_I64, 1)))
-            _emit_vertices(context, b, A, args, v, kk, k_const, 2, use_linear, clamp)
-        with b.if_then(b.icmp_signed("!=", b.and_(count, ir.Constant(_I64, 1)), ir.Constant(_I64, 0))):
-            _emit_vertices(context, b, A, args, b.sub(hi, ir.Constant(_I64, 1)), kk, k_const, 1, use_linear, clamp)
-        return context.get_dummy_value()
-
-    return sig, codegen
+    use_linear, clamp = not isinstance(linear, types.NoneType), isinstance(unclamped, types.NoneType)
+    return sig, _chunk_codegen(lambda context, b, A, args, v0, kk, k_const, n_vert: _emit_vertices(
+        context, b, A, args, v0, kk, k_const, n_vert, use_linear, clamp))
 
 
 @njit(cache=True, parallel=True, nogil=True)
@@ -520,10 +629,14 @@ _JOINT_DTYPES = (np.uint8, np.uint16, np.int32, np.int64)
 _scratch = threading.local()
 
 
-def _scratch_palette(rows: int) -> np.ndarray:
-    buf = getattr(_scratch, "palette", None)
+def _scratch_palette(rows: int, width: int = 16) -> np.ndarray:
+    """A per-thread float32 buffer of at least ``rows`` rows of ``width`` (one per width, reused)."""
+    buffers = getattr(_scratch, "palettes", None)
+    if buffers is None:
+        buffers = _scratch.palettes = {}
+    buf = buffers.get(width)
     if buf is None or len(buf) < rows:
-        buf = _scratch.palette = np.empty((max(rows, 256), 16), np.float32)
+        buf = buffers[width] = np.empty((max(rows, 256), width), np.float32)
     return buf
 
 
@@ -532,26 +645,28 @@ def _scratch_palette(rows: int) -> np.ndarray:
 PAD_MIN_VERTICES = 4096
 
 
-def _kernel_palette(palette: np.ndarray, joints: np.ndarray, n: int) -> tuple[np.ndarray, bool]:
-    """The packed palette the kernel reads, and whether joint indices must be clamped to it."""
-    packed_given = (palette.ndim == 2 and palette.shape[1] == 16 and palette.dtype == np.float32
+def _kernel_palette(palette: np.ndarray, joints: np.ndarray, n: int, width: int = 16,
+                    pack=None, packer: str = "pack_palette") -> tuple[np.ndarray, bool]:
+    """The packed palette a kernel reads (``width`` float32 per joint; ``pack(palette, out)`` packs a
+    (J, 3|4, 4) one, :func:`pack_palette` by default) and whether joint indices must be clamped to it."""
+    packed_given = (palette.ndim == 2 and palette.shape[1] == width and palette.dtype == np.float32
                     and palette.flags.c_contiguous)
     if not packed_given and not (palette.ndim == 3 and palette.shape[1:] in ((3, 4), (4, 4))):
-        raise SkeletalError(
-            f"palette must be packed (J, 16) float32 C-contiguous, or (J, 3, 4) / (J, 4, 4); got {palette.dtype} {palette.shape}"
-        )
+        raise SkeletalError(f"palette must be packed (J, {width}) float32 C-contiguous ({packer}), "
+                            f"or (J, 3, 4) / (J, 4, 4); got {palette.dtype} {palette.shape}")
+    pack = pack or pack_palette
     j = palette.shape[0]
     if j == 0:
         raise SkeletalError("palette has no joints")
     if joints.dtype != np.uint8 or n < PAD_MIN_VERTICES:
-        return (palette if packed_given else pack_palette(palette, _scratch_palette(j)[:j])), True
+        return (palette if packed_given else pack(palette, _scratch_palette(j, width)[:j])), True
     if packed_given and j >= 256:
         return palette, False
-    buf = _scratch_palette(256)
+    buf = _scratch_palette(max(j, 256), width)
     if packed_given:
         buf[:j] = palette
     else:
-        pack_palette(palette, buf[:j])
+        pack(palette, buf[:j])
     buf[j:256] = buf[j - 1]
     return buf[: max(j, 256)], False
 
@@ -564,11 +679,36 @@ def _check_rows(name: str, a, n: int | None, width: int, *, out: bool = False) -
     if a.ndim != 2 or a.shape[1] != width or (n is not None and a.shape[0] != n):
         want = f"({n if n is not None else 'V'}, {width})"
         raise SkeletalError(f"{name} must have shape {want}, got {a.shape}")
-    if a.shape[0] and (a.strides[1] != 4 or a.strides[0] <= 0):
+    if a.shape[0] and (a.strides[1] != 4 or a.strides[0] < 4):
         raise SkeletalError(f"{name}: each row's {width} values must be contiguous (got strides {a.strides})")
     if out and not a.flags.writeable:
         raise SkeletalError(f"{name} is read-only")
     return a
+
+
+def _check_skin_args(joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents) -> None:
+    """The argument contract shared by :func:`skin_into` and :func:`skeletal.skin_dq.skin_dq_into`."""
+    positions = _check_rows("positions", positions, None, 3)
+    n = positions.shape[0]
+    if not isinstance(joints, np.ndarray) or joints.ndim != 2 or joints.shape[0] != n:
+        raise SkeletalError(f"joints must be ({n}, K), got {getattr(joints, 'shape', type(joints).__name__)}")
+    if joints.dtype not in _JOINT_DTYPES:
+        raise SkeletalError(f"joints must be uint8, uint16, int32 or int64, got {joints.dtype}")
+    k = joints.shape[1]
+    if k == 0:
+        raise SkeletalError("joints has no influences (K = 0)")
+    _check_rows("weights", weights, n, k)
+    if joints.shape[0] and joints.strides[1] != joints.itemsize:
+        raise SkeletalError("joints: each row must be contiguous")
+    _check_rows("out_positions", out_positions, n, 3, out=True)
+    for name, given, out, width in (("normals", normals, out_normals, 3), ("tangents", tangents, out_tangents, 4)):
+        if given is not None:
+            _check_rows(name, given, n, width)
+            if out is None:
+                raise SkeletalError(f"{name} given without out_{name}")
+            _check_rows(f"out_{name}", out, n, width, out=True)
+        elif out is not None:
+            raise SkeletalError(f"out_{name} given without {name}")
 
 
 def skin_into(
@@ -599,35 +739,9 @@ def skin_into(
     """
     if normal_transform not in ("cofactor", "linear"):
         raise SkeletalError(f"normal_transform must be 'cofactor' or 'linear', got {normal_transform!r}")
-    palette = np.asarray(palette)
-    positions = _check_rows("positions", positions, None, 3)
-    n = positions.shape[0]
-    if not isinstance(joints, np.ndarray) or joints.ndim != 2 or joints.shape[0] != n:
-        raise SkeletalError(f"joints must be ({n}, K), got {getattr(joints, 'shape', type(joints).__name__)}")
-    if joints.dtype not in _JOINT_DTYPES:
-        raise SkeletalError(f"joints must be uint8, uint16, int32 or int64, got {joints.dtype}")
-    k = joints.shape[1]
-    if k == 0:
-        raise SkeletalError("joints has no influences (K = 0)")
-    _check_rows("weights", weights, n, k)
-    if joints.shape[0] and joints.strides[1] != joints.itemsize:
-        raise SkeletalError("joints: each row must be contiguous")
-    _check_rows("out_positions", out_positions, n, 3, out=True)
-    if normals is not None:
-        _check_rows("normals", normals, n, 3)
-        if out_normals is None:
-            raise SkeletalError("normals given without out_normals")
-        _check_rows("out_normals", out_normals, n, 3, out=True)
-    elif out_normals is not None:
-        raise SkeletalError("out_normals given without normals")
-    if tangents is not None:
-        _check_rows("tangents", tangents, n, 4)
-        if out_tangents is None:
-            raise SkeletalError("tangents given without out_tangents")
-        _check_rows("out_tangents", out_tangents, n, 4, out=True)
-    elif out_tangents is not None:
-        raise SkeletalError("out_tangents given without tangents")
-    packed, clamp = _kernel_palette(palette, joints, n)
+    _check_skin_args(joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents)
+    n, k = joints.shape
+    packed, clamp = _kernel_palette(np.asarray(palette), joints, n)
     if n:
         _skin_fast(packed, joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents,
                    _UNROLLED.get(k), None if normal_transform == "cofactor" else True, None if clamp else True)

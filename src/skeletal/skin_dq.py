@@ -32,7 +32,9 @@ Two implementations, as for LBS:
   contract as :func:`skeletal.skin.skin_into` (uint8/uint16/int32/int64 joints, strided rows,
   in-place allowed), LLVM IR code per influence count (1, 2, 4, 8 unrolled, any K looped), two
   vertices per 8-lane vector, parallel over chunks. The palette is converted once per call
-  (:func:`pack_dq_palette`: J polar decompositions and quaternions), or given packed.
+  (:func:`pack_dq_palette`: J polar decompositions and quaternions), or given packed. It shares its
+  machinery with :mod:`skeletal.skin` (argument checks, palette padding for uint8 joints, the chunk
+  loop, joint/weight access, cofactor and normalisation emitters, row stores).
 
 >>> import numpy as np
 >>> palette = np.eye(4)[None].repeat(2, 0); palette[1, 0, 3] = 2.0   # joint 1 moves 2 along x
@@ -40,17 +42,40 @@ Two implementations, as for LBS:
 >>> np.round(p, 6).tolist()
 [[1.0, 0.0, 0.0]]
 
-Packed layout (:func:`pack_dq_palette`): (J, 32) float32 per joint (128 bytes, so a joint's index
-times 128 is its address): ``qr`` (4), ``qd`` (4), the three columns of S each padded to 4 lanes
-(12), ``[non_rigid, 0, 0, 0]``, then 8 zeros. The GPU palette (:func:`gpu_dq_palette`) is
-(..., J, 4, 4): rows ``qr``, ``qd``, ``(s00, s01, s02, s11)``, ``(s12, s22, 0, 0)`` (S symmetrised).
+Packed layout, one for the CPU and the GPU: 16 float32 per joint (64 bytes, one cache line), four
+quads ``qr``, ``qd``, ``(s00, s01, s02, s11)``, ``(s12, s22, scales, 0)`` with S symmetrised (six
+numbers hold it) and ``scales`` 1 where the joint's S is off the identity (read by
+:func:`skin_dq_into` to pick the kernel, by nothing else). :func:`pack_dq_palette` gives (J, 16),
+:func:`gpu_dq_palette` (..., J, 4, 4) (four vec4 rows per joint).
 
-Speed (``skeletal bench``, rows from :mod:`skeletal.bench_dq`; 100k vertices, 4 influences, positions
-+ normals, one thread, the same run's ``skin_into`` as baseline): 0.66x LBS with a rigid palette,
-0.60x with scaled joints, on a 2-vCPU VM shared with other jobs. The rigid loop is about 200
-instructions per pair of vertices against LBS's 155: DQS blends 8 floats per influence instead of
-12, but pays for the pivot, the hemisphere signs (four dot products by in-group hadds, their sign
-bits xor-ed into the weights) and two quaternion rotations per vertex.
+The fast kernel, and the measurements that shaped it (2-vCPU AMD EPYC VM, AVX2; 100k vertices, 4
+influences, positions + normals, one thread, ratios to ``skin_into`` interleaved in the same run):
+
+* One 4-lane group per vertex throughout (lanes 0-3 the first vertex of a pair, 4-7 the second):
+  influence k's ``qr`` and ``qd`` of both vertices load into one 8-lane vector each, so the blend
+  needs no regrouping and each weight's broadcast stays inside its 128-bit group (one in-lane
+  shuffle, where a cross-lane broadcast per weight per vertex cost more).
+* The pivot (largest weight) is found by a tournament in vector registers: pairs of influences
+  compared, the later winning only when strictly larger, quaternions selected with blends (log2 K
+  levels; no index arithmetic, no extra load). The earlier compare-and-select chain on joint
+  addresses cost about 0.12 of LBS throughput; with the tournament, taking influence 0 as the pivot
+  measured no faster, so the largest-weight rule stays (influence 0 is used for K <= 2, where any
+  pivot gives the same transform).
+* Hemisphere signs: the four dot products with the pivot by in-group hadds, their sign bits
+  xor-ed into the weights (no compares, no branches); blends summed as trees, not chains.
+* The loop is bound by its dependency chain (loads, pivot, signs, blend, |q|^2, rsqrt, rotation)
+  more than by instruction count: two pairs are emitted interleaved per step (the emitter yields
+  between stages, :func:`skeletal.skin._run_interleaved`), worth about 0.05 of LBS throughput.
+* Inputs are read with plain 16-byte loads (a pair's first vertex reads the 4 bytes before the
+  second's row ends, the second reads from 4 bytes before its row): masked loads cost 0.10-0.15.
+* S is blended per vertex as one 8-lane row straight from memory (fewer live registers than the
+  pair layout, which spilled with two pairs in flight).
+
+Speed (``skeletal bench``, rows from :mod:`skeletal.bench_dq`, per frame: pack the palette, skin;
+one thread, CPU time, load average 2.6-3.0 from other jobs): rigid palette 0.90x LBS (six runs
+0.87-0.91), scaled palette 0.71-0.74x (six runs 0.70-0.75), up from 0.62-0.70x / 0.56-0.61x for the
+previous kernel run alternately with them. LBS's machine code is unchanged by the shared helpers (compared after
+assembly). See the README's performance table.
 """
 
 from __future__ import annotations
@@ -62,14 +87,14 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from .errors import SkeletalError
-from .skin import CHUNK, PAD_MIN_VERTICES, _F32, _FM, _I32, _I64, _JOINT_DTYPES, _UNROLLED, _Emit, _Rows, \
-    _check_rows, _vec
+from .skin import CHUNK, _I32, _I64, _UNROLLED, _chunk_codegen, _check_skin_args, _Emit, _Influences, \
+    _kernel_palette, _Rows, _store_rows, _vec
 
 #: A joint whose S differs from the identity by at most this (max abs element) counts as rigid.
 #: Float32 inverse-bind matrices of real models are orthonormal to about 1e-6.
 RIGID_TOLERANCE = 1e-5
 #: float32 values per joint in the packed CPU palette
-DQ_STRIDE = 32
+DQ_STRIDE = 16
 #: vec4 rows per joint in the GPU palette
 GPU_ROWS = 4
 
@@ -81,15 +106,16 @@ GPU_ROWS = 4
 @njit(cache=True, nogil=True)
 def _polar(a, r, s):
     """a (3, 3) float64 -> r (proper rotation) and s = r^T a. Scaled Newton iteration for the polar
-    factor (Higham): X <- (g X + X^-T / g) / 2, on -a when det(a) < 0 so that r stays a rotation."""
+    factor (Higham): X <- (g X + X^-T / g) / 2, on -a when det(a) < 0 so that r stays a rotation.
+    X is iterated in r, with s as scratch (no allocation: this runs per joint per frame)."""
     det = (a[0, 0] * (a[1, 1] * a[2, 2] - a[1, 2] * a[2, 1]) - a[0, 1] * (a[1, 0] * a[2, 2] - a[1, 2] * a[2, 0])
            + a[0, 2] * (a[1, 0] * a[2, 1] - a[1, 1] * a[2, 0]))
     sign = 1.0 if det >= 0.0 else -1.0
-    x = np.empty((3, 3))
+    x = r
+    cof = s
     for i in range(3):
         for j in range(3):
             x[i, j] = sign * a[i, j]
-    cof = np.empty((3, 3))
     for _ in range(40):
         # cofactor matrix = det * inverse^T
         cof[0, 0] = x[1, 1] * x[2, 2] - x[1, 2] * x[2, 1]
@@ -106,23 +132,22 @@ def _polar(a, r, s):
             break  # singular: keep what we have (orthonormalised below)
         nx = 0.0
         ni = 0.0
+        inv_d = 1.0 / d
         for i in range(3):
             for j in range(3):
-                cof[i, j] /= d  # inverse transpose
+                cof[i, j] *= inv_d  # inverse transpose
                 nx += x[i, j] * x[i, j]
                 ni += cof[i, j] * cof[i, j]
         g = np.sqrt(np.sqrt(ni / nx))
+        inv_g = 1.0 / g
         change = 0.0
         for i in range(3):
             for j in range(3):
-                v = 0.5 * (g * x[i, j] + cof[i, j] / g)
+                v = 0.5 * (g * x[i, j] + cof[i, j] * inv_g)
                 change = max(change, abs(v - x[i, j]))
                 x[i, j] = v
-        if change < 1e-15:
+        if change < 1e-9:  # quadratic convergence: the error after this step is about change**2
             break
-    for i in range(3):
-        for j in range(3):
-            r[i, j] = x[i, j]
     for i in range(3):
         for j in range(3):
             s[i, j] = r[0, i] * a[0, j] + r[1, i] * a[1, j] + r[2, i] * a[2, j]
@@ -162,36 +187,38 @@ def _quat_from_rotation(r, q):
 
 
 @njit(cache=True, nogil=True)
+def _dq_joint(m, a, r, s, q, qd):
+    """One palette matrix m (R, 4) -> q (unit rotation quaternion, w >= 0), qd (its dual part) and
+    s = R^T A (3, 3); a, r are (3, 3) scratch. Returns whether s is farther than RIGID_TOLERANCE
+    from the identity."""
+    for i in range(3):
+        for j in range(3):
+            a[i, j] = m[i, j]
+    _polar(a, r, s)
+    _quat_from_rotation(r, q)
+    if q[3] < 0.0:  # canonical sign (w >= 0); blending flips per vertex anyway (see the pivot)
+        for i in range(4):
+            q[i] = -q[i]
+    tx, ty, tz = np.float64(m[0, 3]), np.float64(m[1, 3]), np.float64(m[2, 3])
+    # qd = 0.5 * (t, 0) * q
+    qd[0] = 0.5 * (tx * q[3] + ty * q[2] - tz * q[1])
+    qd[1] = 0.5 * (-tx * q[2] + ty * q[3] + tz * q[0])
+    qd[2] = 0.5 * (tx * q[1] - ty * q[0] + tz * q[3])
+    qd[3] = -0.5 * (tx * q[0] + ty * q[1] + tz * q[2])
+    off = 0.0
+    for i in range(3):
+        for j in range(3):
+            off = max(off, abs(s[i, j] - (1.0 if i == j else 0.0)))
+    return off > RIGID_TOLERANCE
+
+
+@njit(cache=True, nogil=True)
 def _dq_convert(palette, qr, qd, scale, non_rigid):
     """palette (N, R, 4) -> qr, qd (N, 4), scale (N, 3, 3) float64, non_rigid (N,) bool."""
     a = np.empty((3, 3))
     r = np.empty((3, 3))
-    s = np.empty((3, 3))
-    q = np.empty(4)
     for n in range(palette.shape[0]):
-        m = palette[n]
-        for i in range(3):
-            for j in range(3):
-                a[i, j] = m[i, j]
-        _polar(a, r, s)
-        _quat_from_rotation(r, q)
-        if q[3] < 0.0:  # canonical sign (w >= 0); blending flips per vertex anyway (see the pivot)
-            for i in range(4):
-                q[i] = -q[i]
-        tx, ty, tz = np.float64(m[0, 3]), np.float64(m[1, 3]), np.float64(m[2, 3])
-        # qd = 0.5 * (t, 0) * q
-        qd[n, 0] = 0.5 * (tx * q[3] + ty * q[2] - tz * q[1])
-        qd[n, 1] = 0.5 * (-tx * q[2] + ty * q[3] + tz * q[0])
-        qd[n, 2] = 0.5 * (tx * q[1] - ty * q[0] + tz * q[3])
-        qd[n, 3] = -0.5 * (tx * q[0] + ty * q[1] + tz * q[2])
-        off = 0.0
-        for i in range(4):
-            qr[n, i] = q[i]
-        for i in range(3):
-            for j in range(3):
-                scale[n, i, j] = s[i, j]
-                off = max(off, abs(s[i, j] - (1.0 if i == j else 0.0)))
-        non_rigid[n] = off > RIGID_TOLERANCE
+        non_rigid[n] = _dq_joint(palette[n], a, r, scale[n], qr[n], qd[n])
 
 
 def dual_quaternions(palette: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -205,100 +232,82 @@ def dual_quaternions(palette: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nd
     >>> qr[0].tolist(), (2 * qd[0]).tolist(), bool(nr[0])
     ([0.0, 0.0, 0.0, 1.0], [0.5, 1.0, 1.5, 0.0], False)
     """
-    palette = np.asarray(palette)
-    if palette.ndim < 3 or palette.shape[-2] not in (3, 4) or palette.shape[-1] != 4 or palette.dtype.kind != "f":
-        raise SkeletalError(f"palette must be float (..., J, 4, 4) or (..., J, 3, 4), got {palette.dtype} {palette.shape}")
-    lead = palette.shape[:-2]
-    flat = np.ascontiguousarray(palette.reshape((-1,) + palette.shape[-2:]))
+    flat, lead = _flat_palette(palette)
+    if not np.all(np.isfinite(flat[:, :3])):
+        raise SkeletalError("palette has non-finite values")
     n = len(flat)
     qr, qd = np.empty((n, 4)), np.empty((n, 4))
     scale, non_rigid = np.empty((n, 3, 3)), np.empty(n, np.bool_)
-    if not np.all(np.isfinite(flat[:, :3])):
-        raise SkeletalError("palette has non-finite values")
     _dq_convert(flat, qr, qd, scale, non_rigid)
     return qr.reshape(lead + (4,)), qd.reshape(lead + (4,)), scale.reshape(lead + (3, 3)), non_rigid.reshape(lead)
 
 
+def _flat_palette(palette) -> tuple[np.ndarray, tuple]:
+    """(..., J, R, 4) float palette -> C-contiguous (N, R, 4) and the leading shape (shape checked)."""
+    palette = np.asarray(palette)
+    if palette.ndim < 3 or palette.shape[-2] not in (3, 4) or palette.shape[-1] != 4 or palette.dtype.kind != "f":
+        raise SkeletalError(f"palette must be float (..., J, 4, 4) or (..., J, 3, 4), got {palette.dtype} {palette.shape}")
+    return np.ascontiguousarray(palette.reshape((-1,) + palette.shape[-2:])), palette.shape[:-2]
+
+
 @njit(cache=True, nogil=True)
 def _pack_dq(palette, out):
-    """palette (N, R, 4) -> out (N, 24) float32 (see the module docstring's packed layout)."""
-    n = palette.shape[0]
-    qr = np.empty((n, 4))
-    qd = np.empty((n, 4))
-    scale = np.empty((n, 3, 3))
-    non_rigid = np.empty(n, np.bool_)
-    _dq_convert(palette, qr, qd, scale, non_rigid)
-    for i in range(n):
+    """palette (N, R, 4) -> out (N, 16) float32: qr, qd, (s00, s01, s02, s11), (s12, s22, scales, 0),
+    S symmetrised (it is symmetric up to rounding: S = R^T A for the polar R); ``scales`` 1 where S is
+    off the identity (by more than RIGID_TOLERANCE), else 0. Returns whether any joint scales."""
+    a = np.empty((3, 3))
+    r = np.empty((3, 3))
+    s = np.empty((3, 3))
+    q = np.empty(4)
+    qd = np.empty(4)
+    scales = False
+    for i in range(palette.shape[0]):
+        joint_scales = _dq_joint(palette[i], a, r, s, q, qd)
+        scales |= joint_scales
         o = out[i]
         for c in range(4):
-            o[c] = qr[i, c]
-            o[4 + c] = qd[i, c]
-        for c in range(3):
-            o[8 + 4 * c] = scale[i, 0, c]
-            o[9 + 4 * c] = scale[i, 1, c]
-            o[10 + 4 * c] = scale[i, 2, c]
-            o[11 + 4 * c] = 0.0
-        o[20] = 1.0 if non_rigid[i] else 0.0
-        for c in range(21, 32):
-            o[c] = 0.0
+            o[c] = q[c]
+            o[4 + c] = qd[c]
+        o[8] = s[0, 0]
+        o[9] = 0.5 * (s[0, 1] + s[1, 0])
+        o[10] = 0.5 * (s[0, 2] + s[2, 0])
+        o[11] = s[1, 1]
+        o[12] = 0.5 * (s[1, 2] + s[2, 1])
+        o[13] = s[2, 2]
+        o[14] = 1.0 if joint_scales else 0.0  # not read by the blend (nor the shaders): the kernel choice
+        o[15] = 0.0
+    return scales
+
+
+def _packed_out(out, shape) -> np.ndarray:
+    if out is None:
+        return np.empty(shape, np.float32)
+    if out.shape != shape or out.dtype != np.float32 or not out.flags.c_contiguous:
+        raise SkeletalError(f"out must be C-contiguous float32 {shape}, got {out.dtype} {out.shape}")
+    return out
 
 
 def pack_dq_palette(palette: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """Skin palette (J, 4, 4) / (J, 3, 4) row-major (any float dtype) -> the packed dual quaternion
-    palette (J, 24) float32 that :func:`skin_dq_into` reads (convert once per frame, into a reused
-    ``out``, when several meshes share a palette)."""
+    palette (J, 16) float32 that :func:`skin_dq_into` reads (convert once per frame, into a reused
+    ``out``, when several meshes share a palette). Layout: see the module docstring."""
     palette = np.asarray(palette)
-    if palette.ndim != 3 or palette.shape[1:] not in ((3, 4), (4, 4)) or palette.dtype.kind != "f":
+    if palette.ndim != 3:
         raise SkeletalError(f"palette must be float (J, 4, 4) or (J, 3, 4), got {palette.dtype} {palette.shape}")
-    shape = (palette.shape[0], DQ_STRIDE)
-    if out is None:
-        out = np.empty(shape, np.float32)
-    elif out.shape != shape or out.dtype != np.float32 or not out.flags.c_contiguous:
-        raise SkeletalError(f"out must be C-contiguous float32 {shape}, got {out.dtype} {out.shape}")
-    _pack_dq(palette, out)
+    flat, _ = _flat_palette(palette)
+    out = _packed_out(out, (palette.shape[0], DQ_STRIDE))
+    _pack_dq(flat, out)
     return out
-
-
-@njit(cache=True, nogil=True)
-def _gpu_pack(palette, out):
-    """palette (N, R, 4) -> out (N, 4, 4) float32 rows: qr, qd, (s00, s01, s02, s11), (s12, s22, 0, 0)
-    with S symmetrised (it is symmetric up to rounding: S = R^T A for the polar R)."""
-    n = palette.shape[0]
-    qr = np.empty((n, 4))
-    qd = np.empty((n, 4))
-    scale = np.empty((n, 3, 3))
-    non_rigid = np.empty(n, np.bool_)
-    _dq_convert(palette, qr, qd, scale, non_rigid)
-    for i in range(n):
-        o = out[i]
-        s = scale[i]
-        for c in range(4):
-            o[0, c] = qr[i, c]
-            o[1, c] = qd[i, c]
-        o[2, 0] = s[0, 0]
-        o[2, 1] = 0.5 * (s[0, 1] + s[1, 0])
-        o[2, 2] = 0.5 * (s[0, 2] + s[2, 0])
-        o[2, 3] = s[1, 1]
-        o[3, 0] = 0.5 * (s[1, 2] + s[2, 1])
-        o[3, 1] = s[2, 2]
-        o[3, 2] = 0.0
-        o[3, 3] = 0.0
 
 
 def gpu_dq_palette(palette: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """Skin palette (..., J, 3|4, 4) row-major -> the shaders' DQS palette (..., J, 4, 4) float32:
-    four vec4 rows per joint, ``qr``, ``qd``, ``(s00, s01, s02, s11)``, ``(s12, s22, 0, 0)`` (S is
-    symmetric, so six numbers hold it). See ``render/shaders/skinning.glsl``."""
-    palette = np.asarray(palette)
-    if palette.ndim < 3 or palette.shape[-2] not in (3, 4) or palette.shape[-1] != 4 or palette.dtype.kind != "f":
-        raise SkeletalError(f"palette must be float (..., J, 4, 4) or (..., J, 3, 4), got {palette.dtype} {palette.shape}")
-    shape = palette.shape[:-2] + (GPU_ROWS, 4)
-    if out is None:
-        out = np.empty(shape, np.float32)
-    elif out.shape != shape or out.dtype != np.float32 or not out.flags.c_contiguous:
-        raise SkeletalError(f"out must be C-contiguous float32 {shape}, got {out.dtype} {out.shape}")
-    flat = np.ascontiguousarray(palette.reshape((-1,) + palette.shape[-2:]))
-    _gpu_pack(flat, out.reshape((-1, GPU_ROWS, 4)))
+    four vec4 rows per joint, ``qr``, ``qd``, ``(s00, s01, s02, s11)``, ``(s12, s22, scales, 0)`` (S is
+    symmetric, so six numbers hold it): :func:`pack_dq_palette`'s layout. See
+    ``render/shaders/skinning.glsl``."""
+    flat, lead = _flat_palette(palette)
+    out = _packed_out(out, lead + (GPU_ROWS, 4))
+    _pack_dq(flat, out.reshape((-1, DQ_STRIDE)))
     return out
 
 
@@ -432,171 +441,190 @@ def skin_dq(
 # the fast path: float32 LLVM IR kernels (the machinery of skeletal.skin's fast path)
 
 
-def _masked_load3(b, ptr):
-    """<4 x float> from 3 floats at ptr (lane 3 = 0; the memory after them is not read)."""
-    m = ir.Constant(ir.VectorType(ir.IntType(1), 4), [1, 1, 1, 0])
-    fnty = ir.FunctionType(_vec(4), [_vec(4).as_pointer(), _I32, m.type, _vec(4)])
-    fn = cgutils.get_or_insert_function(b.module, fnty, "llvm.masked.load.v4f32.p0")
-    return b.call(fn, [b.bitcast(ptr, _vec(4).as_pointer()), ir.Constant(_I32, 4), m,
-                       ir.Constant(_vec(4), [0.0] * 4)])
-
-
 def _emit_dq_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: int, scaled: bool,
                       clamp: bool) -> None:
     """IR dual quaternion skinning of vertices v0 .. v0 + n_vert - 1 (n_vert 1 or 2); A/args: the
     kernel's argument types and values (packed palette, joints, weights, positions, normals,
-    tangents, their three outputs)."""
+    tangents, their three outputs).
+
+    Layout: one 4-lane group per vertex throughout (lanes 0-3 vertex a, 4-7 vertex b), so the blend
+    needs no regrouping and every per-influence broadcast stays inside a 128-bit group."""
     do_n = not isinstance(A[4], types.NoneType)
     do_t = not isinstance(A[5], types.NoneType)
     lanes = 4 * n_vert
     e = _Emit(b)
     pal = _Rows(context, b, A[0], args[0], DQ_STRIDE)
-    jnt, wgt = (_Rows(context, b, A[i], args[i], k_const) for i in (1, 2))
-    jmax = b.sub(pal.shape[0], ir.Constant(_I64, 1))
-    pdata = b.bitcast(pal.data, _vec(8).as_pointer())
+    inf = _Influences(context, b, A, args, pal.shape[0], k_const, clamp)
+    quads = b.bitcast(pal.data, _vec(4).as_pointer())  # joint j: quads 4j (qr), 4j+1 (qd), 4j+2, 4j+3 (S)
     verts = [b.add(v0, ir.Constant(_I64, i)) for i in range(n_vert)]
-    zero8 = ir.Constant(_vec(8), [0.0] * 8)
+    rows = [inf.rows(v) for v in verts]
 
     def record(jrow, k):
-        """Index (in 8-lane units) of influence k's packed joint."""
-        j = jnt.load(jrow, k)
-        j = b.sext(j, _I64) if A[1].dtype.signed else b.zext(j, _I64)
-        if clamp:
-            j = b.select(b.icmp_unsigned("<=", j, jmax), j, jmax)
-        return b.shl(j, ir.Constant(_I64, 2))  # DQ_STRIDE = 32 floats = 4 x 8 lanes
+        return b.shl(inf.joint(jrow, k), ir.Constant(_I64, 2))
 
-    def load8(at, extra=0):
-        if extra:
-            at = b.add(at, ir.Constant(_I64, extra))
-        return b.load(b.gep(pdata, [at]), align=4)
+    def quad(at, part):
+        return b.load(b.gep(quads, [b.add(at, ir.Constant(_I64, part)) if part else at]), align=4)
 
-    i8 = ir.VectorType(_I32, 8)
-    sign_bits = ir.Constant(i8, [-0x80000000] * 8)
+    def signed(w, dots):
+        """w with the sign bits of dots xor-ed in: negated where the dot product is negative."""
+        it = ir.VectorType(_I32, w.type.count)
+        flip = b.and_(b.bitcast(dots, it), ir.Constant(it, [-0x80000000] * w.type.count))
+        return b.bitcast(b.xor(b.bitcast(w, it), flip), w.type)
 
-    def signed(d, pivot, w):
-        """splat(w) (8 lanes), negated when d's rotation quaternion is in the other hemisphere from the
-        pivot's: the sign bit of their dot product xor-ed into w's, all in vector registers."""
-        m = e.mul(e.shuf(d, None, range(4)), e.shuf(pivot, None, range(4)))
-        h = e.add(m, e.shuf(m, None, [2, 3, 0, 1]))
-        dot = e.add(e.shuf(h, None, [0] * 8), e.shuf(h, None, [1] * 8))
-        flip = b.and_(b.bitcast(dot, i8), sign_bits)
-        return b.bitcast(b.xor(b.bitcast(e.splat(w, 8), i8), flip), _vec(8))
+    def pivot_record(at, jrow, wrow, count):
+        """The pivot's record: the influence with the largest weight, the first of equal ones (index
+        selects, no branches; unrolled when ``count`` is an int)."""
+        if isinstance(count, int):
+            best_at, best_w = at[0], inf.weight(wrow, 0)
+            for k in range(1, count):
+                w = inf.weight(wrow, k)
+                better = b.fcmp_ordered(">", w, best_w)
+                best_at, best_w = b.select(better, at[k], best_at), b.select(better, w, best_w)
+            return best_at
+        w_ptr = cgutils.alloca_once_value(b, inf.weight(wrow, 0))
+        at_ptr = cgutils.alloca_once_value(b, record(jrow, 0))
+        with cgutils.for_range(b, count) as loop:
+            w = inf.weight(wrow, loop.index)
+            better = b.fcmp_ordered(">", w, b.load(w_ptr))
+            b.store(b.select(better, w, b.load(w_ptr)), w_ptr)
+            b.store(b.select(better, record(jrow, loop.index), b.load(at_ptr)), at_ptr)
+        return b.load(at_ptr)
 
-    # 1. Per vertex: the pivot (largest weight), then the hemisphere-corrected DQ sum (and the S sum).
-    blended = []
-    for v in verts:
-        jrow, wrow = jnt.row(v), wgt.row(v)
-        if k_const is not None:
-            at = [record(jrow, k) for k in range(k_const)]
-            ws = [wgt.load(wrow, k) for k in range(k_const)]
-            ds = [load8(a) for a in at]
-            pivot_at, pw = at[0], ws[0]
-            for k in range(1, k_const):  # index selects (cmov), then one more load: no branches
-                better = b.fcmp_ordered(">", ws[k], pw)
-                pivot_at, pw = b.select(better, at[k], pivot_at), b.select(better, ws[k], pw)
-            if k_const == 1:
-                wks = [e.splat(ws[0], 8)]
-            else:
-                # Hemisphere signs, four influences at a time: dot products by in-group hadds, their
-                # sign bits xor-ed into the weights, then each weight broadcast (no compares, no branches).
-                pivot = e.shuf(load8(pivot_at), None, range(4))
-                wks = []
-                for g in range(0, k_const, 4):
-                    group = range(g, min(g + 4, k_const))
-                    dots = e.hsum([e.mul(e.shuf(ds[k], None, range(4)), pivot) for k in group])
-                    wvec = ir.Constant(_vec(4), ir.Undefined)
-                    for i, k in enumerate(group):
-                        wvec = b.insert_element(wvec, ws[k], ir.Constant(_I32, i))
-                    i4 = ir.VectorType(_I32, 4)
-                    flip = b.and_(b.bitcast(dots, i4), ir.Constant(i4, [-0x80000000] * 4))
-                    wsig = b.bitcast(b.xor(b.bitcast(wvec, i4), flip), _vec(4))
-                    wks += [e.shuf(wsig, None, [i] * 8) for i in range(len(group))]
-            acc = s_lo = s_hi = None
-            for k in range(k_const):
-                acc = e.mul(wks[k], ds[k]) if acc is None else e.fma(wks[k], ds[k], acc)
-                if scaled:
-                    wv = e.splat(ws[k], 8)
-                    lo, hi = load8(at[k], 1), load8(at[k], 2)
-                    s_lo = e.mul(wv, lo) if s_lo is None else e.fma(wv, lo, s_lo)
-                    s_hi = e.mul(wv, hi) if s_hi is None else e.fma(wv, hi, s_hi)
-        else:
-            pw_ptr = cgutils.alloca_once_value(b, wgt.load(wrow, ir.Constant(_I64, 0)))
-            pat_ptr = cgutils.alloca_once_value(b, record(jrow, ir.Constant(_I64, 0)))
-            with cgutils.for_range(b, n_influences) as loop:
-                w = wgt.load(wrow, loop.index)
-                better = b.fcmp_ordered(">", w, b.load(pw_ptr))
-                b.store(b.select(better, w, b.load(pw_ptr)), pw_ptr)
-                b.store(b.select(better, record(jrow, loop.index), b.load(pat_ptr)), pat_ptr)
-            pivot = load8(b.load(pat_ptr))
-            acc_ptr = cgutils.alloca_once_value(b, zero8)
-            lo_ptr = cgutils.alloca_once_value(b, zero8)
-            hi_ptr = cgutils.alloca_once_value(b, zero8)
+    # 1. The blend. Every influence's dual quaternion goes into the hemisphere of the pivot's rotation
+    # quaternion (weight sign-flipped where their dot product is negative); S is blended as is.
+    if k_const is not None:
+        kc = k_const
+        ats = [[record(jrow, k) for k in range(kc)] for jrow, _ in rows]
+        qrs = [e.concat([quad(at[k], 0) for at in ats]) for k in range(kc)]
+        qds = [e.concat([quad(at[k], 1) for at in ats]) for k in range(kc)]
+        yield
+        # weights in 4-lane groups: wgs[g] holds influences 4g .. 4g+3 of each vertex
+        wgs = []
+        for g in range(0, kc, 4):
+            parts = []
+            for _, wrow in rows:
+                if kc - g >= 4:
+                    parts.append(b.load(b.bitcast(inf.wgt.ptr(wrow, g), _vec(4).as_pointer()), align=4))
+                else:
+                    wv = ir.Constant(_vec(4), [0.0] * 4)
+                    for i in range(kc - g):
+                        wv = b.insert_element(wv, inf.weight(wrow, g + i), ir.Constant(_I32, i))
+                    parts.append(wv)
+            wgs.append(e.concat(parts))
+        unsigned = [e.lanes_of(wgs[k // 4], [k % 4] * 4) for k in range(kc)]  # each weight, per group
+        if kc <= 2:  # either pivot gives the same transform (the blend only changes its overall sign)
+            pivot = qrs[0]
+        else:  # the largest weight (first of equals), by a tournament in vector registers: pairs of
+            # influences compared, the later one winning only when strictly larger (log2 K levels)
+            field = list(zip(unsigned, qrs))
+            while len(field) > 1:
+                level = []
+                for (w_a, q_a), (w_b, q_b) in zip(field[::2], field[1::2]):
+                    later = b.fcmp_ordered(">", w_b, w_a)
+                    level.append((b.select(later, w_b, w_a), b.select(later, q_b, q_a)))
+                field = level
+            pivot = field[0][1]
+        yield
+        terms_r, terms_d = [], []
+        for g, wg in zip(range(0, kc, 4), wgs):  # dot products by in-group hadds, their sign bits into the weights
+            group = range(g, min(g + 4, kc))
+            if kc > 1:
+                wg = signed(wg, e.hsum([e.mul(qrs[k], pivot) for k in group]))
+            for i, k in enumerate(group):
+                w = e.lanes_of(wg, [i] * 4)
+                terms_r.append(e.mul(w, qrs[k]))
+                terms_d.append(e.mul(w, qds[k]))
+        acc_r, acc_d = e.tree_sum(terms_r), e.tree_sum(terms_d)
+        if scaled:
+            # per vertex, S's two quads as one 8-lane row, weights broadcast from memory (the rows
+            # feed the multiply-adds straight from memory: fewer live registers than pair layout)
+            lo_parts, hi_parts = [], []
+            for at, (_, wrow) in zip(ats, rows):
+                terms = []
+                for k in range(kc):
+                    w = e.splat(inf.weight(wrow, k), 8)
+                    row = b.load(b.bitcast(b.gep(quads, [b.add(at[k], ir.Constant(_I64, 2))]), _vec(8).as_pointer()),
+                                 align=4)
+                    terms.append(e.mul(w, row))
+                acc = e.tree_sum(terms)
+                lo_parts.append(e.shuf(acc, None, range(4)))
+                hi_parts.append(e.shuf(acc, None, range(4, 8)))
+            s_lo, s_hi = e.concat(lo_parts), e.concat(hi_parts)
+    else:
+        r_parts, d_parts, lo_parts, hi_parts = [], [], [], []
+        for jrow, wrow in rows:
+            pivot = quad(pivot_record(None, jrow, wrow, n_influences), 0)
+            r_ptr = cgutils.alloca_once_value(b, ir.Constant(_vec(4), [0.0] * 4))
+            d_ptr = cgutils.alloca_once_value(b, ir.Constant(_vec(4), [0.0] * 4))
+            lo_ptr = cgutils.alloca_once_value(b, ir.Constant(_vec(4), [0.0] * 4))
+            hi_ptr = cgutils.alloca_once_value(b, ir.Constant(_vec(4), [0.0] * 4))
             with cgutils.for_range(b, n_influences) as loop:
                 at = record(jrow, loop.index)
-                w = wgt.load(wrow, loop.index)
-                d = load8(at)
-                b.store(e.fma(signed(d, pivot, w), d, b.load(acc_ptr)), acc_ptr)
+                w = inf.weight(wrow, loop.index)
+                qr = quad(at, 0)
+                m = e.mul(qr, pivot)
+                h = e.add(m, e.shuf(m, None, [1, 0, 3, 2]))
+                ws = signed(e.splat(w, 4), e.add(h, e.shuf(h, None, [2, 3, 0, 1])))
+                b.store(e.fma(ws, qr, b.load(r_ptr)), r_ptr)
+                b.store(e.fma(ws, quad(at, 1), b.load(d_ptr)), d_ptr)
                 if scaled:
-                    wv = e.splat(w, 8)
-                    b.store(e.fma(wv, load8(at, 1), b.load(lo_ptr)), lo_ptr)
-                    b.store(e.fma(wv, load8(at, 2), b.load(hi_ptr)), hi_ptr)
-            acc, s_lo, s_hi = b.load(acc_ptr), b.load(lo_ptr), b.load(hi_ptr)
-        blended.append((acc, s_lo, s_hi))
+                    b.store(e.fma(e.splat(w, 4), quad(at, 2), b.load(lo_ptr)), lo_ptr)
+                    b.store(e.fma(e.splat(w, 4), quad(at, 3), b.load(hi_ptr)), hi_ptr)
+            r_parts.append(b.load(r_ptr))
+            d_parts.append(b.load(d_ptr))
+            lo_parts.append(b.load(lo_ptr))
+            hi_parts.append(b.load(hi_ptr))
+        acc_r, acc_d = e.concat(r_parts), e.concat(d_parts)
+        s_lo, s_hi = e.concat(lo_parts), e.concat(hi_parts)
+    q, dual = acc_r, acc_d
 
-    # 2. Regroup: one 4-lane group per vertex.
-    if n_vert == 1:
-        (acc, s_lo, s_hi), = blended
-        q, dual = e.shuf(acc, None, range(4)), e.shuf(acc, None, range(4, 8))
-        if scaled:
-            c0, c1, c2 = e.shuf(s_lo, None, range(4)), e.shuf(s_lo, None, range(4, 8)), e.shuf(s_hi, None, range(4))
-    else:
-        (acc_a, lo_a, hi_a), (acc_b, lo_b, hi_b) = blended
-        first, second = [0, 1, 2, 3, 8, 9, 10, 11], [4, 5, 6, 7, 12, 13, 14, 15]
-        q, dual = e.shuf(acc_a, acc_b, first), e.shuf(acc_a, acc_b, second)
-        if scaled:
-            c0, c1, c2 = e.shuf(lo_a, lo_b, first), e.shuf(lo_a, lo_b, second), e.shuf(hi_a, hi_b, first)
+    yield
+    if scaled:  # S's columns from (s00, s01, s02, s11), (s12, s22, -, 0); lane 3 of each = 0
+        cols = lambda pattern: e.shuf(s_lo, s_hi, [4 * g + (p if p < 4 else lanes + p - 4)
+                                                   for g in range(n_vert) for p in pattern])
+        c0, c1, c2 = cols([0, 1, 2, 7]), cols([1, 3, 4, 7]), cols([2, 4, 5, 7])
 
-    pg = lambda pattern: e.per_group(lanes, pattern)
-    yzx = lambda c: e.shuf(c, None, pg([1, 2, 0, 3]))
-    vt = _vec(lanes)
-    zero = ir.Constant(vt, [0.0] * lanes)
-
-    w_q = e.shuf(q, None, pg([3, 3, 3, 3]))
-    w_d = e.shuf(dual, None, pg([3, 3, 3, 3]))
-    y_q = yzx(q)
+    w_q = e.lanes_of(q, [3, 3, 3, 3])
+    w_d = e.lanes_of(dual, [3, 3, 3, 3])
+    y_q = e.yzx(q)
 
     def cross_q(x):  # q.xyz x x.xyz (lane 3: 0 when x's lane 3 is 0 or q's)
-        return yzx(e.sub(e.mul(q, yzx(x)), e.mul(y_q, x)))
+        return e.yzx(e.sub(e.mul(q, e.yzx(x)), e.mul(y_q, x)))
+
+    p4 = _vec(4).as_pointer()
+    zero4 = ir.Constant(_vec(4), [0.0] * 4)
 
     def load_rows(i):
+        """Input rows (3 floats; tangents: xyz of 4) as one group per vertex, lane 3 = 0. Plain 16-byte
+        loads (masked loads cost about 15% here): a tangent row is 16 bytes; a pair's first vertex
+        reads the 4 bytes after its xyz, which lie before the second's row ends, and the second reads
+        from 4 bytes before its row, inside the first's (row strides are at least 4 bytes); a lone
+        vertex (a chunk's odd one) takes a masked load."""
         src = _Rows(context, b, A[i], args[i], 4 if i == 5 else 3)
-        parts = [_masked_load3(b, src.ptr(src.row(v), 0)) for v in verts]
-        return parts[0] if n_vert == 1 else e.shuf(parts[0], parts[1], range(8))
-
-    def store_rows(i, vec):
-        dst = _Rows(context, b, A[i], args[i], 4 if i == 8 else 3)
-        for g, v in enumerate(verts):
-            e.store3(vec if n_vert == 1 else e.shuf(vec, None, range(4 * g, 4 * g + 4)), dst.ptr(dst.row(v), 0))
+        if i == 5:
+            parts = [b.load(b.bitcast(src.ptr(src.row(v), 0), p4), align=4) for v in verts]
+            return e.concat([e.shuf(x, zero4, [0, 1, 2, 4]) for x in parts])
+        if n_vert == 1:
+            return e.load3(src.ptr(src.row(verts[0]), 0))
+        first = b.load(b.bitcast(src.ptr(src.row(verts[0]), 0), p4), align=4)
+        second = b.load(b.bitcast(b.gep(src.row(verts[1]), [ir.Constant(_I64, -4)]), p4), align=4)
+        return e.shuf(e.shuf(first, zero4, [0, 1, 2, 4]), e.shuf(second, zero4, [1, 2, 3, 4]), range(8))
 
     def scale_by_s(x):  # S x (S blended; padding lanes of its columns are 0)
-        bx, by, bz = (e.shuf(x, None, pg([c] * 4)) for c in range(3))
-        return e.linear3(c0, c1, c2, bx, by, bz)
+        return e.linear3(c0, c1, c2, *(e.lanes_of(x, [c] * 4) for c in range(3)))
 
-    # 3. Normals (cofactor of S) and tangents (S) before rotation (which keeps lengths), so that one
+    # 2. Normals (cofactor of S) and tangents (S) before rotation (which keeps lengths), so that one
     # in-group hadd sum gives |q|^2 and their squared lengths (and det S), and one rsqrt all inverses.
     squares, results, det_lane = [e.mul(q, q)], [], None
     if do_n:
         n = load_rows(4)
         if scaled:
-            yc0, yc1, yc2 = yzx(c0), yzx(c1), yzx(c2)
-            cross_u = lambda a_, ya, b_, yb: e.sub(e.mul(a_, yb), e.mul(ya, b_))
-            xu, yu, zu = cross_u(c1, yc1, c2, yc2), cross_u(c2, yc2, c0, yc0), cross_u(c0, yc0, c1, yc1)
-            bx, by, bz = (e.shuf(n, None, pg([c] * 4)) for c in range(3))
-            n = yzx(e.linear3(xu, yu, zu, bx, by, bz))
+            xu, yu, zu = e.cofactor(c0, c1, c2)
+            n = e.yzx(e.linear3(xu, yu, zu, *(e.lanes_of(n, [c] * 4) for c in range(3))))
             results.append((7, n, len(squares)))
             squares.append(e.mul(n, n))
             det_lane = len(squares)
-            squares.append(e.mul(e.shuf(c0, None, pg([2, 0, 1, 3])), xu))  # det = c0 . (c1 x c2)
+            squares.append(e.det_terms(c0, xu))
         else:
             results.append((7, n, len(squares)))
             squares.append(e.mul(n, n))
@@ -606,36 +634,29 @@ def _emit_dq_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: in
             t = scale_by_s(t)
         results.append((8, t, len(squares)))
         squares.append(e.mul(t, t))
-    sums = e.hsum(squares)
-    sqrt = cgutils.get_or_insert_function(b.module, ir.FunctionType(vt, [vt]), f"llvm.sqrt.v{lanes}f32")
-    rs = b.fdiv(ir.Constant(vt, [1.0] * lanes), b.call(sqrt, [sums], fastmath=_FM), flags=_FM)
-    rs = b.select(b.fcmp_ordered(">", sums, zero), rs, zero)  # zero length stays zero
+    yield
+    sums, rs = e.inverse_lengths(squares)
     # 2 / |q|^2: rotation by q/|q| and translation 2 (d q*) / |q|^2 both scale by it.
-    r_q = e.shuf(rs, None, pg([0] * 4))
+    r_q = e.lanes_of(rs, [0] * 4)
     inv = e.mul(e.add(r_q, r_q), r_q)
 
     def rotate(x):  # x + 2/|q|^2 q x (q x x + w x): rotation by q/|q| (x's lane 3 = 0)
         return e.fma(inv, cross_q(e.fma(w_q, x, cross_q(x))), x)
 
-    # 4. Positions: p' = R(S p) + t, with R(x) + t = x + inv (q x (q x x + w x + d) + w d - dw q).
+    yield
+    # 3. Positions: p' = R(S p) + t, with R(x) + t = x + inv (q x (q x x + w x + d) + w d - dw q).
     p = load_rows(3)
     if scaled:
         p = scale_by_s(p)
     u = e.add(e.fma(w_q, p, cross_q(p)), dual)
     moved = e.sub(e.fma(w_q, dual, cross_q(u)), e.mul(w_d, q))
-    store_rows(6, e.fma(inv, moved, p))
+    _store_rows(context, b, e, A, args, 6, e.fma(inv, moved, p), verts)
 
-    # 5. Normals and tangents: rotated and normalised.
+    yield
+    # 4. Normals and tangents: rotated and normalised.
     for out, vec, lane in results:
-        factor = e.shuf(rs, None, pg([lane] * 4))
-        if out == 7 and det_lane is not None:  # mirrored blend of S: flip to keep normals outward
-            det = e.shuf(sums, None, pg([det_lane] * 4))
-            factor = b.select(b.fcmp_ordered("<", det, zero), b.fsub(zero, factor, flags=_FM), factor)
-        store_rows(out, e.mul(rotate(vec), factor))
-        if out == 8:  # tangent w (handedness) is copied
-            src, dst = _Rows(context, b, A[5], args[5], 4), _Rows(context, b, A[8], args[8], 4)
-            for v in verts:
-                b.store(src.load(src.row(v), 3), dst.ptr(dst.row(v), 3), align=4)
+        factor = e.length_factor(rs, sums, lane, det_lane if out == 7 else None)
+        _store_rows(context, b, e, A, args, out, e.mul(rotate(vec), factor), verts)
 
 
 @intrinsic
@@ -646,27 +667,9 @@ def _skin_dq_chunk(typingctx, palette, joints, weights, positions, normals, tang
     or anything else (the scale-separated kernel)."""
     sig = types.void(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
                      out_tangents, chunk, kspec, scaled, unclamped)
-    clamp = isinstance(unclamped, types.NoneType)
-    k_const = len(kspec) if isinstance(kspec, types.BaseTuple) else None
-    use_scale = not isinstance(scaled, types.NoneType)
-
-    def codegen(context, b, signature, args):
-        A = signature.args
-        n = _Rows(context, b, A[3], args[3], 3).shape[0]
-        kk = ir.Constant(_I64, k_const) if k_const is not None else _Rows(context, b, A[1], args[1]).shape[1]
-        chunk_index = context.cast(b, args[9], A[9], types.int64)
-        lo = b.mul(chunk_index, ir.Constant(_I64, CHUNK))
-        hi = b.add(lo, ir.Constant(_I64, CHUNK))
-        hi = b.select(b.icmp_signed("<", hi, n), hi, n)
-        count = b.sub(hi, lo)
-        with cgutils.for_range(b, b.ashr(count, ir.Constant(_I64, 1))) as loop:
-            v = b.add(lo, b.shl(loop.index, ir.Constant(_I64, 1)))
-            _emit_dq_vertices(context, b, A, args, v, kk, k_const, 2, use_scale, clamp)
-        with b.if_then(b.icmp_signed("!=", b.and_(count, ir.Constant(_I64, 1)), ir.Constant(_I64, 0))):
-            _emit_dq_vertices(context, b, A, args, b.sub(hi, ir.Constant(_I64, 1)), kk, k_const, 1, use_scale, clamp)
-        return context.get_dummy_value()
-
-    return sig, codegen
+    use_scale, clamp = not isinstance(scaled, types.NoneType), isinstance(unclamped, types.NoneType)
+    return sig, _chunk_codegen(lambda context, b, A, args, v0, kk, k_const, n_vert: _emit_dq_vertices(
+        context, b, A, args, v0, kk, k_const, n_vert, use_scale, clamp), pairs=2)
 
 
 @njit(cache=True, parallel=True, nogil=True)
@@ -677,44 +680,9 @@ def _skin_dq_fast(palette, joints, weights, positions, normals, tangents, out_po
                        out_tangents, c, kspec, scaled, unclamped)
 
 
-_scratch = {}
-
-
-def _scratch_dq(rows: int) -> np.ndarray:
-    import threading
-
-    key = threading.get_ident()
-    buf = _scratch.get(key)
-    if buf is None or len(buf) < rows:
-        buf = _scratch[key] = np.empty((max(rows, 256), DQ_STRIDE), np.float32)
-    return buf
-
-
-def _dq_kernel_palette(palette: np.ndarray, joints: np.ndarray, n: int) -> tuple[np.ndarray, bool, bool]:
-    """The packed palette the kernel reads, whether joint indices must be clamped, whether any joint scales."""
-    packed_given = (palette.ndim == 2 and palette.shape[1] == DQ_STRIDE and palette.dtype == np.float32
-                    and palette.flags.c_contiguous)
-    if not packed_given and not (palette.ndim == 3 and palette.shape[1:] in ((3, 4), (4, 4))
-                                 and palette.dtype.kind == "f"):
-        raise SkeletalError(f"palette must be packed (J, {DQ_STRIDE}) float32 C-contiguous (pack_dq_palette), "
-                            f"or (J, 3, 4) / (J, 4, 4); got {palette.dtype} {palette.shape}")
-    j = palette.shape[0]
-    if j == 0:
-        raise SkeletalError("palette has no joints")
-    pad = joints.dtype == np.uint8 and n >= PAD_MIN_VERTICES and j < 256
-    if packed_given and not pad:
-        packed = palette
-    else:
-        buf = _scratch_dq(256 if pad else j)
-        if packed_given:
-            buf[:j] = palette
-        else:
-            pack_dq_palette(palette, buf[:j])
-        if pad:
-            buf[j:256] = buf[j - 1]
-        packed = buf[: 256 if pad else j]
-    clamp = not (joints.dtype == np.uint8 and len(packed) >= 256)
-    return packed, clamp, bool(packed[:j, 20].any())
+def _pack_into(palette: np.ndarray, out: np.ndarray) -> np.ndarray:
+    _pack_dq(_flat_palette(palette)[0], out)
+    return out
 
 
 def skin_dq_into(
@@ -733,7 +701,7 @@ def skin_dq_into(
     """Real-time dual quaternion skinning in float32 into caller-owned arrays.
 
     Arguments as :func:`skeletal.skin.skin_into`, except ``palette``: (J, 4, 4) / (J, 3, 4) row-major,
-    or packed (J, 24) float32 from :func:`pack_dq_palette`. ``scale``: "auto" (the scale-separated
+    or packed (J, 16) float32 from :func:`pack_dq_palette`. ``scale``: "auto" (the scale-separated
     kernel when any joint of the palette scales or shears, the rigid kernel otherwise), "separate"
     (always the scale-separated kernel) or "ignore" (the rigid kernel: scale is dropped). Returns the
     three outputs. Errors are :class:`skeletal.SkeletalError`.
@@ -747,36 +715,11 @@ def skin_dq_into(
     """
     if scale not in ("auto", "separate", "ignore"):
         raise SkeletalError(f"scale must be 'auto', 'separate' or 'ignore', got {scale!r}")
+    _check_skin_args(joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents)
+    n, k = joints.shape
     palette = np.asarray(palette)
-    positions = _check_rows("positions", positions, None, 3)
-    n = positions.shape[0]
-    if not isinstance(joints, np.ndarray) or joints.ndim != 2 or joints.shape[0] != n:
-        raise SkeletalError(f"joints must be ({n}, K), got {getattr(joints, 'shape', type(joints).__name__)}")
-    if joints.dtype not in _JOINT_DTYPES:
-        raise SkeletalError(f"joints must be uint8, uint16, int32 or int64, got {joints.dtype}")
-    k = joints.shape[1]
-    if k == 0:
-        raise SkeletalError("joints has no influences (K = 0)")
-    _check_rows("weights", weights, n, k)
-    if joints.shape[0] and joints.strides[1] != joints.itemsize:
-        raise SkeletalError("joints: each row must be contiguous")
-    _check_rows("out_positions", out_positions, n, 3, out=True)
-    if normals is not None:
-        _check_rows("normals", normals, n, 3)
-        if out_normals is None:
-            raise SkeletalError("normals given without out_normals")
-        _check_rows("out_normals", out_normals, n, 3, out=True)
-    elif out_normals is not None:
-        raise SkeletalError("out_normals given without normals")
-    if tangents is not None:
-        _check_rows("tangents", tangents, n, 4)
-        if out_tangents is None:
-            raise SkeletalError("tangents given without out_tangents")
-        _check_rows("out_tangents", out_tangents, n, 4, out=True)
-    elif out_tangents is not None:
-        raise SkeletalError("out_tangents given without tangents")
-    packed, clamp, scales = _dq_kernel_palette(palette, joints, n)
-    scaled = scale == "separate" or (scale == "auto" and scales)
+    packed, clamp = _kernel_palette(palette, joints, n, DQ_STRIDE, _pack_into, "pack_dq_palette")
+    scaled = scale == "separate" or (scale == "auto" and bool(packed[: len(palette), 14].any()))
     if n:
         _skin_dq_fast(packed, joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents,
                       _UNROLLED.get(k), True if scaled else None, None if clamp else True)

@@ -20,7 +20,8 @@ import numpy as np
 from numba import njit, prange
 
 from ..pose import local_to_world_one, palettes_one, world_subset_one
-from ..sampling import LINEAR, interpolate_into, locate_key, nlerp_into
+from ..quat import slerp_into
+from ..sampling import interpolate_into, locate_key, nlerp_into
 from .clipset import (CL_MARKER_END, CL_MARKER_START, CL_SEGMENT_END, CL_SEGMENT_START, CL_TIMELINE_END,
                       CL_TIMELINE_START, SEG_CONSTANT, SEG_END, SEG_FIRST, SEG_KIND, SEG_LERP3, SEG_NLERP,
                       SEG_SLERP, SEG_TIMELINE, TK_INTERP, TK_NODE, TK_OUT, TK_PATH, TK_VALUE_START, TK_WIDTH)
@@ -330,20 +331,32 @@ def _segment_interval(g, segments, first_timeline, locs, timeline_keys):
     return np.int64(loc[0]), loc[1], loc[2], timeline_keys[tl, 1]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _sample_track_into(kind, k, key, u, span, count, tracks, values, out, o):
-    """Track k of a segment of ``kind`` at (key, u, span) into ``out[o:]``; the literal arguments
-    let the compiler specialise each kind's branch."""
+    """Track k of a segment of ``kind`` at (key, u, span) into ``out[o:]``. Between two keys the
+    segment kinds with a known layout take their own short path; everything else (outside the keys,
+    STEP, CUBICSPLINE, other widths) goes through the one general :func:`interpolate_into`. Not
+    inlined: the evaluate kernels call it from three places, and numba's IR inlining of this body
+    into each of them made the playback kernels take minutes to compile."""
     vs = tracks[k, TK_VALUE_START]
-    if kind == SEG_LERP3:
-        interpolate_into(values, vs, 3, LINEAR, False, key, u, span, count, out, o, False)
-    elif kind == SEG_NLERP:
-        interpolate_into(values, vs, 4, LINEAR, True, key, u, span, count, out, o, True)
-    elif kind == SEG_SLERP:
-        interpolate_into(values, vs, 4, LINEAR, True, key, u, span, count, out, o, False)
-    else:
-        interpolate_into(values, vs, tracks[k, TK_WIDTH], tracks[k, TK_INTERP], tracks[k, TK_PATH] == ROTATION,
-                         key, u, span, count, out, o, False)
+    if 0 <= key < count - 1:
+        if kind == SEG_LERP3:
+            a = vs + key * 3
+            s = 1.0 - u
+            for i in range(3):
+                out[o + i] = np.float64(values[a + i]) * s + np.float64(values[a + 3 + i]) * u
+            return
+        if kind == SEG_NLERP or kind == SEG_SLERP:
+            a = vs + key * 4
+            ax, ay, az, aw = np.float64(values[a]), np.float64(values[a + 1]), np.float64(values[a + 2]), np.float64(values[a + 3])
+            bx, by, bz, bw = np.float64(values[a + 4]), np.float64(values[a + 5]), np.float64(values[a + 6]), np.float64(values[a + 7])
+            if kind == SEG_NLERP:
+                nlerp_into(out, o, ax, ay, az, aw, bx, by, bz, bw, u)
+            else:
+                slerp_into(out, o, ax, ay, az, aw, bx, by, bz, bw, u)
+            return
+    interpolate_into(values, vs, tracks[k, TK_WIDTH], tracks[k, TK_INTERP], tracks[k, TK_PATH] == ROTATION,
+                     key, u, span, count, out, o, False)
 
 
 @njit(cache=True, inline="always")

@@ -92,7 +92,8 @@ void skin_vertex(vec3 p, vec3 n, out vec3 p_out, out vec3 n_out) {
 // Dual quaternion skinning, the same maths as skeletal/skin_dq.py. Palette: FOUR rows per joint
 // (rows 4*(k*u_joint_stride + m) + 0..3): qr (unit rotation quaternion, xyzw), qd (dual part,
 // 0.5 * t * qr), then the joint's symmetric scale/shear matrix S as (s00, s01, s02, s11) and
-// (s12, s22, 0, 0). Scale-separated: p' = DQ(sum w_k sign_k (qr, qd)_k) applied to (sum w_k S_k) p,
+// (s12, s22, -, -) (z: the CPU kernel's "this joint scales" flag, not read here): the same 16 floats
+// per joint as the CPU kernel's packed palette. Scale-separated: p' = DQ(sum w_k sign_k (qr, qd)_k) applied to (sum w_k S_k) p,
 // the signs putting every qr in the hemisphere of the pivot (the largest weight, first of equals).
 const int DQ_ROWS = 4;
 
