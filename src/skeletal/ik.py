@@ -52,7 +52,8 @@ SI_J1 = 2
 SI_ITER = 3  # CCD / FABRIK iterations
 SI_U0 = 4  # world rows to rebuild after the stage: update[U0:U1] (ascending rig indices)
 SI_U1 = 5
-SI_WIDTH = 6
+SI_DEFERS = 6  # 1: some of the stage's update rows are left to it by the caller (see rows_before_stages)
+SI_WIDTH = 7
 
 # stage float row
 SF_SOFT = 0  # two-bone: soft-limit band as a fraction of the chain length (0 = hard)
@@ -917,42 +918,58 @@ def fabrik_one(pose, world, parents, joints, jp, target, weight, iterations, tol
 
 
 @njit(cache=True)
-def solve_stages_one(pose, world, parents, stage_i, stage_f, joints, jp, inputs, update, scratch, pos):
+def solve_stages_at(pose, world, parents, stage_i, stage_f, joints, jp, inputs, b, update, scratch, pos, tid):
     """Run every stage on one pose in order; after each, rebuild the world rows it moved
     (``update[SI_U0:SI_U1]``) so the next stage (and the caller's palettes) see the result.
-    ``inputs`` (S, IN_WIDTH) this instance's rows."""
-    # Two-bone stages (the common, hot case) index the tables directly: no views, whose atomic
-    # reference counts would make threads working on one shared array wait for each other.
+    ``pose`` (N, 10) and ``world`` (N, 3|4, 4) are instance ``b``'s; ``inputs`` (B, S, IN_WIDTH) all
+    instances' rows; ``scratch`` / ``pos`` the per-thread scratch of every thread, ``tid`` this one's.
+    Whole arrays and indices rather than views: a view costs an atomic reference count on an array
+    every thread shares, and the two-bone stages (the hot case) need none."""
     for s in range(stage_i.shape[0]):
-        weight = np.float64(inputs[s, IN_WEIGHT])
-        if not weight > 0.0:
-            continue
-        target = _vec_at(inputs, s, IN_TARGET)
-        if not _finite3(target):
+        weight = np.float64(inputs[b, s, IN_WEIGHT])
+        target = (np.float64(inputs[b, s, IN_TARGET]), np.float64(inputs[b, s, IN_TARGET + 1]),
+                  np.float64(inputs[b, s, IN_TARGET + 2]))
+        if not (weight > 0.0 and _finite3(target)):  # idle: still build the rows the caller left to it
+            if stage_i[s, SI_DEFERS]:
+                for k in range(stage_i[s, SI_U0], stage_i[s, SI_U1]):
+                    _world_row(update[k], parents, pose, world)
             continue
         j0, j1 = stage_i[s, SI_J0], stage_i[s, SI_J1]
         kind = stage_i[s, SI_KIND]
         if kind == KIND_TWO_BONE:
-            two_bone_one(pose, world, parents, joints[j0], joints[j0 + 1], joints[j0 + 2], target,
-                         _vec_at(inputs, s, IN_POLE), min(weight, 1.0), np.float64(stage_f[s, SF_SOFT]),
-                         _vec_at(stage_f, s, SF_MID_AXIS), _quat_at(inputs, s, IN_ROTATION))
+            pole = (np.float64(inputs[b, s, IN_POLE]), np.float64(inputs[b, s, IN_POLE + 1]),
+                    np.float64(inputs[b, s, IN_POLE + 2]))
+            end_rotation = (np.float64(inputs[b, s, IN_ROTATION]), np.float64(inputs[b, s, IN_ROTATION + 1]),
+                            np.float64(inputs[b, s, IN_ROTATION + 2]), np.float64(inputs[b, s, IN_ROTATION + 3]))
+            two_bone_one(pose, world, parents, joints[j0], joints[j0 + 1], joints[j0 + 2], target, pole,
+                         min(weight, 1.0), np.float64(stage_f[s, SF_SOFT]), _vec_at(stage_f, s, SF_MID_AXIS),
+                         end_rotation)
             for k in range(stage_i[s, SI_U0], stage_i[s, SI_U1]):
                 _world_row(update[k], parents, pose, world)
             continue
         si = stage_i[s]
         sf = stage_f[s]
-        row = inputs[s]
+        row = inputs[b, s]
         chain = joints[j0:j1]
         cjp = jp[j0:j1]
         if kind == KIND_AIM:
             aim_one(pose, world, parents, chain, cjp, target, _vec(row, IN_POLE), min(weight, 1.0),
-                    _vec(sf, SF_FORWARD), _vec(sf, SF_UP), scratch)
+                    _vec(sf, SF_FORWARD), _vec(sf, SF_UP), scratch[tid])
         elif kind == KIND_CCD:
-            ccd_one(pose, world, parents, chain, cjp, target, min(weight, 1.0), si[SI_ITER], sf[SF_TOL], scratch)
+            ccd_one(pose, world, parents, chain, cjp, target, min(weight, 1.0), si[SI_ITER], sf[SF_TOL],
+                    scratch[tid])
         else:
             fabrik_one(pose, world, parents, chain, cjp, target, min(weight, 1.0), si[SI_ITER], sf[SF_TOL],
-                       scratch, pos)
+                       scratch[tid], pos[tid])
         world_subset_one(parents, update[si[SI_U0]:si[SI_U1]], pose, world)
+
+
+@njit(cache=True)
+def solve_stages_one(pose, world, parents, stage_i, stage_f, joints, jp, inputs, update, scratch, pos):
+    """:func:`solve_stages_at` for one instance given its own rows: ``inputs`` (S, IN_WIDTH),
+    ``scratch`` (max chain, SCRATCH_WIDTH), ``pos`` (max chain, 3)."""
+    solve_stages_at(pose, world, parents, stage_i, stage_f, joints, jp, inputs.reshape((1,) + inputs.shape), 0,
+                    update, scratch.reshape((1,) + scratch.shape), pos.reshape((1,) + pos.shape), 0)
 
 
 @njit(cache=True, parallel=True)
@@ -1188,6 +1205,21 @@ class StageTable:
             self.stage_i[k, SI_U0], self.stage_i[k, SI_U1] = u0, u0 + len(part)
             u0 += len(part)
         self.update = np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
+
+    def rows_before_stages(self, needed: np.ndarray) -> np.ndarray:
+        """The rows of ``needed`` (ascending) a caller must build before the stages run: rows some
+        stage rebuilds after it runs (or when it is idle) and that no stage reads are left to it, so
+        they are not built twice (for legs: the toes below the feet). Marks those stages."""
+        reads = np.zeros(len(self.parents), dtype=bool)
+        reads[self.world_nodes] = True
+        left = np.zeros(len(self.parents), dtype=bool)
+        for k in range(len(self.kinds)):
+            rows = self.update[self.stage_i[k, SI_U0]:self.stage_i[k, SI_U1]]
+            mine = rows[~reads[rows]]
+            left[mine] = True
+            self.stage_i[k, SI_DEFERS] = 1 if len(mine) else 0
+        needed = np.asarray(needed, dtype=np.int64)
+        return needed[~left[needed]]
 
     def inputs(self, count: int) -> np.ndarray:
         """(count, stages, IN_WIDTH): every target/pole/rotation NaN (idle), weight 1."""
