@@ -328,7 +328,6 @@ class Editor(WindowApp):
                 self._fast_renderer.resize(*self._moving_size(vw, vh))
             self._make_view_texture(vw, vh)
             self._view_source = self._view_fbo
-        self.compositor.begin((fb_w, fb_h))  # before anything is drawn into the window this frame
         self._advance(dt)
         self._compute_pose()
         t_view = time.perf_counter()
@@ -384,9 +383,7 @@ class Editor(WindowApp):
             self._view_source = self._view_fbo
         else:  # blitted into the window as it is: no copy that would wait for the rasteriser here
             self._view_source = renderer.framebuffer
-        # into the window now, and llvmpipe shades and scales it while the panels are built
-        if not self.compositor.present_view((self._view_source, self.view_rect)):
-            self.compositor.flush()
+        self.compositor.flush()  # llvmpipe shades the view while the panels are built
         self._damaged.append(self.view_rect)
         self.view_renders += 1
 

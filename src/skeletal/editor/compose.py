@@ -256,47 +256,6 @@ class Compositor:
         self._clear = gl_function(ctx, "glClear", u)
         self._flush = gl_function(ctx, "glFlush")
 
-    def begin(self, size: tuple[int, int]) -> bool:
-        """Start a frame of ``size``: check now, before anything is drawn into the window this frame,
-        whether its back buffer still holds the last frame (:meth:`_kept`); :meth:`compose` uses it."""
-        w, h = int(size[0]), int(size[1])
-        self._begun = (w, h, self._kept(w, h))
-        self._view_drawn = None
-        return self._begun[2]
-
-    def present_view(self, view) -> bool:
-        """Blit the 3D view (``(framebuffer, (x, y, w, h))``, see :meth:`compose`) into its place in the
-        window right away and start the GL work, when the back buffer is kept (:meth:`begin`): llvmpipe
-        then shades the view and scales it into the window while Python builds the panels, and
-        :meth:`compose` only draws ImGui over it. Returns whether it did."""
-        begun = getattr(self, "_begun", None)
-        if begun is None or not begun[2]:
-            return False
-        w, h = begun[0], begun[1]
-        fbo, rect = view
-        self._bind(GL_FRAMEBUFFER, 0)
-        self._enable(GL_SCISSOR_TEST)
-        self._blit_view(fbo, rect, h, (0, 0, w, h))
-        self._disable(GL_SCISSOR_TEST)
-        self._flush()
-        self.ctx.screen.use()  # moderngl's idea of the bound framebuffer, again true
-        self._view_drawn = (fbo.glo, tuple(float(v) for v in rect))
-        return True
-
-    def _blit_view(self, fbo, rect, h, scissor) -> None:
-        """The view's framebuffer scaled into window rectangle ``rect`` (x, y, w, h; top left), only
-        inside ``scissor`` (x, y, w, h; top left)."""
-        vx, vy, vw, vh = rect
-        x, y, rw, rh = scissor
-        sw, sh = fbo.size
-        same = (sw, sh) == (int(vw), int(vh))
-        self._scissor(int(x), int(h - y - rh), int(rw), int(rh))
-        self._bind(GL_READ_FRAMEBUFFER, fbo.glo)
-        self._bind(GL_DRAW_FRAMEBUFFER, 0)
-        self._blit(0, 0, sw, sh, int(vx), int(h - vy - vh), int(vx + vw), int(h - vy),
-                   GL_COLOR_BUFFER_BIT, GL_NEAREST if same else GL_LINEAR)
-        self._bind(GL_FRAMEBUFFER, 0)
-
     def flush(self) -> None:
         """Start the GL work queued so far: llvmpipe rasterises only when something needs the pixels,
         so the 3D view is handed over right after it is drawn and shaded while Python builds the
@@ -333,10 +292,7 @@ class Compositor:
         busy = any(t.status != imgui.ImTextureStatus.ok for t in textures) if textures is not None else False
         scale = draw_data.framebuffer_scale
         full = full or busy or (scale.x, scale.y) != (1.0, 1.0)  # damage is in ImGui units = pixels only at 1
-        begun, self._begun = getattr(self, "_begun", None), None
-        kept = begun[2] if begun is not None and begun[:2] == (w, h) else self._kept(w, h)
-        drawn, self._view_drawn = getattr(self, "_view_drawn", None), None
-        if full or not kept:
+        if full or not self._kept(w, h):
             rects = [(0, 0, w, h)]
             self.full_frames += 1
         else:
@@ -353,18 +309,11 @@ class Compositor:
             if view_dirty:
                 rects.append((int(vx), int(vy), int(vw), int(vh)))
             self.kept_frames += 1
-        # the view's rectangle, already blitted this frame (present_view): ImGui over it only
-        ready = None
-        if view is not None and drawn is not None and not full and kept and \
-                drawn == (view[0].glo, tuple(float(v) for v in view[1])):
-            ready = tuple(int(v) for v in view[1])
-            if ready not in rects:  # never left without ImGui on top
-                rects.append(ready)
         self.size = (w, h)
         self.last_rects = rects
         self.redrawn_pixels = int(sum(r[2] * r[3] for r in rects))
         if rects:
-            self._redraw(draw_data, rects, render_draw_data, view, ready)
+            self._redraw(draw_data, rects, render_draw_data, view)
         self.frame += 1
         self._bind(GL_FRAMEBUFFER, 0)
         self._enable(GL_SCISSOR_TEST)
@@ -376,24 +325,29 @@ class Compositor:
         self.ctx.viewport = (0, 0, w, h)
         return rects
 
-    def _redraw(self, draw_data, rects, render_draw_data, view, ready=None) -> None:
+    def _redraw(self, draw_data, rects, render_draw_data, view) -> None:
         w, h = self.size
         lists = [draw_data.cmd_lists[i] for i in range(draw_data.cmd_lists_count)]
         cmds = [[cl.cmd_buffer[k] for k in range(cl.cmd_buffer.size())] for cl in lists]
         clips = [[(c.clip_rect.x, c.clip_rect.y, c.clip_rect.z, c.clip_rect.w) for c in row] for row in cmds]
         ImVec4 = type(cmds[0][0].clip_rect) if cmds and cmds[0] else None
         for x, y, rw, rh in rects:
-            if (x, y, rw, rh) != ready:
-                self._bind(GL_FRAMEBUFFER, 0)
-                self._enable(GL_SCISSOR_TEST)
-                self._scissor(int(x), int(h - y - rh), int(rw), int(rh))
-                self._clear_color(0.0, 0.0, 0.0, 1.0)
-                self._clear(GL_COLOR_BUFFER_BIT)
-                if view is not None:
-                    fbo, (vx, vy, vw, vh) = view
-                    if x < vx + vw and vx < x + rw and y < vy + vh and vy < y + rh:
-                        self._blit_view(fbo, view[1], h, (x, y, rw, rh))
-                self._disable(GL_SCISSOR_TEST)
+            self._bind(GL_FRAMEBUFFER, 0)
+            self._enable(GL_SCISSOR_TEST)
+            self._scissor(int(x), int(h - y - rh), int(rw), int(rh))
+            self._clear_color(0.0, 0.0, 0.0, 1.0)
+            self._clear(GL_COLOR_BUFFER_BIT)
+            if view is not None:
+                fbo, (vx, vy, vw, vh) = view
+                if x < vx + vw and vx < x + rw and y < vy + vh and vy < y + rh:
+                    sw, sh = fbo.size
+                    same = (sw, sh) == (int(vw), int(vh))
+                    self._bind(GL_READ_FRAMEBUFFER, fbo.glo)
+                    self._bind(GL_DRAW_FRAMEBUFFER, 0)
+                    self._blit(0, 0, sw, sh, int(vx), int(h - vy - vh), int(vx + vw), int(h - vy),
+                               GL_COLOR_BUFFER_BIT, GL_NEAREST if same else GL_LINEAR)
+                    self._bind(GL_FRAMEBUFFER, 0)
+            self._disable(GL_SCISSOR_TEST)
             if ImVec4 is not None:
                 for row, orig in zip(cmds, clips):
                     for c, (a, b, cc, d) in zip(row, orig):
