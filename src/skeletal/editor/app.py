@@ -383,7 +383,7 @@ class Editor(WindowApp):
             self._view_source = self._view_fbo
         else:  # blitted into the window as it is: no copy that would wait for the rasteriser here
             self._view_source = renderer.framebuffer
-        self.compositor.flush()  # llvmpipe shades the view while the panels are built
+        self.compositor.flush()  # the view rasterised now (llvmpipe: this waits for it; see .compose)
         self._damaged.append(self.view_rect)
         self.view_renders += 1
 
