@@ -266,6 +266,7 @@ class Compositor:
         self._clear_color = gl_function(ctx, "glClearColor", f, f, f, f)
         self._clear = gl_function(ctx, "glClear", u)
         self._flush = gl_function(ctx, "glFlush")
+        self.skip_covered = True  # draw lists inside a view redrawn anyway are not compared (A/B switch)
 
     def flush(self) -> None:
         """Rasterise the GL work queued so far. On llvmpipe (Mesa 22.3) this call itself waits for most
@@ -300,7 +301,7 @@ class Compositor:
         w, h = int(size[0]), int(size[1])
         draw_data = imgui.get_draw_data()
         covered = None  # the view, when the caller says its picture changed: redrawn whole below
-        if view is not None:
+        if view is not None and self.skip_covered:
             vx, vy, vw, vh = view[1]
             if any(ex <= vx and ey <= vy and ex + ew >= vx + vw and ey + eh >= vy + vh for ex, ey, ew, eh in extra):
                 covered = view[1]
