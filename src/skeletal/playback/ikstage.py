@@ -205,8 +205,13 @@ def update_crowd_ik(
         )
         w = worlds[b] if keep_world else scratch_world[tid]
         world_subset_one(parents, world_nodes, pose[b], w)
-        ik.solve_stages_one(pose[b], w, parents, stage_i, stage_f, joints, jp, inputs[b], update,
-                            ik_scratch[tid], ik_pos[tid])
+        active = False
+        for s in range(inputs.shape[1]):
+            if inputs[b, s, ik.IN_WEIGHT] > 0.0:
+                active = True
+        if active:
+            ik.solve_stages_one(pose[b], w, parents, stage_i, stage_f, joints, jp, inputs[b], update,
+                                ik_scratch[tid], ik_pos[tid])
         palettes_one(w, palette_joints, inverse_bind, palettes[b])
 
 
