@@ -37,7 +37,7 @@ import numpy as np
 from numba import njit, prange
 
 from .errors import SkeletalError
-from .pose import ancestors_and_self, world_matrices, world_subset_one
+from .pose import ancestors_and_self, world_matrices, world_node_into, world_subset_one
 
 # ---------------------------------------------------------------------------------------------
 # table layouts
@@ -320,39 +320,6 @@ def _quat_at(a, s, o):
 @njit(cache=True, inline="always")
 def _finite3(v):
     return np.isfinite(v[0]) and np.isfinite(v[1]) and np.isfinite(v[2])
-
-
-@njit(cache=True)
-def _world_row(i, parents, pose, world):
-    """``world[i] = world[parent] @ T @ R @ S`` (top 3 rows; see :func:`skeletal.pose.world_node_into`),
-    indexing the arrays directly: no views, whose atomic reference counts on arrays shared by the
-    threads would serialise them."""
-    tx, ty, tz = pose[i, 0], pose[i, 1], pose[i, 2]
-    x, y, z, w = pose[i, 3], pose[i, 4], pose[i, 5], pose[i, 6]
-    sx, sy, sz = pose[i, 7], pose[i, 8], pose[i, 9]
-    x2, y2, z2 = x + x, y + y, z + z
-    xx, xy, xz, yy, yz, zz = x * x2, x * y2, x * z2, y * y2, y * z2, z * z2
-    wx, wy, wz = w * x2, w * y2, w * z2
-    l00, l01, l02 = (1.0 - (yy + zz)) * sx, (xy - wz) * sy, (xz + wy) * sz
-    l10, l11, l12 = (xy + wz) * sx, (1.0 - (xx + zz)) * sy, (yz - wx) * sz
-    l20, l21, l22 = (xz - wy) * sx, (yz + wx) * sy, (1.0 - (xx + yy)) * sz
-    p = parents[i]
-    if p < 0:
-        world[i, 0, 0], world[i, 0, 1], world[i, 0, 2], world[i, 0, 3] = l00, l01, l02, tx
-        world[i, 1, 0], world[i, 1, 1], world[i, 1, 2], world[i, 1, 3] = l10, l11, l12, ty
-        world[i, 2, 0], world[i, 2, 1], world[i, 2, 2], world[i, 2, 3] = l20, l21, l22, tz
-    else:
-        for r in range(3):
-            a0, a1, a2 = world[p, r, 0], world[p, r, 1], world[p, r, 2]
-            world[i, r, 0] = a0 * l00 + a1 * l10 + a2 * l20
-            world[i, r, 1] = a0 * l01 + a1 * l11 + a2 * l21
-            world[i, r, 2] = a0 * l02 + a1 * l12 + a2 * l22
-            world[i, r, 3] = a0 * tx + a1 * ty + a2 * tz + world[p, r, 3]
-    if world.shape[1] == 4:
-        world[i, 3, 0] = 0.0
-        world[i, 3, 1] = 0.0
-        world[i, 3, 2] = 0.0
-        world[i, 3, 3] = 1.0
 
 
 @njit(cache=True)
@@ -932,7 +899,7 @@ def solve_stages_at(pose, world, parents, stage_i, stage_f, joints, jp, inputs, 
         if not (weight > 0.0 and _finite3(target)):  # idle: still build the rows the caller left to it
             if stage_i[s, SI_DEFERS]:
                 for k in range(stage_i[s, SI_U0], stage_i[s, SI_U1]):
-                    _world_row(update[k], parents, pose, world)
+                    world_node_into(update[k], parents, pose, world)
             continue
         j0, j1 = stage_i[s, SI_J0], stage_i[s, SI_J1]
         kind = stage_i[s, SI_KIND]
@@ -945,7 +912,7 @@ def solve_stages_at(pose, world, parents, stage_i, stage_f, joints, jp, inputs, 
                          min(weight, 1.0), np.float64(stage_f[s, SF_SOFT]), _vec_at(stage_f, s, SF_MID_AXIS),
                          end_rotation)
             for k in range(stage_i[s, SI_U0], stage_i[s, SI_U1]):
-                _world_row(update[k], parents, pose, world)
+                world_node_into(update[k], parents, pose, world)
             continue
         si = stage_i[s]
         sf = stage_f[s]

@@ -52,10 +52,11 @@ def world_node_into(i, parents, pose, world):
     (already in ``world``): ``world[i] = world[parent] @ T @ R @ S``, written as the top 3 rows of
     ``world[i]`` ((N, 3, 4) or (N, 4, 4); the bottom row of a 4x4 is set too). Arithmetic in
     ``world``'s dtype, the local matrix never stored."""
-    row = pose[i]
-    tx, ty, tz = row[0], row[1], row[2]
-    x, y, z, w = row[3], row[4], row[5], row[6]
-    sx, sy, sz = row[7], row[8], row[9]
+    # Indexes the arrays directly (no row views): a view of an array every thread shares costs an
+    # atomic reference count, which made the crowd's threads wait for each other.
+    tx, ty, tz = pose[i, 0], pose[i, 1], pose[i, 2]
+    x, y, z, w = pose[i, 3], pose[i, 4], pose[i, 5], pose[i, 6]
+    sx, sy, sz = pose[i, 7], pose[i, 8], pose[i, 9]
     x2, y2, z2 = x + x, y + y, z + z
     xx, xy, xz, yy, yz, zz = x * x2, x * y2, x * z2, y * y2, y * z2, z * z2
     wx, wy, wz = w * x2, w * y2, w * z2
@@ -63,21 +64,23 @@ def world_node_into(i, parents, pose, world):
     l00, l01, l02 = (1.0 - (yy + zz)) * sx, (xy - wz) * sy, (xz + wy) * sz
     l10, l11, l12 = (xy + wz) * sx, (1.0 - (xx + zz)) * sy, (yz - wx) * sz
     l20, l21, l22 = (xz - wy) * sx, (yz + wx) * sy, (1.0 - (xx + yy)) * sz
-    out = world[i]
     p = parents[i]
     if p < 0:
-        out[0, 0], out[0, 1], out[0, 2], out[0, 3] = l00, l01, l02, tx
-        out[1, 0], out[1, 1], out[1, 2], out[1, 3] = l10, l11, l12, ty
-        out[2, 0], out[2, 1], out[2, 2], out[2, 3] = l20, l21, l22, tz
+        world[i, 0, 0], world[i, 0, 1], world[i, 0, 2], world[i, 0, 3] = l00, l01, l02, tx
+        world[i, 1, 0], world[i, 1, 1], world[i, 1, 2], world[i, 1, 3] = l10, l11, l12, ty
+        world[i, 2, 0], world[i, 2, 1], world[i, 2, 2], world[i, 2, 3] = l20, l21, l22, tz
     else:
-        parent = world[p]
         for r in range(3):
-            a0, a1, a2 = parent[r, 0], parent[r, 1], parent[r, 2]
-            out[r, 0] = a0 * l00 + a1 * l10 + a2 * l20
-            out[r, 1] = a0 * l01 + a1 * l11 + a2 * l21
-            out[r, 2] = a0 * l02 + a1 * l12 + a2 * l22
-            out[r, 3] = a0 * tx + a1 * ty + a2 * tz + parent[r, 3]
-    _set_affine_bottom_row(out)
+            a0, a1, a2 = world[p, r, 0], world[p, r, 1], world[p, r, 2]
+            world[i, r, 0] = a0 * l00 + a1 * l10 + a2 * l20
+            world[i, r, 1] = a0 * l01 + a1 * l11 + a2 * l21
+            world[i, r, 2] = a0 * l02 + a1 * l12 + a2 * l22
+            world[i, r, 3] = a0 * tx + a1 * ty + a2 * tz + world[p, r, 3]
+    if world.shape[1] == 4:
+        world[i, 3, 0] = 0.0
+        world[i, 3, 1] = 0.0
+        world[i, 3, 2] = 0.0
+        world[i, 3, 3] = 1.0
 
 
 @njit(cache=True, inline="always")
