@@ -344,6 +344,10 @@ def test_mixer_batch_equals_players_and_crowd_runs(demo):
         assert np.allclose(mixer.world[i], p.world, atol=1e-9)
         assert np.allclose(crowd.world[i], p.world, atol=1e-3)  # float32, nlerp crowd
     assert np.abs(mixer.world - mixer.world[0:1]).max() > 1e-3  # the instances differ
+    # the skin palettes (kept current inside the foot kernel) match the corrected world matrices
+    for m in [mixer] + [p.mixer for p in players]:
+        for skin, palette in zip(demo.skins, m.palettes):
+            assert np.allclose(palette, m.world[:, skin.joints] @ skin.inverse_bind, atol=1e-12)
 
 
 def _walk_forward(asset, ground, speed, frames, plant=True):

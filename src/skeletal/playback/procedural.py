@@ -41,7 +41,7 @@ from numba import njit, prange
 
 from ..errors import SkeletalError
 from ..ik import AimLimit, IN_POLE, IN_TARGET, IN_WEIGHT, StageTable, solve_stages_one, two_bone_one
-from ..pose import (_palette_batch, _world_palettes_34, local_to_world_one, palettes_one, world_matrices,
+from ..pose import (_palette_batch, _world_palettes_34, affine_product_into, local_to_world_one, palettes_one, world_matrices,
                     world_node_into)
 from . import kernels as K
 from .contacts import ContactPhases, Leg, detect_contacts, find_legs
@@ -72,6 +72,14 @@ def _rows(parents, nodes, start, stop, pose, world):
     """World rows of one pose for ``nodes[start:stop]`` (ascending, parents first)."""
     for k in range(start, stop):
         world_node_into(nodes[k], parents, pose, world)
+
+
+@njit(cache=True)
+def _palette_rows(world, joints, inverse_bind, idx, start, stop, out):
+    """Palette entries ``idx[start:stop]`` of one pose: out[k] = world[joints[k]] @ inverse_bind[k]."""
+    for i in range(start, stop):
+        k = idx[i]
+        affine_product_into(world[joints[k]], inverse_bind[k], out[k])
 
 
 @njit(cache=True)
@@ -224,19 +232,23 @@ class Procedural:
         world = self.world
         # whether ``world`` matches ``pose``: the mixer's own world matrices (aliased) are current
         current = world is getattr(mixer, "world", None) and pose is native
+        palettes = current  # and the mixer's palettes match them
         for stage in self.stages:
             if stage.builds_world:
                 stage.apply(pose, world, float(dt), current)
+                palettes = palettes and stage.palettes_current
             else:
                 if not current:
                     _worlds(parents, pose, world)
                 stage.apply(pose, world, float(dt))
+                palettes = False
             current = stage.keeps_world  # the stage left ``world`` matching the pose it wrote
         if pose is not native:
             native[...] = pose
         if not current:
             _worlds(parents, pose, world)
-        self._refresh_outputs()
+        if not palettes:
+            self._refresh_outputs()
 
     def _refresh_outputs(self) -> None:
         mixer = self.mixer
@@ -300,7 +312,8 @@ PLANTED = 0.999
 def _foot_one(b, phase, pose, world, parents, placement, legs, pelvis, pelvis_nodes, leg_nodes, leg_start,
               fs, slot_clip, slot_additive, tables, frames, fps, durations, looping,
               g_kind, g_params, g_grid, heights, normals, contact, ankle, leg_len, scalars, weight, state,
-              initialised, plant, locked, lock, targets, pelvis_offset):
+              initialised, plant, locked, lock, targets, pelvis_offset, pal, pal_joints, inv_bind, pal_idx,
+              pal_start):
     """Foot placement for instance ``b`` (see :class:`FootPlacement`), one compiled call for the
     whole stage: contact weights, world rows, planted-foot locks, ground query, pelvis spring, leg IK.
 
@@ -317,9 +330,13 @@ def _foot_one(b, phase, pose, world, parents, placement, legs, pelvis, pelvis_no
     0..1, written; ankle (L,) foot joint height over the floor when planted flat; leg_len (L,);
     scalars (7,): floor (model y of the clips' floor), reach (fraction of the leg length a leg may
     stretch to), omega, dt (the pelvis spring), soft (two-bone soft limit), max_tilt (radians),
-    fresh (1: ``world`` already matches ``pose``); weight (B,); state (B, 2) pelvis spring (value, velocity), initialised (B,);
+    fresh (1: ``world`` already matches ``pose``), palettes (1: keep ``pal`` current); weight (B,); state (B, 2) pelvis spring (value, velocity), initialised (B,);
     plant: lock planted feet; locked (B, L), lock (B, L, 2): the locks' world (x, z). Outputs:
-    targets (B, L, 3) world foot targets, pelvis_offset (B,)."""
+    targets (B, L, 3) world foot targets, pelvis_offset (B,); pal (B, J, 4, 4) the mixer's skin
+    palettes (``pal_joints`` (J,), ``inv_bind`` (J, 4, 4)), kept current when scalars[7] is 1 (they
+    matched ``world`` before): the entries ``pal_idx[pal_start[0]:pal_start[1]]`` (joints under the
+    pelvis) translate with it, ``pal_idx[pal_start[l + 1]:pal_start[l + 2]]`` (under leg l) are
+    recomputed after its IK."""
     n_legs = legs.shape[1]
     M = placement[b]
     floor, reach, omega, dt, soft, max_tilt = scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5]
@@ -412,7 +429,19 @@ def _foot_one(b, phase, pose, world, parents, placement, legs, pelvis, pelvis_no
         pose[b, pelvis, 0] += vx
         pose[b, pelvis, 1] += vy
         pose[b, pelvis, 2] += vz
-        _rows(parents, pelvis_nodes, 0, pelvis_nodes.shape[0], pose[b], world[b])
+        # the pelvis' subtree moves by the model-space vector: world rows and palettes translate
+        mx, my, mz = upx * d, upy * d, upz * d
+        for k in range(pelvis_nodes.shape[0]):
+            W = world[b, pelvis_nodes[k]]
+            W[0, 3] += mx
+            W[1, 3] += my
+            W[2, 3] += mz
+        if scalars[7] != 0.0:
+            for k in range(pal_start[0], pal_start[1]):
+                Q = pal[b, pal_idx[k]]
+                Q[0, 3] += mx
+                Q[1, 3] += my
+                Q[2, 3] += mz
     if not w > 0.0:
         return
     for l in range(n_legs):
@@ -452,32 +481,36 @@ def _foot_one(b, phase, pose, world, parents, placement, legs, pelvis, pelvis_no
         two_bone_one(pose[b], world[b], parents, thigh, knee, foot, (tx, ty, tz), pole, w, soft, _NAN3,
                      (ex, ey, ez, ew))
         _rows(parents, leg_nodes, leg_start[l], leg_start[l + 1], pose[b], world[b])
+        if scalars[7] != 0.0:
+            _palette_rows(world[b], pal_joints, inv_bind, pal_idx, pal_start[l + 1], pal_start[l + 2], pal[b])
 
 
 @njit(cache=True, parallel=True)
 def foot_kernel(phase, pose, world, parents, placement, legs, pelvis, pelvis_nodes, leg_nodes, leg_start, fs, slot_clip,
                 slot_additive, tables, frames, fps, durations, looping, g_kind, g_params, g_grid, heights, normals,
                 contact, ankle, leg_len, scalars, weight, state, initialised, plant, locked, lock, targets,
-                pelvis_offset):
+                pelvis_offset, pal, pal_joints, inv_bind, pal_idx,
+              pal_start):
     """:func:`_foot_one` for every instance, in parallel."""
     for b in prange(pose.shape[0]):
         _foot_one(b, phase, pose, world, parents, placement, legs, pelvis, pelvis_nodes, leg_nodes, leg_start, fs,
                   slot_clip, slot_additive, tables, frames, fps, durations, looping, g_kind, g_params, g_grid,
                   heights, normals, contact, ankle, leg_len, scalars, weight, state, initialised, plant, locked, lock,
-                  targets, pelvis_offset)
+                  targets, pelvis_offset, pal, pal_joints, inv_bind, pal_idx, pal_start)
 
 
 @njit(cache=True)
 def foot_kernel_serial(phase, pose, world, parents, placement, legs, pelvis, pelvis_nodes, leg_nodes, leg_start, fs,
                        slot_clip, slot_additive, tables, frames, fps, durations, looping, g_kind, g_params, g_grid,
                        heights, normals, contact, ankle, leg_len, scalars, weight, state, initialised, plant, locked,
-                       lock, targets, pelvis_offset):
+                       lock, targets, pelvis_offset, pal, pal_joints, inv_bind, pal_idx,
+              pal_start):
     """:func:`_foot_one` for every instance, serially (a few characters: no thread pool)."""
     for b in range(pose.shape[0]):
         _foot_one(b, phase, pose, world, parents, placement, legs, pelvis, pelvis_nodes, leg_nodes, leg_start, fs,
                   slot_clip, slot_additive, tables, frames, fps, durations, looping, g_kind, g_params, g_grid,
                   heights, normals, contact, ankle, leg_len, scalars, weight, state, initialised, plant, locked, lock,
-                  targets, pelvis_offset)
+                  targets, pelvis_offset, pal, pal_joints, inv_bind, pal_idx, pal_start)
 
 
 class FootPlacement:
@@ -501,6 +534,7 @@ class FootPlacement:
 
     builds_world = True  # computes the world matrices it needs from the pose itself
     keeps_world = True  # and leaves them matching the pose it writes
+    palettes_current = False  # whether the last apply kept the mixer's palettes current too
 
     def __init__(self, proc: Procedural, ground="flat", *, legs=None, floor: float = 0.0, pelvis_smooth: float = 0.1,
                  reach: float = 0.97, soft: float = 0.0, max_tilt: float = 35.0, weight=1.0, plant: bool = True,
@@ -542,7 +576,23 @@ class FootPlacement:
         self.normals = np.zeros((b, n_legs, 3))
         self.locked = np.zeros((b, n_legs), np.bool_)
         self.lock = np.zeros((b, n_legs, 2))
-        self._scalars = np.zeros(7)
+        self._scalars = np.zeros(8)
+        # the mixer's skin palettes this stage keeps current (a float64 Player / Mixer): entries under
+        # the pelvis, then under each leg
+        mixer = proc.mixer
+        pal = getattr(mixer, "_palette_all", None)
+        self._palettes = (proc.world is getattr(mixer, "world", None) and isinstance(pal, np.ndarray)
+                          and pal.dtype == np.float64 and pal.ndim == 4 and pal.shape[2] == 4)
+        if self._palettes:
+            pj = mixer._palette_joints
+            self._pal = (pal, pj, mixer._inverse_bind)
+            under = [rig.descendants(self.pelvis)] + [rig.descendants(int(t)) for t in self.thighs]
+            groups = [np.flatnonzero(m[pj]) for m in under]
+        else:
+            self._pal = (np.zeros((b, 0, 4, 4)), np.zeros(0, np.int64), np.zeros((0, 4, 4)))
+            groups = [np.zeros(0, np.int64)] * (n_legs + 1)
+        self._pal_idx = np.concatenate(groups).astype(np.int64)
+        self._pal_start = np.cumsum([0] + [len(g) for g in groups]).astype(np.int64)
         self.phases: dict[int, ContactPhases] = {}
         self._tables_key = None
 
@@ -619,16 +669,18 @@ class FootPlacement:
         proc = self.proc
         mixer = proc.mixer
         tables, frames, fps, durations, looping, additive = self._tables()
+        kind, params, grid = self._ground_args
         sc = self._scalars
         sc[0], sc[1], sc[2], sc[3], sc[4], sc[5] = self.floor, self.reach, self.omega, dt, self.soft, self.max_tilt
         sc[6] = 1.0 if fresh else 0.0
-        kind, params, grid = self._ground_args
+        sc[7] = 1.0 if (fresh and self._palettes and kind >= 0) else 0.0  # palettes kept current here
+        self.palettes_current = sc[7] != 0.0
         kernel = foot_kernel_serial if proc.count <= SERIAL_BELOW else foot_kernel
         args = (pose, world, proc.rig.parents, proc.placement, self._legs, self.pelvis, self.pelvis_nodes,
                 self.leg_nodes, self.leg_start, mixer.fs, mixer.slot_clip, additive, tables, frames, fps, durations,
                 looping, kind, params, grid, self.heights, self.normals, self.contact, self.ankle, self.leg_length,
                 sc, self.weight, self.state, self.initialised, self.plant, self.locked, self.lock, self.targets,
-                self.pelvis_offset)
+                self.pelvis_offset, *self._pal, self._pal_idx, self._pal_start)
         if kind >= 0:  # a built-in ground: one compiled call for the whole stage
             kernel(0, *args)
             return
