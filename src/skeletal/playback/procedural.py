@@ -12,7 +12,8 @@ Stages, in the order they run:
   height field or spec string, see :mod:`.ground`): per frame and instance, the ground under each
   foot; the pelvis lowered (through a critically damped spring) so the lower foot stays reachable;
   two-bone IK (:func:`skeletal.ik.two_bone_one`) per leg so the foot keeps its animated lift over
-  the ground; the foot turned to the ground normal, weighted by its contact. Contact weights come
+  the ground; the foot turned to the ground normal, weighted by its contact; a planted foot's
+  world position locked from touchdown to lift-off. Contact weights come
   from the clips themselves (:func:`.contacts.detect_contacts`), read at each action's clip time
   and blended by the actions' weights.
 * :meth:`Procedural.look_at` - a neck + head chain (found by name) aims at a target point that is
@@ -525,11 +526,18 @@ class FootPlacement:
     length it may stretch to before the pelvis drops further (0.97; a leg the clip itself stretches
     further keeps its animated reach); ``soft``: the two-bone soft limit band (0: the pelvis drop
     already keeps targets reachable, and a soft band would pull up feet the clip puts at full reach); ``max_tilt``: degrees the feet turn at most (35); ``weight`` (B,) or scalar;
-    ``contact_options``: passed to :func:`.contacts.detect_contacts`.
+    ``plant``: lock a planted foot's world (x, z) at touchdown (contact weight reaching 1), hold it
+    while the weight stays 1 and blend back to the animated position by the weight over lift-off
+    (True); ``contact_options``: passed to :func:`.contacts.detect_contacts`.
 
     After each update: ``contact`` (B, L) weights used, ``targets`` (B, L, 3) world foot targets,
-    ``pelvis_offset`` (B,) metres the pelvis moved (negative: down), ``phases`` {clip index:
+    ``pelvis_offset`` (B,) metres the pelvis moved (negative: down), ``locked`` (B, L) bool and
+    ``lock`` (B, L, 2) the planted feet's world (x, z), ``phases`` {clip index:
     :class:`.contacts.ContactPhases`}.
+
+    Per frame the stage is one compiled call for the built-in grounds (two, with a Python query
+    between, for a callable ground); for a float64 Player / Mixer it also keeps the mixer's world
+    matrices and skin palettes current, so no full world / palette pass follows it.
     """
 
     builds_world = True  # computes the world matrices it needs from the pose itself
