@@ -603,6 +603,7 @@ class FootPlacement:
         self._pal_start = np.cumsum([0] + [len(g) for g in groups]).astype(np.int64)
         self.phases: dict[int, ContactPhases] = {}
         self._tables_key = None
+        self._args_from = None
 
     @property
     def ground(self) -> Ground:
@@ -676,7 +677,7 @@ class FootPlacement:
         """One frame: ``fresh`` says ``world`` already matches ``pose`` (no full rebuild needed)."""
         proc = self.proc
         mixer = proc.mixer
-        tables, frames, fps, durations, looping, additive = self._tables()
+        packed = self._tables()
         kind, params, grid = self._ground_args
         sc = self._scalars
         sc[0], sc[1], sc[2], sc[3], sc[4], sc[5] = self.floor, self.reach, self.omega, dt, self.soft, self.max_tilt
@@ -684,11 +685,21 @@ class FootPlacement:
         sc[7] = 1.0 if (fresh and self._palettes and kind >= 0) else 0.0  # palettes kept current here
         self.palettes_current = sc[7] != 0.0
         kernel = foot_kernel_serial if proc.count <= SERIAL_BELOW else foot_kernel
-        args = (pose, world, proc.rig.parents, proc.placement, self._legs, self.pelvis, self.pelvis_nodes,
-                self.leg_nodes, self.leg_start, mixer.fs, mixer.slot_clip, additive, tables, frames, fps, durations,
-                looping, kind, params, grid, self.heights, self.normals, self.contact, self.ankle, self.leg_length,
-                sc, self.weight, self.state, self.initialised, self.plant, self.locked, self.lock, self.targets,
-                self.pelvis_offset, *self._pal, self._pal_idx, self._pal_start)
+        # the kernel's arguments change rarely: rebuilt only when one of the objects they come from did
+        c = self._args_from
+        if (c is None or c[0] is not packed or c[1] is not pose or c[2] is not world or c[3] is not mixer.fs
+                or c[4] is not self.weight or c[5] is not self._ground_args or c[6] != self.plant
+                or c[7] is not self.ankle or c[8] is not proc.placement):
+            tables, frames, fps, durations, looping, additive = packed
+            self._args = (pose, world, proc.rig.parents, proc.placement, self._legs, self.pelvis, self.pelvis_nodes,
+                          self.leg_nodes, self.leg_start, mixer.fs, mixer.slot_clip, additive, tables, frames, fps,
+                          durations, looping, kind, params, grid, self.heights, self.normals, self.contact,
+                          self.ankle, self.leg_length, sc, self.weight, self.state, self.initialised, self.plant,
+                          self.locked, self.lock, self.targets, self.pelvis_offset, *self._pal, self._pal_idx,
+                          self._pal_start)
+            self._args_from = (packed, pose, world, mixer.fs, self.weight, self._ground_args, self.plant, self.ankle,
+                               proc.placement)
+        args = self._args
         if kind >= 0:  # a built-in ground: one compiled call for the whole stage
             kernel(0, *args)
             return
