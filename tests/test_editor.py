@@ -18,7 +18,7 @@ from skeletal.editor import (
     AddCollider, Batch, ClearPoseEdits, DeleteClip, DeleteKeys, EditDocument, EditError, InsertPoseKeys,
     KeyColliderVisibility, MoveKeys, PasteKeys, RemoveCollider, RenameClip, SetClipLength, SetCollider, SetFps,
     SetInterpolation, SetKeyValue, SetPose, SetPoses, autosave_path, copy_keys, duplicate_clip, ik_chain, ik_pose,
-    new_clip,
+    new_clip, TransformCollider, collider_gizmo_matrix, transformed_collider,
 )
 from skeletal.editor import keys as K
 from skeletal.errors import ModelError
@@ -319,6 +319,74 @@ def test_collider_commands(doc):
         Collider("x", 0, "sphere", "hit", -1.0, [0, 0, 0], [0, 0, 0])
 
 
+def test_collider_gizmo_move_turn_resize_analytic(doc):
+    """The viewport gizmo's frame for a collider and the collider a dragged frame gives back: a bone
+    at (1, 0, 0), scaled 2, turned 90 degrees about z (local +y -> world -x)."""
+    bone = np.eye(4)
+    bone[:3, :3] = np.array([[0, -1, 0], [1, 0, 0], [0, 0, 1]]) * 2.0
+    bone[:3, 3] = (1, 0, 0)
+    cap = Collider("arm", 0, "capsule", "hurt", 0.5, [0, 0, 0], [0, 1, 0])
+    frame = collider_gizmo_matrix(cap, bone)
+    np.testing.assert_allclose(frame[:3, 3], [0, 0, 0], atol=1e-12)  # the middle: local (0, .5, 0) -> world
+    np.testing.assert_allclose(frame[:3, 1], [-1, 0, 0], atol=1e-12)  # Y along the axis, unit length
+    np.testing.assert_allclose(frame[:3, :3].T @ frame[:3, :3], np.eye(3), atol=1e-12)
+    assert transformed_collider(cap, bone, frame).same_as(cap, 1e-12)  # an untouched gizmo changes nothing
+    # move 0.4 along world +y: local +x by 0.2 (the bone scales by 2)
+    moved = frame.copy()
+    moved[:3, 3] += (0, 0.4, 0)
+    m = transformed_collider(cap, bone, moved)
+    np.testing.assert_allclose(m.center, [0.2, 0, 0], atol=1e-12)
+    np.testing.assert_allclose(m.end, [0.2, 1, 0], atol=1e-12)
+    assert m.radius == cap.radius
+    # scale: Y doubles the length about the middle, X/Z (mean 1.5) the radius
+    scaled = frame.copy()
+    scaled[:3, :3] = frame[:3, :3] * np.array([1.0, 2.0, 2.0])
+    r = transformed_collider(cap, bone, scaled)
+    np.testing.assert_allclose(r.center, [0, -0.5, 0], atol=1e-12)
+    np.testing.assert_allclose(r.end, [0, 1.5, 0], atol=1e-12)
+    assert r.radius == pytest.approx(0.75)
+    # turn 90 degrees about world z: the axis (world -x) becomes world -y, i.e. local -x; the middle stays
+    turn = np.array([[0, -1, 0], [1, 0, 0], [0, 0, 1]], np.float64)
+    turned = frame.copy()
+    turned[:3, :3] = turn @ frame[:3, :3]
+    t = transformed_collider(cap, bone, turned)
+    np.testing.assert_allclose(0.5 * (t.center + t.end), [0, 0.5, 0], atol=1e-12)
+    np.testing.assert_allclose(t.end - t.center, [-1, 0, 0], atol=1e-12)
+    world = ColliderSet([t]).world(bone[None])
+    assert np.linalg.norm(world.b - world.a) == pytest.approx(2.0)  # same world length
+    # a sphere: the mean of the three scales is its radius factor
+    ball = Collider("ball", 0, "sphere", "hit", 0.2, [0, 1, 0], [0, 1, 0])
+    f = collider_gizmo_matrix(ball, bone)
+    np.testing.assert_allclose(f[:3, 3], [-1, 0, 0], atol=1e-12)
+    f[:3, :3] *= np.array([1.0, 2.0, 3.0])
+    assert transformed_collider(ball, bone, f).radius == pytest.approx(0.4)
+    f[:3, :3] = 0.0
+    with pytest.raises(EditError, match="nothing"):
+        transformed_collider(ball, bone, f)
+
+
+def test_collider_gizmo_drag_is_one_undo_step(doc):
+    doc.execute(AddCollider(doc, Collider("torso", CHEST, "capsule", "hurt", 0.2, [0, -0.1, 0], [0, 0.2, 0])))
+    before = snapshot(doc)
+    world = doc.world(doc.pose(0, 0.0))
+    start = doc.colliders[0]
+    frame = collider_gizmo_matrix(start, world[CHEST])
+    for k in range(1, 6):  # five frames of one drag: the gizmo moved 2 cm more each frame
+        f = frame.copy()
+        f[:3, 3] += (0.02 * k, 0, 0)
+        doc.execute(TransformCollider(doc, 0, start, world[CHEST], f, merge_key=("drag", 1)))
+    doc.end_merge()
+    end = doc.colliders[0]
+    got = ColliderSet([end]).world(world).a[0] - ColliderSet([start]).world(world).a[0]
+    np.testing.assert_allclose(got, [0.1, 0, 0], atol=1e-9)  # the world offset of the last frame
+    assert doc.undo_stack[-1].label == "move collider 'torso'"
+    doc.undo()
+    assert snapshot(doc) == before  # one step undoes the whole drag
+    doc.redo()
+    assert doc.colliders[0].same_as(end, 1e-12)
+    check_roundtrip(doc, lambda: TransformCollider(doc, 0, doc.colliders[0], world[CHEST], frame))
+
+
 def test_collider_world_query_analytic():
     # node 0 at (1, 0, 0) scaled 2, rotated 90 degrees about z: local +y -> world -x
     world = np.eye(4)
@@ -592,3 +660,35 @@ if __name__ == "__main__":
         regenerate_truth()
     else:
         raise SystemExit(f"usage: {sys.argv[0]} --regenerate-truth")
+
+
+def test_damage_rectangles_cover_the_changed_boxes_in_tiles():
+    from skeletal.editor.compose import MAX_RECTS, Damage, merge_rects
+
+    d = Damage(tile=32)
+    assert d.rects([], (1280, 720)) == []
+    assert d.rects([np.array([[10.0, 10.0, 5.0, 20.0]])], (1280, 720)) == []  # empty box
+    # one small box: its tile; a box across a tile edge: both tiles, one rectangle
+    assert d.rects([np.array([[40.0, 40.0, 50.0, 50.0]])], (1280, 720)) == [(32, 32, 32, 32)]
+    assert d.rects([np.array([[60.0, 40.0, 70.0, 50.0]])], (1280, 720)) == [(32, 32, 64, 32)]
+    # two far boxes stay two rectangles; runs of the same columns on rows below merge into one
+    rects = d.rects([np.array([[0.0, 0.0, 10.0, 100.0], [1000.0, 580.0, 1010.0, 590.0]])], (1280, 720))
+    assert sorted(rects) == [(0, 0, 32, 128), (992, 576, 32, 32)]
+    # clamped to the window (the last tile column/row is partial)
+    assert d.rects([np.array([[1270.0, 700.0, 2000.0, 900.0]])], (1280, 720)) == [(1248, 672, 32, 48)]
+    # near rectangles are joined when one pass over both costs less than two passes
+    near = np.array([[100.0 * k, 50.0 * k, 100.0 * k + 5, 50.0 * k + 5] for k in range(MAX_RECTS + 2)])
+    assert len(d.rects([near], (1280, 720))) < MAX_RECTS + 2
+    assert merge_rects([(0, 0, 32, 32), (64, 0, 32, 32)]) == [(0, 0, 96, 32)]
+    assert sorted(merge_rects([(0, 0, 320, 320), (640, 0, 320, 320)])) == [(0, 0, 320, 320), (640, 0, 320, 320)]
+    # many far-apart boxes: their bounding rectangle
+    far = np.array([[300.0 * i, 300.0 * j, 300.0 * i + 100, 300.0 * j + 100] for i in range(4) for j in range(3)])
+    assert d.rects([far], (1280, 720)) == [(0, 0, 1024, 704)]
+    # every pixel of every box is inside some rectangle
+    rng = np.random.default_rng(3)
+    boxes = np.sort(rng.uniform(0, 700, size=(5, 2, 2)), axis=1).transpose(0, 2, 1).reshape(5, 4)[:, [0, 2, 1, 3]]
+    covered = np.zeros((720, 1280), bool)
+    for x, y, w, h in d.rects([boxes], (1280, 720)):
+        covered[y:y + h, x:x + w] = True
+    for x0, y0, x1, y1 in boxes:
+        assert covered[int(y0):int(np.ceil(y1)), int(x0):int(np.ceil(x1))].all()

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,38 +19,16 @@ import pytest
 import skeletal
 from skeletal.quat import quat_conjugate, quat_mul
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fixtures.xvfb import xvfb_display  # noqa: E402
+
 FOREARM = "left_forearm"
 
 
 @pytest.fixture(scope="module")
 def xdisplay():
     """A private Xvfb server: its DISPLAY string; killed after the module."""
-    xvfb = shutil.which("Xvfb")
-    if xvfb is None:
-        pytest.skip("Xvfb is not installed (apt-get install xvfb): the window tests need an X server")
-    for module in ("imgui_bundle", "glfw", "moderngl"):
-        try:
-            __import__(module)
-        except Exception as exc:  # missing, or its shared library does not load
-            pytest.skip(f"{module} is not usable ({exc}): pip install 'skeletal[edit]'")
-    read_fd, write_fd = os.pipe()
-    proc = subprocess.Popen([xvfb, "-displayfd", str(write_fd), "-screen", "0", "1400x900x24", "-nolisten", "tcp"],
-                            pass_fds=(write_fd,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    os.close(write_fd)
-    try:
-        ready, _, _ = select.select([read_fd], [], [], 15.0)
-        number = os.read(read_fd, 64).decode().strip() if ready else ""
-        if not number.isdigit():
-            pytest.skip("Xvfb did not start (no display number within 15 s)")
-        yield f":{number}"
-    finally:
-        os.close(read_fd)
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    yield from xvfb_display("1400x900x24", ("imgui_bundle", "glfw", "moderngl"), "pip install 'skeletal[edit]'")
 
 
 @pytest.fixture(scope="module")
@@ -132,6 +110,40 @@ def test_scripted_session_select_rotate_key_save(xdisplay, demo_file, tmp_path):
     assert np.abs(images[1][480:].astype(int) - images[2][480:].astype(int)).max() > 60
 
 
+def test_collider_gizmo_moves_a_new_sphere(xdisplay, demo_file, tmp_path):
+    """Select the forearm, add a sphere on it (the gizmo now acts on the sphere), switch the gizmo to
+    translate and drag its centre 60 px to the right (ImGuizmo's move-in-the-screen-plane handle);
+    the saved sphere sits to the right of the elbow, in the screen's plane."""
+    model = tmp_path / "m.glb"
+    shutil.copy(demo_file, model)
+    name = f"{FOREARM}_sphere"
+    script = [
+        {"wait": 2},
+        {"click": {"bone": FOREARM}},
+        {"click": {"item": "add sphere"}},
+        {"key": "W"},
+        {"wait": 2},
+        {"drag": [{"collider": name}, {"collider": name, "dx": 60}], "steps": 8},
+        {"screenshot": str(tmp_path / "moved.png")},
+        {"key": "S", "ctrl": True},
+        {"wait": 2},
+        {"close": True},
+    ]
+    (tmp_path / "s.json").write_text(json.dumps(script))
+    done = run_editor(xdisplay, tmp_path, str(model), "--script", "s.json", "-v")
+    assert done.returncode == 0, done.stderr
+    assert f"add hurt sphere '{name}'" in done.stderr and f"moved collider '{name}'" in done.stderr
+    from skeletal.colliders import ColliderSet
+    from skeletal.editor.model import EditDocument
+
+    doc = EditDocument.open(str(model))
+    (sphere,) = doc.colliders
+    world = doc.world(doc.pose(0, 0.0))
+    moved = ColliderSet([sphere]).world(world).a[0] - world[sphere.node, :3, 3]  # from the elbow, world
+    # the camera looks at the character's front: screen right is world +x (0.1-0.3 m for 60 px)
+    assert 0.05 < moved[0] < 0.5 and abs(moved[1]) < 0.3 * moved[0], moved
+
+
 def test_unsaved_changes_prompt_and_help(xdisplay, demo_file, tmp_path):
     model = tmp_path / "m.glb"
     shutil.copy(demo_file, model)
@@ -209,3 +221,72 @@ def test_importing_the_command_imports_no_gl():
             "bad = [m for m in ('imgui_bundle', 'glfw', 'moderngl') if m in sys.modules]; assert not bad, bad")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+COMPOSE_CHECK = r"""
+import json, sys
+import numpy as np
+from skeletal.demo import demo_asset
+from skeletal.editor.app import Editor
+from skeletal.editor.model import EditDocument
+
+doc = EditDocument(demo_asset(), "demo.glb")
+out = {}
+with Editor(doc, (1280, 720)) as ed:
+    def frames(n):
+        for _ in range(n):
+            ed.frame(1 / 30)
+            ed.glfw.swap_buffers(ed.window)
+
+    def check(tag):
+        redrawn = ed.compositor.redrawn_pixels
+        a = ed.read_screen()  # drawn by damaged rectangles on top of the kept back buffer
+        ed.compositor.compose(ed.imgui, ed.imgui.backends.opengl3_render_draw_data, a.shape[1::-1],
+                              view=(ed._view_source, ed.view_rect), full=True)
+        b = ed.read_screen()  # the same frame drawn whole
+        diff = np.abs(a.astype(int) - b.astype(int)).max(axis=2)
+        diff[-1, -1] = 0  # the frame-number pixel
+        out[tag] = {"differ": int((diff > 0).sum()), "redrawn": redrawn}
+
+    ed.select_bone(doc.asset.rig.find("left_forearm"))
+    frames(4)
+    check("still")
+    ed.playing = True
+    frames(8)
+    check("playing")
+    ed.tab = "curve"
+    frames(4)
+    check("curves")
+    ed.tab, ed.onion = "dope", True
+    ed.select_bone(doc.asset.rig.find("head"))
+    frames(4)
+    check("onion")
+    ed.playing, ed.show_help = False, True
+    frames(3)
+    check("help")
+    ed.show_help = False
+    frames(3)
+    check("help closed")
+    frames(2)
+    out["paused redrawn"] = ed.compositor.redrawn_pixels
+    out["kept"], out["full"] = ed.compositor.kept_frames, ed.compositor.full_frames
+print(json.dumps(out))
+"""
+
+
+def test_redrawing_only_the_damage_equals_a_full_redraw(xdisplay, tmp_path):
+    """The compositor redraws only rectangles where ImGui's triangles or the 3D view changed, on top of
+    the back buffer it keeps; in every state (playing, curves, onion skin, a help window opened and
+    closed) the result must be the frame drawn whole, pixel for pixel."""
+    env = {**os.environ, "DISPLAY": xdisplay, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env.pop("WAYLAND_DISPLAY", None)
+    done = subprocess.run([sys.executable, "-c", COMPOSE_CHECK], env=env, cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    for tag in ("still", "playing", "curves", "onion", "help", "help closed"):
+        assert out[tag]["differ"] == 0, (tag, out[tag])
+    # kept under Xvfb; drawn whole: the first frame, the six checks, new glyphs for the help window
+    assert out["kept"] > 20 and out["full"] <= 10, out
+    assert out["paused redrawn"] == 0  # nothing moved: nothing drawn
+    assert 0 < out["playing"]["redrawn"] < 0.6 * 1280 * 720  # the view and the timeline, not the window

@@ -2,7 +2,7 @@
 :class:`skeletal.Player`: crossfades, blend space, clocks) and layout, its command's errors, and
 real windows under Xvfb (skipped with the reason when Xvfb, glfw or moderngl is missing).
 
-The window tests start their own ``Xvfb`` (``-displayfd`` picks a free display number) and run the
+The window tests start their own ``Xvfb`` (tests/fixtures/xvfb.py) and run the
 command in a subprocess with DISPLAY set: a GL context made in this process would replace the one
 the other render tests share.
 """
@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import functools
 import os
-import select
-import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,6 +26,9 @@ from skeletal.render.viewer_ui import (
     BLEND_PARAMETER, CROSSFADE_SECONDS, HELP_LINE, SPEEDS, STEP_SECONDS, OrbitCamera, ViewerState, compute_layout,
     default_blend_samples, ellipsize, parse_blend, slider_marks, wrap_text,
 )
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fixtures.xvfb import xvfb_display  # noqa: E402
 
 CLIPS = ["idle", "walk", "run", "wave"]  # the demo character's clips
 DURATIONS = [4.0, 1.12, 0.68, 2.6]
@@ -646,32 +648,7 @@ def test_blend_options_fail_before_any_window(monkeypatch, capsys):
 @pytest.fixture(scope="module")
 def xdisplay():
     """A private Xvfb server (1024x768x24): its DISPLAY string; killed after the module."""
-    xvfb = shutil.which("Xvfb")
-    if xvfb is None:
-        pytest.skip("Xvfb is not installed (apt-get install xvfb): the window tests need an X server")
-    for module in ("glfw", "moderngl"):
-        try:
-            __import__(module)
-        except Exception as exc:  # missing, or its shared library does not load
-            pytest.skip(f"{module} is not usable ({exc}): pip install glfw moderngl")
-    read_fd, write_fd = os.pipe()
-    proc = subprocess.Popen([xvfb, "-displayfd", str(write_fd), "-screen", "0", "1024x768x24", "-nolisten", "tcp"],
-                            pass_fds=(write_fd,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    os.close(write_fd)
-    try:
-        ready, _, _ = select.select([read_fd], [], [], 15.0)
-        number = os.read(read_fd, 64).decode().strip() if ready else ""
-        if not number.isdigit():
-            pytest.skip("Xvfb did not start (no display number within 15 s)")
-        yield f":{number}"
-    finally:
-        os.close(read_fd)
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    yield from xvfb_display("1024x768x24", ("glfw", "moderngl"), "pip install glfw moderngl")
 
 
 def screenshot(display: str, path, *args: str) -> np.ndarray:

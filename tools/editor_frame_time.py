@@ -2,9 +2,12 @@
 
 Run under an X server (``xvfb-run python tools/editor_frame_time.py``): loads Mannequin.glb (65 skin
 joints) from ../shared/assets, gives it a clip with 100 LINEAR rotation keys on every joint, opens the
-editor at 1280x720 and times frames in three phases: playing (the 3D view re-rendered every frame,
-dope sheet showing the selected bone's channels), paused (panels only: the 3D view is cached), and
-playing with the curve view. Prints median / p90 frame times per phase (ms).
+editor at 1280x720 and times frames in four phases: playing (the 3D view re-rendered every frame,
+dope sheet showing the selected bone's channels), paused (nothing moves: nothing is redrawn), playing
+with the curve view, playing with the onion skin. Prints per phase the wall time's median / p90, the
+CPU time of all threads and of the main thread (ms), and the wall time's parts. ``--stages`` waits for
+the GL after the 3D view so that its GL work is counted in its part; ``--moving-scale`` sets the 3D
+view's resolution while playing (the editor's default 0.5).
 """
 
 from __future__ import annotations
@@ -22,6 +25,9 @@ def main() -> int:
                                                         "Mannequin.glb"))
     parser.add_argument("--frames", type=int, default=60)
     parser.add_argument("--msaa", type=int, default=4)
+    parser.add_argument("--moving-scale", type=float, default=0.5)
+    parser.add_argument("--stages", action="store_true",
+                        help="wait for the GL after the 3D view, so that its GL work is counted in its stage")
     args = parser.parse_args()
 
     import skeletal
@@ -49,8 +55,9 @@ def main() -> int:
     doc = EditDocument(asset, "/tmp/bench.glb")
     print(f"clip: {len(tracks)} bones x {len(times)} keys; {skeletal.render.context.describe(None) if False else ''}",
           file=sys.stderr)
-    with Editor(doc, (1280, 720), samples=args.msaa) as ed:
+    with Editor(doc, (1280, 720), samples=args.msaa, moving_scale=args.moving_scale) as ed:
         ed.selected = int(joints[10])
+        ed.stage_finish = args.stages
         ed.show_colliders = True
         results = {}
         for phase in ("playing", "paused", "playing + curves", "playing + onion skin"):
@@ -59,15 +66,18 @@ def main() -> int:
             ed.onion = "onion" in phase
             ed.frame_ms.clear()
             ed.frame_cpu_ms.clear()
+            ed.frame_main_ms.clear()
             ed.timing_log.clear()
             for _ in range(args.frames):
                 ed.frame(1 / 30)
                 ed.glfw.swap_buffers(ed.window)
             ms = np.asarray(ed.frame_ms[5:])
             cpu = np.asarray(ed.frame_cpu_ms[5:])
+            main = np.asarray(ed.frame_main_ms[5:])
             results[phase] = ms
             print(f"{phase:22s} wall median {np.median(ms):6.1f} ms  p90 {np.percentile(ms, 90):6.1f} ms   "
-                  f"CPU (all threads) median {np.median(cpu):6.1f} ms  ({len(ms)} frames)")
+                  f"CPU (all threads) median {np.median(cpu):6.1f} ms, main thread {np.median(main):6.1f} ms  "
+                  f"({len(ms)} frames)")
             parts = {k: np.median([t[k] for t in ed.timing_log[5:]]) for k in ("python", "view", "ui_gl")}
             print(f"{'':22s} of which (wall medians): Python {parts['python']:.1f} ms, 3D view {parts['view']:.1f} ms, "
                   f"ImGui GL + finish {parts['ui_gl']:.1f} ms")

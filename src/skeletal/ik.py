@@ -165,6 +165,22 @@ def _axis_angle(axis, angle):
 
 
 @njit(cache=True)
+def _half_turn(axis, cos_angle, sin_angle):
+    """Rotation about the unit ``axis`` by the angle in (-pi, pi] whose cosine and sine are given
+    (w >= 0, as ``_axis_angle`` of that angle): (axis sin(a/2), cos(a/2)) from the half-angle
+    identities, without calling atan2/sin/cos."""
+    c = min(max(cos_angle, -1.0), 1.0)
+    w = np.sqrt(0.5 * (1.0 + c))  # cos(a/2) >= 0
+    if w > 1e-4:
+        s = 0.5 * sin_angle / w  # sin(a) = 2 sin(a/2) cos(a/2): accurate for small angles
+    else:  # near a half turn
+        s = np.sqrt(max(0.5 * (1.0 - c), 0.0))
+        if sin_angle < 0.0:
+            s = -s
+    return _qnorm((axis[0] * s, axis[1] * s, axis[2] * s, w))
+
+
+@njit(cache=True)
 def _any_perpendicular(u):
     ax, ay, az = abs(u[0]), abs(u[1]), abs(u[2])
     if ax <= ay and ax <= az:
@@ -440,13 +456,12 @@ def two_bone_one(pose, world, parents, a, b, c, target, pole, weight, soft, mid_
             k = 0.5 * (reach * reach - l1 * l1 - l2 * l2)
             r = np.sqrt(ca * ca + cb * cb)
             if r > EPS * l1 * l2:
+                # phi = atan2(cb, ca) + acos(x), as its cosine and sine (no trigonometric calls)
                 x = min(max((k - cc) / r, -1.0), 1.0)
-                phi = np.arctan2(cb, ca) + np.arccos(x)
-                if phi > np.pi:
-                    phi -= 2.0 * np.pi
-                elif phi < -np.pi:
-                    phi += 2.0 * np.pi
-                rh = _axis_angle(h, phi)
+                y = np.sqrt(1.0 - x * x)
+                cos_phi = (ca * x - cb * y) / r
+                sin_phi = (cb * x + ca * y) / r
+                rh = _half_turn(h, cos_phi, sin_phi)
         e2 = _add(u, _qrot(rh, v))
         q = _arc(e2, direction)
         if has_pole:
@@ -454,9 +469,10 @@ def two_bone_one(pose, world, parents, a, b, c, target, pole, weight, soft, mid_
             m = _sub(m, _scale(direction, _dot(direction, m)))
             p = _sub(pole, pa)
             p = _sub(p, _scale(direction, _dot(direction, p)))
-            if _len(m) > 1e-7 * l1 and _len(p) > EPS:
-                angle = np.arctan2(_dot(direction, _cross(m, p)), _dot(m, p))
-                q = _qmul(_axis_angle(direction, angle), q)
+            lm, lp = _len(m), _len(p)
+            if lm > 1e-7 * l1 and lp > EPS:
+                # the turn about ``direction`` taking m onto p's side
+                q = _qmul(_half_turn(direction, _dot(m, p) / (lm * lp), _dot(direction, _cross(m, p)) / (lm * lp)), q)
     # model-space turns -> local rotations: L' = conj(parent world) * turn * parent world * L
     qla_new = _qmul(_qconj(qpa), _qmul(q, qa))
     qlb_new = _qmul(_qconj(qpb), _qmul(rh, _qmul(qpb, qlb)))

@@ -9,7 +9,7 @@ from .model import (
     AddClip, AddCollider, Batch, ClearPoseEdits, ClipEdit, ClipInfo, Command, CopiedKey, DeleteClip, DeleteKeys,
     EditDocument, EditError, InsertPoseKeys, KeyColliderVisibility, MoveKeys, PasteKeys, RemoveCollider, RenameClip,
     SetClipLength, SetCollider, SetFps, SetInterpolation, SetKeyValue, SetPose, SetPoses, autosave_path, copy_keys,
-    duplicate_clip, ik_chain, ik_pose, new_clip,
+    duplicate_clip, ik_chain, ik_pose, new_clip, TransformCollider, collider_gizmo_matrix, transformed_collider,
 )
 
 __all__ = [
@@ -17,4 +17,5 @@ __all__ = [
     "DeleteClip", "DeleteKeys", "EditDocument", "EditError", "InsertPoseKeys", "KeyColliderVisibility", "MoveKeys",
     "PasteKeys", "RemoveCollider", "RenameClip", "SetClipLength", "SetCollider", "SetFps", "SetInterpolation",
     "SetKeyValue", "SetPose", "SetPoses", "autosave_path", "copy_keys", "duplicate_clip", "ik_chain", "ik_pose", "new_clip",
+    "TransformCollider", "collider_gizmo_matrix", "transformed_collider",
 ]

@@ -1,10 +1,14 @@
 """The editor window (``skeletal edit``): Dear ImGui panels over the renderer, on one GL context.
 
-Drawing: the window is GLFW's (opened by :func:`skeletal.render.viewer.open_window`, whose OpenGL
+Drawing: the window is GLFW's (opened, looped and closed by :class:`skeletal.render.viewer.WindowApp`,
+shared with the viewer; :func:`skeletal.render.viewer.open_window` makes its OpenGL
 3.3 core context moderngl adopts); the character is drawn by :class:`skeletal.render.Renderer`
-through moderngl into its framebuffer and blitted to the window, then Dear ImGui (``imgui-bundle``:
-ImGui, ImPlot, ImGuizmo) draws the panels with its OpenGL3 backend on the same context, in the same
-frame. ``imgui_bundle`` is imported before ``glfw`` so that both use the GLFW library it ships.
+through moderngl into its framebuffer (skinned by numba, back faces culled; at ``moving_scale`` of
+the viewport's size without MSAA while something moves, sharp with MSAA when still), then
+:mod:`.compose` blits it into the viewport's place and has Dear ImGui (``imgui-bundle``: ImGui,
+ImPlot, ImGuizmo; its OpenGL3 backend, same context, same frame) redraw only the rectangles where
+the panels changed, on top of the back buffer it keeps. ``imgui_bundle`` is imported before
+``glfw`` so that both use the GLFW library it ships.
 
 Everything the user changes goes through :mod:`skeletal.editor.model` commands; this module holds only
 view state (selection, time, camera, toggles) and turns input into commands.
@@ -18,13 +22,15 @@ if typed and clicked, one event per frame, so that tests and demos drive the rea
 ``{"click": TARGET}``, ``{"drag": [TARGET, TARGET], "steps": 8}``, ``{"move": TARGET}``,
 ``{"key": "K", "ctrl": false, "shift": false}``, ``{"text": "45"}``, ``{"wait": FRAMES}``,
 ``{"screenshot": "a.png"}``, ``{"close": true}`` (the window's close button). A TARGET is
-``[x, y]`` (pixels), ``{"bone": NAME}`` (the joint on screen), ``{"item": LABEL, "fx": 0.5, "fy": 0.5}``
-(a widget by its label, at a fraction of its rectangle); a dict target may add ``"dx"``/``"dy"`` pixels.
+``[x, y]`` (pixels), ``{"bone": NAME}`` (the joint on screen), ``{"collider": NAME}`` (its middle on
+screen), ``{"item": LABEL, "fx": 0.5, "fy": 0.5}`` (a widget by its label, at a fraction of its
+rectangle); a dict target may add ``"dx"``/``"dy"`` pixels. A drag places both ends when it starts.
 """
 
 from __future__ import annotations
 
 import ctypes
+import gc
 import json
 import math
 import os
@@ -35,12 +41,15 @@ from typing import Callable
 import numpy as np
 
 from ..render.errors import RenderError
+from ..render.viewer import WindowApp
 from . import keys as K
+from .compose import Compositor
 from .euler import ORDERS, euler_to_quat, quat_to_euler
 from .model import (
     AddCollider, ClearPoseEdits, Collider, DeleteClip, DeleteKeys, EditDocument, EditError, InsertPoseKeys,
     KeyColliderVisibility, MoveKeys, PasteKeys, RemoveCollider, RenameClip, SetClipLength, SetCollider, SetFps,
-    SetInterpolation, SetKeyValue, SetPose, autosave_path, copy_keys, duplicate_clip, ik_chain, ik_pose, new_clip,
+    SetInterpolation, SetKeyValue, SetPose, TransformCollider, autosave_path, collider_gizmo_matrix, copy_keys,
+    duplicate_clip, ik_chain, ik_pose, new_clip,
 )
 
 AUTOSAVE_SECONDS = 60.0
@@ -66,7 +75,7 @@ SHORTCUTS = [
     ("C", "colliders on / off"),
     ("N", "snap keys and time to frames on / off"),
     ("Tab", "dope sheet / curve view"),
-    ("Escape", "clear the key selection"),
+    ("Escape", "clear the key selection; the gizmo back on the bone"),
     ("F1 or ?", "this help"),
     ("Ctrl+Q", "quit (asks to save unsaved changes)"),
     ("mouse", "left click: select a bone; right drag: orbit; middle drag: pan; wheel: zoom"),
@@ -111,13 +120,14 @@ class EditorResult:
                 f"p90 {np.percentile(ms, 90):.1f} ms")
 
 
-class Editor:
+class Editor(WindowApp):
     """The editor window on an :class:`EditDocument`; :meth:`run` runs it."""
 
     LEFT_W, RIGHT_W, BOTTOM_H, ROW_H, LABEL_W = 230, 330, 250, 18, 170
 
     def __init__(self, doc: EditDocument, size=(1280, 720), *, clip: int = 0, samples: int = 4,
-                 autosave_seconds: float = AUTOSAVE_SECONDS, log: Callable[[str], None] | None = None):
+                 autosave_seconds: float = AUTOSAVE_SECONDS, log: Callable[[str], None] | None = None,
+                 moving_scale: float = 0.5):
         from ..render.viewer import check_display
 
         check_display()
@@ -125,6 +135,7 @@ class Editor:
         self.doc = doc
         self.log = log
         self.autosave_seconds = float(autosave_seconds)
+        self._moving_scale_arg = moving_scale
         self.window = None
         self.ctx = None
         self.renderer = None
@@ -168,6 +179,7 @@ class Editor:
         self._closing_popup = False
         self._save_as_popup = False
         self._drag = None
+        self._collider_drag = None  # the collider gizmo's drag: start collider, frame, merge key
         self._merge_serial = 0
         self._rows_key = None
         self._rows = []
@@ -180,42 +192,47 @@ class Editor:
         self._autosaved_revision = doc.revision
         self.frame_ms: list[float] = []
         self.frame_cpu_ms: list[float] = []
+        self.frame_main_ms: list[float] = []
         self.timing_log: list[dict] = []
         self.view_renders = 0
+        self.stage_finish = False  # wait for the GL after the 3D view (profiling: timings per stage)
         self._children = self._child_lists()
         self._segments = self._bone_segments()
+        # The heap is large and long-lived (numba, LLVM, ImGui's bindings): without this, the garbage
+        # collector's full passes over it took ~8% of a playing frame's CPU.
+        gc.collect()
+        gc.freeze()
 
     # -- setup --------------------------------------------------------------------------------------------
 
     def _open(self, size, samples) -> None:
         from ..render.camera import frame
         from ..render.renderer import Renderer
-        from ..render.viewer import open_window
         from ..render.viewer_ui import OrbitCamera
 
         imgui, glfw = self.imgui, self.glfw
-        # One pose a frame: numba's worker threads would only wait for cores llvmpipe keeps busy
-        # (as in the viewer).
-        import numba
-
-        self._numba_threads = numba.get_num_threads()
-        numba.set_num_threads(1)
-        self._glfw_ready = True
-        title = f"skeletal edit - {os.path.basename(self.doc.path or self.doc.asset.name)}"
-        self.window, self.ctx = open_window(glfw, size, title, self._errors)
+        self.moving_scale = min(max(float(self._moving_scale_arg), 0.1), 1.0)
+        self._open_window(size, f"skeletal edit - {os.path.basename(self.doc.path or self.doc.asset.name)}")
         fb_w, fb_h = glfw.get_framebuffer_size(self.window)
         vw, vh = self._viewport_size(fb_w, fb_h)
-        # The 3D view is rendered at the viewport's size into the renderer's framebuffer, resolved
-        # into a texture, and ImGui draws that texture in the viewport's place (one quad).
+        # The 3D view is rendered at the viewport's size into the renderer's framebuffer (MSAA resolved
+        # into a texture) and blitted into the viewport's place by the compositor (.compose).
+        # Skinning on the CPU (numba) and back faces culled: llvmpipe's vertex stage runs on this thread.
         self.renderer = Renderer(self.doc.asset, vw, vh, samples=samples, ctx=self.ctx,
-                                 clip=self.doc.clips[0] if self.doc.clips else None)
-        # While things move (playing, dragging) frames come from a renderer without MSAA (llvmpipe
-        # spends most of a frame on multisampled rasterising); a still view is drawn again with MSAA.
+                                 clip=self.doc.clips[0] if self.doc.clips else None, cull=True, cpu_skinning=True)
+        # While things move (playing, dragging) frames come from a renderer without MSAA at
+        # ``moving_scale`` of the viewport's size, scaled up by the blit (llvmpipe's cost is per
+        # fragment); a still view is drawn again sharp, with MSAA.
         self._fast_renderer = None
-        if self.renderer.samples:
-            self._fast_renderer = Renderer(self.doc.asset, vw, vh, samples=0, ctx=self.ctx,
-                                           clip=self.doc.clips[0] if self.doc.clips else None)
+        if self.renderer.samples or self.moving_scale < 1.0:
+            fw, fh = self._moving_size(vw, vh)
+            self._fast_renderer = Renderer(self.doc.asset, fw, fh, samples=0, ctx=self.ctx,
+                                           clip=self.doc.clips[0] if self.doc.clips else None, cull=True,
+                                           cpu_skinning=True)
         self._make_view_texture(vw, vh)
+        self._view_source = self._view_fbo
+        self._damaged: list[tuple[float, float, float, float]] = []  # window rectangles whose pictures changed
+        self.compositor = Compositor(self.ctx)
         self.view_rect = (float(self.LEFT_W), 20.0, float(vw), float(vh))
         lo, hi = self.renderer.bounds
         framed = frame(self.renderer.camera_spec, lo, hi, vw / vh, facing=self.renderer.facing)
@@ -237,6 +254,9 @@ class Editor:
             self._view_tex.release()
         self._view_tex = self.ctx.texture((w, h), 4)
         self._view_fbo = self.ctx.framebuffer(color_attachments=[self._view_tex])
+
+    def _moving_size(self, vw: int, vh: int) -> tuple[int, int]:
+        return max(1, round(vw * self.moving_scale)), max(1, round(vh * self.moving_scale))
 
     def _viewport_size(self, fb_w, fb_h):
         return max(fb_w - self.LEFT_W - self.RIGHT_W, 1), max(fb_h - self.BOTTOM_H - 20, 1)
@@ -264,34 +284,21 @@ class Editor:
     def run(self, frames: int | None = None, screenshot: str | None = None, fps: float = 30.0) -> EditorResult:
         """Show frames until the window closes (or ``frames`` frames on a fixed 1/``fps`` s clock; also
         until a script has run out when one was given); ``screenshot``: the last frame as PNG."""
-        glfw = self.glfw
-        glfw.swap_interval(0 if (frames or self._script) else 1)
-        drawn, last = 0, time.perf_counter()
-        fixed = frames is not None or bool(self._script)
         scripted = bool(self._script)
-        image = None
-        while not self.quit:
-            if frames is not None and drawn >= frames:
-                break
-            if scripted and not self._script and frames is None:
-                break
-            now = time.perf_counter()
-            dt = 1.0 / fps if fixed else min(now - last, 0.1)
-            last = now
+
+        def step(dt: float) -> None:
             try:
-                self.frame(dt if drawn else 0.0)
+                self.frame(dt)
             except Exception as exc:  # never lose the document: autosave, then report
                 saved = self._autosave(force=True)
                 where = f"; the document was autosaved to {saved}" if saved else ""
                 raise EditError(f"the editor failed ({type(exc).__name__}: {exc}){where}") from exc
-            drawn += 1
-            if screenshot and frames is not None and drawn == frames:
-                image = self.read_screen()
-            glfw.swap_buffers(self.window)
-        if screenshot:
-            import imageio.v3 as iio
 
-            iio.imwrite(screenshot, image if image is not None else self.read_screen())
+        def stop() -> bool:
+            return self.quit or (scripted and not self._script and frames is None)
+
+        drawn = self._frame_loop(step, stop, frames=frames, fixed=frames is not None or scripted, fps=fps,
+                                 screenshot=screenshot)
         result = EditorResult(drawn, screenshot, list(self.frame_ms), self.doc.path, self.doc.dirty, self.message)
         if self.log:
             self.log(f"skeletal edit: {result.summary()}")
@@ -299,7 +306,7 @@ class Editor:
 
     def frame(self, dt: float) -> None:
         """One frame: input, time, panels, the 3D view, ImGui on top."""
-        t0, c0 = time.perf_counter(), time.process_time()
+        t0, c0, m0 = time.perf_counter(), time.process_time(), time.thread_time()
         imgui, glfw = self.imgui, self.glfw
         glfw.poll_events()
         if glfw.window_should_close(self.window):
@@ -318,12 +325,15 @@ class Editor:
         if (vw, vh) != (self.renderer.width, self.renderer.height):
             self.renderer.resize(vw, vh)
             if self._fast_renderer is not None:
-                self._fast_renderer.resize(vw, vh)
+                self._fast_renderer.resize(*self._moving_size(vw, vh))
             self._make_view_texture(vw, vh)
+            self._view_source = self._view_fbo
         self._advance(dt)
         self._compute_pose()
         t_view = time.perf_counter()
         self._render_view(vw, vh)
+        if self.stage_finish:  # profiling: the view's GL work counted in its own stage
+            self.ctx.finish()
         t_view = time.perf_counter() - t_view
         self._menu_bar()
         self._bones_panel(fb_h)
@@ -336,14 +346,15 @@ class Editor:
         self._status(fb_w, fb_h)
         imgui.render()
         t_ui = time.perf_counter()
-        self.ctx.screen.use()
-        self.ctx.viewport = (0, 0, fb_w, fb_h)
-        # no clear: the panels and the view's image cover the whole window
-        imgui.backends.opengl3_render_draw_data(imgui.get_draw_data())
+        # only the rectangles that changed are redrawn (.compose)
+        extra, self._damaged = self._damaged, []
+        self.compositor.compose(imgui, imgui.backends.opengl3_render_draw_data, (fb_w, fb_h),
+                                view=(self._view_source, self.view_rect), extra=extra)
         self._autosave()
         self.ctx.finish()
         self.frame_ms.append(1000.0 * (time.perf_counter() - t0))
         self.frame_cpu_ms.append(1000.0 * (time.process_time() - c0))  # all threads (llvmpipe's too)
+        self.frame_main_ms.append(1000.0 * (time.thread_time() - m0))  # this thread's CPU
         end = time.perf_counter()
         # wall ms: the Python side (input, pose, panels, draw lists), the 3D view (drawn and resolved
         # when something moved), ImGui's GL drawing up to the finished frame
@@ -357,20 +368,24 @@ class Editor:
         moving = (self.playing or bool(self._drag) or getattr(self, "_gizmo_active", False)
                   or imgui.is_mouse_down(1) or imgui.is_mouse_down(2) or imgui.is_any_item_active())
         renderer = self._fast_renderer if (moving and self._fast_renderer is not None) else self.renderer
-        key = (self._pose_key, vw, vh, cam.yaw, cam.pitch, cam.distance, tuple(cam.target), id(renderer))
+        onion = (self.onion and self.clip is not None, self.onion_frames, self.onion_step, self.loop)
+        key = (self._pose_key, vw, vh, cam.yaw, cam.pitch, cam.distance, tuple(cam.target), id(renderer), onion)
         if key == getattr(self, "_view_key", None):
             return  # nothing moved: the texture still shows this frame (llvmpipe's rasterising is the big cost)
         self._view_key = key
         renderer.camera = cam.camera(vw / vh)
         self.renderer.camera = renderer.camera
         renderer.render((self.world[None], None))
-        self.ctx.copy_framebuffer(self._view_fbo, renderer.framebuffer)  # resolves MSAA, colour only
+        if onion[0]:
+            self._draw_onion(renderer)
+        if renderer.samples:
+            self.ctx.copy_framebuffer(self._view_fbo, renderer.framebuffer)  # resolves MSAA, colour only
+            self._view_source = self._view_fbo
+        else:  # blitted into the window as it is: no copy that would wait for the rasteriser here
+            self._view_source = renderer.framebuffer
+        self.compositor.flush()  # llvmpipe shades the view while the panels are built
+        self._damaged.append(self.view_rect)
         self.view_renders += 1
-
-    def read_screen(self) -> np.ndarray:
-        fb_w, fb_h = self.glfw.get_framebuffer_size(self.window)
-        data = self.ctx.screen.read(viewport=(0, 0, fb_w, fb_h), components=3, alignment=1)
-        return np.ascontiguousarray(np.frombuffer(data, np.uint8).reshape(fb_h, fb_w, 3)[::-1])
 
     # -- document helpers ---------------------------------------------------------------------------------
 
@@ -491,7 +506,9 @@ class Editor:
         return expanded
 
     def _remember(self, label: str) -> None:
-        """Record the last widget's rectangle under ``label`` (script targets)."""
+        """Record the last widget's rectangle under ``label`` (script targets; only while a script runs)."""
+        if not self._script:
+            return
         imgui = self.imgui
         a, b = imgui.get_item_rect_min(), imgui.get_item_rect_max()
         self._item_rects[label] = (a.x, a.y, b.x - a.x, b.y - a.y)
@@ -594,7 +611,9 @@ class Editor:
         return self._animated
 
     def select_bone(self, node: int | None) -> None:
+        """Select a bone (the gizmo then acts on it, not on a collider)."""
         self.selected = node
+        self.selected_collider = None
 
     def _inspector(self, fb_w, fb_h) -> None:
         imgui = self.imgui
@@ -728,10 +747,13 @@ class Editor:
         for i, c in enumerate(doc.colliders):
             label = f"{c.name}  [{c.tag} {c.shape}] on {doc.node_name(c.node)}{'' if vis[i] else ' (hidden)'}##col{i}"
             if imgui.selectable(label, i == self.selected_collider)[0]:
-                self.selected_collider = i
+                self.selected_collider = i  # the gizmo now acts on it (a bone click gives it back)
+            self._remember(f"collider:{c.name}")
         if self.selected is not None:
             for shape in ("sphere", "capsule"):
-                if imgui.button(f"add {shape}"):
+                clicked = imgui.button(f"add {shape}")
+                self._remember(f"add {shape}")
+                if clicked:
                     base = f"{doc.node_name(self.selected)}_{shape}"
                     name, k = base, 2
                     while name in [c.name for c in doc.colliders]:
@@ -985,6 +1007,7 @@ class Editor:
                 vao.render(vertices=6 * len(xs))
                 vao.release()
             self.ctx.screen.use()
+            self._damaged.append((x0, y0, float(tw), float(th)))
         dl.add_image(imgui.ImTextureRef(layer["tex"].glo), imgui.ImVec2(x0, y0), imgui.ImVec2(x0 + tw, y0 + th),
                      imgui.ImVec2(0, 1), imgui.ImVec2(1, 0))
 
@@ -1131,11 +1154,7 @@ class Editor:
         vx, vy = float(self.LEFT_W), 20.0
         vw, vh = self._viewport_size(fb_w, fb_h)
         self.view_rect = (vx, vy, float(vw), float(vh))
-        dl = imgui.get_background_draw_list()
-        dl.add_image(imgui.ImTextureRef(self._view_tex.glo), imgui.ImVec2(vx, vy), imgui.ImVec2(vx + vw, vy + vh),
-                     imgui.ImVec2(0, 1), imgui.ImVec2(1, 0))
-        if self.onion and self.clip is not None:
-            self._draw_onion(dl)
+        dl = imgui.get_background_draw_list()  # over the 3D view, which the compositor blits in first
         if self.skeleton:
             self._draw_skeleton(dl, self.world, _col(imgui, 0.95, 0.9, 0.3, 0.9), 2.0, joints=True)
         if self.show_colliders and self.doc.colliders:
@@ -1145,7 +1164,9 @@ class Editor:
         over_view = vx <= mx < vx + vw and vy <= my < vy + vh and not io.want_capture_mouse
         # gizmo on the selected bone
         using = False
-        if self.selected is not None:
+        if self.selected_collider is not None and self.selected_collider < len(self.doc.colliders):
+            using = self._collider_gizmo(dl)
+        elif self.selected is not None:
             using = self._gizmo(dl)
         if over_view and not using and not gizmo.is_over():
             if imgui.is_mouse_clicked(0):
@@ -1191,21 +1212,45 @@ class Editor:
                 dl.add_circle_filled(imgui.ImVec2(x, y), 5.0 if sel else 3.0,
                                      _col(imgui, 1.0, 0.4, 0.2) if sel else color)
 
-    def _draw_onion(self, dl) -> None:
-        imgui = self.imgui
+    def _draw_onion(self, renderer) -> None:
+        """Ghost skeletons ``onion_frames`` poses apart by ``onion_step`` frames before (blue) and after
+        (green) the current time, fading with distance: GL lines over the character in the view's
+        framebuffer (one draw; numpy builds the vertices)."""
         n, step = self.onion_frames, self.onion_step / self.fps
         offsets = np.r_[-np.arange(n, 0, -1), np.arange(1, n + 1)] * step
         times = self.time + offsets
         d = self.duration
         times = np.mod(times, d) if (self.loop and d > 0) else np.clip(times, 0, d)
-        key = (self.doc.revision, self.clip, self.time, n, step)
+        key = (self.doc.revision, self.clip, self.time, n, step, self.loop)
         if getattr(self, "_onion_key", None) != key:
             self._onion_key = key
             self._onion_world = self.doc.world(self.doc.poses(self.clip, times))
-        for k, off in enumerate(offsets):
-            fade = 1.0 - (abs(off) / step - 1) / (n + 0.5)
-            color = _col(imgui, 0.4, 0.6, 1.0, 0.55 * fade) if off < 0 else _col(imgui, 0.4, 1.0, 0.55, 0.55 * fade)
-            self._draw_skeleton(dl, self._onion_world[k], color, 1.5)
+        seg = self._segments
+        if len(seg) == 0:
+            return
+        fade = 1.0 - (np.abs(offsets) / step - 1) / (n + 0.5)
+        colors = np.where((offsets < 0)[:, None], [0.4, 0.6, 1.0], [0.4, 1.0, 0.55])
+        rgba = np.concatenate([colors, 0.55 * fade[:, None]], axis=1)  # (G, 4)
+        ends = self._onion_world[:, :, :3, 3][:, seg]  # (G, S, 2, 3)
+        data = np.concatenate([ends, np.broadcast_to(rgba[:, None, None, :], ends.shape[:3] + (4,))], axis=3)
+        raw = np.ascontiguousarray(data, np.float32).tobytes()
+        ctx = self.ctx
+        if getattr(self, "_ghost_prog", None) is None:
+            self._ghost_prog = ctx.program(vertex_shader=_GHOST_VS, fragment_shader=_KEY_FS)
+            self._ghost_vbo = None
+        if self._ghost_vbo is None or self._ghost_vbo.size < len(raw):
+            if self._ghost_vbo is not None:
+                self._ghost_vbo.release()
+            self._ghost_vbo = ctx.buffer(reserve=max(len(raw), 1 << 14), dynamic=True)
+        self._ghost_vbo.write(raw)
+        self._ghost_prog["u_view_proj"].write(np.ascontiguousarray(renderer.camera.view_projection.T, np.float32))
+        vao = ctx.vertex_array(self._ghost_prog, [(self._ghost_vbo, "3f 4f", "a_pos", "a_color")])
+        renderer.framebuffer.use()
+        ctx.disable(0x0B71)  # GL_DEPTH_TEST: over the character, as the skeleton overlay
+        ctx.enable(0x0BE2)  # GL_BLEND
+        ctx.blend_func = 0x0302, 0x0303  # SRC_ALPHA, ONE_MINUS_SRC_ALPHA
+        vao.render(1, vertices=len(data.reshape(-1, 7)))  # GL_LINES
+        vao.release()
 
     def _draw_colliders(self, dl) -> None:
         imgui = self.imgui
@@ -1282,6 +1327,44 @@ class Editor:
         if not using and getattr(self, "_gizmo_active", False):
             self._gizmo_active = False
             doc.end_merge()
+        return using
+
+    def _collider_gizmo(self, dl) -> bool:
+        """The gizmo on the selected collider: translate moves it, rotate turns a capsule about its
+        middle, scale resizes it (Y: a capsule's length; X/Z, or all three for a sphere: the radius).
+        One drag is one undoable TransformCollider."""
+        gizmo, doc = self.gizmo, self.doc
+        i = self.selected_collider
+        c = doc.colliders[i]
+        vx, vy, vw, vh = self.view_rect
+        gizmo.set_drawlist(dl)
+        gizmo.set_rect(vx, vy, vw, vh)
+        cam = self.renderer.camera
+        view = gizmo.Matrix16(cam.view.T.ravel().astype(np.float32).tolist())
+        proj = gizmo.Matrix16(cam.projection.T.ravel().astype(np.float32).tolist())
+        bone = self.world[c.node]
+        drag = getattr(self, "_collider_drag", None)
+        if drag is not None and drag["index"] == i:
+            frame = drag["frame"]
+        else:
+            frame = collider_gizmo_matrix(c, bone)
+        obj = gizmo.Matrix16(frame.T.ravel().astype(np.float32).tolist())
+        ops = {"translate": gizmo.OPERATION.translate, "rotate": gizmo.OPERATION.rotate, "scale": gizmo.OPERATION.scale}
+        mode = gizmo.MODE.local if (self.local_space or self.operation == "scale") else gizmo.MODE.world
+        changed = gizmo.manipulate(view, proj, ops[self.operation], mode, obj)
+        using = gizmo.is_using()
+        if using and drag is None:
+            self._merge_serial += 1
+            drag = self._collider_drag = {"index": i, "start": c, "frame": frame, "key": ("collider gizmo", i,
+                                                                                          self._merge_serial)}
+        if changed and drag is not None:
+            drag["frame"] = np.asarray(obj.values, np.float64).reshape(4, 4).T
+            self.run_command(lambda: TransformCollider(doc, i, drag["start"], bone, drag["frame"],
+                                                       merge_key=drag["key"]), quiet=True)
+        if not using and drag is not None:
+            self._collider_drag = None
+            doc.end_merge()
+            self.say(f"moved collider {c.name!r}")
         return using
 
     # -- commands from keys and menus -----------------------------------------------------------------------
@@ -1424,6 +1507,7 @@ class Editor:
             self.tab = "curve" if self.tab == "dope" else "dope"
         if pressed(Key.escape, False):
             self.key_selection.clear()
+            self.selected_collider = None
         if pressed(Key.f1, False) or (shift and pressed(Key.slash, False)):
             self.show_help = not self.show_help
 
@@ -1513,8 +1597,9 @@ class Editor:
             a, b = step["drag"]
             n = int(step.get("steps", 8))
             btn = int(step.get("button", 0))
+            ends: dict = {}  # both ends placed once, when the drag starts (a dragged thing moves)
             out = [("pos", a), ("wait",), ("button", btn, True), ("wait",)]
-            out += [("lerp", a, b, (k + 1) / n) for k in range(n)]
+            out += [("lerp", a, b, (k + 1) / n, ends) for k in range(n)]
             return out + [("wait",), ("button", btn, False), ("wait",)]
         if "key" in step:
             mods = [m for m in ("ctrl", "shift", "alt") if step.get(m)]
@@ -1539,6 +1624,13 @@ class Editor:
             node = self.doc.asset.rig.find(target["bone"])
             (x, y), _ = self.project(self.world[node, :3, 3])
             return float(x), float(y)
+        if "collider" in target:
+            names = [c.name for c in self.doc.colliders]
+            if target["collider"] not in names:
+                raise EditError(f"script: no collider {target['collider']!r}")
+            c = self.doc.colliders[names.index(target["collider"])]
+            (x, y), _ = self.project(collider_gizmo_matrix(c, self.world[c.node])[:3, 3])
+            return float(x), float(y)
         if "item" in target:
             if target["item"] not in self._item_rects:
                 raise EditError(f"script: no widget {target['item']!r} on screen")
@@ -1557,7 +1649,10 @@ class Editor:
             if kind == "pos":
                 x, y = self._target(event[1])
             else:
-                (ax, ay), (bx, by) = self._target(event[1]), self._target(event[2])
+                ends = event[4]
+                if not ends:
+                    ends["a"], ends["b"] = self._target(event[1]), self._target(event[2])
+                (ax, ay), (bx, by) = ends["a"], ends["b"]
                 x, y = ax + (bx - ax) * event[3], ay + (by - ay) * event[3]
             glfw.set_cursor_pos(self.window, x, y)
             io.add_mouse_pos_event(x, y)
@@ -1585,6 +1680,7 @@ class Editor:
     # -- cleanup --------------------------------------------------------------------------------------------
 
     def close(self) -> None:
+        gc.unfreeze()
         imgui = self.imgui
         if self._imgui_ready:
             imgui.backends.opengl3_shutdown()
@@ -1596,6 +1692,9 @@ class Editor:
             self._view_fbo.release()
             self._view_tex.release()
             self._view_fbo = None
+        if getattr(self, "compositor", None) is not None:
+            self.compositor.release()
+            self.compositor = None
         layer = getattr(self, "_key_layer", None)
         if layer is not None:
             layer["fbo"].release()
@@ -1607,26 +1706,19 @@ class Editor:
         if getattr(self, "_key_prog", None) is not None:
             self._key_prog.release()
             del self._key_prog
+        if getattr(self, "_ghost_prog", None) is not None:
+            self._ghost_prog.release()
+            self._ghost_prog = None
+            if self._ghost_vbo is not None:
+                self._ghost_vbo.release()
+                self._ghost_vbo = None
         if self.renderer is not None:
             self.renderer.release()
             self.renderer = None
         if getattr(self, "_fast_renderer", None) is not None:
             self._fast_renderer.release()
             self._fast_renderer = None
-        if getattr(self, "_numba_threads", None):
-            import numba
-
-            numba.set_num_threads(self._numba_threads)
-            self._numba_threads = None
-        if self.ctx is not None:
-            self.ctx.release()
-            self.ctx = None
-        if self.window is not None:
-            self.glfw.destroy_window(self.window)
-            self.window = None
-        if getattr(self, "_glfw_ready", False):
-            self.glfw.terminate()
-            self._glfw_ready = False
+        self._close_window()
 
     def __enter__(self):
         return self
@@ -1642,6 +1734,16 @@ uniform vec2 u_size;
 out vec4 v_color;
 void main() {
     gl_Position = vec4(a_pos.x / u_size.x * 2.0 - 1.0, 1.0 - a_pos.y / u_size.y * 2.0, 0.0, 1.0);
+    v_color = a_color;
+}
+"""
+_GHOST_VS = """#version 330 core
+in vec3 a_pos;
+in vec4 a_color;
+uniform mat4 u_view_proj;
+out vec4 v_color;
+void main() {
+    gl_Position = u_view_proj * vec4(a_pos, 1.0);
     v_color = a_color;
 }
 """
@@ -1672,10 +1774,11 @@ def _key(imgui, name: str):
 
 def edit(model=None, clip: str | int | None = None, size=(1280, 720), *, samples: int = 4, frames: int | None = None,
          screenshot: str | None = None, script: str | list | None = None, autosave_seconds: float = AUTOSAVE_SECONDS,
-         log: Callable[[str], None] | None = None) -> EditorResult:
+         log: Callable[[str], None] | None = None, moving_scale: float = 0.5) -> EditorResult:
     """Open the editor on a model (a path; None: the built-in demo character, saved as ``demo.glb``
     in the current folder unless saved elsewhere). ``frames``/``screenshot``: run that many frames
-    and save the last one (tests, pictures); ``script``: scripted input (a JSON file or a list)."""
+    and save the last one (tests, pictures); ``script``: scripted input (a JSON file or a list);
+    ``moving_scale``: the 3D view's resolution while something moves (1.0: full, never soft)."""
     from ..render.output import parse_size
     from ..render.viewer import check_display
 
@@ -1708,7 +1811,8 @@ def edit(model=None, clip: str | int | None = None, size=(1280, 720), *, samples
             steps = list(script)
     if not (autosave_seconds >= 0):
         raise EditError(f"the autosave interval must be 0 or more seconds, got {autosave_seconds}")
-    with Editor(doc, (width, height), clip=index, samples=samples, autosave_seconds=autosave_seconds, log=log) as editor:
+    with Editor(doc, (width, height), clip=index, samples=samples, autosave_seconds=autosave_seconds, log=log,
+                moving_scale=moving_scale) as editor:
         if steps:
             editor.load_script(steps)
         return editor.run(frames=frames, screenshot=screenshot)

@@ -565,6 +565,65 @@ class SetCollider(Command):
         return False
 
 
+def collider_gizmo_matrix(collider: Collider, bone_world: np.ndarray) -> np.ndarray:
+    """The world frame (4, 4) the viewport gizmo manipulates for ``collider`` on a bone whose world
+    matrix is ``bone_world`` (row-major, may scale): origin at the shape's middle (a sphere's centre,
+    a capsule's mid-point), unit axes, Y along a capsule's axis (X, Z completing the bone's rotation;
+    a sphere takes the bone's rotation). Its scale after a drag is read by :func:`transformed_collider`."""
+    b = np.asarray(bone_world, np.float64)
+    lin = b[:3, :3]
+    norms = np.linalg.norm(lin, axis=0)
+    rot = lin / np.where(norms > 1e-12, norms, 1.0)
+    mid = 0.5 * (collider.center + collider.end)
+    axis = lin @ (0.5 * (collider.end - collider.center))
+    if collider.shape == "capsule" and np.linalg.norm(axis) > 1e-12:
+        y = axis / np.linalg.norm(axis)
+        x = rot[:, 0] - y * float(rot[:, 0] @ y)  # the bone's X, made perpendicular to the axis
+        if np.linalg.norm(x) < 1e-6:
+            x = rot[:, 2] - y * float(rot[:, 2] @ y)
+        x /= np.linalg.norm(x)
+        rot = np.stack([x, y, np.cross(x, y)], axis=1)
+    out = np.eye(4)
+    out[:3, :3] = rot
+    out[:3, 3] = lin @ mid + b[:3, 3]
+    return out
+
+
+def transformed_collider(start: Collider, bone_world: np.ndarray, frame: np.ndarray) -> Collider:
+    """``start`` moved, turned and resized so that its gizmo frame (:func:`collider_gizmo_matrix` of
+    ``start``) becomes ``frame`` (4, 4) world: the frame's origin is the new middle, its Y axis a
+    capsule's new axis; its axis lengths are scale factors, on the half length (Y) and the radius (the
+    mean of X and Z for a capsule, of all three for a sphere). Bone-local values, as stored."""
+    b = np.asarray(bone_world, np.float64)
+    f = np.asarray(frame, np.float64)
+    lin = b[:3, :3]
+    if not np.all(np.isfinite(f)) or abs(np.linalg.det(lin)) < 1e-18:
+        raise EditError(f"cannot place collider {start.name!r}: degenerate matrix")
+    inv = np.linalg.inv(lin)
+    scale = np.linalg.norm(f[:3, :3], axis=0)
+    if np.any(scale < 1e-9):
+        raise EditError(f"cannot scale collider {start.name!r} to nothing")
+    mid = inv @ (f[:3, 3] - b[:3, 3])
+    if start.shape == "sphere":
+        radius = start.radius * float(scale.mean())
+        return start.moved(center=mid, end=mid, radius=radius)
+    half_world = float(np.linalg.norm(lin @ (0.5 * (start.end - start.center))))
+    half = inv @ (f[:3, 1] * half_world)  # the Y axis: new direction, its length the factor on the length
+    radius = start.radius * float(0.5 * (scale[0] + scale[2]))
+    return start.moved(center=mid - half, end=mid + half, radius=radius)
+
+
+class TransformCollider(SetCollider):
+    """Collider ``index`` placed by the viewport gizmo: ``start`` is the collider when the drag began
+    and ``frame`` the gizmo's world matrix now (see :func:`transformed_collider`); ``bone_world`` the
+    collider's bone in the pose on screen. Successive frames of one drag (same ``merge_key``) are one
+    undo step."""
+
+    def __init__(self, doc, index: int, start: Collider, bone_world, frame, *, merge_key=None):
+        super().__init__(doc, index, transformed_collider(start, bone_world, frame), merge_key=merge_key)
+        self.label = f"move collider {start.name!r}"
+
+
 class RemoveCollider(Command):
     def __init__(self, doc, index: int):
         if not 0 <= index < len(doc.colliders):

@@ -19,6 +19,7 @@ class MaterialGL:
     base_color: np.ndarray  # (4,) float32, linear RGBA
     texture: object | None  # moderngl.Texture or None
     texcoord: int = 0
+    double_sided: bool = False  # glTF doubleSided (back faces culled only when a renderer is asked to)
 
 
 def decode_image(data: bytes) -> np.ndarray:
@@ -56,7 +57,7 @@ class MaterialCache:
         m = materials[index]
         color = np.asarray(m.base_color_factor, dtype=np.float32).reshape(4)
         texture = self._texture(m.base_color_texture) if m.base_color_texture is not None else None
-        return MaterialGL(color, texture, m.base_color_texcoord)
+        return MaterialGL(color, texture, m.base_color_texcoord, bool(m.double_sided))
 
     def _texture(self, image_index: int):
         if image_index in self._textures:

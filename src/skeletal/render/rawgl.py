@@ -74,6 +74,15 @@ def _proc_loader(backend: str):
     return lambda name: get(name.encode("ascii"))
 
 
+def gl_function(ctx, name: str, *argtypes, restype=None):
+    """One GL entry point of ``ctx``'s library by name, as a ctypes function (OSError if missing).
+    For callers that need a core function moderngl does not expose (the editor's scissored blits)."""
+    address = _proc_loader((ctx.extra if isinstance(ctx.extra, dict) else {}).get("backend", "egl"))(name)
+    if not address:
+        raise OSError(f"{name} not found")
+    return ctypes.CFUNCTYPE(restype, *argtypes)(address)
+
+
 def load(ctx) -> RawGL | None:
     """The raw GL functions for ``ctx`` (cached on it), or None when they cannot be loaded."""
     extra = ctx.extra if isinstance(ctx.extra, dict) else {}

@@ -109,6 +109,76 @@ def open_window(glfw, size: tuple[int, int], title: str, errors: list[str], on_e
     return window, adopt_context(None, "egl" if api == glfw.EGL_CONTEXT_API else "glx")
 
 
+class WindowApp:
+    """What the viewer and the editor (:mod:`skeletal.editor.app`) share around their own frames: the
+    GLFW window and its moderngl context (numba on one thread while it is open), the frame loop on
+    a free or fixed clock with a screenshot of the last frame, the back buffer as an image, and the
+    teardown. A subclass sets ``glfw`` and ``_errors`` (a list) before :meth:`_open_window`, draws
+    in its own step function and releases its own GL objects before :meth:`_close_window`.
+    """
+
+    window = None
+    ctx = None
+
+    def _open_window(self, size: tuple[int, int], title: str) -> None:
+        # One pose per frame: numba's worker threads would only wait for cores that a software
+        # rasteriser (llvmpipe) keeps busy (12 ms instead of 0.15 ms per frame on two cores).
+        self._numba_threads = numba.get_num_threads()
+        numba.set_num_threads(1)
+        self._glfw_ready = True  # open_window initialises GLFW first; _close_window terminates it
+        self.window, self.ctx = open_window(self.glfw, size, title, self._errors)
+
+    def read_screen(self) -> np.ndarray:
+        """The window's back buffer as (height, width, 3) uint8 RGB, row 0 at the top."""
+        fb_w, fb_h = self.glfw.get_framebuffer_size(self.window)
+        data = self.ctx.screen.read(viewport=(0, 0, fb_w, fb_h), components=3, alignment=1)
+        return np.ascontiguousarray(np.frombuffer(data, np.uint8).reshape(fb_h, fb_w, 3)[::-1])
+
+    def _frame_loop(self, step: Callable[[float], None], stop: Callable[[], bool], *, frames: int | None = None,
+                    fixed: bool = False, fps: float = 30.0, screenshot: str | None = None,
+                    after: Callable[[], None] | None = None) -> int:
+        """Call ``step(dt)`` and swap until ``stop()`` or ``frames`` frames; ``fixed``: a 1/``fps`` s
+        clock and no vsync (tests, pictures), else the wall clock (capped at 0.1 s) with vsync; the
+        first frame gets dt 0. ``after()`` runs after each step. ``screenshot``: the frame ``frames``
+        (or the last one) as PNG. Returns the frames drawn."""
+        glfw = self.glfw
+        glfw.swap_interval(0 if fixed else 1)
+        drawn, last, image = 0, time.perf_counter(), None
+        while not stop():
+            if frames is not None and drawn >= frames:
+                break
+            now = time.perf_counter()
+            dt = 1.0 / fps if fixed else min(now - last, 0.1)
+            last = now
+            step(dt if drawn else 0.0)
+            drawn += 1
+            if after is not None:
+                after()
+            if screenshot and frames is not None and drawn == frames:
+                image = self.read_screen()
+            glfw.swap_buffers(self.window)
+        if screenshot:
+            import imageio.v3 as iio
+
+            iio.imwrite(screenshot, image if image is not None else self.read_screen())
+        return drawn
+
+    def _close_window(self) -> None:
+        """numba's threads back, the context, the window and GLFW gone (safe to call twice)."""
+        if getattr(self, "_numba_threads", None):
+            numba.set_num_threads(self._numba_threads)
+            self._numba_threads = None
+        if self.ctx is not None:
+            self.ctx.release()
+            self.ctx = None
+        if self.window is not None:
+            self.glfw.destroy_window(self.window)
+            self.window = None
+        if getattr(self, "_glfw_ready", False):
+            self.glfw.terminate()
+            self._glfw_ready = False
+
+
 # -- text and 2D drawing ----------------------------------------------------------------------------
 
 
@@ -414,7 +484,7 @@ def heat_joint_index(asset, key: str | int) -> int:
     return joints.index(rig_index)
 
 
-class Viewer:
+class Viewer(WindowApp):
     """A window showing ``asset``; :meth:`run` runs the event loop.
 
     Args:
@@ -454,14 +524,6 @@ class Viewer:
 
     # -- setup ----------------------------------------------------------------------------------
 
-    def _glfw_error(self, code: int, message: bytes) -> None:
-        text = message.decode("utf-8", "replace") if isinstance(message, bytes) else str(message)
-        self._errors.append(" ".join(text.split()))
-
-    def _open_window(self, size: tuple[int, int], title: str) -> None:
-        self._glfw_ready = True  # open_window initialises GLFW first; close() terminates it
-        self.window, self.ctx = open_window(self.glfw, size, title, self._errors, self._glfw_error)
-
     def _setup(self, clip, start, speed, loop, camera, skeleton, weights_joint, blend, blend_value, palette_mode,
                samples) -> None:
         glfw, asset = self.glfw, self.asset
@@ -471,10 +533,6 @@ class Viewer:
         self.scale = max(1.0, float(glfw.get_window_content_scale(self.window)[1]))
         self.ui = UIPainter(self.ctx, round(FONT_PIXELS * self.scale))
 
-        # One pose per frame: numba's worker threads would only wait for cores that a software
-        # rasteriser (llvmpipe) keeps busy (12 ms instead of 0.15 ms per frame on two cores).
-        self._numba_threads = numba.get_num_threads()
-        numba.set_num_threads(1)
         from ..playback.player import Player
 
         clips = asset.clips
@@ -576,32 +634,18 @@ class Viewer:
         """Show frames until the window closes (or Esc/Q), or exactly ``frames`` frames on a fixed
         clock of 1/``fps`` seconds a frame; then write the last frame (with the UI) to ``screenshot``."""
         glfw = self.glfw
-        glfw.swap_interval(0 if frames else 1)
-        fixed_dt = 1.0 / fps if frames else None
-        drawn = 0
-        last = time.perf_counter()
-        image = None
-        while not glfw.window_should_close(self.window) and not self.state.quit:
-            if frames is not None and drawn >= frames:
-                break
+
+        def step(dt: float) -> None:
             glfw.poll_events()
-            now = time.perf_counter()
-            dt = fixed_dt if fixed_dt is not None else min(now - last, 0.1)
-            last = now
-            self._frame(dt if drawn else 0.0)
-            drawn += 1
+            self._frame(dt)
+
+        def after() -> None:
             if self.state.screenshot_requested:
                 self.state.screenshot_requested = False
                 self._save_numbered_screenshot()
-            if screenshot and frames is not None and drawn == frames:
-                image = self.read_screen()
-            glfw.swap_buffers(self.window)
-        if screenshot:
-            if image is None:
-                image = self.read_screen()
-            import imageio.v3 as iio
 
-            iio.imwrite(screenshot, image)
+        drawn = self._frame_loop(step, lambda: glfw.window_should_close(self.window) or self.state.quit,
+                                 frames=frames, fixed=bool(frames), fps=fps, screenshot=screenshot, after=after)
         if self.log:
             self.log(f"skeletal view: {drawn} frame(s); {self.stats.summary()}")
         return ViewResult(drawn, screenshot, self.renderer.describe(), dict(self.stats.shown), self.state.clip_name,
@@ -646,12 +690,6 @@ class Viewer:
             self.state.show_message(f"cannot save {path}: {exc.strerror or exc}")
         if self.log:
             self.log(f"skeletal view: {self.state.message}")
-
-    def read_screen(self) -> np.ndarray:
-        """The window's back buffer as (height, width, 3) uint8 RGB, row 0 at the top."""
-        fb_w, fb_h = self.glfw.get_framebuffer_size(self.window)
-        data = self.ctx.screen.read(viewport=(0, 0, fb_w, fb_h), components=3, alignment=1)
-        return np.ascontiguousarray(np.frombuffer(data, np.uint8).reshape(fb_h, fb_w, 3)[::-1])
 
     # -- UI -------------------------------------------------------------------------------------
 
@@ -784,24 +822,13 @@ class Viewer:
 
     def close(self) -> None:
         """Free the GL objects, the window and GLFW (safe to call twice)."""
-        if getattr(self, "_numba_threads", None):
-            numba.set_num_threads(self._numba_threads)
-            self._numba_threads = None
         if self.ui is not None:
             self.ui.release()
             self.ui = None
         if self.renderer is not None:
             self.renderer.release()
             self.renderer = None
-        if self.ctx is not None:
-            self.ctx.release()
-            self.ctx = None
-        if self.window is not None:
-            self.glfw.destroy_window(self.window)
-            self.window = None
-        if getattr(self, "_glfw_ready", False):
-            self.glfw.terminate()
-            self._glfw_ready = False
+        self._close_window()
 
     def __enter__(self):
         return self

@@ -82,7 +82,13 @@ vec3 skin_normal(vec4 r0, vec4 r1, vec4 r2, vec3 n) {
     return m;
 }
 
-#if defined(SKINNING_DQS)
+#if defined(SKINNING_NONE)
+// Positions and normals arrive skinned (the renderer's cpu_skinning: numba on the CPU).
+void skin_vertex(vec3 p, vec3 n, out vec3 p_out, out vec3 n_out) {
+    p_out = p;
+    n_out = n;
+}
+#elif defined(SKINNING_DQS)
 // Dual quaternion skinning, the same maths as skeletal/skin_dq.py. Palette: FOUR rows per joint
 // (rows 4*(k*u_joint_stride + m) + 0..3): qr (unit rotation quaternion, xyzw), qd (dual part,
 // 0.5 * t * qr), then the joint's symmetric scale/shear matrix S as (s00, s01, s02, s11) and
