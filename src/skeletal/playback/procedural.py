@@ -41,7 +41,8 @@ import numpy as np
 from numba import njit, prange
 
 from ..errors import SkeletalError
-from ..ik import AimLimit, IN_POLE, IN_TARGET, IN_WEIGHT, StageTable, solve_stages_one, two_bone_one
+from ..ik import (AimLimit, IN_POLE, IN_TARGET, IN_WEIGHT, SF_FORWARD, SF_UP, SI_J0, SI_J1, SI_U0, SI_U1, StageTable,
+                  aim_one, two_bone_one)
 from ..pose import (_palette_batch, _world_palettes_34, affine_product_into, local_to_world_one, palettes_one, world_matrices,
                     world_node_into)
 from . import kernels as K
@@ -90,13 +91,13 @@ def _palettes_serial(worlds, joints, inverse_bind, out):
 
 
 @njit(cache=True)
-def _look_serial(pose, world, parents, stage_i, stage_f, joints, jp, inputs, update, scratch, pos, placement, target,
+def _look_serial(pose, world, parents, stage_i, stage_f, joints, jp, inputs, update, scratch, placement, target,
                  smoothed, velocity, weight, mode, omega, dt):
     """The look-at stage for a few instances in one call: the smoothed point follows ``target``
     (B, 3) world through a critically damped spring (``mode`` 0: step it, 1: jump to the target),
     goes to model space through ``placement`` (B, 4, 4) into the aim stage's ``inputs`` (the head's up
-    kept toward world up, ``weight`` (B,)), then the aim chain is solved. False (nothing done) if a
-    target is not finite."""
+    kept toward world up, ``weight`` (B,)), then the aim chain (the table's one stage) is solved by
+    :func:`skeletal.ik.aim_one`. False (nothing done) if a target is not finite."""
     for b in range(pose.shape[0]):
         for i in range(3):
             if not math.isfinite(target[b, i]):
@@ -118,8 +119,16 @@ def _look_serial(pose, world, parents, stage_i, stage_f, joints, jp, inputs, upd
             inputs[b, 0, IN_TARGET + i] = M[0, i] * px + M[1, i] * py + M[2, i] * pz
             inputs[b, 0, IN_POLE + i] = M[1, i]
         inputs[b, 0, IN_WEIGHT] = weight[b]
-        solve_stages_one(pose[b], world[b], parents, stage_i, stage_f, joints, jp, inputs[b], update, scratch[0],
-                         pos[0])
+        # the one aim stage, called directly (not through the stage runner, which would compile every
+        # solver kind with it)
+        j0, j1 = stage_i[0, SI_J0], stage_i[0, SI_J1]
+        sf = stage_f[0]
+        row = inputs[b, 0]
+        aim_one(pose[b], world[b], parents, joints[j0:j1], jp[j0:j1], (row[IN_TARGET], row[IN_TARGET + 1],
+                row[IN_TARGET + 2]), (row[IN_POLE], row[IN_POLE + 1], row[IN_POLE + 2]), min(weight[b], 1.0),
+                (sf[SF_FORWARD], sf[SF_FORWARD + 1], sf[SF_FORWARD + 2]), (sf[SF_UP], sf[SF_UP + 1], sf[SF_UP + 2]),
+                scratch[0])
+        _rows(parents, update, stage_i[0, SI_U0], stage_i[0, SI_U1], pose[b], world[b])
     return True
 
 
@@ -803,10 +812,10 @@ class LookAt:
         if self.proc.count <= SERIAL_BELOW:  # one compiled call: spring, model-space target, aim chain
             jump = not self._started or self.smooth_time == 0.0
             omega = 2.0 / self.smooth_time if self.smooth_time > 0.0 else 0.0
-            scratch, pos = self._scratch
+            scratch = self._scratch[0]
             t = self.table
             if not _look_serial(pose, world, t.parents, t.stage_i, t.stage_f, t.joints, t.jp, self.inputs, t.update,
-                                scratch, pos, self.proc.placement, self.target, self.smoothed, self.velocity,
+                                scratch, self.proc.placement, self.target, self.smoothed, self.velocity,
                                 self.weight, 1 if jump else 0, omega, dt):
                 raise SkeletalError("look-at target must be finite")
             self._started = True
