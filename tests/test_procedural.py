@@ -440,6 +440,9 @@ def test_look_at_follows_a_target_smoothly(demo):
     assert np.all(np.diff(xs) <= 1e-12) and xs.min() >= -0.8 - 1e-9
     assert abs(xs[-1] + 0.8) < 0.01
     assert np.all(np.isfinite(player.world))
+    # the skin palettes (kept current inside the look-at kernel) match the turned head
+    for skin, palette in zip(demo.skins, player.mixer.palettes):
+        assert np.allclose(palette[0], player.world[skin.joints] @ skin.inverse_bind, atol=1e-12)
 
 
 # -- CLI ----------------------------------------------------------------------------------------

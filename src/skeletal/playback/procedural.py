@@ -92,12 +92,14 @@ def _palettes_serial(worlds, joints, inverse_bind, out):
 
 @njit(cache=True)
 def _look_serial(pose, world, parents, stage_i, stage_f, joints, jp, inputs, update, scratch, placement, target,
-                 smoothed, velocity, weight, mode, omega, dt):
+                 smoothed, velocity, weight, mode, omega, dt, keep_palettes, pal, pal_joints, inv_bind, pal_idx):
     """The look-at stage for a few instances in one call: the smoothed point follows ``target``
     (B, 3) world through a critically damped spring (``mode`` 0: step it, 1: jump to the target),
     goes to model space through ``placement`` (B, 4, 4) into the aim stage's ``inputs`` (the head's up
     kept toward world up, ``weight`` (B,)), then the aim chain (the table's one stage) is solved by
-    :func:`skeletal.ik.aim_one`. False (nothing done) if a target is not finite."""
+    :func:`skeletal.ik.aim_one`; with ``keep_palettes`` the palette entries ``pal_idx`` (those under
+    the chain) of ``pal`` (B, J, 4, 4) are recomputed too. False (nothing done) if a target is not
+    finite."""
     for b in range(pose.shape[0]):
         for i in range(3):
             if not math.isfinite(target[b, i]):
@@ -129,6 +131,8 @@ def _look_serial(pose, world, parents, stage_i, stage_f, joints, jp, inputs, upd
                 (sf[SF_FORWARD], sf[SF_FORWARD + 1], sf[SF_FORWARD + 2]), (sf[SF_UP], sf[SF_UP + 1], sf[SF_UP + 2]),
                 scratch[0])
         _rows(parents, update, stage_i[0, SI_U0], stage_i[0, SI_U1], pose[b], world[b])
+        if keep_palettes:
+            _palette_rows(world[b], pal_joints, inv_bind, pal_idx, 0, pal_idx.shape[0], pal[b])
     return True
 
 
@@ -213,6 +217,25 @@ class Procedural:
         self._add(stage)
         return stage
 
+    def _palette_groups(self, roots) -> tuple[bool, tuple, np.ndarray, np.ndarray]:
+        """For a stage that keeps the mixer's skin palettes current itself (a float64 Player / Mixer
+        whose world matrices this object shares): whether it can, (palettes, their joints, inverse
+        binds), and the palette entries under each of ``roots`` as ``idx[start[g]:start[g + 1]]``."""
+        mixer = self.mixer
+        pal = getattr(mixer, "_palette_all", None)
+        ok = (self.world is getattr(mixer, "world", None) and isinstance(pal, np.ndarray) and pal.dtype == np.float64
+              and pal.ndim == 4 and pal.shape[2] == 4)
+        if ok:
+            pj = mixer._palette_joints
+            arrays = (pal, pj, mixer._inverse_bind)
+            groups = [np.flatnonzero(self.rig.descendants(int(r))[pj]) for r in roots]
+        else:
+            arrays = (np.zeros((self.count, 0, 4, 4)), np.zeros(0, np.int64), np.zeros((0, 4, 4)))
+            groups = [np.zeros(0, np.int64)] * len(roots)
+        idx = np.concatenate(groups).astype(np.int64)
+        start = np.cumsum([0] + [len(g) for g in groups]).astype(np.int64)
+        return ok, arrays, idx, start
+
     def _add(self, stage) -> None:
         order = {FootPlacement: 0, LookAt: 1, Jiggle: 2}
         self.stages = [s for s in self.stages if type(s) is not type(stage)] + [stage]
@@ -250,8 +273,9 @@ class Procedural:
             else:
                 if not current:
                     _worlds(parents, pose, world)
+                    palettes = False
                 stage.apply(pose, world, float(dt))
-                palettes = False
+                palettes = palettes and stage.palettes_current
             current = stage.keeps_world  # the stage left ``world`` matching the pose it wrote
         if pose is not native:
             native[...] = pose
@@ -594,22 +618,9 @@ class FootPlacement:
         self.locked = np.zeros((b, n_legs), np.bool_)
         self.lock = np.zeros((b, n_legs, 2))
         self._scalars = np.zeros(8)
-        # the mixer's skin palettes this stage keeps current (a float64 Player / Mixer): entries under
-        # the pelvis, then under each leg
-        mixer = proc.mixer
-        pal = getattr(mixer, "_palette_all", None)
-        self._palettes = (proc.world is getattr(mixer, "world", None) and isinstance(pal, np.ndarray)
-                          and pal.dtype == np.float64 and pal.ndim == 4 and pal.shape[2] == 4)
-        if self._palettes:
-            pj = mixer._palette_joints
-            self._pal = (pal, pj, mixer._inverse_bind)
-            under = [rig.descendants(self.pelvis)] + [rig.descendants(int(t)) for t in self.thighs]
-            groups = [np.flatnonzero(m[pj]) for m in under]
-        else:
-            self._pal = (np.zeros((b, 0, 4, 4)), np.zeros(0, np.int64), np.zeros((0, 4, 4)))
-            groups = [np.zeros(0, np.int64)] * (n_legs + 1)
-        self._pal_idx = np.concatenate(groups).astype(np.int64)
-        self._pal_start = np.cumsum([0] + [len(g) for g in groups]).astype(np.int64)
+        # the mixer's skin palettes this stage keeps current: entries under the pelvis, then each leg
+        self._palettes, self._pal, self._pal_idx, self._pal_start = proc._palette_groups(
+            [self.pelvis] + [int(t) for t in self.thighs])
         self.phases: dict[int, ContactPhases] = {}
         self._tables_key = None
         self._args_from = None
@@ -764,6 +775,7 @@ class LookAt:
 
     builds_world = False
     keeps_world = True  # the aim stage rebuilds the rows it moves
+    palettes_current = False  # whether the last apply kept the mixer's palettes current too
 
     def __init__(self, proc: Procedural, target=None, *, joints=None, forward=None, up=None, smooth_time: float = 0.25,
                  limits=None, shares=None, weight=1.0):
@@ -793,6 +805,7 @@ class LookAt:
         self.smoothed = np.zeros((b, 3))
         self.velocity = np.zeros((b, 3))
         self._started = False
+        self._palettes, self._pal, self._pal_idx, _ = proc._palette_groups([chain[0]])
 
     @staticmethod
     def _index(rig, j) -> int:
@@ -807,6 +820,7 @@ class LookAt:
         self.target = np.broadcast_to(np.asarray(target, np.float64), (self.proc.count, 3)).copy()
 
     def apply(self, pose: np.ndarray, world: np.ndarray, dt: float) -> None:
+        self.palettes_current = True  # nothing moved yet
         if self.target is None:
             return
         if self.proc.count <= SERIAL_BELOW:  # one compiled call: spring, model-space target, aim chain
@@ -816,10 +830,12 @@ class LookAt:
             t = self.table
             if not _look_serial(pose, world, t.parents, t.stage_i, t.stage_f, t.joints, t.jp, self.inputs, t.update,
                                 scratch, self.proc.placement, self.target, self.smoothed, self.velocity,
-                                self.weight, 1 if jump else 0, omega, dt):
+                                self.weight, 1 if jump else 0, omega, dt, self._palettes, *self._pal, self._pal_idx):
                 raise SkeletalError("look-at target must be finite")
             self._started = True
+            self.palettes_current = self._palettes
             return
+        self.palettes_current = False
         if not np.all(np.isfinite(self.target)):
             raise SkeletalError("look-at target must be finite")
         if not self._started or self.smooth_time == 0.0:
@@ -845,6 +861,7 @@ class Jiggle:
 
     builds_world = False
     keeps_world = False
+    palettes_current = False
 
     def __init__(self, proc: Procedural, chains=None, **options):
         self.proc = proc
