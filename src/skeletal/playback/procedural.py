@@ -43,8 +43,8 @@ from numba import njit, prange
 from ..errors import SkeletalError
 from ..ik import (AimLimit, IN_POLE, IN_TARGET, IN_WEIGHT, SF_FORWARD, SF_UP, SI_J0, SI_J1, SI_U0, SI_U1, StageTable,
                   aim_one, two_bone_one)
-from ..pose import (_palette_batch, _world_palettes_34, affine_product_into, local_to_world_one, palettes_one, world_matrices,
-                    world_node_into)
+from ..pose import (_palette_batch, _world_palettes_34, affine_product_into, local_to_world_one, palettes_one,
+                    world_matrices, world_node_into)
 from . import kernels as K
 from .contacts import ContactPhases, Leg, detect_contacts, find_legs
 from .ground import Ground, as_ground, ground_at
@@ -362,9 +362,10 @@ def _foot_one(b, phase, pose, world, parents, placement, legs, pelvis, pelvis_no
     g_kind, g_params, g_grid: :meth:`.ground.Ground.kernel_args`; heights (B, L), normals (B, L, 3):
     the ground under each foot target (world), written (phase 0) or read (phase 2); contact (B, L)
     0..1, written; ankle (L,) foot joint height over the floor when planted flat; leg_len (L,);
-    scalars (7,): floor (model y of the clips' floor), reach (fraction of the leg length a leg may
+    scalars (8,): floor (model y of the clips' floor), reach (fraction of the leg length a leg may
     stretch to), omega, dt (the pelvis spring), soft (two-bone soft limit), max_tilt (radians),
-    fresh (1: ``world`` already matches ``pose``), palettes (1: keep ``pal`` current); weight (B,); state (B, 2) pelvis spring (value, velocity), initialised (B,);
+    fresh (1: ``world`` already matches ``pose``), palettes (1: keep ``pal`` current); weight (B,);
+    state (B, 2) pelvis spring (value, velocity), initialised (B,);
     plant: lock planted feet; locked (B, L), lock (B, L, 2): the locks' world (x, z). Outputs:
     targets (B, L, 3) world foot targets, pelvis_offset (B,); pal (B, J, 4, 4) the mixer's skin
     palettes (``pal_joints`` (J,), ``inv_bind`` (J, 4, 4)), kept current when scalars[7] is 1 (they
@@ -956,7 +957,8 @@ def bench_rows(asset=None, clip=None, path=None, quick: bool = False) -> dict:
         rows.append(
             {"name": f"Mixer of {count}: update + foot placement on terrain, per character",
              "stat": stat([s * us / count for s in with_n], "us"),
-             "baseline": f"Mixer update alone, interleaved: {statistics_median(base_n) * us / count:.2f} us per character",
+             "baseline": (f"Mixer update alone, interleaved: {statistics_median(base_n) * us / count:.2f} us per "
+                          "character"),
              "ratio": f"{statistics_median(rn):.2f}x the update (median of {rounds} rounds)",
              "reference": "goal: < 1.5x"})
     return {"rows": rows, "asset": asset.name, "clip": str(clip)}
