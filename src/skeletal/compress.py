@@ -52,15 +52,13 @@ from numba import njit, prange
 from .clip import Clip, Track
 from .errors import ClipError
 from .pose import world_matrices, world_node_into
-from .quat import normalize4_inplace, slerp_into
 from .rig import Rig
-from .sampling import sample
+from .sampling import CUBICSPLINE, STEP, interpolate_between, key_stride, sample
 
 __all__ = ["compress", "max_error", "error_per_node", "dense_times", "default_distance", "animation_bytes",
            "CompressionStats", "compression_stats", "quantize_rotations",
            "max_weight_error", "compress_asset"]
 
-STEP, LINEAR, CUBICSPLINE = 0, 1, 2
 ROTATION, WEIGHTS = 1, 3
 _POSE_OFFSET = (0, 3, 7, -1)
 #: ACL's default virtual vertex distance (3 cm) for a 1.8 m human, as a fraction of the figure's size.
@@ -187,10 +185,9 @@ def _error_grid(world, world0, inv):
 @njit(cache=True)
 def _segment_value(times, values, ks, vs, c, kind, rotation, a, b, t, out, o):
     """A track's value at ``t`` when its kept keys around ``t`` are ``a`` and ``b`` (indices relative to
-    the track, -1 for none), as the sampler computes it (hold outside, STEP holds ``a``, LINEAR lerp /
-    slerp, CUBICSPLINE Hermite with the kept keys' own tangents, normalised for rotations)."""
-    stride = 3 * c if kind == CUBICSPLINE else c
-    mid = c if kind == CUBICSPLINE else 0
+    the track, -1 for none), as the sampler computes it (hold outside, STEP holds ``a``, otherwise
+    :func:`~skeletal.sampling.interpolate_between` the two kept keys with their own tangents)."""
+    stride, mid = key_stride(c, kind)
     if a < 0 or b < 0 or kind == STEP:
         base = vs + (b if a < 0 else a) * stride + mid
         for i in range(c):
@@ -198,35 +195,7 @@ def _segment_value(times, values, ks, vs, c, kind, rotation, a, b, t, out, o):
         return
     t0 = np.float64(times[ks + a])
     span = np.float64(times[ks + b]) - t0
-    u = (t - t0) / span
-    pa = vs + a * stride
-    pb = vs + b * stride
-    if kind == LINEAR:
-        if rotation:
-            slerp_into(
-                out, o,
-                np.float64(values[pa]), np.float64(values[pa + 1]), np.float64(values[pa + 2]), np.float64(values[pa + 3]),
-                np.float64(values[pb]), np.float64(values[pb + 1]), np.float64(values[pb + 2]), np.float64(values[pb + 3]),
-                u,
-            )
-        else:
-            for i in range(c):
-                out[o + i] = np.float64(values[pa + i]) * (1.0 - u) + np.float64(values[pb + i]) * u
-        return
-    u2 = u * u
-    u3 = u2 * u
-    h00 = 2.0 * u3 - 3.0 * u2 + 1.0
-    h10 = (u3 - 2.0 * u2 + u) * span
-    h01 = -2.0 * u3 + 3.0 * u2
-    h11 = (u3 - u2) * span
-    for i in range(c):
-        v0 = np.float64(values[pa + c + i])
-        m0 = np.float64(values[pa + 2 * c + i])
-        v1 = np.float64(values[pb + c + i])
-        m1 = np.float64(values[pb + i])
-        out[o + i] = h00 * v0 + h10 * m0 + h01 * v1 + h11 * m1
-    if rotation:
-        normalize4_inplace(out, o)
+    interpolate_between(values, vs + a * stride, vs + b * stride, c, kind, rotation, (t - t0) / span, span, out, o)
 
 
 REMOVE, DROP, QUANTIZE = 0, 1, 2

@@ -52,7 +52,8 @@ SI_J1 = 2
 SI_ITER = 3  # CCD / FABRIK iterations
 SI_U0 = 4  # world rows to rebuild after the stage: update[U0:U1] (ascending rig indices)
 SI_U1 = 5
-SI_WIDTH = 6
+SI_DEFERS = 6  # 1: some of the stage's update rows are left to it by the caller (see rows_before_stages)
+SI_WIDTH = 7
 
 # stage float row
 SF_SOFT = 0  # two-bone: soft-limit band as a fraction of the chain length (0 = hard)
@@ -111,7 +112,8 @@ def _qnorm(q):
     n = np.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
     if n < 1e-300:
         return (0.0, 0.0, 0.0, 1.0)
-    return (q[0] / n, q[1] / n, q[2] / n, q[3] / n)
+    k = 1.0 / n
+    return (q[0] * k, q[1] * k, q[2] * k, q[3] * k)
 
 
 @njit(cache=True, inline="always")
@@ -177,7 +179,7 @@ def _half_turn(axis, cos_angle, sin_angle):
         s = np.sqrt(max(0.5 * (1.0 - c), 0.0))
         if sin_angle < 0.0:
             s = -s
-    return _qnorm((axis[0] * s, axis[1] * s, axis[2] * s, w))
+    return (axis[0] * s, axis[1] * s, axis[2] * s, w)  # unit: w^2 + s^2 = 1 when cos^2 + sin^2 = 1
 
 
 @njit(cache=True)
@@ -384,6 +386,61 @@ def soft_distance(d, length, soft):
 
 
 @njit(cache=True)
+def _column(world, j, k):
+    return (np.float64(world[j, 0, k]), np.float64(world[j, 1, k]), np.float64(world[j, 2, k]))
+
+
+@njit(cache=True)
+def _inv_len(v):
+    n = _len(v)
+    return 1.0 / n if n > 1e-300 else 0.0
+
+
+@njit(cache=True)
+def _into_frame(world, j, v):
+    """``R_j^T v``: model-space vector v in the frame of node j, R_j = world[j]'s rotation (its
+    columns normalised: exact for positive scale that is uniform or aligned with the rotation); v
+    itself for j < 0. A model-space turn (v, w) of the subtree below j is the local turn
+    (R_j^T v, w) there, ``conj(q_j) (v, w) q_j``, without converting world[j] to a quaternion."""
+    if j < 0:
+        return v
+    c0, c1, c2 = _column(world, j, 0), _column(world, j, 1), _column(world, j, 2)
+    return (_dot(c0, v) * _inv_len(c0), _dot(c1, v) * _inv_len(c1), _dot(c2, v) * _inv_len(c2))
+
+
+@njit(cache=True)
+def _out_of_frame(world, j, v):
+    """``R_j v``: a vector given in node j's frame, in model space (see :func:`_into_frame`)."""
+    c0, c1, c2 = _column(world, j, 0), _column(world, j, 1), _column(world, j, 2)
+    return _add(_add(_scale(c0, v[0] * _inv_len(c0)), _scale(c1, v[1] * _inv_len(c1))),
+                _scale(c2, v[2] * _inv_len(c2)))
+
+
+@njit(cache=True)
+def _arc_to_unit(u, d):
+    """:func:`_arc` from direction u to the unit vector d: (u x d, |u| + u.d), normalised by
+    sqrt(2 |u| (|u| + u.d)) (one square root fewer than normalising both)."""
+    lu = _len(u)
+    if lu < EPS:
+        return (0.0, 0.0, 0.0, 1.0)
+    w = lu + _dot(u, d)
+    if w < 1e-12 * lu:
+        p = _any_perpendicular(_scale(u, 1.0 / lu))
+        return (p[0], p[1], p[2], 0.0)
+    x = _cross(u, d)
+    k = 1.0 / np.sqrt(2.0 * lu * w)
+    return (x[0] * k, x[1] * k, x[2] * k, w * k)
+
+
+@njit(cache=True)
+def _local_turn(world, j, turn, q_local):
+    """New local rotation of a node whose parent is j after the model-space ``turn`` of its subtree:
+    conj(q_j) turn q_j q_local (see :func:`_into_frame`)."""
+    axis = _into_frame(world, j, (turn[0], turn[1], turn[2]))
+    return _qmul((axis[0], axis[1], axis[2], turn[3]), q_local)
+
+
+@njit(cache=True)
 def two_bone_one(pose, world, parents, a, b, c, target, pole, weight, soft, mid_axis, end_rotation):
     """Two-bone IK for one pose: rotate joints ``a`` (root) and ``b`` (mid) so that ``c`` (end; any
     descendant of ``b``, ``b`` any descendant of ``a``) reaches ``target``.
@@ -396,17 +453,16 @@ def two_bone_one(pose, world, parents, a, b, c, target, pole, weight, soft, mid_
     aiming the other bone. ``end_rotation``: model-space rotation for c (finite) or NaN.
     ``weight`` in [0, 1] slerps the local rotations from the input; <= 0 returns at once.
     Tuples: target, pole (3,), mid_axis (3,), end_rotation (4,).
+
+    Every turn is built from the cosine and sine of its angle (no trigonometric calls), and model-space
+    turns become local ones through the parents' world matrices (:func:`_local_turn`): this runs per
+    leg per character per frame inside the crowd update.
     """
     if not weight > 0.0:
         return
     pa = _position(world, a)
     pb = _position(world, b)
     pc = _position(world, c)
-    qpa = _parent_rotation(world, parents, a)
-    qla = _local_rotation(pose, a)
-    qa = _qnorm(_qmul(qpa, qla))
-    qpb = qa if parents[b] == a else _parent_rotation(world, parents, b)
-    qlb = _local_rotation(pose, b)
     u = _sub(pb, pa)
     v = _sub(pc, pb)
     l1 = _len(u)
@@ -414,7 +470,6 @@ def two_bone_one(pose, world, parents, a, b, c, target, pole, weight, soft, mid_
     t = target
     d = _sub(t, pa)
     dist = _len(d)
-    e = _sub(pc, pa)
     rh = (0.0, 0.0, 0.0, 1.0)  # bend at b (model space, applied first)
     q = (0.0, 0.0, 0.0, 1.0)  # turn of the root (model space, applied last)
     if l1 < EPS and l2 < EPS:
@@ -427,16 +482,16 @@ def two_bone_one(pose, world, parents, a, b, c, target, pole, weight, soft, mid_
         # direction to the target (a target at the root keeps the current end direction)
         if dist > EPS:
             direction = _scale(d, 1.0 / dist)
-        elif _len(e) > EPS:
-            direction = _scale(e, 1.0 / _len(e))
         else:
-            direction = _scale(u, 1.0 / l1)
+            e = _sub(pc, pa)
+            le = _len(e)
+            direction = _scale(e, 1.0 / le) if le > EPS else _scale(u, 1.0 / l1)
         reach = soft_distance(dist, l1 + l2, soft)
         reach = max(reach, abs(l1 - l2))
         # bend axis at b
         has_pole = _finite3(pole)
         if _finite3(mid_axis):
-            h = _qrot(_qmul(qpb, qlb), mid_axis)
+            h = _out_of_frame(world, b, mid_axis)
         else:
             h = _cross(u, v)
             if _len(h) < 1e-7 * l1 * l2:
@@ -456,34 +511,40 @@ def two_bone_one(pose, world, parents, a, b, c, target, pole, weight, soft, mid_
             k = 0.5 * (reach * reach - l1 * l1 - l2 * l2)
             r = np.sqrt(ca * ca + cb * cb)
             if r > EPS * l1 * l2:
-                # phi = atan2(cb, ca) + acos(x), as its cosine and sine (no trigonometric calls)
-                x = min(max((k - cc) / r, -1.0), 1.0)
+                # phi = atan2(cb, ca) + acos(x), as its cosine and sine
+                inv_r = 1.0 / r
+                x = min(max((k - cc) * inv_r, -1.0), 1.0)
                 y = np.sqrt(1.0 - x * x)
-                cos_phi = (ca * x - cb * y) / r
-                sin_phi = (cb * x + ca * y) / r
-                rh = _half_turn(h, cos_phi, sin_phi)
+                rh = _half_turn(h, (ca * x - cb * y) * inv_r, (cb * x + ca * y) * inv_r)
         e2 = _add(u, _qrot(rh, v))
-        q = _arc(e2, direction)
+        q = _arc_to_unit(e2, direction)
         if has_pole:
+            # the turn about ``direction`` taking the mid joint's side m onto the pole's side p
             m = _qrot(q, u)
             m = _sub(m, _scale(direction, _dot(direction, m)))
             p = _sub(pole, pa)
             p = _sub(p, _scale(direction, _dot(direction, p)))
-            lm, lp = _len(m), _len(p)
-            if lm > 1e-7 * l1 and lp > EPS:
-                # the turn about ``direction`` taking m onto p's side
-                q = _qmul(_half_turn(direction, _dot(m, p) / (lm * lp), _dot(direction, _cross(m, p)) / (lm * lp)), q)
-    # model-space turns -> local rotations: L' = conj(parent world) * turn * parent world * L
-    qla_new = _qmul(_qconj(qpa), _qmul(q, qa))
-    qlb_new = _qmul(_qconj(qpb), _qmul(rh, _qmul(qpb, qlb)))
+            if _dot(m, m) > 1e-14 * l1 * l1 and _dot(p, p) > EPS * EPS:
+                cos_r = _dot(m, p)  # |m||p| cos, |m||p| sin of the turn (m, p are normal to direction)
+                sin_r = _dot(direction, _cross(m, p))
+                rr = np.sqrt(cos_r * cos_r + sin_r * sin_r)
+                w = rr + cos_r
+                if w > 1e-12 * rr:  # (direction sin, 1 + cos) normalised: norm^2 = 2 rr (rr + cos)
+                    kk = 1.0 / np.sqrt(2.0 * rr * w)
+                    q = _qmul((direction[0] * sin_r * kk, direction[1] * sin_r * kk, direction[2] * sin_r * kk,
+                               w * kk), q)
+                else:  # a half turn
+                    q = _qmul((direction[0], direction[1], direction[2], 0.0), q)
+    qla = _local_rotation(pose, a)
+    qlb = _local_rotation(pose, b)
     rc = end_rotation
     if np.isfinite(rc[0]) and np.isfinite(rc[1]) and np.isfinite(rc[2]) and np.isfinite(rc[3]):
         qlc = _local_rotation(pose, c)
-        qpc = _qmul(qpb, qlb) if parents[c] == b else _parent_rotation(world, parents, c)
+        qpc = _matrix_rotation(world, parents[c])
         qpc_new = _qmul(q, _qmul(rh, qpc))
         _write_rotation(pose, c, qlc, _qmul(_qconj(qpc_new), _qnorm(rc)), weight)
-    _write_rotation(pose, a, qla, qla_new, weight)
-    _write_rotation(pose, b, qlb, qlb_new, weight)
+    _write_rotation(pose, a, qla, _local_turn(world, parents[a], q, qla), weight)
+    _write_rotation(pose, b, qlb, _local_turn(world, parents[b], rh, qlb), weight)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -857,42 +918,58 @@ def fabrik_one(pose, world, parents, joints, jp, target, weight, iterations, tol
 
 
 @njit(cache=True)
-def solve_stages_one(pose, world, parents, stage_i, stage_f, joints, jp, inputs, update, scratch, pos):
+def solve_stages_at(pose, world, parents, stage_i, stage_f, joints, jp, inputs, b, update, scratch, pos, tid):
     """Run every stage on one pose in order; after each, rebuild the world rows it moved
     (``update[SI_U0:SI_U1]``) so the next stage (and the caller's palettes) see the result.
-    ``inputs`` (S, IN_WIDTH) this instance's rows."""
-    # Two-bone stages (the common, hot case) index the tables directly: no views, whose atomic
-    # reference counts would make threads working on one shared array wait for each other.
+    ``pose`` (N, 10) and ``world`` (N, 3|4, 4) are instance ``b``'s; ``inputs`` (B, S, IN_WIDTH) all
+    instances' rows; ``scratch`` / ``pos`` the per-thread scratch of every thread, ``tid`` this one's.
+    Whole arrays and indices rather than views: a view costs an atomic reference count on an array
+    every thread shares, and the two-bone stages (the hot case) need none."""
     for s in range(stage_i.shape[0]):
-        weight = np.float64(inputs[s, IN_WEIGHT])
-        if not weight > 0.0:
-            continue
-        target = _vec_at(inputs, s, IN_TARGET)
-        if not _finite3(target):
+        weight = np.float64(inputs[b, s, IN_WEIGHT])
+        target = (np.float64(inputs[b, s, IN_TARGET]), np.float64(inputs[b, s, IN_TARGET + 1]),
+                  np.float64(inputs[b, s, IN_TARGET + 2]))
+        if not (weight > 0.0 and _finite3(target)):  # idle: still build the rows the caller left to it
+            if stage_i[s, SI_DEFERS]:
+                for k in range(stage_i[s, SI_U0], stage_i[s, SI_U1]):
+                    _world_row(update[k], parents, pose, world)
             continue
         j0, j1 = stage_i[s, SI_J0], stage_i[s, SI_J1]
         kind = stage_i[s, SI_KIND]
         if kind == KIND_TWO_BONE:
-            two_bone_one(pose, world, parents, joints[j0], joints[j0 + 1], joints[j0 + 2], target,
-                         _vec_at(inputs, s, IN_POLE), min(weight, 1.0), np.float64(stage_f[s, SF_SOFT]),
-                         _vec_at(stage_f, s, SF_MID_AXIS), _quat_at(inputs, s, IN_ROTATION))
+            pole = (np.float64(inputs[b, s, IN_POLE]), np.float64(inputs[b, s, IN_POLE + 1]),
+                    np.float64(inputs[b, s, IN_POLE + 2]))
+            end_rotation = (np.float64(inputs[b, s, IN_ROTATION]), np.float64(inputs[b, s, IN_ROTATION + 1]),
+                            np.float64(inputs[b, s, IN_ROTATION + 2]), np.float64(inputs[b, s, IN_ROTATION + 3]))
+            two_bone_one(pose, world, parents, joints[j0], joints[j0 + 1], joints[j0 + 2], target, pole,
+                         min(weight, 1.0), np.float64(stage_f[s, SF_SOFT]), _vec_at(stage_f, s, SF_MID_AXIS),
+                         end_rotation)
             for k in range(stage_i[s, SI_U0], stage_i[s, SI_U1]):
                 _world_row(update[k], parents, pose, world)
             continue
         si = stage_i[s]
         sf = stage_f[s]
-        row = inputs[s]
+        row = inputs[b, s]
         chain = joints[j0:j1]
         cjp = jp[j0:j1]
         if kind == KIND_AIM:
             aim_one(pose, world, parents, chain, cjp, target, _vec(row, IN_POLE), min(weight, 1.0),
-                    _vec(sf, SF_FORWARD), _vec(sf, SF_UP), scratch)
+                    _vec(sf, SF_FORWARD), _vec(sf, SF_UP), scratch[tid])
         elif kind == KIND_CCD:
-            ccd_one(pose, world, parents, chain, cjp, target, min(weight, 1.0), si[SI_ITER], sf[SF_TOL], scratch)
+            ccd_one(pose, world, parents, chain, cjp, target, min(weight, 1.0), si[SI_ITER], sf[SF_TOL],
+                    scratch[tid])
         else:
             fabrik_one(pose, world, parents, chain, cjp, target, min(weight, 1.0), si[SI_ITER], sf[SF_TOL],
-                       scratch, pos)
+                       scratch[tid], pos[tid])
         world_subset_one(parents, update[si[SI_U0]:si[SI_U1]], pose, world)
+
+
+@njit(cache=True)
+def solve_stages_one(pose, world, parents, stage_i, stage_f, joints, jp, inputs, update, scratch, pos):
+    """:func:`solve_stages_at` for one instance given its own rows: ``inputs`` (S, IN_WIDTH),
+    ``scratch`` (max chain, SCRATCH_WIDTH), ``pos`` (max chain, 3)."""
+    solve_stages_at(pose, world, parents, stage_i, stage_f, joints, jp, inputs.reshape((1,) + inputs.shape), 0,
+                    update, scratch.reshape((1,) + scratch.shape), pos.reshape((1,) + pos.shape), 0)
 
 
 @njit(cache=True, parallel=True)
@@ -1128,6 +1205,21 @@ class StageTable:
             self.stage_i[k, SI_U0], self.stage_i[k, SI_U1] = u0, u0 + len(part)
             u0 += len(part)
         self.update = np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
+
+    def rows_before_stages(self, needed: np.ndarray) -> np.ndarray:
+        """The rows of ``needed`` (ascending) a caller must build before the stages run: rows some
+        stage rebuilds after it runs (or when it is idle) and that no stage reads are left to it, so
+        they are not built twice (for legs: the toes below the feet). Marks those stages."""
+        reads = np.zeros(len(self.parents), dtype=bool)
+        reads[self.world_nodes] = True
+        left = np.zeros(len(self.parents), dtype=bool)
+        for k in range(len(self.kinds)):
+            rows = self.update[self.stage_i[k, SI_U0]:self.stage_i[k, SI_U1]]
+            mine = rows[~reads[rows]]
+            left[mine] = True
+            self.stage_i[k, SI_DEFERS] = 1 if len(mine) else 0
+        needed = np.asarray(needed, dtype=np.int64)
+        return needed[~left[needed]]
 
     def inputs(self, count: int) -> np.ndarray:
         """(count, stages, IN_WIDTH): every target/pole/rotation NaN (idle), weight 1."""

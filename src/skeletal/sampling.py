@@ -100,25 +100,20 @@ def locate_key(times, start, count, t, cursor):
 
 
 @njit(cache=True, inline="always")
-def interpolate_into(values, vs, c, kind, rotation, key, u, span, count, out, o, nlerp=False):
-    """Write one track between its keys ``key`` and ``key + 1`` (fraction ``u``, interval ``span``
-    seconds; see :func:`locate_key`) to ``out[o : o + c]``.
+def key_stride(c, kind):
+    """Floats per key of a ``c``-wide track (in-tangent, value, out-tangent for CUBICSPLINE) and the
+    value's offset inside a key."""
+    return (3 * c, c) if kind == CUBICSPLINE else (c, 0)
 
-    ``values[vs:]`` holds the track's keys (``c`` floats each, or in-tangent/value/out-tangent
-    triples for CUBICSPLINE), ``kind`` is STEP/LINEAR/CUBICSPLINE, ``count`` the key count and
-    ``rotation`` says the values are xyzw quaternions (slerp, or with ``nlerp`` a normalised lerp
-    (see :func:`nlerp_into`), for LINEAR; normalised after CUBICSPLINE). ``key`` -1 (before the
-    first key) or ``count - 1`` (at or after the last) holds that key's value.
-    """
-    stride = 3 * c if kind == CUBICSPLINE else c  # floats per key
-    mid = c if kind == CUBICSPLINE else 0  # offset of the value inside a key
-    if key < 0 or key >= count - 1 or kind == STEP:
-        base = vs + max(key, 0) * stride + mid
-        for i in range(c):
-            out[o + i] = values[base + i]
-        return
-    a = vs + key * stride
-    b = a + stride
+
+@njit(cache=True, inline="always")
+def interpolate_between(values, a, b, c, kind, rotation, u, span, out, o, nlerp=False):
+    """Write the LINEAR or CUBICSPLINE interpolation between the keys whose records start at
+    ``values[a]`` and ``values[b]`` (fraction ``u`` of the way, ``span`` seconds apart) to
+    ``out[o : o + c]``: lerp, slerp (``rotation``; normalised lerp with ``nlerp``, see
+    :func:`nlerp_into`) or the glTF Hermite spline on [in-tangent, value, out-tangent] records
+    (normalised for rotations). The keys need not be neighbours: key reduction evaluates a track
+    between the keys it keeps."""
     if kind == LINEAR:
         if rotation and nlerp:
             nlerp_into(
@@ -137,22 +132,41 @@ def interpolate_into(values, vs, c, kind, rotation, key, u, span, count, out, o,
         else:
             for i in range(c):
                 out[o + i] = np.float64(values[a + i]) * (1.0 - u) + np.float64(values[b + i]) * u
-    else:
-        # glTF Hermite: key layout [in-tangent (c), value (c), out-tangent (c)].
-        u2 = u * u
-        u3 = u2 * u
-        h00 = 2.0 * u3 - 3.0 * u2 + 1.0
-        h10 = (u3 - 2.0 * u2 + u) * span
-        h01 = -2.0 * u3 + 3.0 * u2
-        h11 = (u3 - u2) * span
+        return
+    u2 = u * u
+    u3 = u2 * u
+    h00 = 2.0 * u3 - 3.0 * u2 + 1.0
+    h10 = (u3 - 2.0 * u2 + u) * span
+    h01 = -2.0 * u3 + 3.0 * u2
+    h11 = (u3 - u2) * span
+    for i in range(c):
+        v0 = np.float64(values[a + c + i])
+        m0 = np.float64(values[a + 2 * c + i])
+        v1 = np.float64(values[b + c + i])
+        m1 = np.float64(values[b + i])
+        out[o + i] = h00 * v0 + h10 * m0 + h01 * v1 + h11 * m1
+    if rotation:
+        normalize4_inplace(out, o)
+
+
+@njit(cache=True, inline="always")
+def interpolate_into(values, vs, c, kind, rotation, key, u, span, count, out, o, nlerp=False):
+    """Write one track between its keys ``key`` and ``key + 1`` (fraction ``u``, interval ``span``
+    seconds; see :func:`locate_key`) to ``out[o : o + c]``.
+
+    ``values[vs:]`` holds the track's keys (``c`` floats each, or in-tangent/value/out-tangent
+    triples for CUBICSPLINE), ``kind`` is STEP/LINEAR/CUBICSPLINE, ``count`` the key count and
+    ``rotation`` says the values are xyzw quaternions (see :func:`interpolate_between`). ``key`` -1
+    (before the first key) or ``count - 1`` (at or after the last) holds that key's value.
+    """
+    stride, mid = key_stride(c, kind)
+    if key < 0 or key >= count - 1 or kind == STEP:
+        base = vs + max(key, 0) * stride + mid
         for i in range(c):
-            v0 = np.float64(values[a + c + i])
-            m0 = np.float64(values[a + 2 * c + i])
-            v1 = np.float64(values[b + c + i])
-            m1 = np.float64(values[b + i])
-            out[o + i] = h00 * v0 + h10 * m0 + h01 * v1 + h11 * m1
-        if rotation:
-            normalize4_inplace(out, o)
+            out[o + i] = values[base + i]
+        return
+    a = vs + key * stride
+    interpolate_between(values, a, a + stride, c, kind, rotation, u, span, out, o, nlerp)
 
 
 @njit(cache=True, inline="always")

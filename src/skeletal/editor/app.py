@@ -383,7 +383,7 @@ class Editor(WindowApp):
             self._view_source = self._view_fbo
         else:  # blitted into the window as it is: no copy that would wait for the rasteriser here
             self._view_source = renderer.framebuffer
-        self.compositor.flush()  # llvmpipe shades the view while the panels are built
+        self.compositor.flush()  # the view rasterised now (llvmpipe: this waits for it; see .compose)
         self._damaged.append(self.view_rect)
         self.view_renders += 1
 
@@ -1155,6 +1155,15 @@ class Editor(WindowApp):
         vw, vh = self._viewport_size(fb_w, fb_h)
         self.view_rect = (vx, vy, float(vw), float(vh))
         dl = imgui.get_background_draw_list()  # over the 3D view, which the compositor blits in first
+        # clipped to the view: the compositor then skips comparing it when the view is redrawn anyway
+        dl.push_clip_rect(imgui.ImVec2(vx, vy), imgui.ImVec2(vx + vw, vy + vh))
+        try:
+            self._viewport_overlay(dl, vx, vy, vw, vh)
+        finally:
+            dl.pop_clip_rect()
+
+    def _viewport_overlay(self, dl, vx, vy, vw, vh) -> None:
+        imgui, gizmo = self.imgui, self.gizmo
         if self.skeleton:
             self._draw_skeleton(dl, self.world, _col(imgui, 0.95, 0.9, 0.3, 0.9), 2.0, joints=True)
         if self.show_colliders and self.doc.colliders:

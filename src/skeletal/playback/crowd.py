@@ -78,6 +78,7 @@ class Crowd(Mixer):
             needed = np.union1d(ancestors_and_self(self.rig.parents, self.palette_joints), self._ik.table.world_nodes)
             self._world_nodes = needed.astype(np.int64)
         self._ik.table.restrict_updates(self._world_nodes)
+        self._world_nodes_ik = self._ik.table.rows_before_stages(self._world_nodes)  # the rest: by the stages
 
     def _update_fused(self, dt: float) -> bool:
         """Clocks, poses, world matrices and palettes of every instance in one parallel kernel."""
@@ -89,7 +90,7 @@ class Crowd(Mixer):
                 dt, cs.duration, cs.marker_time, self.ist, *self._kernel_args(self.layer_weight),
                 self._scratch, self._scratch_morph, self._scratch_tmp, self._scratch_locs,
                 self.local_pose, self.morph_weights, self._base_unmasked,
-                self.rig.parents, self._world_nodes, self.palette_joints, self.inverse_bind34, self.palettes,
+                self.rig.parents, self._world_nodes_ik, self.palette_joints, self.inverse_bind34, self.palettes,
                 self.world34, self._world_scratch, *self._ik.args(),
             )
             return True
@@ -108,7 +109,7 @@ class Crowd(Mixer):
         if self._ik is not None:
             from .ikstage import world_ik_palettes_34
 
-            world_ik_palettes_34(self.rig.parents, self._world_nodes, self.local_pose, self.palette_joints,
+            world_ik_palettes_34(self.rig.parents, self._world_nodes_ik, self.local_pose, self.palette_joints,
                                  self.inverse_bind34, self.palettes, self.world34, self._world_scratch,
                                  *self._ik.args())
             return

@@ -168,8 +168,8 @@ def update_serial_ik(
             pose, morph, base_unmasked,
         )
         local_to_world_one(parents, pose[b], world[b])
-        ik.solve_stages_one(pose[b], world[b], parents, stage_i, stage_f, joints, jp, inputs[b], update,
-                            ik_scratch[0], ik_pos[0])
+        ik.solve_stages_at(pose[b], world[b], parents, stage_i, stage_f, joints, jp, inputs, b, update, ik_scratch,
+                           ik_pos, 0)
         palettes_one(world[b], palette_joints, inverse_bind, palettes[b])
     return any_event
 
@@ -204,9 +204,9 @@ def update_crowd_ik(
             pose, morph, base_unmasked,
         )
         w = worlds[b] if keep_world else scratch_world[tid]
-        world_subset_one(parents, world_nodes, pose[b], w)
-        ik.solve_stages_one(pose[b], w, parents, stage_i, stage_f, joints, jp, inputs[b], update,
-                            ik_scratch[tid], ik_pos[tid])
+        pb = pose[b]
+        world_subset_one(parents, world_nodes, pb, w)
+        ik.solve_stages_at(pb, w, parents, stage_i, stage_f, joints, jp, inputs, b, update, ik_scratch, ik_pos, tid)
         palettes_one(w, palette_joints, inverse_bind, palettes[b])
 
 
@@ -219,6 +219,6 @@ def world_ik_palettes_34(parents, nodes, poses, joint_list, inverse_bind, palett
         tid = numba.get_thread_id()
         w = worlds[b] if keep_world else scratch_world[tid]
         world_subset_one(parents, nodes, poses[b], w)
-        ik.solve_stages_one(poses[b], w, parents, stage_i, stage_f, joints, jp, inputs[b], update,
-                            ik_scratch[tid], ik_pos[tid])
+        ik.solve_stages_at(poses[b], w, parents, stage_i, stage_f, joints, jp, inputs, b, update, ik_scratch, ik_pos,
+                           tid)
         palettes_one(w, joint_list, inverse_bind, palettes[b])
