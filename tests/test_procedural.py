@@ -289,6 +289,18 @@ def test_feet_touch_the_ground_during_contact(demo, spec):
     assert all(np.all(np.isfinite(f[0])) for f in frames)
 
 
+def test_callable_ground_matches_the_built_in_kind(demo):
+    # a Python callable is queried between two phases of the kernel; the built-in kinds inside it
+    slope = SlopeGround(angle=9.0, direction=30.0, height=0.05)
+    terrain = TerrainGround(amplitude=0.1, wavelength=2.0, seed=3)
+    field = HeightField.sample(terrain, size=6.0, spacing=0.05)
+    for ground in (slope, terrain, field):
+        built_in, _, _ = _walk(demo, ground, frames=30, place=(0.2, 0.0, 0.4))
+        python, _, _ = _walk(demo, FunctionGround(ground.height, eps=1e-6), frames=30, place=(0.2, 0.0, 0.4))
+        for a, b in zip(built_in, python):
+            assert np.abs(a[0] - b[0]).max() < 1e-5  # central-difference normals vs analytic ones
+
+
 def test_pelvis_lowers_on_a_side_slope(demo):
     frames, stage, _ = _walk(demo, "slope:angle=12,direction=90", frames=60)
     pelvis = np.array([f[3] for f in frames])
