@@ -289,6 +289,18 @@ def test_feet_touch_the_ground_during_contact(demo, spec):
     assert all(np.all(np.isfinite(f[0])) for f in frames)
 
 
+def test_callable_ground_matches_the_built_in_kind(demo):
+    # a Python callable is queried between two phases of the kernel; the built-in kinds inside it
+    slope = SlopeGround(angle=9.0, direction=30.0, height=0.05)
+    terrain = TerrainGround(amplitude=0.1, wavelength=2.0, seed=3)
+    field = HeightField.sample(terrain, size=6.0, spacing=0.05)
+    for ground in (slope, terrain, field):
+        built_in, _, _ = _walk(demo, ground, frames=30, place=(0.2, 0.0, 0.4))
+        python, _, _ = _walk(demo, FunctionGround(ground.height, eps=1e-6), frames=30, place=(0.2, 0.0, 0.4))
+        for a, b in zip(built_in, python):
+            assert np.abs(a[0] - b[0]).max() < 1e-5  # central-difference normals vs analytic ones
+
+
 def test_pelvis_lowers_on_a_side_slope(demo):
     frames, stage, _ = _walk(demo, "slope:angle=12,direction=90", frames=60)
     pelvis = np.array([f[3] for f in frames])
@@ -301,7 +313,8 @@ def test_pelvis_lowers_on_a_side_slope(demo):
 
 
 def test_flat_ground_at_the_floor_and_weight_zero_leave_the_pose(demo):
-    frames, stage, _ = _walk(demo, "flat", frames=40)
+    # without the planted-foot lock (an in-place walk standing still slides its feet by design)
+    frames, stage, _ = _walk(demo, "flat", frames=40, plant=False)
     for world, ref, *_ in frames:
         assert np.abs(world - ref).max() < 1e-6
     frames, stage, _ = _walk(demo, "terrain:amplitude=0.2", frames=20, weight=0.0)
@@ -343,6 +356,69 @@ def test_mixer_batch_equals_players_and_crowd_runs(demo):
         assert np.allclose(mixer.world[i], p.world, atol=1e-9)
         assert np.allclose(crowd.world[i], p.world, atol=1e-3)  # float32, nlerp crowd
     assert np.abs(mixer.world - mixer.world[0:1]).max() > 1e-3  # the instances differ
+    # the skin palettes (kept current inside the foot kernel) match the corrected world matrices
+    for m in [mixer] + [p.mixer for p in players]:
+        for skin, palette in zip(demo.skins, m.palettes):
+            assert np.allclose(palette, m.world[:, skin.joints] @ skin.inverse_bind, atol=1e-12)
+
+
+def _walk_forward(asset, ground, speed, frames, plant=True):
+    """The demo walk moved forward (+Z) through its placement at ``speed`` m/s over ``ground``;
+    returns the feet's world positions (frames, L, 3), contact weights (frames, L) and the stage."""
+    player = skeletal.Player(asset)
+    player.play("walk")
+    proc = Procedural(player)
+    stage = proc.foot_placement(ground, plant=plant)
+    g = stage.ground
+    feet, contact = [], []
+    for i in range(frames):
+        pos = np.array([0.3, 0.0, speed * i * DT])
+        pos[1] = float(g.height(pos[0], pos[2]))
+        proc.place(pos, 0.0)
+        player.update(DT)
+        feet.append(player.world[stage.feet, :3, 3] + pos)
+        contact.append(stage.contact[0].copy())
+    return np.array(feet), np.array(contact), stage
+
+
+def _planted_drift(feet, contact):
+    """Per contact phase (frames with weight >= 0.999) and foot: the largest world (x, z) distance
+    from where the foot was on the phase's first frame."""
+    drifts = []
+    for l in range(feet.shape[1]):
+        start = None
+        for i in range(len(feet)):
+            if contact[i, l] >= 0.999:
+                if start is None:
+                    start = feet[i, l, [0, 2]]
+                drifts.append(float(np.linalg.norm(feet[i, l, [0, 2]] - start)))
+            else:
+                start = None
+    return np.array(drifts)
+
+
+@pytest.mark.parametrize("spec", ["terrain:amplitude=0.12,wavelength=2.5,seed=2", "slope:angle=10,direction=0"])
+def test_planted_feet_do_not_slide(demo, spec):
+    # the walk's own speed: how fast the ground passes under a planted foot in the in-place clip
+    speed = detect_contacts(demo, "walk", find_legs(demo.rig)).ground_speed
+    assert speed > 0.8
+    # moved at a speed that does not quite match the clip (as in a game): unplanted feet slide
+    feet, contact, stage = _walk_forward(demo, spec, 0.8 * speed, 100)
+    drift = _planted_drift(feet, contact)
+    assert len(drift) > 30
+    assert drift.max() < 1e-4  # locked at touchdown, held while planted
+    loose, loose_contact, _ = _walk_forward(demo, spec, 0.8 * speed, 100, plant=False)
+    assert _planted_drift(loose, loose_contact).max() > 0.01  # without the lock the feet slide
+    # lift-off blends back to the animated path: no pop (a frame's step stays below the swing's)
+    steps = np.linalg.norm(np.diff(feet[:, :, [0, 2]], axis=0), axis=-1)
+    loose_steps = np.linalg.norm(np.diff(loose[:, :, [0, 2]], axis=0), axis=-1)
+    assert steps.max() < 1.5 * loose_steps.max()
+    assert np.all(np.isfinite(feet))
+    # the feet still stand on the ground while locked
+    g = stage.ground
+    planted_feet = feet[contact >= 0.999]
+    h = g.height(planted_feet[:, 0], planted_feet[:, 2])
+    assert np.all(planted_feet[:, 1] > h) and np.all(planted_feet[:, 1] < h + 0.2)
 
 
 # -- look-at ------------------------------------------------------------------------------------
@@ -376,6 +452,9 @@ def test_look_at_follows_a_target_smoothly(demo):
     assert np.all(np.diff(xs) <= 1e-12) and xs.min() >= -0.8 - 1e-9
     assert abs(xs[-1] + 0.8) < 0.01
     assert np.all(np.isfinite(player.world))
+    # the skin palettes (kept current inside the look-at kernel) match the turned head
+    for skin, palette in zip(demo.skins, player.mixer.palettes):
+        assert np.allclose(palette[0], player.world[skin.joints] @ skin.inverse_bind, atol=1e-12)
 
 
 # -- CLI ----------------------------------------------------------------------------------------

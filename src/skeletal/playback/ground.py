@@ -9,7 +9,9 @@ Kinds: :class:`FlatGround` (y = height), :class:`SlopeGround` (a plane), :class:
 (smooth rolling hills: a few sine waves with seeded directions and phases, analytic normals),
 :class:`HeightField` (an (nz, nx) array of heights on a regular grid, bilinear heights and the
 bilinear surface's normals; numba kernels) and :class:`FunctionGround` (any vectorised callable
-``f(x, z) -> y``; normals by central differences). :func:`as_ground` turns a spec string
+``f(x, z) -> y``; normals by central differences). The built-in kinds also describe themselves to
+compiled code (:meth:`Ground.kernel_args`, evaluated point by point by :func:`ground_at`), so the
+foot placement kernel queries them without leaving numba; a callable ground is queried from Python. :func:`as_ground` turns a spec string
 (``"terrain:amplitude=0.2,wavelength=3,seed=1"``, ``"slope:angle=10"``, ``"flat:height=0"``), a
 callable, a number or an array into one.
 
@@ -26,7 +28,7 @@ import math
 from typing import Callable
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ..errors import SkeletalError
 
@@ -46,6 +48,11 @@ class Ground:
     def height_normal(self, x, z) -> tuple[np.ndarray, np.ndarray]:
         """Both queries at once (subclasses share work between them)."""
         return self.height(x, z), self.normal(x, z)
+
+    def kernel_args(self) -> tuple[int, np.ndarray, np.ndarray]:
+        """(kind, params (P,) float64, grid (nz, nx) float64) for :func:`ground_at`; kind -1: not
+        evaluable in compiled code (query :meth:`height_normal` from Python)."""
+        return GROUND_PYTHON, np.zeros(1), np.zeros((1, 1))
 
     def mesh(self, center=(0.0, 0.0), half_size: float = 5.0, cells: int = 96) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """A triangulated patch of this ground for drawing: positions (V, 3) float32, normals (V, 3)
@@ -87,6 +94,9 @@ class FlatGround(Ground):
         out[..., 1] = 1.0
         return out
 
+    def kernel_args(self) -> tuple[int, np.ndarray, np.ndarray]:
+        return GROUND_PLANE, np.array([self.level, 0.0, 0.0]), np.zeros((1, 1))
+
     def __repr__(self) -> str:
         return f"FlatGround(height={self.level:g})"
 
@@ -109,6 +119,9 @@ class SlopeGround(Ground):
     def normal(self, x, z) -> np.ndarray:
         shape = np.broadcast(np.asarray(x), np.asarray(z)).shape
         return _unit_normal_from_slopes(np.full(shape, self.gx), np.full(shape, self.gz))
+
+    def kernel_args(self) -> tuple[int, np.ndarray, np.ndarray]:
+        return GROUND_PLANE, np.array([self.level, self.gx, self.gz]), np.zeros((1, 1))
 
     def __repr__(self) -> str:
         return f"SlopeGround(angle={self.angle:g}, direction={self.direction:g}, height={self.level:g})"
@@ -159,32 +172,74 @@ class TerrainGround(Ground):
         c = np.cos(arg) * self._amp
         return self.level + np.sin(arg) @ self._amp, _unit_normal_from_slopes(c @ self._kx, c @ self._kz)
 
+    def kernel_args(self) -> tuple[int, np.ndarray, np.ndarray]:
+        params = np.concatenate([[self.level, float(len(self._amp))], self._kx, self._kz, self._phase, self._amp])
+        return GROUND_TERRAIN, params, np.zeros((1, 1))
+
     def __repr__(self) -> str:
         return (f"TerrainGround(amplitude={self.amplitude:g}, wavelength={self.wavelength:g}, seed={self.seed}, "
                 f"octaves={self.octaves})")
 
 
-@njit(cache=True, parallel=True)
+GROUND_PYTHON, GROUND_PLANE, GROUND_TERRAIN, GROUND_FIELD = -1, 0, 1, 2
+
+
+@njit(cache=True)
+def _field_at(heights, origin_x, origin_z, spacing, x, z):
+    """Bilinear height and the bilinear surface's slopes (dh/dx, dh/dz) of the grid ``heights``
+    (nz, nx) at world (x, z); outside the grid the edge values (clamped)."""
+    nz, nx = heights.shape
+    u = min(max((x - origin_x) / spacing, 0.0), nx - 1.0)
+    v = min(max((z - origin_z) / spacing, 0.0), nz - 1.0)
+    i0 = min(int(u), max(nx - 2, 0))
+    j0 = min(int(v), max(nz - 2, 0))
+    i1 = min(i0 + 1, nx - 1)
+    j1 = min(j0 + 1, nz - 1)
+    fu = u - i0
+    fv = v - j0
+    h00, h10 = heights[j0, i0], heights[j0, i1]
+    h01, h11 = heights[j1, i0], heights[j1, i1]
+    h = (h00 * (1 - fu) + h10 * fu) * (1 - fv) + (h01 * (1 - fu) + h11 * fu) * fv
+    dx = ((h10 - h00) * (1 - fv) + (h11 - h01) * fv) / spacing if i1 > i0 else 0.0
+    dz = ((h01 - h00) * (1 - fu) + (h11 - h10) * fu) / spacing if j1 > j0 else 0.0
+    return h, dx, dz
+
+
+@njit(cache=True)
+def ground_at(kind, params, grid, x, z):
+    """Height and unit normal (h, nx, ny, nz) of a built-in ground at world (x, z), from its
+    :meth:`Ground.kernel_args`: plane ``params = [level, dh/dx, dh/dz]``; terrain ``[level, W,
+    kx (W), kz (W), phase (W), amplitude (W)]``; height field ``[origin_x, origin_z, spacing]`` with
+    ``grid`` the heights. Matches the vectorised Python queries to rounding."""
+    if kind == GROUND_PLANE:
+        h = params[0] + params[1] * x + params[2] * z
+        dx, dz = params[1], params[2]
+    elif kind == GROUND_TERRAIN:
+        w = int(params[1])
+        h = params[0]
+        dx = 0.0
+        dz = 0.0
+        for i in range(w):
+            kx, kz, a = params[2 + i], params[2 + w + i], params[2 + 3 * w + i]
+            arg = x * kx + z * kz + params[2 + 2 * w + i]
+            h += a * math.sin(arg)
+            c = a * math.cos(arg)
+            dx += c * kx
+            dz += c * kz
+    else:
+        h, dx, dz = _field_at(grid, params[0], params[1], params[2], x, z)
+    inv = 1.0 / math.sqrt(dx * dx + dz * dz + 1.0)
+    return h, -dx * inv, inv, -dz * inv
+
+
+@njit(cache=True)
 def _heightfield_query(heights, origin_x, origin_z, spacing, xs, zs, out_h, out_n):
     """Bilinear height and normal of the grid ``heights`` (nz, nx) at each (xs[i], zs[i]); points
-    outside the grid take the edge values (clamped). out_h (P,), out_n (P, 3)."""
-    nz, nx = heights.shape
-    for i in prange(xs.shape[0]):
-        u = (xs[i] - origin_x) / spacing
-        v = (zs[i] - origin_z) / spacing
-        u = min(max(u, 0.0), nx - 1.0)
-        v = min(max(v, 0.0), nz - 1.0)
-        i0 = min(int(u), max(nx - 2, 0))
-        j0 = min(int(v), max(nz - 2, 0))
-        i1 = min(i0 + 1, nx - 1)
-        j1 = min(j0 + 1, nz - 1)
-        fu = u - i0
-        fv = v - j0
-        h00, h10 = heights[j0, i0], heights[j0, i1]
-        h01, h11 = heights[j1, i0], heights[j1, i1]
-        out_h[i] = (h00 * (1 - fu) + h10 * fu) * (1 - fv) + (h01 * (1 - fu) + h11 * fu) * fv
-        dx = ((h10 - h00) * (1 - fv) + (h11 - h01) * fv) / spacing if i1 > i0 else 0.0
-        dz = ((h01 - h00) * (1 - fu) + (h11 - h10) * fu) / spacing if j1 > j0 else 0.0
+    outside the grid take the edge values (clamped). out_h (P,), out_n (P, 3). Serial: a query is a
+    few hundred nanoseconds per point, less than a thread pool's launch for the batches it serves."""
+    for i in range(xs.shape[0]):
+        h, dx, dz = _field_at(heights, origin_x, origin_z, spacing, xs[i], zs[i])
+        out_h[i] = h
         inv = 1.0 / math.sqrt(dx * dx + 1.0 + dz * dz)
         out_n[i, 0] = -dx * inv
         out_n[i, 1] = inv
@@ -237,6 +292,9 @@ class HeightField(Ground):
         u = np.arange(n) * spacing
         gx, gz = np.meshgrid(origin[0] + u, origin[1] + u)
         return cls(ground.height(gx, gz), spacing, origin)
+
+    def kernel_args(self) -> tuple[int, np.ndarray, np.ndarray]:
+        return GROUND_FIELD, np.array([self.origin[0], self.origin[1], self.spacing]), self.heights
 
     def __repr__(self) -> str:
         return f"HeightField({self.heights.shape[1]}x{self.heights.shape[0]}, spacing={self.spacing:g}, origin={self.origin})"

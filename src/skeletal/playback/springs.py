@@ -84,7 +84,7 @@ class SmoothedValue:
 # quaternion helpers (numba device functions; xyzw, row-major matrices acting on column vectors)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def qmul(ax, ay, az, aw, bx, by, bz, bw):
     return (aw * bx + ax * bw + ay * bz - az * by,
             aw * by - ax * bz + ay * bw + az * bx,
@@ -92,7 +92,7 @@ def qmul(ax, ay, az, aw, bx, by, bz, bw):
             aw * bw - ax * bx - ay * by - az * bz)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def qrotate(qx, qy, qz, qw, vx, vy, vz):
     """v rotated by unit quaternion q."""
     tx = 2.0 * (qy * vz - qz * vy)
@@ -103,7 +103,7 @@ def qrotate(qx, qy, qz, qw, vx, vy, vz):
             vz + qw * tz + qx * ty - qy * tx)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def qnormalize(x, y, z, w):
     n = math.sqrt(x * x + y * y + z * z + w * w)
     if n < 1e-300:
@@ -111,7 +111,7 @@ def qnormalize(x, y, z, w):
     return x / n, y / n, z / n, w / n
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def quat_from_world(m):
     """Rotation of the top-left 3x3 of ``m`` (columns normalised first, so uniform or axis scale is
     removed) as a unit quaternion."""
@@ -138,7 +138,7 @@ def quat_from_world(m):
     return qnormalize((m02 + m20) / s, (m12 + m21) / s, 0.25 * s, (m10 - m01) / s)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def quat_from_to(ax, ay, az, bx, by, bz):
     """The shortest rotation taking direction a to direction b (any lengths; identity if either is ~0;
     for opposite directions a half turn about an axis perpendicular to a)."""
@@ -161,7 +161,7 @@ def quat_from_to(ax, ay, az, bx, by, bz):
     return qnormalize(cx, cy, cz, 1.0 + d)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def nlerp_identity(x, y, z, w, u):
     """Shortest-path normalised lerp from the identity to q by u in [0, 1]."""
     if w < 0.0:

@@ -126,7 +126,7 @@ class ProceduralPoser:
         self.velocity = np.zeros(3)
         try:
             if self.ground is not None:
-                self.feet = self.proc.foot_placement(self.ground)
+                self.feet = self.proc.foot_placement(self.ground, plant=travel)  # standing still: no foot lock
                 if travel:
                     ph = self.feet.phases_for(clip)
                     v = -ph.ground_velocity.mean(axis=0)
