@@ -137,6 +137,11 @@ class IKStages:
 
 # ---------------------------------------------------------------------------------------------
 # update kernels: the mixer's and the crowd's, with the IK stages between pose and palettes
+#
+# They are kernels.update_serial / update_crowd / pose._world_palettes_34 with one call added. They
+# stay separate kernels on purpose: one kernel with an empty stage table for the plain case would
+# compile every IK solver into every Player's first update (about 30 s more on a cold numba cache),
+# and the per-instance blending they share is one function (kernels._evaluate_instance) already.
 
 
 @njit(cache=True)
