@@ -7,7 +7,8 @@ dope sheet showing the selected bone's channels), paused (nothing moves: nothing
 with the curve view, playing with the onion skin. Prints per phase the wall time's median / p90, the
 CPU time of all threads and of the main thread (ms), and the wall time's parts. ``--stages`` waits for
 the GL after the 3D view so that its GL work is counted in its part; ``--moving-scale`` sets the 3D
-view's resolution while playing (the editor's default 0.5).
+view's resolution while playing (the editor's default 0.5), ``--moving-lod`` its triangle reduction
+(default 4; 1: the full mesh).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ def main() -> int:
     parser.add_argument("--frames", type=int, default=60)
     parser.add_argument("--msaa", type=int, default=4)
     parser.add_argument("--moving-scale", type=float, default=0.5)
+    parser.add_argument("--moving-lod", type=float, default=4.0,
+                        help="triangles reduced this many times while playing (1: the full mesh)")
     parser.add_argument("--stages", action="store_true",
                         help="wait for the GL after the 3D view, so that its GL work is counted in its stage")
     args = parser.parse_args()
@@ -55,7 +58,8 @@ def main() -> int:
     doc = EditDocument(asset, "/tmp/bench.glb")
     print(f"clip: {len(tracks)} bones x {len(times)} keys; {skeletal.render.context.describe(None) if False else ''}",
           file=sys.stderr)
-    with Editor(doc, (1280, 720), samples=args.msaa, moving_scale=args.moving_scale) as ed:
+    with Editor(doc, (1280, 720), samples=args.msaa, moving_scale=args.moving_scale,
+                moving_lod=args.moving_lod) as ed:
         ed.selected = int(joints[10])
         ed.stage_finish = args.stages
         ed.show_colliders = True

@@ -4,7 +4,8 @@ Drawing: the window is GLFW's (opened, looped and closed by :class:`skeletal.ren
 shared with the viewer; :func:`skeletal.render.viewer.open_window` makes its OpenGL
 3.3 core context moderngl adopts); the character is drawn by :class:`skeletal.render.Renderer`
 through moderngl into its framebuffer (skinned by numba, back faces culled; at ``moving_scale`` of
-the viewport's size without MSAA while something moves, sharp with MSAA when still), then
+the viewport's size without MSAA and with ``moving_lod`` times fewer triangles while something moves,
+sharp with MSAA and the full mesh when still), then
 :mod:`.compose` blits it into the viewport's place and has Dear ImGui (``imgui-bundle``: ImGui,
 ImPlot, ImGuizmo; its OpenGL3 backend, same context, same frame) redraw only the rectangles where
 the panels changed, on top of the back buffer it keeps. ``imgui_bundle`` is imported before
@@ -127,7 +128,7 @@ class Editor(WindowApp):
 
     def __init__(self, doc: EditDocument, size=(1280, 720), *, clip: int = 0, samples: int = 4,
                  autosave_seconds: float = AUTOSAVE_SECONDS, log: Callable[[str], None] | None = None,
-                 moving_scale: float = 0.5):
+                 moving_scale: float = 0.5, moving_lod: float = 4.0):
         from ..render.viewer import check_display
 
         check_display()
@@ -136,6 +137,7 @@ class Editor(WindowApp):
         self.log = log
         self.autosave_seconds = float(autosave_seconds)
         self._moving_scale_arg = moving_scale
+        self.moving_lod = max(float(moving_lod), 1.0)
         self.window = None
         self.ctx = None
         self.renderer = None
@@ -222,13 +224,15 @@ class Editor(WindowApp):
                                  clip=self.doc.clips[0] if self.doc.clips else None, cull=True, cpu_skinning=True)
         # While things move (playing, dragging) frames come from a renderer without MSAA at
         # ``moving_scale`` of the viewport's size, scaled up by the blit (llvmpipe's cost is per
-        # fragment); a still view is drawn again sharp, with MSAA.
+        # fragment); a still view is drawn again sharp, with MSAA. The moving view draws a coarser mesh
+        # too (``moving_lod``: about 1/4 of the triangles by vertex clustering, see render.lod): llvmpipe
+        # sets triangles up on this thread.
         self._fast_renderer = None
-        if self.renderer.samples or self.moving_scale < 1.0:
+        if self.renderer.samples or self.moving_scale < 1.0 or self.moving_lod > 1.0:
             fw, fh = self._moving_size(vw, vh)
             self._fast_renderer = Renderer(self.doc.asset, fw, fh, samples=0, ctx=self.ctx,
                                            clip=self.doc.clips[0] if self.doc.clips else None, cull=True,
-                                           cpu_skinning=True)
+                                           cpu_skinning=True, lod=self.moving_lod)
         self._make_view_texture(vw, vh)
         self._view_source = self._view_fbo
         self._damaged: list[tuple[float, float, float, float]] = []  # window rectangles whose pictures changed
@@ -1783,11 +1787,13 @@ def _key(imgui, name: str):
 
 def edit(model=None, clip: str | int | None = None, size=(1280, 720), *, samples: int = 4, frames: int | None = None,
          screenshot: str | None = None, script: str | list | None = None, autosave_seconds: float = AUTOSAVE_SECONDS,
-         log: Callable[[str], None] | None = None, moving_scale: float = 0.5) -> EditorResult:
+         log: Callable[[str], None] | None = None, moving_scale: float = 0.5,
+         moving_lod: float = 4.0) -> EditorResult:
     """Open the editor on a model (a path; None: the built-in demo character, saved as ``demo.glb``
     in the current folder unless saved elsewhere). ``frames``/``screenshot``: run that many frames
     and save the last one (tests, pictures); ``script``: scripted input (a JSON file or a list);
-    ``moving_scale``: the 3D view's resolution while something moves (1.0: full, never soft)."""
+    ``moving_scale``: the 3D view's resolution while something moves (1.0: full, never soft);
+    ``moving_lod``: its triangles reduced about this many times meanwhile (1.0: the full mesh)."""
     from ..render.output import parse_size
     from ..render.viewer import check_display
 
@@ -1821,7 +1827,7 @@ def edit(model=None, clip: str | int | None = None, size=(1280, 720), *, samples
     if not (autosave_seconds >= 0):
         raise EditError(f"the autosave interval must be 0 or more seconds, got {autosave_seconds}")
     with Editor(doc, (width, height), clip=index, samples=samples, autosave_seconds=autosave_seconds, log=log,
-                moving_scale=moving_scale) as editor:
+                moving_scale=moving_scale, moving_lod=moving_lod) as editor:
         if steps:
             editor.load_script(steps)
         return editor.run(frames=frames, screenshot=screenshot)

@@ -23,7 +23,7 @@ Two ways to get a frame: :meth:`Renderer.draw` renders and reads the image back;
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import moderngl
 import numpy as np
@@ -37,6 +37,7 @@ from .errors import RenderError
 from .feedback import SKINNING_METHODS, skinning_defines, skinning_rows
 from .geometry import PrimitiveData, influences_needed, prepare
 from .layout import PaletteLayout
+from .lod import cluster_indices
 from .materials import MaterialCache, MaterialGL
 from .overlays import bone_segments, joint_heat, joint_nodes, resolve_joint, skeleton_vertices
 from .palette import MODES, best_available, check_mode, create_store
@@ -90,13 +91,17 @@ class Renderer:
             upload them each frame, with a vertex shader that only projects: on llvmpipe, whose vertex
             stage runs on the calling thread, this is about twice as fast for one character. One
             instance and "lbs" only.
+        lod: draw triangle lists with about ``1/lod`` of their triangles (:func:`.lod.cluster_indices`,
+            vertex clustering of the bind pose, vertices of different heaviest joints kept apart); the
+            vertex buffers are the full mesh's. For views that move (the editor's playing view);
+            1 (the default) draws the full mesh.
         ctx: a moderngl context (default: the process-wide headless one).
     """
 
     def __init__(self, asset, width: int = 640, height: int = 480, *, palette_mode: str = "auto",
                  instances: int = 1, samples: int = 4, camera: CameraSpec | str | None = None,
                  clip=None, ground: bool = True, ctx=None, skinning: str = "lbs", cull: bool = False,
-                 cpu_skinning: bool = False):
+                 cpu_skinning: bool = False, lod: float = 1.0):
         if not (1 <= int(width) <= 16384 and 1 <= int(height) <= 16384):
             raise RenderError(f"image size {width}x{height} is out of range (1..16384)")
         if palette_mode != "auto" and palette_mode not in MODES:
@@ -108,6 +113,7 @@ class Renderer:
         self.skinning = skinning
         self.cull = bool(cull)
         self.cpu_skinning = bool(cpu_skinning)
+        self.lod = max(float(lod), 1.0)
         self.asset = asset
         self.width, self.height = int(width), int(height)
         self.ctx = ctx or shared_context()
@@ -176,6 +182,9 @@ class Renderer:
     def _upload(self, instance, source) -> _Primitive:
         material = self._materials.get(source.source.material)
         data = prepare(source, self.influences, material.texcoord)
+        if self.lod > 1.0 and data.mode == 4:
+            heaviest = data.joints[np.arange(data.vertex_count), np.argmax(data.weights, axis=1)]
+            data = replace(data, indices=cluster_indices(data.positions, data.indices, self.lod, heaviest))
         ctx = self.ctx
         buffers = {
             "a_position": ctx.buffer(data.positions.tobytes(),
