@@ -1154,7 +1154,7 @@ class Editor(WindowApp):
         return np.stack([sx, sy], axis=-1), w[..., 0] > 1e-6
 
     def _viewport(self, fb_w, fb_h) -> None:
-        imgui, gizmo = self.imgui, self.gizmo
+        imgui = self.imgui
         vx, vy = float(self.LEFT_W), 20.0
         vw, vh = self._viewport_size(fb_w, fb_h)
         self.view_rect = (vx, vy, float(vw), float(vh))
@@ -1297,15 +1297,20 @@ class Editor(WindowApp):
                     for s in (1, -1):
                         dl.add_line(imgui.ImVec2(*(a + s * nrm * ra)), imgui.ImVec2(*(b + s * nrm * rb)), color, 1.5)
 
-    def _gizmo(self, dl) -> bool:
-        gizmo, doc = self.gizmo, self.doc
-        n = self.selected
+    def _gizmo_frame(self, dl):
+        """Point ImGuizmo at the 3D view's rectangle and draw list; returns its (view, projection)."""
+        gizmo = self.gizmo
         vx, vy, vw, vh = self.view_rect
         gizmo.set_drawlist(dl)
         gizmo.set_rect(vx, vy, vw, vh)
         cam = self.renderer.camera
-        view = gizmo.Matrix16(cam.view.T.ravel().astype(np.float32).tolist())
-        proj = gizmo.Matrix16(cam.projection.T.ravel().astype(np.float32).tolist())
+        return (gizmo.Matrix16(cam.view.T.ravel().astype(np.float32).tolist()),
+                gizmo.Matrix16(cam.projection.T.ravel().astype(np.float32).tolist()))
+
+    def _gizmo(self, dl) -> bool:
+        gizmo, doc = self.gizmo, self.doc
+        n = self.selected
+        view, proj = self._gizmo_frame(dl)
         world = self.world[n].copy()
         ik = self.ik_mode and self.operation == "translate"
         obj = gizmo.Matrix16(world.T.ravel().astype(np.float32).tolist())
@@ -1349,12 +1354,7 @@ class Editor(WindowApp):
         gizmo, doc = self.gizmo, self.doc
         i = self.selected_collider
         c = doc.colliders[i]
-        vx, vy, vw, vh = self.view_rect
-        gizmo.set_drawlist(dl)
-        gizmo.set_rect(vx, vy, vw, vh)
-        cam = self.renderer.camera
-        view = gizmo.Matrix16(cam.view.T.ravel().astype(np.float32).tolist())
-        proj = gizmo.Matrix16(cam.projection.T.ravel().astype(np.float32).tolist())
+        view, proj = self._gizmo_frame(dl)
         bone = self.world[c.node]
         drag = getattr(self, "_collider_drag", None)
         if drag is not None and drag["index"] == i:

@@ -524,8 +524,7 @@ def _foot_one(b, phase, pose, world, parents, placement, legs, pelvis, pelvis_no
 def foot_kernel(phase, pose, world, parents, placement, legs, pelvis, pelvis_nodes, leg_nodes, leg_start, fs, slot_clip,
                 slot_additive, tables, frames, fps, durations, looping, g_kind, g_params, g_grid, heights, normals,
                 contact, ankle, leg_len, scalars, weight, state, initialised, plant, locked, lock, targets,
-                pelvis_offset, pal, pal_joints, inv_bind, pal_idx,
-              pal_start):
+                pelvis_offset, pal, pal_joints, inv_bind, pal_idx, pal_start):
     """:func:`_foot_one` for every instance, in parallel."""
     for b in prange(pose.shape[0]):
         _foot_one(b, phase, pose, world, parents, placement, legs, pelvis, pelvis_nodes, leg_nodes, leg_start, fs,
@@ -538,8 +537,7 @@ def foot_kernel(phase, pose, world, parents, placement, legs, pelvis, pelvis_nod
 def foot_kernel_serial(phase, pose, world, parents, placement, legs, pelvis, pelvis_nodes, leg_nodes, leg_start, fs,
                        slot_clip, slot_additive, tables, frames, fps, durations, looping, g_kind, g_params, g_grid,
                        heights, normals, contact, ankle, leg_len, scalars, weight, state, initialised, plant, locked,
-                       lock, targets, pelvis_offset, pal, pal_joints, inv_bind, pal_idx,
-              pal_start):
+                       lock, targets, pelvis_offset, pal, pal_joints, inv_bind, pal_idx, pal_start):
     """:func:`_foot_one` for every instance, serially (a few characters: no thread pool)."""
     for b in range(pose.shape[0]):
         _foot_one(b, phase, pose, world, parents, placement, legs, pelvis, pelvis_nodes, leg_nodes, leg_start, fs,
