@@ -692,3 +692,44 @@ def test_damage_rectangles_cover_the_changed_boxes_in_tiles():
         covered[y:y + h, x:x + w] = True
     for x0, y0, x1, y1 in boxes:
         assert covered[int(y0):int(np.ceil(y1)), int(x0):int(np.ceil(x1))].all()
+
+
+def _quad_list(x0, y0, x1, y1, clip=(0.0, 0.0, 1280.0, 720.0), colour=0xFFFFFFFF):
+    """A draw list with one command drawing one quad (two triangles) from (x0, y0) to (x1, y1)."""
+    corners = np.array([[x0, y0], [x1, y0], [x1, y1], [x0, y1]], np.float32)
+    vtx = np.zeros((4, 5), np.uint32)
+    vtx[:, :2] = corners.view(np.uint32)
+    vtx[:, 4] = colour
+    idx = np.array([0, 1, 2, 0, 2, 3], np.uint32)
+    cmds = np.array([[*clip, 1.5, 0, 0, 6]])
+    return vtx, idx, cmds
+
+
+def test_damage_of_draw_lists_moved_recoloured_appeared_and_clipped():
+    from skeletal.editor.compose import Damage, DrawList
+
+    d = Damage(tile=32)
+    a = DrawList.from_arrays(*_quad_list(100, 100, 140, 120))
+    assert [b.tolist() for b in d.update_lists([a])] == [[[99.0, 99.0, 141.0, 121.0]] * 2]  # new: both triangles
+    assert d.update_lists([DrawList.from_arrays(*_quad_list(100, 100, 140, 120))]) == []  # same frame again
+    # a moved corner: the two triangles touching it, where they were and where they are
+    vtx, idx, cmds = _quad_list(100, 100, 140, 120)
+    vtx[2, :2] = np.array([150.0, 130.0], np.float32).view(np.uint32)
+    boxes = np.concatenate(d.update_lists([DrawList.from_arrays(vtx, idx, cmds)]))
+    assert len(boxes) == 4
+    assert boxes[:, 2].max() == 151.0 and boxes[:, 3].max() == 131.0 and boxes[:, 0].min() == 99.0
+    # recoloured only: same boxes as the quad, nothing else
+    d2 = Damage(tile=32)
+    d2.update_lists([DrawList.from_arrays(*_quad_list(100, 100, 140, 120))])
+    boxes = np.concatenate(d2.update_lists([DrawList.from_arrays(*_quad_list(100, 100, 140, 120, colour=5))]))
+    assert np.array_equal(np.unique(boxes, axis=0), [[99.0, 99.0, 141.0, 121.0]])
+    # a second quad appended (other indices): only the new triangles count, cut by their clip rectangle
+    v1, i1, c1 = _quad_list(100, 100, 140, 120, colour=5)
+    v2, i2, c2 = _quad_list(600, 300, 700, 400, clip=(650.0, 0.0, 1280.0, 720.0))
+    both = DrawList.from_arrays(np.concatenate([v1, v2]), np.concatenate([i1, i2]),
+                                np.concatenate([c1, [[650.0, 0.0, 1280.0, 720.0, 1.5, 6, 4, 6]]]))
+    boxes = np.concatenate(d2.update_lists([both]))
+    assert len(boxes) == 2 and np.all(boxes[:, 0] == 650.0) and np.all(boxes[:, 2] == 701.0)
+    assert d2.rects([boxes], (1280, 720)) == [(640, 288, 64, 128)]
+    # a list that vanished: all its triangles' boxes
+    assert len(np.concatenate(d2.update_lists([]))) == 4

@@ -14,7 +14,7 @@ buffer across swaps, so each frame draws over the last one:
 2. regions whose *texture* changed while their triangles did not (the 3D view, the dope sheet's key
    layer) are added by the caller; any change inside the 3D view redraws the view's rectangle;
 3. :meth:`Compositor.compose` rebuilds each rectangle from scratch in the back buffer: scissored
-   clear, the 3D view blitted in (scaled when it was drawn smaller), ImGui's draw data drawn with
+   clear (not under the 3D view, whose opaque picture covers it anyway), the 3D view blitted in (scaled when it was drawn smaller), ImGui's draw data drawn with
    every clip rectangle cut down to the rectangle (commands outside it are skipped by ImGui's
    backend). The bottom-right pixel then gets the frame number, which the next frame reads back to
    know that the back buffer was kept.
@@ -39,14 +39,13 @@ import ctypes
 import numpy as np
 
 from ..render.rawgl import gl_function
+from .damage_kernels import all_boxes, changed_boxes, dirty_tiles
 
 TILE = 32
 MAX_RECTS = 8
 GIVE_UP = 30  # frames in a row without a kept back buffer before the check stops
 PASS_COST = 16384  # pixels: what one more redraw pass costs on llvmpipe, in area (measured ~0.4 ms)
 VERTEX = np.dtype([("pos", "<f4", (2,)), ("uv", "<f4", (2,)), ("col", "<u4")])  # ImDrawVert
-_rng = np.random.default_rng(20261125)
-_MULT = (_rng.integers(1, 2 ** 62, size=32, dtype=np.int64).astype(np.uint64) * 2 + 1)  # odd multipliers
 
 GL_FRAMEBUFFER, GL_READ_FRAMEBUFFER, GL_DRAW_FRAMEBUFFER = 0x8D40, 0x8CA8, 0x8CA9
 GL_SCISSOR_TEST, GL_COLOR_BUFFER_BIT, GL_NEAREST, GL_LINEAR = 0x0C11, 0x4000, 0x2600, 0x2601
@@ -62,13 +61,14 @@ def _array(address: int, count: int, dtype) -> np.ndarray:
 
 
 class DrawList:
-    """One ImGui draw list's triangles as numpy: vertices (V, 5) uint32 words (pos, uv as float32 bits,
-    colour), indices, commands (clip rectangle x0 y0 x1 y1, texture id, index offset, vertex offset,
-    element count), and lazily their hashes and boxes."""
+    """One ImGui draw list's triangles as numpy (the arrays of :mod:`.damage_kernels`' contract):
+    vertices ``vtx`` (V, 5) uint32 words and ``pos`` the same as float32, indices, commands (clip
+    rectangle x0 y0 x1 y1, texture id, index offset, vertex offset, element count) and their first
+    five columns' bits."""
 
     def __init__(self, cl):
-        self.vtx = _array(cl.vtx_buffer.data_address(), cl.vtx_buffer.size(), VERTEX).view(np.uint32).reshape(-1, 5)
-        self.idx = _array(cl.idx_buffer.data_address(), cl.idx_buffer.size(), np.uint32)
+        vtx = _array(cl.vtx_buffer.data_address(), cl.vtx_buffer.size(), VERTEX).view(np.uint32).reshape(-1, 5)
+        idx = _array(cl.idx_buffer.data_address(), cl.idx_buffer.size(), np.uint32)
         cmds = []
         buf = cl.cmd_buffer
         for k in range(buf.size()):
@@ -77,11 +77,22 @@ class DrawList:
             ref = c.tex_ref  # a texture ImGui owns (its atlas; maybe not uploaded yet) or one of ours
             tex = ref._tex_data.unique_id + 0.5 if ref._tex_data is not None else ref._tex_id
             cmds.append((r.x, r.y, r.z, r.w, float(tex), c.idx_offset, c.vtx_offset, c.elem_count))
+        self._set(vtx, idx, cmds)
+
+    @classmethod
+    def from_arrays(cls, vtx: np.ndarray, idx: np.ndarray, cmds: np.ndarray) -> "DrawList":
+        """A draw list from its arrays (vertices (V, 5) uint32 words, indices, commands (C, 8)); tests."""
+        self = cls.__new__(cls)
+        self._set(np.ascontiguousarray(vtx, np.uint32).reshape(-1, 5), np.ascontiguousarray(idx, np.uint32), cmds)
+        return self
+
+    def _set(self, vtx: np.ndarray, idx: np.ndarray, cmds) -> None:
+        self.vtx, self.idx = vtx, idx
+        self.pos = vtx.view(np.float32)
         self.cmds = np.asarray(cmds, np.float64).reshape(-1, 8)
+        self.cmd_bits = np.ascontiguousarray(self.cmds[:, :5]).view(np.uint64)
         self.shape = self.idx.tobytes() + self.cmds.tobytes() + len(self.vtx).to_bytes(8, "little")
         self.key = self.vtx.tobytes() + self.shape
-        self._tri = None
-        self._corner = None
 
     def inside(self, rect) -> bool:
         """Whether every command's clip rectangle lies inside window rectangle ``rect`` (x, y, w, h)."""
@@ -89,60 +100,16 @@ class DrawList:
         c = self.cmds[self.cmds[:, 7] > 0]  # commands that draw
         return bool(len(c)) and bool(np.all((c[:, 0] >= x) & (c[:, 1] >= y) & (c[:, 2] <= x + w) & (c[:, 3] <= y + h)))
 
-    def corners(self) -> tuple[np.ndarray, np.ndarray]:
-        """(corner (T, 3) vertex indices, the command of each triangle (T,)) of the drawn triangles."""
-        if self._corner is None:
-            cmds = self.cmds
-            counts = np.where(cmds[:, 7] >= 3, (cmds[:, 7].astype(np.int64) // 3) * 3, 0)
-            total = int(counts.sum())
-            if total == 0 or not len(self.vtx) or not len(self.idx):
-                self._corner = (np.zeros((0, 3), np.int64), np.zeros(0, np.int64))
-                return self._corner
-            which = np.repeat(np.arange(len(cmds)), counts)  # command of each index
-            starts = np.repeat(cmds[:, 5].astype(np.int64) - np.r_[0, np.cumsum(counts)[:-1]], counts)
-            corner = self.idx[np.minimum(np.arange(total) + starts, len(self.idx) - 1)].astype(np.int64)
-            corner = np.minimum(corner + np.repeat(cmds[:, 6].astype(np.int64), counts), len(self.vtx) - 1)
-            self._corner = (corner.reshape(-1, 3), which[::3])
-        return self._corner
-
-    def boxes(self, tri: np.ndarray) -> np.ndarray:
-        """Boxes (K, 4) x0 y0 x1 y1 of triangles ``tri`` (indices), cut to their clip rectangles."""
-        corner, cmd = self.corners()
-        if not len(tri):
-            return np.zeros((0, 4))
-        c = corner[tri]
-        xy = [self.vtx[c[:, k], :2].view(np.float32) for k in range(3)]  # (K, 2) per corner
-        lo = np.minimum(np.minimum(xy[0], xy[1]), xy[2]) - 1.0
-        hi = np.maximum(np.maximum(xy[0], xy[1]), xy[2]) + 1.0
-        clip = self.cmds[cmd[tri], :4]
-        return np.concatenate([np.maximum(lo, clip[:, :2]), np.minimum(hi, clip[:, 2:])], axis=1)
-
     def changed_since(self, old: "DrawList") -> np.ndarray:
         """Boxes of what differs from ``old``: when only vertices moved or recoloured (same indices and
         commands: playback, scrubbing), the triangles touching a changed vertex, before and after;
         otherwise the triangles that appeared or vanished (hashed)."""
-        if self.shape == old.shape:
-            self._corner = old._corner  # same triangles, same corners
-            moved = np.flatnonzero((self.vtx != old.vtx).reshape(-1)) // 5
-            corner, _ = self.corners()
-            hit = np.zeros(len(self.vtx), bool)
-            hit[moved] = True
-            tri = np.flatnonzero(hit[corner[:, 0]] | hit[corner[:, 1]] | hit[corner[:, 2]])
-            return np.concatenate([self.boxes(tri), old.boxes(tri)])
-        hn, bn = self.triangles()
-        ho, bo = old.triangles()
-        return np.concatenate([bn[~np.isin(hn, ho)], bo[~np.isin(ho, hn)]])
+        return changed_boxes(self.vtx, self.pos, self.idx, self.cmds, self.cmd_bits,
+                             old.vtx, old.pos, old.idx, old.cmds, old.cmd_bits, self.shape == old.shape)
 
-    def triangles(self) -> tuple[np.ndarray, np.ndarray]:
-        """(hashes (T,) uint64 of each triangle's corners, clip rectangle and texture; boxes (T, 4))."""
-        if self._tri is None:
-            corner, cmd = self.corners()
-            words = self.vtx[corner].reshape(-1, 15)  # (T, 3 corners x 5 words)
-            extra = np.ascontiguousarray(self.cmds[cmd, :5]).view(np.uint32)  # clip rectangle, texture
-            hashes = (words.astype(np.uint64) * _MULT[:15]).sum(axis=1, dtype=np.uint64)
-            hashes += (extra.astype(np.uint64) * _MULT[15:15 + extra.shape[1]]).sum(axis=1, dtype=np.uint64)
-            self._tri = (hashes, self.boxes(np.arange(len(corner))))
-        return self._tri
+    def boxes(self) -> np.ndarray:
+        """Boxes (T, 4) x0 y0 x1 y1 of every triangle, cut to its clip rectangle."""
+        return all_boxes(self.vtx, self.pos, self.idx, self.cmds)
 
 
 class Damage:
@@ -157,7 +124,10 @@ class Damage:
         ``covered``: a window rectangle (x, y, w, h) redrawn whole this frame anyway (the 3D view when
         it was rendered again); a draw list clipped inside it this frame and the last is not compared
         (the skeleton overlay, which moves every frame while playing)."""
-        lists = [DrawList(draw_data.cmd_lists[i]) for i in range(draw_data.cmd_lists_count)]
+        return self.update_lists([DrawList(draw_data.cmd_lists[i]) for i in range(draw_data.cmd_lists_count)], covered)
+
+    def update_lists(self, lists: list[DrawList], covered=None) -> list[np.ndarray]:
+        """:meth:`update` on draw lists already copied."""
         boxes = []
         for k in range(max(len(lists), len(self._last))):
             new = lists[k] if k < len(lists) else None
@@ -168,7 +138,7 @@ class Damage:
                 if new.key != old.key:
                     boxes.append(new.changed_since(old))
             else:
-                boxes.append((new or old).triangles()[1])
+                boxes.append((new or old).boxes())
         self._last = lists
         return boxes
 
@@ -182,23 +152,9 @@ class Damage:
         t = self.tile
         gw, gh = -(-w // t), -(-h // t)
         b = np.concatenate([np.asarray(x, np.float64).reshape(-1, 4) for x in boxes]) if boxes else np.zeros((0, 4))
-        b = b[(b[:, 2] > b[:, 0]) & (b[:, 3] > b[:, 1])]  # boxes emptied by their clip rectangle
         if not len(b):
             return []
-        x0 = np.clip(np.floor(b[:, 0] / t), 0, gw).astype(np.int64)
-        y0 = np.clip(np.floor(b[:, 1] / t), 0, gh).astype(np.int64)
-        x1 = np.clip(np.ceil(b[:, 2] / t), 0, gw).astype(np.int64)
-        y1 = np.clip(np.ceil(b[:, 3] / t), 0, gh).astype(np.int64)
-        ok = (x1 > x0) & (y1 > y0)
-        if not ok.any():
-            return []
-        x0, y0, x1, y1 = x0[ok], y0[ok], x1[ok], y1[ok]
-        diff = np.zeros((gh + 1, gw + 1), np.int64)  # 2D difference array: a box is 4 corner marks
-        np.add.at(diff, (y0, x0), 1)
-        np.add.at(diff, (y0, x1), -1)
-        np.add.at(diff, (y1, x0), -1)
-        np.add.at(diff, (y1, x1), 1)
-        dirty = diff.cumsum(0).cumsum(1)[:gh, :gw] > 0
+        dirty = dirty_tiles(np.ascontiguousarray(b), float(t), gw, gh)  # empty boxes (cut by their clip) skipped
         edge = np.diff(np.pad(dirty.astype(np.int8), ((0, 0), (1, 1))), axis=1)  # +1 run start, -1 run end
         rows, starts = np.nonzero(edge == 1)
         ends = np.nonzero(edge == -1)[1]  # same order: row by row, left to right
@@ -219,6 +175,13 @@ class Damage:
             ys1 = max(r[1] + r[3] for r in rects)
             rects = [(xs0, ys0, xs1 - xs0, ys1 - ys0)]
         return rects
+
+
+def _contains(outer, inner) -> bool:
+    """Whether window rectangle ``inner`` (x, y, w, h) lies inside ``outer``."""
+    ox, oy, ow, oh = outer
+    x, y, w, h = inner
+    return ox <= x and oy <= y and x + w <= ox + ow and y + h <= oy + oh
 
 
 def merge_rects(rects: list[tuple[int, int, int, int]], pass_cost: int = PASS_COST) -> list:
@@ -267,6 +230,7 @@ class Compositor:
         self._clear = gl_function(ctx, "glClear", u)
         self._flush = gl_function(ctx, "glFlush")
         self.skip_covered = True  # draw lists inside a view redrawn anyway are not compared (A/B switch)
+        self.skip_covered_clear = True  # rectangles the view's picture covers are not cleared first (A/B switch)
 
     def flush(self) -> None:
         """Rasterise the GL work queued so far. On llvmpipe (Mesa 22.3) this call itself waits for most
@@ -353,8 +317,10 @@ class Compositor:
             self._bind(GL_FRAMEBUFFER, 0)
             self._enable(GL_SCISSOR_TEST)
             self._scissor(int(x), int(h - y - rh), int(rw), int(rh))
-            self._clear_color(0.0, 0.0, 0.0, 1.0)
-            self._clear(GL_COLOR_BUFFER_BIT)
+            under_view = view is not None and _contains(view[1], (x, y, rw, rh))
+            if not under_view or not self.skip_covered_clear:  # the view's picture covers it all
+                self._clear_color(0.0, 0.0, 0.0, 1.0)
+                self._clear(GL_COLOR_BUFFER_BIT)
             if view is not None:
                 fbo, (vx, vy, vw, vh) = view
                 if x < vx + vw and vx < x + rw and y < vy + vh and vy < y + rh:

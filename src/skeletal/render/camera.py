@@ -116,19 +116,25 @@ class Camera:
 
 
 def look_at(eye, target, up) -> np.ndarray:
-    """Row-major view matrix: camera at ``eye`` looking at ``target``, -Z forward in view space."""
-    eye, target, up = (np.asarray(v, dtype=np.float64) for v in (eye, target, up))
-    f = target - eye
-    f /= np.linalg.norm(f)
-    s = np.cross(f, up)
-    if np.linalg.norm(s) < 1e-9:  # looking straight up or down
-        s = np.cross(f, [0.0, 0.0, 1.0])
-    s /= np.linalg.norm(s)
-    u = np.cross(s, f)
-    m = np.eye(4)
-    m[0, :3], m[1, :3], m[2, :3] = s, u, -f
-    m[:3, 3] = -m[:3, :3] @ eye
-    return m
+    """Row-major view matrix: camera at ``eye`` looking at ``target``, -Z forward in view space.
+    (Scalar arithmetic: a viewer asks for it several times a frame, and numpy's small-array calls
+    cost ~20x more than the maths.)"""
+    ex, ey, ez = (float(v) for v in eye)
+    fx, fy, fz = float(target[0]) - ex, float(target[1]) - ey, float(target[2]) - ez
+    n = math.sqrt(fx * fx + fy * fy + fz * fz)
+    fx, fy, fz = fx / n, fy / n, fz / n
+    ux, uy, uz = (float(v) for v in up)
+    sx, sy, sz = fy * uz - fz * uy, fz * ux - fx * uz, fx * uy - fy * ux  # forward x up
+    n = math.sqrt(sx * sx + sy * sy + sz * sz)
+    if n < 1e-9:  # looking straight up or down: forward x +Z
+        sx, sy, sz = fy, -fx, 0.0
+        n = math.sqrt(sx * sx + sy * sy)
+    sx, sy, sz = sx / n, sy / n, sz / n
+    vx, vy, vz = sy * fz - sz * fy, sz * fx - sx * fz, sx * fy - sy * fx  # side x forward
+    return np.array([[sx, sy, sz, -(sx * ex + sy * ey + sz * ez)],
+                     [vx, vy, vz, -(vx * ex + vy * ey + vz * ez)],
+                     [-fx, -fy, -fz, fx * ex + fy * ey + fz * ez],
+                     [0.0, 0.0, 0.0, 1.0]])
 
 
 def perspective(fov_deg: float, aspect: float, near: float, far: float) -> np.ndarray:
