@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from skeletal.render.lod import cluster_indices
+from skeletal.render.lod import cluster_indices, used_vertices
 
 
 def _sphere(rings=48, segments=96, center=(0.0, 0.0, 0.0)):
@@ -95,16 +95,30 @@ def test_renderer_lod_draws_the_same_silhouette_with_fewer_triangles():
     asset = demo_asset()
     doc = EditDocument(asset, "x.glb")
     world = doc.world(doc.pose([c.name for c in doc.clips].index("walk"), 0.3))
-    images, counts = {}, {}
+    images, counts, vertices, heat = {}, {}, {}, {}
+    joint = asset.rig.names[int(asset.skins[0].joints[1])]
     for lod in (1.0, 4.0):
         with Renderer(asset, 240, 180, samples=0, ctx=ctx, cull=True, cpu_skinning=True, lod=lod,
                       ground=False) as r:
             images[lod] = r.draw(world).astype(np.int32)
             counts[lod] = sum(len(p.data.indices) if p.data.indices is not None else p.data.vertex_count
                               for p in r._primitives)
+            vertices[lod] = sum(p.data.vertex_count for p in r._primitives)
+            heat[lod] = r.draw(world, weights_joint=joint).astype(np.int32)  # per-vertex heat, kept vertices
     assert counts[4.0] < counts[1.0] / 2.5, counts
+    assert vertices[4.0] < vertices[1.0] / 1.5, vertices  # CPU skinning: only the vertices drawn
+    assert np.abs(heat[4.0] - images[4.0]).max() > 50  # the heat map shows
     background = images[1.0][0, 0]
     full = np.abs(images[1.0] - background).max(axis=2) > 10
     coarse = np.abs(images[4.0] - background).max(axis=2) > 10
     iou = (full & coarse).sum() / max((full | coarse).sum(), 1)
     assert full.sum() > 500 and iou > 0.85, iou
+
+
+def test_used_vertices_renumbers_a_coarse_index_list():
+    positions, indices = _sphere(12, 24)
+    lod = cluster_indices(positions, indices, 4.0)
+    kept, renumbered = used_vertices(lod, len(positions))
+    assert np.all(np.diff(kept) > 0) and len(kept) < len(positions)
+    assert renumbered.dtype == np.uint32 and renumbered.max() == len(kept) - 1
+    np.testing.assert_array_equal(positions[kept][renumbered], positions[lod])  # the same triangles

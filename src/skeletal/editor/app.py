@@ -198,7 +198,14 @@ class Editor(WindowApp):
         self.timing_log: list[dict] = []
         self.view_renders = 0
         self.stage_finish = False  # wait for the GL after the 3D view (profiling: timings per stage)
+        self.pipelined = False  # frame() swaps the previous frame itself (see frame(); run() sets it)
+        self.view_first = True  # the 3D view queued before the panels (A/B switch)
+        self._unpresented = False
         self._children = self._child_lists()
+        f = self.imgui.TreeNodeFlags_  # (leaf, selected) -> the bone tree's flags, as ints (enum arithmetic is slow)
+        base = f.open_on_arrow | f.span_avail_width
+        self._tree_flags = {(leaf, sel): int(base | (f.leaf if leaf else 0) | (f.selected if sel else 0))
+                            for leaf in (False, True) for sel in (False, True)}
         self._segments = self._bone_segments()
         # The heap is large and long-lived (numba, LLVM, ImGui's bindings): without this, the garbage
         # collector's full passes over it took ~8% of a playing frame's CPU.
@@ -301,15 +308,26 @@ class Editor(WindowApp):
         def stop() -> bool:
             return self.quit or (scripted and not self._script and frames is None)
 
-        drawn = self._frame_loop(step, stop, frames=frames, fixed=frames is not None or scripted, fps=fps,
-                                 screenshot=screenshot)
+        self.pipelined = True  # frame() shows the previous frame itself
+        try:
+            drawn = self._frame_loop(step, stop, frames=frames, fixed=frames is not None or scripted, fps=fps,
+                                     screenshot=screenshot, swap=False)
+            self.present()
+        finally:
+            self.pipelined = False
         result = EditorResult(drawn, screenshot, list(self.frame_ms), self.doc.path, self.doc.dirty, self.message)
         if self.log:
             self.log(f"skeletal edit: {result.summary()}")
         return result
 
     def frame(self, dt: float) -> None:
-        """One frame: input, time, panels, the 3D view, ImGui on top."""
+        """One frame: input, time, panels (ImGui's draw data), the 3D view, ImGui on top.
+
+        With :attr:`pipelined` (set by :meth:`run`), the frame also shows the previous one: once this
+        frame's Python is done it waits for the previous frame's rasterising and swaps, then queues
+        this frame's GL work and returns without waiting for it; so a software rasteriser (llvmpipe)
+        draws one frame while Python builds the next (the picture is one frame's Python late). Without
+        it the frame's GL work is finished on return and the caller swaps."""
         t0, c0, m0 = time.perf_counter(), time.process_time(), time.thread_time()
         imgui, glfw = self.imgui, self.glfw
         glfw.poll_events()
@@ -327,6 +345,7 @@ class Editor(WindowApp):
             return
         vw, vh = self._viewport_size(fb_w, fb_h)
         if (vw, vh) != (self.renderer.width, self.renderer.height):
+            self.present()
             self.renderer.resize(vw, vh)
             if self._fast_renderer is not None:
                 self._fast_renderer.resize(*self._moving_size(vw, vh))
@@ -334,10 +353,10 @@ class Editor(WindowApp):
             self._view_source = self._view_fbo
         self._advance(dt)
         self._compute_pose()
+        self._aim_view(vw, vh)  # the camera this frame's view and overlay share (panels may move it)
         t_view = time.perf_counter()
-        self._render_view(vw, vh)
-        if self.stage_finish:  # profiling: the view's GL work counted in its own stage
-            self.ctx.finish()
+        if self.view_first:
+            self._render_view()  # rasterised while the panels' Python runs
         t_view = time.perf_counter() - t_view
         self._menu_bar()
         self._bones_panel(fb_h)
@@ -349,36 +368,61 @@ class Editor(WindowApp):
         self._shortcuts()
         self._status(fb_w, fb_h)
         imgui.render()
+        t_python = time.perf_counter()
+        self.present()  # the previous frame (pipelined): its rasterising overlapped the Python above
+        self.compositor.check_kept((fb_w, fb_h))
+        t_present = time.perf_counter()
+        if not self.view_first:
+            self._render_view()
+        if self.stage_finish:  # profiling: the view's GL work counted in its own stage
+            self.ctx.finish()
         t_ui = time.perf_counter()
+        t_view += t_ui - t_present
         # only the rectangles that changed are redrawn (.compose)
         extra, self._damaged = self._damaged, []
         self.compositor.compose(imgui, imgui.backends.opengl3_render_draw_data, (fb_w, fb_h),
                                 view=(self._view_source, self.view_rect), extra=extra)
         self._autosave()
-        self.ctx.finish()
-        self.frame_ms.append(1000.0 * (time.perf_counter() - t0))
+        if self.pipelined:
+            self.compositor.flush()  # rasterised while the next frame's Python runs; shown by its present()
+            self._unpresented = True
+        else:
+            self.ctx.finish()
+        end = time.perf_counter()
+        self.frame_ms.append(1000.0 * (end - t0))
         self.frame_cpu_ms.append(1000.0 * (time.process_time() - c0))  # all threads (llvmpipe's too)
         self.frame_main_ms.append(1000.0 * (time.thread_time() - m0))  # this thread's CPU
-        end = time.perf_counter()
-        # wall ms: the Python side (input, pose, panels, draw lists), the 3D view (drawn and resolved
-        # when something moved), ImGui's GL drawing up to the finished frame
-        self.timings = {"python": 1000.0 * (t_ui - t0 - t_view), "view": 1000.0 * t_view, "ui_gl": 1000.0 * (end - t_ui)}
+        # wall ms: the Python side (input, pose, panels, draw lists), waiting for the previous frame and
+        # swapping (pipelined), the 3D view (drawn when something moved), ImGui's GL drawing
+        self.timings = {"python": 1000.0 * (t_python - t0 - t_view), "present": 1000.0 * (t_present - t_python),
+                        "view": 1000.0 * t_view, "ui_gl": 1000.0 * (end - t_ui)}
         self.timing_log.append(self.timings)
 
-    def _render_view(self, vw: int, vh: int) -> None:
-        """The character at the current pose into the view texture (drawn by ImGui in the viewport)."""
+    def present(self) -> None:
+        """Show the frame :meth:`frame` left queued (pipelined): wait for its rasterising, swap."""
+        if self._unpresented:
+            self._unpresented = False
+            self.glfw.swap_buffers(self.window)
+
+    def _aim_view(self, vw: int, vh: int) -> None:
+        """This frame's camera for both renderers and the overlay, and the key of the view's picture."""
         cam = self.camera
+        self.renderer.camera = cam.camera(vw / vh)
+        if self._fast_renderer is not None:
+            self._fast_renderer.camera = self.renderer.camera
+        self._view_aim = (vw, vh, cam.yaw, cam.pitch, cam.distance, tuple(cam.target))
+
+    def _render_view(self) -> None:
+        """The character at the current pose into the view's framebuffer (blitted in by the compositor)."""
         imgui = self.imgui
         moving = (self.playing or bool(self._drag) or getattr(self, "_gizmo_active", False)
                   or imgui.is_mouse_down(1) or imgui.is_mouse_down(2) or imgui.is_any_item_active())
         renderer = self._fast_renderer if (moving and self._fast_renderer is not None) else self.renderer
         onion = (self.onion and self.clip is not None, self.onion_frames, self.onion_step, self.loop)
-        key = (self._pose_key, vw, vh, cam.yaw, cam.pitch, cam.distance, tuple(cam.target), id(renderer), onion)
+        key = (self._pose_key, self._view_aim, id(renderer), onion)
         if key == getattr(self, "_view_key", None):
             return  # nothing moved: the texture still shows this frame (llvmpipe's rasterising is the big cost)
         self._view_key = key
-        renderer.camera = cam.camera(vw / vh)
-        self.renderer.camera = renderer.camera
         renderer.render((self.world[None], None))
         if onion[0]:
             self._draw_onion(renderer)
@@ -387,7 +431,7 @@ class Editor(WindowApp):
             self._view_source = self._view_fbo
         else:  # blitted into the window as it is: no copy that would wait for the rasteriser here
             self._view_source = renderer.framebuffer
-        self.compositor.flush()  # the view rasterised now (llvmpipe: this waits for it; see .compose)
+        self.compositor.flush()  # the view rasterised while the compositor works out what changed
         self._damaged.append(self.view_rect)
         self.view_renders += 1
 
@@ -578,6 +622,7 @@ class Editor(WindowApp):
                         self._remember(f"bone:{name}")
             else:
                 roots = [i for i, p in enumerate(self.doc.asset.rig.parents) if p < 0]
+                tree_flags, once = self._tree_flags, int(imgui.Cond_.once)
                 stack = [(r, False) for r in reversed(roots)]
                 # iterative tree: (node, closing) entries; a closing entry pops the tree level
                 while stack:
@@ -586,12 +631,8 @@ class Editor(WindowApp):
                         imgui.tree_pop()
                         continue
                     kids = self._children[i]
-                    flags = imgui.TreeNodeFlags_.open_on_arrow | imgui.TreeNodeFlags_.span_avail_width
-                    if not kids:
-                        flags |= imgui.TreeNodeFlags_.leaf
-                    if self.selected == i:
-                        flags |= imgui.TreeNodeFlags_.selected
-                    imgui.set_next_item_open(True, imgui.Cond_.once)
+                    flags = tree_flags[(not kids, self.selected == i)]
+                    imgui.set_next_item_open(True, once)
                     label = names[i] or f"node {int(self.doc.asset.rig.node_of[i])}"
                     keyed = self.clip is not None and i in self._animated_nodes()
                     is_open = imgui.tree_node_ex(f"{label}{' *' if i in self.doc.pose_edits else ''}##t{i}", flags)

@@ -92,3 +92,14 @@ def cluster_indices(positions: np.ndarray, indices: np.ndarray | None, reduction
         _, first = np.unique(rotated, axis=0, return_index=True)
         best = best[np.sort(first)]
     return np.ascontiguousarray(best.reshape(-1), dtype=np.uint32)
+
+
+def used_vertices(indices: np.ndarray, vertex_count: int) -> tuple[np.ndarray, np.ndarray]:
+    """(kept (U,) int64 vertex indices in increasing order, the index list (3T',) uint32 renumbered
+    into them) for a coarse index list that references only some of ``vertex_count`` vertices; a
+    CPU-skinned coarse mesh then skins and uploads only those."""
+    indices = np.asarray(indices, np.int64)
+    kept = np.unique(indices)
+    new_index = np.zeros(max(int(vertex_count), 1), np.int64)
+    new_index[kept] = np.arange(len(kept))
+    return kept, new_index[indices].astype(np.uint32)

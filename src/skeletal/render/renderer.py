@@ -37,7 +37,7 @@ from .errors import RenderError
 from .feedback import SKINNING_METHODS, skinning_defines, skinning_rows
 from .geometry import PrimitiveData, influences_needed, prepare
 from .layout import PaletteLayout
-from .lod import cluster_indices
+from .lod import cluster_indices, used_vertices
 from .materials import MaterialCache, MaterialGL
 from .overlays import bone_segments, joint_heat, joint_nodes, resolve_joint, skeleton_vertices
 from .palette import MODES, best_available, check_mode, create_store
@@ -69,6 +69,7 @@ class _Primitive:
     vao: object = None
     morph_written: np.ndarray | None = None
     cpu: dict | None = None  # cpu_skinning: bind-space inputs and output arrays
+    kept: np.ndarray | None = None  # the source's vertices the buffers hold (None: all; see lod)
 
 
 class Renderer:
@@ -93,8 +94,9 @@ class Renderer:
             instance and "lbs" only.
         lod: draw triangle lists with about ``1/lod`` of their triangles (:func:`.lod.cluster_indices`,
             vertex clustering of the bind pose, vertices of different heaviest joints kept apart); the
-            vertex buffers are the full mesh's. For views that move (the editor's playing view);
-            1 (the default) draws the full mesh.
+            vertex buffers are the full mesh's, or with ``cpu_skinning`` (and no morph targets) only the
+            vertices the coarse triangles use. For views that move (the editor's playing view); 1 (the
+            default) draws the full mesh.
         ctx: a moderngl context (default: the process-wide headless one).
     """
 
@@ -182,9 +184,14 @@ class Renderer:
     def _upload(self, instance, source) -> _Primitive:
         material = self._materials.get(source.source.material)
         data = prepare(source, self.influences, material.texcoord)
+        kept = None
         if self.lod > 1.0 and data.mode == 4:
             heaviest = data.joints[np.arange(data.vertex_count), np.argmax(data.weights, axis=1)]
             data = replace(data, indices=cluster_indices(data.positions, data.indices, self.lod, heaviest))
+            if self.cpu_skinning and source.morph_positions is None and source.morph_normals is None:
+                kept, indices = used_vertices(data.indices, data.vertex_count)  # skin only what is drawn
+                data = replace(data, positions=data.positions[kept], normals=data.normals[kept], uv=data.uv[kept],
+                               joints=data.joints[kept], weights=data.weights[kept], indices=indices)
         ctx = self.ctx
         buffers = {
             "a_position": ctx.buffer(data.positions.tobytes(),
@@ -201,7 +208,8 @@ class Renderer:
             buffers["indices"] = ctx.buffer(data.indices.tobytes())
         rig_node = int(self.asset.rig.index_of[instance.node])
         morph_range = (int(self.asset.morph_start[rig_node]), int(self.asset.morph_start[rig_node + 1]))
-        return _Primitive(instance, source, data, material, self.layout.slot_of(instance, source), morph_range, buffers)
+        return _Primitive(instance, source, data, material, self.layout.slot_of(instance, source), morph_range, buffers,
+                          kept=kept)
 
     def _vao(self, prim: _Primitive):
         if prim.vao is None:
@@ -490,7 +498,8 @@ class Renderer:
         if joint == self._heat_joint:
             return
         for prim in self._primitives:
-            prim.buffers["a_heat"].write(joint_heat(self.asset, prim.instance, prim.source, joint).tobytes())
+            heat = joint_heat(self.asset, prim.instance, prim.source, joint)
+            prim.buffers["a_heat"].write((heat if prim.kept is None else heat[prim.kept]).tobytes())
         self._heat_joint = joint
 
     def _draw_background(self) -> None:

@@ -136,11 +136,12 @@ class WindowApp:
 
     def _frame_loop(self, step: Callable[[float], None], stop: Callable[[], bool], *, frames: int | None = None,
                     fixed: bool = False, fps: float = 30.0, screenshot: str | None = None,
-                    after: Callable[[], None] | None = None) -> int:
+                    after: Callable[[], None] | None = None, swap: bool = True) -> int:
         """Call ``step(dt)`` and swap until ``stop()`` or ``frames`` frames; ``fixed``: a 1/``fps`` s
         clock and no vsync (tests, pictures), else the wall clock (capped at 0.1 s) with vsync; the
         first frame gets dt 0. ``after()`` runs after each step. ``screenshot``: the frame ``frames``
-        (or the last one) as PNG. Returns the frames drawn."""
+        (or the last one) as PNG, read from the back buffer. ``swap=False``: the step swaps itself
+        (the editor's pipelined frames). Returns the frames drawn."""
         glfw = self.glfw
         glfw.swap_interval(0 if fixed else 1)
         drawn, last, image = 0, time.perf_counter(), None
@@ -156,7 +157,8 @@ class WindowApp:
                 after()
             if screenshot and frames is not None and drawn == frames:
                 image = self.read_screen()
-            glfw.swap_buffers(self.window)
+            if swap:
+                glfw.swap_buffers(self.window)
         if screenshot:
             import imageio.v3 as iio
 
