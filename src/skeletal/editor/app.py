@@ -98,6 +98,13 @@ def _imports():
     return imgui, implot, imguizmo.im_guizmo, glfw
 
 
+# ImGuiMouseCursor -> GLFW standard cursor (GLFW 3.4+ names; ImGui 1.92's order: arrow, text input,
+# resize all, ns, ew, nesw, nwse, hand, wait, progress, not allowed)
+_CURSOR_SHAPES = {0: "ARROW_CURSOR", 1: "IBEAM_CURSOR", 2: "RESIZE_ALL_CURSOR", 3: "RESIZE_NS_CURSOR",
+                  4: "RESIZE_EW_CURSOR", 5: "RESIZE_NESW_CURSOR", 6: "RESIZE_NWSE_CURSOR", 7: "POINTING_HAND_CURSOR",
+                  10: "NOT_ALLOWED_CURSOR"}
+
+
 def _col(imgui, r, g, b, a=1.0) -> int:
     return imgui.IM_COL32(int(r * 255), int(g * 255), int(b * 255), int(a * 255))
 
@@ -258,6 +265,15 @@ class Editor(WindowApp):
         imgui.backends.glfw_init_for_opengl(address, True)
         imgui.backends.opengl3_init("#version 330")
         self._window_address = address
+        # Window and framebuffer sizes follow GLFW's events instead of being asked for every frame (each
+        # question is an X server round trip: ~45 us idle, ~0.3 ms while llvmpipe keeps both cores busy).
+        self._window_size = tuple(glfw.get_window_size(self.window))
+        self._framebuffer_size = tuple(glfw.get_framebuffer_size(self.window))
+        glfw.set_window_size_callback(self.window, lambda _w, w, h: setattr(self, "_window_size", (w, h)))
+        glfw.set_framebuffer_size_callback(self.window, lambda _w, w, h: setattr(self, "_framebuffer_size", (w, h)))
+        self._last_frame_time = time.perf_counter()
+        self._cursor_shown = None
+        self._cursors: dict[int, object] = {}
 
     def _make_view_texture(self, w: int, h: int) -> None:
         if getattr(self, "_view_fbo", None) is not None:
@@ -336,10 +352,10 @@ class Editor(WindowApp):
             self.request_quit()
         self._script_step()
         imgui.backends.opengl3_new_frame()
-        imgui.backends.glfw_new_frame()
+        self._platform_new_frame()
         imgui.new_frame()
         self.gizmo.begin_frame()
-        fb_w, fb_h = glfw.get_framebuffer_size(self.window)
+        fb_w, fb_h = self._framebuffer_size
         if fb_w < 1 or fb_h < 1:
             imgui.render()
             return
@@ -397,6 +413,32 @@ class Editor(WindowApp):
         self.timings = {"python": 1000.0 * (t_python - t0 - t_view), "present": 1000.0 * (t_present - t_python),
                         "view": 1000.0 * t_view, "ui_gl": 1000.0 * (end - t_ui)}
         self.timing_log.append(self.timings)
+
+    def _platform_new_frame(self) -> None:
+        """What ImGui's GLFW backend does before a frame, from state GLFW's events keep (its own
+        ``glfw_new_frame`` asks the X server for the window size, framebuffer size and cursor each
+        frame: ~1.4 ms of a playing frame on llvmpipe). Input arrives through the backend's callbacks;
+        gamepads are not used."""
+        imgui, glfw = self.imgui, self.glfw
+        io = imgui.get_io()
+        (w, h), (fw, fh) = self._window_size, self._framebuffer_size
+        io.display_size = imgui.ImVec2(float(w), float(h))
+        if w > 0 and h > 0:
+            io.display_framebuffer_scale = imgui.ImVec2(fw / w, fh / h)
+        now = time.perf_counter()
+        io.delta_time = max(now - self._last_frame_time, 1e-6)
+        self._last_frame_time = now
+        cursor = int(imgui.get_mouse_cursor())
+        if cursor != self._cursor_shown and not (io.config_flags & imgui.ConfigFlags_.no_mouse_cursor_change):
+            self._cursor_shown = cursor
+            if cursor == int(imgui.MouseCursor_.none) or io.mouse_draw_cursor:
+                glfw.set_input_mode(self.window, glfw.CURSOR, glfw.CURSOR_HIDDEN)
+            else:
+                if cursor not in self._cursors:
+                    shape = _CURSOR_SHAPES.get(cursor, "ARROW_CURSOR")
+                    self._cursors[cursor] = glfw.create_standard_cursor(getattr(glfw, shape))
+                glfw.set_cursor(self.window, self._cursors[cursor])
+                glfw.set_input_mode(self.window, glfw.CURSOR, glfw.CURSOR_NORMAL)
 
     def present(self) -> None:
         """Show the frame :meth:`frame` left queued (pipelined): wait for its rasterising, swap."""
