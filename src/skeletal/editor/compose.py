@@ -14,10 +14,11 @@ buffer across swaps, so each frame draws over the last one:
 2. regions whose *texture* changed while their triangles did not (the 3D view, the dope sheet's key
    layer) are added by the caller; any change inside the 3D view redraws the view's rectangle;
 3. :meth:`Compositor.compose` rebuilds each rectangle from scratch in the back buffer: scissored
-   clear (not under the 3D view, whose opaque picture covers it anyway), the 3D view blitted in (scaled when it was drawn smaller), ImGui's draw data drawn with
-   every clip rectangle cut down to the rectangle (commands outside it are skipped by ImGui's
-   backend). The bottom-right pixel then gets the frame number, which the next frame reads back to
-   know that the back buffer was kept.
+   clear (not under the 3D view, whose opaque picture covers it anyway), the 3D view blitted in
+   (scaled up, pixels repeated, when it was drawn smaller), ImGui's draw data drawn with every clip
+   rectangle cut down to the rectangle (commands outside it are skipped by ImGui's backend). The
+   bottom-right pixel then gets the frame number, which the next frame reads back to know that the
+   back buffer was kept.
 
 Rebuilding a rectangle is idempotent, so overlapping rectangles are harmless. A new window size,
 an ImGui texture being created or updated, a framebuffer scale other than 1 (HiDPI), or a back
@@ -232,6 +233,10 @@ class Compositor:
         self.skip_covered = True  # draw lists inside a view redrawn anyway are not compared (A/B switch)
         self.skip_covered_clear = True  # rectangles the view's picture covers are not cleared first (A/B switch)
         self._kept_now = None  # check_kept()'s answer for the coming compose()
+        # A view drawn smaller (moving) is scaled up by repeating pixels: at the editor's 2x that looks
+        # as sharp as the coarse picture is, where filtering blurs it, and it costs llvmpipe ~1.3 ms less
+        # a playing frame (measured in the editor's frame time, interleaved A/B).
+        self.smooth_upscale = False
 
     def flush(self) -> None:
         """Start rasterising the GL work queued so far and return (llvmpipe, Mesa 22.3: 0.04 ms; its
@@ -334,7 +339,7 @@ class Compositor:
                     self._bind(GL_READ_FRAMEBUFFER, fbo.glo)
                     self._bind(GL_DRAW_FRAMEBUFFER, 0)
                     self._blit(0, 0, sw, sh, int(vx), int(h - vy - vh), int(vx + vw), int(h - vy),
-                               GL_COLOR_BUFFER_BIT, GL_NEAREST if same else GL_LINEAR)
+                               GL_COLOR_BUFFER_BIT, GL_LINEAR if self.smooth_upscale and not same else GL_NEAREST)
                     self._bind(GL_FRAMEBUFFER, 0)
             self._disable(GL_SCISSOR_TEST)
             if ImVec4 is not None:
