@@ -206,7 +206,6 @@ class Editor(WindowApp):
         self.view_renders = 0
         self.stage_finish = False  # wait for the GL after the 3D view (profiling: timings per stage)
         self.pipelined = False  # frame() swaps the previous frame itself (see frame(); run() sets it)
-        self.view_first = True  # the 3D view queued before the panels (A/B switch)
         self._unpresented = False
         self._children = self._child_lists()
         f = self.imgui.TreeNodeFlags_  # (leaf, selected) -> the bone tree's flags, as ints (enum arithmetic is slow)
@@ -337,13 +336,14 @@ class Editor(WindowApp):
         return result
 
     def frame(self, dt: float) -> None:
-        """One frame: input, time, panels (ImGui's draw data), the 3D view, ImGui on top.
+        """One frame: input, time, the 3D view (queued to the GL first, so that it is rasterised while
+        the panels are built), panels (ImGui's draw data), ImGui's changed rectangles over the view.
 
         With :attr:`pipelined` (set by :meth:`run`), the frame also shows the previous one: once this
         frame's Python is done it waits for the previous frame's rasterising and swaps, then queues
-        this frame's GL work and returns without waiting for it; so a software rasteriser (llvmpipe)
-        draws one frame while Python builds the next (the picture is one frame's Python late). Without
-        it the frame's GL work is finished on return and the caller swaps."""
+        this frame's ImGui drawing and returns without waiting for it; so a software rasteriser
+        (llvmpipe) draws one frame while Python builds the next (the picture is one frame's Python
+        late). Without it the frame's GL work is finished on return and the caller swaps."""
         t0, c0, m0 = time.perf_counter(), time.process_time(), time.thread_time()
         imgui, glfw = self.imgui, self.glfw
         glfw.poll_events()
@@ -371,8 +371,7 @@ class Editor(WindowApp):
         self._compute_pose()
         self._aim_view(vw, vh)  # the camera this frame's view and overlay share (panels may move it)
         t_view = time.perf_counter()
-        if self.view_first:
-            self._render_view()  # rasterised while the panels' Python runs
+        self._render_view()  # rasterised while the panels' Python runs
         t_view = time.perf_counter() - t_view
         self._menu_bar()
         self._bones_panel(fb_h)
@@ -388,9 +387,7 @@ class Editor(WindowApp):
         self.present()  # the previous frame (pipelined): its rasterising overlapped the Python above
         self.compositor.check_kept((fb_w, fb_h))
         t_present = time.perf_counter()
-        if not self.view_first:
-            self._render_view()
-        if self.stage_finish:  # profiling: the view's GL work counted in its own stage
+        if self.stage_finish:  # profiling: the GL work so far (the view's) counted before ImGui's
             self.ctx.finish()
         t_ui = time.perf_counter()
         t_view += t_ui - t_present
