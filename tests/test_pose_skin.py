@@ -8,10 +8,7 @@ from skeletal.quat import compose_trs, decompose_trs, matrix_to_quat, quat_to_ma
 from skeletal.rig import Rig, parent_first_order
 from skeletal.skin import apply_morphs, normalize_weights, skin, skin_positions
 
-
-def random_quats(rng, n):
-    q = rng.normal(size=(n, 4))
-    return q / np.linalg.norm(q, axis=1, keepdims=True)
+from fixtures.rigs import random_quats, reference_world
 
 
 def random_pose(rng, n):
@@ -20,14 +17,6 @@ def random_pose(rng, n):
     pose[:, 3:7] = random_quats(rng, n)
     pose[:, 7:10] = rng.uniform(0.5, 2.0, size=(n, 3))
     return pose
-
-
-def reference_world(parents, pose):
-    local = compose_trs(pose[:, 0:3], pose[:, 3:7], pose[:, 7:10])
-    world = np.empty_like(local)
-    for i, p in enumerate(parents):
-        world[i] = local[i] if p < 0 else world[p] @ local[i]
-    return world
 
 
 # -- rig ---------------------------------------------------------------------------------------

@@ -9,10 +9,7 @@ from skeletal.errors import SkeletalError
 from skeletal.quat import compose_trs
 from skeletal.skin import CHUNK, normalize_weights, pack_palette, skin, skin_into
 
-
-def random_quats(rng, n):
-    q = rng.normal(size=(n, 4))
-    return q / np.linalg.norm(q, axis=1, keepdims=True)
+from fixtures.rigs import random_quats
 
 
 def make_case(rng, v, k, n_joints=9, joint_dtype=np.int32, mirrored=True):

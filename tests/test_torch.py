@@ -24,6 +24,7 @@ from skeletal.demo import demo_asset  # noqa: E402
 from skeletal.quat import compose_trs, quat_mul, quat_to_matrix  # noqa: E402
 from skeletal.rig import Rig  # noqa: E402
 from skeletal.sampling import sample  # noqa: E402
+from fixtures.rigs import random_quats, reference_world  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSETS = ROOT.parent / "shared" / "assets"
@@ -42,11 +43,6 @@ def _one_thread():
 # -- helpers ----------------------------------------------------------------------------------------
 
 
-def random_quats(rng, n):
-    q = rng.normal(size=(n, 4))
-    return q / np.linalg.norm(q, axis=1, keepdims=True)
-
-
 def random_rig(rng, n=7):
     parents = [-1] + [int(rng.integers(0, i)) for i in range(1, n)]
     rest = np.zeros((n, 10))
@@ -63,14 +59,6 @@ def random_poses(rng, rig, batch):
     pose[..., 3:7] = random_quats(rng, batch * n).reshape(batch, n, 4)
     pose[..., 7:10] = rng.uniform(0.5, 2.0, size=(batch, n, 3))
     return pose
-
-
-def reference_world(parents, pose):
-    local = compose_trs(pose[:, 0:3], pose[:, 3:7], pose[:, 7:10])
-    world = np.empty_like(local)
-    for i, p in enumerate(parents):
-        world[i] = local[i] if p < 0 else world[p] @ local[i]
-    return world
 
 
 def small_skin(rng, joints=5, vertices=12, influences=3, dtype=torch.float64):

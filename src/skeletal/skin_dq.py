@@ -316,10 +316,28 @@ def gpu_dq_palette(palette: np.ndarray, out: np.ndarray | None = None) -> np.nda
 
 
 @njit(cache=True)
+def _mat3_times(m, x, y, z):
+    """(m @ (x, y, z)) for a 3x3 array ``m``, as three floats."""
+    return (m[0, 0] * x + m[0, 1] * y + m[0, 2] * z,
+            m[1, 0] * x + m[1, 1] * y + m[1, 2] * z,
+            m[2, 0] * x + m[2, 1] * y + m[2, 2] * z)
+
+
+@njit(cache=True)
+def _rotate_by_unnormalised(qx, qy, qz, qw, inv, px, py, pz):
+    """p rotated by q/|q| without normalising q: p + inv q x (q x p + w p), ``inv`` = 2 / |q|^2."""
+    ux = qy * pz - qz * py + qw * px
+    uy = qz * px - qx * pz + qw * py
+    uz = qx * py - qy * px + qw * pz
+    return px + inv * (qy * uz - qz * uy), py + inv * (qz * ux - qx * uz), pz + inv * (qx * uy - qy * ux)
+
+
+@njit(cache=True)
 def _skin_dq_reference(qr, qd, scale, joints, weights, positions, normals, tangents, out_p, out_n, out_t):
     do_n = normals.shape[0] > 0
     do_t = tangents.shape[0] > 0
     k_count = joints.shape[1]
+    cof = np.empty((3, 3))
     for v in range(positions.shape[0]):
         pivot = 0
         for k in range(1, k_count):
@@ -347,38 +365,26 @@ def _skin_dq_reference(qr, qd, scale, joints, weights, positions, normals, tange
         tx = inv * (qw * dx - dw * qx + qy * dz - qz * dy)
         ty = inv * (qw * dy - dw * qy + qz * dx - qx * dz)
         tz = inv * (qw * dz - dw * qz + qx * dy - qy * dx)
-        x, y, z = np.float64(positions[v, 0]), np.float64(positions[v, 1]), np.float64(positions[v, 2])
-        px = s[0, 0] * x + s[0, 1] * y + s[0, 2] * z
-        py = s[1, 0] * x + s[1, 1] * y + s[1, 2] * z
-        pz = s[2, 0] * x + s[2, 1] * y + s[2, 2] * z
-        # p + inv * q x (q x p + w p)
-        ux = qy * pz - qz * py + qw * px
-        uy = qz * px - qx * pz + qw * py
-        uz = qx * py - qy * px + qw * pz
-        out_p[v, 0] = px + inv * (qy * uz - qz * uy) + tx
-        out_p[v, 1] = py + inv * (qz * ux - qx * uz) + ty
-        out_p[v, 2] = pz + inv * (qx * uy - qy * ux) + tz
-        if do_n:
-            c00 = s[1, 1] * s[2, 2] - s[1, 2] * s[2, 1]
-            c01 = s[1, 2] * s[2, 0] - s[1, 0] * s[2, 2]
-            c02 = s[1, 0] * s[2, 1] - s[1, 1] * s[2, 0]
-            c10 = s[0, 2] * s[2, 1] - s[0, 1] * s[2, 2]
-            c11 = s[0, 0] * s[2, 2] - s[0, 2] * s[2, 0]
-            c12 = s[0, 1] * s[2, 0] - s[0, 0] * s[2, 1]
-            c20 = s[0, 1] * s[1, 2] - s[0, 2] * s[1, 1]
-            c21 = s[0, 2] * s[1, 0] - s[0, 0] * s[1, 2]
-            c22 = s[0, 0] * s[1, 1] - s[0, 1] * s[1, 0]
-            det = s[0, 0] * c00 + s[0, 1] * c01 + s[0, 2] * c02
-            x, y, z = np.float64(normals[v, 0]), np.float64(normals[v, 1]), np.float64(normals[v, 2])
-            px = c00 * x + c01 * y + c02 * z
-            py = c10 * x + c11 * y + c12 * z
-            pz = c20 * x + c21 * y + c22 * z
-            ux = qy * pz - qz * py + qw * px
-            uy = qz * px - qx * pz + qw * py
-            uz = qx * py - qy * px + qw * pz
-            rx = px + inv * (qy * uz - qz * uy)
-            ry = py + inv * (qz * ux - qx * uz)
-            rz = pz + inv * (qx * uy - qy * ux)
+        px, py, pz = _mat3_times(s, np.float64(positions[v, 0]), np.float64(positions[v, 1]),
+                                 np.float64(positions[v, 2]))
+        rx, ry, rz = _rotate_by_unnormalised(qx, qy, qz, qw, inv, px, py, pz)
+        out_p[v, 0] = rx + tx
+        out_p[v, 1] = ry + ty
+        out_p[v, 2] = rz + tz
+        if do_n:  # by the cofactor matrix of the blended scale (inverse transpose times det), then rotated
+            cof[0, 0] = s[1, 1] * s[2, 2] - s[1, 2] * s[2, 1]
+            cof[0, 1] = s[1, 2] * s[2, 0] - s[1, 0] * s[2, 2]
+            cof[0, 2] = s[1, 0] * s[2, 1] - s[1, 1] * s[2, 0]
+            cof[1, 0] = s[0, 2] * s[2, 1] - s[0, 1] * s[2, 2]
+            cof[1, 1] = s[0, 0] * s[2, 2] - s[0, 2] * s[2, 0]
+            cof[1, 2] = s[0, 1] * s[2, 0] - s[0, 0] * s[2, 1]
+            cof[2, 0] = s[0, 1] * s[1, 2] - s[0, 2] * s[1, 1]
+            cof[2, 1] = s[0, 2] * s[1, 0] - s[0, 0] * s[1, 2]
+            cof[2, 2] = s[0, 0] * s[1, 1] - s[0, 1] * s[1, 0]
+            det = s[0, 0] * cof[0, 0] + s[0, 1] * cof[0, 1] + s[0, 2] * cof[0, 2]
+            px, py, pz = _mat3_times(cof, np.float64(normals[v, 0]), np.float64(normals[v, 1]),
+                                     np.float64(normals[v, 2]))
+            rx, ry, rz = _rotate_by_unnormalised(qx, qy, qz, qw, inv, px, py, pz)
             length = np.sqrt(rx * rx + ry * ry + rz * rz)
             f = 0.0
             if length > 0.0:
@@ -387,16 +393,9 @@ def _skin_dq_reference(qr, qd, scale, joints, weights, positions, normals, tange
             out_n[v, 1] = ry * f
             out_n[v, 2] = rz * f
         if do_t:
-            x, y, z = np.float64(tangents[v, 0]), np.float64(tangents[v, 1]), np.float64(tangents[v, 2])
-            px = s[0, 0] * x + s[0, 1] * y + s[0, 2] * z
-            py = s[1, 0] * x + s[1, 1] * y + s[1, 2] * z
-            pz = s[2, 0] * x + s[2, 1] * y + s[2, 2] * z
-            ux = qy * pz - qz * py + qw * px
-            uy = qz * px - qx * pz + qw * py
-            uz = qx * py - qy * px + qw * pz
-            rx = px + inv * (qy * uz - qz * uy)
-            ry = py + inv * (qz * ux - qx * uz)
-            rz = pz + inv * (qx * uy - qy * ux)
+            px, py, pz = _mat3_times(s, np.float64(tangents[v, 0]), np.float64(tangents[v, 1]),
+                                     np.float64(tangents[v, 2]))
+            rx, ry, rz = _rotate_by_unnormalised(qx, qy, qz, qw, inv, px, py, pz)
             length = np.sqrt(rx * rx + ry * ry + rz * rz)
             f = 1.0 / length if length > 0.0 else 0.0
             out_t[v, 0] = rx * f

@@ -8,8 +8,9 @@ the viewport's size without MSAA and with ``moving_lod`` times fewer triangles w
 sharp with MSAA and the full mesh when still), then
 :mod:`.compose` blits it into the viewport's place and has Dear ImGui (``imgui-bundle``: ImGui,
 ImPlot, ImGuizmo; its OpenGL3 backend, same context, same frame) redraw only the rectangles where
-the panels changed, on top of the back buffer it keeps. ``imgui_bundle`` is imported before
-``glfw`` so that both use the GLFW library it ships.
+the panels changed, on top of the back buffer it keeps. In :meth:`Editor.run` frames are pipelined
+(:meth:`Editor.frame`): a software rasteriser finishes one frame while Python builds the next.
+``imgui_bundle`` is imported before ``glfw`` so that both use the GLFW library it ships.
 
 Everything the user changes goes through :mod:`skeletal.editor.model` commands; this module holds only
 view state (selection, time, camera, toggles) and turns input into commands.
