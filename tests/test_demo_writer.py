@@ -473,15 +473,21 @@ def ensure_npm_packages() -> str | None:
         return "node and npm are needed for the glTF-Validator and three.js tests"
     if _npm_installed():
         return None
+    import fcntl
+
     NPM_DIR.mkdir(parents=True, exist_ok=True)
-    command = ["npm", "install", "--prefix", str(NPM_DIR), "--no-audit", "--no-fund", "--save-exact"]
-    command += [f"{name}@{version}" for name, version in NPM_PACKAGES.items()]
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"npm install failed ({exc}); no network?"
-    if done.returncode != 0 or not _npm_installed():
-        return f"npm install of {NPM_PACKAGES} into {NPM_DIR} failed (no network?): {done.stderr.strip()[-500:]}"
+    with open(NPM_DIR / ".install.lock", "w") as lock:  # pytest-xdist: one worker installs, the others wait
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _npm_installed():
+            return None
+        command = ["npm", "install", "--prefix", str(NPM_DIR), "--no-audit", "--no-fund", "--save-exact"]
+        command += [f"{name}@{version}" for name, version in NPM_PACKAGES.items()]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"npm install failed ({exc}); no network?"
+        if done.returncode != 0 or not _npm_installed():
+            return f"npm install of {NPM_PACKAGES} into {NPM_DIR} failed (no network?): {done.stderr.strip()[-500:]}"
     return None
 
 

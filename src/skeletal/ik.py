@@ -200,19 +200,11 @@ def _any_perpendicular(u):
 @njit(cache=True)
 def _arc(u, v):
     """The smallest rotation taking direction u to direction v (identity when either is ~zero; a
-    half turn about a perpendicular axis when they are opposite)."""
-    lu = _len(u)
+    half turn about a perpendicular axis when they are opposite): :func:`_arc_to_unit` to v / |v|."""
     lv = _len(v)
-    if lu < EPS or lv < EPS:
+    if lv < EPS:
         return (0.0, 0.0, 0.0, 1.0)
-    a = _scale(u, 1.0 / lu)
-    b = _scale(v, 1.0 / lv)
-    c = _dot(a, b)
-    if c < -1.0 + 1e-12:
-        p = _any_perpendicular(a)
-        return (p[0], p[1], p[2], 0.0)
-    x = _cross(a, b)
-    return _qnorm((x[0], x[1], x[2], 1.0 + c))
+    return _arc_to_unit(u, _scale(v, 1.0 / lv))
 
 
 @njit(cache=True)

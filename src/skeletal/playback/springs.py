@@ -81,7 +81,11 @@ class SmoothedValue:
 
 
 # ---------------------------------------------------------------------------------------------
-# quaternion helpers (numba device functions; xyzw, row-major matrices acting on column vectors)
+# quaternion helpers (numba device functions; xyzw, row-major matrices acting on column vectors).
+# The same maths as ik.py's tuple helpers (_qmul, _qrot, _qnorm, _arc), kept apart on purpose: these
+# take scalars and are ordinary calls, where ik.py's are IR-inlined into its solvers; the jiggle and
+# look-at kernels that use these compile faster without the inlining (numba compiles are the bulk of a
+# cold first run and of the test suite).
 
 
 @njit(cache=True)
