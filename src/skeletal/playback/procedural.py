@@ -373,16 +373,21 @@ def _foot_one(b, phase, pose, world, parents, placement, legs, pelvis, pelvis_no
     pelvis) translate with it, ``pal_idx[pal_start[l + 1]:pal_start[l + 2]]`` (under leg l) are
     recomputed after its IK."""
     n_legs = legs.shape[1]
+    # This instance's arrays as views made once (a view costs an atomic reference count on an array
+    # every thread shares); rows and matrices below are indexed, not sliced.
     M = placement[b]
+    pose_b = pose[b]
+    world_b = world[b]
+    pal_b = pal[b]
     floor, reach, omega, dt, soft, max_tilt = scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5]
     if phase != 2:
         _contact_one(b, fs, slot_clip, slot_additive, tables, frames, fps, durations, looping, contact)
         if scalars[6] == 0.0:  # the world rows are not current yet
-            _all_rows(parents, pose[b], world[b])
+            _all_rows(parents, pose_b, world_b)
         for l in range(n_legs):
-            f = world[b, legs[2, l]]
-            fx = M[0, 0] * f[0, 3] + M[0, 1] * f[1, 3] + M[0, 2] * f[2, 3] + M[0, 3]
-            fz = M[2, 0] * f[0, 3] + M[2, 1] * f[1, 3] + M[2, 2] * f[2, 3] + M[2, 3]
+            fj = legs[2, l]
+            fx = M[0, 0] * world_b[fj, 0, 3] + M[0, 1] * world_b[fj, 1, 3] + M[0, 2] * world_b[fj, 2, 3] + M[0, 3]
+            fz = M[2, 0] * world_b[fj, 0, 3] + M[2, 1] * world_b[fj, 1, 3] + M[2, 2] * world_b[fj, 2, 3] + M[2, 3]
             if plant:
                 u = contact[b, l]
                 if u >= PLANTED:
@@ -409,8 +414,8 @@ def _foot_one(b, phase, pose, world, parents, placement, legs, pelvis, pelvis_no
             h, nx, ny, nz = ground_at(g_kind, g_params, g_grid, targets[b, l, 0], targets[b, l, 2])
             heights[b, l] = h
             normals[b, l, 0], normals[b, l, 1], normals[b, l, 2] = nx, ny, nz
-        f = world[b, legs[2, l]]
-        fy = M[1, 0] * f[0, 3] + M[1, 1] * f[1, 3] + M[1, 2] * f[2, 3] + M[1, 3]
+        fj = legs[2, l]
+        fy = M[1, 0] * world_b[fj, 0, 3] + M[1, 1] * world_b[fj, 1, 3] + M[1, 2] * world_b[fj, 2, 3] + M[1, 3]
         ny = max(normals[b, l, 1], 0.2)
         lift = heights[b, l] - floor_w + ankle[l] * (1.0 / ny - 1.0) * contact[b, l]
         targets[b, l, 1] = fy + lift
@@ -418,12 +423,12 @@ def _foot_one(b, phase, pose, world, parents, placement, legs, pelvis, pelvis_no
     # lower the pelvis further where a leg could not reach its target
     hard = np.inf
     for l in range(n_legs):
-        h = world[b, legs[0, l]]
-        f = world[b, legs[2, l]]
-        hx = M[0, 0] * h[0, 3] + M[0, 1] * h[1, 3] + M[0, 2] * h[2, 3] + M[0, 3]
-        hy = M[1, 0] * h[0, 3] + M[1, 1] * h[1, 3] + M[1, 2] * h[2, 3] + M[1, 3]
-        hz = M[2, 0] * h[0, 3] + M[2, 1] * h[1, 3] + M[2, 2] * h[2, 3] + M[2, 3]
-        anim = math.sqrt((f[0, 3] - h[0, 3]) ** 2 + (f[1, 3] - h[1, 3]) ** 2 + (f[2, 3] - h[2, 3]) ** 2)
+        hj, fj = legs[0, l], legs[2, l]
+        h0, h1, h2 = world_b[hj, 0, 3], world_b[hj, 1, 3], world_b[hj, 2, 3]
+        hx = M[0, 0] * h0 + M[0, 1] * h1 + M[0, 2] * h2 + M[0, 3]
+        hy = M[1, 0] * h0 + M[1, 1] * h1 + M[1, 2] * h2 + M[1, 3]
+        hz = M[2, 0] * h0 + M[2, 1] * h1 + M[2, 2] * h2 + M[2, 3]
+        anim = math.sqrt((world_b[fj, 0, 3] - h0) ** 2 + (world_b[fj, 1, 3] - h1) ** 2 + (world_b[fj, 2, 3] - h2) ** 2)
         r = max(anim, reach * leg_len[l])
         dxz2 = (targets[b, l, 0] - hx) ** 2 + (targets[b, l, 2] - hz) ** 2
         d_max = targets[b, l, 1] - hy + math.sqrt(max(r * r - dxz2, 0.0))
@@ -450,33 +455,32 @@ def _foot_one(b, phase, pose, world, parents, placement, legs, pelvis, pelvis_no
         vx, vy, vz = upx * d, upy * d, upz * d  # the world-vertical move, in model space
         p = parents[pelvis]
         if p >= 0:
-            P = world[b, p]
             # solve P3 x = v (P3 the parent's 3x3, scale included) by Cramer's rule
-            a00, a01, a02 = P[0, 0], P[0, 1], P[0, 2]
-            a10, a11, a12 = P[1, 0], P[1, 1], P[1, 2]
-            a20, a21, a22 = P[2, 0], P[2, 1], P[2, 2]
+            a00, a01, a02 = world_b[p, 0, 0], world_b[p, 0, 1], world_b[p, 0, 2]
+            a10, a11, a12 = world_b[p, 1, 0], world_b[p, 1, 1], world_b[p, 1, 2]
+            a20, a21, a22 = world_b[p, 2, 0], world_b[p, 2, 1], world_b[p, 2, 2]
             det = a00 * (a11 * a22 - a12 * a21) - a01 * (a10 * a22 - a12 * a20) + a02 * (a10 * a21 - a11 * a20)
             if abs(det) > 1e-300:
                 lx = (vx * (a11 * a22 - a12 * a21) - a01 * (vy * a22 - a12 * vz) + a02 * (vy * a21 - a11 * vz)) / det
                 ly = (a00 * (vy * a22 - a12 * vz) - vx * (a10 * a22 - a12 * a20) + a02 * (a10 * vz - vy * a20)) / det
                 lz = (a00 * (a11 * vz - vy * a21) - a01 * (a10 * vz - vy * a20) + vx * (a10 * a21 - a11 * a20)) / det
                 vx, vy, vz = lx, ly, lz
-        pose[b, pelvis, 0] += vx
-        pose[b, pelvis, 1] += vy
-        pose[b, pelvis, 2] += vz
+        pose_b[pelvis, 0] += vx
+        pose_b[pelvis, 1] += vy
+        pose_b[pelvis, 2] += vz
         # the pelvis' subtree moves by the model-space vector: world rows and palettes translate
         mx, my, mz = upx * d, upy * d, upz * d
         for k in range(pelvis_nodes.shape[0]):
-            W = world[b, pelvis_nodes[k]]
-            W[0, 3] += mx
-            W[1, 3] += my
-            W[2, 3] += mz
+            node = pelvis_nodes[k]
+            world_b[node, 0, 3] += mx
+            world_b[node, 1, 3] += my
+            world_b[node, 2, 3] += mz
         if scalars[7] != 0.0:
             for k in range(pal_start[0], pal_start[1]):
-                Q = pal[b, pal_idx[k]]
-                Q[0, 3] += mx
-                Q[1, 3] += my
-                Q[2, 3] += mz
+                q = pal_idx[k]
+                pal_b[q, 0, 3] += mx
+                pal_b[q, 1, 3] += my
+                pal_b[q, 2, 3] += mz
     if not w > 0.0:
         return
     for l in range(n_legs):
@@ -488,17 +492,15 @@ def _foot_one(b, phase, pose, world, parents, placement, legs, pelvis, pelvis_no
         tx = M[0, 0] * px + M[1, 0] * py + M[2, 0] * pz
         ty = M[0, 1] * px + M[1, 1] * py + M[2, 1] * pz
         tz = M[0, 2] * px + M[1, 2] * py + M[2, 2] * pz
-        h = world[b, thigh]
-        k = world[b, knee]
-        f = world[b, foot]
-        ox = k[0, 3] - 0.5 * (h[0, 3] + f[0, 3])
-        oy = k[1, 3] - 0.5 * (h[1, 3] + f[1, 3])
-        oz = k[2, 3] - 0.5 * (h[2, 3] + f[2, 3])
+        kx, ky, kz = world_b[knee, 0, 3], world_b[knee, 1, 3], world_b[knee, 2, 3]
+        ox = kx - 0.5 * (world_b[thigh, 0, 3] + world_b[foot, 0, 3])
+        oy = ky - 0.5 * (world_b[thigh, 1, 3] + world_b[foot, 1, 3])
+        oz = kz - 0.5 * (world_b[thigh, 2, 3] + world_b[foot, 2, 3])
         on = math.sqrt(ox * ox + oy * oy + oz * oz)
         if on < 1e-4 * leg_len[l]:
             ox, oy, oz, on = 0.0, 0.0, 1.0, 1.0  # a straight leg: bend toward the model's front (+Z)
         s = leg_len[l] / on
-        pole = (k[0, 3] + ox * s, k[1, 3] + oy * s, k[2, 3] + oz * s)
+        pole = (kx + ox * s, ky + oy * s, kz + oz * s)
         # foot: the animated model-space rotation, turned from up to the ground normal by the contact
         nwx, nwy, nwz = normals[b, l, 0], normals[b, l, 1], normals[b, l, 2]
         nx = M[0, 0] * nwx + M[1, 0] * nwy + M[2, 0] * nwz
@@ -510,14 +512,14 @@ def _foot_one(b, phase, pose, world, parents, placement, legs, pelvis, pelvis_no
         if angle > max_tilt:
             u *= max_tilt / angle
         ax, ay, az, aw = nlerp_identity(ax, ay, az, aw, u)
-        qx, qy, qz, qw = quat_from_world(f)
+        qx, qy, qz, qw = quat_from_world(world_b[foot])
         ex, ey, ez, ew = qmul(ax, ay, az, aw, qx, qy, qz, qw)
         ex, ey, ez, ew = qnormalize(ex, ey, ez, ew)
-        two_bone_one(pose[b], world[b], parents, thigh, knee, foot, (tx, ty, tz), pole, w, soft, _NAN3,
+        two_bone_one(pose_b, world_b, parents, thigh, knee, foot, (tx, ty, tz), pole, w, soft, _NAN3,
                      (ex, ey, ez, ew))
-        _rows(parents, leg_nodes, leg_start[l], leg_start[l + 1], pose[b], world[b])
+        _rows(parents, leg_nodes, leg_start[l], leg_start[l + 1], pose_b, world_b)
         if scalars[7] != 0.0:
-            _palette_rows(world[b], pal_joints, inv_bind, pal_idx, pal_start[l + 1], pal_start[l + 2], pal[b])
+            _palette_rows(world_b, pal_joints, inv_bind, pal_idx, pal_start[l + 1], pal_start[l + 2], pal_b)
 
 
 @njit(cache=True, parallel=True)
