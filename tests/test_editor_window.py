@@ -233,10 +233,13 @@ from skeletal.editor.model import EditDocument
 doc = EditDocument(demo_asset(), "demo.glb")
 out = {}
 with Editor(doc, (1280, 720)) as ed:
+    ed.pipelined = sys.argv[1] == "pipelined"  # as Editor.run: each frame swaps the one before
+
     def frames(n):
         for _ in range(n):
             ed.frame(1 / 30)
-            ed.glfw.swap_buffers(ed.window)
+            if not ed.pipelined:
+                ed.glfw.swap_buffers(ed.window)
 
     def check(tag):
         redrawn = ed.compositor.redrawn_pixels
@@ -274,13 +277,15 @@ print(json.dumps(out))
 """
 
 
-def test_redrawing_only_the_damage_equals_a_full_redraw(xdisplay, tmp_path):
+@pytest.mark.parametrize("mode", ["serial", "pipelined"])
+def test_redrawing_only_the_damage_equals_a_full_redraw(xdisplay, tmp_path, mode):
     """The compositor redraws only rectangles where ImGui's triangles or the 3D view changed, on top of
     the back buffer it keeps; in every state (playing, curves, onion skin, a help window opened and
-    closed) the result must be the frame drawn whole, pixel for pixel."""
+    closed) the result must be the frame drawn whole, pixel for pixel; also with pipelined frames
+    (the next frame's 3D view queued while this one is still being rasterised and not yet shown)."""
     env = {**os.environ, "DISPLAY": xdisplay, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
     env.pop("WAYLAND_DISPLAY", None)
-    done = subprocess.run([sys.executable, "-c", COMPOSE_CHECK], env=env, cwd=tmp_path, capture_output=True,
+    done = subprocess.run([sys.executable, "-c", COMPOSE_CHECK, mode], env=env, cwd=tmp_path, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout.strip().splitlines()[-1])
