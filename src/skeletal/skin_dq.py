@@ -104,6 +104,21 @@ GPU_ROWS = 4
 
 
 @njit(cache=True, nogil=True)
+def _cofactors(m, cof):
+    """The cofactor matrix of 3x3 ``m`` (det(m) * inverse(m)^T) into ``cof``; returns det(m)."""
+    cof[0, 0] = m[1, 1] * m[2, 2] - m[1, 2] * m[2, 1]
+    cof[0, 1] = m[1, 2] * m[2, 0] - m[1, 0] * m[2, 2]
+    cof[0, 2] = m[1, 0] * m[2, 1] - m[1, 1] * m[2, 0]
+    cof[1, 0] = m[0, 2] * m[2, 1] - m[0, 1] * m[2, 2]
+    cof[1, 1] = m[0, 0] * m[2, 2] - m[0, 2] * m[2, 0]
+    cof[1, 2] = m[0, 1] * m[2, 0] - m[0, 0] * m[2, 1]
+    cof[2, 0] = m[0, 1] * m[1, 2] - m[0, 2] * m[1, 1]
+    cof[2, 1] = m[0, 2] * m[1, 0] - m[0, 0] * m[1, 2]
+    cof[2, 2] = m[0, 0] * m[1, 1] - m[0, 1] * m[1, 0]
+    return m[0, 0] * cof[0, 0] + m[0, 1] * cof[0, 1] + m[0, 2] * cof[0, 2]
+
+
+@njit(cache=True, nogil=True)
 def _polar(a, r, s):
     """a (3, 3) float64 -> r (proper rotation) and s = r^T a. Scaled Newton iteration for the polar
     factor (Higham): X <- (g X + X^-T / g) / 2, on -a when det(a) < 0 so that r stays a rotation.
@@ -117,17 +132,7 @@ def _polar(a, r, s):
         for j in range(3):
             x[i, j] = sign * a[i, j]
     for _ in range(40):
-        # cofactor matrix = det * inverse^T
-        cof[0, 0] = x[1, 1] * x[2, 2] - x[1, 2] * x[2, 1]
-        cof[0, 1] = x[1, 2] * x[2, 0] - x[1, 0] * x[2, 2]
-        cof[0, 2] = x[1, 0] * x[2, 1] - x[1, 1] * x[2, 0]
-        cof[1, 0] = x[0, 2] * x[2, 1] - x[0, 1] * x[2, 2]
-        cof[1, 1] = x[0, 0] * x[2, 2] - x[0, 2] * x[2, 0]
-        cof[1, 2] = x[0, 1] * x[2, 0] - x[0, 0] * x[2, 1]
-        cof[2, 0] = x[0, 1] * x[1, 2] - x[0, 2] * x[1, 1]
-        cof[2, 1] = x[0, 2] * x[1, 0] - x[0, 0] * x[1, 2]
-        cof[2, 2] = x[0, 0] * x[1, 1] - x[0, 1] * x[1, 0]
-        d = x[0, 0] * cof[0, 0] + x[0, 1] * cof[0, 1] + x[0, 2] * cof[0, 2]
+        d = _cofactors(x, cof)  # det * inverse^T
         if not (abs(d) > 1e-300):
             break  # singular: keep what we have (orthonormalised below)
         nx = 0.0
@@ -372,16 +377,7 @@ def _skin_dq_reference(qr, qd, scale, joints, weights, positions, normals, tange
         out_p[v, 1] = ry + ty
         out_p[v, 2] = rz + tz
         if do_n:  # by the cofactor matrix of the blended scale (inverse transpose times det), then rotated
-            cof[0, 0] = s[1, 1] * s[2, 2] - s[1, 2] * s[2, 1]
-            cof[0, 1] = s[1, 2] * s[2, 0] - s[1, 0] * s[2, 2]
-            cof[0, 2] = s[1, 0] * s[2, 1] - s[1, 1] * s[2, 0]
-            cof[1, 0] = s[0, 2] * s[2, 1] - s[0, 1] * s[2, 2]
-            cof[1, 1] = s[0, 0] * s[2, 2] - s[0, 2] * s[2, 0]
-            cof[1, 2] = s[0, 1] * s[2, 0] - s[0, 0] * s[2, 1]
-            cof[2, 0] = s[0, 1] * s[1, 2] - s[0, 2] * s[1, 1]
-            cof[2, 1] = s[0, 2] * s[1, 0] - s[0, 0] * s[1, 2]
-            cof[2, 2] = s[0, 0] * s[1, 1] - s[0, 1] * s[1, 0]
-            det = s[0, 0] * cof[0, 0] + s[0, 1] * cof[0, 1] + s[0, 2] * cof[0, 2]
+            det = _cofactors(s, cof)
             px, py, pz = _mat3_times(cof, np.float64(normals[v, 0]), np.float64(normals[v, 1]),
                                      np.float64(normals[v, 2]))
             rx, ry, rz = _rotate_by_unnormalised(qx, qy, qz, qw, inv, px, py, pz)
