@@ -36,14 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_viewer import screenshot, xdisplay  # noqa: E402,F401  (the Xvfb fixture)
 
 REPO = Path(__file__).resolve().parents[1]
-ASSETS = REPO.parent / "shared" / "assets"
-
-
-def _need(name: str) -> Path:
-    path = ASSETS / name
-    if not path.is_file():
-        pytest.skip(f"{path} not found (the shared test assets are not checked out beside the repository)")
-    return path
+from fixtures.shared_assets import ASSETS, need as _need  # noqa: E402
 
 
 # ---------------------------------------------------------------------------------------------

@@ -36,16 +36,9 @@ from fixtures.truth_compare import compare_truth, load_truth, negative_pingpong 
 from test_demo_writer import NPM_DIR, TRUTH_TOOL, ensure_npm_packages, validate  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-ASSETS = REPO.parent / "shared" / "assets"
+from fixtures.shared_assets import ASSETS, need as _need  # noqa: E402
 DATA = REPO / "tests" / "data" / "retarget"
 TRUTH_OPTIONS = ["--loops", "repeat,once", "--max-verts", "24", "--vert-stride", "113", "--digits", "8", "--no-local"]
-
-
-def _need(name: str) -> Path:
-    path = ASSETS / name
-    if not path.is_file():
-        pytest.skip(f"{path} not found (the shared test assets are not checked out beside the repository)")
-    return path
 
 
 def _bvh_asset(name: str):

@@ -27,14 +27,7 @@ from skeletal.sampling import sample
 from gait import compare, gait
 
 REPO = Path(__file__).resolve().parents[1]
-ASSETS = REPO.parent / "shared" / "assets"
-
-
-def _need(name: str) -> Path:
-    path = ASSETS / name
-    if not path.is_file():
-        pytest.skip(f"{path} not found (the shared test assets are not checked out beside the repository)")
-    return path
+from fixtures.shared_assets import ASSETS, need as _need  # noqa: E402
 
 
 def _posed_world(rig: Rig, clip: Clip, times) -> np.ndarray:
