@@ -553,24 +553,35 @@ def test_demo_matches_threejs_truth(demo_files):
 # regenerating the truth
 
 
-def regenerate_truth() -> None:
-    """Export the demo, run the three.js truth generator on it, write tests/data/demo/demo-truth.json."""
+def truth_tool() -> Path:
+    """The three.js truth generator, ready to run: the npm packages installed and the tool copied into
+    NPM_DIR (it imports `three` by bare name, so a copy there finds NPM_DIR/node_modules). For the
+    tests' --regenerate-truth scripts; SystemExit with the reason when it cannot be."""
     reason = ensure_npm_packages()
     if reason:
         raise SystemExit(reason)
     if not (TRUTH_TOOL / "gen_truth.mjs").is_file():
         raise SystemExit(f"the truth generator is not at {TRUTH_TOOL}")
-    # The tool imports `three` by bare name: run a copy inside NPM_DIR so it finds NPM_DIR/node_modules.
     tool = NPM_DIR / "threejs-truth"
     if tool.exists():
         shutil.rmtree(tool)
     shutil.copytree(TRUTH_TOOL, tool, ignore=shutil.ignore_patterns("node_modules"))
+    return tool
+
+
+def write_truth(tool: Path, model: Path, out: Path, options: list[str]) -> None:
+    """Run the generator on ``model`` into ``out`` and say what was written."""
+    subprocess.run(["node", str(tool / "gen_truth.mjs"), str(model), "--out", str(out), *options], check=True)
+    print(f"wrote {out} ({out.stat().st_size} bytes) for {model.name} sha256 "
+          f"{hashlib.sha256(model.read_bytes()).hexdigest()}")
+
+
+def regenerate_truth() -> None:
+    """Export the demo, run the three.js truth generator on it, write tests/data/demo/demo-truth.json."""
+    tool = truth_tool()
     model = NPM_DIR / "demo.glb"
     write_gltf(build_demo_document(), model)
-    command = ["node", str(tool / "gen_truth.mjs"), str(model), "--out", str(TRUTH), *TRUTH_OPTIONS]
-    subprocess.run(command, check=True)
-    print(f"wrote {TRUTH} ({TRUTH.stat().st_size} bytes) for demo.glb sha256 "
-          f"{hashlib.sha256(model.read_bytes()).hexdigest()}")
+    write_truth(tool, model, TRUTH, TRUTH_OPTIONS)
 
 
 if __name__ == "__main__":

@@ -627,30 +627,21 @@ def test_edited_clip_matches_threejs_truth(tmp_path):
 
 
 def regenerate_truth() -> None:
-    import shutil
-    import subprocess
     import sys
     import tempfile
     from pathlib import Path
 
     here = Path(__file__).resolve().parent
     sys.path.insert(0, str(here))
-    from test_demo_writer import NPM_DIR, TRUTH_TOOL, ensure_npm_packages
+    from test_demo_writer import truth_tool, write_truth
 
-    reason = ensure_npm_packages()
-    if reason:
-        raise SystemExit(reason)
-    tool = NPM_DIR / "threejs-truth"
-    if tool.exists():
-        shutil.rmtree(tool)
-    shutil.copytree(TRUTH_TOOL, tool, ignore=shutil.ignore_patterns("node_modules"))
+    tool = truth_tool()
     out = here / "data" / "editor" / "edited_walk-truth.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         model = Path(tmp) / "edited_walk.glb"
         edited_demo(model)
-        subprocess.run(["node", str(tool / "gen_truth.mjs"), str(model), "--out", str(out), *TRUTH_OPTIONS], check=True)
-    print(f"wrote {out} ({out.stat().st_size} bytes)")
+        write_truth(tool, model, out, TRUTH_OPTIONS)
 
 
 if __name__ == "__main__":

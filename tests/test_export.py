@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -33,7 +32,7 @@ from skeletal.export import asset_to_document
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fixtures.truth_compare import compare_truth, load_truth, negative_pingpong  # noqa: E402
-from test_demo_writer import NPM_DIR, TRUTH_TOOL, ensure_npm_packages, validate  # noqa: E402
+from test_demo_writer import NPM_DIR, ensure_npm_packages, validate  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 from fixtures.shared_assets import ASSETS, need as _need  # noqa: E402
@@ -248,13 +247,9 @@ def test_exported_file_matches_threejs_truth(case, tmp_path):
 
 
 def regenerate_truth() -> None:
-    reason = ensure_npm_packages()
-    if reason:
-        raise SystemExit(reason)
-    tool = NPM_DIR / "threejs-truth"
-    if tool.exists():
-        shutil.rmtree(tool)
-    shutil.copytree(TRUTH_TOOL, tool, ignore=shutil.ignore_patterns("node_modules"))
+    from test_demo_writer import truth_tool, write_truth
+
+    tool = truth_tool()
     DATA.mkdir(parents=True, exist_ok=True)
     for case, build in TRUTH_CASES.items():
         try:
@@ -262,9 +257,7 @@ def regenerate_truth() -> None:
         except pytest.skip.Exception as exc:
             print(f"skipped {case}: {exc}")
             continue
-        out = DATA / f"{case}-truth.json"
-        subprocess.run(["node", str(tool / "gen_truth.mjs"), str(model), "--out", str(out), *TRUTH_OPTIONS], check=True)
-        print(f"wrote {out} ({out.stat().st_size} bytes) for {model.name} sha256 {hashlib.sha256(model.read_bytes()).hexdigest()}")
+        write_truth(tool, model, DATA / f"{case}-truth.json", TRUTH_OPTIONS)
 
 
 if __name__ == "__main__":
