@@ -4,11 +4,13 @@ Run under an X server (``xvfb-run python tools/editor_frame_time.py``): loads Ma
 joints) from ../shared/assets, gives it a clip with 100 LINEAR rotation keys on every joint, opens the
 editor at 1280x720 and times frames in four phases: playing (the 3D view re-rendered every frame,
 dope sheet showing the selected bone's channels), paused (nothing moves: nothing is redrawn), playing
-with the curve view, playing with the onion skin. Prints per phase the wall time's median / p90, the
-CPU time of all threads and of the main thread (ms), and the wall time's parts. ``--stages`` waits for
-the GL after the 3D view so that its GL work is counted in its part; ``--moving-scale`` sets the 3D
-view's resolution while playing (the editor's default 0.5), ``--moving-lod`` its triangle reduction
-(default 4; 1: the full mesh).
+with the curve view, playing with the onion skin. Frames are pipelined as in ``skeletal edit`` (each
+frame swaps the previous one), so a frame's time runs from its start to the next one's, swap
+included; ``--serial`` times frames the old way (GL finished inside the frame, the swap outside the
+timing). Prints per phase the wall time's median / p90, the CPU time of all threads and of the main
+thread (ms), and the wall time's parts. ``--stages`` waits for the GL after the 3D view so that its GL
+work is counted in its part; ``--moving-scale`` sets the 3D view's resolution while playing (the
+editor's default 0.5), ``--moving-lod`` its triangle reduction (default 4; 1: the full mesh).
 """
 
 from __future__ import annotations
