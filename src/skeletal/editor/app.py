@@ -471,7 +471,7 @@ class Editor(WindowApp):
             self._view_source = self._view_fbo
         else:  # blitted into the window as it is: no copy that would wait for the rasteriser here
             self._view_source = renderer.framebuffer
-        self.compositor.flush()  # the view rasterised while the compositor works out what changed
+        self.compositor.flush()  # the view rasterised while the panels are built
         self._damaged.append(self.view_rect)
         self.view_renders += 1
 
@@ -1812,6 +1812,12 @@ class Editor(WindowApp):
         if getattr(self, "_fast_renderer", None) is not None:
             self._fast_renderer.release()
             self._fast_renderer = None
+        if self.window is not None:  # the size callbacks hold this editor
+            self.glfw.set_window_size_callback(self.window, None)
+            self.glfw.set_framebuffer_size_callback(self.window, None)
+            for cursor in getattr(self, "_cursors", {}).values():
+                self.glfw.destroy_cursor(cursor)
+            self._cursors = {}
         self._close_window()
 
     def __enter__(self):

@@ -245,7 +245,8 @@ class Compositor:
 
     def check_kept(self, size: tuple[int, int]) -> None:
         """Read the back buffer's frame number now, for this frame's :meth:`compose`: a read waits for
-        every queued GL command, so it is cheapest right after the swap, before the 3D view is queued."""
+        every queued GL command, so the editor reads it right after the swap, when the rasteriser has
+        had the panels' Python to finish the 3D view queued before them."""
         self._kept_now = self._kept(int(size[0]), int(size[1]))
 
     @staticmethod
