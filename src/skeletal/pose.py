@@ -159,14 +159,26 @@ def world_matrices(parents: np.ndarray, pose: np.ndarray, out: np.ndarray | None
     return worlds.reshape(batch + (pose.shape[-2], 4, 4))
 
 
-def skin_palette(world: np.ndarray, joints: np.ndarray, inverse_bind: np.ndarray) -> np.ndarray:
+def skin_palette(world: np.ndarray, joints: np.ndarray, inverse_bind: np.ndarray,
+                 out: np.ndarray | None = None) -> np.ndarray:
     """Skin palettes ``world[..., joints] @ inverse_bind``: world (..., N, 4, 4) -> (..., J, 4, 4).
 
     ``joints`` (J,) are rig indices; ``inverse_bind`` (J, 4, 4) row-major and affine (bottom row 0 0 0 1).
+    ``out``: an array of the result's shape to write into (filled in place, no temporary, when it is
+    C-contiguous in ``world``'s dtype); returned.
     """
     world = np.asarray(world)
     batch = world.shape[:-3]
+    shape = batch + (len(joints), 4, 4)
     flat = np.ascontiguousarray(world.reshape((-1,) + world.shape[-3:]))
-    out = np.empty((flat.shape[0], len(joints), 4, 4), dtype=world.dtype)
-    _palette_batch(flat, np.asarray(joints, dtype=np.int64), np.ascontiguousarray(inverse_bind, dtype=world.dtype), out)
-    return out.reshape(batch + (len(joints), 4, 4))
+    joints = np.asarray(joints, dtype=np.int64)
+    inverse_bind = np.ascontiguousarray(inverse_bind, dtype=world.dtype)
+    if out is not None and out.shape == shape and out.dtype == world.dtype and out.flags.c_contiguous:
+        _palette_batch(flat, joints, inverse_bind, out.reshape((flat.shape[0], len(joints), 4, 4)))
+        return out
+    result = np.empty((flat.shape[0], len(joints), 4, 4), dtype=world.dtype)
+    _palette_batch(flat, joints, inverse_bind, result)
+    if out is not None:
+        out[...] = result.reshape(shape)
+        return out
+    return result.reshape(shape)

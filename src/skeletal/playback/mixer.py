@@ -560,7 +560,7 @@ class Mixer:
 
             solve_batch(self.local_pose, self.world, self.rig.parents, *self._ik.args())
         if len(self._palette_joints):
-            self._palette_all[...] = skin_palette(self.world, self._palette_joints, self._inverse_bind)
+            skin_palette(self.world, self._palette_joints, self._inverse_bind, out=self._palette_all)
 
     # -- inverse kinematics ------------------------------------------------------------------------
 
