@@ -230,8 +230,6 @@ class Compositor:
         self._clear_color = gl_function(ctx, "glClearColor", f, f, f, f)
         self._clear = gl_function(ctx, "glClear", u)
         self._flush = gl_function(ctx, "glFlush")
-        self.skip_covered = True  # draw lists inside a view redrawn anyway are not compared (A/B switch)
-        self.skip_covered_clear = True  # rectangles the view's picture covers are not cleared first (A/B switch)
         self._kept_now = None  # check_kept()'s answer for the coming compose()
         # A view drawn smaller (moving) is scaled up by repeating pixels: at the editor's 2x that looks
         # as sharp as the coarse picture is, where filtering blurs it, and it costs llvmpipe ~1.3 ms less
@@ -275,10 +273,8 @@ class Compositor:
         w, h = int(size[0]), int(size[1])
         draw_data = imgui.get_draw_data()
         covered = None  # the view, when the caller says its picture changed: redrawn whole below
-        if view is not None and self.skip_covered:
-            vx, vy, vw, vh = view[1]
-            if any(ex <= vx and ey <= vy and ex + ew >= vx + vw and ey + eh >= vy + vh for ex, ey, ew, eh in extra):
-                covered = view[1]
+        if view is not None and any(_contains(e, view[1]) for e in extra):
+            covered = view[1]
         boxes = self.damage.update(draw_data, covered)
         textures = draw_data.textures
         busy = any(t.status != imgui.ImTextureStatus.ok for t in textures) if textures is not None else False
@@ -328,8 +324,7 @@ class Compositor:
             self._bind(GL_FRAMEBUFFER, 0)
             self._enable(GL_SCISSOR_TEST)
             self._scissor(int(x), int(h - y - rh), int(rw), int(rh))
-            under_view = view is not None and _contains(view[1], (x, y, rw, rh))
-            if not under_view or not self.skip_covered_clear:  # the view's picture covers it all
+            if view is None or not _contains(view[1], (x, y, rw, rh)):  # else the view's opaque picture covers it
                 self._clear_color(0.0, 0.0, 0.0, 1.0)
                 self._clear(GL_COLOR_BUFFER_BIT)
             if view is not None:
