@@ -153,6 +153,15 @@ def _send(fd: int, message: tuple) -> None:
 
 def _child(fd: int, file: str, data: bytes, unit_scale: str | None, memory: int, cpu: int) -> None:
     """Everything the child does before ``os._exit``."""
+    # glibc's heap-corruption reports ("malloc(): invalid size") go to stderr, not the terminal, and
+    # stderr goes nowhere: the parent reports the crash in one line.
+    os.environ["LIBC_FATAL_STDERR_"] = "1"
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 2)
+        os.close(null)
+    except OSError:
+        pass
     _apply_limits(memory, cpu)
     _send(fd, _work(file, data, unit_scale))
 
