@@ -447,6 +447,8 @@ import click  # noqa: E402  (the command lives with the feature; click is a core
 @click.option("--memory", type=int, default=DEFAULT_MEMORY >> 20, show_default=True,
               help="MB of memory one file may use beyond its worker's own (0: no limit).")
 @click.option("--follow-symlinks", is_flag=True, help="Also take symbolic links that lead out of an input folder.")
+@click.option("--trusted", is_flag=True,
+              help="Read Assimp formats in the worker itself, without a child process per file (trusted files).")
 @click.option("--report", "report", type=click.Path(dir_okay=False), default=None,
               help="JSON report path (default: OUT/batch-report.json).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
@@ -459,7 +461,7 @@ import click  # noqa: E402  (the command lives with the feature; click is a core
 @click.option("--map", "map_path", type=click.Path(dir_okay=False), default=None,
               help="retarget: JSON object of source joint name -> target joint name (or null).")
 def batch_command(command, inputs, out_dir, ray_address, workers, serial, chunk, force, timeout, memory,
-                  follow_symlinks, report, no_progress, as_json, clip_keys, fps, error, distance, target,
+                  follow_symlinks, trusted, report, no_progress, as_json, clip_keys, fps, error, distance, target,
                   map_path) -> None:
     """Run COMMAND (bake, compress, export, retarget, info) on every model in INPUTS (a folder or a
     glob pattern such as 'mocap/**/*.bvh'), writing OUT/<same relative path>.<npz|glb|json>.
@@ -494,6 +496,8 @@ def batch_command(command, inputs, out_dir, ray_address, workers, serial, chunk,
                     options["mapping"] = json.load(f)
             except ValueError as exc:
                 raise BatchError(f"{map_path}: not JSON ({exc})") from None
+    if trusted:
+        options["isolate"] = False
     executor = "serial" if serial else ("ray" if ray_address is not None else "pool")
     summary = run_batch(command, inputs, out_dir, options=options, executor=executor, workers=workers,
                         ray_address=ray_address, chunk=chunk, force=force,

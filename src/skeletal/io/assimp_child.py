@@ -272,6 +272,20 @@ def read_isolated(file: str, data: bytes, unit_scale: str | None, limits: Limits
     raise ValueError(f"unknown isolation method {method!r} (fork or spawn)")
 
 
+def _die_with(parent: int) -> None:
+    """Linux: the child is killed when its parent dies (a batch worker stopped for its timeout must
+    not leave Assimp spinning on as an orphan)."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # the parent died before the line above
+        os._exit(70)
+
+
 def _timeout_error(file: str, limits: Limits) -> ModelError:
     return ModelError(file, None, f"Assimp took longer than {limits.timeout:g} s to read it (stopped)")
 
@@ -288,6 +302,7 @@ def _prepare_parent(file: str) -> None:
 def _read_forked(file: str, data: bytes, unit_scale, limits: Limits, memory: int, cpu: int):
     _prepare_parent(file)
     pid = -1
+    parent = os.getpid()
     r, w = os.pipe()
     gc.freeze()  # the child's collector then leaves the parent's objects alone: no copy-on-write of the heap
     try:
@@ -307,6 +322,7 @@ def _read_forked(file: str, data: bytes, unit_scale, limits: Limits, memory: int
             except Exception:  # noqa: BLE001
                 pass
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+            _die_with(parent)
             from skeletal.io import assimp_ffi
             import threading
 
