@@ -532,12 +532,15 @@ class _Converter:
     def _duration(self, anim, tps: float, channels: list[Channel]) -> float | None:
         """The clip length the file authored: Assimp's ``mDuration / mTicksPerSecond``.
 
-        A scene that ends after its last key (B3D's frame count, LWS's ``LastFrame``, an FBX take's
-        ``LocalStop``) keeps its full length. Where Assimp's figure is not a length it is not used
-        (the clip then ends at its last key, as glTF's): non-finite or negative values, and a duration
-        *shorter* than the keys - Assimp's MD5 reader stores the frame count minus one in ticks at
-        ``frameRate``, which is right, but readers that leave ``mDuration`` at 0 or -1 when they do not
-        know it (some OBJ/PLY/glTF importers set -1) would otherwise cut every key off."""
+        What Assimp 5.x puts there, by format (its readers' sources): FBX the take's ``LocalStop -
+        LocalStart`` (keys shifted to start at 0); B3D the ANIM chunk's frame count; LWS ``LastFrame -
+        FirstFrame + 1`` frames (Assimp's own "fixme: zero or one-based?": a scene that starts at frame
+        0 comes out one frame longer than it is); CSM the last frame; SMD its last frame at a fixed
+        25 fps (SMD stores no rate: Assimp's "FIXME: is this correct?"); Collada, X, MD5 and (by
+        Assimp's ScenePreprocessor) MS3D the last key time, so nothing is gained or lost there.
+        Used when it is a length no shorter than the keys; otherwise (non-finite, 0, Assimp's -1 for
+        "unknown", or shorter than the last key, which would cut keys off) the clip ends at its last
+        key, as a glTF clip does."""
         ticks = float(anim.mDuration)
         if not np.isfinite(ticks) or ticks <= 0:
             return None
