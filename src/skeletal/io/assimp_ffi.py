@@ -340,5 +340,8 @@ def import_scene(path: str, data: bytes, file: str) -> ImportedScene:
         finally:
             c.aiReleasePropertyStore(store)
     if scene == ffi.NULL:
-        raise ModelError(file, None, f"Assimp cannot read it: {message.strip() or 'unknown error'}")
+        # Assimp's messages may quote the file's text: one line, printable, bounded
+        text = "".join(ch if ch.isprintable() else "?" for ch in " ".join(message.split()))
+        text = text if len(text) <= 240 else text[:237] + "..."
+        raise ModelError(file, None, f"Assimp cannot read it: {text or 'unknown error'}")
     return ImportedScene(lib, scene, fs)
