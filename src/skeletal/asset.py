@@ -190,7 +190,8 @@ def load(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = None) 
 
     A ``.bvh`` file gives a rig and one clip, no meshes (see :mod:`skeletal.io.bvh`). ``.fbx``,
     ``.dae``, ``.x``, ``.md5mesh``, ... go through the system's Assimp library (see
-    :mod:`skeletal.io.assimp`; FBX is converted to metres).
+    :mod:`skeletal.io.assimp`; FBX is converted to metres). ``.usd``/``.usda``/``.usdc``/``.usdz``
+    (UsdSkel) need usd-core (see :mod:`skeletal.io.usd`).
 
     URIs inside the file may only name files in the model's folder or below, unless ``base_dir`` is
     given (then anything under ``base_dir``). Errors are :class:`skeletal.ModelError`.
@@ -211,6 +212,12 @@ def _read_bvh(path):
     return read_bvh(path)
 
 
+def _read_usd(path):
+    from .io.usd import read_usd
+
+    return read_usd(path)
+
+
 def _read_assimp(path):
     from .io.assimp import read_assimp
 
@@ -223,4 +230,5 @@ _ASSIMP_SUFFIXES = (".fbx", ".dae", ".x", ".3ds", ".ms3d", ".md5mesh", ".b3d", "
                     ".3mf", ".cob", ".xgl", ".zgl", ".q3o", ".dxf", ".csm", ".nff", ".raw", ".ter", ".hmp")
 
 # Readers of formats other than glTF, by lower-case file suffix; anything else is read as glTF.
-_READERS = {".bvh": _read_bvh, **{suffix: _read_assimp for suffix in _ASSIMP_SUFFIXES}}
+_READERS = {".bvh": _read_bvh, **{suffix: _read_assimp for suffix in _ASSIMP_SUFFIXES},
+            **{suffix: _read_usd for suffix in (".usd", ".usda", ".usdc", ".usdz")}}  # USD (UsdSkel): skeletal[usd]
