@@ -542,8 +542,8 @@ class _Reader:
         tc = self._times(all_attrs)
         origin = min(self.start, float(tc[0]))
         times = ((tc - origin) / self.tcps).astype(np.float32)
-        if len(times) > 1 and np.any(np.diff(times) <= 0):
-            raise self.fail(path, "time samples too close together for float32 seconds")
+        keep = np.concatenate([[True], np.diff(times) > 0])  # samples closer than float32 seconds: the first
+        tc, times = tc[keep], times[keep]
         kind = "STEP" if self.held else "LINEAR"
         channels = []
         for label, attr in attrs.items():
