@@ -244,7 +244,7 @@ def test_soldier_roundtrip(tmp_path):
 
 def test_bvh_step_and_spline_clips_roundtrip(tmp_path):
     """A rig without meshes (read from BVH) with STEP and CUBICSPLINE clips: the written samples replay
-    the same joint positions (STEP exactly away from the keys, splines through 8 samples per key interval)."""
+    the same joint positions (STEP exactly away from the keys, splines through 120 samples a second)."""
     from skeletal.asset import Asset
     from skeletal.clip import Clip, Track
     from skeletal.export import write_bvh

@@ -272,7 +272,9 @@ def demo(export_path: str) -> None:
 @click.option("--fps", type=float, default=None, help="Key rate of the new clip (default: the source's key times).")
 @click.option("--name", "clip_name", default=None, help="Name of the new clip (default: the source clip's).")
 @click.option("--keep-clips", is_flag=True, help="Also write TARGET's own clips.")
-def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_clips) -> None:
+@click.option("--up", "up_axis", type=click.Choice(["auto", "y", "z", "-z", "x", "-x", "-y"]), default="auto",
+              show_default=True, help="SOURCE's up axis (auto: found from its skeleton and motion; Z-up mocap stands up).")
+def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_clips, up_axis) -> None:
     """Play SOURCE's clip on TARGET's rig and write TARGET with the new clip (e.g. a BVH walk on a glTF
     character). SOURCE and TARGET: .glb/.gltf, .bvh or any format skeletal.load reads."""
     from .asset import load
@@ -293,7 +295,7 @@ def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_
     src, tgt = load(source), load(target)
     if not src.clips:
         raise _fail(f"{source}: has no clips to retarget")
-    clip = retarget_clip(src.clip(clip_key), src.rig, tgt.rig, mapping, fps=fps, name=clip_name)
+    clip = retarget_clip(src.clip(clip_key), src.rig, tgt.rig, mapping, fps=fps, name=clip_name, up=up_axis)
     clips = [c for c in tgt.clips if c.name != clip.name] + [clip] if keep_clips else [clip]
     export(tgt, out_path, clips)
     click.echo(f"wrote {out_path}: clip {clip.name!r} ({clip.duration:.4g} s, {clip.track_count} tracks) on "

@@ -10,8 +10,8 @@ after the file:
   the skins' bind matrices. Skins whose inverse binds disagree with a skeleton's binds by more than one
   matrix per mesh (``geomBindTransform``) get a skeleton of their own, playing the same animations.
 * ``Animations/<clip>``: one ``SkelAnimation`` per clip with the joints the clip animates, sampled at
-  the union of the clip's key times (plus a key just before each STEP key and 7 more between the keys of a
-  CUBICSPLINE track, so USD's linear interpolation plays the same motion), and blend shape weights.
+  the union of the clip's key times (plus a key just before each STEP key and samples of CUBICSPLINE
+  tracks at 120 per second, at least 8 per key interval, so USD's linear interpolation plays the same motion), and blend shape weights.
   The first clip is bound (``skel:animationSource``); skeletal reads the others back as clips too.
   Rotations are ``quatf``; scales are ``half3`` as UsdSkel prescribes (three decimal digits).
 * One ``Mesh`` per primitive (triangles) with normals, ``primvars:st`` (t flipped), ``displayColor``
@@ -50,8 +50,10 @@ __all__ = ["write_usd", "check_usd", "WRITE_SUFFIXES"]
 
 #: Suffixes :func:`write_usd` writes.
 WRITE_SUFFIXES = (".usda", ".usdc", ".usd", ".usdz")
-#: Samples written per key interval of a CUBICSPLINE track (USD interpolates linearly between them).
+#: A CUBICSPLINE track is written as samples (USD interpolates linearly between them): at least this
+#: many per key interval, and at least :data:`SPLINE_FPS` per second.
 SPLINE_STEPS = 8
+SPLINE_FPS = 120.0
 _STEP_EPS = 1e-4  # seconds: where a STEP key's held value ends, just before the next key
 
 
@@ -88,8 +90,9 @@ def _clip_times(clip: Clip) -> np.ndarray:
             extra.append(np.asarray(t.times[1:], np.float64) - _STEP_EPS)
         if t.interpolation == "CUBICSPLINE" and t.key_count > 1:
             k = np.asarray(t.times, np.float64)
-            u = np.arange(1, SPLINE_STEPS) / SPLINE_STEPS
-            extra.append((k[:-1, None] + np.diff(k)[:, None] * u).reshape(-1))
+            for a, span in zip(k[:-1], np.diff(k)):
+                steps = max(SPLINE_STEPS, int(np.ceil(span * SPLINE_FPS)))
+                extra.append(a + span * np.arange(1, steps) / steps)
     times = np.unique(np.concatenate([times] + extra))
     times = times[times >= 0]
     # One sample per float32 second value (a spline sample a hair from a key would repeat it).
