@@ -373,3 +373,14 @@ def test_cli_export_info_bake(tmp_path):
     assert os.path.getsize(npz) > 0
     result = runner.invoke(cli, ["export", glb, "--out", str(tmp_path / "x.usdq")])
     assert result.exit_code != 0 and ".usdz" in result.output
+
+
+def test_bench_usd_load_row():
+    from skeletal.io.usd_bench import bench_usd_load
+
+    result = bench_usd_load(quick=True)
+    names = [r["name"] for r in result["rows"]]
+    assert names == ["load demo USD (usdc)", "load demo USD (usda)"]
+    for key in ("glb_load_ms", "usdc_load_ms", "usda_load_ms", "usdc_thread_ms", "usdc_process_cpu_ms"):
+        assert result[key]["repeats"] == 3 and result[key]["median"] > 0
+    assert result["usdc_load_ms"]["bytes"] > 0
