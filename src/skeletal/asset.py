@@ -16,7 +16,7 @@ import numpy as np
 from .clip import Clip, Track, resolve_clip
 from .document import Document, Primitive
 from .errors import ModelError
-from .io.formats import ASSIMP_SUFFIXES, BVH_SUFFIX
+from .io.formats import ASSIMP_SUFFIXES, BVH_SUFFIX, USD_SUFFIXES
 from .rig import Rig
 from .skin import normalize_weights
 
@@ -197,6 +197,7 @@ def load(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = None, 
     :mod:`skeletal.io.assimp`; FBX is converted to metres), which runs in a child process under
     memory, CPU and time limits so that a file that crashes or hangs Assimp gives a ModelError;
     ``isolate=False`` runs it in this process (trusted files only).
+    ``.usd``/``.usda``/``.usdc``/``.usdz`` (UsdSkel) need usd-core (see :mod:`skeletal.io.usd`).
 
     Only regular files are read: a named pipe, a device or a directory is refused at once. URIs
     inside the file may only name files in the model's folder or below, unless ``base_dir`` is given
@@ -243,6 +244,12 @@ def _read_bvh(path):
     return read_bvh(path)
 
 
+def _read_usd(path):
+    from .io.usd import read_usd
+
+    return read_usd(path)
+
+
 def _read_assimp(path, isolate: bool = True):
     from .io.assimp import read_assimp
 
@@ -250,4 +257,5 @@ def _read_assimp(path, isolate: bool = True):
 
 
 # Readers of formats other than glTF, by lower-case file suffix; anything else is read as glTF.
-_READERS = {BVH_SUFFIX: _read_bvh, **{suffix: _read_assimp for suffix in ASSIMP_SUFFIXES}}
+_READERS = {BVH_SUFFIX: _read_bvh, **{suffix: _read_assimp for suffix in ASSIMP_SUFFIXES},
+            **{suffix: _read_usd for suffix in USD_SUFFIXES}}  # USD (UsdSkel): skeletal[usd]

@@ -19,3 +19,6 @@ ASSIMP_SUFFIXES: tuple[str, ...] = (
 
 #: The suffix of BVH motion capture (:mod:`skeletal.io.bvh`).
 BVH_SUFFIX = ".bvh"
+
+#: Suffixes of USD files (:mod:`skeletal.io.usd`, UsdSkel; needs the ``usd`` extra).
+USD_SUFFIXES: tuple[str, ...] = (".usd", ".usda", ".usdc", ".usdz")
