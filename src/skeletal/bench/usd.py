@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["bench_usd_load"]
+__all__ = ["bench_usd_load", "bench_rows"]
 
 
 def _stat(values: list[float], **extra) -> dict:
@@ -42,7 +42,7 @@ def bench_usd_load(path: str | os.PathLike | None = None, repeats: int = 10, qui
         from pxr import Usd
     except ImportError:
         return {"rows": [], "note": 'USD rows omitted: usd-core is not installed (pip install "skeletal[usd]")'}
-    from .usd_write import write_usd
+    from ..io.usd_write import write_usd
 
     repeats = 3 if quick else max(1, int(repeats))
     folder = Path(tempfile.mkdtemp(prefix="skeletal-bench-usd-"))
@@ -52,7 +52,7 @@ def bench_usd_load(path: str | os.PathLike | None = None, repeats: int = 10, qui
             shutil.copyfile(path, glb)
         else:
             from ..demo import build_demo_document
-            from .gltf_write import write_gltf
+            from ..io.gltf_write import write_gltf
 
             write_gltf(build_demo_document(), str(glb))
         label = Path(path).stem if path is not None else "demo"
@@ -102,7 +102,12 @@ def bench_usd_load(path: str | os.PathLike | None = None, repeats: int = 10, qui
         shutil.rmtree(folder, ignore_errors=True)
 
 
-if __name__ == "__main__":  # python -m skeletal.io.usd_bench [model.glb]
+def bench_rows(asset=None, clip=None, path: Path | None = None, quick: bool = False) -> dict:
+    """``skeletal bench``'s USD rows: load time of the same character as .usdc/.usda next to its GLB."""
+    return bench_usd_load(path, quick=quick)
+
+
+if __name__ == "__main__":  # python -m skeletal.bench.usd [model.glb]
     import json
     import sys
 
