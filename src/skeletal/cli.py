@@ -373,6 +373,9 @@ FEATURE_COMMANDS: list[tuple[str, str]] = [
     # batch processing (issue 12)
     ("skeletal.batch", "batch_command"),
 
+    # the browser page and notebook widget (issue 19)
+    ("skeletal.web.command", "html_command"),
+
 ]
 
 
