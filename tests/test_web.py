@@ -381,15 +381,15 @@ def test_widget_follows_player_and_runs_in_chromium(browser, tmp_path):
     if widget.still_png is None:
         pytest.fail(f"no still image: {widget.still_error}")
     assert base64.b64decode(data["image/png"])[:8] == b"\x89PNG\r\n\x1a\n"
-    # the same ES module in Chromium: the model arrives, a streamed pose moves the joints
+    # the same ES module in Chromium: the model arrives with the current pose; a streamed pose moves the joints
     open_page(browser, _widget_harness(tmp_path, widget))
     assert browser.execute_script("return window.skeletalViewer.ready"), browser.execute_script("return window.skeletalViewer.error")
     got = np.asarray(browser.execute_script("return window.skeletalViewer.jointWorld()")).reshape(-1, 4, 4)
-    np.testing.assert_allclose(got, world0, atol=1e-6)
-    browser.execute_script(f"window.harnessSetPose({base64.b64encode(widget.pose).decode()!r})")
-    got = np.asarray(browser.execute_script("return window.skeletalViewer.jointWorld()")).reshape(-1, 4, 4)
     np.testing.assert_allclose(got, player.node_world, atol=1e-6)
-    assert not np.allclose(got, world0, atol=1e-4)
+    browser.execute_script(f"window.harnessSetPose({base64.b64encode(world0.tobytes()).decode()!r})")
+    got = np.asarray(browser.execute_script("return window.skeletalViewer.jointWorld()")).reshape(-1, 4, 4)
+    np.testing.assert_allclose(got, world0, atol=1e-6)
+    assert not np.allclose(got, player.node_world, atol=1e-4)
     with pytest.raises(SkeletalError, match="over the"):
         skeletal.show(asset, max_bytes=1000)
 

@@ -208,7 +208,7 @@ def page_html(prepared: Prepared, *, title: str | None = None, width: int = 640,
     lines = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        f'<meta http-equiv="Content-Security-Policy" content="{html.escape(csp)}">',
+        f'<meta http-equiv="Content-Security-Policy" content="{html.escape(csp, quote=False)}">',
         f"<title>{html.escape(name)} — skeletal</title>",
         "<style>body{margin:12px;background:#f4f5f7;font:13px sans-serif}h1{font-size:15px;margin:0 0 8px}</style>",
         "</head><body>",
