@@ -451,7 +451,7 @@ def write_screenshots() -> None:
             except BaseException:  # pytest.skip outside pytest: fall back to the built-in character
                 model, clip = demo_asset(), "walk"
             page = write_page(folder, "page", model, clip=clip, width=720, height=480)
-            driver.set_window_size(780, 640)
+            driver.set_window_size(820, 900)
             open_page(driver, page)
             driver.execute_script("window.skeletalViewer.setTime(0.55)")
             driver.find_element("tag name", "body").screenshot(str(images / "web_page.png"))
