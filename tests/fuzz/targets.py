@@ -53,21 +53,28 @@ def check_document(doc: Document) -> None:
     for a, animation in enumerate(doc.animations):
         for c, channel in enumerate(animation.channels):
             _finite(f"animations[{a}].channels[{c}].times", channel.times)
+            _finite(f"animations[{a}].channels[{c}].values", channel.values)
     asset = skeletal.Asset(doc)
+    _finite("the rig's rest pose", asset.rig.rest)
     for clip in asset.clips:
         if not np.isfinite(clip.duration) or clip.duration < 0:
             raise Finding(f"clip {clip.name!r} has duration {clip.duration}")
 
 
+def _scratch_file(name: str, data: bytes) -> str:
+    path = os.path.join(_URI_ROOT, name)
+    with open(path, "wb") as out:
+        out.write(data)
+    return path
+
+
 def fuzz_bvh(data: bytes) -> None:
-    """The BVH reader (:func:`skeletal.io.bvh.read_bvh` after its file read): decode + parse."""
-    from skeletal.io import bvh
+    """The BVH reader, exactly as ``skeletal.load`` calls it (:func:`skeletal.io.bvh.read_bvh` on a
+    scratch file: decoding, the binary check, the parse)."""
+    from skeletal.io.bvh import read_bvh
 
     try:
-        text = bvh._decode(data, "fuzz.bvh")
-        if "\x00" in text[:4096]:
-            return  # read_bvh refuses this before parsing
-        doc = bvh.parse_bvh(text.replace("\r\n", "\n").replace("\r", "\n"), "fuzz.bvh")
+        doc = read_bvh(_scratch_file("fuzz.bvh", data))
     except SkeletalError:
         return
     check_document(doc)
@@ -124,9 +131,7 @@ def fuzz_usd(data: bytes) -> None:
         from skeletal.io.usd import read_usd
     except ImportError:
         raise NotImplementedError("skeletal.io.usd does not exist yet: the USD fuzz target is a hook") from None
-    path = os.path.join(_URI_ROOT, "fuzz.usda")
-    with open(path, "wb") as out:
-        out.write(data)
+    path = _scratch_file("fuzz.usda", data)
     try:
         doc = read_usd(path)
     except SkeletalError:
