@@ -100,16 +100,21 @@ def _apply_limits(memory: int, cpu: int) -> None:
     except ImportError:  # not POSIX: the wall-clock timeout is the only bound
         return
     try:
+        infinity = resource.RLIM_INFINITY
         used = _address_space()
         if used:
-            _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+            soft, hard = resource.getrlimit(resource.RLIMIT_AS)
             want = used + memory
-            if hard == resource.RLIM_INFINITY or want < hard:
+            if soft != infinity:
+                want = min(want, soft)  # never looser than the caller's own limit (a batch worker's)
+            if hard == infinity or want < hard:
                 resource.setrlimit(resource.RLIMIT_AS, (want, hard))
-        _soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
-        if hard == resource.RLIM_INFINITY or cpu < hard:
+        soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+        if soft != infinity:
+            cpu = max(1, min(cpu, soft))
+        if hard == infinity or cpu < hard:
             # soft: SIGXCPU at ``cpu`` seconds; hard one second later: SIGKILL
-            resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1 if hard == resource.RLIM_INFINITY else hard))
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1 if hard == infinity else hard))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash leaves no core file behind
     except (OSError, ValueError):
         pass
