@@ -13,8 +13,9 @@
   arrive as a DataView, a streamed pose moves the joints), a followed Player streams poses on
   ``update()``, the output carries a PNG still; the example notebook runs under nbclient.
 
-One Chromium is started for the whole module. Screenshots for the README are written by
-``python tests/test_web.py --screenshots`` (docs/images/web_page.png, docs/images/web_widget.png).
+One Chromium is started for the whole module. The README's screenshots: ``python tests/test_web.py
+--screenshots`` (docs/images/web_page.png) and ``python tools/web_jupyterlab.py`` (web_widget.png:
+the example notebook run in a real JupyterLab).
 """
 
 from __future__ import annotations
@@ -434,11 +435,8 @@ def test_example_notebook_runs(tmp_path):
 
 
 def write_screenshots() -> None:
-    """docs/images/web_page.png (the page, Soldier if ../shared has it) and web_widget.png."""
+    """docs/images/web_page.png: the page (Soldier if ../shared has it, else the built-in character)."""
     import tempfile
-
-    class _Skip(Exception):
-        pass
 
     driver = _make_driver()
     images = REPO / "docs" / "images"
@@ -455,15 +453,9 @@ def write_screenshots() -> None:
             open_page(driver, page)
             driver.execute_script("window.skeletalViewer.setTime(0.55)")
             driver.find_element("tag name", "body").screenshot(str(images / "web_page.png"))
-            player = skeletal.Player(demo_asset())
-            player.play("wave")
-            player.update(0.8)
-            widget = skeletal.show(player, width=560, height=380)
-            open_page(driver, _widget_harness(folder, widget))
-            driver.find_element("tag name", "body").screenshot(str(images / "web_widget.png"))
     finally:
         driver.quit()
-    print(images / "web_page.png", images / "web_widget.png")
+    print(images / "web_page.png")
 
 
 if __name__ == "__main__":
