@@ -99,11 +99,8 @@ def _asset_of(obj) -> tuple[Asset, str | None]:
         return load(obj), None
     else:
         raise SkeletalError(f"cannot show a {type(obj).__name__}: give an Asset, a Player, a Mixer or a model path")
-    playing = None
-    for s in range(len(mixer.slot_clip)):
-        if mixer.fs.shape[1] > s:
-            playing = mixer.clipset.clips[int(mixer.slot_clip[s])].name
-            break
+    # the clip list starts at the clip of the mixer's first action (the streamed pose shows the rest)
+    playing = mixer.clipset.clips[int(mixer.slot_clip[0])].name if len(mixer.slot_clip) else None
     return mixer.asset, playing
 
 
