@@ -34,9 +34,10 @@ import html
 import json
 import os
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -44,7 +45,7 @@ from ..asset import Asset
 from ..clip import Clip
 from ..errors import SkeletalError
 
-__all__ = ["to_html", "show", "page_html", "prepare", "Prepared", "HTML_MAX_BYTES", "SHOW_MAX_BYTES"]
+__all__ = ["HTML_MAX_BYTES", "SHOW_MAX_BYTES", "Prepared", "page_html", "prepare", "show", "to_html"]
 
 #: The largest GLB :func:`to_html` embeds (base64 makes the page 4/3 of it); bigger models are refused.
 HTML_MAX_BYTES = 256 * 1024 * 1024
