@@ -107,12 +107,19 @@ function createSkeletalViewer(root, options) {
     } else if (count * n > (1 << 24)) {
       throw new Error("accessor " + index + " has no data and a huge count");
     }
-    let out = new Type(count * n);
-    if (view) {
-      const dv = new DataView(bin.buffer, bin.byteOffset, bin.byteLength);
-      const getters = {5120: "getInt8", 5121: "getUint8", 5122: "getInt16", 5123: "getUint16", 5125: "getUint32", 5126: "getFloat32"};
-      const get = getters[acc.componentType];
-      for (let i = 0; i < count; i++) for (let c = 0; c < n; c++) out[i * n + c] = dv[get](base + i * stride + c * elem, true);
+    const packed = view !== null && stride === n * elem && (bin.byteOffset + base) % elem === 0;
+    let out;
+    if (packed) {
+      // tightly packed and aligned (what skeletal writes): one copy, no per-element reads
+      out = new Type(bin.buffer, bin.byteOffset + base, count * n).slice();
+    } else {
+      out = new Type(count * n);
+      if (view) {
+        const dv = new DataView(bin.buffer, bin.byteOffset, bin.byteLength);
+        const getters = {5120: "getInt8", 5121: "getUint8", 5122: "getInt16", 5123: "getUint16", 5125: "getUint32", 5126: "getFloat32"};
+        const get = getters[acc.componentType];
+        for (let i = 0; i < count; i++) for (let c = 0; c < n; c++) out[i * n + c] = dv[get](base + i * stride + c * elem, true);
+      }
     }
     if (asFloat && !(out instanceof Float32Array)) {
       const f = new Float32Array(out.length), scale = acc.normalized ? NORM[acc.componentType] : 1;
@@ -708,9 +715,12 @@ function createSkeletalViewer(root, options) {
   try {
     if (opts.camera) { cam.home = JSON.parse(JSON.stringify(opts.camera)); setCameraFrom(opts.camera); }
     const bytes = opts.glb instanceof Uint8Array ? opts.glb : new Uint8Array(opts.glb || []);
+    const t0 = performance.now();
     const model = loadModel(bytes);
+    const t1 = performance.now();
     state.doc = model;
     uploadModel(model);
+    api.timings = {parse_ms: t1 - t0, upload_ms: performance.now() - t1};
     model.clips.forEach((c, i) => el("option", {value: String(i), text: `${c.name} (${c.duration.toFixed(2)} s)`}, clipSelect));
     if (!model.clips.length) { el("option", {value: "0", text: "(rest pose: no clips)"}, clipSelect); clipSelect.disabled = true; }
     const first = opts.clip | 0;
