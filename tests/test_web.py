@@ -4,7 +4,8 @@
 * joint world matrices read back from the page's JavaScript equal skeletal's bake at the same clip
   and time, to 1e-5 of the model's size: the built-in character (every clip: CUBICSPLINE, LINEAR,
   plus an edited STEP clip), a BVH written from it (bones only), a clip retargeted onto that BVH rig,
-  and with ../shared Soldier.glb, the CMU BVH walk and that walk retargeted onto Soldier;
+  the character written as USD and as FBX and read back, and with ../shared Soldier.glb, the CMU
+  BVH walk and that walk retargeted onto Soldier;
 * a screenshot of the page covers the same pixels as skeletal's headless render of the same frame
   (same camera; IoU of the character masks);
 * hostile names (``<script>``, ``<img onerror>``) show as text and run nothing; a broken model shows
@@ -225,6 +226,31 @@ def test_retargeted_clip_page_matches_bake(browser, tmp_path):
     clip = skeletal.retarget(demo.clip("run"), demo.rig, bvh.rig, name="run_retargeted")
     page = write_page(tmp_path, "retarget", bvh, clips=[clip])
     check_against_bake(browser, bvh, [clip], page)
+
+
+@pytest.mark.parametrize("kind", ["usd", "fbx"])
+def test_usd_and_fbx_go_through_export(browser, tmp_path, kind):
+    """A model read from USD or FBX (the built-in character written out and read back) plays in the
+    page as skeletal bakes it: the page only ever sees skeletal.export's GLB."""
+    demo = demo_asset()
+    if kind == "usd":
+        pytest.importorskip("pxr", reason="usd-core is not installed (pip install 'skeletal[usd]')")
+        from skeletal.io.usd_write import write_usd
+
+        path = tmp_path / "demo.usda"
+        write_usd(demo, path, ["walk", "idle"])
+    else:
+        from fixtures.assimp_convert import assimp_command, convert
+
+        if assimp_command() is None:
+            pytest.skip("the assimp command is not installed (apt-get install assimp-utils)")
+        pytest.importorskip("cffi", reason="the FBX reader needs cffi (pip install 'skeletal[assimp]')")
+        glb = tmp_path / "demo.glb"
+        skeletal.export(demo, glb, ["walk"])
+        path = convert(glb, tmp_path / "demo.fbx")
+    model = skeletal.load(path)
+    assert model.clips and model.mesh_instances
+    check_against_bake(browser, model, list(model.clips), write_page(tmp_path, kind, model))
 
 
 # -- shared models ------------------------------------------------------------------------------
