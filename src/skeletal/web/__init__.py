@@ -183,7 +183,8 @@ def page_html(prepared: Prepared, *, title: str | None = None, width: int = 640,
         "  var root = document.getElementById('skeletal-root');\n"
         "  var status = document.getElementById('skeletal-loading');\n"
         f"  var options = {options_js};\n"
-        "  setTimeout(function () {\n"
+        "  // the loading line (with the model's size) is painted before the decoding starts\n"
+        "  requestAnimationFrame(function () { setTimeout(function () {\n"
         "    try {\n"
         "      var t0 = performance.now();\n"
         "      var text = document.getElementById('skeletal-model').textContent.replace(/\\s+/g, '');\n"
@@ -198,7 +199,7 @@ def page_html(prepared: Prepared, *, title: str | None = None, width: int = 640,
         "      status.textContent = 'skeletal viewer: cannot read the embedded model: ' + (err && err.message || err);\n"
         "      window.skeletalViewer = {ready: false, failed: true, error: String(err)};\n"
         "    }\n"
-        "  }, 0);\n"
+        "  }, 0); });\n"
         "})();\n"
     )
     viewer = viewer_source()
