@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,8 +9,8 @@ import pytest
 import skeletal
 from skeletal.demo import demo_asset
 from skeletal.playback import Crowd, Mixer
+from fixtures.shared_assets import SOLDIER
 
-SOLDIER = Path(__file__).resolve().parents[2] / "shared" / "assets" / "Soldier.glb"
 
 
 def angle_between(qa, qb):

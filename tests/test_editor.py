@@ -4,13 +4,13 @@ The window itself is tested in tests/test_editor_window.py."""
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 
 import numpy as np
 import pytest
 
+from fixtures import demo_asset
 import skeletal
 from skeletal.clip import Clip, Track
 from skeletal.colliders import Collider, ColliderSet
@@ -25,11 +25,7 @@ from skeletal.errors import ModelError
 from skeletal.quat import quat_mul
 
 
-@functools.lru_cache(maxsize=1)
-def _demo():
-    from skeletal.demo import demo_asset
-
-    return demo_asset()
+_demo = demo_asset  # the shared, cached demo character (tests/fixtures)
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ from click.testing import CliRunner
 
 from skeletal.render.errors import RenderError
 from skeletal.render.output import parse_crossfade
-from test_render import ctx, imageio  # noqa: F401  (GL fixtures: skip cleanly without a context)
 
 
 def test_parse_crossfade():

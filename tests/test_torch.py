@@ -25,9 +25,9 @@ from skeletal.quat import compose_trs, quat_mul, quat_to_matrix  # noqa: E402
 from skeletal.rig import Rig  # noqa: E402
 from skeletal.sampling import sample  # noqa: E402
 from fixtures.rigs import random_quats, reference_world  # noqa: E402
+from fixtures.shared_assets import ASSETS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-ASSETS = ROOT.parent / "shared" / "assets"
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 
 
