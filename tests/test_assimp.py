@@ -27,7 +27,7 @@ import skeletal
 from skeletal.cli import cli
 from skeletal.demo import demo_asset
 
-from fixtures.assimp_convert import (  # noqa: E402
+from fixtures.assimp_convert import (
     assimp_command,
     compare_bakes,
     convert_clip,
@@ -35,7 +35,7 @@ from fixtures.assimp_convert import (  # noqa: E402
     prepare_for_fbx,
 )
 
-from fixtures.shared_assets import ASSETS  # noqa: E402
+from fixtures.shared_assets import ASSETS
 
 REPO = Path(__file__).resolve().parents[1]
 TOLERANCE = 1e-4  # of the model's size

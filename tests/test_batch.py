@@ -21,7 +21,7 @@ from skeletal.cli import cli
 from skeletal.demo import demo_asset
 from skeletal.jobs import Task, run_task
 
-from fixtures.batch_folder import make_folder  # noqa: E402
+from fixtures.batch_folder import make_folder
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from skeletal.batch import run_batch
 from skeletal.cli import cli
 
-from fixtures.batch_folder import make_folder  # noqa: E402
-from test_batch import check_bake_outputs  # noqa: E402
+from fixtures.batch_folder import make_folder
+from test_batch import check_bake_outputs
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'skeletal[ray]')")
 

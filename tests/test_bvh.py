@@ -31,10 +31,10 @@ from skeletal.io.bvh import CMU_SCALE, MAX_DEPTH, ROTATION_ORDERS, parse_bvh, re
 from skeletal.quat import quat_conjugate, quat_mul
 from skeletal.rig import Rig
 
-from test_viewer import screenshot  # noqa: E402
+from test_viewer import screenshot
 
 REPO = Path(__file__).resolve().parents[1]
-from fixtures.shared_assets import need as _need  # noqa: E402
+from fixtures.shared_assets import need as _need
 
 
 # ---------------------------------------------------------------------------------------------
@@ -141,7 +141,7 @@ def random_fixture(seed: int = 0, frames: int = 9, *, interleave: bool = True, r
         joints.append({"name": name, "parent": parent, "offset": rng.uniform(-3, 3, 3) * (parent >= 0), "channels": ch})
     # end sites under the leaves (inserted right after their parent's subtree: here, at the end of each chain)
     out = []
-    for i, j in enumerate(joints):
+    for j in joints:
         out.append(j)
     ends = {2: "Head", 4: "LeftLeg", 6: "RightLeg"}
     ordered = []

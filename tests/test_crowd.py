@@ -52,7 +52,7 @@ def test_keep_world_and_skin_ranges(asset):
     np.testing.assert_allclose(crowd.world, mixer.world, atol=2e-3)  # nlerp + float32
     assert crowd.skin_ranges == [(0, len(asset.skins[0].joints))]
     with pytest.raises(AttributeError, match="keep_world"):
-        Crowd(asset, 2).world
+        Crowd(asset, 2).world  # noqa: B018 - the attribute read is what raises
 
 
 def test_crowd_keeps_mixer_features(asset):

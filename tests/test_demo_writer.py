@@ -42,8 +42,8 @@ from skeletal.document import (Animation, Channel, Document, Image, Material, Me
 from skeletal.io.gltf import read_gltf
 from skeletal.io.gltf_write import glb_bytes, normalized_influences, write_gltf
 
-from fixtures.truth_compare import compare_truth, load_truth, negative_pingpong  # noqa: E402
-from fixtures.shared_assets import TOOLS  # noqa: E402
+from fixtures.truth_compare import compare_truth, load_truth, negative_pingpong
+from fixtures.shared_assets import TOOLS
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data" / "demo"

@@ -18,7 +18,7 @@ import pytest
 import skeletal
 from skeletal.quat import quat_conjugate, quat_mul
 
-from fixtures.xvfb import xvfb_display  # noqa: E402
+from fixtures.xvfb import xvfb_display
 
 FOREARM = "left_forearm"
 

@@ -436,7 +436,7 @@ def test_adopt_context_keeps_or_sets_the_backend(ctx):
 def default_model(monkeypatch):
     """The built-in demo character when it exists, else the tube (so the test runs either way)."""
     try:
-        import skeletal.demo  # noqa: F401
+        import skeletal.demo  # noqa: F401 - only to learn whether the demo module is there
     except ImportError:
         from skeletal.render import output
 

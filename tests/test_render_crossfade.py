@@ -18,7 +18,7 @@ def test_parse_crossfade():
             parse_crossfade(bad)
 
 
-def test_render_crossfade_video(tmp_path, ctx, imageio):  # noqa: F811
+def test_render_crossfade_video(tmp_path, ctx, imageio):
     from skeletal.cli.render import render
 
     out = tmp_path / "fade.gif"

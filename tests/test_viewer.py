@@ -672,7 +672,7 @@ def test_window_shows_the_character_and_the_ui(xdisplay, tmp_path):
     assert np.median(panel) < 60
     assert (panel.min(axis=2) > 150).mean() > 0.005
     # The timeline's filled part (accent blue) grows with time.
-    blue = lambda img: ((img[..., 2] > 180) & (img[..., 0] < 120))[300:].sum()  # noqa: E731
+    blue = lambda img: ((img[..., 2] > 180) & (img[..., 0] < 120))[300:].sum()
     assert blue(later) > blue(first)
 
 

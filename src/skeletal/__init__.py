@@ -30,7 +30,7 @@ from .rig import Rig
 from .sampling import sample
 from .skin import normalize_weights, pack_palette, skin, skin_into
 from .colliders import Collider, ColliderFrame, ColliderSet
-from . import ik  # noqa: E402
+from . import ik
 from .batch import run_batch
 from .skin_dq import dual_quaternions, pack_dq_palette, skin_dq, skin_dq_into
 from .playback.procedural import Procedural

@@ -199,8 +199,8 @@ def load(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = None) 
     >>> asset = skeletal.load("Soldier.glb")        # doctest: +SKIP
     """
     suffix = os.path.splitext(os.fspath(path))[1].lower()
-    if suffix in _READERS:
-        return Asset(_READERS[suffix](path))
+    if suffix in READERS:
+        return Asset(READERS[suffix](path))
     from .io.gltf import read_gltf
 
     return Asset(read_gltf(path, base_dir=base_dir))
@@ -219,4 +219,4 @@ def _read_assimp(path):
 
 
 # Readers of formats other than glTF, by lower-case file suffix; anything else is read as glTF.
-_READERS = {BVH_SUFFIX: _read_bvh, **{suffix: _read_assimp for suffix in ASSIMP_SUFFIXES}}
+READERS = {BVH_SUFFIX: _read_bvh, **{suffix: _read_assimp for suffix in ASSIMP_SUFFIXES}}

@@ -172,7 +172,7 @@ def _init_worker() -> None:
         import numba
 
         numba.set_num_threads(1)
-    except Exception:  # noqa: BLE001 - only a speed matter
+    except Exception:  # only a speed matter
         pass
 
 
@@ -202,7 +202,7 @@ def _run_pool(tasks: list[Task], workers: int, chunk: int) -> Iterator[list[File
 
 def ray_available() -> bool:
     try:
-        import ray  # noqa: F401
+        import ray  # noqa: F401 - imported only to learn whether it is installed
     except ImportError:
         return False
     return True
@@ -219,7 +219,7 @@ def _run_ray(tasks: list[Task], address: str | None, chunk: int) -> Iterator[lis
                 ray.init(include_dashboard=False, logging_level="ERROR", log_to_driver=False)
             else:
                 ray.init(address=address, logging_level="ERROR", log_to_driver=False)
-        except Exception as exc:  # noqa: BLE001 - connection problems are the user's to fix
+        except Exception as exc:  # connection problems are the user's to fix
             raise BatchError(f"cannot start or reach Ray at {address or 'a local runtime'}: "
                              f"{' '.join(str(exc).split())}") from None
     remote = ray.remote(num_cpus=1, max_retries=1)(run_chunk)
@@ -230,7 +230,7 @@ def _run_ray(tasks: list[Task], address: str | None, chunk: int) -> Iterator[lis
             group = pending.pop(ref)
             try:
                 yield ray.get(ref)
-            except Exception as exc:  # noqa: BLE001 - a lost worker or node: report its files
+            except Exception as exc:  # a lost worker or node: report its files
                 yield [FileResult(t.source, t.output, "failed", 0.0,
                                   f"ray task failed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}")
                        for t in group]

@@ -117,7 +117,7 @@ def animation_bytes(clips: Clip | list[Clip]) -> int:
     return total
 
 
-def _world_positions(clip: Clip, rig: Rig, times: np.ndarray) -> np.ndarray:
+def world_positions(clip: Clip, rig: Rig, times: np.ndarray) -> np.ndarray:
     pose = _sample_pose(clip, rig, times)
     return world_matrices(rig.parents, pose)
 
@@ -142,7 +142,7 @@ def default_distance(clip: Clip, rig: Rig) -> float:
     times = np.unique(np.concatenate([[0.0], clip.times.astype(np.float64)]))
     if len(times) > 64:
         times = times[np.linspace(0, len(times) - 1, 64).astype(np.int64)]
-    world = _world_positions(clip, rig, times)
+    world = world_positions(clip, rig, times)
     pos = world[:, :, :3, 3]
     extent = float(np.max(pos.max(axis=1) - pos.min(axis=1))) if pos.size else 0.0
     return extent * DISTANCE_FRACTION if extent > 0 else 0.0
@@ -465,8 +465,8 @@ def error_per_node(original: Clip, compressed: Clip, rig: Rig, *, distance: floa
     with the library's sampler and posing code."""
     times, distance = _prepare(original, rig, distance, oversample)
     _check_clip(compressed, rig)
-    world0 = _world_positions(original, rig, times)
-    world = _world_positions(compressed, rig, times)
+    world0 = world_positions(original, rig, times)
+    world = world_positions(compressed, rig, times)
     return times, _error_grid(world, world0, _virtual_vertex_scale(world0, distance))
 
 

@@ -187,7 +187,7 @@ def run_task(task: Task) -> FileResult:
         return FileResult(task.source, task.output, "ok", time.perf_counter() - start, None, details)
     except (KeyboardInterrupt, SystemExit):
         raise
-    except BaseException as exc:  # noqa: BLE001 - a batch reports every failure and goes on
+    except BaseException as exc:  # a batch reports every failure and goes on
         details = {}
         if os.environ.get("SKELETAL_DEBUG"):
             details["traceback"] = traceback.format_exc()

@@ -548,7 +548,7 @@ class Editor(WindowApp):
         path = autosave_path(self.doc.path or os.path.join(os.getcwd(), "untitled.glb"))
         try:
             self.doc.write_copy(path)
-        except Exception as exc:  # noqa: BLE001 - autosave must never take the editor down
+        except Exception as exc:  # autosave must never take the editor down
             if self.log:
                 self.log(f"skeletal edit: autosave to {path} failed: {exc}")
             return None

@@ -920,7 +920,7 @@ class EditDocument:
         suffix = os.path.splitext(path)[1].lower()
         if suffix not in (".glb", ".gltf"):
             raise EditError(f"cannot save {path}: the file name must end in .glb or .gltf")
-        for i, clip in enumerate(self.clips):
+        for clip in self.clips:
             if not clip.tracks:
                 raise EditError(f"cannot save {path}: clip {clip.name!r} has no keys (glTF animations need a channel)")
         document = self.to_document()
