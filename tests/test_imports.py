@@ -5,11 +5,12 @@ Floors, lowest first (a module may import its own floor and those below; a modul
 the floor of its closest listed parent package):
 
 0. ``errors``, ``document``, ``quat``, ``version``, ``io.formats``, ``summary``: no dependencies.
-1. ``io``: file formats <-> :class:`~skeletal.document.Document`.
+1. ``io``: file formats <-> :class:`~skeletal.document.Document` (``io.usd_write``, which samples an
+   Asset's clips, sits on floor 2).
 2. the stages and the tools over them: ``rig``, ``clip``, ``sampling``, ``pose``, ``skin``, ``asset``,
    ``compress``, ``cliptools``, ``demo``, ``jobs``, ``batch``, ...
 3. ``playback``: players, mixers, crowds, procedural stages.
-4. ``torch``, ``render``: optional backends over the stages and playback.
+4. ``torch``, ``render``, ``web``: optional backends over the stages and playback.
 5. ``editor``: the application over render.
 6. ``skeletal`` itself: the public API, gathering the floors below.
 7. ``bench``: measurements of the API.
@@ -32,8 +33,9 @@ FLOORS: dict[str, int] = {
     "skeletal.errors": 0, "skeletal.document": 0, "skeletal.quat": 0, "skeletal.version": 0,
     "skeletal.io.formats": 0, "skeletal.summary": 0,
     "skeletal.io": 1,
+    "skeletal.io.usd_write": 2,  # writes an Asset's clips: samples and poses them (as export.py does)
     "skeletal.playback": 3,
-    "skeletal.torch": 4, "skeletal.render": 4,
+    "skeletal.torch": 4, "skeletal.render": 4, "skeletal.web": 4,
     "skeletal.editor": 5,
     "skeletal": 6,
     "skeletal.bench": 7,
@@ -47,6 +49,9 @@ STAGE_FLOOR = 2
 ALLOWED_UPWARD: dict[tuple[str, str], str] = {
     ("skeletal.rig", "skeletal.torch"):
         "Rig.to_torch(): a convenience door to the optional backend, imported only when called",
+    ("skeletal.io.assimp_child", "skeletal.io.assimp"):
+        "the isolated child's entry: it runs the reader that called it (the two modules are one reader "
+        "split in two: the process boundary, and the conversion)",
 }
 
 

@@ -34,6 +34,7 @@ from . import ik
 from .batch import run_batch
 from .skin_dq import dual_quaternions, pack_dq_palette, skin_dq, skin_dq_into
 from .playback.procedural import Procedural
+from .web import show, to_html
 
 from .version import __version__
 
@@ -47,4 +48,5 @@ __all__ = [
     "run_batch",
     "skin_dq", "skin_dq_into", "pack_dq_palette", "dual_quaternions",
     "Procedural",
+    "to_html", "show",
 ]

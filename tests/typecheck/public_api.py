@@ -79,6 +79,11 @@ def batch_and_colliders(inputs: str) -> None:
     print(c.moved(radius=0.2), ColliderSet([c]))
 
 
+def web(asset: Asset) -> str:
+    print(skeletal.show(asset, clip="Walk"))
+    return skeletal.to_html(asset, "page.html")
+
+
 def errors() -> list[type[SkeletalError]]:
     print(skeletal.__version__, skeletal.ik)
     return [SkeletalError, ModelError, ClipError, UnsupportedExtensionError]
