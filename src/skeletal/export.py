@@ -14,7 +14,7 @@ retargeted, made with :mod:`skeletal.cliptools`) written back out.
 >>> import skeletal
 >>> from skeletal.demo import demo_asset
 >>> doc = asset_to_document(demo_asset(), ["walk"])
->>> [a.name for a in doc.animations]
+>>> [a.name for a in doc.animations]  # the clip names
 ['walk']
 >>> skeletal.write_bvh(skeletal.load("Soldier.glb"), "Walk", "walk.bvh", rotation_order="ZXY")  # doctest: +SKIP
 """

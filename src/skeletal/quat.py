@@ -171,7 +171,7 @@ def quat_from_to(ax, ay, az, bx, by, bz):
     """The shortest rotation taking direction a to direction b (any lengths; identity if either is ~0;
     for opposite directions a half turn about an axis perpendicular to a).
 
-    >>> [round(v, 6) for v in quat_from_to(1.0, 0.0, 0.0, 0.0, 2.0, 0.0)]
+    >>> [round(v, 6) for v in quat_from_to(1.0, 0.0, 0.0, 0.0, 2.0, 0.0)]  # a quarter turn about z
     [0.0, 0.0, 0.707107, 0.707107]
     """
     la = np.sqrt(ax * ax + ay * ay + az * az)
