@@ -166,3 +166,16 @@ def test_allowed_upward_imports_are_lazy():
                 assert not (node.level == 1 and node.module == target.rsplit(".", 1)[1]), f"{module}: {target} at import time"
             if isinstance(node, ast.Import):
                 assert target not in [a.name for a in node.names], f"{module}: {target} at import time"
+
+
+#: Above this many lines a module's first comment says why it is long (``# Over 600 lines: ...``).
+LONG_FILE = 650
+
+
+def test_long_modules_say_why():
+    unexplained = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if text.count(chr(10)) > LONG_FILE and not text.startswith("# Over 600 lines: "):
+            unexplained.append(f"{path.relative_to(SRC)}: {text.count(chr(10))} lines")
+    assert not unexplained, "long modules without a first comment saying why:\n" + "\n".join(unexplained)

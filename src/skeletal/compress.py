@@ -1,3 +1,5 @@
+# Over 600 lines: one algorithm (error-bounded key removal and 16-bit rotations) with the numba kernels of its
+# error model; they change together.
 """Error-bounded clip compression: adaptive key removal measured in world space.
 
 :func:`compress` returns an ordinary :class:`~skeletal.clip.Clip` (same tracks, same interpolation,

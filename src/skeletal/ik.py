@@ -1,3 +1,5 @@
+# Over 600 lines: the solvers (two-bone, aim, CCD, FABRIK, limits) share tuple helpers that numba inlines into
+# each solver; one module keeps that inlining (and the compile time) in one place.
 """Inverse kinematics: two-bone, aim (look-at), CCD and FABRIK, as numba kernels over batched poses.
 
 Every solver reads the model-space pose (world matrices of the chain, as :mod:`skeletal.pose` builds

@@ -1,3 +1,5 @@
+# Over 600 lines: the skinning kernel is generated LLVM IR: the emitters (Emit, Influences, Rows,
+# chunk_codegen) and the kernels built from them change together (skin_dq.py reuses the emitters).
 """Skinning: morph targets, then linear blend skinning of positions, normals and tangents.
 
 Contracts:

@@ -1,3 +1,5 @@
+# Over 600 lines: dual quaternion skinning in numpy, its LLVM-IR kernel (built with skin.py's emitters) and
+# the GPU palette; kept together so the three stay the same maths.
 """Dual quaternion skinning (DQS): positions, normals and tangents, beside :mod:`skeletal.skin`'s LBS.
 
 Linear blend skinning averages matrices, and an average of rotations is not a rotation: a joint

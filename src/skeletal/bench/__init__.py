@@ -1,3 +1,5 @@
+# Over 600 lines: the core `skeletal bench` suite: the crowd, single, skinning and load stages with their
+# same-run baselines, and the table.
 """``skeletal bench``: the performance figures of the README, each against a baseline measured in the
 same run on the same machine.
 

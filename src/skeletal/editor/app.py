@@ -1,3 +1,5 @@
+# Over 600 lines: the ImGui window of `skeletal edit`: every panel draws from the one editor state; splitting
+# it into panel modules is issue 20's open step.
 """The editor window (``skeletal edit``): Dear ImGui panels over the renderer, on one GL context.
 
 Drawing: the window is GLFW's (opened, looped and closed by :class:`skeletal.render.viewer.WindowApp`,

@@ -1,3 +1,5 @@
+# Over 600 lines: the editor's GL-free document: every undoable command next to the state it changes and its
+# inverse.
 """The editor's document and commands: everything the animation editor changes, with no GL in it.
 
 An :class:`EditDocument` holds what a model file will contain after saving -- the clips (runtime

@@ -1,3 +1,5 @@
+# Over 600 lines: one reader pass over a glTF file, validating every object in the order the spec defines
+# them; its helpers (accessors, buffers, Draco, meshopt, URIs) are already modules of their own.
 """glTF 2.0 reader: a ``.gltf`` or ``.glb`` file -> :class:`skeletal.document.Document`.
 
 The pipeline of this module, one helper module per job:

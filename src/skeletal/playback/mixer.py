@@ -1,3 +1,5 @@
+# Over 600 lines: the Mixer's public API (play, crossfade, layers, masks, events, IK) over one set of state
+# arrays; its kernels live in playback/kernels.py.
 """The batched playback engine: B instances of one rig, each with any number of actions and layers.
 
 Everything per instance is an array with the instance axis first, so one character and ten thousand

@@ -1,3 +1,5 @@
+# Over 600 lines: foot placement, look-at and jiggle share the Procedural driver, its placement state and the
+# stage kernels run inside the playback update.
 """Procedural animation stages run after playback: foot placement on uneven ground, look-at, jiggle.
 
 A :class:`Procedural` attaches to a :class:`~skeletal.Player`, :class:`~skeletal.Mixer` or
