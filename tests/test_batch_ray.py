@@ -75,7 +75,7 @@ def test_ray_mixed_folder_survives(ray_session, tmp_path):
     for gen in (hostile.x_weight_index_out_of_range, hostile.ms3d_many_joints):
         name, data = gen()
         (root / name).write_bytes(data)
-    summary = run_batch("info", root, tmp_path / "out", executor="ray", chunk=3, timeout=4.0,
+    summary = run_batch("info", root, tmp_path / "out", executor="ray", chunk=3, timeout=8.0,
                         options={"isolate": False})
     by_name = {Path(r.source).name: r for r in summary.results}
     assert summary.counts == {"ok": len(good), "failed": 2, "skipped": 0}

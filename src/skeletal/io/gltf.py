@@ -203,7 +203,7 @@ class _GltfReader:
         hint = "glTF 1.0 is not supported (this reader reads glTF 2.x; convert the file with gltf-pipeline or Blender)"
         if (isinstance(raw, (int, float)) and not isinstance(raw, bool)) or (
                 isinstance(raw, str) and re.match(r"^(0|1)(\.[0-9]+)?$", raw)):
-            self.root.fail(f"{hint}: asset.version is {raw!r}")
+            raise ModelError(self.file, "asset.version", f"{hint}: the file says {raw!r}")
         if raw is None and any(isinstance(self.root.data.get(k), dict) for k in ("meshes", "nodes", "accessors")):
             self.root.fail(f"{hint}: its top-level objects are dictionaries, glTF 2.x uses arrays")
         asset = self.root.object("asset", required=True)
