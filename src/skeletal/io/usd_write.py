@@ -1,7 +1,7 @@
 """USD (UsdSkel) writer: any :class:`~skeletal.asset.Asset` with a list of clips -> ``.usda``, ``.usdc``
 or ``.usdz``, through Pixar's ``usd-core`` (the optional extra ``skeletal[usd]``).
 
-The stage (Y up, metres, ``timeCodesPerSecond`` = the clips' frame rate) holds one ``SkelRoot`` named
+The stage (Y up, metres, ``timeCodesPerSecond`` = the clips' key rate, else 30) holds one ``SkelRoot`` named
 after the file:
 
 * ``Skeleton``: *every* node of the rig is a joint (meshes, helpers and roots included, so rigid meshes
@@ -101,12 +101,15 @@ def _clip_times(clip: Clip) -> np.ndarray:
 
 
 def _frame_rate(clips: Sequence[Clip]) -> float:
-    """timeCodesPerSecond: the first uniformly keyed clip's rate, else 30."""
+    """timeCodesPerSecond: the key rate of the first clip keyed uniformly at 10 to 240 keys a second
+    without splines (a BVH's 120, a baked clip's 30), else 30 (viewers step whole time codes)."""
     from skeletal.export import clip_frame_time
 
     for clip in clips:
+        if any(t.interpolation == "CUBICSPLINE" for t in clip.tracks):
+            continue
         step = clip_frame_time(clip)
-        if step:
+        if step and 10.0 <= 1.0 / step <= 240.0:
             return round(1.0 / step, 6)
     return 30.0
 
