@@ -376,7 +376,7 @@ def test_cli_export_info_bake(tmp_path):
 
 
 def test_bench_usd_load_row():
-    from skeletal.io.usd_bench import bench_usd_load
+    from skeletal.bench.usd import bench_usd_load
 
     result = bench_usd_load(quick=True)
     names = [r["name"] for r in result["rows"]]
