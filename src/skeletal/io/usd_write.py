@@ -322,6 +322,9 @@ def _write_stage(asset: "Asset", out: str, clips: Sequence[Clip]) -> None:
             if src.material is not None and src.material < len(doc.materials):
                 color = np.asarray(doc.materials[src.material].base_color_factor, np.float64)[:3]
                 mesh.CreateDisplayColorPrimvar(UsdGeom.Tokens.constant).Set(Vt.Vec3fArray([Gf.Vec3f(*map(float, color))]))
+                alpha = float(np.asarray(doc.materials[src.material].base_color_factor, np.float64)[3])
+                if alpha < 1.0:
+                    mesh.CreateDisplayOpacityPrimvar(UsdGeom.Tokens.constant).Set(Vt.FloatArray([alpha]))
 
             bind = UsdSkel.BindingAPI.Apply(mesh.GetPrim())
             if instance.skin is not None and prim.joints is not None:
