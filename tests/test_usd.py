@@ -447,3 +447,19 @@ def test_check_usd_finds_problems(tmp_path):
     stage.GetRootLayer().Save()
     problems = check_usd(path)
     assert problems and any("SkelBindingAPI" in p for p in problems), problems
+
+
+def test_deep_prim_nesting_reads(tmp_path):
+    """3000 nested Xforms (past Python's recursion limit) read as a 3000-node chain, no RecursionError."""
+    stage = Usd.Stage.CreateInMemory()
+    layer = stage.GetRootLayer()
+    path = Sdf.Path("/r")
+    with Sdf.ChangeBlock():
+        for _ in range(3000):
+            Sdf.CreatePrimInLayer(layer, path).specifier = Sdf.SpecifierDef
+            layer.GetPrimAtPath(path).typeName = "Xform"
+            path = path.AppendChild("c")
+    out = str(tmp_path / "deep.usdc")
+    layer.Export(out)
+    asset = skeletal.load(out)
+    assert len(asset.rig) == 3000 and int(asset.rig.parents[-1]) == 2998

@@ -170,8 +170,13 @@ class _Reader:
         self.start = float(stage.GetStartTimeCode()) if stage.HasAuthoredTimeCodeRange() else 0.0
         self.held = stage.GetInterpolationType() == Usd.InterpolationTypeHeld
         roots: list[int] = []
-        for child in stage.GetPseudoRoot().GetChildren():
-            self._walk(child, -1, roots)
+        # Depth-first, parents before children, with an explicit stack (no recursion limit to hit).
+        stack = [(child, -1) for child in reversed(stage.GetPseudoRoot().GetChildren())]
+        while stack:
+            prim, parent = stack.pop()
+            index = self._visit(prim, parent, roots)
+            if index is not None:
+                stack.extend((child, index) for child in reversed(prim.GetChildren()))
         for node_index, prim, skel in self.mesh_nodes:
             self._mesh(node_index, prim, skel)
         animations = self._animations()
@@ -192,13 +197,15 @@ class _Reader:
             self.nodes[parent].children.append(index)
         return index
 
-    def _walk(self, prim, parent: int, roots: list[int]) -> None:
+    def _visit(self, prim, parent: int, roots: list[int]) -> int | None:
+        """The node of ``prim`` (under node ``parent``), or None for a prim that is not one (nor its
+        children)."""
         from pxr import Usd, UsdGeom, UsdSkel
 
         if not prim.IsActive() or not prim.IsDefined() or prim.IsAbstract():
-            return
+            return None
         if not (prim.IsA(UsdGeom.Xformable) or prim.IsA(UsdGeom.Scope) or prim.GetTypeName() == ""):
-            return  # materials, shaders, SkelAnimation, BlendShape, GeomSubset...
+            return None  # materials, shaders, SkelAnimation, BlendShape, GeomSubset...
         path = str(prim.GetPath())
         matrix = np.eye(4)
         if prim.IsA(UsdGeom.Xformable):
@@ -217,8 +224,7 @@ class _Reader:
             self._skeleton(prim, index)
         elif prim.IsA(UsdGeom.Mesh):
             self.mesh_nodes.append((index, prim, None))
-        for child in prim.GetChildren():
-            self._walk(child, index, roots)
+        return index
 
     # -- skeletons ------------------------------------------------------------------------------
 
