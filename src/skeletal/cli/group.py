@@ -216,7 +216,7 @@ def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_
     from ..retarget import retarget as retarget_clip
 
     if not out_path.lower().endswith((".glb", ".gltf", ".usda", ".usdc", ".usd", ".usdz")):
-        raise _fail(f"--out {out_path!r}: the file must end in .glb, .gltf, .usda, .usdc, .usd or .usdz")
+        raise _fail(f"--out {out_path!r}: the file must end in .glb or .gltf, or .usda/.usdc/.usd/.usdz (USD)")
     mapping = None
     if map_path is not None:
         try:
@@ -258,7 +258,7 @@ def export(model, out_path, clip_keys, rotation_order, fps) -> None:
 
     lower = out_path.lower()
     if not lower.endswith((".glb", ".gltf", ".bvh", ".usda", ".usdc", ".usd", ".usdz")):
-        raise _fail(f"--out {out_path!r}: the file must end in .glb, .gltf, .bvh, .usda, .usdc, .usd or .usdz")
+        raise _fail(f"--out {out_path!r}: the file must end in .glb, .gltf or .bvh, or .usda/.usdc/.usd/.usdz (USD)")
     if lower.endswith(".bvh"):
         from ..export import write_bvh
         from ..io.bvh import ROTATION_ORDERS
