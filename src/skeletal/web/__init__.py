@@ -34,9 +34,10 @@ import html
 import json
 import os
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -48,7 +49,7 @@ if TYPE_CHECKING:  # the widget needs anywidget (skeletal[notebook]): imported w
     from ..playback import Mixer, Player
     from .widget import SkeletalWidget
 
-__all__ = ["to_html", "show", "page_html", "prepare", "Prepared", "HTML_MAX_BYTES", "SHOW_MAX_BYTES"]
+__all__ = ["HTML_MAX_BYTES", "SHOW_MAX_BYTES", "Prepared", "page_html", "prepare", "show", "to_html"]
 
 #: The largest GLB :func:`to_html` embeds (base64 makes the page 4/3 of it); bigger models are refused.
 HTML_MAX_BYTES = 256 * 1024 * 1024
@@ -103,11 +104,8 @@ def _asset_of(obj) -> tuple[Asset, str | None]:
         return load(obj), None
     else:
         raise SkeletalError(f"cannot show a {type(obj).__name__}: give an Asset, a Player, a Mixer or a model path")
-    playing = None
-    for s in range(len(mixer.slot_clip)):
-        if mixer.fs.shape[1] > s:
-            playing = mixer.clipset.clips[int(mixer.slot_clip[s])].name
-            break
+    # the clip list starts at the clip of the mixer's first action (the streamed pose shows the rest)
+    playing = mixer.clipset.clips[int(mixer.slot_clip[0])].name if len(mixer.slot_clip) else None
     return mixer.asset, playing
 
 

@@ -19,7 +19,8 @@ import base64
 import os
 import tempfile
 import weakref
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +37,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 __all__ = ["SkeletalWidget"]
 
 
-def _follow(mixer, widget: "SkeletalWidget") -> None:
+def _follow(mixer, widget: SkeletalWidget) -> None:
     """Make ``mixer.update`` push the new pose to ``widget`` (and any other widget following it).
     The mixer's own ``update`` is wrapped once, on that instance; widgets are held weakly."""
     followers = mixer.__dict__.get("_skeletal_web_followers")
