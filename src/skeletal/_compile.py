@@ -1,0 +1,141 @@
+"""Compilation of skeletal's numba kernels: cheaper cold compiles, a one-line notice, serial variants.
+
+Imported by ``skeletal/__init__.py`` before any kernel module, so that:
+
+* numba's array slice-assignment error path does not compile a string formatter into every kernel
+  that assigns an array to a slice (``out[:, :] = rest``): numba formats the two shapes into the
+  message with ``str.join`` and f-strings, which cost ~10 s of a cold first frame (measured with the
+  ``numba:compile`` event on Soldier.glb). The message becomes numba's own generic one ("cannot assign
+  slice from input of different size"); the check itself is unchanged.
+* the first real compile of a skeletal kernel in a process prints one line to stderr,
+  ``skeletal: compiling kernels for this CPU, once (about N s)``. numba fires its ``numba:compile``
+  event only on a cache miss (an on-disk cache hit loads without it), so the line appears exactly when
+  the cache is cold for that kernel, and never again once the cache is warm.
+* :func:`serial_variant` makes the serial twin of a ``parallel=True`` kernel from the same Python
+  body (``prange`` runs as ``range``), cached on disk under its own name, so that one character never
+  compiles (or spins up) the thread pool's version.
+
+>>> from skeletal._compile import serial_variant
+>>> from skeletal.playback import kernels
+>>> evaluate_one = serial_variant(kernels.evaluate)     # same arguments, one thread, no parfor compile
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import types
+
+import numba
+from numba.core import event as _event
+
+# Estimated cold compile time (seconds, measured on a 2-core AMD EPYC VM under light load) of the
+# first kernel a feature compiles, by the kernel's module-qualified name. The notice says "about N s"
+# with N from here (or a generic figure for kernels not listed).
+COLD_SECONDS = {
+    "skeletal.playback.kernels.evaluate": 20.0,
+    "skeletal.playback.kernels.evaluate_serial": 12.0,
+    "skeletal.playback.kernels.update_serial": 12.0,
+    "skeletal.playback.kernels.update_crowd": 25.0,
+    "skeletal.playback.ikstage.update_serial_ik": 30.0,
+    "skeletal.playback.ikstage.update_crowd_ik": 40.0,
+    "skeletal.skin._skin_kernel": 5.0,
+}
+_DEFAULT_SECONDS = 5.0
+_NOTICE_MIN_SECONDS = 2.0
+
+_state = {"noticed": False}
+_lock = threading.Lock()
+
+
+def _quiet() -> bool:
+    return os.environ.get("SKELETAL_QUIET_COMPILE", "") not in ("", "0")
+
+
+class _CompileNotice(_event.Listener):
+    """Prints the one-line notice at the first cache miss of a skeletal kernel in this process."""
+
+    def on_start(self, ev) -> None:
+        if _state["noticed"]:
+            return
+        dispatcher = ev.data.get("dispatcher")
+        func = getattr(dispatcher, "py_func", None)
+        module = getattr(func, "__module__", "") or ""
+        if not module.startswith("skeletal"):
+            return
+        name = f"{module}.{func.__qualname__}"
+        seconds = COLD_SECONDS.get(name, _DEFAULT_SECONDS)
+        with _lock:
+            if _state["noticed"]:
+                return
+            _state["noticed"] = True
+        if seconds >= _NOTICE_MIN_SECONDS and not _quiet():
+            print(f"skeletal: compiling kernels for this CPU, once (about {seconds:.0f} s)", file=sys.stderr,
+                  flush=True)
+
+    def on_end(self, ev) -> None:
+        pass
+
+
+def _patch_shape_error() -> None:
+    """Swap numba's shape-mismatch error for slice assignment (a string formatter compiled into every
+    kernel with an array-to-slice copy) for a constant message. A numba without the hook is left as is."""
+    try:
+        from numba.core.extending import overload
+        from numba.np import arrayobj
+    except ImportError:  # pragma: no cover - numba internals moved
+        return
+    if not hasattr(arrayobj, "raise_with_shape_context") or getattr(arrayobj, "_skeletal_patched", False):
+        return
+
+    def raise_shape_mismatch(src_shapes, index_shape):  # pragma: no cover - typing stub
+        raise NotImplementedError
+
+    @overload(raise_shape_mismatch)
+    def _ol_raise_shape_mismatch(src_shapes, index_shape):
+        def impl(src_shapes, index_shape):
+            raise ValueError("cannot assign slice from input of different size")
+
+        return impl
+
+    arrayobj.raise_with_shape_context = raise_shape_mismatch
+    arrayobj._skeletal_patched = True
+
+
+def serial_variant(dispatcher, suffix: str = "_serial"):
+    """The serial twin of a ``parallel=True`` numba kernel: the same Python body compiled without
+    parfors (``prange`` is ``range``), cached on disk under ``<name><suffix>`` so that the two variants
+    never overwrite each other's cache entries. Created once per kernel (memoised on the dispatcher).
+
+    >>> from skeletal.pose import _palette_batch
+    >>> palette_one = serial_variant(_palette_batch)       # doctest: +SKIP
+    """
+    existing = _SERIAL.get(id(dispatcher))
+    if existing is not None and existing[0] is dispatcher:
+        return existing[1]
+    src = dispatcher.py_func
+    func = types.FunctionType(src.__code__, src.__globals__, src.__name__ + suffix, src.__defaults__,
+                              src.__closure__)
+    func.__qualname__ = src.__qualname__ + suffix
+    func.__module__ = src.__module__
+    func.__doc__ = src.__doc__
+    options = {k: v for k, v in dispatcher.targetoptions.items() if k not in ("parallel", "nopython")}
+    serial = numba.njit(**options)(func)
+    _SERIAL[id(dispatcher)] = (dispatcher, serial)
+    return serial
+
+
+_SERIAL: dict[int, tuple] = {}
+
+
+def install() -> None:
+    """Apply the patch and register the notice (idempotent; done on ``import skeletal``)."""
+    if _state.get("installed"):
+        return
+    _state["installed"] = True
+    _patch_shape_error()
+    _event.register("numba:compile", _CompileNotice())
+
+
+install()
