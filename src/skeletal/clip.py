@@ -75,6 +75,22 @@ class Track:
             raise ClipError(f"track {self.path} of node {self.node}: key times are not strictly increasing")
         self.values = np.ascontiguousarray(values)
 
+    @classmethod
+    def checked(cls, node: int, path: str, interpolation: str, times: np.ndarray, values: np.ndarray,
+                increasing: bool = False) -> "Track":
+        """A Track from arrays a reader has already checked (``increasing``: the times are known to be
+        finite and strictly increasing, e.g. one input accessor shared by many channels and checked
+        once). Float32 (K,) times and (rows, width) float32 values are kept as they are; anything else
+        takes the full checks of the constructor."""
+        if (increasing and path in PATH_WIDTH and interpolation in INTERPOLATIONS and times.dtype == np.float32
+                and times.ndim == 1 and times.flags.c_contiguous and len(times) and values.dtype == np.float32
+                and values.ndim == 2 and values.flags.c_contiguous and values.shape[1] == PATH_WIDTH[path]
+                and values.shape[0] == len(times) * (3 if interpolation == "CUBICSPLINE" else 1)):
+            track = cls.__new__(cls)
+            track.node, track.path, track.interpolation, track.times, track.values = node, path, interpolation, times, values
+            return track
+        return cls(node, path, interpolation, times, values)
+
     @property
     def key_count(self) -> int:
         return len(self.times)
