@@ -11,6 +11,8 @@ Imported by ``skeletal/__init__.py`` before any kernel module, so that:
   ``skeletal: compiling kernels for this CPU, once (about N s)``. numba fires its ``numba:compile``
   event only on a cache miss (an on-disk cache hit loads without it), so the line appears exactly when
   the cache is cold for that kernel, and never again once the cache is warm.
+* a kernel called from another kernel with a constant argument is compiled once, for the plain
+  type, not again for the constant's literal type;
 * :func:`serial_variant` makes the serial twin of a ``parallel=True`` kernel from the same Python
   body (``prange`` runs as ``range``), cached on disk under its own name, so that one character never
   compiles (or spins up) the thread pool's version.
@@ -103,6 +105,29 @@ def _patch_shape_error() -> None:
     arrayobj._skeletal_patched = True
 
 
+def _patch_literal_specialisation() -> None:
+    """Compile skeletal's kernels for the plain types of their arguments only. A call like
+    ``_sample_track_into(..., tmp, 0)`` from another kernel would otherwise compile a second copy
+    specialised on ``Literal[int](0)`` (measured: 2.8 s of a cold first frame for one such call);
+    no skeletal kernel needs literal specialisation. Other packages' functions are left as they are."""
+    from numba.core import types
+    from numba.core.dispatcher import Dispatcher
+
+    if getattr(Dispatcher, "_skeletal_unliteral", False):
+        return
+    original = Dispatcher.get_call_template
+
+    def get_call_template(self, args, kws):
+        module = getattr(self.py_func, "__module__", None) or ""
+        if module.startswith("skeletal"):
+            args = tuple(types.unliteral(a) for a in args)
+            kws = {k: types.unliteral(v) for k, v in kws.items()}
+        return original(self, args, kws)
+
+    Dispatcher.get_call_template = get_call_template
+    Dispatcher._skeletal_unliteral = True
+
+
 def serial_variant(dispatcher, suffix: str = "_serial"):
     """The serial twin of a ``parallel=True`` numba kernel: the same Python body compiled without
     parfors (``prange`` is ``range``), cached on disk under ``<name><suffix>`` so that the two variants
@@ -121,7 +146,8 @@ def serial_variant(dispatcher, suffix: str = "_serial"):
     func.__module__ = src.__module__
     func.__doc__ = src.__doc__
     options = {k: v for k, v in dispatcher.targetoptions.items() if k not in ("parallel", "nopython")}
-    serial = numba.njit(**options)(func)
+    cached = type(getattr(dispatcher, "_cache", None)).__name__ != "NullCache"  # cache=True is not a target option
+    serial = numba.njit(cache=cached, **options)(func)
     _SERIAL[id(dispatcher)] = (dispatcher, serial)
     return serial
 
@@ -135,6 +161,7 @@ def install() -> None:
         return
     _state["installed"] = True
     _patch_shape_error()
+    _patch_literal_specialisation()
     _event.register("numba:compile", _CompileNotice())
 
 

@@ -307,6 +307,9 @@ FEATURE_COMMANDS: list[tuple[str, str]] = [
     # batch processing (issue 12)
     ("skeletal.cli.batch", "batch_command"),
 
+    # cold start: compile every kernel once (issue 17)
+    ("skeletal.cli.warmup", "warmup_command"),
+
 ]
 
 
