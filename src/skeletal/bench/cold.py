@@ -76,7 +76,7 @@ def busy_threads(asset, clip: str, rounds: int, crowd_count: int = 1000, vertice
         pack_palette(palette, packed)
         skin_into(packed, joints, weights, positions, normals, None, out_p, out_n)
 
-    crowd = make_crowd(asset, crowd_count, clip, np.random.default_rng(1).uniform(0.0, 1.0, crowd_count))
+    crowd, _ = make_crowd(asset, crowd_count, clip, np.random.default_rng(1).uniform(0.0, 1.0, crowd_count))
 
     def crowd_step():
         crowd.update(1 / 60)

@@ -177,7 +177,7 @@ class Accessors:
         cached = self._info.get(index)
         if cached is not None:
             return cached
-        raw = self.objects[index].data
+        raw = self.objects.raw[index]
         component_type, type_, count = raw.get("componentType"), raw.get("type"), raw.get("count")
         normalized = raw.get("normalized", False)
         if (type(component_type) is int and component_type in COMPONENT_DTYPES and type(type_) is str
@@ -243,7 +243,7 @@ class Accessors:
         info = self.info(index)
         if info.component_type != FLOAT or info.normalized or info.type not in _PLAIN_FLOAT_COMPONENTS:
             return None
-        obj = self.objects[index].data
+        obj = self.objects.raw[index]
         view_index = obj.get("bufferView")
         offset = obj.get("byteOffset", 0)
         if "sparse" in obj or type(view_index) is not int or type(offset) is not int or offset < 0 or offset % 4:
@@ -255,7 +255,9 @@ class Accessors:
         components = _PLAIN_FLOAT_COMPONENTS[info.type]
         if offset + 4 * components * count > len(data):
             return None
-        array = np.frombuffer(data, np.float32, components * count, offset).reshape((count, *info.shape))
+        array = np.frombuffer(data, np.float32, components * count, offset)
+        if components > 1:
+            array = array.reshape((count, 4, 4) if components == 16 else (count, components))
         if not array.flags.aligned:
             array = array.copy()
         self._raw[index] = array

@@ -141,7 +141,7 @@ class BinaryData:
             return cached.data if cached.stride is None else None
         if not 0 <= index < len(self.views):
             return None
-        obj = self.views[index].data
+        obj = self.views.raw[index]
         if "byteStride" in obj or "extensions" in obj:
             return None
         buffer_index = obj.get("buffer")
@@ -150,7 +150,7 @@ class BinaryData:
         if (type(buffer_index) is not int or type(offset) is not int or type(length) is not int
                 or not 0 <= buffer_index < len(self.buffers) or offset < 0 or length < 1):
             return None
-        declared = self.buffers[buffer_index].data.get("byteLength")
+        declared = self.buffers.raw[buffer_index].get("byteLength")
         if type(declared) is not int or offset + length > declared:
             return None
         buffer = self._buffer_cache.get(buffer_index)

@@ -490,11 +490,13 @@ class _GltfReader:
         samplers = obj.objects("samplers", required=True)
         channels: list[Channel] = []
         n_nodes, n_accessors = len(nodes), len(self.accessors)
-        for c in obj.objects("channels", required=True):
-            plain = self._plain_channel(c.data, samplers, n_nodes, n_accessors)
+        channel_objects = obj.objects("channels", required=True)
+        for c_index, c_raw in enumerate(channel_objects.raw):
+            plain = self._plain_channel(c_raw, samplers.raw, n_nodes, n_accessors)
             if plain is not None:
                 channels.append(plain)
                 continue
+            c = channel_objects[c_index]
             s_index = c.int("sampler")
             if s_index >= len(samplers):
                 c.fail(f"refers to sampler {s_index}, but animation {name!r} has {len(samplers)} samplers", "sampler")
@@ -540,7 +542,7 @@ class _GltfReader:
         values = self.accessors.floats(output_info.index).reshape(rows, width)
         return Channel(node=node, path=path, interpolation=interpolation, times=times, values=values)
 
-    def _plain_channel(self, c: dict, samplers: list[JsonObject], n_nodes: int, n_accessors: int) -> Channel | None:
+    def _plain_channel(self, c: dict, samplers: list[dict], n_nodes: int, n_accessors: int) -> Channel | None:
         """The common channel (a translation, rotation or scale of a node, LINEAR/STEP/CUBICSPLINE over
         FLOAT accessors) read with plain dict reads and the same checks as :meth:`_channel`; None for
         anything else or anything wrong, which the full path then reads and reports."""
@@ -551,7 +553,7 @@ class _GltfReader:
         node, path = target.get("node"), target.get("path")
         if type(node) is not int or not 0 <= node < n_nodes or type(path) is not str or path not in _PATH_WIDTH:
             return None
-        sampler = samplers[s_index].data
+        sampler = samplers[s_index]
         interpolation = sampler.get("interpolation", "LINEAR")
         input_index, output_index = sampler.get("input"), sampler.get("output")
         if (type(interpolation) is not str or interpolation not in INTERPOLATIONS
@@ -560,12 +562,10 @@ class _GltfReader:
             return None
         accessors = self.accessors
         input_info, output_info = accessors.info(input_index), accessors.info(output_index)
-        width = _PATH_WIDTH[path]
         keys = input_info.count
-        rows = 3 * keys if interpolation == "CUBICSPLINE" else keys
         if (input_info.component_type != FLOAT or input_info.type != "SCALAR" or input_info.normalized
                 or output_info.component_type != FLOAT or output_info.type != _PATH_TYPE[path]
-                or output_info.count != rows):
+                or output_info.count != (3 * keys if interpolation == "CUBICSPLINE" else keys)):
             return None
         times = accessors.floats(input_index)
         if input_index not in self._checked_times:
