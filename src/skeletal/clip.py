@@ -125,18 +125,20 @@ class Clip:
     def _pack(self) -> None:
         tracks = self.tracks
         n = len(tracks)
+        times = [t.times for t in tracks]
+        values = [t.values for t in tracks]
         self.key_start = np.zeros(n + 1, dtype=np.int64)
         self.value_start = np.zeros(n + 1, dtype=np.int64)
-        for i, track in enumerate(tracks):
-            self.key_start[i + 1] = self.key_start[i] + track.key_count
-            self.value_start[i + 1] = self.value_start[i] + track.values.size
-        self.times = np.concatenate([t.times for t in tracks]) if n else np.zeros(0, np.float32)
-        self.values = np.concatenate([t.values.reshape(-1) for t in tracks]) if n else np.zeros(0, np.float32)
-        self.width = np.array([t.width for t in tracks], dtype=np.int64)
-        self.interp = np.array([INTERP_CODE[t.interpolation] for t in tracks], dtype=np.int64)
-        self.path = np.array([PATH_CODE[t.path] for t in tracks], dtype=np.int64)
-        self.node = np.array([t.node for t in tracks], dtype=np.int64)
-        self.duration = float(max((float(t.times[-1]) for t in tracks), default=0.0))
+        np.cumsum(np.fromiter(map(len, times), np.int64, n), out=self.key_start[1:])
+        np.cumsum(np.fromiter((v.size for v in values), np.int64, n), out=self.value_start[1:])
+        self.times = np.concatenate(times) if n else np.zeros(0, np.float32)
+        self.values = np.concatenate([v.reshape(-1) for v in values]) if n else np.zeros(0, np.float32)
+        self.width = np.fromiter((v.shape[1] for v in values), np.int64, n)
+        self.interp = np.fromiter((INTERP_CODE[t.interpolation] for t in tracks), np.int64, n)
+        self.path = np.fromiter((PATH_CODE[t.path] for t in tracks), np.int64, n)
+        self.node = np.fromiter((t.node for t in tracks), np.int64, n)
+        # the last key of each track: the entries just before the next track's start
+        self.duration = float(self.times[self.key_start[1:] - 1].max()) if n else 0.0
 
     @property
     def track_count(self) -> int:

@@ -149,6 +149,14 @@ class JsonObject:
             self.fail(f"expected an array of numbers, found {_describe(value)}", key)
         if length is not None and len(value) != length:
             self.fail(f"expected {length} numbers, found {len(value)}", key)
+        if len(value) <= 16:  # a node's TRS or matrix: Python's check is cheaper than numpy's here
+            try:
+                finite = all(map(math.isfinite, value))
+            except OverflowError:  # an integer too large for a float
+                finite = False
+            if not finite:
+                self.fail("numbers must be finite", key)
+            return np.array(value, dtype=np.float64)
         out = np.array(value, dtype=np.float64)
         if not np.all(np.isfinite(out)):
             self.fail("numbers must be finite", key)
