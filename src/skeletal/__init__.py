@@ -36,6 +36,7 @@ from . import ik  # noqa: E402
 from .batch import run_batch
 from .skin_dq import dual_quaternions, pack_dq_palette, skin_dq, skin_dq_into
 from .playback.procedural import Procedural
+from .web import show, to_html
 
 from .version import __version__
 
@@ -49,4 +50,5 @@ __all__ = [
     "run_batch",
     "skin_dq", "skin_dq_into", "pack_dq_palette", "dual_quaternions",
     "Procedural",
+    "to_html", "show",
 ]

@@ -55,6 +55,8 @@ FEATURE_BENCHES: list[str] = [
     # formats: Assimp, BVH load (issue 9)
     "skeletal.bench.assimp",
     "skeletal.bench.bvh",
+    # USD (UsdSkel) load next to glTF (issue 18)
+    "skeletal.bench.usd",
 
     # inverse kinematics (issue 10)
     "skeletal.bench.ik",
