@@ -26,6 +26,16 @@ import numpy as np
 _FIRST_FRAME = r"""
 import json, sys, time
 t0 = time.perf_counter(); c0 = time.process_time()
+from numba.core import event
+compiled = set()
+class Seen(event.Listener):
+    def on_start(self, ev):
+        f = getattr(ev.data.get("dispatcher"), "py_func", None)
+        if f is not None and (f.__module__ or "").startswith("skeletal"):
+            compiled.add(f.__module__ + "." + f.__qualname__)
+    def on_end(self, ev):
+        pass
+event.register("numba:compile", Seen())
 import skeletal
 t1 = time.perf_counter()
 if sys.argv[1]:
@@ -39,7 +49,8 @@ player.play(sys.argv[2])
 player.update(1 / 60)
 t3 = time.perf_counter()
 print(json.dumps({"import_s": t1 - t0, "load_s": t2 - t1, "first_frame_s": t3 - t2,
-                  "first_frame_cpu_s": time.process_time() - c2, "total_s": t3 - t0}))
+                  "first_frame_cpu_s": time.process_time() - c2, "total_s": t3 - t0,
+                  "compiled": sorted(compiled)}))
 """
 
 
