@@ -12,38 +12,38 @@ import pytest
 from click.testing import CliRunner
 
 import skeletal
-from skeletal import _compile, _threads
+from skeletal import _compile
 from skeletal.bench.cold import first_frame
 from skeletal.demo import demo_asset
 from skeletal.io import accessors as acc_mod
 from skeletal.io import gltf as gltf_mod
-from skeletal.pose import _local_to_world_batch, world_matrices
+from skeletal.pose import _local_to_world_batch
 from tests.fixtures import models
 
 
-def _tbb_loadable() -> bool:
-    return _threads._load_tbb()
+def _clean_env() -> dict:
+    return {k: v for k, v in os.environ.items()
+            if k not in ("SKELETAL_THREADING_LAYER", "NUMBA_THREADING_LAYER", "OMP_WAIT_POLICY", "KMP_BLOCKTIME")}
 
 
 def test_threading_layer_is_chosen_before_the_first_parallel_kernel():
-    layer = _threads.chosen_layer()
-    assert numba.config.THREADING_LAYER == layer
-    if not (os.environ.get("SKELETAL_THREADING_LAYER") or os.environ.get("NUMBA_THREADING_LAYER")):
-        assert layer == ("tbb" if _tbb_loadable() else "omp")
-    rig = demo_asset().rig
-    world_matrices(rig.parents, np.repeat(rig.rest[None], 3, axis=0))  # a parallel kernel (batch of 3)
-    if layer in ("tbb", "omp", "workqueue"):
-        assert numba.threading_layer() == layer
+    """By default: OpenMP with passive waits (numba falls back to TBB, workqueue), set at import."""
+    code = ("import os, numba, numpy as np, skeletal; from skeletal.pose import world_matrices; "
+            "from skeletal.demo import demo_asset; rig = demo_asset().rig; "
+            "world_matrices(rig.parents, np.repeat(rig.rest[None], 3, axis=0)); "  # a parallel kernel
+            "print(numba.threading_layer(), numba.config.THREADING_LAYER_PRIORITY[0], "
+            "os.environ.get('OMP_WAIT_POLICY'), os.environ.get('KMP_BLOCKTIME'))")
+    out = subprocess.run([sys.executable, "-c", code], env=_clean_env(), capture_output=True, text=True, check=True)
+    layer, first, policy, blocktime = out.stdout.split()[-4:]
+    assert first == "omp" and layer in ("omp", "tbb", "workqueue")
+    assert (policy, blocktime) == ("PASSIVE", "0")
 
 
-def test_omp_fallback_waits_passively(tmp_path):
-    """Without TBB the layer is OpenMP with passive waits, set before numba loads OpenMP."""
-    code = ("import os, skeletal._threads as t; t._load_tbb = lambda: False; t._state.clear(); "
-            "print(t.choose(), os.environ.get('OMP_WAIT_POLICY'), os.environ.get('KMP_BLOCKTIME'))")
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("SKELETAL_THREADING_LAYER", "NUMBA_THREADING_LAYER", "OMP_WAIT_POLICY", "KMP_BLOCKTIME")}
+def test_threading_layer_can_be_asked_for():
+    code = "import numba, skeletal; print(skeletal._threads.chosen_layer(), numba.config.THREADING_LAYER)"
+    env = dict(_clean_env(), SKELETAL_THREADING_LAYER="workqueue")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.split()[-3:] == ["omp", "PASSIVE", "0"]
+    assert out.stdout.split()[-2:] == ["workqueue", "workqueue"]
 
 
 def test_serial_variant_matches_the_parallel_kernel_and_is_memoised():

@@ -1,26 +1,29 @@
 """Where skeletal chooses numba's threading layer (imported by ``skeletal/__init__.py`` before any kernel).
 
-numba's default layer on Linux is OpenMP (GNU libgomp) with a static schedule: each parallel region
-splits the work into one equal part per thread, and the calling thread busy-waits at the end for the
-slowest part. When another process keeps one core busy, the thread sharing that core gets its
-time slices milliseconds apart, so a 2-thread skinning call of 0.5 ms waits for it every frame:
-measured on a 2-core VM with one spinning process, 2-thread skinning fell from ~240 to 12.5 M
-vertices/s and the crowd from ~450k to 150k characters/s, far below one thread.
+numba's default layer on Linux is OpenMP (GNU libgomp): each parallel region splits the work into
+one equal part per thread, and a thread that has finished its part spins, busy-waiting, for the
+others and for the next region. When another process keeps a core busy, the spinning thread and the
+descheduled worker fight over the CPUs: measured on a 2-vCPU VM with one spinning process (and other
+agents' work, load average ~15), 2-thread skinning of 100k vertices ran at 0.18x of one thread and
+the 1000-character crowd at 0.63x (the issue saw 12.5 vs 240 M vertices/s).
 
-Intel TBB's layer (``pip install tbb``; numba ships the glue) schedules by work stealing: the
-calling thread takes the parts a descheduled worker has not started, so a busy core costs at most
-that worker's share instead of a whole time slice per call. This module picks, unless the user chose
-with ``NUMBA_THREADING_LAYER`` (or ``SKELETAL_THREADING_LAYER``; then numba's defaults apply):
+This module makes threads wait passively (``OMP_WAIT_POLICY=PASSIVE``, ``KMP_BLOCKTIME=0``, set before
+numba loads the OpenMP runtime; values the user set are kept) and asks numba for OpenMP first, then
+TBB, then its own workqueue, whichever is installed. Measured in the same conditions, alternating 1
+and 2 threads in one process (ratios of 2 threads to 1, four runs each):
 
-1. ``tbb`` when a TBB runtime >= 2021.6 is importable. pip installs ``libtbb.so.12`` into the
-   environment's ``lib/`` folder, which is not on the loader's path in a virtual environment, so it
-   is loaded here by full path first (the layer's extension then finds it by its soname).
-2. otherwise ``omp`` with passive waits (``OMP_WAIT_POLICY=PASSIVE``, ``KMP_BLOCKTIME=0``, set before
-   numba loads the OpenMP runtime; values the user set are kept) so that idle threads sleep instead of
-   spinning against the thread that has the work.
+* OpenMP, passive waits: skinning 1.21-3.1x, crowd 1.39-1.57x (never below one thread);
+* TBB (``pip install tbb``, work stealing): skinning 0.90-1.35x, crowd 0.84-1.27x;
+* OpenMP with a short spin (``GOMP_SPINCOUNT=10000``): skinning 1.25x, crowd 1.09x;
+* workqueue: skinning 1.0-1.28x, crowd 0.71-1.5x.
+
+``SKELETAL_THREADING_LAYER`` (or numba's own ``NUMBA_THREADING_LAYER``) overrides the choice; for
+``tbb`` the TBB runtime pip installs into a virtual environment's ``lib/`` (not on the loader's path)
+is loaded here by full path. A process that loaded OpenMP before importing skeletal (torch does)
+keeps the wait policy it started with.
 
 >>> import skeletal._threads as threads
->>> threads.chosen_layer() in ("tbb", "omp", "workqueue", "default", "safe", "threadsafe", "forksafe")
+>>> threads.chosen_layer() in ("omp", "tbb", "workqueue", "default", "safe", "threadsafe", "forksafe")
 True
 """
 
@@ -68,7 +71,8 @@ def _load_tbb() -> bool:
 
 
 def choose() -> str:
-    """Choose the threading layer once per process (before numba starts its threads); returns it."""
+    """Choose the threading layer once per process (before numba starts its threads); returns the
+    layer asked for ("omp" by default: numba falls back to TBB, then workqueue, when it is missing)."""
     if "layer" in _state:
         return _state["layer"]
     import numba
@@ -78,13 +82,13 @@ def choose() -> str:
         layer = requested
         if layer == "tbb":
             _load_tbb()
-    elif _load_tbb():
-        layer = "tbb"
+        numba.config.THREADING_LAYER = layer
     else:
         layer = "omp"
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         os.environ.setdefault("KMP_BLOCKTIME", "0")
-    numba.config.THREADING_LAYER = layer
+        numba.config.THREADING_LAYER = "default"
+        numba.config.THREADING_LAYER_PRIORITY = ["omp", "tbb", "workqueue"]
     _state["layer"] = layer
     return layer
 

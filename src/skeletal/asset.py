@@ -153,9 +153,9 @@ class Asset:
                         f"weights track has {channel.values.shape[1]} values per key, the node's mesh has {expected} morph targets",
                     )
             times = channel.times
-            if id(times) not in increasing and isinstance(times, np.ndarray) and times.ndim == 1:
-                if len(times) and np.isfinite(times[0]) and np.isfinite(times[-1]) and (times[1:] > times[:-1]).all():
-                    increasing[id(times)] = times
+            if (id(times) not in increasing and isinstance(times, np.ndarray) and times.ndim == 1 and len(times)
+                    and np.isfinite(times[0]) and np.isfinite(times[-1]) and (times[1:] > times[:-1]).all()):
+                increasing[id(times)] = times
             tracks.append(Track.checked(node, channel.path, channel.interpolation, times, channel.values,
                                         increasing=id(times) in increasing))
         clip = Clip(anim.name or f"animation_{index}", tracks)

@@ -77,7 +77,7 @@ class Track:
 
     @classmethod
     def checked(cls, node: int, path: str, interpolation: str, times: np.ndarray, values: np.ndarray,
-                increasing: bool = False) -> "Track":
+                increasing: bool = False) -> Track:
         """A Track from arrays a reader has already checked (``increasing``: the times are known to be
         finite and strictly increasing, e.g. one input accessor shared by many channels and checked
         once). Float32 (K,) times and (rows, width) float32 values are kept as they are; anything else

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
-from typing import Callable, Iterable
 
 import numpy as np
 
@@ -133,7 +133,7 @@ def _run(name: str) -> dict:
     start, cpu = time.perf_counter(), time.process_time()
     try:
         JOBS[name]()
-    except Exception as exc:  # reported, not raised: one feature's failure must not stop the others
+    except Exception as exc:  # noqa: BLE001 - reported, not raised: one feature must not stop the others
         return {"ok": False, "error": f"{type(exc).__name__}: {exc}", "seconds": time.perf_counter() - start}
     return {"ok": True, "seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu}
 

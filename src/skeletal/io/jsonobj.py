@@ -199,7 +199,7 @@ class JsonObject:
         present, value = self._get(key, REQUIRED if required else None)
         return JsonObject(self.file, self.at(key), value if present else {})
 
-    def objects(self, key: str, *, required: bool = False, min_length: int = 0) -> "JsonArray":
+    def objects(self, key: str, *, required: bool = False, min_length: int = 0) -> JsonArray:
         """An array of objects (empty when absent and not required), each knowing its path. Every
         element is checked to be an object now; the wrappers are made when an element is used."""
         values = self.array(key, REQUIRED if required else [], min_length=min_length)
@@ -222,7 +222,7 @@ class JsonArray(Sequence):
     on first use; ``raw`` is the underlying list of dicts, for readers' plain-case paths that read
     many elements without wrapping each one."""
 
-    __slots__ = ("file", "base", "raw", "_made")
+    __slots__ = ("_made", "base", "file", "raw")
 
     def __init__(self, file: str, base: str, raw: list):
         self.file = file
