@@ -148,6 +148,12 @@ def serial_variant(dispatcher, suffix: str = "_serial"):
     existing = _SERIAL.get(id(dispatcher))
     if existing is not None and existing[0] is dispatcher:
         return existing[1]
+    # The parallel bodies call numba.get_thread_id(), which reads the threading layer. Compiling starts
+    # the layer; loading the serial twin from the disk cache does not (the parallel kernel's cache entry
+    # starts it on load, a serial one has no such hook) and then the call jumps through a null pointer.
+    from numba.np.ufunc.parallel import _launch_threads
+
+    _launch_threads()
     src = dispatcher.py_func
     func = types.FunctionType(src.__code__, src.__globals__, src.__name__ + suffix, src.__defaults__,
                               src.__closure__)

@@ -62,7 +62,9 @@ def first_frame(path: str | None, clip: str, cache_dir: str, timeout: float = 90
     src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     out = subprocess.run([sys.executable, "-c", _FIRST_FRAME, path or "", clip], env=env, capture_output=True,
-                         text=True, timeout=timeout, check=True)
+                         text=True, timeout=timeout)
+    if out.returncode != 0:
+        raise RuntimeError(f"the first-frame child failed ({out.returncode}): {out.stderr.strip()[-2000:]}")
     return {**json.loads(out.stdout.strip().splitlines()[-1]), "stderr": out.stderr}
 
 
