@@ -4,7 +4,8 @@ included), and fail on a cycle between modules or on an import from a lower floo
 Floors, lowest first (a module may import its own floor and those below; a module not listed takes
 the floor of its closest listed parent package):
 
-0. ``errors``, ``document``, ``quat``, ``version``, ``io.formats``, ``summary``: no dependencies.
+0. ``errors``, ``document``, ``quat``, ``version``, ``io.formats``, ``summary``, ``_threads``,
+   ``_compile``: no dependencies.
 1. ``io``: file formats <-> :class:`~skeletal.document.Document` (``io.usd_write``, which samples an
    Asset's clips, sits on floor 2).
 2. the stages and the tools over them: ``rig``, ``clip``, ``sampling``, ``pose``, ``skin``, ``asset``,
@@ -32,6 +33,7 @@ PACKAGE = SRC / "skeletal"
 FLOORS: dict[str, int] = {
     "skeletal.errors": 0, "skeletal.document": 0, "skeletal.quat": 0, "skeletal.version": 0,
     "skeletal.io.formats": 0, "skeletal.summary": 0,
+    "skeletal._threads": 0, "skeletal._compile": 0,  # numba set-up, imported first by skeletal/__init__
     "skeletal.io": 1,
     "skeletal.io.usd_write": 2,  # writes an Asset's clips: samples and poses them (as export.py does)
     "skeletal.playback": 3,

@@ -17,6 +17,8 @@ The pipeline, one module per stage::
 (31, 69, 4, 4)
 """
 
+from . import _threads  # noqa: F401  (first: numba's threading layer, see _threads.py)
+from . import _compile  # noqa: F401  (first: numba compile notice and patches, see _compile.py)
 from . import cliptools
 from .asset import Asset, MeshInstance, SkinBinding, load
 from .bake import bake, sample_times

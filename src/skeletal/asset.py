@@ -141,8 +141,10 @@ class Asset:
     def _clip(self, index: int) -> Clip:
         anim = self.document.animations[index]
         tracks = []
+        index_of = self.rig.index_of.tolist()
+        increasing: dict[int, np.ndarray] = {}  # id -> times checked here (kept alive: ids stay unique)
         for c, channel in enumerate(anim.channels):
-            node = int(self.rig.index_of[channel.node])
+            node = index_of[channel.node]
             if channel.path == "weights":
                 expected = self.morph_start[node + 1] - self.morph_start[node]
                 if channel.values.shape[1] != expected:
@@ -150,7 +152,12 @@ class Asset:
                         self.path, f"animations[{index}].channels[{c}]",
                         f"weights track has {channel.values.shape[1]} values per key, the node's mesh has {expected} morph targets",
                     )
-            tracks.append(Track(node, channel.path, channel.interpolation, channel.times, channel.values))
+            times = channel.times
+            if (id(times) not in increasing and isinstance(times, np.ndarray) and times.ndim == 1 and len(times)
+                    and np.isfinite(times[0]) and np.isfinite(times[-1]) and (times[1:] > times[:-1]).all()):
+                increasing[id(times)] = times
+            tracks.append(Track.checked(node, channel.path, channel.interpolation, times, channel.values,
+                                        increasing=id(times) in increasing))
         clip = Clip(anim.name or f"animation_{index}", tracks)
         if anim.duration is not None and anim.duration > clip.duration:
             clip.duration = float(anim.duration)  # the authored length (a scene that ends after its last key)

@@ -20,6 +20,8 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+from ._compile import serial_variant
+
 
 
 @njit(cache=True, inline="always")
@@ -132,6 +134,11 @@ def world_palettes_34(parents, nodes, poses, joints, inverse_bind, palettes, wor
         palettes_one(w, joints, inverse_bind, palettes[b])
 
 
+def _batch_kernel(kernel, batch: int):
+    """``kernel`` for a batch of many, its serial twin for one (no thread pool, no parfor compile)."""
+    return kernel if batch > 1 else serial_variant(kernel)
+
+
 def ancestors_and_self(parents: np.ndarray, nodes: np.ndarray) -> np.ndarray:
     """Ascending indices of ``nodes`` and all their ancestors (parent-first ``parents``)."""
     keep = np.zeros(len(parents), dtype=bool)
@@ -155,7 +162,7 @@ def world_matrices(parents: np.ndarray, pose: np.ndarray, out: np.ndarray | None
     if out is None:
         out = np.empty(flat.shape[:2] + (4, 4), dtype=pose.dtype)
     worlds = out.reshape(flat.shape[:2] + (4, 4))
-    _local_to_world_batch(np.asarray(parents, dtype=np.int32), flat, worlds)
+    _batch_kernel(_local_to_world_batch, flat.shape[0])(np.asarray(parents, dtype=np.int32), flat, worlds)
     return worlds.reshape(batch + (pose.shape[-2], 4, 4))
 
 
@@ -174,10 +181,11 @@ def skin_palette(world: np.ndarray, joints: np.ndarray, inverse_bind: np.ndarray
     joints = np.asarray(joints, dtype=np.int64)
     inverse_bind = np.ascontiguousarray(inverse_bind, dtype=world.dtype)
     if out is not None and out.shape == shape and out.dtype == world.dtype and out.flags.c_contiguous:
-        palette_batch(flat, joints, inverse_bind, out.reshape((flat.shape[0], len(joints), 4, 4)))
+        _batch_kernel(palette_batch, flat.shape[0])(flat, joints, inverse_bind,
+                                                     out.reshape((flat.shape[0], len(joints), 4, 4)))
         return out
     result = np.empty((flat.shape[0], len(joints), 4, 4), dtype=world.dtype)
-    palette_batch(flat, joints, inverse_bind, result)
+    _batch_kernel(palette_batch, flat.shape[0])(flat, joints, inverse_bind, result)
     if out is not None:
         out[...] = result.reshape(shape)
         return out

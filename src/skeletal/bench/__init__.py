@@ -75,6 +75,9 @@ FEATURE_BENCHES: list[str] = [
     # compression (issue 12)
     "skeletal.bench.compress",
 
+    # first impressions (issue 17): cold first frame, threads on a busy machine
+    "skeletal.bench.cold",
+
 ]
 
 

@@ -312,6 +312,9 @@ FEATURE_COMMANDS: list[tuple[str, str]] = [
     # batch processing (issue 12)
     ("skeletal.cli.batch", "batch_command"),
 
+    # cold start: compile every kernel once (issue 17)
+    ("skeletal.cli.warmup", "warmup_command"),
+
     # the browser page and notebook widget (issue 19)
     ("skeletal.cli.html", "html_command"),
 

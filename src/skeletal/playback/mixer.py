@@ -33,6 +33,7 @@ from ..asset import Asset
 from ..clip import Clip
 from ..errors import ClipError, SkeletalError
 from ..pose import skin_palette, world_matrices
+from .._compile import serial_variant
 from . import kernels as K
 from .clipset import ClipSet
 
@@ -614,7 +615,8 @@ class Mixer:
         )
 
     def _evaluate_into(self, layer_weight: np.ndarray, pose: np.ndarray, morph: np.ndarray) -> None:
-        K.evaluate(
+        # One character: the serial twin (a cold start then never compiles the parallel kernel).
+        (K.evaluate if self.count > 1 else serial_variant(K.evaluate))(
             *self._kernel_args(layer_weight),
             self._scratch, self._scratch_morph, self._scratch_tmp, self._scratch_locs,
             pose, morph, self._base_unmasked,
