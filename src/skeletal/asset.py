@@ -197,7 +197,10 @@ def load(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = None) 
 
     >>> asset = skeletal.load("Soldier.glb")        # doctest: +SKIP
     """
+    from .io.sniff import check_kind
+
     suffix = os.path.splitext(os.fspath(path))[1].lower()
+    check_kind(path, other_reader=suffix in _READERS)  # a folder, an empty, renamed or wrong file: one clear line
     if suffix in _READERS:
         return Asset(_READERS[suffix](path))
     from .io.gltf import read_gltf

@@ -179,7 +179,7 @@ def _print_info(info: dict[str, Any]) -> None:
 
 
 @cli.command()
-@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("model", type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 def info(model: str, as_json: bool) -> None:
     """Show MODEL's node tree, skins, meshes, clips and extensions."""
@@ -207,7 +207,7 @@ def _parse_times(text: str) -> np.ndarray:
 
 
 @cli.command()
-@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("model", type=click.Path())
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output .npz file.")
 @click.option("--clip", "clip_key", default="0", show_default=True, help="Clip name or index.")
 @click.option("--times", "times_text", default=None, help="Comma-separated query times in seconds (e.g. --times=-0.5,1.2).")
@@ -262,8 +262,8 @@ def demo(export_path: str) -> None:
 
 
 @cli.command()
-@click.argument("source", type=click.Path(dir_okay=False))
-@click.argument("target", type=click.Path(dir_okay=False))
+@click.argument("source", type=click.Path())
+@click.argument("target", type=click.Path())
 @click.option("--clip", "clip_key", default="0", show_default=True, help="SOURCE's clip (name or index).")
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output .glb or .gltf.")
 @click.option("--map", "map_path", type=click.Path(dir_okay=False), default=None,
@@ -300,7 +300,7 @@ def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_
 
 
 @cli.command()
-@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("model", type=click.Path())
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output .glb, .gltf or .bvh.")
 @click.option("--clip", "clip_keys", multiple=True, help="Clip to write (name or index; repeat for more; default: all).")
 @click.option("--rotation-order", default="ZYX", show_default=True,

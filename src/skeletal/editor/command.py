@@ -13,7 +13,7 @@ import click
 
 
 @click.command("edit")
-@click.argument("model", required=False, type=click.Path(dir_okay=False))
+@click.argument("model", required=False, type=click.Path())
 @click.option("--clip", "clip", default=None, help="Clip to start with, name or index (default: the first).")
 @click.option("--size", default="1280x720", show_default=True, help="Window size WIDTHxHEIGHT.")
 @click.option("--msaa", "samples", default=4, show_default=True, type=click.IntRange(0, 16),

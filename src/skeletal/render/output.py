@@ -66,7 +66,7 @@ def load_model(model):
                               "available in this installation: give a .gltf or .glb file") from None
         return demo_asset()
     path = os.fspath(model)
-    if not os.path.isfile(path):
+    if not os.path.exists(path):
         raise RenderError(f"{path}: no such file")
     try:
         from ..asset import load
