@@ -106,6 +106,15 @@ class Asset:
         hi = np.max([np.max(p, axis=0) for p in points if len(p)], axis=0)
         return lo.astype(np.float64), hi.astype(np.float64)
 
+    def require_nodes(self, purpose: str) -> None:
+        """Raise :class:`ModelError` when the model has no nodes (an empty scene), naming ``purpose``.
+
+        >>> asset.require_nodes("animate")   # doctest: +SKIP
+        skeletal.errors.ModelError: empty.glb: has no nodes: nothing to animate
+        """
+        if len(self.rig) == 0:
+            raise ModelError(self.path, None, f"has no nodes: nothing to {purpose}")
+
     def __repr__(self) -> str:
         return f"Asset({self.name!r}, nodes={len(self.rig)}, skins={len(self.skins)}, clips={len(self.clips)})"
 

@@ -1894,6 +1894,7 @@ def edit(model=None, clip: str | int | None = None, size=(1280, 720), *, samples
         doc = EditDocument(demo_asset(), os.path.abspath("demo.glb"))
     else:
         doc = EditDocument.open(os.fspath(model))
+    doc.asset.require_nodes("edit")
     index = 0
     if clip is not None:
         if not doc.clips:

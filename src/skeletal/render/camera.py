@@ -178,6 +178,8 @@ def frame(spec: CameraSpec | str | None, lo, hi, aspect: float, fill: float = 0.
     """
     spec = parse_camera(spec)
     lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
+    if not float(np.linalg.norm(hi - lo)) > 1e-6:  # one node, no mesh: a unit box around the point
+        lo, hi = lo - 0.5, hi + 0.5
     size = hi - lo
     radius = max(0.5 * float(np.linalg.norm(size)), 1e-3)
     back = _direction(spec.yaw + facing, spec.pitch)

@@ -112,6 +112,7 @@ class Renderer:
             raise RenderError(f"skinning {skinning!r} is not one of {', '.join(SKINNING_METHODS)}")
         if cpu_skinning and (skinning != "lbs" or int(instances) != 1):
             raise RenderError("cpu_skinning draws one instance with linear blend skinning")
+        asset.require_nodes("draw")
         self.skinning = skinning
         self.cull = bool(cull)
         self.cpu_skinning = bool(cpu_skinning)

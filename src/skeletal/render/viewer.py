@@ -875,6 +875,7 @@ def view(model=None, clip: str | int | None = None, size: tuple[int, int] | str 
             raise RenderError(f"cannot write {screenshot}: folder {folder} does not exist")
         frames = frames or 1
     asset = load_model(model)
+    asset.require_nodes("show")
     index = 0
     if clip is not None:
         if not asset.clips:
