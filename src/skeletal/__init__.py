@@ -34,6 +34,7 @@ from . import ik  # noqa: E402
 from .batch import run_batch
 from .skin_dq import dual_quaternions, pack_dq_palette, skin_dq, skin_dq_into
 from .playback.procedural import Procedural
+from . import examples  # noqa: E402  (sample models: skeletal.examples.path("demo.glb"))
 
 __version__ = "0.1.0"
 
@@ -47,4 +48,5 @@ __all__ = [
     "run_batch",
     "skin_dq", "skin_dq_into", "pack_dq_palette", "dual_quaternions",
     "Procedural",
+    "examples",
 ]

@@ -345,7 +345,7 @@ def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_
     src, tgt = load(source), load(target)
     tgt.require_nodes("retarget onto")
     if not src.clips:
-        raise _fail(f"{source}: has no clips to retarget")
+        raise _fail(f"{os.path.basename(source)}: has no clips to retarget")
     clip = retarget_clip(src.clip(clip_key), src.rig, tgt.rig, mapping, fps=fps, name=clip_name)
     clips = [c for c in tgt.clips if c.name != clip.name] + [clip] if keep_clips else [clip]
     export(tgt, out_path, clips)
