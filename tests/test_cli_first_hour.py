@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 import skeletal
-import skeletal.cli as cli_module
+import skeletal.cli.group as cli_module
 from skeletal.bake import bake_bytes, bake_primitives
 from skeletal.cli import cli
 
@@ -90,7 +90,7 @@ def test_bake_progress_adds_up(demo_glb):
 
 def test_bake_shows_a_progress_bar_on_a_terminal(demo_glb, tmp_path):
     pty = pytest.importorskip("pty", reason="no pseudo-terminals on this system")
-    code = ("import sys, skeletal.cli as c; c.BAKE_PROGRESS_BYTES = 0; "
+    code = ("import sys, skeletal.cli.group as c; c.BAKE_PROGRESS_BYTES = 0; "
             f"sys.exit(c.main(['bake', {str(demo_glb)!r}, '--out', {str(tmp_path / 'p.npz')!r}, '--clip', 'walk']))")
     output = bytearray()
 

@@ -36,7 +36,7 @@ from .skin_dq import dual_quaternions, pack_dq_palette, skin_dq, skin_dq_into
 from .playback.procedural import Procedural
 from . import examples  # noqa: E402  (sample models: skeletal.examples.path("demo.glb"))
 
-__version__ = "0.1.0"
+from .version import __version__
 
 __all__ = [
     "Asset", "MeshInstance", "SkinBinding", "load", "bake", "sample_times", "Clip", "Track",

@@ -16,6 +16,7 @@ import numpy as np
 from .clip import Clip, Track, resolve_clip
 from .document import Document, Primitive
 from .errors import ModelError
+from .io.formats import ASSIMP_SUFFIXES, BVH_SUFFIX
 from .rig import Rig
 from .skin import normalize_weights
 
@@ -229,10 +230,5 @@ def _read_assimp(path):
     return read_assimp(path)
 
 
-# Suffixes Assimp reads (kept here so that a glTF load imports nothing of the Assimp reader).
-_ASSIMP_SUFFIXES = (".fbx", ".dae", ".x", ".3ds", ".ms3d", ".md5mesh", ".b3d", ".smd", ".ogex", ".ase",
-                    ".lwo", ".lws", ".md2", ".md3", ".mdl", ".irrmesh", ".ac", ".obj", ".ply", ".stl", ".off",
-                    ".3mf", ".cob", ".xgl", ".zgl", ".q3o", ".dxf", ".csm", ".nff", ".raw", ".ter", ".hmp")
-
 # Readers of formats other than glTF, by lower-case file suffix; anything else is read as glTF.
-_READERS = {".bvh": _read_bvh, **{suffix: _read_assimp for suffix in _ASSIMP_SUFFIXES}}
+_READERS = {BVH_SUFFIX: _read_bvh, **{suffix: _read_assimp for suffix in ASSIMP_SUFFIXES}}

@@ -154,7 +154,7 @@ def retarget_job(source: str, output: str, options: dict[str, Any]) -> dict[str,
 def info_job(source: str, output: str, options: dict[str, Any]) -> dict[str, Any]:
     """``skeletal info --json`` of one file -> ``.json``."""
     from .asset import load
-    from .cli import describe
+    from .summary import describe
 
     summary = describe(load(source))
 

@@ -51,17 +51,17 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-from skeletal.asset import _ASSIMP_SUFFIXES
 from skeletal.document import Animation, Channel, Document, Material, Mesh, MorphTarget, Node, Primitive, Skin
 from skeletal.errors import ModelError
 from skeletal.io import assimp_ffi, fbx_check
+from skeletal.io.formats import ASSIMP_SUFFIXES
 from skeletal.quat import compose_trs, decompose_trs
 
 __all__ = ["read_assimp", "SUFFIXES", "HELPER_TAG", "DEFAULT_TICKS_PER_SECOND"]
 
 #: File suffixes :func:`skeletal.load` sends here (formats Assimp reads that can carry bones or
 #: animation, plus common static ones).
-SUFFIXES = _ASSIMP_SUFFIXES
+SUFFIXES = ASSIMP_SUFFIXES
 #: Marker of Assimp's FBX pivot helper nodes.
 HELPER_TAG = "_$AssimpFbx$_"
 #: Assimp's documented ticks per second when a file gives none.

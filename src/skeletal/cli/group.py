@@ -1,4 +1,4 @@
-"""The ``skeletal`` command line: thin commands over the library.
+"""The ``skeletal`` command group and its core commands (info, bake, demo, retarget, export).
 
 Every error a user can cause ends as one line on stderr and exit status 2 (never a traceback).
 """
@@ -14,7 +14,8 @@ from typing import Any
 import click
 import numpy as np
 
-from .errors import SkeletalError
+from ..errors import SkeletalError
+from ..summary import describe
 
 
 class _Group(click.Group):
@@ -68,73 +69,6 @@ def cli() -> None:
 
 # ---------------------------------------------------------------------------------------------
 # info
-
-
-def describe(asset) -> dict[str, Any]:
-    """A JSON-ready summary of an asset: nodes (as a tree), skins, meshes, clips, extensions."""
-    doc = asset.document
-    joint_of = {}
-    for s, skin in enumerate(doc.skins):
-        for j in skin.joints.tolist():
-            joint_of.setdefault(int(j), []).append(s)
-    nodes = []
-    for i, node in enumerate(doc.nodes):
-        nodes.append({
-            "index": i,
-            "name": node.name,
-            "parent": node.parent,
-            "children": list(node.children),
-            "mesh": node.mesh,
-            "skin": node.skin,
-            "joint_of_skins": joint_of.get(i, []),
-        })
-    scene_roots = set()
-    for roots in doc.scenes:
-        scene_roots.update(roots)
-    meshes = []
-    for m, mesh in enumerate(doc.meshes):
-        meshes.append({
-            "index": m,
-            "name": mesh.name,
-            "primitives": [
-                {
-                    "vertices": p.vertex_count,
-                    "indices": None if p.indices is None else int(len(p.indices)),
-                    "influences": p.influence_count,
-                    "morph_targets": len(p.targets),
-                    "attributes": sorted(
-                        ["POSITION"] + (["NORMAL"] if p.normals is not None else [])
-                        + (["TANGENT"] if p.tangents is not None else []) + list(p.attributes)
-                    ),
-                }
-                for p in mesh.primitives
-            ],
-        })
-    clips = [
-        {
-            "index": c,
-            "name": clip.name,
-            "duration": clip.duration,
-            "tracks": clip.track_count,
-            "interpolations": clip.interpolations,
-        }
-        for c, clip in enumerate(asset.clips)
-    ]
-    return {
-        "file": os.path.basename(asset.path),
-        "generator": doc.asset_info.get("generator"),
-        "nodes": nodes,
-        "scenes": [list(s) for s in doc.scenes],
-        "orphan_roots": [i for i, n in enumerate(doc.nodes) if n.parent < 0 and i not in scene_roots],
-        "skins": [
-            {"index": s, "name": skin.name, "joints": [int(j) for j in skin.joints], "skeleton": skin.skeleton}
-            for s, skin in enumerate(doc.skins)
-        ],
-        "meshes": meshes,
-        "clips": clips,
-        "extensions_used": list(doc.extensions_used),
-        "extensions_required": list(doc.extensions_required),
-    }
 
 
 def _print_info(info: dict[str, Any]) -> None:
@@ -192,7 +126,7 @@ def _print_info(info: dict[str, Any]) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 def info(model: str, as_json: bool) -> None:
     """Show MODEL's node tree, skins, meshes, clips and extensions."""
-    from .asset import load
+    from ..asset import load
 
     summary = describe(load(model))
     if as_json:
@@ -236,9 +170,9 @@ def bake(model, out_path, clip_key, times_text, fps, loop, normals, palettes, fo
     positions_node{N}_prim{P} (T, V, 3) world-space skinned positions. The clip baked and the
     file's size are said first; above 2 GB the command asks for --force.
     """
-    from .asset import load
-    from .bake import bake as bake_arrays
-    from .bake import bake_bytes, bake_primitives
+    from ..asset import load
+    from ..bake import bake as bake_arrays
+    from ..bake import bake_bytes, bake_primitives
 
     if times_text is not None and fps is not None:
         raise _fail("give --times or --fps, not both")
@@ -251,7 +185,7 @@ def bake(model, out_path, clip_key, times_text, fps, loop, normals, palettes, fo
         clip = asset.clip(clip_key)
         what = f"clip {clip.name!r} ({clip.duration:.4g} s)"
     else:
-        from .clip import Clip
+        from ..clip import Clip
 
         clip, what = Clip("rest", []), "the rest pose (no clips)"
     if times is not None:
@@ -301,8 +235,8 @@ def _human_bytes(size: float) -> str:
               help="Write the built-in character as .glb (or .gltf).")
 def demo(export_path: str) -> None:
     """Export the built-in character (rig, skinned mesh, idle/walk/run/wave clips) as glTF."""
-    from .demo import build_demo_document
-    from .io.gltf_write import write_gltf
+    from ..demo import build_demo_document
+    from ..io.gltf_write import write_gltf
 
     if not export_path.lower().endswith((".glb", ".gltf")):
         raise _fail(f"--export {export_path!r}: the file must end in .glb or .gltf")
@@ -327,9 +261,9 @@ def demo(export_path: str) -> None:
 def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_clips) -> None:
     """Play SOURCE's clip on TARGET's rig and write TARGET with the new clip (e.g. a BVH walk on a glTF
     character). SOURCE and TARGET: .glb/.gltf, .bvh or any format skeletal.load reads."""
-    from .asset import load
-    from .export import export
-    from .retarget import retarget as retarget_clip
+    from ..asset import load
+    from ..export import export
+    from ..retarget import retarget as retarget_clip
 
     if not out_path.lower().endswith((".glb", ".gltf")):
         raise _fail(f"--out {out_path!r}: the file must end in .glb or .gltf")
@@ -368,15 +302,15 @@ def export(model, out_path, clip_keys, rotation_order, fps) -> None:
       skeletal export walk.bvh --out walk.glb
       skeletal export Soldier.glb --clip Walk --out walk.bvh --rotation-order ZXY --fps 30
     """
-    from .asset import load
-    from .export import export as export_asset
+    from ..asset import load
+    from ..export import export as export_asset
 
     lower = out_path.lower()
     if not lower.endswith((".glb", ".gltf", ".bvh")):
         raise _fail(f"--out {out_path!r}: the file must end in .glb, .gltf or .bvh")
     if lower.endswith(".bvh"):
-        from .export import write_bvh
-        from .io.bvh import ROTATION_ORDERS
+        from ..export import write_bvh
+        from ..io.bvh import ROTATION_ORDERS
 
         order = None if rotation_order.lower() == "keep" else rotation_order.upper()
         if order is not None and order not in ROTATION_ORDERS:
@@ -398,8 +332,8 @@ def export(model, out_path, clip_keys, rotation_order, fps) -> None:
 def _register_render() -> None:
     # Importing the commands does not import moderngl/glfw: `skeletal info` stays fast and GL-free.
     from .bench import bench
-    from .render.command import render
-    from .render.view_command import view
+    from .render import render
+    from .view import view
 
     cli.add_command(render)
     cli.add_command(view)
@@ -418,15 +352,15 @@ FEATURE_COMMANDS: list[tuple[str, str]] = [
     # dual quaternion skinning (issue 10)
 
     # the animation editor (issue 11)
-    ("skeletal.editor.command", "edit"),
+    ("skeletal.cli.edit", "edit"),
 
     # torch (issue 12)
 
     # compression (issue 12)
-    ("skeletal.compress", "compress_command"),
+    ("skeletal.cli.compress", "compress_command"),
 
     # batch processing (issue 12)
-    ("skeletal.batch", "batch_command"),
+    ("skeletal.cli.batch", "batch_command"),
 
 ]
 
