@@ -29,7 +29,8 @@ import click
               help="Seconds between autosaves of unsaved changes to NAME.autosave.glb.")
 @click.option("--verbose", "-v", is_flag=True, help="Print saves, autosaves and frame times.")
 def edit(model, clip, size, samples, frames, screenshot, script, autosave, verbose):
-    """Edit the clips of MODEL (a .gltf/.glb; default: the built-in demo character) in a window.
+    """Edit the clips of MODEL in a window: any format skeletal reads (.gltf/.glb, .bvh, .fbx, .dae and
+    Assimp's other formats), saved as .glb/.gltf; default: the built-in demo character.
 
     \b
     Panels: bone tree with search, inspector (bone transform as Euler angles

@@ -177,7 +177,7 @@ def bake(model, out_path, clip_key, times_text, fps, loop, normals, palettes, fo
     if times_text is not None and fps is not None:
         raise _fail("give --times or --fps, not both")
     if fps is not None and not (np.isfinite(fps) and fps > 0):
-        raise _fail(f"--fps must be a positive number, got {fps}")
+        raise _fail(f"--fps: fps must be positive, got {fps}")
     times = _parse_times(times_text) if times_text is not None else None
     asset = load(model)
     asset.require_nodes("bake")

@@ -183,7 +183,8 @@ class Editor(WindowApp):
         self.curve_path = "rotation"
         self.selected_collider: int | None = None
         self.rename_text = ""
-        self.save_as_text = doc.path or "edited.glb"
+        # A model read from another format (BVH, FBX...) is saved as glTF beside it.
+        self.save_as_text = (os.path.splitext(doc.path)[0] + ".glb") if doc.path else "edited.glb"
         self.quit = False
         self.want_close = False
         self._closing_popup = False
@@ -652,7 +653,8 @@ class Editor(WindowApp):
             changed, self.search = imgui.input_text_with_hint("##search", "search bones", self.search)
             self._remember("bone search")
             names = self.doc.asset.rig.names
-            imgui.begin_child("bone list")
+            # Deep or long names (mixamorig:LeftHandIndex3) scroll sideways instead of being cut off.
+            imgui.begin_child("bone list", imgui.ImVec2(0, 0), 0, imgui.WindowFlags_.horizontal_scrollbar)
             if self.search.strip():
                 needle = self.search.strip().lower()
                 for i, name in enumerate(names):
@@ -676,6 +678,8 @@ class Editor(WindowApp):
                     label = names[i] or f"node {int(self.doc.asset.rig.node_of[i])}"
                     keyed = self.clip is not None and i in self._animated_nodes()
                     is_open = imgui.tree_node_ex(f"{label}{' *' if i in self.doc.pose_edits else ''}##t{i}", flags)
+                    if imgui.is_item_hovered():
+                        imgui.set_tooltip(label)  # the whole name, however deep the row
                     if keyed:
                         imgui.same_line()
                         imgui.text_disabled("\u25c6" if False else "k")

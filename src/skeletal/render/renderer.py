@@ -285,6 +285,8 @@ class Renderer:
         instance ``offsets`` (I, 3) if given, and size the ground grid to match."""
         if camera is not None:
             self.camera_spec = parse_camera(camera)
+        # The front is where the clip turns the character (a retargeted clip may turn it from its bind pose).
+        self.facing = facing_yaw(self.asset, clip)
         lo, hi = animated_bounds(self.asset, clip)
         self.set_bounds(lo, hi, offsets)
         return self.camera
