@@ -107,6 +107,15 @@ class Asset:
         hi = np.max([np.max(p, axis=0) for p in points if len(p)], axis=0)
         return lo.astype(np.float64), hi.astype(np.float64)
 
+    def require_nodes(self, purpose: str) -> None:
+        """Raise :class:`ModelError` when the model has no nodes (an empty scene), naming ``purpose``.
+
+        >>> asset.require_nodes("animate")   # doctest: +SKIP
+        skeletal.errors.ModelError: empty.glb: has no nodes: nothing to animate
+        """
+        if len(self.rig) == 0:
+            raise ModelError(self.path, None, f"has no nodes: nothing to {purpose}")
+
     def __repr__(self) -> str:
         return f"Asset({self.name!r}, nodes={len(self.rig)}, skins={len(self.skins)}, clips={len(self.clips)})"
 
@@ -213,6 +222,7 @@ def load(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = None, 
     >>> asset = skeletal.load("Soldier.glb")        # doctest: +SKIP
     """
     from .io.files import check_regular
+    from .io.sniff import check_kind
 
     file = os.fspath(path)
     try:
@@ -220,6 +230,7 @@ def load(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = None, 
     except OSError as exc:
         raise ModelError(file, None, f"cannot read the file: {exc.strerror or exc}") from None
     suffix = model_suffix(file)
+    check_kind(path, other_reader=suffix in READERS)  # an empty, renamed or wrong file: one clear line
     if suffix in ASSIMP_SUFFIXES:
         return Asset(_read_assimp(path, isolate=isolate))
     if suffix in READERS:

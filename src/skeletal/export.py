@@ -128,6 +128,10 @@ def write_bvh(
     """
     asset = source if isinstance(source, Asset) else None
     rig = asset.rig if asset is not None else source
+    if asset is not None:
+        asset.require_nodes("write as BVH (a BVH file is a skeleton)")
+    elif len(rig) == 0:
+        raise ClipError("the rig has no nodes: nothing to write as BVH")
     if isinstance(clip, Clip):
         the_clip = clip
     elif clip is None:

@@ -158,7 +158,7 @@ def world_matrices(parents: np.ndarray, pose: np.ndarray, out: np.ndarray | None
     if pose.dtype not in (np.float32, np.float64):
         pose = pose.astype(np.float64)
     batch = pose.shape[:-2]
-    flat = np.ascontiguousarray(pose.reshape((-1,) + pose.shape[-2:]))
+    flat = np.ascontiguousarray(pose.reshape((int(np.prod(batch, dtype=np.int64)),) + pose.shape[-2:]))
     if out is None:
         out = np.empty(flat.shape[:2] + (4, 4), dtype=pose.dtype)
     worlds = out.reshape(flat.shape[:2] + (4, 4))

@@ -142,7 +142,8 @@ class Editor(MenuAndShortcuts, BoneTree, Inspector, CollidersPanel, DopeSheet, C
         self.curve_path = "rotation"
         self.selected_collider: int | None = None
         self.rename_text = ""
-        self.save_as_text = doc.path or "edited.glb"
+        # A model read from another format (BVH, FBX...) is saved as glTF beside it.
+        self.save_as_text = (os.path.splitext(doc.path)[0] + ".glb") if doc.path else "edited.glb"
         self.quit = False
         self.want_close = False
         self._closing_popup = False
@@ -598,6 +599,7 @@ def edit(model=None, clip: str | int | None = None, size=(1280, 720), *, samples
         doc = EditDocument(demo_asset(), os.path.abspath("demo.glb"))
     else:
         doc = EditDocument.open(os.fspath(model))
+    doc.asset.require_nodes("edit")
     index = 0
     if clip is not None:
         if not doc.clips:

@@ -14,7 +14,8 @@ class BoneTree:
             changed, self.search = imgui.input_text_with_hint("##search", "search bones", self.search)
             self._remember("bone search")
             names = self.doc.asset.rig.names
-            imgui.begin_child("bone list")
+            # Deep or long names (mixamorig:LeftHandIndex3) scroll sideways instead of being cut off.
+            imgui.begin_child("bone list", imgui.ImVec2(0, 0), 0, imgui.WindowFlags_.horizontal_scrollbar)
             if self.search.strip():
                 needle = self.search.strip().lower()
                 for i, name in enumerate(names):
@@ -38,6 +39,8 @@ class BoneTree:
                     label = names[i] or f"node {int(self.doc.asset.rig.node_of[i])}"
                     keyed = self.clip is not None and i in self._animated_nodes()
                     is_open = imgui.tree_node_ex(f"{label}{' *' if i in self.doc.pose_edits else ''}##t{i}", flags)
+                    if imgui.is_item_hovered():
+                        imgui.set_tooltip(label)  # the whole name, however deep the row
                     if keyed:
                         imgui.same_line()
                         imgui.text_disabled("\u25c6" if False else "k")

@@ -78,6 +78,7 @@ class Mixer:
     def __init__(self, asset: Asset, count: int = 1, *, dtype: npt.DTypeLike = np.float64, events: bool = True):
         if count < 1:
             raise SkeletalError(f"count must be at least 1, got {count}")
+        asset.require_nodes("animate")
         self.asset = asset
         self.rig = asset.rig
         self.count = int(count)
