@@ -41,7 +41,7 @@ from skeletal.errors import SkeletalError
 from skeletal.web import Prepared, page_html, prepare
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fixtures.shared_assets import need  # noqa: E402
+from fixtures.shared_assets import need
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -37,13 +37,17 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..asset import Asset
 from ..clip import Clip
 from ..errors import SkeletalError
+
+if TYPE_CHECKING:  # the widget needs anywidget (skeletal[notebook]): imported when show() runs
+    from ..playback import Mixer, Player
+    from .widget import SkeletalWidget
 
 __all__ = ["HTML_MAX_BYTES", "SHOW_MAX_BYTES", "Prepared", "page_html", "prepare", "show", "to_html"]
 
@@ -225,7 +229,7 @@ def page_html(prepared: Prepared, *, title: str | None = None, width: int = 640,
     return "\n".join(lines)
 
 
-def to_html(obj, path: str | os.PathLike, *, clips: Sequence[Clip | str | int] | None = None,
+def to_html(obj: Asset | Player | Mixer | str | os.PathLike, path: str | os.PathLike, *, clips: Sequence[Clip | str | int] | None = None,
             clip: str | int | None = None, width: int = 640, height: int = 480, title: str | None = None) -> str:
     """Write a self-contained page that plays ``obj`` (Asset, Player, Mixer or model path) to ``path``.
 
@@ -247,9 +251,9 @@ def to_html(obj, path: str | os.PathLike, *, clips: Sequence[Clip | str | int] |
     return os.fspath(path)
 
 
-def show(obj, *, clips: Sequence[Clip | str | int] | None = None, clip: str | int | None = None,
+def show(obj: Asset | Player | Mixer | str | os.PathLike, *, clips: Sequence[Clip | str | int] | None = None, clip: str | int | None = None,
          width: int = 640, height: int = 480, max_bytes: int = SHOW_MAX_BYTES, still: bool = True,
-         instance: int = 0):
+         instance: int = 0) -> SkeletalWidget:
     """A notebook widget playing ``obj`` (Asset, Player, Mixer or model path); see :class:`.widget.SkeletalWidget`.
 
     A Player or Mixer is followed live: after each of its ``update()`` calls the widget receives the

@@ -133,7 +133,7 @@ class SkeletalWidget(anywidget.AnyWidget):
                 iio.imwrite(path, image)
                 with open(path, "rb") as f:
                     self.still_png = f.read()
-        except Exception as exc:  # noqa: BLE001 - the still is optional: no GL, no image, and say why
+        except Exception as exc:  # the still is optional: no GL, no image, and say why
             self.still_error = f"{type(exc).__name__}: {exc}"
 
     def _repr_mimebundle_(self, **kwargs: Any):
