@@ -366,6 +366,29 @@ def test_cli_html(tmp_path):
     assert missing.exit_code != 0 and "no such file" in missing.output
     noclip = CliRunner().invoke(cli, ["html", str(bvh_path), "--out", str(out), "--clip", "nope"])
     assert noclip.exit_code != 0 and "Traceback" not in noclip.output
+    nofolder = CliRunner().invoke(cli, ["html", str(bvh_path), "--out", str(tmp_path / "no" / "x.html")])
+    assert nofolder.exit_code != 0 and "does not exist" in nofolder.output
+    badsize = CliRunner().invoke(cli, ["html", str(bvh_path), "--out", str(out), "--size", "big"])
+    assert badsize.exit_code != 0 and "WIDTHxHEIGHT" in badsize.output
+    # --clip picks and orders the clips; --size sets the view
+    glb = tmp_path / "demo.glb"
+    skeletal.export(demo_asset(), glb)
+    sized = CliRunner().invoke(cli, ["html", str(glb), "--out", str(out), "--clip", "wave", "--clip", "idle", "--size", "320x200"])
+    assert sized.exit_code == 0, sized.output
+    page = out.read_text()
+    assert '"width": 320' in page and '"height": 200' in page and '"clip": 0' in page and "2 clip(s)" in page
+
+
+def test_model_without_clips_shows_its_rest_pose(browser, tmp_path):
+    doc = build_demo_document()
+    doc.animations = []
+    asset = skeletal.Asset(doc)
+    page = write_page(tmp_path, "rest", asset)
+    open_page(browser, page)
+    assert browser.execute_script("return window.skeletalViewer.ready")
+    assert browser.execute_script("return window.skeletalViewer.clips()") == []
+    got = np.asarray(browser.execute_script("return window.skeletalViewer.jointWorld()")).reshape(-1, 4, 4)
+    np.testing.assert_allclose(got, skeletal.bake(asset, 0, [0.0])["node_world"][0], atol=1e-12)
 
 
 # -- the widget ------------------------------------------------------------------------------------
