@@ -5,7 +5,6 @@ the generated folder of 50 files with 3 broken ones, reported, the rest correct;
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,9 +13,8 @@ from click.testing import CliRunner
 from skeletal.batch import run_batch
 from skeletal.cli import cli
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fixtures.batch_folder import make_folder  # noqa: E402
-from test_batch import check_bake_outputs  # noqa: E402
+from fixtures.batch_folder import make_folder
+from test_batch import check_bake_outputs
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'skeletal[ray]')")
 

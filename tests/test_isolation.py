@@ -31,7 +31,7 @@ import skeletal
 from skeletal.asset import model_suffix, model_suffixes
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fixtures import hostile  # noqa: E402
+from fixtures import hostile
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -176,7 +176,7 @@ def test_isolated_load_from_threads(tmp_path):
     def work():
         try:
             out.append(skeletal.load(path).rig.names)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=work) for _ in range(4)]

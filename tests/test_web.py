@@ -4,7 +4,8 @@
 * joint world matrices read back from the page's JavaScript equal skeletal's bake at the same clip
   and time, to 1e-5 of the model's size: the built-in character (every clip: CUBICSPLINE, LINEAR,
   plus an edited STEP clip), a BVH written from it (bones only), a clip retargeted onto that BVH rig,
-  and with ../shared Soldier.glb, the CMU BVH walk and that walk retargeted onto Soldier;
+  the character written as USD and as FBX and read back, and with ../shared Soldier.glb, the CMU
+  BVH walk and that walk retargeted onto Soldier;
 * a screenshot of the page covers the same pixels as skeletal's headless render of the same frame
   (same camera; IoU of the character masks);
 * hostile names (``<script>``, ``<img onerror>``) show as text and run nothing; a broken model shows
@@ -13,8 +14,9 @@
   arrive as a DataView, a streamed pose moves the joints), a followed Player streams poses on
   ``update()``, the output carries a PNG still; the example notebook runs under nbclient.
 
-One Chromium is started for the whole module. Screenshots for the README are written by
-``python tests/test_web.py --screenshots`` (docs/images/web_page.png, docs/images/web_widget.png).
+One Chromium is started for the whole module. The README's screenshots: ``python tests/test_web.py
+--screenshots`` (docs/images/web_page.png) and ``python tools/web_jupyterlab.py`` (web_widget.png:
+the example notebook run in a real JupyterLab).
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -40,7 +41,7 @@ from skeletal.errors import SkeletalError
 from skeletal.web import Prepared, page_html, prepare
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fixtures.shared_assets import need  # noqa: E402
+from fixtures.shared_assets import need
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -227,6 +228,31 @@ def test_retargeted_clip_page_matches_bake(browser, tmp_path):
     check_against_bake(browser, bvh, [clip], page)
 
 
+@pytest.mark.parametrize("kind", ["usd", "fbx"])
+def test_usd_and_fbx_go_through_export(browser, tmp_path, kind):
+    """A model read from USD or FBX (the built-in character written out and read back) plays in the
+    page as skeletal bakes it: the page only ever sees skeletal.export's GLB."""
+    demo = demo_asset()
+    if kind == "usd":
+        pytest.importorskip("pxr", reason="usd-core is not installed (pip install 'skeletal[usd]')")
+        from skeletal.io.usd_write import write_usd
+
+        path = tmp_path / "demo.usda"
+        write_usd(demo, path, ["walk", "idle"])
+    else:
+        from fixtures.assimp_convert import assimp_command, convert
+
+        if assimp_command() is None:
+            pytest.skip("the assimp command is not installed (apt-get install assimp-utils)")
+        pytest.importorskip("cffi", reason="the FBX reader needs cffi (pip install 'skeletal[assimp]')")
+        glb = tmp_path / "demo.glb"
+        skeletal.export(demo, glb, ["walk"])
+        path = convert(glb, tmp_path / "demo.fbx")
+    model = skeletal.load(path)
+    assert model.clips and model.mesh_instances
+    check_against_bake(browser, model, list(model.clips), write_page(tmp_path, kind, model))
+
+
 # -- shared models ------------------------------------------------------------------------------
 
 
@@ -270,30 +296,45 @@ def test_hostile_names_are_text(browser, tmp_path):
     assert browser.execute_script("return document.querySelectorAll('img').length") == 0
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncated", "cycle"])
+def _patch_glb(glb: bytes, change) -> bytes:
+    """``glb`` with its JSON chunk passed through ``change(gltf)``."""
+    length = int.from_bytes(glb[12:16], "little")
+    gltf = json.loads(glb[20 : 20 + length])
+    change(gltf)
+    text = json.dumps(gltf).encode()
+    text += b" " * (-len(text) % 4)
+    body = len(text).to_bytes(4, "little") + b"JSON" + text + glb[20 + length :]
+    return glb[:8] + (12 + len(body)).to_bytes(4, "little") + body
+
+
+def _make_cycle(gltf):  # root's first child names root as its child
+    gltf["nodes"][1]["children"] = gltf["nodes"][1].get("children", []) + [0]
+
+
+def _huge_count(gltf):  # an accessor claiming far more elements than its buffer holds
+    for accessor in gltf["accessors"]:
+        accessor["count"] = 99_999_999
+
+
+def _bad_joint(gltf):  # a skin joint that is not a node
+    gltf["skins"][0]["joints"][3] = 10_000
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "cycle", "huge_count", "bad_joint"])
 def test_broken_model_says_why_and_does_not_hang(browser, tmp_path, damage):
     good = prepare(demo_asset())
-    glb = good.glb
-    if damage == "garbage":
-        glb = b"not a model at all" * 10
-    elif damage == "truncated":
-        glb = glb[: len(glb) // 3]
-    else:  # a node hierarchy with a cycle: root's child list names root's own parent chain
-        length = int.from_bytes(glb[12:16], "little")
-        gltf = json.loads(glb[20 : 20 + length])
-        gltf["nodes"][1]["children"] = gltf["nodes"][1].get("children", []) + [0]
-        text = json.dumps(gltf).encode()
-        text += b" " * (-len(text) % 4)
-        rest = glb[20 + length :]
-        body = len(text).to_bytes(4, "little") + b"JSON" + text + rest
-        glb = glb[:8] + (12 + len(body)).to_bytes(4, "little") + body
+    glb = {"garbage": lambda g: b"not a model at all" * 10, "truncated": lambda g: g[: len(g) // 3],
+           "cycle": lambda g: _patch_glb(g, _make_cycle), "huge_count": lambda g: _patch_glb(g, _huge_count),
+           "bad_joint": lambda g: _patch_glb(g, _bad_joint)}[damage](good.glb)
     broken = Prepared(glb, good.asset, good.clips, 0, good.view)
     page = tmp_path / f"broken_{damage}.html"
     page.write_text(page_html(broken))
     open_page(browser, page)
     assert browser.execute_script("return window.skeletalViewer.failed")
     message = browser.execute_script("return String(window.skeletalViewer.error)")
-    assert message and message != "null"
+    expected = {"garbage": "not a GLB", "truncated": "past the end", "cycle": "cycle", "huge_count": "runs past",
+                "bad_joint": "bad joint"}[damage]
+    assert expected in message, message
     assert "skeletal viewer:" in browser.execute_script("return document.body.textContent")
 
 
@@ -325,6 +366,29 @@ def test_cli_html(tmp_path):
     assert missing.exit_code != 0 and "no such file" in missing.output
     noclip = CliRunner().invoke(cli, ["html", str(bvh_path), "--out", str(out), "--clip", "nope"])
     assert noclip.exit_code != 0 and "Traceback" not in noclip.output
+    nofolder = CliRunner().invoke(cli, ["html", str(bvh_path), "--out", str(tmp_path / "no" / "x.html")])
+    assert nofolder.exit_code != 0 and "does not exist" in nofolder.output
+    badsize = CliRunner().invoke(cli, ["html", str(bvh_path), "--out", str(out), "--size", "big"])
+    assert badsize.exit_code != 0 and "WIDTHxHEIGHT" in badsize.output
+    # --clip picks and orders the clips; --size sets the view
+    glb = tmp_path / "demo.glb"
+    skeletal.export(demo_asset(), glb)
+    sized = CliRunner().invoke(cli, ["html", str(glb), "--out", str(out), "--clip", "wave", "--clip", "idle", "--size", "320x200"])
+    assert sized.exit_code == 0, sized.output
+    page = out.read_text()
+    assert '"width": 320' in page and '"height": 200' in page and '"clip": 0' in page and "2 clip(s)" in page
+
+
+def test_model_without_clips_shows_its_rest_pose(browser, tmp_path):
+    doc = build_demo_document()
+    doc.animations = []
+    asset = skeletal.Asset(doc)
+    page = write_page(tmp_path, "rest", asset)
+    open_page(browser, page)
+    assert browser.execute_script("return window.skeletalViewer.ready")
+    assert browser.execute_script("return window.skeletalViewer.clips()") == []
+    got = np.asarray(browser.execute_script("return window.skeletalViewer.jointWorld()")).reshape(-1, 4, 4)
+    np.testing.assert_allclose(got, skeletal.bake(asset, 0, [0.0])["node_world"][0], atol=1e-12)
 
 
 # -- the widget ------------------------------------------------------------------------------------
@@ -394,6 +458,24 @@ def test_widget_follows_player_and_runs_in_chromium(browser, tmp_path):
         skeletal.show(asset, max_bytes=1000)
 
 
+def test_widget_follows_a_mixer_instance():
+    pytest.importorskip("anywidget", reason="anywidget is not installed (pip install 'skeletal[notebook]')")
+    asset = demo_asset()
+    mixer = skeletal.Mixer(asset, 3)
+    mixer.play("run", offset=np.array([0.0, 0.3, 0.6]))
+    mixer.update(0.1)
+    widget = skeletal.show(mixer, instance=1, still=False)
+    assert widget.options["clip"] == [c.name for c in asset.clips].index("run")
+    index_of = asset.rig.index_of
+    np.testing.assert_allclose(np.frombuffer(widget.pose, np.float32).reshape(-1, 4, 4), mixer.world[1][index_of], atol=1e-6)
+    mixer.update(0.25)
+    np.testing.assert_allclose(np.frombuffer(widget.pose, np.float32).reshape(-1, 4, 4), mixer.world[1][index_of], atol=1e-6)
+    with pytest.raises(SkeletalError, match="instance 5"):
+        skeletal.show(mixer, instance=5, still=False)
+    with pytest.raises(SkeletalError, match="cannot show a dict"):
+        skeletal.show({})
+
+
 def test_example_notebook_runs(tmp_path):
     nbformat = pytest.importorskip("nbformat", reason="nbformat is not installed")
     nbclient = pytest.importorskip("nbclient", reason="nbclient is not installed")
@@ -434,11 +516,8 @@ def test_example_notebook_runs(tmp_path):
 
 
 def write_screenshots() -> None:
-    """docs/images/web_page.png (the page, Soldier if ../shared has it) and web_widget.png."""
+    """docs/images/web_page.png: the page (Soldier if ../shared has it, else the built-in character)."""
     import tempfile
-
-    class _Skip(Exception):
-        pass
 
     driver = _make_driver()
     images = REPO / "docs" / "images"
@@ -448,22 +527,16 @@ def write_screenshots() -> None:
             try:
                 model = skeletal.load(need("Soldier.glb"))
                 clip = "Walk"
-            except BaseException:  # pytest.skip outside pytest: fall back to the built-in character
+            except pytest.skip.Exception:  # no ../shared: the built-in character
                 model, clip = demo_asset(), "walk"
             page = write_page(folder, "page", model, clip=clip, width=720, height=480)
             driver.set_window_size(820, 900)
             open_page(driver, page)
             driver.execute_script("window.skeletalViewer.setTime(0.55)")
             driver.find_element("tag name", "body").screenshot(str(images / "web_page.png"))
-            player = skeletal.Player(demo_asset())
-            player.play("wave")
-            player.update(0.8)
-            widget = skeletal.show(player, width=560, height=380)
-            open_page(driver, _widget_harness(folder, widget))
-            driver.find_element("tag name", "body").screenshot(str(images / "web_widget.png"))
     finally:
         driver.quit()
-    print(images / "web_page.png", images / "web_widget.png")
+    print(images / "web_page.png")
 
 
 if __name__ == "__main__":

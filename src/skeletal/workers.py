@@ -112,7 +112,7 @@ def _worker_main(conn, limits: TaskLimits) -> None:
         import numba
 
         numba.set_num_threads(1)  # the pool already uses every core
-    except Exception:  # noqa: BLE001 - only a speed matter
+    except Exception:  # only a speed matter
         pass
     conn.send("ready")  # set up: the supervisor starts a file's clock only now
     while True:

@@ -38,7 +38,6 @@ import sys
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Any
 
 from skeletal.errors import ModelError
 
@@ -134,7 +133,7 @@ def _work(file: str, data: bytes, unit_scale: str | None) -> tuple:
             return ("memory",)
         except RecursionError:
             return ("model_error", None, "the scene is nested too deeply to convert")
-        except Exception as exc:  # noqa: BLE001 - any other failure is the file's, reported in one line
+        except Exception as exc:  # any other failure is the file's, reported in one line
             return ("model_error", None, f"converting Assimp's scene failed: {type(exc).__name__}: "
                                          f"{' '.join(str(exc).split())[:200]}")
     notes = [(str(w.message), w.category.__name__) for w in caught]
@@ -350,7 +349,7 @@ def _read_forked(file: str, data: bytes, unit_scale, limits: Limits, memory: int
                 import faulthandler
 
                 faulthandler.disable()  # a crash is reported by the parent, not dumped on stderr
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
             _die_with(parent)
@@ -359,7 +358,7 @@ def _read_forked(file: str, data: bytes, unit_scale, limits: Limits, memory: int
 
             assimp_ffi._lock = threading.Lock()  # another thread of the parent may have held it
             _child(w, file, data, unit_scale, memory, cpu)
-        except BaseException:  # noqa: BLE001
+        except BaseException:
             code = 70
         finally:
             os._exit(code)
