@@ -15,9 +15,7 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,12 +27,12 @@ from skeletal.demo import demo_asset
 from skeletal.errors import ModelError
 
 pxr = pytest.importorskip("pxr", reason="usd-core is not installed (pip install 'skeletal[usd]')")
-from pxr import Gf, Sdf, Usd, UsdGeom, UsdSkel, Vt  # noqa: E402
+from fixtures.shared_assets import ASSETS
+from fixtures.shared_assets import need as _need
+from pxr import Gf, Sdf, Usd, UsdGeom, UsdSkel, Vt
 
-from skeletal.cli import cli  # noqa: E402
-from skeletal.io.usd_write import check_usd, write_usd  # noqa: E402
-
-from fixtures.shared_assets import ASSETS, need as _need  # noqa: E402
+from skeletal.cli import cli
+from skeletal.io.usd_write import check_usd, write_usd
 
 TOL = 1e-5  # of the model's size
 

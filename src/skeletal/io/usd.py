@@ -42,11 +42,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from skeletal.document import Animation, Channel, Document, Material, Mesh, MorphTarget, Node, Primitive, Skin
+from skeletal.document import (
+    Animation,
+    Channel,
+    Document,
+    Material,
+    Mesh,
+    MorphTarget,
+    Node,
+    Primitive,
+    Skin,
+)
 from skeletal.errors import ModelError
 from skeletal.quat import compose_trs, decompose_trs, quat_mul
 
-__all__ = ["read_usd", "USD_SUFFIXES", "import_pxr"]
+__all__ = ["USD_SUFFIXES", "import_pxr", "read_usd"]
 
 #: File suffixes read by this module.
 USD_SUFFIXES = (".usd", ".usda", ".usdc", ".usdz")
@@ -87,7 +97,7 @@ def read_usd(path: str | os.PathLike) -> Document:
 def _check_dependencies(file: str) -> None:
     """Refuse composition arcs that reach outside the model's folder (or any URL), before the stage
     composes them."""
-    from pxr import Sdf
+    from pxr import Sdf, Tf
 
     base = os.path.realpath(os.path.dirname(os.path.abspath(file)))
     seen: set[str] = set()
@@ -99,7 +109,7 @@ def _check_dependencies(file: str) -> None:
         seen.add(layer_path)
         try:
             layer = Sdf.Layer.FindOrOpen(layer_path)
-        except Exception as exc:  # pxr raises Tf.ErrorException
+        except Tf.ErrorException as exc:
             raise ModelError(file, None, f"not a USD file: {_first_line(exc)}") from None
         if layer is None:
             raise ModelError(file, None, "not a USD file (usd-core cannot open it)")
@@ -200,7 +210,7 @@ class _Reader:
     def _visit(self, prim, parent: int, roots: list[int]) -> int | None:
         """The node of ``prim`` (under node ``parent``), or None for a prim that is not one (nor its
         children)."""
-        from pxr import Usd, UsdGeom, UsdSkel
+        from pxr import Tf, Usd, UsdGeom, UsdSkel
 
         if not prim.IsActive() or not prim.IsDefined() or prim.IsAbstract():
             return None
@@ -211,7 +221,7 @@ class _Reader:
         if prim.IsA(UsdGeom.Xformable):
             try:
                 gf = UsdGeom.Xformable(prim).GetLocalTransformation(Usd.TimeCode.EarliestTime())
-            except Exception as exc:
+            except Tf.ErrorException as exc:
                 raise self.fail(path, f"bad transform: {_first_line(exc)}") from None
             matrix = _gf_matrices(gf)[0]
             if not np.all(np.isfinite(matrix)):
