@@ -321,11 +321,12 @@ class _Reader:
     # -- meshes ---------------------------------------------------------------------------------
 
     def _mesh(self, node_index: int, prim, _skel) -> None:
-        from pxr import UsdGeom
+        from pxr import Usd, UsdGeom
 
         path = str(prim.GetPath())
         mesh = UsdGeom.Mesh(prim)
-        points = mesh.GetPointsAttr().Get()
+        earliest = Usd.TimeCode.EarliestTime()  # points may be authored as time samples only
+        points = mesh.GetPointsAttr().Get(earliest)
         if points is None or len(points) == 0:
             return
         points = np.array(points, dtype=np.float32).reshape(-1, 3)
@@ -345,9 +346,9 @@ class _Reader:
         normals, n_interp = None, None
         pv = primvars.GetPrimvar("normals")
         if pv and pv.HasAuthoredValue():
-            normals, n_interp = pv.ComputeFlattened(), pv.GetInterpolation()
+            normals, n_interp = pv.ComputeFlattened(earliest), pv.GetInterpolation()
         elif mesh.GetNormalsAttr().HasAuthoredValue():
-            normals, n_interp = mesh.GetNormalsAttr().Get(), mesh.GetNormalsInterpolation()
+            normals, n_interp = mesh.GetNormalsAttr().Get(earliest), mesh.GetNormalsInterpolation()
         st, st_interp = None, None
         pv = primvars.GetPrimvar("st")
         if pv and pv.HasAuthoredValue():
@@ -477,10 +478,11 @@ class _Reader:
         out.joints = np.ascontiguousarray(j_out[point_of_vertex])
         out.weights = np.ascontiguousarray(w_out[point_of_vertex])
 
-        geom_attr = api.GetGeomBindTransformAttr()
         geom = np.eye(4)
-        if geom_attr and geom_attr.HasAuthoredValue():
-            geom = _gf_matrices(geom_attr.Get())[0]
+        for geom_attr in (api.GetGeomBindTransformAttr(), prim.GetAttribute("skel:geomBindTransform")):  # new, old name
+            if geom_attr and geom_attr.HasAuthoredValue():
+                geom = _gf_matrices(geom_attr.Get())[0]
+                break
         inverse_bind = np.stack([_inverse(skel.bind[j]) @ geom for j in order])
         if not np.all(np.isfinite(inverse_bind)):
             raise self.fail(target, "bindTransforms has a matrix that cannot be inverted")
