@@ -510,10 +510,11 @@ class _Reader:
             offsets = np.array(shape.GetOffsetsAttr().Get() or [], dtype=np.float32).reshape(-1, 3)
             normal_offsets = shape.GetNormalOffsetsAttr().Get()
             normal_offsets = np.array(normal_offsets, dtype=np.float32).reshape(-1, 3) if normal_offsets else None
-            idx_value = shape.GetPointIndicesAttr().Get()
-            if idx_value is not None and len(idx_value):
+            idx_attr = shape.GetPointIndicesAttr()
+            idx_value = idx_attr.Get() if idx_attr and idx_attr.HasAuthoredValue() else None
+            if idx_value is not None:  # sparse (an authored empty list moves no point)
                 idx = np.array(idx_value, dtype=np.int64)
-                if idx.min() < 0 or idx.max() >= v:
+                if len(idx) and (idx.min() < 0 or idx.max() >= v):
                     raise self.fail(str(tp), f"pointIndices has index {int(idx.max() if idx.max() >= v else idx.min())}, the mesh has {v} points")
             else:
                 idx = np.arange(v)
