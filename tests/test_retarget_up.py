@@ -13,7 +13,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from fixtures.shared_assets import need as _need
 
 from skeletal.asset import Asset
 from skeletal.cli import cli
@@ -24,15 +23,11 @@ from skeletal.export import write_bvh
 from skeletal.io.bvh import CMU_SCALE, parse_bvh, read_bvh
 from skeletal.pose import world_matrices
 from skeletal.quat import quat_mul, quat_to_matrix
-from skeletal.retarget import (
-    canonical_names,
-    detect_up,
-    hip_height,
-    retarget,
-    standing_ankle_height,
-)
+from skeletal.retarget import canonical_names, detect_up, hip_height, retarget, standing_ankle_height
 from skeletal.rig import Rig
 from skeletal.sampling import sample
+
+from fixtures.shared_assets import need as _need
 
 
 def _axis_quat(axis, degrees) -> np.ndarray:

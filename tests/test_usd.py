@@ -27,12 +27,12 @@ from skeletal.demo import demo_asset
 from skeletal.errors import ModelError
 
 pxr = pytest.importorskip("pxr", reason="usd-core is not installed (pip install 'skeletal[usd]')")
-from fixtures.shared_assets import ASSETS
-from fixtures.shared_assets import need as _need
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdSkel, Vt
 
 from skeletal.cli import cli
 from skeletal.io.usd_write import check_usd, write_usd
+
+from fixtures.shared_assets import ASSETS, need as _need
 
 TOL = 1e-5  # of the model's size
 

@@ -68,7 +68,7 @@ def import_pxr(file: str | None = None):
     """The ``pxr`` modules (Usd, UsdGeom, UsdSkel, Sdf, Gf, Vt); ModelError with the install hint when
     usd-core is missing."""
     try:
-        from pxr import Gf, Sdf, Usd, UsdGeom, UsdSkel, Vt  # noqa: F401
+        from pxr import Gf, Sdf, Usd, UsdGeom, UsdSkel, Vt  # noqa: F401 - an import test: the modules are imported again where used
     except ImportError:
         raise ModelError(file, None, INSTALL_HINT) from None
     import pxr

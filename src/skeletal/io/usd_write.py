@@ -104,7 +104,7 @@ def _clip_times(clip: Clip) -> np.ndarray:
 def _frame_rate(clips: Sequence[Clip]) -> float:
     """timeCodesPerSecond: the key rate of the first clip keyed uniformly at 10 to 240 keys a second
     without splines (a BVH's 120, a baked clip's 30), else 30 (viewers step whole time codes)."""
-    from skeletal.export import clip_frame_time
+    from skeletal.clip import clip_frame_time
 
     for clip in clips:
         if any(t.interpolation == "CUBICSPLINE" for t in clip.tracks):
