@@ -379,6 +379,16 @@ def test_not_usd_and_outside_references(tmp_path):
     stage.GetRootLayer().Save()
     with pytest.raises(ModelError, match="outside the model's folder"):
         skeletal.load(inner / "ref.usda")
+    # the same arc, absolute, inside a .usdz package (a zip made by hand, so the path stays in it)
+    import zipfile
+
+    stage = Usd.Stage.CreateNew(str(tmp_path / "abs.usda"))
+    stage.DefinePrim("/X").GetReferences().AddReference(str(secret))
+    stage.GetRootLayer().Save()
+    with zipfile.ZipFile(inner / "abs.usdz", "w", zipfile.ZIP_STORED) as z:
+        z.write(tmp_path / "abs.usda", "root.usda")
+    with pytest.raises(ModelError, match="outside the model's folder"):
+        skeletal.load(inner / "abs.usdz")
     inside = inner / "char.usda"
     make_stage(str(inside))
     stage = Usd.Stage.CreateNew(str(inner / "ok.usda"))

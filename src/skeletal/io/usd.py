@@ -110,15 +110,21 @@ def _check_dependencies(file: str) -> None:
         try:
             layer = Sdf.Layer.FindOrOpen(layer_path)
         except Tf.ErrorException as exc:
+            if "[" in layer_path:
+                continue  # a missing file inside a package: usd-core warns and composes without it
             raise ModelError(file, None, f"not a USD file: {_first_line(exc)}") from None
+        if layer is None and "[" in layer_path:
+            continue
         if layer is None:
             raise ModelError(file, None, "not a USD file (usd-core cannot open it)")
-        if layer_path.lower().endswith(".usdz"):
-            continue  # a package: its arcs resolve inside it
         for dep in layer.GetCompositionAssetDependencies():
             if "://" in dep or dep.startswith("//"):
                 raise ModelError(file, None, f"refers to {dep!r}: only files next to the model are read")
-            resolved = os.path.realpath(layer.ComputeAbsolutePath(dep))
+            absolute = layer.ComputeAbsolutePath(dep)
+            if "[" in absolute:  # inside a .usdz package: usd-core keeps it there
+                todo.append(absolute)
+                continue
+            resolved = os.path.realpath(absolute)
             if os.path.commonpath([base, resolved]) != base:
                 raise ModelError(file, None, f"refers to {dep!r}, outside the model's folder")
             if os.path.isfile(resolved):
