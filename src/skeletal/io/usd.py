@@ -175,8 +175,7 @@ class _Reader:
 
         _check_dependencies(self.file)
         try:
-            with warnings.catch_warnings():
-                self.stage = Usd.Stage.Open(self.file, Usd.Stage.LoadAll)
+            self.stage = Usd.Stage.Open(self.file, Usd.Stage.LoadAll)
         except Tf.ErrorException as exc:
             raise ModelError(self.file, None, f"cannot open the stage: {_first_line(exc)}") from None
         if self.stage is None:
