@@ -9,6 +9,7 @@ from click.testing import CliRunner
 
 import skeletal
 from skeletal import bench as B
+from skeletal.cli.bench import bench as bench_command
 from skeletal.demo import build_demo_document, demo_asset
 from skeletal.skin import pack_palette, skin, skin_into
 
@@ -24,7 +25,7 @@ def assert_stat(s):
 
 def test_bench_quick_writes_every_figure(tmp_path):
     out = tmp_path / "bench.json"
-    result = CliRunner().invoke(B.bench, ["--quick", "--json", str(out)])
+    result = CliRunner().invoke(bench_command, ["--quick", "--json", str(out)])
     assert result.exit_code == 0, result.output
     assert "crowd" in result.output and "skinning" in result.output
     data = json.loads(out.read_text())

@@ -121,7 +121,7 @@ def _palette4(palette34):
 
 
 def test_render_command_import_does_not_import_moderngl():
-    code = "import sys; from skeletal.render.command import render; import skeletal.render; print('moderngl' in sys.modules)"
+    code = "import sys; from skeletal.cli.render import render; import skeletal.render; print('moderngl' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 
@@ -467,7 +467,7 @@ def default_model(monkeypatch):
 def _invoke(args):
     from click.testing import CliRunner
 
-    from skeletal.render.command import render
+    from skeletal.cli.render import render
 
     return CliRunner().invoke(render, args, catch_exceptions=True)
 

@@ -20,7 +20,7 @@ def test_parse_crossfade():
 
 
 def test_render_crossfade_video(tmp_path, ctx, imageio):  # noqa: F811
-    from skeletal.render.command import render
+    from skeletal.cli.render import render
 
     out = tmp_path / "fade.gif"
     result = CliRunner().invoke(

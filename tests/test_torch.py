@@ -92,7 +92,7 @@ def test_skeletal_does_not_import_torch_and_a_missing_torch_names_the_extra():
         "    print(exc)\n"
         "else:\n"
         "    raise SystemExit('imported without torch')\n"
-        "from skeletal.torch_bench import bench_rows\n"
+        "from skeletal.bench.torch import bench_rows\n"
         "print(bench_rows(quick=True))\n"
     )
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))

@@ -588,14 +588,14 @@ def test_font_atlas(kind):
 
 
 def test_importing_the_command_imports_no_gl():
-    code = ("import sys, skeletal.render.view_command, skeletal.render.viewer_ui; "
+    code = ("import sys, skeletal.cli.view, skeletal.render.viewer_ui; "
             "print(sorted(m for m in ('moderngl', 'glfw', 'PIL') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
 
 def test_no_display_is_one_line_error(monkeypatch, capsys):
-    from skeletal.render.view_command import main, view
+    from skeletal.cli.view import main, view
 
     result = CliRunner().invoke(view, ["--frames", "1"], env={"DISPLAY": None, "WAYLAND_DISPLAY": None})
     if sys.platform.startswith("linux"):
@@ -609,7 +609,7 @@ def test_no_display_is_one_line_error(monkeypatch, capsys):
 
 
 def test_bad_options_fail_before_any_window(monkeypatch, capsys, tmp_path):
-    from skeletal.render.view_command import main
+    from skeletal.cli.view import main
 
     pytest.importorskip("moderngl", reason="the viewer module imports moderngl")
     monkeypatch.setenv("DISPLAY", ":9999")  # never opened: every error below comes first
@@ -629,7 +629,7 @@ def test_bad_options_fail_before_any_window(monkeypatch, capsys, tmp_path):
 
 
 def test_blend_options_fail_before_any_window(monkeypatch, capsys):
-    from skeletal.render.view_command import main
+    from skeletal.cli.view import main
 
     pytest.importorskip("moderngl", reason="the viewer module imports moderngl")
     monkeypatch.setenv("DISPLAY", ":9999")  # never opened: every error below comes first
@@ -652,12 +652,12 @@ def xdisplay():
 
 
 def screenshot(display: str, path, *args: str) -> np.ndarray:
-    """Run ``python -m skeletal.render.view_command`` on ``display`` and return its screenshot."""
+    """Run ``python -m skeletal.cli.view`` on ``display`` and return its screenshot."""
     import imageio.v3 as iio
 
     env = {**os.environ, "DISPLAY": display}
     env.pop("WAYLAND_DISPLAY", None)
-    cmd = [sys.executable, "-m", "skeletal.render.view_command", "--size", "640x400", "--frames", "2",
+    cmd = [sys.executable, "-m", "skeletal.cli.view", "--size", "640x400", "--frames", "2",
            "--screenshot", str(path), *args]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

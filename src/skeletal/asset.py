@@ -16,6 +16,7 @@ import numpy as np
 from .clip import Clip, Track, resolve_clip
 from .document import Document, Primitive
 from .errors import ModelError
+from .io.formats import ASSIMP_SUFFIXES, BVH_SUFFIX, USD_SUFFIXES
 from .rig import Rig
 from .skin import normalize_weights
 
@@ -150,7 +151,10 @@ class Asset:
                         f"weights track has {channel.values.shape[1]} values per key, the node's mesh has {expected} morph targets",
                     )
             tracks.append(Track(node, channel.path, channel.interpolation, channel.times, channel.values))
-        return Clip(anim.name or f"animation_{index}", tracks)
+        clip = Clip(anim.name or f"animation_{index}", tracks)
+        if anim.duration is not None and anim.duration > clip.duration:
+            clip.duration = float(anim.duration)  # the authored length (a scene that ends after its last key)
+        return clip
 
     def _mesh_instance(self, file_node: int) -> MeshInstance:
         doc = self.document
@@ -184,25 +188,54 @@ class Asset:
         return instance
 
 
-def load(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = None) -> Asset:
+def load(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = None, isolate: bool = True) -> Asset:
     """Load a model file (``.gltf``/``.glb``, ``.bvh`` motion capture, or FBX, Collada and the other
     formats Assimp reads) as an :class:`Asset`.
 
     A ``.bvh`` file gives a rig and one clip, no meshes (see :mod:`skeletal.io.bvh`). ``.fbx``,
     ``.dae``, ``.x``, ``.md5mesh``, ... go through the system's Assimp library (see
-    :mod:`skeletal.io.assimp`; FBX is converted to metres).
+    :mod:`skeletal.io.assimp`; FBX is converted to metres), which runs in a child process under
+    memory, CPU and time limits so that a file that crashes or hangs Assimp gives a ModelError;
+    ``isolate=False`` runs it in this process (trusted files only).
+    ``.usd``/``.usda``/``.usdc``/``.usdz`` (UsdSkel) need usd-core (see :mod:`skeletal.io.usd`).
 
-    URIs inside the file may only name files in the model's folder or below, unless ``base_dir`` is
-    given (then anything under ``base_dir``). Errors are :class:`skeletal.ModelError`.
+    Only regular files are read: a named pipe, a device or a directory is refused at once. URIs
+    inside the file may only name files in the model's folder or below, unless ``base_dir`` is given
+    (then anything under ``base_dir``). Errors are :class:`skeletal.ModelError`.
 
     >>> asset = skeletal.load("Soldier.glb")        # doctest: +SKIP
     """
-    suffix = os.path.splitext(os.fspath(path))[1].lower()
+    from .io.files import check_regular
+
+    file = os.fspath(path)
+    try:
+        check_regular(file)  # the front door: every reader below sees a regular file (no FIFO/device)
+    except OSError as exc:
+        raise ModelError(file, None, f"cannot read the file: {exc.strerror or exc}") from None
+    suffix = model_suffix(file)
+    if suffix in ASSIMP_SUFFIXES:
+        return Asset(_read_assimp(path, isolate=isolate))
     if suffix in _READERS:
         return Asset(_READERS[suffix](path))
     from .io.gltf import read_gltf
 
     return Asset(read_gltf(path, base_dir=base_dir))
+
+
+def model_suffix(path: str | os.PathLike) -> str:
+    """The lower-case suffix that picks a file's reader: the longest known one the name ends with
+    (``"x.mesh.xml"`` -> ``".mesh.xml"``), else the last suffix (``".glb"``)."""
+    name = os.path.basename(os.fspath(path)).lower()
+    for suffix in sorted(_READERS, key=len, reverse=True):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return suffix
+    return os.path.splitext(name)[1]
+
+
+def model_suffixes() -> tuple[str, ...]:
+    """Every file suffix :func:`load` reads (glTF, BVH, the Assimp formats and any other reader in
+    ``_READERS``): the one list ``skeletal batch`` collects folders by."""
+    return (".gltf", ".glb", *_READERS)
 
 
 def _read_bvh(path):
@@ -211,16 +244,18 @@ def _read_bvh(path):
     return read_bvh(path)
 
 
-def _read_assimp(path):
+def _read_usd(path):
+    from .io.usd import read_usd
+
+    return read_usd(path)
+
+
+def _read_assimp(path, isolate: bool = True):
     from .io.assimp import read_assimp
 
-    return read_assimp(path)
+    return read_assimp(path, isolate=isolate)
 
-
-# Suffixes Assimp reads (kept here so that a glTF load imports nothing of the Assimp reader).
-_ASSIMP_SUFFIXES = (".fbx", ".dae", ".x", ".3ds", ".ms3d", ".md5mesh", ".b3d", ".smd", ".ogex", ".ase",
-                    ".lwo", ".lws", ".md2", ".md3", ".mdl", ".irrmesh", ".ac", ".obj", ".ply", ".stl", ".off",
-                    ".3mf", ".cob", ".xgl", ".zgl", ".q3o", ".dxf", ".csm", ".nff", ".raw", ".ter", ".hmp")
 
 # Readers of formats other than glTF, by lower-case file suffix; anything else is read as glTF.
-_READERS = {".bvh": _read_bvh, **{suffix: _read_assimp for suffix in _ASSIMP_SUFFIXES}}
+_READERS = {BVH_SUFFIX: _read_bvh, **{suffix: _read_assimp for suffix in ASSIMP_SUFFIXES},
+            **{suffix: _read_usd for suffix in USD_SUFFIXES}}  # USD (UsdSkel): skeletal[usd]

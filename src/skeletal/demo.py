@@ -727,7 +727,7 @@ def build_demo_document() -> Document:
         for name, color in MATERIALS.items()
     ]
     animations = [_animation(name, make(), interpolation) for name, (make, interpolation) in CLIPS.items()]
-    from skeletal import __version__
+    from skeletal.version import __version__
 
     return Document(
         path="<skeletal demo>",

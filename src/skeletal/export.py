@@ -74,11 +74,19 @@ def asset_to_document(asset: Asset, clips: Sequence[Clip | str | int] | None = N
 
 def export(asset: Asset, path: str | os.PathLike, clips: Sequence[Clip | str | int] | None = None, *,
            short_rotations: bool = False) -> None:
-    """Write ``asset`` with ``clips`` (see :func:`asset_to_document`) as ``.glb`` or ``.gltf``;
-    ``short_rotations``: see :func:`skeletal.io.gltf_write.write_gltf` (on for compressed clips).
+    """Write ``asset`` with ``clips`` (see :func:`asset_to_document`) as ``.glb`` or ``.gltf``, or as
+    USD (UsdSkel) for ``.usda``/``.usdc``/``.usd``/``.usdz`` (:func:`skeletal.io.usd_write.write_usd`,
+    needs ``skeletal[usd]``); ``short_rotations``: see :func:`skeletal.io.gltf_write.write_gltf` (on
+    for compressed clips; glTF only).
 
     >>> skeletal.export(skeletal.load("walk.bvh"), "walk.glb")         # doctest: +SKIP
+    >>> skeletal.export(skeletal.load("Soldier.glb"), "soldier.usdz")  # doctest: +SKIP
     """
+    if os.path.splitext(os.fspath(path))[1].lower() in (".usda", ".usdc", ".usd", ".usdz"):
+        from .io.usd_write import write_usd
+
+        write_usd(asset, path, clips)
+        return
     from .io.gltf_write import write_gltf
 
     write_gltf(asset_to_document(asset, clips), path, short_rotations=short_rotations)

@@ -71,7 +71,7 @@ influences, positions + normals, one thread, ratios to ``skin_into`` interleaved
 * S is blended per vertex as one 8-lane row straight from memory (fewer live registers than the
   pair layout, which spilled with two pairs in flight).
 
-Speed (``skeletal bench``, rows from :mod:`skeletal.bench_dq`, per frame: pack the palette, skin;
+Speed (``skeletal bench``, rows from :mod:`skeletal.bench.dq`, per frame: pack the palette, skin;
 one thread, CPU time, load average 2.6-3.0 from other jobs): rigid palette 0.90x LBS (six runs
 0.87-0.91), scaled palette 0.71-0.74x (six runs 0.70-0.75), up from 0.62-0.70x / 0.56-0.61x for the
 previous kernel run alternately with them. LBS's machine code is unchanged by the shared helpers (compared after

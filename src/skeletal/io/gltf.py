@@ -23,7 +23,6 @@ import os
 import re
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -55,6 +54,7 @@ from skeletal.io.accessors import (
     decode_float32,
 )
 from skeletal.io.buffers import BinaryData
+from skeletal.io.files import read_regular
 from skeletal.io.glb import parse_container
 from skeletal.io.jsonobj import JsonObject
 from skeletal.io.uris import UriError, read_uri
@@ -146,7 +146,7 @@ def read_gltf(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = N
     """
     file = os.fspath(path)
     try:
-        data = Path(file).read_bytes()  # the one read of the model file; GLB arrays are views into it
+        data = read_regular(file)  # the one read of the model file; GLB arrays are views into it
     except OSError as exc:
         raise ModelError(file, None, f"cannot read the file: {exc.strerror or exc}") from None
     document, glb_bin = parse_container(data, file)
@@ -196,6 +196,14 @@ class _GltfReader:
 
     # -- document-level checks ------------------------------------------------------------------
     def _check_asset(self) -> dict:
+        head = self.root.data.get("asset")
+        raw = head.get("version") if isinstance(head, dict) else None
+        hint = "glTF 1.0 is not supported (this reader reads glTF 2.x; convert the file with gltf-pipeline or Blender)"
+        if (isinstance(raw, (int, float)) and not isinstance(raw, bool)) or (
+                isinstance(raw, str) and re.match(r"^(0|1)(\.[0-9]+)?$", raw)):
+            self.root.fail(f"{hint}: asset.version is {raw!r}")
+        if raw is None and any(isinstance(self.root.data.get(k), dict) for k in ("meshes", "nodes", "accessors")):
+            self.root.fail(f"{hint}: its top-level objects are dictionaries, glTF 2.x uses arrays")
         asset = self.root.object("asset", required=True)
         version = asset.string("version")
         if not re.match(r"^2\.[0-9]+$", version):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from .errors import RenderError
+from ..render.errors import RenderError
 
 PALETTE_CHOICES = ("auto", "uniform", "ubo", "ssbo", "texture")
 SKINNING_CHOICES = ("lbs", "dqs")
@@ -60,7 +60,7 @@ def render(model, clip, out, fps, size, seconds, start, camera, skeleton, weight
       skeletal render Fox.glb --skinning dqs --out fox.png
       skeletal render Soldier.glb --clip Walk --ground terrain:amplitude=0.2 --look-at 1,1.6,3 --out hills.mp4
     """
-    from .output import render_clip  # imports moderngl/imageio only now
+    from ..render.output import render_clip  # imports moderngl/imageio only now
 
     result = render_clip(
         model, clip=clip, out_path=out, fps=fps, size=size, seconds=seconds, camera=camera, skeleton=skeleton,

@@ -3,7 +3,7 @@
 Importing this module imports click only: glfw, moderngl and the renderer are imported when the
 command runs. Errors are :class:`RenderError` (or other :class:`skeletal.SkeletalError`) with
 one-line messages; the CLI group prints them, and so does :func:`main` when this module is run
-directly (``python -m skeletal.render.view_command``, which the viewer's tests use).
+directly (``python -m skeletal.cli.view``, which the viewer's tests use).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from .errors import INSTALL_HINT, RenderError
+from ..render.errors import INSTALL_HINT, RenderError
 
 PALETTE_CHOICES = ("auto", "uniform", "ubo", "ssbo", "texture")
 LOOP_CHOICES = ("repeat", "pingpong", "clamp")
@@ -68,7 +68,7 @@ def view(model, clip, size, start, speed, loop, camera, skeleton, weights_joint,
       xvfb-run skeletal view --frames 10 --screenshot view.png
     """
     try:
-        from .viewer import view as run_viewer  # imports moderngl only now (glfw when the window opens)
+        from ..render.viewer import view as run_viewer  # imports moderngl only now (glfw when the window opens)
     except ImportError as exc:  # moderngl missing, or its compiled part does not load
         raise RenderError(f"cannot import the viewer ({exc}): {INSTALL_HINT}; pip install glfw") from None
 

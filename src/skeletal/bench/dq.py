@@ -39,9 +39,9 @@ def _paired(fns: dict, repeats: int, inner: int, clock=time.perf_counter) -> dic
 def bench_rows(asset=None, clip=None, path=None, quick: bool = False, vertices: int = 100_000) -> dict:
     import numba
 
-    from .bench import rate, stat, synthetic_mesh
-    from .skin import pack_palette, skin_into
-    from .skin_dq import dual_quaternions, pack_dq_palette, skin_dq_into
+    from . import rate, stat, synthetic_mesh
+    from ..skin import pack_palette, skin_into
+    from ..skin_dq import dual_quaternions, pack_dq_palette, skin_dq_into
 
     scaled, joints, weights, positions, normals = synthetic_mesh(vertices)
     qr, _, _, _ = dual_quaternions(scaled)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .bench import rate, time_samples
+from . import rate, time_samples
 
 
 def bench_rows(asset=None, clip=None, path=None, quick: bool = False) -> dict:

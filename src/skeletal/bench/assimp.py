@@ -20,12 +20,12 @@ from pathlib import Path
 def bench_rows(asset=None, clip=None, path: Path | None = None, quick: bool = False) -> dict:
     import skeletal
 
-    from ..bench import duration, time_samples
+    from . import duration, time_samples
 
     if shutil.which("assimp") is None:
         return {"rows": [], "note": "FBX/Collada rows omitted: the assimp command (assimp-utils) is not installed"}
     try:
-        from .assimp_ffi import import_scene, library
+        from ..io.assimp_ffi import import_scene, library
 
         library()
     except skeletal.ModelError as exc:
@@ -37,7 +37,7 @@ def bench_rows(asset=None, clip=None, path: Path | None = None, quick: bool = Fa
         if path is not None and Path(path).suffix.lower() == ".glb":
             shutil.copyfile(path, glb)
         else:
-            from .gltf_write import write_gltf
+            from ..io.gltf_write import write_gltf
             from ..demo import build_demo_document
 
             write_gltf(build_demo_document(), str(glb))

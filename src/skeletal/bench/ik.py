@@ -14,10 +14,10 @@ import time
 
 import numpy as np
 
-from . import ik
-from .bench import rate, stat, time_samples
-from .pose import world_matrices
-from .quat import quat_conjugate, quat_mul
+from .. import ik
+from . import rate, stat, time_samples
+from ..pose import world_matrices
+from ..quat import quat_conjugate, quat_mul
 
 LEG_NAMES = [
     ("LeftUpLeg", "LeftLeg", "LeftFoot"), ("RightUpLeg", "RightLeg", "RightFoot"),
@@ -144,7 +144,7 @@ def numpy_fabrik(positions: np.ndarray, world_rot: np.ndarray, parent_rot: np.nd
 
 
 def _chain_fixture(n_joints: int, count: int):
-    from .rig import Rig
+    from ..rig import Rig
 
     rng = np.random.default_rng(2)
     rest = np.zeros((n_joints, 10))
@@ -166,7 +166,7 @@ def _chain_fixture(n_joints: int, count: int):
 
 
 def bench_fabrik(count: int, repeats: int, numpy_repeats: int, n_joints: int = 10, iterations: int = 10) -> dict:
-    from .quat import matrix_to_quat
+    from ..quat import matrix_to_quat
 
     rig, poses, world, targets = _chain_fixture(n_joints, count)
     chain = list(range(n_joints))

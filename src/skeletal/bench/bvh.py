@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .bench import REPO_ROOT, duration, time_samples
+from . import assets_dir, duration, time_samples
 
-CMU_WALK = REPO_ROOT.parent / "shared" / "assets" / "cmu_12_01_walk.bvh"
+CMU_WALK = assets_dir() / "cmu_12_01_walk.bvh"
 
 
 def _bvh_file(folder: Path) -> Path:

@@ -19,7 +19,7 @@ Stages and their baselines:
 
 Every figure is the median of repeated samples, reported with min and max. Nothing here asserts a
 speed: the ratios are printed and written to JSON (``--json``); ``benchmarks/`` builds the README
-table from them.
+table from them. The command is :mod:`skeletal.cli.bench`.
 """
 
 from __future__ import annotations
@@ -30,12 +30,10 @@ import os
 import platform
 import statistics
 import struct
-import sys
 import time
 from pathlib import Path
 from typing import Callable
 
-import click
 import numpy as np
 
 #: Published anchors the figures are compared with (not measured here).
@@ -55,28 +53,38 @@ TARGETS = {"crowd_chars_per_s": 250_000.0, "single_update_us": 20.0, "skin_mvert
 #: own comment, so that work on separate features merges without conflicts.
 FEATURE_BENCHES: list[str] = [
     # formats: Assimp, BVH load (issue 9)
-    "skeletal.io.assimp_bench",
-    "skeletal.bvh_bench",
+    "skeletal.bench.assimp",
+    "skeletal.bench.bvh",
+    # USD (UsdSkel) load next to glTF (issue 18)
+    "skeletal.bench.usd",
 
     # inverse kinematics (issue 10)
-    "skeletal.ik_bench",
+    "skeletal.bench.ik",
 
     # procedural animation (issue 10): foot placement, look-at
-    "skeletal.playback.procedural",
+    "skeletal.bench.procedural",
 
     # dual quaternion skinning (issue 10)
-    "skeletal.bench_dq",
+    "skeletal.bench.dq",
 
     # torch (issue 12)
-    "skeletal.torch_bench",
+    "skeletal.bench.torch",
 
     # compression (issue 12)
-    "skeletal.compress",
+    "skeletal.bench.compress",
 
 ]
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_MODEL = REPO_ROOT.parent / "shared" / "assets" / "Soldier.glb"
+
+
+def assets_dir() -> Path:
+    """Where the shared models are: ``$SKELETAL_ASSETS``, else ``../shared/assets`` from the current
+    directory (the layout of a checkout run from its root). Installed copies have no repository around
+    them, so the package's own location is not used."""
+    return Path(os.environ.get("SKELETAL_ASSETS") or Path.cwd().parent / "shared" / "assets")
+
+
+DEFAULT_MODEL = assets_dir() / "Soldier.glb"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -463,7 +471,7 @@ def bench_single(asset, clip: str, repeats: int, inner: int) -> dict:
 def bench_skinning(vertices: int, repeats: int, numpy_repeats: int, bandwidth_repeats: int) -> dict:
     import numba
 
-    from .skin import pack_palette, skin_into
+    from ..skin import pack_palette, skin_into
 
     palette, joints, weights, positions, normals = synthetic_mesh(vertices)
     out_p, out_n = np.empty_like(positions), np.empty_like(normals)
@@ -503,8 +511,8 @@ def bench_load(asset_path: Path | None, repeats: int) -> dict:
     if asset_path is None:  # the demo character: write it once as GLB so that there is a file to load
         import tempfile
 
-        from .demo import build_demo_document
-        from .io.gltf_write import write_gltf
+        from ..demo import build_demo_document
+        from ..io.gltf_write import write_gltf
 
         asset_path = Path(tempfile.mkdtemp(prefix="skeletal-bench-")) / "demo.glb"
         write_gltf(build_demo_document(), str(asset_path))
@@ -738,22 +746,3 @@ def format_table(r: dict) -> str:
     if busy and max(busy) > 0.25:
         footer.append("warning: the machine was busy with other work; multi-threaded figures are pessimistic")
     return "\n".join([title, ""] + lines + ["", note] + footer)
-
-
-@click.command("bench")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Also write the results as JSON to FILE.")
-@click.option("--quick", is_flag=True, help="Fewer repeats and smaller bandwidth arrays (about 20 s).")
-@click.option("--model", type=click.Path(exists=True, dir_okay=False),
-              help="Model for the crowd/single/load figures (default: Soldier.glb from the shared assets, "
-                   "else the built-in character).")
-def bench(json_path: str | None, quick: bool, model: str | None) -> None:
-    """Measure crowd, single-character, skinning and loading speed against same-run baselines."""
-    result = run_suite(quick=quick, model=model, progress=lambda msg: click.echo(f"... {msg}", err=True))
-    click.echo(format_table(result))
-    if json_path:
-        Path(json_path).write_text(json.dumps(result, indent=2) + "\n")
-        click.echo(f"wrote {json_path}", err=True)
-
-
-if __name__ == "__main__":  # python -m skeletal.bench
-    sys.exit(bench.main(standalone_mode=True))

@@ -1,4 +1,4 @@
-"""The ``skeletal`` command line: thin commands over the library.
+"""The ``skeletal`` command group and its core commands (info, bake, demo, retarget, export).
 
 Every error a user can cause ends as one line on stderr and exit status 2 (never a traceback).
 """
@@ -13,7 +13,8 @@ from typing import Any
 import click
 import numpy as np
 
-from .errors import SkeletalError
+from ..errors import SkeletalError
+from ..summary import describe
 
 
 class _Group(click.Group):
@@ -59,73 +60,6 @@ def cli() -> None:
 
 # ---------------------------------------------------------------------------------------------
 # info
-
-
-def describe(asset) -> dict[str, Any]:
-    """A JSON-ready summary of an asset: nodes (as a tree), skins, meshes, clips, extensions."""
-    doc = asset.document
-    joint_of = {}
-    for s, skin in enumerate(doc.skins):
-        for j in skin.joints.tolist():
-            joint_of.setdefault(int(j), []).append(s)
-    nodes = []
-    for i, node in enumerate(doc.nodes):
-        nodes.append({
-            "index": i,
-            "name": node.name,
-            "parent": node.parent,
-            "children": list(node.children),
-            "mesh": node.mesh,
-            "skin": node.skin,
-            "joint_of_skins": joint_of.get(i, []),
-        })
-    scene_roots = set()
-    for roots in doc.scenes:
-        scene_roots.update(roots)
-    meshes = []
-    for m, mesh in enumerate(doc.meshes):
-        meshes.append({
-            "index": m,
-            "name": mesh.name,
-            "primitives": [
-                {
-                    "vertices": p.vertex_count,
-                    "indices": None if p.indices is None else int(len(p.indices)),
-                    "influences": p.influence_count,
-                    "morph_targets": len(p.targets),
-                    "attributes": sorted(
-                        ["POSITION"] + (["NORMAL"] if p.normals is not None else [])
-                        + (["TANGENT"] if p.tangents is not None else []) + list(p.attributes)
-                    ),
-                }
-                for p in mesh.primitives
-            ],
-        })
-    clips = [
-        {
-            "index": c,
-            "name": clip.name,
-            "duration": clip.duration,
-            "tracks": clip.track_count,
-            "interpolations": clip.interpolations,
-        }
-        for c, clip in enumerate(asset.clips)
-    ]
-    return {
-        "file": os.path.basename(asset.path),
-        "generator": doc.asset_info.get("generator"),
-        "nodes": nodes,
-        "scenes": [list(s) for s in doc.scenes],
-        "orphan_roots": [i for i, n in enumerate(doc.nodes) if n.parent < 0 and i not in scene_roots],
-        "skins": [
-            {"index": s, "name": skin.name, "joints": [int(j) for j in skin.joints], "skeleton": skin.skeleton}
-            for s, skin in enumerate(doc.skins)
-        ],
-        "meshes": meshes,
-        "clips": clips,
-        "extensions_used": list(doc.extensions_used),
-        "extensions_required": list(doc.extensions_required),
-    }
 
 
 def _print_info(info: dict[str, Any]) -> None:
@@ -183,7 +117,7 @@ def _print_info(info: dict[str, Any]) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 def info(model: str, as_json: bool) -> None:
     """Show MODEL's node tree, skins, meshes, clips and extensions."""
-    from .asset import load
+    from ..asset import load
 
     summary = describe(load(model))
     if as_json:
@@ -221,8 +155,8 @@ def bake(model, out_path, clip_key, times_text, fps, loop, normals, palettes) ->
     Arrays: times (T,), node_world (T, N, 4, 4) row-major by glTF node index, and
     positions_node{N}_prim{P} (T, V, 3) world-space skinned positions.
     """
-    from .asset import load
-    from .bake import bake as bake_arrays
+    from ..asset import load
+    from ..bake import bake as bake_arrays
 
     if times_text is not None and fps is not None:
         raise _fail("give --times or --fps, not both")
@@ -248,8 +182,8 @@ def bake(model, out_path, clip_key, times_text, fps, loop, normals, palettes) ->
               help="Write the built-in character as .glb (or .gltf).")
 def demo(export_path: str) -> None:
     """Export the built-in character (rig, skinned mesh, idle/walk/run/wave clips) as glTF."""
-    from .demo import build_demo_document
-    from .io.gltf_write import write_gltf
+    from ..demo import build_demo_document
+    from ..io.gltf_write import write_gltf
 
     if not export_path.lower().endswith((".glb", ".gltf")):
         raise _fail(f"--export {export_path!r}: the file must end in .glb or .gltf")
@@ -265,21 +199,24 @@ def demo(export_path: str) -> None:
 @click.argument("source", type=click.Path(dir_okay=False))
 @click.argument("target", type=click.Path(dir_okay=False))
 @click.option("--clip", "clip_key", default="0", show_default=True, help="SOURCE's clip (name or index).")
-@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output .glb or .gltf.")
+@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False),
+              help="Output .glb, .gltf or USD (.usda, .usdc, .usdz).")
 @click.option("--map", "map_path", type=click.Path(dir_okay=False), default=None,
               help="JSON object of source joint name -> target joint name (or null), over the built-in pairs.")
 @click.option("--fps", type=float, default=None, help="Key rate of the new clip (default: the source's key times).")
 @click.option("--name", "clip_name", default=None, help="Name of the new clip (default: the source clip's).")
 @click.option("--keep-clips", is_flag=True, help="Also write TARGET's own clips.")
-def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_clips) -> None:
+@click.option("--up", "up_axis", type=click.Choice(["auto", "y", "z", "-z", "x", "-x", "-y"]), default="auto",
+              show_default=True, help="SOURCE's up axis (auto: found from its skeleton and motion; Z-up mocap stands up).")
+def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_clips, up_axis) -> None:
     """Play SOURCE's clip on TARGET's rig and write TARGET with the new clip (e.g. a BVH walk on a glTF
     character). SOURCE and TARGET: .glb/.gltf, .bvh or any format skeletal.load reads."""
-    from .asset import load
-    from .export import export
-    from .retarget import retarget as retarget_clip
+    from ..asset import load
+    from ..export import export
+    from ..retarget import retarget as retarget_clip
 
-    if not out_path.lower().endswith((".glb", ".gltf")):
-        raise _fail(f"--out {out_path!r}: the file must end in .glb or .gltf")
+    if not out_path.lower().endswith((".glb", ".gltf", ".usda", ".usdc", ".usd", ".usdz")):
+        raise _fail(f"--out {out_path!r}: the file must end in .glb, .gltf, .usda, .usdc, .usd or .usdz")
     mapping = None
     if map_path is not None:
         try:
@@ -292,7 +229,7 @@ def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_
     src, tgt = load(source), load(target)
     if not src.clips:
         raise _fail(f"{source}: has no clips to retarget")
-    clip = retarget_clip(src.clip(clip_key), src.rig, tgt.rig, mapping, fps=fps, name=clip_name)
+    clip = retarget_clip(src.clip(clip_key), src.rig, tgt.rig, mapping, fps=fps, name=clip_name, up=up_axis)
     clips = [c for c in tgt.clips if c.name != clip.name] + [clip] if keep_clips else [clip]
     export(tgt, out_path, clips)
     click.echo(f"wrote {out_path}: clip {clip.name!r} ({clip.duration:.4g} s, {clip.track_count} tracks) on "
@@ -301,7 +238,8 @@ def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_
 
 @cli.command()
 @click.argument("model", type=click.Path(dir_okay=False))
-@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output .glb, .gltf or .bvh.")
+@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False),
+              help="Output .glb, .gltf, .bvh or USD (.usda, .usdc, .usdz).")
 @click.option("--clip", "clip_keys", multiple=True, help="Clip to write (name or index; repeat for more; default: all).")
 @click.option("--rotation-order", default="ZYX", show_default=True,
               help="BVH only: Euler order of the rotation channels (XYZ, XZY, YXZ, YZX, ZXY, ZYX) or 'keep' "
@@ -313,16 +251,17 @@ def export(model, out_path, clip_keys, rotation_order, fps) -> None:
     \b
       skeletal export walk.bvh --out walk.glb
       skeletal export Soldier.glb --clip Walk --out walk.bvh --rotation-order ZXY --fps 30
+      skeletal export Soldier.glb --out soldier.usdz
     """
-    from .asset import load
-    from .export import export as export_asset
+    from ..asset import load
+    from ..export import export as export_asset
 
     lower = out_path.lower()
-    if not lower.endswith((".glb", ".gltf", ".bvh")):
-        raise _fail(f"--out {out_path!r}: the file must end in .glb, .gltf or .bvh")
+    if not lower.endswith((".glb", ".gltf", ".bvh", ".usda", ".usdc", ".usd", ".usdz")):
+        raise _fail(f"--out {out_path!r}: the file must end in .glb, .gltf, .bvh, .usda, .usdc, .usd or .usdz")
     if lower.endswith(".bvh"):
-        from .export import write_bvh
-        from .io.bvh import ROTATION_ORDERS
+        from ..export import write_bvh
+        from ..io.bvh import ROTATION_ORDERS
 
         order = None if rotation_order.lower() == "keep" else rotation_order.upper()
         if order is not None and order not in ROTATION_ORDERS:
@@ -343,8 +282,8 @@ def export(model, out_path, clip_keys, rotation_order, fps) -> None:
 def _register_render() -> None:
     # Importing the commands does not import moderngl/glfw: `skeletal info` stays fast and GL-free.
     from .bench import bench
-    from .render.command import render
-    from .render.view_command import view
+    from .render import render
+    from .view import view
 
     cli.add_command(render)
     cli.add_command(view)
@@ -363,15 +302,18 @@ FEATURE_COMMANDS: list[tuple[str, str]] = [
     # dual quaternion skinning (issue 10)
 
     # the animation editor (issue 11)
-    ("skeletal.editor.command", "edit"),
+    ("skeletal.cli.edit", "edit"),
 
     # torch (issue 12)
 
     # compression (issue 12)
-    ("skeletal.compress", "compress_command"),
+    ("skeletal.cli.compress", "compress_command"),
 
     # batch processing (issue 12)
-    ("skeletal.batch", "batch_command"),
+    ("skeletal.cli.batch", "batch_command"),
+
+    # the browser page and notebook widget (issue 19)
+    ("skeletal.web.command", "html_command"),
 
 ]
 

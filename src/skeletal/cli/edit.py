@@ -2,7 +2,7 @@
 
 Importing this module imports click only: imgui-bundle, glfw and moderngl are imported when the
 window opens. Errors are one line (the CLI group prints :class:`skeletal.SkeletalError`);
-:func:`main` runs the command outside the group (``python -m skeletal.editor.command``).
+:func:`main` runs the command outside the group (``python -m skeletal.cli.edit``).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def edit(model, clip, size, samples, frames, screenshot, script, autosave, verbo
       skeletal edit Soldier.glb --clip Walk
       xvfb-run skeletal edit --frames 10 --screenshot editor.png
     """
-    from .app import edit as run_editor  # imports imgui-bundle, glfw and moderngl only now
+    from ..editor.app import edit as run_editor  # imports imgui-bundle, glfw and moderngl only now
 
     if frames is None and screenshot:
         frames = 1
@@ -61,7 +61,7 @@ def edit(model, clip, size, samples, frames, screenshot, script, autosave, verbo
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``skeletal edit`` on its own: errors as one line on stderr, exit status 2."""
-    from ..render.view_command import run_standalone
+    from .view import run_standalone
 
     return run_standalone(edit, "skeletal edit", argv)
 
