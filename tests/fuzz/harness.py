@@ -4,8 +4,8 @@ Usage::
 
     python tests/fuzz/harness.py TARGET [libFuzzer options] [CORPUS_DIR ...]
 
-``TARGET`` is one of :data:`targets.TARGETS` (``bvh``, ``gltf``, ``fbx``, ``collada``, ``any``; ``usd``
-is a hook until ``skeletal.io.usd`` exists). The libFuzzer options are passed through, e.g.
+``TARGET`` is one of :data:`targets.TARGETS` (``bvh``, ``gltf``, ``fbx``, ``collada``, ``usd`` (needs
+usd-core), ``any``). The libFuzzer options are passed through, e.g.
 ``-seed=1 -runs=20000 -max_total_time=10 -rss_limit_mb=1024 -timeout=10
 -artifact_prefix=findings/``; the first corpus folder receives the new inputs (give a scratch folder
 first and ``tests/fuzz/seeds/TARGET`` after it so the committed seeds are read, not written).
@@ -86,7 +86,7 @@ def main(argv: list[str]) -> None:
     name = argv[1]
     target = targets.TARGETS[name]
     if name == "usd" and not targets.usd_available():
-        sys.exit("the usd target is a hook: skeletal.io.usd does not exist yet (see tests/fuzz/targets.py)")
+        sys.exit("the usd target cannot run: skeletal.io.usd or usd-core (pxr) is not installed")
     targets.quiet()
     rest = argv[2:]
     warm_up(target, seed_files(name, rest))
