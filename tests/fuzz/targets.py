@@ -50,6 +50,8 @@ def check_document(doc: Document) -> None:
         _finite(f"nodes[{i}].matrix", node.matrix)
         if not -1 <= node.parent < n:
             raise Finding(f"nodes[{i}].parent {node.parent} is not a node")
+    for k, skin in enumerate(doc.skins):
+        _finite(f"skins[{k}].inverse_bind", skin.inverse_bind)
     for a, animation in enumerate(doc.animations):
         for c, channel in enumerate(animation.channels):
             _finite(f"animations[{a}].channels[{c}].times", channel.times)
