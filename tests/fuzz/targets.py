@@ -148,7 +148,7 @@ _usd_runs = 0
 def usd_available() -> bool:
     """Whether the USD target can run (``skeletal.io.usd`` and usd-core's ``pxr`` import)."""
     try:
-        import pxr.Usd  # noqa: F401
+        import pxr.Usd  # noqa: F401 - imported only to learn whether they exist
 
         import skeletal.io.usd  # noqa: F401
     except ImportError:
