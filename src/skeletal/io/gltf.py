@@ -591,6 +591,8 @@ class _GltfReader:
                 return None  # not finite or not increasing: the full path says which key
             self._checked_times.add(input_index)
         values = accessors.floats(output_index)
+        if not np.isfinite(values).all():
+            return None  # NaN/inf key values: the full path says which element
         return Channel(node=node, path=path, interpolation=interpolation, times=times, values=values)
 
     def _check_times(self, c: JsonObject, about: str, info: AccessorInfo, times: np.ndarray) -> None:
