@@ -23,6 +23,7 @@ seconds as ``timeout-<sha1>``, one that takes the process over ``-rss_limit_mb``
 from __future__ import annotations
 
 import gc
+import hashlib
 import sys
 import types
 from pathlib import Path
@@ -80,6 +81,25 @@ def instrument_skeletal() -> tuple[int, int]:
     return count, traced
 
 
+def saving(target, argv: list[str]):
+    """``target``, saving an input that makes it raise as ``<artifact_prefix>crash-<sha1>`` before the
+    exception goes on to libFuzzer (which saves it too, unless its timeout alarm ends the process
+    while the traceback is printed: seen on long runs under load)."""
+    prefix = next((a.split("=", 1)[1] for a in argv if a.startswith("-artifact_prefix=")), "./")
+
+    def run(data: bytes) -> None:
+        try:
+            target(data)
+        except Exception:
+            path = f"{prefix}crash-{hashlib.sha1(data).hexdigest()}"
+            with open(path, "wb") as out:
+                out.write(data)
+            print(f"harness: input saved as {path}", file=sys.stderr, flush=True)
+            raise
+
+    return run
+
+
 def main(argv: list[str]) -> None:
     if len(argv) < 2 or argv[1] not in targets.TARGETS:
         sys.exit(f"usage: {argv[0]} TARGET [libFuzzer options] [corpus dirs]; TARGET one of {', '.join(targets.TARGETS)}")
@@ -96,7 +116,7 @@ def main(argv: list[str]) -> None:
     dictionary = HERE / "dicts" / f"{name}.dict"
     if dictionary.is_file() and not any(a.startswith("-dict=") for a in rest):
         rest = [f"-dict={dictionary}"] + rest
-    atheris.Setup([argv[0]] + rest, target)
+    atheris.Setup([argv[0]] + rest, saving(target, rest))
     atheris.Fuzz()
 
 
