@@ -91,7 +91,17 @@ def read_usd(path: str | os.PathLike) -> Document:
     import_pxr(file)
     if not os.path.isfile(file):
         raise ModelError(file, None, "not a regular file" if os.path.exists(file) else "no such file")
-    return _Reader(file).document()
+    from pxr import Tf
+
+    try:
+        return _Reader(file).document()
+    except (TypeError, ValueError, IndexError, KeyError, AttributeError, Tf.ErrorException) as exc:
+        # Backstop found by fuzzing (tests/fuzz/regressions/usd): an attribute authored with another
+        # type than the schema's ("matriz4d" for a matrix4d) reaches numpy as an UnregisteredValue;
+        # skel:skeleton authored as an attribute makes pxr raise on GetTargets().
+        # One ModelError instead of a traceback; the reader's own checks name the prim where they can.
+        raise ModelError(file, None, f"an attribute holds a value of an unexpected type or shape "
+                                     f"({type(exc).__name__}: {_first_line(exc)[:200]})") from None
 
 
 def _check_dependencies(file: str) -> None:
@@ -132,7 +142,10 @@ def _check_dependencies(file: str) -> None:
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
+    try:
+        text = str(exc).strip().splitlines()
+    except UnicodeDecodeError:  # pxr's message quotes the file's bytes, not always UTF-8 (found by fuzzing)
+        return type(exc).__name__
     return text[-1].strip() if text else type(exc).__name__
 
 
