@@ -27,8 +27,7 @@ import skeletal
 from skeletal.cli import cli
 from skeletal.demo import demo_asset
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fixtures.assimp_convert import (  # noqa: E402
+from fixtures.assimp_convert import (
     assimp_command,
     compare_bakes,
     convert_clip,
@@ -36,8 +35,9 @@ from fixtures.assimp_convert import (  # noqa: E402
     prepare_for_fbx,
 )
 
+from fixtures.shared_assets import ASSETS
+
 REPO = Path(__file__).resolve().parents[1]
-ASSETS = REPO.parent / "shared" / "assets"
 TOLERANCE = 1e-4  # of the model's size
 
 

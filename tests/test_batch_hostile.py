@@ -17,8 +17,8 @@ from skeletal.batch import find_inputs, run_batch
 from skeletal.cli import cli
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fixtures import hostile  # noqa: E402
-from fixtures.batch_folder import make_folder  # noqa: E402
+from fixtures import hostile
+from fixtures.batch_folder import make_folder
 
 
 def _assimp_or_skip():

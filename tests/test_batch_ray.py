@@ -5,7 +5,6 @@ the generated folder of 50 files with 3 broken ones, reported, the rest correct;
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,9 +13,8 @@ from click.testing import CliRunner
 from skeletal.batch import run_batch
 from skeletal.cli import cli
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fixtures.batch_folder import make_folder  # noqa: E402
-from test_batch import check_bake_outputs  # noqa: E402
+from fixtures.batch_folder import make_folder
+from test_batch import check_bake_outputs
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'skeletal[ray]')")
 
@@ -77,7 +75,7 @@ def test_ray_mixed_folder_survives(ray_session, tmp_path):
     for gen in (hostile.x_weight_index_out_of_range, hostile.ms3d_many_joints):
         name, data = gen()
         (root / name).write_bytes(data)
-    summary = run_batch("info", root, tmp_path / "out", executor="ray", chunk=3, timeout=4.0,
+    summary = run_batch("info", root, tmp_path / "out", executor="ray", chunk=3, timeout=8.0,
                         options={"isolate": False})
     by_name = {Path(r.source).name: r for r in summary.results}
     assert summary.counts == {"ok": len(good), "failed": 2, "skipped": 0}

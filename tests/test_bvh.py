@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import math
-import sys
 import time
 from pathlib import Path
 
@@ -32,11 +31,10 @@ from skeletal.io.bvh import CMU_SCALE, MAX_DEPTH, MAX_JOINTS, ROTATION_ORDERS, p
 from skeletal.quat import quat_conjugate, quat_mul
 from skeletal.rig import Rig
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_viewer import screenshot, xdisplay  # noqa: E402,F401  (the Xvfb fixture)
+from test_viewer import screenshot
 
 REPO = Path(__file__).resolve().parents[1]
-from fixtures.shared_assets import ASSETS, need as _need  # noqa: E402
+from fixtures.shared_assets import need as _need
 
 
 # ---------------------------------------------------------------------------------------------
@@ -143,7 +141,7 @@ def random_fixture(seed: int = 0, frames: int = 9, *, interleave: bool = True, r
         joints.append({"name": name, "parent": parent, "offset": rng.uniform(-3, 3, 3) * (parent >= 0), "channels": ch})
     # end sites under the leaves (inserted right after their parent's subtree: here, at the end of each chain)
     out = []
-    for i, j in enumerate(joints):
+    for j in joints:
         out.append(j)
     ends = {2: "Head", 4: "LeftLeg", 6: "RightLeg"}
     ordered = []
@@ -636,17 +634,6 @@ def test_cli_bad_bvh_one_line(tmp_path):
 
 # ---------------------------------------------------------------------------------------------
 # rendering a skeleton-only asset: bones as shaded capsules
-
-
-@pytest.fixture(scope="module")
-def ctx():
-    pytest.importorskip("moderngl", reason="moderngl is not installed (pip install moderngl): GL tests skipped")
-    from skeletal.render.context import shared_context
-
-    try:
-        return shared_context()
-    except Exception as exc:  # no EGL / driver
-        pytest.skip(f"no headless OpenGL context: {exc}")
 
 
 def test_render_draws_bones_where_joints_project(ctx):

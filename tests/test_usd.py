@@ -15,9 +15,7 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,12 +27,12 @@ from skeletal.demo import demo_asset
 from skeletal.errors import ModelError
 
 pxr = pytest.importorskip("pxr", reason="usd-core is not installed (pip install 'skeletal[usd]')")
-from pxr import Gf, Sdf, Usd, UsdGeom, UsdSkel, Vt  # noqa: E402
+from pxr import Gf, Usd, UsdGeom, UsdSkel, Vt
 
-from skeletal.cli import cli  # noqa: E402
-from skeletal.io.usd_write import check_usd, write_usd  # noqa: E402
+from skeletal.cli import cli
+from skeletal.io.usd_write import check_usd, write_usd
 
-from fixtures.shared_assets import ASSETS, need as _need  # noqa: E402
+from fixtures.shared_assets import ASSETS, need as _need
 
 TOL = 1e-5  # of the model's size
 
@@ -373,6 +371,18 @@ def test_cli_export_info_bake(tmp_path):
     assert os.path.getsize(npz) > 0
     result = runner.invoke(cli, ["export", glb, "--out", str(tmp_path / "x.usdq")])
     assert result.exit_code != 0 and ".usdz" in result.output
+    # retarget: a USD source onto a glTF target, written as USD
+    out = str(tmp_path / "walk_on_demo.usda")
+    result = runner.invoke(cli, ["retarget", usdz, glb, "--clip", "walk", "--out", out])
+    assert result.exit_code == 0, result.output
+    assert check_usd(out) == []
+    done = skeletal.load(out)
+    assert [c.name for c in done.clips] == ["walk"]
+    demo = demo_asset()
+    times = np.linspace(0, demo.clip("walk").duration, 9)
+    lo, hi = demo.bind_bounds
+    err = np.abs(_all_positions(done, "walk", times) - _all_positions(demo, "walk", times)).max()
+    assert err < 1e-3 * float(np.linalg.norm(hi - lo))  # the walk retargeted onto its own rig
 
 
 def test_bench_usd_load_row():
@@ -384,3 +394,70 @@ def test_bench_usd_load_row():
     for key in ("glb_load_ms", "usdc_load_ms", "usda_load_ms", "usdc_thread_ms", "usdc_process_cpu_ms"):
         assert result[key]["repeats"] == 3 and result[key]["median"] > 0
     assert result["usdc_load_ms"]["bytes"] > 0
+
+
+def test_render_usd_like_gltf(tmp_path):
+    """``skeletal render`` draws a USD file as it draws the glTF it was written from (same silhouette,
+    same colours from displayColor)."""
+    pytest.importorskip("moderngl", reason="moderngl is not installed: the render check is skipped")
+    iio = pytest.importorskip("imageio.v3", reason="imageio is not installed: the render check is skipped")
+    from skeletal.render.context import shared_context
+    from skeletal.render.errors import RenderError
+
+    try:
+        shared_context()
+    except RenderError as exc:
+        pytest.skip(f"no headless OpenGL context: {exc}")
+    runner = CliRunner()
+    glb = str(tmp_path / "demo.glb")
+    assert runner.invoke(cli, ["demo", "--export", glb]).exit_code == 0
+    usdc = str(tmp_path / "demo.usdc")
+    assert runner.invoke(cli, ["export", glb, "--out", usdc]).exit_code == 0
+    images = []
+    for model in (glb, usdc):
+        png = str(tmp_path / (os.path.basename(model) + ".png"))
+        result = runner.invoke(cli, ["render", model, "--clip", "walk", "--time", "0.3",
+                                     "--size", "160x120", "--out", png])
+        assert result.exit_code == 0, result.output
+        images.append(iio.imread(png).astype(np.float64)[..., :3])
+    masks = [np.abs(im - im[0, 0]).sum(axis=2) > 12 for im in images]
+    assert masks[0].sum() > 200  # the character covers a good part of the frame
+    overlap = (masks[0] & masks[1]).sum() / (masks[0] | masks[1]).sum()
+    assert overlap > 0.97, overlap
+    both = masks[0] & masks[1]
+    assert np.abs(images[0][both] - images[1][both]).mean() < 25.0
+
+
+def test_check_usd_finds_problems(tmp_path):
+    """The validator run is not a rubber stamp: a skinned mesh without SkelBindingAPI fails it."""
+    path = str(tmp_path / "unbound.usda")
+    stage = Usd.Stage.CreateNew(path)
+    UsdGeom.SetStageUpAxis(stage, UsdGeom.Tokens.y)
+    UsdGeom.SetStageMetersPerUnit(stage, 1.0)
+    root = UsdSkel.Root.Define(stage, "/Root")
+    stage.SetDefaultPrim(root.GetPrim())
+    mesh = UsdGeom.Mesh.Define(stage, "/Root/Mesh")
+    mesh.CreatePointsAttr([Gf.Vec3f(0, 0, 0), Gf.Vec3f(1, 0, 0), Gf.Vec3f(0, 1, 0)])
+    mesh.CreateFaceVertexCountsAttr([3])
+    mesh.CreateFaceVertexIndicesAttr([0, 1, 2])
+    UsdGeom.PrimvarsAPI(mesh.GetPrim()).CreatePrimvar("skel:jointIndices", Sdf.ValueTypeNames.IntArray,
+                                                      UsdGeom.Tokens.vertex, 1).Set([0, 0, 0])
+    stage.GetRootLayer().Save()
+    problems = check_usd(path)
+    assert problems and any("SkelBindingAPI" in p for p in problems), problems
+
+
+def test_deep_prim_nesting_reads(tmp_path):
+    """3000 nested Xforms (past Python's recursion limit) read as a 3000-node chain, no RecursionError."""
+    stage = Usd.Stage.CreateInMemory()
+    layer = stage.GetRootLayer()
+    path = Sdf.Path("/r")
+    with Sdf.ChangeBlock():
+        for _ in range(3000):
+            Sdf.CreatePrimInLayer(layer, path).specifier = Sdf.SpecifierDef
+            layer.GetPrimAtPath(path).typeName = "Xform"
+            path = path.AppendChild("c")
+    out = str(tmp_path / "deep.usdc")
+    layer.Export(out)
+    asset = skeletal.load(out)
+    assert len(asset.rig) == 3000 and int(asset.rig.parents[-1]) == 2998

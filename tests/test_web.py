@@ -13,8 +13,9 @@
   arrive as a DataView, a streamed pose moves the joints), a followed Player streams poses on
   ``update()``, the output carries a PNG still; the example notebook runs under nbclient.
 
-One Chromium is started for the whole module. Screenshots for the README are written by
-``python tests/test_web.py --screenshots`` (docs/images/web_page.png, docs/images/web_widget.png).
+One Chromium is started for the whole module. The README's screenshots: ``python tests/test_web.py
+--screenshots`` (docs/images/web_page.png) and ``python tools/web_jupyterlab.py`` (web_widget.png:
+the example notebook run in a real JupyterLab).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -40,7 +40,7 @@ from skeletal.errors import SkeletalError
 from skeletal.web import Prepared, page_html, prepare
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fixtures.shared_assets import need  # noqa: E402
+from fixtures.shared_assets import need
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -270,30 +270,45 @@ def test_hostile_names_are_text(browser, tmp_path):
     assert browser.execute_script("return document.querySelectorAll('img').length") == 0
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncated", "cycle"])
+def _patch_glb(glb: bytes, change) -> bytes:
+    """``glb`` with its JSON chunk passed through ``change(gltf)``."""
+    length = int.from_bytes(glb[12:16], "little")
+    gltf = json.loads(glb[20 : 20 + length])
+    change(gltf)
+    text = json.dumps(gltf).encode()
+    text += b" " * (-len(text) % 4)
+    body = len(text).to_bytes(4, "little") + b"JSON" + text + glb[20 + length :]
+    return glb[:8] + (12 + len(body)).to_bytes(4, "little") + body
+
+
+def _make_cycle(gltf):  # root's first child names root as its child
+    gltf["nodes"][1]["children"] = gltf["nodes"][1].get("children", []) + [0]
+
+
+def _huge_count(gltf):  # an accessor claiming far more elements than its buffer holds
+    for accessor in gltf["accessors"]:
+        accessor["count"] = 99_999_999
+
+
+def _bad_joint(gltf):  # a skin joint that is not a node
+    gltf["skins"][0]["joints"][3] = 10_000
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "cycle", "huge_count", "bad_joint"])
 def test_broken_model_says_why_and_does_not_hang(browser, tmp_path, damage):
     good = prepare(demo_asset())
-    glb = good.glb
-    if damage == "garbage":
-        glb = b"not a model at all" * 10
-    elif damage == "truncated":
-        glb = glb[: len(glb) // 3]
-    else:  # a node hierarchy with a cycle: root's child list names root's own parent chain
-        length = int.from_bytes(glb[12:16], "little")
-        gltf = json.loads(glb[20 : 20 + length])
-        gltf["nodes"][1]["children"] = gltf["nodes"][1].get("children", []) + [0]
-        text = json.dumps(gltf).encode()
-        text += b" " * (-len(text) % 4)
-        rest = glb[20 + length :]
-        body = len(text).to_bytes(4, "little") + b"JSON" + text + rest
-        glb = glb[:8] + (12 + len(body)).to_bytes(4, "little") + body
+    glb = {"garbage": lambda g: b"not a model at all" * 10, "truncated": lambda g: g[: len(g) // 3],
+           "cycle": lambda g: _patch_glb(g, _make_cycle), "huge_count": lambda g: _patch_glb(g, _huge_count),
+           "bad_joint": lambda g: _patch_glb(g, _bad_joint)}[damage](good.glb)
     broken = Prepared(glb, good.asset, good.clips, 0, good.view)
     page = tmp_path / f"broken_{damage}.html"
     page.write_text(page_html(broken))
     open_page(browser, page)
     assert browser.execute_script("return window.skeletalViewer.failed")
     message = browser.execute_script("return String(window.skeletalViewer.error)")
-    assert message and message != "null"
+    expected = {"garbage": "not a GLB", "truncated": "past the end", "cycle": "cycle", "huge_count": "runs past",
+                "bad_joint": "bad joint"}[damage]
+    assert expected in message, message
     assert "skeletal viewer:" in browser.execute_script("return document.body.textContent")
 
 
@@ -394,6 +409,24 @@ def test_widget_follows_player_and_runs_in_chromium(browser, tmp_path):
         skeletal.show(asset, max_bytes=1000)
 
 
+def test_widget_follows_a_mixer_instance():
+    pytest.importorskip("anywidget", reason="anywidget is not installed (pip install 'skeletal[notebook]')")
+    asset = demo_asset()
+    mixer = skeletal.Mixer(asset, 3)
+    mixer.play("run", offset=np.array([0.0, 0.3, 0.6]))
+    mixer.update(0.1)
+    widget = skeletal.show(mixer, instance=1, still=False)
+    assert widget.options["clip"] == [c.name for c in asset.clips].index("run")
+    index_of = asset.rig.index_of
+    np.testing.assert_allclose(np.frombuffer(widget.pose, np.float32).reshape(-1, 4, 4), mixer.world[1][index_of], atol=1e-6)
+    mixer.update(0.25)
+    np.testing.assert_allclose(np.frombuffer(widget.pose, np.float32).reshape(-1, 4, 4), mixer.world[1][index_of], atol=1e-6)
+    with pytest.raises(SkeletalError, match="instance 5"):
+        skeletal.show(mixer, instance=5, still=False)
+    with pytest.raises(SkeletalError, match="cannot show a dict"):
+        skeletal.show({})
+
+
 def test_example_notebook_runs(tmp_path):
     nbformat = pytest.importorskip("nbformat", reason="nbformat is not installed")
     nbclient = pytest.importorskip("nbclient", reason="nbclient is not installed")
@@ -434,11 +467,8 @@ def test_example_notebook_runs(tmp_path):
 
 
 def write_screenshots() -> None:
-    """docs/images/web_page.png (the page, Soldier if ../shared has it) and web_widget.png."""
+    """docs/images/web_page.png: the page (Soldier if ../shared has it, else the built-in character)."""
     import tempfile
-
-    class _Skip(Exception):
-        pass
 
     driver = _make_driver()
     images = REPO / "docs" / "images"
@@ -448,22 +478,16 @@ def write_screenshots() -> None:
             try:
                 model = skeletal.load(need("Soldier.glb"))
                 clip = "Walk"
-            except BaseException:  # pytest.skip outside pytest: fall back to the built-in character
+            except pytest.skip.Exception:  # no ../shared: the built-in character
                 model, clip = demo_asset(), "walk"
             page = write_page(folder, "page", model, clip=clip, width=720, height=480)
             driver.set_window_size(820, 900)
             open_page(driver, page)
             driver.execute_script("window.skeletalViewer.setTime(0.55)")
             driver.find_element("tag name", "body").screenshot(str(images / "web_page.png"))
-            player = skeletal.Player(demo_asset())
-            player.play("wave")
-            player.update(0.8)
-            widget = skeletal.show(player, width=560, height=380)
-            open_page(driver, _widget_harness(folder, widget))
-            driver.find_element("tag name", "body").screenshot(str(images / "web_widget.png"))
     finally:
         driver.quit()
-    print(images / "web_page.png", images / "web_widget.png")
+    print(images / "web_page.png")
 
 
 if __name__ == "__main__":

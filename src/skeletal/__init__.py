@@ -32,11 +32,12 @@ from .rig import Rig
 from .sampling import sample
 from .skin import normalize_weights, pack_palette, skin, skin_into
 from .colliders import Collider, ColliderFrame, ColliderSet
-from . import ik  # noqa: E402
+from . import ik
 from .batch import run_batch
 from .skin_dq import dual_quaternions, pack_dq_palette, skin_dq, skin_dq_into
 from .playback.procedural import Procedural
 from .web import show, to_html
+from . import examples  # noqa: E402  (sample models: skeletal.examples.path("demo.glb"))
 
 from .version import __version__
 
@@ -51,4 +52,5 @@ __all__ = [
     "skin_dq", "skin_dq_into", "pack_dq_palette", "dual_quaternions",
     "Procedural",
     "to_html", "show",
+    "examples",
 ]

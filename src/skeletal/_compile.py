@@ -44,7 +44,7 @@ COLD_SECONDS = {
     "skeletal.playback.ikstage.update_serial_ik": 25.0,
     "skeletal.playback.ikstage.update_crowd_ik": 30.0,
     "skeletal.pose._local_to_world_batch_serial": 0.5,
-    "skeletal.pose._palette_batch_serial": 0.5,
+    "skeletal.pose.palette_batch_serial": 0.5,
 }
 _DEFAULT_SECONDS = 3.0
 _NOTICE_MIN_SECONDS = 2.0
@@ -142,8 +142,8 @@ def serial_variant(dispatcher, suffix: str = "_serial"):
     parfors (``prange`` is ``range``), cached on disk under ``<name><suffix>`` so that the two variants
     never overwrite each other's cache entries. Created once per kernel (memoised on the dispatcher).
 
-    >>> from skeletal.pose import _palette_batch
-    >>> palette_one = serial_variant(_palette_batch)       # doctest: +SKIP
+    >>> from skeletal.pose import palette_batch
+    >>> palette_one = serial_variant(palette_batch)       # doctest: +SKIP
     """
     existing = _SERIAL.get(id(dispatcher))
     if existing is not None and existing[0] is dispatcher:

@@ -107,6 +107,15 @@ class Asset:
         hi = np.max([np.max(p, axis=0) for p in points if len(p)], axis=0)
         return lo.astype(np.float64), hi.astype(np.float64)
 
+    def require_nodes(self, purpose: str) -> None:
+        """Raise :class:`ModelError` when the model has no nodes (an empty scene), naming ``purpose``.
+
+        >>> asset.require_nodes("animate")   # doctest: +SKIP
+        skeletal.errors.ModelError: empty.glb: has no nodes: nothing to animate
+        """
+        if len(self.rig) == 0:
+            raise ModelError(self.path, None, f"has no nodes: nothing to {purpose}")
+
     def __repr__(self) -> str:
         return f"Asset({self.name!r}, nodes={len(self.rig)}, skins={len(self.skins)}, clips={len(self.clips)})"
 
@@ -213,6 +222,7 @@ def load(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = None, 
     >>> asset = skeletal.load("Soldier.glb")        # doctest: +SKIP
     """
     from .io.files import check_regular
+    from .io.sniff import check_kind
 
     file = os.fspath(path)
     try:
@@ -220,10 +230,11 @@ def load(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = None, 
     except OSError as exc:
         raise ModelError(file, None, f"cannot read the file: {exc.strerror or exc}") from None
     suffix = model_suffix(file)
+    check_kind(path, other_reader=suffix in READERS)  # an empty, renamed or wrong file: one clear line
     if suffix in ASSIMP_SUFFIXES:
         return Asset(_read_assimp(path, isolate=isolate))
-    if suffix in _READERS:
-        return Asset(_READERS[suffix](path))
+    if suffix in READERS:
+        return Asset(READERS[suffix](path))
     from .io.gltf import read_gltf
 
     return Asset(read_gltf(path, base_dir=base_dir))
@@ -233,7 +244,7 @@ def model_suffix(path: str | os.PathLike) -> str:
     """The lower-case suffix that picks a file's reader: the longest known one the name ends with
     (``"x.mesh.xml"`` -> ``".mesh.xml"``), else the last suffix (``".glb"``)."""
     name = os.path.basename(os.fspath(path)).lower()
-    for suffix in sorted(_READERS, key=len, reverse=True):
+    for suffix in sorted(READERS, key=len, reverse=True):
         if name.endswith(suffix) and len(name) > len(suffix):
             return suffix
     return os.path.splitext(name)[1]
@@ -241,8 +252,8 @@ def model_suffix(path: str | os.PathLike) -> str:
 
 def model_suffixes() -> tuple[str, ...]:
     """Every file suffix :func:`load` reads (glTF, BVH, the Assimp formats and any other reader in
-    ``_READERS``): the one list ``skeletal batch`` collects folders by."""
-    return (".gltf", ".glb", *_READERS)
+    ``READERS``): the one list ``skeletal batch`` collects folders by."""
+    return (".gltf", ".glb", *READERS)
 
 
 def _read_bvh(path):
@@ -264,5 +275,5 @@ def _read_assimp(path, isolate: bool = True):
 
 
 # Readers of formats other than glTF, by lower-case file suffix; anything else is read as glTF.
-_READERS = {BVH_SUFFIX: _read_bvh, **{suffix: _read_assimp for suffix in ASSIMP_SUFFIXES},
+READERS = {BVH_SUFFIX: _read_bvh, **{suffix: _read_assimp for suffix in ASSIMP_SUFFIXES},
             **{suffix: _read_usd for suffix in USD_SUFFIXES}}  # USD (UsdSkel): skeletal[usd]

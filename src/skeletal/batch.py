@@ -221,7 +221,7 @@ def _run_in_process(tasks: list[Task]) -> Iterator[list[FileResult]]:
 
 def ray_available() -> bool:
     try:
-        import ray  # noqa: F401
+        import ray  # noqa: F401 - imported only to learn whether it is installed
     except ImportError:
         return False
     return True
@@ -238,7 +238,7 @@ def _run_ray(tasks: list[Task], address: str | None, chunk: int, limits: TaskLim
                 ray.init(include_dashboard=False, logging_level="ERROR", log_to_driver=False)
             else:
                 ray.init(address=address, logging_level="ERROR", log_to_driver=False)
-        except Exception as exc:  # noqa: BLE001 - connection problems are the user's to fix
+        except Exception as exc:  # connection problems are the user's to fix
             raise BatchError(f"cannot start or reach Ray at {address or 'a local runtime'}: "
                              f"{' '.join(str(exc).split())}") from None
     remote = ray.remote(num_cpus=1, max_retries=1)(run_chunk_supervised)
@@ -249,7 +249,7 @@ def _run_ray(tasks: list[Task], address: str | None, chunk: int, limits: TaskLim
             group = pending.pop(ref)
             try:
                 yield ray.get(ref)
-            except Exception as exc:  # noqa: BLE001 - a lost worker or node: report its files
+            except Exception as exc:  # a lost worker or node: report its files
                 yield [FileResult(t.source, t.output, "failed", 0.0,
                                   f"ray task failed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}")
                        for t in group]
@@ -393,7 +393,7 @@ def run_batch(
                 import ray
 
                 workers = int(ray.cluster_resources().get("CPU", 1)) if ray.is_initialized() else workers
-            except Exception:  # noqa: BLE001 - only the figure in the report
+            except Exception:  # only the figure in the report
                 pass
         final = summary(complete)
     return final

@@ -223,3 +223,24 @@ def clip_from_keyframes(
         for j, node in enumerate(nodes):
             tracks.append(Track(node, path, interpolation, times.astype(np.float32), data[:, j]))
     return Clip(name, tracks)
+
+
+def clip_frame_time(clip: Clip) -> float | None:
+    """The key spacing when every track's keys sit on one uniform grid from 0 (as a BVH or a baked
+    clip's do), else None."""
+    times = [t.times for t in clip.tracks if t.key_count > 1]
+    if not times or any(len(t) != len(times[0]) for t in times) or float(times[0][0]) != 0.0:
+        return None
+    grid = times[0].astype(np.float64)
+    step = float(grid[-1]) / (len(grid) - 1)
+    expected = np.arange(len(grid)) * step
+    tol = 1e-6 * max(float(grid[-1]), 1.0)
+    if any(np.abs(t.astype(np.float64) - expected).max() > tol for t in times):
+        return None
+    # The shortest decimal step whose float32 grid is the keys exactly (0.033333, not 0.0333329987):
+    # written back, a reader rebuilds the very same key times.
+    for digits in range(3, 10):
+        candidate = float(f"{step:.{digits}g}")
+        if np.array_equal((np.arange(len(grid)) * candidate).astype(np.float32), times[0]):
+            return candidate
+    return step

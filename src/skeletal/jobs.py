@@ -157,7 +157,6 @@ def retarget_job(source: str, output: str, options: dict[str, Any]) -> dict[str,
 
 def info_job(source: str, output: str, options: dict[str, Any]) -> dict[str, Any]:
     """``skeletal info --json`` of one file -> ``.json``."""
-    from .asset import load
     from .summary import describe
 
     summary = describe(_load(source, options))
@@ -191,7 +190,7 @@ def run_task(task: Task) -> FileResult:
         return FileResult(task.source, task.output, "ok", time.perf_counter() - start, None, details)
     except (KeyboardInterrupt, SystemExit):
         raise
-    except BaseException as exc:  # noqa: BLE001 - a batch reports every failure and goes on
+    except BaseException as exc:  # a batch reports every failure and goes on
         details = {}
         if os.environ.get("SKELETAL_DEBUG"):
             details["traceback"] = traceback.format_exc()

@@ -115,14 +115,14 @@ def _local_to_world_batch(parents, poses, worlds):
 
 
 @njit(cache=True, parallel=True)
-def _palette_batch(worlds, joints, inverse_bind, out):
+def palette_batch(worlds, joints, inverse_bind, out):
     """out[b, j] = worlds[b, joints[j]] @ inverse_bind[j] (affine)."""
     for b in prange(worlds.shape[0]):
         palettes_one(worlds[b], joints, inverse_bind, out[b])
 
 
 @njit(cache=True, parallel=True)
-def _world_palettes_34(parents, nodes, poses, joints, inverse_bind, palettes, worlds, scratch):
+def world_palettes_34(parents, nodes, poses, joints, inverse_bind, palettes, worlds, scratch):
     """Per instance, in one pass that stays in cache: world 3x4 of ``nodes`` (see
     :func:`world_subset_one`; into ``worlds[b]``, or a per-thread scratch when ``worlds`` is empty),
     then ``palettes[b, j] = world[joints[j]] @ inverse_bind[j]`` (3x4 rows, affine). Arithmetic in
@@ -158,7 +158,7 @@ def world_matrices(parents: np.ndarray, pose: np.ndarray, out: np.ndarray | None
     if pose.dtype not in (np.float32, np.float64):
         pose = pose.astype(np.float64)
     batch = pose.shape[:-2]
-    flat = np.ascontiguousarray(pose.reshape((-1,) + pose.shape[-2:]))
+    flat = np.ascontiguousarray(pose.reshape((int(np.prod(batch, dtype=np.int64)),) + pose.shape[-2:]))
     if out is None:
         out = np.empty(flat.shape[:2] + (4, 4), dtype=pose.dtype)
     worlds = out.reshape(flat.shape[:2] + (4, 4))
@@ -181,11 +181,11 @@ def skin_palette(world: np.ndarray, joints: np.ndarray, inverse_bind: np.ndarray
     joints = np.asarray(joints, dtype=np.int64)
     inverse_bind = np.ascontiguousarray(inverse_bind, dtype=world.dtype)
     if out is not None and out.shape == shape and out.dtype == world.dtype and out.flags.c_contiguous:
-        _batch_kernel(_palette_batch, flat.shape[0])(flat, joints, inverse_bind,
+        _batch_kernel(palette_batch, flat.shape[0])(flat, joints, inverse_bind,
                                                      out.reshape((flat.shape[0], len(joints), 4, 4)))
         return out
     result = np.empty((flat.shape[0], len(joints), 4, 4), dtype=world.dtype)
-    _batch_kernel(_palette_batch, flat.shape[0])(flat, joints, inverse_bind, result)
+    _batch_kernel(palette_batch, flat.shape[0])(flat, joints, inverse_bind, result)
     if out is not None:
         out[...] = result.reshape(shape)
         return out

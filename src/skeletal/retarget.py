@@ -53,7 +53,7 @@ blends, and exports like any other clip.
 >>> from skeletal.demo import demo_asset
 >>> demo = demo_asset()
 >>> clip = retarget(demo.clip("walk"), demo.rig, demo.rig)     # a rig onto itself: the same motion
->>> sorted(bone_mapping(demo.rig, demo.rig).items())[:2]
+>>> sorted(bone_mapping(demo.rig, demo.rig).items())[:2]  # rig index pairs
 [(1, 1), (2, 2)]
 """
 

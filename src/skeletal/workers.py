@@ -39,6 +39,8 @@ __all__ = ["TaskLimits", "WorkerPool", "run_chunk_supervised", "DEFAULT_TIMEOUT"
 DEFAULT_TIMEOUT = 600.0
 #: Bytes of address space one file may add to its worker by default.
 DEFAULT_MEMORY = 4 << 30
+#: Seconds a new worker may take to start (a cold forkserver imports skeletal and numba first).
+START_TIMEOUT = 600.0
 
 
 @dataclass(frozen=True)
@@ -110,8 +112,9 @@ def _worker_main(conn, limits: TaskLimits) -> None:
         import numba
 
         numba.set_num_threads(1)  # the pool already uses every core
-    except Exception:  # noqa: BLE001 - only a speed matter
+    except Exception:  # only a speed matter
         pass
+    conn.send("ready")  # set up: the supervisor starts a file's clock only now
     while True:
         try:
             task = conn.recv()
@@ -187,12 +190,22 @@ class WorkerPool:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _start(self, slot: _Slot) -> None:
+    def _start(self, slot: _Slot) -> str | None:
+        """Start a worker and wait until it is ready; None, or why it could not start."""
         parent, child = self.ctx.Pipe()
         process = self.ctx.Process(target=_worker_main, args=(child, self.limits), daemon=True)
         process.start()
         child.close()
         slot.process, slot.conn = process, parent
+        try:
+            if parent.poll(START_TIMEOUT) and parent.recv() == "ready":
+                return None
+        except (EOFError, OSError):
+            pass
+        process.join(1.0)
+        reason = death_reason(process.exitcode, self.limits) if process.exitcode is not None else "worker did not start"
+        self._stop(slot, kill=True)
+        return f"{reason} (while starting)"
 
     def _stop(self, slot: _Slot, kill: bool) -> None:
         process, conn = slot.process, slot.conn
@@ -228,10 +241,13 @@ class WorkerPool:
         while True:
             for slot in self.slots:  # hand out work
                 while slot.task is None and pending:
+                    task = pending.popleft()
                     if slot.process is None or not slot.process.is_alive():
                         self._stop(slot, kill=True)
-                        self._start(slot)
-                    task = pending.popleft()
+                        problem = self._start(slot)
+                        if problem is not None:
+                            yield FileResult(task.source, task.output, "failed", 0.0, problem)
+                            continue
                     try:
                         slot.conn.send(task)
                     except (OSError, ValueError):  # the worker died between files: a fresh one

@@ -30,9 +30,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import atheris  # noqa: E402
+import atheris
 
-import targets  # noqa: E402
+import targets
 
 
 def seed_files(name: str, extra: list[str]) -> list[Path]:
@@ -47,7 +47,7 @@ def warm_up(target, files: list[Path]) -> None:
     for path in files:
         try:
             target(path.read_bytes())
-        except Exception:  # noqa: BLE001  (a seed that is a finding shows up again in the fuzzing)
+        except Exception:  # a seed that is a finding shows up again in the fuzzing
             pass
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 MAX_SEED = 64 * 1024
 

@@ -142,7 +142,7 @@ def fuzz_usd(data: bytes) -> None:
 def usd_available() -> bool:
     """Whether the USD target can run (``skeletal.io.usd`` exists)."""
     try:
-        import skeletal.io.usd  # noqa: F401
+        import skeletal.io.usd  # noqa: F401 - imported only to learn whether it exists
     except ImportError:
         return False
     return True

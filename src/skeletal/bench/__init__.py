@@ -1,3 +1,5 @@
+# Over 600 lines: the core `skeletal bench` suite: the crowd, single, skinning and load stages with their
+# same-run baselines, and the table.
 """``skeletal bench``: the performance figures of the README, each against a baseline measured in the
 same run on the same machine.
 
@@ -30,6 +32,7 @@ import os
 import platform
 import statistics
 import struct
+import textwrap
 import time
 from pathlib import Path
 from typing import Callable
@@ -598,6 +601,10 @@ def run_suite(quick: bool = False, model: str | None = None, progress: Callable[
     asset, label, path = resolve_model(model)
     clip = walk_clip(asset)
     result: dict = {"model": label, "clip": clip, "quick": bool(quick)}
+    if path is None:
+        result["model_note"] = (f"{DEFAULT_MODEL.name} was not found ({DEFAULT_MODEL}): the figures are for the "
+                                "built-in character (--model FILE measures another model)")
+        say(result["model_note"])
     say(f"crowd: {size['crowd']} x {clip}")
     crowd = bench_crowd(asset, clip, size["crowd"], size["crowd_repeats"], size["crowd_numpy_repeats"])
     say(f"crowd: {size['big_crowd']} x {clip}, frame time")
@@ -693,8 +700,14 @@ def _fmt(value: float, unit: str) -> str:
     return f"{value:.2f}"
 
 
+#: ``skeletal bench`` prints its table this many columns wide at most.
+TABLE_WIDTH = 100
+
+
 def format_table(r: dict) -> str:
-    """The plain-text table ``skeletal bench`` prints."""
+    """The plain-text table ``skeletal bench`` prints, at most :data:`TABLE_WIDTH` columns wide: one
+    line a figure (metric, median, min..max, unit, ratio against the baseline), and under it the
+    baseline and the published reference figure."""
     b, m, cfg = r["baselines"], r["machine"], r["config"]
     unit_names = {"characters/s": "chars/s", "M vertices/s": "Mverts/s"}
     rows = [
@@ -724,22 +737,30 @@ def format_table(r: dict) -> str:
     for feature in r.get("features", {}).values():
         rows += [(row["name"], row["stat"], row.get("baseline", ""), row.get("ratio", ""), row.get("reference", ""))
                  for row in feature.get("rows", [])]
-    head = ("metric", "median", "min", "max", "unit", "baseline", "ratio", "reference")
-    lines = []
-    table = [head]
+    head = ("metric", "median", "min..max", "unit", "ratio")
+    table, extras = [head], [""]
     for name, s, base, ratio, ref in rows:
         unit = unit_names.get(s["unit"], s["unit"])
-        table.append((name, _fmt(s["median"], s["unit"]), _fmt(s["min"], s["unit"]), _fmt(s["max"], s["unit"]),
-                      unit, base, ratio, ref))
+        table.append((name, _fmt(s["median"], s["unit"]), f"{_fmt(s['min'], s['unit'])}..{_fmt(s['max'], s['unit'])}",
+                      unit, ratio))
+        extras.append("; ".join(x for x in (f"baseline: {base}" if base else "", f"reference: {ref}" if ref else "") if x))
+    # The numbers' columns keep their widths; the metric names wrap to what is left of TABLE_WIDTH, and
+    # each row's baseline and reference go on an indented line of its own.
     widths = [max(len(row[i]) for row in table) for i in range(len(head))]
-    right = {1, 2, 3, 6}
-    for k, row in enumerate(table):
-        cells = [c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(row)]
-        lines.append("  ".join(cells).rstrip())
+    widths[0] = max(16, min(widths[0], TABLE_WIDTH - sum(widths[1:]) - 2 * (len(head) - 1)))
+    right = {1, 2, 4}
+    lines = []
+    for k, (row, extra) in enumerate(zip(table, extras)):
+        names = textwrap.wrap(row[0], widths[0]) or [""]
+        cells = [names[-1]] + list(row[1:])
+        lines.extend(name for name in names[:-1])
+        lines.append("  ".join(c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(cells)).rstrip())
+        if extra:
+            lines.extend(textwrap.wrap(extra, TABLE_WIDTH, initial_indent="    ", subsequent_indent="      "))
         if k == 0:
             lines.append("  ".join("-" * w for w in widths))
-    title = (f"skeletal bench: {r['model']}, clip {r['clip']}, {m['threads']} threads, {m['cpu_model']}, "
-             f"numba {m['numba']}{', quick' if r['quick'] else ''}")
+    title = textwrap.fill(f"skeletal bench: {r['model']}, clip {r['clip']}, {m['threads']} threads, {m['cpu_model']}, "
+                          f"numba {m['numba']}{', quick' if r['quick'] else ''}", TABLE_WIDTH, subsequent_indent="  ")
     note = ("ratio: speed-up against the baseline measured in this run (> 1 = skeletal faster); "
             f"memory bound = triad bandwidth / {cfg['skin_bytes_per_vertex']} bytes per vertex, with the triad over the "
             "skinning's own bytes (where its data lives) or over arrays larger than the caches")
@@ -748,4 +769,7 @@ def format_table(r: dict) -> str:
               else f"({r['seconds']:.1f} s)"]
     if busy and max(busy) > 0.25:
         footer.append("warning: the machine was busy with other work; multi-threaded figures are pessimistic")
-    return "\n".join([title, ""] + lines + ["", note] + footer)
+    if r.get("model_note"):
+        footer.append(f"note: {r['model_note']}")
+    footer = [line for text in footer for line in textwrap.wrap(text, TABLE_WIDTH)]
+    return "\n".join([title, ""] + lines + [""] + textwrap.wrap(note, TABLE_WIDTH) + footer)

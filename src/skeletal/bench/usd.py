@@ -64,7 +64,7 @@ def bench_usd_load(path: str | os.PathLike | None = None, repeats: int = 10, qui
         wall: dict[str, list[float]] = {k: [] for k in files}
         cpu: dict[str, list[float]] = {k: [] for k in files}
         proc: dict[str, list[float]] = {k: [] for k in files}
-        for k, f in files.items():  # warm-up: imports, numba caches, the OS file cache
+        for f in files.values():  # warm-up: imports, numba caches, the OS file cache
             skeletal.load(f)
         for _ in range(repeats):
             for k, f in files.items():

@@ -9,7 +9,7 @@ from ..errors import ClipError
 
 
 @click.command("compress")
-@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("model", type=click.Path())
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output .glb or .gltf.")
 @click.option("--error", "error", type=float, default=1e-4, show_default=True,
               help="World-space error bound in model units (1e-4: ACL's 0.01 cm for a model in metres).")

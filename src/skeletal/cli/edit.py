@@ -13,7 +13,7 @@ import click
 
 
 @click.command("edit")
-@click.argument("model", required=False, type=click.Path(dir_okay=False))
+@click.argument("model", required=False, type=click.Path())
 @click.option("--clip", "clip", default=None, help="Clip to start with, name or index (default: the first).")
 @click.option("--size", default="1280x720", show_default=True, help="Window size WIDTHxHEIGHT.")
 @click.option("--msaa", "samples", default=4, show_default=True, type=click.IntRange(0, 16),
@@ -29,7 +29,8 @@ import click
               help="Seconds between autosaves of unsaved changes to NAME.autosave.glb.")
 @click.option("--verbose", "-v", is_flag=True, help="Print saves, autosaves and frame times.")
 def edit(model, clip, size, samples, frames, screenshot, script, autosave, verbose):
-    """Edit the clips of MODEL (a .gltf/.glb; default: the built-in demo character) in a window.
+    """Edit the clips of MODEL in a window: any format skeletal reads (.gltf/.glb, .bvh, .fbx, .dae and
+    Assimp's other formats), saved as .glb/.gltf; default: the built-in demo character.
 
     \b
     Panels: bone tree with search, inspector (bone transform as Euler angles

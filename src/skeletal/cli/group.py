@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import warnings
 from typing import Any
 
 import click
@@ -22,7 +23,9 @@ class _Group(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            with warnings.catch_warnings():
+                warnings.showwarning = _show_warning
+                return super().invoke(ctx)
         except SkeletalError as exc:
             raise _fail(str(exc)) from None
         except BrokenPipeError:  # output piped into `head`: stop quietly
@@ -39,6 +42,12 @@ class _Group(click.Group):
             if os.environ.get("SKELETAL_DEBUG"):
                 raise
             raise _fail(f"internal error ({type(exc).__name__}: {exc}); set SKELETAL_DEBUG=1 for the traceback") from None
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning in the CLI: one line ``skeletal: warning: ...`` on stderr, no source file or line."""
+    text = " ".join(str(message).split())
+    click.echo(f"skeletal: warning: {text}", err=True)
 
 
 class _Failure(click.ClickException):
@@ -113,7 +122,7 @@ def _print_info(info: dict[str, Any]) -> None:
 
 
 @cli.command()
-@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("model", type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 def info(model: str, as_json: bool) -> None:
     """Show MODEL's node tree, skins, meshes, clips and extensions."""
@@ -129,6 +138,10 @@ def info(model: str, as_json: bool) -> None:
 # ---------------------------------------------------------------------------------------------
 # bake
 
+#: ``skeletal bake`` asks for ``--force`` above this size, and shows a progress bar above the next.
+BAKE_LIMIT_BYTES = 2 * 10**9
+BAKE_PROGRESS_BYTES = 50 * 10**6
+
 
 def _parse_times(text: str) -> np.ndarray:
     try:
@@ -141,7 +154,7 @@ def _parse_times(text: str) -> np.ndarray:
 
 
 @cli.command()
-@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("model", type=click.Path())
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output .npz file.")
 @click.option("--clip", "clip_key", default="0", show_default=True, help="Clip name or index.")
 @click.option("--times", "times_text", default=None, help="Comma-separated query times in seconds (e.g. --times=-0.5,1.2).")
@@ -149,28 +162,68 @@ def _parse_times(text: str) -> np.ndarray:
 @click.option("--loop", type=click.Choice(["clamp", "repeat", "pingpong"]), default="clamp", show_default=True)
 @click.option("--normals", is_flag=True, help="Also write skinned normals.")
 @click.option("--palettes", is_flag=True, help="Also write skin palettes.")
-def bake(model, out_path, clip_key, times_text, fps, loop, normals, palettes) -> None:
+@click.option("--force", is_flag=True, help=f"Write the file even when it is larger than {BAKE_LIMIT_BYTES // 10**9} GB.")
+def bake(model, out_path, clip_key, times_text, fps, loop, normals, palettes, force) -> None:
     """Evaluate a clip of MODEL at many times and write the arrays to an .npz file.
 
     Arrays: times (T,), node_world (T, N, 4, 4) row-major by glTF node index, and
-    positions_node{N}_prim{P} (T, V, 3) world-space skinned positions.
+    positions_node{N}_prim{P} (T, V, 3) world-space skinned positions. The clip baked and the
+    file's size are said first; above 2 GB the command asks for --force.
     """
     from ..asset import load
     from ..bake import bake as bake_arrays
+    from ..bake import bake_bytes, bake_primitives
 
     if times_text is not None and fps is not None:
         raise _fail("give --times or --fps, not both")
+    if fps is not None and not (np.isfinite(fps) and fps > 0):
+        raise _fail(f"--fps: fps must be positive, got {fps}")
     times = _parse_times(times_text) if times_text is not None else None
     asset = load(model)
-    clip = asset.clip(clip_key) if asset.clips else 0
-    arrays = bake_arrays(asset, clip, times, fps=fps, loop=loop, normals=normals, palettes=palettes)
+    asset.require_nodes("bake")
+    if asset.clips:
+        clip = asset.clip(clip_key)
+        what = f"clip {clip.name!r} ({clip.duration:.4g} s)"
+    else:
+        from ..clip import Clip
+
+        clip, what = Clip("rest", []), "the rest pose (no clips)"
+    if times is not None:
+        frames = len(times)
+    else:
+        rate = fps if fps is not None else 30.0
+        if not np.isfinite(clip.duration * rate) or clip.duration * rate > 1e12:
+            raise _fail(f"{asset.name}: {what} at {rate:g} fps is too many frames to bake")
+        frames = int(np.floor(clip.duration * rate + 1e-9)) + 1  # as bake.sample_times counts them
+        if clip.duration > 0 and (frames - 1) / rate < clip.duration - 1e-9:
+            frames += 1
+    size = bake_bytes(asset, frames, normals=normals, palettes=palettes)
+    click.echo(f"baking {what} of {asset.name}: {frames} time{'s' if frames != 1 else ''}, about {_human_bytes(size)}", err=True)
+    if size > BAKE_LIMIT_BYTES and not force:
+        raise _fail(f"{out_path} would be about {_human_bytes(size)} (over {_human_bytes(BAKE_LIMIT_BYTES)}): "
+                    "pass --force to write it, or fewer times (--fps, --times)")
+    steps = bake_primitives(asset) * frames
+    if steps and size > BAKE_PROGRESS_BYTES and sys.stderr.isatty():
+        with click.progressbar(length=steps, label="skinning", file=sys.stderr) as bar:
+            arrays = bake_arrays(asset, clip, times, fps=fps, loop=loop, normals=normals, palettes=palettes,
+                                 progress=bar.update)
+    else:
+        arrays = bake_arrays(asset, clip, times, fps=fps, loop=loop, normals=normals, palettes=palettes)
     np.savez(out_path, **arrays)
     n_pos = sum(1 for k in arrays if k.startswith("positions_"))
     click.echo(
-        f"wrote {out_path}: {len(arrays['times'])} times, {arrays['node_world'].shape[1]} nodes, "
+        f"wrote {out_path}: {what}, {len(arrays['times'])} time{'s' if len(arrays['times']) != 1 else ''}, {arrays['node_world'].shape[1]} nodes, "
         f"{n_pos} skinned primitives",
         err=True,
     )
+
+
+def _human_bytes(size: float) -> str:
+    """``5.6 GB``, ``310 MB``, ``12 kB``: decimal units, 2-3 significant digits."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if size >= scale:
+            return f"{size / scale:.3g} {unit}"
+    return f"{int(size)} bytes"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -196,8 +249,8 @@ def demo(export_path: str) -> None:
 
 
 @cli.command()
-@click.argument("source", type=click.Path(dir_okay=False))
-@click.argument("target", type=click.Path(dir_okay=False))
+@click.argument("source", type=click.Path())
+@click.argument("target", type=click.Path())
 @click.option("--clip", "clip_key", default="0", show_default=True, help="SOURCE's clip (name or index).")
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False),
               help="Output .glb, .gltf or USD (.usda, .usdc, .usdz).")
@@ -216,7 +269,7 @@ def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_
     from ..retarget import retarget as retarget_clip
 
     if not out_path.lower().endswith((".glb", ".gltf", ".usda", ".usdc", ".usd", ".usdz")):
-        raise _fail(f"--out {out_path!r}: the file must end in .glb, .gltf, .usda, .usdc, .usd or .usdz")
+        raise _fail(f"--out {out_path!r}: the file must end in .glb or .gltf, or .usda/.usdc/.usd/.usdz (USD)")
     mapping = None
     if map_path is not None:
         try:
@@ -227,8 +280,9 @@ def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_
         if not isinstance(mapping, dict) or not all(isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in mapping.items()):
             raise _fail(f"{map_path}: expected a JSON object of joint name -> joint name or null")
     src, tgt = load(source), load(target)
+    tgt.require_nodes("retarget onto")
     if not src.clips:
-        raise _fail(f"{source}: has no clips to retarget")
+        raise _fail(f"{os.path.basename(source)}: has no clips to retarget")
     clip = retarget_clip(src.clip(clip_key), src.rig, tgt.rig, mapping, fps=fps, name=clip_name, up=up_axis)
     clips = [c for c in tgt.clips if c.name != clip.name] + [clip] if keep_clips else [clip]
     export(tgt, out_path, clips)
@@ -237,7 +291,7 @@ def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_
 
 
 @cli.command()
-@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("model", type=click.Path())
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False),
               help="Output .glb, .gltf, .bvh or USD (.usda, .usdc, .usdz).")
 @click.option("--clip", "clip_keys", multiple=True, help="Clip to write (name or index; repeat for more; default: all).")
@@ -258,7 +312,7 @@ def export(model, out_path, clip_keys, rotation_order, fps) -> None:
 
     lower = out_path.lower()
     if not lower.endswith((".glb", ".gltf", ".bvh", ".usda", ".usdc", ".usd", ".usdz")):
-        raise _fail(f"--out {out_path!r}: the file must end in .glb, .gltf, .bvh, .usda, .usdc, .usd or .usdz")
+        raise _fail(f"--out {out_path!r}: the file must end in .glb, .gltf or .bvh, or .usda/.usdc/.usd/.usdz (USD)")
     if lower.endswith(".bvh"):
         from ..export import write_bvh
         from ..io.bvh import ROTATION_ORDERS
@@ -271,7 +325,8 @@ def export(model, out_path, clip_keys, rotation_order, fps) -> None:
         asset = load(model)
         key = clip_keys[0] if clip_keys else (0 if asset.clips else None)
         write_bvh(asset, key, out_path, rotation_order=order, fps=fps)
-        click.echo(f"wrote {out_path}: clip {key!r} as BVH", err=True)
+        what = f"clip {asset.clip(key).name!r}" if key is not None else "the rest pose (no clips)"
+        click.echo(f"wrote {out_path}: {what} as BVH", err=True)
         return
     asset = load(model)
     export_asset(asset, out_path, list(clip_keys) if clip_keys else None)
@@ -316,7 +371,7 @@ FEATURE_COMMANDS: list[tuple[str, str]] = [
     ("skeletal.cli.warmup", "warmup_command"),
 
     # the browser page and notebook widget (issue 19)
-    ("skeletal.web.command", "html_command"),
+    ("skeletal.cli.html", "html_command"),
 
 ]
 

@@ -16,7 +16,7 @@ SKINNING_CHOICES = ("lbs", "dqs")
 
 
 @click.command("render")
-@click.argument("model", required=False, type=click.Path(dir_okay=False))
+@click.argument("model", required=False, type=click.Path())
 @click.option("--clip", "clip", default=None, help="Clip name or index (default: the first clip).")
 @click.option("--out", "out", default=None, type=click.Path(dir_okay=False),
               help="Output file: .png (one frame), .gif or .mp4 (default: MODEL_CLIP.gif).")

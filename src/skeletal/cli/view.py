@@ -20,7 +20,7 @@ SKINNING_CHOICES = ("lbs", "dqs")
 
 
 @click.command("view")
-@click.argument("model", required=False, type=click.Path(dir_okay=False))
+@click.argument("model", required=False, type=click.Path())
 @click.option("--clip", "clip", default=None, help="Clip to start with, name or index (default: the first).")
 @click.option("--size", default="1024x640", show_default=True, help="Window size WIDTHxHEIGHT.")
 @click.option("--time", "start", default=0.0, show_default=True, type=float, help="Start time in the clip.")

@@ -1,3 +1,5 @@
+# Over 600 lines: one conversion of Assimp's scene into a Document (nodes, FBX pivot helpers, meshes, skins,
+# animations), in the order the Document needs them.
 """FBX, Collada and the other formats Assimp reads -> :class:`skeletal.document.Document`.
 
 The Assimp scene becomes the same Document a glTF file gives, so the rig, clips, skins, bake, render,

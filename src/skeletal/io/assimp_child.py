@@ -38,7 +38,6 @@ import sys
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Any
 
 from skeletal.errors import ModelError
 
@@ -129,7 +128,7 @@ def _work(file: str, data: bytes, unit_scale: str | None) -> tuple:
             return ("memory",)
         except RecursionError:
             return ("model_error", None, "the scene is nested too deeply to convert")
-        except Exception as exc:  # noqa: BLE001 - any other failure is the file's, reported in one line
+        except Exception as exc:  # any other failure is the file's, reported in one line
             return ("model_error", None, f"converting Assimp's scene failed: {type(exc).__name__}: "
                                          f"{' '.join(str(exc).split())[:200]}")
     notes = [(str(w.message), w.category.__name__) for w in caught]
@@ -224,18 +223,17 @@ def _decode(raw: bytearray) -> tuple | None:
     return pickle.loads(head, buffers=buffers)
 
 
-def _explain(file: str, status: int | None, limits: Limits, memory: int) -> ModelError:
-    """The ModelError for a child that ended without a reply."""
-    if status is not None and os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        if sig == signal.SIGXCPU or (sig == signal.SIGKILL):
+def _explain(file: str, sig: int | None, code: int | None, limits: Limits, memory: int) -> ModelError:
+    """The ModelError for a child that ended without a reply: killed by signal ``sig``, or exited
+    with ``code``."""
+    if sig is not None:
+        if sig in (getattr(signal, "SIGXCPU", -1), getattr(signal, "SIGKILL", -1)):
             return ModelError(file, None, f"Assimp used more than {limits.cpu_seconds()} s of CPU time reading it "
                                           "(stopped; see skeletal.io.assimp_child.Limits)")
         if sig == signal.SIGABRT:
             return ModelError(file, None, "Assimp aborted (SIGABRT) while reading it (an internal check failed "
                                           f"or it ran out of its {memory >> 20} MB memory limit)")
         return ModelError(file, None, f"Assimp crashed ({_signal_name(sig)}) while reading it")
-    code = os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else None
     return ModelError(file, None, f"the Assimp reader process ended without an answer (exit status {code})")
 
 
@@ -319,7 +317,7 @@ def _read_forked(file: str, data: bytes, unit_scale, limits: Limits, memory: int
                 import faulthandler
 
                 faulthandler.disable()  # a crash is reported by the parent, not dumped on stderr
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
             _die_with(parent)
@@ -328,7 +326,7 @@ def _read_forked(file: str, data: bytes, unit_scale, limits: Limits, memory: int
 
             assimp_ffi._lock = threading.Lock()  # another thread of the parent may have held it
             _child(w, file, data, unit_scale, memory, cpu)
-        except BaseException:  # noqa: BLE001
+        except BaseException:
             code = 70
         finally:
             os._exit(code)
@@ -352,37 +350,33 @@ def _read_forked(file: str, data: bytes, unit_scale, limits: Limits, memory: int
             os.waitpid(pid, 0)
     message = _decode(raw)
     if message is None:
-        raise _explain(file, status, limits, memory)
+        signalled = status is not None and os.WIFSIGNALED(status)
+        raise _explain(file, os.WTERMSIG(status) if signalled else None,
+                       os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else None, limits, memory)
     return _message_to_result(file, message, memory)
 
 
 def _read_spawned(file: str, data: bytes, unit_scale, limits: Limits, memory: int, cpu: int):
+    """A fresh interpreter (``python -m skeletal.io.assimp_child``); portable (``communicate``)."""
     import subprocess
 
+    request = pickle.dumps((file, data, unit_scale, memory, cpu), protocol=5)
     proc = subprocess.Popen([sys.executable, "-m", "skeletal.io.assimp_child"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:
-        try:
-            proc.stdin.write(pickle.dumps((file, data, unit_scale, memory, cpu), protocol=5))
-            proc.stdin.close()
-        except BrokenPipeError:
-            pass
-
-        def stop():
-            proc.kill()
-            raise _timeout_error(file, limits)
-
-        raw = _receive(proc.stdout.fileno(), time.monotonic() + limits.timeout, stop)
-        code = proc.wait()
+        raw, _ = proc.communicate(request, timeout=limits.timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise _timeout_error(file, limits) from None
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        proc.stdout.close()
-    message = _decode(raw)
+    message = _decode(bytearray(raw))
     if message is None:
-        status = (-code) if code < 0 else (code << 8)
-        raise _explain(file, status, limits, memory)
+        code = proc.returncode
+        raise _explain(file, -code if code < 0 else None, code if code >= 0 else None, limits, memory)
     return _message_to_result(file, message, memory)
 
 

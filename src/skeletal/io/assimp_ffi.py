@@ -256,13 +256,13 @@ class _FileSystem:
             self._keep.append(handle)
             self.files[key] = [handle, data, 0]
             return handle
-        except Exception:  # noqa: BLE001 - an exception must never unwind through C
+        except Exception:  # an exception must never unwind through C
             return self.ffi.NULL
 
     def _on_close(self, io, f):
         try:
             self.files.pop(int(self.ffi.cast("uintptr_t", f.UserData)), None)
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
 
     def _on_read(self, f, buf, size, count):
@@ -277,7 +277,7 @@ class _FileSystem:
             self.ffi.memmove(buf, memoryview(data)[pos:pos + n * size], n * size)  # no intermediate copy
             entry[2] = pos + n * size
             return n
-        except Exception:  # noqa: BLE001
+        except Exception:
             return 0
 
     def _on_tell(self, f):

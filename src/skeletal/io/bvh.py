@@ -1,3 +1,5 @@
+# Over 600 lines: the BVH reader and writer share the channel and rotation-order tables and their round-trip
+# contract.
 """BVH (Biovision Hierarchy) motion capture: read a ``.bvh`` file into a :class:`Document`, write any
 rig + clip back out as BVH text.
 

@@ -175,7 +175,7 @@ NEWLINE = b"\n"
 
 def check_ascii_fbx(data: bytes, file: str) -> None:
     """Array counts and brace nesting of an ASCII FBX file (see the module docstring)."""
-    if not data.lstrip()[:1] in (b";", b"F", b"{", b"") and b"FBX" not in data[:256]:
+    if data.lstrip()[:1] not in (b";", b"F", b"{", b"") and b"FBX" not in data[:256]:
         _fail(file, "line 1", "neither a binary FBX header nor FBX text")
     limit = len(data) // 2 + 1
     for match in _ASCII_COUNT.finditer(data):

@@ -1,3 +1,5 @@
+# Over 600 lines: one reader pass over a glTF file, validating every object in the order the spec defines
+# them; its helpers (accessors, buffers, Draco, meshopt, URIs) are already modules of their own.
 """glTF 2.0 reader: a ``.gltf`` or ``.glb`` file -> :class:`skeletal.document.Document`.
 
 The pipeline of this module, one helper module per job:
@@ -202,7 +204,7 @@ class _GltfReader:
         hint = "glTF 1.0 is not supported (this reader reads glTF 2.x; convert the file with gltf-pipeline or Blender)"
         if (isinstance(raw, (int, float)) and not isinstance(raw, bool)) or (
                 isinstance(raw, str) and re.match(r"^(0|1)(\.[0-9]+)?$", raw)):
-            self.root.fail(f"{hint}: asset.version is {raw!r}")
+            raise ModelError(self.file, "asset.version", f"{hint}: the file says {raw!r}")
         if raw is None and any(isinstance(self.root.data.get(k), dict) for k in ("meshes", "nodes", "accessors")):
             self.root.fail(f"{hint}: its top-level objects are dictionaries, glTF 2.x uses arrays")
         asset = self.root.object("asset", required=True)

@@ -22,7 +22,8 @@ How a UsdSkel stage maps onto skeletal's model:
   linear blend skinning in the skeleton's space. Blend shapes (``skel:blendShapes``,
   ``skel:blendShapeTargets``, sparse ``pointIndices``) become morph targets (inbetweens are ignored with
   a warning). Polygons are triangulated as fans; a mesh with face-varying normals or UVs is unwelded
-  (one vertex per face corner). ``primvars:st`` becomes ``TEXCOORD_0`` (t flipped, glTF's origin).
+  (one vertex per face corner). ``primvars:st`` becomes ``TEXCOORD_0`` (t flipped, glTF's origin); a constant
+  ``displayColor``/``displayOpacity`` the material's base colour.
 * Units and axes: lengths are converted to metres (``metersPerUnit``) and a Z-up stage is turned Y-up
   (a -90 degree turn about X), both on the root nodes' rest and motion, as glTF expects.
 
@@ -57,7 +58,7 @@ def import_pxr(file: str | None = None):
     """The ``pxr`` modules (Usd, UsdGeom, UsdSkel, Sdf, Gf, Vt); ModelError with the install hint when
     usd-core is missing."""
     try:
-        from pxr import Gf, Sdf, Usd, UsdGeom, UsdSkel, Vt  # noqa: F401
+        from pxr import Gf, Sdf, Usd, UsdGeom, UsdSkel, Vt  # noqa: F401 - an import test: the modules are imported again where used
     except ImportError:
         raise ModelError(file, None, INSTALL_HINT) from None
     import pxr
@@ -145,6 +146,8 @@ class _Reader:
         self.skeletons: dict[str, _SkelInfo] = {}
         self.mesh_nodes: list[tuple[int, object, _SkelInfo | None]] = []  # (node, mesh prim, skeleton)
         self.blend_names: dict[int, list[str]] = {}  # mesh node -> its blend shape names
+        self.materials: list[Material] = []
+        self.material_of: dict[tuple, int] = {}
 
     def fail(self, where, detail: str):
         return ModelError(self.file, f"<{where}>" if where else None, detail)
@@ -167,15 +170,20 @@ class _Reader:
         self.start = float(stage.GetStartTimeCode()) if stage.HasAuthoredTimeCodeRange() else 0.0
         self.held = stage.GetInterpolationType() == Usd.InterpolationTypeHeld
         roots: list[int] = []
-        for child in stage.GetPseudoRoot().GetChildren():
-            self._walk(child, -1, roots)
+        # Depth-first, parents before children, with an explicit stack (no recursion limit to hit).
+        stack = [(child, -1) for child in reversed(stage.GetPseudoRoot().GetChildren())]
+        while stack:
+            prim, parent = stack.pop()
+            index = self._visit(prim, parent, roots)
+            if index is not None:
+                stack.extend((child, index) for child in reversed(prim.GetChildren()))
         for node_index, prim, skel in self.mesh_nodes:
             self._mesh(node_index, prim, skel)
         animations = self._animations()
         self._apply_units_and_axes(roots, animations, UsdGeom.GetStageUpAxis(stage), UsdGeom.GetStageMetersPerUnit(stage))
         return Document(
             path=self.file, nodes=self.nodes, meshes=self.meshes, skins=self.skins, animations=animations,
-            scenes=[roots], scene=0, materials=[Material("default")] if self.meshes else [],
+            scenes=[roots], scene=0, materials=self.materials,
             asset_info={"generator": "usd", "upAxis": str(UsdGeom.GetStageUpAxis(stage)),
                         "metersPerUnit": float(UsdGeom.GetStageMetersPerUnit(stage))},
         )
@@ -189,13 +197,15 @@ class _Reader:
             self.nodes[parent].children.append(index)
         return index
 
-    def _walk(self, prim, parent: int, roots: list[int]) -> None:
+    def _visit(self, prim, parent: int, roots: list[int]) -> int | None:
+        """The node of ``prim`` (under node ``parent``), or None for a prim that is not one (nor its
+        children)."""
         from pxr import Usd, UsdGeom, UsdSkel
 
         if not prim.IsActive() or not prim.IsDefined() or prim.IsAbstract():
-            return
+            return None
         if not (prim.IsA(UsdGeom.Xformable) or prim.IsA(UsdGeom.Scope) or prim.GetTypeName() == ""):
-            return  # materials, shaders, SkelAnimation, BlendShape, GeomSubset...
+            return None  # materials, shaders, SkelAnimation, BlendShape, GeomSubset...
         path = str(prim.GetPath())
         matrix = np.eye(4)
         if prim.IsA(UsdGeom.Xformable):
@@ -214,8 +224,7 @@ class _Reader:
             self._skeleton(prim, index)
         elif prim.IsA(UsdGeom.Mesh):
             self.mesh_nodes.append((index, prim, None))
-        for child in prim.GetChildren():
-            self._walk(child, index, roots)
+        return index
 
     # -- skeletons ------------------------------------------------------------------------------
 
@@ -365,7 +374,7 @@ class _Reader:
             uv[:, 1] = 1.0 - uv[:, 1]
             prim_out.attributes["TEXCOORD_0"] = uv
         prim_out.indices = _triangulate(counts, corners if not unweld else np.arange(len(corners)), left)
-        prim_out.material = 0
+        prim_out.material = self._material(prim, mesh, primvars)
 
         skin_index = self._skin(prim, path, v, prim_out, point_of_vertex)
         names, targets = self._blend_shapes(prim, path, v, point_of_vertex)
@@ -376,6 +385,25 @@ class _Reader:
         node.skin = skin_index
         if targets:
             self.blend_names[node_index] = names
+
+    def _material(self, prim, mesh, primvars) -> int:
+        """A material from the mesh's constant ``displayColor``/``displayOpacity`` (grey without) and
+        ``doubleSided``; meshes that look alike share one."""
+        color = np.array([0.8, 0.8, 0.8, 1.0])
+        for name, sl in (("displayColor", slice(0, 3)), ("displayOpacity", slice(3, 4))):
+            pv = primvars.GetPrimvar(name)
+            if pv and pv.HasAuthoredValue():
+                value = np.array(pv.ComputeFlattened() or [], dtype=np.float64).reshape(-1)
+                width = sl.stop - sl.start
+                if len(value) >= width and np.all(np.isfinite(value[:width])):
+                    color[sl] = np.clip(value[:width], 0.0, 1.0)  # the first colour when not constant
+        double = bool(mesh.GetDoubleSidedAttr().Get())
+        key = (tuple(color.round(6)), double)
+        if key not in self.material_of:
+            self.materials.append(Material(f"material{len(self.materials)}", base_color_factor=color,
+                                           metallic_factor=0.0, roughness_factor=1.0, double_sided=double))
+            self.material_of[key] = len(self.materials) - 1
+        return self.material_of[key]
 
     def _skin(self, prim, path: str, v: int, out: Primitive, point_of_vertex: np.ndarray) -> int | None:
         from pxr import UsdGeom, UsdSkel

@@ -1,7 +1,7 @@
 """USD (UsdSkel) writer: any :class:`~skeletal.asset.Asset` with a list of clips -> ``.usda``, ``.usdc``
 or ``.usdz``, through Pixar's ``usd-core`` (the optional extra ``skeletal[usd]``).
 
-The stage (Y up, metres, ``timeCodesPerSecond`` = the clips' frame rate) holds one ``SkelRoot`` named
+The stage (Y up, metres, ``timeCodesPerSecond`` = the clips' key rate, else 30) holds one ``SkelRoot`` named
 after the file:
 
 * ``Skeleton``: *every* node of the rig is a joint (meshes, helpers and roots included, so rigid meshes
@@ -101,12 +101,15 @@ def _clip_times(clip: Clip) -> np.ndarray:
 
 
 def _frame_rate(clips: Sequence[Clip]) -> float:
-    """timeCodesPerSecond: the first uniformly keyed clip's rate, else 30."""
-    from skeletal.export import clip_frame_time
+    """timeCodesPerSecond: the key rate of the first clip keyed uniformly at 10 to 240 keys a second
+    without splines (a BVH's 120, a baked clip's 30), else 30 (viewers step whole time codes)."""
+    from skeletal.clip import clip_frame_time
 
     for clip in clips:
+        if any(t.interpolation == "CUBICSPLINE" for t in clip.tracks):
+            continue
         step = clip_frame_time(clip)
-        if step:
+        if step and 10.0 <= 1.0 / step <= 240.0:
             return round(1.0 / step, 6)
     return 30.0
 
@@ -319,6 +322,9 @@ def _write_stage(asset: "Asset", out: str, clips: Sequence[Clip]) -> None:
             if src.material is not None and src.material < len(doc.materials):
                 color = np.asarray(doc.materials[src.material].base_color_factor, np.float64)[:3]
                 mesh.CreateDisplayColorPrimvar(UsdGeom.Tokens.constant).Set(Vt.Vec3fArray([Gf.Vec3f(*map(float, color))]))
+                alpha = float(np.asarray(doc.materials[src.material].base_color_factor, np.float64)[3])
+                if alpha < 1.0:
+                    mesh.CreateDisplayOpacityPrimvar(UsdGeom.Tokens.constant).Set(Vt.FloatArray([alpha]))
 
             bind = UsdSkel.BindingAPI.Apply(mesh.GetPrim())
             if instance.skin is not None and prim.joints is not None:

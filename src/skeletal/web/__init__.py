@@ -34,9 +34,10 @@ import html
 import json
 import os
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -44,7 +45,11 @@ from ..asset import Asset
 from ..clip import Clip
 from ..errors import SkeletalError
 
-__all__ = ["to_html", "show", "page_html", "prepare", "Prepared", "HTML_MAX_BYTES", "SHOW_MAX_BYTES"]
+if TYPE_CHECKING:  # the widget needs anywidget (skeletal[notebook]): imported when show() runs
+    from ..playback import Mixer, Player
+    from .widget import SkeletalWidget
+
+__all__ = ["HTML_MAX_BYTES", "SHOW_MAX_BYTES", "Prepared", "page_html", "prepare", "show", "to_html"]
 
 #: The largest GLB :func:`to_html` embeds (base64 makes the page 4/3 of it); bigger models are refused.
 HTML_MAX_BYTES = 256 * 1024 * 1024
@@ -99,11 +104,8 @@ def _asset_of(obj) -> tuple[Asset, str | None]:
         return load(obj), None
     else:
         raise SkeletalError(f"cannot show a {type(obj).__name__}: give an Asset, a Player, a Mixer or a model path")
-    playing = None
-    for s in range(len(mixer.slot_clip)):
-        if mixer.fs.shape[1] > s:
-            playing = mixer.clipset.clips[int(mixer.slot_clip[s])].name
-            break
+    # the clip list starts at the clip of the mixer's first action (the streamed pose shows the rest)
+    playing = mixer.clipset.clips[int(mixer.slot_clip[0])].name if len(mixer.slot_clip) else None
     return mixer.asset, playing
 
 
@@ -223,7 +225,7 @@ def page_html(prepared: Prepared, *, title: str | None = None, width: int = 640,
     return "\n".join(lines)
 
 
-def to_html(obj, path: str | os.PathLike, *, clips: Sequence[Clip | str | int] | None = None,
+def to_html(obj: Asset | Player | Mixer | str | os.PathLike, path: str | os.PathLike, *, clips: Sequence[Clip | str | int] | None = None,
             clip: str | int | None = None, width: int = 640, height: int = 480, title: str | None = None) -> str:
     """Write a self-contained page that plays ``obj`` (Asset, Player, Mixer or model path) to ``path``.
 
@@ -245,9 +247,9 @@ def to_html(obj, path: str | os.PathLike, *, clips: Sequence[Clip | str | int] |
     return os.fspath(path)
 
 
-def show(obj, *, clips: Sequence[Clip | str | int] | None = None, clip: str | int | None = None,
+def show(obj: Asset | Player | Mixer | str | os.PathLike, *, clips: Sequence[Clip | str | int] | None = None, clip: str | int | None = None,
          width: int = 640, height: int = 480, max_bytes: int = SHOW_MAX_BYTES, still: bool = True,
-         instance: int = 0):
+         instance: int = 0) -> SkeletalWidget:
     """A notebook widget playing ``obj`` (Asset, Player, Mixer or model path); see :class:`.widget.SkeletalWidget`.
 
     A Player or Mixer is followed live: after each of its ``update()`` calls the widget receives the

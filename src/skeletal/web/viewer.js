@@ -92,16 +92,23 @@ function createSkeletalViewer(root, options) {
     if (acc.sparse) throw new Error("accessor " + index + " is sparse (not written by skeletal; re-export it)");
     const n = COMPONENTS[acc.type], Type = ARRAYS[acc.componentType];
     if (!n || !Type) throw new Error("accessor " + index + " has an unknown type");
-    const count = acc.count | 0;
-    if (count < 0 || count > 1e8) throw new Error("accessor " + index + " has a bad count");
-    let out = new Type(count * n);
+    const count = Number(acc.count);
+    if (!Number.isInteger(count) || count < 0 || count > 1e8) throw new Error("accessor " + index + " has a bad count");
+    let view = null, stride = 0, base = 0;
+    const elem = Type.BYTES_PER_ELEMENT;
     if (acc.bufferView !== undefined) {
-      const view = (gltf.bufferViews || [])[acc.bufferView];
+      // the data must lie inside its view and the binary chunk before anything is allocated
+      view = (gltf.bufferViews || [])[acc.bufferView];
       if (!view || !bin || (view.buffer | 0) !== 0) throw new Error("accessor " + index + ": bad bufferView");
-      const elem = Type.BYTES_PER_ELEMENT, stride = view.byteStride || n * elem;
-      const base = (view.byteOffset || 0) + (acc.byteOffset || 0);
+      stride = view.byteStride || n * elem;
+      base = (view.byteOffset || 0) + (acc.byteOffset || 0);
       const need = count > 0 ? base + stride * (count - 1) + n * elem : base;
       if (need > (view.byteOffset || 0) + view.byteLength || need > bin.byteLength) throw new Error("accessor " + index + " runs past its buffer");
+    } else if (count * n > (1 << 24)) {
+      throw new Error("accessor " + index + " has no data and a huge count");
+    }
+    let out = new Type(count * n);
+    if (view) {
       const dv = new DataView(bin.buffer, bin.byteOffset, bin.byteLength);
       const getters = {5120: "getInt8", 5121: "getUint8", 5122: "getInt16", 5123: "getUint16", 5125: "getUint32", 5126: "getFloat32"};
       const get = getters[acc.componentType];

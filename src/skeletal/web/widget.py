@@ -19,13 +19,14 @@ import base64
 import os
 import tempfile
 import weakref
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from ..clip import Clip
 from ..errors import SkeletalError
-from . import SHOW_MAX_BYTES, _asset_of, prepare, widget_source
+from . import SHOW_MAX_BYTES, prepare, widget_source
 
 try:
     import anywidget
@@ -36,7 +37,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 __all__ = ["SkeletalWidget"]
 
 
-def _follow(mixer, widget: "SkeletalWidget") -> None:
+def _follow(mixer, widget: SkeletalWidget) -> None:
     """Make ``mixer.update`` push the new pose to ``widget`` (and any other widget following it).
     The mixer's own ``update`` is wrapped once, on that instance; widgets are held weakly."""
     followers = mixer.__dict__.get("_skeletal_web_followers")
@@ -132,7 +133,7 @@ class SkeletalWidget(anywidget.AnyWidget):
                 iio.imwrite(path, image)
                 with open(path, "rb") as f:
                     self.still_png = f.read()
-        except Exception as exc:  # noqa: BLE001 - the still is optional: no GL, no image, and say why
+        except Exception as exc:  # the still is optional: no GL, no image, and say why
             self.still_error = f"{type(exc).__name__}: {exc}"
 
     def _repr_mimebundle_(self, **kwargs: Any):

@@ -26,7 +26,7 @@ def html_command(model, out_path, clip_keys, size, title) -> None:
     """
     from ..asset import load
     from ..render.output import parse_size
-    from . import to_html
+    from ..web import to_html
 
     if not os.path.isfile(model):
         raise SkeletalError(f"{model}: no such file")
