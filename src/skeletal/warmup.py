@@ -131,7 +131,7 @@ def _run(name: str) -> dict:
     start, cpu = time.perf_counter(), time.process_time()
     try:
         JOBS[name]()
-    except Exception as exc:  # noqa: BLE001 - reported, not raised: one feature must not stop the others
+    except Exception as exc:  # reported, not raised: one feature must not stop the others
         return {"ok": False, "error": f"{type(exc).__name__}: {exc}", "seconds": time.perf_counter() - start}
     return {"ok": True, "seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu}
 
