@@ -276,12 +276,12 @@ BODY_COMPONENTS = ("torso", "neck", "left_arm", "right_arm", "left_leg", "right_
 TORSO_ELLIPSOIDS = (
     ((0.0, 0.94, -0.008), (0.165, 0.115, 0.11)),   # pelvis
     ((0.0, 1.07, 0.0), (0.148, 0.10, 0.097)),      # waist
-    ((0.0, 1.25, 0.008), (0.148, 0.15, 0.108)),    # chest
-    ((0.0, 1.41, -0.005), (0.165, 0.075, 0.095)),  # shoulder girdle
+    ((0.0, 1.24, 0.008), (0.145, 0.14, 0.108)),    # chest
+    ((0.0, 1.415, -0.005), (0.15, 0.07, 0.095)),   # shoulder girdle
 )
 TORSO_BLEND = 0.09
 #: Left limbs as (point, radius) chains; the right ones are mirrored.
-ARM_CHAIN = (((0.15, 1.42, -0.01), 0.046), ((0.185, 1.415, -0.01), 0.046), ((0.212, 1.28, -0.015), 0.042),
+ARM_CHAIN = (((0.15, 1.42, -0.01), 0.045), ((0.185, 1.415, -0.01), 0.044), ((0.212, 1.28, -0.015), 0.04),
              ((0.24, 1.145, -0.02), 0.039), ((0.262, 1.01, -0.01), 0.038), ((0.28, 0.89, 0.0), 0.031))
 LEG_CHAIN = (((0.092, 0.95, 0.0), 0.085), ((0.095, 0.85, 0.0), 0.08), ((0.098, 0.68, 0.008), 0.066),
              ((0.10, 0.51, 0.014), 0.054), ((0.102, 0.38, 0.0), 0.058), ((0.104, 0.22, -0.01), 0.047),
@@ -355,7 +355,7 @@ def body_field(points: np.ndarray, memberships: bool = True) -> tuple[np.ndarray
     d, m = _smooth_min(d, m, np.minimum(*legs), np.where(left_leg[:, None], one(4), one(5)) if memberships else None,
                        0.05 * _smoothstep(0.80, 0.90, y))
     for c, mirror in ((2, False), (3, True)):
-        d, m = _smooth_min(d, m, _chain_distance(points, ARM_CHAIN, mirror), one(c), 0.045 * _smoothstep(1.33, 1.40, y))
+        d, m = _smooth_min(d, m, _chain_distance(points, ARM_CHAIN, mirror), one(c), 0.06 * _smoothstep(1.34, 1.39, y))
     return d, m
 
 
