@@ -11,7 +11,6 @@ import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,8 +18,7 @@ import pytest
 import skeletal
 from skeletal.quat import quat_conjugate, quat_mul
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fixtures.xvfb import xvfb_display  # noqa: E402
+from fixtures.xvfb import xvfb_display
 
 FOREARM = "left_forearm"
 

@@ -9,11 +9,9 @@ the other render tests share.
 
 from __future__ import annotations
 
-import functools
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,8 +25,7 @@ from skeletal.render.viewer_ui import (
     default_blend_samples, ellipsize, parse_blend, slider_marks, wrap_text,
 )
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fixtures.xvfb import xvfb_display  # noqa: E402
+from fixtures import demo_asset
 
 CLIPS = ["idle", "walk", "run", "wave"]  # the demo character's clips
 DURATIONS = [4.0, 1.12, 0.68, 2.6]
@@ -40,19 +37,9 @@ def measure(text: str) -> float:
     return 7.0 * len(text)
 
 
-@functools.lru_cache(maxsize=1)
-def demo_asset():
-    from skeletal.demo import demo_asset as make
-
-    asset = make()
-    assert [c.name for c in asset.clips] == CLIPS
-    assert np.allclose([c.duration for c in asset.clips], DURATIONS)
-    return asset
-
-
-@pytest.fixture(scope="module")
-def demo():
-    return demo_asset()
+def test_the_demo_clips_are_the_ones_these_tests_expect(demo):
+    assert [c.name for c in demo.clips] == CLIPS
+    assert np.allclose([c.duration for c in demo.clips], DURATIONS)
 
 
 def make_state(**kw) -> ViewerState:
@@ -645,12 +632,6 @@ def test_blend_options_fail_before_any_window(monkeypatch, capsys):
 # -- real windows under Xvfb ------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def xdisplay():
-    """A private Xvfb server (1024x768x24): its DISPLAY string; killed after the module."""
-    yield from xvfb_display("1024x768x24", ("glfw", "moderngl"), "pip install glfw moderngl")
-
-
 def screenshot(display: str, path, *args: str) -> np.ndarray:
     """Run ``python -m skeletal.cli.view`` on ``display`` and return its screenshot."""
     import imageio.v3 as iio
@@ -691,7 +672,7 @@ def test_window_shows_the_character_and_the_ui(xdisplay, tmp_path):
     assert np.median(panel) < 60
     assert (panel.min(axis=2) > 150).mean() > 0.005
     # The timeline's filled part (accent blue) grows with time.
-    blue = lambda img: ((img[..., 2] > 180) & (img[..., 0] < 120))[300:].sum()  # noqa: E731
+    blue = lambda img: ((img[..., 2] > 180) & (img[..., 0] < 120))[300:].sum()
     assert blue(later) > blue(first)
 
 

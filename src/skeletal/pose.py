@@ -20,6 +20,8 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+from ._compile import serial_variant
+
 
 
 @njit(cache=True, inline="always")
@@ -113,14 +115,14 @@ def _local_to_world_batch(parents, poses, worlds):
 
 
 @njit(cache=True, parallel=True)
-def _palette_batch(worlds, joints, inverse_bind, out):
+def palette_batch(worlds, joints, inverse_bind, out):
     """out[b, j] = worlds[b, joints[j]] @ inverse_bind[j] (affine)."""
     for b in prange(worlds.shape[0]):
         palettes_one(worlds[b], joints, inverse_bind, out[b])
 
 
 @njit(cache=True, parallel=True)
-def _world_palettes_34(parents, nodes, poses, joints, inverse_bind, palettes, worlds, scratch):
+def world_palettes_34(parents, nodes, poses, joints, inverse_bind, palettes, worlds, scratch):
     """Per instance, in one pass that stays in cache: world 3x4 of ``nodes`` (see
     :func:`world_subset_one`; into ``worlds[b]``, or a per-thread scratch when ``worlds`` is empty),
     then ``palettes[b, j] = world[joints[j]] @ inverse_bind[j]`` (3x4 rows, affine). Arithmetic in
@@ -130,6 +132,11 @@ def _world_palettes_34(parents, nodes, poses, joints, inverse_bind, palettes, wo
         w = worlds[b] if keep_world else scratch[numba.get_thread_id()]
         world_subset_one(parents, nodes, poses[b], w)
         palettes_one(w, joints, inverse_bind, palettes[b])
+
+
+def _batch_kernel(kernel, batch: int):
+    """``kernel`` for a batch of many, its serial twin for one (no thread pool, no parfor compile)."""
+    return kernel if batch > 1 else serial_variant(kernel)
 
 
 def ancestors_and_self(parents: np.ndarray, nodes: np.ndarray) -> np.ndarray:
@@ -155,7 +162,7 @@ def world_matrices(parents: np.ndarray, pose: np.ndarray, out: np.ndarray | None
     if out is None:
         out = np.empty(flat.shape[:2] + (4, 4), dtype=pose.dtype)
     worlds = out.reshape(flat.shape[:2] + (4, 4))
-    _local_to_world_batch(np.asarray(parents, dtype=np.int32), flat, worlds)
+    _batch_kernel(_local_to_world_batch, flat.shape[0])(np.asarray(parents, dtype=np.int32), flat, worlds)
     return worlds.reshape(batch + (pose.shape[-2], 4, 4))
 
 
@@ -174,10 +181,11 @@ def skin_palette(world: np.ndarray, joints: np.ndarray, inverse_bind: np.ndarray
     joints = np.asarray(joints, dtype=np.int64)
     inverse_bind = np.ascontiguousarray(inverse_bind, dtype=world.dtype)
     if out is not None and out.shape == shape and out.dtype == world.dtype and out.flags.c_contiguous:
-        _palette_batch(flat, joints, inverse_bind, out.reshape((flat.shape[0], len(joints), 4, 4)))
+        _batch_kernel(palette_batch, flat.shape[0])(flat, joints, inverse_bind,
+                                                     out.reshape((flat.shape[0], len(joints), 4, 4)))
         return out
     result = np.empty((flat.shape[0], len(joints), 4, 4), dtype=world.dtype)
-    _palette_batch(flat, joints, inverse_bind, result)
+    _batch_kernel(palette_batch, flat.shape[0])(flat, joints, inverse_bind, result)
     if out is not None:
         out[...] = result.reshape(shape)
         return out

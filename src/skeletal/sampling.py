@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
+import numpy.typing as npt
 from numba import njit, prange
 
 from .clip import LOOP_CODE, PATH_POSE_OFFSET, Clip, Track
@@ -230,7 +231,7 @@ def sample(
     morph_start: np.ndarray,
     rest_morph: np.ndarray,
     loop: str = "clamp",
-    dtype=np.float64,
+    dtype: npt.DTypeLike = np.float64,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Local poses of a clip at query times: returns ``pose`` (T, N, 10) and ``morph`` (T, M).
 

@@ -1,3 +1,5 @@
+# Over 600 lines: the core `skeletal bench` suite: the crowd, single, skinning and load stages with their
+# same-run baselines, and the table.
 """``skeletal bench``: the performance figures of the README, each against a baseline measured in the
 same run on the same machine.
 
@@ -56,6 +58,8 @@ FEATURE_BENCHES: list[str] = [
     # formats: Assimp, BVH load (issue 9)
     "skeletal.bench.assimp",
     "skeletal.bench.bvh",
+    # USD (UsdSkel) load next to glTF (issue 18)
+    "skeletal.bench.usd",
 
     # inverse kinematics (issue 10)
     "skeletal.bench.ik",
@@ -71,6 +75,9 @@ FEATURE_BENCHES: list[str] = [
 
     # compression (issue 12)
     "skeletal.bench.compress",
+
+    # first impressions (issue 17): cold first frame, threads on a busy machine
+    "skeletal.bench.cold",
 
 ]
 

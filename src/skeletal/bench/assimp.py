@@ -5,7 +5,8 @@ The bench model (Soldier.glb, or the built-in character written as GLB) is conve
 with the ``assimp export`` command (Debian ``assimp-utils``) into a temporary folder: ASCII FBX
 (Assimp 5.2's binary FBX writer makes files its own reader refuses) and Collada. Each row is
 ``skeletal.load`` of that file (median of repeats, after a warm-up), with the GLB load measured in the
-same run as the baseline, plus the share of the time spent inside Assimp's C import. Without the
+same run as the baseline, plus the share of the time spent inside Assimp's C import and the same load
+without the child process (``isolate=False``), whose difference is the cost of the isolation. Without the
 command or the library the rows are omitted with a note.
 """
 
@@ -57,17 +58,21 @@ def bench_rows(asset=None, clip=None, path: Path | None = None, quick: bool = Fa
             except skeletal.ModelError as exc:  # Assimp 5.2's own exporters write some files it cannot read back
                 figures[f"{suffix[1:]}_note"] = f"the file assimp export wrote is unreadable: {exc}"
                 continue
+            plain = time_samples(lambda: skeletal.load(out, isolate=False), repeats, warmup=1)
             data = out.read_bytes()
             c_secs = time_samples(lambda: import_scene(str(out), data, str(out)).release(), repeats, warmup=0)
             stat = duration(secs, 1e3, "ms", file=out.name, bytes=len(data))
             c_ms = duration(c_secs, 1e3, "ms")
+            plain_ms = duration(plain, 1e3, "ms")
+            figures[f"{suffix[1:]}_in_process_load_ms"] = plain_ms
             figures[f"{suffix[1:]}_load_ms"] = stat
             figures[f"{suffix[1:]}_assimp_import_ms"] = c_ms
             ratio = stat["median"] / glb_ms["median"]
             rows.append({"name": f"load {label} {title}", "stat": stat,
                          "baseline": f"GLB {glb_ms['median']:.1f} ms",
                          "ratio": f"{ratio:.1f}x GLB",
-                         "reference": f"Assimp's C import alone {c_ms['median']:.0f} ms"})
+                         "reference": f"Assimp's C import alone {c_ms['median']:.0f} ms; in-process "
+                                      f"(isolate=False, no child) {plain_ms['median']:.0f} ms"})
         return {"rows": rows, **figures}
     finally:
         shutil.rmtree(folder, ignore_errors=True)

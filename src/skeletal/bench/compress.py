@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..clip import Clip
-from ..compress import _world_positions, acl_bound, compress, compression_stats, dense_times
+from ..compress import world_positions, acl_bound, compress, compression_stats, dense_times
 from . import stat
 
 
@@ -28,7 +28,7 @@ def bench_rows(asset, clip, path, quick: bool) -> dict:
     posing = []
     for _ in range(3 if quick else 10):
         start = time.perf_counter()
-        _world_positions(original, asset.rig, times)
+        world_positions(original, asset.rig, times)
         posing.append(time.perf_counter() - start)
     base_ms = float(np.median(posing)) * 1e3
     compress_ms = [x * 1e3 for x in samples]

@@ -10,6 +10,7 @@ import click
 
 from ..batch import RAY_MISSING, BatchError, ray_available, run_batch
 from ..jobs import JOBS
+from ..workers import DEFAULT_MEMORY, DEFAULT_TIMEOUT
 
 
 @click.command("batch")
@@ -19,9 +20,16 @@ from ..jobs import JOBS
 @click.option("--ray", "ray_address", is_flag=False, flag_value="local", default=None, metavar="[auto|ADDRESS]",
               help="Run on Ray: alone a local runtime, 'auto' the running cluster, or a cluster address.")
 @click.option("--jobs", "-j", "workers", type=int, default=None, help="Worker processes of the local pool (default: CPUs).")
-@click.option("--serial", is_flag=True, help="No pool: one file after another in this process.")
+@click.option("--serial", is_flag=True, help="No pool: one file after another (in one supervised worker).")
 @click.option("--chunk", type=int, default=1, show_default=True, help="Files per task sent to a worker.")
 @click.option("--force", is_flag=True, help="Redo files whose outputs are up to date.")
+@click.option("--timeout", type=float, default=DEFAULT_TIMEOUT, show_default=True,
+              help="Seconds one file may take (wall clock; also its CPU-time limit); then it fails.")
+@click.option("--memory", type=int, default=DEFAULT_MEMORY >> 20, show_default=True,
+              help="MB of memory one file may use beyond its worker's own (0: no limit).")
+@click.option("--follow-symlinks", is_flag=True, help="Also take symbolic links that lead out of an input folder.")
+@click.option("--trusted", is_flag=True,
+              help="Read Assimp formats in the worker itself, without a child process per file (trusted files).")
 @click.option("--report", "report", type=click.Path(dir_okay=False), default=None,
               help="JSON report path (default: OUT/batch-report.json).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
@@ -33,13 +41,16 @@ from ..jobs import JOBS
 @click.option("--target", type=click.Path(dir_okay=False), default=None, help="retarget: the target model.")
 @click.option("--map", "map_path", type=click.Path(dir_okay=False), default=None,
               help="retarget: JSON object of source joint name -> target joint name (or null).")
-def batch_command(command, inputs, out_dir, ray_address, workers, serial, chunk, force, report, no_progress, as_json,
-                  clip_keys, fps, error, distance, target, map_path) -> None:
+def batch_command(command, inputs, out_dir, ray_address, workers, serial, chunk, force, timeout, memory,
+                  follow_symlinks, trusted, report, no_progress, as_json, clip_keys, fps, error, distance, target,
+                  map_path) -> None:
     """Run COMMAND (bake, compress, export, retarget, info) on every model in INPUTS (a folder or a
     glob pattern such as 'mocap/**/*.bvh'), writing OUT/<same relative path>.<npz|glb|json>.
 
     Files whose outputs are newer than their inputs are skipped (resume); failures are listed in
-    the JSON report and do not stop the batch. Exit status 1 when any file failed."""
+    the JSON report (rewritten as files finish) and do not stop the batch: each file runs in a
+    supervised worker under --timeout and --memory, and one that crashes or hangs is reported and
+    replaced. Exit status 1 when any file failed."""
     if serial and ray_address is not None:
         raise BatchError("give --serial or --ray, not both")
     if ray_address is not None and not ray_available():
@@ -66,10 +77,13 @@ def batch_command(command, inputs, out_dir, ray_address, workers, serial, chunk,
                     options["mapping"] = json.load(f)
             except ValueError as exc:
                 raise BatchError(f"{map_path}: not JSON ({exc})") from None
+    if trusted:
+        options["isolate"] = False
     executor = "serial" if serial else ("ray" if ray_address is not None else "pool")
     summary = run_batch(command, inputs, out_dir, options=options, executor=executor, workers=workers,
                         ray_address=ray_address, chunk=chunk, force=force,
-                        report="" if report is None else report, progress=not no_progress)
+                        report="" if report is None else report, progress=not no_progress, timeout=timeout,
+                        memory=(memory << 20) if memory else None, follow_symlinks=follow_symlinks)
     click.echo(summary.table(), err=True)
     if summary.failed:
         raise SystemExit(1)

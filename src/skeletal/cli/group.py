@@ -252,21 +252,24 @@ def demo(export_path: str) -> None:
 @click.argument("source", type=click.Path())
 @click.argument("target", type=click.Path())
 @click.option("--clip", "clip_key", default="0", show_default=True, help="SOURCE's clip (name or index).")
-@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output .glb or .gltf.")
+@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False),
+              help="Output .glb, .gltf or USD (.usda, .usdc, .usdz).")
 @click.option("--map", "map_path", type=click.Path(dir_okay=False), default=None,
               help="JSON object of source joint name -> target joint name (or null), over the built-in pairs.")
 @click.option("--fps", type=float, default=None, help="Key rate of the new clip (default: the source's key times).")
 @click.option("--name", "clip_name", default=None, help="Name of the new clip (default: the source clip's).")
 @click.option("--keep-clips", is_flag=True, help="Also write TARGET's own clips.")
-def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_clips) -> None:
+@click.option("--up", "up_axis", type=click.Choice(["auto", "y", "z", "-z", "x", "-x", "-y"]), default="auto",
+              show_default=True, help="SOURCE's up axis (auto: found from its skeleton and motion; Z-up mocap stands up).")
+def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_clips, up_axis) -> None:
     """Play SOURCE's clip on TARGET's rig and write TARGET with the new clip (e.g. a BVH walk on a glTF
     character). SOURCE and TARGET: .glb/.gltf, .bvh or any format skeletal.load reads."""
     from ..asset import load
     from ..export import export
     from ..retarget import retarget as retarget_clip
 
-    if not out_path.lower().endswith((".glb", ".gltf")):
-        raise _fail(f"--out {out_path!r}: the file must end in .glb or .gltf")
+    if not out_path.lower().endswith((".glb", ".gltf", ".usda", ".usdc", ".usd", ".usdz")):
+        raise _fail(f"--out {out_path!r}: the file must end in .glb or .gltf, or .usda/.usdc/.usd/.usdz (USD)")
     mapping = None
     if map_path is not None:
         try:
@@ -280,7 +283,7 @@ def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_
     tgt.require_nodes("retarget onto")
     if not src.clips:
         raise _fail(f"{os.path.basename(source)}: has no clips to retarget")
-    clip = retarget_clip(src.clip(clip_key), src.rig, tgt.rig, mapping, fps=fps, name=clip_name)
+    clip = retarget_clip(src.clip(clip_key), src.rig, tgt.rig, mapping, fps=fps, name=clip_name, up=up_axis)
     clips = [c for c in tgt.clips if c.name != clip.name] + [clip] if keep_clips else [clip]
     export(tgt, out_path, clips)
     click.echo(f"wrote {out_path}: clip {clip.name!r} ({clip.duration:.4g} s, {clip.track_count} tracks) on "
@@ -289,7 +292,8 @@ def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_
 
 @cli.command()
 @click.argument("model", type=click.Path())
-@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output .glb, .gltf or .bvh.")
+@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False),
+              help="Output .glb, .gltf, .bvh or USD (.usda, .usdc, .usdz).")
 @click.option("--clip", "clip_keys", multiple=True, help="Clip to write (name or index; repeat for more; default: all).")
 @click.option("--rotation-order", default="ZYX", show_default=True,
               help="BVH only: Euler order of the rotation channels (XYZ, XZY, YXZ, YZX, ZXY, ZYX) or 'keep' "
@@ -301,13 +305,14 @@ def export(model, out_path, clip_keys, rotation_order, fps) -> None:
     \b
       skeletal export walk.bvh --out walk.glb
       skeletal export Soldier.glb --clip Walk --out walk.bvh --rotation-order ZXY --fps 30
+      skeletal export Soldier.glb --out soldier.usdz
     """
     from ..asset import load
     from ..export import export as export_asset
 
     lower = out_path.lower()
-    if not lower.endswith((".glb", ".gltf", ".bvh")):
-        raise _fail(f"--out {out_path!r}: the file must end in .glb, .gltf or .bvh")
+    if not lower.endswith((".glb", ".gltf", ".bvh", ".usda", ".usdc", ".usd", ".usdz")):
+        raise _fail(f"--out {out_path!r}: the file must end in .glb, .gltf or .bvh, or .usda/.usdc/.usd/.usdz (USD)")
     if lower.endswith(".bvh"):
         from ..export import write_bvh
         from ..io.bvh import ROTATION_ORDERS
@@ -361,6 +366,12 @@ FEATURE_COMMANDS: list[tuple[str, str]] = [
 
     # batch processing (issue 12)
     ("skeletal.cli.batch", "batch_command"),
+
+    # cold start: compile every kernel once (issue 17)
+    ("skeletal.cli.warmup", "warmup_command"),
+
+    # the browser page and notebook widget (issue 19)
+    ("skeletal.cli.html", "html_command"),
 
 ]
 

@@ -13,7 +13,12 @@ from __future__ import annotations
 ASSIMP_SUFFIXES: tuple[str, ...] = (
     ".fbx", ".dae", ".x", ".3ds", ".ms3d", ".md5mesh", ".b3d", ".smd", ".ogex", ".ase",
     ".lwo", ".lws", ".md2", ".md3", ".mdl", ".irrmesh", ".ac", ".obj", ".ply", ".stl", ".off",
-    ".3mf", ".cob", ".xgl", ".zgl", ".q3o", ".dxf", ".csm", ".nff", ".raw", ".ter", ".hmp")
+    ".3mf", ".cob", ".xgl", ".zgl", ".q3o", ".dxf", ".csm", ".nff", ".raw", ".ter", ".hmp",
+    # Ogre (binary and XML), MMD, MD5 animation and camera files: Assimp reads them
+    ".mesh", ".mesh.xml", ".pmx", ".md5anim", ".md5camera")
 
 #: The suffix of BVH motion capture (:mod:`skeletal.io.bvh`).
 BVH_SUFFIX = ".bvh"
+
+#: Suffixes of USD files (:mod:`skeletal.io.usd`, UsdSkel; needs the ``usd`` extra).
+USD_SUFFIXES: tuple[str, ...] = (".usd", ".usda", ".usdc", ".usdz")

@@ -25,13 +25,15 @@ degrees) on any clip; see ``tests/test_crowd.py``. ``nlerp_max_gap=0`` keeps sle
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numba
 import numpy as np
+import numpy.typing as npt
 
 from ..asset import Asset
 from ..clip import Clip
-from ..pose import _world_palettes_34, ancestors_and_self
+from ..pose import world_palettes_34, ancestors_and_self
 from . import kernels as K
 from .mixer import InstanceSelector, Mixer
 
@@ -46,7 +48,7 @@ class Crowd(Mixer):
     """
 
     def __init__(self, asset: Asset, count: int, *, nlerp_max_gap: float = 15.0, keep_world: bool = False,
-                 dtype=np.float32, events: bool = False):
+                 dtype: npt.DTypeLike = np.float32, events: bool = False):
         self._keep_world = keep_world
         super().__init__(asset, count, dtype=dtype, events=events)
         self.nlerp_max_gap = float(nlerp_max_gap)
@@ -113,7 +115,7 @@ class Crowd(Mixer):
                                  self.inverse_bind34, self.palettes, self.world34, self._world_scratch,
                                  *self._ik.args())
             return
-        _world_palettes_34(self.rig.parents, self._world_nodes, self.local_pose, self.palette_joints, self.inverse_bind34,
+        world_palettes_34(self.rig.parents, self._world_nodes, self.local_pose, self.palette_joints, self.inverse_bind34,
                            self.palettes, self.world34, self._world_scratch)
 
     @property
@@ -131,9 +133,10 @@ class Crowd(Mixer):
     def world(self, value) -> None:  # the base class assigns it while setting up; the crowd keeps world34
         pass
 
-    def play(self, clip: str | int | Clip, *, offsets=0.0, speeds=1.0, weights=1.0, layer: int = 0,
+    def play(self, clip: str | int | Clip, *, offsets: float | npt.ArrayLike = 0.0, speeds: float | npt.ArrayLike = 1.0,
+             weights: float | npt.ArrayLike = 1.0, layer: int = 0,
              fade: float = 0.0, loop: str = "repeat", repetitions: float = math.inf, restart: bool = False,
-             instances: InstanceSelector = None, **legacy) -> int:
+             instances: InstanceSelector = None, **legacy: Any) -> int:
         """Play ``clip`` on every selected instance; ``offsets`` (start times), ``speeds`` and
         ``weights`` are scalars or per-instance arrays."""
         offsets = legacy.pop("offset", offsets)

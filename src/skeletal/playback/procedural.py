@@ -1,3 +1,5 @@
+# Over 600 lines: foot placement, look-at and jiggle share the Procedural driver, its placement state and the
+# stage kernels run inside the playback update.
 """Procedural animation stages run after playback: foot placement on uneven ground, look-at, jiggle.
 
 A :class:`Procedural` attaches to a :class:`~skeletal.Player`, :class:`~skeletal.Mixer` or
@@ -36,20 +38,27 @@ look-at targets are world coordinates, the pose stays model space.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
+import numpy.typing as npt
 from numba import njit, prange
 
 from ..errors import SkeletalError
 from ..ik import (AimLimit, IN_POLE, IN_TARGET, IN_WEIGHT, SF_FORWARD, SF_UP, SI_J0, SI_J1, SI_U0, SI_U1, StageTable,
                   aim_one, two_bone_one)
-from ..pose import (_palette_batch, _world_palettes_34, affine_product_into, local_to_world_one, palettes_one,
+from ..pose import (palette_batch, world_palettes_34, affine_product_into, local_to_world_one, palettes_one,
                     world_matrices, world_node_into)
 from . import kernels as K
 from .contacts import ContactPhases, Leg, detect_contacts, find_legs
 from .ground import Ground, as_ground, ground_at
 from .springs import (JiggleChains, critical_spring, find_tail_chains, nlerp_identity, qmul, qnormalize,
                       quat_from_to, quat_from_world)
+
+if TYPE_CHECKING:
+    from .crowd import Crowd
+    from .mixer import Mixer
+    from .player import Player
 
 _NAN3 = (np.nan, np.nan, np.nan)
 
@@ -174,7 +183,7 @@ class Procedural:
     default. ``world`` (B, N, 4, 4) float64: the model-space world matrices after the stages.
     """
 
-    def __init__(self, target):
+    def __init__(self, target: Player | Mixer | Crowd):
         self.mixer = _mixer_of(target)
         self.asset = self.mixer.asset
         self.rig = self.asset.rig
@@ -192,24 +201,24 @@ class Procedural:
 
     # -- set up -----------------------------------------------------------------------------
 
-    def place(self, position=(0.0, 0.0, 0.0), heading=0.0) -> None:
+    def place(self, position: npt.ArrayLike = (0.0, 0.0, 0.0), heading: float | npt.ArrayLike = 0.0) -> None:
         """Where the instances stand: ``position`` (B, 3) or (3,) world coordinates of the model's
         origin, ``heading`` (B,) or scalar radians about +Y."""
         self.placement[...] = placement_matrices(position, heading, self.count)
 
-    def foot_placement(self, ground="flat", **options) -> "FootPlacement":
+    def foot_placement(self, ground: Any = "flat", **options: Any) -> "FootPlacement":
         """Add (or replace) the foot placement stage; see :class:`FootPlacement` for ``options``."""
         stage = FootPlacement(self, ground, **options)
         self._add(stage)
         return stage
 
-    def look_at(self, target=None, **options) -> "LookAt":
+    def look_at(self, target: npt.ArrayLike | None = None, **options: Any) -> "LookAt":
         """Add (or replace) the look-at stage; see :class:`LookAt`."""
         stage = LookAt(self, target, **options)
         self._add(stage)
         return stage
 
-    def jiggle(self, chains=None, **options) -> "Jiggle":
+    def jiggle(self, chains: Sequence[Sequence[str | int]] | None = None, **options: Any) -> "Jiggle":
         """Add (or replace) spring bones on ``chains`` (joint names / indices, parent first; default:
         the chains whose names contain "tail"); ``options``: stiffness, damping, gravity, max_step
         (see :class:`.springs.JiggleChains`)."""
@@ -287,7 +296,7 @@ class Procedural:
     def _refresh_outputs(self) -> None:
         mixer = self.mixer
         if hasattr(mixer, "palette_joints") and hasattr(mixer, "world34"):  # a Crowd
-            _world_palettes_34(self.rig.parents, mixer._world_nodes, mixer.local_pose, mixer.palette_joints,
+            world_palettes_34(self.rig.parents, mixer._world_nodes, mixer.local_pose, mixer.palette_joints,
                                mixer.inverse_bind34, mixer.palettes, mixer.world34, mixer._world_scratch)
             return
         if mixer.world is not self.world:
@@ -296,7 +305,7 @@ class Procedural:
             if self.count <= SERIAL_BELOW:
                 _palettes_serial(mixer.world, mixer._palette_joints, mixer._inverse_bind, mixer._palette_all)
             else:
-                _palette_batch(mixer.world, mixer._palette_joints, mixer._inverse_bind, mixer._palette_all)
+                palette_batch(mixer.world, mixer._palette_joints, mixer._inverse_bind, mixer._palette_all)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,3 +1,5 @@
+# Over 600 lines: one Renderer owns the GL resources every draw path shares (programs, palette uploads,
+# instancing, overlays); splitting it would split their lifetime.
 """The renderer: upload a frame's palettes (one write) and draw the asset into a numpy image.
 
 CPU work stays in the library: the caller (or :mod:`.output`) samples clips and computes world

@@ -1,3 +1,5 @@
+# Over 600 lines: the `skeletal view` window: its loop, input handling and drawing; the GL-free UI state is
+# render/viewer_ui.py.
 """The interactive viewer behind ``skeletal view``: a window, the skinned character drawn by the
 :class:`.renderer.Renderer`, a timeline, a clip list, overlays and frame statistics.
 
