@@ -25,7 +25,7 @@ def assert_closed_and_oriented(positions: np.ndarray, triangles: np.ndarray, eul
 
 
 def test_sphere_and_torus():
-    sphere = lambda p: np.linalg.norm(p - 0.0123, axis=1) - 1.0  # noqa: E731
+    sphere = lambda p: np.linalg.norm(p - 0.0123, axis=1) - 1.0
     positions, triangles = mesh_isosurface(sphere, (-1.2,) * 3, (1.3,) * 3, 0.05)
     assert_closed_and_oriented(positions, triangles, 2)
     assert np.abs(sphere(positions)).max() < 1e-6
@@ -42,7 +42,7 @@ def test_sphere_and_torus():
 
 
 def test_gradient_of_a_linear_field_is_exact():
-    field = lambda p: p @ np.array([1.0, -2.0, 0.5]) + 3.0  # noqa: E731
+    field = lambda p: p @ np.array([1.0, -2.0, 0.5]) + 3.0
     np.testing.assert_allclose(gradient(field, np.random.default_rng(0).normal(size=(10, 3))),
                                np.tile([1.0, -2.0, 0.5], (10, 1)), atol=1e-8)
 

@@ -21,8 +21,8 @@ import skeletal
 from skeletal.playback.crowd import Crowd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fixtures.gltf_builder import ARRAY_BUFFER, GltfBuilder  # noqa: E402
-from fixtures.xvfb import xvfb_display  # noqa: E402
+from fixtures.gltf_builder import ARRAY_BUFFER, GltfBuilder
+from fixtures.xvfb import xvfb_display
 
 REPO = Path(__file__).resolve().parents[1]
 BVH = ("HIERARCHY\nROOT Hips\n{\n OFFSET 0 1 0\n CHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation Yrotation\n"
