@@ -74,7 +74,7 @@ def models(tmp_path_factory) -> dict[str, Path]:
 
 
 def cli(*args, cwd=None, env=None) -> subprocess.CompletedProcess:
-    run_env = dict(os.environ, **(env or {}))
+    run_env = dict(os.environ, SKELETAL_QUIET_COMPILE="1", **(env or {}))  # no compile notice line
     run_env.pop("SKELETAL_DEBUG", None)
     return subprocess.run([sys.executable, "-m", "skeletal", *map(str, args)], capture_output=True, text=True,
                           cwd=cwd, env=run_env, timeout=900)
