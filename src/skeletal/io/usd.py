@@ -1,3 +1,5 @@
+# Over 600 lines: one reader pass over a UsdSkel stage (skeletons, animations, skinned meshes, blend shapes)
+# in the order the Document needs them, as io/gltf.py does for glTF.
 """USD (UsdSkel) reader: ``.usd``/``.usda``/``.usdc``/``.usdz`` -> :class:`~skeletal.document.Document`,
 through Pixar's ``usd-core`` (the optional extra ``skeletal[usd]``).
 
