@@ -1,5 +1,5 @@
-# Over 600 lines: one reader pass over a UsdSkel stage (skeletons, animations, skinned meshes, blend shapes,
-# materials), each part validated where it is read so that an error names its prim; split, the parts would share most state.
+# Over 600 lines: one reader pass over a UsdSkel stage (skeletons, animations, skinned meshes, blend shapes)
+# in the order the Document needs them, as io/gltf.py does for glTF.
 """USD (UsdSkel) reader: ``.usd``/``.usda``/``.usdc``/``.usdz`` -> :class:`~skeletal.document.Document`,
 through Pixar's ``usd-core`` (the optional extra ``skeletal[usd]``).
 
