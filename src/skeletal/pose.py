@@ -106,17 +106,46 @@ def palettes_one(world, joints, inverse_bind, out):
         affine_product_into(world[joints[j]], inverse_bind[j], out[j])
 
 
-@njit(cache=True, parallel=True)
-def _local_to_world_batch(parents, poses, worlds):
-    for b in prange(poses.shape[0]):
-        local_to_world_one(parents, poses[b], worlds[b])
+#: Batches up to this size run the serial twin of a batch kernel (a parallel launch costs more
+#: than posing a few characters).
+SERIAL_BELOW = 4
 
 
-@njit(cache=True, parallel=True)
-def _palette_batch(worlds, joints, inverse_bind, out):
-    """out[b, j] = worlds[b, joints[j]] @ inverse_bind[j] (affine)."""
-    for b in prange(worlds.shape[0]):
-        palettes_one(worlds[b], joints, inverse_bind, out[b])
+def _worlds_body(loop):
+    """World matrices of every pose of a batch, over ``loop`` (``range`` or ``prange``): one body
+    for the serial and the parallel kernel."""
+
+    def worlds_batch(parents, poses, worlds):
+        for b in loop(poses.shape[0]):
+            local_to_world_one(parents, poses[b], worlds[b])
+
+    return worlds_batch
+
+
+def _palettes_body(loop):
+    """``out[b, j] = worlds[b, joints[j]] @ inverse_bind[j]`` (affine) over ``loop``."""
+
+    def palettes_batch(worlds, joints, inverse_bind, out):
+        for b in loop(worlds.shape[0]):
+            palettes_one(worlds[b], joints, inverse_bind, out[b])
+
+    return palettes_batch
+
+
+_local_to_world_serial = njit(cache=True)(_worlds_body(range))
+_local_to_world_batch = njit(cache=True, parallel=True)(_worlds_body(prange))
+_palette_serial = njit(cache=True)(_palettes_body(range))
+_palette_batch = njit(cache=True, parallel=True)(_palettes_body(prange))
+
+
+def local_to_world_batch(parents, poses, worlds) -> None:
+    """World matrices (B, N, 3|4, 4) of every pose (B, N, 10) in place; serial for a few poses."""
+    (_local_to_world_serial if poses.shape[0] <= SERIAL_BELOW else _local_to_world_batch)(parents, poses, worlds)
+
+
+def palette_batch(worlds, joints, inverse_bind, out) -> None:
+    """Skin palettes ``out[b, j] = worlds[b, joints[j]] @ inverse_bind[j]`` in place; serial for a few."""
+    (_palette_serial if worlds.shape[0] <= SERIAL_BELOW else _palette_batch)(worlds, joints, inverse_bind, out)
 
 
 @njit(cache=True, parallel=True)
@@ -155,7 +184,7 @@ def world_matrices(parents: np.ndarray, pose: np.ndarray, out: np.ndarray | None
     if out is None:
         out = np.empty(flat.shape[:2] + (4, 4), dtype=pose.dtype)
     worlds = out.reshape(flat.shape[:2] + (4, 4))
-    _local_to_world_batch(np.asarray(parents, dtype=np.int32), flat, worlds)
+    local_to_world_batch(np.asarray(parents, dtype=np.int32), flat, worlds)
     return worlds.reshape(batch + (pose.shape[-2], 4, 4))
 
 
@@ -174,10 +203,10 @@ def skin_palette(world: np.ndarray, joints: np.ndarray, inverse_bind: np.ndarray
     joints = np.asarray(joints, dtype=np.int64)
     inverse_bind = np.ascontiguousarray(inverse_bind, dtype=world.dtype)
     if out is not None and out.shape == shape and out.dtype == world.dtype and out.flags.c_contiguous:
-        _palette_batch(flat, joints, inverse_bind, out.reshape((flat.shape[0], len(joints), 4, 4)))
+        palette_batch(flat, joints, inverse_bind, out.reshape((flat.shape[0], len(joints), 4, 4)))
         return out
     result = np.empty((flat.shape[0], len(joints), 4, 4), dtype=world.dtype)
-    _palette_batch(flat, joints, inverse_bind, result)
+    palette_batch(flat, joints, inverse_bind, result)
     if out is not None:
         out[...] = result.reshape(shape)
         return out

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..asset import Asset
 from ..clip import Clip
-from ..pose import _world_palettes_34, ancestors_and_self
+from ..pose import ancestors_and_self
 from . import kernels as K
 from .mixer import InstanceSelector, Mixer
 
@@ -80,41 +80,19 @@ class Crowd(Mixer):
         self._ik.table.restrict_updates(self._world_nodes)
         self._world_nodes_ik = self._ik.table.rows_before_stages(self._world_nodes)  # the rest: by the stages
 
-    def _update_fused(self, dt: float) -> bool:
-        """Clocks, poses, world matrices and palettes of every instance in one parallel kernel."""
-        cs = self.clipset
-        if self._ik is not None:
-            from .ikstage import update_crowd_ik
-
-            update_crowd_ik(
-                dt, cs.duration, cs.marker_time, self.ist, *self._kernel_args(self.layer_weight),
-                self._scratch, self._scratch_morph, self._scratch_tmp, self._scratch_locs,
-                self.local_pose, self.morph_weights, self._base_unmasked,
-                self.rig.parents, self._world_nodes_ik, self.palette_joints, self.inverse_bind34, self.palettes,
-                self.world34, self._world_scratch, *self._ik.args(),
-            )
-            return True
-        K.update_crowd(
-            dt, cs.duration, cs.marker_time, self.ist, *self._kernel_args(self.layer_weight),
-            self._scratch, self._scratch_morph, self._scratch_tmp, self._scratch_locs,
-            self.local_pose, self.morph_weights, self._base_unmasked,
-            self.rig.parents, self._world_nodes, self.palette_joints, self.inverse_bind34, self.palettes, self.world34,
-            self._world_scratch,
+    def _world_fields(self) -> dict:
+        """World 3x4 rows of the skins' joints and their ancestors (with IK: of the rows the stages do
+        not rebuild themselves; every node's with ``keep_world``), in ``world34`` or a per-thread
+        scratch; 3x4 palettes in the output dtype."""
+        return dict(
+            world_nodes=self._world_nodes if self._ik is None else self._world_nodes_ik, worlds=self.world34,
+            scratch_world=self._world_scratch, palette_joints=self.palette_joints,
+            inverse_bind=self.inverse_bind34, palettes=self.palettes,
         )
-        return True
 
     def evaluate(self) -> None:
-        """Blend the actions into local poses, then world matrices and palettes in one fused kernel."""
-        self._evaluate_into(self.layer_weight, self.local_pose, self.morph_weights)
-        if self._ik is not None:
-            from .ikstage import world_ik_palettes_34
-
-            world_ik_palettes_34(self.rig.parents, self._world_nodes_ik, self.local_pose, self.palette_joints,
-                                 self.inverse_bind34, self.palettes, self.world34, self._world_scratch,
-                                 *self._ik.args())
-            return
-        _world_palettes_34(self.rig.parents, self._world_nodes, self.local_pose, self.palette_joints, self.inverse_bind34,
-                           self.palettes, self.world34, self._world_scratch)
+        """Blend the actions into local poses, then world matrices (IK) and palettes in one fused kernel."""
+        self._run(0.0, K.BLEND | K.WORLD)
 
     @property
     def world(self) -> np.ndarray:

@@ -43,9 +43,10 @@ from numba import njit, prange
 from ..errors import SkeletalError
 from ..ik import (AimLimit, IN_POLE, IN_TARGET, IN_WEIGHT, SF_FORWARD, SF_UP, SI_J0, SI_J1, SI_U0, SI_U1, StageTable,
                   aim_one, two_bone_one)
-from ..pose import (_palette_batch, _world_palettes_34, affine_product_into, local_to_world_one, palettes_one,
-                    world_matrices, world_node_into)
+from ..pose import (SERIAL_BELOW, _world_palettes_34, affine_product_into, local_to_world_batch,
+                    local_to_world_one, palette_batch, world_matrices, world_node_into)
 from . import kernels as K
+from .jobs import entry, foot_job
 from .contacts import ContactPhases, Leg, detect_contacts, find_legs
 from .ground import Ground, as_ground, ground_at
 from .springs import (JiggleChains, critical_spring, find_tail_chains, nlerp_identity, qmul, qnormalize,
@@ -53,14 +54,8 @@ from .springs import (JiggleChains, critical_spring, find_tail_chains, nlerp_ide
 
 _NAN3 = (np.nan, np.nan, np.nan)
 
-#: Batches up to this size run serial kernels (a parallel launch costs more than a few characters).
-SERIAL_BELOW = 4
-
-
-@njit(cache=True)
-def _worlds_serial(parents, poses, worlds):
-    for b in range(poses.shape[0]):
-        _all_rows(parents, poses[b], worlds[b])
+#: Batches up to this size run serial kernels (a parallel launch costs more than a few characters):
+#: :data:`skeletal.pose.SERIAL_BELOW`, imported above.
 
 
 @njit(cache=True)
@@ -82,12 +77,6 @@ def _palette_rows(world, joints, inverse_bind, idx, start, stop, out):
     for i in range(start, stop):
         k = idx[i]
         affine_product_into(world[joints[k]], inverse_bind[k], out[k])
-
-
-@njit(cache=True)
-def _palettes_serial(worlds, joints, inverse_bind, out):
-    for b in range(worlds.shape[0]):
-        palettes_one(worlds[b], joints, inverse_bind, out[b])
 
 
 @njit(cache=True)
@@ -138,10 +127,7 @@ def _look_serial(pose, world, parents, stage_i, stage_f, joints, jp, inputs, upd
 
 def _worlds(parents, pose, world) -> None:
     """World matrices of every instance (serial for small batches)."""
-    if pose.shape[0] <= SERIAL_BELOW:
-        _worlds_serial(parents, pose, world)
-    else:
-        world_matrices(parents, pose, out=world)
+    local_to_world_batch(parents, pose, world)
 
 
 def _mixer_of(target):
@@ -293,10 +279,7 @@ class Procedural:
         if mixer.world is not self.world:
             mixer.world[...] = self.world
         if len(mixer._palette_joints):
-            if self.count <= SERIAL_BELOW:
-                _palettes_serial(mixer.world, mixer._palette_joints, mixer._inverse_bind, mixer._palette_all)
-            else:
-                _palette_batch(mixer.world, mixer._palette_joints, mixer._inverse_bind, mixer._palette_all)
+            palette_batch(mixer.world, mixer._palette_joints, mixer._inverse_bind, mixer._palette_all)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -522,30 +505,32 @@ def _foot_one(b, phase, pose, world, parents, placement, legs, pelvis, pelvis_no
             _palette_rows(world_b, pal_joints, inv_bind, pal_idx, pal_start[l + 1], pal_start[l + 2], pal_b)
 
 
-@njit(cache=True, parallel=True)
-def foot_kernel(phase, pose, world, parents, placement, legs, pelvis, pelvis_nodes, leg_nodes, leg_start, fs, slot_clip,
-                slot_additive, tables, frames, fps, durations, looping, g_kind, g_params, g_grid, heights, normals,
-                contact, ankle, leg_len, scalars, weight, state, initialised, plant, locked, lock, targets,
-                pelvis_offset, pal, pal_joints, inv_bind, pal_idx, pal_start):
-    """:func:`_foot_one` for every instance, in parallel."""
-    for b in prange(pose.shape[0]):
-        _foot_one(b, phase, pose, world, parents, placement, legs, pelvis, pelvis_nodes, leg_nodes, leg_start, fs,
-                  slot_clip, slot_additive, tables, frames, fps, durations, looping, g_kind, g_params, g_grid,
-                  heights, normals, contact, ankle, leg_len, scalars, weight, state, initialised, plant, locked, lock,
-                  targets, pelvis_offset, pal, pal_joints, inv_bind, pal_idx, pal_start)
+def _foot_kernel(loop):
+    """The one body of the foot-placement kernel: :func:`_foot_one` for every instance of a
+    :class:`~skeletal.playback.jobs.FootJob`, over ``loop`` = ``range`` (a few characters: no
+    thread pool) or ``prange`` (parallel). ``phase`` as :func:`_foot_one`'s."""
+
+    def foot(job, phase):
+        pose, world, parents, placement = job.pose, job.world, job.parents, job.placement
+        legs, pelvis, pelvis_nodes, leg_nodes, leg_start = job.legs, job.pelvis, job.pelvis_nodes, job.leg_nodes, job.leg_start
+        fs, slot_clip, slot_additive, tables = job.fs, job.slot_clip, job.slot_additive, job.tables
+        frames, fps, durations, looping = job.frames, job.fps, job.durations, job.looping
+        g_kind, g_params, g_grid, heights, normals = job.g_kind, job.g_params, job.g_grid, job.heights, job.normals
+        contact, ankle, leg_len, scalars, weight = job.contact, job.ankle, job.leg_len, job.scalars, job.weight
+        state, initialised, plant, locked, lock = job.state, job.initialised, job.plant, job.locked, job.lock
+        targets, pelvis_offset = job.targets, job.pelvis_offset
+        pal, pal_joints, inv_bind, pal_idx, pal_start = job.pal, job.pal_joints, job.inv_bind, job.pal_idx, job.pal_start
+        for b in loop(pose.shape[0]):
+            _foot_one(b, phase, pose, world, parents, placement, legs, pelvis, pelvis_nodes, leg_nodes, leg_start,
+                      fs, slot_clip, slot_additive, tables, frames, fps, durations, looping, g_kind, g_params, g_grid,
+                      heights, normals, contact, ankle, leg_len, scalars, weight, state, initialised, plant, locked,
+                      lock, targets, pelvis_offset, pal, pal_joints, inv_bind, pal_idx, pal_start)
+
+    return foot
 
 
-@njit(cache=True)
-def foot_kernel_serial(phase, pose, world, parents, placement, legs, pelvis, pelvis_nodes, leg_nodes, leg_start, fs,
-                       slot_clip, slot_additive, tables, frames, fps, durations, looping, g_kind, g_params, g_grid,
-                       heights, normals, contact, ankle, leg_len, scalars, weight, state, initialised, plant, locked,
-                       lock, targets, pelvis_offset, pal, pal_joints, inv_bind, pal_idx, pal_start):
-    """:func:`_foot_one` for every instance, serially (a few characters: no thread pool)."""
-    for b in range(pose.shape[0]):
-        _foot_one(b, phase, pose, world, parents, placement, legs, pelvis, pelvis_nodes, leg_nodes, leg_start, fs,
-                  slot_clip, slot_additive, tables, frames, fps, durations, looping, g_kind, g_params, g_grid,
-                  heights, normals, contact, ankle, leg_len, scalars, weight, state, initialised, plant, locked, lock,
-                  targets, pelvis_offset, pal, pal_joints, inv_bind, pal_idx, pal_start)
+foot_kernel_serial = njit(cache=True)(_foot_kernel(range))
+foot_kernel_parallel = njit(cache=True, parallel=True)(_foot_kernel(prange))
 
 
 class FootPlacement:
@@ -705,30 +690,36 @@ class FootPlacement:
         sc[6] = 1.0 if fresh else 0.0
         sc[7] = 1.0 if (fresh and self._palettes and kind >= 0) else 0.0  # palettes kept current here
         self.palettes_current = sc[7] != 0.0
-        kernel = foot_kernel_serial if proc.count <= SERIAL_BELOW else foot_kernel
-        # the kernel's arguments change rarely: rebuilt only when one of the objects they come from did
+        # the kernel's job changes rarely: rebuilt only when one of the objects it comes from did
         c = self._args_from
         if (c is None or c[0] is not packed or c[1] is not pose or c[2] is not world or c[3] is not mixer.fs
                 or c[4] is not self.weight or c[5] is not self._ground_args or c[6] != self.plant
                 or c[7] is not self.ankle or c[8] is not proc.placement):
             tables, frames, fps, durations, looping, additive = packed
-            self._args = (pose, world, proc.rig.parents, proc.placement, self._legs, self.pelvis, self.pelvis_nodes,
-                          self.leg_nodes, self.leg_start, mixer.fs, mixer.slot_clip, additive, tables, frames, fps,
-                          durations, looping, kind, params, grid, self.heights, self.normals, self.contact,
-                          self.ankle, self.leg_length, sc, self.weight, self.state, self.initialised, self.plant,
-                          self.locked, self.lock, self.targets, self.pelvis_offset, *self._pal, self._pal_idx,
-                          self._pal_start)
+            pal, pal_joints, inv_bind = self._pal
+            job = foot_job(
+                pose=pose, world=world, parents=proc.rig.parents, placement=proc.placement, legs=self._legs,
+                pelvis=self.pelvis, pelvis_nodes=self.pelvis_nodes, leg_nodes=self.leg_nodes,
+                leg_start=self.leg_start, fs=mixer.fs, slot_clip=mixer.slot_clip, slot_additive=additive,
+                tables=tables, frames=frames, fps=fps, durations=durations, looping=looping, g_kind=kind,
+                g_params=params, g_grid=grid, heights=self.heights, normals=self.normals, contact=self.contact,
+                ankle=self.ankle, leg_len=self.leg_length, scalars=sc, weight=self.weight, state=self.state,
+                initialised=self.initialised, plant=self.plant, locked=self.locked, lock=self.lock,
+                targets=self.targets, pelvis_offset=self.pelvis_offset, pal=pal, pal_joints=pal_joints,
+                inv_bind=inv_bind, pal_idx=self._pal_idx, pal_start=self._pal_start)
+            kernel = foot_kernel_serial if proc.count <= SERIAL_BELOW else foot_kernel_parallel
+            self._args = (job, entry(kernel, job, 0))
             self._args_from = (packed, pose, world, mixer.fs, self.weight, self._ground_args, self.plant, self.ankle,
                                proc.placement)
-        args = self._args
+        job, call = self._args
         if kind >= 0:  # a built-in ground: one compiled call for the whole stage
-            kernel(0, *args)
+            call(job, 0)
             return
-        kernel(1, *args)  # up to the targets' (x, z), then the Python ground there, then the rest
+        call(job, 1)  # up to the targets' (x, z), then the Python ground there, then the rest
         h, n = self._ground.height_normal(self.targets[..., 0], self.targets[..., 2])
         self.heights[...] = h
         self.normals[...] = n
-        kernel(2, *args)
+        call(job, 2)
 
 
 # ---------------------------------------------------------------------------------------------
