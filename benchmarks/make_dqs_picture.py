@@ -9,15 +9,14 @@ from __future__ import annotations
 import os
 import sys
 
-import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
-from test_skin_dq import twisted_limb_asset  # noqa: E402  (the tests' generated two-joint limb)
+from test_skin_dq import twisted_limb_asset  # the tests' generated two-joint limb
 
-from skeletal.render.layout import pose_at  # noqa: E402
-from skeletal.render.renderer import Renderer  # noqa: E402
+from skeletal.render.layout import pose_at
+from skeletal.render.renderer import Renderer
 
 
 def main(out: str) -> None:

@@ -27,8 +27,7 @@ import skeletal
 from skeletal.cli import cli
 from skeletal.demo import demo_asset
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fixtures.assimp_convert import (  # noqa: E402
+from fixtures.assimp_convert import (
     assimp_command,
     compare_bakes,
     convert_clip,
@@ -36,8 +35,9 @@ from fixtures.assimp_convert import (  # noqa: E402
     prepare_for_fbx,
 )
 
+from fixtures.shared_assets import ASSETS
+
 REPO = Path(__file__).resolve().parents[1]
-ASSETS = REPO.parent / "shared" / "assets"
 TOLERANCE = 1e-4  # of the model's size
 
 
@@ -387,13 +387,15 @@ def test_reads_stay_in_the_models_folder(tmp_path):
 
     assimp_ffi._FileSystem._on_open = spy
     try:
-        doc = read_assimp(folder / "tri.obj")
+        doc = read_assimp(folder / "tri.obj", isolate=False)  # in this process, so that the spy sees the calls
     finally:
         assimp_ffi._FileSystem._on_open = original
     assert not any("secret" in name and ok for name, ok in opened), opened
     assert any("secret" in name for name, _ok in opened)  # it was asked for, and refused
     # the material is only a placeholder named by ``usemtl``: not the red the outside file defines
     assert not any(np.allclose(m.base_color_factor[:3], [1, 0, 0]) for m in doc.materials)
+    isolated = read_assimp(folder / "tri.obj")  # the child process keeps the same sandbox
+    assert not any(np.allclose(m.base_color_factor[:3], [1, 0, 0]) for m in isolated.materials)
 
 
 def test_missing_library_message(tmp_path, monkeypatch):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
@@ -22,8 +21,7 @@ from skeletal.cli import cli
 from skeletal.demo import demo_asset
 from skeletal.jobs import Task, run_task
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fixtures.batch_folder import make_folder  # noqa: E402
+from fixtures.batch_folder import make_folder
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ the generated folder of 50 files with 3 broken ones, reported, the rest correct;
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,9 +13,8 @@ from click.testing import CliRunner
 from skeletal.batch import run_batch
 from skeletal.cli import cli
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fixtures.batch_folder import make_folder  # noqa: E402
-from test_batch import check_bake_outputs  # noqa: E402
+from fixtures.batch_folder import make_folder
+from test_batch import check_bake_outputs
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'skeletal[ray]')")
 
@@ -58,3 +56,28 @@ def test_cli_ray_flag(ray_session, folder, tmp_path):
     assert result.exit_code == 1, result.output  # 3 broken files
     assert "ray" in result.output and "failed    3" in result.output
     assert len(list((tmp_path / "o").rglob("*.json"))) == 48
+
+
+def test_ray_mixed_folder_survives(ray_session, tmp_path):
+    """On Ray too: a crashing and a hanging file are reported, the good ones come out (each Ray task
+    runs its files in a supervised worker)."""
+    import skeletal
+    from skeletal.io import assimp_ffi
+
+    try:
+        assimp_ffi.library()
+    except skeletal.ModelError as exc:
+        pytest.skip(f"Assimp is not installed: {exc}")
+    from fixtures import hostile
+
+    root = tmp_path / "in"
+    good, _bad = make_folder(root, count=4, broken=0)
+    for gen in (hostile.x_weight_index_out_of_range, hostile.ms3d_many_joints):
+        name, data = gen()
+        (root / name).write_bytes(data)
+    summary = run_batch("info", root, tmp_path / "out", executor="ray", chunk=3, timeout=8.0,
+                        options={"isolate": False})
+    by_name = {Path(r.source).name: r for r in summary.results}
+    assert summary.counts == {"ok": len(good), "failed": 2, "skipped": 0}
+    assert "worker died: SIG" in by_name["weights.x"].error
+    assert "timed out" in by_name["joints.ms3d"].error

@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import math
-import sys
 import time
 from pathlib import Path
 
@@ -28,15 +27,14 @@ import skeletal
 from skeletal.bake import bake
 from skeletal.cli import cli
 from skeletal.clip import Clip, Track
-from skeletal.io.bvh import CMU_SCALE, MAX_DEPTH, ROTATION_ORDERS, parse_bvh, read_bvh
+from skeletal.io.bvh import CMU_SCALE, MAX_DEPTH, MAX_JOINTS, ROTATION_ORDERS, parse_bvh, read_bvh
 from skeletal.quat import quat_conjugate, quat_mul
 from skeletal.rig import Rig
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_viewer import screenshot, xdisplay  # noqa: E402,F401  (the Xvfb fixture)
+from test_viewer import screenshot
 
 REPO = Path(__file__).resolve().parents[1]
-from fixtures.shared_assets import ASSETS, need as _need  # noqa: E402
+from fixtures.shared_assets import need as _need
 
 
 # ---------------------------------------------------------------------------------------------
@@ -143,7 +141,7 @@ def random_fixture(seed: int = 0, frames: int = 9, *, interleave: bool = True, r
         joints.append({"name": name, "parent": parent, "offset": rng.uniform(-3, 3, 3) * (parent >= 0), "channels": ch})
     # end sites under the leaves (inserted right after their parent's subtree: here, at the end of each chain)
     out = []
-    for i, j in enumerate(joints):
+    for j in joints:
         out.append(j)
     ends = {2: "Head", 4: "LeftLeg", 6: "RightLeg"}
     ordered = []
@@ -495,7 +493,6 @@ def _bad_cases():
         ("deep hierarchy", deep, "JOINT j999\n", f"deeper than {MAX_DEPTH}"),
         ("a billion frames", _replace(g, "Frames: 3", "Frames: 1000000000"), "Frames: 1000000000", "only 3 lines"),
         ("fewer frames than declared", _replace(g, "Frames: 3", "Frames: 5"), "Frames: 5", "only 3 lines|ends after 3"),
-        ("more frames than declared", _replace(g, "Frames: 3", "Frames: 2"), last, "more frames"),
         ("truncated in the hierarchy", g[: g.index("JOINT LeftLeg") + 20], None, "no MOTION"),
         ("truncated in the motion", g[: g.index(last) + len(last) // 2], None, "values|ends after|only"),
         ("missing Frame Time", _replace(g, "Frame Time:", "Frame Tim:"), "Frame Tim:", "Frame Time"),
@@ -507,6 +504,29 @@ def _bad_cases():
         ("End Site with channels", _replace(g, "End Site\n", "End Site\n{\nCHANNELS 1 Xrotation\n}\nEnd Site\n"), "CHANNELS 1 X", "End Site"),
         ("duplicate channel", _replace(g, first_channels, "CHANNELS 3 Zrotation Zrotation Xrotation"), "CHANNELS 3 Zrotation Zrotation", "twice"),
         ("binary data", "\x00\x01BVH" * 100, None, "binary"),
+        # the hostile-file audit (issue 21): Unicode digits pass str.isdigit() but not int()
+        ("superscript frame count", _replace(g, "Frames: 3", "Frames: \u00b2"), "Frames: \u00b2", "non-negative integer"),
+        ("superscript channel count", _replace(g, first_channels, "CHANNELS \u00b3 Zrotation Yrotation Xrotation"),
+         "CHANNELS \u00b3", "0..6"),
+        ("5,000-digit frame count", _replace(g, "Frames: 3", "Frames: " + "9" * 5000), "Frames: 999", "at most 15 digits"),
+        ("5,000-digit channel count", _replace(g, first_channels, "CHANNELS " + "6" * 5000), "CHANNELS 666", "0..6"),
+        ("Frames: 1e12", _replace(g, "Frames: 3", "Frames: 1e12"), "Frames: 1e12", "non-negative integer"),
+        ("Frame Time: 1e300", _replace(g, "Frame Time: 0.03333333", "Frame Time: 1e300"), "Frame Time: 1e300", "up to 3600"),
+        ("negative Frame Time", _replace(g, "Frame Time: 0.03333333", "Frame Time: -0.1"), "Frame Time: -0.1", "positive"),
+        ("infinite Frame Time", _replace(g, "Frame Time: 0.03333333", "Frame Time: inf"), "Frame Time: inf", "positive"),
+        ("CHANNELS 7", _replace(g, first_channels, "CHANNELS 7 " + first_channels.split(" ", 2)[2] + " Xrotation"),
+         "CHANNELS 7", "0..6"),
+        ("lines alternate short and long (right total)",
+         _replace(_replace(g, data_lines[0], " ".join(data_lines[0].split()[:-2])),
+                  data_lines[1], data_lines[1] + " " + " ".join(data_lines[0].split()[-2:])),
+         " ".join(data_lines[0].split()[:-2]), r"frame 0 has \d+ values, the HIERARCHY declares \d+ channels"),
+        ("inf value", _replace(g, last, last.replace(last.split()[2], "inf", 1)), last.replace(last.split()[2], "inf", 1), "not finite"),
+        ("-inf value", _replace(g, last, last.replace(last.split()[2], "-inf", 1)), last.replace(last.split()[2], "-inf", 1), "not finite"),
+        ("1e308 value", _replace(g, last, last.replace(last.split()[2], "1e308", 1)), last.replace(last.split()[2], "1e308", 1), "out of range"),
+        ("1e308 offset", _replace(g, "OFFSET", "OFFSET 1e308 0 0 #", 1), "OFFSET 1e308", "out of range"),
+        ("100k joints", "HIERARCHY\nROOT r\n{\nOFFSET 0 0 0\nCHANNELS 3 Zrotation Yrotation Xrotation\n"
+         + "JOINT j\n{\nOFFSET 0 1 0\nCHANNELS 3 Zrotation Yrotation Xrotation\n}\n" * 100_000
+         + "}\nMOTION\nFrames: 1\nFrame Time: 0.1\n" + "0 " * 300_003 + "\n", None, f"more than {MAX_JOINTS} joints"),
         ("empty", "", None, "no MOTION"),
     ]
 
@@ -529,6 +549,45 @@ def test_bad_input_names_file_and_line(name, text, where, pattern, tmp_path):
         line = int(info.value.where.split()[1])
         expected = _line_of(text, where)
         assert line in (expected, expected + where[:-1].count("\n")), (message, expected)
+
+
+def test_more_frame_lines_than_declared_reads_the_declared_count(tmp_path):
+    """One frame line (or several) past ``Frames:``: the declared frames are read, with one warning
+    naming the first extra line (three.js, bvhio and Assimp read the declared count too)."""
+    g = GOOD.text
+    for declared in (2, 1):
+        path = tmp_path / "extra.bvh"
+        path.write_text(_replace(g, "Frames: 3", f"Frames: {declared}"))
+        with pytest.warns(UserWarning) as record:
+            asset = skeletal.load(path)
+        messages = [str(w.message) for w in record if "Frames:" in str(w.message)]
+        extra = 3 - declared
+        first_extra = g.split("Frame Time:", 1)[1].split("\n")[1:][declared]
+        assert messages == [f"extra.bvh: line {_line_of(g, first_extra)}: {extra} more frame line{'s' if extra > 1 else ''} "
+                            f"than the {declared} that 'Frames:' (line {_line_of(g, 'Frames:')}) declares; read the "
+                            "declared frames, ignored the rest"], messages
+        clip = asset.clips[0]
+        assert clip.tracks[0].key_count == declared
+        ref = skeletal.Asset(parse_bvh(g, "good.bvh")).clips[0]
+        for track, full in zip(clip.tracks, ref.tracks):
+            np.testing.assert_array_equal(track.values, full.values[:declared])
+    # what follows the declared frames is not even parsed
+    path.write_text(_replace(g, "Frames: 3", "Frames: 2") + "garbage after the frames\n")
+    with pytest.warns(UserWarning, match="2 more frame lines"):
+        assert skeletal.load(path).clips[0].tracks[0].key_count == 2
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-8-sig"])
+def test_utf16_and_bom_files_read(encoding, tmp_path):
+    """Windows tools write BVH as UTF-16 (with or without a BOM) or UTF-8 with a BOM."""
+    path = tmp_path / "wide.bvh"
+    path.write_bytes(GOOD.text.replace("Hips", "H\u00fcfte").encode(encoding))
+    asset = skeletal.load(path)
+    assert asset.rig.names[0] == "H\u00fcfte"
+    assert asset.clips[0].tracks[0].key_count == 3
+    path.write_bytes(b"\xff\xfe" + GOOD.text.encode("utf-16-le")[:-1])  # an odd byte count
+    with pytest.raises(skeletal.ModelError, match=r"^wide\.bvh: not valid UTF-16 text"):
+        skeletal.load(path)
 
 
 def test_lying_frame_count_allocates_nothing_big(tmp_path):
@@ -554,7 +613,7 @@ def test_wide_hierarchy_with_blank_lines_allocates_nothing_big(tmp_path):
     path = tmp_path / "wide.bvh"
     path.write_text(text)
     tracemalloc.start()
-    with pytest.raises(skeletal.ModelError, match=r"wide.bvh: line \d+: Frames: 20000 x 6006 channels needs"):
+    with pytest.raises(skeletal.ModelError, match=r"wide.bvh: line \d+: frame 0 has 1 values, the HIERARCHY declares 6006 channels"):
         skeletal.load(path)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
@@ -575,17 +634,6 @@ def test_cli_bad_bvh_one_line(tmp_path):
 
 # ---------------------------------------------------------------------------------------------
 # rendering a skeleton-only asset: bones as shaded capsules
-
-
-@pytest.fixture(scope="module")
-def ctx():
-    pytest.importorskip("moderngl", reason="moderngl is not installed (pip install moderngl): GL tests skipped")
-    from skeletal.render.context import shared_context
-
-    try:
-        return shared_context()
-    except Exception as exc:  # no EGL / driver
-        pytest.skip(f"no headless OpenGL context: {exc}")
 
 
 def test_render_draws_bones_where_joints_project(ctx):

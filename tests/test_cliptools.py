@@ -20,9 +20,9 @@ from skeletal.cliptools import (Keyframe, additive_delta, apply_additive, apply_
 from skeletal.quat import quat_conjugate, quat_mul, quat_to_matrix
 from skeletal.rig import Rig
 from skeletal.sampling import sample
+from fixtures.shared_assets import SOLDIER
 
 REPO = Path(__file__).resolve().parents[1]
-SOLDIER = REPO.parent / "shared" / "assets" / "Soldier.glb"
 INTERPOLATIONS = ("STEP", "LINEAR", "CUBICSPLINE")
 ATOL = 1e-6
 

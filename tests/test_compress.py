@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -29,10 +28,9 @@ from skeletal.demo import demo_asset
 from skeletal.io.gltf_write import short_codes
 from skeletal.rig import Rig
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fixtures.shared_assets import ASSETS
 
 REPO = Path(__file__).resolve().parents[1]
-ASSETS = REPO.parent / "shared" / "assets"
 
 
 # ------------------------------------------------------------------------------------------------

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,8 +9,8 @@ import pytest
 import skeletal
 from skeletal.demo import demo_asset
 from skeletal.playback import Crowd, Mixer
+from fixtures.shared_assets import SOLDIER
 
-SOLDIER = Path(__file__).resolve().parents[2] / "shared" / "assets" / "Soldier.glb"
 
 
 def angle_between(qa, qb):
@@ -53,7 +52,7 @@ def test_keep_world_and_skin_ranges(asset):
     np.testing.assert_allclose(crowd.world, mixer.world, atol=2e-3)  # nlerp + float32
     assert crowd.skin_ranges == [(0, len(asset.skins[0].joints))]
     with pytest.raises(AttributeError, match="keep_world"):
-        Crowd(asset, 2).world
+        Crowd(asset, 2).world  # noqa: B018 - the attribute read is what raises
 
 
 def test_crowd_keeps_mixer_features(asset):

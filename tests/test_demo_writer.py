@@ -42,14 +42,14 @@ from skeletal.document import (Animation, Channel, Document, Image, Material, Me
 from skeletal.io.gltf import read_gltf
 from skeletal.io.gltf_write import glb_bytes, normalized_influences, write_gltf
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # `fixtures` when run as a script
-from fixtures.truth_compare import compare_truth, load_truth, negative_pingpong  # noqa: E402
+from fixtures.truth_compare import compare_truth, load_truth, negative_pingpong
+from fixtures.shared_assets import TOOLS
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data" / "demo"
 TRUTH = DATA / "demo-truth.json"
 VALIDATE_SCRIPT = DATA / "validate.mjs"
-TRUTH_TOOL = REPO.parent / "shared" / "tools" / "threejs-truth"
+TRUTH_TOOL = TOOLS / "threejs-truth"
 NPM_DIR = Path(os.environ.get("SKELETAL_TEST_NPM", "~/.cache/skeletal-test-npm")).expanduser()
 NPM_PACKAGES = {"gltf-validator": "2.0.0-dev.3.10", "three": "0.187.0"}  # as threejs-truth pins them
 #: How the committed truth was generated (see regenerate_truth).

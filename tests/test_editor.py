@@ -4,13 +4,13 @@ The window itself is tested in tests/test_editor_window.py."""
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 
 import numpy as np
 import pytest
 
+from fixtures import demo_asset
 import skeletal
 from skeletal.clip import Clip, Track
 from skeletal.colliders import Collider, ColliderSet
@@ -25,11 +25,7 @@ from skeletal.errors import ModelError
 from skeletal.quat import quat_mul
 
 
-@functools.lru_cache(maxsize=1)
-def _demo():
-    from skeletal.demo import demo_asset
-
-    return demo_asset()
+_demo = demo_asset  # the shared, cached demo character (tests/fixtures)
 
 
 @pytest.fixture
@@ -181,7 +177,7 @@ def test_drags_merge_into_one_undo_step(doc):
     refs, tr = some_keys(doc, n=1)
     before = snapshot(doc)
     t = refs[0][2]
-    for step in range(5):  # a drag: five moves, each from where the last left the key
+    for _step in range(5):  # a drag: five moves, each from where the last left the key
         doc.execute(MoveKeys(doc, 1, [(tr.node, "rotation", t)], 0.002, merge_key="drag"))
         t = float(np.float32(t + 0.002))
     doc.end_merge()
@@ -277,7 +273,8 @@ def test_undo_redo_sequences(doc):
         doc.redo()
         assert snapshot(doc) == states[k]
     assert doc.redo() is None
-    doc.undo(); doc.undo()
+    doc.undo()
+    doc.undo()
     doc.execute(SetFps(doc, 0, 60))  # a new edit drops the redo stack
     assert not doc.redo_stack and doc.redo() is None
     doc.execute(Batch([SetFps(doc, 0, 12), SetFps(doc, 1, 12)], "both 12"))
@@ -414,8 +411,8 @@ def test_colliders_save_reload_and_player_query(doc, tmp_path):
     cs = asset.colliders
     assert cs.names == ["fist_l", "torso"] or sorted(cs.names) == ["fist_l", "torso"]
     assert cs["torso"].same_as(doc.colliders[1]) and cs["fist_l"].same_as(doc.colliders[0])
-    assert cs.visible("walk", 0.2)[cs.names.index("fist_l")] == False  # noqa: E712
-    assert cs.visible("walk", 0.6)[cs.names.index("fist_l")] == True  # noqa: E712
+    assert cs.visible("walk", 0.2)[cs.names.index("fist_l")] == False  # noqa: E712 - a numpy bool: `is False` would not compare it
+    assert cs.visible("walk", 0.6)[cs.names.index("fist_l")] == True  # noqa: E712 - a numpy bool: `is True` would not compare it
     assert cs.visible("idle", 0.2).all()
     player = skeletal.Player(asset)
     player.play("walk")
@@ -461,7 +458,7 @@ def test_malformed_collider_extras_are_model_errors(extras, match, tmp_path):
     write_gltf(document, path)
     asset = skeletal.load(path)
     with pytest.raises(ModelError, match=match) as err:
-        asset.colliders
+        asset.colliders  # noqa: B018 - the lazy property read is what raises
     assert "bad.glb" in str(err.value)
     with pytest.raises(ModelError):
         EditDocument(asset)

@@ -5,29 +5,15 @@ with the reason when no headless OpenGL context can be made."""
 
 from __future__ import annotations
 
-import functools
 
 import numpy as np
 import pytest
 
+from fixtures import demo_asset
 from skeletal.render.errors import RenderError
 
 
-@pytest.fixture(scope="module")
-def ctx():
-    try:
-        from skeletal.render.context import shared_context
-
-        return shared_context()
-    except Exception as exc:  # moderngl missing, no EGL
-        pytest.skip(f"no headless OpenGL context: {exc}")
-
-
-@functools.lru_cache(maxsize=1)
-def _demo():
-    from skeletal.demo import demo_asset
-
-    return demo_asset()
+_demo = demo_asset  # the shared, cached demo character (tests/fixtures)
 
 
 def _pose(asset, clip="walk", t=0.3):

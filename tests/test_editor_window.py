@@ -11,7 +11,6 @@ import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,8 +18,7 @@ import pytest
 import skeletal
 from skeletal.quat import quat_conjugate, quat_mul
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fixtures.xvfb import xvfb_display  # noqa: E402
+from fixtures.xvfb import xvfb_display
 
 FOREARM = "left_forearm"
 
@@ -47,7 +45,7 @@ SRC = os.path.dirname(os.path.dirname(os.path.abspath(skeletal.__file__)))
 def run_editor(display, cwd, *args, timeout=300):
     env = {**os.environ, "DISPLAY": display, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
     env.pop("WAYLAND_DISPLAY", None)
-    return subprocess.run([sys.executable, "-m", "skeletal.editor.command", *args], env=env, cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "skeletal.cli.edit", *args], env=env, cwd=cwd,
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -210,7 +208,7 @@ def test_bad_input_is_one_line(xdisplay, tmp_path):
 def test_no_display_is_one_line(monkeypatch, tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
     env["PYTHONPATH"] = SRC
-    done = subprocess.run([sys.executable, "-m", "skeletal.editor.command"], env=env, cwd=tmp_path,
+    done = subprocess.run([sys.executable, "-m", "skeletal.cli.edit"], env=env, cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert done.stderr == "skeletal: error: no display: set DISPLAY or run under xvfb-run\n"

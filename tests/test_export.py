@@ -30,12 +30,11 @@ from skeletal.cli import cli
 from skeletal.demo import demo_asset
 from skeletal.export import asset_to_document
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fixtures.truth_compare import compare_truth, load_truth, negative_pingpong  # noqa: E402
-from test_demo_writer import NPM_DIR, ensure_npm_packages, validate  # noqa: E402
+from fixtures.truth_compare import compare_truth, load_truth, negative_pingpong
+from test_demo_writer import NPM_DIR, ensure_npm_packages, validate
 
 REPO = Path(__file__).resolve().parents[1]
-from fixtures.shared_assets import ASSETS, need as _need  # noqa: E402
+from fixtures.shared_assets import need as _need
 DATA = REPO / "tests" / "data" / "retarget"
 TRUTH_OPTIONS = ["--loops", "repeat,once", "--max-verts", "24", "--vert-stride", "113", "--digits", "8", "--no-local"]
 

@@ -19,13 +19,12 @@ import numpy as np
 import pytest
 
 from skeletal.io.gltf import read_gltf
+from fixtures.shared_assets import ASSETS, TRUTH
 
 BYTE, UNSIGNED_BYTE, SHORT, UNSIGNED_SHORT, UNSIGNED_INT, FLOAT = 5120, 5121, 5122, 5123, 5125, 5126
 DTYPES = {BYTE: "<i1", UNSIGNED_BYTE: "<u1", SHORT: "<i2", UNSIGNED_SHORT: "<u2", UNSIGNED_INT: "<u4", FLOAT: "<f4"}
 
 REPO = Path(__file__).resolve().parents[1]
-ASSETS = REPO.parent / "shared" / "assets"
-TRUTH = REPO.parent / "shared" / "truth"
 needs_assets = pytest.mark.skipif(not ASSETS.is_dir(), reason=f"shared test models not found at {ASSETS}")
 
 

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 import skeletal
-from skeletal.demo import demo_asset
 from skeletal.errors import SkeletalError
 from skeletal.playback.contacts import detect_contacts, find_legs
 from skeletal.playback.ground import (FlatGround, FunctionGround, HeightField, SlopeGround, TerrainGround, as_ground,
@@ -22,14 +21,12 @@ from skeletal.playback.procedural import Procedural, find_head_chain
 from skeletal.playback.springs import JiggleChains, SmoothedValue, critical_spring, find_tail_chains
 from skeletal.pose import world_matrices
 from skeletal.rig import Rig
+from fixtures.shared_assets import ASSETS
 
-SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "assets")
+SHARED = str(ASSETS)
 DT = 1.0 / 60.0
 
 
-@pytest.fixture(scope="module")
-def demo():
-    return demo_asset()
 
 
 # -- grounds ------------------------------------------------------------------------------------

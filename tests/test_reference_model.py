@@ -20,10 +20,10 @@ from fixtures.gltf_builder import (ARRAY_BUFFER, FLOAT, GltfBuilder, UNSIGNED_BY
                                    quantize_normalized)
 from fixtures.reference import Gltf, ReferenceModel, loop_time, reference_bake_fn
 from fixtures.truth_compare import compare_truth, load_truth, negative_pingpong
+from fixtures.shared_assets import SHARED
 
 REPO = Path(__file__).resolve().parents[1]
 TRUTH_DIR = REPO / "tests" / "data" / "truth"
-SHARED = REPO.parent / "shared"
 
 needs_shared = pytest.mark.skipif(
     not (SHARED / "assets").is_dir() or not (SHARED / "truth").is_dir(),

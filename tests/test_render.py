@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from importlib import resources
 
 import numpy as np
 import pytest
@@ -19,8 +18,9 @@ from skeletal.document import Animation, Channel, Document, Material, Mesh, Morp
 from skeletal.errors import SkeletalError
 from skeletal.render.camera import CameraSpec, frame, parse_camera
 from skeletal.render.errors import RenderError
+from fixtures.shared_assets import ASSETS as _SHARED_ASSETS
 
-ASSETS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "assets")
+ASSETS = str(_SHARED_ASSETS)
 
 
 # -- a small skinned test asset built in code --------------------------------------------------
@@ -89,26 +89,6 @@ def tube_asset(n_joints=3, influences=4, with_morph=False, with_rigid=False, seg
 # -- GL availability ---------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def ctx():
-    pytest.importorskip("moderngl", reason="moderngl is not installed (pip install moderngl): GL tests skipped")
-    if not resources.files("skeletal.render").joinpath("shaders", "skinning.glsl").is_file():
-        pytest.skip("the GLSL shaders are not installed with the package: add 'render/shaders/*.glsl' to "
-                    "[tool.setuptools.package-data] skeletal in pyproject.toml")
-    from skeletal.render.context import shared_context
-
-    try:
-        return shared_context()
-    except RenderError as exc:
-        pytest.skip(f"no headless OpenGL context: {exc}")
-
-
-@pytest.fixture(scope="module")
-def imageio(ctx):
-    iio = pytest.importorskip("imageio.v3", reason="imageio is not installed (pip install imageio imageio-ffmpeg)")
-    return iio
-
-
 def _palette4(palette34):
     """(J, 3, 4) -> (J, 4, 4) with the implied bottom row."""
     out = np.zeros(palette34.shape[:-2] + (4, 4), np.float64)
@@ -121,7 +101,7 @@ def _palette4(palette34):
 
 
 def test_render_command_import_does_not_import_moderngl():
-    code = "import sys; from skeletal.render.command import render; import skeletal.render; print('moderngl' in sys.modules)"
+    code = "import sys; from skeletal.cli.render import render; import skeletal.render; print('moderngl' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 
@@ -456,7 +436,7 @@ def test_adopt_context_keeps_or_sets_the_backend(ctx):
 def default_model(monkeypatch):
     """The built-in demo character when it exists, else the tube (so the test runs either way)."""
     try:
-        import skeletal.demo  # noqa: F401
+        import skeletal.demo  # noqa: F401 - only to learn whether the demo module is there
     except ImportError:
         from skeletal.render import output
 
@@ -467,7 +447,7 @@ def default_model(monkeypatch):
 def _invoke(args):
     from click.testing import CliRunner
 
-    from skeletal.render.command import render
+    from skeletal.cli.render import render
 
     return CliRunner().invoke(render, args, catch_exceptions=True)
 

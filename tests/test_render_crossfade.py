@@ -8,7 +8,6 @@ from click.testing import CliRunner
 
 from skeletal.render.errors import RenderError
 from skeletal.render.output import parse_crossfade
-from test_render import ctx, imageio  # noqa: F401  (GL fixtures: skip cleanly without a context)
 
 
 def test_parse_crossfade():
@@ -19,8 +18,8 @@ def test_parse_crossfade():
             parse_crossfade(bad)
 
 
-def test_render_crossfade_video(tmp_path, ctx, imageio):  # noqa: F811
-    from skeletal.render.command import render
+def test_render_crossfade_video(tmp_path, ctx, imageio):
+    from skeletal.cli.render import render
 
     out = tmp_path / "fade.gif"
     result = CliRunner().invoke(

@@ -17,7 +17,7 @@ def _sphere(rings=48, segments=96, center=(0.0, 0.0, 0.0)):
     ring = np.stack([st * np.cos(phi), ct * np.ones_like(phi), st * np.sin(phi)], axis=-1).reshape(-1, 3)
     positions = np.concatenate([[[0, 1, 0]], ring, [[0, -1, 0]]]) + np.asarray(center)
     top, bottom = 0, len(positions) - 1
-    r = lambda i, j: 1 + i * segments + (j % segments)  # noqa: E731
+    r = lambda i, j: 1 + i * segments + (j % segments)
     tris = []
     for j in range(segments):
         tris.append((top, r(0, j + 1), r(0, j)))

@@ -27,7 +27,7 @@ from skeletal.sampling import sample
 from gait import compare, gait
 
 REPO = Path(__file__).resolve().parents[1]
-from fixtures.shared_assets import ASSETS, need as _need  # noqa: E402
+from fixtures.shared_assets import need as _need
 
 
 def _posed_world(rig: Rig, clip: Clip, times) -> np.ndarray:

@@ -6,13 +6,12 @@ Fixtures are generated here (a cylinder twisted between two joints, random rigs)
 
 from __future__ import annotations
 
-from importlib import resources
 
 import numpy as np
 import pytest
 
 from skeletal.errors import SkeletalError
-from skeletal.skin import skin, skin_into
+from skeletal.skin import skin
 from skeletal.skin_dq import (DQ_STRIDE, dual_quaternions, gpu_dq_palette, pack_dq_palette, skin_dq,
                               skin_dq_into)
 
@@ -316,20 +315,6 @@ def test_bad_input_is_a_skeletal_error():
 
 
 # -- GPU: the shaders' DQS equals the CPU's, for every palette upload path -----------------------
-
-
-@pytest.fixture(scope="module")
-def ctx():
-    pytest.importorskip("moderngl", reason="moderngl is not installed (pip install moderngl): GL tests skipped")
-    if not resources.files("skeletal.render").joinpath("shaders", "skinning.glsl").is_file():
-        pytest.skip("the GLSL shaders are not installed with the package")
-    from skeletal.render.context import shared_context
-    from skeletal.render.errors import RenderError
-
-    try:
-        return shared_context()
-    except RenderError as exc:
-        pytest.skip(f"no headless OpenGL context: {exc}")
 
 
 @pytest.mark.parametrize("influences", [4, 8])

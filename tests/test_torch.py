@@ -18,16 +18,16 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the torch extra is not installed")
 
-import skeletal  # noqa: E402
-import skeletal.torch as st  # noqa: E402
-from skeletal.demo import demo_asset  # noqa: E402
-from skeletal.quat import compose_trs, quat_mul, quat_to_matrix  # noqa: E402
-from skeletal.rig import Rig  # noqa: E402
-from skeletal.sampling import sample  # noqa: E402
-from fixtures.rigs import random_quats, reference_world  # noqa: E402
+import skeletal
+import skeletal.torch as st
+from skeletal.demo import demo_asset
+from skeletal.quat import compose_trs, quat_mul, quat_to_matrix
+from skeletal.rig import Rig
+from skeletal.sampling import sample
+from fixtures.rigs import random_quats, reference_world
+from fixtures.shared_assets import ASSETS
 
 ROOT = Path(__file__).resolve().parents[1]
-ASSETS = ROOT.parent / "shared" / "assets"
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 
 
@@ -68,7 +68,7 @@ def small_skin(rng, joints=5, vertices=12, influences=3, dtype=torch.float64):
     positions = rng.normal(size=(vertices, 3))
     normals = rng.normal(size=(vertices, 3))
     normals /= np.linalg.norm(normals, axis=1, keepdims=True)
-    as_t = lambda a: torch.as_tensor(a, dtype=dtype)  # noqa: E731
+    as_t = lambda a: torch.as_tensor(a, dtype=dtype)
     return torch.as_tensor(idx), as_t(w), as_t(positions), as_t(normals)
 
 
@@ -92,7 +92,7 @@ def test_skeletal_does_not_import_torch_and_a_missing_torch_names_the_extra():
         "    print(exc)\n"
         "else:\n"
         "    raise SystemExit('imported without torch')\n"
-        "from skeletal.torch_bench import bench_rows\n"
+        "from skeletal.bench.torch import bench_rows\n"
         "print(bench_rows(quick=True))\n"
     )
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))

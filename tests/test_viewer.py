@@ -9,11 +9,9 @@ the other render tests share.
 
 from __future__ import annotations
 
-import functools
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,8 +25,7 @@ from skeletal.render.viewer_ui import (
     default_blend_samples, ellipsize, parse_blend, slider_marks, wrap_text,
 )
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fixtures.xvfb import xvfb_display  # noqa: E402
+from fixtures import demo_asset
 
 CLIPS = ["idle", "walk", "run", "wave"]  # the demo character's clips
 DURATIONS = [4.0, 1.12, 0.68, 2.6]
@@ -40,19 +37,9 @@ def measure(text: str) -> float:
     return 7.0 * len(text)
 
 
-@functools.lru_cache(maxsize=1)
-def demo_asset():
-    from skeletal.demo import demo_asset as make
-
-    asset = make()
-    assert [c.name for c in asset.clips] == CLIPS
-    assert np.allclose([c.duration for c in asset.clips], DURATIONS)
-    return asset
-
-
-@pytest.fixture(scope="module")
-def demo():
-    return demo_asset()
+def test_the_demo_clips_are_the_ones_these_tests_expect(demo):
+    assert [c.name for c in demo.clips] == CLIPS
+    assert np.allclose([c.duration for c in demo.clips], DURATIONS)
 
 
 def make_state(**kw) -> ViewerState:
@@ -588,14 +575,14 @@ def test_font_atlas(kind):
 
 
 def test_importing_the_command_imports_no_gl():
-    code = ("import sys, skeletal.render.view_command, skeletal.render.viewer_ui; "
+    code = ("import sys, skeletal.cli.view, skeletal.render.viewer_ui; "
             "print(sorted(m for m in ('moderngl', 'glfw', 'PIL') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
 
 def test_no_display_is_one_line_error(monkeypatch, capsys):
-    from skeletal.render.view_command import main, view
+    from skeletal.cli.view import main, view
 
     result = CliRunner().invoke(view, ["--frames", "1"], env={"DISPLAY": None, "WAYLAND_DISPLAY": None})
     if sys.platform.startswith("linux"):
@@ -609,7 +596,7 @@ def test_no_display_is_one_line_error(monkeypatch, capsys):
 
 
 def test_bad_options_fail_before_any_window(monkeypatch, capsys, tmp_path):
-    from skeletal.render.view_command import main
+    from skeletal.cli.view import main
 
     pytest.importorskip("moderngl", reason="the viewer module imports moderngl")
     monkeypatch.setenv("DISPLAY", ":9999")  # never opened: every error below comes first
@@ -629,7 +616,7 @@ def test_bad_options_fail_before_any_window(monkeypatch, capsys, tmp_path):
 
 
 def test_blend_options_fail_before_any_window(monkeypatch, capsys):
-    from skeletal.render.view_command import main
+    from skeletal.cli.view import main
 
     pytest.importorskip("moderngl", reason="the viewer module imports moderngl")
     monkeypatch.setenv("DISPLAY", ":9999")  # never opened: every error below comes first
@@ -645,19 +632,13 @@ def test_blend_options_fail_before_any_window(monkeypatch, capsys):
 # -- real windows under Xvfb ------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def xdisplay():
-    """A private Xvfb server (1024x768x24): its DISPLAY string; killed after the module."""
-    yield from xvfb_display("1024x768x24", ("glfw", "moderngl"), "pip install glfw moderngl")
-
-
 def screenshot(display: str, path, *args: str) -> np.ndarray:
-    """Run ``python -m skeletal.render.view_command`` on ``display`` and return its screenshot."""
+    """Run ``python -m skeletal.cli.view`` on ``display`` and return its screenshot."""
     import imageio.v3 as iio
 
     env = {**os.environ, "DISPLAY": display}
     env.pop("WAYLAND_DISPLAY", None)
-    cmd = [sys.executable, "-m", "skeletal.render.view_command", "--size", "640x400", "--frames", "2",
+    cmd = [sys.executable, "-m", "skeletal.cli.view", "--size", "640x400", "--frames", "2",
            "--screenshot", str(path), *args]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -691,7 +672,7 @@ def test_window_shows_the_character_and_the_ui(xdisplay, tmp_path):
     assert np.median(panel) < 60
     assert (panel.min(axis=2) > 150).mean() > 0.005
     # The timeline's filled part (accent blue) grows with time.
-    blue = lambda img: ((img[..., 2] > 180) & (img[..., 0] < 120))[300:].sum()  # noqa: E731
+    blue = lambda img: ((img[..., 2] > 180) & (img[..., 0] < 120))[300:].sum()
     assert blue(later) > blue(first)
 
 

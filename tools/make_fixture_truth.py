@@ -34,11 +34,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from fixtures import models  # noqa: E402
-from fixtures.reference import ReferenceModel, reference_bake_fn  # noqa: E402
-from fixtures.truth_compare import compare_truth  # noqa: E402
+from fixtures import models
+from fixtures.reference import ReferenceModel, reference_bake_fn
+from fixtures.truth_compare import compare_truth
 
 OUT_DIR = REPO / "tests" / "data" / "truth"
 SHARED_TOOL = REPO.parent / "shared" / "tools" / "threejs-truth"

@@ -22,11 +22,11 @@ ASSETS = REPO.parent / "shared" / "assets"
 OUT = REPO / "docs" / "images"
 sys.path.insert(0, str(REPO / "tests"))
 
-import skeletal  # noqa: E402
-from skeletal.cli import cli  # noqa: E402
-from skeletal.demo import demo_asset  # noqa: E402
+import skeletal
+from skeletal.cli import cli
+from skeletal.demo import demo_asset
 
-from gait import compare, gait  # noqa: E402
+from gait import compare, gait
 
 #: name -> (source file or "demo", clip, target file or "demo", time shown, camera seen from the
 #: source's front; the target's camera is turned so both are seen from the same world direction)

@@ -17,6 +17,8 @@ The pipeline, one module per stage::
 (31, 69, 4, 4)
 """
 
+from . import _threads  # noqa: F401  (first: numba's threading layer, see _threads.py)
+from . import _compile  # noqa: F401  (first: numba compile notice and patches, see _compile.py)
 from . import cliptools
 from .asset import Asset, MeshInstance, SkinBinding, load
 from .bake import bake, sample_times
@@ -30,12 +32,14 @@ from .rig import Rig
 from .sampling import sample
 from .skin import normalize_weights, pack_palette, skin, skin_into
 from .colliders import Collider, ColliderFrame, ColliderSet
-from . import ik  # noqa: E402
+from . import ik
 from .batch import run_batch
 from .skin_dq import dual_quaternions, pack_dq_palette, skin_dq, skin_dq_into
 from .playback.procedural import Procedural
+from .web import show, to_html
+from . import examples  # noqa: E402  (sample models: skeletal.examples.path("demo.glb"))
 
-__version__ = "0.1.0"
+from .version import __version__
 
 __all__ = [
     "Asset", "MeshInstance", "SkinBinding", "load", "bake", "sample_times", "Clip", "Track",
@@ -47,4 +51,6 @@ __all__ = [
     "run_batch",
     "skin_dq", "skin_dq_into", "pack_dq_palette", "dual_quaternions",
     "Procedural",
+    "to_html", "show",
+    "examples",
 ]

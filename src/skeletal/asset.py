@@ -16,6 +16,7 @@ import numpy as np
 from .clip import Clip, Track, resolve_clip
 from .document import Document, Primitive
 from .errors import ModelError
+from .io.formats import ASSIMP_SUFFIXES, BVH_SUFFIX, USD_SUFFIXES
 from .rig import Rig
 from .skin import normalize_weights
 
@@ -106,6 +107,15 @@ class Asset:
         hi = np.max([np.max(p, axis=0) for p in points if len(p)], axis=0)
         return lo.astype(np.float64), hi.astype(np.float64)
 
+    def require_nodes(self, purpose: str) -> None:
+        """Raise :class:`ModelError` when the model has no nodes (an empty scene), naming ``purpose``.
+
+        >>> asset.require_nodes("animate")   # doctest: +SKIP
+        skeletal.errors.ModelError: empty.glb: has no nodes: nothing to animate
+        """
+        if len(self.rig) == 0:
+            raise ModelError(self.path, None, f"has no nodes: nothing to {purpose}")
+
     def __repr__(self) -> str:
         return f"Asset({self.name!r}, nodes={len(self.rig)}, skins={len(self.skins)}, clips={len(self.clips)})"
 
@@ -140,8 +150,10 @@ class Asset:
     def _clip(self, index: int) -> Clip:
         anim = self.document.animations[index]
         tracks = []
+        index_of = self.rig.index_of.tolist()
+        increasing: dict[int, np.ndarray] = {}  # id -> times checked here (kept alive: ids stay unique)
         for c, channel in enumerate(anim.channels):
-            node = int(self.rig.index_of[channel.node])
+            node = index_of[channel.node]
             if channel.path == "weights":
                 expected = self.morph_start[node + 1] - self.morph_start[node]
                 if channel.values.shape[1] != expected:
@@ -149,8 +161,16 @@ class Asset:
                         self.path, f"animations[{index}].channels[{c}]",
                         f"weights track has {channel.values.shape[1]} values per key, the node's mesh has {expected} morph targets",
                     )
-            tracks.append(Track(node, channel.path, channel.interpolation, channel.times, channel.values))
-        return Clip(anim.name or f"animation_{index}", tracks)
+            times = channel.times
+            if (id(times) not in increasing and isinstance(times, np.ndarray) and times.ndim == 1 and len(times)
+                    and np.isfinite(times[0]) and np.isfinite(times[-1]) and (times[1:] > times[:-1]).all()):
+                increasing[id(times)] = times
+            tracks.append(Track.checked(node, channel.path, channel.interpolation, times, channel.values,
+                                        increasing=id(times) in increasing))
+        clip = Clip(anim.name or f"animation_{index}", tracks)
+        if anim.duration is not None and anim.duration > clip.duration:
+            clip.duration = float(anim.duration)  # the authored length (a scene that ends after its last key)
+        return clip
 
     def _mesh_instance(self, file_node: int) -> MeshInstance:
         doc = self.document
@@ -184,25 +204,56 @@ class Asset:
         return instance
 
 
-def load(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = None) -> Asset:
+def load(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = None, isolate: bool = True) -> Asset:
     """Load a model file (``.gltf``/``.glb``, ``.bvh`` motion capture, or FBX, Collada and the other
     formats Assimp reads) as an :class:`Asset`.
 
     A ``.bvh`` file gives a rig and one clip, no meshes (see :mod:`skeletal.io.bvh`). ``.fbx``,
     ``.dae``, ``.x``, ``.md5mesh``, ... go through the system's Assimp library (see
-    :mod:`skeletal.io.assimp`; FBX is converted to metres).
+    :mod:`skeletal.io.assimp`; FBX is converted to metres), which runs in a child process under
+    memory, CPU and time limits so that a file that crashes or hangs Assimp gives a ModelError;
+    ``isolate=False`` runs it in this process (trusted files only).
+    ``.usd``/``.usda``/``.usdc``/``.usdz`` (UsdSkel) need usd-core (see :mod:`skeletal.io.usd`).
 
-    URIs inside the file may only name files in the model's folder or below, unless ``base_dir`` is
-    given (then anything under ``base_dir``). Errors are :class:`skeletal.ModelError`.
+    Only regular files are read: a named pipe, a device or a directory is refused at once. URIs
+    inside the file may only name files in the model's folder or below, unless ``base_dir`` is given
+    (then anything under ``base_dir``). Errors are :class:`skeletal.ModelError`.
 
     >>> asset = skeletal.load("Soldier.glb")        # doctest: +SKIP
     """
-    suffix = os.path.splitext(os.fspath(path))[1].lower()
-    if suffix in _READERS:
-        return Asset(_READERS[suffix](path))
+    from .io.files import check_regular
+    from .io.sniff import check_kind
+
+    file = os.fspath(path)
+    try:
+        check_regular(file)  # the front door: every reader below sees a regular file (no FIFO/device)
+    except OSError as exc:
+        raise ModelError(file, None, f"cannot read the file: {exc.strerror or exc}") from None
+    suffix = model_suffix(file)
+    check_kind(path, other_reader=suffix in READERS)  # an empty, renamed or wrong file: one clear line
+    if suffix in ASSIMP_SUFFIXES:
+        return Asset(_read_assimp(path, isolate=isolate))
+    if suffix in READERS:
+        return Asset(READERS[suffix](path))
     from .io.gltf import read_gltf
 
     return Asset(read_gltf(path, base_dir=base_dir))
+
+
+def model_suffix(path: str | os.PathLike) -> str:
+    """The lower-case suffix that picks a file's reader: the longest known one the name ends with
+    (``"x.mesh.xml"`` -> ``".mesh.xml"``), else the last suffix (``".glb"``)."""
+    name = os.path.basename(os.fspath(path)).lower()
+    for suffix in sorted(READERS, key=len, reverse=True):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return suffix
+    return os.path.splitext(name)[1]
+
+
+def model_suffixes() -> tuple[str, ...]:
+    """Every file suffix :func:`load` reads (glTF, BVH, the Assimp formats and any other reader in
+    ``READERS``): the one list ``skeletal batch`` collects folders by."""
+    return (".gltf", ".glb", *READERS)
 
 
 def _read_bvh(path):
@@ -211,16 +262,18 @@ def _read_bvh(path):
     return read_bvh(path)
 
 
-def _read_assimp(path):
+def _read_usd(path):
+    from .io.usd import read_usd
+
+    return read_usd(path)
+
+
+def _read_assimp(path, isolate: bool = True):
     from .io.assimp import read_assimp
 
-    return read_assimp(path)
+    return read_assimp(path, isolate=isolate)
 
-
-# Suffixes Assimp reads (kept here so that a glTF load imports nothing of the Assimp reader).
-_ASSIMP_SUFFIXES = (".fbx", ".dae", ".x", ".3ds", ".ms3d", ".md5mesh", ".b3d", ".smd", ".ogex", ".ase",
-                    ".lwo", ".lws", ".md2", ".md3", ".mdl", ".irrmesh", ".ac", ".obj", ".ply", ".stl", ".off",
-                    ".3mf", ".cob", ".xgl", ".zgl", ".q3o", ".dxf", ".csm", ".nff", ".raw", ".ter", ".hmp")
 
 # Readers of formats other than glTF, by lower-case file suffix; anything else is read as glTF.
-_READERS = {".bvh": _read_bvh, **{suffix: _read_assimp for suffix in _ASSIMP_SUFFIXES}}
+READERS = {BVH_SUFFIX: _read_bvh, **{suffix: _read_assimp for suffix in ASSIMP_SUFFIXES},
+            **{suffix: _read_usd for suffix in USD_SUFFIXES}}  # USD (UsdSkel): skeletal[usd]

@@ -1,15 +1,23 @@
 """``skeletal batch``: one per-file job (:mod:`skeletal.jobs`) over many files, serially, on a local
 process pool (the default) or on a Ray cluster.
 
-* Inputs: a folder (every ``.glb``/``.gltf``/``.bvh`` below it, recursively) or a glob pattern
-  (``"mocap/**/*.bvh"``). Outputs go to ``out_dir`` under the same relative path with the job's
+* Inputs: a folder (every file below it, recursively, with a suffix :func:`skeletal.load` reads:
+  glTF, BVH, FBX, Collada and the other Assimp formats, ...; symbolic links that lead out of the
+  folder are skipped unless ``follow_symlinks``) or a glob pattern (``"mocap/**/*.bvh"``). Outputs go to ``out_dir`` under the same relative path with the job's
   suffix (``walk.bvh`` -> ``walk.npz`` for ``bake``).
 * Resumable: a file whose output exists and is newer than its input is skipped (``force`` redoes it).
 * Failures do not stop the batch: each file's status, time and error message go to a JSON report
-  (default ``out_dir/batch-report.json``); a summary table counts ok / failed / skipped.
-* Executors: ``"serial"`` (this process), ``"pool"`` (``concurrent.futures`` processes started by a
-  forkserver that has skeletal imported; one numba thread per worker), ``"ray"`` (one Ray task per
-  chunk of files; ``ray_address`` None starts or joins a local runtime, ``"auto"`` joins the running
+  (default ``out_dir/batch-report.json``), rewritten as files finish (an interrupted run keeps what
+  it did; ``"complete": false`` until the end); a summary table counts ok / failed / skipped.
+* Survives anything: every file runs in a supervised worker process (:mod:`skeletal.workers`) under
+  a per-file wall-clock ``timeout``, CPU time and ``memory`` limit; a file that crashes, exhausts or
+  hangs its worker is reported failed with the reason (``"worker died: SIGSEGV"``, ``"timed out"``)
+  and the worker is replaced - with the pool, ``serial`` (one worker) and Ray alike.
+  Error messages name the file and the object at fault; they are cleaned of control characters and
+  long quoted excerpts so that a report never carries the bytes of a file.
+* Executors: ``"serial"`` (one supervised worker, one file after another), ``"pool"`` (``workers``
+  supervised processes started by a forkserver that has skeletal imported; one numba thread per
+  worker), ``"ray"`` (one Ray task per chunk of files, each running its files in a supervised worker; ``ray_address`` None starts or joins a local runtime, ``"auto"`` joins the running
   cluster, anything else is a cluster address). With Ray, every worker must see the input and output
   paths (a shared file system) and have skeletal installed.
 
@@ -23,19 +31,23 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+from .asset import model_suffix, model_suffixes
 from .errors import SkeletalError
-from .jobs import JOBS, OUTPUT_SUFFIX, FileResult, Task, run_chunk, run_task
+from .jobs import JOBS, OUTPUT_SUFFIX, FileResult, Task, run_task
+from .workers import DEFAULT_MEMORY, DEFAULT_TIMEOUT, TaskLimits, WorkerPool, run_chunk_supervised
 
 __all__ = ["run_batch", "find_inputs", "plan_tasks", "BatchSummary", "BatchError", "MODEL_SUFFIXES",
            "RAY_MISSING"]
 
-MODEL_SUFFIXES = (".glb", ".gltf", ".bvh")
+#: Every suffix :func:`skeletal.load` reads (from :func:`skeletal.asset.model_suffixes`).
+MODEL_SUFFIXES = model_suffixes()
 RAY_MISSING = "Ray is not installed: pip install 'skeletal[ray]'"
 REPORT_NAME = "batch-report.json"
 
@@ -98,18 +110,18 @@ class BatchSummary:
 # planning
 
 
-def find_inputs(folder_or_glob: str | os.PathLike) -> tuple[list[Path], Path]:
+def find_inputs(folder_or_glob: str | os.PathLike, follow_symlinks: bool = False) -> tuple[list[Path], Path]:
     """The input files (sorted) and the base folder their output paths are relative to.
 
-    A folder gives every file with a :data:`MODEL_SUFFIXES` suffix below it (recursively); anything
-    else is a glob pattern (``**`` recurses) whose matching files are taken whatever their suffix,
-    relative to the pattern's folder part before the first wildcard."""
+    A folder gives every regular file with a :data:`MODEL_SUFFIXES` suffix below it (recursively;
+    names starting with ``.`` skipped); a symbolic link (to a file or a folder) is taken only when it
+    resolves inside the folder, unless ``follow_symlinks``. Anything else is a glob pattern (``**``
+    recurses) whose matching files are taken whatever their suffix, relative to the pattern's folder
+    part before the first wildcard."""
     text = os.fspath(folder_or_glob)
     path = Path(text)
     if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in MODEL_SUFFIXES
-                       and not p.name.startswith("."))
-        return files, path
+        return _walk(path, follow_symlinks), path
     files = sorted(Path(p) for p in glob.glob(text, recursive=True) if Path(p).is_file())
     parts = Path(text).parts
     fixed = []
@@ -121,6 +133,41 @@ def find_inputs(folder_or_glob: str | os.PathLike) -> tuple[list[Path], Path]:
     if len(fixed) == len(parts):  # a plain file name
         base = path.parent
     return files, base
+
+
+def _inside(real: str, root: str) -> bool:
+    try:
+        return os.path.commonpath([real, root]) == root
+    except ValueError:
+        return False
+
+
+def _walk(root: Path, follow_symlinks: bool) -> list[Path]:
+    real_root = os.path.realpath(root)
+    files = []
+    seen = {real_root}
+    for folder, dirs, names in os.walk(root, followlinks=True):
+        kept = []
+        for d in dirs:  # links to folders: inside the root (or allowed), and each real folder once
+            full = os.path.join(folder, d)
+            real = os.path.realpath(full)
+            if d.startswith(".") or real in seen:
+                continue
+            if os.path.islink(full) and not follow_symlinks and not _inside(real, real_root):
+                continue
+            seen.add(real)
+            kept.append(d)
+        dirs[:] = kept
+        for name in names:
+            if name.startswith(".") or model_suffix(name) not in MODEL_SUFFIXES:
+                continue
+            full = os.path.join(folder, name)
+            if not os.path.isfile(full):  # FIFOs, devices, sockets, broken links
+                continue
+            if not follow_symlinks and not _inside(os.path.realpath(full), real_root):
+                continue
+            files.append(Path(full))
+    return sorted(files)
 
 
 def output_path(source: Path, base: Path, out_dir: Path, command: str) -> Path:
@@ -161,54 +208,26 @@ def _chunks(tasks: list[Task], size: int) -> list[list[Task]]:
     return [tasks[i:i + size] for i in range(0, len(tasks), size)]
 
 
-def _run_serial(tasks: list[Task], workers: int) -> Iterator[list[FileResult]]:
+def _run_local(tasks: list[Task], workers: int, limits: TaskLimits) -> Iterator[list[FileResult]]:
+    with WorkerPool(workers, limits) as pool:
+        for result in pool.run(tasks):
+            yield [result]
+
+
+def _run_in_process(tasks: list[Task]) -> Iterator[list[FileResult]]:
     for task in tasks:
         yield [run_task(task)]
 
 
-def _init_worker() -> None:
-    # One numba thread per worker process: the pool already uses every core.
-    try:
-        import numba
-
-        numba.set_num_threads(1)
-    except Exception:  # noqa: BLE001 - only a speed matter
-        pass
-
-
-def _pool_context():
-    import multiprocessing
-
-    if sys.platform.startswith("linux") and "forkserver" in multiprocessing.get_all_start_methods():
-        ctx = multiprocessing.get_context("forkserver")
-        # Children fork from a server that has skeletal (and numba) imported but never ran a kernel.
-        ctx.set_forkserver_preload(["skeletal.jobs", "skeletal.asset", "skeletal.bake", "skeletal.export"])
-        return ctx
-    return multiprocessing.get_context("spawn")
-
-
-def _run_pool(tasks: list[Task], workers: int, chunk: int) -> Iterator[list[FileResult]]:
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context(), initializer=_init_worker) as pool:
-        futures = {pool.submit(run_chunk, c): c for c in _chunks(tasks, chunk)}
-        for future in as_completed(futures):
-            try:
-                yield future.result()
-            except Exception as exc:  # a worker died (killed, out of memory): its files fail, the rest go on
-                yield [FileResult(t.source, t.output, "failed", 0.0, f"worker died: {type(exc).__name__}: {exc}")
-                       for t in futures[future]]
-
-
 def ray_available() -> bool:
     try:
-        import ray  # noqa: F401
+        import ray  # noqa: F401 - imported only to learn whether it is installed
     except ImportError:
         return False
     return True
 
 
-def _run_ray(tasks: list[Task], address: str | None, chunk: int) -> Iterator[list[FileResult]]:
+def _run_ray(tasks: list[Task], address: str | None, chunk: int, limits: TaskLimits) -> Iterator[list[FileResult]]:
     try:
         import ray
     except ImportError:
@@ -219,18 +238,18 @@ def _run_ray(tasks: list[Task], address: str | None, chunk: int) -> Iterator[lis
                 ray.init(include_dashboard=False, logging_level="ERROR", log_to_driver=False)
             else:
                 ray.init(address=address, logging_level="ERROR", log_to_driver=False)
-        except Exception as exc:  # noqa: BLE001 - connection problems are the user's to fix
+        except Exception as exc:  # connection problems are the user's to fix
             raise BatchError(f"cannot start or reach Ray at {address or 'a local runtime'}: "
                              f"{' '.join(str(exc).split())}") from None
-    remote = ray.remote(num_cpus=1, max_retries=1)(run_chunk)
-    pending = {remote.remote(c): c for c in _chunks(tasks, chunk)}
+    remote = ray.remote(num_cpus=1, max_retries=1)(run_chunk_supervised)
+    pending = {remote.remote(c, limits): c for c in _chunks(tasks, chunk)}
     while pending:
         done, _ = ray.wait(list(pending), num_returns=1)
         for ref in done:
             group = pending.pop(ref)
             try:
                 yield ray.get(ref)
-            except Exception as exc:  # noqa: BLE001 - a lost worker or node: report its files
+            except Exception as exc:  # a lost worker or node: report its files
                 yield [FileResult(t.source, t.output, "failed", 0.0,
                                   f"ray task failed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}")
                        for t in group]
@@ -280,13 +299,24 @@ def run_batch(
     report: str | os.PathLike | None = "",
     progress: bool = False,
     on_result: Callable[[FileResult], None] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    memory: int | None = DEFAULT_MEMORY,
+    cpu: float | None = None,
+    follow_symlinks: bool = False,
+    isolate: bool = True,
 ) -> BatchSummary:
     """Run ``command`` (a key of :data:`skeletal.jobs.JOBS`) on every input file.
 
     ``inputs``: a folder, a glob pattern or a list of files. ``executor``: ``"serial"``, ``"pool"``
     (``workers`` processes, default the CPU count) or ``"ray"`` (``ray_address``; see the module
-    docstring). ``chunk`` files go to a worker at a time. ``report``: the JSON report's path, ``""``
-    for ``out_dir/batch-report.json``, None for none. Results come back in input order."""
+    docstring). ``chunk`` files go to a Ray task at a time. ``report``: the JSON report's path, ``""``
+    for ``out_dir/batch-report.json``, None for none; it is rewritten as files finish. Results come
+    back in input order.
+
+    Per-file limits: ``timeout`` wall-clock seconds, ``cpu`` CPU seconds (default ``timeout``),
+    ``memory`` bytes beyond the worker's own (None: unlimited). ``follow_symlinks``: take links that
+    lead out of an input folder. ``isolate=False`` runs ``serial`` in this process (no limits; a
+    crashing file then ends the batch: for debugging only)."""
     if command not in JOBS:
         raise BatchError(f"unknown batch command {command!r} (one of {', '.join(JOBS)})")
     if executor not in ("serial", "pool", "ray"):
@@ -299,7 +329,7 @@ def run_batch(
         base = Path(os.path.commonpath([str(p.resolve().parent) for p in files])) if files else Path(".")
         label = f"{len(files)} files"
     else:
-        files, base = find_inputs(inputs)
+        files, base = find_inputs(inputs, follow_symlinks)
         label = os.fspath(inputs)
     if not files:
         raise BatchError(f"{label}: no input files found")
@@ -308,113 +338,89 @@ def run_batch(
     chunk = max(1, int(chunk))
     tasks, skipped = plan_tasks(command, files, base, out, options or {}, force)
 
+    limits = TaskLimits(timeout=float(timeout), cpu=cpu, memory=None if memory is None else int(memory))
+    report_path = None if report is None else (Path(report) if report != "" else out / REPORT_NAME)
+
     start = time.perf_counter()
     results: dict[str, FileResult] = {r.source: r for r in skipped}
+    extra = {"inputs": label, "out": str(out), "options": _jsonable(options or {}),
+             "limits": {"timeout": limits.timeout, "cpu": limits.cpu_seconds(), "memory": limits.memory}}
+
+    def summary(complete: bool) -> BatchSummary:
+        ordered = [results[str(p)] for p in files if str(p) in results]
+        done = BatchSummary(command, executor, ordered, time.perf_counter() - start, None, workers,
+                            {**extra, "complete": complete})
+        if report_path is not None:
+            _write_report(report_path, done)
+            done.report = str(report_path)
+        return done
+
     bar = _Progress(len(tasks), f"{command}", progress)
     failed = 0
-    if tasks:
-        if executor == "serial":
-            stream = _run_serial(tasks, 1)
-            workers = 1
-        elif executor == "pool":
-            workers = min(workers, len(tasks))
-            stream = _run_pool(tasks, workers, chunk)
-        else:
-            stream = _run_ray(tasks, ray_address, chunk)
-        try:
-            for group in stream:
-                for r in group:
-                    results[r.source] = r
-                    failed += r.status == "failed"
-                    if on_result is not None:
-                        on_result(r)
-                bar.update(len(group), failed)
-        finally:
-            bar.close()
-    if executor == "ray":
-        import ray
+    last_write = time.perf_counter()
+    complete = False
+    try:
+        if tasks:
+            if executor == "serial":
+                workers = 1
+                stream = _run_local(tasks, 1, limits) if isolate else _run_in_process(tasks)
+            elif executor == "pool":
+                workers = min(workers, len(tasks))
+                stream = _run_local(tasks, workers, limits)
+            else:
+                stream = _run_ray(tasks, ray_address, chunk, limits)
+            try:
+                for group in stream:
+                    for r in group:
+                        r.error = clean_message(r.error)
+                        results[r.source] = r
+                        failed += r.status == "failed"
+                        if on_result is not None:
+                            on_result(r)
+                    bar.update(len(group), failed)
+                    if report_path is not None and time.perf_counter() - last_write > 1.0:
+                        summary(False)  # the report as it stands: an interrupted run keeps it
+                        last_write = time.perf_counter()
+            finally:
+                bar.close()
+                close = getattr(stream, "close", None)
+                if close is not None:
+                    close()
+        complete = True
+    finally:
+        if executor == "ray":
+            try:
+                import ray
 
-        workers = int(ray.cluster_resources().get("CPU", 1)) if ray.is_initialized() else workers
-    seconds = time.perf_counter() - start
-    ordered = [results[str(p)] for p in files]
-    summary = BatchSummary(command, executor, ordered, seconds, None, workers,
-                           {"inputs": label, "out": str(out), "options": _jsonable(options or {})})
-    if report is not None:
-        path = Path(report) if report != "" else out / REPORT_NAME
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(summary.to_json(), indent=2), encoding="utf-8")
-        summary.report = str(path)
-    return summary
+                workers = int(ray.cluster_resources().get("CPU", 1)) if ray.is_initialized() else workers
+            except Exception:  # only the figure in the report
+                pass
+        final = summary(complete)
+    return final
+
+
+def _write_report(path: Path, summary: BatchSummary) -> None:
+    """The JSON report, written to a temporary name and renamed (never half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.part")
+    tmp.write_text(json.dumps(summary.to_json(), indent=2), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_QUOTED = re.compile(r"(['\"])([^'\"]{%d,})\1" % 81)
+
+
+def clean_message(message: str | None) -> str | None:
+    """A failure message fit for a report or a terminal: control characters (terminal escapes)
+    replaced, quoted excerpts longer than 80 characters cut, at most 400 characters. Readers quote
+    object names and format signatures, not content; this bounds what a hostile file could inject."""
+    if message is None:
+        return None
+    text = _CONTROL.sub("?", " ".join(message.split()))
+    text = _QUOTED.sub(lambda m: f"{m.group(1)}{m.group(2)[:40]}...{m.group(1)}", text)
+    return text if len(text) <= 400 else text[:397] + "..."
 
 
 def _jsonable(options: dict[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(options, default=str))
-
-
-# ---------------------------------------------------------------------------------------------
-# command line
-
-import click  # noqa: E402  (the command lives with the feature; click is a core dependency)
-
-
-@click.command("batch")
-@click.argument("command", type=click.Choice(sorted(JOBS)))
-@click.argument("inputs")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Output folder.")
-@click.option("--ray", "ray_address", is_flag=False, flag_value="local", default=None, metavar="[auto|ADDRESS]",
-              help="Run on Ray: alone a local runtime, 'auto' the running cluster, or a cluster address.")
-@click.option("--jobs", "-j", "workers", type=int, default=None, help="Worker processes of the local pool (default: CPUs).")
-@click.option("--serial", is_flag=True, help="No pool: one file after another in this process.")
-@click.option("--chunk", type=int, default=1, show_default=True, help="Files per task sent to a worker.")
-@click.option("--force", is_flag=True, help="Redo files whose outputs are up to date.")
-@click.option("--report", "report", type=click.Path(dir_okay=False), default=None,
-              help="JSON report path (default: OUT/batch-report.json).")
-@click.option("--no-progress", is_flag=True, help="No progress bar.")
-@click.option("--json", "as_json", is_flag=True, help="info: write JSON (the only form batch writes; accepted for symmetry).")
-@click.option("--clip", "clip_keys", multiple=True, help="bake/retarget: the clip (first one given); compress/export: clips to write.")
-@click.option("--fps", type=float, default=None, help="bake: sample rate (default 30); retarget: key rate.")
-@click.option("--error", type=float, default=1e-4, show_default=True, help="compress: error bound in model units.")
-@click.option("--distance", type=float, default=None, help="compress: virtual vertex distance in model units.")
-@click.option("--target", type=click.Path(dir_okay=False), default=None, help="retarget: the target model.")
-@click.option("--map", "map_path", type=click.Path(dir_okay=False), default=None,
-              help="retarget: JSON object of source joint name -> target joint name (or null).")
-def batch_command(command, inputs, out_dir, ray_address, workers, serial, chunk, force, report, no_progress, as_json,
-                  clip_keys, fps, error, distance, target, map_path) -> None:
-    """Run COMMAND (bake, compress, export, retarget, info) on every model in INPUTS (a folder or a
-    glob pattern such as 'mocap/**/*.bvh'), writing OUT/<same relative path>.<npz|glb|json>.
-
-    Files whose outputs are newer than their inputs are skipped (resume); failures are listed in
-    the JSON report and do not stop the batch. Exit status 1 when any file failed."""
-    if serial and ray_address is not None:
-        raise BatchError("give --serial or --ray, not both")
-    if ray_address is not None and not ray_available():
-        raise BatchError(RAY_MISSING)
-    options: dict[str, Any] = {}
-    if command in ("bake", "retarget"):
-        if clip_keys:
-            options["clip"] = clip_keys[0]
-        if fps is not None:
-            options["fps"] = fps
-    if command in ("compress", "export") and clip_keys:
-        options["clips"] = list(clip_keys)
-    if command == "compress":
-        options["error"] = error
-        if distance is not None:
-            options["distance"] = distance
-    if command == "retarget":
-        if target is None:
-            raise BatchError("retarget needs --target MODEL")
-        options["target"] = os.path.abspath(target)
-        if map_path is not None:
-            try:
-                with open(map_path, encoding="utf-8") as f:
-                    options["mapping"] = json.load(f)
-            except ValueError as exc:
-                raise BatchError(f"{map_path}: not JSON ({exc})") from None
-    executor = "serial" if serial else ("ray" if ray_address is not None else "pool")
-    summary = run_batch(command, inputs, out_dir, options=options, executor=executor, workers=workers,
-                        ray_address=ray_address, chunk=chunk, force=force,
-                        report="" if report is None else report, progress=not no_progress)
-    click.echo(summary.table(), err=True)
-    if summary.failed:
-        raise SystemExit(1)

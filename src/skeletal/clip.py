@@ -75,6 +75,22 @@ class Track:
             raise ClipError(f"track {self.path} of node {self.node}: key times are not strictly increasing")
         self.values = np.ascontiguousarray(values)
 
+    @classmethod
+    def checked(cls, node: int, path: str, interpolation: str, times: np.ndarray, values: np.ndarray,
+                increasing: bool = False) -> Track:
+        """A Track from arrays a reader has already checked (``increasing``: the times are known to be
+        finite and strictly increasing, e.g. one input accessor shared by many channels and checked
+        once). Float32 (K,) times and (rows, width) float32 values are kept as they are; anything else
+        takes the full checks of the constructor."""
+        if (increasing and path in PATH_WIDTH and interpolation in INTERPOLATIONS and times.dtype == np.float32
+                and times.ndim == 1 and times.flags.c_contiguous and len(times) and values.dtype == np.float32
+                and values.ndim == 2 and values.flags.c_contiguous and values.shape[1] == PATH_WIDTH[path]
+                and values.shape[0] == len(times) * (3 if interpolation == "CUBICSPLINE" else 1)):
+            track = cls.__new__(cls)
+            track.node, track.path, track.interpolation, track.times, track.values = node, path, interpolation, times, values
+            return track
+        return cls(node, path, interpolation, times, values)
+
     @property
     def key_count(self) -> int:
         return len(self.times)
@@ -109,18 +125,20 @@ class Clip:
     def _pack(self) -> None:
         tracks = self.tracks
         n = len(tracks)
+        times = [t.times for t in tracks]
+        values = [t.values for t in tracks]
         self.key_start = np.zeros(n + 1, dtype=np.int64)
         self.value_start = np.zeros(n + 1, dtype=np.int64)
-        for i, track in enumerate(tracks):
-            self.key_start[i + 1] = self.key_start[i] + track.key_count
-            self.value_start[i + 1] = self.value_start[i] + track.values.size
-        self.times = np.concatenate([t.times for t in tracks]) if n else np.zeros(0, np.float32)
-        self.values = np.concatenate([t.values.reshape(-1) for t in tracks]) if n else np.zeros(0, np.float32)
-        self.width = np.array([t.width for t in tracks], dtype=np.int64)
-        self.interp = np.array([INTERP_CODE[t.interpolation] for t in tracks], dtype=np.int64)
-        self.path = np.array([PATH_CODE[t.path] for t in tracks], dtype=np.int64)
-        self.node = np.array([t.node for t in tracks], dtype=np.int64)
-        self.duration = float(max((float(t.times[-1]) for t in tracks), default=0.0))
+        np.cumsum(np.fromiter(map(len, times), np.int64, n), out=self.key_start[1:])
+        np.cumsum(np.fromiter((v.size for v in values), np.int64, n), out=self.value_start[1:])
+        self.times = np.concatenate(times) if n else np.zeros(0, np.float32)
+        self.values = np.concatenate([v.reshape(-1) for v in values]) if n else np.zeros(0, np.float32)
+        self.width = np.fromiter((v.shape[1] for v in values), np.int64, n)
+        self.interp = np.fromiter((INTERP_CODE[t.interpolation] for t in tracks), np.int64, n)
+        self.path = np.fromiter((PATH_CODE[t.path] for t in tracks), np.int64, n)
+        self.node = np.fromiter((t.node for t in tracks), np.int64, n)
+        # the last key of each track: the entries just before the next track's start
+        self.duration = float(self.times[self.key_start[1:] - 1].max()) if n else 0.0
 
     @property
     def track_count(self) -> int:
@@ -205,3 +223,24 @@ def clip_from_keyframes(
         for j, node in enumerate(nodes):
             tracks.append(Track(node, path, interpolation, times.astype(np.float32), data[:, j]))
     return Clip(name, tracks)
+
+
+def clip_frame_time(clip: Clip) -> float | None:
+    """The key spacing when every track's keys sit on one uniform grid from 0 (as a BVH or a baked
+    clip's do), else None."""
+    times = [t.times for t in clip.tracks if t.key_count > 1]
+    if not times or any(len(t) != len(times[0]) for t in times) or float(times[0][0]) != 0.0:
+        return None
+    grid = times[0].astype(np.float64)
+    step = float(grid[-1]) / (len(grid) - 1)
+    expected = np.arange(len(grid)) * step
+    tol = 1e-6 * max(float(grid[-1]), 1.0)
+    if any(np.abs(t.astype(np.float64) - expected).max() > tol for t in times):
+        return None
+    # The shortest decimal step whose float32 grid is the keys exactly (0.033333, not 0.0333329987):
+    # written back, a reader rebuilds the very same key times.
+    for digits in range(3, 10):
+        candidate = float(f"{step:.{digits}g}")
+        if np.array_equal((np.arange(len(grid)) * candidate).astype(np.float32), times[0]):
+            return candidate
+    return step

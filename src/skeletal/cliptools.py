@@ -46,7 +46,7 @@ import numpy as np
 from .clip import Clip, Track, clip_from_keyframes
 from .errors import ClipError
 from .rig import POSE_WIDTH
-from .sampling import sample
+from .sampling import sample_tracks
 from .quat import quat_conjugate, quat_mul
 from .compress import compress  # error-bounded key removal (skeletal/compress.py)
 
@@ -185,30 +185,6 @@ def _check_fps(fps: float) -> float:
     return fps
 
 
-def _sample_tracks(clip: Clip, times: Sequence[float] | np.ndarray) -> list[np.ndarray]:
-    """Each track of ``clip`` as :func:`skeletal.sampling.sample` evaluates it at ``times`` (clamped):
-    a list of (T, C) float64 arrays, one per track, in track order.
-
-    Every track is re-addressed to its own virtual node (and its own morph slots), so tracks that
-    share a node/path are evaluated separately; one kernel call does all of them.
-    """
-    tracks = clip.tracks
-    if not tracks:
-        return []
-    virtual = [Track(i, t.path, t.interpolation, t.times, t.values) for i, t in enumerate(tracks)]
-    counts = [t.width if t.path == "weights" else 0 for t in tracks]
-    morph_start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    pose, morph = sample(Clip(clip.name, virtual), np.asarray(times, dtype=np.float64),
-                         identity_pose(len(tracks)), morph_start, np.zeros(int(morph_start[-1])))
-    out = []
-    for i, t in enumerate(tracks):
-        if t.path == "weights":
-            out.append(morph[:, morph_start[i]:morph_start[i + 1]].copy())
-        else:
-            out.append(pose[:, i, _POSE_SLICE[t.path]].copy())
-    return out
-
-
 def _cubic_keys(track: Track) -> np.ndarray:
     """A CUBICSPLINE track's values as (K, 3, C) float64: [in-tangent, value, out-tangent] per key."""
     return track.values.astype(np.float64).reshape(track.key_count, 3, track.width)
@@ -325,7 +301,7 @@ def subclip(clip: Clip, start: float, end: float, *, fps: float | None = None, n
     if not (b > a and length > 0):
         raise ClipError(f"subclip range [{a:g}, {b:g}] s is empty once snapped to clip {clip.name!r}'s [0, {d:g}] s")
 
-    ends = _sample_tracks(clip, [a, b])
+    ends = sample_tracks(clip, [a, b])
     tracks = []
     for track, end_values in zip(clip.tracks, ends):
         times = track.times.astype(np.float64)
@@ -386,7 +362,7 @@ def resample(clip: Clip, fps: float, *, name: str | None = None) -> Clip:
     times = np.concatenate([grid, [d32]]).astype(np.float32)
     times64 = times.astype(np.float64)
     tracks = []
-    for track, values in zip(clip.tracks, _sample_tracks(clip, times64)):
+    for track, values in zip(clip.tracks, sample_tracks(clip, times64)):
         values = values.astype(np.float32)
         if track.path == "rotation":
             values = _sign_continuous(values)
@@ -572,7 +548,7 @@ def make_additive(
             f"make_additive: reference_time {rt:g} s is outside clip {ref_clip.name!r}'s [0, {ref_clip.duration:g}] s")
     rt = min(max(rt, 0.0), ref_clip.duration)
     ref_values: dict[tuple[int, str], np.ndarray] = {}
-    for track, values in zip(ref_clip.tracks, _sample_tracks(ref_clip, [rt])):
+    for track, values in zip(ref_clip.tracks, sample_tracks(ref_clip, [rt])):
         ref_values[(track.node, track.path)] = values[0]
     tracks = []
     for track in clip.tracks:

@@ -72,7 +72,7 @@ class Collider:
         object.__setattr__(self, "end", end)
         object.__setattr__(self, "radius", float(self.radius))
 
-    def moved(self, **changes) -> "Collider":
+    def moved(self, **changes: Any) -> "Collider":
         """A copy with some fields changed (``moved(radius=0.2)``)."""
         return replace(self, **changes)
 

@@ -1,3 +1,5 @@
+# Over 600 lines: one algorithm (error-bounded key removal and 16-bit rotations) with the numba kernels of its
+# error model; they change together.
 """Error-bounded clip compression: adaptive key removal measured in world space.
 
 :func:`compress` returns an ordinary :class:`~skeletal.clip.Clip` (same tracks, same interpolation,
@@ -53,7 +55,7 @@ from .clip import Clip, Track
 from .errors import ClipError
 from .pose import world_matrices, world_node_into
 from .rig import Rig
-from .sampling import CUBICSPLINE, STEP, interpolate_between, key_stride, sample
+from .sampling import CUBICSPLINE, STEP, interpolate_between, key_stride, sample, sample_tracks
 
 __all__ = ["compress", "max_error", "error_per_node", "dense_times", "default_distance", "animation_bytes",
            "CompressionStats", "compression_stats", "quantize_rotations",
@@ -117,7 +119,7 @@ def animation_bytes(clips: Clip | list[Clip]) -> int:
     return total
 
 
-def _world_positions(clip: Clip, rig: Rig, times: np.ndarray) -> np.ndarray:
+def world_positions(clip: Clip, rig: Rig, times: np.ndarray) -> np.ndarray:
     pose = _sample_pose(clip, rig, times)
     return world_matrices(rig.parents, pose)
 
@@ -142,7 +144,7 @@ def default_distance(clip: Clip, rig: Rig) -> float:
     times = np.unique(np.concatenate([[0.0], clip.times.astype(np.float64)]))
     if len(times) > 64:
         times = times[np.linspace(0, len(times) - 1, 64).astype(np.int64)]
-    world = _world_positions(clip, rig, times)
+    world = world_positions(clip, rig, times)
     pos = world[:, :, :3, 3]
     extent = float(np.max(pos.max(axis=1) - pos.min(axis=1))) if pos.size else 0.0
     return extent * DISTANCE_FRACTION if extent > 0 else 0.0
@@ -434,8 +436,6 @@ def _virtual_vertex_scale(world0: np.ndarray, distance: float) -> np.ndarray:
 
 def _weights_values(clip: Clip, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each weights track sampled on its own: (T, W) values and (n_tracks,) column offsets."""
-    from .cliptools import _sample_tracks
-
     offsets = np.zeros(len(clip.tracks), dtype=np.int64)
     chosen = [t for t in clip.tracks if t.path == "weights"]
     col = 0
@@ -445,7 +445,7 @@ def _weights_values(clip: Clip, times: np.ndarray) -> tuple[np.ndarray, np.ndarr
             col += track.width
     if not chosen:
         return np.zeros((len(times), 1)), offsets
-    parts = _sample_tracks(Clip(clip.name, chosen), times)
+    parts = sample_tracks(Clip(clip.name, chosen), times)
     return np.ascontiguousarray(np.concatenate(parts, axis=1)), offsets
 
 
@@ -467,8 +467,8 @@ def error_per_node(original: Clip, compressed: Clip, rig: Rig, *, distance: floa
     with the library's sampler and posing code."""
     times, distance = _prepare(original, rig, distance, oversample)
     _check_clip(compressed, rig)
-    world0 = _world_positions(original, rig, times)
-    world = _world_positions(compressed, rig, times)
+    world0 = world_positions(original, rig, times)
+    world = world_positions(compressed, rig, times)
     return times, _error_grid(world, world0, _virtual_vertex_scale(world0, distance))
 
 
@@ -711,7 +711,7 @@ def compress_asset(asset, clips=None, error: float = 0.01, **options) -> tuple[l
 
     >>> from skeletal.demo import demo_asset
     >>> clips, stats = compress_asset(demo_asset(), error=1e-3)
-    >>> [s.max_error < 1e-3 for s in stats]
+    >>> [s.max_error < 1e-3 for s in stats]  # every clip within the bound
     [True, True, True, True]
     """
     chosen = asset.clips if clips is None else [c if isinstance(c, Clip) else asset.clip(c) for c in clips]
@@ -736,105 +736,3 @@ def acl_bound(clip: Clip, rig: Rig) -> tuple[float, float]:
     on a 1.8 m figure, in model units (the figure's size as in :func:`default_distance`)."""
     distance = default_distance(clip, rig)
     return distance * (1e-4 / 0.03), distance
-
-
-def bench_rows(asset, clip, path, quick: bool) -> dict:
-    """``skeletal bench`` rows: the bench clip compressed at the ACL bound (ratio of animation bytes
-    against the same clip uncompressed in this run, measured worst error) and the compression time
-    against sampling and posing the clip at its dense times once (the error evaluation's unit of work)."""
-    import time
-
-    from .bench import stat
-
-    original = asset.clip(clip) if not isinstance(clip, Clip) else clip
-    error, distance = acl_bound(original, asset.rig)
-    samples, small = [], None
-    for _ in range(1 if quick else 3):
-        start = time.perf_counter()
-        small = compress(original, asset.rig, error, distance=distance)
-        samples.append(time.perf_counter() - start)
-    s = compression_stats(original, small, asset.rig, distance=distance)
-    times = dense_times(original)
-    posing = []
-    for _ in range(3 if quick else 10):
-        start = time.perf_counter()
-        _world_positions(original, asset.rig, times)
-        posing.append(time.perf_counter() - start)
-    base_ms = float(np.median(posing)) * 1e3
-    compress_ms = [x * 1e3 for x in samples]
-    return {
-        "rows": [
-            {"name": f"compress {original.name} at the ACL bound (0.01 cm on 1.8 m)", "stat": stat([s.ratio], "x"),
-             "baseline": f"uncompressed {s.bytes_before:,} B -> {s.bytes_after:,} B",
-             "ratio": f"max err {s.max_error / error:.2f} of bound", "reference": "ACL on CMU: ~0.01 cm"},
-            {"name": f"compress {original.name}: time", "stat": stat(compress_ms, "ms"),
-             "baseline": f"one pose pass over {len(times)} dense times: {base_ms:.1f} ms",
-             "ratio": f"{float(np.median(compress_ms)) / base_ms:.0f} passes", "reference": ""},
-        ],
-        "error_bound": error, "distance": distance, "bytes_before": s.bytes_before, "bytes_after": s.bytes_after,
-        "max_error": s.max_error, "keys_before": s.keys_before, "keys_after": s.keys_after,
-    }
-
-
-# ---------------------------------------------------------------------------------------------
-# command line
-
-import click  # noqa: E402  (the command lives with the feature; click is a core dependency)
-
-
-@click.command("compress")
-@click.argument("model", type=click.Path(dir_okay=False))
-@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output .glb or .gltf.")
-@click.option("--error", "error", type=float, default=1e-4, show_default=True,
-              help="World-space error bound in model units (1e-4: ACL's 0.01 cm for a model in metres).")
-@click.option("--distance", type=float, default=None,
-              help="Virtual vertex distance in model units (default: 3 cm on a 1.8 m figure, scaled).")
-@click.option("--clip", "clip_keys", multiple=True, help="Clip to compress and write (repeat; default: all).")
-@click.option("--no-quantize", is_flag=True, help="Keep rotations as float32 (no 16-bit rotation keys).")
-@click.option("--keep-rest-tracks", is_flag=True, help="Keep tracks that only hold the rest pose.")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def compress_command(model, out_path, error, distance, clip_keys, no_quantize, keep_rest_tracks, as_json) -> None:
-    """Compress MODEL's clips to a world-space error bound and write them as glTF.
-
-    Reports, per clip and in total, keys and bytes of animation data before and after, and the
-    measured worst error; then the file sizes (MODEL, MODEL re-written uncompressed, OUT)."""
-    import json
-    import os
-
-    from .asset import load
-    from .export import asset_to_document, export
-    from .io.gltf_write import glb_bytes
-
-    if not out_path.lower().endswith((".glb", ".gltf")):
-        raise ClipError(f"--out {out_path!r}: the file must end in .glb or .gltf")
-    asset = load(model)
-    if not asset.clips:
-        raise ClipError(f"{model}: has no clips to compress")
-    originals = [asset.clip(k) for k in clip_keys] if clip_keys else list(asset.clips)
-    clips, stats = compress_asset(asset, originals, error, distance=distance, quantize=not no_quantize,
-                                  drop_rest_tracks=not keep_rest_tracks)
-    export(asset, out_path, clips, short_rotations=True)
-    sizes = {"input_file": os.path.getsize(model), "uncompressed_file": len(glb_bytes(asset_to_document(asset, originals))),
-             "output_file": os.path.getsize(out_path)}
-    before = sum(s.bytes_before for s in stats)
-    after = sum(s.bytes_after for s in stats)
-    worst = max(s.max_error for s in stats)
-    report = {
-        "file": model, "out": out_path, "error_bound": error,
-        "clips": [{"name": s.name, "keys_before": s.keys_before, "keys_after": s.keys_after,
-                   "bytes_before": s.bytes_before, "bytes_after": s.bytes_after, "ratio": s.ratio,
-                   "max_error": s.max_error, "max_weight_error": s.max_weight_error} for s in stats],
-        "animation_bytes_before": before, "animation_bytes_after": after,
-        "ratio": before / after if after else None, "max_error": worst, **sizes,
-    }
-    if as_json:
-        click.echo(json.dumps(report, indent=2))
-        return
-    click.echo(f"{os.path.basename(model)} -> {out_path}: error bound {error:g} (model units)")
-    for s in stats:
-        click.echo(f"  {s.name}: keys {s.keys_before} -> {s.keys_after}, animation data {s.bytes_before} -> "
-                   f"{s.bytes_after} bytes ({s.ratio:.2f}x), max error {s.max_error:.3g}")
-    click.echo(f"animation data: {before} -> {after} bytes ({before / after if after else float('inf'):.2f}x), "
-               f"max error {worst:.3g} (bound {error:g})")
-    click.echo(f"file size: {sizes['input_file']} bytes ({os.path.basename(model)}), "
-               f"{sizes['uncompressed_file']} bytes uncompressed as .glb -> {sizes['output_file']} bytes")

@@ -1,3 +1,5 @@
+# Over 600 lines: the built-in character is data: the joint table, the mesh generator and the keyframes of
+# four clips.
 """The built-in demo character: a skinned humanoid and its clips, made entirely by code.
 
 >>> import skeletal.demo
@@ -38,7 +40,7 @@ import numpy as np
 
 from skeletal.asset import Asset
 from skeletal.document import Animation, Channel, Document, Material, Mesh, Node, Primitive, Skin
-from skeletal.quat import quat_to_matrix
+from skeletal.quat import quat_mul, quat_slerp, quat_to_matrix
 
 # ---------------------------------------------------------------------------------------------
 # the skeleton
@@ -112,19 +114,7 @@ def quat_from_euler(x: float, y: float, z: float) -> np.ndarray:
     qx = np.array([np.sin(hx), 0.0, 0.0, np.cos(hx)])
     qy = np.array([0.0, np.sin(hy), 0.0, np.cos(hy)])
     qz = np.array([0.0, 0.0, np.sin(hz), np.cos(hz)])
-    return _quat_mul(qz, _quat_mul(qy, qx))
-
-
-def _quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Hamilton product ``a * b`` of xyzw quaternions (rotation b first, then a)."""
-    ax, ay, az, aw = a
-    bx, by, bz, bw = b
-    return np.array([
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-        aw * bw - ax * bx - ay * by - az * bz,
-    ])
+    return quat_mul(qz, quat_mul(qy, qx))
 
 
 def _smoothstep(edge0: float, edge1: float, x: np.ndarray) -> np.ndarray:
@@ -196,7 +186,7 @@ def _lathe(centers: np.ndarray, radii: np.ndarray, width_axis: Sequence[float], 
              + radii[1:-1, 1, None, None] * sin[None, :, None] * w[1:-1, None, :])
     positions = np.concatenate([centers[:1], rings.reshape(-1, 3), centers[-1:]])
     first, last = 0, len(positions) - 1
-    ring = lambda i: 1 + i * segments  # noqa: E731  index of ring i's first vertex (i = 0..n-3)
+    ring = lambda i: 1 + i * segments  # index of ring i's first vertex (i = 0..n-3)
     j = np.arange(segments)
     k = (j + 1) % segments
     tris = []
@@ -256,9 +246,9 @@ def _mirror_x(points: np.ndarray) -> np.ndarray:
 def _body_parts() -> list[_Part]:
     """Every surface of the figure, left side built once and mirrored (positions are bind pose)."""
     parts: list[_Part] = []
-    below_hip_joint: Gate = lambda p: _smoothstep(0.95, 0.86, p[:, 1])  # noqa: E731
-    off_centre: Gate = lambda p: _smoothstep(0.04, 0.12, np.abs(p[:, 0]))  # noqa: E731
-    side = lambda sign: (lambda p: _smoothstep(0.0, 0.06, sign * p[:, 0]))  # noqa: E731
+    below_hip_joint: Gate = lambda p: _smoothstep(0.95, 0.86, p[:, 1])
+    off_centre: Gate = lambda p: _smoothstep(0.04, 0.12, np.abs(p[:, 0]))
+    side = lambda sign: (lambda p: _smoothstep(0.0, 0.06, sign * p[:, 0]))
 
     def add(geometry: tuple[np.ndarray, np.ndarray], material: str, bones: dict[str, Gate | None]) -> None:
         # Rounded to float32 here, so that normals and weights are computed from exactly the stored
@@ -297,7 +287,7 @@ def _body_parts() -> list[_Part]:
 
     for sign, prefix in ((1.0, "left_"), (-1.0, "right_")):
         flip = (lambda a: np.asarray(a, dtype=np.float64)) if sign > 0 else (lambda a: _mirror_x(np.asarray(a, dtype=np.float64)))
-        b = lambda name: prefix + name  # noqa: E731
+        b = lambda name: prefix + name
 
         # Arm: one sleeve from the shoulder to the wrist, so the elbow bends as one surface.
         arm_path = flip([(0.17, 1.415, -0.01), (0.185, 1.415, -0.01), (0.212, 1.28, -0.015), (0.24, 1.145, -0.02), (0.262, 1.01, -0.01), (0.28, 0.89, 0.0)])
@@ -487,20 +477,6 @@ def _cubic_tangents(times: np.ndarray, values: np.ndarray) -> np.ndarray:
     return slopes
 
 
-def _slerp(a: np.ndarray, b: np.ndarray, u: float) -> np.ndarray:
-    """Shortest-path slerp of xyzw quaternion rows a, b (..., 4) by u in [0, 1] (what players do)."""
-    cos = np.sum(a * b, axis=-1, keepdims=True)
-    b = np.where(cos < 0, -b, b)
-    cos = np.abs(cos)
-    angle = np.arccos(np.clip(cos, -1.0, 1.0))
-    sin = np.sin(angle)
-    small = sin < 1e-9
-    wa = np.where(small, 1.0 - u, np.sin((1.0 - u) * angle) / np.where(small, 1.0, sin))
-    wb = np.where(small, u, np.sin(u * angle) / np.where(small, 1.0, sin))
-    q = wa * a + wb * b
-    return q / np.linalg.norm(q, axis=-1, keepdims=True)
-
-
 def _animation(name: str, keys: Sequence[Keyframe], interpolation: str = "LINEAR", ground_steps: int = 4) -> Animation:
     """Keyframes -> one rotation channel per joint that any key names, one hips translation channel.
 
@@ -527,7 +503,7 @@ def _animation(name: str, keys: Sequence[Keyframe], interpolation: str = "LINEAR
         for t in hips_times:
             i = min(int(np.searchsorted(times, t, side="right")) - 1, len(times) - 2)
             u = float((t - times[i]) / (times[i + 1] - times[i]))
-            poses.append(_slerp(rotations[i], rotations[i + 1], u))
+            poses.append(quat_slerp(rotations[i], rotations[i + 1], u))
             hips_offsets.append((1.0 - u) * offsets[i] + u * offsets[i + 1])
     else:
         hips_times, poses, hips_offsets = times, list(rotations), list(offsets)
@@ -632,7 +608,7 @@ def _run() -> list[Keyframe]:
     leans forward and the elbows are bent at about 90 degrees."""
     d = 0.68 / 8
     body = {"spine": (10.0, 0.0, 0.0), "chest": (4.0, 0.0, 0.0), "neck": (-6.0, 0.0, 0.0)}
-    arms = lambda left, right, lf, rf: {  # noqa: E731
+    arms = lambda left, right, lf, rf: {
         "left_upper_arm": (left, 0.0, 8.0), "right_upper_arm": (right, 0.0, -8.0),
         "left_forearm": (lf, 0.0, 0.0), "right_forearm": (rf, 0.0, 0.0),
         "left_hand": (0.0, 0.0, -10.0), "right_hand": (0.0, 0.0, 10.0),
@@ -709,7 +685,7 @@ def build_demo_document() -> Document:
     ``walk``, ``run``, ``wave``.
     """
     nodes = []
-    for j, (name, parent, position) in enumerate(JOINTS):
+    for j, (name, _parent, position) in enumerate(JOINTS):
         p = _PARENT[j]
         translation = np.asarray(position, dtype=np.float64) - (_BIND[p] if p >= 0 else 0.0)
         children = [int(c) for c in np.flatnonzero(_PARENT == j)]
@@ -727,7 +703,7 @@ def build_demo_document() -> Document:
         for name, color in MATERIALS.items()
     ]
     animations = [_animation(name, make(), interpolation) for name, (make, interpolation) in CLIPS.items()]
-    from skeletal import __version__
+    from skeletal.version import __version__
 
     return Document(
         path="<skeletal demo>",

@@ -116,6 +116,9 @@ class Animation:
     name: str
     channels: list[Channel]
     extras: dict[str, Any] = field(default_factory=dict)  # glTF ``extras`` (JSON object), kept as read
+    # The authored length in seconds when the format stores one (Assimp's ``mDuration``); None: the
+    # last key time, as glTF.
+    duration: float | None = None
 
 
 @dataclass

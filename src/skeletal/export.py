@@ -14,7 +14,7 @@ retargeted, made with :mod:`skeletal.cliptools`) written back out.
 >>> import skeletal
 >>> from skeletal.demo import demo_asset
 >>> doc = asset_to_document(demo_asset(), ["walk"])
->>> [a.name for a in doc.animations]
+>>> [a.name for a in doc.animations]  # the clip names
 ['walk']
 >>> skeletal.write_bvh(skeletal.load("Soldier.glb"), "Walk", "walk.bvh", rotation_order="ZXY")  # doctest: +SKIP
 """
@@ -30,7 +30,7 @@ from typing import Sequence
 import numpy as np
 
 from .asset import Asset
-from .clip import Clip
+from .clip import Clip, clip_frame_time
 from .document import Animation, Channel, Document
 from .errors import ClipError
 from .io.bvh import format_bvh
@@ -74,11 +74,19 @@ def asset_to_document(asset: Asset, clips: Sequence[Clip | str | int] | None = N
 
 def export(asset: Asset, path: str | os.PathLike, clips: Sequence[Clip | str | int] | None = None, *,
            short_rotations: bool = False) -> None:
-    """Write ``asset`` with ``clips`` (see :func:`asset_to_document`) as ``.glb`` or ``.gltf``;
-    ``short_rotations``: see :func:`skeletal.io.gltf_write.write_gltf` (on for compressed clips).
+    """Write ``asset`` with ``clips`` (see :func:`asset_to_document`) as ``.glb`` or ``.gltf``, or as
+    USD (UsdSkel) for ``.usda``/``.usdc``/``.usd``/``.usdz`` (:func:`skeletal.io.usd_write.write_usd`,
+    needs ``skeletal[usd]``); ``short_rotations``: see :func:`skeletal.io.gltf_write.write_gltf` (on
+    for compressed clips; glTF only).
 
     >>> skeletal.export(skeletal.load("walk.bvh"), "walk.glb")         # doctest: +SKIP
+    >>> skeletal.export(skeletal.load("Soldier.glb"), "soldier.usdz")  # doctest: +SKIP
     """
+    if os.path.splitext(os.fspath(path))[1].lower() in (".usda", ".usdc", ".usd", ".usdz"):
+        from .io.usd_write import write_usd
+
+        write_usd(asset, path, clips)
+        return
     from .io.gltf_write import write_gltf
 
     write_gltf(asset_to_document(asset, clips), path, short_rotations=short_rotations)
@@ -88,27 +96,6 @@ def export(asset: Asset, path: str | os.PathLike, clips: Sequence[Clip | str | i
 # BVH
 
 DEFAULT_FPS = 30.0
-
-
-def clip_frame_time(clip: Clip) -> float | None:
-    """The key spacing when every track's keys sit on one uniform grid from 0 (as a BVH or a baked
-    clip's do), else None."""
-    times = [t.times for t in clip.tracks if t.key_count > 1]
-    if not times or any(len(t) != len(times[0]) for t in times) or float(times[0][0]) != 0.0:
-        return None
-    grid = times[0].astype(np.float64)
-    step = float(grid[-1]) / (len(grid) - 1)
-    expected = np.arange(len(grid)) * step
-    tol = 1e-6 * max(float(grid[-1]), 1.0)
-    if any(np.abs(t.astype(np.float64) - expected).max() > tol for t in times):
-        return None
-    # The shortest decimal step whose float32 grid is the keys exactly (0.033333, not 0.0333329987):
-    # written back, a reader rebuilds the very same key times.
-    for digits in range(3, 10):
-        candidate = float(f"{step:.{digits}g}")
-        if np.array_equal((np.arange(len(grid)) * candidate).astype(np.float32), times[0]):
-            return candidate
-    return step
 
 
 def write_bvh(
@@ -141,6 +128,10 @@ def write_bvh(
     """
     asset = source if isinstance(source, Asset) else None
     rig = asset.rig if asset is not None else source
+    if asset is not None:
+        asset.require_nodes("write as BVH (a BVH file is a skeleton)")
+    elif len(rig) == 0:
+        raise ClipError("the rig has no nodes: nothing to write as BVH")
     if isinstance(clip, Clip):
         the_clip = clip
     elif clip is None:

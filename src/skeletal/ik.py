@@ -1,3 +1,5 @@
+# Over 600 lines: the solvers (two-bone, aim, CCD, FABRIK, limits) share tuple helpers that numba inlines into
+# each solver; one module keeps that inlining (and the compile time) in one place.
 """Inverse kinematics: two-bone, aim (look-at), CCD and FABRIK, as numba kernels over batched poses.
 
 Every solver reads the model-space pose (world matrices of the chain, as :mod:`skeletal.pose` builds
@@ -38,6 +40,7 @@ from numba import njit, prange
 
 from .errors import SkeletalError
 from .pose import ancestors_and_self, world_matrices, world_node_into, world_subset_one
+from .quat import qmul, qnormalize, qrotate, quat_from_rotation
 
 # ---------------------------------------------------------------------------------------------
 # table layouts
@@ -92,14 +95,13 @@ SCRATCH_WIDTH = 26  # per chain joint, see _chain_setup
 # scalar quaternion / vector helpers (tuples in, tuples out)
 
 
+# The quaternion maths is skeletal.quat's (qmul, qrotate, qnormalize, quat_from_rotation); these
+# adapters only unpack the tuples the solvers pass around.
+
+
 @njit(cache=True, inline="always")
 def _qmul(a, b):
-    ax, ay, az, aw = a
-    bx, by, bz, bw = b
-    return (aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw,
-            aw * bw - ax * bx - ay * by - az * bz)
+    return qmul(a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3])
 
 
 @njit(cache=True, inline="always")
@@ -109,24 +111,13 @@ def _qconj(q):
 
 @njit(cache=True, inline="always")
 def _qnorm(q):
-    n = np.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
-    if n < 1e-300:
-        return (0.0, 0.0, 0.0, 1.0)
-    k = 1.0 / n
-    return (q[0] * k, q[1] * k, q[2] * k, q[3] * k)
+    return qnormalize(q[0], q[1], q[2], q[3])
 
 
 @njit(cache=True, inline="always")
 def _qrot(q, v):
     """Rotate vector v by unit quaternion q."""
-    qx, qy, qz, qw = q
-    vx, vy, vz = v
-    tx = 2.0 * (qy * vz - qz * vy)
-    ty = 2.0 * (qz * vx - qx * vz)
-    tz = 2.0 * (qx * vy - qy * vx)
-    return (vx + qw * tx + qy * tz - qz * ty,
-            vy + qw * ty + qz * tx - qx * tz,
-            vz + qw * tz + qx * ty - qy * tx)
+    return qrotate(q[0], q[1], q[2], q[3], v[0], v[1], v[2])
 
 
 @njit(cache=True, inline="always")
@@ -252,23 +243,9 @@ def _matrix_rotation(world, i):
     l0, l1, l2 = _len(c0), _len(c1), _len(c2)
     if l0 < 1e-300 or l1 < 1e-300 or l2 < 1e-300:
         return (0.0, 0.0, 0.0, 1.0)
-    r00, r10, r20 = c0[0] / l0, c0[1] / l0, c0[2] / l0
-    r01, r11, r21 = c1[0] / l1, c1[1] / l1, c1[2] / l1
-    r02, r12, r22 = c2[0] / l2, c2[1] / l2, c2[2] / l2
-    tr = r00 + r11 + r22
-    if tr > 0.0:
-        s = 0.5 / np.sqrt(tr + 1.0)
-        q = ((r21 - r12) * s, (r02 - r20) * s, (r10 - r01) * s, 0.25 / s)
-    elif r00 > r11 and r00 > r22:
-        s = 2.0 * np.sqrt(max(1.0 + r00 - r11 - r22, 1e-300))
-        q = (0.25 * s, (r01 + r10) / s, (r02 + r20) / s, (r21 - r12) / s)
-    elif r11 > r22:
-        s = 2.0 * np.sqrt(max(1.0 + r11 - r00 - r22, 1e-300))
-        q = ((r01 + r10) / s, 0.25 * s, (r12 + r21) / s, (r02 - r20) / s)
-    else:
-        s = 2.0 * np.sqrt(max(1.0 + r22 - r00 - r11, 1e-300))
-        q = ((r02 + r20) / s, (r12 + r21) / s, 0.25 * s, (r10 - r01) / s)
-    return _qnorm(q)
+    return quat_from_rotation(c0[0] / l0, c1[0] / l1, c2[0] / l2,
+                              c0[1] / l0, c1[1] / l1, c2[1] / l2,
+                              c0[2] / l0, c1[2] / l1, c2[2] / l2)
 
 
 @njit(cache=True, inline="always")

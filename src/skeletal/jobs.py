@@ -73,6 +73,14 @@ def _atomic(output: str, write: Callable[[str], None]) -> None:
             tmp.unlink()
 
 
+def _load(source: str, options: dict[str, Any]):
+    """:func:`skeletal.load`; ``options["isolate"] = False`` reads Assimp formats in the worker itself
+    (the batch's worker supervision is then the only isolation: faster, for trusted files)."""
+    from .asset import load
+
+    return load(source, isolate=bool(options.get("isolate", True)))
+
+
 def _clip_keys(asset, options: dict[str, Any]) -> list:
     keys = options.get("clips") or []
     return [asset.clip(k) for k in keys] if keys else list(asset.clips)
@@ -87,10 +95,9 @@ def bake_job(source: str, output: str, options: dict[str, Any]) -> dict[str, Any
     (default 30) -> ``.npz`` (times, node_world, skinned positions; see :mod:`skeletal.bake`)."""
     import numpy as np
 
-    from .asset import load
     from .bake import bake
 
-    asset = load(source)
+    asset = _load(source, options)
     clip = asset.clip(options.get("clip", 0)) if asset.clips else 0
     arrays = bake(asset, clip, fps=float(options.get("fps") or 30.0), loop=options.get("loop", "clamp"))
 
@@ -105,11 +112,10 @@ def bake_job(source: str, output: str, options: dict[str, Any]) -> dict[str, Any
 def compress_job(source: str, output: str, options: dict[str, Any]) -> dict[str, Any]:
     """``skeletal compress`` of one file: every clip (or ``options["clips"]``) compressed to
     ``options["error"]`` -> glTF with the compressed clips."""
-    from .asset import load
     from .compress import compress_asset
     from .export import export
 
-    asset = load(source)
+    asset = _load(source, options)
     clips, stats = compress_asset(asset, _clip_keys(asset, options), error=float(options.get("error", 1e-4)),
                                   distance=options.get("distance"))
     _atomic(output, lambda tmp: export(asset, tmp, clips, short_rotations=True))
@@ -122,10 +128,9 @@ def compress_job(source: str, output: str, options: dict[str, Any]) -> dict[str,
 
 def export_job(source: str, output: str, options: dict[str, Any]) -> dict[str, Any]:
     """``skeletal export`` of one file: any readable model -> glTF (all clips, or ``options["clips"]``)."""
-    from .asset import load
     from .export import export
 
-    asset = load(source)
+    asset = _load(source, options)
     clips = _clip_keys(asset, options)
     _atomic(output, lambda tmp: export(asset, tmp, clips))
     return {"nodes": len(asset.rig), "clips": len(clips)}
@@ -134,7 +139,6 @@ def export_job(source: str, output: str, options: dict[str, Any]) -> dict[str, A
 def retarget_job(source: str, output: str, options: dict[str, Any]) -> dict[str, Any]:
     """``skeletal retarget`` of one file onto ``options["target"]`` (a model path): the source's clip
     ``options["clip"]`` (default 0) played by the target, written with the target's meshes."""
-    from .asset import load
     from .errors import ClipError
     from .export import export
     from .retarget import retarget
@@ -142,7 +146,7 @@ def retarget_job(source: str, output: str, options: dict[str, Any]) -> dict[str,
     target_path = options.get("target")
     if not target_path:
         raise ClipError("retarget needs a target model (--target MODEL)")
-    src, tgt = load(source), load(target_path)
+    src, tgt = _load(source, options), _load(target_path, options)
     if not src.clips:
         raise ClipError(f"{source}: has no clips to retarget")
     clip = retarget(src.clip(options.get("clip", 0)), src.rig, tgt.rig, options.get("mapping"),
@@ -153,10 +157,9 @@ def retarget_job(source: str, output: str, options: dict[str, Any]) -> dict[str,
 
 def info_job(source: str, output: str, options: dict[str, Any]) -> dict[str, Any]:
     """``skeletal info --json`` of one file -> ``.json``."""
-    from .asset import load
-    from .cli import describe
+    from .summary import describe
 
-    summary = describe(load(source))
+    summary = describe(_load(source, options))
 
     def write(tmp: str) -> None:
         with open(tmp, "w", encoding="utf-8") as f:
@@ -187,7 +190,7 @@ def run_task(task: Task) -> FileResult:
         return FileResult(task.source, task.output, "ok", time.perf_counter() - start, None, details)
     except (KeyboardInterrupt, SystemExit):
         raise
-    except BaseException as exc:  # noqa: BLE001 - a batch reports every failure and goes on
+    except BaseException as exc:  # a batch reports every failure and goes on
         details = {}
         if os.environ.get("SKELETAL_DEBUG"):
             details["traceback"] = traceback.format_exc()

@@ -20,6 +20,8 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+from ._compile import serial_variant
+
 
 
 @njit(cache=True, inline="always")
@@ -106,50 +108,21 @@ def palettes_one(world, joints, inverse_bind, out):
         affine_product_into(world[joints[j]], inverse_bind[j], out[j])
 
 
-#: Batches up to this size run the serial twin of a batch kernel (a parallel launch costs more
-#: than posing a few characters).
-SERIAL_BELOW = 4
-
-
-def _worlds_body(loop):
-    """World matrices of every pose of a batch, over ``loop`` (``range`` or ``prange``): one body
-    for the serial and the parallel kernel."""
-
-    def worlds_batch(parents, poses, worlds):
-        for b in loop(poses.shape[0]):
-            local_to_world_one(parents, poses[b], worlds[b])
-
-    return worlds_batch
-
-
-def _palettes_body(loop):
-    """``out[b, j] = worlds[b, joints[j]] @ inverse_bind[j]`` (affine) over ``loop``."""
-
-    def palettes_batch(worlds, joints, inverse_bind, out):
-        for b in loop(worlds.shape[0]):
-            palettes_one(worlds[b], joints, inverse_bind, out[b])
-
-    return palettes_batch
-
-
-_local_to_world_serial = njit(cache=True)(_worlds_body(range))
-_local_to_world_batch = njit(cache=True, parallel=True)(_worlds_body(prange))
-_palette_serial = njit(cache=True)(_palettes_body(range))
-_palette_batch = njit(cache=True, parallel=True)(_palettes_body(prange))
-
-
-def local_to_world_batch(parents, poses, worlds) -> None:
-    """World matrices (B, N, 3|4, 4) of every pose (B, N, 10) in place; serial for a few poses."""
-    (_local_to_world_serial if poses.shape[0] <= SERIAL_BELOW else _local_to_world_batch)(parents, poses, worlds)
-
-
-def palette_batch(worlds, joints, inverse_bind, out) -> None:
-    """Skin palettes ``out[b, j] = worlds[b, joints[j]] @ inverse_bind[j]`` in place; serial for a few."""
-    (_palette_serial if worlds.shape[0] <= SERIAL_BELOW else _palette_batch)(worlds, joints, inverse_bind, out)
+@njit(cache=True, parallel=True)
+def _local_to_world_batch(parents, poses, worlds):
+    for b in prange(poses.shape[0]):
+        local_to_world_one(parents, poses[b], worlds[b])
 
 
 @njit(cache=True, parallel=True)
-def _world_palettes_34(parents, nodes, poses, joints, inverse_bind, palettes, worlds, scratch):
+def palette_batch(worlds, joints, inverse_bind, out):
+    """out[b, j] = worlds[b, joints[j]] @ inverse_bind[j] (affine)."""
+    for b in prange(worlds.shape[0]):
+        palettes_one(worlds[b], joints, inverse_bind, out[b])
+
+
+@njit(cache=True, parallel=True)
+def world_palettes_34(parents, nodes, poses, joints, inverse_bind, palettes, worlds, scratch):
     """Per instance, in one pass that stays in cache: world 3x4 of ``nodes`` (see
     :func:`world_subset_one`; into ``worlds[b]``, or a per-thread scratch when ``worlds`` is empty),
     then ``palettes[b, j] = world[joints[j]] @ inverse_bind[j]`` (3x4 rows, affine). Arithmetic in
@@ -159,6 +132,11 @@ def _world_palettes_34(parents, nodes, poses, joints, inverse_bind, palettes, wo
         w = worlds[b] if keep_world else scratch[numba.get_thread_id()]
         world_subset_one(parents, nodes, poses[b], w)
         palettes_one(w, joints, inverse_bind, palettes[b])
+
+
+def _batch_kernel(kernel, batch: int):
+    """``kernel`` for a batch of many, its serial twin for one (no thread pool, no parfor compile)."""
+    return kernel if batch > 1 else serial_variant(kernel)
 
 
 def ancestors_and_self(parents: np.ndarray, nodes: np.ndarray) -> np.ndarray:
@@ -180,11 +158,11 @@ def world_matrices(parents: np.ndarray, pose: np.ndarray, out: np.ndarray | None
     if pose.dtype not in (np.float32, np.float64):
         pose = pose.astype(np.float64)
     batch = pose.shape[:-2]
-    flat = np.ascontiguousarray(pose.reshape((-1,) + pose.shape[-2:]))
+    flat = np.ascontiguousarray(pose.reshape((int(np.prod(batch, dtype=np.int64)),) + pose.shape[-2:]))
     if out is None:
         out = np.empty(flat.shape[:2] + (4, 4), dtype=pose.dtype)
     worlds = out.reshape(flat.shape[:2] + (4, 4))
-    local_to_world_batch(np.asarray(parents, dtype=np.int32), flat, worlds)
+    _batch_kernel(_local_to_world_batch, flat.shape[0])(np.asarray(parents, dtype=np.int32), flat, worlds)
     return worlds.reshape(batch + (pose.shape[-2], 4, 4))
 
 
@@ -203,10 +181,11 @@ def skin_palette(world: np.ndarray, joints: np.ndarray, inverse_bind: np.ndarray
     joints = np.asarray(joints, dtype=np.int64)
     inverse_bind = np.ascontiguousarray(inverse_bind, dtype=world.dtype)
     if out is not None and out.shape == shape and out.dtype == world.dtype and out.flags.c_contiguous:
-        palette_batch(flat, joints, inverse_bind, out.reshape((flat.shape[0], len(joints), 4, 4)))
+        _batch_kernel(palette_batch, flat.shape[0])(flat, joints, inverse_bind,
+                                                     out.reshape((flat.shape[0], len(joints), 4, 4)))
         return out
     result = np.empty((flat.shape[0], len(joints), 4, 4), dtype=world.dtype)
-    palette_batch(flat, joints, inverse_bind, result)
+    _batch_kernel(palette_batch, flat.shape[0])(flat, joints, inverse_bind, result)
     if out is not None:
         out[...] = result.reshape(shape)
         return out

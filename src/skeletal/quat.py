@@ -82,13 +82,137 @@ def normalize4_inplace(out, o):
 
 
 # ---------------------------------------------------------------------------------------------
+# scalar quaternion kernels: the one home of the quaternion maths that kernels use (IK solvers,
+# jiggle chains, foot placement, look-at). Scalars in, tuples out; ordinary numba calls (not
+# IR-inlined: LLVM still inlines them into the caller, and kernels that use them compile faster).
+
+
+@njit(cache=True)
+def qmul(ax, ay, az, aw, bx, by, bz, bw):
+    """Hamilton product ``a * b`` (rotation b first, then a) as a tuple (x, y, z, w).
+
+    >>> qmul(0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0)
+    (1.0, 0.0, 0.0, 0.0)
+    """
+    return (aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+            aw * bw - ax * bx - ay * by - az * bz)
+
+
+@njit(cache=True)
+def qrotate(qx, qy, qz, qw, vx, vy, vz):
+    """The vector v rotated by the unit quaternion q, as a tuple (x, y, z).
+
+    >>> qrotate(0.0, 0.0, 0.7071067811865476, 0.7071067811865476, 1.0, 0.0, 0.0)[1]
+    1.0000000000000002
+    """
+    tx = 2.0 * (qy * vz - qz * vy)
+    ty = 2.0 * (qz * vx - qx * vz)
+    tz = 2.0 * (qx * vy - qy * vx)
+    return (vx + qw * tx + qy * tz - qz * ty,
+            vy + qw * ty + qz * tx - qx * tz,
+            vz + qw * tz + qx * ty - qy * tx)
+
+
+@njit(cache=True)
+def qnormalize(x, y, z, w):
+    """q / |q| as a tuple; the identity for a (near) zero quaternion.
+
+    >>> qnormalize(0.0, 0.0, 0.0, 2.0)
+    (0.0, 0.0, 0.0, 1.0)
+    """
+    n = np.sqrt(x * x + y * y + z * z + w * w)
+    if n < 1e-300:
+        return (0.0, 0.0, 0.0, 1.0)
+    k = 1.0 / n
+    return (x * k, y * k, z * k, w * k)
+
+
+@njit(cache=True)
+def quat_from_rotation(r00, r01, r02, r10, r11, r12, r20, r21, r22):
+    """The unit quaternion of a rotation matrix given by its nine entries (row-major), by the largest
+    of trace and diagonal (Shepperd), normalised.
+
+    >>> quat_from_rotation(1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
+    (0.0, 0.0, 0.0, 1.0)
+    """
+    tr = r00 + r11 + r22
+    if tr > 0.0:
+        s = 0.5 / np.sqrt(tr + 1.0)
+        return qnormalize((r21 - r12) * s, (r02 - r20) * s, (r10 - r01) * s, 0.25 / s)
+    if r00 > r11 and r00 > r22:
+        s = 2.0 * np.sqrt(max(1.0 + r00 - r11 - r22, 1e-300))
+        return qnormalize(0.25 * s, (r01 + r10) / s, (r02 + r20) / s, (r21 - r12) / s)
+    if r11 > r22:
+        s = 2.0 * np.sqrt(max(1.0 + r11 - r00 - r22, 1e-300))
+        return qnormalize((r01 + r10) / s, 0.25 * s, (r12 + r21) / s, (r02 - r20) / s)
+    s = 2.0 * np.sqrt(max(1.0 + r22 - r00 - r11, 1e-300))
+    return qnormalize((r02 + r20) / s, (r12 + r21) / s, 0.25 * s, (r10 - r01) / s)
+
+
+@njit(cache=True)
+def quat_from_world(m):
+    """Rotation of the top-left 3x3 of the matrix ``m`` (columns normalised first, so uniform or
+    axis-aligned scale is removed; a zero column counts as zero) as a unit quaternion tuple."""
+    c0 = np.sqrt(m[0, 0] ** 2 + m[1, 0] ** 2 + m[2, 0] ** 2)
+    c1 = np.sqrt(m[0, 1] ** 2 + m[1, 1] ** 2 + m[2, 1] ** 2)
+    c2 = np.sqrt(m[0, 2] ** 2 + m[1, 2] ** 2 + m[2, 2] ** 2)
+    c0 = 1.0 / c0 if c0 > 1e-300 else 0.0
+    c1 = 1.0 / c1 if c1 > 1e-300 else 0.0
+    c2 = 1.0 / c2 if c2 > 1e-300 else 0.0
+    return quat_from_rotation(m[0, 0] * c0, m[0, 1] * c1, m[0, 2] * c2,
+                              m[1, 0] * c0, m[1, 1] * c1, m[1, 2] * c2,
+                              m[2, 0] * c0, m[2, 1] * c1, m[2, 2] * c2)
+
+
+@njit(cache=True)
+def quat_from_to(ax, ay, az, bx, by, bz):
+    """The shortest rotation taking direction a to direction b (any lengths; identity if either is ~0;
+    for opposite directions a half turn about an axis perpendicular to a).
+
+    >>> [round(v, 6) for v in quat_from_to(1.0, 0.0, 0.0, 0.0, 2.0, 0.0)]  # a quarter turn about z
+    [0.0, 0.0, 0.707107, 0.707107]
+    """
+    la = np.sqrt(ax * ax + ay * ay + az * az)
+    lb = np.sqrt(bx * bx + by * by + bz * bz)
+    if la < 1e-12 or lb < 1e-12:
+        return (0.0, 0.0, 0.0, 1.0)
+    ax, ay, az = ax / la, ay / la, az / la
+    bx, by, bz = bx / lb, by / lb, bz / lb
+    d = ax * bx + ay * by + az * bz
+    if d < -0.999999:
+        # perpendicular axis: a x X, or a x Y when a is along X
+        px, py, pz = 0.0, az, -ay
+        if py * py + pz * pz < 1e-6:
+            px, py, pz = -az, 0.0, ax
+        return qnormalize(px, py, pz, 0.0)
+    cx = ay * bz - az * by
+    cy = az * bx - ax * bz
+    cz = ax * by - ay * bx
+    return qnormalize(cx, cy, cz, 1.0 + d)
+
+
+@njit(cache=True)
+def nlerp_identity(x, y, z, w, u):
+    """Shortest-path normalised lerp from the identity to q by u in [0, 1].
+
+    >>> nlerp_identity(1.0, 0.0, 0.0, 0.0, 0.0)
+    (0.0, 0.0, 0.0, 1.0)
+    """
+    if w < 0.0:
+        x, y, z, w = -x, -y, -z, -w
+    return qnormalize(x * u, y * u, z * u, 1.0 - u + w * u)
+
+
+# ---------------------------------------------------------------------------------------------
 # numpy API (batch-first)
 
 
 def quat_to_matrix(q: np.ndarray) -> np.ndarray:
     """Rotation matrices (..., 3, 3) from unit quaternions (..., 4) xyzw.
 
-    >>> quat_to_matrix(np.array([0.0, 0.0, 0.0, 1.0]))[0, 0]
+    >>> float(quat_to_matrix(np.array([0.0, 0.0, 0.0, 1.0]))[0, 0])
     1.0
     """
     q = np.asarray(q, dtype=np.float64)
@@ -169,6 +293,25 @@ def quat_conjugate(q: np.ndarray) -> np.ndarray:
     out = np.array(q, dtype=np.result_type(q, np.float32), copy=True)
     out[..., :3] = -out[..., :3]
     return out
+
+
+def quat_slerp(a: np.ndarray, b: np.ndarray, u: float) -> np.ndarray:
+    """Shortest-path slerp of xyzw quaternion rows a, b (..., 4) by u in [0, 1] (what players do),
+    normalised; nearly equal rows fall back to normalised lerp.
+
+    >>> quat_slerp(np.array([0.0, 0.0, 0.0, 1.0]), np.array([0.0, 0.0, 1.0, 0.0]), 0.5).round(6).tolist()
+    [0.0, 0.0, 0.707107, 0.707107]
+    """
+    cos = np.sum(a * b, axis=-1, keepdims=True)
+    b = np.where(cos < 0, -b, b)
+    cos = np.abs(cos)
+    angle = np.arccos(np.clip(cos, -1.0, 1.0))
+    sin = np.sin(angle)
+    small = sin < 1e-9
+    wa = np.where(small, 1.0 - u, np.sin((1.0 - u) * angle) / np.where(small, 1.0, sin))
+    wb = np.where(small, u, np.sin(u * angle) / np.where(small, 1.0, sin))
+    q = wa * a + wb * b
+    return q / np.linalg.norm(q, axis=-1, keepdims=True)
 
 
 def compose_trs(t: np.ndarray, q: np.ndarray, s: np.ndarray) -> np.ndarray:

@@ -34,6 +34,15 @@ stages. The method, per source key time, all frames at once (arrays are (T, N, .
    no IK). Both worlds are Y up with the ground at y = 0 (glTF's convention; CMU BVH data has it too);
    for a source whose rest pose does not stand on the ground (BVH), ``a_s`` is the median over the
    clip of the lower ankle's height (the supporting foot's typical height).
+5. **Up axis of the source** (:func:`detect_up`). Mocap recorded Z up (MotionBuilder/Vicon exports:
+   the root turned about X by about -90 degrees, height in the Z channel) would retarget lying down. The
+   source's up axis is found from its motion (and its rest skeleton when the motion says nothing): the
+   mean over the clip of the spine direction (hips -> neck/head) plus the legs' direction (the lower
+   foot -> hips: the feet touch down at the bottom), snapped to the nearest of +-X, +-Y, +-Z. When it is
+   not +Y, the source's root tracks are turned by the smallest rotation taking that axis to +Y before
+   steps 2-4, so the target stands up and its feet stay on the ground; the rest pose's roots are turned
+   by its own up axis (the same measure on the rest skeleton), since exports often keep a Y-up rest
+   skeleton under Z-up motion. ``up=`` ("x", "-x", "y", "-y", "z", "-z") gives the motion's axis instead.
 
 The result is a plain :class:`~skeletal.clip.Clip` of LINEAR tracks (rotation for every mapped target
 joint, translation for the target hips) keyed at the source clip's key times (30 fps for a source with
@@ -44,12 +53,13 @@ blends, and exports like any other clip.
 >>> from skeletal.demo import demo_asset
 >>> demo = demo_asset()
 >>> clip = retarget(demo.clip("walk"), demo.rig, demo.rig)     # a rig onto itself: the same motion
->>> sorted(bone_mapping(demo.rig, demo.rig).items())[:2]
+>>> sorted(bone_mapping(demo.rig, demo.rig).items())[:2]  # rig index pairs
 [(1, 1), (2, 2)]
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Mapping
 
@@ -64,8 +74,14 @@ from .sampling import sample
 
 __all__ = [
     "CANONICAL", "normalize_name", "canonical_names", "bone_mapping", "rest_world", "rest_alignment",
-    "hip_height", "standing_ankle_height", "world_rotations", "retarget",
+    "hip_height", "standing_ankle_height", "world_rotations", "retarget", "detect_up", "UP_AXES",
 ]
+
+#: The up axes ``retarget(up=...)`` accepts (the source's up axis), as unit vectors.
+UP_AXES: dict[str, tuple[float, float, float]] = {
+    "x": (1.0, 0.0, 0.0), "-x": (-1.0, 0.0, 0.0), "y": (0.0, 1.0, 0.0), "-y": (0.0, -1.0, 0.0),
+    "z": (0.0, 0.0, 1.0), "-z": (0.0, 0.0, -1.0),
+}
 
 #: The humanoid vocabulary every convention maps into (parents before children).
 CANONICAL: tuple[str, ...] = (
@@ -309,6 +325,105 @@ def rest_alignment(source_rig: Rig, target_rig: Rig, pairs: Mapping[int, int]) -
 
 
 # ---------------------------------------------------------------------------------------------
+# the source's up axis
+
+
+def _up_from(world_pos: np.ndarray, rig: Rig) -> np.ndarray:
+    """Mean up direction (3,) of posed world positions (T, N, 3): spine (hips -> top of the spine) plus
+    legs (lower foot -> hips), each normalised per frame; zero when the rig has neither."""
+    names = canonical_names(rig)
+    total = np.zeros(3)
+    hips = names.get("hips")
+    if hips is None:
+        return total
+    top = next((names[c] for c in ("neck", "head", "upper_chest", "chest", "spine") if c in names), None)
+    feet = [names[c] for c in ("left_foot", "right_foot", "left_toes", "right_toes") if c in names]
+    parts = []
+    if top is not None:
+        parts.append(world_pos[:, top] - world_pos[:, hips])
+    if feet:
+        # The lower foot at each frame: the one farthest from the head along the spine (or the mean).
+        feet_pos = world_pos[:, feet]
+        ref = parts[0] if parts else world_pos[:, hips] - feet_pos.mean(axis=1)
+        low = np.argmin(np.einsum("tfc,tc->tf", feet_pos, ref), axis=1)
+        parts.append(world_pos[:, hips] - feet_pos[np.arange(len(feet_pos)), low])
+    for d in parts:
+        n = np.linalg.norm(d, axis=1, keepdims=True)
+        ok = n[:, 0] > 1e-9
+        if ok.any():
+            total += (d[ok] / n[ok]).mean(axis=0)
+    return total
+
+
+def _snap_axis(v: np.ndarray) -> str | None:
+    """The signed axis name ("y", "-z", ...) nearest to ``v``; None for a zero vector."""
+    if not np.linalg.norm(v) > 1e-9:
+        return None
+    k = int(np.argmax(np.abs(v)))
+    return ("-" if v[k] < 0 else "") + "xyz"[k]
+
+
+def _rest_up(rig: Rig) -> str:
+    """The up axis of the rest pose alone (its spine and legs), "y" when it has neither."""
+    _, rest_pos = rest_world(rig)
+    return _snap_axis(_up_from(rest_pos[None], rig)) or "y"
+
+
+def detect_up(clip: Clip | None, rig: Rig) -> str:
+    """The source's up axis ("y", "z", "-z", "x", "-x" or "-y"): from the posed skeleton over ``clip``
+    (the mean spine and leg directions, see the module docstring, step 5), else from the rest pose;
+    "y" when the rig has no hips. The motion decides: a Y-up rest skeleton whose root rotation turns
+    it Z up is Z up.
+
+    >>> from skeletal.demo import demo_asset
+    >>> demo = demo_asset()
+    >>> detect_up(demo.clip("walk"), demo.rig)
+    'y'
+    """
+    if clip is not None and clip.tracks:
+        times = _key_times(Clip(clip.name, [t for t in clip.tracks if t.path != "weights"]), None)
+        if len(times) > 240:  # a few hundred frames say it as well as thousands
+            times = times[np.linspace(0, len(times) - 1, 240).round().astype(int)]
+        pose_clip = Clip(clip.name, [t for t in clip.tracks if t.path != "weights"])
+        pose, _ = sample(pose_clip, times, rig.rest, np.zeros(len(rig) + 1, np.int64), np.zeros(0))
+        motion = _up_from(world_matrices(rig.parents, pose)[..., :3, 3], rig)
+        axis = _snap_axis(motion)
+        if axis is not None and np.abs(motion).max() > 0.5 * np.linalg.norm(motion):
+            return axis
+    return _rest_up(rig)
+
+
+def _turn_to_y(up: str) -> tuple[np.ndarray, np.ndarray]:
+    """The smallest rotation taking axis ``up`` to +Y: quaternion (4,) and matrix (3, 3)."""
+    q = _shortest_arc(np.asarray(UP_AXES[up]), np.array([0.0, 1.0, 0.0]))
+    return q, quat_to_matrix(q)
+
+
+def _upright(clip: Clip, rig: Rig, up: str, rest_up: str) -> tuple[Clip, Rig]:
+    """``clip``'s root tracks turned so that axis ``up`` becomes +Y, and ``rig``'s root rest pose so that
+    ``rest_up`` does (a rest skeleton may stand otherwise than its motion; the retargeting uses the rest
+    pose only for bone directions, which any turn keeps, and for the standing ankle height)."""
+    roots = {int(i) for i in np.flatnonzero(rig.parents < 0)}
+    rest = rig.rest.copy()
+    if rest_up != "y":
+        q_rest, m_rest = _turn_to_y(rest_up)
+        for r in roots:
+            rest[r, 0:3] = m_rest @ rest[r, 0:3]
+            rest[r, 3:7] = quat_mul(q_rest, rest[r, 3:7])
+    q, m = _turn_to_y(up)
+    tracks = []
+    for t in clip.tracks:
+        values = t.values
+        if t.node in roots and t.path == "translation":
+            values = (t.values.astype(np.float64) @ m.T).astype(t.values.dtype)
+        elif t.node in roots and t.path == "rotation":  # linear in the quaternion: spline tangents too
+            values = quat_mul(q, t.values.astype(np.float64)).astype(t.values.dtype)
+        tracks.append(Track(t.node, t.path, t.interpolation, t.times, values))
+    turned = Rig(rig.names, rig.parents, rest, rig.node_of, rig.index_of)
+    return dataclasses.replace(clip, tracks=tracks), turned
+
+
+# ---------------------------------------------------------------------------------------------
 # the retargeting
 
 
@@ -351,13 +466,16 @@ def retarget(
     *,
     fps: float | None = None,
     name: str | None = None,
+    up: str | None = None,
 ) -> Clip:
     """``clip`` (made for ``source_rig``) as a clip for ``target_rig``; see the module docstring.
 
     ``mapping``: source joint name -> target joint name (or None), overriding the automatic pairs.
     ``fps``: sample at this rate instead of the source clip's key times. ``name``: the new clip's
-    name (default: the source clip's). Raises :class:`skeletal.ClipError` when no hips pair is found,
-    the clip is additive, or a mapping name is unknown.
+    name (default: the source clip's). ``up``: the source's up axis ("y", "z", "-z", "x", "-x", "-y");
+    None or "auto" detects it (:func:`detect_up`); the target is Y up. Raises
+    :class:`skeletal.ClipError` when no hips pair is found, the clip is additive, a mapping name is
+    unknown or ``up`` is not an axis.
 
     >>> from skeletal.demo import demo_asset
     >>> demo = demo_asset()
@@ -367,6 +485,14 @@ def retarget(
     """
     if clip.additive:
         raise ClipError(f"retarget: clip {clip.name!r} is additive; retarget the clip it was made from")
+    if up is None or str(up).lower() == "auto":
+        up = detect_up(clip, source_rig) if "hips" in canonical_names(source_rig) else "y"
+    up = str(up).lower().replace("+", "")
+    if up not in UP_AXES:
+        raise ClipError(f"retarget: up must be one of {', '.join(UP_AXES)} or auto, got {up!r}")
+    rest_up = _rest_up(source_rig)
+    if up != "y" or rest_up != "y":
+        clip, source_rig = _upright(clip, source_rig, up, rest_up)
     pairs = bone_mapping(source_rig, target_rig, mapping)
     t_hips = canonical_names(target_rig).get("hips")
     s_hips = canonical_names(source_rig).get("hips")

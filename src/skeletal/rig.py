@@ -8,6 +8,7 @@ joint and a joint hierarchy whose root no scene lists are posed like everything 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -69,7 +70,7 @@ class Rig:
             mask[index] = False
         return mask
 
-    def to_torch(self, device=None, dtype=None):
+    def to_torch(self, device: Any = None, dtype: Any = None) -> Any:
         """This rig as :class:`skeletal.torch.RigTensors` (hierarchy by depth level, rest pose) on
         ``device``, rest pose in ``dtype`` (default float32). Needs the ``torch`` extra."""
         from .torch import rig_tensors
@@ -77,7 +78,8 @@ class Rig:
         return rig_tensors(self, device=device, dtype=dtype if dtype is not None else _torch_float32())
 
     @classmethod
-    def from_parents(cls, names, parents, rest: np.ndarray | None = None) -> "Rig":
+    def from_parents(cls, names: Sequence[str], parents: Sequence[int] | np.ndarray,
+                     rest: np.ndarray | None = None) -> "Rig":
         """A rig from names and parent indices given in any order (file order), toposorted here."""
         parents = np.asarray(parents, dtype=np.int64)
         n = len(parents)

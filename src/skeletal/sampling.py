@@ -15,10 +15,13 @@ glTF Hermite spline with tangents scaled by the key interval, rotations normalis
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
+import numpy.typing as npt
 from numba import njit, prange
 
-from .clip import LOOP_CODE, PATH_POSE_OFFSET, Clip
+from .clip import LOOP_CODE, PATH_POSE_OFFSET, Clip, Track
 from .quat import normalize4_inplace, slerp_into
 
 STEP, LINEAR, CUBICSPLINE = 0, 1, 2
@@ -228,7 +231,7 @@ def sample(
     morph_start: np.ndarray,
     rest_morph: np.ndarray,
     loop: str = "clamp",
-    dtype=np.float64,
+    dtype: npt.DTypeLike = np.float64,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Local poses of a clip at query times: returns ``pose`` (T, N, 10) and ``morph`` (T, M).
 
@@ -244,3 +247,33 @@ def sample(
         clip.node, morph_start, pose, morph,
     )
     return pose, morph
+
+
+_POSE_START = {"translation": 0, "rotation": 3, "scale": 7}
+
+
+def sample_tracks(clip: Clip, times: Sequence[float] | np.ndarray) -> list[np.ndarray]:
+    """Each track of ``clip`` as :func:`skeletal.sampling.sample` evaluates it at ``times`` (clamped):
+    a list of (T, C) float64 arrays, one per track, in track order.
+
+    Every track is re-addressed to its own virtual node (and its own morph slots), so tracks that
+    share a node/path are evaluated separately; one kernel call does all of them.
+    """
+    tracks = clip.tracks
+    if not tracks:
+        return []
+    rest = np.zeros((len(tracks), 10))
+    rest[:, 6:10] = 1.0  # the identity: translation 0, rotation (0, 0, 0, 1), scale 1
+    virtual = [Track(i, t.path, t.interpolation, t.times, t.values) for i, t in enumerate(tracks)]
+    counts = [t.width if t.path == "weights" else 0 for t in tracks]
+    morph_start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    pose, morph = sample(Clip(clip.name, virtual), np.asarray(times, dtype=np.float64),
+                         rest, morph_start, np.zeros(int(morph_start[-1])))
+    out = []
+    for i, t in enumerate(tracks):
+        if t.path == "weights":
+            out.append(morph[:, morph_start[i]:morph_start[i + 1]].copy())
+        else:
+            start = _POSE_START[t.path]
+            out.append(pose[:, i, start:start + t.width].copy())
+    return out

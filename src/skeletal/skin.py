@@ -1,3 +1,5 @@
+# Over 600 lines: the skinning kernel is generated LLVM IR: the emitters (Emit, Influences, Rows,
+# chunk_codegen) and the kernels built from them change together (skin_dq.py reuses the emitters).
 """Skinning: morph targets, then linear blend skinning of positions, normals and tangents.
 
 Contracts:
@@ -234,18 +236,18 @@ CHUNK = 2048
 
 _F32 = ir.FloatType()
 _I1 = ir.IntType(1)
-_I32 = ir.IntType(32)
-_I64 = ir.IntType(64)
+I32 = ir.IntType(32)
+I64 = ir.IntType(64)
 _I8P = ir.IntType(8).as_pointer()
 # contract: fused multiply-add; arcp/afn: 1/sqrt may become rsqrt + one Newton step. No reassociation.
 _FM = ("contract", "nsz", "arcp", "afn")
 
 
-def _vec(n: int) -> ir.VectorType:
+def vec_type(n: int) -> ir.VectorType:
     return ir.VectorType(_F32, n)
 
 
-class _Emit:
+class Emit:
     """<n x float> arithmetic on an IRBuilder. Vectors hold one 4-lane group per vertex."""
 
     def __init__(self, b: ir.IRBuilder):
@@ -253,11 +255,11 @@ class _Emit:
 
     def shuf(self, x, y, idx):
         idx = list(idx)
-        return self.b.shuffle_vector(x, x if y is None else y, ir.Constant(ir.VectorType(_I32, len(idx)), idx))
+        return self.b.shuffle_vector(x, x if y is None else y, ir.Constant(ir.VectorType(I32, len(idx)), idx))
 
     def splat(self, x, n: int):
         vt = ir.VectorType(x.type, n)
-        v = self.b.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(_I32, 0))
+        v = self.b.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(I32, 0))
         return self.shuf(v, ir.Constant(vt, ir.Undefined), [0] * n)
 
     def groups(self, scalars):
@@ -354,21 +356,21 @@ class _Emit:
         """<4 x float> from 3 floats at ptr (lane 3 = 0; the memory after them is not read)."""
         b = self.b
         m = ir.Constant(ir.VectorType(_I1, 4), [1, 1, 1, 0])
-        fnty = ir.FunctionType(_vec(4), [_vec(4).as_pointer(), _I32, m.type, _vec(4)])
+        fnty = ir.FunctionType(vec_type(4), [vec_type(4).as_pointer(), I32, m.type, vec_type(4)])
         fn = cgutils.get_or_insert_function(b.module, fnty, "llvm.masked.load.v4f32.p0")
-        return b.call(fn, [b.bitcast(ptr, _vec(4).as_pointer()), ir.Constant(_I32, 4), m,
-                           ir.Constant(_vec(4), [0.0] * 4)])
+        return b.call(fn, [b.bitcast(ptr, vec_type(4).as_pointer()), ir.Constant(I32, 4), m,
+                           ir.Constant(vec_type(4), [0.0] * 4)])
 
     def store3(self, vec4, ptr):
         """Lanes 0..2 of a <4 x float> to ptr; lane 3's memory is not touched (masked store)."""
         b = self.b
         m = ir.Constant(ir.VectorType(_I1, 4), [1, 1, 1, 0])
-        fnty = ir.FunctionType(ir.VoidType(), [_vec(4), _vec(4).as_pointer(), _I32, m.type])
+        fnty = ir.FunctionType(ir.VoidType(), [vec_type(4), vec_type(4).as_pointer(), I32, m.type])
         fn = cgutils.get_or_insert_function(b.module, fnty, "llvm.masked.store.v4f32.p0")
-        b.call(fn, [vec4, b.bitcast(ptr, _vec(4).as_pointer()), ir.Constant(_I32, 4), m])
+        b.call(fn, [vec4, b.bitcast(ptr, vec_type(4).as_pointer()), ir.Constant(I32, 4), m])
 
 
-class _Rows:
+class Rows:
     """A 2-D array argument as rows: base pointer and row stride in bytes (row elements contiguous).
     C-contiguous arrays whose row length is known here get a constant stride."""
 
@@ -380,7 +382,7 @@ class _Rows:
         self.elty = context.get_data_type(ty.dtype)
         self.itemsize = context.get_abi_sizeof(self.elty)
         if ty.layout == "C" and width is not None:
-            self.stride = ir.Constant(_I64, width * self.itemsize)
+            self.stride = ir.Constant(I64, width * self.itemsize)
         else:
             self.stride = cgutils.unpack_tuple(b, ary.strides, ty.ndim)[0]
 
@@ -389,22 +391,22 @@ class _Rows:
 
     def ptr(self, row, i):
         b = self.b
-        off = ir.Constant(_I64, i * self.itemsize) if isinstance(i, int) else b.mul(i, ir.Constant(_I64, self.itemsize))
+        off = ir.Constant(I64, i * self.itemsize) if isinstance(i, int) else b.mul(i, ir.Constant(I64, self.itemsize))
         return b.bitcast(b.gep(row, [off]), self.elty.as_pointer())
 
     def load(self, row, i):
         return self.b.load(self.ptr(row, i), align=self.itemsize)
 
 
-class _Influences:
+class Influences:
     """The joints/weights arguments (A[1], A[2]) of a chunk kernel: rows, joint indices (clamped to the
     palette's last entry when ``clamp``), weights. ``k_const``: K when unrolled, else None."""
 
     def __init__(self, context, b, A, args, palette_rows, k_const, clamp: bool):
         self.b = b
-        self.jnt, self.wgt = (_Rows(context, b, A[i], args[i], k_const) for i in (1, 2))
+        self.jnt, self.wgt = (Rows(context, b, A[i], args[i], k_const) for i in (1, 2))
         self.signed = A[1].dtype.signed
-        self.jmax = b.sub(palette_rows, ir.Constant(_I64, 1))
+        self.jmax = b.sub(palette_rows, ir.Constant(I64, 1))
         self.clamp = clamp
 
     def rows(self, v):
@@ -414,7 +416,7 @@ class _Influences:
         """Influence k's joint index as i64."""
         b = self.b
         j = self.jnt.load(jrow, k)
-        j = b.sext(j, _I64) if self.signed else b.zext(j, _I64)
+        j = b.sext(j, I64) if self.signed else b.zext(j, I64)
         if self.clamp:  # negative or too large: the last joint (without: the palette covers every index)
             j = b.select(b.icmp_unsigned("<=", j, self.jmax), j, self.jmax)
         return j
@@ -423,14 +425,14 @@ class _Influences:
         return self.wgt.load(wrow, k)
 
 
-def _store_rows(context, b, e, A, args, i, vec, verts) -> None:
+def store_rows(context, b, e, A, args, i, vec, verts) -> None:
     """Lanes 0..2 of each vertex's group of ``vec`` into output argument i (7: normals, 8: tangents,
     whose w is copied from the input tangents; else positions)."""
-    dst = _Rows(context, b, A[i], args[i], 4 if i == 8 else 3)
+    dst = Rows(context, b, A[i], args[i], 4 if i == 8 else 3)
     for g, v in enumerate(verts):
         e.store3(vec if len(verts) == 1 else e.shuf(vec, None, range(4 * g, 4 * g + 4)), dst.ptr(dst.row(v), 0))
     if i == 8:  # tangent w (handedness) is copied
-        src = _Rows(context, b, A[5], args[5], 4)
+        src = Rows(context, b, A[5], args[5], 4)
         for v in verts:
             b.store(src.load(src.row(v), 3), dst.ptr(dst.row(v), 3), align=4)
 
@@ -444,7 +446,7 @@ def _run_interleaved(steps) -> None:
         steps = [s for s in steps if next(s, StopIteration) is not StopIteration]
 
 
-def _chunk_codegen(emit, pairs: int = 1):
+def chunk_codegen(emit, pairs: int = 1):
     """The codegen of a chunk kernel (arguments: palette, joints, weights, positions, normals, tangents,
     their three outputs, chunk index, kspec, ...): vertices ``chunk * CHUNK`` .. ``+ CHUNK`` (clipped),
     two at a time, then the odd one, each step ``emit(context, b, A, args, v0, n_influences, k_const,
@@ -455,33 +457,33 @@ def _chunk_codegen(emit, pairs: int = 1):
     def codegen(context, b, signature, args):
         A = signature.args
         k_const = len(A[10]) if isinstance(A[10], types.BaseTuple) else None
-        n = _Rows(context, b, A[3], args[3], 3).shape[0]
+        n = Rows(context, b, A[3], args[3], 3).shape[0]
         if k_const is None:
-            kk = _Rows(context, b, A[1], args[1]).shape[1]
+            kk = Rows(context, b, A[1], args[1]).shape[1]
         else:
-            kk = ir.Constant(_I64, k_const)
+            kk = ir.Constant(I64, k_const)
         chunk_index = context.cast(b, args[9], A[9], types.int64)
-        lo = b.mul(chunk_index, ir.Constant(_I64, CHUNK))
-        hi = b.add(lo, ir.Constant(_I64, CHUNK))
+        lo = b.mul(chunk_index, ir.Constant(I64, CHUNK))
+        hi = b.add(lo, ir.Constant(I64, CHUNK))
         hi = b.select(b.icmp_signed("<", hi, n), hi, n)
         count = b.sub(hi, lo)
         if pairs == 1:
-            with cgutils.for_range(b, b.ashr(count, ir.Constant(_I64, 1))) as loop:
-                v = b.add(lo, b.shl(loop.index, ir.Constant(_I64, 1)))
+            with cgutils.for_range(b, b.ashr(count, ir.Constant(I64, 1))) as loop:
+                v = b.add(lo, b.shl(loop.index, ir.Constant(I64, 1)))
                 _run_interleaved([emit(context, b, A, args, v, kk, k_const, 2)])
         else:
-            step = ir.Constant(_I64, 2 * pairs)
+            step = ir.Constant(I64, 2 * pairs)
             steps = b.sdiv(count, step)
             with cgutils.for_range(b, steps) as loop:
                 v = b.add(lo, b.mul(loop.index, step))
-                _run_interleaved([emit(context, b, A, args, b.add(v, ir.Constant(_I64, 2 * i)), kk, k_const, 2)
+                _run_interleaved([emit(context, b, A, args, b.add(v, ir.Constant(I64, 2 * i)), kk, k_const, 2)
                                   for i in range(pairs)])
             done = b.add(lo, b.mul(steps, step))
-            with cgutils.for_range(b, b.ashr(b.sub(hi, done), ir.Constant(_I64, 1))) as loop:
-                _run_interleaved([emit(context, b, A, args, b.add(done, b.shl(loop.index, ir.Constant(_I64, 1))),
+            with cgutils.for_range(b, b.ashr(b.sub(hi, done), ir.Constant(I64, 1))) as loop:
+                _run_interleaved([emit(context, b, A, args, b.add(done, b.shl(loop.index, ir.Constant(I64, 1))),
                                        kk, k_const, 2)])
-        with b.if_then(b.icmp_signed("!=", b.and_(count, ir.Constant(_I64, 1)), ir.Constant(_I64, 0))):
-            _run_interleaved([emit(context, b, A, args, b.sub(hi, ir.Constant(_I64, 1)), kk, k_const, 1)])
+        with b.if_then(b.icmp_signed("!=", b.and_(count, ir.Constant(I64, 1)), ir.Constant(I64, 0))):
+            _run_interleaved([emit(context, b, A, args, b.sub(hi, ir.Constant(I64, 1)), kk, k_const, 1)])
         return context.get_dummy_value()
 
     return codegen
@@ -492,24 +494,24 @@ def _emit_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: int, 
     and values (palette, joints, weights, positions, normals, tangents, their three outputs)."""
     do_n = not isinstance(A[4], types.NoneType)
     do_t = not isinstance(A[5], types.NoneType)
-    e = _Emit(b)
-    pal = _Rows(context, b, A[0], args[0], 16)
-    inf = _Influences(context, b, A, args, pal.shape[0], k_const, clamp)
-    pdata = b.bitcast(pal.data, _vec(8).as_pointer())
-    verts = [b.add(v0, ir.Constant(_I64, i)) for i in range(n_vert)]
+    e = Emit(b)
+    pal = Rows(context, b, A[0], args[0], 16)
+    inf = Influences(context, b, A, args, pal.shape[0], k_const, clamp)
+    pdata = b.bitcast(pal.data, vec_type(8).as_pointer())
+    verts = [b.add(v0, ir.Constant(I64, i)) for i in range(n_vert)]
 
     # 1. Blend each vertex's K palette entries: lo = columns 0-1, hi = columns 2-3 (8 lanes each).
     blended = []
     for v in verts:
-        lo_ptr = cgutils.alloca_once_value(b, ir.Constant(_vec(8), None))
-        hi_ptr = cgutils.alloca_once_value(b, ir.Constant(_vec(8), None))
+        lo_ptr = cgutils.alloca_once_value(b, ir.Constant(vec_type(8), None))
+        hi_ptr = cgutils.alloca_once_value(b, ir.Constant(vec_type(8), None))
         jrow, wrow = inf.rows(v)
         with cgutils.for_range(b, n_influences) as loop:
             j = inf.joint(jrow, loop.index)
             w = e.splat(inf.weight(wrow, loop.index), 8)
-            at = b.mul(j, ir.Constant(_I64, 2))
+            at = b.mul(j, ir.Constant(I64, 2))
             m_lo = b.load(b.gep(pdata, [at]), align=4)
-            m_hi = b.load(b.gep(pdata, [b.add(at, ir.Constant(_I64, 1))]), align=4)
+            m_hi = b.load(b.gep(pdata, [b.add(at, ir.Constant(I64, 1))]), align=4)
             b.store(e.fma(w, m_lo, b.load(lo_ptr)), lo_ptr)
             b.store(e.fma(w, m_hi, b.load(hi_ptr)), hi_ptr)
         blended.append((b.load(lo_ptr), b.load(hi_ptr)))
@@ -523,11 +525,11 @@ def _emit_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: int, 
         c2, c3 = e.shuf(hi_a, hi_b, first), e.shuf(hi_a, hi_b, second)
 
     def load_xyz(i):
-        src = _Rows(context, b, A[i], args[i], 4 if i == 5 else 3)
+        src = Rows(context, b, A[i], args[i], 4 if i == 5 else 3)
         return [e.groups([src.load(src.row(v), c) for v in verts]) for c in range(3)]
 
     def store_xyz(i, vec):
-        _store_rows(context, b, e, A, args, i, vec, verts)
+        store_rows(context, b, e, A, args, i, vec, verts)
 
     # 2. Positions.
     x, y, z = load_xyz(3)
@@ -576,7 +578,7 @@ def _skin_chunk(typingctx, palette, joints, weights, positions, normals, tangent
     sig = types.void(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
                      out_tangents, chunk, kspec, linear, unclamped)
     use_linear, clamp = not isinstance(linear, types.NoneType), isinstance(unclamped, types.NoneType)
-    return sig, _chunk_codegen(lambda context, b, A, args, v0, kk, k_const, n_vert: _emit_vertices(
+    return sig, chunk_codegen(lambda context, b, A, args, v0, kk, k_const, n_vert: _emit_vertices(
         context, b, A, args, v0, kk, k_const, n_vert, use_linear, clamp))
 
 
@@ -624,7 +626,7 @@ def pack_palette(palette: np.ndarray, out: np.ndarray | None = None) -> np.ndarr
     return out
 
 
-_UNROLLED = {1: (0,), 2: (0, 0), 4: (0, 0, 0, 0), 8: (0,) * 8}
+UNROLLED = {1: (0,), 2: (0, 0), 4: (0, 0, 0, 0), 8: (0,) * 8}
 _JOINT_DTYPES = (np.uint8, np.uint16, np.int32, np.int64)
 _scratch = threading.local()
 
@@ -645,7 +647,7 @@ def _scratch_palette(rows: int, width: int = 16) -> np.ndarray:
 PAD_MIN_VERTICES = 4096
 
 
-def _kernel_palette(palette: np.ndarray, joints: np.ndarray, n: int, width: int = 16,
+def kernel_palette(palette: np.ndarray, joints: np.ndarray, n: int, width: int = 16,
                     pack=None, packer: str = "pack_palette") -> tuple[np.ndarray, bool]:
     """The packed palette a kernel reads (``width`` float32 per joint; ``pack(palette, out)`` packs a
     (J, 3|4, 4) one, :func:`pack_palette` by default) and whether joint indices must be clamped to it."""
@@ -686,7 +688,7 @@ def _check_rows(name: str, a, n: int | None, width: int, *, out: bool = False) -
     return a
 
 
-def _check_skin_args(joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents) -> None:
+def check_skin_args(joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents) -> None:
     """The argument contract shared by :func:`skin_into` and :func:`skeletal.skin_dq.skin_dq_into`."""
     positions = _check_rows("positions", positions, None, 3)
     n = positions.shape[0]
@@ -739,10 +741,10 @@ def skin_into(
     """
     if normal_transform not in ("cofactor", "linear"):
         raise SkeletalError(f"normal_transform must be 'cofactor' or 'linear', got {normal_transform!r}")
-    _check_skin_args(joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents)
+    check_skin_args(joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents)
     n, k = joints.shape
-    packed, clamp = _kernel_palette(np.asarray(palette), joints, n)
+    packed, clamp = kernel_palette(np.asarray(palette), joints, n)
     if n:
         _skin_fast(packed, joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents,
-                   _UNROLLED.get(k), None if normal_transform == "cofactor" else True, None if clamp else True)
+                   UNROLLED.get(k), None if normal_transform == "cofactor" else True, None if clamp else True)
     return out_positions, out_normals, out_tangents

@@ -1,3 +1,5 @@
+# Over 600 lines: dual quaternion skinning in numpy, its LLVM-IR kernel (built with skin.py's emitters) and
+# the GPU palette; kept together so the three stay the same maths.
 """Dual quaternion skinning (DQS): positions, normals and tangents, beside :mod:`skeletal.skin`'s LBS.
 
 Linear blend skinning averages matrices, and an average of rotations is not a rotation: a joint
@@ -71,7 +73,7 @@ influences, positions + normals, one thread, ratios to ``skin_into`` interleaved
 * S is blended per vertex as one 8-lane row straight from memory (fewer live registers than the
   pair layout, which spilled with two pairs in flight).
 
-Speed (``skeletal bench``, rows from :mod:`skeletal.bench_dq`, per frame: pack the palette, skin;
+Speed (``skeletal bench``, rows from :mod:`skeletal.bench.dq`, per frame: pack the palette, skin;
 one thread, CPU time, load average 2.6-3.0 from other jobs): rigid palette 0.90x LBS (six runs
 0.87-0.91), scaled palette 0.71-0.74x (six runs 0.70-0.75), up from 0.62-0.70x / 0.56-0.61x for the
 previous kernel run alternately with them. LBS's machine code is unchanged by the shared helpers (compared after
@@ -87,8 +89,8 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from .errors import SkeletalError
-from .skin import CHUNK, _I32, _I64, _UNROLLED, _chunk_codegen, _check_skin_args, _Emit, _Influences, \
-    _kernel_palette, _Rows, _store_rows, _vec
+from .skin import CHUNK, I32, I64, UNROLLED, chunk_codegen, check_skin_args, Emit, Influences, \
+    kernel_palette, Rows, store_rows, vec_type
 
 #: A joint whose S differs from the identity by at most this (max abs element) counts as rigid.
 #: Float32 inverse-bind matrices of real models are orthonormal to about 1e-6.
@@ -447,22 +449,22 @@ def _emit_dq_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: in
     do_n = not isinstance(A[4], types.NoneType)
     do_t = not isinstance(A[5], types.NoneType)
     lanes = 4 * n_vert
-    e = _Emit(b)
-    pal = _Rows(context, b, A[0], args[0], DQ_STRIDE)
-    inf = _Influences(context, b, A, args, pal.shape[0], k_const, clamp)
-    quads = b.bitcast(pal.data, _vec(4).as_pointer())  # joint j: quads 4j (qr), 4j+1 (qd), 4j+2, 4j+3 (S)
-    verts = [b.add(v0, ir.Constant(_I64, i)) for i in range(n_vert)]
+    e = Emit(b)
+    pal = Rows(context, b, A[0], args[0], DQ_STRIDE)
+    inf = Influences(context, b, A, args, pal.shape[0], k_const, clamp)
+    quads = b.bitcast(pal.data, vec_type(4).as_pointer())  # joint j: quads 4j (qr), 4j+1 (qd), 4j+2, 4j+3 (S)
+    verts = [b.add(v0, ir.Constant(I64, i)) for i in range(n_vert)]
     rows = [inf.rows(v) for v in verts]
 
     def record(jrow, k):
-        return b.shl(inf.joint(jrow, k), ir.Constant(_I64, 2))
+        return b.shl(inf.joint(jrow, k), ir.Constant(I64, 2))
 
     def quad(at, part):
-        return b.load(b.gep(quads, [b.add(at, ir.Constant(_I64, part)) if part else at]), align=4)
+        return b.load(b.gep(quads, [b.add(at, ir.Constant(I64, part)) if part else at]), align=4)
 
     def signed(w, dots):
         """w with the sign bits of dots xor-ed in: negated where the dot product is negative."""
-        it = ir.VectorType(_I32, w.type.count)
+        it = ir.VectorType(I32, w.type.count)
         flip = b.and_(b.bitcast(dots, it), ir.Constant(it, [-0x80000000] * w.type.count))
         return b.bitcast(b.xor(b.bitcast(w, it), flip), w.type)
 
@@ -499,11 +501,11 @@ def _emit_dq_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: in
             parts = []
             for _, wrow in rows:
                 if kc - g >= 4:
-                    parts.append(b.load(b.bitcast(inf.wgt.ptr(wrow, g), _vec(4).as_pointer()), align=4))
+                    parts.append(b.load(b.bitcast(inf.wgt.ptr(wrow, g), vec_type(4).as_pointer()), align=4))
                 else:
-                    wv = ir.Constant(_vec(4), [0.0] * 4)
+                    wv = ir.Constant(vec_type(4), [0.0] * 4)
                     for i in range(kc - g):
-                        wv = b.insert_element(wv, inf.weight(wrow, g + i), ir.Constant(_I32, i))
+                        wv = b.insert_element(wv, inf.weight(wrow, g + i), ir.Constant(I32, i))
                     parts.append(wv)
             wgs.append(e.concat(parts))
         unsigned = [e.lanes_of(wgs[k // 4], [k % 4] * 4) for k in range(kc)]  # each weight, per group
@@ -538,7 +540,7 @@ def _emit_dq_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: in
                 terms = []
                 for k in range(kc):
                     w = e.splat(inf.weight(wrow, k), 8)
-                    row = b.load(b.bitcast(b.gep(quads, [b.add(at[k], ir.Constant(_I64, 2))]), _vec(8).as_pointer()),
+                    row = b.load(b.bitcast(b.gep(quads, [b.add(at[k], ir.Constant(I64, 2))]), vec_type(8).as_pointer()),
                                  align=4)
                     terms.append(e.mul(w, row))
                 acc = e.tree_sum(terms)
@@ -549,10 +551,10 @@ def _emit_dq_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: in
         r_parts, d_parts, lo_parts, hi_parts = [], [], [], []
         for jrow, wrow in rows:
             pivot = quad(pivot_record(None, jrow, wrow, n_influences), 0)
-            r_ptr = cgutils.alloca_once_value(b, ir.Constant(_vec(4), [0.0] * 4))
-            d_ptr = cgutils.alloca_once_value(b, ir.Constant(_vec(4), [0.0] * 4))
-            lo_ptr = cgutils.alloca_once_value(b, ir.Constant(_vec(4), [0.0] * 4))
-            hi_ptr = cgutils.alloca_once_value(b, ir.Constant(_vec(4), [0.0] * 4))
+            r_ptr = cgutils.alloca_once_value(b, ir.Constant(vec_type(4), [0.0] * 4))
+            d_ptr = cgutils.alloca_once_value(b, ir.Constant(vec_type(4), [0.0] * 4))
+            lo_ptr = cgutils.alloca_once_value(b, ir.Constant(vec_type(4), [0.0] * 4))
+            hi_ptr = cgutils.alloca_once_value(b, ir.Constant(vec_type(4), [0.0] * 4))
             with cgutils.for_range(b, n_influences) as loop:
                 at = record(jrow, loop.index)
                 w = inf.weight(wrow, loop.index)
@@ -586,8 +588,8 @@ def _emit_dq_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: in
     def cross_q(x):  # q.xyz x x.xyz (lane 3: 0 when x's lane 3 is 0 or q's)
         return e.yzx(e.sub(e.mul(q, e.yzx(x)), e.mul(y_q, x)))
 
-    p4 = _vec(4).as_pointer()
-    zero4 = ir.Constant(_vec(4), [0.0] * 4)
+    p4 = vec_type(4).as_pointer()
+    zero4 = ir.Constant(vec_type(4), [0.0] * 4)
 
     def load_rows(i):
         """Input rows (3 floats; tangents: xyz of 4) as one group per vertex, lane 3 = 0. Plain 16-byte
@@ -595,14 +597,14 @@ def _emit_dq_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: in
         reads the 4 bytes after its xyz, which lie before the second's row ends, and the second reads
         from 4 bytes before its row, inside the first's (row strides are at least 4 bytes); a lone
         vertex (a chunk's odd one) takes a masked load."""
-        src = _Rows(context, b, A[i], args[i], 4 if i == 5 else 3)
+        src = Rows(context, b, A[i], args[i], 4 if i == 5 else 3)
         if i == 5:
             parts = [b.load(b.bitcast(src.ptr(src.row(v), 0), p4), align=4) for v in verts]
             return e.concat([e.shuf(x, zero4, [0, 1, 2, 4]) for x in parts])
         if n_vert == 1:
             return e.load3(src.ptr(src.row(verts[0]), 0))
         first = b.load(b.bitcast(src.ptr(src.row(verts[0]), 0), p4), align=4)
-        second = b.load(b.bitcast(b.gep(src.row(verts[1]), [ir.Constant(_I64, -4)]), p4), align=4)
+        second = b.load(b.bitcast(b.gep(src.row(verts[1]), [ir.Constant(I64, -4)]), p4), align=4)
         return e.shuf(e.shuf(first, zero4, [0, 1, 2, 4]), e.shuf(second, zero4, [1, 2, 3, 4]), range(8))
 
     def scale_by_s(x):  # S x (S blended; padding lanes of its columns are 0)
@@ -645,13 +647,13 @@ def _emit_dq_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: in
         p = scale_by_s(p)
     u = e.add(e.fma(w_q, p, cross_q(p)), dual)
     moved = e.sub(e.fma(w_q, dual, cross_q(u)), e.mul(w_d, q))
-    _store_rows(context, b, e, A, args, 6, e.fma(inv, moved, p), verts)
+    store_rows(context, b, e, A, args, 6, e.fma(inv, moved, p), verts)
 
     yield
     # 4. Normals and tangents: rotated and normalised.
     for out, vec, lane in results:
         factor = e.length_factor(rs, sums, lane, det_lane if out == 7 else None)
-        _store_rows(context, b, e, A, args, out, e.mul(rotate(vec), factor), verts)
+        store_rows(context, b, e, A, args, out, e.mul(rotate(vec), factor), verts)
 
 
 @intrinsic
@@ -663,7 +665,7 @@ def _skin_dq_chunk(typingctx, palette, joints, weights, positions, normals, tang
     sig = types.void(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
                      out_tangents, chunk, kspec, scaled, unclamped)
     use_scale, clamp = not isinstance(scaled, types.NoneType), isinstance(unclamped, types.NoneType)
-    return sig, _chunk_codegen(lambda context, b, A, args, v0, kk, k_const, n_vert: _emit_dq_vertices(
+    return sig, chunk_codegen(lambda context, b, A, args, v0, kk, k_const, n_vert: _emit_dq_vertices(
         context, b, A, args, v0, kk, k_const, n_vert, use_scale, clamp), pairs=2)
 
 
@@ -710,12 +712,12 @@ def skin_dq_into(
     """
     if scale not in ("auto", "separate", "ignore"):
         raise SkeletalError(f"scale must be 'auto', 'separate' or 'ignore', got {scale!r}")
-    _check_skin_args(joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents)
+    check_skin_args(joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents)
     n, k = joints.shape
     palette = np.asarray(palette)
-    packed, clamp = _kernel_palette(palette, joints, n, DQ_STRIDE, _pack_into, "pack_dq_palette")
+    packed, clamp = kernel_palette(palette, joints, n, DQ_STRIDE, _pack_into, "pack_dq_palette")
     scaled = scale == "separate" or (scale == "auto" and bool(packed[: len(palette), 14].any()))
     if n:
         _skin_dq_fast(packed, joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents,
-                      _UNROLLED.get(k), True if scaled else None, None if clamp else True)
+                      UNROLLED.get(k), True if scaled else None, None if clamp else True)
     return out_positions, out_normals, out_tangents

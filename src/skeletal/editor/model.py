@@ -1,3 +1,5 @@
+# Over 600 lines: the editor's GL-free document: every undoable command next to the state it changes and its
+# inverse.
 """The editor's document and commands: everything the animation editor changes, with no GL in it.
 
 An :class:`EditDocument` holds what a model file will contain after saving -- the clips (runtime
@@ -920,7 +922,7 @@ class EditDocument:
         suffix = os.path.splitext(path)[1].lower()
         if suffix not in (".glb", ".gltf"):
             raise EditError(f"cannot save {path}: the file name must end in .glb or .gltf")
-        for i, clip in enumerate(self.clips):
+        for clip in self.clips:
             if not clip.tracks:
                 raise EditError(f"cannot save {path}: clip {clip.name!r} has no keys (glTF animations need a channel)")
         document = self.to_document()

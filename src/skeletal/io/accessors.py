@@ -154,6 +154,10 @@ def decode_float32(raw: np.ndarray, info: AccessorInfo) -> np.ndarray:
     return out
 
 
+#: FLOAT accessor types whose elements are tightly packed at any stride (no column padding): components.
+_PLAIN_FLOAT_COMPONENTS = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT4": 16}
+
+
 class Accessors:
     """Reads the accessors of one document; arrays are cached so shared accessors are read once."""
 
@@ -173,6 +177,15 @@ class Accessors:
         cached = self._info.get(index)
         if cached is not None:
             return cached
+        raw = self.objects.raw[index]
+        component_type, type_, count = raw.get("componentType"), raw.get("type"), raw.get("count")
+        normalized = raw.get("normalized", False)
+        if (type(component_type) is int and component_type in COMPONENT_DTYPES and type(type_) is str
+                and type_ in TYPE_SHAPES and type(count) is int and count >= 1 and type(normalized) is bool
+                and not (normalized and component_type in (FLOAT, UNSIGNED_INT))):
+            info = AccessorInfo(index, component_type, type_, count, normalized)  # plain and valid
+            self._info[index] = info
+            return info
         obj = self.objects[index]
         component_type = obj.int("componentType", minimum=None)
         if component_type not in COMPONENT_DTYPES:
@@ -215,9 +228,40 @@ class Accessors:
         """Accessor ``index`` as float32, normalised integers decoded per spec."""
         cached = self._float.get(index)
         if cached is None:
-            cached = decode_float32(self.raw(index), self.info(index))
+            cached = self._plain_float(index)
+            if cached is None:
+                cached = decode_float32(self.raw(index), self.info(index))
             self._float[index] = cached
         return cached
+
+    def _plain_float(self, index: int) -> np.ndarray | None:
+        """The common case in a few operations: a dense, tightly packed FLOAT accessor over a plain
+        bufferView. What :meth:`raw` and :meth:`BinaryData.view` would check is checked here with
+        plain dict reads; anything unusual (or wrong) returns None so that the full path reads it and
+        words the error. Animations have one accessor (and often one bufferView) per channel, so this
+        is most of a model's accessors."""
+        info = self.info(index)
+        if info.component_type != FLOAT or info.normalized or info.type not in _PLAIN_FLOAT_COMPONENTS:
+            return None
+        obj = self.objects.raw[index]
+        view_index = obj.get("bufferView")
+        offset = obj.get("byteOffset", 0)
+        if "sparse" in obj or type(view_index) is not int or type(offset) is not int or offset < 0 or offset % 4:
+            return None
+        data = self.binary.plain_view(view_index)
+        if data is None:
+            return None
+        count = info.count
+        components = _PLAIN_FLOAT_COMPONENTS[info.type]
+        if offset + 4 * components * count > len(data):
+            return None
+        array = np.frombuffer(data, np.float32, components * count, offset)
+        if components > 1:
+            array = array.reshape((count, 4, 4) if components == 16 else (count, components))
+        if not array.flags.aligned:
+            array = array.copy()
+        self._raw[index] = array
+        return array
 
     def uints(self, index: int) -> np.ndarray:
         """Accessor ``index`` as uint32 (indices, joints); a view when stored as UNSIGNED_INT."""

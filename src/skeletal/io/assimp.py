@@ -1,3 +1,5 @@
+# Over 600 lines: one conversion of Assimp's scene into a Document (nodes, FBX pivot helpers, meshes, skins,
+# animations), in the order the Document needs them.
 """FBX, Collada and the other formats Assimp reads -> :class:`skeletal.document.Document`.
 
 The Assimp scene becomes the same Document a glTF file gives, so the rig, clips, skins, bake, render,
@@ -44,24 +46,25 @@ from __future__ import annotations
 
 import os
 import warnings
-from pathlib import Path
 
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-from skeletal.asset import _ASSIMP_SUFFIXES
 from skeletal.document import Animation, Channel, Document, Material, Mesh, MorphTarget, Node, Primitive, Skin
 from skeletal.errors import ModelError
 from skeletal.io import assimp_ffi, fbx_check
+from skeletal.io.formats import ASSIMP_SUFFIXES
+from skeletal.io.assimp_child import Limits, read_isolated
+from skeletal.io.files import read_regular
 from skeletal.quat import compose_trs, decompose_trs
 
-__all__ = ["read_assimp", "SUFFIXES", "HELPER_TAG", "DEFAULT_TICKS_PER_SECOND"]
+__all__ = ["read_assimp", "Limits", "SUFFIXES", "HELPER_TAG", "DEFAULT_TICKS_PER_SECOND"]
 
 #: File suffixes :func:`skeletal.load` sends here (formats Assimp reads that can carry bones or
 #: animation, plus common static ones).
-SUFFIXES = _ASSIMP_SUFFIXES
+SUFFIXES = ASSIMP_SUFFIXES
 #: Marker of Assimp's FBX pivot helper nodes.
 HELPER_TAG = "_$AssimpFbx$_"
 #: Assimp's documented ticks per second when a file gives none.
@@ -73,23 +76,41 @@ _AI_FLOAT, _AI_DOUBLE, _AI_INT32, _AI_BOOL = 3, 4, 1, 0
 _TRIANGLE = 0x4
 
 
-def read_assimp(path: str | os.PathLike, *, unit_scale: str | None = "metres") -> Document:
+def read_assimp(path: str | os.PathLike, *, unit_scale: str | None = "metres", isolate: bool = True,
+                limits: Limits | None = None) -> Document:
     """Read any format the installed Assimp reads into a :class:`Document`.
 
     ``unit_scale="metres"`` converts FBX files to metres by their ``UnitScaleFactor``; ``None`` keeps
-    the file's units.
+    the file's units. ``isolate`` (the default) runs Assimp in a child process under ``limits``
+    (:class:`skeletal.io.assimp_child.Limits`: memory, CPU time, wall-clock timeout), so that a file
+    that crashes, exhausts or hangs the C library gives a :class:`ModelError`;
+    ``isolate=False`` runs it in this process (faster by the child's start, for trusted files only).
+
+    >>> doc = read_assimp("Soldier.fbx", limits=Limits(timeout=30))   # doctest: +SKIP
     """
     file = os.fspath(path)
     try:
-        data = Path(file).read_bytes()
+        data = read_regular(file)
     except OSError as exc:
         raise ModelError(file, None, f"cannot read the file: {exc.strerror or exc}") from None
+    if isolate:
+        return read_isolated(file, data, unit_scale, limits)
+    return _read_in_process(file, data, unit_scale)
+
+
+def _read_in_process(file: str, data: bytes, unit_scale: str | None) -> Document:
+    """Pre-check, import and convert in this process (the isolated child's work too)."""
     fbx_check.check(data, file)
     scene = assimp_ffi.import_scene(file, data, file)
     try:
         return _Converter(scene, file, unit_scale).document()
     finally:
         scene.release()
+
+
+def _warm_kernels() -> None:
+    """Compile (or load from numba's cache) the kernels the converter calls, in this process."""
+    _gather_faces(np.zeros(0, np.uint32), np.zeros(0, np.uint64), np.uint32(0), np.zeros(0, np.uint32))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -507,8 +528,29 @@ class _Converter:
                         values = values[:, [1, 2, 3, 0]]  # Assimp's (w, x, y, z) -> xyzw
                     channels.append(Channel(node, path, "LINEAR", times, np.ascontiguousarray(values, np.float32)))
             channels += self._morph_channels(anim, a, name, tps)
-            animations.append(Animation(name=name, channels=channels))
+            animations.append(Animation(name=name, channels=channels, duration=self._duration(anim, tps, channels)))
         return animations
+
+    def _duration(self, anim, tps: float, channels: list[Channel]) -> float | None:
+        """The clip length the file authored: Assimp's ``mDuration / mTicksPerSecond``.
+
+        What Assimp 5.x puts there, by format (its readers' sources): FBX the take's ``LocalStop -
+        LocalStart`` (keys shifted to start at 0); B3D the ANIM chunk's frame count; LWS ``LastFrame -
+        FirstFrame + 1`` frames (Assimp's own "fixme: zero or one-based?": a scene that starts at frame
+        0 comes out one frame longer than it is); CSM the last frame; SMD its last frame at a fixed
+        25 fps (SMD stores no rate: Assimp's "FIXME: is this correct?"); Collada, X, MD5 and (by
+        Assimp's ScenePreprocessor) MS3D the last key time, so nothing is gained or lost there.
+        Used when it is a length no shorter than the keys; otherwise (non-finite, 0, Assimp's -1 for
+        "unknown", or shorter than the last key, which would cut keys off) the clip ends at its last
+        key, as a glTF clip does."""
+        ticks = float(anim.mDuration)
+        if not np.isfinite(ticks) or ticks <= 0:
+            return None
+        seconds = ticks / tps
+        last = max((float(ch.times[-1]) for ch in channels if len(ch.times)), default=0.0)
+        if seconds < last - 1e-6 or seconds > 1e6:
+            return None
+        return float(np.float32(seconds))
 
     def _keys(self, times: np.ndarray, values: np.ndarray, where: str, path: str):
         if not np.all(np.isfinite(times)) or not np.all(np.isfinite(values)):

@@ -27,6 +27,7 @@ import threading
 from dataclasses import dataclass
 
 from skeletal.errors import ModelError
+from skeletal.io.files import open_regular
 
 INSTALL_HINT = ("install the Assimp library and its Python binding: apt-get install libassimp5 "
                 "(or brew install assimp) and pip install 'skeletal[assimp]'")
@@ -237,10 +238,14 @@ class _FileSystem:
                 if os.path.commonpath([real, self.root]) != self.root:
                     self.refused.append(path)
                     return self.ffi.NULL
-                if not os.path.isfile(real) or os.path.getsize(real) > self.MAX_SIDE_FILE:
+                try:  # regular files only: a FIFO or a device named by the model never blocks or floods
+                    with open_regular(real) as fh:
+                        if os.fstat(fh.fileno()).st_size > self.MAX_SIDE_FILE:
+                            return self.ffi.NULL
+                        data = fh.read(self.MAX_SIDE_FILE)
+                except OSError:
+                    self.refused.append(path + " (not a readable regular file)")
                     return self.ffi.NULL
-                with open(real, "rb") as fh:
-                    data = fh.read()
             self.opened.append(real)
             handle = self.ffi.new("struct aiFile *")
             key = len(self._keep) + 1
@@ -251,13 +256,13 @@ class _FileSystem:
             self._keep.append(handle)
             self.files[key] = [handle, data, 0]
             return handle
-        except Exception:  # noqa: BLE001 - an exception must never unwind through C
+        except Exception:  # an exception must never unwind through C
             return self.ffi.NULL
 
     def _on_close(self, io, f):
         try:
             self.files.pop(int(self.ffi.cast("uintptr_t", f.UserData)), None)
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
 
     def _on_read(self, f, buf, size, count):
@@ -272,7 +277,7 @@ class _FileSystem:
             self.ffi.memmove(buf, memoryview(data)[pos:pos + n * size], n * size)  # no intermediate copy
             entry[2] = pos + n * size
             return n
-        except Exception:  # noqa: BLE001
+        except Exception:
             return 0
 
     def _on_tell(self, f):
@@ -335,5 +340,8 @@ def import_scene(path: str, data: bytes, file: str) -> ImportedScene:
         finally:
             c.aiReleasePropertyStore(store)
     if scene == ffi.NULL:
-        raise ModelError(file, None, f"Assimp cannot read it: {message.strip() or 'unknown error'}")
+        # Assimp's messages may quote the file's text: one line, printable, bounded
+        text = "".join(ch if ch.isprintable() else "?" for ch in " ".join(message.split()))
+        text = text if len(text) <= 240 else text[:237] + "..."
+        raise ModelError(file, None, f"Assimp cannot read it: {text or 'unknown error'}")
     return ImportedScene(lib, scene, fs)

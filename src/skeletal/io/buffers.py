@@ -132,6 +132,36 @@ class BinaryData:
         self._view_cache[index] = view
         return view
 
+    def plain_view(self, index: int) -> memoryview | None:
+        """The bytes of bufferView ``index`` when it is the common, simple kind (index in range, no
+        byteStride, no extension, in range of a buffer that has data), checked with plain dict reads;
+        None for anything else (then :meth:`view` reads it and words any error)."""
+        cached = self._view_cache.get(index)
+        if cached is not None:
+            return cached.data if cached.stride is None else None
+        if not 0 <= index < len(self.views):
+            return None
+        obj = self.views.raw[index]
+        if "byteStride" in obj or "extensions" in obj:
+            return None
+        buffer_index = obj.get("buffer")
+        offset = obj.get("byteOffset", 0)
+        length = obj.get("byteLength")
+        if (type(buffer_index) is not int or type(offset) is not int or type(length) is not int
+                or not 0 <= buffer_index < len(self.buffers) or offset < 0 or length < 1):
+            return None
+        declared = self.buffers.raw[buffer_index].get("byteLength")
+        if type(declared) is not int or offset + length > declared:
+            return None
+        buffer = self._buffer_cache.get(buffer_index)
+        if buffer is None:
+            buffer = self.buffer(buffer_index)  # as view() would, after the same range check
+            if buffer is None:
+                return None
+        data = buffer[offset : offset + length]
+        self._view_cache[index] = ViewData(data, None)
+        return data
+
     def view_bytes(self, index: int) -> bytes:
         """A copy of a bufferView's bytes (for images and Draco streams)."""
         return bytes(self.view(index).data)

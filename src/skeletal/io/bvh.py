@@ -1,3 +1,5 @@
+# Over 600 lines: the BVH reader and writer share the channel and rotation-order tables and their round-trip
+# contract.
 """BVH (Biovision Hierarchy) motion capture: read a ``.bvh`` file into a :class:`Document`, write any
 rig + clip back out as BVH text.
 
@@ -29,7 +31,11 @@ What a BVH file holds, and how it maps onto skeletal's model:
 
 Bad input (truncated or lying files) raises one :class:`~skeletal.errors.ModelError` naming the file
 and the line, before any allocation sized by what the file *claims* (a ``Frames:`` count is checked
-against the lines that are really there; nesting depth is capped at :data:`MAX_DEPTH`).
+against the lines that are really there, every frame line must hold exactly one value per channel,
+nesting depth is capped at :data:`MAX_DEPTH` and the joint count at :data:`MAX_JOINTS`, counts are
+ASCII digits, ``Frame Time`` is at most :data:`MAX_FRAME_TIME` seconds and values at most
+:data:`MAX_VALUE` in magnitude). Frame lines past the declared ``Frames:`` count are ignored with one
+warning, as other readers do. UTF-8 (BOM or not), UTF-16 and Latin-1 text are read.
 
 >>> doc = read_bvh("cmu_12_01_walk.bvh")                     # doctest: +SKIP
 >>> len(doc.nodes), len(doc.animations[0].channels)          # doctest: +SKIP
@@ -52,18 +58,28 @@ from skeletal.document import Animation, Channel, Document, Node
 from skeletal.errors import ModelError
 from skeletal.quat import decompose_trs, quat_conjugate, quat_mul, quat_to_matrix
 
-__all__ = ["read_bvh", "parse_bvh", "format_bvh", "euler_to_quat", "matrix_to_euler", "ROTATION_ORDERS", "MAX_DEPTH", "CMU_SCALE"]
+__all__ = ["read_bvh", "parse_bvh", "format_bvh", "euler_to_quat", "matrix_to_euler", "ROTATION_ORDERS", "MAX_DEPTH", "MAX_JOINTS", "MAX_FRAME_TIME", "MAX_VALUE", "CMU_SCALE"]
 
 #: Deepest joint nesting accepted; real skeletons are a few dozen levels deep.
 MAX_DEPTH = 1000
+#: Most joints (end sites included) accepted: real skeletons have a few hundred at most; the
+#: hierarchy is parsed in Python, so a 100,000-joint file would take a minute and hundreds of MB.
+MAX_JOINTS = 20_000
 #: Longest joint name accepted (characters).
 MAX_NAME = 256
+#: Longest ``Frame Time`` accepted (seconds): a clip's keys must stay finite and ``bake``-able.
+MAX_FRAME_TIME = 3600.0
+#: Largest magnitude of an OFFSET or MOTION value: positions become float32 and world matrices
+#: multiply them, so a 1e308 (finite in float64) would turn into inf and NaN downstream.
+MAX_VALUE = 1e12
 #: Lengths of CMU mocap files (inches / 0.45) to metres: ``read_bvh(path, scale=CMU_SCALE)``.
 CMU_SCALE = 0.0254 / 0.45
 
 _AXES = "XYZ"
 _CHANNEL = re.compile(r"^([XYZ])(position|rotation)$", re.IGNORECASE)
 _MOTION = re.compile(r"^[ \t]*MOTION[ \t]*\r?$", re.MULTILINE)
+#: A count in the file: ASCII digits only (``str.isdigit`` also takes "²" and "٣", which ``int`` refuses)
+_COUNT = re.compile(r"[0-9]{1,15}")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -228,6 +244,57 @@ def parse_decimals(data: np.ndarray, out: np.ndarray) -> tuple[int, bool]:
     return count, True
 
 
+@njit(cache=True, nogil=True)
+def motion_rows(data: np.ndarray, frames: int, columns: int) -> tuple[int, int, int, int, int, int]:
+    """Check the MOTION lines of ``data`` (uint8 ASCII, ``\\n``-separated) before any number is parsed.
+
+    Counts the whitespace-separated tokens of every non-blank line. Returns ``(rows, end, bad_line,
+    bad_count, first_extra_line, extra_rows)``: ``rows`` non-blank lines in all; ``end`` the byte just
+    after the ``frames``-th of them (the declared frames; ``len(data)`` when there are fewer);
+    ``bad_line`` the 0-based line index of the first of those ``frames`` lines whose token count is not
+    ``columns`` (-1 if none) and ``bad_count`` its count; ``first_extra_line`` the line index of the
+    first non-blank line after the declared frames (-1 if none) and ``extra_rows`` how many there are.
+    A frame line holding 8 values and the next 10 is caught here, where a total count would pass.
+    """
+    n = len(data)
+    rows = 0
+    end = n
+    bad_line = -1
+    bad_count = 0
+    first_extra = -1
+    extra = 0
+    line = 0
+    tokens = 0
+    in_token = False
+    i = 0
+    while i <= n:
+        c = 10 if i == n else data[i]
+        if c == 10:
+            if tokens:
+                if rows < frames:
+                    if tokens != columns and bad_line < 0:
+                        bad_line = line
+                        bad_count = tokens
+                    if rows + 1 == frames:
+                        end = min(i + 1, n)
+                else:
+                    if first_extra < 0:
+                        first_extra = line
+                    extra += 1
+                rows += 1
+            line += 1
+            tokens = 0
+            in_token = False
+        elif c == 32 or c == 9 or c == 13 or c == 11 or c == 12:
+            in_token = False
+        else:
+            if not in_token:
+                tokens += 1
+                in_token = True
+        i += 1
+    return rows, end, bad_line, bad_count, first_extra, extra
+
+
 @dataclass
 class BvhJoint:
     """One HIERARCHY entry while parsing. ``channels`` are the names in file order; ``column`` is the
@@ -286,6 +353,8 @@ class _Tokens:
             self.fail(line, f"{what} is not a number: {tok[:40]!r}")
         if not np.isfinite(value):
             self.fail(line, f"{what} is not finite: {tok[:40]!r}")
+        if abs(value) > MAX_VALUE:
+            self.fail(line, f"{what} {tok[:40]!r} is out of range (larger than {MAX_VALUE:g})")
         return value
 
     def rest_of_line(self, line: int) -> list[str]:
@@ -316,6 +385,8 @@ def _parse_hierarchy(tokens: _Tokens) -> list[BvhJoint]:
                     tokens.fail(line, f"expected 'ROOT', found {word[:40]!r}")
                 tokens.fail(line, f"unexpected {word[:40]!r} after the last joint (expected 'ROOT' or 'MOTION')")
         tokens.pos += 1
+        if word in ("ROOT", "JOINT", "End") and len(joints) >= MAX_JOINTS:
+            tokens.fail(line, f"more than {MAX_JOINTS} joints and end sites")
         if word in ("ROOT", "JOINT"):
             if (word == "ROOT") != (not stack):
                 tokens.fail(line, "'ROOT' inside a joint" if stack else "'JOINT' outside a ROOT block")
@@ -355,7 +426,7 @@ def _parse_hierarchy(tokens: _Tokens) -> list[BvhJoint]:
             if joint.channels:
                 tokens.fail(line, f"joint {joint.name!r} has a second CHANNELS line")
             count_tok, _ = tokens.next("the channel count")
-            if not count_tok.isdigit() or int(count_tok) > 6:
+            if not _COUNT.fullmatch(count_tok) or int(count_tok) > 6:
                 tokens.fail(line, f"channel count must be 0..6, found {count_tok[:40]!r}")
             names = [tokens.next(f"channel {i + 1} of {count_tok}") for i in range(int(count_tok))]
             listed_here = [n for n, name_line in names if name_line == line]
@@ -409,71 +480,104 @@ def _parse_motion_header(file: str, lines: list[str], first_line: int) -> tuple[
         header.append((text.split(":", 1)[1].strip(), line_no))
         i += 1
     (frames_text, frames_line), (time_text, time_line) = header
-    if not frames_text.isdigit():
-        raise ModelError(file, f"line {frames_line}", f"Frames must be a non-negative integer, found {frames_text[:40]!r}")
+    if not _COUNT.fullmatch(frames_text):
+        raise ModelError(file, f"line {frames_line}", f"Frames must be a non-negative integer (at most 15 digits), found {frames_text[:40]!r}")
     try:
         frame_time = float(time_text)
     except ValueError:
         raise ModelError(file, f"line {time_line}", f"Frame Time is not a number: {time_text[:40]!r}") from None
-    if not (np.isfinite(frame_time) and frame_time > 0):
-        raise ModelError(file, f"line {time_line}", f"Frame Time must be a positive number of seconds, found {time_text[:40]!r}")
+    if not (np.isfinite(frame_time) and 0 < frame_time <= MAX_FRAME_TIME):
+        raise ModelError(file, f"line {time_line}", f"Frame Time must be a positive number of seconds up to "
+                                                    f"{MAX_FRAME_TIME:g}, found {time_text[:40]!r}")
     return int(frames_text), frame_time, i
 
 
-def _parse_motion_values(file: str, lines: list[str], first_line: int, frames: int, columns: int,
-                         frames_line: int) -> np.ndarray:
-    """The MOTION numbers -> (frames, columns) float64, parsed in one numpy call.
+def _parse_motion_values(file: str, block: str, raw: np.ndarray, frames: int, columns: int,
+                         row_line) -> np.ndarray:
+    """The MOTION numbers of the declared frames -> (frames, columns) float64.
 
-    The fast path reads every number at once; only when the count is wrong or something is not a
-    number are the lines walked, to name the first one at fault.
+    ``block`` is their text and ``raw`` its bytes, already checked by :func:`motion_rows` to hold
+    ``frames`` lines of ``columns`` tokens each; ``row_line(r)`` is the file line of frame ``r`` (for
+    errors). The numba decimal parser reads every number at once (exact for up to 15 significant
+    digits); anything it does not handle (exponents past 1e22, long mantissas, words) goes to numpy,
+    and only when that fails are the tokens walked, to name the first one at fault.
     """
-    if frames * columns == 0:
-        for i, line in enumerate(lines):
-            if line.strip():
-                raise ModelError(file, f"line {first_line + i}",
-                                 "numbers after a MOTION block that declares no frames" if frames == 0
-                                 else "numbers in the MOTION block, but the HIERARCHY declares no channels")
-        return np.zeros((frames, columns))
-    block = "\n".join(lines)
-    # Fast path: the numba decimal parser (exact for up to 15 significant digits); anything it does
-    # not handle (exponents past 1e22, long mantissas, words) goes to numpy, then to the error walk.
     expected = frames * columns
     out = np.empty(expected + 1)
-    count, ok = parse_decimals(np.frombuffer(block.encode("latin-1", "replace"), np.uint8), out)
-    if ok and count == expected:
-        return out[:expected].reshape(frames, columns)
+    count, ok = parse_decimals(raw, out)
     values = None
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # numpy warns (or raises) when it stops at a non-number
-        try:
-            values = np.fromstring(block, dtype=np.float64, sep=" ")
-        except (ValueError, DeprecationWarning):
-            values = None
-    if values is not None and values.size == frames * columns and np.all(np.isfinite(values)):
-        return values.reshape(frames, columns)
-    # Slow path (errors only): find the first line that is not `columns` finite numbers.
-    row = 0
-    for i, line in enumerate(lines):
-        parts = line.split()
-        if not parts:
-            continue
-        where = f"line {first_line + i}"
-        if row >= frames:
-            raise ModelError(file, where, f"more frames than the {frames} that 'Frames:' (line {frames_line}) declares")
-        if len(parts) != columns:
-            raise ModelError(file, where, f"frame {row} has {len(parts)} values, the HIERARCHY declares {columns} channels")
-        for p in parts:
+    if ok and count == expected:
+        values = out[:expected]
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # numpy warns (or raises) when it stops at a non-number
             try:
-                v = float(p)
-            except ValueError:
-                raise ModelError(file, where, f"frame {row}: {p[:40]!r} is not a number") from None
-            if not np.isfinite(v):
-                raise ModelError(file, where, f"frame {row}: {p[:40]!r} is not finite")
-        row += 1
-    if row < frames:
-        raise ModelError(file, f"line {first_line + len(lines) - 1}",
-                         f"the file ends after {row} frames, 'Frames:' (line {frames_line}) declares {frames}")
-    raise ModelError(file, f"line {frames_line}", "the MOTION block does not match the declared frames and channels")
+                values = np.fromstring(block, dtype=np.float64, sep=" ")
+            except (ValueError, DeprecationWarning):
+                values = None
+        if values is None or values.size != expected or not np.all(np.isfinite(values)):
+            # Slow path (errors only): the first token that is not a finite number.
+            row = 0
+            for line in block.split("\n"):
+                parts = line.split()
+                if not parts:
+                    continue
+                for p in parts:
+                    try:
+                        v = float(p)
+                    except ValueError:
+                        raise ModelError(file, f"line {row_line(row)}", f"frame {row}: {p[:40]!r} is not a number") from None
+                    if not np.isfinite(v):
+                        raise ModelError(file, f"line {row_line(row)}", f"frame {row}: {p[:40]!r} is not finite")
+                row += 1
+            raise ModelError(file, f"line {row_line(0)}", "the MOTION block does not match the declared frames and channels")
+    big = np.abs(values) > MAX_VALUE
+    if np.any(big):
+        at = int(np.argmax(big))
+        raise ModelError(file, f"line {row_line(at // columns)}",
+                         f"frame {at // columns}: value {values[at]:g} is out of range (larger than {MAX_VALUE:g})")
+    return values.reshape(frames, columns)
+
+
+def _motion(file: str, lines: list[str], first_line: int, frames: int, columns: int, frames_line: int) -> np.ndarray:
+    """The MOTION data lines (``lines``, the first at file line ``first_line``) -> (frames, columns).
+
+    Never trusts the declared count for an allocation: each frame needs a line of its own with exactly
+    ``columns`` tokens (checked line by line in one numba pass before anything is parsed), so what is
+    allocated is bounded by the file's size. Lines past the declared frames are ignored with one
+    warning, as three.js, bvhio and Assimp do.
+    """
+    block = "\n".join(lines)
+    raw = np.frombuffer(block.encode("latin-1", "replace"), np.uint8)
+    if columns == 0 and frames > 0:
+        for i, line in enumerate(lines):
+            if line.strip():
+                raise ModelError(file, f"line {first_line + i}", "numbers in the MOTION block, but the HIERARCHY declares no channels")
+    rows, end, bad_line, bad_count, first_extra, extra = motion_rows(raw, frames, columns)
+    if rows < frames:
+        raise ModelError(file, f"line {frames_line}", f"Frames: {frames} but only {rows} lines of numbers follow")
+    if bad_line >= 0:
+        row = sum(1 for line in lines[:bad_line] if line.strip())
+        raise ModelError(file, f"line {first_line + bad_line}",
+                         f"frame {row} has {bad_count} values, the HIERARCHY declares {columns} channels")
+    if extra:
+        warnings.warn(f"{os.path.basename(file)}: line {first_line + first_extra}: {extra} more frame line"
+                      f"{'s' if extra > 1 else ''} than the {frames} that 'Frames:' (line {frames_line}) declares; "
+                      "read the declared frames, ignored the rest", stacklevel=3)
+    if frames * columns == 0:
+        return np.zeros((frames, columns))
+    block, raw = block[:end], raw[:end]
+
+    def row_line(row: int) -> int:  # errors only: the file line of frame ``row``
+        seen = -1
+        for i, line in enumerate(lines):
+            if line.strip():
+                seen += 1
+                if seen == row:
+                    return first_line + i
+        return first_line
+
+    return _parse_motion_values(file, block, raw, frames, columns, row_line)
 
 
 def parse_bvh(text: str, file: str = "<bvh>", *, scale: float = 1.0, up: str = "y") -> Document:
@@ -497,18 +601,7 @@ def parse_bvh(text: str, file: str = "<bvh>", *, scale: float = 1.0, up: str = "
     data = lines[first_data:]
     data_first_line = motion_line + 1 + first_data
     columns = sum(len(j.channels) for j in joints)
-    # Never trust the declared count for an allocation: a frame needs a line of its own, and a number
-    # at least two characters (a digit and a separator), so what is allocated is at most 4 bytes per
-    # byte of the file.
-    lines_present = sum(1 for d in data if d.strip())
-    if frames > lines_present:
-        raise ModelError(file, f"line {frames_line}", f"Frames: {frames} but only {lines_present} lines of numbers follow")
-    characters = sum(len(d) + 1 for d in data)
-    if frames * columns > (characters + 1) // 2:
-        raise ModelError(file, f"line {frames_line}",
-                         f"Frames: {frames} x {columns} channels needs {frames * columns} numbers, "
-                         f"the {characters} characters that follow hold at most {(characters + 1) // 2}")
-    values = _parse_motion_values(file, data, data_first_line, frames, columns, frames_line)
+    values = _motion(file, data, data_first_line, frames, columns, frames_line)
     if scale != 1.0:
         for j in joints:
             j.offset = j.offset * scale
@@ -533,13 +626,35 @@ def read_bvh(path: str | os.PathLike, *, scale: float = 1.0, up: str = "y") -> D
         raw = Path(file).read_bytes()
     except OSError as exc:
         raise ModelError(file, None, f"cannot read the file: {exc.strerror or exc}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        text = raw.decode("latin-1")  # joint names in old files; the structure is ASCII either way
+    text = _decode(raw, file)
     if "\x00" in text[:4096]:
         raise ModelError(file, "line 1", "binary data, not a BVH text file")
     return parse_bvh(text.replace("\r\n", "\n").replace("\r", "\n"), file, scale=scale, up=up)
+
+
+def _decode(raw: bytes, file: str) -> str:
+    """The file's text: UTF-8 (with or without a BOM), UTF-16 (a BOM, or ASCII text every other byte
+    of which is zero, as Windows tools write it), else Latin-1 (joint names in old files; the structure
+    is ASCII either way)."""
+    head = raw[:4096]
+    encoding = None
+    if raw.startswith(b"\xef\xbb\xbf"):
+        encoding = "utf-8-sig"
+    elif raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        encoding = "utf-16"
+    elif len(head) >= 4 and not head[1::2].strip(b"\x00") and head[0::2].strip(b"\x00"):
+        encoding = "utf-16-le"
+    elif len(head) >= 4 and not head[0::2].strip(b"\x00") and head[1::2].strip(b"\x00"):
+        encoding = "utf-16-be"
+    if encoding is not None:
+        try:
+            return raw.decode(encoding)
+        except UnicodeDecodeError as exc:
+            raise ModelError(file, None, f"not valid {encoding.upper()} text at byte {exc.start}") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
 
 
 def _document(file: str, joints: list[BvhJoint], values: np.ndarray, frame_time: float, time_line: int,

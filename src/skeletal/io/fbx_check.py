@@ -8,11 +8,12 @@ the file's structure in Python first and refuses anything inconsistent, with one
 * binary FBX (``Kaydara FBX Binary``): every node record's end offset lies after its header and
   inside its parent; property list lengths add up; property types are known; array lengths agree with
   their byte counts (raw) or are within deflate's 1032:1 ratio of them (zlib); strings fit; nesting
-  is at most :data:`MAX_NESTING` deep; the top-level list ends with a null record;
+  is at most :data:`MAX_NESTING` deep; the top-level list ends with a null record; all zlib arrays
+  together inflate to at most :data:`MAX_INFLATE_TOTAL` times the file's size (zlib bombs);
 * ASCII FBX: every ``*N`` array count is possible for the file's size; braces balance and nest at
   most :data:`MAX_NESTING` deep;
-* Collada: no DTD or entities (entity expansion), every ``count="N"`` is possible for the file's
-  size, elements nest at most :data:`MAX_DEPTH` deep.
+* Collada (UTF-8 or UTF-16): no DTD or entities (entity expansion, external entities), every
+  ``count="N"`` is possible for the file's size, elements nest at most :data:`MAX_DEPTH` deep.
 
 Nothing is allocated from what the file claims; the walk is iterative.
 """
@@ -27,7 +28,7 @@ import numpy as np
 
 from skeletal.errors import ModelError
 
-__all__ = ["check", "check_binary_fbx", "check_ascii_fbx", "check_collada", "MAX_NESTING", "MAX_DEPTH"]
+__all__ = ["check", "check_binary_fbx", "check_ascii_fbx", "check_collada", "MAX_NESTING", "MAX_DEPTH", "MAX_INFLATE_TOTAL"]
 
 #: Deepest nesting of FBX records (real files: under 10).
 MAX_NESTING = 64
@@ -40,6 +41,13 @@ _ARRAYS = {ord("f"): 4, ord("d"): 8, ord("l"): 8, ord("i"): 4, ord("b"): 1, ord(
 _BLOBS = (ord("S"), ord("R"))
 #: deflate cannot expand more than about 1032:1
 _MAX_INFLATE = 1032
+#: All zlib arrays of a file together may claim at most this many times the file's size (plus
+#: :data:`INFLATE_ALLOWANCE`): Assimp allocates what each array claims before inflating it, so a file
+#: of many arrays each within deflate's 1032:1 is a zlib bomb (1 MB -> 1 GB). Real FBX float and
+#: index arrays compress 2..10:1.
+MAX_INFLATE_TOTAL = 32
+#: Bytes of inflated arrays any file may claim whatever its size.
+INFLATE_ALLOWANCE = 64 << 20
 
 
 def check(data: bytes, file: str) -> None:
@@ -76,6 +84,8 @@ def check_binary_fbx(data: bytes, file: str) -> None:
     # stack of (end offset of the enclosing record, its name, its offset); top level ends at file size
     stack: list[tuple[int, str, int]] = [(size, "top level", 0)]
     records = 0
+    inflated = 0  # bytes all zlib arrays claim, against the file's budget
+    inflate_budget = MAX_INFLATE_TOTAL * size + INFLATE_ALLOWANCE
     while True:
         limit, parent_name, parent_at = stack[-1]
         if pos + null_len > limit:
@@ -128,6 +138,10 @@ def check_binary_fbx(data: bytes, file: str) -> None:
                     if expected > _MAX_INFLATE * nbytes + 64:
                         _fail(file, where, f"property {p}: array claims {length} elements ({expected} bytes) from "
                                            f"{nbytes} compressed bytes: impossible for zlib")
+                    inflated += expected
+                    if inflated > inflate_budget:
+                        _fail(file, where, f"property {p}: the zlib arrays so far inflate to {inflated} bytes, more than "
+                                           f"{MAX_INFLATE_TOTAL}x the {size}-byte file (a zlib bomb)")
                 else:
                     _fail(file, where, f"property {p}: unknown array encoding {encoding}")
                 pos += nbytes
@@ -161,7 +175,7 @@ NEWLINE = b"\n"
 
 def check_ascii_fbx(data: bytes, file: str) -> None:
     """Array counts and brace nesting of an ASCII FBX file (see the module docstring)."""
-    if not data.lstrip()[:1] in (b";", b"F", b"{", b"") and b"FBX" not in data[:256]:
+    if data.lstrip()[:1] not in (b";", b"F", b"{", b"") and b"FBX" not in data[:256]:
         _fail(file, "line 1", "neither a binary FBX header nor FBX text")
     limit = len(data) // 2 + 1
     for match in _ASCII_COUNT.finditer(data):
@@ -187,15 +201,32 @@ def _check_nesting(data: bytes, file: str, open_code: int, close_code: int, limi
 _XML_COUNT = re.compile(rb'count=["\x27](\d+)')
 
 
+def _utf8_view(data: bytes, file: str) -> bytes:
+    """``data`` as UTF-8 for the checks: XML parsers also read UTF-16 (BOM or ``<\\0?\\0``), where a
+    byte search for ``<!DOCTYPE`` would find nothing."""
+    head = data[:4]
+    encoding = None
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        encoding = "utf-16"
+    elif head.startswith(b"<\x00") or head[1:2] == b"<" and head[:1] == b"\x00":
+        encoding = "utf-16-le" if head.startswith(b"<\x00") else "utf-16-be"
+    elif head.startswith((b"\x00\x00\xfe\xff", b"\xff\xfe\x00\x00")):
+        _fail(file, "line 1", "UTF-32 XML is not supported")
+    if encoding is None:
+        return data
+    try:
+        return data.decode(encoding).encode("utf-8")
+    except UnicodeDecodeError as exc:
+        _fail(file, "line 1", f"not valid {encoding.upper()} text at byte {exc.start}")
+
+
 def check_collada(data: bytes, file: str) -> None:
     """DTDs, array counts and element depth of a Collada file (see the module docstring)."""
-    head = data[:65536]
+    data = _utf8_view(data, file)
     for marker in (b"<!DOCTYPE", b"<!ENTITY"):
-        at = head.find(marker)
-        if at < 0 and marker == b"<!ENTITY":
-            at = data.find(marker)
+        at = data.find(marker)  # a DOCTYPE may follow any amount of comments
         if at >= 0:
-            _fail(file, _line(data, at), f"{marker.decode()} is not allowed (entity expansion)")
+            _fail(file, _line(data, at), f"{marker.decode()} is not allowed (entity expansion, external entities)")
     limit = len(data) // 2 + 1
     for match in _XML_COUNT.finditer(data):
         if len(match.group(1)) > 12 or int(match.group(1)) > limit:

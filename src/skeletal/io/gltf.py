@@ -1,3 +1,5 @@
+# Over 600 lines: one reader pass over a glTF file, validating every object in the order the spec defines
+# them; its helpers (accessors, buffers, Draco, meshopt, URIs) are already modules of their own.
 """glTF 2.0 reader: a ``.gltf`` or ``.glb`` file -> :class:`skeletal.document.Document`.
 
 The pipeline of this module, one helper module per job:
@@ -23,7 +25,6 @@ import os
 import re
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -55,6 +56,7 @@ from skeletal.io.accessors import (
     decode_float32,
 )
 from skeletal.io.buffers import BinaryData
+from skeletal.io.files import read_regular
 from skeletal.io.glb import parse_container
 from skeletal.io.jsonobj import JsonObject
 from skeletal.io.uris import UriError, read_uri
@@ -126,6 +128,7 @@ EXPECT_OUTPUT = {
     "weights": Expect(("SCALAR",), normalized=_ALL_INTS),
 }
 _PATH_WIDTH = {"translation": 3, "rotation": 4, "scale": 3}
+_PATH_TYPE = {"translation": "VEC3", "rotation": "VEC4", "scale": "VEC3"}
 _INFLUENCE = re.compile(r"^(JOINTS|WEIGHTS)_(0|[1-9][0-9]*)$")
 
 
@@ -146,7 +149,7 @@ def read_gltf(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = N
     """
     file = os.fspath(path)
     try:
-        data = Path(file).read_bytes()  # the one read of the model file; GLB arrays are views into it
+        data = read_regular(file)  # the one read of the model file; GLB arrays are views into it
     except OSError as exc:
         raise ModelError(file, None, f"cannot read the file: {exc.strerror or exc}") from None
     document, glb_bin = parse_container(data, file)
@@ -196,6 +199,14 @@ class _GltfReader:
 
     # -- document-level checks ------------------------------------------------------------------
     def _check_asset(self) -> dict:
+        head = self.root.data.get("asset")
+        raw = head.get("version") if isinstance(head, dict) else None
+        hint = "glTF 1.0 is not supported (this reader reads glTF 2.x; convert the file with gltf-pipeline or Blender)"
+        if (isinstance(raw, (int, float)) and not isinstance(raw, bool)) or (
+                isinstance(raw, str) and re.match(r"^(0|1)(\.[0-9]+)?$", raw)):
+            raise ModelError(self.file, "asset.version", f"{hint}: the file says {raw!r}")
+        if raw is None and any(isinstance(self.root.data.get(k), dict) for k in ("meshes", "nodes", "accessors")):
+            self.root.fail(f"{hint}: its top-level objects are dictionaries, glTF 2.x uses arrays")
         asset = self.root.object("asset", required=True)
         version = asset.string("version")
         if not re.match(r"^2\.[0-9]+$", version):
@@ -488,7 +499,14 @@ class _GltfReader:
         name = obj.string("name", f"animation_{a_index}")
         samplers = obj.objects("samplers", required=True)
         channels: list[Channel] = []
-        for c in obj.objects("channels", required=True):
+        n_nodes, n_accessors = len(nodes), len(self.accessors)
+        channel_objects = obj.objects("channels", required=True)
+        for c_index, c_raw in enumerate(channel_objects.raw):
+            plain = self._plain_channel(c_raw, samplers.raw, n_nodes, n_accessors)
+            if plain is not None:
+                channels.append(plain)
+                continue
+            c = channel_objects[c_index]
             s_index = c.int("sampler")
             if s_index >= len(samplers):
                 c.fail(f"refers to sampler {s_index}, but animation {name!r} has {len(samplers)} samplers", "sampler")
@@ -532,6 +550,39 @@ class _GltfReader:
             self._check_times(c, about, input_info, times)
             self._checked_times.add(input_info.index)
         values = self.accessors.floats(output_info.index).reshape(rows, width)
+        return Channel(node=node, path=path, interpolation=interpolation, times=times, values=values)
+
+    def _plain_channel(self, c: dict, samplers: list[dict], n_nodes: int, n_accessors: int) -> Channel | None:
+        """The common channel (a translation, rotation or scale of a node, LINEAR/STEP/CUBICSPLINE over
+        FLOAT accessors) read with plain dict reads and the same checks as :meth:`_channel`; None for
+        anything else or anything wrong, which the full path then reads and reports."""
+        s_index = c.get("sampler")
+        target = c.get("target")
+        if type(s_index) is not int or not 0 <= s_index < len(samplers) or type(target) is not dict:
+            return None
+        node, path = target.get("node"), target.get("path")
+        if type(node) is not int or not 0 <= node < n_nodes or type(path) is not str or path not in _PATH_WIDTH:
+            return None
+        sampler = samplers[s_index]
+        interpolation = sampler.get("interpolation", "LINEAR")
+        input_index, output_index = sampler.get("input"), sampler.get("output")
+        if (type(interpolation) is not str or interpolation not in INTERPOLATIONS
+                or type(input_index) is not int or not 0 <= input_index < n_accessors
+                or type(output_index) is not int or not 0 <= output_index < n_accessors):
+            return None
+        accessors = self.accessors
+        input_info, output_info = accessors.info(input_index), accessors.info(output_index)
+        keys = input_info.count
+        if (input_info.component_type != FLOAT or input_info.type != "SCALAR" or input_info.normalized
+                or output_info.component_type != FLOAT or output_info.type != _PATH_TYPE[path]
+                or output_info.count != (3 * keys if interpolation == "CUBICSPLINE" else keys)):
+            return None
+        times = accessors.floats(input_index)
+        if input_index not in self._checked_times:
+            if not (np.isfinite(times[0]) and np.isfinite(times[-1]) and (times[1:] > times[:-1]).all()):
+                return None  # not finite or not increasing: the full path says which key
+            self._checked_times.add(input_index)
+        values = accessors.floats(output_index)
         return Channel(node=node, path=path, interpolation=interpolation, times=times, values=values)
 
     def _check_times(self, c: JsonObject, about: str, info: AccessorInfo, times: np.ndarray) -> None:

@@ -74,7 +74,7 @@ _IDENTITY_QUAT = (0.0, 0.0, 0.0, 1.0)
 
 
 def _generator() -> str:
-    from skeletal import __version__
+    from skeletal.version import __version__
 
     return f"skeletal {__version__}"
 

@@ -9,6 +9,7 @@ naming the object, never a raw ``KeyError``/``TypeError``/``IndexError``.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn
 
 import numpy as np
@@ -148,6 +149,14 @@ class JsonObject:
             self.fail(f"expected an array of numbers, found {_describe(value)}", key)
         if length is not None and len(value) != length:
             self.fail(f"expected {length} numbers, found {len(value)}", key)
+        if len(value) <= 16:  # a node's TRS or matrix: Python's check is cheaper than numpy's here
+            try:
+                finite = all(map(math.isfinite, value))
+            except OverflowError:  # an integer too large for a float
+                finite = False
+            if not finite:
+                self.fail("numbers must be finite", key)
+            return np.array(value, dtype=np.float64)
         out = np.array(value, dtype=np.float64)
         if not np.all(np.isfinite(out)):
             self.fail("numbers must be finite", key)
@@ -190,11 +199,15 @@ class JsonObject:
         present, value = self._get(key, REQUIRED if required else None)
         return JsonObject(self.file, self.at(key), value if present else {})
 
-    def objects(self, key: str, *, required: bool = False, min_length: int = 0) -> list[JsonObject]:
-        """An array of objects (empty when absent and not required), each knowing its path."""
+    def objects(self, key: str, *, required: bool = False, min_length: int = 0) -> JsonArray:
+        """An array of objects (empty when absent and not required), each knowing its path. Every
+        element is checked to be an object now; the wrappers are made when an element is used."""
         values = self.array(key, REQUIRED if required else [], min_length=min_length)
         base = self.at(key)
-        return [JsonObject(self.file, f"{base}[{i}]", v) for i, v in enumerate(values)]
+        for i, v in enumerate(values):
+            if type(v) is not dict:
+                JsonObject(self.file, f"{base}[{i}]", v)  # raises, naming the element
+        return JsonArray(self.file, base, values)
 
     def extension(self, name: str) -> JsonObject | None:
         """The object ``extensions.<name>``, or None when the object does not use that extension."""
@@ -202,6 +215,39 @@ class JsonObject:
         if not extensions.has(name):
             return None
         return extensions.object(name)
+
+
+class JsonArray(Sequence):
+    """A JSON array of objects (checked to be objects) as a sequence of :class:`JsonObject`, each made
+    on first use; ``raw`` is the underlying list of dicts, for readers' plain-case paths that read
+    many elements without wrapping each one."""
+
+    __slots__ = ("_made", "base", "file", "raw")
+
+    def __init__(self, file: str, base: str, raw: list):
+        self.file = file
+        self.base = base
+        self.raw = raw
+        self._made: list[JsonObject | None] = [None] * len(raw)
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self.raw)))]
+        obj = self._made[index]
+        if obj is None:
+            i = index if index >= 0 else index + len(self.raw)
+            obj = self._made[index] = JsonObject(self.file, f"{self.base}[{i}]", self.raw[index])
+        return obj
+
+    def __iter__(self) -> Iterator[JsonObject]:
+        for i in range(len(self.raw)):
+            yield self[i]
+
+    def __repr__(self) -> str:
+        return f"JsonArray({self.base!r}, {len(self.raw)} objects)"
 
 
 def check_index(obj: JsonObject, key: str, value: int, table: str, size: int) -> None:

@@ -19,9 +19,10 @@ import base64
 import binascii
 import os
 import re
-import stat
 from pathlib import Path
 from urllib.parse import unquote_to_bytes
+
+from .files import NotRegularFile, read_regular
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 
@@ -90,11 +91,8 @@ def read_uri(uri: str, root: str | os.PathLike, *, max_bytes: int | None = None)
         return decode_data_uri(uri)
     path = resolve_relative_uri(uri, root)
     try:
-        with open(path, "rb") as handle:
-            info = os.fstat(handle.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise UriError(f"{str(path)!r} is not a regular file")
-            size = info.st_size if max_bytes is None else min(info.st_size, max_bytes)
-            return handle.read(size), None
+        return read_regular(path, max_bytes), None  # O_NONBLOCK + fstat: a FIFO or device never blocks
+    except NotRegularFile as exc:
+        raise UriError(exc.strerror) from None
     except OSError as exc:
         raise UriError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from None

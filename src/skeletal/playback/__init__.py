@@ -10,9 +10,9 @@ from .player import Action, Player
 
 __all__ = ["Action", "ClipSet", "Event", "Layer", "Mixer", "Player"]
 
-from .blendspace import BlendSpace1D, BlendSpace2D  # noqa: E402
-from .crowd import Crowd  # noqa: E402
-from .rootmotion import RootMotion  # noqa: E402
-from .statemachine import StateMachine, StateMachineError  # noqa: E402
+from .blendspace import BlendSpace1D, BlendSpace2D
+from .crowd import Crowd
+from .rootmotion import RootMotion
+from .statemachine import StateMachine, StateMachineError
 
 __all__ += ["BlendSpace1D", "BlendSpace2D", "Crowd", "RootMotion", "StateMachine", "StateMachineError"]

@@ -25,9 +25,11 @@ degrees) on any clip; see ``tests/test_crowd.py``. ``nlerp_max_gap=0`` keeps sle
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numba
 import numpy as np
+import numpy.typing as npt
 
 from ..asset import Asset
 from ..clip import Clip
@@ -48,7 +50,7 @@ class Crowd(Mixer):
     """
 
     def __init__(self, asset: Asset, count: int, *, nlerp_max_gap: float = 15.0, keep_world: bool = False,
-                 dtype=np.float32, events: bool = False, wide: bool = True):
+                 dtype: npt.DTypeLike = np.float32, events: bool = False, wide: bool = True):
         self._keep_world = keep_world
         self.wide = bool(wide)  # groups of 16 instances per SIMD lane group when the state allows
         super().__init__(asset, count, dtype=dtype, events=events)
@@ -150,9 +152,10 @@ class Crowd(Mixer):
     def world(self, value) -> None:  # the base class assigns it while setting up; the crowd keeps world34
         pass
 
-    def play(self, clip: str | int | Clip, *, offsets=0.0, speeds=1.0, weights=1.0, layer: int = 0,
+    def play(self, clip: str | int | Clip, *, offsets: float | npt.ArrayLike = 0.0, speeds: float | npt.ArrayLike = 1.0,
+             weights: float | npt.ArrayLike = 1.0, layer: int = 0,
              fade: float = 0.0, loop: str = "repeat", repetitions: float = math.inf, restart: bool = False,
-             instances: InstanceSelector = None, **legacy) -> int:
+             instances: InstanceSelector = None, **legacy: Any) -> int:
         """Play ``clip`` on every selected instance; ``offsets`` (start times), ``speeds`` and
         ``weights`` are scalars or per-instance arrays."""
         offsets = legacy.pop("offset", offsets)

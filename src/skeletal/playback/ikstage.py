@@ -5,8 +5,8 @@ A mixer owns an :class:`IKStages`: the :class:`~skeletal.ik.StageTable` of its s
 per-instance inputs ``inputs`` (B, S, IN_WIDTH) (targets, poles, weights, end rotations; see
 :mod:`skeletal.ik`). :meth:`skeletal.Mixer.add_ik` adds a stage and returns an :class:`IKHandle`
 whose ``target`` / ``pole`` / ``weight`` write those rows (one value for all instances, or one per
-instance). The mixer's and the crowd's update kernel (:func:`skeletal.playback.kernels.update_serial` /
-``update_parallel``) runs them when given the mixer's :class:`~skeletal.playback.jobs.IKJob`: per
+instance). The mixer's and the crowd's update kernel (:func:`skeletal.playback.kernels.update`, or its
+serial twin for one character) runs them when given the mixer's :class:`~skeletal.playback.jobs.IKJob`: per
 instance, world matrices of the nodes the solvers and skins read, the stages (each rebuilds only the
 world rows of the subtree it moved), palettes.
 

@@ -9,7 +9,7 @@ array arguments cost 1.9 us a call through the dispatcher, a namedtuple of them 
 structref 0.5 us and 0.11 us through the compiled entry point (:func:`entry`).
 
 >>> job = playback_job(tracks=..., clip_table=..., ...)                 # doctest: +SKIP
->>> call = entry(kernels.update_serial, job, None, 1 / 60, kernels.ALL)  # doctest: +SKIP
+>>> call = entry(kernels.update, job, None, 1 / 60, kernels.ALL)         # doctest: +SKIP
 >>> events = call(job, None, 1 / 60, kernels.ALL)                       # doctest: +SKIP
 
 Fields of a :class:`PlaybackJob` (B instances, S action slots, N rig nodes, M morph weights, J

@@ -550,63 +550,52 @@ WORLD = 4  # world rows of world_nodes, the IK stages (when an IKJob is given), 
 ALL = ADVANCE | BLEND | WORLD
 
 
-def _update_kernel(loop, parallel: bool):
-    """The one body of the update kernel, for ``loop`` = ``range`` (serial: a few characters, no
-    thread pool) or ``prange`` (parallel over instances). Both compile from this function: only
-    the loop and the thread index differ."""
-
-    def update(job, ik, dt, stages):
-        """Run ``stages`` (bits ADVANCE | BLEND | WORLD) of a :class:`~skeletal.playback.jobs.PlaybackJob`
-        for every instance, each instance's work kept in cache from its clock to its palette.
-        ``ik``: an :class:`~skeletal.playback.jobs.IKJob` run between world matrices and palettes, or
-        None (the IK branch is then pruned at compile time). Returns how many instances reported an
-        event (loop, finished, marker) in the advance."""
-        clip_duration, marker_time, ist = job.clip_duration, job.marker_time, job.ist
-        tracks, clip_table, segments, timeline_keys = job.tracks, job.clip_table, job.segments, job.timeline_keys
-        times, values, base_pose, base_morph = job.times, job.values, job.base_pose, job.base_morph
-        slot_clip, slot_layer, fs, cursors = job.slot_clip, job.slot_layer, job.fs, job.cursors
-        layer_weight, layer_mask, layer_additive = job.layer_weight, job.layer_mask, job.layer_additive
-        snap_weight, snap_pose, snap_morph = job.snap_weight, job.snap_pose, job.snap_morph
-        rest, rest_morph, morph_start, parents = job.rest, job.rest_morph, job.morph_start, job.parents
-        acc, accm, tmp, locs, scratch_world = job.acc, job.accm, job.tmp, job.locs, job.scratch_world
-        pose, morph, world_nodes, worlds = job.pose, job.morph, job.world_nodes, job.worlds
-        palette_joints, inverse_bind, palettes = job.palette_joints, job.inverse_bind, job.palettes
-        base_unmasked = job.base_unmasked
-        if ik is not None:
-            stage_i, stage_f, joints, jp = ik.stage_i, ik.stage_f, ik.joints, ik.jp
-            inputs, update, ik_scratch, ik_pos = ik.inputs, ik.update, ik.scratch, ik.pos
-        keep_world = worlds.shape[0] > 0
-        events = 0
-        for b in loop(pose.shape[0]):
-            tid = numba.get_thread_id() if parallel else 0
-            if stages & ADVANCE:
-                if _advance_instance(b, dt, fs, ist, slot_clip, clip_table, clip_duration, marker_time):
-                    events += 1
-            if stages & BLEND:
-                _evaluate_instance(
-                    b, acc[tid], accm[tid], tmp[tid], locs[tid],
-                    tracks, clip_table, segments, timeline_keys, times, values, base_pose, base_morph,
-                    slot_clip, slot_layer, fs, cursors,
-                    layer_weight, layer_mask, layer_additive,
-                    snap_weight, snap_pose, snap_morph,
-                    rest, rest_morph, morph_start,
-                    pose, morph, base_unmasked,
-                )
-            if stages & WORLD:
-                w = worlds[b] if keep_world else scratch_world[tid]
-                pb = pose[b]
-                world_subset_one(parents, world_nodes, pb, w)
-                if ik is not None:
-                    solve_stages_at(pb, w, parents, stage_i, stage_f, joints, jp, inputs, b, update, ik_scratch,
-                                    ik_pos, tid)
-                palettes_one(w, palette_joints, inverse_bind, palettes[b])
-        return events
-
-    return update
-
-
-update_serial = njit(cache=True)(_update_kernel(range, False))
-update_serial.__doc__ = """The update kernel run serially (one or a few characters: the thread pool and
-its dispatch would cost more than the work); see :func:`_update_kernel`."""
-update_parallel = njit(cache=True, parallel=True)(_update_kernel(prange, True))
-update_parallel.__doc__ = """The update kernel in parallel over instances (crowds); see :func:`_update_kernel`."""
+@njit(cache=True, parallel=True)
+def update(job, ik, dt, stages):
+    """Run ``stages`` (bits ADVANCE | BLEND | WORLD) of a :class:`~skeletal.playback.jobs.PlaybackJob`
+    for every instance in parallel, each instance's work kept in cache from its clock to its palette.
+    One or a few characters run its serial twin (:func:`skeletal._compile.serial_variant`: the same
+    body with ``prange`` as ``range``, no thread pool).
+    ``ik``: an :class:`~skeletal.playback.jobs.IKJob` run between world matrices and palettes, or
+    None (the IK branch is then pruned at compile time). Returns how many instances reported an
+    event (loop, finished, marker) in the advance."""
+    clip_duration, marker_time, ist = job.clip_duration, job.marker_time, job.ist
+    tracks, clip_table, segments, timeline_keys = job.tracks, job.clip_table, job.segments, job.timeline_keys
+    times, values, base_pose, base_morph = job.times, job.values, job.base_pose, job.base_morph
+    slot_clip, slot_layer, fs, cursors = job.slot_clip, job.slot_layer, job.fs, job.cursors
+    layer_weight, layer_mask, layer_additive = job.layer_weight, job.layer_mask, job.layer_additive
+    snap_weight, snap_pose, snap_morph = job.snap_weight, job.snap_pose, job.snap_morph
+    rest, rest_morph, morph_start, parents = job.rest, job.rest_morph, job.morph_start, job.parents
+    acc, accm, tmp, locs, scratch_world = job.acc, job.accm, job.tmp, job.locs, job.scratch_world
+    pose, morph, world_nodes, worlds = job.pose, job.morph, job.world_nodes, job.worlds
+    palette_joints, inverse_bind, palettes = job.palette_joints, job.inverse_bind, job.palettes
+    base_unmasked = job.base_unmasked
+    if ik is not None:
+        stage_i, stage_f, joints, jp = ik.stage_i, ik.stage_f, ik.joints, ik.jp
+        inputs, ik_update, ik_scratch, ik_pos = ik.inputs, ik.update, ik.scratch, ik.pos
+    keep_world = worlds.shape[0] > 0
+    events = 0
+    for b in prange(pose.shape[0]):
+        tid = numba.get_thread_id()
+        if stages & ADVANCE:
+            if _advance_instance(b, dt, fs, ist, slot_clip, clip_table, clip_duration, marker_time):
+                events += 1
+        if stages & BLEND:
+            _evaluate_instance(
+                b, acc[tid], accm[tid], tmp[tid], locs[tid],
+                tracks, clip_table, segments, timeline_keys, times, values, base_pose, base_morph,
+                slot_clip, slot_layer, fs, cursors,
+                layer_weight, layer_mask, layer_additive,
+                snap_weight, snap_pose, snap_morph,
+                rest, rest_morph, morph_start,
+                pose, morph, base_unmasked,
+            )
+        if stages & WORLD:
+            w = worlds[b] if keep_world else scratch_world[tid]
+            pb = pose[b]
+            world_subset_one(parents, world_nodes, pb, w)
+            if ik is not None:
+                solve_stages_at(pb, w, parents, stage_i, stage_f, joints, jp, inputs, b, ik_update, ik_scratch,
+                                ik_pos, tid)
+            palettes_one(w, palette_joints, inverse_bind, palettes[b])
+    return events

@@ -1,3 +1,5 @@
+# Over 600 lines: the Mixer's public API (play, crossfade, layers, masks, events, IK) over one set of state
+# arrays; its kernels live in playback/kernels.py.
 """The batched playback engine: B instances of one rig, each with any number of actions and layers.
 
 Everything per instance is an array with the instance axis first, so one character and ten thousand
@@ -21,20 +23,27 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numba
 import numpy as np
+import numpy.typing as npt
 
 from ..asset import Asset
 from ..clip import Clip
 from ..errors import ClipError, SkeletalError
 from ..pose import skin_palette, world_matrices
+from .._compile import serial_variant
 from . import kernels as K
 from .clipset import ClipSet
 from .jobs import entry, playback_job
 
 InstanceSelector = int | Sequence[int] | np.ndarray | slice | None
+#: Joints a layer applies to: names or indices (with their descendants), a (N,) weight array, or None (all).
+JointMask = Sequence[str | int] | np.ndarray | None
+
+if TYPE_CHECKING:
+    from .ikstage import IKHandle
 
 
 @dataclass(frozen=True)
@@ -84,10 +93,11 @@ class Mixer:
         if name in Mixer._JOB_SOURCES:
             object.__setattr__(self, "_job_state", None)
 
-    def __init__(self, asset: Asset, count: int = 1, *, dtype=np.float64, events: bool = True):
+    def __init__(self, asset: Asset, count: int = 1, *, dtype: npt.DTypeLike = np.float64, events: bool = True):
         self._job_state = None  # [job, IK job, compiled update, clip set version]: see _job
         if count < 1:
             raise SkeletalError(f"count must be at least 1, got {count}")
+        asset.require_nodes("animate")
         self.asset = asset
         self.rig = asset.rig
         self.count = int(count)
@@ -301,7 +311,7 @@ class Mixer:
         warp: bool = False,
         snapshot: bool = False,
         instances: InstanceSelector = None,
-        **play_options,
+        **play_options: Any,
     ) -> int:
         """Fade from whatever ``layer`` shows now to ``clip`` over ``duration`` seconds (linear weights).
 
@@ -442,7 +452,7 @@ class Mixer:
 
     # -- layers ----------------------------------------------------------------------------------
 
-    def add_layer(self, name: str, *, weight: float = 1.0, mask=None, additive: bool = False) -> int:
+    def add_layer(self, name: str, *, weight: float = 1.0, mask: JointMask = None, additive: bool = False) -> int:
         """A new layer on top; ``mask`` as accepted by :meth:`joint_mask`. Returns its index."""
         index = len(self.layers)
         self.layers.append(Layer(name, index, additive))
@@ -463,11 +473,11 @@ class Mixer:
     def set_layer_weight(self, layer: str | int, weight: float | np.ndarray, *, instances: InstanceSelector = None) -> None:
         self.layer_weight[self._instances(instances), self.layer(layer)] = weight
 
-    def set_layer_mask(self, layer: str | int, mask) -> None:
+    def set_layer_mask(self, layer: str | int, mask: JointMask) -> None:
         self.layer_mask[self.layer(layer)] = self.joint_mask(mask)
         self._base_unmasked = bool(np.all(self.layer_mask[0] == 1.0))
 
-    def joint_mask(self, mask) -> np.ndarray:
+    def joint_mask(self, mask: JointMask) -> np.ndarray:
         """A per-node weight array (N,) in rig order from: None (all 1), a joint name (that joint and
         its descendants), a list of names, a dict ``{name: weight}`` (each with its descendants,
         later entries override deeper ones), or an (N,) array."""
@@ -552,7 +562,8 @@ class Mixer:
             state = self._job()
         call = state[2]
         if call is None:
-            kernel = K.update_serial if self.count == 1 else K.update_parallel
+            # one character: the serial twin (no thread pool; a cold start never compiles the parallel one)
+            kernel = K.update if self.count > 1 else serial_variant(K.update)
             call = state[2] = entry(kernel, state[0], state[1], 0.0, K.ALL)
         return call(state[0], state[1], dt, stages)
 
@@ -579,7 +590,9 @@ class Mixer:
 
     # -- inverse kinematics ------------------------------------------------------------------------
 
-    def add_ik(self, name: str, kind: str = "two_bone", chain=(), *, target=None, pole=None, weight=1.0, **options):
+    def add_ik(self, name: str, kind: str = "two_bone", chain: Sequence[str | int] = (), *,
+               target: npt.ArrayLike | None = None, pole: npt.ArrayLike | None = None,
+               weight: float | npt.ArrayLike = 1.0, **options: Any) -> IKHandle:
         """Add an IK stage run after blending, before world matrices and palettes are final; returns its
         :class:`~skeletal.playback.ikstage.IKHandle` (set ``target``, ``pole``, ``weight`` per frame: one
         value or one row per instance). ``kind``: "two_bone" (chain = root, mid, end), "aim" (chain =
@@ -647,7 +660,7 @@ class Mixer:
         state = self._job_state
         if state is None or state[3] != self.clipset.version:
             state = self._job()
-        K.evaluate(state[0], layer_weight, pose, morph)
+        (K.evaluate if self.count > 1 else serial_variant(K.evaluate))(state[0], layer_weight, pose, morph)
 
     # -- events ----------------------------------------------------------------------------------
 

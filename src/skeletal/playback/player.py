@@ -12,14 +12,22 @@
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from ..asset import Asset
 from ..clip import Clip
 from . import kernels as K
-from .mixer import Event, Mixer
+from .mixer import Event, JointMask, Mixer
+
+if TYPE_CHECKING:  # the return types of the factory methods (imported lazily when they run)
+    from ..colliders import ColliderFrame
+    from .blendspace import BlendSpace1D, BlendSpace2D
+    from .ikstage import IKHandle
+    from .rootmotion import RootMotion
+    from .statemachine import StateMachine
 
 _LOOP_BY_CODE = {code: name for name, code in K.LOOP_NAMES.items()}
 
@@ -123,7 +131,7 @@ class Action:
 
     # -- controls ------------------------------------------------------------------------------
 
-    def play(self, **options) -> "Action":
+    def play(self, **options: Any) -> "Action":
         self._mixer.play(self.slot_clip_index, layer=self.layer, **options)
         return self
 
@@ -152,7 +160,7 @@ class Action:
     def fade_out(self, duration: float) -> "Action":
         return self.stop(fade=duration)
 
-    def crossfade_to(self, other: str | int | Clip, duration: float = 0.3, **options) -> "Action":
+    def crossfade_to(self, other: str | int | Clip, duration: float = 0.3, **options: Any) -> "Action":
         return self._player.crossfade(other, duration, layer=self.layer, **options)
 
     def __repr__(self) -> str:
@@ -168,7 +176,7 @@ class Player:
     order; ``morph_weights`` (M,) (per node ranges in ``asset.morph_start``).
     """
 
-    def __init__(self, asset: Asset, *, dtype=np.float64):
+    def __init__(self, asset: Asset, *, dtype: npt.DTypeLike = np.float64):
         self.asset = asset
         self.mixer = Mixer(asset, 1, dtype=dtype, events=True)
         self._parameters: dict = {}
@@ -193,7 +201,7 @@ class Player:
         return Action(self, clip, layer)
 
     def crossfade(self, clip: str | int | Clip, duration: float = 0.3, *, layer: int | str = 0, sync: bool = False,
-                  warp: bool = False, snapshot: bool = False, **play_options) -> Action:
+                  warp: bool = False, snapshot: bool = False, **play_options: Any) -> Action:
         """Fade from the current pose of ``layer`` to ``clip`` over ``duration`` seconds; see
         :meth:`Mixer.crossfade`. The target starts at time 0 (or ``offset``), linear weights."""
         layer = self.mixer.layer(layer)
@@ -217,7 +225,7 @@ class Player:
 
     # -- layers --------------------------------------------------------------------------------
 
-    def add_layer(self, name: str, *, weight: float = 1.0, mask=None, additive: bool = False) -> int:
+    def add_layer(self, name: str, *, weight: float = 1.0, mask: JointMask = None, additive: bool = False) -> int:
         """A layer over the existing ones; ``mask`` e.g. ``"mixamorig:Spine"`` (that joint and below) or
         ``{"Spine": 1.0, "Neck": 0.5}`` (soft), or an (N,) array in rig order."""
         return self.mixer.add_layer(name, weight=weight, mask=mask, additive=additive)
@@ -228,7 +236,8 @@ class Player:
 
     # -- blend spaces, state machine, root motion ----------------------------------------------
 
-    def blend_space_1d(self, samples, *, parameter: str | None = None, layer: int | str = 0, sync: bool = True):
+    def blend_space_1d(self, samples: Sequence[tuple[str | int | Clip, float]], *, parameter: str | None = None,
+                       layer: int | str = 0, sync: bool = True) -> BlendSpace1D:
         """A :class:`~skeletal.playback.blendspace.BlendSpace1D` over ``[(clip, position), ...]``;
         ``parameter`` names it for :meth:`set`."""
         from .blendspace import BlendSpace1D
@@ -238,7 +247,8 @@ class Player:
             self._parameters[parameter] = space
         return space
 
-    def blend_space_2d(self, samples, *, parameter: str | None = None, layer: int | str = 0, sync: bool = True):
+    def blend_space_2d(self, samples: Sequence[tuple[str | int | Clip, Sequence[float]]], *,
+                       parameter: str | None = None, layer: int | str = 0, sync: bool = True) -> BlendSpace2D:
         """A :class:`~skeletal.playback.blendspace.BlendSpace2D` over ``[(clip, (x, y)), ...]``."""
         from .blendspace import BlendSpace2D
 
@@ -247,7 +257,7 @@ class Player:
             self._parameters[parameter] = space
         return space
 
-    def state_machine(self, spec=None, *, layer: int | str = 0):
+    def state_machine(self, spec: dict[str, Any] | None = None, *, layer: int | str = 0) -> StateMachine:
         """A :class:`~skeletal.playback.statemachine.StateMachine` on ``layer``: empty (define it in
         code), from a dict, or from a ``.json``/``.yaml`` file path. Its parameters work with :meth:`set`."""
         from .statemachine import StateMachine
@@ -263,7 +273,7 @@ class Player:
         self.mixer.evaluate()
         return machine
 
-    def set(self, name: str, value) -> None:
+    def set(self, name: str, value: float | Sequence[float] | np.ndarray) -> None:
         """Set a named parameter of a blend space or state machine (e.g. ``set("speed", 2.1)``)."""
         if name in self._parameters:
             self._parameters[name].set(value)
@@ -277,7 +287,8 @@ class Player:
     def trigger(self, name: str) -> None:
         self.set(name, 1.0)
 
-    def enable_root_motion(self, node: str | int | None = None, *, yaw: bool = True, layer: int | str = 0):
+    def enable_root_motion(self, node: str | int | None = None, *, yaw: bool = True,
+                           layer: int | str = 0) -> RootMotion:
         """Play clips in place and report their motion in :attr:`root_motion` (see
         :mod:`skeletal.playback.rootmotion`)."""
         from .rootmotion import RootMotion
@@ -296,7 +307,9 @@ class Player:
 
     # -- inverse kinematics ----------------------------------------------------------------------
 
-    def add_ik(self, name: str, kind: str = "two_bone", chain=(), *, target=None, pole=None, weight=1.0, **options):
+    def add_ik(self, name: str, kind: str = "two_bone", chain: Sequence[str | int] = (), *,
+               target: npt.ArrayLike | None = None, pole: npt.ArrayLike | None = None,
+               weight: float | npt.ArrayLike = 1.0, **options: Any) -> IKHandle:
         """An IK stage after blending (see :meth:`Mixer.add_ik`): e.g.
         ``player.add_ik("left_foot", chain=("LeftUpLeg", "LeftLeg", "LeftFoot"), target=(x, y, z),
         pole=(x, y, z))``; returns a handle whose ``target``, ``pole`` and ``weight`` can change per frame."""
@@ -343,7 +356,7 @@ class Player:
             cached = self._palette_views = (self.mixer.palettes, [p[0] for p in self.mixer.palettes])
         return list(cached[1])
 
-    def colliders(self):
+    def colliders(self) -> ColliderFrame:
         """The asset's hit/hurt volumes in world space at the current pose
         (:class:`skeletal.colliders.ColliderFrame`: segment ends ``a``/``b`` (C, 3), ``radius`` (C,),
         ``tag``, ``visible``...). Visibility follows the clip of the running action with the largest

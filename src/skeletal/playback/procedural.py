@@ -1,3 +1,5 @@
+# Over 600 lines: foot placement, look-at and jiggle share the Procedural driver, its placement state and the
+# stage kernels run inside the playback update.
 """Procedural animation stages run after playback: foot placement on uneven ground, look-at, jiggle.
 
 A :class:`Procedural` attaches to a :class:`~skeletal.Player`, :class:`~skeletal.Mixer` or
@@ -36,15 +38,18 @@ look-at targets are world coordinates, the pose stays model space.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
+import numpy.typing as npt
 from numba import njit, prange
 
+from .._compile import serial_variant
 from ..errors import SkeletalError
 from ..ik import (AimLimit, IN_POLE, IN_TARGET, IN_WEIGHT, SF_FORWARD, SF_UP, SI_J0, SI_J1, SI_U0, SI_U1, StageTable,
                   aim_one, two_bone_one)
-from ..pose import (SERIAL_BELOW, _world_palettes_34, affine_product_into, local_to_world_batch,
-                    local_to_world_one, palette_batch, world_matrices, world_node_into)
+from ..pose import (affine_product_into, local_to_world_one, palette_batch, world_matrices, world_node_into,
+                    world_palettes_34)
 from . import kernels as K
 from .jobs import entry, foot_job
 from .contacts import ContactPhases, Leg, detect_contacts, find_legs
@@ -52,10 +57,15 @@ from .ground import Ground, as_ground, ground_at
 from .springs import (JiggleChains, critical_spring, find_tail_chains, nlerp_identity, qmul, qnormalize,
                       quat_from_to, quat_from_world)
 
+if TYPE_CHECKING:
+    from .crowd import Crowd
+    from .mixer import Mixer
+    from .player import Player
+
 _NAN3 = (np.nan, np.nan, np.nan)
 
-#: Batches up to this size run serial kernels (a parallel launch costs more than a few characters):
-#: :data:`skeletal.pose.SERIAL_BELOW`, imported above.
+#: Batches up to this size run serial kernels (a parallel launch costs more than a few characters).
+SERIAL_BELOW = 4
 
 
 @njit(cache=True)
@@ -126,8 +136,8 @@ def _look_serial(pose, world, parents, stage_i, stage_f, joints, jp, inputs, upd
 
 
 def _worlds(parents, pose, world) -> None:
-    """World matrices of every instance (serial for small batches)."""
-    local_to_world_batch(parents, pose, world)
+    """World matrices of every instance (the serial twin for one)."""
+    world_matrices(parents, pose, out=world)
 
 
 def _mixer_of(target):
@@ -160,7 +170,7 @@ class Procedural:
     default. ``world`` (B, N, 4, 4) float64: the model-space world matrices after the stages.
     """
 
-    def __init__(self, target):
+    def __init__(self, target: Player | Mixer | Crowd):
         self.mixer = _mixer_of(target)
         self.asset = self.mixer.asset
         self.rig = self.asset.rig
@@ -178,24 +188,24 @@ class Procedural:
 
     # -- set up -----------------------------------------------------------------------------
 
-    def place(self, position=(0.0, 0.0, 0.0), heading=0.0) -> None:
+    def place(self, position: npt.ArrayLike = (0.0, 0.0, 0.0), heading: float | npt.ArrayLike = 0.0) -> None:
         """Where the instances stand: ``position`` (B, 3) or (3,) world coordinates of the model's
         origin, ``heading`` (B,) or scalar radians about +Y."""
         self.placement[...] = placement_matrices(position, heading, self.count)
 
-    def foot_placement(self, ground="flat", **options) -> "FootPlacement":
+    def foot_placement(self, ground: Any = "flat", **options: Any) -> "FootPlacement":
         """Add (or replace) the foot placement stage; see :class:`FootPlacement` for ``options``."""
         stage = FootPlacement(self, ground, **options)
         self._add(stage)
         return stage
 
-    def look_at(self, target=None, **options) -> "LookAt":
+    def look_at(self, target: npt.ArrayLike | None = None, **options: Any) -> "LookAt":
         """Add (or replace) the look-at stage; see :class:`LookAt`."""
         stage = LookAt(self, target, **options)
         self._add(stage)
         return stage
 
-    def jiggle(self, chains=None, **options) -> "Jiggle":
+    def jiggle(self, chains: Sequence[Sequence[str | int]] | None = None, **options: Any) -> "Jiggle":
         """Add (or replace) spring bones on ``chains`` (joint names / indices, parent first; default:
         the chains whose names contain "tail"); ``options``: stiffness, damping, gravity, max_step
         (see :class:`.springs.JiggleChains`)."""
@@ -273,13 +283,14 @@ class Procedural:
     def _refresh_outputs(self) -> None:
         mixer = self.mixer
         if hasattr(mixer, "palette_joints") and hasattr(mixer, "world34"):  # a Crowd
-            _world_palettes_34(self.rig.parents, mixer._world_nodes, mixer.local_pose, mixer.palette_joints,
+            world_palettes_34(self.rig.parents, mixer._world_nodes, mixer.local_pose, mixer.palette_joints,
                                mixer.inverse_bind34, mixer.palettes, mixer.world34, mixer._world_scratch)
             return
         if mixer.world is not self.world:
             mixer.world[...] = self.world
         if len(mixer._palette_joints):
-            palette_batch(mixer.world, mixer._palette_joints, mixer._inverse_bind, mixer._palette_all)
+            kernel = palette_batch if self.count > SERIAL_BELOW else serial_variant(palette_batch)
+            kernel(mixer.world, mixer._palette_joints, mixer._inverse_bind, mixer._palette_all)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -505,32 +516,25 @@ def _foot_one(b, phase, pose, world, parents, placement, legs, pelvis, pelvis_no
             _palette_rows(world_b, pal_joints, inv_bind, pal_idx, pal_start[l + 1], pal_start[l + 2], pal_b)
 
 
-def _foot_kernel(loop):
-    """The one body of the foot-placement kernel: :func:`_foot_one` for every instance of a
-    :class:`~skeletal.playback.jobs.FootJob`, over ``loop`` = ``range`` (a few characters: no
-    thread pool) or ``prange`` (parallel). ``phase`` as :func:`_foot_one`'s."""
-
-    def foot(job, phase):
-        pose, world, parents, placement = job.pose, job.world, job.parents, job.placement
-        legs, pelvis, pelvis_nodes, leg_nodes, leg_start = job.legs, job.pelvis, job.pelvis_nodes, job.leg_nodes, job.leg_start
-        fs, slot_clip, slot_additive, tables = job.fs, job.slot_clip, job.slot_additive, job.tables
-        frames, fps, durations, looping = job.frames, job.fps, job.durations, job.looping
-        g_kind, g_params, g_grid, heights, normals = job.g_kind, job.g_params, job.g_grid, job.heights, job.normals
-        contact, ankle, leg_len, scalars, weight = job.contact, job.ankle, job.leg_len, job.scalars, job.weight
-        state, initialised, plant, locked, lock = job.state, job.initialised, job.plant, job.locked, job.lock
-        targets, pelvis_offset = job.targets, job.pelvis_offset
-        pal, pal_joints, inv_bind, pal_idx, pal_start = job.pal, job.pal_joints, job.inv_bind, job.pal_idx, job.pal_start
-        for b in loop(pose.shape[0]):
-            _foot_one(b, phase, pose, world, parents, placement, legs, pelvis, pelvis_nodes, leg_nodes, leg_start,
-                      fs, slot_clip, slot_additive, tables, frames, fps, durations, looping, g_kind, g_params, g_grid,
-                      heights, normals, contact, ankle, leg_len, scalars, weight, state, initialised, plant, locked,
-                      lock, targets, pelvis_offset, pal, pal_joints, inv_bind, pal_idx, pal_start)
-
-    return foot
-
-
-foot_kernel_serial = njit(cache=True)(_foot_kernel(range))
-foot_kernel_parallel = njit(cache=True, parallel=True)(_foot_kernel(prange))
+@njit(cache=True, parallel=True)
+def foot_kernel(job, phase):
+    """:func:`_foot_one` for every instance of a :class:`~skeletal.playback.jobs.FootJob`, in parallel;
+    ``phase`` as :func:`_foot_one`'s. A few characters run its serial twin
+    (:func:`skeletal._compile.serial_variant`: the same body, ``prange`` as ``range``)."""
+    pose, world, parents, placement = job.pose, job.world, job.parents, job.placement
+    legs, pelvis, pelvis_nodes, leg_nodes, leg_start = job.legs, job.pelvis, job.pelvis_nodes, job.leg_nodes, job.leg_start
+    fs, slot_clip, slot_additive, tables = job.fs, job.slot_clip, job.slot_additive, job.tables
+    frames, fps, durations, looping = job.frames, job.fps, job.durations, job.looping
+    g_kind, g_params, g_grid, heights, normals = job.g_kind, job.g_params, job.g_grid, job.heights, job.normals
+    contact, ankle, leg_len, scalars, weight = job.contact, job.ankle, job.leg_len, job.scalars, job.weight
+    state, initialised, plant, locked, lock = job.state, job.initialised, job.plant, job.locked, job.lock
+    targets, pelvis_offset = job.targets, job.pelvis_offset
+    pal, pal_joints, inv_bind, pal_idx, pal_start = job.pal, job.pal_joints, job.inv_bind, job.pal_idx, job.pal_start
+    for b in prange(pose.shape[0]):
+        _foot_one(b, phase, pose, world, parents, placement, legs, pelvis, pelvis_nodes, leg_nodes, leg_start,
+                  fs, slot_clip, slot_additive, tables, frames, fps, durations, looping, g_kind, g_params, g_grid,
+                  heights, normals, contact, ankle, leg_len, scalars, weight, state, initialised, plant, locked,
+                  lock, targets, pelvis_offset, pal, pal_joints, inv_bind, pal_idx, pal_start)
 
 
 class FootPlacement:
@@ -707,7 +711,7 @@ class FootPlacement:
                 initialised=self.initialised, plant=self.plant, locked=self.locked, lock=self.lock,
                 targets=self.targets, pelvis_offset=self.pelvis_offset, pal=pal, pal_joints=pal_joints,
                 inv_bind=inv_bind, pal_idx=self._pal_idx, pal_start=self._pal_start)
-            kernel = foot_kernel_serial if proc.count <= SERIAL_BELOW else foot_kernel_parallel
+            kernel = foot_kernel if proc.count > SERIAL_BELOW else serial_variant(foot_kernel)
             self._args = (job, entry(kernel, job, 0))
             self._args_from = (packed, pose, world, mixer.fs, self.weight, self._ground_args, self.plant, self.ankle,
                                proc.placement)
@@ -869,91 +873,3 @@ class Jiggle:
     def apply(self, pose: np.ndarray, world: np.ndarray, dt: float) -> None:
         self.chains.placement = self.proc.placement
         self.chains.apply(world, pose, dt)
-
-
-# ---------------------------------------------------------------------------------------------
-# benchmark rows (``skeletal bench``)
-
-
-def bench_rows(asset=None, clip=None, path=None, quick: bool = False) -> dict:
-    """Cost of the procedural stages against the same-run playback update they follow: one Player
-    (foot placement on terrain + look-at) and Mixers of 100 (and 1000) instances (foot placement), in
-    microseconds per character per frame; blocks of both interleaved, ratios per round."""
-    import time
-
-    from .. import Player
-    from ..bench import stat
-    from ..demo import demo_asset
-    from .mixer import Mixer
-
-    try:
-        if asset is None:
-            raise SkeletalError("no asset")
-        find_legs(asset.rig)
-        clip = clip if clip is not None else 0
-        asset.clip(clip)
-    except (SkeletalError, KeyError, IndexError):
-        asset, clip = demo_asset(), "walk"
-    ground = "terrain:amplitude=0.2,wavelength=3"
-    frames = 60 if quick else 300
-    rounds = 5 if quick else 15
-    counts = (100,) if quick else (100, 1000)
-
-    def update_of(target):
-        return lambda: target.update(1 / 60)
-
-    def interleaved(base, with_stages, n):
-        """Blocks of ``n`` updates of each, alternating (the machine's speed drifts between blocks):
-        per-update seconds of each, and the per-round ratios."""
-        base()
-        with_stages()  # compile / warm
-        xs, ys = [], []
-        for _ in range(rounds):
-            for f, out in ((base, xs), (with_stages, ys)):
-                t0 = time.perf_counter()
-                for _ in range(n):
-                    f()
-                out.append((time.perf_counter() - t0) / n)
-        return xs, ys, [y / x for x, y in zip(xs, ys)]
-
-    def player(stages: bool):
-        p = Player(asset)
-        p.play(clip)
-        if stages:
-            proc = Procedural(p)
-            proc.foot_placement(ground)
-            proc.look_at((0.5, 1.5, 2.0))
-        return update_of(p)
-
-    def mixer(stages: bool, count: int):
-        m = Mixer(asset, count, events=False)
-        m.play(clip, offset=np.random.default_rng(0).uniform(0, asset.clip(clip).duration, count))
-        if stages:
-            proc = Procedural(m)
-            proc.foot_placement(ground)
-            g = np.random.default_rng(1).uniform(-5, 5, (count, 3))
-            proc.place(g, 0.0)
-        return update_of(m)
-
-    us = 1e6
-    base1, with1, r1 = interleaved(player(False), player(True), frames)
-    rows = [
-        {"name": f"one character: Player update + foot placement on terrain + look-at ({asset.name}, {clip})",
-         "stat": stat([s * us for s in with1], "us"),
-         "baseline": f"Player update alone, interleaved: {statistics_median(base1) * us:.1f} us",
-         "ratio": f"{statistics_median(r1):.2f}x the update (median of {rounds} rounds)", "reference": "goal: < 3x"},
-    ]
-    for count in counts:
-        base_n, with_n, rn = interleaved(mixer(False, count), mixer(True, count), max(frames * 20 // count, 3))
-        rows.append(
-            {"name": f"Mixer of {count}: update + foot placement on terrain, per character",
-             "stat": stat([s * us / count for s in with_n], "us"),
-             "baseline": (f"Mixer update alone, interleaved: {statistics_median(base_n) * us / count:.2f} us per "
-                          "character"),
-             "ratio": f"{statistics_median(rn):.2f}x the update (median of {rounds} rounds)",
-             "reference": "goal: < 1.5x"})
-    return {"rows": rows, "asset": asset.name, "clip": str(clip)}
-
-
-def statistics_median(values) -> float:
-    return float(np.median(values))

@@ -29,6 +29,8 @@ import numpy as np
 from numba import njit, prange
 
 from ..errors import SkeletalError
+# the scalar quaternion kernels (skeletal.quat); imported from here by playback.procedural too
+from ..quat import nlerp_identity, qmul, qnormalize, qrotate, quat_from_to, quat_from_world
 
 
 # ---------------------------------------------------------------------------------------------
@@ -78,99 +80,6 @@ class SmoothedValue:
     def reset(self, value) -> None:
         self.value[...] = value
         self.velocity[...] = 0.0
-
-
-# ---------------------------------------------------------------------------------------------
-# quaternion helpers (numba device functions; xyzw, row-major matrices acting on column vectors).
-# The same maths as ik.py's tuple helpers (_qmul, _qrot, _qnorm, _arc), kept apart on purpose: these
-# take scalars and are ordinary calls, where ik.py's are IR-inlined into its solvers; the jiggle and
-# look-at kernels that use these compile faster without the inlining (numba compiles are the bulk of a
-# cold first run and of the test suite).
-
-
-@njit(cache=True)
-def qmul(ax, ay, az, aw, bx, by, bz, bw):
-    return (aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw,
-            aw * bw - ax * bx - ay * by - az * bz)
-
-
-@njit(cache=True)
-def qrotate(qx, qy, qz, qw, vx, vy, vz):
-    """v rotated by unit quaternion q."""
-    tx = 2.0 * (qy * vz - qz * vy)
-    ty = 2.0 * (qz * vx - qx * vz)
-    tz = 2.0 * (qx * vy - qy * vx)
-    return (vx + qw * tx + qy * tz - qz * ty,
-            vy + qw * ty + qz * tx - qx * tz,
-            vz + qw * tz + qx * ty - qy * tx)
-
-
-@njit(cache=True)
-def qnormalize(x, y, z, w):
-    n = math.sqrt(x * x + y * y + z * z + w * w)
-    if n < 1e-300:
-        return 0.0, 0.0, 0.0, 1.0
-    return x / n, y / n, z / n, w / n
-
-
-@njit(cache=True)
-def quat_from_world(m):
-    """Rotation of the top-left 3x3 of ``m`` (columns normalised first, so uniform or axis scale is
-    removed) as a unit quaternion."""
-    c0 = math.sqrt(m[0, 0] ** 2 + m[1, 0] ** 2 + m[2, 0] ** 2)
-    c1 = math.sqrt(m[0, 1] ** 2 + m[1, 1] ** 2 + m[2, 1] ** 2)
-    c2 = math.sqrt(m[0, 2] ** 2 + m[1, 2] ** 2 + m[2, 2] ** 2)
-    c0 = 1.0 / c0 if c0 > 1e-300 else 0.0
-    c1 = 1.0 / c1 if c1 > 1e-300 else 0.0
-    c2 = 1.0 / c2 if c2 > 1e-300 else 0.0
-    m00, m01, m02 = m[0, 0] * c0, m[0, 1] * c1, m[0, 2] * c2
-    m10, m11, m12 = m[1, 0] * c0, m[1, 1] * c1, m[1, 2] * c2
-    m20, m21, m22 = m[2, 0] * c0, m[2, 1] * c1, m[2, 2] * c2
-    tr = m00 + m11 + m22
-    if tr > 0.0:
-        s = 0.5 / math.sqrt(tr + 1.0)
-        return qnormalize((m21 - m12) * s, (m02 - m20) * s, (m10 - m01) * s, 0.25 / s)
-    if m00 > m11 and m00 > m22:
-        s = 2.0 * math.sqrt(max(1.0 + m00 - m11 - m22, 1e-300))
-        return qnormalize(0.25 * s, (m01 + m10) / s, (m02 + m20) / s, (m21 - m12) / s)
-    if m11 > m22:
-        s = 2.0 * math.sqrt(max(1.0 + m11 - m00 - m22, 1e-300))
-        return qnormalize((m01 + m10) / s, 0.25 * s, (m12 + m21) / s, (m02 - m20) / s)
-    s = 2.0 * math.sqrt(max(1.0 + m22 - m00 - m11, 1e-300))
-    return qnormalize((m02 + m20) / s, (m12 + m21) / s, 0.25 * s, (m10 - m01) / s)
-
-
-@njit(cache=True)
-def quat_from_to(ax, ay, az, bx, by, bz):
-    """The shortest rotation taking direction a to direction b (any lengths; identity if either is ~0;
-    for opposite directions a half turn about an axis perpendicular to a)."""
-    la = math.sqrt(ax * ax + ay * ay + az * az)
-    lb = math.sqrt(bx * bx + by * by + bz * bz)
-    if la < 1e-12 or lb < 1e-12:
-        return 0.0, 0.0, 0.0, 1.0
-    ax, ay, az = ax / la, ay / la, az / la
-    bx, by, bz = bx / lb, by / lb, bz / lb
-    d = ax * bx + ay * by + az * bz
-    if d < -0.999999:
-        # perpendicular axis: a x X, or a x Y when a is along X
-        px, py, pz = 0.0, az, -ay
-        if py * py + pz * pz < 1e-6:
-            px, py, pz = -az, 0.0, ax
-        return qnormalize(px, py, pz, 0.0)
-    cx = ay * bz - az * by
-    cy = az * bx - ax * bz
-    cz = ax * by - ay * bx
-    return qnormalize(cx, cy, cz, 1.0 + d)
-
-
-@njit(cache=True)
-def nlerp_identity(x, y, z, w, u):
-    """Shortest-path normalised lerp from the identity to q by u in [0, 1]."""
-    if w < 0.0:
-        x, y, z, w = -x, -y, -z, -w
-    return qnormalize(x * u, y * u, z * u, 1.0 - u + w * u)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -18,8 +18,9 @@ zoom       1         divides the automatic distance (2 = twice as close)
 target     auto      point looked at, ``x:y:z``; auto = centre of the animated bounds
 =========  ========  =====================================================================
 
-The character's front is estimated from its bind pose (:func:`facing_yaw`): glTF characters face +Z,
-but many files turn them (Soldier.glb faces -Z), so yaw=30 means front-3/4 for all of them.
+The character's front is estimated from how the clip drawn poses it, else from its bind pose
+(:func:`facing_yaw`): glTF characters face +Z, but many files turn them (Soldier.glb faces -Z) and a
+retargeted clip may turn them again, so yaw=30 means front-3/4 for all of them.
 
 Matrices are row-major numpy (``p_clip = projection @ view @ p``), OpenGL clip space (z in -1..1).
 """
@@ -178,6 +179,8 @@ def frame(spec: CameraSpec | str | None, lo, hi, aspect: float, fill: float = 0.
     """
     spec = parse_camera(spec)
     lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
+    if not float(np.linalg.norm(hi - lo)) > 1e-6:  # one node, no mesh: a unit box around the point
+        lo, hi = lo - 0.5, hi + 0.5
     size = hi - lo
     radius = max(0.5 * float(np.linalg.norm(size)), 1e-3)
     back = _direction(spec.yaw + facing, spec.pitch)
@@ -221,8 +224,10 @@ def _right_name(name: str) -> str | None:
     return None
 
 
-def facing_yaw(asset) -> float:
-    """Degrees about +Y from +Z to where the character faces, from its bind pose.
+def facing_yaw(asset, clip=None, samples: int = 8) -> float:
+    """Degrees about +Y from +Z to where the character faces, from its bind pose, or with ``clip``
+    from how the clip poses it (``samples`` times spread over the clip, the left direction summed):
+    a retargeted clip may turn the character away from its bind pose's front.
 
     Left/right joint pairs (``LeftArm``/``RightArm``, ``FootL``/``FootR``) give the character's left
     direction L (summed left-minus-right bind positions, bind pose = inverse of the inverse bind
@@ -252,8 +257,43 @@ def facing_yaw(asset) -> float:
     if np.hypot(left[0], left[2]) < 1e-9:
         return 0.0
     yaw = math.degrees(math.atan2(-left[2], left[0]))  # forward = left x up = (-L.z, 0, L.x)
+    if clip is not None and clip.duration > 0:
+        # Whole quarter turns only: a retargeted clip turns the character by 90 or 180 degrees, while
+        # a stance that stands a little turned (Soldier.glb's Idle, 43 degrees) keeps the bind front.
+        yaw += 90.0 * round(clip_turn(asset, clip, samples, bind) / 90.0)
+        yaw = (yaw + 180.0) % 360.0 - 180.0
     snapped = 90.0 * round(yaw / 90.0)
     return snapped if abs(yaw - snapped) <= 15.0 else yaw
+
+
+def clip_turn(asset, clip, samples: int = 8, bind: dict[int, np.ndarray] | None = None) -> float:
+    """Degrees about +Y that ``clip`` turns the character's hips from the bind pose (``bind``: rig index
+    -> bind position; default the rest pose), on average over ``samples`` times: the turn of the line
+    between the upper legs (found by name as :func:`skeletal.retarget.canonical_names` finds them).
+    0 when the rig has no such pair.
+
+    A clip retargeted from a source that faces another way turns the whole character; the camera's
+    front (:func:`facing_yaw`) follows it.
+    """
+    from ..pose import world_matrices
+    from ..retarget import canonical_names
+    from ..sampling import sample
+
+    names = canonical_names(asset.rig)
+    left, right = names.get("left_upper_leg"), names.get("right_upper_leg")
+    if left is None or right is None or not clip.duration > 0:
+        return 0.0
+    rest = world_matrices(asset.rig.parents, asset.rig.rest)[:, :3, 3]
+    times = np.linspace(0.0, clip.duration, max(2, samples))
+    pose, _ = sample(clip, times, asset.rig.rest, asset.morph_start, asset.rest_morph)
+    posed = world_matrices(asset.rig.parents, pose)[:, :, :3, 3]  # (T, N, 3)
+    bind = bind or {}
+    before = bind.get(left, rest[left]) - bind.get(right, rest[right])
+    after = np.sum(posed[:, left] - posed[:, right], axis=0)
+    if not (np.all(np.isfinite(after)) and np.hypot(after[0], after[2]) > 1e-9 and np.hypot(before[0], before[2]) > 1e-9):
+        return 0.0
+    turn = math.degrees(math.atan2(-after[2], after[0]) - math.atan2(-before[2], before[0]))
+    return (turn + 180.0) % 360.0 - 180.0
 
 
 def animated_bounds(asset, clip=None, samples: int = 8) -> tuple[np.ndarray, np.ndarray]:

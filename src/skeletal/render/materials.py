@@ -71,7 +71,8 @@ class MaterialCache:
             try:
                 pixels = decode_image(image.data)
             except Exception as exc:  # a corrupt or unsupported image must not stop the render
-                warnings.warn(f"image {image_index} ({image.mime_type}) cannot be decoded: {exc}; using the base colour")
+                warnings.warn(f"image {image_index} ({image.mime_type}) cannot be decoded: {exc}; using the base colour",
+                              stacklevel=2)
             else:
                 h, w = pixels.shape[:2]
                 texture = self.ctx.texture((w, h), 4, pixels.tobytes())

@@ -12,10 +12,12 @@ even sizes).
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -66,7 +68,7 @@ def load_model(model):
                               "available in this installation: give a .gltf or .glb file") from None
         return demo_asset()
     path = os.fspath(model)
-    if not os.path.isfile(path):
+    if not os.path.exists(path):
         raise RenderError(f"{path}: no such file")
     try:
         from ..asset import load
@@ -106,8 +108,34 @@ class _PngWriter:
         return self.paths
 
 
+#: A GIF frame's delay is a whole number of hundredths of a second; browsers show delays under 2 as 10.
+GIF_MIN_DELAY_CS = 2
+
+
+def gif_frame_step(fps: float) -> int:
+    """Every how many frames a GIF at ``fps`` keeps one: 1 up to 50 fps, 2 up to 100 fps, ...
+
+    >>> gif_frame_step(30), gif_frame_step(60), gif_frame_step(120)
+    (1, 2, 3)
+    """
+    return max(1, math.ceil(fps * GIF_MIN_DELAY_CS / 100.0 - 1e-9))
+
+
+def gif_delays(count: int, fps: float) -> list[int]:
+    """Delays in hundredths of a second for ``count`` GIF frames at ``fps`` (at most 50): each frame
+    ends at the hundredth nearest its true end time, so the delays alternate (3, 4, 3 at 30 fps) and
+    the average rate is exact.
+
+    >>> gif_delays(6, 30.0)
+    [3, 4, 3, 3, 4, 3]
+    """
+    ends = [round((i + 1) * 100.0 / fps) for i in range(count)]
+    return [b - a for a, b in zip([0] + ends[:-1], ends)]
+
+
 class _GifWriter:
-    """Frames collected, then written by Pillow: looping forever, 1/fps seconds a frame."""
+    """Frames collected, then written by Pillow: looping forever, each frame ending at the hundredth
+    of a second nearest its time (see :func:`gif_delays`)."""
 
     def __init__(self, path, fps, sequence):
         self.path, self.fps, self.frames = path, fps, []
@@ -118,7 +146,8 @@ class _GifWriter:
     def close(self):
         import imageio.v3 as iio
 
-        iio.imwrite(self.path, np.stack(self.frames), plugin="pillow", duration=1000.0 / self.fps, loop=0)
+        delays_ms = [10 * cs for cs in gif_delays(len(self.frames), self.fps)]
+        iio.imwrite(self.path, np.stack(self.frames), plugin="pillow", duration=delays_ms, loop=0)
         return [self.path]
 
 
@@ -155,6 +184,10 @@ _WRITERS = {".png": _PngWriter, ".gif": _GifWriter, ".mp4": _Mp4Writer}
 
 
 # -- the clip ------------------------------------------------------------------------------------
+
+
+def _ordinal(n: int) -> str:
+    return {2: "2nd", 3: "3rd"}.get(n, f"{n}th")
 
 
 def frame_times(clip, fps: float, seconds: float | None, single: bool, start: float = 0.0) -> np.ndarray:
@@ -227,6 +260,12 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
         from .overlays import resolve_joint
 
         resolve_joint(asset, weights_joint)  # a bad name fails before any GL work
+    if ext == ".gif" and gif_frame_step(fps) > 1:
+        step = gif_frame_step(fps)
+        warnings.warn(f"{os.path.basename(out_path)}: a GIF shows at most {100 // GIF_MIN_DELAY_CS} frames a second "
+                      f"(its delays are whole hundredths, at least {GIF_MIN_DELAY_CS}): {fps:g} fps is written as every "
+                      f"{_ordinal(step)} frame, {fps / step:g} fps; use .mp4 for the full rate", stacklevel=2)
+        fps = fps / step
     timings["load"] = time.perf_counter() - t0
 
     times = frame_times(the_clip, fps, seconds, single=(ext == ".png" and not frames), start=start)

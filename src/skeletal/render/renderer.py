@@ -1,3 +1,5 @@
+# Over 600 lines: one Renderer owns the GL resources every draw path shares (programs, palette uploads,
+# instancing, overlays); splitting it would split their lifetime.
 """The renderer: upload a frame's palettes (one write) and draw the asset into a numpy image.
 
 CPU work stays in the library: the caller (or :mod:`.output`) samples clips and computes world
@@ -112,6 +114,7 @@ class Renderer:
             raise RenderError(f"skinning {skinning!r} is not one of {', '.join(SKINNING_METHODS)}")
         if cpu_skinning and (skinning != "lbs" or int(instances) != 1):
             raise RenderError("cpu_skinning draws one instance with linear blend skinning")
+        asset.require_nodes("draw")
         self.skinning = skinning
         self.cull = bool(cull)
         self.cpu_skinning = bool(cpu_skinning)
@@ -284,6 +287,8 @@ class Renderer:
         instance ``offsets`` (I, 3) if given, and size the ground grid to match."""
         if camera is not None:
             self.camera_spec = parse_camera(camera)
+        # The front is where the clip turns the character (a retargeted clip may turn it from its bind pose).
+        self.facing = facing_yaw(self.asset, clip)
         lo, hi = animated_bounds(self.asset, clip)
         self.set_bounds(lo, hi, offsets)
         return self.camera

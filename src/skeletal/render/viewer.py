@@ -1,3 +1,5 @@
+# Over 600 lines: the `skeletal view` window: its loop, input handling and drawing; the GL-free UI state is
+# render/viewer_ui.py.
 """The interactive viewer behind ``skeletal view``: a window, the skinned character drawn by the
 :class:`.renderer.Renderer`, a timeline, a clip list, overlays and frame statistics.
 
@@ -388,11 +390,17 @@ class FrameStats:
     ``upload`` (writing them), ``draw`` (drawing the frame, waiting for the GPU) and ``frame``.
 
     The first frame is left out (it compiles shaders in the driver); until the first half second
-    is complete, the averages so far are shown, updated every frame."""
+    is complete, the averages so far are shown, updated every frame. ``skinned=False`` (a model with
+    no skinned mesh, such as a BVH skeleton): no skinning rows, the drawing time as ``draw``.
+
+    >>> FrameStats(skinned=False).rows()
+    [('measuring...', '')]
+    """
 
     WINDOW = 0.5
 
-    def __init__(self):
+    def __init__(self, skinned: bool = True):
+        self.skinned = skinned
         self._sums: dict[str, float] = {}
         self._frames = 0
         self._start = time.perf_counter()
@@ -422,6 +430,13 @@ class FrameStats:
         if not s:
             return [("measuring...", "")]
         ms = {k: 1000.0 * s.get(k, 0.0) for k in ("update", "palette", "upload", "draw", "frame")}
+        if not self.skinned:
+            return [
+                (f"{s.get('fps', 0.0):.1f} fps", f"{ms['frame']:.1f} ms"),
+                ("pose (CPU)", f"{ms['update'] + ms['palette']:.2f} ms"),
+                ("  player.update", f"{ms['update']:.2f}"),
+                ("draw (no skin)", f"{ms['upload'] + ms['draw']:.2f} ms"),
+            ]
         return [
             (f"{s.get('fps', 0.0):.1f} fps", f"{ms['frame']:.1f} ms"),
             ("pose (CPU)", f"{ms['update'] + ms['palette']:.2f} ms"),
@@ -563,7 +578,7 @@ class Viewer(WindowApp):
         lo, hi = self.renderer.bounds
         framed = frame(self.renderer.camera_spec, lo, hi, fb_w / view_h, facing=self.renderer.facing)
         state.camera = OrbitCamera.from_camera(framed, 0.5 * float(np.linalg.norm(hi - lo)))
-        self.stats = FrameStats()
+        self.stats = FrameStats(skinned=bool(self.renderer.asset.skinned_instances))
         gl = self.ctx.info.get("GL_RENDERER", "?").split(" (")[0]
         self.info_line = (f"{gl}, GL {self.ctx.version_code // 100}.{self.ctx.version_code % 100 // 10}, "
                           f"{self.renderer.palette_choice.mode}, MSAA {self.renderer.samples or 'off'}")
@@ -875,6 +890,7 @@ def view(model=None, clip: str | int | None = None, size: tuple[int, int] | str 
             raise RenderError(f"cannot write {screenshot}: folder {folder} does not exist")
         frames = frames or 1
     asset = load_model(model)
+    asset.require_nodes("show")
     index = 0
     if clip is not None:
         if not asset.clips:

@@ -1,3 +1,5 @@
+# Over 600 lines: the viewer's UI state and text overlays, kept GL-free so that tests drive them without a
+# window.
 """The viewer's model: everything ``skeletal view`` does that needs no window and no OpenGL.
 
 * :class:`ViewerState` -- what plays and how keys and the mouse change it. Playback is a real

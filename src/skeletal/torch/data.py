@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from ..asset import _READERS, load
+from ..asset import READERS, load
 from ..errors import ClipError, SkeletalError
 from ..pose import world_matrices
 from ..rig import Rig
@@ -40,7 +40,7 @@ from .convert import frame_times
 
 def motion_suffixes() -> tuple[str, ...]:
     """File suffixes :func:`skeletal.load` reads (glTF, GLB and every registered reader)."""
-    return tuple(sorted({".gltf", ".glb", *(_READERS.keys())}))
+    return tuple(sorted({".gltf", ".glb", *(READERS.keys())}))
 
 
 @dataclass(frozen=True)

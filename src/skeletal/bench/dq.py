@@ -1,0 +1,98 @@
+"""``skeletal bench`` rows for dual quaternion skinning (registered in :data:`skeletal.bench.FEATURE_BENCHES`).
+
+Same mesh as the skinning stage (:func:`skeletal.bench.synthetic_mesh`: 100k vertices, 4 uint8
+influences, positions + normals, 65 joints), two palettes: **rigid** (the rotations and translations
+only, the common case of real rigs) and **scaled** (the stage's own palette, scale 0.8-1.25 per axis:
+DQS takes its scale-separated kernel). Per frame each method converts its palette (``pack_palette`` /
+``pack_dq_palette``) and skins. Baseline: :func:`skeletal.skin_into` (LBS) on the same mesh and
+palette, timed interleaved with DQS (LBS, DQS, LBS, DQS, ...) so that background load hits both
+alike; the ratio is the median of the paired ratios. One-thread rows time the calling thread's CPU
+time (numba runs a one-thread parallel loop there), which time slicing by other processes does not
+inflate. Goal: DQS at least 0.70 of LBS throughput.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+
+GOAL = 0.70
+
+
+def _paired(fns: dict, repeats: int, inner: int, clock=time.perf_counter) -> dict[str, list[float]]:
+    """Seconds per call of each function, sampled round-robin on ``clock``."""
+    for fn in fns.values():
+        fn()
+        fn()
+    out: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start = clock()
+            for _ in range(inner):
+                fn()
+            out[name].append((clock() - start) / inner)
+    return out
+
+
+def bench_rows(asset=None, clip=None, path=None, quick: bool = False, vertices: int = 100_000) -> dict:
+    import numba
+
+    from . import rate, stat, synthetic_mesh
+    from ..skin import pack_palette, skin_into
+    from ..skin_dq import dual_quaternions, pack_dq_palette, skin_dq_into
+
+    scaled, joints, weights, positions, normals = synthetic_mesh(vertices)
+    qr, _, _, _ = dual_quaternions(scaled)
+    rigid = scaled.copy()
+    x, y, z, w = qr.T
+    rigid[:, :, :3] = np.stack([
+        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], -1),
+        np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], -1),
+        np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1)], -2)
+    out_p, out_n = np.empty_like(positions), np.empty_like(normals)
+    packed, dq_packed = pack_palette(scaled), pack_dq_palette(scaled)
+
+    def lbs(palette):
+        def run():
+            pack_palette(palette, packed)
+            skin_into(packed, joints, weights, positions, normals, None, out_p, out_n)
+        return run
+
+    def dqs(palette):
+        def run():
+            pack_dq_palette(palette, dq_packed)
+            skin_dq_into(dq_packed, joints, weights, positions, normals, None, out_p, out_n)
+        return run
+
+    repeats = 5 if quick else 21
+    inner = max(1, int(2e5 // vertices))
+    threads = numba.get_num_threads()
+    rows, figures = [], {}
+    for n_threads in (threads, 1):
+        numba.set_num_threads(n_threads)
+        try:
+            for kind, palette in (("rigid", rigid), ("scaled", scaled)):
+                # One thread runs in this thread: its CPU time is immune to time slicing by other processes.
+                secs = _paired({"lbs": lbs(palette), "dqs": dqs(palette)}, repeats, inner,
+                               time.perf_counter if n_threads > 1 else time.thread_time)
+                mverts = rate(secs["dqs"], vertices, 1e6, "M vertices/s")
+                base = rate(secs["lbs"], vertices, 1e6, "M vertices/s")
+                ratios = [b / d for b, d in zip(secs["lbs"], secs["dqs"])]
+                ratio = statistics.median(ratios)
+                key = f"dqs_{kind}_{n_threads}thr"
+                figures[key] = {"dqs_mverts_per_s": mverts, "lbs_mverts_per_s": base,
+                                "ratio": stat(ratios, "fraction of LBS")}
+                rows.append({
+                    "name": f"DQS skinning: {vertices // 1000}k x4, pos+nrm, {kind} palette, {n_threads} thr"
+                            + ("" if n_threads > 1 else " (CPU time)"),
+                    "stat": mverts,
+                    "baseline": f"LBS skin_into {base['median']:.1f} Mverts/s",
+                    "ratio": f"{ratio:.2f}x",
+                    "reference": f"goal >= {GOAL:.2f} of LBS",
+                })
+        finally:
+            numba.set_num_threads(threads)
+    return {"rows": rows, "vertices": vertices, "joints": len(scaled), "influences": joints.shape[1],
+            "threads": threads, **figures}
