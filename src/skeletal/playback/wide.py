@@ -328,7 +328,7 @@ def update_wide(job, dt, lanes, wide_clip, packed, seg_table, dest, lw, ww, pw, 
     """The crowd's update (clocks, blending, world rows, palettes) over groups of ``LANES``
     instances in parallel: a group whose instances all play one full-weight action of the same
     wide-able clip (``wide_clip`` (C,) from :func:`wide_clips`) is posed by :func:`_pose_group`,
-    any other group instance by instance as :func:`skeletal.playback.kernels.update_parallel` does.
+    any other group instance by instance as :func:`skeletal.playback.kernels.update` does.
     Needs a job with one layer, no IK, and no kept world matrices (the Crowd checks). ``lanes``:
     LANES, given at run time (see ``_S``); ``packed``, ``seg_table``, ``dest``: :func:`key_major`'s;
     ``lw``, ``ww``, ``pw``, ``kw``, ``uw``, ``tv``, ``held``: per-thread scratch (threads, ...) of
