@@ -4,7 +4,8 @@
 * joint world matrices read back from the page's JavaScript equal skeletal's bake at the same clip
   and time, to 1e-5 of the model's size: the built-in character (every clip: CUBICSPLINE, LINEAR,
   plus an edited STEP clip), a BVH written from it (bones only), a clip retargeted onto that BVH rig,
-  and with ../shared Soldier.glb, the CMU BVH walk and that walk retargeted onto Soldier;
+  the character written as USD and as FBX and read back, and with ../shared Soldier.glb, the CMU
+  BVH walk and that walk retargeted onto Soldier;
 * a screenshot of the page covers the same pixels as skeletal's headless render of the same frame
   (same camera; IoU of the character masks);
 * hostile names (``<script>``, ``<img onerror>``) show as text and run nothing; a broken model shows
@@ -227,6 +228,31 @@ def test_retargeted_clip_page_matches_bake(browser, tmp_path):
     check_against_bake(browser, bvh, [clip], page)
 
 
+@pytest.mark.parametrize("kind", ["usd", "fbx"])
+def test_usd_and_fbx_go_through_export(browser, tmp_path, kind):
+    """A model read from USD or FBX (the built-in character written out and read back) plays in the
+    page as skeletal bakes it: the page only ever sees skeletal.export's GLB."""
+    demo = demo_asset()
+    if kind == "usd":
+        pytest.importorskip("pxr", reason="usd-core is not installed (pip install 'skeletal[usd]')")
+        from skeletal.io.usd_write import write_usd
+
+        path = tmp_path / "demo.usda"
+        write_usd(demo, path, ["walk", "idle"])
+    else:
+        from fixtures.assimp_convert import assimp_command, convert
+
+        if assimp_command() is None:
+            pytest.skip("the assimp command is not installed (apt-get install assimp-utils)")
+        pytest.importorskip("cffi", reason="the FBX reader needs cffi (pip install 'skeletal[assimp]')")
+        glb = tmp_path / "demo.glb"
+        skeletal.export(demo, glb, ["walk"])
+        path = convert(glb, tmp_path / "demo.fbx")
+    model = skeletal.load(path)
+    assert model.clips and model.mesh_instances
+    check_against_bake(browser, model, list(model.clips), write_page(tmp_path, kind, model))
+
+
 # -- shared models ------------------------------------------------------------------------------
 
 
@@ -340,6 +366,29 @@ def test_cli_html(tmp_path):
     assert missing.exit_code != 0 and "no such file" in missing.output
     noclip = CliRunner().invoke(cli, ["html", str(bvh_path), "--out", str(out), "--clip", "nope"])
     assert noclip.exit_code != 0 and "Traceback" not in noclip.output
+    nofolder = CliRunner().invoke(cli, ["html", str(bvh_path), "--out", str(tmp_path / "no" / "x.html")])
+    assert nofolder.exit_code != 0 and "does not exist" in nofolder.output
+    badsize = CliRunner().invoke(cli, ["html", str(bvh_path), "--out", str(out), "--size", "big"])
+    assert badsize.exit_code != 0 and "WIDTHxHEIGHT" in badsize.output
+    # --clip picks and orders the clips; --size sets the view
+    glb = tmp_path / "demo.glb"
+    skeletal.export(demo_asset(), glb)
+    sized = CliRunner().invoke(cli, ["html", str(glb), "--out", str(out), "--clip", "wave", "--clip", "idle", "--size", "320x200"])
+    assert sized.exit_code == 0, sized.output
+    page = out.read_text()
+    assert '"width": 320' in page and '"height": 200' in page and '"clip": 0' in page and "2 clip(s)" in page
+
+
+def test_model_without_clips_shows_its_rest_pose(browser, tmp_path):
+    doc = build_demo_document()
+    doc.animations = []
+    asset = skeletal.Asset(doc)
+    page = write_page(tmp_path, "rest", asset)
+    open_page(browser, page)
+    assert browser.execute_script("return window.skeletalViewer.ready")
+    assert browser.execute_script("return window.skeletalViewer.clips()") == []
+    got = np.asarray(browser.execute_script("return window.skeletalViewer.jointWorld()")).reshape(-1, 4, 4)
+    np.testing.assert_allclose(got, skeletal.bake(asset, 0, [0.0])["node_world"][0], atol=1e-12)
 
 
 # -- the widget ------------------------------------------------------------------------------------

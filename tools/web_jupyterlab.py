@@ -56,7 +56,7 @@ def main() -> int:
                 break
             except OSError:
                 if time.monotonic() > deadline or server.poll() is not None:
-                    raise SystemExit("jupyter lab did not start")
+                    raise SystemExit("jupyter lab did not start") from None
                 time.sleep(0.5)
         driver = _make_driver()
         driver.set_window_size(1100, 1400)

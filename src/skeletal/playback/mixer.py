@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from ..asset import Asset
 from ..clip import Clip
-from ..errors import ClipError, SkeletalError
+from ..errors import ClipError, ModelError, SkeletalError
 from ..pose import skin_palette, world_matrices
 from .._compile import serial_variant
 from . import kernels as K
@@ -97,7 +97,8 @@ class Mixer:
         self._job_state = None  # [job, IK job, compiled update, clip set version]: see _job
         if count < 1:
             raise SkeletalError(f"count must be at least 1, got {count}")
-        asset.require_nodes("animate")
+        if len(asset.rig) == 0:  # as Asset.require_nodes; any object with a rig may drive a mixer
+            raise ModelError(getattr(asset, "path", None), None, "has no nodes: nothing to animate")
         self.asset = asset
         self.rig = asset.rig
         self.count = int(count)

@@ -36,7 +36,7 @@ function createSkeletalViewer(root, options) {
   }
   const width = Math.max(16, Math.min(4096, opts.width | 0 || 640));
   const height = Math.max(16, Math.min(4096, opts.height | 0 || 480));
-  const box = el("div", {class: "skeletal-viewer", style: "font: 13px sans-serif; color: #222; display: inline-block"}, root);
+  const box = el("div", {class: "skeletal-viewer", style: "font: 13px sans-serif; color: #222; background: #f4f5f7; color-scheme: light; padding: 4px; display: inline-block"}, root);
   const canvas = el("canvas", {style: `width:${width}px;height:${height}px;display:block;background:#4a5361;touch-action:none;cursor:grab`}, box);
   const bar = el("div", {style: "display:flex;gap:6px;align-items:center;margin-top:4px;flex-wrap:wrap"}, box);
   const clipSelect = el("select", {title: "clip"}, bar);
@@ -107,12 +107,19 @@ function createSkeletalViewer(root, options) {
     } else if (count * n > (1 << 24)) {
       throw new Error("accessor " + index + " has no data and a huge count");
     }
-    let out = new Type(count * n);
-    if (view) {
-      const dv = new DataView(bin.buffer, bin.byteOffset, bin.byteLength);
-      const getters = {5120: "getInt8", 5121: "getUint8", 5122: "getInt16", 5123: "getUint16", 5125: "getUint32", 5126: "getFloat32"};
-      const get = getters[acc.componentType];
-      for (let i = 0; i < count; i++) for (let c = 0; c < n; c++) out[i * n + c] = dv[get](base + i * stride + c * elem, true);
+    const packed = view !== null && stride === n * elem && (bin.byteOffset + base) % elem === 0;
+    let out;
+    if (packed) {
+      // tightly packed and aligned (what skeletal writes): one copy, no per-element reads
+      out = new Type(bin.buffer, bin.byteOffset + base, count * n).slice();
+    } else {
+      out = new Type(count * n);
+      if (view) {
+        const dv = new DataView(bin.buffer, bin.byteOffset, bin.byteLength);
+        const getters = {5120: "getInt8", 5121: "getUint8", 5122: "getInt16", 5123: "getUint16", 5125: "getUint32", 5126: "getFloat32"};
+        const get = getters[acc.componentType];
+        for (let i = 0; i < count; i++) for (let c = 0; c < n; c++) out[i * n + c] = dv[get](base + i * stride + c * elem, true);
+      }
     }
     if (asFloat && !(out instanceof Float32Array)) {
       const f = new Float32Array(out.length), scale = acc.normalized ? NORM[acc.componentType] : 1;
@@ -399,7 +406,6 @@ function createSkeletalViewer(root, options) {
         .catch(() => { entry.pending = false; });
       return entry;
     }
-    const srgbToLinear = c => Math.pow(c, 2.2);
     model.nodes.forEach((node, nodeIndex) => {
       if (node.mesh === undefined) return;
       const mesh = (gltf.meshes || [])[node.mesh];
@@ -451,11 +457,10 @@ function createSkeletalViewer(root, options) {
         }
         const material = (gltf.materials || [])[primitive.material] || {};
         const pbr = material.pbrMetallicRoughness || {};
-        const factor = (pbr.baseColorFactor || [0.8, 0.8, 0.8, 1]).map((c, i) => i < 3 ? c : c);
+        const factor = Array.isArray(pbr.baseColorFactor) && pbr.baseColorFactor.length === 4 ? pbr.baseColorFactor.map(Number) : [0.8, 0.8, 0.8, 1];
         const tex = pbr.baseColorTexture && at.TEXCOORD_0 !== undefined ? texture(pbr.baseColorTexture.index) : null;
         prims.push({vao, count, indexed: !!indices, node: nodeIndex, skin: skinned ? node.skin : -1, color: factor, texture: tex});
         gl.bindVertexArray(null);
-        void srgbToLinear;
       }
     });
     paletteTextures = model.skins.map(s => {
@@ -496,7 +501,7 @@ function createSkeletalViewer(root, options) {
   }
 
   // ---- camera: an orbit around a target, started from skeletal's framing ---------------------
-  const cam = {target: [0, 1, 0], yaw: 0, pitch: 0.2, distance: 3, fov: 35, near: 0.05, far: 100, home: null};
+  const cam = {target: [0, 1, 0], yaw: 0, pitch: 0.2, distance: 3, fov: 35, near: 0.05, far: 100, homeDistance: 3, home: null};
   function setCameraFrom(c) {
     const eye = c.eye, target = c.target;
     const dx = eye[0] - target[0], dy = eye[1] - target[1], dz = eye[2] - target[2];
@@ -505,6 +510,7 @@ function createSkeletalViewer(root, options) {
     cam.yaw = Math.atan2(dx, dz);
     cam.pitch = Math.asin(Math.max(-1, Math.min(1, dy / cam.distance)));
     cam.fov = c.fov || 35; cam.near = c.near || cam.distance * 0.02; cam.far = c.far || cam.distance * 50;
+    cam.homeDistance = cam.distance;
   }
   function eyePosition() {
     const cp = Math.cos(cam.pitch);
@@ -523,7 +529,9 @@ function createSkeletalViewer(root, options) {
     const view = [s[0], s[1], s[2], -(s[0] * e[0] + s[1] * e[1] + s[2] * e[2]),
                   u[0], u[1], u[2], -(u[0] * e[0] + u[1] * e[1] + u[2] * e[2]),
                   -f[0], -f[1], -f[2], f[0] * e[0] + f[1] * e[1] + f[2] * e[2], 0, 0, 0, 1];
-    const aspect = canvas.width / canvas.height, k = 1 / Math.tan(cam.fov * Math.PI / 360), n = cam.near, fa = cam.far;
+    // near and far planes scale with the zoom, so that zooming far out or in never clips the model
+    const zoom = cam.distance / cam.homeDistance;
+    const aspect = canvas.width / canvas.height, k = 1 / Math.tan(cam.fov * Math.PI / 360), n = cam.near * zoom, fa = cam.far * zoom;
     const proj = [k / aspect, 0, 0, 0, 0, k, 0, 0, 0, 0, (fa + n) / (n - fa), 2 * fa * n / (n - fa), 0, 0, -1, 0];
     const out = new Float64Array(16);
     mul(proj, view, out);
@@ -708,9 +716,12 @@ function createSkeletalViewer(root, options) {
   try {
     if (opts.camera) { cam.home = JSON.parse(JSON.stringify(opts.camera)); setCameraFrom(opts.camera); }
     const bytes = opts.glb instanceof Uint8Array ? opts.glb : new Uint8Array(opts.glb || []);
+    const t0 = performance.now();
     const model = loadModel(bytes);
+    const t1 = performance.now();
     state.doc = model;
     uploadModel(model);
+    api.timings = {parse_ms: t1 - t0, upload_ms: performance.now() - t1};
     model.clips.forEach((c, i) => el("option", {value: String(i), text: `${c.name} (${c.duration.toFixed(2)} s)`}, clipSelect));
     if (!model.clips.length) { el("option", {value: "0", text: "(rest pose: no clips)"}, clipSelect); clipSelect.disabled = true; }
     const first = opts.clip | 0;
