@@ -24,8 +24,7 @@ import skeletal
 
 FUZZ = Path(__file__).resolve().parent / "fuzz"
 REPO = FUZZ.parents[1]
-sys.path.insert(0, str(FUZZ))
-from targets import TARGETS, usd_available
+from fuzz.targets import TARGETS, usd_available  # tests/fuzz, importable as `fuzz` (see conftest.py)
 
 REGRESSIONS = sorted((folder.name, path) for folder in (FUZZ / "regressions").iterdir() if folder.is_dir()
                      for path in sorted(folder.iterdir()) if path.is_file())
