@@ -38,11 +38,10 @@ from numba.core import event as _event
 COLD_SECONDS = {
     "skeletal.playback.kernels.evaluate_serial": 12.0,   # a Player's whole first frame
     "skeletal.playback.kernels.evaluate": 25.0,          # a Mixer's (parallel)
-    "skeletal.playback.kernels.update_serial": 3.0,
+    "skeletal.playback.kernels.update_serial": 3.0,     # a Player's update (the IK job adds the solvers)
     "skeletal.playback.kernels.advance": 2.0,
-    "skeletal.playback.kernels.update_crowd": 25.0,
-    "skeletal.playback.ikstage.update_serial_ik": 25.0,
-    "skeletal.playback.ikstage.update_crowd_ik": 30.0,
+    "skeletal.playback.kernels.update": 25.0,           # a crowd's / Mixer's (parallel)
+    "skeletal.playback.wide.update_wide": 30.0,         # a crowd's wide path
     "skeletal.pose._local_to_world_batch_serial": 0.5,
     "skeletal.pose.palette_batch_serial": 0.5,
 }
