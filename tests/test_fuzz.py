@@ -102,7 +102,7 @@ def test_short_fuzz_run(target, tmp_path):
 def test_usd_target_says_when_it_cannot_run(monkeypatch):
     """Without skeletal.io.usd or usd-core the USD target refuses with a message, not a traceback of
     an import deep inside."""
-    import targets
+    from fuzz import targets
 
     monkeypatch.setattr(targets, "usd_available", lambda: False)
     with pytest.raises(NotImplementedError, match="usd-core"):
