@@ -30,7 +30,6 @@ import pytest
 import skeletal
 from skeletal.asset import model_suffix, model_suffixes
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fixtures import hostile
 
 REPO = Path(__file__).resolve().parents[1]

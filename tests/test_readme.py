@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fixtures.shared_assets import ASSETS
 
 README = Path(__file__).resolve().parents[1] / "README.md"
