@@ -42,9 +42,11 @@ CL_MARKER_START, CL_MARKER_END = 5, 6
 CL_SEGMENT_START, CL_SEGMENT_END = 7, 8
 NCL = 9
 
-# ``ClipSet.segments`` columns: a run of tracks [first, end) sampled by one kernel on one timeline
-SEG_FIRST, SEG_END, SEG_KIND, SEG_TIMELINE = 0, 1, 2, 3
-NSEG = 4
+# ``ClipSet.segments`` columns: a run of tracks [first, end) sampled by one kernel on one timeline;
+# SEG_FAST_END: for a rotation segment, tracks [first, fast_end) may use nlerp on the single-action
+# path (their keys are at most ``single_gap_degrees`` apart; a prefix, as tracks are sorted by gap)
+SEG_FIRST, SEG_END, SEG_KIND, SEG_TIMELINE, SEG_FAST_END = 0, 1, 2, 3, 4
+NSEG = 5
 # segment kinds
 SEG_CONSTANT = 0  # constant tracks (timeline -1): their first value
 SEG_LERP3 = 1  # LINEAR translation or scale
@@ -182,10 +184,18 @@ class ClipSet:
         15 degrees)."""
         return self.rotation_gap <= max_gap_degrees
 
-    def segments(self, max_gap_degrees: float) -> tuple[np.ndarray, np.ndarray]:
+    def segments(self, max_gap_degrees: float,
+                 single_gap_degrees: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The sampling program for a mixer with this nlerp limit: runs of consecutive tracks of one
         clip that share a timeline and a kernel (``SEG_*``), as ``segments`` (G, NSEG) int64, and
-        a copy of ``clip_table`` with each clip's segment range filled in (CL_SEGMENT_*)."""
+        a copy of ``clip_table`` with each clip's segment range filled in (CL_SEGMENT_*).
+
+        ``single_gap_degrees`` (default: ``max_gap_degrees``) is the nlerp limit of the single-action
+        path: column ``SEG_FAST_END`` ends the prefix of a rotation segment's tracks within it
+        (``SEG_END`` for an nlerp segment, ``SEG_FIRST`` for other kinds).
+
+        >>> segments, table = clipset.segments(0.0, single_gap_degrees=15.0)   # doctest: +SKIP
+        """
         tracks = self.track_table
         kind = np.full(len(tracks), SEG_OTHER, dtype=np.int64)
         linear = tracks[:, TK_INTERP] == INTERP_CODE["LINEAR"]
@@ -206,6 +216,15 @@ class ClipSet:
         segments[:, SEG_END] = np.append(first[1:], n)
         segments[:, SEG_KIND] = kind[first]
         segments[:, SEG_TIMELINE] = tracks[first, TK_TIMELINE]
+        single = max_gap_degrees if single_gap_degrees is None else max(single_gap_degrees, max_gap_degrees)
+        fast = self.fast_rotations(single)
+        segments[:, SEG_FAST_END] = segments[:, SEG_FIRST]
+        for row in segments:
+            if row[SEG_KIND] == SEG_NLERP or row[SEG_KIND] == SEG_SLERP:
+                end = row[SEG_FIRST]  # the leading run within the limit (all of it: tracks sorted by gap)
+                while end < row[SEG_END] and fast[end]:
+                    end += 1
+                row[SEG_FAST_END] = end
         table = self.clip_table.copy()
         seg_clip = clip_of[first]
         table[:, CL_SEGMENT_START] = np.searchsorted(seg_clip, np.arange(len(self.clips)), side="left")

@@ -25,7 +25,7 @@ from ..quat import slerp_into
 from ..sampling import interpolate_into, locate_key, nlerp_into
 from .clipset import (CL_MARKER_END, CL_MARKER_START, CL_SEGMENT_END, CL_SEGMENT_START, CL_TIMELINE_END,
                       CL_TIMELINE_START, SEG_CONSTANT, SEG_END, SEG_FIRST, SEG_KIND, SEG_LERP3, SEG_NLERP,
-                      SEG_SLERP, SEG_TIMELINE, TK_INTERP, TK_NODE, TK_OUT, TK_PATH, TK_VALUE_START, TK_WIDTH)
+                      SEG_FAST_END, SEG_SLERP, SEG_TIMELINE, TK_INTERP, TK_NODE, TK_OUT, TK_PATH, TK_VALUE_START, TK_WIDTH)
 
 # float fields
 F_TIME = 0  # action clock: [0, d] (once/clamp/repeat) or the unfolded phase [0, 2d) (pingpong)
@@ -380,8 +380,12 @@ def _sample_clip_direct(c, clip_table, segments, tracks, timeline_keys, values, 
                 flat[o] = values[a] * s + values[a + 3] * u
                 flat[o + 1] = values[a + 1] * s + values[a + 4] * u
                 flat[o + 2] = values[a + 2] * s + values[a + 5] * u
-        elif kind == SEG_NLERP and inside:
-            for k in range(segments[g, SEG_FIRST], segments[g, SEG_END]):
+        elif (kind == SEG_NLERP or kind == SEG_SLERP) and inside:
+            # nlerp for the prefix whose keys are close enough (see ClipSet.segments), slerp after it
+            fast_end = segments[g, SEG_FAST_END]
+            for k in range(fast_end, segments[g, SEG_END]):
+                _sample_track_into(SEG_SLERP, k, key, u, span, count, tracks, values, flat, tracks[k, TK_OUT])
+            for k in range(segments[g, SEG_FIRST], fast_end):
                 a = tracks[k, TK_VALUE_START] + key * 4
                 nlerp_into(
                     flat, tracks[k, TK_OUT],

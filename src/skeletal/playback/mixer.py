@@ -38,6 +38,10 @@ from . import kernels as K
 from .clipset import ClipSet
 from .jobs import entry, playback_job
 
+#: a :class:`~skeletal.Player`'s :attr:`Mixer.single_nlerp_max_gap` (degrees): the crowd's proven
+#: nlerp limit (tests/test_crowd.py: within 7.5e-5 rad of slerp)
+SINGLE_NLERP_MAX_GAP = 15.0
+
 InstanceSelector = int | Sequence[int] | np.ndarray | slice | None
 #: Joints a layer applies to: names or indices (with their descendants), a (N,) weight array, or None (all).
 JointMask = Sequence[str | int] | np.ndarray | None
@@ -105,6 +109,7 @@ class Mixer:
         self.dtype = np.dtype(dtype)
         self.collect_events = events
         self.nlerp_max_gap = 0.0  # slerp everywhere (the Crowd raises it)
+        self.single_nlerp_max_gap = None  # the one-action path as the rest (a Player lowers its cost)
         self.clipset = ClipSet(asset.clips)
         self.time = 0.0
         n, m = len(self.rig), len(asset.rest_morph)
@@ -164,15 +169,32 @@ class Mixer:
         self._nlerp_max_gap = float(degrees)
         self._tables_key = None
 
+    @property
+    def single_nlerp_max_gap(self) -> float | None:
+        """The nlerp limit (degrees) of the single-action path (one full-weight action on the base
+        layer, nothing else blended; None: ``nlerp_max_gap``, the default): there, rotation tracks
+        whose keys are at most this far apart use normalised lerp (within 7.2e-5 rad of slerp at 15
+        degrees, the crowd's limit), the others slerp. Crossfades, layers and blends keep
+        ``nlerp_max_gap``. A :class:`~skeletal.Player` sets ``SINGLE_NLERP_MAX_GAP``.
+
+        >>> player.mixer.single_nlerp_max_gap = 0.0       # slerp everywhere    # doctest: +SKIP
+        """
+        return self._single_nlerp_max_gap
+
+    @single_nlerp_max_gap.setter
+    def single_nlerp_max_gap(self, degrees: float | None) -> None:
+        self._single_nlerp_max_gap = None if degrees is None else float(degrees)
+        self._tables_key = None
+
     def _clip_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The kernels' view of the clip set, rebuilt when it or ``nlerp_max_gap`` changes: the
         clip table and segments for this mixer's nlerp limit, and the per-clip base poses
         (C, N, 10) and morph weights (C, M). Also sizes the key cursors (B, timelines) and the
         scratch."""
         cs = self.clipset
-        key = (cs.version, self._nlerp_max_gap)
+        key = (cs.version, self._nlerp_max_gap, self._single_nlerp_max_gap)
         if self._tables_key != key:
-            segments, clip_table = cs.segments(self._nlerp_max_gap)
+            segments, clip_table = cs.segments(self._nlerp_max_gap, self._single_nlerp_max_gap)
             base_pose, base_morph = cs.base_poses(self.rig.rest, self.asset.rest_morph, self.asset.morph_start,
                                                   dtype=self.local_pose.dtype)
             self._tables = (clip_table, segments, base_pose, base_morph)

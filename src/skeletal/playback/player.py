@@ -20,7 +20,7 @@ import numpy.typing as npt
 from ..asset import Asset
 from ..clip import Clip
 from . import kernels as K
-from .mixer import Event, JointMask, Mixer
+from .mixer import SINGLE_NLERP_MAX_GAP, Event, JointMask, Mixer
 
 if TYPE_CHECKING:  # the return types of the factory methods (imported lazily when they run)
     from ..colliders import ColliderFrame
@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # the return types of the factory methods (imported lazily wh
     from .statemachine import StateMachine
 
 _LOOP_BY_CODE = {code: name for name, code in K.LOOP_NAMES.items()}
+_ALL = K.ALL  # every stage of an update (a module global: one lookup on the hot path)
 
 
 class Action:
@@ -179,6 +180,9 @@ class Player:
     def __init__(self, asset: Asset, *, dtype: npt.DTypeLike = np.float64):
         self.asset = asset
         self.mixer = Mixer(asset, 1, dtype=dtype, events=True)
+        # one full-weight action (the common case) samples close keys with nlerp, within 7.5e-5 rad
+        # of three.js's slerp; blends and crossfades slerp (see Mixer.single_nlerp_max_gap)
+        self.mixer.single_nlerp_max_gap = SINGLE_NLERP_MAX_GAP
         self._parameters: dict = {}
         self._machines: list = []
         self._root_motion = None
@@ -323,8 +327,22 @@ class Player:
     # -- time ----------------------------------------------------------------------------------
 
     def update(self, dt: float) -> None:
-        """Advance every action by ``dt`` seconds and recompute the pose, world matrices and palettes."""
-        self.mixer.update(dt)
+        """Advance every action by ``dt`` seconds and recompute the pose, world matrices and palettes.
+
+        >>> player.update(1 / 60)                          # doctest: +SKIP
+        """
+        # The hot path: the mixer's compiled update called directly (no controllers, no fading
+        # snapshot, a current job); anything else goes through Mixer.update.
+        mixer = self.mixer
+        state = mixer._job_state
+        if (state is None or state[2] is None or mixer.controllers or mixer._snap_fading
+                or state[3] != mixer.clipset.version):
+            mixer.update(dt)
+            return
+        dt = float(dt)
+        mixer.__dict__["time"] += dt
+        if state[2](state[0], state[1], dt, _ALL) and mixer.collect_events:
+            mixer._collect_events()
 
     @property
     def time(self) -> float:
