@@ -22,6 +22,7 @@ from typing import Sequence
 import numpy as np
 
 from ..clip import INTERP_CODE, PATH_CODE, PATH_POSE_OFFSET, Clip, resolve_clip
+from ..quat import NLERP_ABOVE_COS
 
 
 # ``ClipSet.track_table`` columns (one int64 row per track)
@@ -32,7 +33,8 @@ TK_PATH = 3  # translation, rotation, scale, weights (see skeletal.clip.PATH_COD
 TK_NODE = 4  # rig index
 TK_TIMELINE = 5  # global timeline index; -1 for a constant track
 TK_OUT = 6  # where the value goes in a flattened (N * 10) pose row: node * 10 + path offset (-1: morph)
-NTK = 7
+TK_KEY_START = 7  # first key of the track (its row in ``ClipSet.slerp_keys``)
+NTK = 8
 
 # ``ClipSet.clip_table`` columns (one int64 row per clip): ranges of global tracks, timelines,
 # markers, and (filled in by ``ClipSet.segments``) of segments
@@ -138,7 +140,9 @@ class ClipSet:
         tracks[:, TK_TIMELINE] = timeline_of
         pose_path = tracks[:, TK_PATH] != PATH_CODE["weights"]
         tracks[:, TK_OUT] = np.where(pose_path, tracks[:, TK_NODE] * 10 + PATH_POSE_OFFSET[tracks[:, TK_PATH]], -1)
+        tracks[:, TK_KEY_START] = self.key_start[:-1]
         self.track_table = tracks
+        self.slerp_keys = _slerp_keys(ordered, self.key_start, self.values)
         first = np.array(timeline_first_track, dtype=np.int64)
         self.timeline_keys = np.zeros((len(first), 2), dtype=np.int64)
         self.timeline_keys[:, 0] = self.key_start[first]
@@ -237,6 +241,29 @@ class ClipSet:
 
     def __len__(self) -> int:
         return len(self.clips)
+
+
+def _slerp_keys(ordered, key_start: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """(keys, 2) float64: for key i of a LINEAR rotation track, the angle between it and key i + 1
+    (``theta`` of slerp, on the shortest path) and ``1 / sin(theta)``, so that sampling needs two
+    sines instead of an arccos and three sines; 0, 0 where :func:`skeletal.quat.slerp_into` takes
+    another branch (identical or nearly parallel keys) and for every other track. Computed from the
+    float32 keys in float64 exactly as ``slerp_into`` computes them."""
+    table = np.zeros((int(key_start[-1]), 2), dtype=np.float64)
+    offset = 0
+    for k, track in enumerate(ordered):
+        size = track.values.size
+        if track.path == "rotation" and track.interpolation == "LINEAR" and track.key_count > 1:
+            q = values[offset : offset + size].astype(np.float64).reshape(-1, 4)
+            a, b = q[:-1], q[1:]
+            cos = np.abs(a[:, 0] * b[:, 0] + a[:, 1] * b[:, 1] + a[:, 2] * b[:, 2] + a[:, 3] * b[:, 3])
+            use = (cos < NLERP_ABOVE_COS) & ~np.all(a == b, axis=1)
+            theta = np.arccos(np.where(use, cos, 0.0))
+            rows = table[key_start[k] : key_start[k] + len(cos)]
+            rows[:, 0] = np.where(use, theta, 0.0)
+            rows[:, 1] = np.where(use, 1.0 / np.sin(theta), 0.0)
+        offset += size
+    return table
 
 
 def _kind_order(track) -> int:

@@ -19,7 +19,7 @@ palette joints, T threads; clip tables as :class:`~skeletal.playback.clipset.Cli
 clip data                 ``tracks`` (track table), ``clip_table`` and ``segments`` (for the
                           mixer's nlerp limit), ``timeline_keys``, ``times``, ``values``,
                           ``base_pose`` (C, N, 10), ``base_morph`` (C, M), ``clip_duration`` (C,),
-                          ``marker_time``
+                          ``marker_time``, ``slerp_keys`` (keys, 2) per-key slerp angles
 actions                   ``slot_clip`` (S,), ``slot_layer`` (S,), ``fs`` (B, S, NF) float fields,
                           ``ist`` (B, S, NI) int fields, ``cursors`` (B, timelines) key hints
 layers                    ``layer_weight`` (B, layers), ``layer_mask`` (layers, N),
@@ -55,7 +55,7 @@ from numba.experimental import structref
 PLAYBACK_FIELDS = (
     # clip data
     "tracks", "clip_table", "segments", "timeline_keys", "times", "values", "base_pose", "base_morph",
-    "clip_duration", "marker_time",
+    "clip_duration", "marker_time", "slerp_keys",
     # actions
     "slot_clip", "slot_layer", "fs", "ist", "cursors",
     # layers

@@ -25,7 +25,7 @@ from ..quat import slerp_into
 from ..sampling import interpolate_into, locate_key, nlerp_into
 from .clipset import (CL_MARKER_END, CL_MARKER_START, CL_SEGMENT_END, CL_SEGMENT_START, CL_TIMELINE_END,
                       CL_TIMELINE_START, SEG_CONSTANT, SEG_END, SEG_FIRST, SEG_KIND, SEG_LERP3, SEG_NLERP,
-                      SEG_FAST_END, SEG_SLERP, SEG_TIMELINE, TK_INTERP, TK_NODE, TK_OUT, TK_PATH, TK_VALUE_START, TK_WIDTH)
+                      SEG_FAST_END, SEG_SLERP, SEG_TIMELINE, TK_INTERP, TK_KEY_START, TK_NODE, TK_OUT, TK_PATH, TK_VALUE_START, TK_WIDTH)
 
 # float fields
 F_TIME = 0  # action clock: [0, d] (once/clamp/repeat) or the unfolded phase [0, 2d) (pingpong)
@@ -361,10 +361,14 @@ def _sample_track_into(kind, k, key, u, span, count, tracks, values, out, o):
 
 
 @njit(cache=True, inline="always")
-def _sample_clip_direct(c, clip_table, segments, tracks, timeline_keys, values, locs, flat, out_m, morph_start):
+def _sample_clip_direct(c, clip_table, segments, tracks, timeline_keys, values, locs, flat, out_m, morph_start,
+                        slerp_keys):
     """Write clip c's varying tracks straight into a pose (``flat``: its (N * 10) rows flattened)
     and morph weights, at the key intervals in ``locs`` (see :func:`_locate_timelines`): a tight
-    loop per segment, with the key and fraction shared by all its tracks."""
+    loop per segment, with the key and fraction shared by all its tracks. ``slerp_keys``: the clip
+    set's per-key slerp angles (:attr:`~skeletal.playback.clipset.ClipSet.slerp_keys`; two sines per
+    slerp instead of an arccos and three), or an empty array (:func:`skeletal.quat.slerp_into`)."""
+    keyed = slerp_keys.shape[0] > 0
     first_timeline = clip_table[c, CL_TIMELINE_START]
     for g in range(clip_table[c, CL_SEGMENT_START], clip_table[c, CL_SEGMENT_END]):
         kind = segments[g, SEG_KIND]
@@ -384,7 +388,27 @@ def _sample_clip_direct(c, clip_table, segments, tracks, timeline_keys, values, 
             # nlerp for the prefix whose keys are close enough (see ClipSet.segments), slerp after it
             fast_end = segments[g, SEG_FAST_END]
             for k in range(fast_end, segments[g, SEG_END]):
-                _sample_track_into(SEG_SLERP, k, key, u, span, count, tracks, values, flat, tracks[k, TK_OUT])
+                o = tracks[k, TK_OUT]
+                row = tracks[k, TK_KEY_START] + key
+                theta = slerp_keys[row, 0] if keyed else 0.0
+                if theta > 0.0:
+                    # slerp_into's arithmetic with its key angle looked up: the same value to an ulp
+                    a = tracks[k, TK_VALUE_START] + key * 4
+                    ax, ay = np.float64(values[a]), np.float64(values[a + 1])
+                    az, aw = np.float64(values[a + 2]), np.float64(values[a + 3])
+                    bx, by = np.float64(values[a + 4]), np.float64(values[a + 5])
+                    bz, bw = np.float64(values[a + 6]), np.float64(values[a + 7])
+                    if ax * bx + ay * by + az * bz + aw * bw < 0.0:
+                        bx, by, bz, bw = -bx, -by, -bz, -bw
+                    inv = slerp_keys[row, 1]
+                    s0 = np.sin((1.0 - u) * theta) * inv
+                    s1 = np.sin(u * theta) * inv
+                    flat[o] = ax * s0 + bx * s1
+                    flat[o + 1] = ay * s0 + by * s1
+                    flat[o + 2] = az * s0 + bz * s1
+                    flat[o + 3] = aw * s0 + bw * s1
+                else:
+                    _sample_track_into(SEG_SLERP, k, key, u, span, count, tracks, values, flat, o)
             for k in range(segments[g, SEG_FIRST], fast_end):
                 a = tracks[k, TK_VALUE_START] + key * 4
                 nlerp_into(
@@ -400,6 +424,34 @@ def _sample_clip_direct(c, clip_table, segments, tracks, timeline_keys, values, 
                     _sample_track_into(kind, k, key, u, span, count, tracks, values, flat, o)
                 else:
                     _sample_track_into(kind, k, key, u, span, count, tracks, values, out_m, morph_start[tracks[k, TK_NODE]])
+
+
+@njit(cache=True, inline="always")
+def _single_slot_of(b, base_unmasked, layer_weight, snap_weight, slot_layer, fs):
+    """The slot of instance b's one action when it is the whole pose (the base layer plays it alone
+    at full weight, unmasked, no snapshot fading): -1 when none plays, -2 when it is not alone."""
+    single = -1
+    if base_unmasked and layer_weight[b, 0] == 1.0 and snap_weight[b] <= 0.0:
+        for s in range(slot_layer.shape[0]):
+            if slot_layer[s] == 0 and fs[b, s, F_EFFECTIVE] > 0.0:
+                single = s if single == -1 and fs[b, s, F_EFFECTIVE] == 1.0 else -2
+    return single
+
+
+@njit(cache=True)
+def _pose_single(b, s, locs, tracks, clip_table, segments, timeline_keys, times, values, base_pose, base_morph,
+                 slot_clip, fs, cursors, morph_start, pose, morph, slerp_keys):
+    """Instance b's pose when slot s plays alone (see :func:`_single_slot_of`): the clip's base pose
+    (rest + its constant tracks) with its varying tracks sampled straight in, the same result as
+    blending without the blending (``slerp_keys``: see :func:`_sample_clip_direct`)."""
+    c = slot_clip[s]
+    out = pose[b]
+    out_m = morph[b]
+    out[:, :] = base_pose[c]
+    out_m[:] = base_morph[c]
+    _locate_timelines(c, fs[b, s, F_SAMPLE], clip_table, timeline_keys, times, cursors[b], locs)
+    _sample_clip_direct(c, clip_table, segments, tracks, timeline_keys, values, locs, out.reshape(-1), out_m,
+                        morph_start, slerp_keys)
 
 
 @njit(cache=True)
@@ -423,21 +475,13 @@ def _evaluate_instance(
     n_layers = layer_weight.shape[1]
     out = pose[b]
     out_m = morph[b]
-    flat = out.reshape(-1)  # one view for all tracks (rows of 10 per node): no view per track
     # The common case: the base layer plays one full-weight action and nothing is masked or frozen.
     # Then the clip's base pose (rest + its constant tracks) is copied and its varying tracks are
     # sampled straight into the pose: the same result as blending, without the blending.
-    single = -1
-    if base_unmasked and layer_weight[b, 0] == 1.0 and snap_weight[b] <= 0.0:
-        for s in range(n_slots):
-            if slot_layer[s] == 0 and fs[b, s, F_EFFECTIVE] > 0.0:
-                single = s if single == -1 and fs[b, s, F_EFFECTIVE] == 1.0 else -2
+    single = _single_slot_of(b, base_unmasked, layer_weight, snap_weight, slot_layer, fs)
     if single >= 0:
-        c = slot_clip[single]
-        out[:, :] = base_pose[c]
-        out_m[:] = base_morph[c]
-        _locate_timelines(c, fs[b, single, F_SAMPLE], clip_table, timeline_keys, times, cursors[b], locs)
-        _sample_clip_direct(c, clip_table, segments, tracks, timeline_keys, values, locs, flat, out_m, morph_start)
+        _pose_single(b, single, locs, tracks, clip_table, segments, timeline_keys, times, values, base_pose,
+                     base_morph, slot_clip, fs, cursors, morph_start, pose, morph, rest[:0, :2])
     else:
         out[:, :] = rest
         out_m[:] = rest_morph
@@ -573,7 +617,7 @@ def update(job, ik, dt, stages):
     acc, accm, tmp, locs, scratch_world = job.acc, job.accm, job.tmp, job.locs, job.scratch_world
     pose, morph, world_nodes, worlds = job.pose, job.morph, job.world_nodes, job.worlds
     palette_joints, inverse_bind, palettes = job.palette_joints, job.inverse_bind, job.palettes
-    base_unmasked = job.base_unmasked
+    base_unmasked, slerp_keys = job.base_unmasked, job.slerp_keys
     if ik is not None:
         stage_i, stage_f, joints, jp = ik.stage_i, ik.stage_f, ik.joints, ik.jp
         inputs, ik_update, ik_scratch, ik_pos = ik.inputs, ik.update, ik.scratch, ik.pos
@@ -584,7 +628,13 @@ def update(job, ik, dt, stages):
         if stages & ADVANCE:
             if _advance_instance(b, dt, fs, ist, slot_clip, clip_table, clip_duration, marker_time):
                 events += 1
+        single = -1
         if stages & BLEND:
+            single = _single_slot_of(b, base_unmasked, layer_weight, snap_weight, slot_layer, fs)
+        if single >= 0:
+            _pose_single(b, single, locs[tid], tracks, clip_table, segments, timeline_keys, times, values, base_pose,
+                         base_morph, slot_clip, fs, cursors, morph_start, pose, morph, slerp_keys)
+        elif stages & BLEND:
             _evaluate_instance(
                 b, acc[tid], accm[tid], tmp[tid], locs[tid],
                 tracks, clip_table, segments, timeline_keys, times, values, base_pose, base_morph,

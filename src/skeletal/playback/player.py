@@ -20,7 +20,7 @@ import numpy.typing as npt
 from ..asset import Asset
 from ..clip import Clip
 from . import kernels as K
-from .mixer import SINGLE_NLERP_MAX_GAP, Event, JointMask, Mixer
+from .mixer import Event, JointMask, Mixer
 
 if TYPE_CHECKING:  # the return types of the factory methods (imported lazily when they run)
     from ..colliders import ColliderFrame
@@ -180,9 +180,6 @@ class Player:
     def __init__(self, asset: Asset, *, dtype: npt.DTypeLike = np.float64):
         self.asset = asset
         self.mixer = Mixer(asset, 1, dtype=dtype, events=True)
-        # one full-weight action (the common case) samples close keys with nlerp, within 7.5e-5 rad
-        # of three.js's slerp; blends and crossfades slerp (see Mixer.single_nlerp_max_gap)
-        self.mixer.single_nlerp_max_gap = SINGLE_NLERP_MAX_GAP
         self._parameters: dict = {}
         self._machines: list = []
         self._root_motion = None
