@@ -631,6 +631,9 @@ def update(job, ik, dt, stages):
         single = -1
         if stages & BLEND:
             single = _single_slot_of(b, base_unmasked, layer_weight, snap_weight, slot_layer, fs)
+            for layer in range(1, layer_weight.shape[1]):
+                if layer_weight[b, layer] > 0.0:
+                    single = -1  # another layer blends over it: _evaluate_instance does both
         if single >= 0:
             _pose_single(b, single, locs[tid], tracks, clip_table, segments, timeline_keys, times, values, base_pose,
                          base_morph, slot_clip, fs, cursors, morph_start, pose, morph, slerp_keys)

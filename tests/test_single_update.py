@@ -1,0 +1,131 @@
+"""The single-character update path (issue 17): one full-weight action sampled straight into the
+pose with per-key slerp angles (``ClipSet.slerp_keys``), the opt-in nlerp limit of that path
+(``Mixer.single_nlerp_max_gap``, ``SEG_FAST_END``), and ``Player.update``'s direct call.
+
+Expectations are independent: ``skeletal.sample`` / ``skeletal.bake`` (slerp) and the documented
+blend of clips sampled alone. No timing here (the bench measures it)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import skeletal
+from skeletal.demo import demo_asset
+from skeletal.playback import Player
+from skeletal.clip import INTERP_CODE, PATH_CODE
+from skeletal.playback.clipset import (SEG_END, SEG_FAST_END, SEG_FIRST, SEG_KIND, SEG_NLERP, SEG_SLERP, TK_INTERP,
+                                       TK_PATH, ClipSet)
+from skeletal.quat import slerp_into
+
+
+@pytest.fixture(scope="module")
+def asset():
+    return demo_asset()
+
+
+def alone(asset, clip, t):
+    pose, _ = skeletal.sample(asset.clip(clip), [t], asset.rig.rest, asset.morph_start, asset.rest_morph,
+                              loop="repeat")
+    return pose[0]
+
+
+def rotation_error(a, b):
+    """Largest angle (rad) between the rotations of two (N, 10) poses."""
+    dots = np.clip(np.abs(np.sum(a[:, 3:7] * b[:, 3:7], axis=1)), 0.0, 1.0)
+    return float(np.max(2.0 * np.arccos(dots)))
+
+
+def test_slerp_keys_reproduce_slerp(asset):
+    cs = ClipSet(asset.clips)
+    tracks = cs.track_table
+    checked = 0
+    for k in range(cs.track_count):
+        track_keys = slice(cs.key_start[k], cs.key_start[k + 1])
+        table = cs.slerp_keys[track_keys]
+        values = cs.values[cs.value_start[k] : cs.value_start[k + 1]].astype(np.float64)
+        if tracks[k, TK_PATH] != PATH_CODE["rotation"] or tracks[k, TK_INTERP] != INTERP_CODE["LINEAR"]:
+            assert not table.any()
+            continue
+        q = values.reshape(-1, 4)
+        for i in range(len(q) - 1):
+            theta, inv = table[i]
+            if theta == 0.0:
+                continue
+            a, b = q[i], q[i + 1] * (1.0 if np.dot(q[i], q[i + 1]) >= 0 else -1.0)
+            assert inv == pytest.approx(1.0 / np.sin(theta))
+            for u in (0.0, 0.3, 0.99):
+                out = np.zeros(4)
+                slerp_into(out, 0, *a, *b, u)
+                fast = (np.sin((1 - u) * theta) * a + np.sin(u * theta) * b) * inv
+                np.testing.assert_allclose(fast, out, atol=1e-15)
+                checked += 1
+    assert checked > 0
+
+
+def test_single_action_equals_bake_exactly(asset):
+    player = Player(asset)
+    player.play("walk")
+    for _ in range(25):
+        player.update(1 / 60)
+    t = 25 / 60
+    baked = skeletal.bake(asset, "walk", [t], loop="repeat")
+    np.testing.assert_allclose(player.node_world, baked["node_world"][0], atol=1e-12)
+    np.testing.assert_allclose(player.local_pose, alone(asset, "walk", t), atol=1e-12)
+    skin = asset.skins[0]
+    np.testing.assert_allclose(player.palettes[0], player.world[skin.joints] @ skin.inverse_bind, atol=1e-12)
+
+
+def test_fast_end_marks_the_rotations_within_the_single_limit(asset):
+    cs = ClipSet(asset.clips)
+    limit = 10.0
+    segments, _ = cs.segments(0.0, single_gap_degrees=limit)
+    fast = cs.fast_rotations(limit)
+    for row in segments:
+        first, end, fast_end = row[SEG_FIRST], row[SEG_END], row[SEG_FAST_END]
+        assert first <= fast_end <= end
+        if row[SEG_KIND] in (SEG_NLERP, SEG_SLERP):
+            assert fast[first:fast_end].all() and not fast[fast_end:end].any()
+        else:
+            assert fast_end == first
+    # without a single limit the column follows the mixer's own: everything slerps at 0
+    plain, _ = cs.segments(0.0)
+    np.testing.assert_array_equal(plain[:, SEG_FAST_END], plain[:, SEG_FIRST])
+
+
+def test_single_nlerp_is_opt_in_close_to_slerp_and_leaves_blends_exact(asset):
+    exact, fast = Player(asset), Player(asset)
+    fast.mixer.single_nlerp_max_gap = 15.0
+    for p in (exact, fast):
+        p.play("walk")
+        for _ in range(20):
+            p.update(1 / 60)
+    error = rotation_error(exact.local_pose, fast.local_pose)
+    assert error < 7.5e-5  # the crowd's proven bound for 15-degree keys
+    # a crossfade blends through the exact path: both players agree with the documented blend again
+    for p in (exact, fast):
+        p.crossfade("run", duration=0.5)
+        p.update(0.25)
+    np.testing.assert_allclose(fast.local_pose, exact.local_pose, atol=1e-12)
+
+
+def test_direct_update_keeps_time_events_and_layers(asset):
+    player = Player(asset)
+    player.play("walk")
+    events = []
+    player.on("loop", events.append)
+    duration = asset.clip("walk").duration
+    steps = int(np.ceil(duration / 0.05)) + 1
+    for _ in range(steps):
+        player.update(0.05)
+    assert player.time == pytest.approx(steps * 0.05)
+    assert [e.kind for e in events] == ["loop"]
+    t = (steps * 0.05) % duration
+    np.testing.assert_allclose(player.local_pose, alone(asset, "walk", t), atol=1e-9)
+    # a layer over the single action: the general path takes over
+    upper = player.add_layer("upper", mask="chest")
+    player.play("wave", layer=upper)
+    player.update(0.05)
+    masked = asset.rig.descendants(asset.rig.find("chest"))
+    assert rotation_error(player.local_pose[~masked], alone(asset, "walk", t + 0.05)[~masked]) < 1e-6
+    assert not np.allclose(player.local_pose[masked], alone(asset, "walk", t + 0.05)[masked])
