@@ -31,8 +31,11 @@ def alone(asset, clip, t):
 
 
 def rotation_error(a, b):
-    """Largest angle (rad) between the rotations of two (N, 10) poses."""
-    dots = np.clip(np.abs(np.sum(a[:, 3:7] * b[:, 3:7], axis=1)), 0.0, 1.0)
+    """Largest angle (rad) between the rotations of two (N, 10) poses, normalised first (acos near 1
+    would turn a float32 key's 6e-8 norm defect into a 7e-4 rad 'error')."""
+    qa = a[:, 3:7] / np.linalg.norm(a[:, 3:7], axis=1, keepdims=True)
+    qb = b[:, 3:7] / np.linalg.norm(b[:, 3:7], axis=1, keepdims=True)
+    dots = np.clip(np.abs(np.sum(qa * qb, axis=1)), 0.0, 1.0)
     return float(np.max(2.0 * np.arccos(dots)))
 
 
