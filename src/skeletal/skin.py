@@ -454,7 +454,7 @@ def chunk_codegen(emit, pairs: int = 1):
     ``pairs`` > 1: that many pairs per loop step, interleaved (``emit`` is then a generator yielding
     between its stages; see :func:`_run_interleaved`), the remaining pairs one at a time."""
 
-    def codegen(context, b, signature, args):
+    def codegen(context, b, signature, args, start=None):
         A = signature.args
         k_const = len(A[10]) if isinstance(A[10], types.BaseTuple) else None
         n = Rows(context, b, A[3], args[3], 3).shape[0]
@@ -466,6 +466,8 @@ def chunk_codegen(emit, pairs: int = 1):
         lo = b.mul(chunk_index, ir.Constant(I64, CHUNK))
         hi = b.add(lo, ir.Constant(I64, CHUNK))
         hi = b.select(b.icmp_signed("<", hi, n), hi, n)
+        if start is not None:  # the chunk's vertices from ``start`` on (the caller did the ones before)
+            lo = start
         count = b.sub(hi, lo)
         if pairs == 1:
             with cgutils.for_range(b, b.ashr(count, ir.Constant(I64, 1))) as loop:
@@ -564,6 +566,169 @@ def _emit_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: int, 
         store_xyz(out, e.mul(vec, e.length_factor(inv, sums, lane, det_lane if out == 7 else None)))
 
 
+# ---------------------------------------------------------------------------------------------
+# The planar group kernel: LANES vertices per group, one SIMD lane per vertex after the blend.
+
+#: Vertices per group of the planar kernel (one lane per vertex); the blend reads 16 // LANES vectors
+#: per palette entry. 8: 256-bit vectors (AVX2 machines run it without splitting).
+LANES = 8
+
+
+def transpose_lanes(e: Emit, rows, wanted):
+    """``rows``: n vectors of n lanes (n a power of two), lane l of row i = element l of item i. Returns
+    ``{el: vector}`` for each el in ``wanted``, lane i of it = element el of item i: a butterfly of
+    log2(n) stages, each output one two-input shuffle; only what the wanted outputs need is emitted."""
+    n = len(rows)
+    stages = n.bit_length() - 1
+    built: dict = {}
+
+    def place(s, item, el):  # (vector, lane) of (item, el) after s stages: low s bits swapped
+        low = (1 << s) - 1
+        return (el & low) | (item & ~low), (item & low) | (el & ~low)
+
+    def get(s, vec):
+        if s == 0:
+            return rows[vec]
+        if (s, vec) not in built:
+            bit, low = 1 << (s - 1), (1 << s) - 1
+            first, second = vec & ~bit, vec | bit
+            mask = []
+            for lane in range(n):
+                item, el = (lane & low) | (vec & ~low), (vec & low) | (lane & ~low)
+                src, at = place(s - 1, item, el)
+                mask.append(at if src == first else n + at)
+            built[s, vec] = e.shuf(get(s - 1, first), get(s - 1, second), mask)
+        return built[s, vec]
+
+    return {el: get(stages, el) for el in wanted}
+
+
+def _shuffle3(e: Emit, a, b, c, source):
+    """A vector whose lane l is element ``source[l]`` of the concatenation a | b | c (two shuffles)."""
+    n = a.type.count
+    ab = e.shuf(a, b, [s if s < 2 * n else 0 for s in source])
+    return e.shuf(ab, c, [l if s < 2 * n else n + s - 2 * n for l, s in enumerate(source)])
+
+
+def deinterleave3(e: Emit, a, b, c):
+    """3 vectors of n (x, y, z) records in a row -> the x, y and z vectors."""
+    n = a.type.count
+    return [_shuffle3(e, a, b, c, [3 * l + comp for l in range(n)]) for comp in range(3)]
+
+
+def interleave3(e: Emit, x, y, z):
+    """The inverse of :func:`deinterleave3`."""
+    n = x.type.count
+    return [_shuffle3(e, x, y, z, [(g % 3) * n + g // 3 for g in range(j * n, (j + 1) * n)]) for j in range(3)]
+
+
+def _emit_group(context, b, A, args, v0, k: int, linear: bool, clamp: bool) -> None:
+    """IR skinning the LANES vertices v0 .. v0 + LANES - 1 of dense (V, 3) arrays, K = k unrolled,
+    positions (+ normals; no tangents). Each vertex's K palette entries are blended as 16-float rows
+    (16 // LANES vectors), the rows transposed so that each of the 12 matrix entries is one vector over
+    the group, and everything after that is plain lane-wise arithmetic (no horizontal sums)."""
+    do_n = not isinstance(A[4], types.NoneType)
+    w_ = LANES
+    parts = 16 // w_
+    e = Emit(b)
+    pal = Rows(context, b, A[0], args[0], 16)
+    inf = Influences(context, b, A, args, pal.shape[0], k, clamp)
+    pdata = b.bitcast(pal.data, vec_type(w_).as_pointer())
+
+    # 1. Blend: per vertex, `parts` rows of w_ lanes (palette element p * w_ + lane).
+    rows = [[] for _ in range(parts)]
+    for i in range(w_):
+        jrow, wrow = inf.rows(b.add(v0, ir.Constant(I64, i)))
+        acc = [None] * parts
+        for kk in range(k):
+            j = inf.joint(jrow, kk)
+            wt = e.splat(inf.weight(wrow, kk), w_)
+            at = b.mul(j, ir.Constant(I64, parts))
+            for p in range(parts):
+                m = b.load(b.gep(pdata, [b.add(at, ir.Constant(I64, p))]), align=4)
+                acc[p] = e.mul(wt, m) if acc[p] is None else e.fma(wt, m, acc[p])
+        for p in range(parts):
+            rows[p].append(acc[p])
+    # 2. Transpose: E[4 c + r] = the blended matrix's row r, column c, lane i = vertex v0 + i.
+    E = {}
+    for p in range(parts):
+        got = transpose_lanes(e, rows[p], [el for el in range(w_) if (p * w_ + el) % 4 != 3])
+        E.update({p * w_ + el: v for el, v in got.items()})
+    col = [[E[4 * c + r] for r in range(3)] for c in range(4)]
+
+    def load3(i):
+        src = Rows(context, b, A[i], args[i], 3)
+        ptr = b.bitcast(src.row(v0), vec_type(w_).as_pointer())
+        return deinterleave3(e, *(b.load(b.gep(ptr, [ir.Constant(I64, q)]), align=4) for q in range(3)))
+
+    def store3(i, xyz):
+        dst = Rows(context, b, A[i], args[i], 3)
+        ptr = b.bitcast(dst.row(v0), vec_type(w_).as_pointer())
+        for q, vec in enumerate(interleave3(e, *xyz)):
+            b.store(vec, b.gep(ptr, [ir.Constant(I64, q)]), align=4)
+
+    # 3. Positions.
+    x, y, z = load3(3)
+    store3(6, [e.add(e.linear3(col[0][r], col[1][r], col[2][r], x, y, z), col[3][r]) for r in range(3)])
+    if not do_n:
+        return
+    # 4. Normals: the cofactor columns (c1 x c2, c2 x c0, c0 x c1) or the 3x3 itself, renormalised.
+    nx, ny, nz = load3(4)
+    if linear:
+        basis, det = col[:3], None
+    else:
+        def cross(a, c):
+            return [e.sub(e.mul(a[(r + 1) % 3], c[(r + 2) % 3]), e.mul(a[(r + 2) % 3], c[(r + 1) % 3]))
+                    for r in range(3)]
+        basis = [cross(col[1], col[2]), cross(col[2], col[0]), cross(col[0], col[1])]
+        det = e.tree_sum([e.mul(col[0][r], basis[0][r]) for r in range(3)])
+    n_ = [e.linear3(basis[0][r], basis[1][r], basis[2][r], nx, ny, nz) for r in range(3)]
+    sums = e.linear3(n_[0], n_[1], n_[2], n_[0], n_[1], n_[2])
+    vt = sums.type
+    zero = ir.Constant(vt, [0.0] * w_)
+    sqrt = cgutils.get_or_insert_function(b.module, ir.FunctionType(vt, [vt]), f"llvm.sqrt.v{w_}f32")
+    inv = b.fdiv(ir.Constant(vt, [1.0] * w_), b.call(sqrt, [sums], fastmath=_FM), flags=_FM)
+    inv = b.select(b.fcmp_ordered(">", sums, zero), inv, zero)  # zero length stays zero
+    if det is not None:  # a mirrored blend: normals flipped to keep them outward
+        inv = b.select(b.fcmp_ordered("<", det, zero), b.fsub(zero, inv, flags=_FM), inv)
+    store3(7, [e.mul(c, inv) for c in n_])
+
+
+def planar_ok(A, k_const) -> bool:
+    """Whether the planar group kernel takes these arguments (compile-time: types only): K unrolled,
+    no tangents, dense C-contiguous positions/normals and their outputs."""
+    if k_const is None or not isinstance(A[5], types.NoneType):
+        return False
+    dense = [A[3], A[6]] + ([A[4], A[7]] if not isinstance(A[4], types.NoneType) else [])
+    return all(isinstance(t, types.Array) and t.layout == "C" for t in dense)
+
+
+def planar_codegen(linear: bool, clamp: bool, fallback):
+    """A chunk codegen (arguments as :func:`chunk_codegen`'s) that skins whole LANES-vertex groups
+    with :func:`_emit_group` and the rest of the chunk with ``fallback`` (a :func:`chunk_codegen`
+    emitter) two vertices at a time."""
+    rest = chunk_codegen(fallback)
+
+    def codegen(context, b, signature, args):
+        A = signature.args
+        k_const = len(A[10])
+        n = Rows(context, b, A[3], args[3], 3).shape[0]
+        chunk_index = context.cast(b, args[9], A[9], types.int64)
+        lo = b.mul(chunk_index, ir.Constant(I64, CHUNK))
+        hi = b.add(lo, ir.Constant(I64, CHUNK))
+        hi = b.select(b.icmp_signed("<", hi, n), hi, n)
+        groups = b.sdiv(b.sub(hi, lo), ir.Constant(I64, LANES))
+        with cgutils.for_range(b, groups) as loop:
+            v0 = b.add(lo, b.mul(loop.index, ir.Constant(I64, LANES)))
+            _emit_group(context, b, A, args, v0, k_const, linear, clamp)
+        done = b.add(lo, b.mul(groups, ir.Constant(I64, LANES)))
+        with b.if_then(b.icmp_signed("<", done, hi)):
+            rest(context, b, signature, args, start=done)
+        return context.get_dummy_value()
+
+    return codegen
+
+
 @intrinsic
 def _skin_chunk(typingctx, palette, joints, weights, positions, normals, tangents,
                 out_positions, out_normals, out_tangents, chunk, kspec, linear, unclamped):
@@ -578,8 +743,12 @@ def _skin_chunk(typingctx, palette, joints, weights, positions, normals, tangent
     sig = types.void(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
                      out_tangents, chunk, kspec, linear, unclamped)
     use_linear, clamp = not isinstance(linear, types.NoneType), isinstance(unclamped, types.NoneType)
-    return sig, chunk_codegen(lambda context, b, A, args, v0, kk, k_const, n_vert: _emit_vertices(
-        context, b, A, args, v0, kk, k_const, n_vert, use_linear, clamp))
+    pairs = lambda context, b, A, args, v0, kk, k_const, n_vert: _emit_vertices(  # noqa: E731
+        context, b, A, args, v0, kk, k_const, n_vert, use_linear, clamp)
+    k_const = len(kspec) if isinstance(kspec, types.BaseTuple) else None
+    if planar_ok(sig.args, k_const):
+        return sig, planar_codegen(use_linear, clamp, pairs)
+    return sig, chunk_codegen(pairs)
 
 
 @njit(cache=True, parallel=True, nogil=True)
