@@ -571,7 +571,7 @@ def _emit_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: int, 
 
 #: Vertices per group of the planar kernel (one lane per vertex); the blend reads 16 // LANES vectors
 #: per palette entry. 8: 256-bit vectors (AVX2 machines run it without splitting).
-LANES = 8
+LANES = 16
 
 
 def transpose_lanes(e: Emit, rows, wanted):
