@@ -622,6 +622,43 @@ def interleave3(e: Emit, x, y, z):
     return [_shuffle3(e, x, y, z, [(g % 3) * n + g // 3 for g in range(j * n, (j + 1) * n)]) for j in range(3)]
 
 
+class _VolatileStore(ir.instructions.StoreInstr):
+    """``store volatile`` (llvmlite's builder has no flag for it): a store that the optimiser keeps, so
+    loads from the stored memory stay loads instead of becoming vector lane extractions."""
+
+    def descr(self, buf):
+        val, ptr = self.operands
+        buf.append(f"store volatile {val.type} {val.get_reference()}, {ptr.type} {ptr.get_reference()}, "
+                   f"align {self.align}\n")
+
+
+def _joint_offsets(context, b, A, args, v0, count: int, palette_rows, clamp: bool):
+    """An i32* to ``count`` byte offsets into the packed palette (64 per joint): the joint indices of
+    C-contiguous ``joints`` (A[1]) from row v0 on, clamped to the last joint when ``clamp`` (negative
+    indices too: they compare as large unsigned numbers), computed as one vector and stored to the stack
+    with a volatile store so that the blend reads them back as scalars instead of extracting lanes."""
+    jnt = Rows(context, b, A[1], args[1])
+    ity = jnt.elty
+    vec = b.load(b.bitcast(jnt.row(v0), ir.VectorType(ity, count).as_pointer()), align=jnt.itemsize)
+    wide = ir.IntType(max(32, ity.width))
+    vt = ir.VectorType(wide, count)
+    if ity.width < wide.width:
+        vec = b.zext(vec, vt)  # uint8/uint16: the only narrow dtypes accepted
+    if clamp:
+        jmax = b.trunc(b.sub(palette_rows, ir.Constant(I64, 1)), wide) if wide.width < 64 else \
+            b.sub(palette_rows, ir.Constant(I64, 1))
+        lim = Emit(b).splat(jmax, count)
+        vec = b.select(b.icmp_unsigned("<=", vec, lim), vec, lim)
+    if wide.width > 32:
+        vec = b.trunc(vec, ir.VectorType(I32, count))
+    vec = b.shl(vec, ir.Constant(ir.VectorType(I32, count), [6] * count))
+    slot = cgutils.alloca_once(b, ir.VectorType(I32, count))
+    st = _VolatileStore(b.block, vec, slot)
+    st.align = 4
+    b._insert(st)
+    return b.bitcast(slot, I32.as_pointer())
+
+
 def _emit_group(context, b, A, args, v0, k: int, linear: bool, clamp: bool) -> None:
     """IR skinning the LANES vertices v0 .. v0 + LANES - 1 of dense (V, 3) arrays, K = k unrolled,
     positions (+ normals; no tangents). Each vertex's K palette entries are blended as 16-float rows
@@ -635,17 +672,21 @@ def _emit_group(context, b, A, args, v0, k: int, linear: bool, clamp: bool) -> N
     inf = Influences(context, b, A, args, pal.shape[0], k, clamp)
     pdata = b.bitcast(pal.data, vec_type(w_).as_pointer())
 
-    # 1. Blend: per vertex, `parts` rows of w_ lanes (palette element p * w_ + lane).
+    # 1. Blend: per vertex, `parts` rows of w_ lanes (palette element p * w_ + lane). The group's joint
+    # indices are clamped and turned into byte offsets as one vector, which goes through memory so
+    # that each influence costs one scalar load (not a load, extend, compare, select and shift).
+    offsets = _joint_offsets(context, b, A, args, v0, w_ * k, pal.shape[0], clamp)
+    pbytes = pal.data
     rows = [[] for _ in range(parts)]
     for i in range(w_):
-        jrow, wrow = inf.rows(b.add(v0, ir.Constant(I64, i)))
+        _, wrow = inf.rows(b.add(v0, ir.Constant(I64, i)))
         acc = [None] * parts
         for kk in range(k):
-            j = inf.joint(jrow, kk)
+            at = b.zext(b.load(b.gep(offsets, [ir.Constant(I64, i * k + kk)]), align=4), I64)
             wt = e.splat(inf.weight(wrow, kk), w_)
-            at = b.mul(j, ir.Constant(I64, parts))
+            entry = b.bitcast(b.gep(pbytes, [at]), vec_type(w_).as_pointer())
             for p in range(parts):
-                m = b.load(b.gep(pdata, [b.add(at, ir.Constant(I64, p))]), align=4)
+                m = b.load(b.gep(entry, [ir.Constant(I64, p)]), align=4)
                 acc[p] = e.mul(wt, m) if acc[p] is None else e.fma(wt, m, acc[p])
         for p in range(parts):
             rows[p].append(acc[p])
@@ -699,7 +740,7 @@ def planar_ok(A, k_const) -> bool:
     no tangents, dense C-contiguous positions/normals and their outputs."""
     if k_const is None or not isinstance(A[5], types.NoneType):
         return False
-    dense = [A[3], A[6]] + ([A[4], A[7]] if not isinstance(A[4], types.NoneType) else [])
+    dense = [A[1], A[3], A[6]] + ([A[4], A[7]] if not isinstance(A[4], types.NoneType) else [])
     return all(isinstance(t, types.Array) and t.layout == "C" for t in dense)
 
 
@@ -754,9 +795,15 @@ def _skin_chunk(typingctx, palette, joints, weights, positions, normals, tangent
 @njit(cache=True, parallel=True, nogil=True)
 def _skin_fast(palette, joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents,
                kspec, linear, unclamped):
-    for c in prange((positions.shape[0] + CHUNK - 1) // CHUNK):
-        _skin_chunk(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
-                    out_tangents, c, kspec, linear, unclamped)
+    chunks = (positions.shape[0] + CHUNK - 1) // CHUNK
+    if chunks == 1:  # no parallel region for one chunk: its start costs ~0.7 us
+        for c in range(chunks):
+            _skin_chunk(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
+                        out_tangents, c, kspec, linear, unclamped)
+    else:
+        for c in prange(chunks):
+            _skin_chunk(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
+                        out_tangents, c, kspec, linear, unclamped)
 
 
 @njit(cache=True, nogil=True)
@@ -882,6 +929,37 @@ def check_skin_args(joints, weights, positions, normals, tangents, out_positions
             raise SkeletalError(f"out_{name} given without {name}")
 
 
+_F32_DTYPE = np.dtype(np.float32)
+_JOINT_DTYPE_SET = frozenset(np.dtype(t) for t in _JOINT_DTYPES)
+
+
+def _dense_args(joints, weights, positions, normals, out_positions, out_normals) -> bool:
+    """A cheap test for the common case that :func:`check_skin_args` accepts (no tangents, every array a
+    C-contiguous non-empty ndarray of the right dtype and shape, outputs writeable): about 1 us instead
+    of 2.5 on a per-frame call. False sends the arguments to the full check (which names the fault)."""
+    if type(positions) is not np.ndarray or type(joints) is not np.ndarray or type(weights) is not np.ndarray:
+        return False
+    n = positions.shape[0] if positions.ndim == 2 else 0
+    if n == 0 or joints.ndim != 2 or joints.dtype not in _JOINT_DTYPE_SET or not joints.flags.c_contiguous:
+        return False
+    rows = (n, 3)
+    if joints.shape[0] != n or joints.shape[1] == 0 or weights.shape != joints.shape:
+        return False
+    if weights.dtype is not _F32_DTYPE or not weights.flags.c_contiguous:
+        return False
+    if (normals is None) != (out_normals is None):
+        return False
+    for a, out in ((positions, False), (out_positions, True), (normals, False), (out_normals, True)):
+        if a is None:
+            continue
+        if type(a) is not np.ndarray or a.dtype is not _F32_DTYPE or a.shape != rows:
+            return False
+        flags = a.flags
+        if not flags.c_contiguous or (out and not flags.writeable):
+            return False
+    return True
+
+
 def skin_into(
     palette: np.ndarray,
     joints: np.ndarray,
@@ -910,7 +988,8 @@ def skin_into(
     """
     if normal_transform not in ("cofactor", "linear"):
         raise SkeletalError(f"normal_transform must be 'cofactor' or 'linear', got {normal_transform!r}")
-    check_skin_args(joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents)
+    if tangents is not None or not _dense_args(joints, weights, positions, normals, out_positions, out_normals):
+        check_skin_args(joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents)
     n, k = joints.shape
     packed, clamp = kernel_palette(np.asarray(palette), joints, n)
     if n:
