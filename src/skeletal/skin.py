@@ -574,33 +574,56 @@ def _emit_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: int, 
 LANES = 16
 
 
+def _transpose_masks(n: int, s: int):
+    """(lo, hi) two-source shuffle masks of stage s (1-based) of an n-lane transpose, each one x86
+    instruction that leaves its sources intact (no register copies): unpcklps/unpckhps, then
+    unpcklpd/unpckhpd, then whole 128-bit blocks (vperm2f128 / vshuff32x4)."""
+    blocks = n // 4
+    if s == 1:
+        lo = [4 * k + i + t * n for k in range(blocks) for i in (0, 1) for t in (0, 1)]
+        hi = [4 * k + i + t * n for k in range(blocks) for i in (2, 3) for t in (0, 1)]
+    elif s == 2:
+        lo = [4 * k + i + t * n for k in range(blocks) for t in (0, 1) for i in (0, 1)]
+        hi = [4 * k + i + t * n for k in range(blocks) for t in (0, 1) for i in (2, 3)]
+    else:
+        lo = [t * n + 4 * blk + i for t in (0, 1) for blk in range(0, blocks, 2) for i in range(4)]
+        hi = [t * n + 4 * blk + i for t in (0, 1) for blk in range(1, blocks, 2) for i in range(4)]
+    return lo, hi
+
+
 def transpose_lanes(e: Emit, rows, wanted):
-    """``rows``: n vectors of n lanes (n a power of two), lane l of row i = element l of item i. Returns
-    ``{el: vector}`` for each el in ``wanted``, lane i of it = element el of item i: a butterfly of
-    log2(n) stages, each output one two-input shuffle; only what the wanted outputs need is emitted."""
+    """``rows``: n vectors of n lanes (n = 8 or 16), lane l of row i = element l of item i. Returns
+    ``{el: vector}`` for each el in ``wanted``, lane i of it = element el of item i: log2(n) stages of
+    two-input shuffles (:func:`_transpose_masks`); only what the wanted outputs need is emitted."""
     n = len(rows)
     stages = n.bit_length() - 1
+    labels = {0: [[(i, el) for el in range(n)] for i in range(n)]}  # (item, element) per lane, per stage
+    for s in range(1, stages + 1):
+        lo, hi = _transpose_masks(n, s)
+        bit, prev, cur = 1 << (s - 1), labels[s - 1], [None] * n
+        for v in range(n):
+            if not v & bit:
+                both = prev[v] + prev[v | bit]
+                cur[v], cur[v | bit] = [both[i] for i in lo], [both[i] for i in hi]
+        labels[s] = cur
     built: dict = {}
 
-    def place(s, item, el):  # (vector, lane) of (item, el) after s stages: low s bits swapped
-        low = (1 << s) - 1
-        return (el & low) | (item & ~low), (item & low) | (el & ~low)
-
-    def get(s, vec):
+    def get(s, v):
         if s == 0:
-            return rows[vec]
-        if (s, vec) not in built:
-            bit, low = 1 << (s - 1), (1 << s) - 1
-            first, second = vec & ~bit, vec | bit
-            mask = []
-            for lane in range(n):
-                item, el = (lane & low) | (vec & ~low), (vec & low) | (lane & ~low)
-                src, at = place(s - 1, item, el)
-                mask.append(at if src == first else n + at)
-            built[s, vec] = e.shuf(get(s - 1, first), get(s - 1, second), mask)
-        return built[s, vec]
+            return rows[v]
+        if (s, v) not in built:
+            bit = 1 << (s - 1)
+            mask = _transpose_masks(n, s)[1 if v & bit else 0]
+            built[s, v] = e.shuf(get(s - 1, v & ~bit), get(s - 1, v | bit), mask)
+        return built[s, v]
 
-    return {el: get(stages, el) for el in wanted}
+    out = {}
+    for v, lanes in enumerate(labels[stages]):
+        el = lanes[0][1]
+        assert [item for item, _ in lanes] == list(range(n)) and all(x == el for _, x in lanes)
+        if el in wanted:
+            out[el] = get(stages, v)
+    return out
 
 
 def _shuffle3(e: Emit, a, b, c, source):
@@ -792,10 +815,37 @@ def _skin_chunk(typingctx, palette, joints, weights, positions, normals, tangent
     return sig, chunk_codegen(pairs)
 
 
+#: Meshes of at least this many vertices read a palette that is not 64-byte aligned from an aligned
+#: copy: each packed joint is then one cache line, not two (Soldier body mesh: 10% faster).
+ALIGN_MIN_VERTICES = 1024
+
+
+@njit(cache=True, nogil=True)
+def _aligned_copy(palette):
+    """A copy of a C-contiguous (J, W) float32 array that starts on a 64-byte boundary."""
+    size = palette.size
+    buf = np.empty(size + 16, np.float32)
+    skip = ((64 - buf.ctypes.data % 64) % 64) // 4
+    out = buf[skip: skip + size].reshape(palette.shape)
+    out[:] = palette
+    return out
+
+
+def aligned_empty(shape, dtype=np.float32) -> np.ndarray:
+    """An uninitialised C-contiguous array whose data starts on a 64-byte boundary (a cache line)."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    raw = np.empty(nbytes + 64, np.uint8)
+    skip = -raw.ctypes.data % 64
+    return raw[skip: skip + nbytes].view(dtype).reshape(shape)
+
+
 @njit(cache=True, parallel=True, nogil=True)
 def _skin_fast(palette, joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents,
                kspec, linear, unclamped):
     chunks = (positions.shape[0] + CHUNK - 1) // CHUNK
+    if positions.shape[0] >= ALIGN_MIN_VERTICES and palette.ctypes.data % 64 != 0:
+        palette = _aligned_copy(palette)
     if chunks == 1:  # no parallel region for one chunk: its start costs ~0.7 us
         for c in range(chunks):
             _skin_chunk(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
@@ -834,7 +884,7 @@ def pack_palette(palette: np.ndarray, out: np.ndarray | None = None) -> np.ndarr
         raise SkeletalError(f"palette must be floating point, got {palette.dtype}")
     shape = palette.shape[:-2] + (16,)
     if out is None:
-        out = np.empty(shape, np.float32)
+        out = aligned_empty(shape)
     elif out.shape != shape or out.dtype != np.float32 or not out.flags.c_contiguous:
         raise SkeletalError(f"out must be C-contiguous float32 {shape}, got {out.dtype} {out.shape}")
     flat = palette.reshape((-1,) + palette.shape[-3:])
@@ -854,7 +904,7 @@ def _scratch_palette(rows: int, width: int = 16) -> np.ndarray:
         buffers = _scratch.palettes = {}
     buf = buffers.get(width)
     if buf is None or len(buf) < rows:
-        buf = buffers[width] = np.empty((max(rows, 256), width), np.float32)
+        buf = buffers[width] = aligned_empty((max(rows, 256), width))
     return buf
 
 
