@@ -75,6 +75,7 @@ import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types
 from numba.core import cgutils
+from numba.core.errors import TypingError
 from numba.extending import intrinsic
 
 from .errors import SkeletalError
@@ -754,6 +755,26 @@ def planar_codegen(linear: bool, clamp: bool, fallback):
     return codegen
 
 
+def _kernel_types_ok(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
+                     out_tangents) -> bool:
+    """Compile-time half of the argument contract (the rest, shapes and strides, is checked at run time
+    by :func:`_skin_fast`): float32 2-D arrays, integer joints of an accepted dtype, writeable
+    outputs, an output exactly where its input is given."""
+    def f32(t, out=False):
+        return isinstance(t, types.Array) and t.ndim == 2 and t.dtype == types.float32 and (t.mutable or not out)
+
+    ints = (types.uint8, types.uint16, types.int32, types.int64)
+    if not (f32(palette) and palette.layout == "C" and isinstance(joints, types.Array) and joints.ndim == 2
+            and joints.dtype in ints and f32(weights) and f32(positions) and f32(out_positions, True)):
+        return False
+    for given, out in ((normals, out_normals), (tangents, out_tangents)):
+        if isinstance(given, types.NoneType) != isinstance(out, types.NoneType):
+            return False
+        if not isinstance(given, types.NoneType) and not (f32(given) and f32(out, True)):
+            return False
+    return True
+
+
 @intrinsic
 def _skin_chunk(typingctx, palette, joints, weights, positions, normals, tangents,
                 out_positions, out_normals, out_tangents, chunk, kspec, linear, unclamped):
@@ -767,6 +788,9 @@ def _skin_chunk(typingctx, palette, joints, weights, positions, normals, tangent
     """
     sig = types.void(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
                      out_tangents, chunk, kspec, linear, unclamped)
+    if not _kernel_types_ok(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
+                            out_tangents):
+        return None  # a TypingError: skin_into then names the fault (check_skin_args)
     use_linear, clamp = not isinstance(linear, types.NoneType), isinstance(unclamped, types.NoneType)
     pairs = lambda context, b, A, args, v0, kk, k_const, n_vert: _emit_vertices(  # noqa: E731
         context, b, A, args, v0, kk, k_const, n_vert, use_linear, clamp)
@@ -774,6 +798,29 @@ def _skin_chunk(typingctx, palette, joints, weights, positions, normals, tangent
     if planar_ok(sig.args, k_const):
         return sig, planar_codegen(use_linear, clamp, pairs)
     return sig, chunk_codegen(pairs)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _row_ok(a, n, width):
+    return a.shape[0] == n and a.shape[1] == width and (n == 0 or (a.strides[1] == 4 and a.strides[0] >= 4))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _rows_ok(positions, out_positions, normals, out_normals, tangents, out_tangents, joints, weights):
+    """The run-time half of :func:`check_skin_args` (shapes, row contiguity), in compiled code."""
+    n = positions.shape[0]
+    k = joints.shape[1]
+    if joints.shape[0] != n or k == 0 or not _row_ok(weights, n, k):
+        return False
+    if n and joints.strides[1] != joints.itemsize:
+        return False
+    if not (_row_ok(positions, n, 3) and _row_ok(out_positions, n, 3)):
+        return False
+    if normals is not None and not (_row_ok(normals, n, 3) and _row_ok(out_normals, n, 3)):
+        return False
+    if tangents is not None and not (_row_ok(tangents, n, 4) and _row_ok(out_tangents, n, 4)):
+        return False
+    return True
 
 
 #: Meshes of at least this many vertices read a palette that is not 64-byte aligned from an aligned
@@ -801,12 +848,26 @@ def aligned_empty(shape, dtype=np.float32) -> np.ndarray:
     return raw[skip: skip + nbytes].view(dtype).reshape(shape)
 
 
-@njit(cache=True, parallel=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _skin_fast(palette, joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents,
                kspec, linear, unclamped):
-    chunks = (positions.shape[0] + CHUNK - 1) // CHUNK
+    """Skin (see :func:`skin_into`); returns False, touching nothing, where the shapes or strides break
+    the contract (the caller then names the fault)."""
+    if not _rows_ok(positions, out_positions, normals, out_normals, tangents, out_tangents, joints, weights):
+        return False
     if positions.shape[0] >= ALIGN_MIN_VERTICES and palette.ctypes.data % 64 != 0:
-        palette = _aligned_copy(palette)
+        _skin_run(_aligned_copy(palette), joints, weights, positions, normals, tangents, out_positions,
+                  out_normals, out_tangents, kspec, linear, unclamped)
+    else:
+        _skin_run(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
+                  out_tangents, kspec, linear, unclamped)
+    return True
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _skin_run(palette, joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents,
+              kspec, linear, unclamped):
+    chunks = (positions.shape[0] + CHUNK - 1) // CHUNK
     if chunks == 1:  # no parallel region for one chunk: its start costs ~0.7 us
         _skin_chunk(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
                     out_tangents, 0, kspec, linear, unclamped)
@@ -939,37 +1000,6 @@ def check_skin_args(joints, weights, positions, normals, tangents, out_positions
             raise SkeletalError(f"out_{name} given without {name}")
 
 
-_F32_DTYPE = np.dtype(np.float32)
-_JOINT_DTYPE_SET = frozenset(np.dtype(t) for t in _JOINT_DTYPES)
-
-
-def _dense_args(joints, weights, positions, normals, out_positions, out_normals) -> bool:
-    """A cheap test for the common case that :func:`check_skin_args` accepts (no tangents, every array a
-    C-contiguous non-empty ndarray of the right dtype and shape, outputs writeable): about 1 us instead
-    of 2.5 on a per-frame call. False sends the arguments to the full check (which names the fault)."""
-    if type(positions) is not np.ndarray or type(joints) is not np.ndarray or type(weights) is not np.ndarray:
-        return False
-    n = positions.shape[0] if positions.ndim == 2 else 0
-    if n == 0 or joints.ndim != 2 or joints.dtype not in _JOINT_DTYPE_SET or not joints.flags.c_contiguous:
-        return False
-    rows = (n, 3)
-    if joints.shape[0] != n or joints.shape[1] == 0 or weights.shape != joints.shape:
-        return False
-    if weights.dtype is not _F32_DTYPE or not weights.flags.c_contiguous:
-        return False
-    if (normals is None) != (out_normals is None):
-        return False
-    for a, out in ((positions, False), (out_positions, True), (normals, False), (out_normals, True)):
-        if a is None:
-            continue
-        if type(a) is not np.ndarray or a.dtype is not _F32_DTYPE or a.shape != rows:
-            return False
-        flags = a.flags
-        if not flags.c_contiguous or (out and not flags.writeable):
-            return False
-    return True
-
-
 def skin_into(
     palette: np.ndarray,
     joints: np.ndarray,
@@ -998,11 +1028,21 @@ def skin_into(
     """
     if normal_transform not in ("cofactor", "linear"):
         raise SkeletalError(f"normal_transform must be 'cofactor' or 'linear', got {normal_transform!r}")
-    if tangents is not None or not _dense_args(joints, weights, positions, normals, out_positions, out_normals):
+    if type(joints) is not np.ndarray or joints.ndim != 2 or type(positions) is not np.ndarray:
         check_skin_args(joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents)
     n, k = joints.shape
     packed, clamp = kernel_palette(np.asarray(palette), joints, n)
-    if n:
-        _skin_fast(packed, joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents,
-                   UNROLLED.get(k), None if normal_transform == "cofactor" else True, None if clamp else True)
+    # The argument contract is checked inside the call (types when compiling, shapes and strides in
+    # compiled code: ~1 us less per call than walking the arrays here); on a failure check_skin_args
+    # names the argument at fault.
+    try:
+        ok = _skin_fast(packed, joints, weights, positions, normals, tangents, out_positions, out_normals,
+                        out_tangents, UNROLLED.get(k), None if normal_transform == "cofactor" else True,
+                        None if clamp else True)
+    except (TypingError, TypeError, ValueError) as exc:
+        check_skin_args(joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents)
+        raise SkeletalError(f"skin_into: unsupported arguments ({str(exc).splitlines()[0]})") from None
+    if not ok:
+        check_skin_args(joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents)
+        raise SkeletalError("skin_into: the arguments' shapes do not agree")
     return out_positions, out_normals, out_tangents
