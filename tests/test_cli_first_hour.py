@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ from skeletal.bake import bake_bytes, bake_primitives
 from skeletal.cli import cli
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fixtures.gltf_builder import GltfBuilder  # noqa: E402
+from fixtures.gltf_builder import GltfBuilder
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +116,7 @@ def test_cli_warning_is_one_line(tmp_path):
     b.add_scene([hips])
     path = b.write_glb(tmp_path / "scaled.glb")
     run = subprocess.run([sys.executable, "-m", "skeletal", "export", str(path), "--out", str(tmp_path / "s.bvh")],
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, env=dict(os.environ, SKELETAL_QUIET_COMPILE="1"))
     assert run.returncode == 0, run.stderr
     lines = run.stderr.splitlines()
     assert len(lines) == 2, run.stderr

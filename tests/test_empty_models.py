@@ -21,8 +21,8 @@ import skeletal
 from skeletal.playback.crowd import Crowd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fixtures.gltf_builder import ARRAY_BUFFER, GltfBuilder  # noqa: E402
-from fixtures.xvfb import xvfb_display  # noqa: E402
+from fixtures.gltf_builder import ARRAY_BUFFER, GltfBuilder
+from fixtures.xvfb import xvfb_display
 
 REPO = Path(__file__).resolve().parents[1]
 BVH = ("HIERARCHY\nROOT Hips\n{\n OFFSET 0 1 0\n CHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation Yrotation\n"
@@ -74,7 +74,7 @@ def models(tmp_path_factory) -> dict[str, Path]:
 
 
 def cli(*args, cwd=None, env=None) -> subprocess.CompletedProcess:
-    run_env = dict(os.environ, **(env or {}))
+    run_env = dict(os.environ, SKELETAL_QUIET_COMPILE="1", **(env or {}))  # no compile notice line
     run_env.pop("SKELETAL_DEBUG", None)
     return subprocess.run([sys.executable, "-m", "skeletal", *map(str, args)], capture_output=True, text=True,
                           cwd=cwd, env=run_env, timeout=900)

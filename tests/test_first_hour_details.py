@@ -19,9 +19,9 @@ from skeletal.clip import Clip, Track
 from skeletal.render.camera import clip_turn, facing_yaw
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fixtures.gltf_builder import GltfBuilder  # noqa: E402
-from fixtures.shared_assets import ASSETS  # noqa: E402
-from fixtures.xvfb import xvfb_display  # noqa: E402
+from fixtures.gltf_builder import GltfBuilder
+from fixtures.shared_assets import ASSETS
+from fixtures.xvfb import xvfb_display
 
 
 @pytest.fixture(scope="module")

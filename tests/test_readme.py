@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fixtures.shared_assets import ASSETS  # noqa: E402
+from fixtures.shared_assets import ASSETS
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 _MARKER = re.compile(r"<!--\s*readme-test:\s*(needs|fragment):\s*(.*?)\s*-->")

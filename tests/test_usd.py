@@ -27,7 +27,7 @@ from skeletal.demo import demo_asset
 from skeletal.errors import ModelError
 
 pxr = pytest.importorskip("pxr", reason="usd-core is not installed (pip install 'skeletal[usd]')")
-from pxr import Gf, Usd, UsdGeom, UsdSkel, Vt
+from pxr import Gf, Sdf, Usd, UsdGeom, UsdSkel, Vt
 
 from skeletal.cli import cli
 from skeletal.io.usd_write import check_usd, write_usd
@@ -136,12 +136,13 @@ def usd_skinned(path: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
             assert UsdSkel.BakeSkinning(UsdSkel.Root(prim))
     tcps = stage.GetTimeCodesPerSecond()
     start = stage.GetStartTimeCode()
+    meshes = [p for p in stage.Traverse() if p.IsA(UsdGeom.Mesh)]
+    # A rigidly bound mesh is baked as an animated transform, a skinned one as points: one time line.
+    codes = sorted({float(c) for p in meshes for c in (*UsdGeom.Mesh(p).GetPointsAttr().GetTimeSamples(),
+                                                           *UsdGeom.Xformable(p).GetTimeSamples())}) or [start]
     out = {}
-    for prim in stage.Traverse():
-        if not prim.IsA(UsdGeom.Mesh):
-            continue
+    for prim in meshes:
         attr = UsdGeom.Mesh(prim).GetPointsAttr()
-        codes = attr.GetTimeSamples() or [start]
         frames = []
         for c in codes:
             p = np.array(attr.Get(c), dtype=np.float64)
@@ -210,23 +211,55 @@ def test_reader_structure(tmp_path):
     assert asset.clip("Bend").duration == pytest.approx(1.0)
 
 
-def _roundtrip(asset, path) -> None:
-    write_usd(asset, path)
+def _world_vertices(asset, clip, times) -> np.ndarray:
+    """Every mesh vertex in world space (T, V, 3), meshes and primitives in file order (the writer
+    keeps it): skinned ones as baked, rigid ones by their node's world matrix, morphs applied to both
+    (bake itself does not morph rigid meshes; the writer binds them to their node's joint)."""
+    from skeletal.sampling import sample
+
+    the_clip = asset.clip(clip)
+    baked = bake(asset, the_clip, times=times)
+    _, morph = sample(the_clip, times, asset.rig.rest, asset.morph_start, asset.rest_morph)
+    parts = []
+    for inst in asset.mesh_instances:
+        r = int(asset.rig.index_of[inst.node])
+        w = morph[:, asset.morph_start[r]:asset.morph_start[r + 1]]
+        for p, prim in enumerate(inst.primitives):
+            if prim.source.mode != 4:
+                continue
+            if inst.skinned and prim.joints is not None:
+                parts.append(baked[f"positions_node{inst.node}_prim{p}"])
+                continue
+            base = np.broadcast_to(prim.source.positions.astype(np.float64), (len(times),) + prim.source.positions.shape)
+            if prim.morph_positions is not None:
+                base = base + np.einsum("tk,kvc->tvc", w, prim.morph_positions)
+            m = baked["node_world"][:, inst.node]
+            parts.append(np.einsum("tij,tvj->tvi", m[:, :3, :3], base) + m[:, None, :3, 3])
+    return np.concatenate(parts, axis=1)
+
+
+def _roundtrip(asset, path, clips=None) -> None:
+    """Written, validated, read back: every vertex bakes like the original at 13 times of every clip;
+    usd-core's skinning of the written stage (its bound, first clip) matches the original's bake."""
+    write_usd(asset, path, clips)
     assert check_usd(path) == []
     back = skeletal.load(path)
-    assert [c.name for c in back.clips] == [c.name for c in asset.clips]
-    lo, hi = asset.bind_bounds
-    size = float(np.linalg.norm(hi - lo))
-    reference = usd_skinned(path)  # usd-core's skinning of what was written
-    for clip in asset.clips:
+    chosen = asset.clips if clips is None else [asset.clip(c) for c in clips]
+    assert [c.name for c in back.clips] == [c.name for c in chosen]
+    size = None
+    for clip in chosen:
         times = np.linspace(0.0, clip.duration, 13)
-        pa, pb = _all_positions(asset, clip.name, times), _all_positions(back, clip.name, times)
+        pa, pb = _world_vertices(asset, clip.name, times), _world_vertices(back, clip.name, times)
         assert pa.shape == pb.shape and pa.size
+        if size is None:  # the model's size: the diagonal of its posed world vertices' box
+            size = float(np.linalg.norm(np.ptp(pa.reshape(-1, 3), axis=0)))
         assert np.abs(pa - pb).max() < TOL * size, clip.name
-    first = asset.clips[0]
-    for name, (times, points) in reference.items():
-        ours = _skeletal_positions(back, first.name, times)[name]
-        assert np.abs(ours - points).max() < TOL * size, name
+    reference = usd_skinned(path)  # usd-core's skinning of what was written
+    times = next(iter(reference.values()))[0]
+    theirs = np.concatenate([points for _t, points in reference.values()], axis=1)
+    ours = _world_vertices(asset, chosen[0].name, times)
+    assert theirs.shape == ours.shape
+    assert np.abs(ours - theirs).max() < TOL * size
 
 
 @pytest.mark.parametrize("suffix", [".usda", ".usdc", ".usdz"])
@@ -238,6 +271,16 @@ def test_soldier_roundtrip(tmp_path):
     _need("Soldier.glb")
     asset = skeletal.load(ASSETS / "Soldier.glb")
     _roundtrip(asset, str(tmp_path / "soldier.usdc"))
+
+
+def test_robot_roundtrip(tmp_path):
+    """RobotExpressive.glb: four skins, fifteen rigid meshes on joints, morph targets with weights
+    tracks (blend shapes on rigidly bound meshes)."""
+    _need("RobotExpressive.glb")
+    asset = skeletal.load(ASSETS / "RobotExpressive.glb")
+    clips = ["Yes", "Wave"]
+    assert any(t.path == "weights" for t in asset.clip("Yes").tracks)
+    _roundtrip(asset, str(tmp_path / "robot.usdz"), clips)
 
 
 def test_bvh_step_and_spline_clips_roundtrip(tmp_path):
@@ -336,6 +379,16 @@ def test_not_usd_and_outside_references(tmp_path):
     stage.GetRootLayer().Save()
     with pytest.raises(ModelError, match="outside the model's folder"):
         skeletal.load(inner / "ref.usda")
+    # the same arc, absolute, inside a .usdz package (a zip made by hand, so the path stays in it)
+    import zipfile
+
+    stage = Usd.Stage.CreateNew(str(tmp_path / "abs.usda"))
+    stage.DefinePrim("/X").GetReferences().AddReference(str(secret))
+    stage.GetRootLayer().Save()
+    with zipfile.ZipFile(inner / "abs.usdz", "w", zipfile.ZIP_STORED) as z:
+        z.write(tmp_path / "abs.usda", "root.usda")
+    with pytest.raises(ModelError, match="outside the model's folder"):
+        skeletal.load(inner / "abs.usdz")
     inside = inner / "char.usda"
     make_stage(str(inside))
     stage = Usd.Stage.CreateNew(str(inner / "ok.usda"))

@@ -85,11 +85,14 @@ def make(name: str, folder: Path) -> None:
     skeletal.export(tgt, result, [out])
     errors = compare(gait(src.rig, clip), gait(tgt.rig, out))
     print(name, {k: round(v, 3) for k, v in errors.items() if "root" not in k})
-    # The retargeted character faces where the source faces: turn its camera by the rest facings' difference.
+    # The retargeted character faces where the source faces; the renderer's front follows each clip
+    # (camera.facing_yaw with the clip), so turning the camera by the difference of those facings shows
+    # both from the same world direction.
     back = skeletal.load(result)
+    back_clip = back.clip(out.name)
     left = _render(src_path, clip.name, time, yaw, folder / "src.png", _close_up(src, clip, time))
-    right = _render(result, out.name, time, yaw + facing_yaw(src) - facing_yaw(tgt), folder / "tgt.png",
-                    _close_up(back, back.clip(out.name), time))
+    right = _render(result, out.name, time, yaw + facing_yaw(src, clip) - facing_yaw(back, back_clip),
+                    folder / "tgt.png", _close_up(back, back_clip, time))
     gap = np.full((SIZE[1], 4, 3), 255, np.uint8)
     path = OUT / f"retarget-{name}.png"
     iio.imwrite(path, np.concatenate([left, gap, right], axis=1), optimize=True)

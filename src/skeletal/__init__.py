@@ -37,7 +37,7 @@ from .batch import run_batch
 from .skin_dq import dual_quaternions, pack_dq_palette, skin_dq, skin_dq_into
 from .playback.procedural import Procedural
 from .web import show, to_html
-from . import examples  # noqa: E402  (sample models: skeletal.examples.path("demo.glb"))
+from . import examples
 
 from .version import __version__
 

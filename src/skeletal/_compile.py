@@ -36,13 +36,12 @@ from numba.core import event as _event
 # calls, by module-qualified name; the notice says "about N s" with the figure of the first kernel
 # that misses the cache, and is printed only when that figure is at least _NOTICE_MIN_SECONDS.
 COLD_SECONDS = {
-    "skeletal.playback.kernels.evaluate_serial": 10.0,   # a Player's first evaluate
+    "skeletal.playback.kernels.evaluate_serial": 12.0,   # a Player's whole first frame
     "skeletal.playback.kernels.evaluate": 25.0,          # a Mixer's (parallel)
-    "skeletal.playback.kernels.update_serial": 3.0,
+    "skeletal.playback.kernels.update_serial": 3.0,     # a Player's update (the IK job adds the solvers)
     "skeletal.playback.kernels.advance": 2.0,
-    "skeletal.playback.kernels.update_crowd": 25.0,
-    "skeletal.playback.ikstage.update_serial_ik": 25.0,
-    "skeletal.playback.ikstage.update_crowd_ik": 30.0,
+    "skeletal.playback.kernels.update": 25.0,           # a crowd's / Mixer's (parallel)
+    "skeletal.playback.wide.update_wide": 30.0,         # a crowd's wide path
     "skeletal.pose._local_to_world_batch_serial": 0.5,
     "skeletal.pose.palette_batch_serial": 0.5,
 }

@@ -47,9 +47,8 @@ def bake_bytes(asset: Asset, frames: int, *, normals: bool = False, palettes: bo
     5540220
     """
     per_frame = 8 + len(asset.document.nodes) * 16 * 8
-    for s, binding in enumerate(asset.skins):
-        if palettes:
-            per_frame += len(binding.joints) * 16 * 8
+    if palettes:
+        per_frame += sum(len(binding.joints) for binding in asset.skins) * 16 * 8
     for instance in asset.skinned_instances:
         for prim in instance.primitives:
             if prim.joints is None:

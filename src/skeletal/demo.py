@@ -15,11 +15,16 @@ are the model's axes in the bind pose and the clips can be written as plain Eule
 rotation about +X swings a limb (negative = a leg or arm forward, positive = knee bent), about +Z
 raises it sideways, about +Y twists it.
 
-The mesh: one skinned mesh, one primitive per material (skin, shirt, trousers, shoes, hair), each
-body part a closed surface of revolution (tapered tubes with rounded ends, ellipsoids); normals are
-area-weighted face normals. Weights come from the distance of each vertex to the bone segments of the
-joints that may move its part: ``w ~ gate(p) / distance^POWER``, top 4 kept, normalised; so near an
-elbow or knee a vertex blends two or three bones, falling off smoothly along the bone.
+The mesh: one skinned mesh, one primitive per material (skin, shirt, trousers, shoes, hair). The body
+(torso, neck, arms, legs) is one smooth closed surface: a smooth union of ellipsoids and round cones,
+blended wide at the hips and shoulders, meshed once by :mod:`skeletal.isosurface` with normals from
+the field's gradient (see :func:`body_field`), cut straight at the belt and the collar. Head, hands
+and shoes are surfaces of revolution (tapered tubes with rounded ends, ellipsoids) with area-weighted
+face normals. Weights come from the distance of each vertex to the bone segments of the joints that
+may move its part: ``w ~ gate(p) / distance^POWER``, top 4 kept, normalised; so near an elbow or knee
+a vertex blends two or three bones, falling off smoothly along the bone; on the body the parts'
+weights are mixed by how much of each part the surface is made of there (through the hip and the
+armpit).
 
 The clips are written like seed 004's ``Keyframe{duration, ...}`` lists: a few whole-body poses
 (Euler angles in degrees per joint, a hips offset) with the time each lasts. The hips height is
@@ -161,6 +166,8 @@ class _Part:
     triangles: np.ndarray  # (T, 3) int64, counter-clockwise seen from outside
     material: str
     bones: dict[str, Gate | None]
+    normals: np.ndarray | None = None  # (V, 3); None: area-weighted face normals
+    influences: tuple[np.ndarray, np.ndarray] | None = None  # joints, weights; None: from ``bones``
 
 
 def _lathe(centers: np.ndarray, radii: np.ndarray, width_axis: Sequence[float], segments: int = RING_SEGMENTS) -> tuple[np.ndarray, np.ndarray]:
@@ -243,12 +250,219 @@ def _mirror_x(points: np.ndarray) -> np.ndarray:
     return points * np.array([-1.0, 1.0, 1.0])
 
 
+# -- the body: one smooth surface ------------------------------------------------------------------
+#
+# Torso, neck, arms and legs are one implicit surface: each is a signed distance (negative inside) of
+# simple shapes (ellipsoids for the torso, round cones along the limbs), joined by a smooth minimum
+# whose blend width k is wide at the hips and shoulders and zero elsewhere, so that an arm hanging
+# beside the chest stays apart from it. The surface is meshed once (skeletal.isosurface) and split
+# by material. Every vertex also knows how much of it comes from each shape ("membership", the
+# smooth minimum's mixing factor): its skin weights are the shapes' own distance-based weights
+# mixed by membership, so they run smoothly through the hip and the armpit.
+
+#: The body's components, in membership order.
+BODY_COMPONENTS = ("torso", "neck", "left_arm", "right_arm", "left_leg", "right_leg")
+#: Torso ellipsoids: (centre, semi-axes), blended with :data:`TORSO_BLEND`.
+TORSO_ELLIPSOIDS = (
+    ((0.0, 0.94, -0.008), (0.165, 0.115, 0.11)),   # pelvis
+    ((0.0, 1.07, 0.0), (0.148, 0.10, 0.097)),      # waist
+    ((0.0, 1.24, 0.008), (0.145, 0.14, 0.108)),    # chest
+    ((0.0, 1.415, -0.005), (0.15, 0.07, 0.095)),   # shoulder girdle
+)
+TORSO_BLEND = 0.09
+#: Left limbs as (point, radius) chains; the right ones are mirrored.
+ARM_CHAIN = (((0.15, 1.42, -0.01), 0.045), ((0.185, 1.415, -0.01), 0.044), ((0.212, 1.28, -0.015), 0.04),
+             ((0.24, 1.145, -0.02), 0.039), ((0.262, 1.01, -0.01), 0.038), ((0.28, 0.89, 0.0), 0.031))
+LEG_CHAIN = (((0.092, 0.95, 0.0), 0.085), ((0.095, 0.85, 0.0), 0.08), ((0.098, 0.68, 0.008), 0.066),
+             ((0.10, 0.51, 0.014), 0.054), ((0.102, 0.38, 0.0), 0.058), ((0.104, 0.22, -0.01), 0.047),
+             ((0.105, 0.10, -0.01), 0.041))
+NECK_CHAIN = (((0.0, 1.42, 0.0), 0.052), ((0.0, 1.62, 0.015), 0.05))
+#: Height of the belt (the torso's shirt above, trousers below) and of the collar (the neck's skin above).
+BELT = 0.965
+COLLAR = 1.50
+#: Grid spacing of the body's mesh, metres.
+BODY_CELL = 0.012
+
+
+def _ellipsoid_distance(points: np.ndarray, center, radii) -> np.ndarray:
+    """Approximate signed distance to an ellipsoid (exact on its axes, smooth everywhere)."""
+    radii = np.asarray(radii, dtype=np.float64)
+    return (np.linalg.norm((points - np.asarray(center)) / radii, axis=1) - 1.0) * radii.min()
+
+
+def _chain_distance(points: np.ndarray, chain, mirror: bool = False) -> np.ndarray:
+    """Signed distance to round cones along a chain of (point, radius): the distance to each segment
+    minus the radius interpolated at the closest point, least over the segments."""
+    centers = np.array([c for c, _ in chain], dtype=np.float64) * (np.array([-1.0, 1.0, 1.0]) if mirror else 1.0)
+    radii = np.array([r for _, r in chain], dtype=np.float64)
+    # Points farther than _FAR from the chain's box get the distance to that box, a lower bound that is
+    # still beyond every blend width: the smooth minima come out the same.
+    box_lo, box_hi = centers.min(axis=0) - radii.max(), centers.max(axis=0) + radii.max()
+    outside = np.linalg.norm(np.maximum(np.maximum(box_lo - points, points - box_hi), 0.0), axis=1)
+    best = outside.copy()
+    near = np.flatnonzero(outside < _FAR)
+    p = points[near]
+    exact = np.full(len(p), np.inf)
+    for a, b, ra, rb in zip(centers[:-1], centers[1:], radii[:-1], radii[1:]):
+        d = b - a
+        u = np.clip((p - a) @ d / (d @ d), 0.0, 1.0)
+        rel = p - (a + u[:, None] * d)
+        exact = np.minimum(exact, np.sqrt(np.einsum("ij,ij->i", rel, rel)) - (ra + (rb - ra) * u))
+    best[near] = exact
+    return best
+
+
+#: Beyond this distance from a limb's box its exact distance is not needed (more than any blend width).
+_FAR = 0.08
+
+
+def _smooth_min(a: np.ndarray, ma: np.ndarray | None, b: np.ndarray, mb: np.ndarray | None, k):
+    """Polynomial smooth minimum of distances a and b with blend width k (0: the plain minimum), and
+    the memberships (V, C) mixed by the same factor (None when not asked for)."""
+    k = np.maximum(np.asarray(k, dtype=np.float64), 1e-9)
+    h = np.clip(0.5 + 0.5 * (b - a) / k, 0.0, 1.0)  # how much of a
+    d = b + (a - b) * h - k * h * (1.0 - h)
+    return d, (None if ma is None else ma * h[:, None] + mb * (1.0 - h)[:, None])
+
+
+def body_distance(points: np.ndarray) -> np.ndarray:
+    """Signed distance (P,) of ``points`` (P, 3) to the body surface, negative inside."""
+    return body_field(points, memberships=False)[0]
+
+
+def body_field(points: np.ndarray, memberships: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+    """Signed distance (P,) of ``points`` (P, 3) to the body surface (negative inside) and each
+    point's membership (P, 6) of :data:`BODY_COMPONENTS` (rows sum to 1; None unless asked for)."""
+    n, y = len(points), points[:, 1]
+    eye = np.eye(len(BODY_COMPONENTS))
+    one = (lambda c: np.broadcast_to(eye[c], (n, len(BODY_COMPONENTS)))) if memberships else (lambda c: None)
+    torso, m = _ellipsoid_distance(points, *TORSO_ELLIPSOIDS[0]), one(0)
+    for center, radii in TORSO_ELLIPSOIDS[1:]:
+        torso, m = _smooth_min(torso, m, _ellipsoid_distance(points, center, radii), one(0), TORSO_BLEND)
+    d, m = _smooth_min(torso, m, _chain_distance(points, NECK_CHAIN), one(1), 0.03)
+    legs = [_chain_distance(points, LEG_CHAIN, mirror) for mirror in (False, True)]
+    left_leg = legs[0] <= legs[1]
+    d, m = _smooth_min(d, m, np.minimum(*legs), np.where(left_leg[:, None], one(4), one(5)) if memberships else None,
+                       0.05 * _smoothstep(0.80, 0.90, y))
+    for c, mirror in ((2, False), (3, True)):
+        d, m = _smooth_min(d, m, _chain_distance(points, ARM_CHAIN, mirror), one(c), 0.06 * _smoothstep(1.34, 1.39, y))
+    return d, m
+
+
+def _body_bones() -> list[dict[str, Gate | None]]:
+    """The joints that move each of :data:`BODY_COMPONENTS`, with gates as in :func:`skin_weights`."""
+    below_hip_joint: Gate = lambda p: _smoothstep(0.95, 0.86, p[:, 1])
+    off_centre: Gate = lambda p: _smoothstep(0.04, 0.12, np.abs(p[:, 0]))
+    side = lambda sign: (lambda p: _smoothstep(-0.01, 0.03, sign * p[:, 0]))
+    torso: dict[str, Gate | None] = {
+        "hips": None, "spine": None, "chest": None,
+        "left_shoulder": lambda p: off_centre(p) * side(1)(p), "right_shoulder": lambda p: off_centre(p) * side(-1)(p),
+        "left_thigh": lambda p: below_hip_joint(p) * side(1)(p), "right_thigh": lambda p: below_hip_joint(p) * side(-1)(p),
+    }
+    neck: dict[str, Gate | None] = {"chest": None, "neck": None, "head": None}
+    arm = lambda s: {f"{s}_shoulder": None, f"{s}_upper_arm": None, f"{s}_forearm": None, f"{s}_hand": None}
+    leg = lambda s: {"hips": lambda p: _smoothstep(0.9, 1.0, p[:, 1]), f"{s}_thigh": None, f"{s}_shin": None,
+                     f"{s}_foot": None}
+    return [torso, neck, arm("left"), arm("right"), leg("left"), leg("right")]
+
+
+def _dense_weights(points: np.ndarray, bones: dict[str, Gate | None]) -> np.ndarray:
+    """(V, J) weights ``gate(p) / max(d, 5 mm) ** POWER`` over the allowed bones, rows summing to 1."""
+    heads, tails = _bone_segments()
+    idx = np.array([_INDEX[n] for n in bones])
+    raw = 1.0 / np.maximum(_point_segment_distance(points, heads[idx], tails[idx]), 0.005) ** POWER
+    for k, gate in enumerate(bones.values()):
+        if gate is not None:
+            raw[:, k] *= gate(points)
+    dense = np.zeros((len(points), len(JOINTS)))
+    dense[:, idx] = raw / np.maximum(raw.sum(axis=1, keepdims=True), 1e-300)
+    return dense
+
+
+def _top_influences(dense: np.ndarray, influences: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    """The ``influences`` largest of (V, J) weights, normalised; ties ranked by joint index on a
+    2^-20 grid (reproducible bytes), unused slots joint 0 weight 0."""
+    rank = np.round(dense / dense.sum(axis=1, keepdims=True) * 2.0**20)
+    joint = np.broadcast_to(np.arange(dense.shape[1]), dense.shape)
+    order = np.lexsort((joint, -rank), axis=1)[:, :influences]
+    top = np.take_along_axis(dense, order, axis=1)
+    top = top / top.sum(axis=1, keepdims=True)
+    joints = np.where(top > 0, order, 0)
+    return joints.astype(np.uint32), top.astype(np.float32)
+
+
+@lru_cache(maxsize=1)
+def _body_mesh() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Positions, normals, triangles, joints, weights and each triangle's material index of the body."""
+    from .isosurface import gradient, mesh_isosurface
+
+    distance = body_distance
+    half = 30.5 * BODY_CELL  # a grid symmetric about x = 0 (no sample on the plane), so is the mesh
+    positions, triangles = mesh_isosurface(distance, (-half, 0.03, -0.174), (half, 1.70, 0.174), BODY_CELL)
+    positions, triangles = _cut_at_height(positions, triangles, BELT)  # a straight belt line
+    positions, triangles = _cut_at_height(positions, triangles, COLLAR)  # and collar
+    positions = positions.astype(np.float32).astype(np.float64)  # weights and normals from the stored values
+    normals = gradient(distance, positions)
+    normals /= np.linalg.norm(normals, axis=1, keepdims=True)
+    _, membership = body_field(positions)
+    dense = sum(membership[:, c:c + 1] * _dense_weights(positions, bones) for c, bones in enumerate(_body_bones()))
+    joints, weights = _top_influences(dense)
+    centre = positions[triangles].mean(axis=1)
+    owner = np.argmax(body_field(centre)[1], axis=1)
+    names = list(MATERIALS)
+    # The neck is skin above the collar, the arms are sleeves; torso and legs are trousers below the
+    # belt, shirt above.
+    trousers = (owner != 2) & (owner != 3) & (centre[:, 1] < BELT)
+    skin = (owner <= 1) & (centre[:, 1] > COLLAR)
+    material = np.where(skin, names.index("skin"), np.where(trousers, names.index("trousers"), names.index("shirt")))
+    return positions, normals, triangles, joints, weights, material
+
+
+def _cut_at_height(positions: np.ndarray, triangles: np.ndarray, height: float) -> tuple[np.ndarray, np.ndarray]:
+    """Split the triangles that cross the plane y = ``height`` along it (one new vertex per cut edge,
+    shared by the triangles on both sides), so that no triangle lies on both sides. Vertices closer
+    to the plane than a sixth of a cell are first moved to that distance, so no sliver is made."""
+    positions = positions.copy()
+    gap = BODY_CELL / 6.0
+    close = np.abs(positions[:, 1] - height) < gap
+    positions[close, 1] = height + np.where(positions[close, 1] >= height, gap, -gap)
+    above = positions[:, 1] >= height
+    side = above[triangles]
+    mixed = side.any(axis=1) & ~side.all(axis=1)
+    # Rotate each mixed triangle so that corner 0 is the one alone on its side (orientation kept).
+    lone = np.where(side.sum(axis=1) == 1, np.argmax(side, axis=1), np.argmin(side, axis=1))[mixed]
+    tri = triangles[mixed]
+    tri = np.stack([tri[np.arange(len(tri)), (lone + k) % 3] for k in range(3)], axis=1)
+    edges = np.sort(np.concatenate([tri[:, [0, 1]], tri[:, [0, 2]]]), axis=1)
+    unique, inverse = np.unique(edges, axis=0, return_inverse=True)
+    a, b = positions[unique[:, 0]], positions[unique[:, 1]]
+    t = (height - a[:, 1]) / (b[:, 1] - a[:, 1])
+    new = len(positions) + inverse.reshape(2, -1)  # the cut points on edges 0-1 and 0-2
+    p01, p02 = new[0], new[1]
+    cut = np.concatenate([np.stack([tri[:, 0], p01, p02], axis=1),
+                          np.stack([p01, tri[:, 1], tri[:, 2]], axis=1),
+                          np.stack([p01, tri[:, 2], p02], axis=1)])
+    return np.concatenate([positions, a + t[:, None] * (b - a)]), np.concatenate([triangles[~mixed], cut])
+
+
+def _body_surface() -> list[_Part]:
+    """The body (torso, neck, arms, legs) as one part per material, cut along triangle edges: the
+    cut's vertices are copied with the same position, normal and weights, so the surface stays whole."""
+    positions, normals, triangles, joints, weights, material = _body_mesh()
+    parts = []
+    for m, name in enumerate(MATERIALS):
+        tris = triangles[material == m]
+        if not len(tris):
+            continue
+        used, local = np.unique(tris, return_inverse=True)
+        parts.append(_Part(positions[used], local.reshape(-1, 3).astype(np.int64), name, {},
+                           normals=normals[used], influences=(joints[used], weights[used])))
+    return parts
+
+
 def _body_parts() -> list[_Part]:
     """Every surface of the figure, left side built once and mirrored (positions are bind pose)."""
     parts: list[_Part] = []
-    below_hip_joint: Gate = lambda p: _smoothstep(0.95, 0.86, p[:, 1])
-    off_centre: Gate = lambda p: _smoothstep(0.04, 0.12, np.abs(p[:, 0]))
-    side = lambda sign: (lambda p: _smoothstep(0.0, 0.06, sign * p[:, 0]))
 
     def add(geometry: tuple[np.ndarray, np.ndarray], material: str, bones: dict[str, Gate | None]) -> None:
         # Rounded to float32 here, so that normals and weights are computed from exactly the stored
@@ -257,23 +471,8 @@ def _body_parts() -> list[_Part]:
         positions = geometry[0].astype(np.float32).astype(np.float64)
         parts.append(_Part(positions, geometry[1], material, bones))
 
-    # Torso: trousers below the belt, shirt above; elliptic section wider in x than in z.
-    torso_path = [(0.0, 0.875, -0.008), (0.0, 0.91, -0.008), (0.0, 0.97, -0.01), (0.0, 1.06, 0.0)]
-    torso_radii = [(0.15, 0.098), (0.165, 0.108), (0.17, 0.115), (0.155, 0.10)]
-    add(_tube(torso_path, torso_radii, (1, 0, 0), cap_depth=(0.4, 1.0)), "trousers", {
-        "hips": None, "spine": None,
-        "left_thigh": lambda p: below_hip_joint(p) * side(1)(p),
-        "right_thigh": lambda p: below_hip_joint(p) * side(-1)(p),
-    })
-    chest_path = [(0.0, 1.03, 0.0), (0.0, 1.12, 0.0), (0.0, 1.24, 0.005), (0.0, 1.34, 0.01), (0.0, 1.42, 0.0), (0.0, 1.47, -0.01), (0.0, 1.49, -0.012)]
-    chest_radii = [(0.152, 0.098), (0.145, 0.095), (0.16, 0.108), (0.175, 0.115), (0.19, 0.10), (0.15, 0.08), (0.09, 0.065)]
-    add(_tube(chest_path, chest_radii, (1, 0, 0)), "shirt", {
-        "hips": None, "spine": None, "chest": None,
-        "left_shoulder": lambda p: off_centre(p) * side(1)(p),
-        "right_shoulder": lambda p: off_centre(p) * side(-1)(p),
-    })
-    add(_tube([(0.0, 1.42, 0.0), (0.0, 1.52, 0.005), (0.0, 1.62, 0.015)], [(0.052, 0.05), (0.048, 0.047), (0.05, 0.05)], (1, 0, 0)),
-        "skin", {"chest": None, "neck": None, "head": None})
+    # Torso, neck, arms and legs: one smooth surface (see _body_surface), split by material.
+    parts.extend(_body_surface())
 
     # Head: skull, nose, ears, hair cap; all rigid on the head joint.
     head = {"head": None}
@@ -289,24 +488,12 @@ def _body_parts() -> list[_Part]:
         flip = (lambda a: np.asarray(a, dtype=np.float64)) if sign > 0 else (lambda a: _mirror_x(np.asarray(a, dtype=np.float64)))
         b = lambda name: prefix + name
 
-        # Arm: one sleeve from the shoulder to the wrist, so the elbow bends as one surface.
-        arm_path = flip([(0.17, 1.415, -0.01), (0.185, 1.415, -0.01), (0.212, 1.28, -0.015), (0.24, 1.145, -0.02), (0.262, 1.01, -0.01), (0.28, 0.89, 0.0)])
-        arm_radii = [(0.048, 0.05), (0.05, 0.052), (0.046, 0.048), (0.043, 0.045), (0.042, 0.044), (0.034, 0.03)]
-        add(_tube(arm_path, arm_radii, (0, 0, 1)), "shirt", {
-            b("shoulder"): None, b("upper_arm"): None, b("forearm"): None, b("hand"): None,
-        })
         # Hand: a flat mitten (wide along z, thin along x) and a thumb.
         add(_tube(flip([(0.281, 0.88, 0.0), (0.29, 0.80, 0.01), (0.296, 0.73, 0.02)]), [(0.04, 0.017), (0.045, 0.016), (0.035, 0.012)], (0, 0, 1)),
             "skin", {b("forearm"): None, b("hand"): None})
         add(_tube(flip([(0.275, 0.86, 0.03), (0.27, 0.80, 0.052)]), [(0.012, 0.012), (0.01, 0.01)], (0, 0, 1), cap_rings=4),
             "skin", {b("hand"): None})
 
-        # Leg: one trouser leg from the hip joint to the ankle.
-        leg_path = flip([(0.092, 0.95, 0.0), (0.095, 0.85, 0.0), (0.098, 0.68, 0.008), (0.10, 0.51, 0.014), (0.102, 0.38, 0.0), (0.104, 0.22, -0.01), (0.105, 0.10, -0.01)])
-        leg_radii = [(0.09, 0.09), (0.085, 0.085), (0.07, 0.07), (0.056, 0.058), (0.06, 0.063), (0.048, 0.05), (0.042, 0.044)]
-        add(_tube(leg_path, leg_radii, (1, 0, 0)), "trousers", {
-            "hips": lambda p: _smoothstep(0.9, 1.0, p[:, 1]), b("thigh"): None, b("shin"): None, b("foot"): None,
-        })
         # Shoe: heel to toe along +z, the sole flattened onto y = 0.
         shoe_path = flip([(0.105, 0.05, -0.045), (0.105, 0.05, 0.04), (0.105, 0.04, 0.13), (0.105, 0.035, 0.175)])
         shoe_radii = [(0.045, 0.055), (0.05, 0.052), (0.052, 0.04), (0.042, 0.03)]
@@ -385,9 +572,9 @@ def _build_primitives() -> list[Primitive]:
         base = 0
         for part in (p for p in parts if p.material == material):
             positions.append(part.positions)
-            normals.append(_vertex_normals(part.positions, part.triangles))
+            normals.append(part.normals if part.normals is not None else _vertex_normals(part.positions, part.triangles))
             triangles.append(part.triangles + base)
-            j, w = skin_weights(part.positions, part.bones)
+            j, w = part.influences if part.influences is not None else skin_weights(part.positions, part.bones)
             joints.append(j)
             weights.append(w)
             base += len(part.positions)

@@ -99,7 +99,7 @@ def main() -> None:
     from skeletal.demo import demo_asset
 
     seeds = HERE / "seeds"
-    for sub in ("bvh", "gltf", "fbx", "collada"):
+    for sub in ("bvh", "gltf", "fbx", "collada", "usd"):
         shutil.rmtree(seeds / sub, ignore_errors=True)
     demo = demo_asset()
 
@@ -125,6 +125,15 @@ def main() -> None:
 
         small = _small_skinned(tmp / "small.glb")
         _write(seeds / "gltf", "small_skinned.glb", small.read_bytes())
+
+        # USD: the small skinned model as .usda text (needs usd-core)
+        try:
+            from skeletal.io.usd_write import write_usd
+
+            write_usd(skeletal.load(small), tmp / "small.usda")
+            _write(seeds / "usd", "small.usda", (tmp / "small.usda").read_bytes())
+        except skeletal.ModelError as exc:
+            print(f"  USD seeds skipped: {exc}")
 
         # FBX (ASCII and binary) and Collada: the small skinned model through `assimp export`
         if assimp_command() is None:

@@ -50,6 +50,8 @@ def check_document(doc: Document) -> None:
         _finite(f"nodes[{i}].matrix", node.matrix)
         if not -1 <= node.parent < n:
             raise Finding(f"nodes[{i}].parent {node.parent} is not a node")
+    for k, skin in enumerate(doc.skins):
+        _finite(f"skins[{k}].inverse_bind", skin.inverse_bind)
     for a, animation in enumerate(doc.animations):
         for c, channel in enumerate(animation.channels):
             _finite(f"animations[{a}].channels[{c}].times", channel.times)
@@ -119,30 +121,36 @@ def fuzz_collada(data: bytes) -> None:
 def fuzz_usd(data: bytes) -> None:
     """USD (``skeletal.io.usd.read_usd``; the ``usd`` helper's reader, through OpenUSD's ``pxr``).
 
-    FUZZ-HOOK(usd): this branch has no ``skeletal.io.usd`` yet, so the target raises
-    NotImplementedError and the harness and tests say the target is not available. Once the reader
-    is merged the target runs as written: the bytes go to a ``.usda`` file in a scratch folder
-    (``pxr`` reads files, not bytes) and through ``read_usd`` + :func:`check_document`. Add seeds under
-    ``tests/fuzz/seeds/usd/`` (small ``.usda`` files) and a ``usd`` row to ``SHORT_RUNS`` in
-    ``tests/test_fuzz.py`` then. Note that ``pxr`` is C++: a crash inside it ends the fuzzer (the
-    saved input is then a finding for the ``usd`` reader's pre-checks).
+    The bytes go to a ``.usda`` file in a scratch folder (``pxr`` reads files, not bytes) and through
+    ``read_usd`` + :func:`check_document`. Without ``skeletal.io.usd`` or usd-core the target raises
+    NotImplementedError and the harness and tests say it is not available. ``pxr`` is C++: a crash
+    inside it ends the fuzzer (the saved input is then a finding for the ``usd`` reader's pre-checks).
     """
-    try:
-        from skeletal.io.usd import read_usd
-    except ImportError:
-        raise NotImplementedError("skeletal.io.usd does not exist yet: the USD fuzz target is a hook") from None
-    path = _scratch_file("fuzz.usda", data)
+    if not usd_available():
+        raise NotImplementedError("skeletal.io.usd or usd-core (pxr) is not installed: the USD fuzz target cannot run")
+    from skeletal.io.usd import read_usd
+
+    global _usd_runs
+    _usd_runs += 1
+    path = _scratch_file(f"fuzz-{_usd_runs}.usda", data)  # a new name each time: pxr caches layers by path
     try:
         doc = read_usd(path)
     except SkeletalError:
         return
+    finally:
+        os.remove(path)
     check_document(doc)
 
 
+_usd_runs = 0
+
+
 def usd_available() -> bool:
-    """Whether the USD target can run (``skeletal.io.usd`` exists)."""
+    """Whether the USD target can run (``skeletal.io.usd`` and usd-core's ``pxr`` import)."""
     try:
-        import skeletal.io.usd  # noqa: F401 - imported only to learn whether it exists
+        import pxr.Usd  # noqa: F401 - imported only to learn whether they exist
+
+        import skeletal.io.usd  # noqa: F401
     except ImportError:
         return False
     return True

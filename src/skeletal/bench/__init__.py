@@ -67,6 +67,9 @@ FEATURE_BENCHES: list[str] = [
     # procedural animation (issue 10): foot placement, look-at
     "skeletal.bench.procedural",
 
+    # playback-kernel speed (issue 17): wide crowd, single update, model-mesh skinning, 10k frame
+    "skeletal.bench.speed",
+
     # dual quaternion skinning (issue 10)
     "skeletal.bench.dq",
 

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["bench_usd_load", "bench_rows"]
+__all__ = ["bench_rows", "bench_usd_load"]
 
 
 def _stat(values: list[float], **extra) -> dict:
@@ -79,8 +79,8 @@ def bench_usd_load(path: str | os.PathLike | None = None, repeats: int = 10, qui
             Usd.Stage.Open(str(files["usdc"]))
             opens.append((time.perf_counter() - w0) * 1e3)
         figures: dict = {}
-        for k in files:
-            figures[f"{k}_load_ms"] = _stat(wall[k], file=files[k].name, bytes=files[k].stat().st_size)
+        for k, f in files.items():
+            figures[f"{k}_load_ms"] = _stat(wall[k], file=f.name, bytes=f.stat().st_size)
             figures[f"{k}_thread_ms"] = _stat(cpu[k])
             figures[f"{k}_process_cpu_ms"] = _stat(proc[k])  # usd-core's worker threads included
         figures["usdc_stage_open_ms"] = _stat(opens)

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import SkeletalError
 from ..summary import describe
+from .warn import show_warning
 
 
 class _Group(click.Group):
@@ -24,7 +25,7 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             with warnings.catch_warnings():
-                warnings.showwarning = _show_warning
+                warnings.showwarning = show_warning
                 return super().invoke(ctx)
         except SkeletalError as exc:
             raise _fail(str(exc)) from None
@@ -42,12 +43,6 @@ class _Group(click.Group):
             if os.environ.get("SKELETAL_DEBUG"):
                 raise
             raise _fail(f"internal error ({type(exc).__name__}: {exc}); set SKELETAL_DEBUG=1 for the traceback") from None
-
-
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    """A warning in the CLI: one line ``skeletal: warning: ...`` on stderr, no source file or line."""
-    text = " ".join(str(message).split())
-    click.echo(f"skeletal: warning: {text}", err=True)
 
 
 class _Failure(click.ClickException):

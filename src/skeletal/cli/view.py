@@ -84,10 +84,15 @@ def view(model, clip, size, start, speed, loop, camera, skeleton, weights_joint,
 
 def run_standalone(command: click.Command, prog_name: str, argv: list[str] | None = None) -> int:
     """Run ``command`` outside the ``skeletal`` group: errors as one line on stderr, exit status 2."""
+    import warnings
+
     from ..errors import SkeletalError
+    from .warn import show_warning
 
     try:
-        command.main(args=argv, prog_name=prog_name, standalone_mode=False)
+        with warnings.catch_warnings():
+            warnings.showwarning = show_warning  # one 'skeletal: warning:' line each, as in the group
+            command.main(args=argv, prog_name=prog_name, standalone_mode=False)
     except SkeletalError as exc:
         click.echo(f"skeletal: error: {exc}", err=True)
         return 2

@@ -26,7 +26,7 @@ def warmup_command(processes, only) -> None:
 
     def progress(name: str, result: dict) -> None:
         if result["ok"]:
-            click.echo(f"  {name}: {result['seconds']:.1f} s", err=True)
+            click.echo(f"  {name}: {result['seconds']:.1f} s (CPU {result['cpu_seconds']:.1f} s)", err=True)
         else:
             click.echo(f"  {name}: failed: {result['error']}", err=True)
 

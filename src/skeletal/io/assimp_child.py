@@ -99,16 +99,21 @@ def _apply_limits(memory: int, cpu: int) -> None:
     except ImportError:  # not POSIX: the wall-clock timeout is the only bound
         return
     try:
+        infinity = resource.RLIM_INFINITY
         used = _address_space()
         if used:
-            _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+            soft, hard = resource.getrlimit(resource.RLIMIT_AS)
             want = used + memory
-            if hard == resource.RLIM_INFINITY or want < hard:
+            if soft != infinity:
+                want = min(want, soft)  # never looser than the caller's own limit (a batch worker's)
+            if hard == infinity or want < hard:
                 resource.setrlimit(resource.RLIMIT_AS, (want, hard))
-        _soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
-        if hard == resource.RLIM_INFINITY or cpu < hard:
+        soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+        if soft != infinity:
+            cpu = max(1, min(cpu, soft))
+        if hard == infinity or cpu < hard:
             # soft: SIGXCPU at ``cpu`` seconds; hard one second later: SIGKILL
-            resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1 if hard == resource.RLIM_INFINITY else hard))
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1 if hard == infinity else hard))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash leaves no core file behind
     except (OSError, ValueError):
         pass
@@ -185,9 +190,21 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def _receive(fd: int, deadline: float, on_timeout) -> bytearray | None:
-    """All bytes the child writes until it closes the pipe; ``on_timeout()`` (which raises) at the
-    deadline."""
+def _expected_length(raw: bytearray) -> int | None:
+    """The length of the whole framed reply once its header has arrived."""
+    if len(raw) < _HEADER.size:
+        return None
+    head_len, count = _HEADER.unpack_from(raw, 0)
+    if len(raw) < _HEADER.size + 8 * count:
+        return None
+    return _HEADER.size + 8 * count + head_len + sum(struct.unpack_from(f"<{count}Q", raw, _HEADER.size))
+
+
+def _receive(fd: int, deadline: float, on_timeout) -> bytearray:
+    """The child's reply: read until the framed message is complete or the pipe closes (the child
+    ended); ``on_timeout()`` (which raises) at the deadline. Not waiting for the end of the pipe
+    alone keeps a sibling child forked by another thread (which may hold a copy of the write end)
+    from delaying this one."""
     chunks = bytearray()
     while True:
         left = deadline - time.monotonic()
@@ -200,6 +217,21 @@ def _receive(fd: int, deadline: float, on_timeout) -> bytearray | None:
         if not piece:
             return chunks
         chunks += piece
+        want = _expected_length(chunks)
+        if want is not None and len(chunks) >= want:
+            return chunks
+
+
+def _reap(pid: int, deadline: float) -> int:
+    """The child's wait status; killed if it does not end by ``deadline`` (it has replied)."""
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            return os.waitpid(pid, 0)[1]
+        time.sleep(0.002)
 
 
 def _decode(raw: bytearray) -> tuple | None:
@@ -338,7 +370,7 @@ def _read_forked(file: str, data: bytes, unit_scale, limits: Limits, memory: int
             raise _timeout_error(file, limits)
 
         raw = _receive(r, time.monotonic() + limits.timeout, stop)
-        _, status = os.waitpid(pid, 0)
+        status = _reap(pid, time.monotonic() + 5.0)
         pid = 0
     finally:
         os.close(r)

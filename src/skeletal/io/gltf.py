@@ -485,6 +485,9 @@ class _GltfReader:
                 obj.fail(f"accessors[{info.index}] has {info.count} matrices for {joint_count} joints", "inverseBindMatrices")
             # (J, column, row) as stored -> (J, row, column): row-major.
             inverse_bind = self.accessors.floats(info.index)[:joint_count].transpose(0, 2, 1).astype(np.float64)
+            finite = np.isfinite(inverse_bind).all(axis=(1, 2))
+            if not finite.all():  # a NaN matrix would make every vertex it weighs NaN
+                obj.fail(f"accessors[{info.index}] matrix {int(np.argmin(finite))} is not finite", "inverseBindMatrices")
         else:
             inverse_bind = np.tile(np.eye(4), (joint_count, 1, 1))
         return Skin(
@@ -550,6 +553,11 @@ class _GltfReader:
             self._check_times(c, about, input_info, times)
             self._checked_times.add(input_info.index)
         values = self.accessors.floats(output_info.index).reshape(rows, width)
+        finite = np.isfinite(values).all(axis=1)
+        if not finite.all():  # NaN/inf key values would poison every pose sampled near them (found by fuzzing)
+            k = int(np.argmin(finite))
+            raise ModelError(self.file, c.where, f"{about}: output accessors[{output_info.index}] element {k} is not "
+                                                  f"finite ({', '.join(f'{v:g}' for v in values[k])})")
         return Channel(node=node, path=path, interpolation=interpolation, times=times, values=values)
 
     def _plain_channel(self, c: dict, samplers: list[dict], n_nodes: int, n_accessors: int) -> Channel | None:
@@ -583,6 +591,8 @@ class _GltfReader:
                 return None  # not finite or not increasing: the full path says which key
             self._checked_times.add(input_index)
         values = accessors.floats(output_index)
+        if not np.isfinite(values).all():
+            return None  # NaN/inf key values: the full path says which element
         return Channel(node=node, path=path, interpolation=interpolation, times=times, values=values)
 
     def _check_times(self, c: JsonObject, about: str, info: AccessorInfo, times: np.ndarray) -> None:

@@ -183,8 +183,11 @@ def check_kind(path: str | os.PathLike, head: bytes | None = None, *, other_read
     if accepted is not None and kind in accepted:
         return kind
     if accepted is None:
-        if other_reader and kind not in _NEVER_A_MODEL and kind not in ("glb", "bvh", "json"):
-            return kind  # another Assimp format: only the surely-wrong kinds are ours to report
+        if other_reader and (kind == "binary" or kind not in _NEVER_A_MODEL) and kind not in ("glb", "bvh", "json"):
+            # another Assimp format: only the surely-wrong kinds are ours to report. Most of them are
+            # binary with magics this module does not list (3DS, MS3D, B3D, MD2/3, MDL, binary .x,
+            # PMX, Ogre .mesh, binary STL): "binary" is theirs to judge.
+            return kind
         if not other_reader and kind in ("glb", "json"):
             return kind  # an unknown suffix is read as glTF, and this is glTF
     looks, rename = KINDS[kind]

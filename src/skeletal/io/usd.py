@@ -1,3 +1,5 @@
+# Over 600 lines: one reader pass over a UsdSkel stage (skeletons, animations, skinned meshes, blend shapes)
+# in the order the Document needs them, as io/gltf.py does for glTF.
 """USD (UsdSkel) reader: ``.usd``/``.usda``/``.usdc``/``.usdz`` -> :class:`~skeletal.document.Document`,
 through Pixar's ``usd-core`` (the optional extra ``skeletal[usd]``).
 
@@ -42,11 +44,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from skeletal.document import Animation, Channel, Document, Material, Mesh, MorphTarget, Node, Primitive, Skin
+from skeletal.document import (
+    Animation,
+    Channel,
+    Document,
+    Material,
+    Mesh,
+    MorphTarget,
+    Node,
+    Primitive,
+    Skin,
+)
 from skeletal.errors import ModelError
 from skeletal.quat import compose_trs, decompose_trs, quat_mul
 
-__all__ = ["read_usd", "USD_SUFFIXES", "import_pxr"]
+__all__ = ["USD_SUFFIXES", "import_pxr", "read_usd"]
 
 #: File suffixes read by this module.
 USD_SUFFIXES = (".usd", ".usda", ".usdc", ".usdz")
@@ -81,13 +93,23 @@ def read_usd(path: str | os.PathLike) -> Document:
     import_pxr(file)
     if not os.path.isfile(file):
         raise ModelError(file, None, "not a regular file" if os.path.exists(file) else "no such file")
-    return _Reader(file).document()
+    from pxr import Tf
+
+    try:
+        return _Reader(file).document()
+    except (TypeError, ValueError, IndexError, KeyError, AttributeError, Tf.ErrorException) as exc:
+        # Backstop found by fuzzing (tests/fuzz/regressions/usd): an attribute authored with another
+        # type than the schema's ("matriz4d" for a matrix4d) reaches numpy as an UnregisteredValue;
+        # skel:skeleton authored as an attribute makes pxr raise on GetTargets().
+        # One ModelError instead of a traceback; the reader's own checks name the prim where they can.
+        raise ModelError(file, None, f"an attribute holds a value of an unexpected type or shape "
+                                     f"({type(exc).__name__}: {_first_line(exc)[:200]})") from None
 
 
 def _check_dependencies(file: str) -> None:
     """Refuse composition arcs that reach outside the model's folder (or any URL), before the stage
     composes them."""
-    from pxr import Sdf
+    from pxr import Sdf, Tf
 
     base = os.path.realpath(os.path.dirname(os.path.abspath(file)))
     seen: set[str] = set()
@@ -99,16 +121,22 @@ def _check_dependencies(file: str) -> None:
         seen.add(layer_path)
         try:
             layer = Sdf.Layer.FindOrOpen(layer_path)
-        except Exception as exc:  # pxr raises Tf.ErrorException
+        except Tf.ErrorException as exc:
+            if "[" in layer_path:
+                continue  # a missing file inside a package: usd-core warns and composes without it
             raise ModelError(file, None, f"not a USD file: {_first_line(exc)}") from None
+        if layer is None and "[" in layer_path:
+            continue
         if layer is None:
             raise ModelError(file, None, "not a USD file (usd-core cannot open it)")
-        if layer_path.lower().endswith(".usdz"):
-            continue  # a package: its arcs resolve inside it
         for dep in layer.GetCompositionAssetDependencies():
             if "://" in dep or dep.startswith("//"):
                 raise ModelError(file, None, f"refers to {dep!r}: only files next to the model are read")
-            resolved = os.path.realpath(layer.ComputeAbsolutePath(dep))
+            absolute = layer.ComputeAbsolutePath(dep)
+            if "[" in absolute:  # inside a .usdz package: usd-core keeps it there
+                todo.append(absolute)
+                continue
+            resolved = os.path.realpath(absolute)
             if os.path.commonpath([base, resolved]) != base:
                 raise ModelError(file, None, f"refers to {dep!r}, outside the model's folder")
             if os.path.isfile(resolved):
@@ -116,7 +144,10 @@ def _check_dependencies(file: str) -> None:
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
+    try:
+        text = str(exc).strip().splitlines()
+    except UnicodeDecodeError:  # pxr's message quotes the file's bytes, not always UTF-8 (found by fuzzing)
+        return type(exc).__name__
     return text[-1].strip() if text else type(exc).__name__
 
 
@@ -159,8 +190,7 @@ class _Reader:
 
         _check_dependencies(self.file)
         try:
-            with warnings.catch_warnings():
-                self.stage = Usd.Stage.Open(self.file, Usd.Stage.LoadAll)
+            self.stage = Usd.Stage.Open(self.file, Usd.Stage.LoadAll)
         except Tf.ErrorException as exc:
             raise ModelError(self.file, None, f"cannot open the stage: {_first_line(exc)}") from None
         if self.stage is None:
@@ -200,7 +230,7 @@ class _Reader:
     def _visit(self, prim, parent: int, roots: list[int]) -> int | None:
         """The node of ``prim`` (under node ``parent``), or None for a prim that is not one (nor its
         children)."""
-        from pxr import Usd, UsdGeom, UsdSkel
+        from pxr import Tf, Usd, UsdGeom, UsdSkel
 
         if not prim.IsActive() or not prim.IsDefined() or prim.IsAbstract():
             return None
@@ -211,7 +241,7 @@ class _Reader:
         if prim.IsA(UsdGeom.Xformable):
             try:
                 gf = UsdGeom.Xformable(prim).GetLocalTransformation(Usd.TimeCode.EarliestTime())
-            except Exception as exc:
+            except Tf.ErrorException as exc:
                 raise self.fail(path, f"bad transform: {_first_line(exc)}") from None
             matrix = _gf_matrices(gf)[0]
             if not np.all(np.isfinite(matrix)):
@@ -311,11 +341,12 @@ class _Reader:
     # -- meshes ---------------------------------------------------------------------------------
 
     def _mesh(self, node_index: int, prim, _skel) -> None:
-        from pxr import UsdGeom
+        from pxr import Usd, UsdGeom
 
         path = str(prim.GetPath())
         mesh = UsdGeom.Mesh(prim)
-        points = mesh.GetPointsAttr().Get()
+        earliest = Usd.TimeCode.EarliestTime()  # points may be authored as time samples only
+        points = mesh.GetPointsAttr().Get(earliest)
         if points is None or len(points) == 0:
             return
         points = np.array(points, dtype=np.float32).reshape(-1, 3)
@@ -335,9 +366,9 @@ class _Reader:
         normals, n_interp = None, None
         pv = primvars.GetPrimvar("normals")
         if pv and pv.HasAuthoredValue():
-            normals, n_interp = pv.ComputeFlattened(), pv.GetInterpolation()
+            normals, n_interp = pv.ComputeFlattened(earliest), pv.GetInterpolation()
         elif mesh.GetNormalsAttr().HasAuthoredValue():
-            normals, n_interp = mesh.GetNormalsAttr().Get(), mesh.GetNormalsInterpolation()
+            normals, n_interp = mesh.GetNormalsAttr().Get(earliest), mesh.GetNormalsInterpolation()
         st, st_interp = None, None
         pv = primvars.GetPrimvar("st")
         if pv and pv.HasAuthoredValue():
@@ -467,10 +498,11 @@ class _Reader:
         out.joints = np.ascontiguousarray(j_out[point_of_vertex])
         out.weights = np.ascontiguousarray(w_out[point_of_vertex])
 
-        geom_attr = api.GetGeomBindTransformAttr()
         geom = np.eye(4)
-        if geom_attr and geom_attr.HasAuthoredValue():
-            geom = _gf_matrices(geom_attr.Get())[0]
+        for geom_attr in (api.GetGeomBindTransformAttr(), prim.GetAttribute("skel:geomBindTransform")):  # new, old name
+            if geom_attr and geom_attr.HasAuthoredValue():
+                geom = _gf_matrices(geom_attr.Get())[0]
+                break
         inverse_bind = np.stack([_inverse(skel.bind[j]) @ geom for j in order])
         if not np.all(np.isfinite(inverse_bind)):
             raise self.fail(target, "bindTransforms has a matrix that cannot be inverted")
@@ -498,10 +530,11 @@ class _Reader:
             offsets = np.array(shape.GetOffsetsAttr().Get() or [], dtype=np.float32).reshape(-1, 3)
             normal_offsets = shape.GetNormalOffsetsAttr().Get()
             normal_offsets = np.array(normal_offsets, dtype=np.float32).reshape(-1, 3) if normal_offsets else None
-            idx_value = shape.GetPointIndicesAttr().Get()
-            if idx_value is not None and len(idx_value):
+            idx_attr = shape.GetPointIndicesAttr()
+            idx_value = idx_attr.Get() if idx_attr and idx_attr.HasAuthoredValue() else None
+            if idx_value is not None:  # sparse (an authored empty list moves no point)
                 idx = np.array(idx_value, dtype=np.int64)
-                if idx.min() < 0 or idx.max() >= v:
+                if len(idx) and (idx.min() < 0 or idx.max() >= v):
                     raise self.fail(str(tp), f"pointIndices has index {int(idx.max() if idx.max() >= v else idx.min())}, the mesh has {v} points")
             else:
                 idx = np.arange(v)

@@ -32,7 +32,8 @@ import os
 import shutil
 import tempfile
 import warnings
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -46,7 +47,7 @@ from skeletal.sampling import sample
 if TYPE_CHECKING:
     from skeletal.asset import Asset
 
-__all__ = ["write_usd", "check_usd", "WRITE_SUFFIXES"]
+__all__ = ["WRITE_SUFFIXES", "check_usd", "write_usd"]
 
 #: Suffixes :func:`write_usd` writes.
 WRITE_SUFFIXES = (".usda", ".usdc", ".usd", ".usdz")
@@ -142,7 +143,7 @@ class _SkeletonGroup:
         return geom
 
 
-def write_usd(asset: "Asset", path: str | os.PathLike, clips: Sequence[Clip | str | int] | None = None) -> None:
+def write_usd(asset: Asset, path: str | os.PathLike, clips: Sequence[Clip | str | int] | None = None) -> None:
     """Write ``asset`` with ``clips`` (Clip objects or the asset's clip names/indices; default: all
     of its clips) as a UsdSkel stage; the suffix picks the format (``.usda`` text, ``.usdc``/``.usd``
     binary, ``.usdz`` package). See the module docstring for the layout.
@@ -178,7 +179,7 @@ def write_usd(asset: "Asset", path: str | os.PathLike, clips: Sequence[Clip | st
         _write_stage(asset, out, chosen)
 
 
-def _write_stage(asset: "Asset", out: str, clips: Sequence[Clip]) -> None:
+def _write_stage(asset: Asset, out: str, clips: Sequence[Clip]) -> None:
     from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdSkel, Vt
 
     rig = asset.rig
@@ -327,7 +328,7 @@ def _write_stage(asset: "Asset", out: str, clips: Sequence[Clip]) -> None:
                     mesh.CreateDisplayOpacityPrimvar(UsdGeom.Tokens.constant).Set(Vt.FloatArray([alpha]))
 
             bind = UsdSkel.BindingAPI.Apply(mesh.GetPrim())
-            if instance.skin is not None and prim.joints is not None:
+            if instance.skin is not None and prim.joints is not None and prim.weights is not None:
                 g, geom = skin_place[instance.skin]
                 joints = asset.skins[instance.skin].joints
                 k = prim.joints.shape[1]

@@ -33,13 +33,19 @@ import numpy.typing as npt
 
 from ..asset import Asset
 from ..clip import Clip
-from ..pose import world_palettes_34, ancestors_and_self
+from ..pose import ancestors_and_self
 from . import kernels as K
+from .jobs import entry
 from .mixer import InstanceSelector, Mixer
+from .wide import LANES, key_major, update_wide, wide_clips
 
 
 class Crowd(Mixer):
     """``count`` instances of ``asset`` as array state (instance axis first).
+
+    ``wide`` (default True): groups of 16 instances that play one full-weight action of the same clip
+    are posed together, one instance per SIMD lane (:mod:`skeletal.playback.wide`); False keeps the
+    per-instance kernel everywhere (same results within float32 rounding).
 
     After :meth:`update`: ``palettes`` (count, J, 3, 4) float32 — the top rows of
     ``world[joint] @ inverse_bind`` for the joints of every skin, concatenated (skin ``s`` owns
@@ -48,8 +54,9 @@ class Crowd(Mixer):
     """
 
     def __init__(self, asset: Asset, count: int, *, nlerp_max_gap: float = 15.0, keep_world: bool = False,
-                 dtype: npt.DTypeLike = np.float32, events: bool = False):
+                 dtype: npt.DTypeLike = np.float32, events: bool = False, wide: bool = True):
         self._keep_world = keep_world
+        self.wide = bool(wide)  # groups of 16 instances per SIMD lane group when the state allows
         super().__init__(asset, count, dtype=dtype, events=events)
         self.nlerp_max_gap = float(nlerp_max_gap)
 
@@ -82,41 +89,57 @@ class Crowd(Mixer):
         self._ik.table.restrict_updates(self._world_nodes)
         self._world_nodes_ik = self._ik.table.rows_before_stages(self._world_nodes)  # the rest: by the stages
 
-    def _update_fused(self, dt: float) -> bool:
-        """Clocks, poses, world matrices and palettes of every instance in one parallel kernel."""
-        cs = self.clipset
-        if self._ik is not None:
-            from .ikstage import update_crowd_ik
-
-            update_crowd_ik(
-                dt, cs.duration, cs.marker_time, self.ist, *self._kernel_args(self.layer_weight),
-                self._scratch, self._scratch_morph, self._scratch_tmp, self._scratch_locs,
-                self.local_pose, self.morph_weights, self._base_unmasked,
-                self.rig.parents, self._world_nodes_ik, self.palette_joints, self.inverse_bind34, self.palettes,
-                self.world34, self._world_scratch, *self._ik.args(),
-            )
-            return True
-        K.update_crowd(
-            dt, cs.duration, cs.marker_time, self.ist, *self._kernel_args(self.layer_weight),
-            self._scratch, self._scratch_morph, self._scratch_tmp, self._scratch_locs,
-            self.local_pose, self.morph_weights, self._base_unmasked,
-            self.rig.parents, self._world_nodes, self.palette_joints, self.inverse_bind34, self.palettes, self.world34,
-            self._world_scratch,
+    def _world_fields(self) -> dict:
+        """World 3x4 rows of the skins' joints and their ancestors (with IK: of the rows the stages do
+        not rebuild themselves; every node's with ``keep_world``), in ``world34`` or a per-thread
+        scratch; 3x4 palettes in the output dtype."""
+        return dict(
+            world_nodes=self._world_nodes if self._ik is None else self._world_nodes_ik, worlds=self.world34,
+            scratch_world=self._world_scratch, palette_joints=self.palette_joints,
+            inverse_bind=self.inverse_bind34, palettes=self.palettes,
         )
-        return True
+
+    def _wide_ok(self) -> bool:
+        """Whether the wide kernel (:mod:`skeletal.playback.wide`) may run this crowd's update: float32,
+        one layer, no IK, no kept world matrices (it keeps world rows in its own lane layout)."""
+        return (self.wide and self.dtype == np.float32 and self._ik is None and not self._keep_world
+                and self.layer_weight.shape[1] == 1 and self.local_pose.dtype == np.float32)
+
+    def _update_fused(self, dt: float) -> bool:
+        """Clocks, poses, world matrices and palettes of every instance in one parallel kernel: the
+        wide one (16 instances per SIMD lane group) when this crowd's state allows it."""
+        if not self._wide_ok():
+            return super()._update_fused(dt)
+        state = self._job_state
+        if state is None or state[3] != self.clipset.version:
+            state = self._job()
+        if len(state) < 5:
+            job = state[0]
+            clip_table, segments, _, _ = self._clip_tables()
+            wide_clip = wide_clips(clip_table, segments, self.clipset.timeline_keys, self.clipset.track_table)
+            packed, seg_table, dest = key_major(clip_table, segments, self.clipset.timeline_keys,
+                                                self.clipset.track_table, self.clipset.values, wide_clip)
+            threads = numba.config.NUMBA_NUM_THREADS
+            n = len(self.rig)
+            timelines = max(self.clipset.max_timelines, 1)
+            widest = max(int((segments[:, 1] - segments[:, 0]).max(initial=1)) * 4, 1)
+            extra = (
+                wide_clip, packed, seg_table, dest,
+                np.zeros((threads, n * 10 * LANES), np.float32),  # local rows
+                np.zeros((threads, n * 12 * LANES), np.float32),  # world rows
+                np.zeros((threads, max(len(self.palette_joints), 1) * 12 * LANES), np.float32),  # palettes
+                np.zeros((threads, timelines, LANES), np.int64),  # keys
+                np.zeros((threads, timelines, LANES), np.float32),  # fractions
+                np.zeros((threads, widest), np.float32),  # one segment's samples
+                np.full((threads, 1), -1, np.int64),  # the clip whose constant rows the local rows hold
+            )
+            state.append((extra, entry(update_wide, job, 0.0, LANES, *extra)))
+        extra, call = state[4]
+        return call(state[0], dt, LANES, *extra) > 0
 
     def evaluate(self) -> None:
-        """Blend the actions into local poses, then world matrices and palettes in one fused kernel."""
-        self._evaluate_into(self.layer_weight, self.local_pose, self.morph_weights)
-        if self._ik is not None:
-            from .ikstage import world_ik_palettes_34
-
-            world_ik_palettes_34(self.rig.parents, self._world_nodes_ik, self.local_pose, self.palette_joints,
-                                 self.inverse_bind34, self.palettes, self.world34, self._world_scratch,
-                                 *self._ik.args())
-            return
-        world_palettes_34(self.rig.parents, self._world_nodes, self.local_pose, self.palette_joints, self.inverse_bind34,
-                           self.palettes, self.world34, self._world_scratch)
+        """Blend the actions into local poses, then world matrices (IK) and palettes in one fused kernel."""
+        self._run(0.0, K.BLEND | K.WORLD)
 
     @property
     def world(self) -> np.ndarray:

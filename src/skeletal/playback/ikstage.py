@@ -5,9 +5,10 @@ A mixer owns an :class:`IKStages`: the :class:`~skeletal.ik.StageTable` of its s
 per-instance inputs ``inputs`` (B, S, IN_WIDTH) (targets, poles, weights, end rotations; see
 :mod:`skeletal.ik`). :meth:`skeletal.Mixer.add_ik` adds a stage and returns an :class:`IKHandle`
 whose ``target`` / ``pole`` / ``weight`` write those rows (one value for all instances, or one per
-instance). The update kernels here are the mixer's (:func:`update_serial_ik`) and the crowd's
-(:func:`update_crowd_ik`) with one step added per instance: world matrices of the nodes the solvers
-and skins read, the stages (each rebuilds only the world rows of the subtree it moved), palettes.
+instance). The mixer's and the crowd's update kernel (:func:`skeletal.playback.kernels.update`, or its
+serial twin for one character) runs them when given the mixer's :class:`~skeletal.playback.jobs.IKJob`: per
+instance, world matrices of the nodes the solvers and skins read, the stages (each rebuilds only the
+world rows of the subtree it moved), palettes.
 
 >>> player = skeletal.Player(asset); player.play("Walk")                      # doctest: +SKIP
 >>> foot = player.add_ik("left_foot", kind="two_bone",                        # doctest: +SKIP
@@ -18,14 +19,11 @@ and skins read, the stages (each rebuilds only the world rows of the subtree it 
 
 from __future__ import annotations
 
-import numba
 import numpy as np
-from numba import njit, prange
 
 from .. import ik
 from ..errors import SkeletalError
-from ..pose import local_to_world_one, palettes_one, world_subset_one
-from .kernels import _advance_instance, _evaluate_instance
+from .jobs import IKJob, ik_job
 
 
 class IKHandle:
@@ -134,96 +132,9 @@ class IKStages:
         t = self.table
         return (t.stage_i, t.stage_f, t.joints, t.jp, self.inputs, t.update, self.scratch, self.pos)
 
-
-# ---------------------------------------------------------------------------------------------
-# update kernels: the mixer's and the crowd's, with the IK stages between pose and palettes
-#
-# They are kernels.update_serial / update_crowd / pose._world_palettes_34 with one call added. They
-# stay separate kernels on purpose: one kernel with an empty stage table for the plain case would
-# compile every IK solver into every Player's first update (about 30 s more on a cold numba cache),
-# and the per-instance blending they share is one function (kernels._evaluate_instance) already.
-
-
-@njit(cache=True)
-def update_serial_ik(
-    dt, clip_duration, marker_time, ist,
-    tracks, clip_table, segments, timeline_keys, times, values, base_pose, base_morph,
-    slot_clip, slot_layer, fs, cursors,
-    layer_weight, layer_mask, layer_additive,
-    snap_weight, snap_pose, snap_morph,
-    rest, rest_morph, morph_start,
-    acc, accm, tmp, locs,
-    pose, morph, base_unmasked,
-    parents, world, palette_joints, inverse_bind, palettes,
-    stage_i, stage_f, joints, jp, inputs, update, ik_scratch, ik_pos,
-):
-    """:func:`~skeletal.playback.kernels.update_serial` with the IK stages run on each pose after
-    blending (world (B, N, 4, 4) rebuilt for the moved subtrees), before the palettes."""
-    any_event = False
-    for b in range(fs.shape[0]):
-        if _advance_instance(b, dt, fs, ist, slot_clip, clip_table, clip_duration, marker_time):
-            any_event = True
-        _evaluate_instance(
-            b, acc, accm, tmp, locs,
-            tracks, clip_table, segments, timeline_keys, times, values, base_pose, base_morph,
-            slot_clip, slot_layer, fs, cursors,
-            layer_weight, layer_mask, layer_additive,
-            snap_weight, snap_pose, snap_morph,
-            rest, rest_morph, morph_start,
-            pose, morph, base_unmasked,
-        )
-        local_to_world_one(parents, pose[b], world[b])
-        ik.solve_stages_at(pose[b], world[b], parents, stage_i, stage_f, joints, jp, inputs, b, update, ik_scratch,
-                           ik_pos, 0)
-        palettes_one(world[b], palette_joints, inverse_bind, palettes[b])
-    return any_event
-
-
-@njit(cache=True, parallel=True)
-def update_crowd_ik(
-    dt, clip_duration, marker_time, ist,
-    tracks, clip_table, segments, timeline_keys, times, values, base_pose, base_morph,
-    slot_clip, slot_layer, fs, cursors,
-    layer_weight, layer_mask, layer_additive,
-    snap_weight, snap_pose, snap_morph,
-    rest, rest_morph, morph_start,
-    scratch, scratch_morph, scratch_tmp, scratch_locs,
-    pose, morph, base_unmasked,
-    parents, world_nodes, palette_joints, inverse_bind, palettes, worlds, scratch_world,
-    stage_i, stage_f, joints, jp, inputs, update, ik_scratch, ik_pos,
-):
-    """:func:`~skeletal.playback.kernels.update_crowd` with the IK stages of each instance run in the
-    same pass, in cache: world rows of ``world_nodes`` (skins' and chains' ancestors), the stages
-    (each rebuilds only the rows of its moved subtree that someone reads: ``update``), palettes."""
-    keep_world = worlds.shape[0] > 0
-    for b in prange(pose.shape[0]):
-        tid = numba.get_thread_id()
-        _advance_instance(b, dt, fs, ist, slot_clip, clip_table, clip_duration, marker_time)
-        _evaluate_instance(
-            b, scratch[tid], scratch_morph[tid], scratch_tmp[tid], scratch_locs[tid],
-            tracks, clip_table, segments, timeline_keys, times, values, base_pose, base_morph,
-            slot_clip, slot_layer, fs, cursors,
-            layer_weight, layer_mask, layer_additive,
-            snap_weight, snap_pose, snap_morph,
-            rest, rest_morph, morph_start,
-            pose, morph, base_unmasked,
-        )
-        w = worlds[b] if keep_world else scratch_world[tid]
-        pb = pose[b]
-        world_subset_one(parents, world_nodes, pb, w)
-        ik.solve_stages_at(pb, w, parents, stage_i, stage_f, joints, jp, inputs, b, update, ik_scratch, ik_pos, tid)
-        palettes_one(w, palette_joints, inverse_bind, palettes[b])
-
-
-@njit(cache=True, parallel=True)
-def world_ik_palettes_34(parents, nodes, poses, joint_list, inverse_bind, palettes, worlds, scratch_world,
-                         stage_i, stage_f, joints, jp, inputs, update, ik_scratch, ik_pos):
-    """The crowd's evaluate path: per instance, world rows of ``nodes``, the IK stages, palettes."""
-    keep_world = worlds.shape[0] > 0
-    for b in prange(poses.shape[0]):
-        tid = numba.get_thread_id()
-        w = worlds[b] if keep_world else scratch_world[tid]
-        world_subset_one(parents, nodes, poses[b], w)
-        ik.solve_stages_at(poses[b], w, parents, stage_i, stage_f, joints, jp, inputs, b, update, ik_scratch, ik_pos,
-                           tid)
-        palettes_one(w, joint_list, inverse_bind, palettes[b])
+    def job(self) -> IKJob:
+        """The stage table and inputs as the :class:`~skeletal.playback.jobs.IKJob` the update kernels
+        take (rebuilt by the mixer whenever a stage is added: the arrays are replaced then)."""
+        t = self.table
+        return ik_job(stage_i=t.stage_i, stage_f=t.stage_f, joints=t.joints, jp=t.jp, inputs=self.inputs,
+                      update=t.update, scratch=self.scratch, pos=self.pos)

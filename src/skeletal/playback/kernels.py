@@ -19,7 +19,8 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from ..pose import local_to_world_one, palettes_one, world_subset_one
+from ..ik import solve_stages_at
+from ..pose import palettes_one, world_subset_one
 from ..quat import slerp_into
 from ..sampling import interpolate_into, locate_key, nlerp_into
 from .clipset import (CL_MARKER_END, CL_MARKER_START, CL_SEGMENT_END, CL_SEGMENT_START, CL_TIMELINE_END,
@@ -511,31 +512,25 @@ def _evaluate_instance(
 
 
 @njit(cache=True, parallel=True)
-def evaluate(
-    tracks, clip_table, segments, timeline_keys, times, values, base_pose, base_morph,
-    slot_clip, slot_layer, fs, cursors,
-    layer_weight, layer_mask, layer_additive,
-    snap_weight, snap_pose, snap_morph,
-    rest, rest_morph, morph_start,
-    scratch, scratch_morph, scratch_tmp, scratch_locs,
-    pose, morph, base_unmasked,
-):
+def evaluate(job, layer_weight, pose, morph):
     """Blend every active action of every instance into ``pose`` (B, N, 10) and ``morph`` (B, M),
-    in parallel over instances.
-
-    Clip data as :class:`~skeletal.playback.clipset.ClipSet` packs it: ``tracks`` (its track_table),
-    ``clip_table`` and ``segments`` from :meth:`~skeletal.playback.clipset.ClipSet.segments` (the
-    mixer's nlerp limit decides which rotations nlerp), ``base_pose`` (C, N, 10) / ``base_morph``
-    (C, M) from :meth:`~skeletal.playback.clipset.ClipSet.base_poses`. ``cursors`` (B, L) key cursors per
-    instance and timeline; ``scratch`` (threads, N, ACC_WIDTH), ``scratch_morph`` (threads, M, 2),
-    ``scratch_tmp`` (threads, 64) (one sampled value: up to 64 morph weights per track) and
-    ``scratch_locs`` (threads, max timelines per clip, 3) are per-thread scratch (no allocation
-    here). ``base_unmasked`` (the base layer's mask is all ones) allows the single-action fast path.
+    in parallel over instances, with the layer weights ``layer_weight`` (B, layers) (the job's own,
+    or e.g. only the base layer's for a snapshot); everything else from ``job`` (a
+    :class:`~skeletal.playback.jobs.PlaybackJob`: its per-thread scratch, no allocation here).
+    ``base_unmasked`` (the base layer's mask is all ones) allows the single-action fast path.
     """
+    tracks, clip_table, segments, timeline_keys = job.tracks, job.clip_table, job.segments, job.timeline_keys
+    times, values, base_pose, base_morph = job.times, job.values, job.base_pose, job.base_morph
+    slot_clip, slot_layer, fs, cursors = job.slot_clip, job.slot_layer, job.fs, job.cursors
+    layer_mask, layer_additive = job.layer_mask, job.layer_additive
+    snap_weight, snap_pose, snap_morph = job.snap_weight, job.snap_pose, job.snap_morph
+    rest, rest_morph, morph_start = job.rest, job.rest_morph, job.morph_start
+    acc, accm, tmp, locs = job.acc, job.accm, job.tmp, job.locs
+    base_unmasked = job.base_unmasked
     for b in prange(pose.shape[0]):
         tid = numba.get_thread_id()
         _evaluate_instance(
-            b, scratch[tid], scratch_morph[tid], scratch_tmp[tid], scratch_locs[tid],
+            b, acc[tid], accm[tid], tmp[tid], locs[tid],
             tracks, clip_table, segments, timeline_keys, times, values, base_pose, base_morph,
             slot_clip, slot_layer, fs, cursors,
             layer_weight, layer_mask, layer_additive,
@@ -546,75 +541,61 @@ def evaluate(
 
 
 # ---------------------------------------------------------------------------------------------
-# a whole update in one call: advance + evaluate + world matrices + palettes
+# a whole update in one call: advance + blend + world matrices (+ IK) + palettes
 
-
-@njit(cache=True)
-def update_serial(
-    dt, clip_duration, marker_time, ist,
-    tracks, clip_table, segments, timeline_keys, times, values, base_pose, base_morph,
-    slot_clip, slot_layer, fs, cursors,
-    layer_weight, layer_mask, layer_additive,
-    snap_weight, snap_pose, snap_morph,
-    rest, rest_morph, morph_start,
-    acc, accm, tmp, locs,
-    pose, morph, base_unmasked,
-    parents, world, palette_joints, inverse_bind, palettes,
-):
-    """A whole update of a few instances, serially, in one call: for a single character the thread
-    pool and per-call dispatch would cost more than the work.
-
-    ``world`` (B, N, 4, 4); ``palette_joints`` (J,) rig indices of all skins' joints concatenated,
-    ``inverse_bind`` (J, 4, 4) and ``palettes`` (B, J, 4, 4), all in the output dtype.
-    Returns True when any action reported an event (loop, finished, marker).
-    """
-    any_event = False
-    for b in range(fs.shape[0]):
-        if _advance_instance(b, dt, fs, ist, slot_clip, clip_table, clip_duration, marker_time):
-            any_event = True
-        _evaluate_instance(
-            b, acc, accm, tmp, locs,
-            tracks, clip_table, segments, timeline_keys, times, values, base_pose, base_morph,
-            slot_clip, slot_layer, fs, cursors,
-            layer_weight, layer_mask, layer_additive,
-            snap_weight, snap_pose, snap_morph,
-            rest, rest_morph, morph_start,
-            pose, morph, base_unmasked,
-        )
-        local_to_world_one(parents, pose[b], world[b])
-        palettes_one(world[b], palette_joints, inverse_bind, palettes[b])
-    return any_event
+# the stages of an update (bit flags of the ``stages`` argument)
+ADVANCE = 1  # advance every action's clock and fade by dt
+BLEND = 2  # sample and blend the actions into the job's pose and morph weights
+WORLD = 4  # world rows of world_nodes, the IK stages (when an IKJob is given), palettes
+ALL = ADVANCE | BLEND | WORLD
 
 
 @njit(cache=True, parallel=True)
-def update_crowd(
-    dt, clip_duration, marker_time, ist,
-    tracks, clip_table, segments, timeline_keys, times, values, base_pose, base_morph,
-    slot_clip, slot_layer, fs, cursors,
-    layer_weight, layer_mask, layer_additive,
-    snap_weight, snap_pose, snap_morph,
-    rest, rest_morph, morph_start,
-    scratch, scratch_morph, scratch_tmp, scratch_locs,
-    pose, morph, base_unmasked,
-    parents, world_nodes, palette_joints, inverse_bind, palettes, worlds, scratch_world,
-):
-    """The crowd's whole update in one parallel pass over instances: each instance's clocks, pose,
-    world matrices (3x4, of ``world_nodes``: see :func:`~skeletal.pose.world_subset_one`; kept in
-    ``worlds`` (B, N, 3, 4) or a per-thread ``scratch_world`` when ``worlds`` is empty) and palettes ``palettes[b, j] = world[palette_joints[j]] @
-    inverse_bind[j]`` (3x4, output dtype) stay in cache from start to end."""
+def update(job, ik, dt, stages):
+    """Run ``stages`` (bits ADVANCE | BLEND | WORLD) of a :class:`~skeletal.playback.jobs.PlaybackJob`
+    for every instance in parallel, each instance's work kept in cache from its clock to its palette.
+    One or a few characters run its serial twin (:func:`skeletal._compile.serial_variant`: the same
+    body with ``prange`` as ``range``, no thread pool).
+    ``ik``: an :class:`~skeletal.playback.jobs.IKJob` run between world matrices and palettes, or
+    None (the IK branch is then pruned at compile time). Returns how many instances reported an
+    event (loop, finished, marker) in the advance."""
+    clip_duration, marker_time, ist = job.clip_duration, job.marker_time, job.ist
+    tracks, clip_table, segments, timeline_keys = job.tracks, job.clip_table, job.segments, job.timeline_keys
+    times, values, base_pose, base_morph = job.times, job.values, job.base_pose, job.base_morph
+    slot_clip, slot_layer, fs, cursors = job.slot_clip, job.slot_layer, job.fs, job.cursors
+    layer_weight, layer_mask, layer_additive = job.layer_weight, job.layer_mask, job.layer_additive
+    snap_weight, snap_pose, snap_morph = job.snap_weight, job.snap_pose, job.snap_morph
+    rest, rest_morph, morph_start, parents = job.rest, job.rest_morph, job.morph_start, job.parents
+    acc, accm, tmp, locs, scratch_world = job.acc, job.accm, job.tmp, job.locs, job.scratch_world
+    pose, morph, world_nodes, worlds = job.pose, job.morph, job.world_nodes, job.worlds
+    palette_joints, inverse_bind, palettes = job.palette_joints, job.inverse_bind, job.palettes
+    base_unmasked = job.base_unmasked
+    if ik is not None:
+        stage_i, stage_f, joints, jp = ik.stage_i, ik.stage_f, ik.joints, ik.jp
+        inputs, ik_update, ik_scratch, ik_pos = ik.inputs, ik.update, ik.scratch, ik.pos
     keep_world = worlds.shape[0] > 0
+    events = 0
     for b in prange(pose.shape[0]):
         tid = numba.get_thread_id()
-        _advance_instance(b, dt, fs, ist, slot_clip, clip_table, clip_duration, marker_time)
-        _evaluate_instance(
-            b, scratch[tid], scratch_morph[tid], scratch_tmp[tid], scratch_locs[tid],
-            tracks, clip_table, segments, timeline_keys, times, values, base_pose, base_morph,
-            slot_clip, slot_layer, fs, cursors,
-            layer_weight, layer_mask, layer_additive,
-            snap_weight, snap_pose, snap_morph,
-            rest, rest_morph, morph_start,
-            pose, morph, base_unmasked,
-        )
-        w = worlds[b] if keep_world else scratch_world[tid]
-        world_subset_one(parents, world_nodes, pose[b], w)
-        palettes_one(w, palette_joints, inverse_bind, palettes[b])
+        if stages & ADVANCE:
+            if _advance_instance(b, dt, fs, ist, slot_clip, clip_table, clip_duration, marker_time):
+                events += 1
+        if stages & BLEND:
+            _evaluate_instance(
+                b, acc[tid], accm[tid], tmp[tid], locs[tid],
+                tracks, clip_table, segments, timeline_keys, times, values, base_pose, base_morph,
+                slot_clip, slot_layer, fs, cursors,
+                layer_weight, layer_mask, layer_additive,
+                snap_weight, snap_pose, snap_morph,
+                rest, rest_morph, morph_start,
+                pose, morph, base_unmasked,
+            )
+        if stages & WORLD:
+            w = worlds[b] if keep_world else scratch_world[tid]
+            pb = pose[b]
+            world_subset_one(parents, world_nodes, pb, w)
+            if ik is not None:
+                solve_stages_at(pb, w, parents, stage_i, stage_f, joints, jp, inputs, b, ik_update, ik_scratch,
+                                ik_pos, tid)
+            palettes_one(w, palette_joints, inverse_bind, palettes[b])
+    return events

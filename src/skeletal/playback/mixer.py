@@ -31,11 +31,12 @@ import numpy.typing as npt
 
 from ..asset import Asset
 from ..clip import Clip
-from ..errors import ClipError, SkeletalError
+from ..errors import ClipError, ModelError, SkeletalError
 from ..pose import skin_palette, world_matrices
 from .._compile import serial_variant
 from . import kernels as K
 from .clipset import ClipSet
+from .jobs import entry, playback_job
 
 InstanceSelector = int | Sequence[int] | np.ndarray | slice | None
 #: Joints a layer applies to: names or indices (with their descendants), a (N,) weight array, or None (all).
@@ -75,10 +76,29 @@ class Mixer:
     (palettes and world only; blending always runs in float64).
     """
 
+    # Attributes the kernels' job is built from: assigning one (a new array) drops the job, and the
+    # next update builds it again (see _job). Arrays changed in place need nothing.
+    _JOB_SOURCES = frozenset((
+        "asset", "rig", "clipset", "_tables", "_tables_key", "cursors", "slot_clip", "slot_layer", "fs", "ist",
+        "layer_weight", "layer_mask", "layer_additive", "_base_unmasked", "snap_weight", "snap_pose",
+        "snap_morph", "_scratch", "_scratch_morph", "_scratch_tmp", "_scratch_locs", "local_pose",
+        "morph_weights", "world", "_palette_all", "_palette_joints", "_inverse_bind", "_ik",
+        # the crowd's outputs
+        "world34", "palettes", "palette_joints", "inverse_bind34", "_world_nodes", "_world_nodes_ik",
+        "_world_scratch",
+    ))
+
+    def __setattr__(self, name: str, value) -> None:
+        object.__setattr__(self, name, value)
+        if name in Mixer._JOB_SOURCES:
+            object.__setattr__(self, "_job_state", None)
+
     def __init__(self, asset: Asset, count: int = 1, *, dtype: npt.DTypeLike = np.float64, events: bool = True):
+        self._job_state = None  # [job, IK job, compiled update, clip set version]: see _job
         if count < 1:
             raise SkeletalError(f"count must be at least 1, got {count}")
-        asset.require_nodes("animate")
+        if len(asset.rig) == 0:  # as Asset.require_nodes; any object with a rig may drive a mixer
+            raise ModelError(getattr(asset, "path", None), None, "has no nodes: nothing to animate")
         self.asset = asset
         self.rig = asset.rig
         self.count = int(count)
@@ -505,13 +525,16 @@ class Mixer:
     def update(self, dt: float) -> None:
         """Advance every action by ``dt`` seconds, then evaluate poses, world matrices and palettes."""
         dt = float(dt)
-        self.time += dt
-        for controller in self.controllers:
-            controller.before_update(dt)
+        self.__dict__["time"] = self.time + dt  # not through __setattr__ (a Python call): the hot path
+        controllers = self.controllers
+        if controllers:
+            for controller in controllers:
+                controller.before_update(dt)
         if not self._snap_fading:
             any_event = self._update_fused(dt)
             if any_event is not None:
-                self._finish_update(dt, any_event)
+                if controllers or (any_event and self.collect_events):
+                    self._finish_update(dt, any_event)
                 return
         if self.slot_clip.size:
             cs = self.clipset
@@ -528,28 +551,22 @@ class Mixer:
         self._finish_update(dt, True)
 
     def _update_fused(self, dt: float) -> bool | None:
-        """The whole update in one kernel call when this mixer has one for its shape (one character:
-        serial, no thread pool); returns whether an event may have happened, or None to take the
-        general path (advance, then :meth:`evaluate`)."""
-        if self.count != 1:
-            return None
-        cs = self.clipset
-        if self._ik is not None:
-            from .ikstage import update_serial_ik
+        """The whole update (clocks, blending, world matrices, IK, palettes) in one compiled call:
+        serial for one character (no thread pool), parallel over instances otherwise. Returns whether
+        an event happened (None would mean: take the general path, advance then :meth:`evaluate`)."""
+        return self._run(dt, K.ALL) > 0
 
-            return update_serial_ik(
-                dt, cs.duration, cs.marker_time, self.ist, *self._kernel_args(self.layer_weight),
-                self._scratch[0], self._scratch_morph[0], self._scratch_tmp[0], self._scratch_locs[0],
-                self.local_pose, self.morph_weights, self._base_unmasked,
-                self.rig.parents, self.world, self._palette_joints, self._inverse_bind, self._palette_all,
-                *self._ik.args(),
-            )
-        return K.update_serial(
-            dt, cs.duration, cs.marker_time, self.ist, *self._kernel_args(self.layer_weight),
-            self._scratch[0], self._scratch_morph[0], self._scratch_tmp[0], self._scratch_locs[0],
-            self.local_pose, self.morph_weights, self._base_unmasked,
-            self.rig.parents, self.world, self._palette_joints, self._inverse_bind, self._palette_all,
-        )
+    def _run(self, dt: float, stages: int) -> int:
+        """Run ``stages`` of the update kernel on this mixer's job (built when missing or stale)."""
+        state = self._job_state
+        if state is None or state[3] != self.clipset.version:
+            state = self._job()
+        call = state[2]
+        if call is None:
+            # one character: the serial twin (no thread pool; a cold start never compiles the parallel one)
+            kernel = K.update if self.count > 1 else serial_variant(K.update)
+            call = state[2] = entry(kernel, state[0], state[1], 0.0, K.ALL)
+        return call(state[0], state[1], dt, stages)
 
     def _finish_update(self, dt: float, maybe_events: bool) -> None:
         """Deliver events (when any may have happened) and run the controllers' ``after_update``."""
@@ -591,6 +608,7 @@ class Mixer:
             self._ik = IKStages(self.rig, self.count)
         handle = self._ik.add(name, kind, chain, target=target, pole=pole, weight=weight, **options)
         self._ik_changed()
+        self._job_state = None  # the stage table's arrays were replaced
         self.evaluate()
         return handle
 
@@ -602,26 +620,48 @@ class Mixer:
         """The IK stages by name (handles)."""
         return {} if self._ik is None else dict(self._ik.handles)
 
-    def _kernel_args(self, layer_weight: np.ndarray) -> tuple:
-        """The arguments every playback kernel takes, in its order (see :func:`kernels.evaluate`):
-        clip data, action state, layers (with ``layer_weight`` (B, layers)), snapshot, rest pose."""
-        cs = self.clipset
-        clip_table, segments, base_pose, base_morph = self._clip_tables()
-        return (
-            cs.track_table, clip_table, segments, cs.timeline_keys, cs.times, cs.values, base_pose, base_morph,
-            self.slot_clip, self.slot_layer, self.fs, self.cursors,
-            layer_weight, self.layer_mask, self.layer_additive,
-            self.snap_weight, self.snap_pose, self.snap_morph,
-            self.rig.rest, self.asset.rest_morph, self.asset.morph_start,
+    def _world_fields(self) -> dict:
+        """The job's world and palette fields: every node's 4x4 world matrix into ``world``, the
+        skins' 4x4 palettes into one (B, J, 4, 4) array (the crowd keeps 3x4 rows instead)."""
+        return dict(
+            world_nodes=np.arange(len(self.rig), dtype=np.int64), worlds=self.world,
+            scratch_world=np.zeros((1, 1) + self.world.shape[2:], self.world.dtype),
+            palette_joints=self._palette_joints, inverse_bind=self._inverse_bind, palettes=self._palette_all,
         )
 
-    def _evaluate_into(self, layer_weight: np.ndarray, pose: np.ndarray, morph: np.ndarray) -> None:
-        # One character: the serial twin (a cold start then never compiles the parallel kernel).
-        (K.evaluate if self.count > 1 else serial_variant(K.evaluate))(
-            *self._kernel_args(layer_weight),
-            self._scratch, self._scratch_morph, self._scratch_tmp, self._scratch_locs,
-            pose, morph, self._base_unmasked,
+    def _job_fields(self) -> dict:
+        """Every field of this mixer's :class:`~skeletal.playback.jobs.PlaybackJob`, by name."""
+        cs = self.clipset
+        clip_table, segments, base_pose, base_morph = self._clip_tables()
+        return dict(
+            tracks=cs.track_table, clip_table=clip_table, segments=segments, timeline_keys=cs.timeline_keys,
+            times=cs.times, values=cs.values, base_pose=base_pose, base_morph=base_morph,
+            clip_duration=cs.duration, marker_time=cs.marker_time,
+            slot_clip=self.slot_clip, slot_layer=self.slot_layer, fs=self.fs, ist=self.ist, cursors=self.cursors,
+            layer_weight=self.layer_weight, layer_mask=self.layer_mask, layer_additive=self.layer_additive,
+            base_unmasked=bool(self._base_unmasked),
+            snap_weight=self.snap_weight, snap_pose=self.snap_pose, snap_morph=self.snap_morph,
+            rest=self.rig.rest, rest_morph=self.asset.rest_morph, morph_start=self.asset.morph_start,
+            parents=self.rig.parents,
+            acc=self._scratch, accm=self._scratch_morph, tmp=self._scratch_tmp, locs=self._scratch_locs,
+            pose=self.local_pose, morph=self.morph_weights, **self._world_fields(),
         )
+
+    def _job(self) -> list:
+        """Build the kernels' job from the current arrays: [job, IK job or None, the update's
+        compiled entry point (found on the first update), clip set version]."""
+        version = self.clipset.version
+        job = playback_job(**self._job_fields())
+        ik = None if self._ik is None else self._ik.job()
+        state = [job, ik, None, version]
+        object.__setattr__(self, "_job_state", state)
+        return state
+
+    def _evaluate_into(self, layer_weight: np.ndarray, pose: np.ndarray, morph: np.ndarray) -> None:
+        state = self._job_state
+        if state is None or state[3] != self.clipset.version:
+            state = self._job()
+        (K.evaluate if self.count > 1 else serial_variant(K.evaluate))(state[0], layer_weight, pose, morph)
 
     # -- events ----------------------------------------------------------------------------------
 

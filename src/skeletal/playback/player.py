@@ -182,6 +182,7 @@ class Player:
         self._parameters: dict = {}
         self._machines: list = []
         self._root_motion = None
+        self._palette_views = None  # (the mixer's palette list, its instance-0 views)
 
     # -- actions -------------------------------------------------------------------------------
 
@@ -349,7 +350,11 @@ class Player:
 
     @property
     def palettes(self) -> list[np.ndarray]:
-        return [p[0] for p in self.mixer.palettes]
+        """One (J, 4, 4) palette per skin (views into the mixer's arrays, updated in place)."""
+        cached = self._palette_views
+        if cached is None or cached[0] is not self.mixer.palettes:
+            cached = self._palette_views = (self.mixer.palettes, [p[0] for p in self.mixer.palettes])
+        return list(cached[1])
 
     def colliders(self) -> ColliderFrame:
         """The asset's hit/hurt volumes in world space at the current pose

@@ -44,12 +44,14 @@ import numpy as np
 import numpy.typing as npt
 from numba import njit, prange
 
+from .._compile import serial_variant
 from ..errors import SkeletalError
 from ..ik import (AimLimit, IN_POLE, IN_TARGET, IN_WEIGHT, SF_FORWARD, SF_UP, SI_J0, SI_J1, SI_U0, SI_U1, StageTable,
                   aim_one, two_bone_one)
-from ..pose import (palette_batch, world_palettes_34, affine_product_into, local_to_world_one, palettes_one,
-                    world_matrices, world_node_into)
+from ..pose import (affine_product_into, local_to_world_one, palette_batch, world_matrices, world_node_into,
+                    world_palettes_34)
 from . import kernels as K
+from .jobs import entry, foot_job
 from .contacts import ContactPhases, Leg, detect_contacts, find_legs
 from .ground import Ground, as_ground, ground_at
 from .springs import (JiggleChains, critical_spring, find_tail_chains, nlerp_identity, qmul, qnormalize,
@@ -64,12 +66,6 @@ _NAN3 = (np.nan, np.nan, np.nan)
 
 #: Batches up to this size run serial kernels (a parallel launch costs more than a few characters).
 SERIAL_BELOW = 4
-
-
-@njit(cache=True)
-def _worlds_serial(parents, poses, worlds):
-    for b in range(poses.shape[0]):
-        _all_rows(parents, poses[b], worlds[b])
 
 
 @njit(cache=True)
@@ -91,12 +87,6 @@ def _palette_rows(world, joints, inverse_bind, idx, start, stop, out):
     for i in range(start, stop):
         k = idx[i]
         affine_product_into(world[joints[k]], inverse_bind[k], out[k])
-
-
-@njit(cache=True)
-def _palettes_serial(worlds, joints, inverse_bind, out):
-    for b in range(worlds.shape[0]):
-        palettes_one(worlds[b], joints, inverse_bind, out[b])
 
 
 @njit(cache=True)
@@ -146,11 +136,8 @@ def _look_serial(pose, world, parents, stage_i, stage_f, joints, jp, inputs, upd
 
 
 def _worlds(parents, pose, world) -> None:
-    """World matrices of every instance (serial for small batches)."""
-    if pose.shape[0] <= SERIAL_BELOW:
-        _worlds_serial(parents, pose, world)
-    else:
-        world_matrices(parents, pose, out=world)
+    """World matrices of every instance (the serial twin for one)."""
+    world_matrices(parents, pose, out=world)
 
 
 def _mixer_of(target):
@@ -302,10 +289,8 @@ class Procedural:
         if mixer.world is not self.world:
             mixer.world[...] = self.world
         if len(mixer._palette_joints):
-            if self.count <= SERIAL_BELOW:
-                _palettes_serial(mixer.world, mixer._palette_joints, mixer._inverse_bind, mixer._palette_all)
-            else:
-                palette_batch(mixer.world, mixer._palette_joints, mixer._inverse_bind, mixer._palette_all)
+            kernel = palette_batch if self.count > SERIAL_BELOW else serial_variant(palette_batch)
+            kernel(mixer.world, mixer._palette_joints, mixer._inverse_bind, mixer._palette_all)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -532,29 +517,24 @@ def _foot_one(b, phase, pose, world, parents, placement, legs, pelvis, pelvis_no
 
 
 @njit(cache=True, parallel=True)
-def foot_kernel(phase, pose, world, parents, placement, legs, pelvis, pelvis_nodes, leg_nodes, leg_start, fs, slot_clip,
-                slot_additive, tables, frames, fps, durations, looping, g_kind, g_params, g_grid, heights, normals,
-                contact, ankle, leg_len, scalars, weight, state, initialised, plant, locked, lock, targets,
-                pelvis_offset, pal, pal_joints, inv_bind, pal_idx, pal_start):
-    """:func:`_foot_one` for every instance, in parallel."""
+def foot_kernel(job, phase):
+    """:func:`_foot_one` for every instance of a :class:`~skeletal.playback.jobs.FootJob`, in parallel;
+    ``phase`` as :func:`_foot_one`'s. A few characters run its serial twin
+    (:func:`skeletal._compile.serial_variant`: the same body, ``prange`` as ``range``)."""
+    pose, world, parents, placement = job.pose, job.world, job.parents, job.placement
+    legs, pelvis, pelvis_nodes, leg_nodes, leg_start = job.legs, job.pelvis, job.pelvis_nodes, job.leg_nodes, job.leg_start
+    fs, slot_clip, slot_additive, tables = job.fs, job.slot_clip, job.slot_additive, job.tables
+    frames, fps, durations, looping = job.frames, job.fps, job.durations, job.looping
+    g_kind, g_params, g_grid, heights, normals = job.g_kind, job.g_params, job.g_grid, job.heights, job.normals
+    contact, ankle, leg_len, scalars, weight = job.contact, job.ankle, job.leg_len, job.scalars, job.weight
+    state, initialised, plant, locked, lock = job.state, job.initialised, job.plant, job.locked, job.lock
+    targets, pelvis_offset = job.targets, job.pelvis_offset
+    pal, pal_joints, inv_bind, pal_idx, pal_start = job.pal, job.pal_joints, job.inv_bind, job.pal_idx, job.pal_start
     for b in prange(pose.shape[0]):
-        _foot_one(b, phase, pose, world, parents, placement, legs, pelvis, pelvis_nodes, leg_nodes, leg_start, fs,
-                  slot_clip, slot_additive, tables, frames, fps, durations, looping, g_kind, g_params, g_grid,
-                  heights, normals, contact, ankle, leg_len, scalars, weight, state, initialised, plant, locked, lock,
-                  targets, pelvis_offset, pal, pal_joints, inv_bind, pal_idx, pal_start)
-
-
-@njit(cache=True)
-def foot_kernel_serial(phase, pose, world, parents, placement, legs, pelvis, pelvis_nodes, leg_nodes, leg_start, fs,
-                       slot_clip, slot_additive, tables, frames, fps, durations, looping, g_kind, g_params, g_grid,
-                       heights, normals, contact, ankle, leg_len, scalars, weight, state, initialised, plant, locked,
-                       lock, targets, pelvis_offset, pal, pal_joints, inv_bind, pal_idx, pal_start):
-    """:func:`_foot_one` for every instance, serially (a few characters: no thread pool)."""
-    for b in range(pose.shape[0]):
-        _foot_one(b, phase, pose, world, parents, placement, legs, pelvis, pelvis_nodes, leg_nodes, leg_start, fs,
-                  slot_clip, slot_additive, tables, frames, fps, durations, looping, g_kind, g_params, g_grid,
-                  heights, normals, contact, ankle, leg_len, scalars, weight, state, initialised, plant, locked, lock,
-                  targets, pelvis_offset, pal, pal_joints, inv_bind, pal_idx, pal_start)
+        _foot_one(b, phase, pose, world, parents, placement, legs, pelvis, pelvis_nodes, leg_nodes, leg_start,
+                  fs, slot_clip, slot_additive, tables, frames, fps, durations, looping, g_kind, g_params, g_grid,
+                  heights, normals, contact, ankle, leg_len, scalars, weight, state, initialised, plant, locked,
+                  lock, targets, pelvis_offset, pal, pal_joints, inv_bind, pal_idx, pal_start)
 
 
 class FootPlacement:
@@ -714,30 +694,36 @@ class FootPlacement:
         sc[6] = 1.0 if fresh else 0.0
         sc[7] = 1.0 if (fresh and self._palettes and kind >= 0) else 0.0  # palettes kept current here
         self.palettes_current = sc[7] != 0.0
-        kernel = foot_kernel_serial if proc.count <= SERIAL_BELOW else foot_kernel
-        # the kernel's arguments change rarely: rebuilt only when one of the objects they come from did
+        # the kernel's job changes rarely: rebuilt only when one of the objects it comes from did
         c = self._args_from
         if (c is None or c[0] is not packed or c[1] is not pose or c[2] is not world or c[3] is not mixer.fs
                 or c[4] is not self.weight or c[5] is not self._ground_args or c[6] != self.plant
                 or c[7] is not self.ankle or c[8] is not proc.placement):
             tables, frames, fps, durations, looping, additive = packed
-            self._args = (pose, world, proc.rig.parents, proc.placement, self._legs, self.pelvis, self.pelvis_nodes,
-                          self.leg_nodes, self.leg_start, mixer.fs, mixer.slot_clip, additive, tables, frames, fps,
-                          durations, looping, kind, params, grid, self.heights, self.normals, self.contact,
-                          self.ankle, self.leg_length, sc, self.weight, self.state, self.initialised, self.plant,
-                          self.locked, self.lock, self.targets, self.pelvis_offset, *self._pal, self._pal_idx,
-                          self._pal_start)
+            pal, pal_joints, inv_bind = self._pal
+            job = foot_job(
+                pose=pose, world=world, parents=proc.rig.parents, placement=proc.placement, legs=self._legs,
+                pelvis=self.pelvis, pelvis_nodes=self.pelvis_nodes, leg_nodes=self.leg_nodes,
+                leg_start=self.leg_start, fs=mixer.fs, slot_clip=mixer.slot_clip, slot_additive=additive,
+                tables=tables, frames=frames, fps=fps, durations=durations, looping=looping, g_kind=kind,
+                g_params=params, g_grid=grid, heights=self.heights, normals=self.normals, contact=self.contact,
+                ankle=self.ankle, leg_len=self.leg_length, scalars=sc, weight=self.weight, state=self.state,
+                initialised=self.initialised, plant=self.plant, locked=self.locked, lock=self.lock,
+                targets=self.targets, pelvis_offset=self.pelvis_offset, pal=pal, pal_joints=pal_joints,
+                inv_bind=inv_bind, pal_idx=self._pal_idx, pal_start=self._pal_start)
+            kernel = foot_kernel if proc.count > SERIAL_BELOW else serial_variant(foot_kernel)
+            self._args = (job, entry(kernel, job, 0))
             self._args_from = (packed, pose, world, mixer.fs, self.weight, self._ground_args, self.plant, self.ankle,
                                proc.placement)
-        args = self._args
+        job, call = self._args
         if kind >= 0:  # a built-in ground: one compiled call for the whole stage
-            kernel(0, *args)
+            call(job, 0)
             return
-        kernel(1, *args)  # up to the targets' (x, z), then the Python ground there, then the rest
+        call(job, 1)  # up to the targets' (x, z), then the Python ground there, then the rest
         h, n = self._ground.height_normal(self.targets[..., 0], self.targets[..., 2])
         self.heights[...] = h
         self.normals[...] = n
-        kernel(2, *args)
+        call(job, 2)
 
 
 # ---------------------------------------------------------------------------------------------

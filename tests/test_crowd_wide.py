@@ -1,0 +1,98 @@
+"""The crowd's wide path (16 instances per SIMD lane group, skeletal.playback.wide) against the
+per-instance path: same poses and palettes within float32 rounding, for groups that go wide and
+groups that fall back (crossfades, other clips, a partial last group), with the key-major packs
+checked against the clip set they come from."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from skeletal.demo import demo_asset
+from skeletal.playback import Crowd
+from skeletal.playback.clipset import SEG_END, SEG_FIRST, SEG_KIND, SEG_LERP3, SEG_NLERP, TK_OUT, TK_VALUE_START
+from skeletal.playback.wide import LANES, key_major, wide_clips
+
+
+@pytest.fixture(scope="module")
+def asset():
+    return demo_asset()
+
+
+def _pair(asset, count, **options):
+    return Crowd(asset, count, **options), Crowd(asset, count, wide=False, **options)
+
+
+def _step_both(wide, narrow, steps, dt=1 / 60):
+    for _ in range(steps):
+        wide.update(dt)
+        narrow.update(dt)
+
+
+def test_wide_matches_the_per_instance_path(asset):
+    count = 3 * LANES + 5  # three full groups and a partial one (per instance)
+    offsets = np.linspace(0, asset.clip("walk").duration, count, endpoint=False)
+    speeds = np.linspace(0.5, 1.5, count)
+    wide, narrow = _pair(asset, count)
+    for crowd in (wide, narrow):
+        crowd.play("walk", offsets=offsets, speeds=speeds)
+    _step_both(wide, narrow, 20)
+    assert len(wide._job_state) == 5, "the wide kernel did not run"
+    assert len(narrow._job_state) == 4
+    np.testing.assert_allclose(wide.palettes, narrow.palettes, atol=2e-5)
+    np.testing.assert_allclose(wide.local_pose, narrow.local_pose, atol=2e-5)
+    np.testing.assert_array_equal(wide.cursors, narrow.cursors)
+
+
+def test_wide_groups_fall_back_per_instance(asset):
+    count = 2 * LANES
+    wide, narrow = _pair(asset, count)
+    clips = [c.name for c in asset.clips]
+    other = next(n for n in clips if n != "walk")
+    for crowd in (wide, narrow):
+        crowd.play("walk", offsets=np.linspace(0, 0.5, count))
+        # one instance of the second group crossfades: that group goes per instance, the first stays wide
+        crowd.crossfade(other, 0.3, instances=[LANES + 3])
+    _step_both(wide, narrow, 10)
+    np.testing.assert_allclose(wide.palettes, narrow.palettes, atol=2e-5)
+    np.testing.assert_allclose(wide.local_pose, narrow.local_pose, atol=2e-5)
+    # after the fade the whole crowd is single-clip again (two clips, each group on one)
+    _step_both(wide, narrow, 30)
+    np.testing.assert_allclose(wide.palettes, narrow.palettes, atol=2e-5)
+
+
+def test_key_major_packs_hold_the_clip_values(asset):
+    crowd = Crowd(asset, LANES)
+    crowd.play("walk")
+    clip_table, segments, _, _ = crowd._clip_tables()
+    cs = crowd.clipset
+    wide = wide_clips(clip_table, segments, cs.timeline_keys, cs.track_table)
+    assert wide[cs.index("walk")]
+    packed, seg_table, dest = key_major(clip_table, segments, cs.timeline_keys, cs.track_table, cs.values, wide)
+    checked = 0
+    for g in range(len(segments)):
+        kind = segments[g, SEG_KIND]
+        if seg_table[g, 0] < 0 or kind not in (SEG_LERP3, SEG_NLERP):
+            continue
+        first, end = segments[g, SEG_FIRST], segments[g, SEG_END]
+        m, width = end - first, 3 if kind == SEG_LERP3 else 4
+        for t, k in enumerate(range(first, end)):
+            for i in range(width):
+                x = t * 3 + i if kind == SEG_LERP3 else i * m + t
+                key = 1
+                assert packed[seg_table[g, 0] + key * width * m + x] == cs.values[
+                    cs.track_table[k, TK_VALUE_START] + key * width + i]
+                assert dest[seg_table[g, 1] + x] == (cs.track_table[k, TK_OUT] + i) * LANES
+                checked += 1
+    assert checked > 0
+
+
+def test_wide_is_off_where_it_cannot_run(asset):
+    crowd = Crowd(asset, LANES, keep_world=True)
+    crowd.play("walk")
+    crowd.update(1 / 60)
+    assert not crowd._wide_ok()  # kept world matrices: the per-instance kernel runs
+    crowd = Crowd(asset, LANES)
+    crowd.play("walk")
+    crowd.add_layer("upper", weight=0.5)
+    assert not crowd._wide_ok()
