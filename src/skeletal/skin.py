@@ -891,6 +891,25 @@ def _pack_palette(palette, out):
                 o[4 * c + 3] = 0.0
 
 
+@njit(cache=True, nogil=True)
+def _pack_one(palette, out):
+    """:func:`_pack_palette` for one (J, R, 4) palette into a C-contiguous (J, 16) ``out``; False (nothing
+    written) where the shapes or out's strides do not fit."""
+    if (palette.shape[1] != 3 and palette.shape[1] != 4) or palette.shape[2] != 4:
+        return False
+    if out.shape[0] != palette.shape[0] or out.shape[1] != 16 or out.strides[1] != 4 or out.strides[0] != 64:
+        return False
+    for j in range(palette.shape[0]):
+        m = palette[j]
+        o = out[j]
+        for c in range(4):
+            o[4 * c] = m[0, c]
+            o[4 * c + 1] = m[1, c]
+            o[4 * c + 2] = m[2, c]
+            o[4 * c + 3] = 0.0
+    return True
+
+
 def pack_palette(palette: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """Palettes in the fast path's layout: (..., J, 4, 4) or (..., J, 3, 4) row-major (any float
     dtype) -> (..., J, 16) float32, each matrix's four columns padded to 4 lanes.
@@ -898,6 +917,9 @@ def pack_palette(palette: np.ndarray, out: np.ndarray | None = None) -> np.ndarr
     :func:`skin_into` accepts either form; packing once per frame (into a reused ``out``) saves the
     conversion when several meshes share a palette.
     """
+    if (type(out) is np.ndarray and type(palette) is np.ndarray and out.ndim == 2 and palette.ndim == 3
+            and out.dtype is _F32_DTYPE and palette.dtype.kind == "f" and _pack_one(palette, out)):
+        return out  # the per-frame call: one palette into a reused buffer (~0.5 us less than below)
     palette = np.asarray(palette)
     if palette.ndim < 3 or palette.shape[-2] not in (3, 4) or palette.shape[-1] != 4:
         raise SkeletalError(f"palette must be (..., J, 4, 4) or (..., J, 3, 4), got shape {palette.shape}")
@@ -914,6 +936,7 @@ def pack_palette(palette: np.ndarray, out: np.ndarray | None = None) -> np.ndarr
 
 
 UNROLLED = {1: (0,), 2: (0, 0), 4: (0, 0, 0, 0), 8: (0,) * 8}
+_F32_DTYPE = np.dtype(np.float32)
 _JOINT_DTYPES = (np.uint8, np.uint16, np.int32, np.int64)
 _scratch = threading.local()
 
