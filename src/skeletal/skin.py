@@ -961,8 +961,8 @@ def kernel_palette(palette: np.ndarray, joints: np.ndarray, n: int, width: int =
                     pack=None, packer: str = "pack_palette") -> tuple[np.ndarray, bool]:
     """The packed palette a kernel reads (``width`` float32 per joint; ``pack(palette, out)`` packs a
     (J, 3|4, 4) one, :func:`pack_palette` by default) and whether joint indices must be clamped to it."""
-    packed_given = (palette.ndim == 2 and palette.shape[1] == width and palette.dtype == np.float32
-                    and palette.flags.c_contiguous)
+    packed_given = (palette.ndim == 2 and palette.shape[1] == width
+                    and (palette.dtype is _F32_DTYPE or palette.dtype == np.float32) and palette.flags.c_contiguous)
     if not packed_given and not (palette.ndim == 3 and palette.shape[1:] in ((3, 4), (4, 4))):
         raise SkeletalError(f"palette must be packed (J, {width}) float32 C-contiguous ({packer}), "
                             f"or (J, 3, 4) / (J, 4, 4); got {palette.dtype} {palette.shape}")
@@ -970,7 +970,7 @@ def kernel_palette(palette: np.ndarray, joints: np.ndarray, n: int, width: int =
     j = palette.shape[0]
     if j == 0:
         raise SkeletalError("palette has no joints")
-    if joints.dtype != np.uint8 or n < PAD_MIN_VERTICES:
+    if n < PAD_MIN_VERTICES or joints.dtype != np.uint8:
         return (palette if packed_given else pack(palette, _scratch_palette(j, width)[:j])), True
     if packed_given and j >= 256:
         return palette, False
