@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,6 @@ from click.testing import CliRunner
 from skeletal.batch import find_inputs, run_batch
 from skeletal.cli import cli
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fixtures import hostile
 from fixtures.batch_folder import make_folder
 

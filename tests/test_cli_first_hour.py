@@ -16,7 +16,6 @@ import skeletal.cli.group as cli_module
 from skeletal.bake import bake_bytes, bake_primitives
 from skeletal.cli import cli
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fixtures.gltf_builder import GltfBuilder
 
 

@@ -598,10 +598,8 @@ def test_edited_clip_matches_threejs_truth(tmp_path):
     """three.js (GLTFLoader + AnimationMixer, via ../shared/tools/threejs-truth) plays the saved edited
     clip as skeletal does; the truth was generated from this test's file (see regenerate_truth)."""
     import hashlib
-    import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     from fixtures.truth_compare import compare_truth, load_truth
 
     truth_path = Path(__file__).resolve().parent / "data" / "editor" / "edited_walk-truth.json"
@@ -624,12 +622,10 @@ def test_edited_clip_matches_threejs_truth(tmp_path):
 
 
 def regenerate_truth() -> None:
-    import sys
     import tempfile
     from pathlib import Path
 
     here = Path(__file__).resolve().parent
-    sys.path.insert(0, str(here))
     from test_demo_writer import truth_tool, write_truth
 
     tool = truth_tool()

@@ -20,7 +20,6 @@ import pytest
 import skeletal
 from skeletal.playback.crowd import Crowd
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fixtures.gltf_builder import ARRAY_BUFFER, GltfBuilder
 from fixtures.xvfb import xvfb_display
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,7 +17,6 @@ from skeletal import bench as B
 from skeletal.clip import Clip, Track
 from skeletal.render.camera import clip_turn, facing_yaw
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fixtures.gltf_builder import GltfBuilder
 from fixtures.shared_assets import ASSETS
 from fixtures.xvfb import xvfb_display

@@ -24,8 +24,7 @@ import skeletal
 
 FUZZ = Path(__file__).resolve().parent / "fuzz"
 REPO = FUZZ.parents[1]
-sys.path.insert(0, str(FUZZ))
-from targets import TARGETS, usd_available
+from fuzz.targets import TARGETS, usd_available  # tests/fuzz, importable as `fuzz` (see conftest.py)
 
 REGRESSIONS = sorted((folder.name, path) for folder in (FUZZ / "regressions").iterdir() if folder.is_dir()
                      for path in sorted(folder.iterdir()) if path.is_file())
@@ -103,7 +102,7 @@ def test_short_fuzz_run(target, tmp_path):
 def test_usd_target_says_when_it_cannot_run(monkeypatch):
     """Without skeletal.io.usd or usd-core the USD target refuses with a message, not a traceback of
     an import deep inside."""
-    import targets
+    from fuzz import targets
 
     monkeypatch.setattr(targets, "usd_available", lambda: False)
     with pytest.raises(NotImplementedError, match="usd-core"):

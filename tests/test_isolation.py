@@ -30,7 +30,6 @@ import pytest
 import skeletal
 from skeletal.asset import model_suffix, model_suffixes
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fixtures import hostile
 
 REPO = Path(__file__).resolve().parents[1]
@@ -254,6 +253,15 @@ def test_gltf_buffer_and_image_fifos(tmp_path):
     (tmp_path / "zero.gltf").write_text(json.dumps(doc))
     with pytest.raises(skeletal.ModelError, match=r"^zero\.gltf: buffers\[0\].*(character device|outside)"):
         skeletal.load(tmp_path / "zero.gltf")
+    # an image that is a FIFO: skipped with a warning (images are optional), the model loads
+    _fifo(tmp_path / "tex.png")
+    (tmp_path / "real.bin").write_bytes(struct.pack("<3f", 0, 0, 0))
+    doc["buffers"][0]["uri"] = "real.bin"
+    doc["images"] = [{"uri": "tex.png"}]
+    (tmp_path / "image.gltf").write_text(json.dumps(doc))
+    with pytest.warns(UserWarning, match=r"image\.gltf: images\[0\]\.uri: .*named pipe.*image data left empty"):
+        asset = skeletal.load(tmp_path / "image.gltf")
+    assert asset.document.images[0].data is None
 
 
 def test_assimp_side_file_fifo(tmp_path):

@@ -1,6 +1,6 @@
-"""The README's Python examples run (issue 21, item 2).
+"""The README's and the documentation site's Python examples run (issue 21, item 2).
 
-Every ```python block of README.md is run here, in order, each in a fresh namespace holding
+Every ```python block of README.md and of the docs pages (docs/*.md, docs/guides/*.md) is run here, in order, each in a fresh namespace holding
 ``skeletal`` (what the first block imports), in a temporary working folder:
 
 * a block with no marker runs as pasted and must not need any file: the first block ("Ten lines of
@@ -16,15 +16,17 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fixtures.shared_assets import ASSETS
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+#: The pages whose examples are run: the README, then the docs site's pages (the guides hold the long
+#: examples the README links to).
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "docs" / "guides").glob("*.md"))]
 _MARKER = re.compile(r"<!--\s*readme-test:\s*(needs|fragment):\s*(.*?)\s*-->")
 
 
@@ -47,21 +49,25 @@ def readme_blocks(text: str) -> list[tuple[int, str, str, str]]:
     return blocks
 
 
-BLOCKS = readme_blocks(README.read_text(encoding="utf-8"))
+README_BLOCKS = readme_blocks(README.read_text(encoding="utf-8"))
+#: (page, line, kind, detail, code) over every page.
+BLOCKS = [(page.relative_to(ROOT).as_posix(), *block) for page in PAGES
+          for block in readme_blocks(page.read_text(encoding="utf-8"))]
 
 
 def test_the_readme_has_its_blocks_and_the_first_one_runs_as_pasted():
-    assert len(BLOCKS) >= 10
-    line, kind, _, code = BLOCKS[0]
+    assert len(README_BLOCKS) >= 3
+    assert len(BLOCKS) >= 15
+    line, kind, _, code = README_BLOCKS[0]
     assert kind == "run", "the README's first example must run as pasted, with no marker"
     assert "skeletal.examples.path(" in code
 
 
-@pytest.mark.parametrize("line, kind, detail, code", BLOCKS, ids=[f"line{b[0]}" for b in BLOCKS])
-def test_readme_block(line, kind, detail, code, tmp_path, monkeypatch):
-    compiled = compile(code, f"README.md:{line}", "exec")
+@pytest.mark.parametrize("page, line, kind, detail, code", BLOCKS, ids=[f"{b[0]}:{b[1]}" for b in BLOCKS])
+def test_readme_block(page, line, kind, detail, code, tmp_path, monkeypatch):
+    compiled = compile(code, f"{page}:{line}", "exec")
     if kind == "fragment":
-        assert detail, f"README.md:{line}: a fragment marker says why the block cannot run"
+        assert detail, f"{page}:{line}: a fragment marker says why the block cannot run"
         return
     monkeypatch.chdir(tmp_path)
     if kind == "needs":
@@ -69,7 +75,7 @@ def test_readme_block(line, kind, detail, code, tmp_path, monkeypatch):
         folder = shared_asset_dir()
         missing = [n for n in names if folder is None or not (Path(folder) / n).is_file()]
         if missing:
-            pytest.skip(f"README.md:{line} needs the shared models {', '.join(missing)} "
+            pytest.skip(f"{page}:{line} needs the shared models {', '.join(missing)} "
                         f"(../shared/assets or $SKELETAL_ASSETS)")
         for name in names:
             os.symlink(Path(folder) / name, tmp_path / name)

@@ -40,7 +40,6 @@ from skeletal.demo import build_demo_document, demo_asset
 from skeletal.errors import SkeletalError
 from skeletal.web import Prepared, page_html, prepare
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fixtures.shared_assets import need
 
 REPO = Path(__file__).resolve().parents[1]

@@ -230,8 +230,6 @@ def load(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = None, 
     try:
         check_regular(file)  # the front door: every reader below sees a regular file (no FIFO/device)
     except OSError as exc:
-        if os.path.isdir(file):
-            raise ModelError(file, None, "is a folder, not a model file (give the model file inside it)") from None
         raise ModelError(file, None, f"cannot read the file: {exc.strerror or exc}") from None
     suffix = model_suffix(file)
     check_kind(path, other_reader=suffix in READERS)  # an empty, renamed or wrong file: one clear line

@@ -225,13 +225,13 @@ def _pose_group(b0, c, s, nl, job_arrays, packs, lw, ww, pw, kw, uw, tmpv, held)
                     lw[o + u3 * S + ul] = q64[3]
     # each instance's own local pose (the crowd's ``local_pose``), indexed directly: a row view of
     # an array every thread shares would cost an atomic reference count
+    pose_flat = pose.reshape(-1)  # unsigned flat indices: no wraparound select per store
+    rows = np.uint64(n_nodes * 10)
     for lane in range(LANES):
-        b = b0 + lane
         ul = np.uint64(lane)
-        for n in range(n_nodes):
-            r = np.uint64(n * 10) * S + ul
-            for i in range(10):
-                pose[b, n, i] = lw[r + np.uint64(i) * S]
+        dst = np.uint64(b0 + lane) * rows
+        for r in range(rows):
+            pose_flat[dst + r] = lw[r * S + ul]
     # world 3x4 rows of the nodes needed, parent first, all lanes at once (the parent's rows read
     # from a copy: a second array that LLVM checks against the written rows at run time)
     wp = np.empty(12 * LANES, np.float32)
@@ -313,14 +313,13 @@ def _pose_group(b0, c, s, nl, job_arrays, packs, lw, ww, pw, kw, uw, tmpv, held)
             pw[pj + u9 * S + lane] = a0 * c01 + a1 * c11 + a2 * c21
             pw[pj + u10 * S + lane] = a0 * c02 + a1 * c12 + a2 * c22
             pw[pj + u11 * S + lane] = a0 * c03 + a1 * c13 + a2 * c23 + a3
+    pal_flat = palettes.reshape(-1)
+    entries = np.uint64(n_joints * 12)
     for lane in range(LANES):
-        b = b0 + lane
         ul = np.uint64(lane)
-        for j in range(n_joints):
-            pj = np.uint64(j * 12) * S + ul
-            for r in range(3):
-                for col in range(4):
-                    palettes[b, j, r, col] = pw[pj + np.uint64(4 * r + col) * S]
+        dst = np.uint64(b0 + lane) * entries
+        for e in range(entries):
+            pal_flat[dst + e] = pw[e * S + ul]
 
 
 @njit(cache=True, parallel=True)
