@@ -698,14 +698,17 @@ class Mixer:
 
     def _collect_events(self) -> None:
         ev = self.ist[:, :, K.I_EV_LOOPS : K.I_EV_MARKERS + 1]
-        if not ev.any():
-            return
+        if self.count == 1:  # a Player's loop event: plain lists, no numpy reductions (~3x cheaper)
+            hits = [(0, s, row) for s, row in enumerate(ev[0].tolist()) if row[0] or row[1] or row[2]]
+        else:
+            if not ev.any():
+                return
+            hits = [(int(b), int(s), ev[b, s].tolist()) for b, s in zip(*np.nonzero(ev.any(axis=2)))]
         clips = self.clipset.clips
         new: list[Event] = []
-        for b, s in zip(*np.nonzero(ev.any(axis=2))):
+        for b, s, (loops, finished, markers) in hits:
             clip = clips[self.slot_clip[s]]
             layer = int(self.slot_layer[s])
-            loops, finished, markers = (int(v) for v in ev[b, s])
             if markers:
                 start = self.clipset.marker_start[self.slot_clip[s]]
                 for m in range(63):
