@@ -14,7 +14,7 @@ from functools import cached_property
 import numpy as np
 
 from .clip import Clip, Track, resolve_clip
-from .document import Document, Primitive
+from .document import Document, PackedChannels, Primitive
 from .errors import ModelError
 from .io.formats import ASSIMP_SUFFIXES, BVH_SUFFIX, USD_SUFFIXES
 from .rig import Rig
@@ -149,6 +149,9 @@ class Asset:
 
     def _clip(self, index: int) -> Clip:
         anim = self.document.animations[index]
+        packed = anim.packed
+        if packed is not None and packed.describes(anim.channels):
+            return self._packed_clip(index, packed)
         tracks = []
         index_of = self.rig.index_of.tolist()
         increasing: dict[int, np.ndarray] = {}  # id -> times checked here (kept alive: ids stay unique)
@@ -170,6 +173,19 @@ class Asset:
         clip = Clip(anim.name or f"animation_{index}", tracks)
         if anim.duration is not None and anim.duration > clip.duration:
             clip.duration = float(anim.duration)  # the authored length (a scene that ends after its last key)
+        return clip
+
+    def _packed_clip(self, index: int, packed: PackedChannels) -> Clip:
+        """The clip of an animation whose reader packed its channels (translation, rotation and scale
+        only, checked there): rig node indices in one numpy step, the tracks share the channels' arrays."""
+        anim = self.document.animations[index]
+        node = self.rig.index_of[packed.node].astype(np.int64)
+        trusted = Track.trusted
+        tracks = [trusted(n, c.path, c.interpolation, c.times, c.values) for n, c in zip(node.tolist(), anim.channels)]
+        clip = Clip.from_layout(anim.name or f"animation_{index}", tracks, node, packed.path, packed.interp,
+                                packed.width, packed.key_start, packed.value_start, packed.times, packed.values)
+        if anim.duration is not None and anim.duration > clip.duration:
+            clip.duration = float(anim.duration)
         return clip
 
     def _mesh_instance(self, file_node: int) -> MeshInstance:

@@ -91,6 +91,15 @@ class Track:
             return track
         return cls(node, path, interpolation, times, values)
 
+    @classmethod
+    def trusted(cls, node: int, path: str, interpolation: str, times: np.ndarray, values: np.ndarray) -> Track:
+        """A Track from arrays already known to be right (a reader's packed channels, see
+        :class:`skeletal.document.PackedChannels`): float32 (K,) strictly increasing times and C-contiguous
+        float32 (rows, width) values; nothing is checked or copied."""
+        track = cls.__new__(cls)
+        track.__dict__.update(node=node, path=path, interpolation=interpolation, times=times, values=values)
+        return track
+
     @property
     def key_count(self) -> int:
         return len(self.times)
@@ -139,6 +148,21 @@ class Clip:
         self.node = np.fromiter((t.node for t in tracks), np.int64, n)
         # the last key of each track: the entries just before the next track's start
         self.duration = float(self.times[self.key_start[1:] - 1].max()) if n else 0.0
+
+    @classmethod
+    def from_layout(cls, name: str, tracks: list[Track], node: np.ndarray, path: np.ndarray, interp: np.ndarray,
+                    width: np.ndarray, key_start: np.ndarray, value_start: np.ndarray, times: np.ndarray,
+                    values: np.ndarray) -> Clip:
+        """A clip whose packed arrays are given (as :meth:`_pack` would build them from ``tracks``: a
+        reader that gathered every track's keys at once hands them over instead of having them
+        concatenated again)."""
+        clip = cls.__new__(cls)
+        clip.name, clip.tracks, clip.markers, clip.additive = name, tracks, {}, False
+        clip.key_start, clip.value_start, clip.times, clip.values = key_start, value_start, times, values
+        clip.width, clip.interp, clip.path, clip.node = width, interp, path, node
+        n = len(tracks)
+        clip.duration = float(times[key_start[1:] - 1].max()) if n else 0.0
+        return clip
 
     @property
     def track_count(self) -> int:

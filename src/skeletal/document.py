@@ -15,6 +15,7 @@ Conventions used everywhere in skeletal:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import attrgetter, is_
 from typing import Any
 
 import numpy as np
@@ -112,13 +113,58 @@ class Channel:
 
 
 @dataclass
+class PackedChannels:
+    """A reader's channels of one animation laid out for the sampling kernels, so that the clip stage
+    need not rebuild it channel by channel: per channel its file ``node``, ``path`` code (0-2:
+    translation, rotation, scale, as :data:`skeletal.clip.PATH_CODE`), ``interp`` code (as
+    :data:`skeletal.clip.INTERP_CODE`), value ``width``; ``key_start``/``value_start`` (n+1,) offsets
+    into ``times`` (every channel's key times, float32) and ``values`` (every channel's values,
+    flattened, float32). ``channels`` are the Channel objects it was made with: the layout stands for
+    the animation only while ``Animation.channels`` still holds exactly those, unchanged."""
+
+    channels: list[Channel]
+    node: np.ndarray
+    path: np.ndarray
+    interp: np.ndarray
+    width: np.ndarray
+    key_start: np.ndarray
+    value_start: np.ndarray
+    times: np.ndarray
+    values: np.ndarray
+    _keys: list = field(init=False, repr=False, compare=False)
+    _times: list = field(init=False, repr=False, compare=False)
+    _values: list = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        channels = self.channels
+        self._keys = list(map(_CHANNEL_KEY, channels))
+        self._times = list(map(_TIMES, channels))
+        self._values = list(map(_VALUES, channels))
+
+    def describes(self, channels: list[Channel]) -> bool:
+        """Whether ``channels`` are still the channels packed here: the same nodes, paths and
+        interpolations, and the very same times and values arrays."""
+        return (len(channels) == len(self._keys) and list(map(_CHANNEL_KEY, channels)) == self._keys
+                and all(map(is_, map(_TIMES, channels), self._times))
+                and all(map(is_, map(_VALUES, channels), self._values)))
+
+
+_CHANNEL_KEY = attrgetter("node", "path", "interpolation")
+_TIMES = attrgetter("times")
+_VALUES = attrgetter("values")
+
+
+@dataclass
 class Animation:
+    """One animation's channels. ``packed``: a reader's :class:`PackedChannels` for them, or None."""
+
     name: str
     channels: list[Channel]
     extras: dict[str, Any] = field(default_factory=dict)  # glTF ``extras`` (JSON object), kept as read
     # The authored length in seconds when the format stores one (Assimp's ``mDuration``); None: the
     # last key time, as glTF.
     duration: float | None = None
+    packed: PackedChannels | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass

@@ -37,6 +37,7 @@ from skeletal.document import (
     Mesh,
     MorphTarget,
     Node,
+    PackedChannels,
     Primitive,
     Skin,
 )
@@ -129,6 +130,10 @@ EXPECT_OUTPUT = {
 }
 _PATH_WIDTH = {"translation": 3, "rotation": 4, "scale": 3}
 _PATH_TYPE = {"translation": "VEC3", "rotation": "VEC4", "scale": "VEC3"}
+_PATH_CODES = {"translation": 0, "rotation": 1, "scale": 2}  # as skeletal.clip.PATH_CODE
+_INTERP_NAMES = ("STEP", "LINEAR", "CUBICSPLINE")  # codes as skeletal.clip.INTERP_CODE
+_INTERP_CODES = {name: i for i, name in enumerate(_INTERP_NAMES)}
+_CUBIC = _INTERP_CODES["CUBICSPLINE"]
 _INFLUENCE = re.compile(r"^(JOINTS|WEIGHTS)_(0|[1-9][0-9]*)$")
 
 
@@ -501,9 +506,14 @@ class _GltfReader:
     def _animation(self, a_index: int, obj: JsonObject, nodes: list[Node], meshes: list[Mesh]) -> Animation:
         name = obj.string("name", f"animation_{a_index}")
         samplers = obj.objects("samplers", required=True)
-        channels: list[Channel] = []
         n_nodes, n_accessors = len(nodes), len(self.accessors)
         channel_objects = obj.objects("channels", required=True)
+        packed = self._packed_channels(channel_objects.raw, samplers.raw, n_nodes)
+        if packed is not None:
+            animation = Animation(name=name, channels=packed.channels, extras=_extras(obj))
+            animation.packed = packed
+            return animation
+        channels: list[Channel] = []
         for c_index, c_raw in enumerate(channel_objects.raw):
             plain = self._plain_channel(c_raw, samplers.raw, n_nodes, n_accessors)
             if plain is not None:
@@ -559,6 +569,86 @@ class _GltfReader:
             raise ModelError(self.file, c.where, f"{about}: output accessors[{output_info.index}] element {k} is not "
                                                   f"finite ({', '.join(f'{v:g}' for v in values[k])})")
         return Channel(node=node, path=path, interpolation=interpolation, times=times, values=values)
+
+    def _packed_channels(self, channels: list[dict], samplers: list[dict], n_nodes: int) -> PackedChannels | None:
+        """All channels of one animation at once, when every one is the common kind that
+        :meth:`_plain_channel` reads (translation/rotation/scale of a node, FLOAT key times and values
+        in plain bufferViews of one buffer, finite values, strictly increasing times): the fields are
+        pulled out with one list pass each and checked with numpy over all channels together. None
+        when anything is unusual or wrong; then the channels are read one by one, which words the error.
+        The channels' arrays are views of the buffer (a shared input accessor gives one shared times
+        array), as the one-by-one path gives them."""
+        n = len(channels)
+        table = self.accessors.plain_float_table() if n else None
+        if table is None:
+            return None
+        try:
+            s_index = [c["sampler"] for c in channels]
+            targets = [c["target"] for c in channels]
+            nodes = [t["node"] for t in targets]
+            paths = [t["path"] for t in targets]
+            inputs = [s["input"] for s in samplers]
+            outputs = [s["output"] for s in samplers]
+            interpolations = [s.get("interpolation", "LINEAR") for s in samplers]
+        except (KeyError, TypeError, IndexError):
+            return None
+        if not (set(map(type, s_index)) | set(map(type, nodes)) | set(map(type, inputs)) | set(map(type, outputs))
+                <= {int} and set(map(type, paths)) | set(map(type, interpolations)) <= {str}
+                and set(paths) <= _PATH_WIDTH.keys() and set(interpolations) <= _INTERP_CODES.keys()):
+            return None
+        n_accessors = len(table.ok)
+        try:
+            sampler = np.array(s_index, dtype=np.int64)
+            node = np.array(nodes, dtype=np.int64)
+            sampler_input = np.array(inputs, dtype=np.int64)
+            sampler_output = np.array(outputs, dtype=np.int64)
+        except OverflowError:
+            return None
+        if (sampler.min() < 0 or sampler.max() >= len(samplers) or node.min() < 0 or node.max() >= n_nodes):
+            return None
+        inp, out = sampler_input[sampler], sampler_output[sampler]
+        if min(inp.min(), out.min()) < 0 or max(inp.max(), out.max()) >= n_accessors:
+            return None
+        interp = np.array([_INTERP_CODES[i] for i in interpolations], dtype=np.int64)[sampler]
+        width = np.array([_PATH_WIDTH[p] for p in paths], dtype=np.int64)
+        keys = table.count[inp]
+        rows = keys * np.where(interp == _CUBIC, 3, 1)
+        buffer = table.buffer[inp]
+        if not (table.ok[inp].all() and table.ok[out].all() and (table.components[inp] == 1).all()
+                and (table.components[out] == width).all() and (table.count[out] == rows).all()
+                and (buffer == buffer[0]).all() and (table.buffer[out] == buffer[0]).all()):
+            return None
+        try:
+            data = self.binary.buffer(int(buffer[0]))
+        except ModelError:
+            return None  # the one-by-one path meets (and reports) it in its own order
+        if data is None:
+            return None
+        floats = np.frombuffer(data, np.float32, len(data) // 4)
+        if floats.ctypes.data % 4:
+            return None
+        # Every channel's keys and values gathered into two flat arrays with one index array each.
+        times = floats[_spans(table.start[inp], keys)]
+        values = floats[_spans(table.start[out], rows * width)]
+        key_start = np.zeros(n + 1, np.int64)
+        np.cumsum(keys, out=key_start[1:])
+        steps = times[1:] > times[:-1]
+        steps[key_start[1:-1] - 1] = True  # from one channel's last key to the next one's first
+        if not (np.isfinite(values).all() and np.isfinite(times).all() and steps.all()):
+            return None
+        value_start = np.zeros(n + 1, np.int64)
+        np.cumsum(rows * width, out=value_start[1:])
+        # The channels' own arrays: views of the buffer, one times array per input accessor.
+        shared = {a: floats[s : s + k] for a, s, k in zip(inp.tolist(), table.start[inp].tolist(), keys.tolist())}
+        names = [_INTERP_NAMES[i] for i in interp.tolist()]
+        made = [
+            Channel(node=nd, path=p, interpolation=ip, times=shared[a],
+                    values=floats[s : s + r * w].reshape(r, w))
+            for nd, p, ip, a, s, r, w in zip(nodes, paths, names, inp.tolist(), table.start[out].tolist(),
+                                             rows.tolist(), width.tolist())
+        ]
+        return PackedChannels(made, node, np.array([_PATH_CODES[p] for p in paths], np.int64), interp, width,
+                              key_start, value_start, times, values)
 
     def _plain_channel(self, c: dict, samplers: list[dict], n_nodes: int, n_accessors: int) -> Channel | None:
         """The common channel (a translation, rotation or scale of a node, LINEAR/STEP/CUBICSPLINE over
@@ -662,6 +752,12 @@ class _GltfReader:
                                   stacklevel=3)
             images.append(Image(name=obj.string("name", f"image_{i}"), data=data, mime_type=mime or _sniff_mime(data)))
         return images
+
+
+def _spans(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The indices ``starts[i] .. starts[i] + lengths[i] - 1`` of every span, one after another."""
+    ends = np.cumsum(lengths)
+    return np.repeat(starts - (ends - lengths), lengths) + np.arange(int(ends[-1]) if len(ends) else 0)
 
 
 def _extras(obj: JsonObject) -> dict:
