@@ -21,6 +21,7 @@ object; a required extension that is unknown, or whose decoder package is missin
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import warnings
@@ -130,6 +131,12 @@ EXPECT_OUTPUT = {
 }
 _PATH_WIDTH = {"translation": 3, "rotation": 4, "scale": 3}
 _PATH_TYPE = {"translation": "VEC3", "rotation": "VEC4", "scale": "VEC3"}
+_MISSING = object()
+#: Node fields :meth:`_GltfReader._plain_node` reads (plus ones no reader uses); any other goes the full way.
+_PLAIN_NODE_KEYS = frozenset({"name", "children", "translation", "rotation", "scale", "mesh", "skin", "extras",
+                              "extensions"})
+_NODE_TRS = (("translation", 3, (0.0, 0.0, 0.0)), ("rotation", 4, (0.0, 0.0, 0.0, 1.0)), ("scale", 3, (1.0, 1.0, 1.0)))
+_NUMBER_TYPES = frozenset({int, float})
 _PATH_CODES = {"translation": 0, "rotation": 1, "scale": 2}  # as skeletal.clip.PATH_CODE
 _INTERP_NAMES = ("STEP", "LINEAR", "CUBICSPLINE")  # codes as skeletal.clip.INTERP_CODE
 _INTERP_CODES = {name: i for i, name in enumerate(_INTERP_NAMES)}
@@ -290,7 +297,7 @@ class _GltfReader:
                 if parents[child] != -1:
                     obj.fail(f"nodes[{child}] has two parents, nodes[{parents[child]}] and nodes[{i}]", "children")
                 parents[child] = i
-            nodes.append(self._node(i, obj, children))
+            nodes.append(self._plain_node(i, obj.data, children) or self._node(i, obj, children))
         for i, parent in enumerate(parents):
             nodes[i].parent = parent
         self._check_acyclic(nodes)
@@ -315,6 +322,44 @@ class _GltfReader:
         node.weights = obj.numbers("weights", None)
         node.extras = _extras(obj)
         return node
+
+    def _plain_node(self, i: int, d: dict, children: list[int]) -> Node | None:
+        """The common node (name, TRS of finite numbers, mesh, skin, extras; no matrix, camera or
+        weights) read with plain dict reads, to the same Node :meth:`_node` makes; None for anything
+        else or anything wrong, which :meth:`_node` then reads and reports."""
+        if not d.keys() <= _PLAIN_NODE_KEYS:
+            return None
+        name = d.get("name", _MISSING)
+        if name is _MISSING:
+            name = f"node_{i}"
+        elif type(name) is not str:
+            return None
+        trs = []
+        for key, length, default in _NODE_TRS:
+            value = d.get(key, _MISSING)
+            if value is _MISSING:
+                trs.append(np.array(default))
+                continue
+            if type(value) is not list or len(value) != length or not set(map(type, value)) <= _NUMBER_TYPES:
+                return None
+            try:
+                if not all(map(math.isfinite, value)):
+                    return None
+            except OverflowError:
+                return None
+            trs.append(np.array(value, dtype=np.float64))
+        refs = []
+        for key, size in (("mesh", self.tables.meshes), ("skin", self.tables.skins)):
+            value = d.get(key, _MISSING)
+            if value is _MISSING:
+                refs.append(None)
+            elif type(value) is int and 0 <= value < size:
+                refs.append(value)
+            else:
+                return None
+        extras = d.get("extras")
+        return Node(name=name, children=children, translation=trs[0], rotation=trs[1], scale=trs[2],
+                    mesh=refs[0], skin=refs[1], extras=dict(extras) if isinstance(extras, dict) else {})
 
     def _check_acyclic(self, nodes: list[Node]) -> None:
         """With at most one parent each, the nodes not reachable from a root are exactly those on or
