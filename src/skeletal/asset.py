@@ -253,9 +253,10 @@ def load(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = None, 
         return Asset(_read_assimp(path, isolate=isolate))
     if suffix in READERS:
         return Asset(READERS[suffix](path))
-    from .io.gltf import read_gltf
+    from .io.gltf import gc_paused, read_gltf
 
-    return Asset(read_gltf(path, base_dir=base_dir))
+    with gc_paused():  # the document and the asset's tracks: many objects, no cycles
+        return Asset(read_gltf(path, base_dir=base_dir))
 
 
 def model_suffix(path: str | os.PathLike) -> str:

@@ -20,7 +20,9 @@ bufferView backs (zeros, or sparse over zeros) may not be bigger than :func:`zer
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
+from itertools import repeat
 
 import numpy as np
 
@@ -364,30 +366,49 @@ def _int_column(values: list, default: int = -1) -> np.ndarray | None:
     return np.where((column > _TABLE_LIMIT) | (column < -1), default, column)
 
 
+def _field(objects: list[dict], key: str, default: object = None) -> list:
+    """``[o.get(key, default) for o in objects]``, without a Python loop."""
+    return list(map(dict.get, objects, repeat(key), repeat(default)))
+
+
+def _flag(objects: list[dict], key: str) -> np.ndarray:
+    """Whether each object has ``key``, as a bool array."""
+    return np.fromiter(map(operator.contains, objects, repeat(key)), dtype=bool, count=len(objects))
+
+
 def _plain_float_table(accessors: list[dict], views: list[dict], buffers: list[dict]) -> PlainFloatTable | None:
-    declared = _int_column([b.get("byteLength") for b in buffers])
-    view_buffer = _int_column([v.get("buffer") for v in views])
-    view_offset = _int_column([v.get("byteOffset", 0) for v in views])
-    view_length = _int_column([v.get("byteLength") for v in views])
-    component_type = _int_column([a.get("componentType") for a in accessors])
-    count = _int_column([a.get("count") for a in accessors])
-    view = _int_column([a.get("bufferView") for a in accessors])
-    offset = _int_column([a.get("byteOffset", 0) for a in accessors])
+    declared = _int_column(_field(buffers, "byteLength"))
+    view_buffer = _int_column(_field(views, "buffer"))
+    view_offset = _int_column(_field(views, "byteOffset", 0))
+    view_length = _int_column(_field(views, "byteLength"))
+    component_type = _int_column(_field(accessors, "componentType"))
+    count = _int_column(_field(accessors, "count"))
+    view = _int_column(_field(accessors, "bufferView"))
+    offset = _int_column(_field(accessors, "byteOffset", 0))
     columns = (declared, view_buffer, view_offset, view_length, component_type, count, view, offset)
     if any(c is None for c in columns):
         return None
     assert declared is not None and view_buffer is not None and view_offset is not None  # for mypy
     assert view_length is not None and component_type is not None and count is not None
     assert view is not None and offset is not None
-    plain_view = ~np.array([("byteStride" in v) or ("extensions" in v) for v in views], dtype=bool).reshape(-1)
+    plain_view = ~(_flag(views, "byteStride") | _flag(views, "extensions"))
     has_buffer = (view_buffer >= 0) & (view_buffer < len(buffers))
     view_end = view_offset + view_length
     limit = declared[np.where(has_buffer, view_buffer, 0)] if len(buffers) else np.zeros(len(views), np.int64)
     plain_view &= has_buffer & (view_offset >= 0) & (view_length >= 1) & (limit >= 1) & (view_end <= limit)
     plain_view &= view_offset % 4 == 0
-    components = np.array([_PLAIN_FLOAT_COMPONENTS.get(t, 0) if type(t) is str else 0
-                           for t in [a.get("type") for a in accessors]], dtype=np.int64).reshape(-1)
-    ok = np.array([a.get("normalized", False) is False and "sparse" not in a for a in accessors], dtype=bool).reshape(-1)
+    types = _field(accessors, "type")
+    if set(map(type, types)) <= {str}:
+        components = np.fromiter(map(_PLAIN_FLOAT_COMPONENTS.get, types, repeat(0)), np.int64, len(types))
+    else:
+        components = np.array([_PLAIN_FLOAT_COMPONENTS.get(t, 0) if type(t) is str else 0 for t in types],
+                              dtype=np.int64).reshape(-1)
+    normalized = _field(accessors, "normalized", False)
+    if set(map(type, normalized)) <= {bool}:
+        ok = ~np.array(normalized, dtype=bool).reshape(-1)
+    else:
+        ok = np.array([v is False for v in normalized], dtype=bool).reshape(-1)
+    ok &= ~_flag(accessors, "sparse")
     ok &= (component_type == FLOAT) & (components > 0) & (count >= 1) & (offset >= 0) & (offset % 4 == 0)
     ok &= (view >= 0) & (view < len(views))
     safe_view = np.where(ok, view, 0)
