@@ -150,7 +150,7 @@ class Asset:
     def _clip(self, index: int) -> Clip:
         anim = self.document.animations[index]
         packed = anim.packed
-        if packed is not None and packed.describes(anim.channels):
+        if packed is not None and (not anim.channels_made or packed.describes(anim.channels)):
             return self._packed_clip(index, packed)
         tracks = []
         index_of = self.rig.index_of.tolist()
@@ -177,13 +177,12 @@ class Asset:
 
     def _packed_clip(self, index: int, packed: PackedChannels) -> Clip:
         """The clip of an animation whose reader packed its channels (translation, rotation and scale
-        only, checked there): rig node indices in one numpy step, the tracks share the channels' arrays."""
+        only, checked there): rig node indices in one numpy step, the packed arrays taken as they are,
+        the Track objects made when first asked for."""
         anim = self.document.animations[index]
         node = self.rig.index_of[packed.node].astype(np.int64)
-        trusted = Track.trusted
-        tracks = [trusted(n, c.path, c.interpolation, c.times, c.values) for n, c in zip(node.tolist(), anim.channels)]
-        clip = Clip.from_layout(anim.name or f"animation_{index}", tracks, node, packed.path, packed.interp,
-                                packed.width, packed.key_start, packed.value_start, packed.times, packed.values)
+        clip = Clip.from_layout(anim.name or f"animation_{index}", node, packed.path, packed.interp, packed.width,
+                                packed.key_start, packed.value_start, packed.times, packed.values)
         if anim.duration is not None and anim.duration > clip.duration:
             clip.duration = float(anim.duration)
         return clip

@@ -574,9 +574,7 @@ class _GltfReader:
         channel_objects = obj.objects("channels", required=True)
         packed = self._packed_channels(channel_objects.raw, samplers.raw, n_nodes)
         if packed is not None:
-            animation = Animation(name=name, channels=packed.channels, extras=_extras(obj))
-            animation.packed = packed
-            return animation
+            return Animation.from_packed(name, packed, _extras(obj))
         channels: list[Channel] = []
         for c_index, c_raw in enumerate(channel_objects.raw):
             plain = self._plain_channel(c_raw, samplers.raw, n_nodes, n_accessors)
@@ -640,8 +638,8 @@ class _GltfReader:
         in plain bufferViews of one buffer, finite values, strictly increasing times): the fields are
         pulled out with one list pass each and checked with numpy over all channels together. None
         when anything is unusual or wrong; then the channels are read one by one, which words the error.
-        The channels' arrays are views of the buffer (a shared input accessor gives one shared times
-        array), as the one-by-one path gives them."""
+        No Channel object is made here: :class:`PackedChannels` makes them if anybody asks (views of the
+        buffer, a shared input accessor giving one shared times array, as the one-by-one path gives them)."""
         n = len(channels)
         table = self.accessors.plain_float_table() if n else None
         if table is None:
@@ -702,17 +700,8 @@ class _GltfReader:
             return None
         value_start = np.zeros(n + 1, np.int64)
         np.cumsum(rows * width, out=value_start[1:])
-        # The channels' own arrays: views of the buffer, one times array per input accessor.
-        shared = {a: floats[s : s + k] for a, s, k in zip(inp.tolist(), table.start[inp].tolist(), keys.tolist())}
-        names = [_INTERP_NAMES[i] for i in interp.tolist()]
-        made = [
-            Channel(node=nd, path=p, interpolation=ip, times=shared[a],
-                    values=floats[s : s + r * w].reshape(r, w))
-            for nd, p, ip, a, s, r, w in zip(nodes, paths, names, inp.tolist(), table.start[out].tolist(),
-                                             rows.tolist(), width.tolist())
-        ]
-        return PackedChannels(made, node, np.array([_PATH_CODES[p] for p in paths], np.int64), interp, width,
-                              key_start, value_start, times, values)
+        return PackedChannels(node, np.array([_PATH_CODES[p] for p in paths], np.int64), interp, width,
+                              key_start, value_start, times, values, floats, table.start[inp], table.start[out])
 
     def _plain_channel(self, c: dict, samplers: list[dict], n_nodes: int, n_accessors: int) -> Channel | None:
         """The common channel (a translation, rotation or scale of a node, LINEAR/STEP/CUBICSPLINE over
