@@ -73,7 +73,7 @@ class Asset:
         self._build_morph_layout()
         self.skins = [self._bind_skin(i) for i in range(len(document.skins))]
         self.clips = [self._clip(i) for i in range(len(document.animations))]
-        self.mesh_instances = [self._mesh_instance(i) for i, n in enumerate(document.nodes) if n.mesh is not None]
+        self._check_skinned_primitives()  # mesh_instances are built on first use, their errors found now
 
     # -- public ---------------------------------------------------------------------------------
 
@@ -92,6 +92,12 @@ class Asset:
         from .colliders import read_colliders
 
         return read_colliders(self)
+
+    @cached_property
+    def mesh_instances(self) -> list[MeshInstance]:
+        """Every mesh placed on a node, ready for skinning (influences normalised, morph deltas dense);
+        built on first use, so that loading a model to play its clips does not pay for it."""
+        return [self._mesh_instance(i) for i, n in enumerate(self.document.nodes) if n.mesh is not None]
 
     @property
     def skinned_instances(self) -> list[MeshInstance]:
@@ -186,6 +192,25 @@ class Asset:
         if anim.duration is not None and anim.duration > clip.duration:
             clip.duration = float(anim.duration)
         return clip
+
+    def _check_skinned_primitives(self) -> None:
+        """Raise now what :meth:`_mesh_instance` would find wrong later: a joint index past the joints
+        of the skin a node uses its mesh with (each primitive's largest joint index taken once)."""
+        doc = self.document
+        largest: dict[int, int] = {}
+        for file_node, node in enumerate(doc.nodes):
+            if node.mesh is None or node.skin is None:
+                continue
+            n_joints = len(doc.skins[node.skin].joints)
+            for p, prim in enumerate(doc.meshes[node.mesh].primitives):
+                if prim.joints is None or not len(prim.joints):
+                    continue
+                top = largest.get(id(prim))
+                if top is None:
+                    top = largest[id(prim)] = int(prim.joints.max())
+                if top >= n_joints:
+                    raise ModelError(doc.path, f"meshes[{node.mesh}].primitives[{p}]",
+                                     f"joint index {top} past the {n_joints} joints of skins[{node.skin}]")
 
     def _mesh_instance(self, file_node: int) -> MeshInstance:
         doc = self.document
