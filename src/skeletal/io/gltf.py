@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import gc
 import math
+import operator
 import os
 import re
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import chain, repeat
 
 import numpy as np
 
@@ -140,6 +142,9 @@ _PLAIN_NODE_KEYS = frozenset({"name", "children", "translation", "rotation", "sc
                               "extensions"})
 _NODE_TRS = (("translation", 3, (0.0, 0.0, 0.0)), ("rotation", 4, (0.0, 0.0, 0.0, 1.0)), ("scale", 3, (1.0, 1.0, 1.0)))
 _NUMBER_TYPES = frozenset({int, float})
+_NAME_TYPES = frozenset({str, type(None)})  # None: absent (an explicit null is told apart)
+_LIST_TYPES = frozenset({list, tuple})  # tuple: the defaults
+_NO_CHILDREN = ()
 _PATH_CODES = {"translation": 0, "rotation": 1, "scale": 2}  # as skeletal.clip.PATH_CODE
 _INTERP_NAMES = ("STEP", "LINEAR", "CUBICSPLINE")  # codes as skeletal.clip.INTERP_CODE
 _INTERP_CODES = {name: i for i, name in enumerate(_INTERP_NAMES)}
@@ -305,6 +310,10 @@ class _GltfReader:
         """All nodes, with parents filled in; two parents or a cycle is an error. Iterative throughout,
         so a 10,000-deep chain is no problem."""
         objs = self.root.objects("nodes")
+        plain = self._plain_nodes(objs.raw)
+        if plain is not None:
+            self._check_acyclic(plain)
+            return plain
         count = len(objs)
         parents = [-1] * count
         nodes: list[Node] = []
@@ -341,6 +350,64 @@ class _GltfReader:
         node.weights = obj.numbers("weights", None)
         node.extras = _extras(obj)
         return node
+
+    def _plain_nodes(self, raw: list[dict]) -> list[Node] | None:
+        """Every node at once, when all are the common kind :meth:`_plain_node` reads and the children
+        lists are sound (indices in range, nobody its own child, one parent each): fields pulled out with
+        one C-level pass each, numbers checked with numpy. None otherwise; then the nodes are read one
+        by one, which words the error. The parents are filled in; the cycle check is the caller's."""
+        count = len(raw)
+        if not count or not all(map(_PLAIN_NODE_KEYS.issuperset, raw)):
+            return None
+        names = list(map(dict.get, raw, repeat("name"), repeat(None)))
+        children = list(map(dict.get, raw, repeat("children"), repeat(_NO_CHILDREN)))
+        refs = [list(map(dict.get, raw, repeat(key), repeat(-1))) for key in ("mesh", "skin")]
+        if (not set(map(type, names)) <= _NAME_TYPES or not set(map(type, children)) <= _LIST_TYPES
+                or not set(map(type, refs[0] + refs[1])) <= {int}):
+            return None
+        if None in names and any(d.get("name", "") is None for d in raw):
+            return None  # an explicit null name: the full path reports it
+        lengths = list(map(len, children))
+        flat = list(chain.from_iterable(children))
+        if not set(map(type, flat)) <= {int}:
+            return None
+        try:
+            child = np.array(flat, dtype=np.int64)
+            mesh = np.array(refs[0], dtype=np.int64)
+            skin = np.array(refs[1], dtype=np.int64)
+        except OverflowError:
+            return None
+        owner = np.repeat(np.arange(count), lengths)
+        if child.size and (child.min() < 0 or child.max() >= count or (child == owner).any()
+                           or np.bincount(child, minlength=count).max() > 1):
+            return None
+        # -1 stands for "absent": an explicit negative index (which the full path reports) shows as a
+        # node that has the key but no index >= 0.
+        if (mesh.min() < -1 or mesh.max() >= self.tables.meshes or skin.min() < -1 or skin.max() >= self.tables.skins
+                or sum(map(operator.contains, raw, repeat("mesh"))) != int((mesh >= 0).sum())
+                or sum(map(operator.contains, raw, repeat("skin"))) != int((skin >= 0).sum())):
+            return None
+        trs = []
+        for key, length, default in _NODE_TRS:
+            values = list(map(dict.get, raw, repeat(key), repeat(default)))
+            if (not set(map(type, values)) <= _LIST_TYPES or set(map(len, values)) != {length}
+                    or not set(map(type, chain.from_iterable(values))) <= _NUMBER_TYPES):
+                return None
+            try:
+                array = np.array(values, dtype=np.float64)
+            except OverflowError:
+                return None
+            if not np.isfinite(array).all():
+                return None
+            trs.append(list(array))  # one row view per node
+        parent = np.full(count, -1, dtype=np.int64)
+        parent[child] = owner
+        names = [f"node_{i}" if name is None else name for i, name in enumerate(names)]
+        extras = [dict(e) if isinstance(e, dict) else {} for e in map(dict.get, raw, repeat("extras"))]
+        meshes = [None if m < 0 else m for m in refs[0]]
+        skins = [None if k < 0 else k for k in refs[1]]
+        return list(map(Node, names, map(list, children), trs[0], trs[1], trs[2], repeat(None), meshes, skins,
+                        repeat(None), parent.tolist(), extras))
 
     def _plain_node(self, i: int, d: dict, children: list[int]) -> Node | None:
         """The common node (name, TRS of finite numbers, mesh, skin, extras; no matrix, camera or
