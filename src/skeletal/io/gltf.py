@@ -136,6 +136,8 @@ EXPECT_OUTPUT = {
 }
 _PATH_WIDTH = {"translation": 3, "rotation": 4, "scale": 3}
 _PATH_TYPE = {"translation": "VEC3", "rotation": "VEC4", "scale": "VEC3"}
+_SAMPLER, _TARGET, _NODE, _PATH = (operator.itemgetter(k) for k in ("sampler", "target", "node", "path"))
+_INPUT, _OUTPUT = operator.itemgetter("input"), operator.itemgetter("output")
 _MISSING = object()
 #: Node fields :meth:`_GltfReader._plain_node` reads (plus ones no reader uses); any other goes the full way.
 _PLAIN_NODE_KEYS = frozenset({"name", "children", "translation", "rotation", "scale", "mesh", "skin", "extras",
@@ -712,13 +714,13 @@ class _GltfReader:
         if table is None:
             return None
         try:
-            s_index = [c["sampler"] for c in channels]
-            targets = [c["target"] for c in channels]
-            nodes = [t["node"] for t in targets]
-            paths = [t["path"] for t in targets]
-            inputs = [s["input"] for s in samplers]
-            outputs = [s["output"] for s in samplers]
-            interpolations = [s.get("interpolation", "LINEAR") for s in samplers]
+            s_index = list(map(_SAMPLER, channels))
+            targets = list(map(_TARGET, channels))
+            nodes = list(map(_NODE, targets))
+            paths = list(map(_PATH, targets))
+            inputs = list(map(_INPUT, samplers))
+            outputs = list(map(_OUTPUT, samplers))
+            interpolations = list(map(dict.get, samplers, repeat("interpolation"), repeat("LINEAR")))
         except (KeyError, TypeError, IndexError):
             return None
         if not (set(map(type, s_index)) | set(map(type, nodes)) | set(map(type, inputs)) | set(map(type, outputs))
