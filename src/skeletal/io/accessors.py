@@ -355,15 +355,20 @@ class PlainFloatTable:
 _TABLE_LIMIT = 1 << 40
 
 
-def _int_column(values: list, default: int = -1) -> np.ndarray | None:
+def _int_column(values: list | tuple, default: int = -1) -> np.ndarray | None:
     """A list of JSON values as int64, anything not a plain int (or too large) as ``default``."""
     if not set(map(type, values)) <= {int}:
         values = [v if type(v) is int else default for v in values]
     try:
-        column = np.array(values, dtype=np.int64)
+        column = np.array(values, dtype=np.int64).reshape(-1)
     except OverflowError:
         return None
-    return np.where((column > _TABLE_LIMIT) | (column < -1), default, column)
+    if column.size and (column.max() > _TABLE_LIMIT or column.min() < -1):
+        column = np.where((column > _TABLE_LIMIT) | (column < -1), default, column)
+    return column
+
+
+_ACCESSOR_KEYS = operator.itemgetter("componentType", "count", "bufferView")
 
 
 def _field(objects: list[dict], key: str, default: object = None) -> list:
@@ -381,9 +386,12 @@ def _plain_float_table(accessors: list[dict], views: list[dict], buffers: list[d
     view_buffer = _int_column(_field(views, "buffer"))
     view_offset = _int_column(_field(views, "byteOffset", 0))
     view_length = _int_column(_field(views, "byteLength"))
-    component_type = _int_column(_field(accessors, "componentType"))
-    count = _int_column(_field(accessors, "count"))
-    view = _int_column(_field(accessors, "bufferView"))
+    try:  # the usual case, every accessor with these keys: one C-level pass for the three
+        component_type, count, view = map(_int_column, zip(*map(_ACCESSOR_KEYS, accessors)))
+    except (KeyError, ValueError):  # a key missing somewhere (or no accessors): one pass per key
+        component_type = _int_column(_field(accessors, "componentType"))
+        count = _int_column(_field(accessors, "count"))
+        view = _int_column(_field(accessors, "bufferView"))
     offset = _int_column(_field(accessors, "byteOffset", 0))
     columns = (declared, view_buffer, view_offset, view_length, component_type, count, view, offset)
     if any(c is None for c in columns):
