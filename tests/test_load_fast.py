@@ -123,6 +123,7 @@ def test_channels_and_tracks_are_made_on_first_use(tmp_path):
     assert [t.path for t in clip.tracks] == ["translation", "rotation"]
     assert clip.tracks[0].values.tolist() == [[0, 1, 2], [3, 4, 5], [6, 7, 8]]
     assert clip.interpolations == ["STEP", "LINEAR"]
+    assert clip.values.flags.writeable and clip.values.flags.c_contiguous  # what the kernels are compiled for
 
 
 def test_lazy_clip_copies_and_pickles(tmp_path):
@@ -146,6 +147,7 @@ def test_asset_follows_edited_channels(tmp_path):
     edited = skeletal.Asset(document)
     assert edited.clips[0].tracks[0].values.tolist() == [[0, 2, 4], [6, 8, 10], [12, 14, 16]]
     assert np.array_equal(edited.clips[0].values[:9], np.arange(9) * 2)
+    assert not np.shares_memory(again.clips[0].values, unchanged.clips[0].values)  # each asset its own copy
     del channels[1]
     assert skeletal.Asset(document).clips[0].track_count == 1
 

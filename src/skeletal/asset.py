@@ -187,8 +187,12 @@ class Asset:
         the Track objects made when first asked for."""
         anim = self.document.animations[index]
         node = self.rig.index_of[packed.node].astype(np.int64)
-        clip = Clip.from_layout(anim.name or f"animation_{index}", node, packed.path, packed.interp, packed.width,
-                                packed.key_start, packed.value_start, packed.times, packed.values)
+        arrays = (packed.path, packed.interp, packed.width, packed.key_start, packed.value_start, packed.times,
+                  packed.values)
+        if packed.taken:  # a second asset of one document: its own arrays, as _pack would make them
+            arrays = tuple(a.copy() for a in arrays)
+        packed.taken = True
+        clip = Clip.from_layout(anim.name or f"animation_{index}", node, *arrays)
         if anim.duration is not None and anim.duration > clip.duration:
             clip.duration = float(anim.duration)
         return clip

@@ -140,6 +140,8 @@ class PackedChannels:
     time_at: np.ndarray
     value_at: np.ndarray
     _made: tuple | None = field(default=None, init=False, repr=False, compare=False)
+    #: Whether a clip already uses these arrays (a second clip of them gets copies).
+    taken: bool = field(default=False, init=False, repr=False, compare=False)
 
     def make_channels(self) -> list[Channel]:
         """The Channel objects (remembered, so that :meth:`describes` can tell whether they changed)."""
