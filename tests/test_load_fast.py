@@ -221,3 +221,37 @@ def _bad(tmp_path):
     bad = tmp_path / "bad"
     bad.mkdir()
     return _walk(bad, (1.0, 0.0, 2.0))
+
+
+def _morphing(tmp_path):
+    """A two-target morphing triangle on a node with a weights channel and a translation channel."""
+    b = GltfBuilder()
+    pos = b.add_accessor(np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], np.float32), min_max=True)
+    up = b.add_accessor(np.array([[0, 0, 1]] * 3, np.float32), min_max=True)
+    side = b.add_accessor(np.array([[1, 0, 0]] * 3, np.float32), min_max=True)
+    mesh = b.add_mesh([b.primitive({"POSITION": pos}, targets=[{"POSITION": up}, {"POSITION": side}])],
+                      weights=[0.0, 0.0])
+    node = b.add_node(name="face", mesh=mesh)
+    b.add_scene([node])
+    t = np.array([0.0, 1.0, 2.0], np.float32)
+    b.add_animation([
+        {"node": node, "path": "weights", "times": t, "values": np.float32([[0, 0], [1, 0.5], [0, 1]]),
+         "interpolation": "LINEAR"},
+        {"node": node, "path": "translation", "times": t, "values": np.float32([[0, 0, 0], [0, 1, 0], [0, 2, 0]]),
+         "interpolation": "STEP"},
+    ], name="smile")
+    return b.write_glb(tmp_path / "face.glb")
+
+
+def test_morph_weights_channels_are_read_in_bulk(tmp_path, monkeypatch):
+    path = _morphing(tmp_path)
+    fast = skeletal.load(path)
+    assert fast.document.animations[0].packed is not None
+    with monkeypatch.context() as m:
+        _slow(m)
+        slow = skeletal.load(path)
+    _same_clips(fast, slow)
+    _same_documents(fast, slow)
+    track = fast.clips[0].tracks[0]
+    assert track.path == "weights" and track.values.tolist() == [[0, 0], [1, 0.5], [0, 1]]
+    assert fast.clips[0].width.tolist() == [2, 3]

@@ -13,7 +13,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .clip import Clip, Track, resolve_clip
+from .clip import PATH_CODE, Clip, Track, resolve_clip
 from .document import Document, PackedChannels, Primitive
 from .errors import ModelError
 from .io.formats import ASSIMP_SUFFIXES, BVH_SUFFIX, USD_SUFFIXES
@@ -157,7 +157,9 @@ class Asset:
         anim = self.document.animations[index]
         packed = anim.packed
         if packed is not None and (not anim.channels_made or packed.describes(anim.channels)):
-            return self._packed_clip(index, packed)
+            clip = self._packed_clip(index, packed)
+            if clip is not None:
+                return clip
         tracks = []
         index_of = self.rig.index_of.tolist()
         increasing: dict[int, np.ndarray] = {}  # id -> times checked here (kept alive: ids stay unique)
@@ -181,12 +183,18 @@ class Asset:
             clip.duration = float(anim.duration)  # the authored length (a scene that ends after its last key)
         return clip
 
-    def _packed_clip(self, index: int, packed: PackedChannels) -> Clip:
-        """The clip of an animation whose reader packed its channels (translation, rotation and scale
-        only, checked there): rig node indices in one numpy step, the packed arrays taken as they are,
-        the Track objects made when first asked for."""
+    def _packed_clip(self, index: int, packed: PackedChannels) -> Clip | None:
+        """The clip of an animation whose reader packed its channels (checked there): rig node indices
+        in one numpy step, the packed arrays taken as they are, the Track objects made when first asked
+        for. None when a weights channel does not fit its node's morph targets (then the channel by
+        channel path reports it)."""
         anim = self.document.animations[index]
         node = self.rig.index_of[packed.node].astype(np.int64)
+        weights = packed.path == PATH_CODE["weights"]
+        if weights.any():
+            targets = self.morph_start[node + 1] - self.morph_start[node]
+            if (packed.width[weights] != targets[weights]).any():
+                return None
         arrays = (packed.path, packed.interp, packed.width, packed.key_start, packed.value_start, packed.times,
                   packed.values)
         if packed.taken:  # a second asset of one document: its own arrays, as _pack would make them

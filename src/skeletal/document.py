@@ -112,7 +112,7 @@ class Channel:
     values: np.ndarray
 
 
-_PACKED_PATHS = ("translation", "rotation", "scale")  # codes as skeletal.clip.PATH_CODE
+_PACKED_PATHS = ("translation", "rotation", "scale", "weights")  # codes as skeletal.clip.PATH_CODE
 _PACKED_INTERPOLATIONS = ("STEP", "LINEAR", "CUBICSPLINE")  # codes as skeletal.clip.INTERP_CODE
 
 
@@ -120,7 +120,7 @@ _PACKED_INTERPOLATIONS = ("STEP", "LINEAR", "CUBICSPLINE")  # codes as skeletal.
 class PackedChannels:
     """A reader's channels of one animation laid out for the sampling kernels, so that neither the
     reader nor the clip stage goes channel by channel: per channel its file ``node``, ``path`` code
-    (0-2: translation, rotation, scale, as :data:`skeletal.clip.PATH_CODE`), ``interp`` code (as
+    (0-3: translation, rotation, scale, weights, as :data:`skeletal.clip.PATH_CODE`), ``interp`` code (as
     :data:`skeletal.clip.INTERP_CODE`), value ``width``; ``key_start``/``value_start`` (n+1,) offsets
     into ``times`` (every channel's key times, float32) and ``values`` (every channel's values,
     flattened, float32). ``source`` is the float32 data the channels come from (a view of the file's

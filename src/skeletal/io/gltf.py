@@ -147,7 +147,7 @@ _NUMBER_TYPES = frozenset({int, float})
 _NAME_TYPES = frozenset({str, type(None)})  # None: absent (an explicit null is told apart)
 _LIST_TYPES = frozenset({list, tuple})  # tuple: the defaults
 _NO_CHILDREN = ()
-_PATH_CODES = {"translation": 0, "rotation": 1, "scale": 2}  # as skeletal.clip.PATH_CODE
+_PATH_CODES = {"translation": 0, "rotation": 1, "scale": 2, "weights": 3}  # as skeletal.clip.PATH_CODE
 _INTERP_NAMES = ("STEP", "LINEAR", "CUBICSPLINE")  # codes as skeletal.clip.INTERP_CODE
 _INTERP_CODES = {name: i for i, name in enumerate(_INTERP_NAMES)}
 _CUBIC = _INTERP_CODES["CUBICSPLINE"]
@@ -641,7 +641,7 @@ class _GltfReader:
         samplers = obj.objects("samplers", required=True)
         n_nodes, n_accessors = len(nodes), len(self.accessors)
         channel_objects = obj.objects("channels", required=True)
-        packed = self._packed_channels(channel_objects.raw, samplers.raw, n_nodes)
+        packed = self._packed_channels(channel_objects.raw, samplers.raw, nodes, meshes)
         if packed is not None:
             return Animation.from_packed(name, packed, _extras(obj))
         channels: list[Channel] = []
@@ -701,10 +701,11 @@ class _GltfReader:
                                                   f"finite ({', '.join(f'{v:g}' for v in values[k])})")
         return Channel(node=node, path=path, interpolation=interpolation, times=times, values=values)
 
-    def _packed_channels(self, channels: list[dict], samplers: list[dict], n_nodes: int) -> PackedChannels | None:
-        """All channels of one animation at once, when every one is the common kind that
-        :meth:`_plain_channel` reads (translation/rotation/scale of a node, FLOAT key times and values
-        in plain bufferViews of one buffer, finite values, strictly increasing times): the fields are
+    def _packed_channels(self, channels: list[dict], samplers: list[dict], node_list: list[Node],
+                         meshes: list[Mesh]) -> PackedChannels | None:
+        """All channels of one animation at once, when every one is the common kind (translation,
+        rotation, scale or morph weights of a node, FLOAT key times and values in plain bufferViews of
+        one buffer, finite values, strictly increasing times): the fields are
         pulled out with one list pass each and checked with numpy over all channels together. None
         when anything is unusual or wrong; then the channels are read one by one, which words the error.
         No Channel object is made here: :class:`PackedChannels` makes them if anybody asks (views of the
@@ -725,9 +726,9 @@ class _GltfReader:
             return None
         if not (set(map(type, s_index)) | set(map(type, nodes)) | set(map(type, inputs)) | set(map(type, outputs))
                 <= {int} and set(map(type, paths)) | set(map(type, interpolations)) <= {str}
-                and set(paths) <= _PATH_WIDTH.keys() and set(interpolations) <= _INTERP_CODES.keys()):
+                and set(paths) <= _PATH_CODES.keys() and set(interpolations) <= _INTERP_CODES.keys()):
             return None
-        n_accessors = len(table.ok)
+        n_accessors, n_nodes = len(table.ok), len(node_list)
         try:
             sampler = np.array(s_index, dtype=np.int64)
             node = np.array(nodes, dtype=np.int64)
@@ -741,12 +742,29 @@ class _GltfReader:
         if min(inp.min(), out.min()) < 0 or max(inp.max(), out.max()) >= n_accessors:
             return None
         interp = np.array([_INTERP_CODES[i] for i in interpolations], dtype=np.int64)[sampler]
-        width = np.array([_PATH_WIDTH[p] for p in paths], dtype=np.int64)
+        path = np.array([_PATH_CODES[p] for p in paths], np.int64)
+        weights = path == _PATH_CODES["weights"]
+        if weights.any():  # a morph weights channel is as wide as its node's mesh has targets
+            widths = []
+            for nd, p in zip(nodes, paths):
+                if p == "weights":
+                    mesh = node_list[nd].mesh
+                    targets = 0 if mesh is None else len(meshes[mesh].primitives[0].targets)
+                    if not targets:
+                        return None
+                    widths.append(targets)
+                else:
+                    widths.append(_PATH_WIDTH[p])
+            width = np.array(widths, dtype=np.int64)
+        else:
+            width = np.array([_PATH_WIDTH[p] for p in paths], dtype=np.int64)
         keys = table.count[inp]
         rows = keys * np.where(interp == _CUBIC, 3, 1)
         buffer = table.buffer[inp]
+        # weights are SCALAR accessors of rows * width elements, the others VECn of rows elements
         if not (table.ok[inp].all() and table.ok[out].all() and (table.components[inp] == 1).all()
-                and (table.components[out] == width).all() and (table.count[out] == rows).all()
+                and (table.components[out] == np.where(weights, 1, width)).all()
+                and (table.count[out] == rows * np.where(weights, width, 1)).all()
                 and (buffer == buffer[0]).all() and (table.buffer[out] == buffer[0]).all()):
             return None
         try:
@@ -769,7 +787,7 @@ class _GltfReader:
             return None
         value_start = np.zeros(n + 1, np.int64)
         np.cumsum(rows * width, out=value_start[1:])
-        return PackedChannels(node, np.array([_PATH_CODES[p] for p in paths], np.int64), interp, width,
+        return PackedChannels(node, path, interp, width,
                               key_start, value_start, times, values, floats, table.start[inp], table.start[out])
 
     def _plain_channel(self, c: dict, samplers: list[dict], n_nodes: int, n_accessors: int) -> Channel | None:
