@@ -210,7 +210,7 @@ class Asset:
         of the skin a node uses its mesh with (each primitive's largest joint index taken once)."""
         doc = self.document
         largest: dict[int, int] = {}
-        for file_node, node in enumerate(doc.nodes):
+        for node in doc.nodes:
             if node.mesh is None or node.skin is None:
                 continue
             n_joints = len(doc.skins[node.skin].joints)
