@@ -255,3 +255,27 @@ def test_morph_weights_channels_are_read_in_bulk(tmp_path, monkeypatch):
     track = fast.clips[0].tracks[0]
     assert track.path == "weights" and track.values.tolist() == [[0, 0], [1, 0.5], [0, 1]]
     assert fast.clips[0].width.tolist() == [2, 3]
+
+
+def test_one_unusual_animation_leaves_the_others_in_bulk(tmp_path, monkeypatch):
+    """Animations are read together when all are plain; one with quantized keys is read channel by
+    channel while the others are still packed, and everything matches the checked path."""
+    b = GltfBuilder()
+    node = b.add_node(name="spin")
+    b.add_scene([node])
+    t = np.array([0.0, 1.0], np.float32)
+    b.add_animation([{"node": node, "path": "translation", "times": t,
+                      "values": np.float32([[0, 0, 0], [1, 0, 0]]), "interpolation": "LINEAR"}], name="slide")
+    b.add_animation([{"node": node, "path": "rotation", "times": t, "normalized": True,
+                      "values": np.int16([[0, 0, 0, 32767], [0, 32767, 0, 0]]), "interpolation": "LINEAR"}], name="turn")
+    b.add_animation([{"node": node, "path": "scale", "times": t,
+                      "values": np.float32([[1, 1, 1], [2, 2, 2]]), "interpolation": "STEP"}])
+    path = b.write_glb(tmp_path / "three.glb")
+    fast = skeletal.load(path)
+    assert [a.packed is not None for a in fast.document.animations] == [True, False, True]
+    assert [c.name for c in fast.clips] == ["slide", "turn", "animation_2"]
+    with monkeypatch.context() as m:
+        _slow(m)
+        slow = skeletal.load(path)
+    _same_clips(fast, slow)
+    _same_documents(fast, slow)

@@ -282,7 +282,10 @@ class _GltfReader:
         skins = [self._skin(i, obj) for i, obj in enumerate(self.root.objects("skins"))]
         nodes = self._nodes()
         self._check_skinned_joints(nodes, meshes, skins)
-        animations = [self._animation(i, obj, nodes, meshes) for i, obj in enumerate(self.root.objects("animations"))]
+        animation_objects = self.root.objects("animations")
+        animations = self._packed_animations(animation_objects.raw, nodes, meshes)
+        if animations is None:
+            animations = [self._animation(i, obj, nodes, meshes) for i, obj in enumerate(animation_objects)]
         scenes = [obj.indices("nodes", "nodes", len(nodes), []) for obj in self.root.objects("scenes")]
         scene = self.root.index("scene", "scenes", len(scenes), None)
         return Document(
@@ -701,13 +704,61 @@ class _GltfReader:
                                                   f"finite ({', '.join(f'{v:g}' for v in values[k])})")
         return Channel(node=node, path=path, interpolation=interpolation, times=times, values=values)
 
+    def _packed_animations(self, raw: list[dict], nodes: list[Node], meshes: list[Mesh]) -> list[Animation] | None:
+        """Every animation at once, when each one is plain (a string name or none, arrays of objects for
+        samplers and channels, at least one channel) and :meth:`_packed_channels` takes all their
+        channels together: the numpy checks and gathers then run once for the file rather than once
+        per animation, and each animation gets its slice. None otherwise (then animation by animation)."""
+        if len(raw) < 2:
+            return None  # one animation: the per-animation path is the same work
+        names, channels, samplers, counts, sampler_counts = [], [], [], [], []
+        for i, obj in enumerate(raw):
+            name = obj.get("name", _MISSING)
+            chans, samps = obj.get("channels"), obj.get("samplers")
+            if (type(chans) is not list or type(samps) is not list or not chans
+                    or not set(map(type, chans)) <= {dict} or not set(map(type, samps)) <= {dict}):
+                return None
+            if name is _MISSING:
+                name = f"animation_{i}"
+            elif type(name) is not str:
+                return None
+            names.append(name)
+            channels += chans
+            samplers += samps
+            counts.append(len(chans))
+            sampler_counts.append(len(samps))
+        count = np.array(counts, dtype=np.int64)
+        sampler_count = np.array(sampler_counts, dtype=np.int64)
+        offsets = np.zeros(len(raw), np.int64)
+        np.cumsum(sampler_count[:-1], out=offsets[1:])
+        packed = self._packed_channels(channels, samplers, nodes, meshes,
+                                       (np.repeat(sampler_count, count), np.repeat(offsets, count)))
+        if packed is None:
+            return None
+        bounds = [0, *np.cumsum(count).tolist()]
+        key_start, value_start = packed.key_start.tolist(), packed.value_start.tolist()
+        animations = []
+        for a, obj in enumerate(raw):
+            c0, c1 = bounds[a], bounds[a + 1]
+            k0, k1, v0, v1 = key_start[c0], key_start[c1], value_start[c0], value_start[c1]
+            part = PackedChannels(packed.node[c0:c1], packed.path[c0:c1], packed.interp[c0:c1], packed.width[c0:c1],
+                                  packed.key_start[c0 : c1 + 1] - k0, packed.value_start[c0 : c1 + 1] - v0,
+                                  packed.times[k0:k1], packed.values[v0:v1], packed.source,
+                                  packed.time_at[c0:c1], packed.value_at[c0:c1])
+            extras = obj.get("extras")
+            animations.append(Animation.from_packed(names[a], part, dict(extras) if isinstance(extras, dict) else {}))
+        return animations
+
     def _packed_channels(self, channels: list[dict], samplers: list[dict], node_list: list[Node],
-                         meshes: list[Mesh]) -> PackedChannels | None:
+                         meshes: list[Mesh], sampler_range: tuple[np.ndarray, np.ndarray] | None = None,
+                         ) -> PackedChannels | None:
         """All channels of one animation at once, when every one is the common kind (translation,
         rotation, scale or morph weights of a node, FLOAT key times and values in plain bufferViews of
         one buffer, finite values, strictly increasing times): the fields are
         pulled out with one list pass each and checked with numpy over all channels together. None
         when anything is unusual or wrong; then the channels are read one by one, which words the error.
+        ``sampler_range``: for the channels of several animations, per channel how many samplers its
+        animation has and where they start in ``samplers``.
         No Channel object is made here: :class:`PackedChannels` makes them if anybody asks (views of the
         buffer, a shared input accessor giving one shared times array, as the one-by-one path gives them)."""
         n = len(channels)
@@ -736,7 +787,15 @@ class _GltfReader:
             sampler_output = np.array(outputs, dtype=np.int64)
         except OverflowError:
             return None
-        if (sampler.min() < 0 or sampler.max() >= len(samplers) or node.min() < 0 or node.max() >= n_nodes):
+        if sampler_range is None:  # one animation: its channels name its samplers
+            if sampler.min() < 0 or sampler.max() >= len(samplers):
+                return None
+        else:  # several animations' channels and samplers, one after another: each names its own
+            limit, offset = sampler_range
+            if sampler.min() < 0 or (sampler >= limit).any():
+                return None
+            sampler = sampler + offset
+        if node.min() < 0 or node.max() >= n_nodes:
             return None
         inp, out = sampler_input[sampler], sampler_output[sampler]
         if min(inp.min(), out.min()) < 0 or max(inp.max(), out.max()) >= n_accessors:
