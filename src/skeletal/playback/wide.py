@@ -125,12 +125,14 @@ _U = tuple(np.uint64(k) for k in range(13))
 @njit(cache=True)
 def _pose_group(b0, c, s, nl, job_arrays, packs, lw, ww, pw, kw, uw, tmpv, held):
     """Pose, world rows and palettes of instances b0 .. b0 + LANES - 1, all playing slot s (clip c)
-    alone: see the module docstring. This thread's scratch, flat float32 in the lane layout:
-    ``lw`` (N * 10 * LANES) local rows ``[(node * 10 + component) * LANES + lane]``, ``ww``
+    alone: see the module docstring. ``lw`` (N * 10 * LANES): this group's local rows
+    ``[(node * 10 + component) * LANES + lane]`` in the crowd's lane store (kept there: see
+    :func:`lanes_to_pose`); ``held`` (1,): the clip whose constant rows ``lw`` holds. This thread's
+    scratch, flat float32 in the lane layout: ``ww``
     (N * 12 * LANES) world 3x4 rows ``[(node * 12 + entry) * LANES + lane]``, ``pw`` (J * 12 * LANES)
     palette rows likewise; ``kw`` / ``uw``
-    (timelines per clip, LANES) key indices and fractions; ``tmpv`` one segment's sampled floats;
-    ``held`` (1,) the clip whose constant rows ``lw`` holds. ``packs``: :func:`key_major`'s arrays.
+    (timelines per clip, LANES) key indices and fractions; ``tmpv`` one segment's sampled floats.
+    ``packs``: :func:`key_major`'s arrays.
     ``nl``: LANES as a run-time uint64."""
     (tracks, clip_table, segments, timeline_keys, times, values, base_pose, fs, cursors, parents, world_nodes,
      pose, palette_joints, inverse_bind, palettes) = job_arrays
@@ -153,8 +155,8 @@ def _pose_group(b0, c, s, nl, job_arrays, packs, lw, ww, pw, kw, uw, tmpv, held)
                 key, u = count - 2, 1.0
             kw[tl - tl0, lane] = key
             uw[tl - tl0, lane] = u
-    # local pose rows: the clip's base pose (rest + constant tracks: written only when this thread's
-    # scratch last held another clip), then its varying tracks
+    # local pose rows: the clip's base pose (rest + constant tracks: written only when this group's
+    # rows last held another clip or none), then its varying tracks
     base = base_pose[c]
     n_nodes = base.shape[0]
     if held[0] != c:
@@ -223,15 +225,9 @@ def _pose_group(b0, c, s, nl, job_arrays, packs, lw, ww, pw, kw, uw, tmpv, held)
                     lw[o + S + ul] = q64[1]
                     lw[o + u2 * S + ul] = q64[2]
                     lw[o + u3 * S + ul] = q64[3]
-    # each instance's own local pose (the crowd's ``local_pose``), indexed directly: a row view of
-    # an array every thread shares would cost an atomic reference count
-    pose_flat = pose.reshape(-1)  # unsigned flat indices: no wraparound select per store
-    rows = np.uint64(n_nodes * 10)
-    for lane in range(LANES):
-        ul = np.uint64(lane)
-        dst = np.uint64(b0 + lane) * rows
-        for r in range(rows):
-            pose_flat[dst + r] = lw[r * S + ul]
+    # the local rows stay in the lane layout (``lw`` is this group's own slice of the crowd's lane
+    # store): the crowd's ``local_pose`` is transposed from them only when a user reads it
+    # (:func:`lanes_to_pose`), not on every update
     # world 3x4 rows of the nodes needed, parent first, all lanes at once (the parent's rows read
     # from a copy: a second array that LLVM checks against the written rows at run time)
     wp = np.empty(12 * LANES, np.float32)
@@ -323,15 +319,18 @@ def _pose_group(b0, c, s, nl, job_arrays, packs, lw, ww, pw, kw, uw, tmpv, held)
 
 
 @njit(cache=True, parallel=True)
-def update_wide(job, dt, lanes, wide_clip, packed, seg_table, dest, lw, ww, pw, kw, uw, tv, held):
+def update_wide(job, dt, lanes, wide_clip, packed, seg_table, dest, lw, ww, pw, kw, uw, tv, held, done):
     """The crowd's update (clocks, blending, world rows, palettes) over groups of ``LANES``
     instances in parallel: a group whose instances all play one full-weight action of the same
     wide-able clip (``wide_clip`` (C,) from :func:`wide_clips`) is posed by :func:`_pose_group`,
     any other group instance by instance as :func:`skeletal.playback.kernels.update` does.
     Needs a job with one layer, no IK, and no kept world matrices (the Crowd checks). ``lanes``:
     LANES, given at run time (see ``_S``); ``packed``, ``seg_table``, ``dest``: :func:`key_major`'s;
-    ``lw``, ``ww``, ``pw``, ``kw``, ``uw``, ``tv``, ``held``: per-thread scratch (threads, ...) of
-    :func:`_pose_group`'s shapes (``held`` starts at -1).
+    ``ww``, ``pw``, ``kw``, ``uw``, ``tv``: per-thread scratch (threads, ...) of :func:`_pose_group`'s
+    shapes; ``lw`` (full groups, N * 10 * LANES) float32 and ``held`` (full groups, 1) int64 (starts
+    at -1): the crowd's lane store of local rows, one slice per group; ``done`` (full groups,) uint8:
+    set to 1 for a group posed wide (its ``pose`` rows are then stale until :func:`lanes_to_pose`),
+    0 for one posed instance by instance (``pose`` written).
     Returns how many instances reported an event."""
     clip_duration, marker_time, ist = job.clip_duration, job.marker_time, job.ist
     tracks, clip_table, segments, timeline_keys = job.tracks, job.clip_table, job.segments, job.timeline_keys
@@ -369,9 +368,12 @@ def update_wide(job, dt, lanes, wide_clip, packed, seg_table, dest, lw, ww, pw, 
             else:
                 s = -1
         if s >= 0:
-            _pose_group(b0, slot_clip[s], s, nl, arrays, packs, lw[tid], ww[tid], pw[tid], kw[tid], uw[tid], tv[tid],
-                        held[tid])
+            _pose_group(b0, slot_clip[s], s, nl, arrays, packs, lw[g], ww[tid], pw[tid], kw[tid], uw[tid], tv[tid],
+                        held[g])
+            done[g] = 1
             continue
+        if b1 - b0 == LANES:
+            done[g] = 0
         for b in range(b0, b1):
             _evaluate_instance(
                 b, acc[tid], accm[tid], tmp[tid], locs[tid],
@@ -386,3 +388,19 @@ def update_wide(job, dt, lanes, wide_clip, packed, seg_table, dest, lw, ww, pw, 
             world_subset_one(parents, world_nodes, pose[b], w)
             palettes_one(w, palette_joints, inverse_bind, palettes[b])
     return events
+
+
+def lanes_to_pose(lw: np.ndarray, done: np.ndarray, pose: np.ndarray) -> None:
+    """Write the local rows of the groups that :func:`update_wide` posed wide (``done``) from the
+    lane store ``lw`` (groups, N * 10 * LANES) into ``pose`` (B, N, 10) float32: the transpose the
+    crowd makes when ``local_pose`` is read, instead of on every update.
+
+    >>> lanes_to_pose(lw, done, crowd._local_pose)   # doctest: +SKIP
+    """
+    groups = np.flatnonzero(done)
+    if groups.size == 0:
+        return
+    rows = pose.shape[1] * pose.shape[2]
+    full = lw.shape[0]
+    view = pose.reshape(-1)[:full * LANES * rows].reshape(full, LANES, rows)
+    view[groups] = lw[groups].reshape(-1, rows, LANES).transpose(0, 2, 1)
