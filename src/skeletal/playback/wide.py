@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.core.extending import intrinsic
 
 from ..pose import palettes_one, world_subset_one
 from ..quat import slerp_into
@@ -35,6 +37,46 @@ from .kernels import F_EFFECTIVE, F_SAMPLE, _advance_instance, _evaluate_instanc
 
 #: instances per group (SIMD lanes of float32: 16 = one 512-bit register)
 LANES = 16
+
+
+@intrinsic
+def transpose4(typingctx, src, src_at, src_stride, dst, dst_at, dst_stride):
+    """``dst[dst_at + i * dst_stride + k] = src[src_at + k * src_stride + i]`` for i, k < 4: a 4x4
+    float32 block transposed with four vector loads, eight shuffles and four vector stores (LLVM
+    keeps the same loop in plain code scalar: 32 single-float moves). ``src`` and ``dst`` are 1-D
+    C-contiguous float32 arrays, the rest integers; nothing is bounds-checked.
+
+    >>> transpose4(lanes, row * 16 + lane, 16, palettes_flat, out, entries)   # doctest: +SKIP
+    """
+    sig = types.void(src, src_at, src_stride, dst, dst_at, dst_stride)
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        ints = [context.cast(builder, args[i], signature.args[i], types.int64) for i in (1, 2, 4, 5)]
+        s_at, s_stride, d_at, d_stride = ints
+        s_ptr = context.make_array(signature.args[0])(context, builder, args[0]).data
+        d_ptr = context.make_array(signature.args[3])(context, builder, args[3]).data
+        vec = ir.VectorType(ir.FloatType(), 4)
+        vec_ptr = vec.as_pointer()
+
+        def shuffle(x, y, mask):
+            return builder.shuffle_vector(x, y, ir.Constant(ir.VectorType(ir.IntType(32), 4), mask))
+
+        rows = []
+        for k in range(4):
+            at = builder.add(s_at, builder.mul(s_stride, ir.Constant(i64, k)))
+            rows.append(builder.load(builder.bitcast(builder.gep(s_ptr, [at]), vec_ptr), align=4))
+        a, b, c, d = rows
+        lo_ab, lo_cd = shuffle(a, b, [0, 4, 1, 5]), shuffle(c, d, [0, 4, 1, 5])
+        hi_ab, hi_cd = shuffle(a, b, [2, 6, 3, 7]), shuffle(c, d, [2, 6, 3, 7])
+        columns = (shuffle(lo_ab, lo_cd, [0, 1, 4, 5]), shuffle(lo_ab, lo_cd, [2, 3, 6, 7]),
+                   shuffle(hi_ab, hi_cd, [0, 1, 4, 5]), shuffle(hi_ab, hi_cd, [2, 3, 6, 7]))
+        for i, column in enumerate(columns):
+            at = builder.add(d_at, builder.mul(d_stride, ir.Constant(i64, i)))
+            builder.store(column, builder.bitcast(builder.gep(d_ptr, [at]), vec_ptr), align=4)
+        return context.get_dummy_value()
+
+    return sig, codegen
 
 
 def wide_clips(clip_table: np.ndarray, segments: np.ndarray, timeline_keys: np.ndarray, tracks: np.ndarray) -> np.ndarray:
@@ -284,12 +326,15 @@ def _pose_group(b0, c, s, nl, job_arrays, packs, lw, ww, pw, kw, uw, tmpv, held)
             ww[wi + u9 * S + lane] = a0 * l01 + a1 * l11 + a2 * l21
             ww[wi + u10 * S + lane] = a0 * l02 + a1 * l12 + a2 * l22
             ww[wi + u11 * S + lane] = a0 * tx + a1 * ty + a2 * tz + a3
-    # palettes: world[joint] @ inverse_bind[j] (one matrix for every lane) in the lane layout, then
-    # each instance's rows written out (the transpose is the only per-lane part)
+    # palettes: world[joint] @ inverse_bind[j] (one matrix for every lane) into one joint's 12 lane
+    # rows, then written out to each instance's palette at once, while those rows are in L1, in
+    # 4x4 blocks (:func:`transpose4`: vector moves where a plain loop moves single floats)
     n_joints = palette_joints.shape[0]
+    pal_flat = palettes.reshape(-1)
+    entries = np.uint64(n_joints * 12)
+    pj = u0
     for j in range(n_joints):
         wj = np.uint64(palette_joints[j] * 12) * S
-        pj = np.uint64(j * 12) * S
         c00, c01, c02, c03 = inverse_bind[j, 0, 0], inverse_bind[j, 0, 1], inverse_bind[j, 0, 2], inverse_bind[j, 0, 3]
         c10, c11, c12, c13 = inverse_bind[j, 1, 0], inverse_bind[j, 1, 1], inverse_bind[j, 1, 2], inverse_bind[j, 1, 3]
         c20, c21, c22, c23 = inverse_bind[j, 2, 0], inverse_bind[j, 2, 1], inverse_bind[j, 2, 2], inverse_bind[j, 2, 3]
@@ -309,13 +354,12 @@ def _pose_group(b0, c, s, nl, job_arrays, packs, lw, ww, pw, kw, uw, tmpv, held)
             pw[pj + u9 * S + lane] = a0 * c01 + a1 * c11 + a2 * c21
             pw[pj + u10 * S + lane] = a0 * c02 + a1 * c12 + a2 * c22
             pw[pj + u11 * S + lane] = a0 * c03 + a1 * c13 + a2 * c23 + a3
-    pal_flat = palettes.reshape(-1)
-    entries = np.uint64(n_joints * 12)
-    for lane in range(LANES):
-        ul = np.uint64(lane)
-        dst = np.uint64(b0 + lane) * entries
-        for e in range(entries):
-            pal_flat[dst + e] = pw[e * S + ul]
+        dst = np.uint64(b0) * entries + np.uint64(j * 12)
+        for r in range(3):  # matrix row r of 4 lanes at a time: 4x4 blocks, vector loads and stores
+            ur = np.uint64(r * 4)
+            for lane in range(0, LANES, 4):
+                ul = np.uint64(lane)
+                transpose4(pw, ur * S + ul, S, pal_flat, dst + ul * entries + ur, entries)
 
 
 @njit(cache=True, parallel=True)
