@@ -146,7 +146,7 @@ class Crowd(Mixer):
             threads = numba.config.NUMBA_NUM_THREADS
             n = len(self.rig)
             timelines = max(self.clipset.max_timelines, 1)
-            widest = max(int((segments[:, 1] - segments[:, 0]).max(initial=1)) * 4, 1)
+            widest = max(int((segments[:, 1] - segments[:, 0]).max(initial=1)) * 4, 1) * LANES
             self.local_pose  # noqa: B018 (the old lane store's rows, before it goes)
             groups = self.count // LANES
             extra = (
@@ -156,7 +156,7 @@ class Crowd(Mixer):
                 np.zeros((threads, max(len(self.palette_joints), 1) * 12 * LANES), np.float32),  # palettes
                 np.zeros((threads, timelines, LANES), np.int64),  # keys
                 np.zeros((threads, timelines, LANES), np.float32),  # fractions
-                np.zeros((threads, widest), np.float32),  # one segment's samples
+                np.zeros((threads, widest), np.float32),  # one segment's samples, every lane
                 np.full((groups, 1), -1, np.int64),  # the clip whose constant rows a group's local rows hold
                 np.zeros(groups, np.uint8),  # groups posed wide (their local_pose rows are in the lane store)
             )

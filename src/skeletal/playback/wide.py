@@ -40,20 +40,20 @@ LANES = 16
 
 
 @intrinsic
-def transpose4(typingctx, src, src_at, src_stride, dst, dst_at, dst_stride):
-    """``dst[dst_at + i * dst_stride + k] = src[src_at + k * src_stride + i]`` for i, k < 4: a 4x4
-    float32 block transposed with four vector loads, eight shuffles and four vector stores (LLVM
-    keeps the same loop in plain code scalar: 32 single-float moves). ``src`` and ``dst`` are 1-D
-    C-contiguous float32 arrays, the rest integers; nothing is bounds-checked.
+def transpose4_to(typingctx, src, src_at, src_stride, dst, at0, at1, at2, at3):
+    """``dst[at_i + k] = src[src_at + k * src_stride + i]`` for i, k < 4: a 4x4 float32 block
+    transposed into four rows of ``dst`` that start anywhere, with four vector loads, eight shuffles
+    and four vector stores (LLVM keeps the same loop in plain code scalar: 32 single-float moves).
+    ``src`` and ``dst`` are 1-D C-contiguous float32 arrays, the rest integers; nothing is
+    bounds-checked.
 
-    >>> transpose4(lanes, row * 16 + lane, 16, palettes_flat, out, entries)   # doctest: +SKIP
+    >>> transpose4_to(lanes, row * 16 + lane, 16, out, at, at + n, at + 2 * n, at + 3 * n)   # doctest: +SKIP
     """
-    sig = types.void(src, src_at, src_stride, dst, dst_at, dst_stride)
+    sig = types.void(src, src_at, src_stride, dst, at0, at1, at2, at3)
 
     def codegen(context, builder, signature, args):
         i64 = ir.IntType(64)
-        ints = [context.cast(builder, args[i], signature.args[i], types.int64) for i in (1, 2, 4, 5)]
-        s_at, s_stride, d_at, d_stride = ints
+        s_at, s_stride, *d_ats = [context.cast(builder, args[i], signature.args[i], types.int64) for i in (1, 2, 4, 5, 6, 7)]
         s_ptr = context.make_array(signature.args[0])(context, builder, args[0]).data
         d_ptr = context.make_array(signature.args[3])(context, builder, args[3]).data
         vec = ir.VectorType(ir.FloatType(), 4)
@@ -71,12 +71,31 @@ def transpose4(typingctx, src, src_at, src_stride, dst, dst_at, dst_stride):
         hi_ab, hi_cd = shuffle(a, b, [2, 6, 3, 7]), shuffle(c, d, [2, 6, 3, 7])
         columns = (shuffle(lo_ab, lo_cd, [0, 1, 4, 5]), shuffle(lo_ab, lo_cd, [2, 3, 6, 7]),
                    shuffle(hi_ab, hi_cd, [0, 1, 4, 5]), shuffle(hi_ab, hi_cd, [2, 3, 6, 7]))
-        for i, column in enumerate(columns):
-            at = builder.add(d_at, builder.mul(d_stride, ir.Constant(i64, i)))
+        for at, column in zip(d_ats, columns):
             builder.store(column, builder.bitcast(builder.gep(d_ptr, [at]), vec_ptr), align=4)
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+@njit(cache=True, inline="always")
+def _lanes_to_rows(tmpv, width, lw, dest, do):
+    """``lw[dest[do + x] + lane] = tmpv[lane * width + x]`` for every lane and x < ``width``: a
+    segment's samples, computed lane by lane, stored into its rows of the lane layout in 4x4 blocks
+    (:func:`transpose4_to`), the last ``width % 4`` columns one float at a time."""
+    S = _S
+    four = _U[4]
+    x0 = _U[0]
+    while x0 + four <= width:
+        d0, d1, d2, d3 = dest[do + x0], dest[do + x0 + _U[1]], dest[do + x0 + _U[2]], dest[do + x0 + _U[3]]
+        for lane in range(0, LANES, 4):
+            ul = np.uint64(lane)
+            transpose4_to(tmpv, ul * width + x0, width, lw, d0 + ul, d1 + ul, d2 + ul, d3 + ul)
+        x0 += four
+    for x in range(x0, width):
+        d = dest[do + x]
+        for lane in range(S):
+            lw[d + lane] = tmpv[lane * width + x]
 
 
 def wide_clips(clip_table: np.ndarray, segments: np.ndarray, timeline_keys: np.ndarray, tracks: np.ndarray) -> np.ndarray:
@@ -173,7 +192,7 @@ def _pose_group(b0, c, s, nl, job_arrays, packs, lw, ww, pw, kw, uw, tmpv, held)
     scratch, flat float32 in the lane layout: ``ww``
     (N * 12 * LANES) world 3x4 rows ``[(node * 12 + entry) * LANES + lane]``, ``pw`` (J * 12 * LANES)
     palette rows likewise; ``kw`` / ``uw``
-    (timelines per clip, LANES) key indices and fractions; ``tmpv`` one segment's sampled floats.
+    (timelines per clip, LANES) key indices and fractions; ``tmpv`` one segment's sampled floats, ``[lane * width + x]``.
     ``packs``: :func:`key_major`'s arrays.
     ``nl``: LANES as a run-time uint64."""
     (tracks, clip_table, segments, timeline_keys, times, values, base_pose, fs, cursors, parents, world_nodes,
@@ -226,17 +245,17 @@ def _pose_group(b0, c, s, nl, job_arrays, packs, lw, ww, pw, kw, uw, tmpv, held)
                 r0 = po + np.uint64(keys[lane]) * width
                 u = us[lane]
                 v = one - u
+                t0 = np.uint64(lane) * width
                 for x in range(width):
-                    tmpv[x] = packed[r0 + x] * v + packed[r0 + width + x] * u
-                ul = np.uint64(lane)
-                for x in range(width):
-                    lw[dest[do + x] + ul] = tmpv[x]
+                    tmpv[t0 + x] = packed[r0 + x] * v + packed[r0 + width + x] * u
+            _lanes_to_rows(tmpv, width, lw, dest, do)
         elif kind == SEG_NLERP:
             width = u4 * mu
             for lane in range(LANES):
                 ra = po + np.uint64(keys[lane]) * width
                 rb = ra + width
                 u = us[lane]
+                t0 = np.uint64(lane) * width
                 for k in range(mu):
                     ax, ay, az, aw = packed[ra + k], packed[ra + mu + k], packed[ra + u2 * mu + k], packed[ra + u3 * mu + k]
                     bx, by, bz, bw = packed[rb + k], packed[rb + mu + k], packed[rb + u2 * mu + k], packed[rb + u3 * mu + k]
@@ -246,13 +265,11 @@ def _pose_group(b0, c, s, nl, job_arrays, packs, lw, ww, pw, kw, uw, tmpv, held)
                     z = az + (sign * bz - az) * u
                     w = aw + (sign * bw - aw) * u
                     inv = one / np.sqrt(x * x + y * y + z * z + w * w)
-                    tmpv[k] = x * inv
-                    tmpv[mu + k] = y * inv
-                    tmpv[u2 * mu + k] = z * inv
-                    tmpv[u3 * mu + k] = w * inv
-                ul = np.uint64(lane)
-                for x in range(width):
-                    lw[dest[do + x] + ul] = tmpv[x]
+                    tmpv[t0 + k] = x * inv
+                    tmpv[t0 + mu + k] = y * inv
+                    tmpv[t0 + u2 * mu + k] = z * inv
+                    tmpv[t0 + u3 * mu + k] = w * inv
+            _lanes_to_rows(tmpv, width, lw, dest, do)
         else:  # SEG_SLERP: keys far apart (few tracks): per lane, in float64 as everywhere
             for k in range(first, first + m):
                 vs = tracks[k, TK_VALUE_START]
@@ -328,7 +345,7 @@ def _pose_group(b0, c, s, nl, job_arrays, packs, lw, ww, pw, kw, uw, tmpv, held)
             ww[wi + u11 * S + lane] = a0 * tx + a1 * ty + a2 * tz + a3
     # palettes: world[joint] @ inverse_bind[j] (one matrix for every lane) into one joint's 12 lane
     # rows, then written out to each instance's palette at once, while those rows are in L1, in
-    # 4x4 blocks (:func:`transpose4`: vector moves where a plain loop moves single floats)
+    # 4x4 blocks (:func:`transpose4_to`: vector moves where a plain loop moves single floats)
     n_joints = palette_joints.shape[0]
     pal_flat = palettes.reshape(-1)
     entries = np.uint64(n_joints * 12)
@@ -359,7 +376,8 @@ def _pose_group(b0, c, s, nl, job_arrays, packs, lw, ww, pw, kw, uw, tmpv, held)
             ur = np.uint64(r * 4)
             for lane in range(0, LANES, 4):
                 ul = np.uint64(lane)
-                transpose4(pw, ur * S + ul, S, pal_flat, dst + ul * entries + ur, entries)
+                at = dst + ul * entries + ur
+                transpose4_to(pw, ur * S + ul, S, pal_flat, at, at + entries, at + u2 * entries, at + u3 * entries)
 
 
 @njit(cache=True, parallel=True)
