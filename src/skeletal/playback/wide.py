@@ -8,8 +8,13 @@ group's hot state is laid out ``[row][lane]`` in float32: local pose rows ``[nod
 the key fetch + lerp/nlerp of every varying track, quaternion to 3x4, the world product with the
 parent and the palette product each run as one loop over the lanes that the compiler turns into
 vector instructions (gathers for the key values, whose index differs per lane; everything else
-plain vector arithmetic). The clocks, the key search (per timeline, with the per-instance cursors)
-and the writes of each instance's own pose and palette rows stay per instance.
+plain vector arithmetic). The clocks and the key search (per timeline, with the per-instance
+cursors) stay per instance. The moves between the lane layout and per-instance rows (a segment's
+samples, computed lane by lane, into the local rows; each joint's palette rows out to every
+instance's palette) go in 4x4 blocks through :func:`transpose4_to`, a small LLVM intrinsic (vector
+loads, shuffles, vector stores), where plain numba code moves one float at a time. The local rows
+stay in the crowd's lane store between updates: ``Crowd.local_pose`` transposes them on the first
+read after an update (:func:`lanes_to_pose`), as ozz keeps its local transforms in SoA form.
 
 A group that does not qualify (other actions, fades, layers, a clip with other segment kinds, the
 last partial group) takes the per-instance path of :mod:`skeletal.playback.kernels`, so any mixer
