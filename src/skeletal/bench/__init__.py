@@ -73,6 +73,9 @@ FEATURE_BENCHES: list[str] = [
     # dual quaternion skinning (issue 10)
     "skeletal.bench.dq",
 
+    # skinning a character mesh on one thread, thread CPU time, against ozz (issue 17)
+    "skeletal.bench.skinning",
+
     # torch (issue 12)
     "skeletal.bench.torch",
 

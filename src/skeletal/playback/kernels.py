@@ -21,7 +21,7 @@ from numba import njit, prange
 
 from ..ik import solve_stages_at
 from ..pose import palettes_one, world_subset_one
-from ..quat import slerp_into
+from ..quat import qmul, slerp_into
 from ..sampling import interpolate_into, locate_key, nlerp_into
 from .clipset import (CL_MARKER_END, CL_MARKER_START, CL_SEGMENT_END, CL_SEGMENT_START, CL_TIMELINE_END,
                       CL_TIMELINE_START, SEG_CONSTANT, SEG_END, SEG_FIRST, SEG_KIND, SEG_LERP3, SEG_NLERP,
@@ -301,11 +301,8 @@ def _add_rotation(pose_row, dq, w):
     half = np.arctan2(sin_half, dw) * w
     k = np.sin(half) / sin_half
     bx, by, bz, bw = dx * k, dy * k, dz * k, np.cos(half)
-    ax, ay, az, aw = pose_row[3], pose_row[4], pose_row[5], pose_row[6]
-    pose_row[3] = aw * bx + ax * bw + ay * bz - az * by
-    pose_row[4] = aw * by - ax * bz + ay * bw + az * bx
-    pose_row[5] = aw * bz + ax * by - ay * bx + az * bw
-    pose_row[6] = aw * bw - ax * bx - ay * by - az * bz
+    pose_row[3], pose_row[4], pose_row[5], pose_row[6] = qmul(pose_row[3], pose_row[4], pose_row[5],
+                                                              pose_row[6], bx, by, bz, bw)
 
 
 @njit(cache=True, inline="always")
