@@ -452,7 +452,8 @@ def test_cli_info_bake_render_and_bad_file(demo_fbx_text, tmp_path):
     bad = tmp_path / "bad.fbx"
     bad.write_bytes(BAD_BINARY["lying array length"])
     proc = subprocess.run([sys.executable, "-m", "skeletal", "info", str(bad)], capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(REPO / "src"),
+                                            "SKELETAL_QUIET_COMPILE": "1"})  # no compile notice line
     assert proc.returncode != 0
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "bad.fbx: offset" in lines[0], proc.stderr

@@ -96,3 +96,57 @@ def test_wide_is_off_where_it_cannot_run(asset):
     crowd.play("walk")
     crowd.add_layer("upper", weight=0.5)
     assert not crowd._wide_ok()
+
+
+def test_transpose4_to_moves_4x4_blocks():
+    from numba import njit
+
+    from skeletal.playback.wide import transpose4_to
+
+    @njit
+    def blocks(src, dst, width, rows):
+        for x in range(0, width, 4):
+            for lane in range(0, 8, 4):
+                transpose4_to(src, lane * width + x, width, dst, rows[x] + lane, rows[x + 1] + lane,
+                              rows[x + 2] + lane, rows[x + 3] + lane)
+
+    width = 8
+    src = np.arange(8 * width, dtype=np.float32)  # [lane][x]
+    rows = np.array([5, 0, 7, 2, 1, 6, 3, 4], np.int64) * 8  # x -> its destination row, scattered
+    dst = np.full(8 * 8, -1.0, np.float32)
+    blocks(src, dst, width, rows)
+    expected = np.empty_like(dst)
+    for x in range(width):
+        expected[rows[x]:rows[x] + 8] = src.reshape(8, width)[:, x]
+    np.testing.assert_array_equal(dst, expected)
+
+
+def test_local_pose_is_current_whenever_it_is_read(asset):
+    """The wide groups' local rows stay in the lane layout until read: reads after wide updates, after
+    updates where a group falls back per instance, after evaluate() and after an assignment all see
+    what the per-instance path computes."""
+    count = 2 * LANES
+    wide, narrow = _pair(asset, count)
+    other = next(c.name for c in asset.clips if c.name != "walk")
+    for crowd in (wide, narrow):
+        crowd.play("walk", offsets=np.linspace(0, 0.7, count))
+    _step_both(wide, narrow, 5)  # wide updates, local_pose not read in between
+    assert wide._pose_lanes is not None, "the wide path left its rows in the lane store"
+    np.testing.assert_allclose(wide.local_pose, narrow.local_pose, atol=2e-5)
+    assert wide._pose_lanes is None
+    _step_both(wide, narrow, 3)
+    for crowd in (wide, narrow):  # group 0 falls back per instance, group 1 stays wide
+        crowd.crossfade(other, 0.2, instances=[2])
+    _step_both(wide, narrow, 4)
+    np.testing.assert_allclose(wide.local_pose, narrow.local_pose, atol=2e-5)
+    _step_both(wide, narrow, 30)  # the fade is over: group 0 plays two clips (per instance), group 1 wide
+    np.testing.assert_allclose(wide.local_pose, narrow.local_pose, atol=2e-5)
+    _step_both(wide, narrow, 2)
+    wide.evaluate()
+    narrow.evaluate()
+    np.testing.assert_allclose(wide.local_pose, narrow.local_pose, atol=2e-5)
+    np.testing.assert_allclose(wide.palettes, narrow.palettes, atol=2e-5)
+    _step_both(wide, narrow, 2)
+    wide.local_pose = wide.local_pose.copy()  # a new array: the next wide update fills it when read
+    _step_both(wide, narrow, 2)
+    np.testing.assert_allclose(wide.local_pose, narrow.local_pose, atol=2e-5)

@@ -76,6 +76,21 @@ def _fuzz_env() -> dict:
     return env
 
 
+def _inherited_peak_mb() -> int:
+    """This process's peak resident size in MB. libFuzzer's ``-rss_limit_mb`` reads the child's
+    ``ru_maxrss``, which a forked child starts from this process's resident size and keeps across
+    ``exec``: after big tests in the same pytest worker a fresh fuzzer would start "over" 1 GB. The limit
+    is therefore 1 GB *above* what the child inherits (Linux; 0 elsewhere)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) // 1024 + 1
+    except OSError:
+        pass
+    return 0
+
+
 @pytest.mark.parametrize("target", sorted(SHORT_RUNS))
 def test_short_fuzz_run(target, tmp_path):
     pytest.importorskip("atheris", reason="atheris is not installed (pip install 'skeletal[fuzz]'): short fuzz runs skipped")
@@ -88,7 +103,7 @@ def test_short_fuzz_run(target, tmp_path):
     corpus.mkdir()
     seed_dirs = [FUZZ / "seeds" / t for t in (("bvh", "gltf", "fbx", "collada") if target == "any" else (target,))]
     command = [sys.executable, str(FUZZ / "harness.py"), target, "-seed=1", f"-runs={runs}", f"-max_total_time={seconds}",
-               "-rss_limit_mb=1024", "-timeout=10", "-max_len=65536", f"-artifact_prefix={findings}/", str(corpus),
+               f"-rss_limit_mb={1024 + _inherited_peak_mb()}", "-timeout=10", "-max_len=65536", f"-artifact_prefix={findings}/", str(corpus),
                *map(str, seed_dirs)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 600, env=_fuzz_env(), cwd=REPO)
     saved = sorted(p.name for p in findings.iterdir())

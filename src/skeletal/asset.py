@@ -13,8 +13,8 @@ from functools import cached_property
 
 import numpy as np
 
-from .clip import Clip, Track, resolve_clip
-from .document import Document, Primitive
+from .clip import PATH_CODE, Clip, Track, resolve_clip
+from .document import Document, PackedChannels, Primitive
 from .errors import ModelError
 from .io.formats import ASSIMP_SUFFIXES, BVH_SUFFIX, USD_SUFFIXES
 from .rig import Rig
@@ -73,7 +73,7 @@ class Asset:
         self._build_morph_layout()
         self.skins = [self._bind_skin(i) for i in range(len(document.skins))]
         self.clips = [self._clip(i) for i in range(len(document.animations))]
-        self.mesh_instances = [self._mesh_instance(i) for i, n in enumerate(document.nodes) if n.mesh is not None]
+        self._check_skinned_primitives()  # mesh_instances are built on first use, their errors found now
 
     # -- public ---------------------------------------------------------------------------------
 
@@ -92,6 +92,12 @@ class Asset:
         from .colliders import read_colliders
 
         return read_colliders(self)
+
+    @cached_property
+    def mesh_instances(self) -> list[MeshInstance]:
+        """Every mesh placed on a node, ready for skinning (influences normalised, morph deltas dense);
+        built on first use, so that loading a model to play its clips does not pay for it."""
+        return [self._mesh_instance(i) for i, n in enumerate(self.document.nodes) if n.mesh is not None]
 
     @property
     def skinned_instances(self) -> list[MeshInstance]:
@@ -149,6 +155,11 @@ class Asset:
 
     def _clip(self, index: int) -> Clip:
         anim = self.document.animations[index]
+        packed = anim.packed
+        if packed is not None and (not anim.channels_made or packed.describes(anim.channels)):
+            clip = self._packed_clip(index, packed)
+            if clip is not None:
+                return clip
         tracks = []
         index_of = self.rig.index_of.tolist()
         increasing: dict[int, np.ndarray] = {}  # id -> times checked here (kept alive: ids stay unique)
@@ -171,6 +182,47 @@ class Asset:
         if anim.duration is not None and anim.duration > clip.duration:
             clip.duration = float(anim.duration)  # the authored length (a scene that ends after its last key)
         return clip
+
+    def _packed_clip(self, index: int, packed: PackedChannels) -> Clip | None:
+        """The clip of an animation whose reader packed its channels (checked there): rig node indices
+        in one numpy step, the packed arrays taken as they are, the Track objects made when first asked
+        for. None when a weights channel does not fit its node's morph targets (then the channel by
+        channel path reports it)."""
+        anim = self.document.animations[index]
+        node = self.rig.index_of[packed.node].astype(np.int64)
+        weights = packed.path == PATH_CODE["weights"]
+        if weights.any():
+            targets = self.morph_start[node + 1] - self.morph_start[node]
+            if (packed.width[weights] != targets[weights]).any():
+                return None
+        arrays = (packed.path, packed.interp, packed.width, packed.key_start, packed.value_start, packed.times,
+                  packed.values)
+        if packed.taken:  # a second asset of one document: its own arrays, as _pack would make them
+            arrays = tuple(a.copy() for a in arrays)
+        packed.taken = True
+        clip = Clip.from_layout(anim.name or f"animation_{index}", node, *arrays)
+        if anim.duration is not None and anim.duration > clip.duration:
+            clip.duration = float(anim.duration)
+        return clip
+
+    def _check_skinned_primitives(self) -> None:
+        """Raise now what :meth:`_mesh_instance` would find wrong later: a joint index past the joints
+        of the skin a node uses its mesh with (each primitive's largest joint index taken once)."""
+        doc = self.document
+        largest: dict[int, int] = {}
+        for node in doc.nodes:
+            if node.mesh is None or node.skin is None:
+                continue
+            n_joints = len(doc.skins[node.skin].joints)
+            for p, prim in enumerate(doc.meshes[node.mesh].primitives):
+                if prim.joints is None or not len(prim.joints):
+                    continue
+                top = largest.get(id(prim))
+                if top is None:
+                    top = largest[id(prim)] = int(prim.joints.max())
+                if top >= n_joints:
+                    raise ModelError(doc.path, f"meshes[{node.mesh}].primitives[{p}]",
+                                     f"joint index {top} past the {n_joints} joints of skins[{node.skin}]")
 
     def _mesh_instance(self, file_node: int) -> MeshInstance:
         doc = self.document
@@ -237,9 +289,10 @@ def load(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = None, 
         return Asset(_read_assimp(path, isolate=isolate))
     if suffix in READERS:
         return Asset(READERS[suffix](path))
-    from .io.gltf import read_gltf
+    from .io.gltf import gc_paused, read_gltf
 
-    return Asset(read_gltf(path, base_dir=base_dir))
+    with gc_paused():  # the document and the asset's tracks: many objects, no cycles
+        return Asset(read_gltf(path, base_dir=base_dir))
 
 
 def model_suffix(path: str | os.PathLike) -> str:

@@ -91,6 +91,15 @@ class Track:
             return track
         return cls(node, path, interpolation, times, values)
 
+    @classmethod
+    def trusted(cls, node: int, path: str, interpolation: str, times: np.ndarray, values: np.ndarray) -> Track:
+        """A Track from arrays already known to be right (a reader's packed channels, see
+        :class:`skeletal.document.PackedChannels`): float32 (K,) strictly increasing times and C-contiguous
+        float32 (rows, width) values; nothing is checked or copied."""
+        track = cls.__new__(cls)
+        track.__dict__.update(node=node, path=path, interpolation=interpolation, times=times, values=values)
+        return track
+
     @property
     def key_count(self) -> int:
         return len(self.times)
@@ -140,8 +149,51 @@ class Clip:
         # the last key of each track: the entries just before the next track's start
         self.duration = float(self.times[self.key_start[1:] - 1].max()) if n else 0.0
 
+    @classmethod
+    def from_layout(cls, name: str, node: np.ndarray, path: np.ndarray, interp: np.ndarray, width: np.ndarray,
+                    key_start: np.ndarray, value_start: np.ndarray, times: np.ndarray, values: np.ndarray) -> Clip:
+        """A clip given by its packed arrays (as :meth:`_pack` builds them: a reader that gathered every
+        track's keys at once hands them over instead of a list of tracks). The arrays must be what
+        the constructor would accept: float32 strictly increasing times per track, float32 values,
+        paths translation/rotation/scale. Its ``tracks`` are made on first use, as views of
+        ``times``/``values``.
+
+        >>> clip = Clip.from_layout("slide", np.array([0]), np.array([0]), np.array([1]), np.array([3]),
+        ...                         np.array([0, 2]), np.array([0, 6]), np.array([0, 1], np.float32),
+        ...                         np.array([0, 0, 0, 2, 0, 0], np.float32))
+        >>> clip.duration, clip.tracks[0].values.tolist()
+        (1.0, [[0.0, 0.0, 0.0], [2.0, 0.0, 0.0]])
+        """
+        clip = cls.__new__(cls)
+        clip.__dict__.update(name=name, markers={}, additive=False, key_start=key_start, value_start=value_start,
+                             times=times, values=values, width=width, interp=interp, path=path, node=node,
+                             _tracks_from_layout=True)
+        n = len(node)
+        clip.duration = float(times[key_start[1:] - 1].max()) if n else 0.0
+        return clip
+
+    def __getattr__(self, name: str):
+        # Only reached for attributes not set: the tracks of a from_layout clip, made once.
+        if name == "tracks" and self.__dict__.get("_tracks_from_layout"):
+            tracks = self.__dict__["tracks"] = self._layout_tracks()
+            del self.__dict__["_tracks_from_layout"]
+            return tracks
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _layout_tracks(self) -> list[Track]:
+        times, values, trusted = self.times, self.values, Track.trusted
+        key_start, value_start = self.key_start.tolist(), self.value_start.tolist()
+        return [
+            trusted(node, PATHS[p], INTERPOLATIONS[i], times[key_start[k] : key_start[k + 1]],
+                    values[value_start[k] : value_start[k + 1]].reshape(-1, w))
+            for k, (node, p, i, w) in enumerate(zip(self.node.tolist(), self.path.tolist(), self.interp.tolist(),
+                                                    self.width.tolist()))
+        ]
+
     @property
     def track_count(self) -> int:
+        if self.__dict__.get("_tracks_from_layout"):
+            return len(self.key_start) - 1  # without making the tracks
         return len(self.tracks)
 
     @property

@@ -15,6 +15,7 @@ Conventions used everywhere in skeletal:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import attrgetter, is_
 from typing import Any
 
 import numpy as np
@@ -111,14 +112,102 @@ class Channel:
     values: np.ndarray
 
 
+_PACKED_PATHS = ("translation", "rotation", "scale", "weights")  # codes as skeletal.clip.PATH_CODE
+_PACKED_INTERPOLATIONS = ("STEP", "LINEAR", "CUBICSPLINE")  # codes as skeletal.clip.INTERP_CODE
+
+
+@dataclass
+class PackedChannels:
+    """A reader's channels of one animation laid out for the sampling kernels, so that neither the
+    reader nor the clip stage goes channel by channel: per channel its file ``node``, ``path`` code
+    (0-3: translation, rotation, scale, weights, as :data:`skeletal.clip.PATH_CODE`), ``interp`` code (as
+    :data:`skeletal.clip.INTERP_CODE`), value ``width``; ``key_start``/``value_start`` (n+1,) offsets
+    into ``times`` (every channel's key times, float32) and ``values`` (every channel's values,
+    flattened, float32). ``source`` is the float32 data the channels come from (a view of the file's
+    buffer) and ``time_at``/``value_at`` where each channel's times and values start in it: the
+    :class:`Channel` objects, made on first use, are read-only views of it, channels with one input
+    accessor sharing one times array, as a reader gives them."""
+
+    node: np.ndarray
+    path: np.ndarray
+    interp: np.ndarray
+    width: np.ndarray
+    key_start: np.ndarray
+    value_start: np.ndarray
+    times: np.ndarray
+    values: np.ndarray
+    source: np.ndarray
+    time_at: np.ndarray
+    value_at: np.ndarray
+    _made: tuple | None = field(default=None, init=False, repr=False, compare=False)
+    #: Whether a clip already uses these arrays (a second clip of them gets copies).
+    taken: bool = field(default=False, init=False, repr=False, compare=False)
+
+    def make_channels(self) -> list[Channel]:
+        """The Channel objects (remembered, so that :meth:`describes` can tell whether they changed)."""
+        source = self.source
+        keys = np.diff(self.key_start)
+        rows = np.diff(self.value_start) // self.width
+        shared = {a: source[a : a + k] for a, k in zip(self.time_at.tolist(), keys.tolist())}
+        channels = [
+            Channel(n, _PACKED_PATHS[p], _PACKED_INTERPOLATIONS[i], shared[t], source[v : v + r * w].reshape(r, w))
+            for n, p, i, t, v, r, w in zip(self.node.tolist(), self.path.tolist(), self.interp.tolist(),
+                                           self.time_at.tolist(), self.value_at.tolist(), rows.tolist(),
+                                           self.width.tolist())
+        ]
+        self._made = (list(map(_CHANNEL_KEY, channels)), list(map(_TIMES, channels)), list(map(_VALUES, channels)))
+        return channels
+
+    def describes(self, channels: list[Channel]) -> bool:
+        """Whether ``channels`` are still the ones :meth:`make_channels` made: the same nodes, paths and
+        interpolations, and the very same times and values arrays."""
+        if self._made is None:
+            return False
+        keys, times, values = self._made
+        return (len(channels) == len(keys) and list(map(_CHANNEL_KEY, channels)) == keys
+                and all(map(is_, map(_TIMES, channels), times)) and all(map(is_, map(_VALUES, channels), values)))
+
+
+_CHANNEL_KEY = attrgetter("node", "path", "interpolation")
+_TIMES = attrgetter("times")
+_VALUES = attrgetter("values")
+
+
 @dataclass
 class Animation:
+    """One animation's channels.
+
+    ``packed``: a reader's :class:`PackedChannels` for them, or None. An animation a reader made with
+    :meth:`from_packed` makes its ``channels`` list on first use; the clip stage builds its clip from
+    ``packed`` directly while nobody has asked for them (or they are unchanged)."""
+
     name: str
     channels: list[Channel]
     extras: dict[str, Any] = field(default_factory=dict)  # glTF ``extras`` (JSON object), kept as read
     # The authored length in seconds when the format stores one (Assimp's ``mDuration``); None: the
     # last key time, as glTF.
     duration: float | None = None
+    packed: PackedChannels | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def from_packed(cls, name: str, packed: PackedChannels, extras: dict[str, Any] | None = None) -> Animation:
+        """An animation whose channels are made from ``packed`` when first used."""
+        animation = cls.__new__(cls)
+        animation.__dict__.update(name=name, extras={} if extras is None else extras, duration=None, packed=packed)
+        return animation
+
+    @property
+    def channels_made(self) -> bool:
+        """False while the channels of an animation made by :meth:`from_packed` have not been asked for."""
+        return "channels" in self.__dict__
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for attributes not set: the channels of a from_packed animation, made once.
+        packed = self.__dict__.get("packed")
+        if name == "channels" and packed is not None:
+            channels = self.__dict__["channels"] = packed.make_channels()
+            return channels
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
 
 @dataclass

@@ -8,6 +8,7 @@ joint and a joint hierarchy whose root no scene lists are posed like everything 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, Sequence
 
 import numpy as np
@@ -102,18 +103,21 @@ class Rig:
     @classmethod
     def from_document(cls, doc: Document) -> "Rig":
         """The rig of every node of a loaded model."""
-        n = len(doc.nodes)
-        parents = np.full(n, -1, dtype=np.int64)
+        nodes = doc.nodes
+        n = len(nodes)
+        parents = np.fromiter(map(_PARENT, nodes), dtype=np.int64, count=n)
         rest = np.zeros((n, POSE_WIDTH))
-        for i, node in enumerate(doc.nodes):
-            parents[i] = node.parent
-            rest[i, T_SLICE] = node.translation
-            rest[i, R_SLICE] = node.rotation
-            rest[i, S_SLICE] = node.scale
+        if n:  # one copy per column block, not three per node
+            rest[:, T_SLICE] = list(map(_TRANSLATION, nodes))
+            rest[:, R_SLICE] = list(map(_ROTATION, nodes))
+            rest[:, S_SLICE] = list(map(_SCALE, nodes))
         try:
             return cls.from_parents([node.name or "" for node in doc.nodes], parents, rest)
         except ValueError as exc:
             raise ModelError(doc.path, "nodes", str(exc)) from None
+
+
+_PARENT, _TRANSLATION, _ROTATION, _SCALE = (attrgetter(k) for k in ("parent", "translation", "rotation", "scale"))
 
 
 def _torch_float32():

@@ -20,7 +20,9 @@ bufferView backs (zeros, or sparse over zeros) may not be bigger than :func:`zer
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
+from itertools import repeat
 
 import numpy as np
 
@@ -168,6 +170,7 @@ class Accessors:
         self._info: dict[int, AccessorInfo] = {}
         self._raw: dict[int, np.ndarray] = {}
         self._float: dict[int, np.ndarray] = {}
+        self._table: PlainFloatTable | None | bool = False  # False: not built yet
 
     def __len__(self) -> int:
         return len(self.objects)
@@ -263,6 +266,14 @@ class Accessors:
         self._raw[index] = array
         return array
 
+    def plain_float_table(self) -> PlainFloatTable | None:
+        """Where every accessor of the common kind lies (see :class:`PlainFloatTable`), worked out for
+        all accessors at once with a few list passes and numpy; built on first use, None when the
+        document has a value numpy cannot hold (then callers read accessor by accessor)."""
+        if self._table is False:
+            self._table = _plain_float_table(self.objects.raw, self.binary.views.raw, self.binary.buffers.raw)
+        return self._table  # type: ignore[return-value]
+
     def uints(self, index: int) -> np.ndarray:
         """Accessor ``index`` as uint32 (indices, joints); a view when stored as UNSIGNED_INT."""
         return self.raw(index).astype(np.uint32, copy=False)
@@ -321,3 +332,100 @@ class Accessors:
         out = np.array(base, copy=True)  # the base may be a read-only view of the file
         out[indices] = values
         return out
+
+
+@dataclass(frozen=True)
+class PlainFloatTable:
+    """Per accessor: whether it is a dense, tightly packed, non-sparse FLOAT accessor of type SCALAR,
+    VEC2-4 or MAT4 (``ok``) lying 4-byte aligned inside a plain bufferView (no byteStride, no
+    extension, in range of its buffer's declared byteLength); then its ``buffer``, its first float
+    ``start`` (byte offset / 4 from the buffer's start), ``components`` per element and ``count``.
+    These are exactly the accessors :meth:`Accessors.floats` reads by its plain path; for the others
+    ``ok`` is False and the other columns mean nothing. The buffer's data is not looked at."""
+
+    ok: np.ndarray  # (A,) bool
+    buffer: np.ndarray  # (A,) int64
+    start: np.ndarray  # (A,) int64
+    components: np.ndarray  # (A,) int64
+    count: np.ndarray  # (A,) int64
+
+
+#: Larger offsets and counts than this are left to the one-by-one path (they cannot fit a real file,
+#: and keeping them out keeps the int64 arithmetic below exact).
+_TABLE_LIMIT = 1 << 40
+
+
+def _int_column(values: list | tuple, default: int = -1) -> np.ndarray | None:
+    """A list of JSON values as int64, anything not a plain int (or too large) as ``default``."""
+    if not set(map(type, values)) <= {int}:
+        values = [v if type(v) is int else default for v in values]
+    try:
+        column = np.array(values, dtype=np.int64).reshape(-1)
+    except OverflowError:
+        return None
+    if column.size and (column.max() > _TABLE_LIMIT or column.min() < -1):
+        column = np.where((column > _TABLE_LIMIT) | (column < -1), default, column)
+    return column
+
+
+_ACCESSOR_KEYS = operator.itemgetter("componentType", "count", "bufferView")
+
+
+def _field(objects: list[dict], key: str, default: object = None) -> list:
+    """``[o.get(key, default) for o in objects]``, without a Python loop."""
+    return list(map(dict.get, objects, repeat(key), repeat(default)))
+
+
+def _flag(objects: list[dict], key: str) -> np.ndarray:
+    """Whether each object has ``key``, as a bool array."""
+    return np.fromiter(map(operator.contains, objects, repeat(key)), dtype=bool, count=len(objects))
+
+
+def _plain_float_table(accessors: list[dict], views: list[dict], buffers: list[dict]) -> PlainFloatTable | None:
+    declared = _int_column(_field(buffers, "byteLength"))
+    view_buffer = _int_column(_field(views, "buffer"))
+    view_offset = _int_column(_field(views, "byteOffset", 0))
+    view_length = _int_column(_field(views, "byteLength"))
+    try:  # the usual case, every accessor with these keys: one C-level pass for the three
+        component_type, count, view = map(_int_column, zip(*map(_ACCESSOR_KEYS, accessors)))
+    except (KeyError, ValueError):  # a key missing somewhere (or no accessors): one pass per key
+        component_type = _int_column(_field(accessors, "componentType"))
+        count = _int_column(_field(accessors, "count"))
+        view = _int_column(_field(accessors, "bufferView"))
+    offset = _int_column(_field(accessors, "byteOffset", 0))
+    columns = (declared, view_buffer, view_offset, view_length, component_type, count, view, offset)
+    if any(c is None for c in columns):
+        return None
+    assert declared is not None and view_buffer is not None and view_offset is not None  # for mypy
+    assert view_length is not None and component_type is not None and count is not None
+    assert view is not None and offset is not None
+    plain_view = ~(_flag(views, "byteStride") | _flag(views, "extensions"))
+    has_buffer = (view_buffer >= 0) & (view_buffer < len(buffers))
+    view_end = view_offset + view_length
+    limit = declared[np.where(has_buffer, view_buffer, 0)] if len(buffers) else np.zeros(len(views), np.int64)
+    plain_view &= has_buffer & (view_offset >= 0) & (view_length >= 1) & (limit >= 1) & (view_end <= limit)
+    plain_view &= view_offset % 4 == 0
+    types = _field(accessors, "type")
+    if set(map(type, types)) <= {str}:
+        components = np.fromiter(map(_PLAIN_FLOAT_COMPONENTS.get, types, repeat(0)), np.int64, len(types))
+    else:
+        components = np.array([_PLAIN_FLOAT_COMPONENTS.get(t, 0) if type(t) is str else 0 for t in types],
+                              dtype=np.int64).reshape(-1)
+    normalized = _field(accessors, "normalized", False)
+    if set(map(type, normalized)) <= {bool}:
+        ok = ~np.array(normalized, dtype=bool).reshape(-1)
+    else:
+        ok = np.array([v is False for v in normalized], dtype=bool).reshape(-1)
+    ok &= ~_flag(accessors, "sparse")
+    ok &= (component_type == FLOAT) & (components > 0) & (count >= 1) & (offset >= 0) & (offset % 4 == 0)
+    ok &= (view >= 0) & (view < len(views))
+    safe_view = np.where(ok, view, 0)
+    if len(views):
+        ok &= plain_view[safe_view]
+        ok &= offset + 4 * components * count <= view_length[safe_view]
+        start = (view_offset[safe_view] + offset) // 4
+        buffer = view_buffer[safe_view]
+    else:
+        ok[:] = False
+        start = buffer = np.zeros(len(accessors), np.int64)
+    return PlainFloatTable(ok, buffer, start, components, count)

@@ -21,10 +21,16 @@ object; a required extension that is unknown, or whose decoder package is missin
 
 from __future__ import annotations
 
+import gc
+import math
+import operator
 import os
 import re
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import chain, repeat
 
 import numpy as np
 
@@ -37,6 +43,7 @@ from skeletal.document import (
     Mesh,
     MorphTarget,
     Node,
+    PackedChannels,
     Primitive,
     Skin,
 )
@@ -62,7 +69,7 @@ from skeletal.io.jsonobj import JsonObject
 from skeletal.io.uris import UriError, read_uri
 from skeletal.quat import decompose_trs
 
-__all__ = ["read_gltf", "SUPPORTED_EXTENSIONS"]
+__all__ = ["read_gltf", "SUPPORTED_EXTENSIONS", "gc_paused"]
 
 KHR_MESH_QUANTIZATION = "KHR_mesh_quantization"
 #: Extensions this reader implements; any other in ``extensionsRequired`` is refused.
@@ -129,6 +136,21 @@ EXPECT_OUTPUT = {
 }
 _PATH_WIDTH = {"translation": 3, "rotation": 4, "scale": 3}
 _PATH_TYPE = {"translation": "VEC3", "rotation": "VEC4", "scale": "VEC3"}
+_SAMPLER, _TARGET, _NODE, _PATH = (operator.itemgetter(k) for k in ("sampler", "target", "node", "path"))
+_INPUT, _OUTPUT = operator.itemgetter("input"), operator.itemgetter("output")
+_MISSING = object()
+#: Node fields :meth:`_GltfReader._plain_node` reads (plus ones no reader uses); any other goes the full way.
+_PLAIN_NODE_KEYS = frozenset({"name", "children", "translation", "rotation", "scale", "mesh", "skin", "extras",
+                              "extensions"})
+_NODE_TRS = (("translation", 3, (0.0, 0.0, 0.0)), ("rotation", 4, (0.0, 0.0, 0.0, 1.0)), ("scale", 3, (1.0, 1.0, 1.0)))
+_NUMBER_TYPES = frozenset({int, float})
+_NAME_TYPES = frozenset({str, type(None)})  # None: absent (an explicit null is told apart)
+_LIST_TYPES = frozenset({list, tuple})  # tuple: the defaults
+_NO_CHILDREN = ()
+_PATH_CODES = {"translation": 0, "rotation": 1, "scale": 2, "weights": 3}  # as skeletal.clip.PATH_CODE
+_INTERP_NAMES = ("STEP", "LINEAR", "CUBICSPLINE")  # codes as skeletal.clip.INTERP_CODE
+_INTERP_CODES = {name: i for i, name in enumerate(_INTERP_NAMES)}
+_CUBIC = _INTERP_CODES["CUBICSPLINE"]
 _INFLUENCE = re.compile(r"^(JOINTS|WEIGHTS)_(0|[1-9][0-9]*)$")
 
 
@@ -152,9 +174,25 @@ def read_gltf(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = N
         data = read_regular(file)  # the one read of the model file; GLB arrays are views into it
     except OSError as exc:
         raise ModelError(file, None, f"cannot read the file: {exc.strerror or exc}") from None
-    document, glb_bin = parse_container(data, file)
-    uri_root = os.fspath(base_dir) if base_dir is not None else os.path.dirname(os.path.abspath(file))
-    return _GltfReader(JsonObject(file, "", document), glb_bin, uri_root).read()
+    with gc_paused():
+        document, glb_bin = parse_container(data, file)
+        uri_root = os.fspath(base_dir) if base_dir is not None else os.path.dirname(os.path.abspath(file))
+        return _GltfReader(JsonObject(file, "", document), glb_bin, uri_root).read()
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector held off while a model is read: parsing the JSON and building
+    the document make tens of thousands of containers, none of them in a reference cycle, and the
+    collections they would trigger cost 0.3-0.7 ms of Soldier.glb's load. Re-enabled on the way out
+    (only when it was enabled on the way in, so nesting and other code's choice are kept)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -244,7 +282,10 @@ class _GltfReader:
         skins = [self._skin(i, obj) for i, obj in enumerate(self.root.objects("skins"))]
         nodes = self._nodes()
         self._check_skinned_joints(nodes, meshes, skins)
-        animations = [self._animation(i, obj, nodes, meshes) for i, obj in enumerate(self.root.objects("animations"))]
+        animation_objects = self.root.objects("animations")
+        animations = self._packed_animations(animation_objects.raw, nodes, meshes)
+        if animations is None:
+            animations = [self._animation(i, obj, nodes, meshes) for i, obj in enumerate(animation_objects)]
         scenes = [obj.indices("nodes", "nodes", len(nodes), []) for obj in self.root.objects("scenes")]
         scene = self.root.index("scene", "scenes", len(scenes), None)
         return Document(
@@ -274,6 +315,10 @@ class _GltfReader:
         """All nodes, with parents filled in; two parents or a cycle is an error. Iterative throughout,
         so a 10,000-deep chain is no problem."""
         objs = self.root.objects("nodes")
+        plain = self._plain_nodes(objs.raw)
+        if plain is not None:
+            self._check_acyclic(plain)
+            return plain
         count = len(objs)
         parents = [-1] * count
         nodes: list[Node] = []
@@ -285,7 +330,7 @@ class _GltfReader:
                 if parents[child] != -1:
                     obj.fail(f"nodes[{child}] has two parents, nodes[{parents[child]}] and nodes[{i}]", "children")
                 parents[child] = i
-            nodes.append(self._node(i, obj, children))
+            nodes.append(self._plain_node(i, obj.data, children) or self._node(i, obj, children))
         for i, parent in enumerate(parents):
             nodes[i].parent = parent
         self._check_acyclic(nodes)
@@ -310,6 +355,102 @@ class _GltfReader:
         node.weights = obj.numbers("weights", None)
         node.extras = _extras(obj)
         return node
+
+    def _plain_nodes(self, raw: list[dict]) -> list[Node] | None:
+        """Every node at once, when all are the common kind :meth:`_plain_node` reads and the children
+        lists are sound (indices in range, nobody its own child, one parent each): fields pulled out with
+        one C-level pass each, numbers checked with numpy. None otherwise; then the nodes are read one
+        by one, which words the error. The parents are filled in; the cycle check is the caller's."""
+        count = len(raw)
+        if not count or not all(map(_PLAIN_NODE_KEYS.issuperset, raw)):
+            return None
+        names = list(map(dict.get, raw, repeat("name"), repeat(None)))
+        children = list(map(dict.get, raw, repeat("children"), repeat(_NO_CHILDREN)))
+        refs = [list(map(dict.get, raw, repeat(key), repeat(-1))) for key in ("mesh", "skin")]
+        if (not set(map(type, names)) <= _NAME_TYPES or not set(map(type, children)) <= _LIST_TYPES
+                or not set(map(type, refs[0] + refs[1])) <= {int}):
+            return None
+        if None in names and any(d.get("name", "") is None for d in raw):
+            return None  # an explicit null name: the full path reports it
+        lengths = list(map(len, children))
+        flat = list(chain.from_iterable(children))
+        if not set(map(type, flat)) <= {int}:
+            return None
+        try:
+            child = np.array(flat, dtype=np.int64)
+            mesh = np.array(refs[0], dtype=np.int64)
+            skin = np.array(refs[1], dtype=np.int64)
+        except OverflowError:
+            return None
+        owner = np.repeat(np.arange(count), lengths)
+        if child.size and (child.min() < 0 or child.max() >= count or (child == owner).any()
+                           or np.bincount(child, minlength=count).max() > 1):
+            return None
+        # -1 stands for "absent": an explicit negative index (which the full path reports) shows as a
+        # node that has the key but no index >= 0.
+        if (mesh.min() < -1 or mesh.max() >= self.tables.meshes or skin.min() < -1 or skin.max() >= self.tables.skins
+                or sum(map(operator.contains, raw, repeat("mesh"))) != int((mesh >= 0).sum())
+                or sum(map(operator.contains, raw, repeat("skin"))) != int((skin >= 0).sum())):
+            return None
+        trs = []
+        for key, length, default in _NODE_TRS:
+            values = list(map(dict.get, raw, repeat(key), repeat(default)))
+            if (not set(map(type, values)) <= _LIST_TYPES or set(map(len, values)) != {length}
+                    or not set(map(type, chain.from_iterable(values))) <= _NUMBER_TYPES):
+                return None
+            try:
+                array = np.array(values, dtype=np.float64)
+            except OverflowError:
+                return None
+            if not np.isfinite(array).all():
+                return None
+            trs.append(list(array))  # one row view per node
+        parent = np.full(count, -1, dtype=np.int64)
+        parent[child] = owner
+        names = [f"node_{i}" if name is None else name for i, name in enumerate(names)]
+        extras = [dict(e) if isinstance(e, dict) else {} for e in map(dict.get, raw, repeat("extras"))]
+        meshes = [None if m < 0 else m for m in refs[0]]
+        skins = [None if k < 0 else k for k in refs[1]]
+        return list(map(Node, names, map(list, children), trs[0], trs[1], trs[2], repeat(None), meshes, skins,
+                        repeat(None), parent.tolist(), extras))
+
+    def _plain_node(self, i: int, d: dict, children: list[int]) -> Node | None:
+        """The common node (name, TRS of finite numbers, mesh, skin, extras; no matrix, camera or
+        weights) read with plain dict reads, to the same Node :meth:`_node` makes; None for anything
+        else or anything wrong, which :meth:`_node` then reads and reports."""
+        if not d.keys() <= _PLAIN_NODE_KEYS:
+            return None
+        name = d.get("name", _MISSING)
+        if name is _MISSING:
+            name = f"node_{i}"
+        elif type(name) is not str:
+            return None
+        trs = []
+        for key, length, default in _NODE_TRS:
+            value = d.get(key, _MISSING)
+            if value is _MISSING:
+                trs.append(np.array(default))
+                continue
+            if type(value) is not list or len(value) != length or not set(map(type, value)) <= _NUMBER_TYPES:
+                return None
+            try:
+                if not all(map(math.isfinite, value)):
+                    return None
+            except OverflowError:
+                return None
+            trs.append(np.array(value, dtype=np.float64))
+        refs = []
+        for key, size in (("mesh", self.tables.meshes), ("skin", self.tables.skins)):
+            value = d.get(key, _MISSING)
+            if value is _MISSING:
+                refs.append(None)
+            elif type(value) is int and 0 <= value < size:
+                refs.append(value)
+            else:
+                return None
+        extras = d.get("extras")
+        return Node(name=name, children=children, translation=trs[0], rotation=trs[1], scale=trs[2],
+                    mesh=refs[0], skin=refs[1], extras=dict(extras) if isinstance(extras, dict) else {})
 
     def _check_acyclic(self, nodes: list[Node]) -> None:
         """With at most one parent each, the nodes not reachable from a root are exactly those on or
@@ -501,9 +642,12 @@ class _GltfReader:
     def _animation(self, a_index: int, obj: JsonObject, nodes: list[Node], meshes: list[Mesh]) -> Animation:
         name = obj.string("name", f"animation_{a_index}")
         samplers = obj.objects("samplers", required=True)
-        channels: list[Channel] = []
         n_nodes, n_accessors = len(nodes), len(self.accessors)
         channel_objects = obj.objects("channels", required=True)
+        packed = self._packed_channels(channel_objects.raw, samplers.raw, nodes, meshes)
+        if packed is not None:
+            return Animation.from_packed(name, packed, _extras(obj))
+        channels: list[Channel] = []
         for c_index, c_raw in enumerate(channel_objects.raw):
             plain = self._plain_channel(c_raw, samplers.raw, n_nodes, n_accessors)
             if plain is not None:
@@ -559,6 +703,151 @@ class _GltfReader:
             raise ModelError(self.file, c.where, f"{about}: output accessors[{output_info.index}] element {k} is not "
                                                   f"finite ({', '.join(f'{v:g}' for v in values[k])})")
         return Channel(node=node, path=path, interpolation=interpolation, times=times, values=values)
+
+    def _packed_animations(self, raw: list[dict], nodes: list[Node], meshes: list[Mesh]) -> list[Animation] | None:
+        """Every animation at once, when each one is plain (a string name or none, arrays of objects for
+        samplers and channels, at least one channel) and :meth:`_packed_channels` takes all their
+        channels together: the numpy checks and gathers then run once for the file rather than once
+        per animation, and each animation gets its slice. None otherwise (then animation by animation)."""
+        if len(raw) < 2:
+            return None  # one animation: the per-animation path is the same work
+        names, channels, samplers, counts, sampler_counts = [], [], [], [], []
+        for i, obj in enumerate(raw):
+            name = obj.get("name", _MISSING)
+            chans, samps = obj.get("channels"), obj.get("samplers")
+            if (type(chans) is not list or type(samps) is not list or not chans
+                    or not set(map(type, chans)) <= {dict} or not set(map(type, samps)) <= {dict}):
+                return None
+            if name is _MISSING:
+                name = f"animation_{i}"
+            elif type(name) is not str:
+                return None
+            names.append(name)
+            channels += chans
+            samplers += samps
+            counts.append(len(chans))
+            sampler_counts.append(len(samps))
+        count = np.array(counts, dtype=np.int64)
+        sampler_count = np.array(sampler_counts, dtype=np.int64)
+        offsets = np.zeros(len(raw), np.int64)
+        np.cumsum(sampler_count[:-1], out=offsets[1:])
+        packed = self._packed_channels(channels, samplers, nodes, meshes,
+                                       (np.repeat(sampler_count, count), np.repeat(offsets, count)))
+        if packed is None:
+            return None
+        bounds = [0, *np.cumsum(count).tolist()]
+        key_start, value_start = packed.key_start.tolist(), packed.value_start.tolist()
+        animations = []
+        for a, obj in enumerate(raw):
+            c0, c1 = bounds[a], bounds[a + 1]
+            k0, k1, v0, v1 = key_start[c0], key_start[c1], value_start[c0], value_start[c1]
+            part = PackedChannels(packed.node[c0:c1], packed.path[c0:c1], packed.interp[c0:c1], packed.width[c0:c1],
+                                  packed.key_start[c0 : c1 + 1] - k0, packed.value_start[c0 : c1 + 1] - v0,
+                                  packed.times[k0:k1], packed.values[v0:v1], packed.source,
+                                  packed.time_at[c0:c1], packed.value_at[c0:c1])
+            extras = obj.get("extras")
+            animations.append(Animation.from_packed(names[a], part, dict(extras) if isinstance(extras, dict) else {}))
+        return animations
+
+    def _packed_channels(self, channels: list[dict], samplers: list[dict], node_list: list[Node],
+                         meshes: list[Mesh], sampler_range: tuple[np.ndarray, np.ndarray] | None = None,
+                         ) -> PackedChannels | None:
+        """All channels of one animation at once, when every one is the common kind (translation,
+        rotation, scale or morph weights of a node, FLOAT key times and values in plain bufferViews of
+        one buffer, finite values, strictly increasing times): the fields are
+        pulled out with one list pass each and checked with numpy over all channels together. None
+        when anything is unusual or wrong; then the channels are read one by one, which words the error.
+        ``sampler_range``: for the channels of several animations, per channel how many samplers its
+        animation has and where they start in ``samplers``.
+        No Channel object is made here: :class:`PackedChannels` makes them if anybody asks (views of the
+        buffer, a shared input accessor giving one shared times array, as the one-by-one path gives them)."""
+        n = len(channels)
+        table = self.accessors.plain_float_table() if n else None
+        if table is None:
+            return None
+        try:
+            s_index = list(map(_SAMPLER, channels))
+            targets = list(map(_TARGET, channels))
+            nodes = list(map(_NODE, targets))
+            paths = list(map(_PATH, targets))
+            inputs = list(map(_INPUT, samplers))
+            outputs = list(map(_OUTPUT, samplers))
+            interpolations = list(map(dict.get, samplers, repeat("interpolation"), repeat("LINEAR")))
+        except (KeyError, TypeError, IndexError):
+            return None
+        if not (set(map(type, s_index)) | set(map(type, nodes)) | set(map(type, inputs)) | set(map(type, outputs))
+                <= {int} and set(map(type, paths)) | set(map(type, interpolations)) <= {str}
+                and set(paths) <= _PATH_CODES.keys() and set(interpolations) <= _INTERP_CODES.keys()):
+            return None
+        n_accessors, n_nodes = len(table.ok), len(node_list)
+        try:
+            sampler = np.array(s_index, dtype=np.int64)
+            node = np.array(nodes, dtype=np.int64)
+            sampler_input = np.array(inputs, dtype=np.int64)
+            sampler_output = np.array(outputs, dtype=np.int64)
+        except OverflowError:
+            return None
+        if sampler_range is None:  # one animation: its channels name its samplers
+            if sampler.min() < 0 or sampler.max() >= len(samplers):
+                return None
+        else:  # several animations' channels and samplers, one after another: each names its own
+            limit, offset = sampler_range
+            if sampler.min() < 0 or (sampler >= limit).any():
+                return None
+            sampler = sampler + offset
+        if node.min() < 0 or node.max() >= n_nodes:
+            return None
+        inp, out = sampler_input[sampler], sampler_output[sampler]
+        if min(inp.min(), out.min()) < 0 or max(inp.max(), out.max()) >= n_accessors:
+            return None
+        interp = np.array([_INTERP_CODES[i] for i in interpolations], dtype=np.int64)[sampler]
+        path = np.array([_PATH_CODES[p] for p in paths], np.int64)
+        weights = path == _PATH_CODES["weights"]
+        if weights.any():  # a morph weights channel is as wide as its node's mesh has targets
+            widths = []
+            for nd, p in zip(nodes, paths):
+                if p == "weights":
+                    mesh = node_list[nd].mesh
+                    targets = 0 if mesh is None else len(meshes[mesh].primitives[0].targets)
+                    if not targets:
+                        return None
+                    widths.append(targets)
+                else:
+                    widths.append(_PATH_WIDTH[p])
+            width = np.array(widths, dtype=np.int64)
+        else:
+            width = np.array([_PATH_WIDTH[p] for p in paths], dtype=np.int64)
+        keys = table.count[inp]
+        rows = keys * np.where(interp == _CUBIC, 3, 1)
+        buffer = table.buffer[inp]
+        # weights are SCALAR accessors of rows * width elements, the others VECn of rows elements
+        if not (table.ok[inp].all() and table.ok[out].all() and (table.components[inp] == 1).all()
+                and (table.components[out] == np.where(weights, 1, width)).all()
+                and (table.count[out] == rows * np.where(weights, width, 1)).all()
+                and (buffer == buffer[0]).all() and (table.buffer[out] == buffer[0]).all()):
+            return None
+        try:
+            data = self.binary.buffer(int(buffer[0]))
+        except ModelError:
+            return None  # the one-by-one path meets (and reports) it in its own order
+        if data is None:
+            return None
+        floats = np.frombuffer(data, np.float32, len(data) // 4)
+        if floats.ctypes.data % 4:
+            return None
+        # Every channel's keys and values gathered into two flat arrays with one index array each.
+        times = floats[_spans(table.start[inp], keys)]
+        values = floats[_spans(table.start[out], rows * width)]
+        key_start = np.zeros(n + 1, np.int64)
+        np.cumsum(keys, out=key_start[1:])
+        steps = times[1:] > times[:-1]
+        steps[key_start[1:-1] - 1] = True  # from one channel's last key to the next one's first
+        if not (np.isfinite(values).all() and np.isfinite(times).all() and steps.all()):
+            return None
+        value_start = np.zeros(n + 1, np.int64)
+        np.cumsum(rows * width, out=value_start[1:])
+        return PackedChannels(node, path, interp, width,
+                              key_start, value_start, times, values, floats, table.start[inp], table.start[out])
 
     def _plain_channel(self, c: dict, samplers: list[dict], n_nodes: int, n_accessors: int) -> Channel | None:
         """The common channel (a translation, rotation or scale of a node, LINEAR/STEP/CUBICSPLINE over
@@ -662,6 +951,12 @@ class _GltfReader:
                                   stacklevel=3)
             images.append(Image(name=obj.string("name", f"image_{i}"), data=data, mime_type=mime or _sniff_mime(data)))
         return images
+
+
+def _spans(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The indices ``starts[i] .. starts[i] + lengths[i] - 1`` of every span, one after another."""
+    ends = np.cumsum(lengths)
+    return np.repeat(starts - (ends - lengths), lengths) + np.arange(int(ends[-1]) if len(ends) else 0)
 
 
 def _extras(obj: JsonObject) -> dict:

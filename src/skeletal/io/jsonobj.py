@@ -204,9 +204,10 @@ class JsonObject:
         element is checked to be an object now; the wrappers are made when an element is used."""
         values = self.array(key, REQUIRED if required else [], min_length=min_length)
         base = self.at(key)
-        for i, v in enumerate(values):
-            if type(v) is not dict:
-                JsonObject(self.file, f"{base}[{i}]", v)  # raises, naming the element
+        if not set(map(type, values)) <= {dict}:  # one C-level pass; the loop only to name the culprit
+            for i, v in enumerate(values):
+                if type(v) is not dict:
+                    JsonObject(self.file, f"{base}[{i}]", v)  # raises, naming the element
         return JsonArray(self.file, base, values)
 
     def extension(self, name: str) -> JsonObject | None:

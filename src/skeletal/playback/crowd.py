@@ -37,7 +37,7 @@ from ..pose import ancestors_and_self
 from . import kernels as K
 from .jobs import entry
 from .mixer import InstanceSelector, Mixer
-from .wide import LANES, key_major, update_wide, wide_clips
+from .wide import LANES, key_major, lanes_to_pose, update_wide, wide_clips
 
 
 class Crowd(Mixer):
@@ -103,12 +103,36 @@ class Crowd(Mixer):
         """Whether the wide kernel (:mod:`skeletal.playback.wide`) may run this crowd's update: float32,
         one layer, no IK, no kept world matrices (it keeps world rows in its own lane layout)."""
         return (self.wide and self.dtype == np.float32 and self._ik is None and not self._keep_world
-                and self.layer_weight.shape[1] == 1 and self.local_pose.dtype == np.float32)
+                and self.layer_weight.shape[1] == 1 and self._local_pose.dtype == np.float32)
+
+    @property
+    def local_pose(self) -> np.ndarray:
+        """Local poses (count, N, 10) in rig order. The wide path keeps its groups' rows in its own
+        lane layout and transposes them here, on the first read after an update, not on every update.
+
+        >>> crowd.update(1 / 60); crowd.local_pose[0, 0]   # doctest: +SKIP
+        """
+        lanes = self.__dict__.get("_pose_lanes")
+        if lanes is not None:
+            self.__dict__["_pose_lanes"] = None
+            lanes_to_pose(lanes[0], lanes[1], self.__dict__["_local_pose"])
+        return self.__dict__["_local_pose"]
+
+    @local_pose.setter
+    def local_pose(self, value: np.ndarray) -> None:
+        self.__dict__["_pose_lanes"] = None  # a new array: nothing stale to transpose into it
+        self.__dict__["_local_pose"] = value
+
+    @property
+    def _local_pose(self) -> np.ndarray:
+        """``local_pose`` as it is, without transposing the wide groups' rows into it."""
+        return self.__dict__["_local_pose"]
 
     def _update_fused(self, dt: float) -> bool:
         """Clocks, poses, world matrices and palettes of every instance in one parallel kernel: the
         wide one (16 instances per SIMD lane group) when this crowd's state allows it."""
         if not self._wide_ok():
+            self.local_pose  # noqa: B018 (rows the wide path left in its lane store: the kernels may read them)
             return super()._update_fused(dt)
         state = self._job_state
         if state is None or state[3] != self.clipset.version:
@@ -122,23 +146,29 @@ class Crowd(Mixer):
             threads = numba.config.NUMBA_NUM_THREADS
             n = len(self.rig)
             timelines = max(self.clipset.max_timelines, 1)
-            widest = max(int((segments[:, 1] - segments[:, 0]).max(initial=1)) * 4, 1)
+            widest = max(int((segments[:, 1] - segments[:, 0]).max(initial=1)) * 4, 1) * LANES
+            self.local_pose  # noqa: B018 (the old lane store's rows, before it goes)
+            groups = self.count // LANES
             extra = (
                 wide_clip, packed, seg_table, dest,
-                np.zeros((threads, n * 10 * LANES), np.float32),  # local rows
+                np.zeros((groups, n * 10 * LANES), np.float32),  # local rows, kept per group (the lane store)
                 np.zeros((threads, n * 12 * LANES), np.float32),  # world rows
                 np.zeros((threads, max(len(self.palette_joints), 1) * 12 * LANES), np.float32),  # palettes
                 np.zeros((threads, timelines, LANES), np.int64),  # keys
                 np.zeros((threads, timelines, LANES), np.float32),  # fractions
-                np.zeros((threads, widest), np.float32),  # one segment's samples
-                np.full((threads, 1), -1, np.int64),  # the clip whose constant rows the local rows hold
+                np.zeros((threads, widest), np.float32),  # one segment's samples, every lane
+                np.full((groups, 1), -1, np.int64),  # the clip whose constant rows a group's local rows hold
+                np.zeros(groups, np.uint8),  # groups posed wide (their local_pose rows are in the lane store)
             )
             state.append((extra, entry(update_wide, job, 0.0, LANES, *extra)))
         extra, call = state[4]
-        return call(state[0], dt, LANES, *extra) > 0
+        any_event = call(state[0], dt, LANES, *extra) > 0
+        self.__dict__["_pose_lanes"] = (extra[4], extra[11])  # local_pose: transposed when read
+        return any_event
 
     def evaluate(self) -> None:
         """Blend the actions into local poses, then world matrices (IK) and palettes in one fused kernel."""
+        self.local_pose  # noqa: B018 (the wide path's rows first: the kernel may read them)
         self._run(0.0, K.BLEND | K.WORLD)
 
     @property

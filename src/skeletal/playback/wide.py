@@ -8,8 +8,13 @@ group's hot state is laid out ``[row][lane]`` in float32: local pose rows ``[nod
 the key fetch + lerp/nlerp of every varying track, quaternion to 3x4, the world product with the
 parent and the palette product each run as one loop over the lanes that the compiler turns into
 vector instructions (gathers for the key values, whose index differs per lane; everything else
-plain vector arithmetic). The clocks, the key search (per timeline, with the per-instance cursors)
-and the writes of each instance's own pose and palette rows stay per instance.
+plain vector arithmetic). The clocks and the key search (per timeline, with the per-instance
+cursors) stay per instance. The moves between the lane layout and per-instance rows (a segment's
+samples, computed lane by lane, into the local rows; each joint's palette rows out to every
+instance's palette) go in 4x4 blocks through :func:`transpose4_to`, a small LLVM intrinsic (vector
+loads, shuffles, vector stores), where plain numba code moves one float at a time. The local rows
+stay in the crowd's lane store between updates: ``Crowd.local_pose`` transposes them on the first
+read after an update (:func:`lanes_to_pose`), as ozz keeps its local transforms in SoA form.
 
 A group that does not qualify (other actions, fades, layers, a clip with other segment kinds, the
 last partial group) takes the per-instance path of :mod:`skeletal.playback.kernels`, so any mixer
@@ -24,7 +29,9 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.core.extending import intrinsic
 
 from ..pose import palettes_one, world_subset_one
 from ..quat import slerp_into
@@ -35,6 +42,65 @@ from .kernels import F_EFFECTIVE, F_SAMPLE, _advance_instance, _evaluate_instanc
 
 #: instances per group (SIMD lanes of float32: 16 = one 512-bit register)
 LANES = 16
+
+
+@intrinsic
+def transpose4_to(typingctx, src, src_at, src_stride, dst, at0, at1, at2, at3):
+    """``dst[at_i + k] = src[src_at + k * src_stride + i]`` for i, k < 4: a 4x4 float32 block
+    transposed into four rows of ``dst`` that start anywhere, with four vector loads, eight shuffles
+    and four vector stores (LLVM keeps the same loop in plain code scalar: 32 single-float moves).
+    ``src`` and ``dst`` are 1-D C-contiguous float32 arrays, the rest integers; nothing is
+    bounds-checked.
+
+    >>> transpose4_to(lanes, row * 16 + lane, 16, out, at, at + n, at + 2 * n, at + 3 * n)   # doctest: +SKIP
+    """
+    sig = types.void(src, src_at, src_stride, dst, at0, at1, at2, at3)
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        s_at, s_stride, *d_ats = [context.cast(builder, args[i], signature.args[i], types.int64) for i in (1, 2, 4, 5, 6, 7)]
+        s_ptr = context.make_array(signature.args[0])(context, builder, args[0]).data
+        d_ptr = context.make_array(signature.args[3])(context, builder, args[3]).data
+        vec = ir.VectorType(ir.FloatType(), 4)
+        vec_ptr = vec.as_pointer()
+
+        def shuffle(x, y, mask):
+            return builder.shuffle_vector(x, y, ir.Constant(ir.VectorType(ir.IntType(32), 4), mask))
+
+        rows = []
+        for k in range(4):
+            at = builder.add(s_at, builder.mul(s_stride, ir.Constant(i64, k)))
+            rows.append(builder.load(builder.bitcast(builder.gep(s_ptr, [at]), vec_ptr), align=4))
+        a, b, c, d = rows
+        lo_ab, lo_cd = shuffle(a, b, [0, 4, 1, 5]), shuffle(c, d, [0, 4, 1, 5])
+        hi_ab, hi_cd = shuffle(a, b, [2, 6, 3, 7]), shuffle(c, d, [2, 6, 3, 7])
+        columns = (shuffle(lo_ab, lo_cd, [0, 1, 4, 5]), shuffle(lo_ab, lo_cd, [2, 3, 6, 7]),
+                   shuffle(hi_ab, hi_cd, [0, 1, 4, 5]), shuffle(hi_ab, hi_cd, [2, 3, 6, 7]))
+        for at, column in zip(d_ats, columns):
+            builder.store(column, builder.bitcast(builder.gep(d_ptr, [at]), vec_ptr), align=4)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@njit(cache=True, inline="always")
+def _lanes_to_rows(tmpv, width, lw, dest, do):
+    """``lw[dest[do + x] + lane] = tmpv[lane * width + x]`` for every lane and x < ``width``: a
+    segment's samples, computed lane by lane, stored into its rows of the lane layout in 4x4 blocks
+    (:func:`transpose4_to`), the last ``width % 4`` columns one float at a time."""
+    S = _S
+    four = _U[4]
+    x0 = _U[0]
+    while x0 + four <= width:
+        d0, d1, d2, d3 = dest[do + x0], dest[do + x0 + _U[1]], dest[do + x0 + _U[2]], dest[do + x0 + _U[3]]
+        for lane in range(0, LANES, 4):
+            ul = np.uint64(lane)
+            transpose4_to(tmpv, ul * width + x0, width, lw, d0 + ul, d1 + ul, d2 + ul, d3 + ul)
+        x0 += four
+    for x in range(x0, width):
+        d = dest[do + x]
+        for lane in range(S):
+            lw[d + lane] = tmpv[lane * width + x]
 
 
 def wide_clips(clip_table: np.ndarray, segments: np.ndarray, timeline_keys: np.ndarray, tracks: np.ndarray) -> np.ndarray:
@@ -125,12 +191,14 @@ _U = tuple(np.uint64(k) for k in range(13))
 @njit(cache=True)
 def _pose_group(b0, c, s, nl, job_arrays, packs, lw, ww, pw, kw, uw, tmpv, held):
     """Pose, world rows and palettes of instances b0 .. b0 + LANES - 1, all playing slot s (clip c)
-    alone: see the module docstring. This thread's scratch, flat float32 in the lane layout:
-    ``lw`` (N * 10 * LANES) local rows ``[(node * 10 + component) * LANES + lane]``, ``ww``
+    alone: see the module docstring. ``lw`` (N * 10 * LANES): this group's local rows
+    ``[(node * 10 + component) * LANES + lane]`` in the crowd's lane store (kept there: see
+    :func:`lanes_to_pose`); ``held`` (1,): the clip whose constant rows ``lw`` holds. This thread's
+    scratch, flat float32 in the lane layout: ``ww``
     (N * 12 * LANES) world 3x4 rows ``[(node * 12 + entry) * LANES + lane]``, ``pw`` (J * 12 * LANES)
     palette rows likewise; ``kw`` / ``uw``
-    (timelines per clip, LANES) key indices and fractions; ``tmpv`` one segment's sampled floats;
-    ``held`` (1,) the clip whose constant rows ``lw`` holds. ``packs``: :func:`key_major`'s arrays.
+    (timelines per clip, LANES) key indices and fractions; ``tmpv`` one segment's sampled floats, ``[lane * width + x]``.
+    ``packs``: :func:`key_major`'s arrays.
     ``nl``: LANES as a run-time uint64."""
     (tracks, clip_table, segments, timeline_keys, times, values, base_pose, fs, cursors, parents, world_nodes,
      pose, palette_joints, inverse_bind, palettes) = job_arrays
@@ -153,8 +221,8 @@ def _pose_group(b0, c, s, nl, job_arrays, packs, lw, ww, pw, kw, uw, tmpv, held)
                 key, u = count - 2, 1.0
             kw[tl - tl0, lane] = key
             uw[tl - tl0, lane] = u
-    # local pose rows: the clip's base pose (rest + constant tracks: written only when this thread's
-    # scratch last held another clip), then its varying tracks
+    # local pose rows: the clip's base pose (rest + constant tracks: written only when this group's
+    # rows last held another clip or none), then its varying tracks
     base = base_pose[c]
     n_nodes = base.shape[0]
     if held[0] != c:
@@ -182,17 +250,17 @@ def _pose_group(b0, c, s, nl, job_arrays, packs, lw, ww, pw, kw, uw, tmpv, held)
                 r0 = po + np.uint64(keys[lane]) * width
                 u = us[lane]
                 v = one - u
+                t0 = np.uint64(lane) * width
                 for x in range(width):
-                    tmpv[x] = packed[r0 + x] * v + packed[r0 + width + x] * u
-                ul = np.uint64(lane)
-                for x in range(width):
-                    lw[dest[do + x] + ul] = tmpv[x]
+                    tmpv[t0 + x] = packed[r0 + x] * v + packed[r0 + width + x] * u
+            _lanes_to_rows(tmpv, width, lw, dest, do)
         elif kind == SEG_NLERP:
             width = u4 * mu
             for lane in range(LANES):
                 ra = po + np.uint64(keys[lane]) * width
                 rb = ra + width
                 u = us[lane]
+                t0 = np.uint64(lane) * width
                 for k in range(mu):
                     ax, ay, az, aw = packed[ra + k], packed[ra + mu + k], packed[ra + u2 * mu + k], packed[ra + u3 * mu + k]
                     bx, by, bz, bw = packed[rb + k], packed[rb + mu + k], packed[rb + u2 * mu + k], packed[rb + u3 * mu + k]
@@ -202,13 +270,11 @@ def _pose_group(b0, c, s, nl, job_arrays, packs, lw, ww, pw, kw, uw, tmpv, held)
                     z = az + (sign * bz - az) * u
                     w = aw + (sign * bw - aw) * u
                     inv = one / np.sqrt(x * x + y * y + z * z + w * w)
-                    tmpv[k] = x * inv
-                    tmpv[mu + k] = y * inv
-                    tmpv[u2 * mu + k] = z * inv
-                    tmpv[u3 * mu + k] = w * inv
-                ul = np.uint64(lane)
-                for x in range(width):
-                    lw[dest[do + x] + ul] = tmpv[x]
+                    tmpv[t0 + k] = x * inv
+                    tmpv[t0 + mu + k] = y * inv
+                    tmpv[t0 + u2 * mu + k] = z * inv
+                    tmpv[t0 + u3 * mu + k] = w * inv
+            _lanes_to_rows(tmpv, width, lw, dest, do)
         else:  # SEG_SLERP: keys far apart (few tracks): per lane, in float64 as everywhere
             for k in range(first, first + m):
                 vs = tracks[k, TK_VALUE_START]
@@ -223,15 +289,9 @@ def _pose_group(b0, c, s, nl, job_arrays, packs, lw, ww, pw, kw, uw, tmpv, held)
                     lw[o + S + ul] = q64[1]
                     lw[o + u2 * S + ul] = q64[2]
                     lw[o + u3 * S + ul] = q64[3]
-    # each instance's own local pose (the crowd's ``local_pose``), indexed directly: a row view of
-    # an array every thread shares would cost an atomic reference count
-    pose_flat = pose.reshape(-1)  # unsigned flat indices: no wraparound select per store
-    rows = np.uint64(n_nodes * 10)
-    for lane in range(LANES):
-        ul = np.uint64(lane)
-        dst = np.uint64(b0 + lane) * rows
-        for r in range(rows):
-            pose_flat[dst + r] = lw[r * S + ul]
+    # the local rows stay in the lane layout (``lw`` is this group's own slice of the crowd's lane
+    # store): the crowd's ``local_pose`` is transposed from them only when a user reads it
+    # (:func:`lanes_to_pose`), not on every update
     # world 3x4 rows of the nodes needed, parent first, all lanes at once (the parent's rows read
     # from a copy: a second array that LLVM checks against the written rows at run time)
     wp = np.empty(12 * LANES, np.float32)
@@ -288,12 +348,15 @@ def _pose_group(b0, c, s, nl, job_arrays, packs, lw, ww, pw, kw, uw, tmpv, held)
             ww[wi + u9 * S + lane] = a0 * l01 + a1 * l11 + a2 * l21
             ww[wi + u10 * S + lane] = a0 * l02 + a1 * l12 + a2 * l22
             ww[wi + u11 * S + lane] = a0 * tx + a1 * ty + a2 * tz + a3
-    # palettes: world[joint] @ inverse_bind[j] (one matrix for every lane) in the lane layout, then
-    # each instance's rows written out (the transpose is the only per-lane part)
+    # palettes: world[joint] @ inverse_bind[j] (one matrix for every lane) into one joint's 12 lane
+    # rows, then written out to each instance's palette at once, while those rows are in L1, in
+    # 4x4 blocks (:func:`transpose4_to`: vector moves where a plain loop moves single floats)
     n_joints = palette_joints.shape[0]
+    pal_flat = palettes.reshape(-1)
+    entries = np.uint64(n_joints * 12)
+    pj = u0
     for j in range(n_joints):
         wj = np.uint64(palette_joints[j] * 12) * S
-        pj = np.uint64(j * 12) * S
         c00, c01, c02, c03 = inverse_bind[j, 0, 0], inverse_bind[j, 0, 1], inverse_bind[j, 0, 2], inverse_bind[j, 0, 3]
         c10, c11, c12, c13 = inverse_bind[j, 1, 0], inverse_bind[j, 1, 1], inverse_bind[j, 1, 2], inverse_bind[j, 1, 3]
         c20, c21, c22, c23 = inverse_bind[j, 2, 0], inverse_bind[j, 2, 1], inverse_bind[j, 2, 2], inverse_bind[j, 2, 3]
@@ -313,25 +376,28 @@ def _pose_group(b0, c, s, nl, job_arrays, packs, lw, ww, pw, kw, uw, tmpv, held)
             pw[pj + u9 * S + lane] = a0 * c01 + a1 * c11 + a2 * c21
             pw[pj + u10 * S + lane] = a0 * c02 + a1 * c12 + a2 * c22
             pw[pj + u11 * S + lane] = a0 * c03 + a1 * c13 + a2 * c23 + a3
-    pal_flat = palettes.reshape(-1)
-    entries = np.uint64(n_joints * 12)
-    for lane in range(LANES):
-        ul = np.uint64(lane)
-        dst = np.uint64(b0 + lane) * entries
-        for e in range(entries):
-            pal_flat[dst + e] = pw[e * S + ul]
+        dst = np.uint64(b0) * entries + np.uint64(j * 12)
+        for r in range(3):  # matrix row r of 4 lanes at a time: 4x4 blocks, vector loads and stores
+            ur = np.uint64(r * 4)
+            for lane in range(0, LANES, 4):
+                ul = np.uint64(lane)
+                at = dst + ul * entries + ur
+                transpose4_to(pw, ur * S + ul, S, pal_flat, at, at + entries, at + u2 * entries, at + u3 * entries)
 
 
 @njit(cache=True, parallel=True)
-def update_wide(job, dt, lanes, wide_clip, packed, seg_table, dest, lw, ww, pw, kw, uw, tv, held):
+def update_wide(job, dt, lanes, wide_clip, packed, seg_table, dest, lw, ww, pw, kw, uw, tv, held, done):
     """The crowd's update (clocks, blending, world rows, palettes) over groups of ``LANES``
     instances in parallel: a group whose instances all play one full-weight action of the same
     wide-able clip (``wide_clip`` (C,) from :func:`wide_clips`) is posed by :func:`_pose_group`,
     any other group instance by instance as :func:`skeletal.playback.kernels.update` does.
     Needs a job with one layer, no IK, and no kept world matrices (the Crowd checks). ``lanes``:
     LANES, given at run time (see ``_S``); ``packed``, ``seg_table``, ``dest``: :func:`key_major`'s;
-    ``lw``, ``ww``, ``pw``, ``kw``, ``uw``, ``tv``, ``held``: per-thread scratch (threads, ...) of
-    :func:`_pose_group`'s shapes (``held`` starts at -1).
+    ``ww``, ``pw``, ``kw``, ``uw``, ``tv``: per-thread scratch (threads, ...) of :func:`_pose_group`'s
+    shapes; ``lw`` (full groups, N * 10 * LANES) float32 and ``held`` (full groups, 1) int64 (starts
+    at -1): the crowd's lane store of local rows, one slice per group; ``done`` (full groups,) uint8:
+    set to 1 for a group posed wide (its ``pose`` rows are then stale until :func:`lanes_to_pose`),
+    0 for one posed instance by instance (``pose`` written).
     Returns how many instances reported an event."""
     clip_duration, marker_time, ist = job.clip_duration, job.marker_time, job.ist
     tracks, clip_table, segments, timeline_keys = job.tracks, job.clip_table, job.segments, job.timeline_keys
@@ -369,9 +435,12 @@ def update_wide(job, dt, lanes, wide_clip, packed, seg_table, dest, lw, ww, pw, 
             else:
                 s = -1
         if s >= 0:
-            _pose_group(b0, slot_clip[s], s, nl, arrays, packs, lw[tid], ww[tid], pw[tid], kw[tid], uw[tid], tv[tid],
-                        held[tid])
+            _pose_group(b0, slot_clip[s], s, nl, arrays, packs, lw[g], ww[tid], pw[tid], kw[tid], uw[tid], tv[tid],
+                        held[g])
+            done[g] = 1
             continue
+        if b1 - b0 == LANES:
+            done[g] = 0
         for b in range(b0, b1):
             _evaluate_instance(
                 b, acc[tid], accm[tid], tmp[tid], locs[tid],
@@ -386,3 +455,19 @@ def update_wide(job, dt, lanes, wide_clip, packed, seg_table, dest, lw, ww, pw, 
             world_subset_one(parents, world_nodes, pose[b], w)
             palettes_one(w, palette_joints, inverse_bind, palettes[b])
     return events
+
+
+def lanes_to_pose(lw: np.ndarray, done: np.ndarray, pose: np.ndarray) -> None:
+    """Write the local rows of the groups that :func:`update_wide` posed wide (``done``) from the
+    lane store ``lw`` (groups, N * 10 * LANES) into ``pose`` (B, N, 10) float32: the transpose the
+    crowd makes when ``local_pose`` is read, instead of on every update.
+
+    >>> lanes_to_pose(lw, done, crowd._local_pose)   # doctest: +SKIP
+    """
+    groups = np.flatnonzero(done)
+    if groups.size == 0:
+        return
+    rows = pose.shape[1] * pose.shape[2]
+    full = lw.shape[0]
+    view = pose.reshape(-1)[:full * LANES * rows].reshape(full, LANES, rows)
+    view[groups] = lw[groups].reshape(-1, rows, LANES).transpose(0, 2, 1)
