@@ -1,3 +1,5 @@
+# Over 600 lines: the fused per-instance update (clocks, sampling, blending, layers, additive, IK hook,
+# world rows, palettes) and its single-action fast path share inlined helpers that numba compiles as one unit.
 """Mixer kernels: advance action clocks and fades, then sample and blend every action into poses.
 
 State layout (B instances, S action slots; see :class:`skeletal.playback.mixer.Mixer`):

@@ -38,8 +38,9 @@ __all__ = ["SkeletalWidget"]
 
 
 def _follow(mixer, widget: SkeletalWidget) -> None:
-    """Make ``mixer.update`` push the new pose to ``widget`` (and any other widget following it).
-    The mixer's own ``update`` is wrapped once, on that instance; widgets are held weakly."""
+    """Make ``mixer.update`` (a Mixer's or a Player's) push the new pose to ``widget`` (and any other
+    widget following it). The object's own ``update`` is wrapped once, on that instance; widgets are
+    held weakly."""
     followers = mixer.__dict__.get("_skeletal_web_followers")
     if followers is None:
         followers = weakref.WeakSet()
@@ -92,7 +93,9 @@ class SkeletalWidget(anywidget.AnyWidget):
             self._render_still(width, height)
         if self._mixer is not None:
             self.push()
-            _follow(self._mixer, self)
+            # follow the object whose update() the user calls: a Player's own update runs the compiled
+            # step directly (it does not go through its Mixer's update)
+            _follow(obj if isinstance(obj, Player) else self._mixer, self)
 
     # -- streaming --------------------------------------------------------------------------------
 
