@@ -50,6 +50,23 @@ REFERENCES = {
 TARGETS = {"crowd_chars_per_s": 250_000.0, "single_update_us": 20.0, "skin_mverts_per_s": 188.0,
            "skin_fraction_of_bandwidth": 0.8}
 
+def model_glb(path, folder) -> tuple:
+    """``(folder/"model.glb", label)``: a copy of ``path`` when it is a ``.glb``, else the built-in
+    character written there; ``label`` names it in bench rows (the file's stem, or ``"demo"``)."""
+    import shutil
+    from pathlib import Path
+
+    glb = Path(folder) / "model.glb"
+    if path is not None and Path(path).suffix.lower() == ".glb":
+        shutil.copyfile(path, glb)
+    else:
+        from ..demo import build_demo_document
+        from ..io.gltf_write import write_gltf
+
+        write_gltf(build_demo_document(), str(glb))
+    return glb, (Path(path).stem if path is not None else "demo")
+
+
 #: Feature benchmarks: modules whose ``bench_rows(asset, clip, path, quick)`` returns a JSON-ready dict with
 #: ``"rows"``: a list of ``{"name", "stat" (a stat() dict), "baseline" (text), "ratio" (text), "reference"}``
 #: measured against same-run baselines, plus any figures of its own. One entry per feature, each under its

@@ -21,7 +21,7 @@ from pathlib import Path
 def bench_rows(asset=None, clip=None, path: Path | None = None, quick: bool = False) -> dict:
     import skeletal
 
-    from . import duration, time_samples
+    from . import duration, model_glb, time_samples
 
     if shutil.which("assimp") is None:
         return {"rows": [], "note": "FBX/Collada rows omitted: the assimp command (assimp-utils) is not installed"}
@@ -34,15 +34,7 @@ def bench_rows(asset=None, clip=None, path: Path | None = None, quick: bool = Fa
     repeats = 3 if quick else 10
     folder = Path(tempfile.mkdtemp(prefix="skeletal-bench-assimp-"))
     try:
-        glb = folder / "model.glb"
-        if path is not None and Path(path).suffix.lower() == ".glb":
-            shutil.copyfile(path, glb)
-        else:
-            from ..io.gltf_write import write_gltf
-            from ..demo import build_demo_document
-
-            write_gltf(build_demo_document(), str(glb))
-        label = Path(path).stem if path is not None else "demo"
+        glb, label = model_glb(path, folder)
         base = time_samples(lambda: skeletal.load(glb), repeats, warmup=1)
         glb_ms = duration(base, 1e3, "ms", file=glb.name)
         rows, figures = [], {"glb_load_ms": glb_ms}

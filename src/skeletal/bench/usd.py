@@ -43,19 +43,12 @@ def bench_usd_load(path: str | os.PathLike | None = None, repeats: int = 10, qui
     except ImportError:
         return {"rows": [], "note": 'USD rows omitted: usd-core is not installed (pip install "skeletal[usd]")'}
     from ..io.usd_write import write_usd
+    from . import model_glb
 
     repeats = 3 if quick else max(1, int(repeats))
     folder = Path(tempfile.mkdtemp(prefix="skeletal-bench-usd-"))
     try:
-        glb = folder / "model.glb"
-        if path is not None and Path(path).suffix.lower() == ".glb":
-            shutil.copyfile(path, glb)
-        else:
-            from ..demo import build_demo_document
-            from ..io.gltf_write import write_gltf
-
-            write_gltf(build_demo_document(), str(glb))
-        label = Path(path).stem if path is not None else "demo"
+        glb, label = model_glb(path, folder)
         asset = skeletal.load(glb)
         files = {"glb": glb}
         for suffix in ("usdc", "usda"):
