@@ -50,6 +50,31 @@ REFERENCES = {
 TARGETS = {"crowd_chars_per_s": 250_000.0, "single_update_us": 20.0, "skin_mverts_per_s": 188.0,
            "skin_fraction_of_bandwidth": 0.8}
 
+def interleaved(fns, rounds: int, inner: int, clock=time.thread_time, warmup: int = 1) -> list[list[float]]:
+    """Per-call seconds of each of ``fns`` (a sequence of callables) over ``rounds`` rounds of ``inner``
+    calls on ``clock``, the functions alternating inside every round so that all see the same state of
+    the machine; each is first called ``warmup`` times.
+
+    >>> fast, slow = interleaved([lambda: None, lambda: sum(range(100))], rounds=3, inner=10)
+    """
+    for fn in fns:
+        for _ in range(warmup):
+            fn()
+    out: list[list[float]] = [[] for _ in fns]
+    for _ in range(rounds):
+        for fn, samples in zip(fns, out):
+            t0 = clock()
+            for _ in range(inner):
+                fn()
+            samples.append((clock() - t0) / inner)
+    return out
+
+
+def load_average() -> float:
+    """The 1-minute load average (NaN where the OS does not say), printed with every timed row."""
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+
+
 def model_glb(path, folder) -> tuple:
     """``(folder/"model.glb", label)``: a copy of ``path`` when it is a ``.glb``, else the built-in
     character written there; ``label`` names it in bench rows (the file's stem, or ``"demo"``)."""
@@ -545,11 +570,9 @@ def bench_load(asset_path: Path | None, repeats: int) -> dict:
 
         asset_path = Path(tempfile.mkdtemp(prefix="skeletal-bench-")) / "demo.glb"
         write_gltf(build_demo_document(), str(asset_path))
-    from .speed import _interleaved
-
     # One thread's CPU clock, the two alternating in every round (issue 17): a busy machine's time
     # slicing inflates neither, and both see the same state of the machine.
-    secs, base = _interleaved([lambda: skeletal.load(asset_path), lambda: numpy_glb_decode(asset_path)], repeats, 1)
+    secs, base = interleaved([lambda: skeletal.load(asset_path), lambda: numpy_glb_decode(asset_path)], repeats, 1)
     return {"load_ms": duration(secs, 1e3, "ms", file=asset_path.name, clock="thread CPU"),
             "load_ms_numpy": duration(base, 1e3, "ms", clock="thread CPU")}
 

@@ -120,7 +120,7 @@ def busy_threads(asset, clip: str, rounds: int, crowd_count: int = 1000, vertice
 
 
 def bench_rows(asset=None, clip=None, path=None, quick: bool = False) -> dict:
-    from . import stat
+    from . import load_average, stat
 
     if asset is None:
         from ..demo import demo_asset
@@ -128,7 +128,7 @@ def bench_rows(asset=None, clip=None, path=None, quick: bool = False) -> dict:
         asset = demo_asset()
         clip = clip or asset.clips[0].name
     rows, figures = [], {}
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    load = load_average()
     # The cold row compiles the playback kernels from nothing in a subprocess (tens of seconds): in the
     # full run always, in a quick run only when SKELETAL_BENCH_COLD=1.
     if os.environ.get("SKELETAL_BENCH_COLD", "0" if quick else "1") != "0":

@@ -21,25 +21,10 @@ import numpy as np
 GOAL = 0.70
 
 
-def _paired(fns: dict, repeats: int, inner: int, clock=time.perf_counter) -> dict[str, list[float]]:
-    """Seconds per call of each function, sampled round-robin on ``clock``."""
-    for fn in fns.values():
-        fn()
-        fn()
-    out: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            start = clock()
-            for _ in range(inner):
-                fn()
-            out[name].append((clock() - start) / inner)
-    return out
-
-
 def bench_rows(asset=None, clip=None, path=None, quick: bool = False, vertices: int = 100_000) -> dict:
     import numba
 
-    from . import rate, stat, synthetic_mesh
+    from . import interleaved, rate, stat, synthetic_mesh
     from ..skin import pack_palette, skin_into
     from ..skin_dq import dual_quaternions, pack_dq_palette, skin_dq_into
 
@@ -75,8 +60,9 @@ def bench_rows(asset=None, clip=None, path=None, quick: bool = False, vertices: 
         try:
             for kind, palette in (("rigid", rigid), ("scaled", scaled)):
                 # One thread runs in this thread: its CPU time is immune to time slicing by other processes.
-                secs = _paired({"lbs": lbs(palette), "dqs": dqs(palette)}, repeats, inner,
-                               time.perf_counter if n_threads > 1 else time.thread_time)
+                lbs_secs, dqs_secs = interleaved([lbs(palette), dqs(palette)], repeats, inner,
+                                                 time.perf_counter if n_threads > 1 else time.thread_time, warmup=2)
+                secs = {"lbs": lbs_secs, "dqs": dqs_secs}
                 mverts = rate(secs["dqs"], vertices, 1e6, "M vertices/s")
                 base = rate(secs["lbs"], vertices, 1e6, "M vertices/s")
                 ratios = [b / d for b, d in zip(secs["lbs"], secs["dqs"])]

@@ -21,9 +21,7 @@ thread: 285-290 Mverts/s (issue 17, its harness); the goal is at least that with
 
 from __future__ import annotations
 
-import os
 import statistics
-import time
 
 import numpy as np
 
@@ -54,25 +52,6 @@ def character_mesh(asset, clip):
             f"{len(src.positions)} verts")
 
 
-def _paired(fns: dict, repeats: int, inner: int) -> dict[str, list[float]]:
-    """Thread-CPU seconds per call of each function, sampled round-robin."""
-    for fn in fns.values():
-        fn()
-        fn()
-    out: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            start = time.thread_time()
-            for _ in range(inner):
-                fn()
-            out[name].append((time.thread_time() - start) / inner)
-    return out
-
-
-def _load() -> float:
-    return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-
-
 def bench_rows(asset=None, clip=None, path=None, quick: bool = False) -> dict:
     """The rows (see the module docstring).
 
@@ -80,7 +59,7 @@ def bench_rows(asset=None, clip=None, path=None, quick: bool = False) -> dict:
     """
     import numba
 
-    from . import numpy_skin, rate, synthetic_mesh
+    from . import interleaved, load_average, numpy_skin, rate, synthetic_mesh
     from ..skin import pack_palette, skin_into
 
     mesh = character_mesh(asset, clip) if asset is not None else None
@@ -116,12 +95,13 @@ def bench_rows(asset=None, clip=None, path=None, quick: bool = False) -> dict:
     threads = numba.get_num_threads()
     numba.set_num_threads(1)
     try:
-        numpy_secs = _paired({"numpy": lambda: numpy_skin(palette, joints, weights, positions, normals)},
-                             3 if quick else 7, 1)["numpy"]
-        load_before = _load()
-        secs = _paired({f"{kind}_{mode}": fn(mode) for mode in ("cofactor", "linear")
-                        for kind, fn in (("dense", dense), ("strided", strided))}, repeats, inner)
-        load_after = _load()
+        numpy_secs = interleaved([lambda: numpy_skin(palette, joints, weights, positions, normals)],
+                                 3 if quick else 7, 1, warmup=2)[0]
+        load_before = load_average()
+        runs = {f"{kind}_{mode}": fn(mode) for mode in ("cofactor", "linear")
+                for kind, fn in (("dense", dense), ("strided", strided))}
+        secs = dict(zip(runs, interleaved(list(runs.values()), repeats, inner, warmup=2)))
+        load_after = load_average()
     finally:
         numba.set_num_threads(threads)
     numpy_rate = rate(numpy_secs, v, 1e6, "M vertices/s")

@@ -19,35 +19,17 @@ below 1.
 
 from __future__ import annotations
 
-import os
 import time
 
 import numba
 import numpy as np
 
+from . import interleaved, load_average
+
 # ozz-animation 0.16 on the reference 2-vCPU machine, 1 thread (tools/ozz-bench/README.md)
 OZZ_CROWD = (0.79e6, 0.98e6)  # characters/s, 1000 x Soldier Walk, same keys
 OZZ_SINGLE_US = 0.74
 OZZ_SKIN = (285.0, 290.0)  # M vertices/s, Soldier mesh, 4 influences, positions + normals
-
-
-def _load() -> float:
-    return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-
-
-def _interleaved(fns, rounds: int, inner: int, clock=time.thread_time) -> list[list[float]]:
-    """Per-call seconds of each of ``fns`` over ``rounds`` rounds of ``inner`` calls, the functions
-    alternating inside every round."""
-    for fn in fns:
-        fn()
-    out: list[list[float]] = [[] for _ in fns]
-    for _ in range(rounds):
-        for fn, samples in zip(fns, out):
-            t0 = clock()
-            for _ in range(inner):
-                fn()
-            samples.append((clock() - t0) / inner)
-    return out
 
 
 def _one_thread(run):
@@ -102,8 +84,8 @@ def bench_rows(asset=None, clip=None, path=None, quick: bool = False) -> dict:
         crowd = Crowd(asset, count, wide=wide)
         crowd.play(clip, offsets=offsets)
         crowds.append(crowd)
-    load = _load()
-    wide_s, narrow_s = _one_thread(lambda: _interleaved([lambda: crowds[0].update(1 / 60),
+    load = load_average()
+    wide_s, narrow_s = _one_thread(lambda: interleaved([lambda: crowds[0].update(1 / 60),
                                                          lambda: crowds[1].update(1 / 60)], rounds, 3))
     rate = [count / s for s in wide_s]
     base = float(np.median([count / s for s in narrow_s]))
@@ -121,8 +103,8 @@ def bench_rows(asset=None, clip=None, path=None, quick: bool = False) -> dict:
     player.update(1 / 60)
     state = mixer._job_state
     job, ik, call = state[0], state[1], state[2]
-    load = _load()
-    full_s, kernel_s = _one_thread(lambda: _interleaved([lambda: (player.update(1 / 60), player.palettes),
+    load = load_average()
+    full_s, kernel_s = _one_thread(lambda: interleaved([lambda: (player.update(1 / 60), player.palettes),
                                                          lambda: call(job, ik, 1 / 60, K.ALL)], rounds, 300))
     us = [s * 1e6 for s in full_s]
     floor = float(np.median(kernel_s)) * 1e6
@@ -146,8 +128,8 @@ def bench_rows(asset=None, clip=None, path=None, quick: bool = False) -> dict:
                 skin_into(packed, joints, weights, positions, normals, None, out_p, out_n, normal_transform=mode)
             return run
 
-        load = _load()
-        cof, lin = _one_thread(lambda: _interleaved([skin("cofactor"), skin("linear")], rounds,
+        load = load_average()
+        cof, lin = _one_thread(lambda: interleaved([skin("cofactor"), skin("linear")], rounds,
                                                     max(1, 200_000 // len(positions))))
         mv = [len(positions) / s / 1e6 for s in cof]
         lin_mv = float(np.median([len(positions) / s / 1e6 for s in lin]))
@@ -163,12 +145,12 @@ def bench_rows(asset=None, clip=None, path=None, quick: bool = False) -> dict:
     crowd = Crowd(asset, big)
     crowd.play(clip, offsets=np.random.default_rng(2).uniform(0, asset.clip(clip).duration, big))
     threads = numba.get_num_threads()
-    load = _load()
+    load = load_average()
     many, one = [], []
     crowd.update(1 / 60)
     for _ in range(max(3, rounds // 3)):
-        many += _interleaved([lambda: crowd.update(1 / 60)], 1, 3, clock=time.perf_counter)[0]
-        one += _one_thread(lambda: _interleaved([lambda: crowd.update(1 / 60)], 1, 3, clock=time.perf_counter)[0])
+        many += interleaved([lambda: crowd.update(1 / 60)], 1, 3, clock=time.perf_counter)[0]
+        one += _one_thread(lambda: interleaved([lambda: crowd.update(1 / 60)], 1, 3, clock=time.perf_counter)[0])
     ms = [s * 1e3 for s in many]
     one_ms = float(np.median(one)) * 1e3
     rows.append({
