@@ -59,6 +59,13 @@ class MeshInstance:
         return self.skin is not None
 
 
+def require_nodes(model, purpose: str) -> None:
+    """Raise :class:`ModelError` when ``model`` (an :class:`Asset`, or anything with a ``rig`` and
+    maybe a ``path``) has no nodes, naming ``purpose``: ``empty.glb: has no nodes: nothing to animate``."""
+    if len(model.rig) == 0:
+        raise ModelError(getattr(model, "path", None), None, f"has no nodes: nothing to {purpose}")
+
+
 class Asset:
     """A model ready to animate: a :class:`Rig`, its :class:`Clip` list, skins and mesh instances.
 
@@ -119,8 +126,7 @@ class Asset:
         >>> asset.require_nodes("animate")   # doctest: +SKIP
         skeletal.errors.ModelError: empty.glb: has no nodes: nothing to animate
         """
-        if len(self.rig) == 0:
-            raise ModelError(self.path, None, f"has no nodes: nothing to {purpose}")
+        require_nodes(self, purpose)
 
     def __repr__(self) -> str:
         return f"Asset({self.name!r}, nodes={len(self.rig)}, skins={len(self.skins)}, clips={len(self.clips)})"

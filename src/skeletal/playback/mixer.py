@@ -29,9 +29,9 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
-from ..asset import Asset
+from ..asset import Asset, require_nodes
 from ..clip import Clip
-from ..errors import ClipError, ModelError, SkeletalError
+from ..errors import ClipError, SkeletalError
 from ..pose import skin_palette, world_matrices
 from .._compile import serial_variant
 from . import kernels as K
@@ -98,8 +98,7 @@ class Mixer:
         self._job_state = None  # [job, IK job, compiled update, clip set version]: see _job
         if count < 1:
             raise SkeletalError(f"count must be at least 1, got {count}")
-        if len(asset.rig) == 0:  # as Asset.require_nodes; any object with a rig may drive a mixer
-            raise ModelError(getattr(asset, "path", None), None, "has no nodes: nothing to animate")
+        require_nodes(asset, "animate")  # any object with a rig may drive a mixer, not only an Asset
         self.asset = asset
         self.rig = asset.rig
         self.count = int(count)
