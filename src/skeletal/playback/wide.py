@@ -34,7 +34,7 @@ from numba import njit, prange, types
 from numba.core.extending import intrinsic
 
 from ..ik import (EPS, IN_ROTATION, IN_TARGET, IN_WEIGHT, KIND_TWO_BONE, SF_MID_AXIS, SF_SOFT, SI_J0, SI_J1, SI_KIND,
-                  SI_U0, SI_U1, SI_DEFERS, IN_POLE, _add, _cross, _dot, _finite3, _len, _qmul, _qnorm, _qrot, _quat_at,
+                  SI_U0, SI_U1, SI_DEFERS, IN_POLE, _add, _cross, _dot, _finite3, _len, _qnorm, _quat_at,
                   _scale, _slerp, _sub, _vec_at, soft_distance, solve_stage_at, solve_stages_at)
 from ..pose import palettes_one, world_subset_one
 from ..quat import slerp_into
@@ -265,7 +265,11 @@ T_MODE = 8  # 0: idle, 1: lane-wide two-bone, 2: per instance (other kinds, end 
 T_QA = 9  # new local rotation of the root joint (4), before the weight
 T_QB = 13  # new local rotation of the mid joint (4), before the weight
 T_BAD = 17  # 1: a case the lane-wide two-bone leaves to the per-instance solver (degenerate chain, ...)
-T_ROWS = 18
+T_KA = 18  # 1 / |T_QA|
+T_KB = 19  # 1 / |T_QB|
+T_OKA = 20  # 1: write T_QA * T_KA (a full-weight lane, finite result)
+T_OKB = 21  # 1: write T_QB * T_KB
+T_ROWS = 22
 
 
 @njit(cache=True, forceinline=True)
@@ -274,7 +278,39 @@ def _row(k):
     return np.uint64(k) * _S
 
 
-@njit(cache=True, forceinline=True)
+# The lane loop's arithmetic: tuples of float64, no calls that stay calls (every helper inlined), no
+# division checks (error_model="numpy": x / 0 is inf or NaN, discarded by a select), no branches with
+# loads or stores inside (both sides computed, one selected), so that LLVM vectorises the loop.
+_LANE = dict(cache=True, forceinline=True, error_model="numpy")
+
+
+@njit(**_LANE)
+def _finite(x):
+    """x is finite (neither inf nor NaN): x - x is 0 exactly then, NaN otherwise."""
+    return x - x == 0.0
+
+
+@njit(**_LANE)
+def _lq_mul(a, b):
+    """Hamilton product a b (xyzw tuples; b first, then a), :func:`skeletal.quat.qmul`'s arithmetic."""
+    return (a[3] * b[0] + a[0] * b[3] + a[1] * b[2] - a[2] * b[1],
+            a[3] * b[1] - a[0] * b[2] + a[1] * b[3] + a[2] * b[0],
+            a[3] * b[2] + a[0] * b[1] - a[1] * b[0] + a[2] * b[3],
+            a[3] * b[3] - a[0] * b[0] - a[1] * b[1] - a[2] * b[2])
+
+
+@njit(**_LANE)
+def _lq_rot(q, v):
+    """v rotated by the unit quaternion q, :func:`skeletal.quat.qrotate`'s arithmetic."""
+    tx = 2.0 * (q[1] * v[2] - q[2] * v[1])
+    ty = 2.0 * (q[2] * v[0] - q[0] * v[2])
+    tz = 2.0 * (q[0] * v[1] - q[1] * v[0])
+    return (v[0] + q[3] * tx + q[1] * tz - q[2] * ty,
+            v[1] + q[3] * ty + q[2] * tx - q[0] * tz,
+            v[2] + q[3] * tz + q[0] * ty - q[1] * tx)
+
+
+@njit(**_LANE)
 def _column64(ww, base, k, lane):
     """Column k of the rotation-scale block of the world rows at ``base`` (node * 12 * LANES), one lane, float64."""
     S = _S
@@ -282,26 +318,29 @@ def _column64(ww, base, k, lane):
             np.float64(ww[base + np.uint64(8 + k) * S + lane]))
 
 
-@njit(cache=True, forceinline=True)
+@njit(**_LANE)
 def _position64(ww, base, lane):
     S = _S
     return (np.float64(ww[base + _U[3] * S + lane]), np.float64(ww[base + _U[7] * S + lane]),
             np.float64(ww[base + _U[11] * S + lane]))
 
 
-@njit(cache=True, forceinline=True)
+@njit(**_LANE)
+def _inv_len_or_0(v):
+    n = _len(v)
+    k = 1.0 / n
+    return k if n > 1e-300 else 0.0
+
+
+@njit(**_LANE)
 def _into_frame_lane(ww, j, v, lane):
     """``R_j^T v`` for one lane (columns of node j's world rows normalised; v itself for j < 0): a
-    model-space turn of the subtree below j as a turn in j's frame (:func:`skeletal.ik._into_frame`)."""
-    if j < 0:
-        return v
-    base = np.uint64(j * 12) * _S
+    model-space turn of the subtree below j as a turn in j's frame (:func:`skeletal.ik._into_frame`).
+    Node 0's rows are read for j < 0 and the result discarded (loads under no condition)."""
+    base = np.uint64(max(j, 0) * 12) * _S
     c0, c1, c2 = _column64(ww, base, 0, lane), _column64(ww, base, 1, lane), _column64(ww, base, 2, lane)
-    n0, n1, n2 = _len(c0), _len(c1), _len(c2)
-    k0 = 1.0 / n0 if n0 > 1e-300 else 0.0
-    k1 = 1.0 / n1 if n1 > 1e-300 else 0.0
-    k2 = 1.0 / n2 if n2 > 1e-300 else 0.0
-    return (_dot(c0, v) * k0, _dot(c1, v) * k1, _dot(c2, v) * k2)
+    r = (_dot(c0, v) * _inv_len_or_0(c0), _dot(c1, v) * _inv_len_or_0(c1), _dot(c2, v) * _inv_len_or_0(c2))
+    return v if j < 0 else r
 
 
 @njit(cache=True, error_model="numpy")
@@ -309,16 +348,18 @@ def _two_bone_lanes(a, b, c, pa, pb, soft, mid_axis, nl, lw, ww, iw):
     """Two-bone IK (:func:`skeletal.ik.two_bone_one`'s arithmetic, float64) of chain ``a``, ``b``, ``c``
     (parents of a and b: ``pa``, ``pb``) for every lane whose ``iw[T_MODE]`` is 1, one loop over the
     lanes without branches (selects), so that it vectorises. Full-weight lanes get their new local
-    rotations of a and b in ``lw``; every such lane's rotations (unnormalised, before the weight) go
-    to ``iw[T_QA]``, ``iw[T_QB]``, and ``iw[T_BAD]`` = 1 marks the lanes whose case it leaves to the
+    rotations of a and b in ``lw``; every lane's rotations (unnormalised, before the weight) go to
+    ``iw[T_QA]``, ``iw[T_QB]``, and ``iw[T_BAD]`` = 1 marks the lanes whose case it leaves to the
     per-instance solver (zero-length bones, a target at the root, a straight chain without a mid axis,
     half turns), whose rows it leaves as they were. ``soft`` > 0: the reach is read from ``iw[T_REACH]``;
-    ``mid_axis``: the hinge axis in b's frame, or NaN."""
+    ``mid_axis``: the hinge axis in b's frame (3,), or NaN."""
     S = _S
     u3, u4, u5, u6 = _U[3], _U[4], _U[5], _U[6]
     wa, wb, wc = np.uint64(a * 12) * S, np.uint64(b * 12) * S, np.uint64(c * 12) * S
     ra, rb = np.uint64(a * 10) * S, np.uint64(b * 10) * S
-    has_mid = _finite3(mid_axis)
+    has_mid = _finite(mid_axis[0]) & _finite(mid_axis[1]) & _finite(mid_axis[2])
+    mid = mid_axis if has_mid else (0.0, 0.0, 0.0)
+    is_soft = soft > 0.0
     for lane in range(nl):
         P0, P1 = _position64(ww, wa, lane), _position64(ww, wb, lane)
         u = _sub(P1, P0)
@@ -329,21 +370,18 @@ def _two_bone_lanes(a, b, c, pa, pb, soft, mid_axis, nl, lw, ww, iw):
         dist = _len(d)
         bad = (l1 < EPS) | (l2 < EPS) | (not dist > EPS)
         direction = _scale(d, 1.0 / dist)
-        reach = iw[_row(T_REACH) + lane] if soft > 0.0 else min(dist, l1 + l2)
+        soft_reach = iw[_row(T_REACH) + lane]
+        reach = soft_reach if is_soft else min(dist, l1 + l2)
         reach = max(reach, abs(l1 - l2))
-        if has_mid:  # the hinge axis given in b's frame, in model space
-            bw = np.uint64(b * 12) * S
-            c0, c1, c2 = _column64(ww, bw, 0, lane), _column64(ww, bw, 1, lane), _column64(ww, bw, 2, lane)
-            n0, n1, n2 = _len(c0), _len(c1), _len(c2)
-            k0 = 1.0 / n0 if n0 > 1e-300 else 0.0
-            k1 = 1.0 / n1 if n1 > 1e-300 else 0.0
-            k2 = 1.0 / n2 if n2 > 1e-300 else 0.0
-            h = _add(_add(_scale(c0, mid_axis[0] * k0), _scale(c1, mid_axis[1] * k1)), _scale(c2, mid_axis[2] * k2))
-        else:  # the normal of the bend plane: a straight chain is left to the per-instance solver
-            h = _cross(u, v)
-            bad = bad | (_len(h) < 1e-7 * l1 * l2)
+        # bend axis: the hinge axis given in b's frame, in model space, or the normal of the bend plane
+        # (a straight chain without a hinge axis is left to the per-instance solver)
+        c0, c1, c2 = _column64(ww, wb, 0, lane), _column64(ww, wb, 1, lane), _column64(ww, wb, 2, lane)
+        h_mid = _add(_add(_scale(c0, mid[0] * _inv_len_or_0(c0)), _scale(c1, mid[1] * _inv_len_or_0(c1))),
+                     _scale(c2, mid[2] * _inv_len_or_0(c2)))
+        h_plane = _cross(u, v)
+        bad = bad | ((not has_mid) & (_len(h_plane) < 1e-7 * l1 * l2))
+        h = h_mid if has_mid else h_plane
         lh = _len(h)
-        h_ok = lh > EPS
         h = _scale(h, 1.0 / lh)
         # |u + R(h, phi) v| = reach:  A cos(phi) + B sin(phi) = K - C  (Rodrigues)
         uh, vh = _dot(u, h), _dot(v, h)
@@ -352,7 +390,7 @@ def _two_bone_lanes(a, b, c, pa, pb, soft, mid_axis, nl, lw, ww, iw):
         cc = uh * vh
         k = 0.5 * (reach * reach - l1 * l1 - l2 * l2)
         r = np.sqrt(ca * ca + cb * cb)
-        bend = h_ok & (r > EPS * l1 * l2)
+        bend = (lh > EPS) & (r > EPS * l1 * l2)
         inv_r = 1.0 / r
         x = min(max((k - cc) * inv_r, -1.0), 1.0)
         y = np.sqrt(1.0 - x * x)
@@ -361,30 +399,39 @@ def _two_bone_lanes(a, b, c, pa, pb, soft, mid_axis, nl, lw, ww, iw):
         sin_a = (cb * x + ca * y) * inv_r
         hw = np.sqrt(0.5 * (1.0 + cos_a))
         s_near = np.sqrt(max(0.5 * (1.0 - cos_a), 0.0))
-        hs = 0.5 * sin_a / hw if hw > 1e-4 else (-s_near if sin_a < 0.0 else s_near)
-        rh = (h[0] * hs, h[1] * hs, h[2] * hs, hw) if bend else (0.0, 0.0, 0.0, 1.0)
+        s_neg = -s_near
+        s_near = s_neg if sin_a < 0.0 else s_near
+        s_far = 0.5 * sin_a / hw  # every value computed, then selected: no arithmetic under a branch
+        hs = s_far if hw > 1e-4 else s_near
+        hs = hs if bend else 0.0
+        rw = hw if bend else 1.0
+        rh = (h[0] * hs, h[1] * hs, h[2] * hs, rw)
         # the root's turn: the end onto the root-target line (skeletal.ik._arc_to_unit)
-        e2 = _add(u, _qrot(rh, v))
+        e2 = _add(u, _lq_rot(rh, v))
         lu = _len(e2)
         wq = lu + _dot(e2, direction)
         bad = bad | ((lu >= EPS) & (wq < 1e-12 * lu))
         xq = _cross(e2, direction)
         kq = 1.0 / np.sqrt(2.0 * lu * wq)
-        q = (xq[0] * kq, xq[1] * kq, xq[2] * kq, wq * kq) if lu >= EPS else (0.0, 0.0, 0.0, 1.0)
+        kq = kq if lu >= EPS else 0.0
+        wk = wq * kq
+        qw = wk if lu >= EPS else 1.0
+        q = (xq[0] * kq, xq[1] * kq, xq[2] * kq, qw)
         # then about that line, the mid joint onto the pole's side
         pole = (iw[_row(T_POLE) + lane], iw[_row(T_POLE + 1) + lane], iw[_row(T_POLE + 2) + lane])
-        m = _qrot(q, u)
+        m = _lq_rot(q, u)
         m = _sub(m, _scale(direction, _dot(direction, m)))
         p = _sub(pole, P0)
         p = _sub(p, _scale(direction, _dot(direction, p)))
-        turn = _finite3(pole) & (_dot(m, m) > 1e-14 * l1 * l1) & (_dot(p, p) > EPS * EPS)
+        turn = _finite(pole[0]) & _finite(pole[1]) & _finite(pole[2]) & (_dot(m, m) > 1e-14 * l1 * l1) & (
+            _dot(p, p) > EPS * EPS)
         cos_r = _dot(m, p)
         sin_r = _dot(direction, _cross(m, p))
         rr = np.sqrt(cos_r * cos_r + sin_r * sin_r)
         wr = rr + cos_r
         bad = bad | (turn & (not wr > 1e-12 * rr))
         kk = 1.0 / np.sqrt(2.0 * rr * wr)
-        qt = _qmul((direction[0] * sin_r * kk, direction[1] * sin_r * kk, direction[2] * sin_r * kk, wr * kk), q)
+        qt = _lq_mul((direction[0] * sin_r * kk, direction[1] * sin_r * kk, direction[2] * sin_r * kk, wr * kk), q)
         q = qt if turn else q
         # model-space turns as local rotations (skeletal.ik._local_turn)
         qla = (np.float64(lw[ra + u3 * S + lane]), np.float64(lw[ra + u4 * S + lane]),
@@ -392,27 +439,33 @@ def _two_bone_lanes(a, b, c, pa, pb, soft, mid_axis, nl, lw, ww, iw):
         qlb = (np.float64(lw[rb + u3 * S + lane]), np.float64(lw[rb + u4 * S + lane]),
                np.float64(lw[rb + u5 * S + lane]), np.float64(lw[rb + u6 * S + lane]))
         axa = _into_frame_lane(ww, pa, (q[0], q[1], q[2]), lane)
-        na = _qmul((axa[0], axa[1], axa[2], q[3]), qla)
+        na = _lq_mul((axa[0], axa[1], axa[2], q[3]), qla)
         axb = _into_frame_lane(ww, pb, (rh[0], rh[1], rh[2]), lane)
-        nb = _qmul((axb[0], axb[1], axb[2], rh[3]), qlb)
-        for i in range(4):
-            iw[_row(T_QA + i) + lane] = na[i]
-            iw[_row(T_QB + i) + lane] = nb[i]
+        nb = _lq_mul((axb[0], axb[1], axb[2], rh[3]), qlb)
+        iw[_row(T_QA) + lane], iw[_row(T_QA + 1) + lane], iw[_row(T_QA + 2) + lane], iw[_row(T_QA + 3) + lane] = na
+        iw[_row(T_QB) + lane], iw[_row(T_QB + 1) + lane], iw[_row(T_QB + 2) + lane], iw[_row(T_QB + 3) + lane] = nb
         iw[_row(T_BAD) + lane] = 1.0 if bad else 0.0
         # full weight: the normalised rotations (kept as they were where not finite, as _write_rotation)
         write = (iw[_row(T_MODE) + lane] == 1.0) & (not bad) & (iw[_row(T_WEIGHT) + lane] >= 1.0)
         ka = 1.0 / np.sqrt(na[0] * na[0] + na[1] * na[1] + na[2] * na[2] + na[3] * na[3])
         kb = 1.0 / np.sqrt(nb[0] * nb[0] + nb[1] * nb[1] + nb[2] * nb[2] + nb[3] * nb[3])
-        oka = write & np.isfinite(na[0] * ka + na[1] * ka + na[2] * ka + na[3] * ka)
-        okb = write & np.isfinite(nb[0] * kb + nb[1] * kb + nb[2] * kb + nb[3] * kb)
-        lw[ra + u3 * S + lane] = np.float32(na[0] * ka) if oka else lw[ra + u3 * S + lane]
-        lw[ra + u4 * S + lane] = np.float32(na[1] * ka) if oka else lw[ra + u4 * S + lane]
-        lw[ra + u5 * S + lane] = np.float32(na[2] * ka) if oka else lw[ra + u5 * S + lane]
-        lw[ra + u6 * S + lane] = np.float32(na[3] * ka) if oka else lw[ra + u6 * S + lane]
-        lw[rb + u3 * S + lane] = np.float32(nb[0] * kb) if okb else lw[rb + u3 * S + lane]
-        lw[rb + u4 * S + lane] = np.float32(nb[1] * kb) if okb else lw[rb + u4 * S + lane]
-        lw[rb + u5 * S + lane] = np.float32(nb[2] * kb) if okb else lw[rb + u5 * S + lane]
-        lw[rb + u6 * S + lane] = np.float32(nb[3] * kb) if okb else lw[rb + u6 * S + lane]
+        iw[_row(T_KA) + lane] = ka
+        iw[_row(T_KB) + lane] = kb
+        oka = write & _finite(na[0] * ka + na[1] * ka + na[2] * ka + na[3] * ka)
+        okb = write & _finite(nb[0] * kb + nb[1] * kb + nb[2] * kb + nb[3] * kb)
+        iw[_row(T_OKA) + lane] = 1.0 if oka else 0.0
+        iw[_row(T_OKB) + lane] = 1.0 if okb else 0.0
+    # the writes in loops of their own: in the loop above, stores to rows of ``lw`` at a run-time
+    # distance from the rows it reads would keep LLVM from vectorising it
+    for i in range(4):
+        at, bt = ra + np.uint64(3 + i) * S, rb + np.uint64(3 + i) * S
+        qa, qb = _row(T_QA + i), _row(T_QB + i)
+        for lane in range(nl):
+            old, new = lw[at + lane], np.float32(iw[qa + lane] * iw[_row(T_KA) + lane])
+            lw[at + lane] = new if iw[_row(T_OKA) + lane] != 0.0 else old
+        for lane in range(nl):
+            old, new = lw[bt + lane], np.float32(iw[qb + lane] * iw[_row(T_KB) + lane])
+            lw[bt + lane] = new if iw[_row(T_OKB) + lane] != 0.0 else old
 
 
 @njit(cache=True)
