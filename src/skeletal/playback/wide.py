@@ -21,6 +21,16 @@ last partial group) takes the per-instance path of :mod:`skeletal.playback.kerne
 state gives the same poses as before, within float32 rounding (the wide path computes in float32,
 the per-instance path blends in float64 before storing float32).
 
+IK stages (:meth:`skeletal.Mixer.add_ik`) run inside a wide group too, between its world rows and
+its palettes (:func:`_ik_group`): a two-bone stage solves all 16 lanes in one loop
+(:func:`_two_bone_lanes`: :func:`skeletal.ik.two_bone_one`'s arithmetic in float64, every branch a
+select, so it vectorises; a partial weight's slerp after it, lane by lane), then rebuilds the moved
+subtree's world rows in the lanes; a lane it does not cover (an end rotation, a degenerate leg) and
+every other stage kind (aim, CCD, FABRIK) is solved per instance by the scalar solver on that
+instance's rows, moved out of the lanes and back. Two-bone legs on 1000 characters cost about 0.13 us per character on top of the
+wide update's 0.9-1.0 (1.12-1.16x, was 3.5x per instance). The IK code is compiled only for a crowd
+with stages (``ik`` None prunes it).
+
 >>> crowd = skeletal.Crowd(asset, count=1000); crowd.play("Walk")   # doctest: +SKIP
 >>> crowd.update(1 / 60)          # groups of 16 instances go wide   # doctest: +SKIP
 """
@@ -33,9 +43,9 @@ from llvmlite import ir
 from numba import njit, prange, types
 from numba.core.extending import intrinsic
 
-from ..ik import (EPS, IN_ROTATION, IN_TARGET, IN_WEIGHT, KIND_TWO_BONE, SF_MID_AXIS, SF_SOFT, SI_J0, SI_J1, SI_KIND,
-                  SI_U0, SI_U1, SI_DEFERS, IN_POLE, _add, _cross, _dot, _finite3, _len, _qnorm, _quat_at,
-                  _scale, _slerp, _sub, _vec_at, soft_distance, solve_stage_at, solve_stages_at)
+from ..ik import (EPS, IN_POLE, IN_ROTATION, IN_TARGET, IN_WEIGHT, KIND_TWO_BONE, SF_MID_AXIS, SF_SOFT, SI_DEFERS,
+                  SI_J0, SI_J1, SI_KIND, SI_U0, SI_U1, _add, _cross, _dot, _finite3, _len, _qnorm, _scale, _slerp,
+                  _sub, _vec_at, soft_distance, solve_stage_at, solve_stages_at)
 from ..pose import palettes_one, world_subset_one
 from ..quat import slerp_into
 from ..sampling import locate_key
@@ -492,14 +502,16 @@ def _ik_group(b0, nl, ik, iks, parents, lw, ww, wp):
         for lane in range(LANES):
             bi = b0 + lane
             ul = np.uint64(lane)
+            # (indexed directly: a row view of the shared inputs costs an atomic reference count)
             weight = np.float64(inputs[bi, s, IN_WEIGHT])
-            target = _vec_at(inputs[bi], s, IN_TARGET)
+            target = (np.float64(inputs[bi, s, IN_TARGET]), np.float64(inputs[bi, s, IN_TARGET + 1]),
+                      np.float64(inputs[bi, s, IN_TARGET + 2]))
             mode = 0.0
             if weight > 0.0 and _finite3(target):
                 active = True
-                end_rotation = _quat_at(inputs[bi], s, IN_ROTATION)
-                finite_end = (np.isfinite(end_rotation[0]) and np.isfinite(end_rotation[1])
-                              and np.isfinite(end_rotation[2]) and np.isfinite(end_rotation[3]))
+                finite_end = True
+                for k in range(IN_ROTATION, IN_ROTATION + 4):
+                    finite_end = finite_end and np.isfinite(inputs[bi, s, k])
                 mode = 2.0 if kind != KIND_TWO_BONE or finite_end else 1.0
             iw[_row(T_MODE) + ul] = mode
             iw[_row(T_WEIGHT) + ul] = min(weight, 1.0)
