@@ -228,3 +228,29 @@ def test_lane_two_bone_equals_the_scalar_solver_on_the_same_rows(asset, soft, mi
         ik.two_bone_one(want, world[lane], parents, a, b, c, tuple(targets[lane]), tuple(poles[lane]), 1.0, soft,
                         axis, (np.nan,) * 4)
         np.testing.assert_allclose(got[lane], want, atol=2e-7)
+
+
+def test_all_idle_stages_leave_the_crowd_as_without_ik(asset):
+    """Every lane idle (weight 0, then no targets): the stages still build the rows the crowd leaves to
+    them (the toes below the feet), so the palettes equal a crowd's without IK, wide and per instance."""
+    count = 2 * LANES + 1
+    wide, narrow = _pair(asset, count)
+    plain, _ = _pair(asset, count)
+    handles = _legs((wide, narrow), count, seed=12)
+    for pair in handles:
+        for h in pair:
+            h.weight = 0.0
+    for _ in range(2):
+        for crowd in (wide, narrow, plain):
+            crowd.update(1 / 30)
+    np.testing.assert_allclose(wide.palettes, plain.palettes, atol=1e-6)
+    np.testing.assert_allclose(narrow.palettes, plain.palettes, atol=2e-5)
+    for pair in handles:
+        for h in pair:
+            h.weight = 1.0
+            h.target = None
+    for _ in range(2):
+        for crowd in (wide, narrow, plain):
+            crowd.update(1 / 30)
+    np.testing.assert_allclose(wide.palettes, plain.palettes, atol=1e-6)
+    np.testing.assert_array_equal(wide.local_pose, plain.local_pose)
