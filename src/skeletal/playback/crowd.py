@@ -44,8 +44,8 @@ class Crowd(Mixer):
     """``count`` instances of ``asset`` as array state (instance axis first).
 
     ``wide`` (default True): groups of 16 instances that play one full-weight action of the same clip
-    are posed together, one instance per SIMD lane (:mod:`skeletal.playback.wide`); False keeps the
-    per-instance kernel everywhere (same results within float32 rounding).
+    are posed together, one instance per SIMD lane (:mod:`skeletal.playback.wide`), IK stages
+    included; False keeps the per-instance kernel everywhere (same results within float32 rounding).
 
     After :meth:`update`: ``palettes`` (count, J, 3, 4) float32 — the top rows of
     ``world[joint] @ inverse_bind`` for the joints of every skin, concatenated (skin ``s`` owns

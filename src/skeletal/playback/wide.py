@@ -1,3 +1,5 @@
+# Over 600 lines: the wide group kernel (pose, world rows, IK stages, palettes in the lane layout) and the
+# lane helpers numba inlines into it (_world_row, the lane two-bone); one module keeps that layout in one place.
 """The crowd's wide path: groups of ``LANES`` instances posed together, one instance per SIMD lane.
 
 ozz-animation vectorises four joints at a time; a crowd has a wider axis to spare, the instances.
