@@ -27,7 +27,7 @@ from itertools import repeat
 import numpy as np
 
 from skeletal.io.buffers import BinaryData
-from skeletal.io.jsonobj import JsonObject
+from skeletal.io.jsonobj import JsonObject, codes
 
 BYTE, UNSIGNED_BYTE, SHORT, UNSIGNED_SHORT, UNSIGNED_INT, FLOAT = 5120, 5121, 5122, 5123, 5125, 5126
 
@@ -368,7 +368,16 @@ def _int_column(values: list | tuple, default: int = -1) -> np.ndarray | None:
     return column
 
 
-_ACCESSOR_KEYS = operator.itemgetter("componentType", "count", "bufferView")
+def _key_column(objects: list[dict], key: str, absent: int, keys: set) -> np.ndarray | None:
+    """Field ``key`` of every object as an int64 column (see :func:`_int_column`), ``absent`` where an
+    object lacks it. ``keys``: every key any of the objects has; a key none has costs no pass."""
+    if key not in keys:
+        return np.full(len(objects), absent, dtype=np.int64)
+    try:  # the usual case, every object has the key (glTF requires most of these)
+        values = list(map(operator.itemgetter(key), objects))
+    except KeyError:
+        values = list(map(dict.get, objects, repeat(key), repeat(absent)))
+    return _int_column(values)
 
 
 def _field(objects: list[dict], key: str, default: object = None) -> list:
@@ -376,48 +385,46 @@ def _field(objects: list[dict], key: str, default: object = None) -> list:
     return list(map(dict.get, objects, repeat(key), repeat(default)))
 
 
-def _flag(objects: list[dict], key: str) -> np.ndarray:
-    """Whether each object has ``key``, as a bool array."""
+def _flag(objects: list[dict], key: str, keys: set) -> np.ndarray:
+    """Whether each object has ``key``, as a bool array (``keys``: every key any of them has)."""
+    if key not in keys:
+        return np.zeros(len(objects), dtype=bool)
     return np.fromiter(map(operator.contains, objects, repeat(key)), dtype=bool, count=len(objects))
 
 
+#: componentType -> 1 for FLOAT (0 for any other value, a boolean or a string included)
+_IS_FLOAT = {FLOAT: 1}
+
+
 def _plain_float_table(accessors: list[dict], views: list[dict], buffers: list[dict]) -> PlainFloatTable | None:
+    # Every field is pulled out of all objects in one C-level pass; optional fields that no object
+    # has (byteStride, byteOffset, normalized, sparse, ... in most files) cost no pass at all.
+    view_keys: set = set().union(*views)
+    accessor_keys: set = set().union(*accessors)
     declared = _int_column(_field(buffers, "byteLength"))
-    view_buffer = _int_column(_field(views, "buffer"))
-    view_offset = _int_column(_field(views, "byteOffset", 0))
-    view_length = _int_column(_field(views, "byteLength"))
-    try:  # the usual case, every accessor with these keys: one C-level pass for the three
-        component_type, count, view = map(_int_column, zip(*map(_ACCESSOR_KEYS, accessors)))
-    except (KeyError, ValueError):  # a key missing somewhere (or no accessors): one pass per key
-        component_type = _int_column(_field(accessors, "componentType"))
-        count = _int_column(_field(accessors, "count"))
-        view = _int_column(_field(accessors, "bufferView"))
-    offset = _int_column(_field(accessors, "byteOffset", 0))
-    columns = (declared, view_buffer, view_offset, view_length, component_type, count, view, offset)
-    if any(c is None for c in columns):
+    view_buffer = _key_column(views, "buffer", -1, view_keys)
+    view_offset = _key_column(views, "byteOffset", 0, view_keys)
+    view_length = _key_column(views, "byteLength", -1, view_keys)
+    count = _key_column(accessors, "count", -1, accessor_keys)
+    view = _key_column(accessors, "bufferView", -1, accessor_keys)
+    offset = _key_column(accessors, "byteOffset", 0, accessor_keys)
+    if (declared is None or view_buffer is None or view_offset is None or view_length is None or count is None
+            or view is None or offset is None):
         return None
-    assert declared is not None and view_buffer is not None and view_offset is not None  # for mypy
-    assert view_length is not None and component_type is not None and count is not None
-    assert view is not None and offset is not None
-    plain_view = ~(_flag(views, "byteStride") | _flag(views, "extensions"))
+    plain_view = ~(_flag(views, "byteStride", view_keys) | _flag(views, "extensions", view_keys))
     has_buffer = (view_buffer >= 0) & (view_buffer < len(buffers))
     view_end = view_offset + view_length
     limit = declared[np.where(has_buffer, view_buffer, 0)] if len(buffers) else np.zeros(len(views), np.int64)
     plain_view &= has_buffer & (view_offset >= 0) & (view_length >= 1) & (limit >= 1) & (view_end <= limit)
     plain_view &= view_offset % 4 == 0
-    types = _field(accessors, "type")
-    if set(map(type, types)) <= {str}:
-        components = np.fromiter(map(_PLAIN_FLOAT_COMPONENTS.get, types, repeat(0)), np.int64, len(types))
-    else:
-        components = np.array([_PLAIN_FLOAT_COMPONENTS.get(t, 0) if type(t) is str else 0 for t in types],
-                              dtype=np.int64).reshape(-1)
-    normalized = _field(accessors, "normalized", False)
-    if set(map(type, normalized)) <= {bool}:
-        ok = ~np.array(normalized, dtype=bool).reshape(-1)
-    else:
-        ok = np.array([v is False for v in normalized], dtype=bool).reshape(-1)
-    ok &= ~_flag(accessors, "sparse")
-    ok &= (component_type == FLOAT) & (components > 0) & (count >= 1) & (offset >= 0) & (offset % 4 == 0)
+    is_float = codes(list(map(dict.get, accessors, repeat("componentType"))), _IS_FLOAT) == 1
+    components = codes(_field(accessors, "type"), _PLAIN_FLOAT_COMPONENTS)
+    ok = is_float & (components > 0) & (count >= 1) & (offset >= 0) & (offset % 4 == 0)
+    if "normalized" in accessor_keys:
+        normalized = _field(accessors, "normalized", False)
+        ok &= np.array([v is False for v in normalized], dtype=bool).reshape(-1)
+    if "sparse" in accessor_keys:
+        ok &= ~_flag(accessors, "sparse", accessor_keys)
     ok &= (view >= 0) & (view < len(views))
     safe_view = np.where(ok, view, 0)
     if len(views):

@@ -65,7 +65,7 @@ from skeletal.io.accessors import (
 from skeletal.io.buffers import BinaryData
 from skeletal.io.files import read_regular
 from skeletal.io.glb import parse_container
-from skeletal.io.jsonobj import JsonObject
+from skeletal.io.jsonobj import JsonObject, codes, plain_ints
 from skeletal.io.uris import UriError, read_uri
 from skeletal.quat import decompose_trs
 
@@ -151,6 +151,9 @@ _PATH_CODES = {"translation": 0, "rotation": 1, "scale": 2, "weights": 3}  # as 
 _INTERP_NAMES = ("STEP", "LINEAR", "CUBICSPLINE")  # codes as skeletal.clip.INTERP_CODE
 _INTERP_CODES = {name: i for i, name in enumerate(_INTERP_NAMES)}
 _CUBIC = _INTERP_CODES["CUBICSPLINE"]
+_PATH_CODES_1 = {name: code + 1 for name, code in _PATH_CODES.items()}  # for _codes: 0 is "none of these"
+_INTERP_CODES_1 = {name: code + 1 for name, code in _INTERP_CODES.items()}
+_PATH_WIDTHS = np.array([3, 4, 3, 0], dtype=np.int64)  # by path code; weights: the node's mesh's targets
 _INFLUENCE = re.compile(r"^(JOINTS|WEIGHTS)_(0|[1-9][0-9]*)$")
 
 
@@ -762,31 +765,24 @@ class _GltfReader:
         No Channel object is made here: :class:`PackedChannels` makes them if anybody asks (views of the
         buffer, a shared input accessor giving one shared times array, as the one-by-one path gives them)."""
         n = len(channels)
-        table = self.accessors.plain_float_table() if n else None
+        table = self.accessors.plain_float_table() if n and samplers else None
         if table is None:
             return None
         try:
-            s_index = list(map(_SAMPLER, channels))
             targets = list(map(_TARGET, channels))
-            nodes = list(map(_NODE, targets))
-            paths = list(map(_PATH, targets))
-            inputs = list(map(_INPUT, samplers))
-            outputs = list(map(_OUTPUT, samplers))
-            interpolations = list(map(dict.get, samplers, repeat("interpolation"), repeat("LINEAR")))
+            # path and interpolation names -> codes + 1 (0: anything else, which goes the one-by-one way)
+            path = codes(list(map(_PATH, targets)), _PATH_CODES_1) - 1
+            interp = codes(list(map(dict.get, samplers, repeat("interpolation"), repeat("LINEAR"))), _INTERP_CODES_1) - 1
+            sampler = plain_ints(list(map(_SAMPLER, channels)))
+            node = plain_ints(list(map(_NODE, targets)))
+            sampler_input = plain_ints(list(map(_INPUT, samplers)))
+            sampler_output = plain_ints(list(map(_OUTPUT, samplers)))
         except (KeyError, TypeError, IndexError):
             return None
-        if not (set(map(type, s_index)) | set(map(type, nodes)) | set(map(type, inputs)) | set(map(type, outputs))
-                <= {int} and set(map(type, paths)) | set(map(type, interpolations)) <= {str}
-                and set(paths) <= _PATH_CODES.keys() and set(interpolations) <= _INTERP_CODES.keys()):
+        if (sampler is None or node is None or sampler_input is None or sampler_output is None
+                or path.min() < 0 or interp.min() < 0):
             return None
         n_accessors, n_nodes = len(table.ok), len(node_list)
-        try:
-            sampler = np.array(s_index, dtype=np.int64)
-            node = np.array(nodes, dtype=np.int64)
-            sampler_input = np.array(inputs, dtype=np.int64)
-            sampler_output = np.array(outputs, dtype=np.int64)
-        except OverflowError:
-            return None
         if sampler_range is None:  # one animation: its channels name its samplers
             if sampler.min() < 0 or sampler.max() >= len(samplers):
                 return None
@@ -800,23 +796,16 @@ class _GltfReader:
         inp, out = sampler_input[sampler], sampler_output[sampler]
         if min(inp.min(), out.min()) < 0 or max(inp.max(), out.max()) >= n_accessors:
             return None
-        interp = np.array([_INTERP_CODES[i] for i in interpolations], dtype=np.int64)[sampler]
-        path = np.array([_PATH_CODES[p] for p in paths], np.int64)
+        interp = interp[sampler]
         weights = path == _PATH_CODES["weights"]
+        width = _PATH_WIDTHS[path]
         if weights.any():  # a morph weights channel is as wide as its node's mesh has targets
-            widths = []
-            for nd, p in zip(nodes, paths):
-                if p == "weights":
-                    mesh = node_list[nd].mesh
-                    targets = 0 if mesh is None else len(meshes[mesh].primitives[0].targets)
-                    if not targets:
-                        return None
-                    widths.append(targets)
-                else:
-                    widths.append(_PATH_WIDTH[p])
-            width = np.array(widths, dtype=np.int64)
-        else:
-            width = np.array([_PATH_WIDTH[p] for p in paths], dtype=np.int64)
+            for c in np.flatnonzero(weights).tolist():
+                mesh = node_list[int(node[c])].mesh
+                targets_count = 0 if mesh is None else len(meshes[mesh].primitives[0].targets)
+                if not targets_count:
+                    return None
+                width[c] = targets_count
         keys = table.count[inp]
         rows = keys * np.where(interp == _CUBIC, 3, 1)
         buffer = table.buffer[inp]
@@ -833,7 +822,7 @@ class _GltfReader:
         if data is None:
             return None
         floats = np.frombuffer(data, np.float32, len(data) // 4)
-        if floats.ctypes.data % 4:
+        if not floats.flags.aligned:
             return None
         # Every channel's keys and values gathered into two flat arrays with one index array each.
         times = floats[_spans(table.start[inp], keys)]

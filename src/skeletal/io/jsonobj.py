@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
+from itertools import repeat
 from typing import Any, NoReturn
 
 import numpy as np
@@ -46,6 +47,40 @@ def _as_int(value: Any) -> int | None:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return None
+
+
+def plain_ints(values: list) -> np.ndarray | None:
+    """A list of JSON values as an int64 array when every one is a plain integer (not a boolean, not
+    ``2.0``) that int64 holds; None otherwise (then the caller reads the values one by one, which
+    words the error). One C-level pass for the check, one for the conversion.
+
+    >>> plain_ints([3, 0, 7])
+    array([3, 0, 7])
+    >>> plain_ints([3, True]) is None
+    True
+    """
+    if not set(map(type, values)) <= {int}:
+        return None
+    try:
+        return np.array(values, dtype=np.int64).reshape(-1)
+    except OverflowError:
+        return None
+
+
+def codes(values: list, table: dict) -> np.ndarray:
+    """``table[v]`` for each JSON value ``v`` as an int64 array, 0 for a value not in ``table``
+    (hashable or not: an array or object where a name belongs gives 0 too). ``table`` maps names (or
+    numbers) to small codes 1-255; 0 means "none of these". A boolean never matches a number key here
+    that is not 0 or 1, so keep those out of ``table``.
+
+    >>> codes(["LINEAR", "STEP", 5, ["x"]], {"STEP": 1, "LINEAR": 2})
+    array([2, 1, 0, 0])
+    """
+    try:
+        return np.frombuffer(bytes(map(table.get, values, repeat(0))), dtype=np.uint8).astype(np.int64)
+    except TypeError:  # an unhashable value
+        return np.array([table.get(v, 0) if type(v) in (str, int, float) else 0 for v in values],
+                        dtype=np.int64).reshape(-1)
 
 
 class JsonObject:
