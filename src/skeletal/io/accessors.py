@@ -156,7 +156,8 @@ def decode_float32(raw: np.ndarray, info: AccessorInfo) -> np.ndarray:
     return out
 
 
-#: FLOAT accessor types whose elements are tightly packed at any stride (no column padding): components.
+#: Accessor types whose elements are tightly packed at any stride, of any component type (no column
+#: padding: MAT4 columns are 4, 8 or 16 bytes, MAT2/MAT3 of 1- and 2-byte components pad): components.
 _PLAIN_FLOAT_COMPONENTS = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT4": 16}
 
 
@@ -213,6 +214,9 @@ class Accessors:
         if cached is not None:
             return cached
         info = self.info(index)
+        plain = self._plain_dense(index, info)
+        if plain is not None:
+            return plain
         obj = self.objects[index]
         sparse = obj.object("sparse") if obj.has("sparse") else None
         if obj.has("bufferView"):
@@ -239,26 +243,35 @@ class Accessors:
 
     def _plain_float(self, index: int) -> np.ndarray | None:
         """The common case in a few operations: a dense, tightly packed FLOAT accessor over a plain
-        bufferView. What :meth:`raw` and :meth:`BinaryData.view` would check is checked here with
-        plain dict reads; anything unusual (or wrong) returns None so that the full path reads it and
-        words the error. Animations have one accessor (and often one bufferView) per channel, so this
-        is most of a model's accessors."""
+        bufferView (see :meth:`_plain_dense`). Animations have one accessor (and often one bufferView)
+        per channel, so this is most of a model's accessors."""
         info = self.info(index)
-        if info.component_type != FLOAT or info.normalized or info.type not in _PLAIN_FLOAT_COMPONENTS:
+        if info.component_type != FLOAT or info.normalized:
+            return None
+        return self._plain_dense(index, info)
+
+    def _plain_dense(self, index: int, info: AccessorInfo) -> np.ndarray | None:
+        """Accessor ``index``'s data when it is dense and tightly packed (SCALAR, VEC2-4 or MAT4, no
+        sparse) inside a plain bufferView, aligned for its component type: a view
+        of the file's bytes, remembered as its raw array. What :meth:`raw` and :meth:`BinaryData.view`
+        would check is checked here with plain dict reads; anything unusual (or wrong) returns None so
+        that the full path reads it and words the error."""
+        components = _PLAIN_FLOAT_COMPONENTS.get(info.type, 0)
+        itemsize = info.dtype.itemsize
+        if components == 0:
             return None
         obj = self.objects.raw[index]
         view_index = obj.get("bufferView")
         offset = obj.get("byteOffset", 0)
-        if "sparse" in obj or type(view_index) is not int or type(offset) is not int or offset < 0 or offset % 4:
+        if "sparse" in obj or type(view_index) is not int or type(offset) is not int or offset < 0 or offset % itemsize:
             return None
         data = self.binary.plain_view(view_index)
         if data is None:
             return None
         count = info.count
-        components = _PLAIN_FLOAT_COMPONENTS[info.type]
-        if offset + 4 * components * count > len(data):
+        if offset + itemsize * components * count > len(data):
             return None
-        array = np.frombuffer(data, np.float32, components * count, offset)
+        array = np.frombuffer(data, info.dtype, components * count, offset)
         if components > 1:
             array = array.reshape((count, 4, 4) if components == 16 else (count, components))
         if not array.flags.aligned:

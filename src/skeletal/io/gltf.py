@@ -738,12 +738,14 @@ class _GltfReader:
                                        (np.repeat(sampler_count, count), np.repeat(offsets, count)))
         if packed is None:
             return None
-        bounds = [0, *np.cumsum(count).tolist()]
-        key_start, value_start = packed.key_start.tolist(), packed.value_start.tolist()
+        ends = np.cumsum(count)
+        bounds = [0, *ends.tolist()]
+        key_start = [0, *packed.key_start[ends].tolist()]  # where each animation's keys and values begin
+        value_start = [0, *packed.value_start[ends].tolist()]
         animations = []
         for a, obj in enumerate(raw):
             c0, c1 = bounds[a], bounds[a + 1]
-            k0, k1, v0, v1 = key_start[c0], key_start[c1], value_start[c0], value_start[c1]
+            k0, k1, v0, v1 = key_start[a], key_start[a + 1], value_start[a], value_start[a + 1]
             part = PackedChannels(packed.node[c0:c1], packed.path[c0:c1], packed.interp[c0:c1], packed.width[c0:c1],
                                   packed.key_start[c0 : c1 + 1] - k0, packed.value_start[c0 : c1 + 1] - v0,
                                   packed.times[k0:k1], packed.values[v0:v1], packed.source,
@@ -825,8 +827,8 @@ class _GltfReader:
         if not floats.flags.aligned:
             return None
         # Every channel's keys and values gathered into two flat arrays with one index array each.
-        times = floats[_spans(table.start[inp], keys)]
-        values = floats[_spans(table.start[out], rows * width)]
+        times = _gather(floats, table.start[inp], keys)
+        values = _gather(floats, table.start[out], rows * width)
         key_start = np.zeros(n + 1, np.int64)
         np.cumsum(keys, out=key_start[1:])
         steps = times[1:] > times[:-1]
@@ -940,6 +942,14 @@ class _GltfReader:
                                   stacklevel=3)
             images.append(Image(name=obj.string("name", f"image_{i}"), data=data, mime_type=mime or _sniff_mime(data)))
         return images
+
+
+def _gather(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``data[starts[i] : starts[i] + lengths[i]]`` of every span, one after another, as a new array:
+    one copy when the spans follow each other in ``data`` (channels written in order), else a gather."""
+    if len(starts) and (starts[1:] == starts[:-1] + lengths[:-1]).all():
+        return data[int(starts[0]) : int(starts[-1] + lengths[-1])].copy()
+    return data[_spans(starts, lengths)]
 
 
 def _spans(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:

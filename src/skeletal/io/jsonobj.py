@@ -19,6 +19,7 @@ from skeletal.errors import ModelError
 
 #: Sentinel meaning "this field is required".
 REQUIRED: Any = object()
+_ABSENT: Any = object()
 
 
 def _describe(value: Any) -> str:
@@ -128,6 +129,9 @@ class JsonObject:
     # -- scalars --------------------------------------------------------------------------------
     def int(self, key: str, default: Any = REQUIRED, *, minimum: int | None = 0, maximum: int | None = None) -> Any:
         """An integer field in ``[minimum, maximum]``; ``default`` (returned as is) when absent."""
+        value = self.data.get(key, _ABSENT)
+        if type(value) is int and (minimum is None or value >= minimum) and (maximum is None or value <= maximum):
+            return value  # the common case, checked in one go
         present, value = self._get(key, default)
         if not present:
             return value
@@ -213,6 +217,9 @@ class JsonObject:
     # -- references -----------------------------------------------------------------------------
     def index(self, key: str, table: str, size: int, default: Any = REQUIRED) -> Any:
         """An index into the top-level array ``table`` of ``size`` elements, checked to exist."""
+        value = self.data.get(key, _ABSENT)
+        if type(value) is int and 0 <= value < size:
+            return value  # the common case, checked in one go
         value = self.int(key, default)
         if value is default and not self.has(key):
             return value
@@ -247,6 +254,8 @@ class JsonObject:
 
     def extension(self, name: str) -> JsonObject | None:
         """The object ``extensions.<name>``, or None when the object does not use that extension."""
+        if "extensions" not in self.data:
+            return None
         extensions = self.object("extensions")
         if not extensions.has(name):
             return None
