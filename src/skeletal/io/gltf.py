@@ -160,7 +160,8 @@ _INFLUENCE = re.compile(r"^(JOINTS|WEIGHTS)_(0|[1-9][0-9]*)$")
 # ---------------------------------------------------------------------------------------------------
 # Public entry point
 # ---------------------------------------------------------------------------------------------------
-def read_gltf(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = None) -> Document:
+def read_gltf(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = None,
+              data: bytes | None = None) -> Document:
     """Read a glTF 2.0 model (``.gltf`` with external or data-URI buffers, or binary ``.glb``).
 
     ``base_dir``: where relative URIs resolve and must stay. By default that is the model's own folder
@@ -171,12 +172,16 @@ def read_gltf(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = N
     Raises :class:`ModelError` (naming the file and the glTF object) for anything malformed, unsafe or
     inconsistent, and :class:`UnsupportedExtensionError` for a required extension this reader cannot
     handle (or whose decoder package, ``DracoPy`` / ``meshopt``, is not installed).
+
+    ``data``: the file's bytes when the caller has read them already (:func:`skeletal.load` does, to
+    look at the head first); ``path`` then only names the file and anchors its URIs.
     """
     file = os.fspath(path)
-    try:
-        data = read_regular(file)  # the one read of the model file; GLB arrays are views into it
-    except OSError as exc:
-        raise ModelError(file, None, f"cannot read the file: {exc.strerror or exc}") from None
+    if data is None:
+        try:
+            data = read_regular(file)  # the one read of the model file; GLB arrays are views into it
+        except OSError as exc:
+            raise ModelError(file, None, f"cannot read the file: {exc.strerror or exc}") from None
     with gc_paused():
         document, glb_bin = parse_container(data, file)
         uri_root = os.fspath(base_dir) if base_dir is not None else os.path.dirname(os.path.abspath(file))
@@ -928,9 +933,9 @@ class _GltfReader:
         images = []
         for i, obj in enumerate(self.root.objects("images")):
             mime = obj.string("mimeType", None)
-            data: bytes | None = None
-            if obj.has("bufferView"):
-                data = self.binary.view_bytes(obj.index("bufferView", "bufferViews", len(self.binary.views)))
+            data: bytes | memoryview | None = None
+            if obj.has("bufferView"):  # a view of the file's bytes: Image copies it when first read
+                data = self.binary.view(obj.index("bufferView", "bufferViews", len(self.binary.views))).data
             elif obj.has("uri"):
                 uri = obj.string("uri")
                 try:
@@ -988,10 +993,11 @@ _MAGIC_MIME = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpe
                (b"\xabKTX 20\xbb", "image/ktx2"))
 
 
-def _sniff_mime(data: bytes | None) -> str | None:
+def _sniff_mime(data: bytes | memoryview | None) -> str | None:
     """The image type told by the data's first bytes, when the file did not say it."""
     if not data:
         return None
+    data = bytes(data[:16])
     for magic, mime in _MAGIC_MIME:
         if data.startswith(magic):
             return mime

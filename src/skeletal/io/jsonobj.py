@@ -206,6 +206,8 @@ class JsonObject:
         values = self.array(key, default, min_length=min_length)
         if values is default and not self.has(key):
             return values
+        if set(map(type, values)) <= {int} and (not values or min(values) >= 0):
+            return list(values)  # the common case, checked in two C-level passes
         out = []
         for i, v in enumerate(values):
             number = _as_int(v)
@@ -231,6 +233,8 @@ class JsonObject:
         values = self.ints(key, default, min_length=min_length)
         if values is default and not self.has(key):
             return values
+        if not values or max(values) < size:
+            return values  # every one exists (ints are non-negative)
         for i, value in enumerate(values):
             check_index(self, f"{key}[{i}]", value, table, size)
         return values
