@@ -27,7 +27,7 @@ from itertools import repeat
 import numpy as np
 
 from skeletal.io.buffers import BinaryData
-from skeletal.io.jsonobj import JsonObject, codes
+from skeletal.io.jsonobj import JsonObject, codes, plain_ints
 
 BYTE, UNSIGNED_BYTE, SHORT, UNSIGNED_SHORT, UNSIGNED_INT, FLOAT = 5120, 5121, 5122, 5123, 5125, 5126
 
@@ -370,12 +370,13 @@ _TABLE_LIMIT = 1 << 40
 
 def _int_column(values: list | tuple, default: int = -1) -> np.ndarray | None:
     """A list of JSON values as int64, anything not a plain int (or too large) as ``default``."""
-    if not set(map(type, values)) <= {int}:
+    column = plain_ints(values)
+    if column is None:
         values = [v if type(v) is int else default for v in values]
-    try:
-        column = np.array(values, dtype=np.int64).reshape(-1)
-    except OverflowError:
-        return None
+        try:
+            column = np.array(values, dtype=np.int64).reshape(-1)
+        except OverflowError:
+            return None
     if column.size and (column.max() > _TABLE_LIMIT or column.min() < -1):
         column = np.where((column > _TABLE_LIMIT) | (column < -1), default, column)
     return column
@@ -430,7 +431,9 @@ def _plain_float_table(accessors: list[dict], views: list[dict], buffers: list[d
     limit = declared[np.where(has_buffer, view_buffer, 0)] if len(buffers) else np.zeros(len(views), np.int64)
     plain_view &= has_buffer & (view_offset >= 0) & (view_length >= 1) & (limit >= 1) & (view_end <= limit)
     plain_view &= view_offset % 4 == 0
-    is_float = codes(list(map(dict.get, accessors, repeat("componentType"))), _IS_FLOAT) == 1
+    component_types = list(map(dict.get, accessors, repeat("componentType")))
+    plain = plain_ints(component_types)
+    is_float = plain == FLOAT if plain is not None else codes(component_types, _IS_FLOAT) == 1
     components = codes(_field(accessors, "type"), _PLAIN_FLOAT_COMPONENTS)
     ok = is_float & (components > 0) & (count >= 1) & (offset >= 0) & (offset % 4 == 0)
     if "normalized" in accessor_keys:

@@ -370,7 +370,8 @@ class _GltfReader:
         one C-level pass each, numbers checked with numpy. None otherwise; then the nodes are read one
         by one, which words the error. The parents are filled in; the cycle check is the caller's."""
         count = len(raw)
-        if not count or not all(map(_PLAIN_NODE_KEYS.issuperset, raw)):
+        keys = set().union(*raw)  # every key any node has: one pass, and no pass for keys none has
+        if not count or not keys <= _PLAIN_NODE_KEYS:
             return None
         names = list(map(dict.get, raw, repeat("name"), repeat(None)))
         children = list(map(dict.get, raw, repeat("children"), repeat(_NO_CHILDREN)))
@@ -402,12 +403,17 @@ class _GltfReader:
             return None
         trs = []
         for key, length, default in _NODE_TRS:
+            if key not in keys:
+                trs.append(list(np.tile(np.array(default), (count, 1))))  # one row view per node
+                continue
             values = list(map(dict.get, raw, repeat(key), repeat(default)))
-            if (not set(map(type, values)) <= _LIST_TYPES or set(map(len, values)) != {length}
-                    or not set(map(type, chain.from_iterable(values))) <= _NUMBER_TYPES):
+            if not set(map(type, values)) <= _LIST_TYPES or set(map(len, values)) != {length}:
+                return None
+            flat = list(chain.from_iterable(values))
+            if not set(map(type, flat)) <= _NUMBER_TYPES:
                 return None
             try:
-                array = np.array(values, dtype=np.float64)
+                array = np.array(flat, dtype=np.float64).reshape(count, length)
             except OverflowError:
                 return None
             if not np.isfinite(array).all():
@@ -416,7 +422,10 @@ class _GltfReader:
         parent = np.full(count, -1, dtype=np.int64)
         parent[child] = owner
         names = [f"node_{i}" if name is None else name for i, name in enumerate(names)]
-        extras = [dict(e) if isinstance(e, dict) else {} for e in map(dict.get, raw, repeat("extras"))]
+        if "extras" in keys:
+            extras = [dict(e) if isinstance(e, dict) else {} for e in map(dict.get, raw, repeat("extras"))]
+        else:
+            extras = [{} for _ in range(count)]
         meshes = [None if m < 0 else m for m in refs[0]]
         skins = [None if k < 0 else k for k in refs[1]]
         return list(map(Node, names, map(list, children), trs[0], trs[1], trs[2], repeat(None), meshes, skins,
