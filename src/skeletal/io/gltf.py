@@ -517,8 +517,15 @@ class _GltfReader:
 
         # Check every attribute's accessor against its semantic before reading any data.
         infos: dict[str, AccessorInfo] = {}
-        for name in attrs.data:
-            infos[name] = self._accessor(attrs, name, _attribute_expect(name))
+        n_accessors, info_of = len(self.accessors), self.accessors.info
+        for name, index in attrs.data.items():
+            expect = _ATTRIBUTE_EXPECTS.get(name) or _attribute_expect(name)
+            if type(index) is int and 0 <= index < n_accessors:  # what _accessor checks, in one go
+                info = info_of(index)
+                expect.check(attrs, name, info)
+                infos[name] = info
+            else:
+                infos[name] = self._accessor(attrs, name, expect)
         if "POSITION" not in infos:
             attrs.fail("the primitive has no POSITION attribute")
         vertex_count = infos["POSITION"].count
@@ -997,6 +1004,13 @@ def _attribute_expect(name: str) -> Expect:
         return EXPECT_WEIGHTS
     return EXPECT_CUSTOM  # application-specific (_NAME) attributes
 
+
+#: The common attribute names' expectations, looked up without :func:`_attribute_expect`'s tests.
+_ATTRIBUTE_EXPECTS = {"POSITION": EXPECT_POSITION, "NORMAL": EXPECT_NORMAL, "TANGENT": EXPECT_TANGENT,
+                      **{f"TEXCOORD_{n}": EXPECT_TEXCOORD for n in range(8)},
+                      **{f"COLOR_{n}": EXPECT_COLOR for n in range(4)},
+                      **{f"JOINTS_{n}": EXPECT_JOINTS for n in range(4)},
+                      **{f"WEIGHTS_{n}": EXPECT_WEIGHTS for n in range(4)}}
 
 _MAGIC_MIME = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),
                (b"\xabKTX 20\xbb", "image/ktx2"))
