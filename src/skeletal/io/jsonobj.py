@@ -69,7 +69,7 @@ def plain_ints(values: list) -> np.ndarray | None:
         column = np.frombuffer(array("q", values), dtype=np.int64)
     except (TypeError, OverflowError):
         return None
-    small = np.flatnonzero(column <= 1).tolist()  # where a boolean may hide
+    small = (column <= 1).nonzero()[0].tolist()  # where a boolean may hide
     if small and not set(map(type, map(values.__getitem__, small) if 2 * len(small) < len(values) else values)) <= {int}:
         return None
     return column
