@@ -172,6 +172,7 @@ class Accessors:
         self._raw: dict[int, np.ndarray] = {}
         self._float: dict[int, np.ndarray] = {}
         self._table: PlainFloatTable | None | bool = False  # False: not built yet
+        self._floats_of: dict[int, np.ndarray | None] = {}  # buffer -> its float32 view (see buffer_floats)
 
     def __len__(self) -> int:
         return len(self.objects)
@@ -248,7 +249,31 @@ class Accessors:
         info = self.info(index)
         if info.component_type != FLOAT or info.normalized:
             return None
+        table = self._table
+        if isinstance(table, PlainFloatTable) and table.ok[index]:  # its range was checked with the others
+            floats = self.buffer_floats(int(table.buffer[index]))
+            if floats is not None:
+                start, count, components = int(table.start[index]), info.count, int(table.components[index])
+                array = floats[start : start + components * count]
+                if components > 1:
+                    array = array.reshape((count, 4, 4) if components == 16 else (count, components))
+                self._raw[index] = array
+                return array
         return self._plain_dense(index, info)
+
+    def buffer_floats(self, buffer: int) -> np.ndarray | None:
+        """Buffer ``buffer``'s bytes as float32 (a view; None when the buffer has no data or is not
+        4-byte aligned), made once per buffer. Loading the buffer raises as :meth:`BinaryData.buffer`."""
+        cached = self._floats_of.get(buffer, False)
+        if cached is False:
+            data = self.binary.buffer(buffer)
+            cached = None
+            if data is not None:
+                cached = np.frombuffer(data, np.float32, len(data) // 4)
+                if not cached.flags.aligned:
+                    cached = None
+            self._floats_of[buffer] = cached
+        return cached  # type: ignore[return-value]
 
     def _plain_dense(self, index: int, info: AccessorInfo) -> np.ndarray | None:
         """Accessor ``index``'s data when it is dense and tightly packed (SCALAR, VEC2-4 or MAT4, no

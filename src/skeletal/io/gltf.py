@@ -284,6 +284,10 @@ class _GltfReader:
 
     # -- top level ------------------------------------------------------------------------------
     def read(self) -> Document:
+        if self.root.data.get("animations"):
+            # Built for the animations' bulk read anyway; built first, it also locates the meshes'
+            # plain float accessors (Accessors.floats) without reading each one's bufferView again.
+            self.accessors.plain_float_table()
         images = self._images()
         materials = self._materials()
         meshes = [self._mesh(i, obj) for i, obj in enumerate(self.root.objects("meshes"))]
@@ -839,13 +843,10 @@ class _GltfReader:
                 and (buffer == buffer[0]).all() and (table.buffer[out] == buffer[0]).all()):
             return None
         try:
-            data = self.binary.buffer(int(buffer[0]))
+            floats = self.accessors.buffer_floats(int(buffer[0]))
         except ModelError:
             return None  # the one-by-one path meets (and reports) it in its own order
-        if data is None:
-            return None
-        floats = np.frombuffer(data, np.float32, len(data) // 4)
-        if not floats.flags.aligned:
+        if floats is None:
             return None
         # Every channel's keys and values gathered into two flat arrays with one index array each.
         times = _gather(floats, table.start[inp], keys)
