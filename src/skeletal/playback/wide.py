@@ -338,21 +338,134 @@ def _position64(ww, base, lane):
 
 
 @njit(**_LANE)
-def _inv_len_or_0(v):
-    n = _len(v)
-    k = 1.0 / n
-    return k if n > 1e-300 else 0.0
+def _unit_scales(c0, c1, c2):
+    """``(1/|c0|, 1/|c1|, 1/|c2|, ok)`` with one division (three square roots); ``ok`` False when a
+    length is outside 1e-100 .. 1e100 (the product would under- or overflow: such a lane is left to
+    the per-instance solver)."""
+    s0, s1, s2 = _len(c0), _len(c1), _len(c2)
+    inv = 1.0 / (s0 * s1 * s2)
+    ok = (s0 > 1e-100) & (s1 > 1e-100) & (s2 > 1e-100) & (s0 < 1e100) & (s1 < 1e100) & (s2 < 1e100)
+    return inv * (s1 * s2), inv * (s0 * s2), inv * (s0 * s1), ok
 
 
 @njit(**_LANE)
 def _into_frame_lane(ww, j, v, lane):
-    """``R_j^T v`` for one lane (columns of node j's world rows normalised; v itself for j < 0): a
-    model-space turn of the subtree below j as a turn in j's frame (:func:`skeletal.ik._into_frame`).
+    """``(R_j^T v, ok)`` for one lane (columns of node j's world rows normalised; v itself for j < 0):
+    a model-space turn of the subtree below j as a turn in j's frame (:func:`skeletal.ik._into_frame`).
     Node 0's rows are read for j < 0 and the result discarded (loads under no condition)."""
     base = np.uint64(max(j, 0) * 12) * _S
     c0, c1, c2 = _column64(ww, base, 0, lane), _column64(ww, base, 1, lane), _column64(ww, base, 2, lane)
-    r = (_dot(c0, v) * _inv_len_or_0(c0), _dot(c1, v) * _inv_len_or_0(c1), _dot(c2, v) * _inv_len_or_0(c2))
-    return v if j < 0 else r
+    k0, k1, k2, ok = _unit_scales(c0, c1, c2)
+    r = (_dot(c0, v) * k0, _dot(c1, v) * k1, _dot(c2, v) * k2)
+    root = j < 0
+    return (v if root else r), (root | ok)
+
+
+@njit(**_LANE)
+def _two_bone_lane(lane, wa, wb, wc, ra, rb, pa, pb, mid, is_soft, use_mid, lw, ww, iw):
+    """One lane of :func:`_two_bone_lanes` (inlined into its loop; ``use_mid`` a constant there)."""
+    S = _S
+    u3, u4, u5, u6 = _U[3], _U[4], _U[5], _U[6]
+    P0, P1 = _position64(ww, wa, lane), _position64(ww, wb, lane)
+    u = _sub(P1, P0)
+    v = _sub(_position64(ww, wc, lane), P1)
+    l1, l2 = _len(u), _len(v)
+    t = (iw[_row(T_TARGET) + lane], iw[_row(T_TARGET + 1) + lane], iw[_row(T_TARGET + 2) + lane])
+    d = _sub(t, P0)
+    dist = _len(d)
+    bad = (l1 < EPS) | (l2 < EPS) | (not dist > EPS)
+    direction = _scale(d, 1.0 / dist)
+    soft_reach = iw[_row(T_REACH) + lane]
+    reach = soft_reach if is_soft else min(dist, l1 + l2)
+    reach = max(reach, abs(l1 - l2))
+    # bend axis: the hinge axis given in b's frame, in model space, or the normal of the bend plane
+    # (a straight chain without a hinge axis is left to the per-instance solver)
+    if use_mid:  # a constant: the loop is compiled once with and once without this branch
+        c0, c1, c2 = _column64(ww, wb, 0, lane), _column64(ww, wb, 1, lane), _column64(ww, wb, 2, lane)
+        k0, k1, k2, ok = _unit_scales(c0, c1, c2)
+        bad = bad | (not ok)
+        h = _add(_add(_scale(c0, mid[0] * k0), _scale(c1, mid[1] * k1)), _scale(c2, mid[2] * k2))
+    else:
+        h = _cross(u, v)
+        bad = bad | (_len(h) < 1e-7 * l1 * l2)
+    lh = _len(h)
+    h = _scale(h, 1.0 / lh)
+    # |u + R(h, phi) v| = reach:  A cos(phi) + B sin(phi) = K - C  (Rodrigues)
+    uh, vh = _dot(u, h), _dot(v, h)
+    ca = _dot(u, v) - uh * vh
+    cb = _dot(u, _cross(h, v))
+    cc = uh * vh
+    k = 0.5 * (reach * reach - l1 * l1 - l2 * l2)
+    r = np.sqrt(ca * ca + cb * cb)
+    bend = (lh > EPS) & (r > EPS * l1 * l2)
+    inv_r = 1.0 / r
+    x = min(max((k - cc) * inv_r, -1.0), 1.0)
+    y = np.sqrt(1.0 - x * x)
+    # the bend as a half-angle quaternion (skeletal.ik._half_turn, both of its branches selected)
+    cos_a = min(max((ca * x - cb * y) * inv_r, -1.0), 1.0)
+    sin_a = (cb * x + ca * y) * inv_r
+    hw = np.sqrt(0.5 * (1.0 + cos_a))
+    s_near = np.sqrt(max(0.5 * (1.0 - cos_a), 0.0))
+    s_neg = -s_near
+    s_near = s_neg if sin_a < 0.0 else s_near
+    s_far = 0.5 * sin_a / hw  # every value computed, then selected: no arithmetic under a branch
+    hs = s_far if hw > 1e-4 else s_near
+    hs = hs if bend else 0.0
+    rw = hw if bend else 1.0
+    rh = (h[0] * hs, h[1] * hs, h[2] * hs, rw)
+    # the root's turn: the end onto the root-target line (skeletal.ik._arc_to_unit)
+    e2 = _add(u, _lq_rot(rh, v))
+    lu = _len(e2)
+    wq = lu + _dot(e2, direction)
+    bad = bad | ((lu >= EPS) & (wq < 1e-12 * lu))
+    xq = _cross(e2, direction)
+    kq = 1.0 / np.sqrt(2.0 * lu * wq)
+    kq = kq if lu >= EPS else 0.0
+    wk = wq * kq
+    qw = wk if lu >= EPS else 1.0
+    q = (xq[0] * kq, xq[1] * kq, xq[2] * kq, qw)
+    # then about that line, the mid joint onto the pole's side
+    pole = (iw[_row(T_POLE) + lane], iw[_row(T_POLE + 1) + lane], iw[_row(T_POLE + 2) + lane])
+    m = _lq_rot(q, u)
+    m = _sub(m, _scale(direction, _dot(direction, m)))
+    p = _sub(pole, P0)
+    p = _sub(p, _scale(direction, _dot(direction, p)))
+    turn = _finite(pole[0]) & _finite(pole[1]) & _finite(pole[2]) & (_dot(m, m) > 1e-14 * l1 * l1) & (
+        _dot(p, p) > EPS * EPS)
+    cos_r = _dot(m, p)
+    sin_r = _dot(direction, _cross(m, p))
+    rr = np.sqrt(cos_r * cos_r + sin_r * sin_r)
+    wr = rr + cos_r
+    bad = bad | (turn & (not wr > 1e-12 * rr))
+    kk = 1.0 / np.sqrt(2.0 * rr * wr)
+    qt = _lq_mul((direction[0] * sin_r * kk, direction[1] * sin_r * kk, direction[2] * sin_r * kk, wr * kk), q)
+    q = qt if turn else q
+    # model-space turns as local rotations (skeletal.ik._local_turn)
+    qla = (np.float64(lw[ra + u3 * S + lane]), np.float64(lw[ra + u4 * S + lane]),
+           np.float64(lw[ra + u5 * S + lane]), np.float64(lw[ra + u6 * S + lane]))
+    qlb = (np.float64(lw[rb + u3 * S + lane]), np.float64(lw[rb + u4 * S + lane]),
+           np.float64(lw[rb + u5 * S + lane]), np.float64(lw[rb + u6 * S + lane]))
+    axa, fa = _into_frame_lane(ww, pa, (q[0], q[1], q[2]), lane)
+    na = _lq_mul((axa[0], axa[1], axa[2], q[3]), qla)
+    axb, fb = _into_frame_lane(ww, pb, (rh[0], rh[1], rh[2]), lane)
+    nb = _lq_mul((axb[0], axb[1], axb[2], rh[3]), qlb)
+    iw[_row(T_QA) + lane], iw[_row(T_QA + 1) + lane], iw[_row(T_QA + 2) + lane], iw[_row(T_QA + 3) + lane] = na
+    iw[_row(T_QB) + lane], iw[_row(T_QB + 1) + lane], iw[_row(T_QB + 2) + lane], iw[_row(T_QB + 3) + lane] = nb
+    # full weight: the normalised rotations (kept as they were where not finite, as _write_rotation);
+    # the two norms' inverses from one division
+    sa = np.sqrt(na[0] * na[0] + na[1] * na[1] + na[2] * na[2] + na[3] * na[3])
+    sb = np.sqrt(nb[0] * nb[0] + nb[1] * nb[1] + nb[2] * nb[2] + nb[3] * nb[3])
+    bad = bad | (not fa) | (not fb) | (not sa > 1e-100) | (not sb > 1e-100)
+    iw[_row(T_BAD) + lane] = 1.0 if bad else 0.0
+    write = (iw[_row(T_MODE) + lane] == 1.0) & (not bad) & (iw[_row(T_WEIGHT) + lane] >= 1.0)
+    inv = 1.0 / (sa * sb)
+    ka, kb = inv * sb, inv * sa
+    iw[_row(T_KA) + lane] = ka
+    iw[_row(T_KB) + lane] = kb
+    oka = write & _finite(na[0] * ka + na[1] * ka + na[2] * ka + na[3] * ka)
+    okb = write & _finite(nb[0] * kb + nb[1] * kb + nb[2] * kb + nb[3] * kb)
+    iw[_row(T_OKA) + lane] = 1.0 if oka else 0.0
+    iw[_row(T_OKB) + lane] = 1.0 if okb else 0.0
 
 
 @njit(cache=True, error_model="numpy")
@@ -363,110 +476,19 @@ def _two_bone_lanes(a, b, c, pa, pb, soft, mid_axis, nl, lw, ww, iw):
     rotations of a and b in ``lw``; every lane's rotations (unnormalised, before the weight) go to
     ``iw[T_QA]``, ``iw[T_QB]``, and ``iw[T_BAD]`` = 1 marks the lanes whose case it leaves to the
     per-instance solver (zero-length bones, a target at the root, a straight chain without a mid axis,
-    half turns), whose rows it leaves as they were. ``soft`` > 0: the reach is read from ``iw[T_REACH]``;
-    ``mid_axis``: the hinge axis in b's frame (3,), or NaN."""
+    half turns, degenerate frames), whose rows it leaves as they were. ``soft`` > 0: the reach is
+    read from ``iw[T_REACH]``; ``mid_axis``: the hinge axis in b's frame (3,), or NaN."""
     S = _S
-    u3, u4, u5, u6 = _U[3], _U[4], _U[5], _U[6]
     wa, wb, wc = np.uint64(a * 12) * S, np.uint64(b * 12) * S, np.uint64(c * 12) * S
     ra, rb = np.uint64(a * 10) * S, np.uint64(b * 10) * S
     has_mid = _finite(mid_axis[0]) & _finite(mid_axis[1]) & _finite(mid_axis[2])
-    mid = mid_axis if has_mid else (0.0, 0.0, 0.0)
     is_soft = soft > 0.0
-    for lane in range(nl):
-        P0, P1 = _position64(ww, wa, lane), _position64(ww, wb, lane)
-        u = _sub(P1, P0)
-        v = _sub(_position64(ww, wc, lane), P1)
-        l1, l2 = _len(u), _len(v)
-        t = (iw[_row(T_TARGET) + lane], iw[_row(T_TARGET + 1) + lane], iw[_row(T_TARGET + 2) + lane])
-        d = _sub(t, P0)
-        dist = _len(d)
-        bad = (l1 < EPS) | (l2 < EPS) | (not dist > EPS)
-        direction = _scale(d, 1.0 / dist)
-        soft_reach = iw[_row(T_REACH) + lane]
-        reach = soft_reach if is_soft else min(dist, l1 + l2)
-        reach = max(reach, abs(l1 - l2))
-        # bend axis: the hinge axis given in b's frame, in model space, or the normal of the bend plane
-        # (a straight chain without a hinge axis is left to the per-instance solver)
-        c0, c1, c2 = _column64(ww, wb, 0, lane), _column64(ww, wb, 1, lane), _column64(ww, wb, 2, lane)
-        h_mid = _add(_add(_scale(c0, mid[0] * _inv_len_or_0(c0)), _scale(c1, mid[1] * _inv_len_or_0(c1))),
-                     _scale(c2, mid[2] * _inv_len_or_0(c2)))
-        h_plane = _cross(u, v)
-        bad = bad | ((not has_mid) & (_len(h_plane) < 1e-7 * l1 * l2))
-        h = h_mid if has_mid else h_plane
-        lh = _len(h)
-        h = _scale(h, 1.0 / lh)
-        # |u + R(h, phi) v| = reach:  A cos(phi) + B sin(phi) = K - C  (Rodrigues)
-        uh, vh = _dot(u, h), _dot(v, h)
-        ca = _dot(u, v) - uh * vh
-        cb = _dot(u, _cross(h, v))
-        cc = uh * vh
-        k = 0.5 * (reach * reach - l1 * l1 - l2 * l2)
-        r = np.sqrt(ca * ca + cb * cb)
-        bend = (lh > EPS) & (r > EPS * l1 * l2)
-        inv_r = 1.0 / r
-        x = min(max((k - cc) * inv_r, -1.0), 1.0)
-        y = np.sqrt(1.0 - x * x)
-        # the bend as a half-angle quaternion (skeletal.ik._half_turn, both of its branches selected)
-        cos_a = min(max((ca * x - cb * y) * inv_r, -1.0), 1.0)
-        sin_a = (cb * x + ca * y) * inv_r
-        hw = np.sqrt(0.5 * (1.0 + cos_a))
-        s_near = np.sqrt(max(0.5 * (1.0 - cos_a), 0.0))
-        s_neg = -s_near
-        s_near = s_neg if sin_a < 0.0 else s_near
-        s_far = 0.5 * sin_a / hw  # every value computed, then selected: no arithmetic under a branch
-        hs = s_far if hw > 1e-4 else s_near
-        hs = hs if bend else 0.0
-        rw = hw if bend else 1.0
-        rh = (h[0] * hs, h[1] * hs, h[2] * hs, rw)
-        # the root's turn: the end onto the root-target line (skeletal.ik._arc_to_unit)
-        e2 = _add(u, _lq_rot(rh, v))
-        lu = _len(e2)
-        wq = lu + _dot(e2, direction)
-        bad = bad | ((lu >= EPS) & (wq < 1e-12 * lu))
-        xq = _cross(e2, direction)
-        kq = 1.0 / np.sqrt(2.0 * lu * wq)
-        kq = kq if lu >= EPS else 0.0
-        wk = wq * kq
-        qw = wk if lu >= EPS else 1.0
-        q = (xq[0] * kq, xq[1] * kq, xq[2] * kq, qw)
-        # then about that line, the mid joint onto the pole's side
-        pole = (iw[_row(T_POLE) + lane], iw[_row(T_POLE + 1) + lane], iw[_row(T_POLE + 2) + lane])
-        m = _lq_rot(q, u)
-        m = _sub(m, _scale(direction, _dot(direction, m)))
-        p = _sub(pole, P0)
-        p = _sub(p, _scale(direction, _dot(direction, p)))
-        turn = _finite(pole[0]) & _finite(pole[1]) & _finite(pole[2]) & (_dot(m, m) > 1e-14 * l1 * l1) & (
-            _dot(p, p) > EPS * EPS)
-        cos_r = _dot(m, p)
-        sin_r = _dot(direction, _cross(m, p))
-        rr = np.sqrt(cos_r * cos_r + sin_r * sin_r)
-        wr = rr + cos_r
-        bad = bad | (turn & (not wr > 1e-12 * rr))
-        kk = 1.0 / np.sqrt(2.0 * rr * wr)
-        qt = _lq_mul((direction[0] * sin_r * kk, direction[1] * sin_r * kk, direction[2] * sin_r * kk, wr * kk), q)
-        q = qt if turn else q
-        # model-space turns as local rotations (skeletal.ik._local_turn)
-        qla = (np.float64(lw[ra + u3 * S + lane]), np.float64(lw[ra + u4 * S + lane]),
-               np.float64(lw[ra + u5 * S + lane]), np.float64(lw[ra + u6 * S + lane]))
-        qlb = (np.float64(lw[rb + u3 * S + lane]), np.float64(lw[rb + u4 * S + lane]),
-               np.float64(lw[rb + u5 * S + lane]), np.float64(lw[rb + u6 * S + lane]))
-        axa = _into_frame_lane(ww, pa, (q[0], q[1], q[2]), lane)
-        na = _lq_mul((axa[0], axa[1], axa[2], q[3]), qla)
-        axb = _into_frame_lane(ww, pb, (rh[0], rh[1], rh[2]), lane)
-        nb = _lq_mul((axb[0], axb[1], axb[2], rh[3]), qlb)
-        iw[_row(T_QA) + lane], iw[_row(T_QA + 1) + lane], iw[_row(T_QA + 2) + lane], iw[_row(T_QA + 3) + lane] = na
-        iw[_row(T_QB) + lane], iw[_row(T_QB + 1) + lane], iw[_row(T_QB + 2) + lane], iw[_row(T_QB + 3) + lane] = nb
-        iw[_row(T_BAD) + lane] = 1.0 if bad else 0.0
-        # full weight: the normalised rotations (kept as they were where not finite, as _write_rotation)
-        write = (iw[_row(T_MODE) + lane] == 1.0) & (not bad) & (iw[_row(T_WEIGHT) + lane] >= 1.0)
-        ka = 1.0 / np.sqrt(na[0] * na[0] + na[1] * na[1] + na[2] * na[2] + na[3] * na[3])
-        kb = 1.0 / np.sqrt(nb[0] * nb[0] + nb[1] * nb[1] + nb[2] * nb[2] + nb[3] * nb[3])
-        iw[_row(T_KA) + lane] = ka
-        iw[_row(T_KB) + lane] = kb
-        oka = write & _finite(na[0] * ka + na[1] * ka + na[2] * ka + na[3] * ka)
-        okb = write & _finite(nb[0] * kb + nb[1] * kb + nb[2] * kb + nb[3] * kb)
-        iw[_row(T_OKA) + lane] = 1.0 if oka else 0.0
-        iw[_row(T_OKB) + lane] = 1.0 if okb else 0.0
+    if has_mid:
+        for lane in range(nl):
+            _two_bone_lane(lane, wa, wb, wc, ra, rb, pa, pb, mid_axis, is_soft, True, lw, ww, iw)
+    else:
+        for lane in range(nl):
+            _two_bone_lane(lane, wa, wb, wc, ra, rb, pa, pb, mid_axis, is_soft, False, lw, ww, iw)
     # the writes in loops of their own: in the loop above, stores to rows of ``lw`` at a run-time
     # distance from the rows it reads would keep LLVM from vectorising it
     for i in range(4):
