@@ -89,8 +89,8 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from .errors import SkeletalError
-from .skin import CHUNK, I32, I64, UNROLLED, chunk_codegen, check_skin_args, Emit, Influences, \
-    kernel_palette, Rows, store_rows, vec_type
+from .skin import _FM, CHUNK, I32, I64, LANES, UNROLLED, chunk_codegen, check_skin_args, deinterleave3, Emit, \
+    Influences, interleave3, kernel_palette, planar_codegen, planar_ok, Rows, store_rows, transpose_lanes, vec_type
 
 #: A joint whose S differs from the identity by at most this (max abs element) counts as rigid.
 #: Float32 inverse-bind matrices of real models are orthonormal to about 1e-6.
@@ -656,6 +656,198 @@ def _emit_dq_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: in
         store_rows(context, b, e, A, args, out, e.mul(rotate(vec), factor), verts)
 
 
+# The planar group kernel: LANES vertices per group, one SIMD lane per vertex from the loads on.
+
+
+def _lane_vector(e: Emit, scalars):
+    """One vector from LANES scalars (lane l = scalars[l]); for influence counts whose weight rows are
+    not whole quads (K = 1, 2)."""
+    b = e.b
+    vec = ir.Constant(vec_type(len(scalars)), None)
+    for lane, x in enumerate(scalars):
+        vec = b.insert_element(vec, x, ir.Constant(I32, lane))
+    return vec
+
+
+def _transposed(e: Emit, ptrs, offsets, n: int, wanted):
+    """Records of ``n`` float32 (n = 4 or 8) at each byte offset of ``offsets`` past each of the LANES
+    pointers ``ptrs`` (i8*, vertex order) -> per offset ``{el: vector}``, lane l of it = element el of
+    vertex l's record (``wanted``: one collection of elements per offset).
+
+    Each n-float record is one load; row r of the transpose holds the records of vertices r, n + r,
+    2n + r, ... in its n-lane blocks (joined by inserts straight from memory), so the in-block
+    transpose (:func:`skeletal.skin.transpose_lanes`, log2 n shuffle stages on all blocks at once)
+    leaves every element in vertex order. A pointer's records are loaded side by side (it is then
+    dead: 16 pointers kept across the offsets spilled general registers)."""
+    b = e.b
+    blocks = LANES // n
+
+    def load(ptr, offset):
+        at = b.gep(ptr, [ir.Constant(I64, offset)]) if offset else ptr
+        return b.load(b.bitcast(at, vec_type(n).as_pointer()), align=4)
+
+    rows: list[list] = [[] for _ in offsets]
+    for r in range(n):
+        loaded = [[load(ptrs[h * n + r], offset) for offset in offsets] for h in range(blocks)]
+        for i in range(len(offsets)):
+            parts = [loaded[h][i] for h in range(blocks)]
+            while len(parts) > 1:  # pairwise joins: 2n-lane, then 4n-lane vectors
+                width = 2 * parts[0].type.count
+                parts = [e.shuf(x, y, range(width)) for x, y in zip(parts[::2], parts[1::2])]
+            rows[i].append(parts[0])
+    return [transpose_lanes(e, rows_i, wanted_i, LANES) for rows_i, wanted_i in zip(rows, wanted)]
+
+
+class _TreeSum:
+    """:meth:`skeletal.skin.Emit.tree_sum` of terms given one at a time (partial sums of equal size
+    merged as they come: the same tree for a power-of-two count), so that each term can be made and
+    consumed where its inputs are loaded."""
+
+    def __init__(self, e: Emit):
+        self.e, self.partials = e, []  # (size, value), sizes strictly decreasing
+
+    def add(self, term) -> None:
+        size = 1
+        while self.partials and self.partials[-1][0] == size:
+            _, prev = self.partials.pop()
+            term, size = self.e.add(prev, term), 2 * size
+        self.partials.append((size, term))
+
+    def total(self):
+        return self.e.tree_sum([value for _, value in self.partials])
+
+
+def _emit_dq_group(context, b, A, args, v0, k: int, scaled: bool, clamp: bool) -> None:
+    """IR dual quaternion skinning of the LANES vertices v0 .. v0 + LANES - 1 of dense (V, 3) arrays,
+    K = k unrolled, positions (+ normals; no tangents). One lane per vertex throughout: every
+    influence's packed record is transposed as it is loaded (its ``qr | qd`` as 8-float records, S's
+    six numbers as the next 8), so the pivot, the hemisphere signs, the blend and the transform are
+    all lane-wise arithmetic with no horizontal sums (the same maths as :func:`_emit_dq_vertices`)."""
+    do_n = not isinstance(A[4], types.NoneType)
+    e = Emit(b)
+    pal = Rows(context, b, A[0], args[0], DQ_STRIDE)
+    inf = Influences(context, b, A, args, pal.shape[0], k, clamp)
+    rows = [inf.rows(b.add(v0, ir.Constant(I64, i))) for i in range(LANES)]
+    stride = ir.Constant(I64, 4 * DQ_STRIDE)
+
+    # 1. Weights, lane-wise: whole quads of each row transposed (K = 4, 8), else one lane at a time.
+    if k % 4 == 0:
+        weights = []
+        for g in range(0, k, 4):
+            got, = _transposed(e, [wrow for _, wrow in rows], [4 * g], 4, [range(4)])
+            weights += [got[c] for c in range(4)]
+    else:
+        weights = [_lane_vector(e, [inf.weight(wrow, kk) for _, wrow in rows]) for kk in range(k)]
+
+    # 2. Each influence's record, lane-wise: qr (x, y, z, w) and qd, and for the scaled kernel S (s00,
+    # s01, s02, s11, s12, s22), whose blend (unsigned weights) is summed as it is loaded.
+    qrs, qds = [], []
+    s_sums = [_TreeSum(e) for _ in range(6)]
+    for kk in range(k):
+        ptrs = [b.gep(pal.data, [b.mul(inf.joint(jrow, kk), stride)]) for jrow, _ in rows]
+        got = _transposed(e, ptrs, [0, 32] if scaled else [0], 8, [range(8), range(6)])
+        qrs.append([got[0][c] for c in range(4)])
+        qds.append([got[0][4 + c] for c in range(4)])
+        if scaled:
+            for c in range(6):
+                s_sums[c].add(e.mul(weights[kk], got[1][c]))
+
+    # 3. The pivot (largest weight, the first of equal ones; influence 0 for K <= 2, where any pivot
+    # gives the same transform), by a tournament of selects: the later of a pair wins only when
+    # strictly larger. Then every influence's weight sign-flipped where its qr . pivot < 0 (the sign
+    # bit of the dot product xor-ed in).
+    if k <= 2:
+        pivot = qrs[0]
+    else:
+        field = list(zip(weights, qrs))
+        while len(field) > 1:
+            level = []
+            for (w_a, q_a), (w_b, q_b) in zip(field[::2], field[1::2]):
+                later = b.fcmp_ordered(">", w_b, w_a)
+                level.append((b.select(later, w_b, w_a), [b.select(later, y, x) for x, y in zip(q_a, q_b)]))
+            field = level
+        pivot = field[0][1]
+    it = ir.VectorType(I32, LANES)
+    sign_bit = ir.Constant(it, [-0x80000000] * LANES)
+    signed = []
+    for kk in range(k):
+        if k == 1:
+            signed.append(weights[kk])
+            continue
+        dot = e.tree_sum([e.mul(x, y) for x, y in zip(qrs[kk], pivot)])
+        flip = b.and_(b.bitcast(dot, it), sign_bit)
+        signed.append(b.bitcast(b.xor(b.bitcast(weights[kk], it), flip), weights[kk].type))
+
+    # 4. The blend (trees over the influences, as the two-vertex kernel's).
+    q = [e.tree_sum([e.mul(ws, qr[c]) for ws, qr in zip(signed, qrs)]) for c in range(4)]
+    d = [e.tree_sum([e.mul(ws, qd[c]) for ws, qd in zip(signed, qds)]) for c in range(4)]
+    if scaled:
+        s00, s01, s02, s11, s12, s22 = (acc.total() for acc in s_sums)
+    if scaled:
+        cols = [[s00, s01, s02], [s01, s11, s12], [s02, s12, s22]]  # S's columns (S symmetric)
+
+    vt = vec_type(LANES)
+    zero = ir.Constant(vt, [0.0] * LANES)
+    sqrt = cgutils.get_or_insert_function(b.module, ir.FunctionType(vt, [vt]), f"llvm.sqrt.v{LANES}f32")
+
+    def inverse_length(sq):  # 1/sqrt(sq), 0 where sq is not positive
+        inv = b.fdiv(ir.Constant(vt, [1.0] * LANES), b.call(sqrt, [sq], fastmath=_FM), flags=_FM)
+        return b.select(b.fcmp_ordered(">", sq, zero), inv, zero)
+
+    def dot3(x, y):
+        return e.linear3(x[0], x[1], x[2], y[0], y[1], y[2])
+
+    def cross(x, y):
+        return [e.sub(e.mul(x[(r + 1) % 3], y[(r + 2) % 3]), e.mul(x[(r + 2) % 3], y[(r + 1) % 3])) for r in range(3)]
+
+    def by_s(x):  # S x
+        return [e.linear3(cols[0][r], cols[1][r], cols[2][r], *x) for r in range(3)]
+
+    # 2 / |q|^2: rotation by q/|q| and translation 2 (d q*) / |q|^2 both scale by it.
+    r_q = inverse_length(e.tree_sum([e.mul(c, c) for c in q]))
+    inv = e.mul(e.add(r_q, r_q), r_q)
+    qv, w_q, w_d = q[:3], q[3], d[3]
+
+    def rotate(x):  # x + inv q x (q x x + w x): rotation by q/|q|
+        u = [e.fma(w_q, c, y) for c, y in zip(x, cross(qv, x))]
+        return [e.fma(inv, m, c) for m, c in zip(cross(qv, u), x)]
+
+    # 5. Positions: p' = R(S p) + t = p + inv (q x (q x p + w p + d) + w d - dw q).
+    p = _load_xyz(context, b, e, A, args, 3, v0)
+    if scaled:
+        p = by_s(p)
+    u = [e.add(e.fma(w_q, c, y), dc) for c, y, dc in zip(p, cross(qv, p), d)]
+    moved = [e.sub(e.fma(w_q, dc, y), e.mul(w_d, qc)) for dc, y, qc in zip(d, cross(qv, u), qv)]
+    _store_xyz(context, b, e, A, args, 6, v0, [e.fma(inv, m, c) for m, c in zip(moved, p)])
+    if not do_n:
+        return
+    # 6. Normals: through S's cofactor matrix (flipped where det S < 0), rotated, renormalised.
+    n = _load_xyz(context, b, e, A, args, 4, v0)
+    if scaled:
+        basis = [cross(cols[1], cols[2]), cross(cols[2], cols[0]), cross(cols[0], cols[1])]
+        n = [e.linear3(basis[0][r], basis[1][r], basis[2][r], *n) for r in range(3)]
+    factor = inverse_length(dot3(n, n))
+    if scaled:
+        det = e.tree_sum([e.mul(cols[0][r], basis[0][r]) for r in range(3)])
+        factor = b.select(b.fcmp_ordered("<", det, zero), b.fsub(zero, factor, flags=_FM), factor)
+    _store_xyz(context, b, e, A, args, 7, v0, [e.mul(c, factor) for c in rotate(n)])
+
+
+def _load_xyz(context, b, e: Emit, A, args, i: int, v0):
+    """x, y, z of the dense (V, 3) argument i's rows v0 .. v0 + LANES - 1: three loads, deinterleaved."""
+    src = Rows(context, b, A[i], args[i], 3)
+    ptr = b.bitcast(src.row(v0), vec_type(LANES).as_pointer())
+    return deinterleave3(e, *(b.load(b.gep(ptr, [ir.Constant(I64, j)]), align=4) for j in range(3)))
+
+
+def _store_xyz(context, b, e: Emit, A, args, i: int, v0, xyz) -> None:
+    """The inverse of :func:`_load_xyz` into output argument i."""
+    dst = Rows(context, b, A[i], args[i], 3)
+    ptr = b.bitcast(dst.row(v0), vec_type(LANES).as_pointer())
+    for j, vec in enumerate(interleave3(e, *xyz)):
+        b.store(vec, b.gep(ptr, [ir.Constant(I64, j)]), align=4)
+
+
 @intrinsic
 def _skin_dq_chunk(typingctx, palette, joints, weights, positions, normals, tangents,
                    out_positions, out_normals, out_tangents, chunk, kspec, scaled, unclamped):
@@ -665,8 +857,13 @@ def _skin_dq_chunk(typingctx, palette, joints, weights, positions, normals, tang
     sig = types.void(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
                      out_tangents, chunk, kspec, scaled, unclamped)
     use_scale, clamp = not isinstance(scaled, types.NoneType), isinstance(unclamped, types.NoneType)
-    return sig, chunk_codegen(lambda context, b, A, args, v0, kk, k_const, n_vert: _emit_dq_vertices(
-        context, b, A, args, v0, kk, k_const, n_vert, use_scale, clamp), pairs=2)
+    vertices = lambda context, b, A, args, v0, kk, k_const, n_vert: _emit_dq_vertices(
+        context, b, A, args, v0, kk, k_const, n_vert, use_scale, clamp)
+    k_const = len(kspec) if isinstance(kspec, types.BaseTuple) else None
+    if planar_ok(sig.args, k_const):
+        return sig, planar_codegen(False, clamp, vertices, group=lambda context, b, A, args, v0, k: _emit_dq_group(
+            context, b, A, args, v0, k, use_scale, clamp))
+    return sig, chunk_codegen(vertices, pairs=2)
 
 
 @njit(cache=True, parallel=True, nogil=True)
