@@ -89,7 +89,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from .errors import SkeletalError
-from .skin import _FM, CHUNK, I32, I64, LANES, UNROLLED, chunk_codegen, check_skin_args, deinterleave3, Emit, \
+from .skin import _FM, _transpose_masks, CHUNK, I32, I64, LANES, UNROLLED, chunk_codegen, check_skin_args, deinterleave3, Emit, \
     Influences, interleave3, kernel_palette, planar_codegen, planar_ok, Rows, store_rows, transpose_lanes, vec_type
 
 #: A joint whose S differs from the identity by at most this (max abs element) counts as rigid.
@@ -686,6 +686,8 @@ def _transposed(e: Emit, ptrs, offsets, n: int, wanted):
         at = b.gep(ptr, [ir.Constant(I64, offset)]) if offset else ptr
         return b.load(b.bitcast(at, vec_type(n).as_pointer()), align=4)
 
+    if n == 8:  # see _transpose_halves: its outputs' lanes 4-7 and 8-11 come from slots 8-11 and 4-7
+        ptrs = [ptrs[_SWAP_MIDDLE[slot]] for slot in range(LANES)]
     rows: list[list] = [[] for _ in offsets]
     for r in range(n):
         loaded = [[load(ptrs[h * n + r], offset) for offset in offsets] for h in range(blocks)]
@@ -695,26 +697,57 @@ def _transposed(e: Emit, ptrs, offsets, n: int, wanted):
                 width = 2 * parts[0].type.count
                 parts = [e.shuf(x, y, range(width)) for x, y in zip(parts[::2], parts[1::2])]
             rows[i].append(parts[0])
+    if n == 8:
+        return [_transpose_halves(e, rows_i, wanted_i) for rows_i, wanted_i in zip(rows, wanted)]
     return [transpose_lanes(e, rows_i, wanted_i, LANES) for rows_i, wanted_i in zip(rows, wanted)]
 
 
-class _TreeSum:
-    """:meth:`skeletal.skin.Emit.tree_sum` of terms given one at a time (partial sums of equal size
-    merged as they come: the same tree for a power-of-two count), so that each term can be made and
-    consumed where its inputs are loaded."""
+#: Lanes 4-7 and 8-11 swapped (an involution).
+_SWAP_MIDDLE = [0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15]
 
-    def __init__(self, e: Emit):
-        self.e, self.partials = e, []  # (size, value), sizes strictly decreasing
 
-    def add(self, term) -> None:
-        size = 1
-        while self.partials and self.partials[-1][0] == size:
-            _, prev = self.partials.pop()
-            term, size = self.e.add(prev, term), 2 * size
-        self.partials.append((size, term))
+def _transpose_halves(e: Emit, rows, wanted):
+    """:func:`skeletal.skin.transpose_lanes` of 8 rows of two 8-float records (slots r and 8 + r in
+    row r), except that the last stage joins 128-bit blocks (a0, a2, b0, b2) / (a1, a3, b1, b3): one
+    non-destructive ``vshuff64x2`` each, where the in-order join (a0, b0, a2, b2) took a
+    ``vpermt2pd`` and a register copy. Output lane l holds slot ``_SWAP_MIDDLE[l]``'s element."""
+    b_lo = [4 * blk + i for blk in (0, 2) for i in range(4)]
+    last = ([x for src in (0, 16) for x in (src + y for y in b_lo)],
+            [x for src in (0, 16) for x in (src + 4 + y for y in b_lo)])
+    labels = {0: [[(r + 8 * (l // 8), l % 8) for l in range(16)] for r in range(8)]}  # (slot, element)
 
-    def total(self):
-        return self.e.tree_sum([value for _, value in self.partials])
+    def masks(stage):
+        if stage == 3:
+            return last
+        lo, hi = _transpose_masks(8, stage)
+        widen = lambda m: [h * 8 + (x if x < 8 else 16 + x - 8) for h in (0, 1) for x in m]
+        return widen(lo), widen(hi)
+
+    for stage in (1, 2, 3):
+        bit, prev, cur = 1 << (stage - 1), labels[stage - 1], [None] * 8
+        lo, hi = masks(stage)
+        for v in range(8):
+            if not v & bit:
+                both = prev[v] + prev[v | bit]
+                cur[v], cur[v | bit] = [both[i] for i in lo], [both[i] for i in hi]
+        labels[stage] = cur
+    built: dict = {}
+
+    def get(stage, v):
+        if stage == 0:
+            return rows[v]
+        if (stage, v) not in built:
+            bit = 1 << (stage - 1)
+            built[stage, v] = e.shuf(get(stage - 1, v & ~bit), get(stage - 1, v | bit), masks(stage)[1 if v & bit else 0])
+        return built[stage, v]
+
+    out = {}
+    for v, lanes in enumerate(labels[3]):
+        el = lanes[0][1]
+        assert [slot for slot, _ in lanes] == _SWAP_MIDDLE and all(x == el for _, x in lanes)
+        if el in wanted:
+            out[el] = get(3, v)
+    return out
 
 
 def _emit_dq_group(context, b, A, args, v0, k: int, scaled: bool, clamp: bool) -> None:
@@ -739,27 +772,43 @@ def _emit_dq_group(context, b, A, args, v0, k: int, scaled: bool, clamp: bool) -
     else:
         weights = [_lane_vector(e, [inf.weight(wrow, kk) for _, wrow in rows]) for kk in range(k)]
 
-    # 2. Each influence's record, lane-wise: qr (x, y, z, w) and qd, and for the scaled kernel S (s00,
-    # s01, s02, s11, s12, s22), whose blend (unsigned weights) is summed as it is loaded.
-    qrs, qds = [], []
-    s_sums = [_TreeSum(e) for _ in range(6)]
-    for kk in range(k):
+    it = ir.VectorType(I32, LANES)
+    sign_bit = ir.Constant(it, [-0x80000000] * LANES)
+
+    def signed(w, dot):  # w with the sign bit of dot xor-ed in: negated where qr . pivot < 0
+        return b.bitcast(b.xor(b.bitcast(w, it), b.and_(b.bitcast(dot, it), sign_bit)), w.type)
+
+    def dot4(x, y):
+        return e.tree_sum([e.mul(a, c) for a, c in zip(x, y)])
+
+    def records(kk):
+        """Influence kk's record, lane-wise: qr (x, y, z, w), qd, and for the scaled kernel S (s00, s01,
+        s02, s11, s12, s22)."""
         ptrs = [b.gep(pal.data, [b.mul(inf.joint(jrow, kk), stride)]) for jrow, _ in rows]
         got = _transposed(e, ptrs, [0, 32] if scaled else [0], 8, [range(8), range(6)])
-        qrs.append([got[0][c] for c in range(4)])
-        qds.append([got[0][4 + c] for c in range(4)])
-        if scaled:
-            for c in range(6):
-                s_sums[c].add(e.mul(weights[kk], got[1][c]))
+        return [got[0][c] for c in range(4)], [got[0][4 + c] for c in range(4)], \
+            [got[1][c] for c in range(6)] if scaled else []
 
-    # 3. The pivot (largest weight, the first of equal ones; influence 0 for K <= 2, where any pivot
-    # gives the same transform), by a tournament of selects: the later of a pair wins only when
-    # strictly larger. Then every influence's weight sign-flipped where its qr . pivot < 0 (the sign
-    # bit of the dot product xor-ed in).
-    if k <= 2:
-        pivot = qrs[0]
-    else:
-        field = list(zip(weights, qrs))
+    def blend(pivot_first: bool):
+        """(q, d, S): the blended dual quaternion and S (trees over the influences, as the two-vertex
+        kernel's; S with the unsigned weights). Every influence is put into the hemisphere of the
+        pivot's qr. ``pivot_first``: influence 0 is the pivot (K <= 2, where any pivot gives the same
+        transform, or weights sorted: each influence is then signed and summed as it is loaded, with
+        few live registers); else the largest weight, the first of equal ones, found by a tournament
+        of selects (the later of a pair wins only when strictly larger) once all qr are loaded."""
+        if pivot_first:  # sums as multiply-add chains (as few live registers as possible)
+            sums: list = []
+            pivot = None
+            for kk in range(k):
+                qr, qd, s_k = records(kk)
+                pivot = pivot or qr
+                ws = weights[kk] if kk == 0 else signed(weights[kk], dot4(qr, pivot))
+                terms = [(ws, x) for x in qr + qd] + [(weights[kk], x) for x in s_k]
+                sums = [e.mul(w, x) for w, x in terms] if kk == 0 else [e.fma(w, x, acc) for (w, x), acc in
+                                                                       zip(terms, sums)]
+            return sums
+        recs = [records(kk) for kk in range(k)]
+        field = [(w, rec[0]) for w, rec in zip(weights, recs)]
         while len(field) > 1:
             level = []
             for (w_a, q_a), (w_b, q_b) in zip(field[::2], field[1::2]):
@@ -767,22 +816,37 @@ def _emit_dq_group(context, b, A, args, v0, k: int, scaled: bool, clamp: bool) -
                 level.append((b.select(later, w_b, w_a), [b.select(later, y, x) for x, y in zip(q_a, q_b)]))
             field = level
         pivot = field[0][1]
-    it = ir.VectorType(I32, LANES)
-    sign_bit = ir.Constant(it, [-0x80000000] * LANES)
-    signed = []
-    for kk in range(k):
-        if k == 1:
-            signed.append(weights[kk])
-            continue
-        dot = e.tree_sum([e.mul(x, y) for x, y in zip(qrs[kk], pivot)])
-        flip = b.and_(b.bitcast(dot, it), sign_bit)
-        signed.append(b.bitcast(b.xor(b.bitcast(weights[kk], it), flip), weights[kk].type))
+        trees = []
+        for w, (qr, qd, s_k) in zip(weights, recs):
+            ws = signed(w, dot4(qr, pivot))
+            trees.append([e.mul(ws, x) for x in qr + qd] + [e.mul(w, x) for x in s_k])
+        return [e.tree_sum(terms) for terms in zip(*trees)]
 
-    # 4. The blend (trees over the influences, as the two-vertex kernel's).
-    q = [e.tree_sum([e.mul(ws, qr[c]) for ws, qr in zip(signed, qrs)]) for c in range(4)]
-    d = [e.tree_sum([e.mul(ws, qd[c]) for ws, qd in zip(signed, qds)]) for c in range(4)]
+    # 2. The blend. K > 2: groups whose weights are sorted (influence 0 the largest in every lane, as
+    # glTF exporters write them) take the streaming blend, the others the tournament; both give the
+    # same pivot, so the same result.
+    if k <= 2:
+        blended = blend(True)
+    else:
+        first = None
+        for w in weights[1:]:
+            ge = b.fcmp_ordered(">=", weights[0], w)
+            first = ge if first is None else b.and_(first, ge)
+        all_first = b.icmp_unsigned("==", b.bitcast(first, ir.IntType(LANES)), ir.Constant(ir.IntType(LANES), -1))
+        with b.if_else(all_first) as (then, otherwise):
+            with then:
+                by_stream, stream_block = blend(True), b.block
+            with otherwise:
+                by_tournament, tournament_block = blend(False), b.block
+        blended = []
+        for x, y in zip(by_stream, by_tournament):
+            phi = b.phi(x.type)
+            phi.add_incoming(x, stream_block)
+            phi.add_incoming(y, tournament_block)
+            blended.append(phi)
+    q, d = blended[:4], blended[4:8]
     if scaled:
-        s00, s01, s02, s11, s12, s22 = (acc.total() for acc in s_sums)
+        s00, s01, s02, s11, s12, s22 = blended[8:]
     if scaled:
         cols = [[s00, s01, s02], [s01, s11, s12], [s02, s12, s22]]  # S's columns (S symmetric)
 
