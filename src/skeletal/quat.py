@@ -21,7 +21,7 @@ from numba import njit
 NLERP_ABOVE_COS = 0.9995
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def slerp_into(out, o, ax, ay, az, aw, bx, by, bz, bw, u):
     """Shortest-path slerp from a to b by u in [0, 1], written to out[o:o+4].
 
@@ -64,7 +64,7 @@ def slerp_into(out, o, ax, ay, az, aw, bx, by, bz, bw, u):
     out[o + 3] = w
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def normalize4_inplace(out, o):
     """Normalise out[o:o+4]; a zero quaternion becomes identity."""
     n = np.sqrt(out[o] ** 2 + out[o + 1] ** 2 + out[o + 2] ** 2 + out[o + 3] ** 2)

@@ -49,7 +49,7 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
-from numba import types
+from numba import njit, types
 from numba.experimental import structref
 
 PLAYBACK_FIELDS = (
@@ -129,6 +129,24 @@ structref.define_proxy(IKJob, IKJobType, list(IK_FIELDS))
 structref.define_proxy(FootJob, FootJobType, list(FOOT_FIELDS))
 
 
+# Cached constructors. Calling a proxy class (``PlaybackJob(*values)``) goes through a constructor that
+# numba compiles again in every new process (0.4-0.6 s here, most of a warm start's first frame); the
+# same construction inside a cached function is compiled once and loaded from the disk cache after.
+@njit(cache=True)
+def _new_playback_job(*values):
+    return PlaybackJob(*values)
+
+
+@njit(cache=True)
+def _new_ik_job(*values):
+    return IKJob(*values)
+
+
+@njit(cache=True)
+def _new_foot_job(*values):
+    return FootJob(*values)
+
+
 def _check(kind: str, fields: tuple, given: dict) -> list:
     missing = [f for f in fields if f not in given]
     extra = [f for f in given if f not in fields]
@@ -148,17 +166,17 @@ def playback_job(**fields) -> PlaybackJob:
 
     >>> job = playback_job(**mixer._job_fields())                         # doctest: +SKIP
     """
-    return PlaybackJob(*_check("PlaybackJob", PLAYBACK_FIELDS, fields))
+    return _new_playback_job(*_check("PlaybackJob", PLAYBACK_FIELDS, fields))
 
 
 def ik_job(**fields) -> IKJob:
     """An :class:`IKJob` from its named arrays (every field of ``IK_FIELDS``)."""
-    return IKJob(*_check("IKJob", IK_FIELDS, fields))
+    return _new_ik_job(*_check("IKJob", IK_FIELDS, fields))
 
 
 def foot_job(**fields) -> FootJob:
     """A :class:`FootJob` from its named arrays (every field of ``FOOT_FIELDS``)."""
-    return FootJob(*_check("FootJob", FOOT_FIELDS, fields))
+    return _new_foot_job(*_check("FootJob", FOOT_FIELDS, fields))
 
 
 def entry(kernel, *args) -> Callable:
