@@ -32,8 +32,9 @@ Two implementations, as for LBS:
 * :func:`skin_dq`: the reference. Float64, any dtype in, the palette's dtype out.
 * :func:`skin_dq_into`: the real-time path. Float32 into caller-owned outputs, the same argument
   contract as :func:`skeletal.skin.skin_into` (uint8/uint16/int32/int64 joints, strided rows,
-  in-place allowed), LLVM IR code per influence count (1, 2, 4, 8 unrolled, any K looped), two
-  vertices per 8-lane vector, parallel over chunks. The palette is converted once per call
+  in-place allowed), LLVM IR code per influence count (1, 2, 4, 8 unrolled, any K looped): dense
+  rows without tangents (the common case) 16 vertices at a time, one SIMD lane per vertex (the
+  planar group kernel below), everything else two vertices per 8-lane vector; parallel over chunks. The palette is converted once per call
   (:func:`pack_dq_palette`: J polar decompositions and quaternions), or given packed. It shares its
   machinery with :mod:`skeletal.skin` (argument checks, palette padding for uint8 joints, the chunk
   loop, joint/weight access, cofactor and normalisation emitters, row stores).
@@ -50,8 +51,41 @@ numbers hold it) and ``scales`` 1 where the joint's S is off the identity (read 
 :func:`skin_dq_into` to pick the kernel, by nothing else). :func:`pack_dq_palette` gives (J, 16),
 :func:`gpu_dq_palette` (..., J, 4, 4) (four vec4 rows per joint).
 
-The fast kernel, and the measurements that shaped it (2-vCPU AMD EPYC VM, AVX2; 100k vertices, 4
-influences, positions + normals, one thread, ratios to ``skin_into`` interleaved in the same run):
+The planar group kernel (``_emit_dq_group``, issue 17: :func:`skeletal.skin.skin_into`'s own planar
+kernel had made LBS 1.5x faster, and DQS had fallen to 0.52x / 0.43x of it). It takes what LBS's
+takes: dense C-contiguous (V, 3) positions/normals and outputs, K unrolled, no tangents. Measured on
+a 2-vCPU AVX-512 Xeon VM (100k vertices, 4 uint8 influences, sorted weights, positions + normals,
+one thread, CPU time, interleaved with LBS in one process, load 1.6-2.7 from other jobs):
+
+* One lane per vertex from the loads on: each influence's ``qr | qd`` (8 floats) of the group's 16
+  vertices are loaded as 8 rows of two records (a load and an insert from memory each) and
+  transposed in three shuffle stages, the last a non-destructive ``vshuff64x2`` whose block order
+  the record pointers are permuted to undo (``_transpose_halves``). Pivot, hemisphere signs, blend,
+  normalisation and the transform are then plain lane-wise arithmetic with no horizontal sums.
+* Influence 0 is the pivot when K <= 2 (any pivot gives the same transform) or when every lane of
+  the group has its weights sorted largest first (checked per group; glTF exporters write them so):
+  each influence is then dotted with influence 0, signed and added as it is loaded (multiply-add
+  chains, ~20 live registers). Other groups take a tournament of selects over all influences (as
+  the two-vertex kernel's; 36 live registers, it spills). Both find the same pivot, so the result
+  is the same; the two-vertex kernel sums trees where the streamed blend sums chains (rounding).
+* The loop is bound by vector instructions, most of them shuffles: per 16 vertices LBS runs ~300
+  vector instructions, rigid DQS ~390, scaled DQS ~620 (S's six numbers are 14/8 of the rigid
+  kernel's data, transposed per influence). Tried and dropped: blending S per vertex as 8-lane rows
+  (one multiply-add per influence, weights broadcast from memory) and transposing once, in the loop
+  (-2% A/B interleaved with the kept kernel: 16 more live rows spilled) or as a second pass after
+  q and d (-4% A/B); weights read as four 64-byte rows (-1.5% scaled A/B); a two-pass kernel
+  (signs from transposed qr quads, then LBS-style row blends with the signed weights read back
+  from a stack buffer: rigid 0.62-0.64x against 0.76x in runs next to each other); a row-domain
+  blend of whole 16-float records with (+-w x 8 | w x 8) weight rows (scaled 0.51x against 0.58x,
+  likewise). Each variant's assembly was read: LLVM pushes joins of two 8-lane rows up
+  through their blend into per-weight cross-lane shuffles unless an empty asm hides the rows, and
+  keeps pointers across passes (spilled) unless a memory barrier names the joints array.
+* Cold start: this kernel adds about 1.1 s of compile (CPU) to each DQS specialisation's first call
+  (rigid 2.3 -> 3.4 s, scaled 0.6 -> 1.8 s in a fresh cache); nothing compiles until DQS is used.
+
+The two-vertex kernel (the tail of each chunk, strided rows, tangents, K looped), and the
+measurements that shaped it (2-vCPU AMD EPYC VM, AVX2; 100k vertices, 4 influences, positions +
+normals, one thread, ratios to ``skin_into`` interleaved in the same run, before the planar kernels):
 
 * One 4-lane group per vertex throughout (lanes 0-3 the first vertex of a pair, 4-7 the second):
   influence k's ``qr`` and ``qd`` of both vertices load into one 8-lane vector each, so the blend
@@ -74,10 +108,13 @@ influences, positions + normals, one thread, ratios to ``skin_into`` interleaved
   pair layout, which spilled with two pairs in flight).
 
 Speed (``skeletal bench``, rows from :mod:`skeletal.bench.dq`, per frame: pack the palette, skin;
-one thread, CPU time, load average 2.6-3.0 from other jobs): rigid palette 0.90x LBS (six runs
-0.87-0.91), scaled palette 0.71-0.74x (six runs 0.70-0.75), up from 0.62-0.70x / 0.56-0.61x for the
-previous kernel run alternately with them. LBS's machine code is unchanged by the shared helpers (compared after
-assembly). See the README's performance table.
+one thread, CPU time). Before the planar LBS kernel: rigid 0.90x LBS, scaled 0.71-0.74x. After it,
+with the two-vertex DQS kernel only: 0.52x / 0.43x (AVX-512 Xeon, load 0.3). With the planar group
+kernel: SPEED_AFTER. The scaled row misses the 0.70 goal (see above for what was tried).
+``skin_dq_into`` checks its arguments inside the compiled call as ``skin_into`` does (9.3 -> 3.3 us
+of Python per call); ``pack_dq_palette`` (J polar decompositions) is 19 us for 65 joints, 3% of a
+100k-vertex frame. LBS's machine code is unchanged by the shared helpers (compared after assembly).
+See the README's performance table.
 """
 
 from __future__ import annotations
