@@ -110,7 +110,8 @@ normals, one thread, ratios to ``skin_into`` interleaved in the same run, before
 Speed (``skeletal bench``, rows from :mod:`skeletal.bench.dq`, per frame: pack the palette, skin;
 one thread, CPU time). Before the planar LBS kernel: rigid 0.90x LBS, scaled 0.71-0.74x. After it,
 with the two-vertex DQS kernel only: 0.52x / 0.43x (AVX-512 Xeon, load 0.3). With the planar group
-kernel: SPEED_AFTER. The scaled row misses the 0.70 goal (see above for what was tried).
+kernel: rigid 0.81-0.83x, scaled 0.59-0.60x (three runs, load 2.1-2.5, 2026-11-27). The scaled row
+misses the 0.70 goal (see above for what was tried).
 ``skin_dq_into`` checks its arguments inside the compiled call as ``skin_into`` does (9.3 -> 3.3 us
 of Python per call); ``pack_dq_palette`` (J polar decompositions) is 19 us for 65 joints, 3% of a
 100k-vertex frame. LBS's machine code is unchanged by the shared helpers (compared after assembly).
