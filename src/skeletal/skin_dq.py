@@ -829,12 +829,13 @@ def _emit_dq_group(context, b, A, args, v0, k: int, scaled: bool, clamp: bool) -
             [got[1][c] for c in range(6)] if scaled else []
 
     def blend(pivot_first: bool):
-        """(q, d, S): the blended dual quaternion and S (trees over the influences, as the two-vertex
-        kernel's; S with the unsigned weights). Every influence is put into the hemisphere of the
-        pivot's qr. ``pivot_first``: influence 0 is the pivot (K <= 2, where any pivot gives the same
-        transform, or weights sorted: each influence is then signed and summed as it is loaded, with
-        few live registers); else the largest weight, the first of equal ones, found by a tournament
-        of selects (the later of a pair wins only when strictly larger) once all qr are loaded."""
+        """(q, d, S): the blended dual quaternion and S (S with the unsigned weights), 14 or 8 lane-wise
+        vectors. Every influence is put into the hemisphere of the pivot's qr. ``pivot_first``:
+        influence 0 is the pivot (K <= 2, where any pivot gives the same transform, or weights sorted):
+        each influence is signed and added as it is loaded, sums as multiply-add chains (few live
+        registers); else the largest weight, the first of equal ones, found by a tournament of selects
+        (the later of a pair wins only when strictly larger) once all qr are loaded, sums as trees
+        (as the two-vertex kernel's)."""
         if pivot_first:  # sums as multiply-add chains (as few live registers as possible)
             sums: list = []
             pivot = None
