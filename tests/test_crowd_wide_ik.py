@@ -144,6 +144,7 @@ def test_target_at_the_hip_and_straight_input_go_per_instance(asset):
         target = h.target
         target[:4] = hips[:4]  # a target at the root: the current end direction is kept
         target[4:8] = (0.0, 9.0, 0.0)  # far: a straight leg, which the next frame reads as its input
+        target[8:12] = hips[8:12] + (1e-5, 0.0, 0.0)  # next to the hip: the knee folds nearly a half turn
         h.target = target
     _check(wide, narrow, steps=3)
 

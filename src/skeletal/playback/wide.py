@@ -387,8 +387,9 @@ def _two_bone_lane(lane, wa, wb, wc, ra, rb, pa, pb, mid, is_soft, use_mid, lw, 
         h = _add(_add(_scale(c0, mid[0] * k0), _scale(c1, mid[1] * k1)), _scale(c2, mid[2] * k2))
     else:
         h = _cross(u, v)
-        bad = bad | (_len(h) < 1e-7 * l1 * l2)
     lh = _len(h)
+    if not use_mid:
+        bad = bad | (lh < 1e-7 * l1 * l2)
     h = _scale(h, 1.0 / lh)
     # |u + R(h, phi) v| = reach:  A cos(phi) + B sin(phi) = K - C  (Rodrigues)
     uh, vh = _dot(u, h), _dot(v, h)
@@ -405,11 +406,8 @@ def _two_bone_lane(lane, wa, wb, wc, ra, rb, pa, pb, mid, is_soft, use_mid, lw, 
     cos_a = min(max((ca * x - cb * y) * inv_r, -1.0), 1.0)
     sin_a = (cb * x + ca * y) * inv_r
     hw = np.sqrt(0.5 * (1.0 + cos_a))
-    s_near = np.sqrt(max(0.5 * (1.0 - cos_a), 0.0))
-    s_neg = -s_near
-    s_near = s_neg if sin_a < 0.0 else s_near
-    s_far = 0.5 * sin_a / hw  # every value computed, then selected: no arithmetic under a branch
-    hs = s_far if hw > 1e-4 else s_near
+    hs = 0.5 * sin_a / hw
+    bad = bad | (bend & (not hw > 1e-4))  # a bend of nearly a half turn: _half_turn's other formula, per instance
     hs = hs if bend else 0.0
     rw = hw if bend else 1.0
     rh = (h[0] * hs, h[1] * hs, h[2] * hs, rw)
