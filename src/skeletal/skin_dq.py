@@ -296,7 +296,7 @@ def dual_quaternions(palette: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nd
 
     >>> m = np.eye(4); m[:3, 3] = (1, 2, 3)
     >>> qr, qd, s, nr = dual_quaternions(m[None])
-    >>> qr[0].tolist(), (2 * qd[0]).tolist(), bool(nr[0])
+    >>> qr[0].tolist(), (qd[0] + 0.0).tolist(), bool(nr[0])   # qd = t q / 2 (+ 0.0: no -0.0)
     ([0.0, 0.0, 0.0, 1.0], [0.5, 1.0, 1.5, 0.0], False)
     """
     flat, lead = _flat_palette(palette)
