@@ -629,6 +629,7 @@ class FootPlacement:
         self.locked = np.zeros((b, n_legs), np.bool_)
         self.lock = np.zeros((b, n_legs, 2))
         self._scalars = np.zeros(8)
+        self._scalar_values: tuple = ()  # what _scalars holds (apply)
         # the mixer's skin palettes this stage keeps current: entries under the pelvis, then each leg
         self._palettes, self._pal, self._pal_idx, self._pal_start = proc._palette_groups(
             [self.pelvis] + [int(t) for t in self.thighs])
@@ -710,11 +711,14 @@ class FootPlacement:
         mixer = proc.mixer
         packed = self._tables()
         kind, params, grid = self._ground_args
+        keep = bool(fresh and self._palettes and kind >= 0)  # palettes kept current here
+        values = (self.floor, self.reach, self.omega, dt, self.soft, self.max_tilt, 1.0 if fresh else 0.0,
+                  1.0 if keep else 0.0)
+        if values != self._scalar_values:  # written when one changed (eight numpy stores cost ~0.5 us)
+            self._scalars[:] = values
+            self._scalar_values = values
         sc = self._scalars
-        sc[0], sc[1], sc[2], sc[3], sc[4], sc[5] = self.floor, self.reach, self.omega, dt, self.soft, self.max_tilt
-        sc[6] = 1.0 if fresh else 0.0
-        sc[7] = 1.0 if (fresh and self._palettes and kind >= 0) else 0.0  # palettes kept current here
-        self.palettes_current = sc[7] != 0.0
+        self.palettes_current = keep
         # the kernel's job changes rarely: rebuilt only when one of the objects it comes from did
         c = self._args_from
         if (c is None or c[0] is not packed or c[1] is not pose or c[2] is not world or c[3] is not mixer.fs
@@ -824,6 +828,9 @@ class LookAt:
         self.velocity = np.zeros((b, 3))
         self._started = False
         self._palettes, self._pal, self._pal_idx, _ = proc._palette_groups([chain[0]])
+        self._look_arrays: tuple | None = None  # the serial call's arrays, tail and entry point (apply)
+        self._look_tail: tuple = ()
+        self._look_call: Any = None
 
     @staticmethod
     def _index(rig, j) -> int:
@@ -844,11 +851,21 @@ class LookAt:
         if self.proc.count <= SERIAL_BELOW:  # one compiled call: spring, model-space target, aim chain
             jump = not self._started or self.smooth_time == 0.0
             omega = 2.0 / self.smooth_time if self.smooth_time > 0.0 else 0.0
-            scratch = self._scratch[0]
-            t = self.table
-            if not _look_serial(pose, world, t.parents, t.stage_i, t.stage_f, t.joints, t.jp, self.inputs, t.update,
-                                scratch, self.proc.placement, self.target, self.smoothed, self.velocity,
-                                self.weight, 1 if jump else 0, omega, dt, self._palettes, *self._pal, self._pal_idx):
+            # the arrays change rarely: the compiled entry point and its array arguments are kept while
+            # they are the same objects (no per-frame type resolution of 23 arguments by the dispatcher)
+            arrays = self._look_arrays
+            if (arrays is None or arrays[0] is not pose or arrays[1] is not world or arrays[10] is not self.proc.placement
+                    or arrays[11] is not self.target or arrays[12] is not self.smoothed
+                    or arrays[13] is not self.velocity or arrays[14] is not self.weight):
+                t = self.table
+                arrays = (pose, world, t.parents, t.stage_i, t.stage_f, t.joints, t.jp, self.inputs, t.update,
+                          self._scratch[0], self.proc.placement, self.target, self.smoothed, self.velocity,
+                          self.weight)
+                tail = (self._palettes, *self._pal, self._pal_idx)
+                self._look_arrays = arrays
+                self._look_tail = tail
+                self._look_call = entry(_look_serial, *arrays, 0, 0.0, 0.0, *tail)
+            if not self._look_call(*arrays, 1 if jump else 0, float(omega), float(dt), *self._look_tail):
                 raise SkeletalError("look-at target must be finite")
             self._started = True
             self.palettes_current = self._palettes
