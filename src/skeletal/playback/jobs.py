@@ -72,7 +72,7 @@ PLAYBACK_FIELDS = (
 
 IK_FIELDS = ("stage_i", "stage_f", "joints", "jp", "inputs", "update", "scratch", "pos")
 
-#: a :class:`FootJob`'s fields: see :func:`skeletal.playback.procedural._foot_range` for each
+#: a :class:`FootJob`'s fields: see :func:`skeletal.playback.procedural.foot_kernel` for each
 FOOT_FIELDS = (
     # the pose it edits and the rig
     "pose", "world", "parents", "placement",

@@ -341,17 +341,16 @@ def _contact_one(b, fs, slot_clip, slot_additive, tables, frames, fps, durations
 PLANTED = 0.999
 
 
-@njit(cache=True)
-def _foot_range(lo, hi, phase, pose, world, parents, placement, legs, pelvis, pelvis_nodes, leg_nodes, leg_start,
-                fs, slot_clip, slot_additive, tables, frames, fps, durations, looping,
-                g_kind, g_params, g_grid, heights, normals, contact, ankle, leg_len, scalars, weight, state,
-                initialised, plant, locked, lock, targets, pelvis_offset, pal, pal_joints, inv_bind, pal_idx,
-                pal_start):
-    """Foot placement for instances ``lo`` .. ``hi - 1`` (see :class:`FootPlacement`), one compiled
-    call for the whole stage: contact weights, world rows, planted-foot locks, ground query, pelvis
-    spring, leg IK. A call per range, not per instance: each call of a numba function takes a
-    reference on every array it is given (two atomic operations each, some 40 arrays here, ~0.5 us;
-    contended between threads on the shared arrays), so the parallel kernel hands out a few ranges.
+@njit(cache=True, parallel=True)
+def foot_kernel(job, phase, chunks):
+    """Foot placement for every instance of a :class:`~skeletal.playback.jobs.FootJob` (see
+    :class:`FootPlacement`), one compiled call for the whole stage: contact weights, world rows,
+    planted-foot locks, ground query, pelvis spring, leg IK. In parallel over ``chunks`` ranges of
+    instances (balanced to one instance; a few per thread, see :func:`_foot_chunks`); a few
+    characters run its serial twin (:func:`skeletal._compile.serial_variant`: the same body,
+    ``prange`` as ``range``). The per-instance work is written out here, not called per instance or
+    per range: a call of a numba function takes a reference on every array it is given (two atomic
+    operations each, some 40 arrays, ~0.5 us; contended between threads on the shared arrays).
 
     ``phase``: 0 all of it (a built-in ground, queried by :func:`.ground.ground_at`); 1 only up to the
     foot targets' world (x, z) in ``targets`` (a Python ground is then queried there into
@@ -374,163 +373,6 @@ def _foot_range(lo, hi, phase, pose, world, parents, placement, legs, pelvis, pe
     matched ``world`` before): the entries ``pal_idx[pal_start[0]:pal_start[1]]`` (joints under the
     pelvis) translate with it, ``pal_idx[pal_start[l + 1]:pal_start[l + 2]]`` (under leg l) are
     recomputed after its IK."""
-    n_legs = legs.shape[1]
-    floor, reach, omega, dt, soft, max_tilt = scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5]
-    for b in range(lo, hi):
-        # This instance's arrays as views made once (a view costs an atomic reference count on an array
-        # every thread shares); rows and matrices below are indexed, not sliced.
-        M = placement[b]
-        pose_b = pose[b]
-        world_b = world[b]
-        pal_b = pal[b]
-        if phase != 2:
-            _contact_one(b, fs, slot_clip, slot_additive, tables, frames, fps, durations, looping, contact)
-            if scalars[6] == 0.0:  # the world rows are not current yet
-                _all_rows(parents, pose_b, world_b)
-            for l in range(n_legs):
-                fj = legs[2, l]
-                fx = M[0, 0] * world_b[fj, 0, 3] + M[0, 1] * world_b[fj, 1, 3] + M[0, 2] * world_b[fj, 2, 3] + M[0, 3]
-                fz = M[2, 0] * world_b[fj, 0, 3] + M[2, 1] * world_b[fj, 1, 3] + M[2, 2] * world_b[fj, 2, 3] + M[2, 3]
-                if plant:
-                    u = contact[b, l]
-                    if u >= PLANTED:
-                        if not locked[b, l]:  # touchdown: the foot stays where it landed
-                            locked[b, l] = True
-                            lock[b, l, 0], lock[b, l, 1] = fx, fz
-                        fx, fz = lock[b, l, 0], lock[b, l, 1]
-                    elif locked[b, l]:
-                        if u > 0.0:  # lifting off: from the lock back to the animated position
-                            fx += (lock[b, l, 0] - fx) * u
-                            fz += (lock[b, l, 1] - fz) * u
-                        else:
-                            locked[b, l] = False
-                targets[b, l, 0], targets[b, l, 2] = fx, fz
-            if phase == 1:
-                continue
-        w = weight[b]
-        # world -> model: R^T (p - t); world up in model space is R's second row
-        upx, upy, upz = M[1, 0], M[1, 1], M[1, 2]
-        floor_w = M[1, 3] + floor * M[1, 1]
-        goal = np.inf
-        for l in range(n_legs):
-            if phase == 0:
-                h, nx, ny, nz = ground_at(g_kind, g_params, g_grid, targets[b, l, 0], targets[b, l, 2])
-                heights[b, l] = h
-                normals[b, l, 0], normals[b, l, 1], normals[b, l, 2] = nx, ny, nz
-            fj = legs[2, l]
-            fy = M[1, 0] * world_b[fj, 0, 3] + M[1, 1] * world_b[fj, 1, 3] + M[1, 2] * world_b[fj, 2, 3] + M[1, 3]
-            ny = max(normals[b, l, 1], 0.2)
-            lift = heights[b, l] - floor_w + ankle[l] * (1.0 / ny - 1.0) * contact[b, l]
-            targets[b, l, 1] = fy + lift
-            goal = min(goal, lift)
-        # lower the pelvis further where a leg could not reach its target
-        hard = np.inf
-        for l in range(n_legs):
-            hj, fj = legs[0, l], legs[2, l]
-            h0, h1, h2 = world_b[hj, 0, 3], world_b[hj, 1, 3], world_b[hj, 2, 3]
-            hx = M[0, 0] * h0 + M[0, 1] * h1 + M[0, 2] * h2 + M[0, 3]
-            hy = M[1, 0] * h0 + M[1, 1] * h1 + M[1, 2] * h2 + M[1, 3]
-            hz = M[2, 0] * h0 + M[2, 1] * h1 + M[2, 2] * h2 + M[2, 3]
-            anim = math.sqrt((world_b[fj, 0, 3] - h0) ** 2 + (world_b[fj, 1, 3] - h1) ** 2 + (world_b[fj, 2, 3] - h2) ** 2)
-            r = max(anim, reach * leg_len[l])
-            dxz2 = (targets[b, l, 0] - hx) ** 2 + (targets[b, l, 2] - hz) ** 2
-            d_max = targets[b, l, 1] - hy + math.sqrt(max(r * r - dxz2, 0.0))
-            hard = min(hard, d_max)
-        goal = min(goal, hard)
-        if not initialised[b] or not (dt > 0.0):
-            if not initialised[b]:
-                state[b, 0] = goal
-                state[b, 1] = 0.0
-        else:
-            d0 = state[b, 0] - goal
-            j = state[b, 1] + omega * d0
-            e = math.exp(-omega * dt)
-            state[b, 0] = goal + (d0 + j * dt) * e
-            state[b, 1] = (state[b, 1] - omega * j * dt) * e
-        if state[b, 0] > hard:
-            # never so high that a leg cannot reach: the smoothing only ever lags downward moves' ends
-            state[b, 0] = hard
-            state[b, 1] = min(state[b, 1], 0.0)
-        initialised[b] = True
-        d = state[b, 0] * w
-        pelvis_offset[b] = d
-        if d != 0.0:
-            vx, vy, vz = upx * d, upy * d, upz * d  # the world-vertical move, in model space
-            p = parents[pelvis]
-            if p >= 0:
-                # solve P3 x = v (P3 the parent's 3x3, scale included) by Cramer's rule
-                a00, a01, a02 = world_b[p, 0, 0], world_b[p, 0, 1], world_b[p, 0, 2]
-                a10, a11, a12 = world_b[p, 1, 0], world_b[p, 1, 1], world_b[p, 1, 2]
-                a20, a21, a22 = world_b[p, 2, 0], world_b[p, 2, 1], world_b[p, 2, 2]
-                det = a00 * (a11 * a22 - a12 * a21) - a01 * (a10 * a22 - a12 * a20) + a02 * (a10 * a21 - a11 * a20)
-                if abs(det) > 1e-300:
-                    lx = (vx * (a11 * a22 - a12 * a21) - a01 * (vy * a22 - a12 * vz) + a02 * (vy * a21 - a11 * vz)) / det
-                    ly = (a00 * (vy * a22 - a12 * vz) - vx * (a10 * a22 - a12 * a20) + a02 * (a10 * vz - vy * a20)) / det
-                    lz = (a00 * (a11 * vz - vy * a21) - a01 * (a10 * vz - vy * a20) + vx * (a10 * a21 - a11 * a20)) / det
-                    vx, vy, vz = lx, ly, lz
-            pose_b[pelvis, 0] += vx
-            pose_b[pelvis, 1] += vy
-            pose_b[pelvis, 2] += vz
-            # the pelvis' subtree moves by the model-space vector: world rows and palettes translate
-            mx, my, mz = upx * d, upy * d, upz * d
-            for k in range(pelvis_nodes.shape[0]):
-                node = pelvis_nodes[k]
-                world_b[node, 0, 3] += mx
-                world_b[node, 1, 3] += my
-                world_b[node, 2, 3] += mz
-            if scalars[7] != 0.0:
-                for k in range(pal_start[0], pal_start[1]):
-                    q = pal_idx[k]
-                    pal_b[q, 0, 3] += mx
-                    pal_b[q, 1, 3] += my
-                    pal_b[q, 2, 3] += mz
-        if not w > 0.0:
-            continue
-        for l in range(n_legs):
-            thigh, knee, foot = legs[0, l], legs[1, l], legs[2, l]
-            # target and pole in model space
-            px = targets[b, l, 0] - M[0, 3]
-            py = targets[b, l, 1] - M[1, 3]
-            pz = targets[b, l, 2] - M[2, 3]
-            tx = M[0, 0] * px + M[1, 0] * py + M[2, 0] * pz
-            ty = M[0, 1] * px + M[1, 1] * py + M[2, 1] * pz
-            tz = M[0, 2] * px + M[1, 2] * py + M[2, 2] * pz
-            kx, ky, kz = world_b[knee, 0, 3], world_b[knee, 1, 3], world_b[knee, 2, 3]
-            ox = kx - 0.5 * (world_b[thigh, 0, 3] + world_b[foot, 0, 3])
-            oy = ky - 0.5 * (world_b[thigh, 1, 3] + world_b[foot, 1, 3])
-            oz = kz - 0.5 * (world_b[thigh, 2, 3] + world_b[foot, 2, 3])
-            on = math.sqrt(ox * ox + oy * oy + oz * oz)
-            if on < 1e-4 * leg_len[l]:
-                ox, oy, oz, on = 0.0, 0.0, 1.0, 1.0  # a straight leg: bend toward the model's front (+Z)
-            s = leg_len[l] / on
-            pole = (kx + ox * s, ky + oy * s, kz + oz * s)
-            # foot: the animated model-space rotation, turned from up to the ground normal by the contact
-            nwx, nwy, nwz = normals[b, l, 0], normals[b, l, 1], normals[b, l, 2]
-            nx = M[0, 0] * nwx + M[1, 0] * nwy + M[2, 0] * nwz
-            ny = M[0, 1] * nwx + M[1, 1] * nwy + M[2, 1] * nwz
-            nz = M[0, 2] * nwx + M[1, 2] * nwy + M[2, 2] * nwz
-            ax, ay, az, aw = quat_from_to(upx, upy, upz, nx, ny, nz)
-            angle = 2.0 * math.acos(min(abs(aw), 1.0))
-            u = contact[b, l]
-            if angle > max_tilt:
-                u *= max_tilt / angle
-            ax, ay, az, aw = nlerp_identity(ax, ay, az, aw, u)
-            qx, qy, qz, qw = quat_from_world(world_b[foot])
-            ex, ey, ez, ew = qmul(ax, ay, az, aw, qx, qy, qz, qw)
-            ex, ey, ez, ew = qnormalize(ex, ey, ez, ew)
-            two_bone_one(pose_b, world_b, parents, thigh, knee, foot, (tx, ty, tz), pole, w, soft, _NAN3,
-                         (ex, ey, ez, ew))
-            _rows(parents, leg_nodes, leg_start[l], leg_start[l + 1], pose_b, world_b)
-            if scalars[7] != 0.0:
-                _palette_rows(world_b, pal_joints, inv_bind, pal_idx, pal_start[l + 1], pal_start[l + 2], pal_b)
-
-
-@njit(cache=True, parallel=True)
-def foot_kernel(job, phase, chunks):
-    """:func:`_foot_range` for every instance of a :class:`~skeletal.playback.jobs.FootJob`, in parallel
-    over ``chunks`` ranges of instances (balanced to one instance; a few per thread, see
-    :func:`_foot_chunks`); ``phase`` as :func:`_foot_range`'s. A few characters run its serial twin
-    (:func:`skeletal._compile.serial_variant`: the same body, ``prange`` as ``range``)."""
     pose, world, parents, placement = job.pose, job.world, job.parents, job.placement
     legs, pelvis, pelvis_nodes, leg_nodes, leg_start = job.legs, job.pelvis, job.pelvis_nodes, job.leg_nodes, job.leg_start
     fs, slot_clip, slot_additive, tables = job.fs, job.slot_clip, job.slot_additive, job.tables
@@ -542,11 +384,162 @@ def foot_kernel(job, phase, chunks):
     pal, pal_joints, inv_bind, pal_idx, pal_start = job.pal, job.pal_joints, job.inv_bind, job.pal_idx, job.pal_start
     n = pose.shape[0]
     chunks = max(min(n, chunks), 1)
+    n_legs = legs.shape[1]
+    floor, reach, omega, dt, soft, max_tilt = scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5]
     for c in prange(chunks):
-        _foot_range(c * n // chunks, (c + 1) * n // chunks, phase, pose, world, parents, placement, legs, pelvis, pelvis_nodes, leg_nodes, leg_start,
-                  fs, slot_clip, slot_additive, tables, frames, fps, durations, looping, g_kind, g_params, g_grid,
-                  heights, normals, contact, ankle, leg_len, scalars, weight, state, initialised, plant, locked,
-                  lock, targets, pelvis_offset, pal, pal_joints, inv_bind, pal_idx, pal_start)
+        for b in range(c * n // chunks, (c + 1) * n // chunks):
+            # This instance's arrays as views made once (a view costs an atomic reference count on an array
+            # every thread shares); rows and matrices below are indexed, not sliced.
+            M = placement[b]
+            pose_b = pose[b]
+            world_b = world[b]
+            pal_b = pal[b]
+            if phase != 2:
+                _contact_one(b, fs, slot_clip, slot_additive, tables, frames, fps, durations, looping, contact)
+                if scalars[6] == 0.0:  # the world rows are not current yet
+                    _all_rows(parents, pose_b, world_b)
+                for l in range(n_legs):
+                    fj = legs[2, l]
+                    fx = (M[0, 0] * world_b[fj, 0, 3]
+                          + M[0, 1] * world_b[fj, 1, 3] + M[0, 2] * world_b[fj, 2, 3] + M[0, 3])
+                    fz = (M[2, 0] * world_b[fj, 0, 3]
+                          + M[2, 1] * world_b[fj, 1, 3] + M[2, 2] * world_b[fj, 2, 3] + M[2, 3])
+                    if plant:
+                        u = contact[b, l]
+                        if u >= PLANTED:
+                            if not locked[b, l]:  # touchdown: the foot stays where it landed
+                                locked[b, l] = True
+                                lock[b, l, 0], lock[b, l, 1] = fx, fz
+                            fx, fz = lock[b, l, 0], lock[b, l, 1]
+                        elif locked[b, l]:
+                            if u > 0.0:  # lifting off: from the lock back to the animated position
+                                fx += (lock[b, l, 0] - fx) * u
+                                fz += (lock[b, l, 1] - fz) * u
+                            else:
+                                locked[b, l] = False
+                    targets[b, l, 0], targets[b, l, 2] = fx, fz
+                if phase == 1:
+                    continue
+            w = weight[b]
+            # world -> model: R^T (p - t); world up in model space is R's second row
+            upx, upy, upz = M[1, 0], M[1, 1], M[1, 2]
+            floor_w = M[1, 3] + floor * M[1, 1]
+            goal = np.inf
+            for l in range(n_legs):
+                if phase == 0:
+                    h, nx, ny, nz = ground_at(g_kind, g_params, g_grid, targets[b, l, 0], targets[b, l, 2])
+                    heights[b, l] = h
+                    normals[b, l, 0], normals[b, l, 1], normals[b, l, 2] = nx, ny, nz
+                fj = legs[2, l]
+                fy = M[1, 0] * world_b[fj, 0, 3] + M[1, 1] * world_b[fj, 1, 3] + M[1, 2] * world_b[fj, 2, 3] + M[1, 3]
+                ny = max(normals[b, l, 1], 0.2)
+                lift = heights[b, l] - floor_w + ankle[l] * (1.0 / ny - 1.0) * contact[b, l]
+                targets[b, l, 1] = fy + lift
+                goal = min(goal, lift)
+            # lower the pelvis further where a leg could not reach its target
+            hard = np.inf
+            for l in range(n_legs):
+                hj, fj = legs[0, l], legs[2, l]
+                h0, h1, h2 = world_b[hj, 0, 3], world_b[hj, 1, 3], world_b[hj, 2, 3]
+                hx = M[0, 0] * h0 + M[0, 1] * h1 + M[0, 2] * h2 + M[0, 3]
+                hy = M[1, 0] * h0 + M[1, 1] * h1 + M[1, 2] * h2 + M[1, 3]
+                hz = M[2, 0] * h0 + M[2, 1] * h1 + M[2, 2] * h2 + M[2, 3]
+                anim = math.sqrt((world_b[fj, 0, 3] - h0) ** 2 + (world_b[fj, 1, 3] - h1) ** 2
+                                 + (world_b[fj, 2, 3] - h2) ** 2)
+                r = max(anim, reach * leg_len[l])
+                dxz2 = (targets[b, l, 0] - hx) ** 2 + (targets[b, l, 2] - hz) ** 2
+                d_max = targets[b, l, 1] - hy + math.sqrt(max(r * r - dxz2, 0.0))
+                hard = min(hard, d_max)
+            goal = min(goal, hard)
+            if not initialised[b] or not (dt > 0.0):
+                if not initialised[b]:
+                    state[b, 0] = goal
+                    state[b, 1] = 0.0
+            else:
+                d0 = state[b, 0] - goal
+                j = state[b, 1] + omega * d0
+                e = math.exp(-omega * dt)
+                state[b, 0] = goal + (d0 + j * dt) * e
+                state[b, 1] = (state[b, 1] - omega * j * dt) * e
+            if state[b, 0] > hard:
+                # never so high that a leg cannot reach: the smoothing only ever lags downward moves' ends
+                state[b, 0] = hard
+                state[b, 1] = min(state[b, 1], 0.0)
+            initialised[b] = True
+            d = state[b, 0] * w
+            pelvis_offset[b] = d
+            if d != 0.0:
+                vx, vy, vz = upx * d, upy * d, upz * d  # the world-vertical move, in model space
+                p = parents[pelvis]
+                if p >= 0:
+                    # solve P3 x = v (P3 the parent's 3x3, scale included) by Cramer's rule
+                    a00, a01, a02 = world_b[p, 0, 0], world_b[p, 0, 1], world_b[p, 0, 2]
+                    a10, a11, a12 = world_b[p, 1, 0], world_b[p, 1, 1], world_b[p, 1, 2]
+                    a20, a21, a22 = world_b[p, 2, 0], world_b[p, 2, 1], world_b[p, 2, 2]
+                    det = a00 * (a11 * a22 - a12 * a21) - a01 * (a10 * a22 - a12 * a20) + a02 * (a10 * a21 - a11 * a20)
+                    if abs(det) > 1e-300:
+                        lx = ((vx * (a11 * a22 - a12 * a21) - a01 * (vy * a22 - a12 * vz)
+                              + a02 * (vy * a21 - a11 * vz)) / det)
+                        ly = ((a00 * (vy * a22 - a12 * vz) - vx * (a10 * a22 - a12 * a20)
+                              + a02 * (a10 * vz - vy * a20)) / det)
+                        lz = ((a00 * (a11 * vz - vy * a21) - a01 * (a10 * vz - vy * a20)
+                              + vx * (a10 * a21 - a11 * a20)) / det)
+                        vx, vy, vz = lx, ly, lz
+                pose_b[pelvis, 0] += vx
+                pose_b[pelvis, 1] += vy
+                pose_b[pelvis, 2] += vz
+                # the pelvis' subtree moves by the model-space vector: world rows and palettes translate
+                mx, my, mz = upx * d, upy * d, upz * d
+                for k in range(pelvis_nodes.shape[0]):
+                    node = pelvis_nodes[k]
+                    world_b[node, 0, 3] += mx
+                    world_b[node, 1, 3] += my
+                    world_b[node, 2, 3] += mz
+                if scalars[7] != 0.0:
+                    for k in range(pal_start[0], pal_start[1]):
+                        q = pal_idx[k]
+                        pal_b[q, 0, 3] += mx
+                        pal_b[q, 1, 3] += my
+                        pal_b[q, 2, 3] += mz
+            if not w > 0.0:
+                continue
+            for l in range(n_legs):
+                thigh, knee, foot = legs[0, l], legs[1, l], legs[2, l]
+                # target and pole in model space
+                px = targets[b, l, 0] - M[0, 3]
+                py = targets[b, l, 1] - M[1, 3]
+                pz = targets[b, l, 2] - M[2, 3]
+                tx = M[0, 0] * px + M[1, 0] * py + M[2, 0] * pz
+                ty = M[0, 1] * px + M[1, 1] * py + M[2, 1] * pz
+                tz = M[0, 2] * px + M[1, 2] * py + M[2, 2] * pz
+                kx, ky, kz = world_b[knee, 0, 3], world_b[knee, 1, 3], world_b[knee, 2, 3]
+                ox = kx - 0.5 * (world_b[thigh, 0, 3] + world_b[foot, 0, 3])
+                oy = ky - 0.5 * (world_b[thigh, 1, 3] + world_b[foot, 1, 3])
+                oz = kz - 0.5 * (world_b[thigh, 2, 3] + world_b[foot, 2, 3])
+                on = math.sqrt(ox * ox + oy * oy + oz * oz)
+                if on < 1e-4 * leg_len[l]:
+                    ox, oy, oz, on = 0.0, 0.0, 1.0, 1.0  # a straight leg: bend toward the model's front (+Z)
+                s = leg_len[l] / on
+                pole = (kx + ox * s, ky + oy * s, kz + oz * s)
+                # foot: the animated model-space rotation, turned from up to the ground normal by the contact
+                nwx, nwy, nwz = normals[b, l, 0], normals[b, l, 1], normals[b, l, 2]
+                nx = M[0, 0] * nwx + M[1, 0] * nwy + M[2, 0] * nwz
+                ny = M[0, 1] * nwx + M[1, 1] * nwy + M[2, 1] * nwz
+                nz = M[0, 2] * nwx + M[1, 2] * nwy + M[2, 2] * nwz
+                ax, ay, az, aw = quat_from_to(upx, upy, upz, nx, ny, nz)
+                angle = 2.0 * math.acos(min(abs(aw), 1.0))
+                u = contact[b, l]
+                if angle > max_tilt:
+                    u *= max_tilt / angle
+                ax, ay, az, aw = nlerp_identity(ax, ay, az, aw, u)
+                qx, qy, qz, qw = quat_from_world(world_b[foot])
+                ex, ey, ez, ew = qmul(ax, ay, az, aw, qx, qy, qz, qw)
+                ex, ey, ez, ew = qnormalize(ex, ey, ez, ew)
+                two_bone_one(pose_b, world_b, parents, thigh, knee, foot, (tx, ty, tz), pole, w, soft, _NAN3,
+                             (ex, ey, ez, ew))
+                _rows(parents, leg_nodes, leg_start[l], leg_start[l + 1], pose_b, world_b)
+                if scalars[7] != 0.0:
+                    _palette_rows(world_b, pal_joints, inv_bind, pal_idx, pal_start[l + 1], pal_start[l + 2], pal_b)
 
 
 def _foot_chunks(count: int) -> int:
