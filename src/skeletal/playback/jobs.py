@@ -50,7 +50,9 @@ from typing import Callable
 
 import numpy as np
 from numba import types
+from numba.core import cgutils
 from numba.experimental import structref
+from numba.extending import intrinsic
 
 PLAYBACK_FIELDS = (
     # clip data
@@ -129,6 +131,38 @@ structref.define_proxy(IKJob, IKJobType, list(IK_FIELDS))
 structref.define_proxy(FootJob, FootJobType, list(FOOT_FIELDS))
 
 
+@intrinsic
+def field(typingctx, job, name):
+    """``job.<name>`` read inside a compiled kernel without taking a reference: for a field that holds
+    an array, the array comes back with no owner (a null NRT meminfo; numba's reference counting
+    skips those), so the read costs two loads instead of an atomic increment now and an atomic
+    decrement when the variable dies. Measured on a 2-core AMD EPYC (numba 0.68): reading the 39
+    fields of a :class:`PlaybackJob` cost 0.53 us a call with ``job.<name>``, 0.13 us with this
+    (thread CPU, call overhead included). Contract: the job outlives the kernel call (it is an
+    argument), its fields are not reassigned during it, and neither the array nor a view of it
+    escapes the call (returned, stored in a container or another job). ``name`` is a string
+    constant. Other field types (bool) are returned as they are.
+
+    >>> tracks = field(job, "tracks")     # inside an @njit kernel          # doctest: +SKIP
+    """
+    if not isinstance(job, types.StructRef) or not isinstance(name, types.StringLiteral):
+        return None
+    attr = name.literal_value
+    fieldtype = job.field_dict[attr]
+
+    def codegen(context, builder, signature, args):
+        payload = structref._Utils(context, builder, job).get_data_struct(args[0])
+        value = getattr(payload, attr)
+        if not isinstance(fieldtype, types.Array):
+            return value
+        array = context.make_array(fieldtype)(context, builder, value)
+        array.meminfo = cgutils.get_null_value(array.meminfo.type)
+        array.parent = cgutils.get_null_value(array.parent.type)
+        return array._getvalue()
+
+    return fieldtype(job, name), codegen
+
+
 def _check(kind: str, fields: tuple, given: dict) -> list:
     missing = [f for f in fields if f not in given]
     extra = [f for f in given if f not in fields]
@@ -179,4 +213,4 @@ def entry(kernel, *args) -> Callable:
 
 
 __all__ = ["PLAYBACK_FIELDS", "IK_FIELDS", "FOOT_FIELDS", "PlaybackJob", "IKJob", "FootJob", "PlaybackJobType",
-           "IKJobType", "FootJobType", "playback_job", "ik_job", "foot_job", "entry"]
+           "IKJobType", "FootJobType", "playback_job", "ik_job", "foot_job", "entry", "field"]

@@ -28,6 +28,7 @@ from ..sampling import interpolate_into, locate_key, nlerp_into
 from .clipset import (CL_MARKER_END, CL_MARKER_START, CL_SEGMENT_END, CL_SEGMENT_START, CL_TIMELINE_END,
                       CL_TIMELINE_START, SEG_CONSTANT, SEG_END, SEG_FIRST, SEG_KIND, SEG_LERP3, SEG_NLERP,
                       SEG_FAST_END, SEG_SLERP, SEG_TIMELINE, TK_INTERP, TK_KEY_START, TK_NODE, TK_OUT, TK_PATH, TK_VALUE_START, TK_WIDTH)
+from .jobs import field
 
 # float fields
 F_TIME = 0  # action clock: [0, d] (once/clamp/repeat) or the unfolded phase [0, 2d) (pingpong)
@@ -361,13 +362,12 @@ def _sample_track_into(kind, k, key, u, span, count, tracks, values, out, o):
 
 @njit(cache=True, inline="always")
 def _sample_clip_direct(c, clip_table, segments, tracks, timeline_keys, values, locs, flat, out_m, morph_start,
-                        slerp_keys):
+                        slerp_keys, keyed):
     """Write clip c's varying tracks straight into a pose (``flat``: its (N * 10) rows flattened)
     and morph weights, at the key intervals in ``locs`` (see :func:`_locate_timelines`): a tight
     loop per segment, with the key and fraction shared by all its tracks. ``slerp_keys``: the clip
     set's per-key slerp angles (:attr:`~skeletal.playback.clipset.ClipSet.slerp_keys`; two sines per
-    slerp instead of an arccos and three), or an empty array (:func:`skeletal.quat.slerp_into`)."""
-    keyed = slerp_keys.shape[0] > 0
+    slerp instead of an arccos and three), used when ``keyed`` (else :func:`skeletal.quat.slerp_into`)."""
     first_timeline = clip_table[c, CL_TIMELINE_START]
     for g in range(clip_table[c, CL_SEGMENT_START], clip_table[c, CL_SEGMENT_END]):
         kind = segments[g, SEG_KIND]
@@ -438,36 +438,38 @@ def _single_slot_of(b, base_unmasked, layer_weight, snap_weight, slot_layer, fs)
 
 
 @njit(cache=True)
-def _pose_single(b, s, locs, tracks, clip_table, segments, timeline_keys, times, values, base_pose, base_morph,
-                 slot_clip, fs, cursors, morph_start, pose, morph, slerp_keys):
-    """Instance b's pose when slot s plays alone (see :func:`_single_slot_of`): the clip's base pose
-    (rest + its constant tracks) with its varying tracks sampled straight in, the same result as
-    blending without the blending (``slerp_keys``: see :func:`_sample_clip_direct`)."""
+def _pose_single(b, s, tid, job, pose, morph, keyed):
+    """Instance b's pose when slot s plays alone (see :func:`_single_slot_of`) into ``pose[b]`` and
+    ``morph[b]``: the clip's base pose (rest + its constant tracks) with its varying tracks sampled
+    straight in, the same result as blending without the blending. ``keyed``: slerp with the clip
+    set's per-key angles (see :func:`_sample_clip_direct`); ``tid``: this thread's scratch row."""
+    slot_clip, clip_table, fs = field(job, "slot_clip"), field(job, "clip_table"), field(job, "fs")
     c = slot_clip[s]
     out = pose[b]
     out_m = morph[b]
-    out[:, :] = base_pose[c]
-    out_m[:] = base_morph[c]
-    _locate_timelines(c, fs[b, s, F_SAMPLE], clip_table, timeline_keys, times, cursors[b], locs)
-    _sample_clip_direct(c, clip_table, segments, tracks, timeline_keys, values, locs, out.reshape(-1), out_m,
-                        morph_start, slerp_keys)
+    out[:, :] = field(job, "base_pose")[c]
+    out_m[:] = field(job, "base_morph")[c]
+    locs = field(job, "locs")[tid]
+    _locate_timelines(c, fs[b, s, F_SAMPLE], clip_table, field(job, "timeline_keys"), field(job, "times"),
+                      field(job, "cursors")[b], locs)
+    _sample_clip_direct(c, clip_table, field(job, "segments"), field(job, "tracks"), field(job, "timeline_keys"),
+                        field(job, "values"), locs, out.reshape(-1), out_m, field(job, "morph_start"),
+                        field(job, "slerp_keys"), keyed)
 
 
 @njit(cache=True)
-def _evaluate_instance(
-    b, acc, accm, tmp, locs,
-    tracks, clip_table, segments, timeline_keys, times, values, base_pose, base_morph,
-    slot_clip, slot_layer, fs, cursors,
-    layer_weight, layer_mask, layer_additive,
-    snap_weight, snap_pose, snap_morph,
-    rest, rest_morph, morph_start,
-    pose, morph, base_unmasked,
-):
-    """Blend every active action of instance ``b`` into ``pose[b]`` (N, 10) and ``morph[b]`` (M,).
-
-    ``acc`` (N, ACC_WIDTH), ``accm`` (M, 2), ``tmp`` (64,) and ``locs`` (max timelines per clip, 3)
-    are the caller's scratch (no allocation here); see :func:`evaluate` for the other arguments.
-    """
+def _evaluate_instance(b, tid, job, layer_weight, pose, morph):
+    """Blend every active action of instance ``b`` into ``pose[b]`` (N, 10) and ``morph[b]`` (M,)
+    with the layer weights ``layer_weight`` (B, layers); every other array from ``job`` (a
+    :class:`~skeletal.playback.jobs.PlaybackJob`; ``tid``: the thread's row of its scratch ``acc``,
+    ``accm``, ``tmp``, ``locs``: no allocation here). See :func:`evaluate`."""
+    tracks, clip_table, segments = field(job, "tracks"), field(job, "clip_table"), field(job, "segments")
+    timeline_keys, times, values = field(job, "timeline_keys"), field(job, "times"), field(job, "values")
+    slot_clip, slot_layer, fs, cursors = field(job, "slot_clip"), field(job, "slot_layer"), field(job, "fs"), field(job, "cursors")
+    layer_mask, layer_additive = field(job, "layer_mask"), field(job, "layer_additive")
+    snap_weight, snap_pose, snap_morph = field(job, "snap_weight"), field(job, "snap_pose"), field(job, "snap_morph")
+    rest, rest_morph, morph_start = field(job, "rest"), field(job, "rest_morph"), field(job, "morph_start")
+    acc, accm, tmp, locs = field(job, "acc")[tid], field(job, "accm")[tid], field(job, "tmp")[tid], field(job, "locs")[tid]
     n_nodes = rest.shape[0]
     n_morph = rest_morph.shape[0]
     n_slots = slot_clip.shape[0]
@@ -477,10 +479,9 @@ def _evaluate_instance(
     # The common case: the base layer plays one full-weight action and nothing is masked or frozen.
     # Then the clip's base pose (rest + its constant tracks) is copied and its varying tracks are
     # sampled straight into the pose: the same result as blending, without the blending.
-    single = _single_slot_of(b, base_unmasked, layer_weight, snap_weight, slot_layer, fs)
+    single = _single_slot_of(b, field(job, "base_unmasked"), layer_weight, snap_weight, slot_layer, fs)
     if single >= 0:
-        _pose_single(b, single, locs, tracks, clip_table, segments, timeline_keys, times, values, base_pose,
-                     base_morph, slot_clip, fs, cursors, morph_start, pose, morph, rest[:0, :2])
+        _pose_single(b, single, tid, job, pose, morph, False)
     else:
         out[:, :] = rest
         out_m[:] = rest_morph
@@ -566,25 +567,8 @@ def evaluate(job, layer_weight, pose, morph):
     :class:`~skeletal.playback.jobs.PlaybackJob`: its per-thread scratch, no allocation here).
     ``base_unmasked`` (the base layer's mask is all ones) allows the single-action fast path.
     """
-    tracks, clip_table, segments, timeline_keys = job.tracks, job.clip_table, job.segments, job.timeline_keys
-    times, values, base_pose, base_morph = job.times, job.values, job.base_pose, job.base_morph
-    slot_clip, slot_layer, fs, cursors = job.slot_clip, job.slot_layer, job.fs, job.cursors
-    layer_mask, layer_additive = job.layer_mask, job.layer_additive
-    snap_weight, snap_pose, snap_morph = job.snap_weight, job.snap_pose, job.snap_morph
-    rest, rest_morph, morph_start = job.rest, job.rest_morph, job.morph_start
-    acc, accm, tmp, locs = job.acc, job.accm, job.tmp, job.locs
-    base_unmasked = job.base_unmasked
     for b in prange(pose.shape[0]):
-        tid = numba.get_thread_id()
-        _evaluate_instance(
-            b, acc[tid], accm[tid], tmp[tid], locs[tid],
-            tracks, clip_table, segments, timeline_keys, times, values, base_pose, base_morph,
-            slot_clip, slot_layer, fs, cursors,
-            layer_weight, layer_mask, layer_additive,
-            snap_weight, snap_pose, snap_morph,
-            rest, rest_morph, morph_start,
-            pose, morph, base_unmasked,
-        )
+        _evaluate_instance(b, numba.get_thread_id(), job, layer_weight, pose, morph)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -606,17 +590,12 @@ def update(job, ik, dt, stages):
     ``ik``: an :class:`~skeletal.playback.jobs.IKJob` run between world matrices and palettes, or
     None (the IK branch is then pruned at compile time). Returns how many instances reported an
     event (loop, finished, marker) in the advance."""
-    clip_duration, marker_time, ist = job.clip_duration, job.marker_time, job.ist
-    tracks, clip_table, segments, timeline_keys = job.tracks, job.clip_table, job.segments, job.timeline_keys
-    times, values, base_pose, base_morph = job.times, job.values, job.base_pose, job.base_morph
-    slot_clip, slot_layer, fs, cursors = job.slot_clip, job.slot_layer, job.fs, job.cursors
-    layer_weight, layer_mask, layer_additive = job.layer_weight, job.layer_mask, job.layer_additive
-    snap_weight, snap_pose, snap_morph = job.snap_weight, job.snap_pose, job.snap_morph
-    rest, rest_morph, morph_start, parents = job.rest, job.rest_morph, job.morph_start, job.parents
-    acc, accm, tmp, locs, scratch_world = job.acc, job.accm, job.tmp, job.locs, job.scratch_world
-    pose, morph, world_nodes, worlds = job.pose, job.morph, job.world_nodes, job.worlds
-    palette_joints, inverse_bind, palettes = job.palette_joints, job.inverse_bind, job.palettes
-    base_unmasked, slerp_keys = job.base_unmasked, job.slerp_keys
+    clip_duration, marker_time, ist = field(job, "clip_duration"), field(job, "marker_time"), field(job, "ist")
+    slot_clip, slot_layer, fs, clip_table = field(job, "slot_clip"), field(job, "slot_layer"), field(job, "fs"), field(job, "clip_table")
+    layer_weight, snap_weight, base_unmasked = field(job, "layer_weight"), field(job, "snap_weight"), field(job, "base_unmasked")
+    parents, world_nodes, worlds, scratch_world = field(job, "parents"), field(job, "world_nodes"), field(job, "worlds"), field(job, "scratch_world")
+    palette_joints, inverse_bind, palettes = field(job, "palette_joints"), field(job, "inverse_bind"), field(job, "palettes")
+    pose, morph = field(job, "pose"), field(job, "morph")
     if ik is not None:
         stage_i, stage_f, joints, jp = ik.stage_i, ik.stage_f, ik.joints, ik.jp
         inputs, ik_update, ik_scratch, ik_pos = ik.inputs, ik.update, ik.scratch, ik.pos
@@ -634,18 +613,9 @@ def update(job, ik, dt, stages):
                 if layer_weight[b, layer] > 0.0:
                     single = -1  # another layer blends over it: _evaluate_instance does both
         if single >= 0:
-            _pose_single(b, single, locs[tid], tracks, clip_table, segments, timeline_keys, times, values, base_pose,
-                         base_morph, slot_clip, fs, cursors, morph_start, pose, morph, slerp_keys)
+            _pose_single(b, single, tid, job, pose, morph, True)
         elif stages & BLEND:
-            _evaluate_instance(
-                b, acc[tid], accm[tid], tmp[tid], locs[tid],
-                tracks, clip_table, segments, timeline_keys, times, values, base_pose, base_morph,
-                slot_clip, slot_layer, fs, cursors,
-                layer_weight, layer_mask, layer_additive,
-                snap_weight, snap_pose, snap_morph,
-                rest, rest_morph, morph_start,
-                pose, morph, base_unmasked,
-            )
+            _evaluate_instance(b, tid, job, layer_weight, pose, morph)
         if stages & WORLD:
             w = worlds[b] if keep_world else scratch_world[tid]
             pb = pose[b]
