@@ -154,7 +154,7 @@ def default_distance(clip: Clip, rig: Rig) -> float:
 # kernels
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _node_error2(w, w0, inv):
     """Squared world error of one node: origin and three virtual vertices (``inv[a]`` = distance /
     |original axis a|) of world matrix ``w`` against ``w0`` (both (>=3, 4))."""

@@ -99,58 +99,58 @@ SCRATCH_WIDTH = 26  # per chain joint, see _chain_setup
 # adapters only unpack the tuples the solvers pass around.
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _qmul(a, b):
     return qmul(a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _qconj(q):
     return (-q[0], -q[1], -q[2], q[3])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _qnorm(q):
     return qnormalize(q[0], q[1], q[2], q[3])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _qrot(q, v):
     """Rotate vector v by unit quaternion q."""
     return qrotate(q[0], q[1], q[2], q[3], v[0], v[1], v[2])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _dot(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _cross(a, b):
     return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _sub(a, b):
     return (a[0] - b[0], a[1] - b[1], a[2] - b[2])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _add(a, b):
     return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _scale(a, s):
     return (a[0] * s, a[1] * s, a[2] * s)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _len(a):
     return np.sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _axis_angle(axis, angle):
     """Rotation by ``angle`` about the unit ``axis``."""
     s = np.sin(0.5 * angle)
@@ -248,12 +248,12 @@ def _matrix_rotation(world, i):
                               c0[2] / l0, c1[2] / l1, c2[2] / l2)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _position(world, i):
     return (np.float64(world[i, 0, 3]), np.float64(world[i, 1, 3]), np.float64(world[i, 2, 3]))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _local_rotation(pose, i):
     return (np.float64(pose[i, 3]), np.float64(pose[i, 4]), np.float64(pose[i, 5]), np.float64(pose[i, 6]))
 
@@ -266,27 +266,27 @@ def _parent_rotation(world, parents, i):
     return _matrix_rotation(world, p)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _vec(row, o):
     return (np.float64(row[o]), np.float64(row[o + 1]), np.float64(row[o + 2]))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _quat(row, o):
     return (np.float64(row[o]), np.float64(row[o + 1]), np.float64(row[o + 2]), np.float64(row[o + 3]))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _vec_at(a, s, o):
     return (np.float64(a[s, o]), np.float64(a[s, o + 1]), np.float64(a[s, o + 2]))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _quat_at(a, s, o):
     return (np.float64(a[s, o]), np.float64(a[s, o + 1]), np.float64(a[s, o + 2]), np.float64(a[s, o + 3]))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _finite3(v):
     return np.isfinite(v[0]) and np.isfinite(v[1]) and np.isfinite(v[2])
 
@@ -587,14 +587,14 @@ def aim_one(pose, world, parents, joints, jp, target, up_vector, weight, forward
 # chains: limits, CCD, FABRIK
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _put3(a, k, o, v):
     a[k, o] = v[0]
     a[k, o + 1] = v[1]
     a[k, o + 2] = v[2]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _put4(a, k, o, q):
     a[k, o] = q[0]
     a[k, o + 1] = q[1]

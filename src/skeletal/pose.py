@@ -132,7 +132,7 @@ def _parent_times_local(world, i, p, m):  # pragma: no cover - typed by the over
     raise NotImplementedError
 
 
-@overload(_parent_times_local)
+@overload(_parent_times_local, jit_options={"forceinline": True})
 def _ol_parent_times_local(world, i, p, m):
     if _affine_f64(world) and m == types.UniTuple(types.float64, 12):
         def vector(world, i, p, m):
@@ -159,7 +159,7 @@ def _joint_times_bind(out, j, world, i, inverse_bind):  # pragma: no cover - typ
     raise NotImplementedError
 
 
-@overload(_joint_times_bind)
+@overload(_joint_times_bind, jit_options={"forceinline": True})
 def _ol_joint_times_bind(out, j, world, i, inverse_bind):
     if _affine_f64(out, world, inverse_bind):
         def vector(out, j, world, i, inverse_bind):
@@ -181,7 +181,7 @@ def _ol_joint_times_bind(out, j, world, i, inverse_bind):
     return scalar
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _set_affine_bottom_row(m):
     """A (4, 4) affine matrix's bottom row is 0 0 0 1; a (3, 4) one has none."""
     if m.shape[0] == 4:
@@ -191,7 +191,7 @@ def _set_affine_bottom_row(m):
         m[3, 3] = 1.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def affine_product_into(a, b, out):
     """``out = a @ b`` for affine matrices given by their top 3 rows (the implied bottom row of both is
     0 0 0 1). ``a``, ``b``: (>=3, 4); ``out``: (3, 4) or (4, 4) (then its bottom row is set too)."""
@@ -205,7 +205,7 @@ def affine_product_into(a, b, out):
     _set_affine_bottom_row(out)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def world_node_into(i, parents, pose, world):
     """World matrix of node i from its local row ``pose[i]`` (10,) and its parent's world matrix
     (already in ``world``): ``world[i] = world[parent] @ T @ R @ S``, written as the top 3 rows of
@@ -234,14 +234,14 @@ def world_node_into(i, parents, pose, world):
         _parent_times_local(world, i, p, (l00, l01, l02, tx, l10, l11, l12, ty, l20, l21, l22, tz))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def local_to_world_one(parents, pose, world):
     """One pose: pose (N, 10) -> world (N, 4, 4) or (N, 3, 4), in one parent-first pass."""
     for i in range(len(parents)):
         world_node_into(i, parents, pose, world)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def world_subset_one(parents, nodes, pose, world):
     """:func:`local_to_world_one` for the nodes listed in ``nodes`` only (ascending, and holding
     every listed node's parent): e.g. the joints of the skins and their ancestors, when nothing
@@ -250,7 +250,7 @@ def world_subset_one(parents, nodes, pose, world):
         world_node_into(i, parents, pose, world)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def palettes_one(world, joints, inverse_bind, out):
     """out[j] = world[joints[j]] @ inverse_bind[j] for one pose; out (J, 3|4, 4). The arithmetic of
     :func:`affine_product_into`, indexing the arrays directly: three row views per joint (each a

@@ -45,12 +45,11 @@ def _sin_quarter(x):
     return x + x * (x2 * p)
 
 
-#: :func:`_sin_quarter` compiled, for kernels: ``sin_quarter(theta)`` with |theta| <= pi/2 (inlined in numba IR:
-#: a call from another compiled module is not inlined by LLVM, and a call per sine cost more than libm)
-sin_quarter = njit(cache=True, inline="always")(_sin_quarter)
+#: :func:`_sin_quarter` compiled, for kernels: ``sin_quarter(theta)`` with |theta| <= pi/2 (always inlined)
+sin_quarter = njit(cache=True, forceinline=True)(_sin_quarter)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def slerp_into(out, o, ax, ay, az, aw, bx, by, bz, bw, u):
     """Shortest-path slerp from a to b by u in [0, 1], written to out[o:o+4].
 
@@ -96,7 +95,7 @@ def slerp_into(out, o, ax, ay, az, aw, bx, by, bz, bw, u):
     out[o + 3] = w
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def normalize4_inplace(out, o):
     """Normalise out[o:o+4]; a zero quaternion becomes identity."""
     n = np.sqrt(out[o] ** 2 + out[o + 1] ** 2 + out[o + 2] ** 2 + out[o + 3] ** 2)

@@ -28,7 +28,7 @@ STEP, LINEAR, CUBICSPLINE = 0, 1, 2
 ROTATION, WEIGHTS = 1, 3
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def loop_time(t, duration, loop):
     """Clip-local time for a query time (see :func:`skeletal.clip.map_time`)."""
     if duration <= 0.0:
@@ -41,7 +41,7 @@ def loop_time(t, duration, loop):
     return 2.0 * duration - m if m > duration else m
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def find_key(times, start, count, t, cursor):
     """Index k (relative to ``start``) of the key interval holding t: ``times[k] <= t < times[k+1]``.
 
@@ -71,7 +71,7 @@ def find_key(times, start, count, t, cursor):
     return lo
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def nlerp_into(out, o, ax, ay, az, aw, bx, by, bz, bw, u):
     """Normalised lerp along the shortest path: the crowd's fast rotation interpolation. Its angle
     error against slerp grows with the cube of the key spacing: 1e-3 rad for keys 37 degrees apart,
@@ -89,7 +89,7 @@ def nlerp_into(out, o, ax, ay, az, aw, bx, by, bz, bw, u):
     out[o + 3] = w * inv
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def locate_key(times, start, count, t, cursor):
     """Where t falls on a key timeline: ``(key, u, span)`` with ``key`` as :func:`find_key` returns it,
     ``u`` in [0, 1) the fraction of the way to the next key and ``span`` the interval's length
@@ -102,14 +102,14 @@ def locate_key(times, start, count, t, cursor):
     return key, (t - t0) / span, span
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def key_stride(c, kind):
     """Floats per key of a ``c``-wide track (in-tangent, value, out-tangent for CUBICSPLINE) and the
     value's offset inside a key."""
     return (3 * c, c) if kind == CUBICSPLINE else (c, 0)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)  # not inlined: the general path (STEP, CUBICSPLINE, any width)
 def interpolate_between(values, a, b, c, kind, rotation, u, span, out, o, nlerp=False):
     """Write the LINEAR or CUBICSPLINE interpolation between the keys whose records start at
     ``values[a]`` and ``values[b]`` (fraction ``u`` of the way, ``span`` seconds apart) to
@@ -152,7 +152,7 @@ def interpolate_between(values, a, b, c, kind, rotation, u, span, out, o, nlerp=
         normalize4_inplace(out, o)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)  # not inlined: the general path (STEP, CUBICSPLINE, any width)
 def interpolate_into(values, vs, c, kind, rotation, key, u, span, count, out, o, nlerp=False):
     """Write one track between its keys ``key`` and ``key + 1`` (fraction ``u``, interval ``span``
     seconds; see :func:`locate_key`) to ``out[o : o + c]``.
@@ -172,7 +172,7 @@ def interpolate_into(values, vs, c, kind, rotation, key, u, span, count, out, o,
     interpolate_between(values, a, a + stride, c, kind, rotation, u, span, out, o, nlerp)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def sample_track_into(k, t, key_start, times, value_start, values, width, interp, path, cursor, out, o, nlerp=False):
     """Write track ``k`` of a packed clip at clip-local time ``t`` to ``out[o : o + width[k]]``;
     return the key index found (the caller's new cursor for this track)."""

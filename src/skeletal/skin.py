@@ -819,12 +819,12 @@ def _skin_chunk(typingctx, palette, joints, weights, positions, normals, tangent
     return sig, chunk_codegen(pairs)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, forceinline=True)
 def _row_ok(a, n, width):
     return a.shape[0] == n and a.shape[1] == width and (n == 0 or (a.strides[1] == 4 and a.strides[0] >= 4))
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, forceinline=True)
 def _rows_ok(positions, out_positions, normals, out_normals, tangents, out_tangents, joints, weights):
     """The run-time half of :func:`check_skin_args` (shapes, row contiguity), in compiled code."""
     n = positions.shape[0]

@@ -54,7 +54,7 @@ def _corners(words, idx, cmds):
     return corner, cmd_of
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True, forceinline=True)
 def _put_box(out, k, pos, corner, t, cmds, c):
     x0 = y0 = np.inf
     x1 = y1 = -np.inf

@@ -49,7 +49,7 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
-from numba import types
+from numba import njit, types
 from numba.core import cgutils
 from numba.experimental import structref
 from numba.extending import intrinsic
@@ -136,7 +136,7 @@ def field(typingctx, job, name):
     """``job.<name>`` read inside a compiled kernel without taking a reference: for a field that holds
     an array, the array comes back with no owner (a null NRT meminfo; numba's reference counting
     skips those), so the read costs two loads instead of an atomic increment now and an atomic
-    decrement when the variable dies. Measured on a 2-core AMD EPYC (numba 0.68): reading the 39
+    decrement when the variable dies. Measured on this 2-core Xeon (numba 0.68): reading the 39
     fields of a :class:`PlaybackJob` cost 0.53 us a call with ``job.<name>``, 0.13 us with this
     (thread CPU, call overhead included). Contract: the job outlives the kernel call (it is an
     argument), its fields are not reassigned during it, and neither the array nor a view of it
@@ -163,6 +163,24 @@ def field(typingctx, job, name):
     return fieldtype(job, name), codegen
 
 
+# Cached constructors. Calling a proxy class (``PlaybackJob(*values)``) goes through a constructor that
+# numba compiles again in every new process (0.4-0.6 s here, most of a warm start's first frame); the
+# same construction inside a cached function is compiled once and loaded from the disk cache after.
+@njit(cache=True)
+def _new_playback_job(*values):
+    return PlaybackJob(*values)
+
+
+@njit(cache=True)
+def _new_ik_job(*values):
+    return IKJob(*values)
+
+
+@njit(cache=True)
+def _new_foot_job(*values):
+    return FootJob(*values)
+
+
 def _check(kind: str, fields: tuple, given: dict) -> list:
     missing = [f for f in fields if f not in given]
     extra = [f for f in given if f not in fields]
@@ -182,17 +200,17 @@ def playback_job(**fields) -> PlaybackJob:
 
     >>> job = playback_job(**mixer._job_fields())                         # doctest: +SKIP
     """
-    return PlaybackJob(*_check("PlaybackJob", PLAYBACK_FIELDS, fields))
+    return _new_playback_job(*_check("PlaybackJob", PLAYBACK_FIELDS, fields))
 
 
 def ik_job(**fields) -> IKJob:
     """An :class:`IKJob` from its named arrays (every field of ``IK_FIELDS``)."""
-    return IKJob(*_check("IKJob", IK_FIELDS, fields))
+    return _new_ik_job(*_check("IKJob", IK_FIELDS, fields))
 
 
 def foot_job(**fields) -> FootJob:
     """A :class:`FootJob` from its named arrays (every field of ``FOOT_FIELDS``)."""
-    return FootJob(*_check("FootJob", FOOT_FIELDS, fields))
+    return _new_foot_job(*_check("FootJob", FOOT_FIELDS, fields))
 
 
 def entry(kernel, *args) -> Callable:

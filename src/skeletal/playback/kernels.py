@@ -65,7 +65,7 @@ TRANSLATION, ROTATION, SCALE, WEIGHTS = 0, 1, 2, 3
 _U1, _U2, _U3, _U4, _U5, _U6, _U7 = (np.uint64(k) for k in range(1, 8))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _crossings(lo, hi, m, period, forward):
     """How many of the points m + k*period lie in (lo, hi] (forward) or [lo, hi) (backward)."""
     if forward:
@@ -191,7 +191,7 @@ def _advance_one(fs, ist, d, dt, marker_time, m0, m1):
     fs[F_EFFECTIVE] = fs[F_WEIGHT] * envelope
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _advance_instance(b, dt, fs, ist, slot_clip, clip_table, clip_duration, marker_time):
     """Advance every action of instance b; True when one of them reported an event."""
     any_event = False
@@ -217,7 +217,7 @@ def advance(fs, ist, slot_clip, clip_table, clip_duration, marker_time, dt):
 ACC_WIDTH = 14  # per node: values t(3) q(4) s(3), weights (t, r, s), rotation contributions
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _accumulate(acc, n, p, w, tmp):
     """Add w * tmp (a sampled value of path p) to node n's accumulator."""
     row = acc[n]
@@ -238,7 +238,7 @@ def _accumulate(acc, n, p, w, tmp):
         row[13] += 1.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _mix_layer_into(pose_row, acc_row, m):
     """Resolve one node's accumulated layer value and mix it over ``pose_row`` by m in (0, 1]."""
     for p in range(3):
@@ -293,7 +293,7 @@ def _mix_layer_into(pose_row, acc_row, m):
                 pose_row[o + i] = pose_row[o + i] + (value - pose_row[o + i]) * m
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _add_rotation(pose_row, dq, w):
     """pose rotation q <- q * slerp(identity, dq, w) (Hamilton product, xyzw; nlerp from identity)."""
     if dq[3] < 0.0:
@@ -305,13 +305,13 @@ def _add_rotation(pose_row, dq, w):
     if sin_half < 1e-12:
         return
     half = np.arctan2(sin_half, dw) * w
-    k = sin_quarter(half) / sin_half
+    k = np.sin(half) / sin_half
     bx, by, bz, bw = dx * k, dy * k, dz * k, np.cos(half)
     pose_row[3], pose_row[4], pose_row[5], pose_row[6] = qmul(pose_row[3], pose_row[4], pose_row[5],
                                                               pose_row[6], bx, by, bz, bw)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _locate_timelines(c, t, clip_table, timeline_keys, times, cursors, locs):
     """Find clip c's key interval at time t on each of its timelines (once, for all their tracks):
     ``locs[l - first]`` = (key, u, span) for timeline l; ``cursors`` (L,) are read and updated."""
@@ -325,7 +325,7 @@ def _locate_timelines(c, t, clip_table, timeline_keys, times, cursors, locs):
         row[2] = span
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _segment_interval(g, segments, first_timeline, locs, timeline_keys):
     """(key, u, span, key count) of segment g's timeline; a constant segment holds its first key."""
     tl = segments[g, SEG_TIMELINE]
@@ -363,7 +363,7 @@ def _sample_track_into(kind, k, key, u, span, count, tracks, values, out, o):
                      key, u, span, count, out, o, False)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _sample_clip_direct(c, clip_table, segments, tracks, timeline_keys, values, locs, flat, out_m, morph_start,
                         slerp_keys, keyed):
     """Write clip c's varying tracks straight into a pose (``flat``: its (N * 10) rows flattened)
@@ -435,7 +435,7 @@ def _sample_clip_direct(c, clip_table, segments, tracks, timeline_keys, values, 
                     _sample_track_into(kind, k, key, u, span, count, tracks, values, out_m, morph_start[tracks[k, TK_NODE]])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _single_slot_of(b, base_unmasked, layer_weight, snap_weight, slot_layer, fs):
     """The slot of instance b's one action when it is the whole pose (the base layer plays it alone
     at full weight, unmasked, no snapshot fading): -1 when none plays, -2 when it is not alone."""
@@ -447,7 +447,7 @@ def _single_slot_of(b, base_unmasked, layer_weight, snap_weight, slot_layer, fs)
     return single
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _copy_flat(src, dst):
     """dst[:] = src for 1-D contiguous arrays of one length: a plain loop that LLVM turns into vector
     moves (numba's slice assignment walks the indices one element at a time: 0.24 us for a 68-node

@@ -32,7 +32,6 @@ import numpy.typing as npt
 from ..asset import Asset, require_nodes
 from ..clip import Clip
 from ..errors import ClipError, SkeletalError
-from ..pose import skin_palette, world_matrices
 from .._compile import serial_variant
 from . import kernels as K
 from .clipset import ClipSet
@@ -143,7 +142,9 @@ class Mixer:
         """World matrices (B, N, 4, 4) and one palette array (B, J, 4, 4) per skin; the palettes are
         views into one (B, J_all, 4, 4) array that the single-character kernel fills in one pass."""
         skins = self.asset.skins
-        self.world = world_matrices(self.rig.parents, self.local_pose.astype(self.dtype))
+        world = np.zeros((self.count, len(self.rig), 4, 4), self.dtype)  # filled by evaluate()
+        world[:, :, 3, 3] = 1.0
+        self.world = world
         self._palette_joints = np.concatenate([s.joints for s in skins] or [np.zeros(0)]).astype(np.int64)
         self._inverse_bind = np.ascontiguousarray(
             np.concatenate([s.inverse_bind for s in skins] or [np.zeros((0, 4, 4))]), dtype=self.dtype)
@@ -464,8 +465,9 @@ class Mixer:
         fs = self.fs[idx, s].reshape(-1, K.NF).copy()
         ist = self.ist[idx, s].reshape(-1, K.NI).copy()
         events = ist[:, K.I_EV_LOOPS : K.I_EV_MARKERS + 1].copy()
-        K.advance(fs[:, None], ist[:, None], self.slot_clip[s : s + 1], self.clipset.clip_table,
-                  self.clipset.duration, self.clipset.marker_time, 0.0)
+        advance = K.advance if len(fs) > 1 else serial_variant(K.advance)  # one: no thread pool to compile
+        advance(fs[:, None], ist[:, None], self.slot_clip[s : s + 1], self.clipset.clip_table,
+                self.clipset.duration, self.clipset.marker_time, 0.0)
         ist[:, K.I_EV_LOOPS : K.I_EV_MARKERS + 1] = events
         self.fs[idx, s] = fs.reshape(self.fs[idx, s].shape)
         self.ist[idx, s] = ist.reshape(self.ist[idx, s].shape)
@@ -557,13 +559,13 @@ class Mixer:
                 return
         if self.slot_clip.size:
             cs = self.clipset
-            K.advance(self.fs, self.ist, self.slot_clip, self._clip_tables()[0], cs.duration, cs.marker_time, dt)
+            (K.advance if self.count > 1 else serial_variant(K.advance))(self.fs, self.ist, self.slot_clip, self._clip_tables()[0], cs.duration, cs.marker_time, dt)
         if self._snap_fading:
             fade = self._snap_fade
             active = fade[:, 2] > 0
             fade[active, 1] += dt
             alpha = np.minimum(fade[:, 1] / np.where(active, fade[:, 2], 1.0), 1.0)
-            self.snap_weight = np.where(active, fade[:, 0] * (1.0 - alpha), 0.0)
+            self.snap_weight[:] = np.where(active, fade[:, 0] * (1.0 - alpha), 0.0)  # in place: the job stays
             fade[alpha >= 1.0] = 0.0
             self._snap_fading = bool(fade[:, 2].any())
         self.evaluate()
@@ -597,16 +599,10 @@ class Mixer:
                 after(dt)
 
     def evaluate(self) -> None:
-        """Recompute the outputs from the current state without advancing time."""
-        self._evaluate_into(self.layer_weight, self.local_pose, self.morph_weights)
-        pose = self.local_pose if self.dtype == np.float64 else self.local_pose.astype(self.dtype)
-        world_matrices(self.rig.parents, pose, out=self.world)
-        if self._ik is not None:
-            from ..ik import solve_batch
-
-            solve_batch(self.local_pose, self.world, self.rig.parents, *self._ik.args())
-        if len(self._palette_joints):
-            skin_palette(self.world, self._palette_joints, self._inverse_bind, out=self._palette_all)
+        """Recompute the outputs from the current state without advancing time: the update kernel's
+        blend and world stages (world matrices, IK, palettes), so that a player's first frame
+        compiles one kernel, not a second set for play() and crossfade()."""
+        self._run(0.0, K.BLEND | K.WORLD)
 
     # -- inverse kinematics ------------------------------------------------------------------------
 

@@ -84,7 +84,7 @@ def transpose4_to(typingctx, src, src_at, src_stride, dst, at0, at1, at2, at3):
     return sig, codegen
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _lanes_to_rows(tmpv, width, lw, dest, do):
     """``lw[dest[do + x] + lane] = tmpv[lane * width + x]`` for every lane and x < ``width``: a
     segment's samples, computed lane by lane, stored into its rows of the lane layout in 4x4 blocks
@@ -166,7 +166,7 @@ def key_major(clip_table: np.ndarray, segments: np.ndarray, timeline_keys: np.nd
     return packed, seg_table, dest
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def _single_slot(b, fs, slot_layer, layer_weight, snap_weight):
     """The slot of instance b's one full-weight base-layer action, or -1 when it has another mix."""
     if layer_weight[b, 0] != 1.0 or snap_weight[b] > 0.0:
