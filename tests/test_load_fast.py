@@ -87,9 +87,10 @@ def test_cubic_arm_is_read_in_bulk(tmp_path):
     assert asset.clips and all(a.packed is not None for a in asset.document.animations)
 
 
-def _walk(tmp_path, times=(0.0, 0.5, 1.0), extra_node: dict | None = None):
+def _walk(tmp_path, times=(0.0, 0.5, 1.0), extra_node: dict | None = None, edit=None):
     """Two nodes, one LINEAR translation and one STEP rotation channel sharing their key times
-    (``times`` written over the file's keys afterwards, as the builder refuses bad ones)."""
+    (``times`` written over the file's keys afterwards, as the builder refuses bad ones); ``edit``
+    changes the JSON document before it is written."""
     b = GltfBuilder()
     root = b.add_node(name="root", translation=[0.0, 1.0, 0.0])
     child = b.add_node(name="child", rotation=[0.0, 0.0, 0.0, 1.0])
@@ -107,6 +108,8 @@ def _walk(tmp_path, times=(0.0, 0.5, 1.0), extra_node: dict | None = None):
     accessor = b.doc["accessors"][b.doc["animations"][0]["samplers"][0]["input"]]
     start = b.doc["bufferViews"][accessor["bufferView"]].get("byteOffset", 0) + accessor.get("byteOffset", 0)
     b.bin[start : start + 4 * len(times)] = np.array(times, np.float32).tobytes()
+    if edit is not None:
+        edit(b.doc)
     return b.write_glb(tmp_path / "walk.glb")
 
 
@@ -185,6 +188,98 @@ def test_bad_nodes_read_the_same_both_ways(tmp_path, monkeypatch, node, message)
         with pytest.raises(ModelError) as slow:
             skeletal.load(path)
     assert str(fast.value) == str(slow.value) and message in str(fast.value)
+
+
+_LOADS = None  # the file loads: an integral float (3.0) is an integer to the checked path too
+
+
+@pytest.mark.parametrize("keys, value, message", [
+    (("accessors", 1, "count"), True, "accessors[1].count: expected an integer, found a boolean"),
+    (("accessors", 1, "count"), 3.0, _LOADS),
+    (("accessors", 0, "componentType"), 5126.0, _LOADS),
+    (("accessors", 1, "componentType"), True, "accessors[1].componentType: expected an integer, found a boolean"),
+    (("accessors", 1, "bufferView"), False, "accessors[1].bufferView: expected an integer, found a boolean"),
+    (("accessors", 1, "byteOffset"), True, "accessors[1].byteOffset: expected an integer, found a boolean"),
+    (("accessors", 1, "normalized"), 0, "accessors[1].normalized: expected true or false, found the number 0"),
+    (("bufferViews", 1, "buffer"), False, "bufferViews[1].buffer: expected an integer, found a boolean"),
+    (("bufferViews", 1, "byteOffset"), True, "bufferViews[1].byteOffset: expected an integer, found a boolean"),
+    (("bufferViews", 1, "byteLength"), True, "bufferViews[1].byteLength: expected an integer, found a boolean"),
+    (("animations", 0, "channels", 0, "sampler"), True,
+     "animations[0].channels[0].sampler: expected an integer, found a boolean"),
+    (("animations", 0, "channels", 1, "target", "node"), False,
+     "animations[0].channels[1].target.node: expected an integer, found a boolean"),
+    (("animations", 0, "samplers", 0, "input"), True, "animations[0].samplers[0].input: expected an integer, found a boolean"),
+    (("animations", 0, "samplers", 1, "output"), 2.0, _LOADS),
+    (("animations", 0, "samplers", 0, "interpolation"), True,
+     "animations[0].samplers[0].interpolation: expected a string, found a boolean"),
+    (("animations", 0, "channels", 0, "target", "path"), ["translation"],
+     "animations[0].channels[0].target.path: expected a string, found an array"),
+])
+def test_field_types_read_the_same_both_ways(tmp_path, monkeypatch, keys, value, message):
+    """A boolean where an integer belongs (true is 1 to numpy and to array("q")), an integral float, a
+    list for a name: the bulk columns hand these to the checked path, which words them as before."""
+    def edit(doc):
+        target = doc
+        for key in keys[:-1]:
+            target = target[key]
+        target[keys[-1]] = value
+
+    path = _walk(tmp_path, edit=edit)
+    outcomes = []
+    for slow in (False, True):
+        with monkeypatch.context() as m:
+            if slow:
+                _slow(m)
+            try:
+                clip = skeletal.load(path).clips[0]
+                outcomes.append([t.values.tolist() for t in clip.tracks])
+            except ModelError as exc:
+                outcomes.append(str(exc))
+    assert outcomes[0] == outcomes[1]
+    if message is _LOADS:
+        assert outcomes[0][0] == [[0, 1, 2], [3, 4, 5], [6, 7, 8]]
+    else:
+        assert outcomes[0] == f"walk.glb: {message}"
+
+
+def test_plain_ints_and_codes():
+    from skeletal.io.jsonobj import codes, plain_ints
+
+    assert plain_ints([5] * 20 + [1, 0]).tolist() == [5] * 20 + [1, 0]
+    assert plain_ints([5] * 20 + [True]) is None  # a boolean among a few small values
+    assert plain_ints([0] * 20 + [False]) is None  # ... among many (every value looked at)
+    for bad in ([1, 2.0], [1, None], [1, "2"], [1, [2]], [1, {}], [1, 2**63]):
+        assert plain_ints(bad) is None
+    assert plain_ints([]).tolist() == []
+    table = {"STEP": 1, "LINEAR": 2}
+    assert codes(["LINEAR", "STEP", True, 1, None, "x"], table).tolist() == [2, 1, 0, 0, 0, 0]
+    assert codes(["STEP", ["LINEAR"], {"a": 1}], table).tolist() == [1, 0, 0]  # unhashable values
+
+
+def test_image_bytes_are_copied_when_first_read(tmp_path):
+    from skeletal.document import Image
+
+    data = bytearray(b"\x89PNG\r\n\x1a\nrest")
+    image = Image("dot", memoryview(data), None)
+    assert image._data is not None and type(image._data) is memoryview  # not copied yet
+    assert image.data == b"\x89PNG\r\n\x1a\nrest" and type(image.data) is bytes
+    data[0] = 0  # a copy now: later changes of the source do not show
+    assert image.data[0] == 0x89
+    for other in (copy.copy(image), copy.deepcopy(image), pickle.loads(pickle.dumps(image))):
+        assert other == image and other.data == image.data and other.name == "dot"
+    assert Image("dot", memoryview(b"ab"), "image/png") != Image("dot", b"ac", "image/png")
+    assert repr(Image("i", b"ab", None)) == "Image(name='i', data=b'ab', mime_type=None)"
+
+
+def test_glb_images_are_views_until_read(tmp_path):
+    b = GltfBuilder()
+    b.add_scene([b.add_node(name="root")])
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(40))
+    view = b.add_buffer_view(png)
+    b.doc.setdefault("images", []).append({"bufferView": view})  # no mimeType: sniffed from the bytes
+    image = skeletal.load(b.write_glb(tmp_path / "img.glb")).document.images[0]
+    assert type(image._data) is memoryview and image.mime_type == "image/png"
+    assert image.data == png
 
 
 def test_json_parser_keeps_big_integers_and_errors():

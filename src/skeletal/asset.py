@@ -285,20 +285,46 @@ def load(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = None, 
     file = os.fspath(path)
     if os.path.isdir(file):  # the commonest wrong path: say what to do
         raise ModelError(file, None, "is a folder, not a model file (give the model file inside it)")
+    suffix = model_suffix(file)
+    if suffix not in READERS:  # glTF: the file opened and read once, for the sniffing and the reader
+        data = _read_gltf_file(file, path)
+        from .io.gltf import gc_paused, read_gltf
+
+        with gc_paused():  # the document and the asset's tracks: many objects, no cycles
+            return Asset(read_gltf(path, base_dir=base_dir, data=data))
     try:
         check_regular(file)  # the front door: every reader below sees a regular file (no FIFO/device)
     except OSError as exc:
         raise ModelError(file, None, f"cannot read the file: {exc.strerror or exc}") from None
-    suffix = model_suffix(file)
-    check_kind(path, other_reader=suffix in READERS)  # an empty, renamed or wrong file: one clear line
+    check_kind(path, other_reader=True)  # an empty, renamed or wrong file: one clear line
     if suffix in ASSIMP_SUFFIXES:
         return Asset(_read_assimp(path, isolate=isolate))
-    if suffix in READERS:
-        return Asset(READERS[suffix](path))
-    from .io.gltf import gc_paused, read_gltf
+    return Asset(READERS[suffix](path))
 
-    with gc_paused():  # the document and the asset's tracks: many objects, no cycles
-        return Asset(read_gltf(path, base_dir=base_dir))
+
+def _read_gltf_file(file: str, path: str | os.PathLike) -> bytes:
+    """The bytes of a glTF model file, after :func:`~skeletal.io.sniff.check_kind` has looked at its
+    head (an empty, renamed or wrong file is told in one clear line before the rest is read). A regular
+    file only (no FIFO or device), opened once; errors are :class:`ModelError`."""
+    from .io.files import open_regular
+    from .io.sniff import HEAD_BYTES, check_kind
+
+    try:
+        f = open_regular(file)
+    except OSError as exc:
+        raise ModelError(file, None, f"cannot read the file: {exc.strerror or exc}") from None
+    with f:
+        try:
+            size = os.fstat(f.fileno()).st_size
+            head = os.pread(f.fileno(), HEAD_BYTES, 0) if hasattr(os, "pread") else f.read(HEAD_BYTES)
+        except OSError as exc:
+            raise ModelError(file, None, f"cannot read the file: {exc.strerror or exc}") from None
+        check_kind(path, head)
+        try:
+            f.seek(0)
+            return f.read(size)
+        except OSError as exc:
+            raise ModelError(file, None, f"cannot read the file: {exc.strerror or exc}") from None
 
 
 def model_suffix(path: str | os.PathLike) -> str:

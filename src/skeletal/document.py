@@ -221,13 +221,47 @@ class Material:
     double_sided: bool = False
 
 
-@dataclass
 class Image:
-    """Encoded image bytes (PNG/JPEG/...) with its MIME type; decoding is left to the renderer."""
+    """Encoded image bytes (PNG/JPEG/...) with its MIME type; decoding is left to the renderer.
 
-    name: str
-    data: bytes | None
-    mime_type: str | None
+    ``data`` may be given as a ``memoryview`` (a reader's view of the file's bytes): it is copied to
+    ``bytes`` the first time it is read, so that loading a model to animate it does not copy its
+    textures.
+
+    >>> Image("dot", memoryview(b"\\x89PNG..."), "image/png").data[:4]
+    b'\\x89PNG'
+    """
+
+    __slots__ = ("name", "_data", "mime_type")
+
+    def __init__(self, name: str, data: bytes | memoryview | None, mime_type: str | None):
+        self.name = name
+        self._data = data
+        self.mime_type = mime_type
+
+    @property
+    def data(self) -> bytes | None:
+        if self._data is not None and type(self._data) is not bytes:
+            self._data = bytes(self._data)
+        return self._data  # type: ignore[return-value]
+
+    @data.setter
+    def data(self, value: bytes | memoryview | None) -> None:
+        self._data = value
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Image)
+        return (self.name, self.data, self.mime_type) == (other.name, other.data, other.mime_type)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it replaces
+
+    def __repr__(self) -> str:
+        return f"Image(name={self.name!r}, data={self.data!r}, mime_type={self.mime_type!r})"
+
+    def __reduce__(self):
+        return (Image, (self.name, self.data, self.mime_type))
 
 
 @dataclass

@@ -27,7 +27,7 @@ from itertools import repeat
 import numpy as np
 
 from skeletal.io.buffers import BinaryData
-from skeletal.io.jsonobj import JsonObject
+from skeletal.io.jsonobj import JsonObject, codes, plain_ints
 
 BYTE, UNSIGNED_BYTE, SHORT, UNSIGNED_SHORT, UNSIGNED_INT, FLOAT = 5120, 5121, 5122, 5123, 5125, 5126
 
@@ -156,7 +156,8 @@ def decode_float32(raw: np.ndarray, info: AccessorInfo) -> np.ndarray:
     return out
 
 
-#: FLOAT accessor types whose elements are tightly packed at any stride (no column padding): components.
+#: Accessor types whose elements are tightly packed at any stride, of any component type (no column
+#: padding: MAT4 columns are 4, 8 or 16 bytes, MAT2/MAT3 of 1- and 2-byte components pad): components.
 _PLAIN_FLOAT_COMPONENTS = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT4": 16}
 
 
@@ -171,6 +172,7 @@ class Accessors:
         self._raw: dict[int, np.ndarray] = {}
         self._float: dict[int, np.ndarray] = {}
         self._table: PlainFloatTable | None | bool = False  # False: not built yet
+        self._floats_of: dict[int, np.ndarray | None] = {}  # buffer -> its float32 view (see buffer_floats)
 
     def __len__(self) -> int:
         return len(self.objects)
@@ -213,6 +215,9 @@ class Accessors:
         if cached is not None:
             return cached
         info = self.info(index)
+        plain = self._plain_dense(index, info)
+        if plain is not None:
+            return plain
         obj = self.objects[index]
         sparse = obj.object("sparse") if obj.has("sparse") else None
         if obj.has("bufferView"):
@@ -239,26 +244,59 @@ class Accessors:
 
     def _plain_float(self, index: int) -> np.ndarray | None:
         """The common case in a few operations: a dense, tightly packed FLOAT accessor over a plain
-        bufferView. What :meth:`raw` and :meth:`BinaryData.view` would check is checked here with
-        plain dict reads; anything unusual (or wrong) returns None so that the full path reads it and
-        words the error. Animations have one accessor (and often one bufferView) per channel, so this
-        is most of a model's accessors."""
+        bufferView (see :meth:`_plain_dense`). Animations have one accessor (and often one bufferView)
+        per channel, so this is most of a model's accessors."""
         info = self.info(index)
-        if info.component_type != FLOAT or info.normalized or info.type not in _PLAIN_FLOAT_COMPONENTS:
+        if info.component_type != FLOAT or info.normalized:
+            return None
+        table = self._table
+        if isinstance(table, PlainFloatTable) and table.ok[index]:  # its range was checked with the others
+            floats = self.buffer_floats(int(table.buffer[index]))
+            if floats is not None:
+                start, count, components = int(table.start[index]), info.count, int(table.components[index])
+                array = floats[start : start + components * count]
+                if components > 1:
+                    array = array.reshape((count, 4, 4) if components == 16 else (count, components))
+                self._raw[index] = array
+                return array
+        return self._plain_dense(index, info)
+
+    def buffer_floats(self, buffer: int) -> np.ndarray | None:
+        """Buffer ``buffer``'s bytes as float32 (a view; None when the buffer has no data or is not
+        4-byte aligned), made once per buffer. Loading the buffer raises as :meth:`BinaryData.buffer`."""
+        cached = self._floats_of.get(buffer, False)
+        if cached is False:
+            data = self.binary.buffer(buffer)
+            cached = None
+            if data is not None:
+                cached = np.frombuffer(data, np.float32, len(data) // 4)
+                if not cached.flags.aligned:
+                    cached = None
+            self._floats_of[buffer] = cached
+        return cached  # type: ignore[return-value]
+
+    def _plain_dense(self, index: int, info: AccessorInfo) -> np.ndarray | None:
+        """Accessor ``index``'s data when it is dense and tightly packed (SCALAR, VEC2-4 or MAT4, no
+        sparse) inside a plain bufferView, aligned for its component type: a view
+        of the file's bytes, remembered as its raw array. What :meth:`raw` and :meth:`BinaryData.view`
+        would check is checked here with plain dict reads; anything unusual (or wrong) returns None so
+        that the full path reads it and words the error."""
+        components = _PLAIN_FLOAT_COMPONENTS.get(info.type, 0)
+        itemsize = info.dtype.itemsize
+        if components == 0:
             return None
         obj = self.objects.raw[index]
         view_index = obj.get("bufferView")
         offset = obj.get("byteOffset", 0)
-        if "sparse" in obj or type(view_index) is not int or type(offset) is not int or offset < 0 or offset % 4:
+        if "sparse" in obj or type(view_index) is not int or type(offset) is not int or offset < 0 or offset % itemsize:
             return None
         data = self.binary.plain_view(view_index)
         if data is None:
             return None
         count = info.count
-        components = _PLAIN_FLOAT_COMPONENTS[info.type]
-        if offset + 4 * components * count > len(data):
+        if offset + itemsize * components * count > len(data):
             return None
-        array = np.frombuffer(data, np.float32, components * count, offset)
+        array = np.frombuffer(data, info.dtype, components * count, offset)
         if components > 1:
             array = array.reshape((count, 4, 4) if components == 16 else (count, components))
         if not array.flags.aligned:
@@ -357,18 +395,28 @@ _TABLE_LIMIT = 1 << 40
 
 def _int_column(values: list | tuple, default: int = -1) -> np.ndarray | None:
     """A list of JSON values as int64, anything not a plain int (or too large) as ``default``."""
-    if not set(map(type, values)) <= {int}:
+    column = plain_ints(values)
+    if column is None:
         values = [v if type(v) is int else default for v in values]
-    try:
-        column = np.array(values, dtype=np.int64).reshape(-1)
-    except OverflowError:
-        return None
+        try:
+            column = np.array(values, dtype=np.int64).reshape(-1)
+        except OverflowError:
+            return None
     if column.size and (column.max() > _TABLE_LIMIT or column.min() < -1):
         column = np.where((column > _TABLE_LIMIT) | (column < -1), default, column)
     return column
 
 
-_ACCESSOR_KEYS = operator.itemgetter("componentType", "count", "bufferView")
+def _key_column(objects: list[dict], key: str, absent: int, keys: set) -> np.ndarray | None:
+    """Field ``key`` of every object as an int64 column (see :func:`_int_column`), ``absent`` where an
+    object lacks it. ``keys``: every key any of the objects has; a key none has costs no pass."""
+    if key not in keys:
+        return np.full(len(objects), absent, dtype=np.int64)
+    try:  # the usual case, every object has the key (glTF requires most of these)
+        values = list(map(operator.itemgetter(key), objects))
+    except KeyError:
+        values = list(map(dict.get, objects, repeat(key), repeat(absent)))
+    return _int_column(values)
 
 
 def _field(objects: list[dict], key: str, default: object = None) -> list:
@@ -376,48 +424,48 @@ def _field(objects: list[dict], key: str, default: object = None) -> list:
     return list(map(dict.get, objects, repeat(key), repeat(default)))
 
 
-def _flag(objects: list[dict], key: str) -> np.ndarray:
-    """Whether each object has ``key``, as a bool array."""
+def _flag(objects: list[dict], key: str, keys: set) -> np.ndarray:
+    """Whether each object has ``key``, as a bool array (``keys``: every key any of them has)."""
+    if key not in keys:
+        return np.zeros(len(objects), dtype=bool)
     return np.fromiter(map(operator.contains, objects, repeat(key)), dtype=bool, count=len(objects))
 
 
+#: componentType -> 1 for FLOAT (0 for any other value, a boolean or a string included)
+_IS_FLOAT = {FLOAT: 1}
+
+
 def _plain_float_table(accessors: list[dict], views: list[dict], buffers: list[dict]) -> PlainFloatTable | None:
+    # Every field is pulled out of all objects in one C-level pass; optional fields that no object
+    # has (byteStride, byteOffset, normalized, sparse, ... in most files) cost no pass at all.
+    view_keys: set = set().union(*views)
+    accessor_keys: set = set().union(*accessors)
     declared = _int_column(_field(buffers, "byteLength"))
-    view_buffer = _int_column(_field(views, "buffer"))
-    view_offset = _int_column(_field(views, "byteOffset", 0))
-    view_length = _int_column(_field(views, "byteLength"))
-    try:  # the usual case, every accessor with these keys: one C-level pass for the three
-        component_type, count, view = map(_int_column, zip(*map(_ACCESSOR_KEYS, accessors)))
-    except (KeyError, ValueError):  # a key missing somewhere (or no accessors): one pass per key
-        component_type = _int_column(_field(accessors, "componentType"))
-        count = _int_column(_field(accessors, "count"))
-        view = _int_column(_field(accessors, "bufferView"))
-    offset = _int_column(_field(accessors, "byteOffset", 0))
-    columns = (declared, view_buffer, view_offset, view_length, component_type, count, view, offset)
-    if any(c is None for c in columns):
+    view_buffer = _key_column(views, "buffer", -1, view_keys)
+    view_offset = _key_column(views, "byteOffset", 0, view_keys)
+    view_length = _key_column(views, "byteLength", -1, view_keys)
+    count = _key_column(accessors, "count", -1, accessor_keys)
+    view = _key_column(accessors, "bufferView", -1, accessor_keys)
+    offset = _key_column(accessors, "byteOffset", 0, accessor_keys)
+    if (declared is None or view_buffer is None or view_offset is None or view_length is None or count is None
+            or view is None or offset is None):
         return None
-    assert declared is not None and view_buffer is not None and view_offset is not None  # for mypy
-    assert view_length is not None and component_type is not None and count is not None
-    assert view is not None and offset is not None
-    plain_view = ~(_flag(views, "byteStride") | _flag(views, "extensions"))
+    plain_view = ~(_flag(views, "byteStride", view_keys) | _flag(views, "extensions", view_keys))
     has_buffer = (view_buffer >= 0) & (view_buffer < len(buffers))
     view_end = view_offset + view_length
     limit = declared[np.where(has_buffer, view_buffer, 0)] if len(buffers) else np.zeros(len(views), np.int64)
     plain_view &= has_buffer & (view_offset >= 0) & (view_length >= 1) & (limit >= 1) & (view_end <= limit)
     plain_view &= view_offset % 4 == 0
-    types = _field(accessors, "type")
-    if set(map(type, types)) <= {str}:
-        components = np.fromiter(map(_PLAIN_FLOAT_COMPONENTS.get, types, repeat(0)), np.int64, len(types))
-    else:
-        components = np.array([_PLAIN_FLOAT_COMPONENTS.get(t, 0) if type(t) is str else 0 for t in types],
-                              dtype=np.int64).reshape(-1)
-    normalized = _field(accessors, "normalized", False)
-    if set(map(type, normalized)) <= {bool}:
-        ok = ~np.array(normalized, dtype=bool).reshape(-1)
-    else:
-        ok = np.array([v is False for v in normalized], dtype=bool).reshape(-1)
-    ok &= ~_flag(accessors, "sparse")
-    ok &= (component_type == FLOAT) & (components > 0) & (count >= 1) & (offset >= 0) & (offset % 4 == 0)
+    component_types = list(map(dict.get, accessors, repeat("componentType")))
+    plain = plain_ints(component_types)
+    is_float = plain == FLOAT if plain is not None else codes(component_types, _IS_FLOAT) == 1
+    components = codes(_field(accessors, "type"), _PLAIN_FLOAT_COMPONENTS)
+    ok = is_float & (components > 0) & (count >= 1) & (offset >= 0) & (offset % 4 == 0)
+    if "normalized" in accessor_keys:
+        normalized = _field(accessors, "normalized", False)
+        ok &= np.array([v is False for v in normalized], dtype=bool).reshape(-1)
+    if "sparse" in accessor_keys:
+        ok &= ~_flag(accessors, "sparse", accessor_keys)
     ok &= (view >= 0) & (view < len(views))
     safe_view = np.where(ok, view, 0)
     if len(views):

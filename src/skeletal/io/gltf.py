@@ -65,7 +65,7 @@ from skeletal.io.accessors import (
 from skeletal.io.buffers import BinaryData
 from skeletal.io.files import read_regular
 from skeletal.io.glb import parse_container
-from skeletal.io.jsonobj import JsonObject
+from skeletal.io.jsonobj import JsonObject, codes, plain_ints
 from skeletal.io.uris import UriError, read_uri
 from skeletal.quat import decompose_trs
 
@@ -151,13 +151,17 @@ _PATH_CODES = {"translation": 0, "rotation": 1, "scale": 2, "weights": 3}  # as 
 _INTERP_NAMES = ("STEP", "LINEAR", "CUBICSPLINE")  # codes as skeletal.clip.INTERP_CODE
 _INTERP_CODES = {name: i for i, name in enumerate(_INTERP_NAMES)}
 _CUBIC = _INTERP_CODES["CUBICSPLINE"]
+_PATH_CODES_1 = {name: code + 1 for name, code in _PATH_CODES.items()}  # for _codes: 0 is "none of these"
+_INTERP_CODES_1 = {name: code + 1 for name, code in _INTERP_CODES.items()}
+_PATH_WIDTHS = np.array([3, 4, 3, 0], dtype=np.int64)  # by path code; weights: the node's mesh's targets
 _INFLUENCE = re.compile(r"^(JOINTS|WEIGHTS)_(0|[1-9][0-9]*)$")
 
 
 # ---------------------------------------------------------------------------------------------------
 # Public entry point
 # ---------------------------------------------------------------------------------------------------
-def read_gltf(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = None) -> Document:
+def read_gltf(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = None,
+              data: bytes | None = None) -> Document:
     """Read a glTF 2.0 model (``.gltf`` with external or data-URI buffers, or binary ``.glb``).
 
     ``base_dir``: where relative URIs resolve and must stay. By default that is the model's own folder
@@ -168,12 +172,16 @@ def read_gltf(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = N
     Raises :class:`ModelError` (naming the file and the glTF object) for anything malformed, unsafe or
     inconsistent, and :class:`UnsupportedExtensionError` for a required extension this reader cannot
     handle (or whose decoder package, ``DracoPy`` / ``meshopt``, is not installed).
+
+    ``data``: the file's bytes when the caller has read them already (:func:`skeletal.load` does, to
+    look at the head first); ``path`` then only names the file and anchors its URIs.
     """
     file = os.fspath(path)
-    try:
-        data = read_regular(file)  # the one read of the model file; GLB arrays are views into it
-    except OSError as exc:
-        raise ModelError(file, None, f"cannot read the file: {exc.strerror or exc}") from None
+    if data is None:
+        try:
+            data = read_regular(file)  # the one read of the model file; GLB arrays are views into it
+        except OSError as exc:
+            raise ModelError(file, None, f"cannot read the file: {exc.strerror or exc}") from None
     with gc_paused():
         document, glb_bin = parse_container(data, file)
         uri_root = os.fspath(base_dir) if base_dir is not None else os.path.dirname(os.path.abspath(file))
@@ -276,6 +284,10 @@ class _GltfReader:
 
     # -- top level ------------------------------------------------------------------------------
     def read(self) -> Document:
+        if self.root.data.get("animations"):
+            # Built for the animations' bulk read anyway; built first, it also locates the meshes'
+            # plain float accessors (Accessors.floats) without reading each one's bufferView again.
+            self.accessors.plain_float_table()
         images = self._images()
         materials = self._materials()
         meshes = [self._mesh(i, obj) for i, obj in enumerate(self.root.objects("meshes"))]
@@ -362,7 +374,8 @@ class _GltfReader:
         one C-level pass each, numbers checked with numpy. None otherwise; then the nodes are read one
         by one, which words the error. The parents are filled in; the cycle check is the caller's."""
         count = len(raw)
-        if not count or not all(map(_PLAIN_NODE_KEYS.issuperset, raw)):
+        keys = set().union(*raw)  # every key any node has: one pass, and no pass for keys none has
+        if not count or not keys <= _PLAIN_NODE_KEYS:
             return None
         names = list(map(dict.get, raw, repeat("name"), repeat(None)))
         children = list(map(dict.get, raw, repeat("children"), repeat(_NO_CHILDREN)))
@@ -394,12 +407,17 @@ class _GltfReader:
             return None
         trs = []
         for key, length, default in _NODE_TRS:
+            if key not in keys:
+                trs.append(list(np.tile(np.array(default), (count, 1))))  # one row view per node
+                continue
             values = list(map(dict.get, raw, repeat(key), repeat(default)))
-            if (not set(map(type, values)) <= _LIST_TYPES or set(map(len, values)) != {length}
-                    or not set(map(type, chain.from_iterable(values))) <= _NUMBER_TYPES):
+            if not set(map(type, values)) <= _LIST_TYPES or set(map(len, values)) != {length}:
+                return None
+            flat = list(chain.from_iterable(values))
+            if not set(map(type, flat)) <= _NUMBER_TYPES:
                 return None
             try:
-                array = np.array(values, dtype=np.float64)
+                array = np.array(flat, dtype=np.float64).reshape(count, length)
             except OverflowError:
                 return None
             if not np.isfinite(array).all():
@@ -408,7 +426,10 @@ class _GltfReader:
         parent = np.full(count, -1, dtype=np.int64)
         parent[child] = owner
         names = [f"node_{i}" if name is None else name for i, name in enumerate(names)]
-        extras = [dict(e) if isinstance(e, dict) else {} for e in map(dict.get, raw, repeat("extras"))]
+        if "extras" in keys:
+            extras = [dict(e) if isinstance(e, dict) else {} for e in map(dict.get, raw, repeat("extras"))]
+        else:
+            extras = [{} for _ in range(count)]
         meshes = [None if m < 0 else m for m in refs[0]]
         skins = [None if k < 0 else k for k in refs[1]]
         return list(map(Node, names, map(list, children), trs[0], trs[1], trs[2], repeat(None), meshes, skins,
@@ -500,8 +521,15 @@ class _GltfReader:
 
         # Check every attribute's accessor against its semantic before reading any data.
         infos: dict[str, AccessorInfo] = {}
-        for name in attrs.data:
-            infos[name] = self._accessor(attrs, name, _attribute_expect(name))
+        n_accessors, info_of = len(self.accessors), self.accessors.info
+        for name, index in attrs.data.items():
+            expect = _ATTRIBUTE_EXPECTS.get(name) or _attribute_expect(name)
+            if type(index) is int and 0 <= index < n_accessors:  # what _accessor checks, in one go
+                info = info_of(index)
+                expect.check(attrs, name, info)
+                infos[name] = info
+            else:
+                infos[name] = self._accessor(attrs, name, expect)
         if "POSITION" not in infos:
             attrs.fail("the primitive has no POSITION attribute")
         vertex_count = infos["POSITION"].count
@@ -715,8 +743,8 @@ class _GltfReader:
         for i, obj in enumerate(raw):
             name = obj.get("name", _MISSING)
             chans, samps = obj.get("channels"), obj.get("samplers")
-            if (type(chans) is not list or type(samps) is not list or not chans
-                    or not set(map(type, chans)) <= {dict} or not set(map(type, samps)) <= {dict}):
+            # (that every channel and sampler is an object, _packed_channels finds as it reads them)
+            if type(chans) is not list or type(samps) is not list or not chans:
                 return None
             if name is _MISSING:
                 name = f"animation_{i}"
@@ -735,12 +763,14 @@ class _GltfReader:
                                        (np.repeat(sampler_count, count), np.repeat(offsets, count)))
         if packed is None:
             return None
-        bounds = [0, *np.cumsum(count).tolist()]
-        key_start, value_start = packed.key_start.tolist(), packed.value_start.tolist()
+        ends = np.cumsum(count)
+        bounds = [0, *ends.tolist()]
+        key_start = [0, *packed.key_start[ends].tolist()]  # where each animation's keys and values begin
+        value_start = [0, *packed.value_start[ends].tolist()]
         animations = []
         for a, obj in enumerate(raw):
             c0, c1 = bounds[a], bounds[a + 1]
-            k0, k1, v0, v1 = key_start[c0], key_start[c1], value_start[c0], value_start[c1]
+            k0, k1, v0, v1 = key_start[a], key_start[a + 1], value_start[a], value_start[a + 1]
             part = PackedChannels(packed.node[c0:c1], packed.path[c0:c1], packed.interp[c0:c1], packed.width[c0:c1],
                                   packed.key_start[c0 : c1 + 1] - k0, packed.value_start[c0 : c1 + 1] - v0,
                                   packed.times[k0:k1], packed.values[v0:v1], packed.source,
@@ -762,31 +792,24 @@ class _GltfReader:
         No Channel object is made here: :class:`PackedChannels` makes them if anybody asks (views of the
         buffer, a shared input accessor giving one shared times array, as the one-by-one path gives them)."""
         n = len(channels)
-        table = self.accessors.plain_float_table() if n else None
+        table = self.accessors.plain_float_table() if n and samplers else None
         if table is None:
             return None
         try:
-            s_index = list(map(_SAMPLER, channels))
             targets = list(map(_TARGET, channels))
-            nodes = list(map(_NODE, targets))
-            paths = list(map(_PATH, targets))
-            inputs = list(map(_INPUT, samplers))
-            outputs = list(map(_OUTPUT, samplers))
-            interpolations = list(map(dict.get, samplers, repeat("interpolation"), repeat("LINEAR")))
+            # path and interpolation names -> codes + 1 (0: anything else, which goes the one-by-one way)
+            path = codes(list(map(_PATH, targets)), _PATH_CODES_1) - 1
+            interp = codes(list(map(dict.get, samplers, repeat("interpolation"), repeat("LINEAR"))), _INTERP_CODES_1) - 1
+            sampler = plain_ints(list(map(_SAMPLER, channels)))
+            node = plain_ints(list(map(_NODE, targets)))
+            sampler_input = plain_ints(list(map(_INPUT, samplers)))
+            sampler_output = plain_ints(list(map(_OUTPUT, samplers)))
         except (KeyError, TypeError, IndexError):
             return None
-        if not (set(map(type, s_index)) | set(map(type, nodes)) | set(map(type, inputs)) | set(map(type, outputs))
-                <= {int} and set(map(type, paths)) | set(map(type, interpolations)) <= {str}
-                and set(paths) <= _PATH_CODES.keys() and set(interpolations) <= _INTERP_CODES.keys()):
+        if (sampler is None or node is None or sampler_input is None or sampler_output is None
+                or path.min() < 0 or interp.min() < 0):
             return None
         n_accessors, n_nodes = len(table.ok), len(node_list)
-        try:
-            sampler = np.array(s_index, dtype=np.int64)
-            node = np.array(nodes, dtype=np.int64)
-            sampler_input = np.array(inputs, dtype=np.int64)
-            sampler_output = np.array(outputs, dtype=np.int64)
-        except OverflowError:
-            return None
         if sampler_range is None:  # one animation: its channels name its samplers
             if sampler.min() < 0 or sampler.max() >= len(samplers):
                 return None
@@ -800,23 +823,16 @@ class _GltfReader:
         inp, out = sampler_input[sampler], sampler_output[sampler]
         if min(inp.min(), out.min()) < 0 or max(inp.max(), out.max()) >= n_accessors:
             return None
-        interp = np.array([_INTERP_CODES[i] for i in interpolations], dtype=np.int64)[sampler]
-        path = np.array([_PATH_CODES[p] for p in paths], np.int64)
+        interp = interp[sampler]
         weights = path == _PATH_CODES["weights"]
+        width = _PATH_WIDTHS[path]
         if weights.any():  # a morph weights channel is as wide as its node's mesh has targets
-            widths = []
-            for nd, p in zip(nodes, paths):
-                if p == "weights":
-                    mesh = node_list[nd].mesh
-                    targets = 0 if mesh is None else len(meshes[mesh].primitives[0].targets)
-                    if not targets:
-                        return None
-                    widths.append(targets)
-                else:
-                    widths.append(_PATH_WIDTH[p])
-            width = np.array(widths, dtype=np.int64)
-        else:
-            width = np.array([_PATH_WIDTH[p] for p in paths], dtype=np.int64)
+            for c in np.flatnonzero(weights).tolist():
+                mesh = node_list[int(node[c])].mesh
+                targets_count = 0 if mesh is None else len(meshes[mesh].primitives[0].targets)
+                if not targets_count:
+                    return None
+                width[c] = targets_count
         keys = table.count[inp]
         rows = keys * np.where(interp == _CUBIC, 3, 1)
         buffer = table.buffer[inp]
@@ -827,17 +843,14 @@ class _GltfReader:
                 and (buffer == buffer[0]).all() and (table.buffer[out] == buffer[0]).all()):
             return None
         try:
-            data = self.binary.buffer(int(buffer[0]))
+            floats = self.accessors.buffer_floats(int(buffer[0]))
         except ModelError:
             return None  # the one-by-one path meets (and reports) it in its own order
-        if data is None:
-            return None
-        floats = np.frombuffer(data, np.float32, len(data) // 4)
-        if floats.ctypes.data % 4:
+        if floats is None:
             return None
         # Every channel's keys and values gathered into two flat arrays with one index array each.
-        times = floats[_spans(table.start[inp], keys)]
-        values = floats[_spans(table.start[out], rows * width)]
+        times = _gather(floats, table.start[inp], keys)
+        values = _gather(floats, table.start[out], rows * width)
         key_start = np.zeros(n + 1, np.int64)
         np.cumsum(keys, out=key_start[1:])
         steps = times[1:] > times[:-1]
@@ -937,9 +950,9 @@ class _GltfReader:
         images = []
         for i, obj in enumerate(self.root.objects("images")):
             mime = obj.string("mimeType", None)
-            data: bytes | None = None
-            if obj.has("bufferView"):
-                data = self.binary.view_bytes(obj.index("bufferView", "bufferViews", len(self.binary.views)))
+            data: bytes | memoryview | None = None
+            if obj.has("bufferView"):  # a view of the file's bytes: Image copies it when first read
+                data = self.binary.view(obj.index("bufferView", "bufferViews", len(self.binary.views))).data
             elif obj.has("uri"):
                 uri = obj.string("uri")
                 try:
@@ -951,6 +964,14 @@ class _GltfReader:
                                   stacklevel=3)
             images.append(Image(name=obj.string("name", f"image_{i}"), data=data, mime_type=mime or _sniff_mime(data)))
         return images
+
+
+def _gather(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``data[starts[i] : starts[i] + lengths[i]]`` of every span, one after another, as a new array:
+    one copy when the spans follow each other in ``data`` (channels written in order), else a gather."""
+    if len(starts) and (starts[1:] == starts[:-1] + lengths[:-1]).all():
+        return data[int(starts[0]) : int(starts[-1] + lengths[-1])].copy()
+    return data[_spans(starts, lengths)]
 
 
 def _spans(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -985,14 +1006,22 @@ def _attribute_expect(name: str) -> Expect:
     return EXPECT_CUSTOM  # application-specific (_NAME) attributes
 
 
+#: The common attribute names' expectations, looked up without :func:`_attribute_expect`'s tests.
+_ATTRIBUTE_EXPECTS = {"POSITION": EXPECT_POSITION, "NORMAL": EXPECT_NORMAL, "TANGENT": EXPECT_TANGENT,
+                      **{f"TEXCOORD_{n}": EXPECT_TEXCOORD for n in range(8)},
+                      **{f"COLOR_{n}": EXPECT_COLOR for n in range(4)},
+                      **{f"JOINTS_{n}": EXPECT_JOINTS for n in range(4)},
+                      **{f"WEIGHTS_{n}": EXPECT_WEIGHTS for n in range(4)}}
+
 _MAGIC_MIME = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),
                (b"\xabKTX 20\xbb", "image/ktx2"))
 
 
-def _sniff_mime(data: bytes | None) -> str | None:
+def _sniff_mime(data: bytes | memoryview | None) -> str | None:
     """The image type told by the data's first bytes, when the file did not say it."""
     if not data:
         return None
+    data = bytes(data[:16])
     for magic, mime in _MAGIC_MIME:
         if data.startswith(magic):
             return mime

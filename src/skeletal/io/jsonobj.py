@@ -9,7 +9,9 @@ naming the object, never a raw ``KeyError``/``TypeError``/``IndexError``.
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Iterator, Sequence
+from itertools import repeat
 from typing import Any, NoReturn
 
 import numpy as np
@@ -18,6 +20,7 @@ from skeletal.errors import ModelError
 
 #: Sentinel meaning "this field is required".
 REQUIRED: Any = object()
+_ABSENT: Any = object()
 
 
 def _describe(value: Any) -> str:
@@ -46,6 +49,46 @@ def _as_int(value: Any) -> int | None:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return None
+
+
+def plain_ints(values: list) -> np.ndarray | None:
+    """A list of JSON values as an int64 array when every one is a plain integer (not a boolean, not
+    ``2.0``) that int64 holds; None otherwise (then the caller reads the values one by one, which
+    words the error).
+
+    One C-level pass converts (``array("q")`` refuses floats, strings, null, arrays and objects, and
+    integers past int64); only a boolean gets through it, as 1 or 0, so just the values of 1 or less
+    are looked at again.
+
+    >>> plain_ints([3, 0, 7])
+    array([3, 0, 7])
+    >>> plain_ints([3, True]) is None, plain_ints([3, 2.0]) is None
+    (True, True)
+    """
+    try:
+        column = np.frombuffer(array("q", values), dtype=np.int64)
+    except (TypeError, OverflowError):
+        return None
+    small = (column <= 1).nonzero()[0].tolist()  # where a boolean may hide
+    if small and not set(map(type, map(values.__getitem__, small) if 2 * len(small) < len(values) else values)) <= {int}:
+        return None
+    return column
+
+
+def codes(values: list, table: dict) -> np.ndarray:
+    """``table[v]`` for each JSON value ``v`` as an int64 array, 0 for a value not in ``table``
+    (hashable or not: an array or object where a name belongs gives 0 too). ``table`` maps names (or
+    numbers) to small codes 1-255; 0 means "none of these". A boolean never matches a number key here
+    that is not 0 or 1, so keep those out of ``table``.
+
+    >>> codes(["LINEAR", "STEP", 5, ["x"]], {"STEP": 1, "LINEAR": 2})
+    array([2, 1, 0, 0])
+    """
+    try:
+        return np.frombuffer(bytes(map(table.get, values, repeat(0))), dtype=np.uint8).astype(np.int64)
+    except TypeError:  # an unhashable value
+        return np.array([table.get(v, 0) if type(v) in (str, int, float) else 0 for v in values],
+                        dtype=np.int64).reshape(-1)
 
 
 class JsonObject:
@@ -93,6 +136,9 @@ class JsonObject:
     # -- scalars --------------------------------------------------------------------------------
     def int(self, key: str, default: Any = REQUIRED, *, minimum: int | None = 0, maximum: int | None = None) -> Any:
         """An integer field in ``[minimum, maximum]``; ``default`` (returned as is) when absent."""
+        value = self.data.get(key, _ABSENT)
+        if type(value) is int and (minimum is None or value >= minimum) and (maximum is None or value <= maximum):
+            return value  # the common case, checked in one go
         present, value = self._get(key, default)
         if not present:
             return value
@@ -167,6 +213,8 @@ class JsonObject:
         values = self.array(key, default, min_length=min_length)
         if values is default and not self.has(key):
             return values
+        if set(map(type, values)) <= {int} and (not values or min(values) >= 0):
+            return list(values)  # the common case, checked in two C-level passes
         out = []
         for i, v in enumerate(values):
             number = _as_int(v)
@@ -178,6 +226,9 @@ class JsonObject:
     # -- references -----------------------------------------------------------------------------
     def index(self, key: str, table: str, size: int, default: Any = REQUIRED) -> Any:
         """An index into the top-level array ``table`` of ``size`` elements, checked to exist."""
+        value = self.data.get(key, _ABSENT)
+        if type(value) is int and 0 <= value < size:
+            return value  # the common case, checked in one go
         value = self.int(key, default)
         if value is default and not self.has(key):
             return value
@@ -189,6 +240,8 @@ class JsonObject:
         values = self.ints(key, default, min_length=min_length)
         if values is default and not self.has(key):
             return values
+        if not values or max(values) < size:
+            return values  # every one exists (ints are non-negative)
         for i, value in enumerate(values):
             check_index(self, f"{key}[{i}]", value, table, size)
         return values
@@ -212,6 +265,8 @@ class JsonObject:
 
     def extension(self, name: str) -> JsonObject | None:
         """The object ``extensions.<name>``, or None when the object does not use that extension."""
+        if "extensions" not in self.data:
+            return None
         extensions = self.object("extensions")
         if not extensions.has(name):
             return None
