@@ -9,7 +9,9 @@ numpy functions over any leading batch shape.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
 
 # ---------------------------------------------------------------------------------------------
 # numba device functions (called from kernels)
@@ -93,6 +95,61 @@ def slerp_into(out, o, ax, ay, az, aw, bx, by, bz, bw, u):
     out[o + 1] = y
     out[o + 2] = z
     out[o + 3] = w
+
+
+@intrinsic
+def near_slerp_into(typingctx, out, o, values, a, u):
+    """:func:`slerp_into` for two keys that are identical or nearly parallel (|a . b| >=
+    NLERP_ABOVE_COS, the caller knows: e.g. a zero angle in ClipSet.slerp_keys), read from float32
+    ``values[a:a+4]`` and ``values[a+4:a+8]``, written to float64 ``out[o:o+4]``: the same
+    arithmetic and order of operations (identical keys give a; else b sign-aligned, lerp,
+    normalised by 1 / sqrt of the left-to-right sum of squares), so the same bits, with the four
+    components in one vector register (a scalar track costs ~75 instructions, this ~30: 50 rotation
+    tracks of Soldier's Walk, 86% of whose keys take this branch, 0.37 -> 0.2x us). Nothing is
+    bounds-checked; ``out`` and ``values`` 1-D C-contiguous.
+
+    >>> near_slerp_into(flat, tracks[k, TK_OUT], values, start + key * 4, u)   # doctest: +SKIP
+    """
+    if not (isinstance(out, types.Array) and out.ndim == 1 and out.dtype == types.float64 and out.layout == "C"
+            and isinstance(values, types.Array) and values.ndim == 1 and values.dtype == types.float32
+            and values.layout == "C" and isinstance(o, types.Integer) and isinstance(a, types.Integer)
+            and isinstance(u, types.Float)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        i32, i64, f64 = ir.IntType(32), ir.IntType(64), ir.DoubleType()
+        v4f, v4d = ir.VectorType(ir.FloatType(), 4), ir.VectorType(f64, 4)
+        dst = context.make_array(signature.args[0])(context, builder, args[0])
+        src = context.make_array(signature.args[2])(context, builder, args[2])
+        at_o = context.cast(builder, args[1], signature.args[1], types.int64)
+        at_a = context.cast(builder, args[3], signature.args[3], types.int64)
+        u_ = context.cast(builder, args[4], signature.args[4], types.float64)
+
+        def load4(at):
+            return builder.fpext(builder.load(builder.bitcast(builder.gep(src.data, [at]), v4f.as_pointer()), align=4), v4d)
+
+        def splat(x):
+            lane0 = builder.insert_element(ir.Constant(v4d, ir.Undefined), x, ir.Constant(i32, 0))
+            return builder.shuffle_vector(lane0, ir.Constant(v4d, ir.Undefined), ir.Constant(ir.VectorType(i32, 4), [0] * 4))
+
+        def total(v):  # ((v0 + v1) + v2) + v3, the scalar code's order
+            e = [builder.extract_element(v, ir.Constant(i32, k)) for k in range(4)]
+            return builder.fadd(builder.fadd(builder.fadd(e[0], e[1]), e[2]), e[3])
+
+        qa = load4(at_a)
+        qb = load4(builder.add(at_a, ir.Constant(i64, 4)))
+        same = builder.icmp_unsigned("==", builder.bitcast(builder.fcmp_ordered("==", qa, qb), ir.IntType(4)),
+                                     ir.Constant(ir.IntType(4), 15))
+        flip = builder.fcmp_ordered("<", total(builder.fmul(qa, qb)), ir.Constant(f64, 0.0))
+        qb = builder.select(flip, builder.fneg(qb), qb)
+        x = builder.fadd(builder.fmul(qa, splat(builder.fsub(ir.Constant(f64, 1.0), u_))), builder.fmul(qb, splat(u_)))
+        sqrt = builder.module.declare_intrinsic("llvm.sqrt", [f64])
+        inv = builder.fdiv(ir.Constant(f64, 1.0), builder.call(sqrt, [total(builder.fmul(x, x))]))
+        x = builder.select(same, qa, builder.fmul(x, splat(inv)))
+        builder.store(x, builder.bitcast(builder.gep(dst.data, [at_o]), v4d.as_pointer()), align=8)
+        return context.get_dummy_value()
+
+    return types.void(out, o, values, a, u), codegen
 
 
 @njit(cache=True, forceinline=True)
