@@ -65,6 +65,10 @@ def test_near_slerp_equals_slerp_into_bit_for_bit(asset):
     _both(values, starts, us, near, plain)
     assert np.array_equal(near.view(np.int64), plain.view(np.int64))
     assert np.array_equal(near[-8:-4], q.astype(np.float64))  # identical keys: a unchanged
+    # a float32 pose (the crowd's) takes slerp_into itself
+    near32, plain32 = np.zeros(4 * len(starts), np.float32), np.zeros(4 * len(starts), np.float32)
+    _both(values, starts, us, near32, plain32)
+    assert np.array_equal(near32, plain32) and np.array_equal(near32, plain.astype(np.float32))
 
 
 def _world_scalar(parents, pose):
