@@ -862,42 +862,50 @@ def solve_stages_at(pose, world, parents, stage_i, stage_f, joints, jp, inputs, 
     Whole arrays and indices rather than views: a view costs an atomic reference count on an array
     every thread shares, and the two-bone stages (the hot case) need none."""
     for s in range(stage_i.shape[0]):
-        weight = np.float64(inputs[b, s, IN_WEIGHT])
-        target = (np.float64(inputs[b, s, IN_TARGET]), np.float64(inputs[b, s, IN_TARGET + 1]),
-                  np.float64(inputs[b, s, IN_TARGET + 2]))
-        if not (weight > 0.0 and _finite3(target)):  # idle: still build the rows the caller left to it
-            if stage_i[s, SI_DEFERS]:
-                for k in range(stage_i[s, SI_U0], stage_i[s, SI_U1]):
-                    world_node_into(update[k], parents, pose, world)
-            continue
-        j0, j1 = stage_i[s, SI_J0], stage_i[s, SI_J1]
-        kind = stage_i[s, SI_KIND]
-        if kind == KIND_TWO_BONE:
-            pole = (np.float64(inputs[b, s, IN_POLE]), np.float64(inputs[b, s, IN_POLE + 1]),
-                    np.float64(inputs[b, s, IN_POLE + 2]))
-            end_rotation = (np.float64(inputs[b, s, IN_ROTATION]), np.float64(inputs[b, s, IN_ROTATION + 1]),
-                            np.float64(inputs[b, s, IN_ROTATION + 2]), np.float64(inputs[b, s, IN_ROTATION + 3]))
-            two_bone_one(pose, world, parents, joints[j0], joints[j0 + 1], joints[j0 + 2], target, pole,
-                         min(weight, 1.0), np.float64(stage_f[s, SF_SOFT]), _vec_at(stage_f, s, SF_MID_AXIS),
-                         end_rotation)
+        solve_stage_at(pose, world, parents, stage_i, stage_f, joints, jp, inputs, b, s, update, scratch, pos, tid)
+
+
+@njit(cache=True)
+def solve_stage_at(pose, world, parents, stage_i, stage_f, joints, jp, inputs, b, s, update, scratch, pos, tid):
+    """Stage ``s`` of :func:`solve_stages_at` on one pose (the same arguments), then the world rows it
+    moved; an idle stage (weight 0 or no finite target) only builds the rows left to it (SI_DEFERS).
+    The crowd's wide path runs it for the instances its lane-wide two-bone does not cover."""
+    weight = np.float64(inputs[b, s, IN_WEIGHT])
+    target = (np.float64(inputs[b, s, IN_TARGET]), np.float64(inputs[b, s, IN_TARGET + 1]),
+              np.float64(inputs[b, s, IN_TARGET + 2]))
+    if not (weight > 0.0 and _finite3(target)):  # idle: still build the rows the caller left to it
+        if stage_i[s, SI_DEFERS]:
             for k in range(stage_i[s, SI_U0], stage_i[s, SI_U1]):
                 world_node_into(update[k], parents, pose, world)
-            continue
-        si = stage_i[s]
-        sf = stage_f[s]
-        row = inputs[b, s]
-        chain = joints[j0:j1]
-        cjp = jp[j0:j1]
-        if kind == KIND_AIM:
-            aim_one(pose, world, parents, chain, cjp, target, _vec(row, IN_POLE), min(weight, 1.0),
-                    _vec(sf, SF_FORWARD), _vec(sf, SF_UP), scratch[tid])
-        elif kind == KIND_CCD:
-            ccd_one(pose, world, parents, chain, cjp, target, min(weight, 1.0), si[SI_ITER], sf[SF_TOL],
-                    scratch[tid])
-        else:
-            fabrik_one(pose, world, parents, chain, cjp, target, min(weight, 1.0), si[SI_ITER], sf[SF_TOL],
-                       scratch[tid], pos[tid])
-        world_subset_one(parents, update[si[SI_U0]:si[SI_U1]], pose, world)
+        return
+    j0, j1 = stage_i[s, SI_J0], stage_i[s, SI_J1]
+    kind = stage_i[s, SI_KIND]
+    if kind == KIND_TWO_BONE:
+        pole = (np.float64(inputs[b, s, IN_POLE]), np.float64(inputs[b, s, IN_POLE + 1]),
+                np.float64(inputs[b, s, IN_POLE + 2]))
+        end_rotation = (np.float64(inputs[b, s, IN_ROTATION]), np.float64(inputs[b, s, IN_ROTATION + 1]),
+                        np.float64(inputs[b, s, IN_ROTATION + 2]), np.float64(inputs[b, s, IN_ROTATION + 3]))
+        two_bone_one(pose, world, parents, joints[j0], joints[j0 + 1], joints[j0 + 2], target, pole,
+                     min(weight, 1.0), np.float64(stage_f[s, SF_SOFT]), _vec_at(stage_f, s, SF_MID_AXIS),
+                     end_rotation)
+        for k in range(stage_i[s, SI_U0], stage_i[s, SI_U1]):
+            world_node_into(update[k], parents, pose, world)
+        return
+    si = stage_i[s]
+    sf = stage_f[s]
+    row = inputs[b, s]
+    chain = joints[j0:j1]
+    cjp = jp[j0:j1]
+    if kind == KIND_AIM:
+        aim_one(pose, world, parents, chain, cjp, target, _vec(row, IN_POLE), min(weight, 1.0),
+                _vec(sf, SF_FORWARD), _vec(sf, SF_UP), scratch[tid])
+    elif kind == KIND_CCD:
+        ccd_one(pose, world, parents, chain, cjp, target, min(weight, 1.0), si[SI_ITER], sf[SF_TOL],
+                scratch[tid])
+    else:
+        fabrik_one(pose, world, parents, chain, cjp, target, min(weight, 1.0), si[SI_ITER], sf[SF_TOL],
+                   scratch[tid], pos[tid])
+    world_subset_one(parents, update[si[SI_U0]:si[SI_U1]], pose, world)
 
 
 @njit(cache=True)

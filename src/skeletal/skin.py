@@ -612,11 +612,16 @@ def _transpose_masks(n: int, s: int):
     return lo, hi
 
 
-def transpose_lanes(e: Emit, rows, wanted):
-    """``rows``: n vectors of n lanes (n = 8 or 16), lane l of row i = element l of item i. Returns
+def transpose_lanes(e: Emit, rows, wanted, width: int | None = None):
+    """``rows``: n vectors of n lanes (n = 4, 8 or 16), lane l of row i = element l of item i. Returns
     ``{el: vector}`` for each el in ``wanted``, lane i of it = element el of item i: log2(n) stages of
-    two-input shuffles (:func:`_transpose_masks`); only what the wanted outputs need is emitted."""
+    two-input shuffles (:func:`_transpose_masks`); only what the wanted outputs need is emitted.
+
+    ``width`` (a multiple of n, default n): rows of ``width`` lanes holding width // n independent
+    n-lane blocks, each transposed as above by the same instructions (block h of the result's lanes
+    = the items of the rows' block h), e.g. 8 rows of two 8-float records in a 16-lane vector."""
     n = len(rows)
+    width = width or n
     stages = n.bit_length() - 1
     labels = {0: [[(i, el) for el in range(n)] for i in range(n)]}  # (item, element) per lane, per stage
     for s in range(1, stages + 1):
@@ -629,13 +634,16 @@ def transpose_lanes(e: Emit, rows, wanted):
         labels[s] = cur
     built: dict = {}
 
+    def widen(mask):  # an n-lane two-input mask applied to every n-lane block of width lanes
+        return [h * n + (x if x < n else width + x - n) for h in range(width // n) for x in mask]
+
     def get(s, v):
         if s == 0:
             return rows[v]
         if (s, v) not in built:
             bit = 1 << (s - 1)
             mask = _transpose_masks(n, s)[1 if v & bit else 0]
-            built[s, v] = e.shuf(get(s - 1, v & ~bit), get(s - 1, v | bit), mask)
+            built[s, v] = e.shuf(get(s - 1, v & ~bit), get(s - 1, v | bit), mask if width == n else widen(mask))
         return built[s, v]
 
     out = {}
@@ -748,11 +756,14 @@ def planar_ok(A, k_const) -> bool:
     return all(isinstance(t, types.Array) and t.layout == "C" for t in dense)
 
 
-def planar_codegen(linear: bool, clamp: bool, fallback):
+def planar_codegen(linear: bool, clamp: bool, fallback, group=None):
     """A chunk codegen (arguments as :func:`chunk_codegen`'s) that skins whole LANES-vertex groups
     with :func:`_emit_group` and the rest of the chunk with ``fallback`` (a :func:`chunk_codegen`
-    emitter) two vertices at a time."""
+    emitter) two vertices at a time. ``group``: another group emitter, ``group(context, b, A, args,
+    v0, k)`` (``linear``/``clamp`` are then unused; :mod:`skeletal.skin_dq` passes its own)."""
     rest = chunk_codegen(fallback)
+    if group is None:
+        group = lambda context, b, A, args, v0, k: _emit_group(context, b, A, args, v0, k, linear, clamp)
 
     def codegen(context, b, signature, args):
         A = signature.args
@@ -765,7 +776,7 @@ def planar_codegen(linear: bool, clamp: bool, fallback):
         groups = b.sdiv(b.sub(hi, lo), ir.Constant(I64, LANES))
         with cgutils.for_range(b, groups) as loop:
             v0 = b.add(lo, b.mul(loop.index, ir.Constant(I64, LANES)))
-            _emit_group(context, b, A, args, v0, k_const, linear, clamp)
+            group(context, b, A, args, v0, k_const)
         done = b.add(lo, b.mul(groups, ir.Constant(I64, LANES)))
         with b.if_then(b.icmp_signed("<", done, hi)):
             rest(context, b, signature, args, start=done)

@@ -32,8 +32,9 @@ Two implementations, as for LBS:
 * :func:`skin_dq`: the reference. Float64, any dtype in, the palette's dtype out.
 * :func:`skin_dq_into`: the real-time path. Float32 into caller-owned outputs, the same argument
   contract as :func:`skeletal.skin.skin_into` (uint8/uint16/int32/int64 joints, strided rows,
-  in-place allowed), LLVM IR code per influence count (1, 2, 4, 8 unrolled, any K looped), two
-  vertices per 8-lane vector, parallel over chunks. The palette is converted once per call
+  in-place allowed), LLVM IR code per influence count (1, 2, 4, 8 unrolled, any K looped): dense
+  rows without tangents (the common case) 16 vertices at a time, one SIMD lane per vertex (the
+  planar group kernel below), everything else two vertices per 8-lane vector; parallel over chunks. The palette is converted once per call
   (:func:`pack_dq_palette`: J polar decompositions and quaternions), or given packed. It shares its
   machinery with :mod:`skeletal.skin` (argument checks, palette padding for uint8 joints, the chunk
   loop, joint/weight access, cofactor and normalisation emitters, row stores).
@@ -50,8 +51,41 @@ numbers hold it) and ``scales`` 1 where the joint's S is off the identity (read 
 :func:`skin_dq_into` to pick the kernel, by nothing else). :func:`pack_dq_palette` gives (J, 16),
 :func:`gpu_dq_palette` (..., J, 4, 4) (four vec4 rows per joint).
 
-The fast kernel, and the measurements that shaped it (2-vCPU AMD EPYC VM, AVX2; 100k vertices, 4
-influences, positions + normals, one thread, ratios to ``skin_into`` interleaved in the same run):
+The planar group kernel (``_emit_dq_group``, issue 17: :func:`skeletal.skin.skin_into`'s own planar
+kernel had made LBS 1.5x faster, and DQS had fallen to 0.52x / 0.43x of it). It takes what LBS's
+takes: dense C-contiguous (V, 3) positions/normals and outputs, K unrolled, no tangents. Measured on
+a 2-vCPU AVX-512 Xeon VM (100k vertices, 4 uint8 influences, sorted weights, positions + normals,
+one thread, CPU time, interleaved with LBS in one process, load 1.6-2.7 from other jobs):
+
+* One lane per vertex from the loads on: each influence's ``qr | qd`` (8 floats) of the group's 16
+  vertices are loaded as 8 rows of two records (a load and an insert from memory each) and
+  transposed in three shuffle stages, the last a non-destructive ``vshuff64x2`` whose block order
+  the record pointers are permuted to undo (``_transpose_halves``). Pivot, hemisphere signs, blend,
+  normalisation and the transform are then plain lane-wise arithmetic with no horizontal sums.
+* Influence 0 is the pivot when K <= 2 (any pivot gives the same transform) or when every lane of
+  the group has its weights sorted largest first (checked per group; glTF exporters write them so):
+  each influence is then dotted with influence 0, signed and added as it is loaded (multiply-add
+  chains, ~20 live registers). Other groups take a tournament of selects over all influences (as
+  the two-vertex kernel's; 36 live registers, it spills). Both find the same pivot, so the result
+  is the same; the two-vertex kernel sums trees where the streamed blend sums chains (rounding).
+* The loop is bound by vector instructions, most of them shuffles: per 16 vertices LBS runs ~300
+  vector instructions, rigid DQS ~390, scaled DQS ~620 (S's six numbers are 14/8 of the rigid
+  kernel's data, transposed per influence). Tried and dropped: blending S per vertex as 8-lane rows
+  (one multiply-add per influence, weights broadcast from memory) and transposing once, in the loop
+  (-2% A/B interleaved with the kept kernel: 16 more live rows spilled) or as a second pass after
+  q and d (-4% A/B); weights read as four 64-byte rows (-1.5% scaled A/B); a two-pass kernel
+  (signs from transposed qr quads, then LBS-style row blends with the signed weights read back
+  from a stack buffer: rigid 0.62-0.64x against 0.76x in runs next to each other); a row-domain
+  blend of whole 16-float records with (+-w x 8 | w x 8) weight rows (scaled 0.51x against 0.58x,
+  likewise). Each variant's assembly was read: LLVM pushes joins of two 8-lane rows up
+  through their blend into per-weight cross-lane shuffles unless an empty asm hides the rows, and
+  keeps pointers across passes (spilled) unless a memory barrier names the joints array.
+* Cold start: this kernel adds about 1.1 s of compile (CPU) to each DQS specialisation's first call
+  (rigid 2.3 -> 3.4 s, scaled 0.6 -> 1.8 s in a fresh cache); nothing compiles until DQS is used.
+
+The two-vertex kernel (the tail of each chunk, strided rows, tangents, K looped), and the
+measurements that shaped it (2-vCPU AMD EPYC VM, AVX2; 100k vertices, 4 influences, positions +
+normals, one thread, ratios to ``skin_into`` interleaved in the same run, before the planar kernels):
 
 * One 4-lane group per vertex throughout (lanes 0-3 the first vertex of a pair, 4-7 the second):
   influence k's ``qr`` and ``qd`` of both vertices load into one 8-lane vector each, so the blend
@@ -74,10 +108,14 @@ influences, positions + normals, one thread, ratios to ``skin_into`` interleaved
   pair layout, which spilled with two pairs in flight).
 
 Speed (``skeletal bench``, rows from :mod:`skeletal.bench.dq`, per frame: pack the palette, skin;
-one thread, CPU time, load average 2.6-3.0 from other jobs): rigid palette 0.90x LBS (six runs
-0.87-0.91), scaled palette 0.71-0.74x (six runs 0.70-0.75), up from 0.62-0.70x / 0.56-0.61x for the
-previous kernel run alternately with them. LBS's machine code is unchanged by the shared helpers (compared after
-assembly). See the README's performance table.
+one thread, CPU time). Before the planar LBS kernel: rigid 0.90x LBS, scaled 0.71-0.74x. After it,
+with the two-vertex DQS kernel only: 0.52x / 0.43x (AVX-512 Xeon, load 0.3). With the planar group
+kernel: rigid 0.81-0.83x, scaled 0.59-0.60x (three runs, load 2.1-2.5, 2026-11-27). The scaled row
+misses the 0.70 goal (see above for what was tried).
+``skin_dq_into`` checks its arguments inside the compiled call as ``skin_into`` does (9.3 -> 3.3 us
+of Python per call); ``pack_dq_palette`` (J polar decompositions) is 19 us for 65 joints, 3% of a
+100k-vertex frame. LBS's machine code is unchanged by the shared helpers (compared after assembly).
+See the README's performance table.
 """
 
 from __future__ import annotations
@@ -86,11 +124,12 @@ import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types
 from numba.core import cgutils
+from numba.core.errors import TypingError
 from numba.extending import intrinsic
 
 from .errors import SkeletalError
-from .skin import CHUNK, I32, I64, UNROLLED, chunk_codegen, check_skin_args, Emit, Influences, \
-    kernel_palette, Rows, store_rows, vec_type
+from .skin import _FM, _kernel_types_ok, _rows_ok, _transpose_masks, CHUNK, I32, I64, LANES, UNROLLED, chunk_codegen, check_skin_args, deinterleave3, Emit, \
+    Influences, interleave3, kernel_palette, planar_codegen, planar_ok, Rows, store_rows, transpose_lanes, vec_type
 
 #: A joint whose S differs from the identity by at most this (max abs element) counts as rigid.
 #: Float32 inverse-bind matrices of real models are orthonormal to about 1e-6.
@@ -656,6 +695,263 @@ def _emit_dq_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: in
         store_rows(context, b, e, A, args, out, e.mul(rotate(vec), factor), verts)
 
 
+# The planar group kernel: LANES vertices per group, one SIMD lane per vertex from the loads on.
+
+
+def _lane_vector(e: Emit, scalars):
+    """One vector from LANES scalars (lane l = scalars[l]); for influence counts whose weight rows are
+    not whole quads (K = 1, 2)."""
+    b = e.b
+    vec = ir.Constant(vec_type(len(scalars)), None)
+    for lane, x in enumerate(scalars):
+        vec = b.insert_element(vec, x, ir.Constant(I32, lane))
+    return vec
+
+
+def _transposed(e: Emit, ptrs, offsets, n: int, wanted):
+    """Records of ``n`` float32 (n = 4 or 8) at each byte offset of ``offsets`` past each of the LANES
+    pointers ``ptrs`` (i8*, vertex order) -> per offset ``{el: vector}``, lane l of it = element el of
+    vertex l's record (``wanted``: one collection of elements per offset).
+
+    Each n-float record is one load; row r of the transpose holds the records of vertices r, n + r,
+    2n + r, ... in its n-lane blocks (joined by inserts straight from memory), so the in-block
+    transpose (:func:`skeletal.skin.transpose_lanes`, log2 n shuffle stages on all blocks at once)
+    leaves every element in vertex order. A pointer's records are loaded side by side (it is then
+    dead: 16 pointers kept across the offsets spilled general registers)."""
+    b = e.b
+    blocks = LANES // n
+
+    def load(ptr, offset):
+        at = b.gep(ptr, [ir.Constant(I64, offset)]) if offset else ptr
+        return b.load(b.bitcast(at, vec_type(n).as_pointer()), align=4)
+
+    if n == 8:  # see _transpose_halves: its outputs' lanes 4-7 and 8-11 come from slots 8-11 and 4-7
+        ptrs = [ptrs[_SWAP_MIDDLE[slot]] for slot in range(LANES)]
+    rows: list[list] = [[] for _ in offsets]
+    for r in range(n):
+        loaded = [[load(ptrs[h * n + r], offset) for offset in offsets] for h in range(blocks)]
+        for i in range(len(offsets)):
+            parts = [loaded[h][i] for h in range(blocks)]
+            while len(parts) > 1:  # pairwise joins: 2n-lane, then 4n-lane vectors
+                width = 2 * parts[0].type.count
+                parts = [e.shuf(x, y, range(width)) for x, y in zip(parts[::2], parts[1::2])]
+            rows[i].append(parts[0])
+    if n == 8:
+        return [_transpose_halves(e, rows_i, wanted_i) for rows_i, wanted_i in zip(rows, wanted)]
+    return [transpose_lanes(e, rows_i, wanted_i, LANES) for rows_i, wanted_i in zip(rows, wanted)]
+
+
+#: Lanes 4-7 and 8-11 swapped (an involution).
+_SWAP_MIDDLE = [0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15]
+
+
+def _transpose_halves(e: Emit, rows, wanted):
+    """:func:`skeletal.skin.transpose_lanes` of 8 rows of two 8-float records (slots r and 8 + r in
+    row r), except that the last stage joins 128-bit blocks (a0, a2, b0, b2) / (a1, a3, b1, b3): one
+    non-destructive ``vshuff64x2`` each, where the in-order join (a0, b0, a2, b2) took a
+    ``vpermt2pd`` and a register copy. Output lane l holds slot ``_SWAP_MIDDLE[l]``'s element."""
+    b_lo = [4 * blk + i for blk in (0, 2) for i in range(4)]
+    last = ([x for src in (0, 16) for x in (src + y for y in b_lo)],
+            [x for src in (0, 16) for x in (src + 4 + y for y in b_lo)])
+    labels = {0: [[(r + 8 * (l // 8), l % 8) for l in range(16)] for r in range(8)]}  # (slot, element)
+
+    def masks(stage):
+        if stage == 3:
+            return last
+        lo, hi = _transpose_masks(8, stage)
+        widen = lambda m: [h * 8 + (x if x < 8 else 16 + x - 8) for h in (0, 1) for x in m]
+        return widen(lo), widen(hi)
+
+    for stage in (1, 2, 3):
+        bit, prev, cur = 1 << (stage - 1), labels[stage - 1], [None] * 8
+        lo, hi = masks(stage)
+        for v in range(8):
+            if not v & bit:
+                both = prev[v] + prev[v | bit]
+                cur[v], cur[v | bit] = [both[i] for i in lo], [both[i] for i in hi]
+        labels[stage] = cur
+    built: dict = {}
+
+    def get(stage, v):
+        if stage == 0:
+            return rows[v]
+        if (stage, v) not in built:
+            bit = 1 << (stage - 1)
+            built[stage, v] = e.shuf(get(stage - 1, v & ~bit), get(stage - 1, v | bit), masks(stage)[1 if v & bit else 0])
+        return built[stage, v]
+
+    out = {}
+    for v, lanes in enumerate(labels[3]):
+        el = lanes[0][1]
+        assert [slot for slot, _ in lanes] == _SWAP_MIDDLE and all(x == el for _, x in lanes)
+        if el in wanted:
+            out[el] = get(3, v)
+    return out
+
+
+def _emit_dq_group(context, b, A, args, v0, k: int, scaled: bool, clamp: bool) -> None:
+    """IR dual quaternion skinning of the LANES vertices v0 .. v0 + LANES - 1 of dense (V, 3) arrays,
+    K = k unrolled, positions (+ normals; no tangents). One lane per vertex throughout: every
+    influence's packed record is transposed as it is loaded (its ``qr | qd`` as 8-float records, S's
+    six numbers as the next 8), so the pivot, the hemisphere signs, the blend and the transform are
+    all lane-wise arithmetic with no horizontal sums (the same maths as :func:`_emit_dq_vertices`)."""
+    do_n = not isinstance(A[4], types.NoneType)
+    e = Emit(b)
+    pal = Rows(context, b, A[0], args[0], DQ_STRIDE)
+    inf = Influences(context, b, A, args, pal.shape[0], k, clamp)
+    rows = [inf.rows(b.add(v0, ir.Constant(I64, i))) for i in range(LANES)]
+    stride = ir.Constant(I64, 4 * DQ_STRIDE)
+
+    # 1. Weights, lane-wise: whole quads of each row transposed (K = 4, 8), else one lane at a time.
+    if k % 4 == 0:
+        weights = []
+        for g in range(0, k, 4):
+            got, = _transposed(e, [wrow for _, wrow in rows], [4 * g], 4, [range(4)])
+            weights += [got[c] for c in range(4)]
+    else:
+        weights = [_lane_vector(e, [inf.weight(wrow, kk) for _, wrow in rows]) for kk in range(k)]
+
+    it = ir.VectorType(I32, LANES)
+    sign_bit = ir.Constant(it, [-0x80000000] * LANES)
+
+    def signed(w, dot):  # w with the sign bit of dot xor-ed in: negated where qr . pivot < 0
+        return b.bitcast(b.xor(b.bitcast(w, it), b.and_(b.bitcast(dot, it), sign_bit)), w.type)
+
+    def dot4(x, y):
+        return e.tree_sum([e.mul(a, c) for a, c in zip(x, y)])
+
+    def records(kk):
+        """Influence kk's record, lane-wise: qr (x, y, z, w), qd, and for the scaled kernel S (s00, s01,
+        s02, s11, s12, s22)."""
+        ptrs = [b.gep(pal.data, [b.mul(inf.joint(jrow, kk), stride)]) for jrow, _ in rows]
+        got = _transposed(e, ptrs, [0, 32] if scaled else [0], 8, [range(8), range(6)])
+        return [got[0][c] for c in range(4)], [got[0][4 + c] for c in range(4)], \
+            [got[1][c] for c in range(6)] if scaled else []
+
+    def blend(pivot_first: bool):
+        """(q, d, S): the blended dual quaternion and S (S with the unsigned weights), 14 or 8 lane-wise
+        vectors. Every influence is put into the hemisphere of the pivot's qr. ``pivot_first``:
+        influence 0 is the pivot (K <= 2, where any pivot gives the same transform, or weights sorted):
+        each influence is signed and added as it is loaded, sums as multiply-add chains (few live
+        registers); else the largest weight, the first of equal ones, found by a tournament of selects
+        (the later of a pair wins only when strictly larger) once all qr are loaded, sums as trees
+        (as the two-vertex kernel's)."""
+        if pivot_first:  # sums as multiply-add chains (as few live registers as possible)
+            sums: list = []
+            pivot = None
+            for kk in range(k):
+                qr, qd, s_k = records(kk)
+                pivot = pivot or qr
+                ws = weights[kk] if kk == 0 else signed(weights[kk], dot4(qr, pivot))
+                terms = [(ws, x) for x in qr + qd] + [(weights[kk], x) for x in s_k]
+                sums = [e.mul(w, x) for w, x in terms] if kk == 0 else [e.fma(w, x, acc) for (w, x), acc in
+                                                                       zip(terms, sums)]
+            return sums
+        recs = [records(kk) for kk in range(k)]
+        field = [(w, rec[0]) for w, rec in zip(weights, recs)]
+        while len(field) > 1:
+            level = []
+            for (w_a, q_a), (w_b, q_b) in zip(field[::2], field[1::2]):
+                later = b.fcmp_ordered(">", w_b, w_a)
+                level.append((b.select(later, w_b, w_a), [b.select(later, y, x) for x, y in zip(q_a, q_b)]))
+            field = level
+        pivot = field[0][1]
+        trees = []
+        for w, (qr, qd, s_k) in zip(weights, recs):
+            ws = signed(w, dot4(qr, pivot))
+            trees.append([e.mul(ws, x) for x in qr + qd] + [e.mul(w, x) for x in s_k])
+        return [e.tree_sum(terms) for terms in zip(*trees)]
+
+    # 2. The blend. K > 2: groups whose weights are sorted (influence 0 the largest in every lane, as
+    # glTF exporters write them) take the streaming blend, the others the tournament; both give the
+    # same pivot, so the same result.
+    if k <= 2:
+        blended = blend(True)
+    else:
+        first = None
+        for w in weights[1:]:
+            ge = b.fcmp_ordered(">=", weights[0], w)
+            first = ge if first is None else b.and_(first, ge)
+        all_first = b.icmp_unsigned("==", b.bitcast(first, ir.IntType(LANES)), ir.Constant(ir.IntType(LANES), -1))
+        with b.if_else(all_first) as (then, otherwise):
+            with then:
+                by_stream, stream_block = blend(True), b.block
+            with otherwise:
+                by_tournament, tournament_block = blend(False), b.block
+        blended = []
+        for x, y in zip(by_stream, by_tournament):
+            phi = b.phi(x.type)
+            phi.add_incoming(x, stream_block)
+            phi.add_incoming(y, tournament_block)
+            blended.append(phi)
+    q, d = blended[:4], blended[4:8]
+    if scaled:
+        s00, s01, s02, s11, s12, s22 = blended[8:]
+    if scaled:
+        cols = [[s00, s01, s02], [s01, s11, s12], [s02, s12, s22]]  # S's columns (S symmetric)
+
+    vt = vec_type(LANES)
+    zero = ir.Constant(vt, [0.0] * LANES)
+    sqrt = cgutils.get_or_insert_function(b.module, ir.FunctionType(vt, [vt]), f"llvm.sqrt.v{LANES}f32")
+
+    def inverse_length(sq):  # 1/sqrt(sq), 0 where sq is not positive
+        inv = b.fdiv(ir.Constant(vt, [1.0] * LANES), b.call(sqrt, [sq], fastmath=_FM), flags=_FM)
+        return b.select(b.fcmp_ordered(">", sq, zero), inv, zero)
+
+    def dot3(x, y):
+        return e.linear3(x[0], x[1], x[2], y[0], y[1], y[2])
+
+    def cross(x, y):
+        return [e.sub(e.mul(x[(r + 1) % 3], y[(r + 2) % 3]), e.mul(x[(r + 2) % 3], y[(r + 1) % 3])) for r in range(3)]
+
+    def by_s(x):  # S x
+        return [e.linear3(cols[0][r], cols[1][r], cols[2][r], *x) for r in range(3)]
+
+    # 2 / |q|^2: rotation by q/|q| and translation 2 (d q*) / |q|^2 both scale by it.
+    r_q = inverse_length(e.tree_sum([e.mul(c, c) for c in q]))
+    inv = e.mul(e.add(r_q, r_q), r_q)
+    qv, w_q, w_d = q[:3], q[3], d[3]
+
+    def rotate(x):  # x + inv q x (q x x + w x): rotation by q/|q|
+        u = [e.fma(w_q, c, y) for c, y in zip(x, cross(qv, x))]
+        return [e.fma(inv, m, c) for m, c in zip(cross(qv, u), x)]
+
+    # 5. Positions: p' = R(S p) + t = p + inv (q x (q x p + w p + d) + w d - dw q).
+    p = _load_xyz(context, b, e, A, args, 3, v0)
+    if scaled:
+        p = by_s(p)
+    u = [e.add(e.fma(w_q, c, y), dc) for c, y, dc in zip(p, cross(qv, p), d)]
+    moved = [e.sub(e.fma(w_q, dc, y), e.mul(w_d, qc)) for dc, y, qc in zip(d, cross(qv, u), qv)]
+    _store_xyz(context, b, e, A, args, 6, v0, [e.fma(inv, m, c) for m, c in zip(moved, p)])
+    if not do_n:
+        return
+    # 6. Normals: through S's cofactor matrix (flipped where det S < 0), rotated, renormalised.
+    n = _load_xyz(context, b, e, A, args, 4, v0)
+    if scaled:
+        basis = [cross(cols[1], cols[2]), cross(cols[2], cols[0]), cross(cols[0], cols[1])]
+        n = [e.linear3(basis[0][r], basis[1][r], basis[2][r], *n) for r in range(3)]
+    factor = inverse_length(dot3(n, n))
+    if scaled:
+        det = e.tree_sum([e.mul(cols[0][r], basis[0][r]) for r in range(3)])
+        factor = b.select(b.fcmp_ordered("<", det, zero), b.fsub(zero, factor, flags=_FM), factor)
+    _store_xyz(context, b, e, A, args, 7, v0, [e.mul(c, factor) for c in rotate(n)])
+
+
+def _load_xyz(context, b, e: Emit, A, args, i: int, v0):
+    """x, y, z of the dense (V, 3) argument i's rows v0 .. v0 + LANES - 1: three loads, deinterleaved."""
+    src = Rows(context, b, A[i], args[i], 3)
+    ptr = b.bitcast(src.row(v0), vec_type(LANES).as_pointer())
+    return deinterleave3(e, *(b.load(b.gep(ptr, [ir.Constant(I64, j)]), align=4) for j in range(3)))
+
+
+def _store_xyz(context, b, e: Emit, A, args, i: int, v0, xyz) -> None:
+    """The inverse of :func:`_load_xyz` into output argument i."""
+    dst = Rows(context, b, A[i], args[i], 3)
+    ptr = b.bitcast(dst.row(v0), vec_type(LANES).as_pointer())
+    for j, vec in enumerate(interleave3(e, *xyz)):
+        b.store(vec, b.gep(ptr, [ir.Constant(I64, j)]), align=4)
+
+
 @intrinsic
 def _skin_dq_chunk(typingctx, palette, joints, weights, positions, normals, tangents,
                    out_positions, out_normals, out_tangents, chunk, kspec, scaled, unclamped):
@@ -664,17 +960,42 @@ def _skin_dq_chunk(typingctx, palette, joints, weights, positions, normals, tang
     or anything else (the scale-separated kernel)."""
     sig = types.void(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
                      out_tangents, chunk, kspec, scaled, unclamped)
+    if not _kernel_types_ok(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
+                            out_tangents):
+        return None  # a TypingError: skin_dq_into then names the fault (check_skin_args)
     use_scale, clamp = not isinstance(scaled, types.NoneType), isinstance(unclamped, types.NoneType)
-    return sig, chunk_codegen(lambda context, b, A, args, v0, kk, k_const, n_vert: _emit_dq_vertices(
-        context, b, A, args, v0, kk, k_const, n_vert, use_scale, clamp), pairs=2)
+    vertices = lambda context, b, A, args, v0, kk, k_const, n_vert: _emit_dq_vertices(
+        context, b, A, args, v0, kk, k_const, n_vert, use_scale, clamp)
+    k_const = len(kspec) if isinstance(kspec, types.BaseTuple) else None
+    if planar_ok(sig.args, k_const):
+        return sig, planar_codegen(False, clamp, vertices, group=lambda context, b, A, args, v0, k: _emit_dq_group(
+            context, b, A, args, v0, k, use_scale, clamp))
+    return sig, chunk_codegen(vertices, pairs=2)
+
+
+@njit(cache=True, nogil=True)
+def _skin_dq_checked(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
+                     out_tangents, kspec, scaled, unclamped):
+    """DQ-skin (see :func:`skin_dq_into`); returns False, touching nothing, where the shapes or strides
+    break the contract (the caller then names the fault)."""
+    if not _rows_ok(positions, out_positions, normals, out_normals, tangents, out_tangents, joints, weights):
+        return False
+    _skin_dq_fast(palette, joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents,
+                  kspec, scaled, unclamped)
+    return True
 
 
 @njit(cache=True, parallel=True, nogil=True)
 def _skin_dq_fast(palette, joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents,
                   kspec, scaled, unclamped):
-    for c in prange((positions.shape[0] + CHUNK - 1) // CHUNK):
+    chunks = (positions.shape[0] + CHUNK - 1) // CHUNK
+    if chunks == 1:  # no parallel region for one chunk: its start costs ~0.7 us
         _skin_dq_chunk(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
-                       out_tangents, c, kspec, scaled, unclamped)
+                       out_tangents, 0, kspec, scaled, unclamped)
+    else:
+        for c in prange(chunks):
+            _skin_dq_chunk(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
+                           out_tangents, c, kspec, scaled, unclamped)
 
 
 def _pack_into(palette: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -712,12 +1033,22 @@ def skin_dq_into(
     """
     if scale not in ("auto", "separate", "ignore"):
         raise SkeletalError(f"scale must be 'auto', 'separate' or 'ignore', got {scale!r}")
-    check_skin_args(joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents)
+    if type(joints) is not np.ndarray or joints.ndim != 2 or type(positions) is not np.ndarray:
+        check_skin_args(joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents)
     n, k = joints.shape
     palette = np.asarray(palette)
     packed, clamp = kernel_palette(palette, joints, n, DQ_STRIDE, _pack_into, "pack_dq_palette")
     scaled = scale == "separate" or (scale == "auto" and bool(packed[: len(palette), 14].any()))
-    if n:
-        _skin_dq_fast(packed, joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents,
-                      UNROLLED.get(k), True if scaled else None, None if clamp else True)
+    # As skin_into: the argument contract is checked inside the call (types when compiling, shapes and
+    # strides in compiled code: ~6 us less per call than check_skin_args here, ~1% of a 100k-vertex
+    # call); on a failure check_skin_args names the argument at fault.
+    try:
+        ok = _skin_dq_checked(packed, joints, weights, positions, normals, tangents, out_positions, out_normals,
+                              out_tangents, UNROLLED.get(k), True if scaled else None, None if clamp else True)
+    except (TypingError, TypeError, ValueError) as exc:
+        check_skin_args(joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents)
+        raise SkeletalError(f"skin_dq_into: unsupported arguments ({str(exc).splitlines()[0]})") from None
+    if not ok:
+        check_skin_args(joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents)
+        raise SkeletalError("skin_dq_into: the arguments' shapes do not agree")
     return out_positions, out_normals, out_tangents

@@ -37,15 +37,15 @@ from ..pose import ancestors_and_self
 from . import kernels as K
 from .jobs import entry
 from .mixer import InstanceSelector, Mixer
-from .wide import LANES, key_major, lanes_to_pose, update_wide, wide_clips
+from .wide import LANES, T_ROWS, key_major, lanes_to_pose, update_wide, wide_clips
 
 
 class Crowd(Mixer):
     """``count`` instances of ``asset`` as array state (instance axis first).
 
     ``wide`` (default True): groups of 16 instances that play one full-weight action of the same clip
-    are posed together, one instance per SIMD lane (:mod:`skeletal.playback.wide`); False keeps the
-    per-instance kernel everywhere (same results within float32 rounding).
+    are posed together, one instance per SIMD lane (:mod:`skeletal.playback.wide`), IK stages
+    included; False keeps the per-instance kernel everywhere (same results within float32 rounding).
 
     After :meth:`update`: ``palettes`` (count, J, 3, 4) float32 — the top rows of
     ``world[joint] @ inverse_bind`` for the joints of every skin, concatenated (skin ``s`` owns
@@ -101,8 +101,9 @@ class Crowd(Mixer):
 
     def _wide_ok(self) -> bool:
         """Whether the wide kernel (:mod:`skeletal.playback.wide`) may run this crowd's update: float32,
-        one layer, no IK, no kept world matrices (it keeps world rows in its own lane layout)."""
-        return (self.wide and self.dtype == np.float32 and self._ik is None and not self._keep_world
+        one layer, no kept world matrices (it keeps world rows in its own lane layout); IK stages run
+        inside it."""
+        return (self.wide and self.dtype == np.float32 and not self._keep_world
                 and self.layer_weight.shape[1] == 1 and self._local_pose.dtype == np.float32)
 
     @property
@@ -159,10 +160,11 @@ class Crowd(Mixer):
                 np.zeros((threads, widest), np.float32),  # one segment's samples, every lane
                 np.full((groups, 1), -1, np.int64),  # the clip whose constant rows a group's local rows hold
                 np.zeros(groups, np.uint8),  # groups posed wide (their local_pose rows are in the lane store)
+                np.zeros((threads, T_ROWS * LANES)),  # IK: inputs and results per lane
             )
-            state.append((extra, entry(update_wide, job, 0.0, LANES, *extra)))
+            state.append((extra, entry(update_wide, job, state[1], 0.0, LANES, *extra)))
         extra, call = state[4]
-        any_event = call(state[0], dt, LANES, *extra) > 0
+        any_event = call(state[0], state[1], dt, LANES, *extra) > 0
         self.__dict__["_pose_lanes"] = (extra[4], extra[11])  # local_pose: transposed when read
         return any_event
 

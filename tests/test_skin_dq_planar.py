@@ -1,0 +1,107 @@
+"""skin_dq_into's planar group kernel (dense rows, K unrolled, no tangents: 16 vertices per group, one lane
+per vertex) against the float64 reference and the two-vertex kernel it stands in for: both of its blends
+(weights sorted in every lane of a group: influence 0 is the pivot, streamed; else the tournament), rigid
+and scale-separated, the chunk tails, clamped joint indices."""
+
+import numpy as np
+import pytest
+
+from skeletal.skin import CHUNK, LANES
+from skeletal.skin_dq import pack_dq_palette, skin_dq, skin_dq_into
+
+from test_skin_dq import random_mesh, random_rigid
+
+
+def scaled_rig(rng, n):
+    palette = random_rigid(rng, n)
+    palette[:, :3, :3] = palette[:, :3, :3] @ np.array([np.diag(d) for d in rng.uniform(0.6, 1.6, (n, 3))])
+    palette[3, :3, :3] = palette[3, :3, :3] @ np.diag([-1.0, 1.0, 1.0])  # a mirrored joint
+    return palette
+
+
+def planar_case(rng, v, k, n_joints=40, scaled=False):
+    """A mesh whose first CHUNK vertices have weights sorted largest first (the streamed blend) with some
+    ties, and the rest unsorted (the tournament); groups mixing both are in between."""
+    palette = scaled_rig(rng, n_joints) if scaled else random_rigid(rng, n_joints)
+    positions, normals, _, joints, weights = random_mesh(rng, v, n_joints, k)
+    head = min(v, CHUNK)
+    order = np.argsort(-weights[:head], axis=1, kind="stable")
+    weights[:head] = np.take_along_axis(weights[:head], order, 1)
+    joints[:head] = np.take_along_axis(joints[:head], order, 1)
+    if k > 1:
+        weights[:head:7, 1] = weights[:head:7, 0]  # ties: the first of equal weights is the pivot
+    weights[head + LANES: head + 2 * LANES] = np.sort(weights[head + LANES: head + 2 * LANES], axis=1)  # ascending
+    weights /= weights.sum(axis=1, keepdims=True)  # rows sum to 1 (the contract)
+    return palette, joints, weights, positions, normals
+
+
+def strided(a):
+    """The same rows as interleaved records (a strided view): skin_dq_into then takes the two-vertex kernel."""
+    rec = np.zeros((len(a), a.shape[1] + 2), a.dtype)
+    rec[:, : a.shape[1]] = a
+    return rec[:, : a.shape[1]]
+
+
+def run(palette, joints, weights, positions, normals=None, **kw):
+    out_p = np.empty_like(positions)
+    out_n = None if normals is None else np.empty_like(normals)
+    return skin_dq_into(palette, joints, weights, positions, normals, None, out_p, out_n, **kw)[:2]
+
+
+@pytest.mark.parametrize("k, joint_dtype, scaled", [(1, np.uint8, True), (2, np.int64, False), (4, np.uint8, False),
+                                                    (4, np.uint8, True), (4, np.uint16, True), (8, np.uint8, True)])
+def test_planar_kernel_matches_reference(k, joint_dtype, scaled):
+    rng = np.random.default_rng(11 * k + scaled)
+    v = 2 * CHUNK + 3 * LANES + 5  # three chunks, whole groups and a tail; uint8 joints: the padded palette
+    palette, joints, weights, positions, normals = planar_case(rng, v, k, scaled=scaled)
+    ref_p, ref_n, _ = skin_dq(palette, joints.astype(np.int64), weights, positions, normals)
+    packed = pack_dq_palette(palette)
+    size = float(np.abs(ref_p).max())
+    for n in (v, LANES - 1, LANES, 2 * LANES + 1):  # from fewer vertices than a group on
+        got_p, got_n = run(packed, joints[:n].astype(joint_dtype), weights[:n], positions[:n], normals[:n])
+        np.testing.assert_allclose(got_p, ref_p[:n], rtol=1e-5, atol=1e-5 * size)
+        np.testing.assert_allclose(got_n, ref_n[:n], atol=1e-5)
+        assert np.allclose(np.linalg.norm(got_n, axis=1), 1.0, atol=1e-5)
+
+
+def test_planar_kernel_agrees_with_two_vertex_kernel_and_positions_only():
+    rng = np.random.default_rng(5)
+    v = CHUNK + 2 * LANES + 3
+    palette, joints, weights, positions, normals = planar_case(rng, v, 4, scaled=True)
+    packed = pack_dq_palette(palette)
+    planar_p, planar_n = run(packed, joints, weights, positions, normals)
+    two_p, two_n = run(packed, joints, weights, strided(positions), strided(normals))
+    size = float(np.abs(two_p).max())
+    # the same maths; the streamed blend sums in a chain where the two-vertex kernel sums a tree
+    np.testing.assert_allclose(planar_p, two_p, rtol=2e-6, atol=2e-6 * size)
+    np.testing.assert_allclose(planar_n, two_n, atol=2e-6)
+    only_p, none_n = run(packed, joints, weights, positions)
+    assert none_n is None
+    np.testing.assert_allclose(only_p, planar_p, rtol=1e-6, atol=1e-6 * size)  # (a chunk's odd vertex: 1 ulp)
+
+
+def test_planar_blends_give_the_same_result_in_any_influence_order():
+    """Sorted influences (streamed blend) and the same influences reversed (tournament): the same pivot."""
+    rng = np.random.default_rng(8)
+    palette, joints, weights, positions, normals = planar_case(rng, 3 * LANES, 4, scaled=True)
+    w = np.sort(rng.uniform(0.05, 1.0, (len(weights), 4)), axis=1)[:, ::-1].astype(np.float32)
+    w /= w.sum(axis=1, keepdims=True)
+    sorted_p, sorted_n = run(palette.astype(np.float32), joints, w, positions, normals)
+    rev_p, rev_n = run(palette.astype(np.float32), joints[:, ::-1].copy(), w[:, ::-1].copy(), positions, normals)
+    np.testing.assert_allclose(sorted_p, rev_p, rtol=2e-6, atol=2e-6 * float(np.abs(sorted_p).max()))
+    np.testing.assert_allclose(sorted_n, rev_n, atol=2e-6)
+
+
+def test_planar_kernel_clamps_indices_past_the_palette():
+    rng = np.random.default_rng(3)
+    v = 5 * LANES + 3
+    palette, joints, weights, positions, normals = planar_case(rng, v, 4, n_joints=5)
+    bad = joints.astype(np.int32)
+    bad[::3, 0] = 1000
+    bad[1::3, 2] = -7  # negative: also the last joint
+    clamped = np.where((bad < 0) | (bad >= 5), 4, bad)
+    packed = pack_dq_palette(palette)
+    a = run(packed, bad, weights, positions, normals)
+    b = run(packed, clamped, weights, positions, normals)
+    np.testing.assert_array_equal(a[0], b[0])
+    np.testing.assert_array_equal(a[1], b[1])
