@@ -80,6 +80,27 @@ one thread, CPU time, interleaved with LBS in one process, load 1.6-2.7 from oth
   likewise). Each variant's assembly was read: LLVM pushes joins of two 8-lane rows up
   through their blend into per-weight cross-lane shuffles unless an empty asm hides the rows, and
   keeps pointers across passes (spilled) unless a memory barrier names the joints array.
+* The scaled kernel, second look (2026-11-27; same machine, thread-CPU clock, load 1.9-2.5, 20-50
+  samples interleaved LBS / variant / kept kernel in one process; each variant compiled in its own
+  process behind a switch that was not kept, the kept kernel reached through non-C-contiguous joints,
+  which take it unchanged). Where the time goes: with S's loads and transposes replaced by the first
+  joint's S broadcast to every lane (S maths all kept) the kernel runs at 0.81x LBS against the kept
+  kernel's 0.57x in the same run (identity constants: 0.86x); moving S into lanes is ~30% of the
+  frame, S p and the cofactor almost nothing. Tried, as speed relative to the kept kernel:
+  ``llvm.masked.gather`` (``vgatherdps``) for S's six numbers, the group's joint indices from one
+  64-byte load of its uint8 rows (shift, mask, clamp): 0.91x (each gather costs about 4.4 cycles
+  here); s00..s11 transposed as 4-float records and s12, s22 gathered: 0.975x; S blended as LBS
+  blends, 8 rows each holding two vertices' S times (w_a x 8 | w_b x 8), transposed once: after the
+  q blend 0.88x (weights by ``vpermps``) / 0.94x (two multiply-add chains per row, which LLVM makes
+  of a masked multiply-add), inside the streamed blend with its record pointers 0.97-1.00x (weights
+  from two scalar loads and a ``vpermt2ps``), 0.88x (``vpermps``), 0.93x (masked multiply-adds
+  again compiled as both halves and a blend). Why nothing wins: putting a float of 16 vertices'
+  records into lanes costs about 0.25 shuffle-port uops in every arrangement (two-record 8-row
+  transposes: 8 inserts + 24 shuffles per 128 floats; a 16 x 16 transpose: 64 per 256; 4-float
+  records: 20 per 64), the kept kernel is at that bound (about 62 per influence for qr, qd and S), and
+  gathers cost more than the shuffles they replace. Reaching 0.70 needs fewer floats per influence,
+  not another arrangement of them. ``skeletal bench`` rows with the kept kernel in that session: rigid
+  0.83-0.84x, scaled 0.56x (1 thread, CPU time) / 0.59-0.60x (2 threads), load 2.5.
 * Cold start: this kernel adds about 1.1 s of compile (CPU) to each DQS specialisation's first call
   (rigid 2.3 -> 3.4 s, scaled 0.6 -> 1.8 s in a fresh cache); nothing compiles until DQS is used.
 
@@ -275,7 +296,7 @@ def dual_quaternions(palette: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nd
 
     >>> m = np.eye(4); m[:3, 3] = (1, 2, 3)
     >>> qr, qd, s, nr = dual_quaternions(m[None])
-    >>> qr[0].tolist(), (2 * qd[0]).tolist(), bool(nr[0])
+    >>> qr[0].tolist(), (qd[0] + 0.0).tolist(), bool(nr[0])   # qd = t q / 2 (+ 0.0: no -0.0)
     ([0.0, 0.0, 0.0, 1.0], [0.5, 1.0, 1.5, 0.0], False)
     """
     flat, lead = _flat_palette(palette)
