@@ -22,7 +22,7 @@ from typing import Sequence
 import numpy as np
 
 from ..clip import INTERP_CODE, PATH_CODE, PATH_POSE_OFFSET, Clip, resolve_clip
-from ..quat import NLERP_ABOVE_COS
+from ..quat import NLERP_ABOVE_COS, _sin_quarter
 
 
 # ``ClipSet.track_table`` columns (one int64 row per track)
@@ -248,7 +248,8 @@ def _slerp_keys(ordered, key_start: np.ndarray, values: np.ndarray) -> np.ndarra
     (``theta`` of slerp, on the shortest path) and ``1 / sin(theta)``, so that sampling needs two
     sines instead of an arccos and three sines; 0, 0 where :func:`skeletal.quat.slerp_into` takes
     another branch (identical or nearly parallel keys) and for every other track. Computed from the
-    float32 keys in float64 exactly as ``slerp_into`` computes them."""
+    float32 keys in float64 exactly as ``slerp_into`` computes them (its sines included:
+    :func:`skeletal.quat.sin_quarter`)."""
     table = np.zeros((int(key_start[-1]), 2), dtype=np.float64)
     offset = 0
     for k, track in enumerate(ordered):
@@ -261,7 +262,8 @@ def _slerp_keys(ordered, key_start: np.ndarray, values: np.ndarray) -> np.ndarra
             theta = np.arccos(np.where(use, cos, 0.0))
             rows = table[key_start[k] : key_start[k] + len(cos)]
             rows[:, 0] = np.where(use, theta, 0.0)
-            rows[:, 1] = np.where(use, 1.0 / np.sin(theta), 0.0)
+            with np.errstate(divide="ignore"):
+                rows[:, 1] = np.where(use, 1.0 / _sin_quarter(theta), 0.0)
         offset += size
     return table
 

@@ -53,6 +53,7 @@ from ..quat import slerp_into
 from ..sampling import locate_key
 from .clipset import (CL_SEGMENT_END, CL_SEGMENT_START, CL_TIMELINE_END, CL_TIMELINE_START, SEG_CONSTANT, SEG_END,
                       SEG_FIRST, SEG_KIND, SEG_LERP3, SEG_NLERP, SEG_SLERP, SEG_TIMELINE, TK_OUT, TK_VALUE_START)
+from .jobs import field
 from .kernels import F_EFFECTIVE, F_SAMPLE, _advance_instance, _evaluate_instance
 
 #: instances per group (SIMD lanes of float32: 16 = one 512-bit register)
@@ -763,17 +764,14 @@ def update_wide(job, ik, dt, lanes, wide_clip, packed, seg_table, dest, lw, ww, 
     set to 1 for a group posed wide (its ``pose`` rows are then stale until :func:`lanes_to_pose`),
     0 for one posed instance by instance (``pose`` written).
     Returns how many instances reported an event."""
-    clip_duration, marker_time, ist = job.clip_duration, job.marker_time, job.ist
-    tracks, clip_table, segments, timeline_keys = job.tracks, job.clip_table, job.segments, job.timeline_keys
-    times, values, base_pose, base_morph = job.times, job.values, job.base_pose, job.base_morph
-    slot_clip, slot_layer, fs, cursors = job.slot_clip, job.slot_layer, job.fs, job.cursors
-    layer_weight, layer_mask, layer_additive = job.layer_weight, job.layer_mask, job.layer_additive
-    snap_weight, snap_pose, snap_morph = job.snap_weight, job.snap_pose, job.snap_morph
-    rest, rest_morph, morph_start, parents = job.rest, job.rest_morph, job.morph_start, job.parents
-    acc, accm, tmp, locs, scratch_world = job.acc, job.accm, job.tmp, job.locs, job.scratch_world
-    pose, morph, world_nodes = job.pose, job.morph, job.world_nodes
-    palette_joints, inverse_bind, palettes = job.palette_joints, job.inverse_bind, job.palettes
-    base_unmasked = job.base_unmasked
+    clip_duration, marker_time, ist = field(job, "clip_duration"), field(job, "marker_time"), field(job, "ist")
+    tracks, clip_table, segments = field(job, "tracks"), field(job, "clip_table"), field(job, "segments")
+    timeline_keys, times, values = field(job, "timeline_keys"), field(job, "times"), field(job, "values")
+    base_pose, fs, cursors, parents = field(job, "base_pose"), field(job, "fs"), field(job, "cursors"), field(job, "parents")
+    slot_clip, slot_layer = field(job, "slot_clip"), field(job, "slot_layer")
+    layer_weight, snap_weight, base_unmasked = field(job, "layer_weight"), field(job, "snap_weight"), field(job, "base_unmasked")
+    pose, morph, world_nodes, scratch_world = field(job, "pose"), field(job, "morph"), field(job, "world_nodes"), field(job, "scratch_world")
+    palette_joints, inverse_bind, palettes = field(job, "palette_joints"), field(job, "inverse_bind"), field(job, "palettes")
     if ik is not None:
         stage_i, stage_f, joints, jp = ik.stage_i, ik.stage_f, ik.joints, ik.jp
         inputs, ik_update, ik_scratch, ik_pos = ik.inputs, ik.update, ik.scratch, ik.pos
@@ -813,15 +811,7 @@ def update_wide(job, ik, dt, lanes, wide_clip, packed, seg_table, dest, lw, ww, 
         if b1 - b0 == LANES:
             done[g] = 0
         for b in range(b0, b1):
-            _evaluate_instance(
-                b, acc[tid], accm[tid], tmp[tid], locs[tid],
-                tracks, clip_table, segments, timeline_keys, times, values, base_pose, base_morph,
-                slot_clip, slot_layer, fs, cursors,
-                layer_weight, layer_mask, layer_additive,
-                snap_weight, snap_pose, snap_morph,
-                rest, rest_morph, morph_start,
-                pose, morph, base_unmasked,
-            )
+            _evaluate_instance(b, tid, job, layer_weight, pose, morph)
             w = scratch_world[tid]
             world_subset_one(parents, world_nodes, pose[b], w)
             if ik is not None:

@@ -1,0 +1,141 @@
+"""The single-update fast paths of issue 17 compute what the plain code computes, bit for bit:
+``quat.near_slerp_into`` (slerp_into's identical / nearly-parallel branch, 4-wide), the 4-wide affine
+rows of world matrices and palettes (``pose``), ``quat.sin_quarter`` (compiled and numpy twins), and
+``jobs.field`` (a job's arrays read without reference counts). No timing here (the bench measures it)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numba import njit
+
+import skeletal
+from skeletal.bench import DEFAULT_MODEL
+from skeletal.demo import demo_asset
+from skeletal.playback.clipset import TK_KEY_START, TK_PATH, TK_VALUE_START
+from skeletal.playback.jobs import field
+from skeletal.pose import skin_palette, world_matrices
+from skeletal.quat import _sin_quarter, near_slerp_into, sin_quarter, slerp_into
+
+
+@pytest.fixture(scope="module")
+def asset():
+    return skeletal.load(DEFAULT_MODEL) if DEFAULT_MODEL.exists() else demo_asset()
+
+
+def test_sin_quarter_is_within_two_ulp_and_the_twins_agree():
+    x = np.linspace(0.0, np.pi / 2, 20001)
+    poly = _sin_quarter(x)
+    assert np.all(np.abs(poly - np.sin(x)) <= 2 * np.spacing(np.sin(x)))
+    compiled = np.array([sin_quarter(v) for v in x[::97]])
+    assert np.array_equal(compiled, poly[::97])  # the numpy table and the kernels round alike
+    assert sin_quarter(0.0) == 0.0 and abs(sin_quarter(np.pi / 2) - 1.0) <= 2.3e-16
+
+
+@njit(cache=False)
+def _both(values, starts, us, near, plain):
+    for i in range(starts.shape[0]):
+        a = starts[i]
+        near_slerp_into(near, 4 * i, values, a, us[i])
+        slerp_into(plain, 4 * i, np.float64(values[a]), np.float64(values[a + 1]), np.float64(values[a + 2]),
+                   np.float64(values[a + 3]), np.float64(values[a + 4]), np.float64(values[a + 5]),
+                   np.float64(values[a + 6]), np.float64(values[a + 7]), us[i])
+
+
+def test_near_slerp_equals_slerp_into_bit_for_bit(asset):
+    cs = skeletal.Player(asset).mixer.clipset
+    starts = []
+    for k, row in enumerate(cs.track_table):
+        if row[TK_PATH] != 1:
+            continue
+        keys = (cs.value_start[k + 1] - cs.value_start[k]) // 4
+        zero = cs.slerp_keys[row[TK_KEY_START]:row[TK_KEY_START] + keys - 1, 0] == 0.0
+        starts.extend(row[TK_VALUE_START] + 4 * np.flatnonzero(zero))
+    # and by construction: identical keys, a key against its near copy with the opposite sign
+    q = np.array([0.1, 0.2, 0.3, 0.9], np.float32)
+    q /= np.linalg.norm(q)
+    r = -(q + np.float32(1e-3) * np.array([1, -1, 0.5, 0], np.float32))
+    values = np.concatenate([cs.values, q, q, q, r]).astype(np.float32)
+    n = len(cs.values)
+    starts = np.array(list(starts) + [n, n + 4], np.int64)
+    assert len(starts) > 100
+    us = np.random.default_rng(3).uniform(0.0, 1.0, len(starts))
+    us[:3] = 0.0, 1.0, 0.5
+    near, plain = np.full(4 * len(starts), np.nan), np.full(4 * len(starts), np.nan)
+    _both(values, starts, us, near, plain)
+    assert np.array_equal(near.view(np.int64), plain.view(np.int64))
+    assert np.array_equal(near[-8:-4], q.astype(np.float64))  # identical keys: a unchanged
+    # a float32 pose (the crowd's) takes slerp_into itself
+    near32, plain32 = np.zeros(4 * len(starts), np.float32), np.zeros(4 * len(starts), np.float32)
+    _both(values, starts, us, near32, plain32)
+    assert np.array_equal(near32, plain32) and np.array_equal(near32, plain.astype(np.float32))
+
+
+def _world_scalar(parents, pose):
+    """The scalar formula of pose.world_node_into, in the same order of operations (numpy float64)."""
+    out = np.zeros((len(parents), 4, 4))
+    for i, p in enumerate(parents):
+        tx, ty, tz, x, y, z, w, sx, sy, sz = (float(v) for v in pose[i])
+        x2, y2, z2 = x + x, y + y, z + z
+        xx, xy, xz, yy, yz, zz = x * x2, x * y2, x * z2, y * y2, y * z2, z * z2
+        wx, wy, wz = w * x2, w * y2, w * z2
+        local = [[(1.0 - (yy + zz)) * sx, (xy - wz) * sy, (xz + wy) * sz, tx],
+                 [(xy + wz) * sx, (1.0 - (xx + zz)) * sy, (yz - wx) * sz, ty],
+                 [(xz - wy) * sx, (yz + wx) * sy, (1.0 - (xx + yy)) * sz, tz]]
+        if p < 0:
+            out[i, :3] = local
+        else:
+            for r in range(3):
+                a0, a1, a2, a3 = (float(v) for v in out[p, r])
+                for c in range(4):
+                    out[i, r, c] = a0 * local[0][c] + a1 * local[1][c] + a2 * local[2][c] + (a3 if c == 3 else 0.0)
+        out[i, 3] = 0.0, 0.0, 0.0, 1.0
+    return out
+
+
+def test_vector_affine_rows_equal_the_scalar_formula(asset):
+    player = skeletal.Player(asset)
+    player.play(asset.clips[0].name)
+    player.update(0.37)
+    pose, parents = player.local_pose.astype(np.float64), asset.rig.parents
+    expected = _world_scalar(parents, pose)
+    world = world_matrices(parents, pose)
+    assert np.array_equal(world, expected)
+    assert np.array_equal(player.world, expected)  # the update kernel's world rows
+    skin = asset.skins[0]
+    joints, inverse_bind = np.asarray(skin.joints), np.asarray(skin.inverse_bind, np.float64)
+    palette = skin_palette(world, joints, inverse_bind)
+    scalar = np.zeros_like(palette)
+    for j, i in enumerate(joints):
+        for r in range(3):
+            a0, a1, a2, a3 = (float(v) for v in world[i, r])
+            for c in range(4):
+                b0, b1, b2 = (float(inverse_bind[j, k, c]) for k in range(3))
+                scalar[j, r, c] = a0 * b0 + a1 * b1 + a2 * b2 + (a3 if c == 3 else 0.0)
+        scalar[j, 3] = 0.0, 0.0, 0.0, 1.0
+    assert np.array_equal(palette, scalar)
+
+
+@njit(cache=False)
+def _field_sums(job, n):
+    total = 0.0
+    for _ in range(n):
+        fs = field(job, "fs")
+        pose = field(job, "pose")
+        total += fs.sum() + pose[0].sum()
+    return total, field(job, "base_unmasked")
+
+
+def test_field_reads_a_jobs_arrays_in_place(asset):
+    player = skeletal.Player(asset)
+    player.play(asset.clips[0].name)
+    player.update(0.1)
+    mixer = player.mixer
+    job = mixer._job_state[0]
+    total, unmasked = _field_sums(job, 1000)  # borrowed reads: no reference taken or dropped
+    assert unmasked == bool(mixer._base_unmasked)
+    assert total == pytest.approx(1000 * (mixer.fs.sum() + mixer.local_pose[0].sum()))
+    before = mixer.local_pose.copy()
+    player.update(0.2)  # the job is still whole after the reads
+    assert not np.array_equal(before, mixer.local_pose)
+    assert np.isfinite(player.palettes[0]).all()
