@@ -51,7 +51,7 @@ from ..ik import (AimLimit, IN_POLE, IN_TARGET, IN_WEIGHT, SF_FORWARD, SF_UP, SI
 from ..pose import (affine_product_into, local_to_world_one, palette_batch, world_matrices, world_node_into,
                     world_palettes_34)
 from . import kernels as K
-from .jobs import entry, foot_job
+from .jobs import entry, field, foot_job
 from .contacts import ContactPhases, Leg, detect_contacts, find_legs
 from .ground import Ground, as_ground, ground_at
 from .springs import (JiggleChains, critical_spring, find_tail_chains, nlerp_identity, qmul, qnormalize,
@@ -373,15 +373,20 @@ def foot_kernel(job, phase, chunks):
     matched ``world`` before): the entries ``pal_idx[pal_start[0]:pal_start[1]]`` (joints under the
     pelvis) translate with it, ``pal_idx[pal_start[l + 1]:pal_start[l + 2]]`` (under leg l) are
     recomputed after its IK."""
-    pose, world, parents, placement = job.pose, job.world, job.parents, job.placement
-    legs, pelvis, pelvis_nodes, leg_nodes, leg_start = job.legs, job.pelvis, job.pelvis_nodes, job.leg_nodes, job.leg_start
-    fs, slot_clip, slot_additive, tables = job.fs, job.slot_clip, job.slot_additive, job.tables
-    frames, fps, durations, looping = job.frames, job.fps, job.durations, job.looping
-    g_kind, g_params, g_grid, heights, normals = job.g_kind, job.g_params, job.g_grid, job.heights, job.normals
-    contact, ankle, leg_len, scalars, weight = job.contact, job.ankle, job.leg_len, job.scalars, job.weight
-    state, initialised, plant, locked, lock = job.state, job.initialised, job.plant, job.locked, job.lock
-    targets, pelvis_offset = job.targets, job.pelvis_offset
-    pal, pal_joints, inv_bind, pal_idx, pal_start = job.pal, job.pal_joints, job.inv_bind, job.pal_idx, job.pal_start
+    # fields read without taking references (see :func:`.jobs.field`): views of them take none either
+    pose, world, parents = field(job, "pose"), field(job, "world"), field(job, "parents")
+    placement, legs, pelvis = field(job, "placement"), field(job, "legs"), field(job, "pelvis")
+    pelvis_nodes, leg_nodes, leg_start = field(job, "pelvis_nodes"), field(job, "leg_nodes"), field(job, "leg_start")
+    fs, slot_clip, slot_additive = field(job, "fs"), field(job, "slot_clip"), field(job, "slot_additive")
+    tables, frames, fps = field(job, "tables"), field(job, "frames"), field(job, "fps")
+    durations, looping, g_kind = field(job, "durations"), field(job, "looping"), field(job, "g_kind")
+    g_params, g_grid, heights = field(job, "g_params"), field(job, "g_grid"), field(job, "heights")
+    normals, contact, ankle = field(job, "normals"), field(job, "contact"), field(job, "ankle")
+    leg_len, scalars, weight = field(job, "leg_len"), field(job, "scalars"), field(job, "weight")
+    state, initialised, plant = field(job, "state"), field(job, "initialised"), field(job, "plant")
+    locked, lock, targets = field(job, "locked"), field(job, "lock"), field(job, "targets")
+    pelvis_offset, pal, pal_joints = field(job, "pelvis_offset"), field(job, "pal"), field(job, "pal_joints")
+    inv_bind, pal_idx, pal_start = field(job, "inv_bind"), field(job, "pal_idx"), field(job, "pal_start")
     n = pose.shape[0]
     chunks = max(min(n, chunks), 1)
     n_legs = legs.shape[1]
