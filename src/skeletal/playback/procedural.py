@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from .player import Player
 
 _NAN3 = (np.nan, np.nan, np.nan)
+_FLOAT64 = np.dtype(np.float64)
 
 #: Batches up to this size run serial kernels (a parallel launch costs more than a few characters).
 SERIAL_BELOW = 4
@@ -292,7 +293,8 @@ class Procedural:
         mixer = self.mixer
         parents = self.rig.parents
         native = mixer.local_pose
-        pose = native if native.dtype == np.float64 else native.astype(np.float64)
+        dtype = native.dtype  # ``is`` first: the common case without numpy's dtype comparison (~0.1 us)
+        pose = native if (dtype is _FLOAT64 or dtype == np.float64) else native.astype(np.float64)
         world = self.world
         # whether ``world`` matches ``pose``: the mixer's own world matrices (aliased) are current
         current = world is getattr(mixer, "world", None) and pose is native
