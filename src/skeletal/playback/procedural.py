@@ -183,6 +183,14 @@ def _mixer_of(target):
     return mixer
 
 
+def _drop_plan(stage) -> None:
+    """A stage's attribute changed (a new target, ground, weight array...): its Procedural's frame plan
+    is dropped (:meth:`Procedural._build_plan`)."""
+    proc = stage.__dict__.get("proc")
+    if proc is not None:
+        proc._plan = None
+
+
 def placement_matrices(positions, headings, count: int) -> np.ndarray:
     """(count, 4, 4) model -> world matrices: a turn of ``headings`` radians about +Y (counter-
     clockwise seen from above: +Z turns toward +X), then a move to ``positions`` (count, 3) or (3,)."""
@@ -220,7 +228,18 @@ class Procedural:
         else:
             self.world = np.zeros((self.count, len(self.rig), 4, 4))
         self.enabled = True
+        self._plan: tuple | None = None  # the frame as compiled calls (see _build_plan)
         self.mixer.controllers.append(self)
+
+    #: before_update does nothing (a Player may then run its compiled update directly, then after_update)
+    noop_before_update = True
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # any attribute set (stages replaced, enabled, placement...) drops the frame plan; the next
+        # frame takes the general path and plans again
+        object.__setattr__(self, name, value)
+        if name != "_plan":
+            object.__setattr__(self, "_plan", None)
 
     # -- set up -----------------------------------------------------------------------------
 
@@ -285,9 +304,45 @@ class Procedural:
 
     def after_update(self, dt: float) -> None:
         """Run the stages on the freshly blended pose, then rebuild world matrices and palettes."""
+        plan = self._plan
+        # the planned frame: the same dt and the same mixer job (any array the stages read replaced,
+        # a slot or layer added, the clip set changed: a new job) -- the stages' compiled calls only
+        if plan is not None and plan[0] == dt and plan[1] is self.mixer._job_state:
+            foot, look = plan[2], plan[3]
+            if foot is not None:
+                foot[0](foot[1], 0, foot[2])
+            if look is not None and not look[0](look[1], look[2], look[3], dt, look[4]):
+                raise SkeletalError("look-at target must be finite")
+            return
         if not (self.enabled and self.stages):
             return
         self.apply(dt)
+        self._plan = self._build_plan(dt)
+
+    def _build_plan(self, dt: float) -> tuple | None:
+        """After a general frame: the same frame as compiled calls with their arguments, (dt, mixer job,
+        foot call or None, look call or None), when that is all it takes -- a float64 Player / Mixer
+        whose world matrices and palettes the stages keep current themselves, foot placement on a
+        built-in ground, look-at on a few characters (or without a target); None otherwise. Setting
+        any attribute of this object or its stages drops the plan (their ``__setattr__``)."""
+        mixer = self.mixer
+        state = mixer._job_state
+        if (state is None or not self.enabled or self.world is not getattr(mixer, "world", None)
+                or mixer.local_pose.dtype != np.float64):
+            return None
+        foot = look = None
+        for stage in self.stages:
+            if type(stage) is FootPlacement and stage._ground_args[0] >= 0 and stage.palettes_current:
+                job, chunks, call = stage._args
+                foot = (call, job, chunks)
+            elif type(stage) is LookAt and self.count <= SERIAL_BELOW and stage.palettes_current:
+                if stage.target is not None:
+                    mode = 1 if stage.smooth_time == 0.0 else 0
+                    omega = 2.0 / stage.smooth_time if stage.smooth_time > 0.0 else 0.0
+                    look = (stage._look_call, stage._look_job, mode, float(omega), bool(stage._palettes))
+            else:
+                return None
+        return (float(dt), state, foot, look)
 
     def apply(self, dt: float) -> None:
         mixer = self.mixer
@@ -623,6 +678,10 @@ class FootPlacement:
     keeps_world = True  # and leaves them matching the pose it writes
     palettes_current = False  # whether the last apply kept the mixer's palettes current too
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        _drop_plan(self)
+
     def __init__(self, proc: Procedural, ground="flat", *, legs=None, floor: float = 0.0, pelvis_smooth: float = 0.1,
                  reach: float = 0.97, soft: float = 0.0, max_tilt: float = 35.0, weight=1.0, plant: bool = True,
                  contact_options: dict | None = None):
@@ -833,6 +892,10 @@ class LookAt:
     builds_world = False
     keeps_world = True  # the aim stage rebuilds the rows it moves
     palettes_current = False  # whether the last apply kept the mixer's palettes current too
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        _drop_plan(self)
 
     def __init__(self, proc: Procedural, target=None, *, joints=None, forward=None, up=None, smooth_time: float = 0.25,
                  limits=None, shares=None, weight=1.0):
