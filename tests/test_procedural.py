@@ -474,3 +474,52 @@ def test_render_command_with_ground_and_look_at(tmp_path):
     text = bad.stderr if bad.stderr else bad.output
     assert bad.exit_code != 0 and "ground" in text and "Traceback" not in text
     assert len(text.strip().splitlines()) == 1
+
+
+def test_planned_frame_equals_the_general_path_through_changes(demo):
+    # a Procedural plans its frame as compiled calls after a general one; every change (a new target,
+    # ground, weight array, dt, a stage added, disabled) must take effect exactly as in the general
+    # path, which the reference is forced through (its plan dropped every frame)
+    def make():
+        player = skeletal.Player(demo)
+        player.play("walk")
+        proc = Procedural(player)
+        proc.foot_placement("terrain:amplitude=0.2,wavelength=3")
+        proc.look_at((0.5, 1.5, 2.0))
+        return player, proc
+
+    fast, fproc = make()
+    slow, sproc = make()
+    loops: dict = {"fast": [], "slow": []}
+    for name, player, proc in (("fast", fast, fproc), ("slow", slow, sproc)):
+        # an event comes before the stages of its frame: a callback's change takes effect in it
+        player.on("loop", lambda event, name=name, proc=proc: (loops[name].append(event.count),
+                                                                proc.stages[1].set_target((0.2, 1.0, 2.5))))
+    changes = {
+        10: lambda proc: proc.stages[1].set_target((-1.0, 1.2, 1.0)),
+        20: lambda proc: setattr(proc.stages[0], "ground", "slope:angle=8"),
+        30: lambda proc: setattr(proc.stages[0], "weight", np.full(1, 0.5)),
+        40: lambda proc: setattr(proc.stages[1], "target", None),
+        50: lambda proc: proc.look_at((0.0, 1.6, 3.0), smooth_time=0.0),
+        60: lambda proc: setattr(proc, "enabled", False),
+        65: lambda proc: setattr(proc, "enabled", True),
+        70: lambda proc: proc.place((0.3, 0.0, -0.2), 0.4),
+    }
+    planned = 0
+    for frame in range(80):
+        if frame in changes:
+            for proc in (fproc, sproc):
+                changes[frame](proc)
+        dt = DT if frame % 25 != 24 else DT / 2  # dt changes too
+        sproc._plan = None
+        slow.update(dt)
+        fast.update(dt)
+        planned += fproc._plan is not None
+        assert np.array_equal(fast.local_pose, slow.local_pose), frame
+        assert np.array_equal(fast.world, slow.world), frame
+        assert np.array_equal(fast.palettes[0], slow.palettes[0]), frame
+    assert planned > 60  # the plan is rebuilt after each change
+    assert loops["fast"] == loops["slow"] == [1]
+    with pytest.raises(SkeletalError, match="finite"):  # a planned frame still checks the target
+        fproc.stages[1].target[0, 0] = np.nan
+        fast.update(DT)

@@ -328,23 +328,23 @@ class Player:
 
         >>> player.update(1 / 60)                          # doctest: +SKIP
         """
-        # The hot path: the mixer's compiled update called directly (no controllers, or one whose
-        # before_update does nothing, e.g. a Procedural; no fading snapshot, a current job), then the
-        # controller's after_update, as Mixer.update would; anything else goes through Mixer.update.
+        # The hot path: the mixer's compiled update called directly (no controllers, or one Procedural,
+        # whose before_update does nothing: its mixer_frame runs the update, events and after_update as
+        # Mixer.update would; no fading snapshot, a current job); anything else goes through Mixer.update.
         mixer = self.mixer
         state = mixer._job_state
         controllers = mixer.controllers
         if (state is None or state[2] is None or mixer._snap_fading or state[3] != mixer.clipset.version
-                or (controllers and (len(controllers) != 1
-                                     or not getattr(controllers[0], "noop_before_update", False)))):
+                or (controllers and (len(controllers) != 1 or not hasattr(controllers[0], "mixer_frame")))):
             mixer.update(dt)
             return
         dt = float(dt)
         mixer.__dict__["time"] += dt
+        if controllers:  # a Procedural: the compiled update, events and its stages, fused where it can
+            controllers[0].mixer_frame(state, dt)
+            return
         if state[2](state[0], state[1], dt, _ALL) and mixer.collect_events:
             mixer._collect_events()
-        if controllers:
-            controllers[0].after_update(dt)
 
     @property
     def time(self) -> float:

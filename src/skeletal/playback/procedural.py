@@ -183,6 +183,34 @@ def _mixer_of(target):
     return mixer
 
 
+_ALL = K.ALL
+_FUSED: dict = {}
+
+
+def _frame_py(pjob, ik, dt, stages, foot_job, chunks, look_job, mode, omega, keep):
+    """The planned frame of one character (:meth:`Procedural.mixer_frame`): the mixer's serial update
+    kernel, then (no event possible) foot placement and look-at. Returns 1 when an event may have
+    happened (the stages not run: events come first), -1 for a non-finite look-at target, else 0.
+    Compiled by :func:`_fused_frame` (its callees are serial variants made at run time)."""
+    if _UPDATE_SERIAL(pjob, ik, dt, stages) > 0:  # noqa: F821 (set by _fused_frame)
+        return 1
+    _FOOT_SERIAL(foot_job, 0, chunks)  # noqa: F821
+    if not _look_job_serial(look_job, mode, omega, dt, keep):
+        return -1
+    return 0
+
+
+def _fused_frame():
+    """:func:`_frame_py` compiled (cached on disk), its callees' serial variants made first."""
+    fn = _FUSED.get("frame")
+    if fn is None:
+        g = globals()
+        g["_UPDATE_SERIAL"] = serial_variant(K.update)
+        g["_FOOT_SERIAL"] = serial_variant(foot_kernel)
+        fn = _FUSED["frame"] = njit(cache=True)(_frame_py)
+    return fn
+
+
 def _drop_plan(stage) -> None:
     """A stage's attribute changed (a new target, ground, weight array...): its Procedural's frame plan
     is dropped (:meth:`Procedural._build_plan`)."""
@@ -230,9 +258,6 @@ class Procedural:
         self.enabled = True
         self._plan: tuple | None = None  # the frame as compiled calls (see _build_plan)
         self.mixer.controllers.append(self)
-
-    #: before_update does nothing (a Player may then run its compiled update directly, then after_update)
-    noop_before_update = True
 
     def __setattr__(self, name: str, value: Any) -> None:
         # any attribute set (stages replaced, enabled, placement...) drops the frame plan; the next
@@ -342,7 +367,34 @@ class Procedural:
                     look = (stage._look_call, stage._look_job, mode, float(omega), bool(stage._palettes))
             else:
                 return None
-        return (float(dt), state, foot, look)
+        fused = None
+        if foot is not None and look is not None and self.count <= SERIAL_BELOW:
+            # the mixer's serial update and both stages in one compiled call (a Player: mixer_frame)
+            fn = _fused_frame()
+            fused = (entry(fn, state[0], state[1], float(dt), K.ALL, foot[1], foot[2], look[1], look[2], look[3],
+                           look[4]), foot[1], foot[2], look[1], look[2], look[3], look[4])
+        return (float(dt), state, foot, look, fused)
+
+    def mixer_frame(self, state: list, dt: float) -> None:
+        """One frame of a Player whose only controller this is (:meth:`.Player.update`): the mixer's
+        compiled update on its current job ``state`` (the mixer's ``_job_state``; the clock already
+        advanced), its events, then :meth:`after_update` -- fused into one compiled call when the frame
+        is planned (an event then still comes before the stages: the call stops after the update)."""
+        plan = self._plan
+        if plan is not None and plan[0] == dt and plan[1] is state and plan[4] is not None:
+            f = plan[4]
+            r = f[0](state[0], state[1], dt, _ALL, f[1], f[2], f[3], f[4], f[5], f[6])
+            if r == 0:
+                return
+            if r < 0:
+                raise SkeletalError("look-at target must be finite")
+        elif not state[2](state[0], state[1], dt, _ALL):
+            self.after_update(dt)
+            return
+        mixer = self.mixer  # an event may have happened; the stages have not run yet
+        if mixer.collect_events:
+            mixer._collect_events()
+        self.after_update(dt)
 
     def apply(self, dt: float) -> None:
         mixer = self.mixer
