@@ -371,8 +371,8 @@ class Procedural:
         if foot is not None and look is not None and self.count <= SERIAL_BELOW:
             # the mixer's serial update and both stages in one compiled call (a Player: mixer_frame)
             fn = _fused_frame()
-            fused = (entry(fn, state[0], state[1], float(dt), K.ALL, foot[1], foot[2], look[1], look[2], look[3],
-                           look[4]), foot[1], foot[2], look[1], look[2], look[3], look[4])
+            args = (foot[1], foot[2], look[1], look[2], look[3], look[4])
+            fused = (entry(fn, state[0], state[1], float(dt), K.ALL, *args), args)
         return (float(dt), state, foot, look, fused)
 
     def mixer_frame(self, state: list, dt: float) -> None:
@@ -382,16 +382,22 @@ class Procedural:
         is planned (an event then still comes before the stages: the call stops after the update)."""
         plan = self._plan
         if plan is not None and plan[0] == dt and plan[1] is state and plan[4] is not None:
-            f = plan[4]
-            r = f[0](state[0], state[1], dt, _ALL, f[1], f[2], f[3], f[4], f[5], f[6])
-            if r == 0:
-                return
-            if r < 0:
-                raise SkeletalError("look-at target must be finite")
-        elif not state[2](state[0], state[1], dt, _ALL):
-            self.after_update(dt)
+            fused = plan[4]
+            r = fused[0](state[0], state[1], dt, _ALL, *fused[1])
+            if r:
+                self.after_fused(r, dt)
             return
-        mixer = self.mixer  # an event may have happened; the stages have not run yet
+        if state[2](state[0], state[1], dt, _ALL):
+            self.after_fused(1, dt)
+        else:
+            self.after_update(dt)
+
+    def after_fused(self, r: int, dt: float) -> None:
+        """The rest of a frame whose fused call returned ``r`` (not 0): 1, an event may have happened
+        and the stages have not run (events, then :meth:`after_update`); -1, a non-finite target."""
+        if r < 0:
+            raise SkeletalError("look-at target must be finite")
+        mixer = self.mixer
         if mixer.collect_events:
             mixer._collect_events()
         self.after_update(dt)
