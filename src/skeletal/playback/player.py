@@ -343,7 +343,7 @@ class Player:
                 dt = plan[0]
                 mixer.__dict__["time"] += dt
                 fused = plan[4]
-                r = fused[0](state[0], state[1], dt, _ALL, *fused[1])
+                r = fused[0](fused[1], dt, *fused[2])
                 if r:
                     controllers[0].after_fused(r, dt)
                 return

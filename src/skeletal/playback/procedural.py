@@ -187,15 +187,38 @@ _ALL = K.ALL
 _FUSED: dict = {}
 
 
-def _frame_py(pjob, ik, dt, stages, foot_job, chunks, look_job, mode, omega, keep):
-    """The planned frame of one character (:meth:`Procedural.mixer_frame`): the mixer's serial update
-    kernel, then (no event possible) foot placement and look-at. Returns 1 when an event may have
-    happened (the stages not run: events come first), -1 for a non-finite look-at target, else 0.
-    Compiled by :func:`_fused_frame` (its callees are serial variants made at run time)."""
-    if _UPDATE_SERIAL(pjob, ik, dt, stages) > 0:  # noqa: F821 (set by _fused_frame)
+#: a :class:`FrameJob`'s fields: the mixer's PlaybackJob, the FootJob, the LookJob
+FRAME_FIELDS = ("update", "foot", "look")
+
+
+@structref.register
+class FrameJobType(_Fields):
+    """numba type of a :class:`FrameJob`."""
+
+
+class FrameJob(structref.StructRefProxy):
+    """The three jobs of one character's planned frame (``FRAME_FIELDS``), unboxed as one object per
+    call instead of three (~0.075 us each). Built by :meth:`Procedural._build_plan`."""
+
+
+structref.define_proxy(FrameJob, FrameJobType, list(FRAME_FIELDS))
+
+
+@njit(cache=True)
+def _new_frame_job(*values):
+    return FrameJob(*values)
+
+
+def _frame_py(frame, dt, ik, chunks, mode, omega, keep):
+    """The planned frame of one character (:meth:`Procedural.mixer_frame`) on a :class:`FrameJob`:
+    the mixer's serial update kernel (every stage), then (no event possible) foot placement and
+    look-at. Returns 1 when an event may have happened (the stages not run: events come first), -1
+    for a non-finite look-at target, else 0. Compiled by :func:`_fused_frame` (its callees are
+    serial variants made at run time)."""
+    if _UPDATE_SERIAL(frame.update, ik, dt, _ALL) > 0:  # noqa: F821 (set by _fused_frame)
         return 1
-    _FOOT_SERIAL(foot_job, 0, chunks)  # noqa: F821
-    if not _look_job_serial(look_job, mode, omega, dt, keep):
+    _FOOT_SERIAL(frame.foot, 0, chunks)  # noqa: F821
+    if not _look_job_serial(frame.look, mode, omega, dt, keep):
         return -1
     return 0
 
@@ -371,8 +394,9 @@ class Procedural:
         if foot is not None and look is not None and self.count <= SERIAL_BELOW:
             # the mixer's serial update and both stages in one compiled call (a Player: mixer_frame)
             fn = _fused_frame()
-            args = (foot[1], foot[2], look[1], look[2], look[3], look[4])
-            fused = (entry(fn, state[0], state[1], float(dt), K.ALL, *args), args)
+            frame = _new_frame_job(state[0], foot[1], look[1])
+            args = (state[1], foot[2], look[2], look[3], look[4])
+            fused = (entry(fn, frame, float(dt), *args), frame, args)
         return (float(dt), state, foot, look, fused)
 
     def mixer_frame(self, state: list, dt: float) -> None:
@@ -383,7 +407,7 @@ class Procedural:
         plan = self._plan
         if plan is not None and plan[0] == dt and plan[1] is state and plan[4] is not None:
             fused = plan[4]
-            r = fused[0](state[0], state[1], dt, _ALL, *fused[1])
+            r = fused[0](fused[1], dt, *fused[2])
             if r:
                 self.after_fused(r, dt)
             return
