@@ -338,15 +338,15 @@ class Player:
             # one Procedural whose frame is planned: the same dt and mixer job, its fused compiled call
             # (the update, foot placement, look-at: see Procedural.mixer_frame, which this inlines)
             plan = getattr(controllers[0], "_plan", None) if len(controllers) == 1 else None
-            if (plan is not None and plan[1] is state and plan[0] == dt and plan[4] is not None
-                    and not mixer._snap_fading and state[3] == mixer.clipset.version):
-                dt = plan[0]
-                mixer.__dict__["time"] += dt
-                fused = plan[4]
-                r = fused[0](fused[1], dt, *fused[2])
-                if r:
-                    controllers[0].after_fused(r, dt)
-                return
+            fused = None if plan is None else plan[4]
+            if fused is not None:
+                fdt, fstate, call, frame, args, clock, clipset = fused
+                if fdt == dt and fstate is state and not mixer._snap_fading and state[3] == clipset.version:
+                    clock["time"] += fdt
+                    r = call(frame, fdt, *args)
+                    if r:
+                        controllers[0].after_fused(r, fdt)
+                    return
         if (state is None or state[2] is None or mixer._snap_fading or state[3] != mixer.clipset.version
                 or (controllers and (len(controllers) != 1 or not hasattr(controllers[0], "mixer_frame")))):
             mixer.update(dt)

@@ -396,7 +396,10 @@ class Procedural:
             fn = _fused_frame()
             frame = _new_frame_job(state[0], foot[1], look[1])
             args = (state[1], foot[2], look[2], look[3], look[4])
-            fused = (entry(fn, frame, float(dt), *args), frame, args)
+            # (dt, mixer job, entry point, FrameJob, its other arguments, the mixer's __dict__ (its
+            # clock), clip set): what Player.update needs, in one tuple unpacked at once
+            fused = (float(dt), state, entry(fn, frame, float(dt), *args), frame, args, mixer.__dict__,
+                     mixer.clipset)
         return (float(dt), state, foot, look, fused)
 
     def mixer_frame(self, state: list, dt: float) -> None:
@@ -407,7 +410,7 @@ class Procedural:
         plan = self._plan
         if plan is not None and plan[0] == dt and plan[1] is state and plan[4] is not None:
             fused = plan[4]
-            r = fused[0](fused[1], dt, *fused[2])
+            r = fused[2](fused[3], dt, *fused[4])
             if r:
                 self.after_fused(r, dt)
             return
