@@ -263,6 +263,16 @@ class Procedural:
 
     ``placement`` (B, 4, 4): where each instance stands in the world (:meth:`place`); identity by
     default. ``world`` (B, N, 4, 4) float64: the model-space world matrices after the stages.
+
+    After a general frame the next ones are planned (:meth:`_build_plan`): while dt and the mixer's
+    job stay the same, a frame is the stages' compiled calls only -- for one character with foot
+    placement and look-at, a Player's whole update is one compiled call. Setting any attribute of this
+    object or of its stages (a new target, ground, weight array, ``enabled``...) drops the plan;
+    arrays changed in place (``weight[...]``, ``target[...]``, :meth:`place`) need nothing.
+
+    >>> proc = Procedural(player)                                     # doctest: +SKIP
+    >>> proc.foot_placement("terrain:amplitude=0.2"); proc.look_at((0.5, 1.5, 2.0))  # doctest: +SKIP
+    >>> player.update(1 / 60)                                         # doctest: +SKIP
     """
 
     def __init__(self, target: Player | Mixer | Crowd):
