@@ -365,29 +365,39 @@ class Procedural:
         plan = self._plan
         # the planned frame: the same dt and the same mixer job (any array the stages read replaced,
         # a slot or layer added, the clip set changed: a new job) -- the stages' compiled calls only
-        if plan is not None and plan[0] == dt and plan[1] is self.mixer._job_state:
-            foot, look = plan[2], plan[3]
-            if foot is not None:
-                foot[0](foot[1], 0, foot[2])
-            if look is not None and not look[0](look[1], look[2], look[3], dt, look[4]):
-                raise SkeletalError("look-at target must be finite")
-            return
+        if plan is not None and plan[1] is self.mixer._job_state:
+            if plan[0] == dt:
+                foot, look = plan[2], plan[3]
+                if foot is not None:
+                    foot[0](foot[1], 0, foot[2])
+                if look is not None and not look[0](look[1], look[2], look[3], dt, look[4]):
+                    raise SkeletalError("look-at target must be finite")
+                return
+            if plan[0] is None:  # not plannable while nothing changes: the general path, no planning
+                if self.enabled and self.stages:
+                    self.apply(dt)
+                return
         if not (self.enabled and self.stages):
             return
         self.apply(dt)
-        self._plan = self._build_plan(dt)
+        self.__dict__["_plan"] = self._build_plan(dt)  # (not through __setattr__: per frame)
 
     def _build_plan(self, dt: float) -> tuple | None:
         """After a general frame: the same frame as compiled calls with their arguments, (dt, mixer job,
         foot call or None, look call or None), when that is all it takes -- a float64 Player / Mixer
         whose world matrices and palettes the stages keep current themselves, foot placement on a
-        built-in ground, look-at on a few characters (or without a target); None otherwise. Setting
-        any attribute of this object or its stages drops the plan (their ``__setattr__``)."""
+        built-in ground, look-at on a few characters (or without a target); otherwise (None, mixer
+        job, None, None, None): not plannable while this job stays (no planning per frame), or None
+        without a job. Setting any attribute of this object or its stages drops the plan (their
+        ``__setattr__``)."""
         mixer = self.mixer
         state = mixer._job_state
-        if (state is None or not self.enabled or self.world is not getattr(mixer, "world", None)
-                or mixer.local_pose.dtype != np.float64):
+        if state is None:
             return None
+        never = (None, state, None, None, None)
+        if (not self.enabled or self.world is not getattr(mixer, "world", None)
+                or mixer.local_pose.dtype != np.float64):
+            return never
         foot = look = None
         for stage in self.stages:
             if type(stage) is FootPlacement and stage._ground_args[0] >= 0 and stage.palettes_current:
@@ -399,7 +409,7 @@ class Procedural:
                     omega = 2.0 / stage.smooth_time if stage.smooth_time > 0.0 else 0.0
                     look = (stage._look_call, stage._look_job, mode, float(omega), bool(stage._palettes))
             else:
-                return None
+                return never
         fused = None
         if foot is not None and look is not None and self.count <= SERIAL_BELOW:
             # the mixer's serial update and both stages in one compiled call (a Player: mixer_frame)
@@ -907,7 +917,7 @@ class FootPlacement:
             self._scalars[:] = values
             self._scalar_values = values
         sc = self._scalars
-        self.palettes_current = keep
+        self.__dict__["palettes_current"] = keep  # per frame: not through __setattr__
         # the kernel's job changes rarely: rebuilt only when one of the objects it comes from did
         c = self._args_from
         if (c is None or c[0] is not packed or c[1] is not pose or c[2] is not world or c[3] is not mixer.fs
@@ -1038,7 +1048,8 @@ class LookAt:
         self.target = np.broadcast_to(np.asarray(target, np.float64), (self.proc.count, 3)).copy()
 
     def apply(self, pose: np.ndarray, world: np.ndarray, dt: float) -> None:
-        self.palettes_current = True  # nothing moved yet
+        state = self.__dict__  # per-frame flags set here, not through __setattr__ (~0.3 us each)
+        state["palettes_current"] = True  # nothing moved yet
         if self.target is None:
             return
         if self.proc.count <= SERIAL_BELOW:  # one compiled call: spring, model-space target, aim chain
@@ -1062,16 +1073,16 @@ class LookAt:
                 self._look_call = entry(_look_job_serial, job, 0, 0.0, 0.0, bool(self._palettes))
             if not self._look_call(self._look_job, 1 if jump else 0, float(omega), float(dt), bool(self._palettes)):
                 raise SkeletalError("look-at target must be finite")
-            self._started = True
-            self.palettes_current = self._palettes
+            state["_started"] = True
+            state["palettes_current"] = self._palettes
             return
-        self.palettes_current = False
+        state["palettes_current"] = False
         if not np.all(np.isfinite(self.target)):
             raise SkeletalError("look-at target must be finite")
         if not self._started or self.smooth_time == 0.0:
             self.smoothed[...] = self.target
             self.velocity[...] = 0.0
-            self._started = True
+            state["_started"] = True
         elif dt > 0:
             critical_spring(self.smoothed, self.velocity, np.ascontiguousarray(self.target), 2.0 / self.smooth_time, dt)
         m = self.proc.placement
