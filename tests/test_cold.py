@@ -46,6 +46,40 @@ def test_threading_layer_can_be_asked_for():
     assert out.stdout.split()[-2:] == ["workqueue", "workqueue"]
 
 
+def test_busy_cap_lowers_the_thread_count_while_another_process_spins():
+    """With a process spinning on one CPU, parallel kernels are capped below the CPU count (a 2-thread
+    fork-join region sharing a CPU ran slower than 1 thread); skin_into restores numba's count and
+    gives the same result capped or not."""
+    from skeletal import _threads
+    from skeletal.bench import synthetic_mesh
+    from skeletal.skin import pack_palette, skin_into
+
+    palette, joints, weights, positions, normals = synthetic_mesh(20_000)
+    packed = pack_palette(palette)
+    free_p, free_n = np.empty_like(positions), np.empty_like(normals)
+    _threads._state.pop("busy", None)
+    skin_into(packed, joints, weights, positions, normals, None, free_p, free_n)
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        _threads.busy_cap(interval=0.0)  # the first sample
+        import time
+        time.sleep(0.6)
+        cap = _threads.busy_cap(interval=0.0)
+        cpus = os.cpu_count() or 1
+        assert (1 <= cap < cpus) if cpus > 1 else cap in (0, 1), cap
+        threads = numba.get_num_threads()
+        out_p, out_n = np.empty_like(positions), np.empty_like(normals)
+        _threads._state["busy"] = (float("inf"), 0.0, 0.0, 1)  # held at 1 thread for this call
+        skin_into(packed, joints, weights, positions, normals, None, out_p, out_n)
+        assert numba.get_num_threads() == threads
+        np.testing.assert_array_equal(out_p, free_p)
+        np.testing.assert_array_equal(out_n, free_n)
+    finally:
+        spinner.kill()
+        spinner.wait()
+        _threads._state.pop("busy", None)
+
+
 def test_serial_variant_matches_the_parallel_kernel_and_is_memoised():
     serial = _compile.serial_variant(_local_to_world_batch)
     assert serial is _compile.serial_variant(_local_to_world_batch)
