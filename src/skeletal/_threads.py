@@ -101,13 +101,16 @@ def busy_cap(interval: float = 0.25) -> int:
     at 0.94-0.97x of 1 thread (dynamic chunks: 0.92-0.97x). So when the CPUs other processes used
     over the last ``interval`` seconds leave fewer than numba's threads, the kernel runs on what is
     left. Sampled from ``/proc/stat`` (all CPUs' busy time) minus this process's own CPU time, at
-    most every ``interval`` seconds; elsewhere (no /proc) there is no cap.
+    most every ``interval`` seconds; elsewhere (no /proc), or with ``SKELETAL_THREAD_CAP=0`` in the
+    environment, there is no cap.
 
     >>> busy_cap() >= 0
     True
     """
     import time
 
+    if _NO_CAP:
+        return 0
     now = time.monotonic()
     last = _state.get("busy")
     if last is not None and now - last[0] < interval:
@@ -152,6 +155,8 @@ def cap_threads() -> int:
     numba.set_num_threads(cap)
     return current
 
+
+_NO_CAP = os.environ.get("SKELETAL_THREAD_CAP", "1").strip() in ("0", "off", "no", "false")
 
 try:
     _CLOCK_TICKS = float(os.sysconf("SC_CLK_TCK"))
