@@ -33,6 +33,22 @@ def _slow(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(gltf_reader._GltfReader, "_plain_node", lambda *args: None)
 
 
+def _load_slow(path, monkeypatch: pytest.MonkeyPatch) -> skeletal.Asset:
+    """``skeletal.load(path)`` with every bulk path off (see :func:`_slow`)."""
+    with monkeypatch.context() as m:
+        _slow(m)
+        return skeletal.load(path)
+
+
+def _errors_both_ways(path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+    """The ModelError messages of loading ``path`` with the bulk paths and without them."""
+    with pytest.raises(ModelError) as fast:
+        skeletal.load(path)
+    with pytest.raises(ModelError) as slow:
+        _load_slow(path, monkeypatch)
+    return str(fast.value), str(slow.value)
+
+
 def _same_clips(fast: skeletal.Asset, slow: skeletal.Asset) -> None:
     assert [c.name for c in fast.clips] == [c.name for c in slow.clips]
     for a, b in zip(fast.clips, slow.clips):
@@ -70,9 +86,7 @@ def _same_documents(fast: skeletal.Asset, slow: skeletal.Asset) -> None:
 def test_bulk_paths_match_the_checked_paths(name, tmp_path, monkeypatch):
     path = build(name, tmp_path)
     fast = skeletal.load(path)
-    with monkeypatch.context() as m:
-        _slow(m)
-        slow = skeletal.load(path)
+    slow = _load_slow(path, monkeypatch)
     assert all(a.packed is None for a in slow.document.animations)
     _same_clips(fast, slow)
     _same_documents(fast, slow)
@@ -161,14 +175,9 @@ def test_asset_follows_edited_channels(tmp_path):
 ])
 def test_bad_key_times_read_the_same_both_ways(tmp_path, monkeypatch, times, expected):
     path = _walk(tmp_path, times)
-    with pytest.raises(ModelError) as fast:
-        skeletal.load(path)
-    with monkeypatch.context() as m:
-        _slow(m)
-        with pytest.raises(ModelError) as slow:
-            skeletal.load(path)
-    assert str(fast.value) == str(slow.value)
-    assert expected in str(fast.value) and "animations[0].channels[0]" in str(fast.value)
+    fast, slow = _errors_both_ways(path, monkeypatch)
+    assert fast == slow
+    assert expected in fast and "animations[0].channels[0]" in fast
 
 
 @pytest.mark.parametrize("node, message", [
@@ -181,13 +190,8 @@ def test_bad_key_times_read_the_same_both_ways(tmp_path, monkeypatch, times, exp
 ])
 def test_bad_nodes_read_the_same_both_ways(tmp_path, monkeypatch, node, message):
     path = _walk(tmp_path, extra_node=node)
-    with pytest.raises(ModelError) as fast:
-        skeletal.load(path)
-    with monkeypatch.context() as m:
-        _slow(m)
-        with pytest.raises(ModelError) as slow:
-            skeletal.load(path)
-    assert str(fast.value) == str(slow.value) and message in str(fast.value)
+    fast, slow = _errors_both_ways(path, monkeypatch)
+    assert fast == slow and message in fast
 
 
 _LOADS = None  # the file loads: an integral float (3.0) is an integer to the checked path too
@@ -342,9 +346,7 @@ def test_morph_weights_channels_are_read_in_bulk(tmp_path, monkeypatch):
     path = _morphing(tmp_path)
     fast = skeletal.load(path)
     assert fast.document.animations[0].packed is not None
-    with monkeypatch.context() as m:
-        _slow(m)
-        slow = skeletal.load(path)
+    slow = _load_slow(path, monkeypatch)
     _same_clips(fast, slow)
     _same_documents(fast, slow)
     track = fast.clips[0].tracks[0]
@@ -369,8 +371,6 @@ def test_one_unusual_animation_leaves_the_others_in_bulk(tmp_path, monkeypatch):
     fast = skeletal.load(path)
     assert [a.packed is not None for a in fast.document.animations] == [True, False, True]
     assert [c.name for c in fast.clips] == ["slide", "turn", "animation_2"]
-    with monkeypatch.context() as m:
-        _slow(m)
-        slow = skeletal.load(path)
+    slow = _load_slow(path, monkeypatch)
     _same_clips(fast, slow)
     _same_documents(fast, slow)
