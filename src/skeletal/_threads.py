@@ -115,14 +115,11 @@ def busy_cap(interval: float = 0.25) -> int:
     last = _state.get("busy")
     if last is not None and now - last[0] < interval:
         return last[3]
-    try:
-        with open("/proc/stat", "rb") as f:
-            fields = f.readline().split()[1:]
-        ticks = [int(x) for x in fields]
-    except (OSError, ValueError):
+    stat = cpu_ticks()
+    if stat is None:
         _state["busy"] = (now, 0.0, 0.0, 0)
         return 0
-    busy = (sum(ticks) - ticks[3] - (ticks[4] if len(ticks) > 4 else 0)) / _CLOCK_TICKS
+    busy = stat[0] / _CLOCK_TICKS
     times = os.times()
     own = times.user + times.system
     cap = 0
@@ -136,24 +133,48 @@ def busy_cap(interval: float = 0.25) -> int:
     return cap
 
 
-def cap_threads() -> int:
-    """Apply :func:`busy_cap` to numba's thread count for the calling thread; returns the count to
-    restore afterwards (0: nothing was changed).
+def cpu_ticks() -> tuple[int, int] | None:
+    """(busy, total) clock ticks of all CPUs since boot, from the first line of ``/proc/stat`` (idle
+    and iowait are not busy); None where there is no /proc."""
+    try:
+        with open("/proc/stat", "rb") as f:
+            ticks = [int(x) for x in f.readline().split()[1:]]
+        total = sum(ticks)
+        return total - ticks[3] - (ticks[4] if len(ticks) > 4 else 0), total
+    except (OSError, ValueError, IndexError):
+        return None
 
-    >>> previous = cap_threads()                       # doctest: +SKIP
-    >>> ...  # run the parallel kernel                  # doctest: +SKIP
-    >>> if previous: numba.set_num_threads(previous)    # doctest: +SKIP
+
+class capped_threads:
+    """A block in which numba's thread count (for the calling thread) is lowered to :func:`busy_cap`
+    when other processes keep the CPUs busy, and restored after. A plain class rather than a
+    ``contextlib`` generator: entering and leaving costs ~0.3 us, not ~1 us, in a per-frame call.
+
+    >>> with capped_threads():          # doctest: +SKIP
+    ...     parallel_kernel(...)
     """
-    cap = busy_cap()
-    if not cap:
-        return 0
-    import numba
 
-    current = numba.get_num_threads()
-    if cap >= current:
-        return 0
-    numba.set_num_threads(cap)
-    return current
+    __slots__ = ("parallel", "restore")
+
+    def __init__(self, parallel: bool = True):
+        self.parallel = parallel  # False: the block runs no parallel region (nothing to cap, no check)
+
+    def __enter__(self) -> None:
+        self.restore = 0
+        cap = busy_cap() if self.parallel else 0
+        if cap:
+            import numba
+
+            current = numba.get_num_threads()
+            if cap < current:
+                numba.set_num_threads(cap)
+                self.restore = current
+
+    def __exit__(self, *exc: object) -> None:
+        if self.restore:
+            import numba
+
+            numba.set_num_threads(self.restore)
 
 
 _NO_CAP = os.environ.get("SKELETAL_THREAD_CAP", "1").strip() in ("0", "off", "no", "false")

@@ -90,7 +90,6 @@ from __future__ import annotations
 
 import threading
 
-import numba
 import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types
@@ -98,7 +97,7 @@ from numba.core import cgutils
 from numba.core.errors import TypingError
 from numba.extending import intrinsic
 
-from ._threads import cap_threads
+from ._threads import capped_threads
 from .errors import SkeletalError
 
 
@@ -1092,17 +1091,14 @@ def skin_into(
     # names the argument at fault.
     # More than one chunk runs a parallel region: on fewer threads while other processes keep the CPUs
     # busy (skeletal._threads.busy_cap: 2 threads sharing a CPU ran slower than 1).
-    restore = cap_threads() if n > CHUNK else 0
     try:
-        ok = _skin_fast(packed, joints, weights, positions, normals, tangents, out_positions, out_normals,
-                        out_tangents, UNROLLED.get(k), None if normal_transform == "cofactor" else True,
-                        None if clamp else True)
+        with capped_threads(n > CHUNK):
+            ok = _skin_fast(packed, joints, weights, positions, normals, tangents, out_positions, out_normals,
+                            out_tangents, UNROLLED.get(k), None if normal_transform == "cofactor" else True,
+                            None if clamp else True)
     except (TypingError, TypeError, ValueError) as exc:
         check_skin_args(joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents)
         raise SkeletalError(f"skin_into: unsupported arguments ({str(exc).splitlines()[0]})") from None
-    finally:
-        if restore:
-            numba.set_num_threads(restore)
     if not ok:
         check_skin_args(joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents)
         raise SkeletalError("skin_into: the arguments' shapes do not agree")

@@ -598,18 +598,16 @@ def background_load(seconds: float = 0.3) -> float | None:
     """CPUs kept busy by other processes while this one sleeps ``seconds`` (from /proc/stat; None where
     unavailable). Other work on the machine slows the multi-threaded figures most: a parallel region
     waits for its slowest thread."""
-    def busy_total():
-        with open("/proc/stat") as f:
-            fields = [float(x) for x in f.readline().split()[1:]]
-        idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)
-        return sum(fields) - idle, sum(fields)
+    from .._threads import cpu_ticks
 
-    try:
-        b0, t0 = busy_total()
-        time.sleep(seconds)
-        b1, t1 = busy_total()
-    except (OSError, ValueError, IndexError):
+    first = cpu_ticks()
+    if first is None:
         return None
+    time.sleep(seconds)
+    second = cpu_ticks()
+    if second is None:
+        return None
+    (b0, t0), (b1, t1) = first, second
     if t1 <= t0:
         return 0.0
     return float((b1 - b0) / (t1 - t0) * (os.cpu_count() or 1))

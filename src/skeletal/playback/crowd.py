@@ -33,7 +33,7 @@ import numpy.typing as npt
 
 from ..asset import Asset
 from ..clip import Clip
-from .._threads import cap_threads
+from .._threads import capped_threads
 from ..pose import ancestors_and_self
 from . import kernels as K
 from .jobs import entry
@@ -165,12 +165,8 @@ class Crowd(Mixer):
             )
             state.append((extra, entry(update_wide, job, state[1], 0.0, LANES, *extra)))
         extra, call = state[4]
-        restore = cap_threads()  # fewer threads while other processes keep the CPUs busy (_threads.busy_cap)
-        try:
+        with capped_threads():  # fewer threads while other processes keep the CPUs busy (_threads.busy_cap)
             any_event = call(state[0], state[1], dt, LANES, *extra) > 0
-        finally:
-            if restore:
-                numba.set_num_threads(restore)
         self.__dict__["_pose_lanes"] = (extra[4], extra[11])  # local_pose: transposed when read
         return any_event
 

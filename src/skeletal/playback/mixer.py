@@ -33,7 +33,7 @@ from ..asset import Asset, require_nodes
 from ..clip import Clip
 from ..errors import ClipError, SkeletalError
 from .._compile import serial_variant
-from .._threads import cap_threads
+from .._threads import capped_threads
 from . import kernels as K
 from .clipset import ClipSet
 from .jobs import entry, playback_job
@@ -591,12 +591,8 @@ class Mixer:
             call = state[2] = entry(kernel, state[0], state[1], 0.0, K.ALL)
         if self.count == 1:
             return call(state[0], state[1], dt, stages)
-        restore = cap_threads()  # fewer threads while other processes keep the CPUs busy (_threads.busy_cap)
-        try:
+        with capped_threads():  # fewer threads while other processes keep the CPUs busy (_threads.busy_cap)
             return call(state[0], state[1], dt, stages)
-        finally:
-            if restore:
-                numba.set_num_threads(restore)
 
     def _finish_update(self, dt: float, maybe_events: bool) -> None:
         """Deliver events (when any may have happened) and run the controllers' ``after_update``."""
