@@ -35,7 +35,6 @@ from ..asset import Asset
 from ..clip import Clip
 from .._threads import capped_threads
 from ..pose import ancestors_and_self
-from . import kernels as K
 from .jobs import entry
 from .mixer import InstanceSelector, Mixer
 from .wide import LANES, T_ROWS, key_major, lanes_to_pose, update_wide, wide_clips
@@ -173,7 +172,7 @@ class Crowd(Mixer):
     def evaluate(self) -> None:
         """Blend the actions into local poses, then world matrices (IK) and palettes in one fused kernel."""
         self.local_pose  # noqa: B018 (the wide path's rows first: the kernel may read them)
-        self._run(0.0, K.BLEND | K.WORLD)
+        super().evaluate()
 
     @property
     def world(self) -> np.ndarray:
