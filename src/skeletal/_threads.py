@@ -33,6 +33,7 @@ import ctypes
 import glob
 import os
 import sys
+from time import monotonic
 
 _TBB_MIN_INTERFACE = 12060  # numba's own minimum (TBB 2021.6)
 _state: dict = {}
@@ -107,11 +108,9 @@ def busy_cap(interval: float = 0.25) -> int:
     >>> busy_cap() >= 0
     True
     """
-    import time
-
     if _NO_CAP:
         return 0
-    now = time.monotonic()
+    now = monotonic()
     last = _state.get("busy")
     if last is not None and now - last[0] < interval:
         return last[3]
@@ -161,7 +160,7 @@ class capped_threads:
 
     def __enter__(self) -> None:
         self.restore = 0
-        cap = busy_cap() if self.parallel else 0
+        cap = busy_cap() if self.parallel else 0  # cached between samples: ~0.1 us
         if cap:
             import numba
 
