@@ -989,9 +989,10 @@ PAD_MIN_VERTICES = 4096
 
 
 def kernel_palette(palette: np.ndarray, joints: np.ndarray, n: int, width: int = 16,
-                    pack=None, packer: str = "pack_palette") -> tuple[np.ndarray, bool]:
+                   pack=None, packer: str = "pack_palette", pad: bool = True) -> tuple[np.ndarray, bool]:
     """The packed palette a kernel reads (``width`` float32 per joint; ``pack(palette, out)`` packs a
-    (J, 3|4, 4) one, :func:`pack_palette` by default) and whether joint indices must be clamped to it."""
+    (J, 3|4, 4) one, :func:`pack_palette` by default) and whether joint indices must be clamped to it
+    (``pad`` False: never padded to 256 entries, always clamped)."""
     packed_given = (palette.ndim == 2 and palette.shape[1] == width
                     and (palette.dtype is _F32_DTYPE or palette.dtype == np.float32) and palette.flags.c_contiguous)
     if not packed_given and not (palette.ndim == 3 and palette.shape[1:] in ((3, 4), (4, 4))):
@@ -1001,7 +1002,7 @@ def kernel_palette(palette: np.ndarray, joints: np.ndarray, n: int, width: int =
     j = palette.shape[0]
     if j == 0:
         raise SkeletalError("palette has no joints")
-    if n < PAD_MIN_VERTICES or joints.dtype != np.uint8:
+    if n < PAD_MIN_VERTICES or not pad or joints.dtype != np.uint8:
         return (palette if packed_given else pack(palette, _scratch_palette(j, width)[:j])), True
     if packed_given and j >= 256:
         return palette, False

@@ -141,6 +141,8 @@ See the README's performance table.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types
@@ -149,7 +151,7 @@ from numba.core.errors import TypingError
 from numba.extending import intrinsic
 
 from .errors import SkeletalError
-from .skin import _FM, _kernel_types_ok, _rows_ok, _transpose_masks, CHUNK, I32, I64, LANES, UNROLLED, chunk_codegen, check_skin_args, deinterleave3, Emit, \
+from .skin import _FM, _kernel_types_ok, _rows_ok, _transpose_masks, aligned_empty, CHUNK, I32, I64, LANES, UNROLLED, chunk_codegen, check_skin_args, deinterleave3, Emit, \
     Influences, interleave3, kernel_palette, planar_codegen, planar_ok, Rows, store_rows, transpose_lanes, vec_type
 
 #: A joint whose S differs from the identity by at most this (max abs element) counts as rigid.
@@ -816,7 +818,6 @@ def _emit_dq_group(context, b, A, args, v0, k: int, scaled: bool, clamp: bool) -
     influence's packed record is transposed as it is loaded (its ``qr | qd`` as 8-float records, S's
     six numbers as the next 8), so the pivot, the hemisphere signs, the blend and the transform are
     all lane-wise arithmetic with no horizontal sums (the same maths as :func:`_emit_dq_vertices`)."""
-    do_n = not isinstance(A[4], types.NoneType)
     e = Emit(b)
     pal = Rows(context, b, A[0], args[0], DQ_STRIDE)
     inf = Influences(context, b, A, args, pal.shape[0], k, clamp)
@@ -905,10 +906,17 @@ def _emit_dq_group(context, b, A, args, v0, k: int, scaled: bool, clamp: bool) -
             phi.add_incoming(x, stream_block)
             phi.add_incoming(y, tournament_block)
             blended.append(phi)
-    q, d = blended[:4], blended[4:8]
+    _emit_dq_transform(context, b, e, A, args, v0, blended[:4], blended[4:8], blended[8:] if scaled else None)
+
+
+def _emit_dq_transform(context, b, e: Emit, A, args, v0, q, d, s6) -> None:
+    """The planar kernels' transform of LANES vertices from v0 on, lane-wise: ``q``, ``d`` the blended
+    dual quaternion (4 + 4 vectors, not normalised), ``s6`` the blended S (s00, s01, s02, s11, s12, s22)
+    or None (rigid): positions (and normals when given) read, transformed and stored."""
+    do_n = not isinstance(A[4], types.NoneType)
+    scaled = s6 is not None
     if scaled:
-        s00, s01, s02, s11, s12, s22 = blended[8:]
-    if scaled:
+        s00, s01, s02, s11, s12, s22 = s6
         cols = [[s00, s01, s02], [s01, s11, s12], [s02, s12, s22]]  # S's columns (S symmetric)
 
     vt = vec_type(LANES)
@@ -958,6 +966,99 @@ def _emit_dq_group(context, b, A, args, v0, k: int, scaled: bool, clamp: bool) -
     _store_xyz(context, b, e, A, args, 7, v0, [e.mul(c, factor) for c in rotate(n)])
 
 
+def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool) -> None:
+    """IR dual quaternion skinning of the LANES vertices v0 .. v0 + LANES - 1 of dense (V, 3) arrays, K = k
+    unrolled, positions (+ normals; no tangents), from the signed records (:func:`_signed_records`):
+    ``palette`` (A[0]) is the doubled palette, A[13] the (J, J) table of byte offsets. Per vertex the
+    pivot's table row gives each influence's record already in the pivot's hemisphere, so the blend is
+    LBS's: one 16-float multiply-add per influence (weight broadcast from memory), and the 16 blended
+    records are transposed once (:func:`skeletal.skin.transpose_lanes`) into lane-wise q, d and S.
+    Joint indices are clamped to J - 1 (the table and the palette's first J records)."""
+    e = Emit(b)
+    pal = Rows(context, b, A[0], args[0], DQ_STRIDE)
+    table = Rows(context, b, A[13], args[13])
+    inf = Influences(context, b, A, args, table.shape[0], k, True)
+    # Rows as offsets from the group's first (constant offsets where the strides are: no per-row pointers
+    # kept live, which spilled).
+    jrow0, wrow0 = inf.rows(v0)
+    rows = [(b.gep(jrow0, [b.mul(ir.Constant(I64, i), inf.jnt.stride)]),
+             b.gep(wrow0, [b.mul(ir.Constant(I64, i), inf.wgt.stride)])) for i in range(LANES)]
+    n_el = 14 if scaled else 8
+    record_bytes = ir.Constant(I64, 4 * DQ_STRIDE)
+
+    def blend(pivot_first: bool):
+        """The blended records, transposed: n_el vectors (qr, qd, S). ``pivot_first``: influence 0 is
+        the pivot (its record needs no look-up); else the largest weight (the first of equal ones), by
+        a chain of selects per vertex. Joint indices are read where they are used (16 vertices' K
+        indices kept live across the blend spilled)."""
+        out = []
+        for jrow, wrow in rows:
+            joints = [inf.joint(jrow, kk) for kk in range(k)]
+            if pivot_first:
+                pivot = joints[0]
+            else:
+                pivot, best = joints[0], inf.weight(wrow, 0)
+                for kk in range(1, k):
+                    w = inf.weight(wrow, kk)
+                    better = b.fcmp_ordered(">", w, best)
+                    pivot, best = b.select(better, joints[kk], pivot), b.select(better, w, best)
+            trow = table.row(pivot)
+            acc = None
+            for kk in range(k):
+                if pivot_first and kk == 0:
+                    at = b.mul(joints[0], record_bytes)
+                else:
+                    at = b.sext(table.load(trow, joints[kk]), I64)
+                record = b.load(b.bitcast(b.gep(pal.data, [at]), vec_type(LANES).as_pointer()), align=4)
+                w = e.splat(inf.weight(wrow, kk), LANES)
+                acc = e.mul(w, record) if acc is None else e.fma(w, record, acc)
+            out.append(acc)
+        got = transpose_lanes(e, out, range(n_el))
+        return [got[c] for c in range(n_el)]
+
+    # 1. K <= 2: influence 0 is the pivot (any pivot gives the same transform). Else influence 0 where
+    # every lane of the group has its weights sorted largest first (one lane-wise check), otherwise the
+    # largest weight of each vertex; both give the same pivot, so the same result.
+    if k <= 2:
+        blended = blend(True)
+    else:
+        # The check reads the weights through a pointer LLVM cannot see through: else it reuses these
+        # loads for the blend's weights, broadcasting each from a register (a shuffle) instead of from
+        # memory (a load).
+        hidden = _opaque(b, wrow0)
+        wrows = [b.gep(hidden, [b.mul(ir.Constant(I64, i), inf.wgt.stride)]) for i in range(LANES)]
+        if k % 4 == 0:
+            weights = []
+            for g in range(0, k, 4):
+                got, = _transposed(e, wrows, [4 * g], 4, [range(4)])
+                weights += [got[c] for c in range(4)]
+        else:
+            weights = [_lane_vector(e, [inf.weight(wrow, kk) for wrow in wrows]) for kk in range(k)]
+        first = None
+        for w in weights[1:]:
+            ge = b.fcmp_ordered(">=", weights[0], w)
+            first = ge if first is None else b.and_(first, ge)
+        all_first = b.icmp_unsigned("==", b.bitcast(first, ir.IntType(LANES)), ir.Constant(ir.IntType(LANES), -1))
+        with b.if_else(all_first) as (then, otherwise):
+            with then:
+                by_first, first_block = blend(True), b.block
+            with otherwise:
+                by_chain, chain_block = blend(False), b.block
+        blended = []
+        for x, y in zip(by_first, by_chain):
+            phi = b.phi(x.type)
+            phi.add_incoming(x, first_block)
+            phi.add_incoming(y, chain_block)
+            blended.append(phi)
+    _emit_dq_transform(context, b, e, A, args, v0, blended[:4], blended[4:8], blended[8:] if scaled else None)
+
+
+def _opaque(b, value):
+    """``value`` through an empty inline asm: the same value, which LLVM can no longer relate to others
+    (so loads through it are not merged with loads through the original)."""
+    return b.asm(ir.FunctionType(value.type, [value.type]), "", "=r,0", [value], False)
+
+
 def _load_xyz(context, b, e: Emit, A, args, i: int, v0):
     """x, y, z of the dense (V, 3) argument i's rows v0 .. v0 + LANES - 1: three loads, deinterleaved."""
     src = Rows(context, b, A[i], args[i], 3)
@@ -975,48 +1076,107 @@ def _store_xyz(context, b, e: Emit, A, args, i: int, v0, xyz) -> None:
 
 @intrinsic
 def _skin_dq_chunk(typingctx, palette, joints, weights, positions, normals, tangents,
-                   out_positions, out_normals, out_tangents, chunk, kspec, scaled, unclamped):
+                   out_positions, out_normals, out_tangents, chunk, kspec, scaled, unclamped, signs):
     """DQ-skin vertices ``chunk * CHUNK`` .. ``+ CHUNK`` (clipped), two at a time. Compile-time
     choices as for :func:`skeletal.skin._skin_chunk`; ``scaled`` None (rigid palette: no S blend)
-    or anything else (the scale-separated kernel)."""
+    or anything else (the scale-separated kernel); ``signs`` None, or the (J, J) int32 table of
+    :func:`_signed_records` (``palette`` is then the doubled palette, and joint indices are clamped to
+    the table's J: the signed-record group kernel)."""
     sig = types.void(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
-                     out_tangents, chunk, kspec, scaled, unclamped)
+                     out_tangents, chunk, kspec, scaled, unclamped, signs)
     if not _kernel_types_ok(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
                             out_tangents):
         return None  # a TypingError: skin_dq_into then names the fault (check_skin_args)
-    use_scale, clamp = not isinstance(scaled, types.NoneType), isinstance(unclamped, types.NoneType)
+    signed = not isinstance(signs, types.NoneType)
+    if signed and not (isinstance(signs, types.Array) and signs.ndim == 2 and signs.dtype == types.int32):
+        return None
+    use_scale, clamp = not isinstance(scaled, types.NoneType), signed or isinstance(unclamped, types.NoneType)
     vertices = lambda context, b, A, args, v0, kk, k_const, n_vert: _emit_dq_vertices(
         context, b, A, args, v0, kk, k_const, n_vert, use_scale, clamp)
     k_const = len(kspec) if isinstance(kspec, types.BaseTuple) else None
     if planar_ok(sig.args, k_const):
-        return sig, planar_codegen(False, clamp, vertices, group=lambda context, b, A, args, v0, k: _emit_dq_group(
-            context, b, A, args, v0, k, use_scale, clamp))
+        if signed:
+            group = lambda context, b, A, args, v0, k: _emit_dq_signed(context, b, A, args, v0, k, use_scale)
+        else:
+            group = lambda context, b, A, args, v0, k: _emit_dq_group(context, b, A, args, v0, k, use_scale, clamp)
+        return sig, planar_codegen(False, clamp, vertices, group=group)
     return sig, chunk_codegen(vertices, pairs=2)
 
 
 @njit(cache=True, nogil=True)
+def _signed_records(packed, doubled, table):
+    """The signed-record kernel's inputs from a packed palette (J, 16): ``doubled`` (2J, 16) float32, its
+    rows 0 .. J-1 the packed records and row J + j joint j's with qr and qd negated (the same transform;
+    S as is), and ``table`` (J, J) int32: ``table[p, j]`` the byte offset in ``doubled`` of joint j's
+    record in the hemisphere of joint p's qr: 64 j, or 64 (J + j) where qr_j . qr_p < 0 (float32 dot
+    product, as the kernels take it). J^2 dot products: the caller uses it when J^2 is small beside V."""
+    n = packed.shape[0]
+    for j in range(n):
+        for c in range(DQ_STRIDE):
+            x = packed[j, c]
+            doubled[j, c] = x
+            doubled[n + j, c] = -x if c < 8 else x
+    # qr as four vectors over the joints (doubled's spare rows are past 2J: use a small array)
+    qr = np.empty((4, n), np.float32)
+    for j in range(n):
+        for c in range(4):
+            qr[c, j] = packed[j, c]
+    qx, qy, qz, qw = qr[0], qr[1], qr[2], qr[3]
+    record = np.int32(4 * DQ_STRIDE)
+    flipped = np.int32(4 * DQ_STRIDE * n)
+    for p in range(n):
+        px, py, pz, pw = qx[p], qy[p], qz[p], qw[p]
+        row = table[p]
+        for j in range(n):
+            dot = (qx[j] * px + qy[j] * py) + (qz[j] * pz + qw[j] * pw)
+            row[j] = np.int32(j) * record + (flipped if dot < 0 else np.int32(0))
+
+
+@njit(cache=True, nogil=True)
 def _skin_dq_checked(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
-                     out_tangents, kspec, scaled, unclamped):
+                     out_tangents, kspec, scaled, unclamped, doubled, signs):
     """DQ-skin (see :func:`skin_dq_into`); returns False, touching nothing, where the shapes or strides
-    break the contract (the caller then names the fault)."""
+    break the contract (the caller then names the fault). ``doubled``/``signs``: None, or scratch
+    arrays for :func:`_signed_records` (then the signed-record kernel runs)."""
     if not _rows_ok(positions, out_positions, normals, out_normals, tangents, out_tangents, joints, weights):
         return False
-    _skin_dq_fast(palette, joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents,
-                  kspec, scaled, unclamped)
+    if signs is None:
+        _skin_dq_fast(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
+                      out_tangents, kspec, scaled, unclamped, None)
+    else:
+        _signed_records(palette, doubled, signs)
+        _skin_dq_fast(doubled, joints, weights, positions, normals, tangents, out_positions, out_normals,
+                      out_tangents, kspec, scaled, None, signs)
     return True
 
 
 @njit(cache=True, parallel=True, nogil=True)
 def _skin_dq_fast(palette, joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents,
-                  kspec, scaled, unclamped):
+                  kspec, scaled, unclamped, signs):
     chunks = (positions.shape[0] + CHUNK - 1) // CHUNK
     if chunks == 1:  # no parallel region for one chunk: its start costs ~0.7 us
         _skin_dq_chunk(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
-                       out_tangents, 0, kspec, scaled, unclamped)
+                       out_tangents, 0, kspec, scaled, unclamped, signs)
     else:
         for c in prange(chunks):
             _skin_dq_chunk(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
-                           out_tangents, c, kspec, scaled, unclamped)
+                           out_tangents, c, kspec, scaled, unclamped, signs)
+
+
+#: Meshes of at least this many vertices (and at least J^2 of them), K unrolled, without tangents, take
+#: the signed-record kernel (:func:`_emit_dq_signed`).
+SIGNED_MIN_VERTICES = 1024
+_signed_buffers = threading.local()
+
+
+def _signed_scratch(joints: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-thread scratch for :func:`_signed_records` with ``joints`` joints: the doubled palette
+    (2J, 16) float32 on a 64-byte boundary and the (J, J) int32 table (reused while J stays)."""
+    cached = getattr(_signed_buffers, "last", None)
+    if cached is None or cached[0] != joints:
+        cached = _signed_buffers.last = (joints, aligned_empty((2 * joints, DQ_STRIDE)),
+                                         np.empty((joints, joints), np.int32))
+    return cached[1], cached[2]
 
 
 def _pack_into(palette: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -1058,14 +1218,18 @@ def skin_dq_into(
         check_skin_args(joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents)
     n, k = joints.shape
     palette = np.asarray(palette)
-    packed, clamp = kernel_palette(palette, joints, n, DQ_STRIDE, _pack_into, "pack_dq_palette")
+    # The signed-record kernel for big meshes of few joints (its table is J^2 dot products per call).
+    signed = n >= SIGNED_MIN_VERTICES and tangents is None and k in UNROLLED and len(palette) ** 2 <= n
+    packed, clamp = kernel_palette(palette, joints, n, DQ_STRIDE, _pack_into, "pack_dq_palette", pad=not signed)
     scaled = scale == "separate" or (scale == "auto" and bool(packed[: len(palette), 14].any()))
+    doubled, signs = _signed_scratch(len(packed)) if signed else (None, None)
     # As skin_into: the argument contract is checked inside the call (types when compiling, shapes and
     # strides in compiled code: ~6 us less per call than check_skin_args here, ~1% of a 100k-vertex
     # call); on a failure check_skin_args names the argument at fault.
     try:
         ok = _skin_dq_checked(packed, joints, weights, positions, normals, tangents, out_positions, out_normals,
-                              out_tangents, UNROLLED.get(k), True if scaled else None, None if clamp else True)
+                              out_tangents, UNROLLED.get(k), True if scaled else None, None if clamp else True,
+                              doubled, signs)
     except (TypingError, TypeError, ValueError) as exc:
         check_skin_args(joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents)
         raise SkeletalError(f"skin_dq_into: unsupported arguments ({str(exc).splitlines()[0]})") from None
