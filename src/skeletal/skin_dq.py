@@ -151,7 +151,7 @@ from numba.core.errors import TypingError
 from numba.extending import intrinsic
 
 from .errors import SkeletalError
-from .skin import _FM, _kernel_types_ok, _rows_ok, _transpose_masks, aligned_empty, CHUNK, I32, I64, LANES, UNROLLED, chunk_codegen, check_skin_args, deinterleave3, Emit, \
+from .skin import _F32_DTYPE, _FM, _kernel_types_ok, _rows_ok, _transpose_masks, aligned_empty, CHUNK, I32, I64, LANES, UNROLLED, chunk_codegen, check_skin_args, deinterleave3, Emit, \
     Influences, interleave3, kernel_palette, planar_codegen, planar_ok, Rows, store_rows, transpose_lanes, vec_type
 
 #: A joint whose S differs from the identity by at most this (max abs element) counts as rigid.
@@ -319,18 +319,160 @@ def _flat_palette(palette) -> tuple[np.ndarray, tuple]:
     return np.ascontiguousarray(palette.reshape((-1,) + palette.shape[-2:])), palette.shape[:-2]
 
 
+#: The packing's polar iteration stops when a step changes X by less than this (Frobenius norm): Newton's
+#: method converges quadratically, so the error after that step is about its square (1e-8 here), below
+#: float32 rounding. (The float64 reference, :func:`_polar`, iterates to a change of 1e-9.)
+PACK_STEP = 1e-4
+#: Joints whose X^T X is within this of the identity (max abs element) skip the iteration (see
+#: :func:`_pack_joint`); float32 rotations are orthonormal to ~1e-7.
+RIGID_FAST = 3e-5
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _pack_joint(m, o) -> int:
+    """One palette matrix m (R, 4) -> its packed record o (16,) float32 (:func:`_pack_dq`'s layout), in
+    float64 registers: the polar factor by the scaled Newton iteration of :func:`_polar` (one division
+    less per step, stopped by :data:`PACK_STEP`), the quaternion by a branch-free Shepperd (largest of
+    the four diagonal combinations, chosen by selects), qd and S as :func:`_dq_joint`. Returns 1 where
+    S is off the identity (by more than RIGID_TOLERANCE), 0 where not, -1 (o untouched) where the
+    iteration meets a determinant outside 1e-100 .. 1e100 or does not converge in 40 steps (singular,
+    degenerate or non-finite joints: the caller then takes :func:`_dq_joint`, the reference)."""
+    a00, a01, a02 = np.float64(m[0, 0]), np.float64(m[0, 1]), np.float64(m[0, 2])
+    a10, a11, a12 = np.float64(m[1, 0]), np.float64(m[1, 1]), np.float64(m[1, 2])
+    a20, a21, a22 = np.float64(m[2, 0]), np.float64(m[2, 1]), np.float64(m[2, 2])
+    det = a00 * (a11 * a22 - a12 * a21) - a01 * (a10 * a22 - a12 * a20) + a02 * (a10 * a21 - a11 * a20)
+    sign = 1.0 if det >= 0.0 else -1.0  # a mirror goes into S: R stays a proper rotation
+    x00, x01, x02 = sign * a00, sign * a01, sign * a02
+    x10, x11, x12 = sign * a10, sign * a11, sign * a12
+    x20, x21, x22 = sign * a20, sign * a21, sign * a22
+    # Rigid (up to rounding): X^T X = I + E with |E| <= RIGID_FAST. Then R = X (I - E/2) (one Newton-Schulz
+    # step; R^T R = I - 3/4 E^2, the polar factor X (I + E)^-1/2 to 3/8 E^2 ~ 1e-10) and S = R^T A =
+    # sign (I + E/2) to E^2/2: no iteration, no division, no square root.
+    e00 = x00 * x00 + x10 * x10 + x20 * x20 - 1.0
+    e11 = x01 * x01 + x11 * x11 + x21 * x21 - 1.0
+    e22 = x02 * x02 + x12 * x12 + x22 * x22 - 1.0
+    e01 = x00 * x01 + x10 * x11 + x20 * x21
+    e02 = x00 * x02 + x10 * x12 + x20 * x22
+    e12 = x01 * x02 + x11 * x12 + x21 * x22
+    rigid = max(max(abs(e00), abs(e11)), max(max(abs(e22), abs(e01)), max(abs(e02), abs(e12)))) <= RIGID_FAST
+    converged = rigid
+    if rigid:
+        h00, h11, h22, h01, h02, h12 = 1.0 - 0.5 * e00, 1.0 - 0.5 * e11, 1.0 - 0.5 * e22, -0.5 * e01, -0.5 * e02, \
+            -0.5 * e12
+        x00, x01, x02 = x00 * h00 + x01 * h01 + x02 * h02, x00 * h01 + x01 * h11 + x02 * h12, \
+            x00 * h02 + x01 * h12 + x02 * h22
+        x10, x11, x12 = x10 * h00 + x11 * h01 + x12 * h02, x10 * h01 + x11 * h11 + x12 * h12, \
+            x10 * h02 + x11 * h12 + x12 * h22
+        x20, x21, x22 = x20 * h00 + x21 * h01 + x22 * h02, x20 * h01 + x21 * h11 + x22 * h12, \
+            x20 * h02 + x21 * h12 + x22 * h22
+    for _ in range(0 if rigid else 40):
+        # cofactors (det X times X^-T)
+        c00 = x11 * x22 - x12 * x21
+        c01 = x12 * x20 - x10 * x22
+        c02 = x10 * x21 - x11 * x20
+        c10 = x02 * x21 - x01 * x22
+        c11 = x00 * x22 - x02 * x20
+        c12 = x01 * x20 - x00 * x21
+        c20 = x01 * x12 - x02 * x11
+        c21 = x02 * x10 - x00 * x12
+        c22 = x00 * x11 - x01 * x10
+        d = x00 * c00 + x01 * c01 + x02 * c02
+        if not (1e-100 < abs(d) < 1e100):
+            return -1
+        nx = ((x00 * x00 + x01 * x01) + (x02 * x02 + x10 * x10)) + ((x11 * x11 + x12 * x12) + (x20 * x20 + x21 * x21)) \
+            + x22 * x22
+        nc = ((c00 * c00 + c01 * c01) + (c02 * c02 + c10 * c10)) + ((c11 * c11 + c12 * c12) + (c20 * c20 + c21 * c21)) \
+            + c22 * c22
+        # X <- (g X + X^-T / g) / 2 with g^4 = |X^-1|^2 / |X|^2 = nc / (d^2 nx)
+        g = np.sqrt(np.sqrt(nc / (d * d * nx)))
+        p = 0.5 * g
+        q = 0.5 / (g * d)
+        y00, y01, y02 = p * x00 + q * c00, p * x01 + q * c01, p * x02 + q * c02
+        y10, y11, y12 = p * x10 + q * c10, p * x11 + q * c11, p * x12 + q * c12
+        y20, y21, y22 = p * x20 + q * c20, p * x21 + q * c21, p * x22 + q * c22
+        e0, e1, e2 = y00 - x00, y01 - x01, y02 - x02
+        e3, e4, e5 = y10 - x10, y11 - x11, y12 - x12
+        e6, e7, e8 = y20 - x20, y21 - x21, y22 - x22
+        change = ((e0 * e0 + e1 * e1) + (e2 * e2 + e3 * e3)) + ((e4 * e4 + e5 * e5) + (e6 * e6 + e7 * e7)) + e8 * e8
+        x00, x01, x02, x10, x11, x12, x20, x21, x22 = y00, y01, y02, y10, y11, y12, y20, y21, y22
+        if change < PACK_STEP * PACK_STEP:
+            converged = True
+            break
+    if not converged:
+        return -1
+    # quaternion (xyzw) of the rotation X: the largest of 4w^2, 4x^2, 4y^2, 4z^2 by selects, the other
+    # three from the off-diagonal sums and differences (4 big times q), normalised, w >= 0
+    tw = 1.0 + x00 + x11 + x22
+    tx = 1.0 + x00 - x11 - x22
+    ty = 1.0 - x00 + x11 - x22
+    tz = 1.0 - x00 - x11 + x22
+    wx, wy, wz = x21 - x12, x02 - x20, x10 - x01
+    xy, xz, yz = x01 + x10, x02 + x20, x12 + x21
+    use_w = (tw >= tx) & (tw >= ty) & (tw >= tz)
+    use_x = (not use_w) & (tx >= ty) & (tx >= tz)
+    use_y = (not use_w) & (not use_x) & (ty >= tz)
+    qx = wx if use_w else (tx if use_x else (xy if use_y else xz))
+    qy = wy if use_w else (xy if use_x else (ty if use_y else yz))
+    qz = wz if use_w else (xz if use_x else (yz if use_y else tz))
+    qw = tw if use_w else (wx if use_x else (wy if use_y else wz))
+    # (4 big) q up to scale; normalised here (X is orthonormal to ~1e-9: the length is 4 big, about)
+    f = 1.0 / np.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)
+    f = -f if qw < 0.0 else f  # canonical sign (w >= 0); and, & and this compile to selects, not branches
+    qx, qy, qz, qw = qx * f, qy * f, qz * f, qw * f
+    tx_, ty_, tz_ = np.float64(m[0, 3]), np.float64(m[1, 3]), np.float64(m[2, 3])
+    if rigid:  # S = sign (I + E/2)
+        s00, s11, s22 = sign * (1.0 + 0.5 * e00), sign * (1.0 + 0.5 * e11), sign * (1.0 + 0.5 * e22)
+        s01 = s10 = sign * 0.5 * e01
+        s02 = s20 = sign * 0.5 * e02
+        s12 = s21 = sign * 0.5 * e12
+    else:  # S = X^T A
+        s00 = x00 * a00 + x10 * a10 + x20 * a20
+        s01 = x00 * a01 + x10 * a11 + x20 * a21
+        s02 = x00 * a02 + x10 * a12 + x20 * a22
+        s10 = x01 * a00 + x11 * a10 + x21 * a20
+        s11 = x01 * a01 + x11 * a11 + x21 * a21
+        s12 = x01 * a02 + x11 * a12 + x21 * a22
+        s20 = x02 * a00 + x12 * a10 + x22 * a20
+        s21 = x02 * a01 + x12 * a11 + x22 * a21
+        s22 = x02 * a02 + x12 * a12 + x22 * a22
+    off = max(max(max(abs(s00 - 1.0), abs(s11 - 1.0)), max(abs(s22 - 1.0), abs(s01))),
+              max(max(abs(s02), abs(s10)), max(abs(s12), max(abs(s20), abs(s21)))))
+    scales = off > RIGID_TOLERANCE
+    o[0], o[1], o[2], o[3] = qx, qy, qz, qw
+    # qd = 0.5 * (t, 0) * q
+    o[4] = 0.5 * (tx_ * qw + ty_ * qz - tz_ * qy)
+    o[5] = 0.5 * (-tx_ * qz + ty_ * qw + tz_ * qx)
+    o[6] = 0.5 * (tx_ * qy - ty_ * qx + tz_ * qw)
+    o[7] = -0.5 * (tx_ * qx + ty_ * qy + tz_ * qz)
+    o[8] = s00
+    o[9] = 0.5 * (s01 + s10)
+    o[10] = 0.5 * (s02 + s20)
+    o[11] = s11
+    o[12] = 0.5 * (s12 + s21)
+    o[13] = s22
+    o[14] = 1.0 if scales else 0.0  # not read by the blend (nor the shaders): the kernel choice
+    o[15] = 0.0
+    return 1 if scales else 0
+
+
 @njit(cache=True, nogil=True)
 def _pack_dq(palette, out):
     """palette (N, R, 4) -> out (N, 16) float32: qr, qd, (s00, s01, s02, s11), (s12, s22, scales, 0),
     S symmetrised (it is symmetric up to rounding: S = R^T A for the polar R); ``scales`` 1 where S is
-    off the identity (by more than RIGID_TOLERANCE), else 0. Returns whether any joint scales."""
-    a = np.empty((3, 3))
-    r = np.empty((3, 3))
-    s = np.empty((3, 3))
-    q = np.empty(4)
-    qd = np.empty(4)
+    off the identity (by more than RIGID_TOLERANCE), else 0. Returns whether any joint scales. Each
+    joint by :func:`_pack_joint`, or where that declines (singular joints) by :func:`_dq_joint`."""
     scales = False
+    scratch = None
     for i in range(palette.shape[0]):
+        got = _pack_joint(palette[i], out[i])
+        if got >= 0:
+            scales |= got == 1
+            continue
+        if scratch is None:
+            scratch = np.empty((3, 3, 3))
+        q = np.empty(4)
+        qd = np.empty(4)
+        a, r, s = scratch[0], scratch[1], scratch[2]
         joint_scales = _dq_joint(palette[i], a, r, s, q, qd)
         scales |= joint_scales
         o = out[i]
@@ -343,9 +485,22 @@ def _pack_dq(palette, out):
         o[11] = s[1, 1]
         o[12] = 0.5 * (s[1, 2] + s[2, 1])
         o[13] = s[2, 2]
-        o[14] = 1.0 if joint_scales else 0.0  # not read by the blend (nor the shaders): the kernel choice
+        o[14] = 1.0 if joint_scales else 0.0
         o[15] = 0.0
     return scales
+
+
+@njit(cache=True, nogil=True)
+def _pack_dq_one(palette, out):
+    """:func:`_pack_dq` for one (J, R, 4) palette (any layout) into a C-contiguous (J, 16) ``out``; False
+    (nothing written) where the shapes or out's strides do not fit (the caller then names the fault)."""
+    if (palette.shape[1] != 3 and palette.shape[1] != 4) or palette.shape[2] != 4:
+        return False
+    if out.shape[0] != palette.shape[0] or out.shape[1] != DQ_STRIDE or out.strides[1] != 4 \
+            or out.strides[0] != 4 * DQ_STRIDE:
+        return False
+    _pack_dq(palette, out)
+    return True
 
 
 def _packed_out(out, shape) -> np.ndarray:
@@ -359,7 +514,15 @@ def _packed_out(out, shape) -> np.ndarray:
 def pack_dq_palette(palette: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """Skin palette (J, 4, 4) / (J, 3, 4) row-major (any float dtype) -> the packed dual quaternion
     palette (J, 16) float32 that :func:`skin_dq_into` reads (convert once per frame, into a reused
-    ``out``, when several meshes share a palette). Layout: see the module docstring."""
+    ``out``, when several meshes share a palette). Layout: see the module docstring.
+
+    >>> m = np.eye(4, dtype=np.float32)[None]; m[0, :3, 3] = (2, 0, 0)
+    >>> (pack_dq_palette(m)[0, :8] + 0.0).tolist()   # qr = identity, qd = t qr / 2 (+ 0.0: no -0.0)
+    [0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0]
+    """
+    if (type(out) is np.ndarray and type(palette) is np.ndarray and out.ndim == 2 and palette.ndim == 3
+            and out.dtype is _F32_DTYPE and palette.dtype.kind == "f" and _pack_dq_one(palette, out)):
+        return out  # the per-frame call: one palette into a reused buffer (~1 us less than below)
     palette = np.asarray(palette)
     if palette.ndim != 3:
         raise SkeletalError(f"palette must be float (J, 4, 4) or (J, 3, 4), got {palette.dtype} {palette.shape}")
