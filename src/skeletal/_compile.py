@@ -38,7 +38,12 @@ from numba.core import event as _event
 COLD_SECONDS = {
     "skeletal.playback.kernels.evaluate_serial": 12.0,   # a Player's whole first frame
     "skeletal.playback.kernels.evaluate": 25.0,          # a Mixer's (parallel)
-    "skeletal.playback.kernels.update_serial": 3.0,     # a Player's update (the IK job adds the solvers)
+    "skeletal.playback.kernels.update_single_action": 8.0,  # a Player's first frame (no blending yet)
+    "skeletal.playback.kernels.update_serial": 3.0,     # a Player's first blend (the IK job adds the solvers)
+    # the jobs' constructors compile first and quickly: the notice waits for the kernel after them
+    "skeletal.playback.jobs._new_playback_job": 0.5,
+    "skeletal.playback.jobs._new_ik_job": 0.5,
+    "skeletal.playback.jobs._new_foot_job": 0.5,
     "skeletal.playback.kernels.advance": 2.0,
     "skeletal.playback.kernels.update": 25.0,           # a crowd's / Mixer's (parallel)
     "skeletal.playback.wide.update_wide": 30.0,         # a crowd's wide path
