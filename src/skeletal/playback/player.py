@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # the return types of the factory methods (imported lazily wh
 
 _LOOP_BY_CODE = {code: name for name, code in K.LOOP_NAMES.items()}
 _ALL = K.ALL  # every stage of an update (a module global: one lookup on the hot path)
+_NEEDS_BLEND = K.NEEDS_BLEND
 
 
 class Action:
@@ -356,8 +357,12 @@ class Player:
         if controllers:  # a Procedural: the compiled update, events and its stages, fused where it can
             controllers[0].mixer_frame(state, dt)
             return
-        if state[2](state[0], state[1], dt, _ALL) and mixer.collect_events:
-            mixer._collect_events()
+        r = state[2](state[0], state[1], dt, _ALL)
+        if r:
+            if r >= _NEEDS_BLEND:  # the single-action kernel met a blend: the full one from now on
+                r = mixer._blend_from_now_on(r, _ALL)
+            if r and mixer.collect_events:
+                mixer._collect_events()
 
     @property
     def time(self) -> float:
