@@ -151,7 +151,9 @@ from numba.core.errors import TypingError
 from numba.extending import intrinsic
 
 from .errors import SkeletalError
-from .skin import _F32_DTYPE, _FM, _kernel_types_ok, _rows_ok, _transpose_masks, aligned_empty, CHUNK, I32, I64, LANES, UNROLLED, chunk_codegen, check_skin_args, deinterleave3, Emit, \
+from ._threads import busy_cap, capped_threads
+from .skin import _F32_DTYPE, _FM, _kernel_types_ok, _name_fault, _rows_ok, _transpose_masks, _U8_DTYPE, aligned_empty, \
+    CHUNK, I32, I64, PAD_MIN_VERTICES, LANES, UNROLLED, chunk_codegen, check_skin_args, deinterleave3, Emit, \
     Influences, interleave3, kernel_palette, planar_codegen, planar_ok, Rows, store_rows, transpose_lanes, vec_type
 
 #: A joint whose S differs from the identity by at most this (max abs element) counts as rigid.
@@ -1301,8 +1303,13 @@ def _signed_records(packed, doubled, table):
 def _skin_dq_checked(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
                      out_tangents, kspec, scaled, unclamped, doubled, signs):
     """DQ-skin (see :func:`skin_dq_into`); returns False, touching nothing, where the shapes or strides
-    break the contract (the caller then names the fault). ``doubled``/``signs``: None, or scratch
-    arrays for :func:`_signed_records` (then the signed-record kernel runs)."""
+    break the contract, or the packed palette is empty or not 16 wide (the caller then names the fault).
+    ``doubled``/``signs``: None, or scratch arrays for :func:`_signed_records` (then the signed-record
+    kernel runs; the caller sized them for this palette)."""
+    if palette.shape[0] == 0 or palette.shape[1] != DQ_STRIDE:
+        return False
+    if signs is not None and (signs.shape[0] != palette.shape[0] or doubled.shape[0] != 2 * palette.shape[0]):
+        return False
     if not _rows_ok(positions, out_positions, normals, out_normals, tangents, out_tangents, joints, weights):
         return False
     if signs is None:
@@ -1388,28 +1395,44 @@ def skin_dq_into(
     ...              np.zeros((1, 3), np.float32), None, None, out)[0].tolist()
     [[0.0, 1.0, 0.0]]
     """
-    if scale not in ("auto", "separate", "ignore"):
+    if scale != "auto" and scale not in ("separate", "ignore"):
         raise SkeletalError(f"scale must be 'auto', 'separate' or 'ignore', got {scale!r}")
     if type(joints) is not np.ndarray or joints.ndim != 2 or type(positions) is not np.ndarray:
         check_skin_args(joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents)
     n, k = joints.shape
-    palette = np.asarray(palette)
     # The signed-record kernel for big meshes of few joints (its table is J^2 dot products per call).
-    signed = n >= SIGNED_MIN_VERTICES and tangents is None and k in UNROLLED and len(palette) ** 2 <= n
-    packed, clamp = kernel_palette(palette, joints, n, DQ_STRIDE, _pack_into, "pack_dq_palette", pad=not signed)
+    signed = (n >= SIGNED_MIN_VERTICES and tangents is None and k in UNROLLED and type(palette) is np.ndarray
+              and palette.ndim in (2, 3) and palette.shape[0] ** 2 <= n)
+    # As skin_into: a packed float32 palette that needs no padding goes straight to the compiled call (which
+    # checks its order by type, its width and length), anything else through kernel_palette.
+    if (type(palette) is np.ndarray and palette.ndim == 2 and palette.dtype is _F32_DTYPE
+            and (signed or n < PAD_MIN_VERTICES or joints.dtype is not _U8_DTYPE)):
+        packed, unclamped = palette, None
+    else:
+        palette = np.asarray(palette)
+        packed, clamp = kernel_palette(palette, joints, n, DQ_STRIDE, _pack_into, "pack_dq_palette", pad=not signed)
+        unclamped = None if clamp else True
     scaled = scale == "separate" or (scale == "auto" and _any_scales(packed, len(palette)))
     doubled, signs = _signed_scratch(len(packed)) if signed else (None, None)
     # As skin_into: the argument contract is checked inside the call (types when compiling, shapes and
     # strides in compiled code: ~6 us less per call than check_skin_args here, ~1% of a 100k-vertex
-    # call); on a failure check_skin_args names the argument at fault.
+    # call); on a failure kernel_palette and check_skin_args name the argument at fault. More than one
+    # chunk runs on fewer threads while other processes keep the CPUs busy (as skin_into).
     try:
-        ok = _skin_dq_checked(packed, joints, weights, positions, normals, tangents, out_positions, out_normals,
-                              out_tangents, UNROLLED.get(k), True if scaled else None, None if clamp else True,
-                              doubled, signs)
+        if n > CHUNK and busy_cap():
+            with capped_threads():
+                ok = _skin_dq_checked(packed, joints, weights, positions, normals, tangents, out_positions,
+                                      out_normals, out_tangents, UNROLLED.get(k), True if scaled else None,
+                                      unclamped, doubled, signs)
+        else:
+            ok = _skin_dq_checked(packed, joints, weights, positions, normals, tangents, out_positions, out_normals,
+                                  out_tangents, UNROLLED.get(k), True if scaled else None, unclamped, doubled, signs)
     except (TypingError, TypeError, ValueError) as exc:
-        check_skin_args(joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents)
+        _name_fault(palette, joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents,
+                    DQ_STRIDE, "pack_dq_palette")
         raise SkeletalError(f"skin_dq_into: unsupported arguments ({str(exc).splitlines()[0]})") from None
     if not ok:
-        check_skin_args(joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents)
+        _name_fault(palette, joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents,
+                    DQ_STRIDE, "pack_dq_palette")
         raise SkeletalError("skin_dq_into: the arguments' shapes do not agree")
     return out_positions, out_normals, out_tangents
