@@ -64,7 +64,16 @@ influences, positions + normals, 65 joints, one thread, best of repeats on a qui
   the clamp (2%, not worth a second copy of the kernel).
 * Per call, the argument contract is checked inside the compiled call (types when compiling, shapes
   and strides in compiled code) and :func:`check_skin_args` only runs to name a fault: 2.4 us of
-  Python per call instead of 3.8; ``pack_palette`` into a reused buffer 0.55 us instead of 1.3.
+  Python per call instead of 3.8; ``pack_palette`` into a reused buffer 0.55 us instead of 1.3. Then
+  (issue 17, second round) a packed float32 palette that needs no padding goes straight to the
+  compiled call, which checks its width and length (``kernel_palette`` runs only to name a fault, or
+  for other palettes), and the busy-machine thread cap is only entered where a call of several
+  chunks meets a busy machine, reading and setting numba's count through its C functions
+  (:func:`skeletal._threads.thread_count`): a 16-vertex call 2.02 -> 1.40 us (1 thread, thread CPU,
+  load 1.3), of which numba's dispatcher for the 12 arguments is ~0.95 (its type resolution ~0.35 of
+  it: an entry point keyed on the arguments' types costs more than that to key in Python). Soldier
+  body mesh as the ozz harness runs it (``pack_palette`` + ``skin_into``, uint16 joints, 200 rounds
+  interleaved with the previous wrapper): 252 -> 264 M vertices/s, 29.1 -> 27.8 us per call.
 * Normals use the cofactor matrix (exact for non-uniform scale, and what the float64 reference uses,
   so both paths agree to 1e-5); the sign of the determinant keeps mirrored joints' normals
   outward. The plain 3x3 (ozz, three.js; exact only for rigid or uniformly scaled joints, and not

@@ -34,8 +34,10 @@ Two implementations, as for LBS:
   contract as :func:`skeletal.skin.skin_into` (uint8/uint16/int32/int64 joints, strided rows,
   in-place allowed), LLVM IR code per influence count (1, 2, 4, 8 unrolled, any K looped): dense
   rows without tangents (the common case) 16 vertices at a time, one SIMD lane per vertex (the
-  planar group kernel below), everything else two vertices per 8-lane vector; parallel over chunks. The palette is converted once per call
-  (:func:`pack_dq_palette`: J polar decompositions and quaternions), or given packed. It shares its
+  signed-record kernel below on meshes of at least 1024 and J^2 vertices, else the planar group
+  kernel), everything else two vertices per 8-lane vector; parallel over chunks. The palette is
+  converted once per call (:func:`pack_dq_palette`: J polar decompositions and quaternions), or
+  given packed. It shares its
   machinery with :mod:`skeletal.skin` (argument checks, palette padding for uint8 joints, the chunk
   loop, joint/weight access, cofactor and normalisation emitters, row stores).
 
@@ -50,6 +52,33 @@ quads ``qr``, ``qd``, ``(s00, s01, s02, s11)``, ``(s12, s22, scales, 0)`` with S
 numbers hold it) and ``scales`` 1 where the joint's S is off the identity (read by
 :func:`skin_dq_into` to pick the kernel, by nothing else). :func:`pack_dq_palette` gives (J, 16),
 :func:`gpu_dq_palette` (..., J, 4, 4) (four vec4 rows per joint).
+
+The signed-record kernel (``_emit_dq_signed``, issue 17, second round), for meshes of at least
+:data:`SIGNED_MIN_VERTICES` and J^2 vertices (K unrolled, dense rows, no tangents). The group kernel
+below pays for its one-lane-per-vertex layout with a transpose per influence (S's six floats alone
+~30% of the frame); LBS blends whole records in the row domain and transposes once, but DQS cannot
+blend before it knows each influence's hemisphere, and the signs took transposed quaternions (the
+two-pass kernel below). Here the sign comes from memory: per call, :func:`_signed_records` writes a
+doubled palette (each joint's record, and the same with qr and qd negated: the same transform, the
+other hemisphere) and a (J, J) int32 table of byte offsets, ``table[p, j]`` the record of joint j in
+the hemisphere of joint p's qr (J^2 float32 dot products: 2.2 us for 65 joints, an allocation
+included). Per vertex, one table row (the pivot's: influence 0 when the group's weights are sorted,
+else the largest weight by a chain of selects) gives every influence's record already signed, so the
+blend is LBS's: one 16-float multiply-add per influence, the weight broadcast from memory, a chain in
+influence order (as the group kernel's streamed sums; LLVM may pair the multiply-adds differently, a
+rounding); the 16 blended records are transposed once (:func:`skeletal.skin.transpose_lanes`, 14 of 16
+rows) and the transform is the group kernel's (``_emit_dq_transform``). Joint indices are clamped
+(the table has J columns: no 256-entry padding). Read in the assembly and fixed on the way: the
+lane-wise sorted-weights check reads the weights through an empty asm (else LLVM reused its loads for
+the blend and broadcast each weight from a register, a shuffle, not from memory), rows are offsets
+from the group's first (16 row pointers and 64 joint indices kept live spilled), and each vertex's
+indices are loaded where they are used. Per 16 vertices the sorted path is ~600 instructions, ~290
+of them vector ALU (LBS: ~415 / ~283): the table loads, clamps and pivot logic are scalar work. A/B
+in one process (100k vertices, 65 joints, 1 thread, thread CPU, load 0.7-2.2): the kernel alone
+0.83-0.90x of LBS's call; with the palette conversion and the Python call 0.75-0.80x, scaled, against
+0.60-0.64x for the group kernel. Measured and not kept: a per-chunk range check of the joint
+indices with an unclamped copy of the group loop, 0-2% (identical builds of one kernel differ by up
+to 4% with code placement alone).
 
 The planar group kernel (``_emit_dq_group``, issue 17: :func:`skeletal.skin.skin_into`'s own planar
 kernel had made LBS 1.5x faster, and DQS had fallen to 0.52x / 0.43x of it). It takes what LBS's
@@ -131,11 +160,21 @@ normals, one thread, ratios to ``skin_into`` interleaved in the same run, before
 Speed (``skeletal bench``, rows from :mod:`skeletal.bench.dq`, per frame: pack the palette, skin;
 one thread, CPU time). Before the planar LBS kernel: rigid 0.90x LBS, scaled 0.71-0.74x. After it,
 with the two-vertex DQS kernel only: 0.52x / 0.43x (AVX-512 Xeon, load 0.3). With the planar group
-kernel: rigid 0.81-0.83x, scaled 0.59-0.60x (three runs, load 2.1-2.5, 2026-11-27). The scaled row
-misses the 0.70 goal (see above for what was tried).
-``skin_dq_into`` checks its arguments inside the compiled call as ``skin_into`` does (9.3 -> 3.3 us
-of Python per call); ``pack_dq_palette`` (J polar decompositions) is 19 us for 65 joints, 3% of a
-100k-vertex frame. LBS's machine code is unchanged by the shared helpers (compared after assembly).
+kernel: rigid 0.81-0.84x, scaled 0.59-0.62x (2026-11-27, load 0.7-2.5). With the signed-record kernel,
+the faster palette conversion and the leaner call (same day, 2-vCPU AVX-512 Xeon VM): rigid 0.85x (2
+threads: 0.86x), scaled 0.79x (2 threads: 0.80x), load 1.4; in one process against main's code, 40
+interleaved frames, load 1.3: scaled 0.611 -> 0.790, rigid 0.880 -> 0.872 (the same within the noise:
+the group kernel's rigid blend moves 8 floats per influence, no more than this one's single
+transpose; the kernel is chosen by size, not by palette).
+Per call: ``skin_dq_into`` checks its arguments inside the compiled call as ``skin_into`` does, and a
+packed float32 palette goes straight to it (16 vertices, 1 thread: 2.09 -> 1.88 us; whether any joint
+scales is a compiled loop: numpy's ``packed[:J, 14].any()`` cost ~2.5% of a 100k-vertex call in
+interleaved runs). ``pack_dq_palette`` (:func:`_pack_joint`, float64 registers): joints whose X^T X is
+within :data:`RIGID_FAST` of the identity take one Newton-Schulz step and S from it (no iteration,
+division or square root), the others the scaled Newton iteration with one division less per step,
+stopped at a change of :data:`PACK_STEP` (float32 output), the quaternion by a branch-free Shepperd;
+65 joints, thread CPU: scaled palette 18.1 -> 8.0-8.5 us, rigid 13.0 -> 2.7-3.4 us (1-2% of a
+100k-vertex frame). LBS's machine code is unchanged by the shared helpers (compared after assembly).
 See the README's performance table.
 """
 
