@@ -132,6 +132,10 @@ one thread, CPU time, interleaved with LBS in one process, load 1.6-2.7 from oth
   0.83-0.84x, scaled 0.56x (1 thread, CPU time) / 0.59-0.60x (2 threads), load 2.5.
 * Cold start: this kernel adds about 1.1 s of compile (CPU) to each DQS specialisation's first call
   (rigid 2.3 -> 3.4 s, scaled 0.6 -> 1.8 s in a fresh cache); nothing compiles until DQS is used.
+  The signed-record kernel (above) compiles in 4.4 s where this one takes 2.1 (a 100k-vertex scaled
+  call, fresh cache, CPU; one blend instead of its two copies, sorted and unsorted, measured 4.1 s:
+  the copies are not the cost), and ``pack_dq_palette`` in 3.0 s (1.9 before :func:`_pack_joint`): a
+  first DQS call on a big mesh costs ~7.6 s of compile against ~4.4 s before.
 
 The two-vertex kernel (the tail of each chunk, strided rows, tangents, K looped), and the
 measurements that shaped it (2-vCPU AMD EPYC VM, AVX2; 100k vertices, 4 influences, positions +
