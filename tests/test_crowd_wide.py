@@ -225,3 +225,16 @@ def test_evaluate_runs_the_wide_kernel_without_advancing(asset):
     first = wide.palettes.copy()
     wide.evaluate()
     np.testing.assert_array_equal(wide.palettes, first)
+
+
+def test_a_new_crowd_holds_the_rest_pose_without_a_kernel(asset):
+    """Building a crowd evaluates the rest pose without the update kernel (nothing plays yet): the same
+    palettes and poses as the per-instance kernel gives a crowd built with ``wide=False``, and no wide
+    job state until the first update."""
+    wide, narrow = _pair(asset, LANES + 2)
+    assert wide._job_state is None or len(wide._job_state) < 5
+    np.testing.assert_allclose(wide.palettes, narrow.palettes, atol=2e-6)
+    np.testing.assert_array_equal(wide.local_pose, narrow.local_pose)
+    np.testing.assert_array_equal(wide.morph_weights, narrow.morph_weights)
+    wide.update(1 / 60)  # nothing plays: the kernel keeps the rest pose
+    np.testing.assert_allclose(wide.palettes, narrow.palettes, atol=2e-6)

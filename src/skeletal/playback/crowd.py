@@ -34,7 +34,7 @@ import numpy.typing as npt
 from ..asset import Asset
 from ..clip import Clip
 from .._threads import capped_threads
-from ..pose import ancestors_and_self
+from ..pose import ancestors_and_self, world_matrices
 from .jobs import entry
 from .mixer import InstanceSelector, Mixer
 from .wide import LANES, T_ROWS, key_major, lanes_to_pose, update_wide, wide_clips
@@ -191,10 +191,25 @@ class Crowd(Mixer):
         (the wide one when the state allows it: a crowd then never compiles the per-instance kernel,
         half of its cold start)."""
         self.local_pose  # noqa: B018 (the wide path's rows first: the kernel may read them)
-        if self._wide_ok():
-            self._run_wide(0.0, _EVALUATE)
-        else:
+        if not self._wide_ok():
             super().evaluate()
+        elif self._ik is None and self.slot_clip.size == 0:
+            self._rest_outputs()  # nothing has played yet (the constructor): no kernel to compile
+        else:
+            self._run_wide(0.0, _EVALUATE)
+
+    def _rest_outputs(self) -> None:
+        """Every instance at the rest pose: the palettes of the rest pose's world matrices (computed once,
+        in float64, rounded to the palettes' dtype), copied to every instance. The constructor's
+        evaluation, so that building a crowd compiles nothing but the small world-matrix kernel: the
+        update kernel its first update needs (with the IK stages added by then) compiles once, then."""
+        self.local_pose[:] = self.rig.rest
+        self.morph_weights[:] = self.asset.rest_morph
+        world = world_matrices(self.rig.parents, self.rig.rest.astype(np.float64))
+        inverse_bind = np.zeros((len(self.palette_joints), 4, 4))
+        inverse_bind[:, :3, :] = self.inverse_bind34
+        inverse_bind[:, 3, 3] = 1.0
+        self.palettes[:] = (world[self.palette_joints] @ inverse_bind)[:, :3, :]
 
     @property
     def world(self) -> np.ndarray:
