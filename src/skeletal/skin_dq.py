@@ -78,7 +78,11 @@ in one process (100k vertices, 65 joints, 1 thread, thread CPU, load 0.7-2.2): t
 0.83-0.90x of LBS's call; with the palette conversion and the Python call 0.75-0.80x, scaled, against
 0.60-0.64x for the group kernel. Measured and not kept: a per-chunk range check of the joint
 indices with an unclamped copy of the group loop, 0-2% (identical builds of one kernel differ by up
-to 4% with code placement alone).
+to 4% with code placement alone); the cofactor of the symmetric S as its six distinct entries
+(12 products, not 18): bit-identical output at the same speed, LLVM already merges the repeated
+products; one blend behind a stack array of pivots instead of the sorted and unsorted copies: no
+faster to compile (below); the three compile-time flags as one tuple argument (numba's dispatcher
+costs ~30 ns per argument, but building and typing the tuple took as much).
 
 The planar group kernel (``_emit_dq_group``, issue 17: :func:`skeletal.skin.skin_into`'s own planar
 kernel had made LBS 1.5x faster, and DQS had fallen to 0.52x / 0.43x of it). It takes what LBS's
