@@ -906,13 +906,21 @@ def _skin_fast(palette, joints, weights, positions, normals, tangents, out_posit
     return True
 
 
+#: Calls on fewer vertices run their chunks in the calling thread, without a parallel region: waking the
+#: other threads (passive waits, see :mod:`skeletal._threads`) cost ~75 us per call on the 2-vCPU VM
+#: (wall, load 0.5: the Soldier body mesh, 7325 vertices, 35 us on 1 thread against 108 on 2; 20k
+#: vertices 79 / 111 us; 40k 207 / 178; 100k 447 / 311), so 2 threads pay from about 32k vertices.
+PARALLEL_MIN_VERTICES = 32768
+
+
 @njit(cache=True, parallel=True, nogil=True)
 def _skin_run(palette, joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents,
               kspec, linear, unclamped):
     chunks = (positions.shape[0] + CHUNK - 1) // CHUNK
-    if chunks == 1:  # no parallel region for one chunk: its start costs ~0.7 us
-        _skin_chunk(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
-                    out_tangents, 0, kspec, linear, unclamped)
+    if positions.shape[0] < PARALLEL_MIN_VERTICES:  # no parallel region (see PARALLEL_MIN_VERTICES)
+        for c in range(chunks):
+            _skin_chunk(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
+                        out_tangents, c, kspec, linear, unclamped)
     else:
         for c in prange(chunks):
             _skin_chunk(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
@@ -1112,7 +1120,7 @@ def skin_into(
     # More than one chunk runs a parallel region: on fewer threads while other processes keep the CPUs
     # busy (skeletal._threads.busy_cap: 2 threads sharing a CPU ran slower than 1).
     try:
-        if n > CHUNK and busy_cap():  # cached between samples (~0.1 us); the block costs ~0.3 us more
+        if n >= PARALLEL_MIN_VERTICES and busy_cap():  # cached between samples (~0.1 us); the block ~0.3 us more
             with capped_threads():
                 ok = _skin_fast(packed, joints, weights, positions, normals, tangents, out_positions, out_normals,
                                 out_tangents, UNROLLED.get(k), linear, unclamped)

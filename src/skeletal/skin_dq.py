@@ -200,7 +200,7 @@ from numba.extending import intrinsic
 from .errors import SkeletalError
 from ._threads import busy_cap, capped_threads
 from .skin import _F32_DTYPE, _FM, _kernel_types_ok, _name_fault, _rows_ok, _transpose_masks, _U8_DTYPE, aligned_empty, \
-    CHUNK, I32, I64, PAD_MIN_VERTICES, LANES, UNROLLED, chunk_codegen, check_skin_args, deinterleave3, Emit, \
+    CHUNK, I32, I64, PAD_MIN_VERTICES, PARALLEL_MIN_VERTICES, LANES, UNROLLED, chunk_codegen, check_skin_args, deinterleave3, Emit, \
     Influences, interleave3, kernel_palette, planar_codegen, planar_ok, Rows, store_rows, transpose_lanes, vec_type
 
 #: A joint whose S differs from the identity by at most this (max abs element) counts as rigid.
@@ -1373,9 +1373,10 @@ def _skin_dq_checked(palette, joints, weights, positions, normals, tangents, out
 def _skin_dq_fast(palette, joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents,
                   kspec, scaled, unclamped, signs):
     chunks = (positions.shape[0] + CHUNK - 1) // CHUNK
-    if chunks == 1:  # no parallel region for one chunk: its start costs ~0.7 us
-        _skin_dq_chunk(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
-                       out_tangents, 0, kspec, scaled, unclamped, signs)
+    if positions.shape[0] < PARALLEL_MIN_VERTICES:  # no parallel region (as skeletal.skin._skin_run)
+        for c in range(chunks):
+            _skin_dq_chunk(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
+                           out_tangents, c, kspec, scaled, unclamped, signs)
     else:
         for c in prange(chunks):
             _skin_dq_chunk(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
@@ -1466,7 +1467,7 @@ def skin_dq_into(
     # call); on a failure kernel_palette and check_skin_args name the argument at fault. More than one
     # chunk runs on fewer threads while other processes keep the CPUs busy (as skin_into).
     try:
-        if n > CHUNK and busy_cap():
+        if n >= PARALLEL_MIN_VERTICES and busy_cap():
             with capped_threads():
                 ok = _skin_dq_checked(packed, joints, weights, positions, normals, tangents, out_positions,
                                       out_normals, out_tangents, UNROLLED.get(k), True if scaled else None,
