@@ -74,6 +74,10 @@ influences, positions + normals, 65 joints, one thread, best of repeats on a qui
   it: an entry point keyed on the arguments' types costs more than that to key in Python). Soldier
   body mesh as the ozz harness runs it (``pack_palette`` + ``skin_into``, uint16 joints, 200 rounds
   interleaved with the previous wrapper): 252 -> 264 M vertices/s, 29.1 -> 27.8 us per call.
+* Threads: chunks of ``CHUNK`` vertices, in parallel only on meshes of ``PARALLEL_MIN_VERTICES`` or
+  more (waking the other threads cost ~75 us a call on the 2-vCPU VM: 2 threads ran the Soldier body
+  mesh at a third of 1 thread's speed), on fewer threads while other processes keep the CPUs busy
+  (:func:`skeletal._threads.busy_cap`).
 * Normals use the cofactor matrix (exact for non-uniform scale, and what the float64 reference uses,
   so both paths agree to 1e-5); the sign of the determinant keeps mirrored joints' normals
   outward. The plain 3x3 (ozz, three.js; exact only for rigid or uniformly scaled joints, and not
