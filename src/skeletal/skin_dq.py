@@ -1036,14 +1036,8 @@ def _emit_dq_group(context, b, A, args, v0, k: int, scaled: bool, clamp: bool) -
     rows = [inf.rows(b.add(v0, ir.Constant(I64, i))) for i in range(LANES)]
     stride = ir.Constant(I64, 4 * DQ_STRIDE)
 
-    # 1. Weights, lane-wise: whole quads of each row transposed (K = 4, 8), else one lane at a time.
-    if k % 4 == 0:
-        weights = []
-        for g in range(0, k, 4):
-            got, = _transposed(e, [wrow for _, wrow in rows], [4 * g], 4, [range(4)])
-            weights += [got[c] for c in range(4)]
-    else:
-        weights = [_lane_vector(e, [inf.weight(wrow, kk) for _, wrow in rows]) for kk in range(k)]
+    # 1. Weights, lane-wise.
+    weights = _lane_weights(e, inf, [wrow for _, wrow in rows], k)
 
     it = ir.VectorType(I32, LANES)
     sign_bit = ir.Constant(it, [-0x80000000] * LANES)
@@ -1102,22 +1096,7 @@ def _emit_dq_group(context, b, A, args, v0, k: int, scaled: bool, clamp: bool) -
     if k <= 2:
         blended = blend(True)
     else:
-        first = None
-        for w in weights[1:]:
-            ge = b.fcmp_ordered(">=", weights[0], w)
-            first = ge if first is None else b.and_(first, ge)
-        all_first = b.icmp_unsigned("==", b.bitcast(first, ir.IntType(LANES)), ir.Constant(ir.IntType(LANES), -1))
-        with b.if_else(all_first) as (then, otherwise):
-            with then:
-                by_stream, stream_block = blend(True), b.block
-            with otherwise:
-                by_tournament, tournament_block = blend(False), b.block
-        blended = []
-        for x, y in zip(by_stream, by_tournament):
-            phi = b.phi(x.type)
-            phi.add_incoming(x, stream_block)
-            phi.add_incoming(y, tournament_block)
-            blended.append(phi)
+        blended = _either(b, _sorted_first(b, weights), lambda: blend(True), lambda: blend(False))
     _emit_dq_transform(context, b, e, A, args, v0, blended[:4], blended[4:8], blended[8:] if scaled else None)
 
 
@@ -1241,30 +1220,47 @@ def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool) -> None:
         # memory (a load).
         hidden = _opaque(b, wrow0)
         wrows = [b.gep(hidden, [b.mul(ir.Constant(I64, i), inf.wgt.stride)]) for i in range(LANES)]
-        if k % 4 == 0:
-            weights = []
-            for g in range(0, k, 4):
-                got, = _transposed(e, wrows, [4 * g], 4, [range(4)])
-                weights += [got[c] for c in range(4)]
-        else:
-            weights = [_lane_vector(e, [inf.weight(wrow, kk) for wrow in wrows]) for kk in range(k)]
-        first = None
-        for w in weights[1:]:
-            ge = b.fcmp_ordered(">=", weights[0], w)
-            first = ge if first is None else b.and_(first, ge)
-        all_first = b.icmp_unsigned("==", b.bitcast(first, ir.IntType(LANES)), ir.Constant(ir.IntType(LANES), -1))
-        with b.if_else(all_first) as (then, otherwise):
-            with then:
-                by_first, first_block = blend(True), b.block
-            with otherwise:
-                by_chain, chain_block = blend(False), b.block
-        blended = []
-        for x, y in zip(by_first, by_chain):
-            phi = b.phi(x.type)
-            phi.add_incoming(x, first_block)
-            phi.add_incoming(y, chain_block)
-            blended.append(phi)
+        blended = _either(b, _sorted_first(b, _lane_weights(e, inf, wrows, k)), lambda: blend(True),
+                          lambda: blend(False))
     _emit_dq_transform(context, b, e, A, args, v0, blended[:4], blended[4:8], blended[8:] if scaled else None)
+
+
+def _lane_weights(e: Emit, inf: Influences, wrows, k: int):
+    """The K weights of the LANES weight rows ``wrows`` lane-wise (lane l = row l's): whole quads of each
+    row transposed (K = 4, 8), else one lane at a time."""
+    if k % 4 == 0:
+        weights = []
+        for g in range(0, k, 4):
+            got, = _transposed(e, wrows, [4 * g], 4, [range(4)])
+            weights += [got[c] for c in range(4)]
+        return weights
+    return [_lane_vector(e, [inf.weight(wrow, kk) for wrow in wrows]) for kk in range(k)]
+
+
+def _sorted_first(b, weights):
+    """i1: in every lane, weight 0 is at least each other weight (influence 0 is the pivot)."""
+    first = None
+    for w in weights[1:]:
+        ge = b.fcmp_ordered(">=", weights[0], w)
+        first = ge if first is None else b.and_(first, ge)
+    return b.icmp_unsigned("==", b.bitcast(first, ir.IntType(LANES)), ir.Constant(ir.IntType(LANES), -1))
+
+
+def _either(b, cond, then, otherwise):
+    """``then()`` where ``cond`` holds, else ``otherwise()`` (each emits its own code and returns a list of
+    values of the same types), merged by phis."""
+    with b.if_else(cond) as (yes, no):
+        with yes:
+            got_yes, block_yes = then(), b.block
+        with no:
+            got_no, block_no = otherwise(), b.block
+    merged = []
+    for x, y in zip(got_yes, got_no):
+        phi = b.phi(x.type)
+        phi.add_incoming(x, block_yes)
+        phi.add_incoming(y, block_no)
+        merged.append(phi)
+    return merged
 
 
 def _opaque(b, value):
