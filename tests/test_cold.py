@@ -54,7 +54,10 @@ def test_busy_cap_lowers_the_thread_count_while_another_process_spins():
     from skeletal.bench import synthetic_mesh
     from skeletal.skin import pack_palette, skin_into
 
-    palette, joints, weights, positions, normals = synthetic_mesh(20_000)
+    from skeletal.skin import PARALLEL_MIN_VERTICES
+
+    # big enough for a parallel region (smaller meshes skin on the calling thread, uncapped)
+    palette, joints, weights, positions, normals = synthetic_mesh(2 * PARALLEL_MIN_VERTICES)
     packed = pack_palette(palette)
     free_p, free_n = np.empty_like(positions), np.empty_like(normals)
     _threads._state.pop("busy", None)
