@@ -69,6 +69,11 @@ _FLOAT64 = np.dtype(np.float64)
 #: Batches up to this size run serial kernels (a parallel launch costs more than a few characters).
 SERIAL_BELOW = 4
 
+#: Foot placement on fewer characters than this runs in the calling thread (:func:`_foot_chunks`): the
+#: stage costs ~1 us a character, and waking numba's second thread costs ~75 us on a 2-vCPU VM (more
+#: when another process holds a core), so below a few hundred characters a parallel region loses.
+FOOT_PARALLEL_MIN = 256
+
 
 @njit(cache=True)
 def _all_rows(parents, pose, world):
@@ -591,6 +596,9 @@ def foot_kernel(job, phase, chunks):
     chunks = max(min(n, chunks), 1)
     n_legs = legs.shape[1]
     floor, reach, omega, dt, soft, max_tilt = scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5]
+    # |w| >= cos(max_tilt / 2) means 2 acos|w| <= max_tilt (acos decreases); the bound is widened by a
+    # few ulps so that rounding never skips a turn that the exact comparison would limit
+    cos_half_tilt = math.cos(0.5 * max_tilt) * (1.0 + 1e-12)
     for c in prange(chunks):
         for b in range(c * n // chunks, (c + 1) * n // chunks):
             # This instance's arrays as views made once (a view costs an atomic reference count on an array
@@ -732,10 +740,11 @@ def foot_kernel(job, phase, chunks):
                 ny = M[0, 1] * nwx + M[1, 1] * nwy + M[2, 1] * nwz
                 nz = M[0, 2] * nwx + M[1, 2] * nwy + M[2, 2] * nwz
                 ax, ay, az, aw = quat_from_to(upx, upy, upz, nx, ny, nz)
-                angle = 2.0 * math.acos(min(abs(aw), 1.0))
                 u = contact[b, l]
-                if angle > max_tilt:
-                    u *= max_tilt / angle
+                if abs(aw) < cos_half_tilt:  # the turn's angle 2 acos|w| may exceed max_tilt: acos only then
+                    angle = 2.0 * math.acos(min(abs(aw), 1.0))
+                    if angle > max_tilt:
+                        u *= max_tilt / angle
                 ax, ay, az, aw = nlerp_identity(ax, ay, az, aw, u)
                 qx, qy, qz, qw = quat_from_world(world_b[foot])
                 ex, ey, ez, ew = qmul(ax, ay, az, aw, qx, qy, qz, qw)
@@ -748,12 +757,17 @@ def foot_kernel(job, phase, chunks):
 
 
 def _foot_chunks(count: int) -> int:
-    """How many instance ranges :func:`foot_kernel` hands out: four per thread of numba's pool (the
-    serial twin for a few characters: one), at most one per instance. An argument, not computed in
-    the kernel: ``numba.get_num_threads()`` inside it would keep its serial twin out of the cache."""
+    """How many instance ranges :func:`foot_kernel` hands out: four per thread of numba's pool, at most
+    one per instance; one (its serial twin, in the calling thread) under ``FOOT_PARALLEL_MIN``
+    characters. An argument, not computed in the kernel: ``numba.get_num_threads()`` inside it would
+    keep its serial twin out of the cache.
+
+    >>> _foot_chunks(1)
+    1
+    """
     import numba
 
-    return max(1, min(count, 4 * numba.get_num_threads())) if count > SERIAL_BELOW else 1
+    return max(1, min(count, 4 * numba.get_num_threads())) if count >= FOOT_PARALLEL_MIN else 1
 
 
 class FootPlacement:
@@ -938,7 +952,7 @@ class FootPlacement:
                 initialised=self.initialised, plant=self.plant, locked=self.locked, lock=self.lock,
                 targets=self.targets, pelvis_offset=self.pelvis_offset, pal=pal, pal_joints=pal_joints,
                 inv_bind=inv_bind, pal_idx=self._pal_idx, pal_start=self._pal_start)
-            kernel = foot_kernel if proc.count > SERIAL_BELOW else serial_variant(foot_kernel)
+            kernel = foot_kernel if proc.count >= FOOT_PARALLEL_MIN else serial_variant(foot_kernel)
             chunks = _foot_chunks(proc.count)
             self._args = (job, chunks, entry(kernel, job, 0, chunks))
             self._args_from = (packed, pose, world, mixer.fs, self.weight, self._ground_args, self.plant, self.ankle,
