@@ -359,6 +359,72 @@ def test_mixer_batch_equals_players_and_crowd_runs(demo):
             assert np.allclose(palette, m.world[:, skin.joints] @ skin.inverse_bind, atol=1e-12)
 
 
+def _mixer_on(asset, spec, count, frames):
+    """A Mixer of ``count`` demo walkers (offset clocks, spread placements) with foot placement on
+    ``spec``: yields the stage after each of ``frames`` updates."""
+    mixer = skeletal.Mixer(asset, count, events=False)
+    mixer.play("walk", offset=np.linspace(0.0, 0.9, count))
+    proc = Procedural(mixer)
+    stage = proc.foot_placement(spec)
+    places = np.stack([np.linspace(-2.0, 2.0, count), np.zeros(count), np.linspace(1.0, -1.0, count)], axis=1)
+    proc.place(places, np.linspace(-1.0, 1.0, count))
+    for _ in range(frames):
+        mixer.update(DT)
+        yield mixer, stage
+
+
+def test_terrain_queries_are_kept_only_at_the_same_point(demo):
+    # a planted foot's target stays on its lock: the kernel keeps last frame's terrain query there; the
+    # heights and normals always equal a fresh query at this frame's targets, also after the ground changes
+    other = "terrain:amplitude=0.3,wavelength=1.5,seed=7"
+    kept = 0
+    previous = None
+    for frame, (_, stage) in enumerate(_mixer_on(demo, "terrain:amplitude=0.15,wavelength=3,seed=1", 5, 60)):
+        x, z = stage.targets[..., 0], stage.targets[..., 2]
+        h, n = stage.ground.height_normal(x, z)
+        np.testing.assert_allclose(stage.heights, h, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(stage.normals, n, rtol=0, atol=1e-12)
+        if previous is not None:
+            kept += int(np.sum((x == previous[0]) & (z == previous[1])))
+        previous = (x.copy(), z.copy())
+        if frame == 40:
+            stage.ground = other  # from the next frame: the same locked points, another terrain
+    assert kept > 60  # planted feet: most frames query their point again (kept), 5 walkers x 2 feet
+
+
+def test_parallel_foot_placement_equals_the_serial_twin(demo):
+    # more than a few characters on more than one thread: the stage runs in parallel over ranges of
+    # instances (as the playback update before it); on one thread, its serial twin. A change of the
+    # thread count between frames switches kernels (the planned frame is dropped)
+    import numba
+
+    import skeletal.playback.procedural as procedural
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba has one thread here")
+    spec = "terrain:amplitude=0.15,wavelength=3,seed=1"
+    threads = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        serial = [m.world.copy() for m, _ in _mixer_on(demo, spec, 6, 20)]
+        numba.set_num_threads(2)
+        assert procedural._foot_chunks(6, 2) == 6 and procedural._foot_chunks(6, 1) == 1
+        parallel, switched = [], []
+        for frame, (m, stage) in enumerate(_mixer_on(demo, spec, 6, 20)):
+            parallel.append(m.world.copy())
+            if frame <= 9:
+                assert stage._args[1] == 6  # six ranges of one character
+            if frame == 9:
+                numba.set_num_threads(1)  # the next frames: the serial twin again
+            if frame >= 10:
+                switched.append(stage._args[1])
+    finally:
+        numba.set_num_threads(threads)
+    assert switched and set(switched) == {1}
+    for a, b in zip(serial, parallel):
+        assert np.abs(a - b).max() < 1e-12
+
+
 def _walk_forward(asset, ground, speed, frames, plant=True):
     """The demo walk moved forward (+Z) through its placement at ``speed`` m/s over ``ground``;
     returns the feet's world positions (frames, L, 3), contact weights (frames, L) and the stage."""

@@ -84,8 +84,8 @@ FOOT_FIELDS = (
     "legs", "pelvis", "pelvis_nodes", "leg_nodes", "leg_start",
     # the mixer's actions and the clips' contact tables
     "fs", "slot_clip", "slot_additive", "tables", "frames", "fps", "durations", "looping",
-    # the ground (kind, parameters, height grid) and the per-frame queries
-    "g_kind", "g_params", "g_grid", "heights", "normals",
+    # the ground (kind, parameters, height grid), the per-frame queries and the points last queried
+    "g_kind", "g_params", "g_grid", "heights", "normals", "queried",
     # per-instance state: contacts, ankle heights, leg lengths, scalars (floor, reach, omega, dt, soft,
     # max tilt, fresh, palettes), weights, pelvis spring, plants and locks, targets, pelvis offset
     "contact", "ankle", "leg_len", "scalars", "weight", "state", "initialised", "plant", "locked", "lock",

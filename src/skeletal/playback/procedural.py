@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit, prange
+from numba import get_num_threads, njit, prange
 from numba.experimental import structref
 
 from .._compile import serial_variant
@@ -54,7 +54,7 @@ from ..pose import (affine_product_into, local_to_world_one, palette_batch, worl
 from . import kernels as K
 from .jobs import _check, _Fields, entry, field, foot_job
 from .contacts import ContactPhases, Leg, detect_contacts, find_legs
-from .ground import Ground, as_ground, ground_at
+from .ground import GROUND_TERRAIN, Ground, as_ground, ground_at
 from .springs import (JiggleChains, critical_spring, find_tail_chains, nlerp_identity, qmul, qnormalize,
                       quat_from_to, quat_from_world)
 
@@ -68,11 +68,6 @@ _FLOAT64 = np.dtype(np.float64)
 
 #: Batches up to this size run serial kernels (a parallel launch costs more than a few characters).
 SERIAL_BELOW = 4
-
-#: Foot placement on fewer characters than this runs in the calling thread (:func:`_foot_chunks`): the
-#: stage costs ~1 us a character, and waking numba's second thread costs ~75 us on a 2-vCPU VM (more
-#: when another process holds a core), so below a few hundred characters a parallel region loses.
-FOOT_PARALLEL_MIN = 256
 
 
 @njit(cache=True)
@@ -371,8 +366,10 @@ class Procedural:
         # the planned frame: the same dt and the same mixer job (any array the stages read replaced,
         # a slot or layer added, the clip set changed: a new job) -- the stages' compiled calls only
         if plan is not None and plan[1] is self.mixer._job_state:
-            if plan[0] == dt:
-                foot, look = plan[2], plan[3]
+            foot = plan[2]
+            # (and numba's thread count that chose the foot call's kernel, serial or parallel: else replan)
+            if plan[0] == dt and (foot is None or not foot[3] or foot[3] == get_num_threads()):
+                look = plan[3]
                 if foot is not None:
                     foot[0](foot[1], 0, foot[2])
                 if look is not None and not look[0](look[1], look[2], look[3], dt, look[4]):
@@ -406,8 +403,8 @@ class Procedural:
         foot = look = None
         for stage in self.stages:
             if type(stage) is FootPlacement and stage._ground_args[0] >= 0 and stage.palettes_current:
-                job, chunks, call = stage._args
-                foot = (call, job, chunks)
+                job, chunks, call, threads = stage._args
+                foot = (call, job, chunks, threads)
             elif type(stage) is LookAt and self.count <= SERIAL_BELOW and stage.palettes_current:
                 if stage.target is not None:
                     mode = 1 if stage.smooth_time == 0.0 else 0
@@ -566,7 +563,9 @@ def foot_kernel(job, phase, chunks):
     [l]:leg_start[l + 1]]: ascending rig indices of the pelvis' / each thigh's subtree (world rows
     rebuilt); fs .. looping: the mixer's slot state and the contact tables (:func:`_contact_one`);
     g_kind, g_params, g_grid: :meth:`.ground.Ground.kernel_args`; heights (B, L), normals (B, L, 3):
-    the ground under each foot target (world), written (phase 0) or read (phase 2); contact (B, L)
+    the ground under each foot target (world), written (phase 0) or read (phase 2); queried (B, L, 2)
+    the world (x, z) that ``heights``/``normals`` hold a terrain's query of (NaN: none; a point queried
+    the frame before is not queried again, phase 0); contact (B, L)
     0..1, written; ankle (L,) foot joint height over the floor when planted flat; leg_len (L,);
     scalars (8,): floor (model y of the clips' floor), reach (fraction of the leg length a leg may
     stretch to), omega, dt (the pelvis spring), soft (two-bone soft limit), max_tilt (radians),
@@ -586,6 +585,7 @@ def foot_kernel(job, phase, chunks):
     tables, frames, fps = field(job, "tables"), field(job, "frames"), field(job, "fps")
     durations, looping, g_kind = field(job, "durations"), field(job, "looping"), field(job, "g_kind")
     g_params, g_grid, heights = field(job, "g_params"), field(job, "g_grid"), field(job, "heights")
+    queried = field(job, "queried")
     normals, contact, ankle = field(job, "normals"), field(job, "contact"), field(job, "ankle")
     leg_len, scalars, weight = field(job, "leg_len"), field(job, "scalars"), field(job, "weight")
     state, initialised, plant = field(job, "state"), field(job, "initialised"), field(job, "plant")
@@ -640,9 +640,14 @@ def foot_kernel(job, phase, chunks):
             goal = np.inf
             for l in range(n_legs):
                 if phase == 0:
-                    h, nx, ny, nz = ground_at(g_kind, g_params, g_grid, targets[b, l, 0], targets[b, l, 2])
-                    heights[b, l] = h
-                    normals[b, l, 0], normals[b, l, 1], normals[b, l, 2] = nx, ny, nz
+                    x, z = targets[b, l, 0], targets[b, l, 2]
+                    # a planted foot's target stays on its lock: the terrain's 12 sines and cosines a point
+                    # (two octaves) are not evaluated again at the point queried last frame (NaN: none)
+                    if not (g_kind == GROUND_TERRAIN and x == queried[b, l, 0] and z == queried[b, l, 1]):
+                        h, nx, ny, nz = ground_at(g_kind, g_params, g_grid, x, z)
+                        heights[b, l] = h
+                        normals[b, l, 0], normals[b, l, 1], normals[b, l, 2] = nx, ny, nz
+                        queried[b, l, 0], queried[b, l, 1] = x, z
                 fj = legs[2, l]
                 fy = M[1, 0] * world_b[fj, 0, 3] + M[1, 1] * world_b[fj, 1, 3] + M[1, 2] * world_b[fj, 2, 3] + M[1, 3]
                 ny = max(normals[b, l, 1], 0.2)
@@ -756,18 +761,22 @@ def foot_kernel(job, phase, chunks):
                     _palette_rows(world_b, pal_joints, inv_bind, pal_idx, pal_start[l + 1], pal_start[l + 2], pal_b)
 
 
-def _foot_chunks(count: int) -> int:
-    """How many instance ranges :func:`foot_kernel` hands out: four per thread of numba's pool, at most
-    one per instance; one (its serial twin, in the calling thread) under ``FOOT_PARALLEL_MIN``
-    characters. An argument, not computed in the kernel: ``numba.get_num_threads()`` inside it would
-    keep its serial twin out of the cache.
+def _foot_chunks(count: int, threads: int) -> int:
+    """How many instance ranges :func:`foot_kernel` hands out for ``count`` characters on ``threads`` of
+    numba's pool: four per thread, at most one per instance; one (its serial twin, in the calling
+    thread) for a few characters or one thread (a parallel region on one thread costs ~15 us a call).
+    With more threads the stage runs in parallel even for a hundred characters: the playback update
+    before it ran each character on the thread that OpenMP's static split gives it, and so does this
+    split (equal ranges in order), so a character's pose, world rows and palettes are still in that
+    core's cache; run serially, the calling thread pulls half of them from the other core and the next
+    update pulls them back (Mixer of 100, 2 threads: 3.4 us a character instead of 1.6, wall). An
+    argument, not computed in the kernel: ``numba.get_num_threads()`` inside it would keep its serial
+    twin out of the cache.
 
-    >>> _foot_chunks(1)
-    1
+    >>> _foot_chunks(100, 2), _foot_chunks(100, 1), _foot_chunks(3, 2)
+    (8, 1, 1)
     """
-    import numba
-
-    return max(1, min(count, 4 * numba.get_num_threads())) if count >= FOOT_PARALLEL_MIN else 1
+    return max(1, min(count, 4 * threads)) if count > SERIAL_BELOW and threads > 1 else 1
 
 
 class FootPlacement:
@@ -842,6 +851,7 @@ class FootPlacement:
         self.pelvis_offset = np.zeros(b)
         self.heights = np.zeros((b, n_legs))
         self.normals = np.zeros((b, n_legs, 3))
+        self._queried = np.full((b, n_legs, 2), np.nan)  # the (x, z) heights/normals hold a query of
         self.locked = np.zeros((b, n_legs), np.bool_)
         self.lock = np.zeros((b, n_legs, 2))
         self._scalars = np.zeros(8)
@@ -881,6 +891,7 @@ class FootPlacement:
         """Forget the pelvis spring and the planted feet's locks (after a teleport)."""
         self.initialised[:] = False
         self.locked[:] = False
+        self._queried[...] = np.nan
 
     def phases_for(self, clip) -> ContactPhases:
         """The contact phases of a clip (name, index or Clip) for these legs (cached)."""
@@ -937,27 +948,31 @@ class FootPlacement:
         self.__dict__["palettes_current"] = keep  # per frame: not through __setattr__
         # the kernel's job changes rarely: rebuilt only when one of the objects it comes from did
         c = self._args_from
+        # numba's thread count (0: a few characters, always serial): see _foot_chunks
+        threads = get_num_threads() if proc.count > SERIAL_BELOW else 0
         if (c is None or c[0] is not packed or c[1] is not pose or c[2] is not world or c[3] is not mixer.fs
                 or c[4] is not self.weight or c[5] is not self._ground_args or c[6] != self.plant
-                or c[7] is not self.ankle or c[8] is not proc.placement):
+                or c[7] is not self.ankle or c[8] is not proc.placement or c[9] != threads):
             tables, frames, fps, durations, looping, additive = packed
             pal, pal_joints, inv_bind = self._pal
+            self._queried[...] = np.nan  # a new ground (or arrays): nothing queried yet
             job = foot_job(
                 pose=pose, world=world, parents=proc.rig.parents, placement=proc.placement, legs=self._legs,
                 pelvis=self.pelvis, pelvis_nodes=self.pelvis_nodes, leg_nodes=self.leg_nodes,
                 leg_start=self.leg_start, fs=mixer.fs, slot_clip=mixer.slot_clip, slot_additive=additive,
                 tables=tables, frames=frames, fps=fps, durations=durations, looping=looping, g_kind=kind,
-                g_params=params, g_grid=grid, heights=self.heights, normals=self.normals, contact=self.contact,
+                g_params=params, g_grid=grid, heights=self.heights, normals=self.normals, queried=self._queried,
+                contact=self.contact,
                 ankle=self.ankle, leg_len=self.leg_length, scalars=sc, weight=self.weight, state=self.state,
                 initialised=self.initialised, plant=self.plant, locked=self.locked, lock=self.lock,
                 targets=self.targets, pelvis_offset=self.pelvis_offset, pal=pal, pal_joints=pal_joints,
                 inv_bind=inv_bind, pal_idx=self._pal_idx, pal_start=self._pal_start)
-            kernel = foot_kernel if proc.count >= FOOT_PARALLEL_MIN else serial_variant(foot_kernel)
-            chunks = _foot_chunks(proc.count)
-            self._args = (job, chunks, entry(kernel, job, 0, chunks))
+            chunks = _foot_chunks(proc.count, threads)
+            kernel = foot_kernel if chunks > 1 else serial_variant(foot_kernel)
+            self._args = (job, chunks, entry(kernel, job, 0, chunks), threads)
             self._args_from = (packed, pose, world, mixer.fs, self.weight, self._ground_args, self.plant, self.ankle,
-                               proc.placement)
-        job, chunks, call = self._args
+                               proc.placement, threads)
+        job, chunks, call, _ = self._args
         if kind >= 0:  # a built-in ground: one compiled call for the whole stage
             call(job, 0, chunks)
             return
