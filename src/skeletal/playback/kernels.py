@@ -24,7 +24,7 @@ from numba import njit, prange
 from ..ik import solve_stages_at
 from ..pose import palettes_one, world_subset_one
 from ..quat import near_slerp_into, qmul, sin_quarter, slerp_into
-from ..sampling import interpolate_into, locate_key, nlerp_into
+from ..sampling import interpolate_into, lerp3_into, locate_key, nlerp_into
 from .clipset import (CL_MARKER_END, CL_MARKER_START, CL_SEGMENT_END, CL_SEGMENT_START, CL_TIMELINE_END,
                       CL_TIMELINE_START, SEG_CONSTANT, SEG_END, SEG_FIRST, SEG_KIND, SEG_LERP3, SEG_NLERP,
                       SEG_FAST_END, SEG_SLERP, SEG_TIMELINE, TK_INTERP, TK_KEY_START, TK_NODE, TK_OUT, TK_PATH, TK_VALUE_START, TK_WIDTH)
@@ -381,14 +381,9 @@ def _sample_clip_direct(c, clip_table, segments, tracks, timeline_keys, values, 
         if kind == SEG_LERP3 and inside:
             # unsigned indices: numba's negative-index wraparound (a compare and select per signed
             # index) doubled this loop's time (101 tracks of Soldier's Walk: 0.39 -> 0.19 us)
-            s = 1.0 - u
             key3 = np.uint64(key * 3)
             for k in range(np.uint64(segments[g, SEG_FIRST]), np.uint64(segments[g, SEG_END])):
-                a = np.uint64(tracks[k, TK_VALUE_START]) + key3
-                o = np.uint64(tracks[k, TK_OUT])
-                flat[o] = values[a] * s + values[a + _U3] * u
-                flat[o + _U1] = values[a + _U1] * s + values[a + _U4] * u
-                flat[o + _U2] = values[a + _U2] * s + values[a + _U5] * u
+                lerp3_into(flat, np.uint64(tracks[k, TK_OUT]), values, np.uint64(tracks[k, TK_VALUE_START]) + key3, u)
         elif (kind == SEG_NLERP or kind == SEG_SLERP) and inside:
             # nlerp for the prefix whose keys are close enough (see ClipSet.segments), slerp after it
             fast_end = segments[g, SEG_FAST_END]

@@ -89,12 +89,22 @@ class Mixer:
         "_world_scratch",
     ))
 
+    # Attributes whose assignment also drops the Player's armed fast path (see _fast).
+    _FAST_RESETS = _JOB_SOURCES | frozenset(("_job_state", "_snap_fading"))
+
     def __setattr__(self, name: str, value) -> None:
         object.__setattr__(self, name, value)
-        if name in Mixer._JOB_SOURCES:
-            object.__setattr__(self, "_job_state", None)
+        if name in Mixer._FAST_RESETS:
+            if name in Mixer._JOB_SOURCES:
+                object.__setattr__(self, "_job_state", None)
+            object.__setattr__(self, "_fast", None)
 
     def __init__(self, asset: Asset, count: int = 1, *, dtype: npt.DTypeLike = np.float64, events: bool = True):
+        # ``_fast``: (this mixer's __dict__, compiled update, job, IK job) while a whole update may be one
+        # direct call (armed by Player.update); None after anything that could change that (a new job,
+        # a snapshot fade, a clip added: see __setattr__, _job, clip_index). Controllers are checked
+        # at each call (a plain list that other objects append to).
+        object.__setattr__(self, "_fast", None)
         self._job_state = None  # [job, IK job, compiled update, clip set version]: see _job
         if count < 1:
             raise SkeletalError(f"count must be at least 1, got {count}")
@@ -209,7 +219,11 @@ class Mixer:
 
     def clip_index(self, clip: str | int | Clip) -> int:
         """Index of a clip in this mixer's clip set (a Clip object not yet in it is added)."""
-        return self.clipset.index(clip)
+        version = self.clipset.version
+        c = self.clipset.index(clip)
+        if self.clipset.version != version:  # the job's clip tables are stale: the next update rebuilds it
+            object.__setattr__(self, "_fast", None)
+        return c
 
     def slot(self, clip: str | int | Clip, layer: int = 0, owner: object = None) -> int:
         """The action slot of ``clip`` on ``layer``, created (stopped) on first use. An ``owner`` (a
@@ -675,6 +689,7 @@ class Mixer:
         ik = None if self._ik is None else self._ik.job()
         state = [job, ik, None, version]
         object.__setattr__(self, "_job_state", state)
+        object.__setattr__(self, "_fast", None)
         return state
 
     def _evaluate_into(self, layer_weight: np.ndarray, pose: np.ndarray, morph: np.ndarray) -> None:

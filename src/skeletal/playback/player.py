@@ -328,9 +328,22 @@ class Player:
 
         >>> player.update(1 / 60)                          # doctest: +SKIP
         """
-        # The hot path: the mixer's compiled update called directly (no controllers, or one Procedural,
-        # whose before_update does nothing: its mixer_frame runs the update, events and after_update as
-        # Mixer.update would; no fading snapshot, a current job); anything else goes through Mixer.update.
+        # The hot path, armed by the general path below (Mixer._fast): the clock and one compiled call
+        # (the mixer's update on its current job: clocks, blending, world rows, palettes), events only
+        # when the call reports one.
+        mixer = self.mixer
+        fast = mixer._fast
+        if fast is not None and not mixer.controllers:
+            dt = float(dt)
+            fast[0]["time"] += dt
+            if fast[1](fast[2], fast[3], dt, _ALL) and mixer.collect_events:
+                mixer._collect_events()
+            return
+        self._update_general(dt)
+
+    def _update_general(self, dt: float) -> None:
+        """:meth:`update` when its armed fast path is not: controllers (a planned Procedural's fused
+        call, a Procedural's frame, Mixer.update for any other), a snapshot fading, a job to build."""
         mixer = self.mixer
         state = mixer._job_state
         controllers = mixer.controllers
@@ -356,6 +369,8 @@ class Player:
         if controllers:  # a Procedural: the compiled update, events and its stages, fused where it can
             controllers[0].mixer_frame(state, dt)
             return
+        # no controllers, a current job and its compiled update: the next calls take the fast path
+        object.__setattr__(mixer, "_fast", (mixer.__dict__, state[2], state[0], state[1]))
         if state[2](state[0], state[1], dt, _ALL) and mixer.collect_events:
             mixer._collect_events()
 
