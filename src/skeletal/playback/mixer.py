@@ -32,6 +32,7 @@ import numpy.typing as npt
 from ..asset import Asset, require_nodes
 from ..clip import Clip
 from ..errors import ClipError, SkeletalError
+from ..pose import depth_order
 from .._compile import serial_variant
 from .._threads import capped_threads
 from . import kernels as K
@@ -658,7 +659,7 @@ class Mixer:
         """The job's world and palette fields: every node's 4x4 world matrix into ``world``, the
         skins' 4x4 palettes into one (B, J, 4, 4) array (the crowd keeps 3x4 rows instead)."""
         return dict(
-            world_nodes=np.arange(len(self.rig), dtype=np.int64), worlds=self.world,
+            world_nodes=depth_order(self.rig.parents, np.arange(len(self.rig))), worlds=self.world,
             scratch_world=np.zeros((1, 1) + self.world.shape[2:], self.world.dtype),
             palette_joints=self._palette_joints, inverse_bind=self._inverse_bind, palettes=self._palette_all,
         )
