@@ -150,3 +150,56 @@ def test_local_pose_is_current_whenever_it_is_read(asset):
     wide.local_pose = wide.local_pose.copy()  # a new array: the next wide update fills it when read
     _step_both(wide, narrow, 2)
     np.testing.assert_allclose(wide.local_pose, narrow.local_pose, atol=2e-5)
+
+
+def _twins(asset, count, ik=False):
+    """Two wide crowds in the same state: ``eager`` reads ``local_pose`` after every update (its rows
+    move to the lane store after the first read), ``lazy`` keeps them in per-thread scratch until read."""
+    offsets = np.linspace(0, asset.clip("walk").duration, count, endpoint=False)
+    twins = Crowd(asset, count), Crowd(asset, count)
+    for crowd in twins:
+        crowd.play("walk", offsets=offsets, speeds=np.linspace(0.6, 1.4, count))
+    if ik:
+        from test_crowd_wide_ik import _legs
+
+        _legs(twins, count, near=True)
+    return twins
+
+
+@pytest.mark.parametrize("ik", [False, True], ids=["no-ik", "two-bone-legs"])
+def test_scratch_rows_rebuild_the_same_pose_when_first_read(asset, ik):
+    """Until ``local_pose`` is first read, wide groups keep their local rows in per-thread scratch; the
+    first read rebuilds them (the same sampling, the rotations IK left put back): bit for bit what a
+    crowd that kept them in its lane store all along holds, and the palettes never differ."""
+    count = 3 * LANES + 3
+    eager, lazy = _twins(asset, count, ik)
+    for _ in range(6):
+        eager.update(1 / 50)
+        lazy.update(1 / 50)
+        eager.local_pose  # noqa: B018 (read every frame: the lane store from the first read on)
+        np.testing.assert_array_equal(lazy.palettes, eager.palettes)
+    assert lazy._job_state[4][0][4].shape[0] == 0, "the lazy crowd's rows stayed in scratch"
+    assert eager._job_state[4][0][4].shape[0] == 3, "the eager crowd's rows went to the lane store"
+    np.testing.assert_array_equal(lazy.local_pose, eager.local_pose)
+    assert lazy._job_state[4][0][4].shape[0] == 3
+    for _ in range(3):  # from now on both write their lane stores
+        eager.update(1 / 50)
+        lazy.update(1 / 50)
+    np.testing.assert_array_equal(lazy.local_pose, eager.local_pose)
+    np.testing.assert_array_equal(lazy.palettes, eager.palettes)
+
+
+def test_the_rebuilt_pose_is_the_last_updates_not_the_new_clocks(asset):
+    """Changing the actions after an update (seek, another clip) and reading ``local_pose`` before the
+    next update gives the pose of that update, as the lane store did: the rebuild uses the sample
+    times and clips each group had then."""
+    count = 2 * LANES
+    eager, lazy = _twins(asset, count)
+    other = next(c.name for c in asset.clips if c.name != "walk")
+    for crowd in (eager, lazy):
+        crowd.update(1 / 40)
+        crowd.update(1 / 40)
+    expected = eager.local_pose.copy()
+    lazy.seek("walk", 0.123, instances=list(range(LANES, count)))
+    lazy.play(other, restart=True, instances=list(range(LANES)))
+    np.testing.assert_array_equal(lazy.local_pose, expected)

@@ -132,3 +132,50 @@ def test_direct_update_keeps_time_events_and_layers(asset):
     masked = asset.rig.descendants(asset.rig.find("chest"))
     assert rotation_error(player.local_pose[~masked], alone(asset, "walk", t + 0.05)[~masked]) < 1e-6
     assert not np.allclose(player.local_pose[masked], alone(asset, "walk", t + 0.05)[masked])
+
+
+def _script(player, asset, events):
+    """The same frames for two players: idle, one clip, a crossfade (the switch to blending) in a frame
+    where a non-looping clip also ends (its event must not be lost), a layer, everything stopped."""
+    player.on("finished", lambda e: events.append(("finished", e.clip)))
+    player.on("loop", lambda e: events.append(("loop", e.clip)))
+    clips = [c.name for c in asset.clips]
+    other = next(c for c in clips if c != "walk")
+    yield
+    player.play("walk", loop="once")
+    yield
+    yield
+    player.action("walk").time = asset.clip("walk").duration - 0.01  # ends within the next frame
+    player.crossfade(other, 0.2)
+    yield
+    yield
+    upper = player.add_layer("upper", mask="chest")
+    player.play("walk", layer=upper)
+    yield
+    player.stop(fade=0.0)
+    player.stop(layer=upper)
+    yield
+
+
+def test_single_action_kernel_switches_to_blending_without_a_lost_frame(asset):
+    """A character starts on the update kernel compiled without blending (a cold first frame compiles
+    less); the first frame that needs a blend runs the full kernel's blend on the same clocks and from
+    then on the full kernel: every frame's pose, palettes and events equal a player's that had
+    blending from the start, and idle frames (nothing playing) give the rest pose on either kernel."""
+    from skeletal.playback import kernels as K
+
+    lazy, full = Player(asset), Player(asset)
+    full.mixer.__dict__["_blends"] = True
+    events: dict = {"lazy": [], "full": []}
+    kernels = []
+    for _ in zip(_script(lazy, asset, events["lazy"]), _script(full, asset, events["full"])):
+        lazy.update(0.05)
+        full.update(0.05)
+        kernels.append(lazy.mixer.__dict__.get("_blends", False))
+        np.testing.assert_array_equal(lazy.local_pose, full.local_pose)
+        for a, b in zip(lazy.palettes, full.palettes):
+            np.testing.assert_array_equal(a, b)
+    assert kernels == [False, False, False, True, True, True, True], "switched at the crossfade, not before"
+    assert events["lazy"] == events["full"] and ("finished", "walk") in events["lazy"]
+    np.testing.assert_array_equal(lazy.local_pose, asset.rig.rest)
+    assert K.NEEDS_BLEND > 2 ** 31  # far above any event count

@@ -38,7 +38,12 @@ from numba.core import event as _event
 COLD_SECONDS = {
     "skeletal.playback.kernels.evaluate_serial": 12.0,   # a Player's whole first frame
     "skeletal.playback.kernels.evaluate": 25.0,          # a Mixer's (parallel)
-    "skeletal.playback.kernels.update_serial": 3.0,     # a Player's update (the IK job adds the solvers)
+    "skeletal.playback.kernels.update_single_action": 8.0,  # a Player's first frame (no blending yet)
+    "skeletal.playback.kernels.update_serial": 3.0,     # a Player's first blend (the IK job adds the solvers)
+    # the jobs' constructors compile first and quickly: the notice waits for the kernel after them
+    "skeletal.playback.jobs._new_playback_job": 0.5,
+    "skeletal.playback.jobs._new_ik_job": 0.5,
+    "skeletal.playback.jobs._new_foot_job": 0.5,
     "skeletal.playback.kernels.advance": 2.0,
     "skeletal.playback.kernels.update": 25.0,           # a crowd's / Mixer's (parallel)
     "skeletal.playback.wide.update_wide": 30.0,         # a crowd's wide path
@@ -136,15 +141,18 @@ def _patch_literal_specialisation() -> None:
     Dispatcher._skeletal_unliteral = True
 
 
-def serial_variant(dispatcher, suffix: str = "_serial"):
+def serial_variant(dispatcher, suffix: str = "_serial", constants: dict | None = None):
     """The serial twin of a ``parallel=True`` numba kernel: the same Python body compiled without
     parfors (``prange`` is ``range``), cached on disk under ``<name><suffix>`` so that the two variants
-    never overwrite each other's cache entries. Created once per kernel (memoised on the dispatcher).
+    never overwrite each other's cache entries. Created once per kernel and suffix (memoised on the
+    dispatcher). ``constants``: module globals the copy sees with other values (numba folds globals as
+    compile-time constants, so a branch on one is pruned: e.g. a feature left out); give each set its
+    own ``suffix``.
 
     >>> from skeletal.pose import palette_batch
     >>> palette_one = serial_variant(palette_batch)       # doctest: +SKIP
     """
-    existing = _SERIAL.get(id(dispatcher))
+    existing = _SERIAL.get((id(dispatcher), suffix))
     if existing is not None and existing[0] is dispatcher:
         return existing[1]
     # The parallel bodies call numba.get_thread_id(), which reads the threading layer. Compiling starts
@@ -154,19 +162,19 @@ def serial_variant(dispatcher, suffix: str = "_serial"):
 
     _launch_threads()
     src = dispatcher.py_func
-    func = types.FunctionType(src.__code__, src.__globals__, src.__name__ + suffix, src.__defaults__,
-                              src.__closure__)
+    scope = src.__globals__ if not constants else {**src.__globals__, **constants}
+    func = types.FunctionType(src.__code__, scope, src.__name__ + suffix, src.__defaults__, src.__closure__)
     func.__qualname__ = src.__qualname__ + suffix
     func.__module__ = src.__module__
     func.__doc__ = src.__doc__
     options = {k: v for k, v in dispatcher.targetoptions.items() if k not in ("parallel", "nopython")}
     cached = type(getattr(dispatcher, "_cache", None)).__name__ != "NullCache"  # cache=True is not a target option
     serial = numba.njit(cache=cached, **options)(func)
-    _SERIAL[id(dispatcher)] = (dispatcher, serial)
+    _SERIAL[id(dispatcher), suffix] = (dispatcher, serial)
     return serial
 
 
-_SERIAL: dict[int, tuple] = {}
+_SERIAL: dict[tuple[int, str], tuple] = {}
 
 
 def install() -> None:

@@ -39,6 +39,9 @@ from .jobs import entry
 from .mixer import InstanceSelector, Mixer
 from .wide import LANES, T_ROWS, key_major, lanes_to_pose, update_wide, wide_clips
 
+# positions in the wide path's argument tuple (see Crowd._update_fused and wide.update_wide)
+_STORE, _HELD, _DONE = 4, 11, 13
+
 
 class Crowd(Mixer):
     """``count`` instances of ``asset`` as array state (instance axis first).
@@ -113,10 +116,10 @@ class Crowd(Mixer):
 
         >>> crowd.update(1 / 60); crowd.local_pose[0, 0]   # doctest: +SKIP
         """
-        lanes = self.__dict__.get("_pose_lanes")
-        if lanes is not None:
+        pending = self.__dict__.get("_pose_lanes")
+        if pending is not None:
             self.__dict__["_pose_lanes"] = None
-            lanes_to_pose(lanes[0], lanes[1], self.__dict__["_local_pose"])
+            lanes_to_pose(_lane_store(pending), pending[4][0][_DONE], self.__dict__["_local_pose"])
         return self.__dict__["_local_pose"]
 
     @local_pose.setter
@@ -150,23 +153,29 @@ class Crowd(Mixer):
             widest = max(int((segments[:, 1] - segments[:, 0]).max(initial=1)) * 4, 1) * LANES
             self.local_pose  # noqa: B018 (the old lane store's rows, before it goes)
             groups = self.count // LANES
+            ik_joints = 0 if state[1] is None else len(self._ik.table.joints)
             extra = (
                 wide_clip, packed, seg_table, dest,
-                np.zeros((groups, n * 10 * LANES), np.float32),  # local rows, kept per group (the lane store)
+                np.zeros((0, n * 10 * LANES), np.float32),  # the lane store: no rows until local_pose is read
+                np.zeros((threads, n * 10 * LANES), np.float32),  # local rows, per thread until then
                 np.zeros((threads, n * 12 * LANES), np.float32),  # world rows
                 np.zeros((threads, max(len(self.palette_joints), 1) * 12 * LANES), np.float32),  # palettes
                 np.zeros((threads, timelines, LANES), np.int64),  # keys
                 np.zeros((threads, timelines, LANES), np.float32),  # fractions
                 np.zeros((threads, widest), np.float32),  # one segment's samples, every lane
-                np.full((groups, 1), -1, np.int64),  # the clip whose constant rows a group's local rows hold
-                np.zeros(groups, np.uint8),  # groups posed wide (their local_pose rows are in the lane store)
+                np.full((groups, 1), -1, np.int64),  # the clip whose constant rows a store slice holds
+                np.full((threads, 1), -1, np.int64),  # the same for each thread's rows
+                np.zeros(groups, np.uint8),  # groups posed wide (their local_pose rows are not in pose)
+                np.zeros(self.count),  # each instance's sample time in a wide group
+                np.zeros(groups, np.int64),  # each wide group's clip
+                np.zeros((groups, ik_joints * 4 * LANES), np.float32),  # the rotations IK left (per-thread rows)
                 np.zeros((threads, T_ROWS * LANES)),  # IK: inputs and results per lane
             )
-            state.append((extra, entry(update_wide, job, state[1], 0.0, LANES, *extra)))
+            state.append([extra, entry(update_wide, job, state[1], 0.0, LANES, 0, *extra)])
         extra, call = state[4]
         with capped_threads():  # fewer threads while other processes keep the CPUs busy (_threads.busy_cap)
-            any_event = call(state[0], state[1], dt, LANES, *extra) > 0
-        self.__dict__["_pose_lanes"] = (extra[4], extra[11])  # local_pose: transposed when read
+            any_event = call(state[0], state[1], dt, LANES, 0, *extra) > 0
+        self.__dict__["_pose_lanes"] = state  # local_pose: transposed (or rebuilt) from this state's arrays when read
         return any_event
 
     def evaluate(self) -> None:
@@ -202,3 +211,22 @@ class Crowd(Mixer):
             raise TypeError(f"unexpected arguments: {', '.join(legacy)}")
         return super().play(clip, layer=layer, fade=fade, loop=loop, speed=speeds, weight=weights, offset=offsets,
                             repetitions=repetitions, restart=restart, instances=instances)
+
+
+def _lane_store(state: list) -> np.ndarray:
+    """The wide path's lane store (groups, N * 10 * LANES) of a crowd's job ``state`` (``_job()``'s list
+    with the wide path's [arguments, entry point] appended), holding the local rows of the last update's
+    wide groups. Until ``Crowd.local_pose`` is first read, updates keep those rows in per-thread
+    scratch (in cache) and record only each group's clip and its instances' sample times (and the
+    rotations IK set): the first read allocates the store and rebuilds the rows into it (a sampling
+    pass: the same floats), and from then on updates write the store directly, so that reading the
+    poses every frame costs one transpose, as before."""
+    extra, call = state[4]
+    if extra[_STORE].shape[0] == 0:
+        extra = list(extra)
+        extra[_STORE] = np.zeros((len(extra[_DONE]), extra[_STORE].shape[1]), np.float32)
+        extra[_HELD][:] = -1
+        extra = tuple(extra)
+        state[4] = [extra, call]
+        call(state[0], state[1], 0.0, LANES, 1, *extra)  # rows_only: the last update's rows, nothing else
+    return extra[_STORE]

@@ -601,13 +601,31 @@ class Mixer:
             state = self._job()
         call = state[2]
         if call is None:
-            # one character: the serial twin (no thread pool; a cold start never compiles the parallel one)
-            kernel = K.update if self.count > 1 else serial_variant(K.update)
-            call = state[2] = entry(kernel, state[0], state[1], 0.0, K.ALL)
+            call = state[2] = entry(self._update_kernel(), state[0], state[1], 0.0, K.ALL)
         if self.count == 1:
-            return call(state[0], state[1], dt, stages)
+            r = call(state[0], state[1], dt, stages)
+            return self._blend_from_now_on(r, stages) if r >= K.NEEDS_BLEND else r
         with capped_threads():  # fewer threads while other processes keep the CPUs busy (_threads.busy_cap)
             return call(state[0], state[1], dt, stages)
+
+    def _update_kernel(self):
+        """The update kernel for this mixer's job: parallel for many characters; for one the serial twin
+        (no thread pool; a cold start never compiles the parallel one), without blending until an
+        update needed it (:func:`~skeletal.playback.kernels.single_action_update`)."""
+        if self.count > 1:
+            return K.update
+        return serial_variant(K.update) if self.__dict__.get("_blends") else K.single_action_update()
+
+    def _blend_from_now_on(self, r: int, stages: int) -> int:
+        """After the single-action kernel returned ``r`` >= NEEDS_BLEND (an instance needed blending and
+        was left unposed): switch this mixer to the full kernel for good (compiling it once), run its
+        BLEND and WORLD stages of ``stages`` (the clocks have advanced), and return the event count."""
+        self.__dict__["_blends"] = True
+        object.__setattr__(self, "_fast", None)  # its compiled update is replaced
+        state = self._job_state
+        call = state[2] = entry(self._update_kernel(), state[0], state[1], 0.0, K.ALL)
+        call(state[0], state[1], 0.0, stages & (K.BLEND | K.WORLD))
+        return r % K.NEEDS_BLEND
 
     def _finish_update(self, dt: float, maybe_events: bool) -> None:
         """Deliver events (when any may have happened) and run the controllers' ``after_update``."""

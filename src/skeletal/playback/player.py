@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # the return types of the factory methods (imported lazily wh
 
 _LOOP_BY_CODE = {code: name for name, code in K.LOOP_NAMES.items()}
 _ALL = K.ALL  # every stage of an update (a module global: one lookup on the hot path)
+_NEEDS_BLEND = K.NEEDS_BLEND
 
 
 class Action:
@@ -336,8 +337,12 @@ class Player:
         if fast is not None and not mixer.controllers:
             dt = float(dt)
             fast[0]["time"] += dt
-            if fast[1](fast[2], fast[3], dt, _ALL) and mixer.collect_events:
-                mixer._collect_events()
+            r = fast[1](fast[2], fast[3], dt, _ALL)
+            if r:
+                if r >= _NEEDS_BLEND:  # the single-action kernel met a blend: the full one from now on
+                    r = mixer._blend_from_now_on(r, _ALL)
+                if r and mixer.collect_events:
+                    mixer._collect_events()
             return
         self._update_general(dt)
 
@@ -371,8 +376,12 @@ class Player:
             return
         # no controllers, a current job and its compiled update: the next calls take the fast path
         object.__setattr__(mixer, "_fast", (mixer.__dict__, state[2], state[0], state[1]))
-        if state[2](state[0], state[1], dt, _ALL) and mixer.collect_events:
-            mixer._collect_events()
+        r = state[2](state[0], state[1], dt, _ALL)
+        if r:
+            if r >= _NEEDS_BLEND:  # the single-action kernel met a blend: the full one from now on
+                r = mixer._blend_from_now_on(r, _ALL)
+            if r and mixer.collect_events:
+                mixer._collect_events()
 
     @property
     def time(self) -> float:

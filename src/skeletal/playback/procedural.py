@@ -434,7 +434,10 @@ class Procedural:
             if r:
                 self.after_fused(r, dt)
             return
-        if state[2](state[0], state[1], dt, _ALL):
+        r = state[2](state[0], state[1], dt, _ALL)
+        if r >= K.NEEDS_BLEND:  # the single-action kernel met a blend (see Mixer._blend_from_now_on)
+            r = self.mixer._blend_from_now_on(r, _ALL)
+        if r:
             self.after_fused(1, dt)
         else:
             self.after_update(dt)
