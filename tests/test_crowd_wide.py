@@ -203,3 +203,38 @@ def test_the_rebuilt_pose_is_the_last_updates_not_the_new_clocks(asset):
     lazy.seek("walk", 0.123, instances=list(range(LANES, count)))
     lazy.play(other, restart=True, instances=list(range(LANES)))
     np.testing.assert_array_equal(lazy.local_pose, expected)
+
+
+def test_evaluate_runs_the_wide_kernel_without_advancing(asset):
+    """``Crowd.evaluate`` poses the clocks as they are through the wide kernel (mode 2: no advance, no
+    events), so a crowd never needs the per-instance kernel compiled: the same poses and palettes as
+    the per-instance path, the action clocks untouched, and evaluating again changes nothing."""
+    count = 2 * LANES
+    wide, narrow = _pair(asset, count)
+    for crowd in (wide, narrow):
+        crowd.play("walk", offsets=np.linspace(0, 0.9, count))
+        crowd.update(1 / 30)
+        crowd.seek("walk", np.linspace(0.1, 0.6, count))
+    clocks = wide.fs.copy()
+    wide.evaluate()
+    narrow.evaluate()
+    np.testing.assert_array_equal(wide.fs, clocks)
+    assert len(wide._job_state) == 5, "the wide kernel ran"
+    np.testing.assert_allclose(wide.palettes, narrow.palettes, atol=2e-5)
+    np.testing.assert_allclose(wide.local_pose, narrow.local_pose, atol=2e-5)
+    first = wide.palettes.copy()
+    wide.evaluate()
+    np.testing.assert_array_equal(wide.palettes, first)
+
+
+def test_a_new_crowd_holds_the_rest_pose_without_a_kernel(asset):
+    """Building a crowd evaluates the rest pose without the update kernel (nothing plays yet): the same
+    palettes and poses as the per-instance kernel gives a crowd built with ``wide=False``, and no wide
+    job state until the first update."""
+    wide, narrow = _pair(asset, LANES + 2)
+    assert wide._job_state is None or len(wide._job_state) < 5
+    np.testing.assert_allclose(wide.palettes, narrow.palettes, atol=2e-6)
+    np.testing.assert_array_equal(wide.local_pose, narrow.local_pose)
+    np.testing.assert_array_equal(wide.morph_weights, narrow.morph_weights)
+    wide.update(1 / 60)  # nothing plays: the kernel keeps the rest pose
+    np.testing.assert_allclose(wide.palettes, narrow.palettes, atol=2e-6)

@@ -34,13 +34,15 @@ import numpy.typing as npt
 from ..asset import Asset
 from ..clip import Clip
 from .._threads import capped_threads
-from ..pose import ancestors_and_self
+from ..pose import ancestors_and_self, world_matrices
 from .jobs import entry
 from .mixer import InstanceSelector, Mixer
 from .wide import LANES, T_ROWS, key_major, lanes_to_pose, update_wide, wide_clips
 
 # positions in the wide path's argument tuple (see Crowd._update_fused and wide.update_wide)
 _STORE, _HELD, _DONE = 4, 11, 13
+# update_wide's modes (its ``mode`` argument)
+_UPDATE, _REBUILD_ROWS, _EVALUATE = 0, 1, 2
 
 
 class Crowd(Mixer):
@@ -138,6 +140,12 @@ class Crowd(Mixer):
         if not self._wide_ok():
             self.local_pose  # noqa: B018 (rows the wide path left in its lane store: the kernels may read them)
             return super()._update_fused(dt)
+        return self._run_wide(dt, _UPDATE) > 0
+
+    def _run_wide(self, dt: float, mode: int) -> int:
+        """:func:`~skeletal.playback.wide.update_wide` on this crowd's job (built when missing or stale),
+        ``mode`` _UPDATE (advance by ``dt``, then pose) or _EVALUATE (pose the clocks as they are).
+        Returns the event count."""
         state = self._job_state
         if state is None or state[3] != self.clipset.version:
             state = self._job()
@@ -174,14 +182,34 @@ class Crowd(Mixer):
             state.append([extra, entry(update_wide, job, state[1], 0.0, LANES, 0, *extra)])
         extra, call = state[4]
         with capped_threads():  # fewer threads while other processes keep the CPUs busy (_threads.busy_cap)
-            any_event = call(state[0], state[1], dt, LANES, 0, *extra) > 0
+            events = call(state[0], state[1], dt, LANES, mode, *extra)
         self.__dict__["_pose_lanes"] = state  # local_pose: transposed (or rebuilt) from this state's arrays when read
-        return any_event
+        return events
 
     def evaluate(self) -> None:
-        """Blend the actions into local poses, then world matrices (IK) and palettes in one fused kernel."""
+        """Blend the actions into local poses, then world matrices (IK) and palettes in one fused kernel
+        (the wide one when the state allows it: a crowd then never compiles the per-instance kernel,
+        half of its cold start)."""
         self.local_pose  # noqa: B018 (the wide path's rows first: the kernel may read them)
-        super().evaluate()
+        if not self._wide_ok():
+            super().evaluate()
+        elif self._ik is None and self.slot_clip.size == 0:
+            self._rest_outputs()  # nothing has played yet (the constructor): no kernel to compile
+        else:
+            self._run_wide(0.0, _EVALUATE)
+
+    def _rest_outputs(self) -> None:
+        """Every instance at the rest pose: the palettes of the rest pose's world matrices (computed once,
+        in float64, rounded to the palettes' dtype), copied to every instance. The constructor's
+        evaluation, so that building a crowd compiles nothing but the small world-matrix kernel: the
+        update kernel its first update needs (with the IK stages added by then) compiles once, then."""
+        self.local_pose[:] = self.rig.rest
+        self.morph_weights[:] = self.asset.rest_morph
+        world = world_matrices(self.rig.parents, self.rig.rest.astype(np.float64))
+        inverse_bind = np.zeros((len(self.palette_joints), 4, 4))
+        inverse_bind[:, :3, :] = self.inverse_bind34
+        inverse_bind[:, 3, 3] = 1.0
+        self.palettes[:] = (world[self.palette_joints] @ inverse_bind)[:, :3, :]
 
     @property
     def world(self) -> np.ndarray:
@@ -228,5 +256,5 @@ def _lane_store(state: list) -> np.ndarray:
         extra[_HELD][:] = -1
         extra = tuple(extra)
         state[4] = [extra, call]
-        call(state[0], state[1], 0.0, LANES, 1, *extra)  # rows_only: the last update's rows, nothing else
+        call(state[0], state[1], 0.0, LANES, _REBUILD_ROWS, *extra)  # the last update's rows, nothing else
     return extra[_STORE]

@@ -764,7 +764,7 @@ def _pose_group(b0, c, nl, job_arrays, packs, lw, ww, pw, kw, uw, tmpv, held, sa
 
 
 @njit(cache=True, parallel=True)
-def update_wide(job, ik, dt, lanes, rows_only, wide_clip, packed, seg_table, dest, lw, lt, ww, pw, kw, uw, tv, held,
+def update_wide(job, ik, dt, lanes, mode, wide_clip, packed, seg_table, dest, lw, lt, ww, pw, kw, uw, tv, held,
                 held_t, done, sample_t, group_clip, ik_rows, iw):
     """The crowd's update (clocks, blending, world rows, palettes) over groups of ``LANES``
     instances in parallel: a group whose instances all play one full-weight action of the same
@@ -787,8 +787,11 @@ def update_wide(job, ik, dt, lanes, rows_only, wide_clip, packed, seg_table, des
     stale) and 0 for one posed instance by instance (``pose`` written); ``group_clip`` (full groups,)
     int64 and ``sample_t`` (B,) float64 record each wide group's clip and its instances' sample times,
     and, with scratch rows and IK, ``ik_rows`` (full groups, len(ik.joints) * 4 * LANES) float32 the
-    rotations the IK stages left, so that ``rows_only`` = 1 rebuilds the wide groups' local rows of
-    the last update into ``lw`` (nothing else runs, nothing advances: see :func:`lanes_to_pose`)."""
+    rotations the IK stages left, so that ``mode`` 1 rebuilds the wide groups' local rows of
+    the last update into ``lw`` (nothing else runs, nothing advances: see :func:`lanes_to_pose`).
+
+    ``mode``: 0 an update (advance by ``dt``, then pose), 1 that rebuild of the rows, 2 pose without
+    advancing (``Crowd.evaluate``: the clocks as they are; ``dt`` unused, no events)."""
     clip_duration, marker_time, ist = field(job, "clip_duration"), field(job, "marker_time"), field(job, "ist")
     tracks, clip_table, segments = field(job, "tracks"), field(job, "clip_table"), field(job, "segments")
     timeline_keys, times, values = field(job, "timeline_keys"), field(job, "times"), field(job, "values")
@@ -808,7 +811,7 @@ def update_wide(job, ik, dt, lanes, rows_only, wide_clip, packed, seg_table, des
     groups = (n + LANES - 1) // LANES
     keep = lw.shape[0] > 0
     events = 0
-    if rows_only:  # the last update's local rows of the wide groups, into the lane store
+    if mode == 1:  # the last update's local rows of the wide groups, into the lane store
         for g in prange(done.shape[0]):
             if done[g]:
                 tid = numba.get_thread_id()
@@ -821,9 +824,10 @@ def update_wide(job, ik, dt, lanes, rows_only, wide_clip, packed, seg_table, des
         tid = numba.get_thread_id()
         b0 = g * LANES
         b1 = min(b0 + LANES, n)
-        for b in range(b0, b1):
-            if _advance_instance(b, dt, fs, ist, slot_clip, clip_table, clip_duration, marker_time):
-                events += 1
+        if mode == 0:
+            for b in range(b0, b1):
+                if _advance_instance(b, dt, fs, ist, slot_clip, clip_table, clip_duration, marker_time):
+                    events += 1
         s = -1
         if b1 - b0 == LANES and base_unmasked:
             s = _single_slot(b0, fs, slot_layer, layer_weight, snap_weight)
