@@ -178,9 +178,9 @@ def test_lerp3_equals_the_scalar_lerp_bit_for_bit(asset):
 
 
 @njit(cache=False)
-def _worlds(parents, nodes, staged_nodes, pose, one, staged, local):
+def _worlds(parents, nodes, staged_nodes, pose, one, staged):
     world_subset_one(parents, nodes, pose, one)
-    world_subset_staged(parents, staged_nodes, pose, staged, local)
+    world_subset_staged(parents, staged_nodes, pose, staged)
 
 
 def test_staged_world_rows_equal_world_subset_one(asset):
@@ -201,5 +201,5 @@ def test_staged_world_rows_equal_world_subset_one(asset):
         one = np.zeros((n, width, 4), dtype)
         staged = np.full((n, width, 4), 7.0, dtype)
         staged[np.setdiff1d(every, nodes)] = 0.0  # rows not listed are left alone by both
-        _worlds(parents, nodes, order, pose.astype(dtype), one, staged, np.zeros((n, 14)))
+        _worlds(parents, nodes, order, pose.astype(dtype), one, staged)
         np.testing.assert_array_equal(staged, one)

@@ -126,31 +126,6 @@ def _times_matrix_f64(typingctx, dst, i, src, p, b, k):
     return types.void(dst, i, src, p, b, k), codegen
 
 
-@intrinsic
-def _times_rows_f64(typingctx, dst, i, src, p, rows, k):
-    """``dst[i] = src[p] @ B`` (affine), B's top three rows stored flat in ``rows[k, 0:12]`` (rows
-    (K, >= 12) float64, C-contiguous; the bottom row taken as 0 0 0 1; a 4x4 dst gets its bottom row
-    0 0 0 1). The arithmetic of :func:`_times_matrix_f64`."""
-    if not (_affine_f64(dst, src) and isinstance(rows, types.Array) and rows.ndim == 2
-            and rows.dtype == types.float64 and rows.layout == "C"):
-        return None
-
-    def codegen(context, builder, signature, args):
-        i64 = ir.IntType(64)
-        vec = ir.VectorType(ir.DoubleType(), 4)
-        arr = context.make_array(signature.args[4])(context, builder, args[4])
-        width = cgutils.unpack_tuple(builder, arr.shape, 2)[1]
-        base = builder.mul(context.cast(builder, args[5], signature.args[5], types.int64), width)
-        b_rows = [builder.load(builder.bitcast(builder.gep(arr.data, [builder.add(base, ir.Constant(i64, 4 * r))]),
-                                               vec.as_pointer()), align=8) for r in range(3)]
-        i = context.cast(builder, args[1], signature.args[1], types.int64)
-        p = context.cast(builder, args[3], signature.args[3], types.int64)
-        _affine_rows_codegen(context, builder, signature.args[0], args[0], i, signature.args[2], args[2], p, b_rows)
-        return context.get_dummy_value()
-
-    return types.void(dst, i, src, p, rows, k), codegen
-
-
 def _parent_times_local(world, i, p, m):  # pragma: no cover - typed by the overload below
     """``world[i] = world[p] @ m``: m = (m00, m01, m02, m03, m10, ..., m23), a 3x4 affine matrix (a
     4x4 world row gets its bottom row 0 0 0 1)."""
@@ -276,58 +251,56 @@ def world_subset_one(parents, nodes, pose, world):
 
 
 @njit(cache=True, forceinline=True)
-def local_rows_into(i, pose, local):
-    """``local[i, 0:12]`` = the top three rows of ``T @ R @ S`` for the local row ``pose[i]`` (10,),
-    row-major, with :func:`world_node_into`'s arithmetic (the same values)."""
+def local_into(i, pose, out):
+    """``out[i, :3, :]`` = the top three rows of ``T @ R @ S`` for the local row ``pose[i]`` (10,),
+    row-major, with :func:`world_node_into`'s arithmetic (the same values); ``out`` (N, 3|4, 4)."""
     tx, ty, tz = pose[i, 0], pose[i, 1], pose[i, 2]
     x, y, z, w = pose[i, 3], pose[i, 4], pose[i, 5], pose[i, 6]
     sx, sy, sz = pose[i, 7], pose[i, 8], pose[i, 9]
     x2, y2, z2 = x + x, y + y, z + z
     xx, xy, xz, yy, yz, zz = x * x2, x * y2, x * z2, y * y2, y * z2, z * z2
     wx, wy, wz = w * x2, w * y2, w * z2
-    local[i, 0], local[i, 1], local[i, 2], local[i, 3] = (1.0 - (yy + zz)) * sx, (xy - wz) * sy, (xz + wy) * sz, tx
-    local[i, 4], local[i, 5], local[i, 6], local[i, 7] = (xy + wz) * sx, (1.0 - (xx + zz)) * sy, (yz - wx) * sz, ty
-    local[i, 8], local[i, 9], local[i, 10], local[i, 11] = (xz - wy) * sx, (yz + wx) * sy, (1.0 - (xx + yy)) * sz, tz
+    out[i, 0, 0], out[i, 0, 1], out[i, 0, 2], out[i, 0, 3] = (1.0 - (yy + zz)) * sx, (xy - wz) * sy, (xz + wy) * sz, tx
+    out[i, 1, 0], out[i, 1, 1], out[i, 1, 2], out[i, 1, 3] = (xy + wz) * sx, (1.0 - (xx + zz)) * sy, (yz - wx) * sz, ty
+    out[i, 2, 0], out[i, 2, 1], out[i, 2, 2], out[i, 2, 3] = (xz - wy) * sx, (yz + wx) * sy, (1.0 - (xx + yy)) * sz, tz
 
 
-def world_subset_staged(parents, nodes, pose, world, local):  # pragma: no cover - typed by the overload below
-    """:func:`world_subset_one` in two passes for float64 worlds: every listed node's local matrix into
-    ``local[i, 0:12]`` (a scratch (>= N, >= 12) float64), then the parent products, which no longer
-    wait on the quaternion arithmetic. ``nodes`` parent-first (each after its parent); listed by
-    depth (:func:`depth_order`), neighbours rarely depend on each other and their products overlap.
-    Same values as :func:`world_subset_one`, which other dtypes run (``local`` unused). Measured on
-    Soldier.glb's 68 nodes (1 thread, thread CPU, load 2.9-4): 0.51 -> 0.44 us (the local matrices
-    written into the world rows themselves, no scratch: 0.61; the first pass in depth order: 0.51).
+def world_subset_staged(parents, nodes, pose, world):  # pragma: no cover - typed by the overload below
+    """:func:`world_subset_one` in two passes for float64 worlds: every listed node's local matrix
+    into its own world rows (every node in index order when ``nodes`` lists them all), then each
+    times its parent's world in place, so the products no longer wait on the quaternion arithmetic.
+    ``nodes`` parent-first (each after its parent); listed by depth (:func:`depth_order`),
+    neighbours rarely depend on each other and their products overlap. The same values as
+    :func:`world_subset_one`, which other dtypes run. Measured on Soldier.glb (68 nodes, 49 palette
+    joints; 1 thread, thread CPU, load 1.6-2, A/B in one process): the update kernel's world and
+    palette stage 0.81-0.86 -> 0.69-0.71 us. The locals in a separate scratch measured the same; the
+    first pass in depth order, 0.1 us slower.
 
-    >>> world_subset_staged(parents, depth_order(parents, nodes), pose, world, scratch)   # doctest: +SKIP
+    >>> world_subset_staged(parents, depth_order(parents, nodes), pose, world)   # doctest: +SKIP
     """
     raise NotImplementedError
 
 
 @overload(world_subset_staged, jit_options={"forceinline": True})
-def _ol_world_subset_staged(parents, nodes, pose, world, local):
-    if (_affine_f64(world) and isinstance(local, types.Array) and local.ndim == 2 and local.dtype == types.float64
-            and local.layout == "C"):
-        def staged(parents, nodes, pose, world, local):
-            if nodes.shape[0] == pose.shape[0]:  # every node: in index order (in depth order: 0.07 us slower)
+def _ol_world_subset_staged(parents, nodes, pose, world):
+    if _affine_f64(world):
+        def staged(parents, nodes, pose, world):
+            if nodes.shape[0] == pose.shape[0]:
                 for i in range(pose.shape[0]):
-                    local_rows_into(i, pose, local)
+                    local_into(i, pose, world)
             else:
                 for i in nodes:
-                    local_rows_into(i, pose, local)
+                    local_into(i, pose, world)
             for i in nodes:
                 p = parents[i]
                 if p >= 0:
-                    _times_rows_f64(world, i, world, p, local, i)
+                    _times_matrix_f64(world, i, world, p, world, i)  # all of a row's loads before its stores
                 else:
-                    for r in range(3):
-                        for c in range(4):
-                            world[i, r, c] = local[i, 4 * r + c]
                     _set_affine_bottom_row(world[i])
 
         return staged
 
-    def plain(parents, nodes, pose, world, local):
+    def plain(parents, nodes, pose, world):
         world_subset_one(parents, nodes, pose, world)
 
     return plain

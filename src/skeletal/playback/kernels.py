@@ -634,7 +634,7 @@ def update(job, ik, dt, stages):
     layer_weight, snap_weight, base_unmasked = field(job, "layer_weight"), field(job, "snap_weight"), field(job, "base_unmasked")
     parents, world_nodes, worlds, scratch_world = field(job, "parents"), field(job, "world_nodes"), field(job, "worlds"), field(job, "scratch_world")
     palette_joints, inverse_bind, palettes = field(job, "palette_joints"), field(job, "inverse_bind"), field(job, "palettes")
-    pose, morph, acc = field(job, "pose"), field(job, "morph"), field(job, "acc")
+    pose, morph = field(job, "pose"), field(job, "morph")
     if ik is not None:
         stage_i, stage_f, joints, jp = ik.stage_i, ik.stage_f, ik.joints, ik.jp
         inputs, ik_update, ik_scratch, ik_pos = ik.inputs, ik.update, ik.scratch, ik.pos
@@ -663,8 +663,7 @@ def update(job, ik, dt, stages):
         if stages & WORLD:
             w = worlds[b] if keep_world else scratch_world[tid]
             pb = pose[b]
-            # float64: local matrices, then parent products; the locals in the blend scratch (free now)
-            world_subset_staged(parents, world_nodes, pb, w, acc[tid])
+            world_subset_staged(parents, world_nodes, pb, w)
             if ik is not None:
                 solve_stages_at(pb, w, parents, stage_i, stage_f, joints, jp, inputs, b, ik_update, ik_scratch,
                                 ik_pos, tid)
