@@ -18,7 +18,9 @@ Fields of a :class:`PlaybackJob` (B instances, S action slots, N rig nodes, M mo
 palette joints, T threads; clip tables as :class:`~skeletal.playback.clipset.ClipSet` packs them):
 
 ========================  =====================================================================
-clip data                 ``tracks`` (track table), ``clip_table`` and ``segments`` (for the
+clip data                 ``tracks`` (track table), ``hot_tracks`` (the columns the single-action
+                          path reads: :func:`~skeletal.playback.kernels.hot_tracks`),
+                          ``clip_table`` and ``segments`` (for the
                           mixer's nlerp limit), ``timeline_keys``, ``times``, ``values``,
                           ``base_pose`` (C, N, 10), ``base_morph`` (C, M), ``clip_duration`` (C,),
                           ``marker_time``, ``slerp_keys`` (keys, 2) per-key slerp angles
@@ -59,8 +61,8 @@ from numba.extending import NativeValue, box, intrinsic, unbox
 
 PLAYBACK_FIELDS = (
     # clip data
-    "tracks", "clip_table", "segments", "timeline_keys", "times", "values", "base_pose", "base_morph",
-    "clip_duration", "marker_time", "slerp_keys",
+    "tracks", "hot_tracks", "clip_table", "segments", "timeline_keys", "times", "values", "base_pose",
+    "base_morph", "clip_duration", "marker_time", "slerp_keys",
     # actions
     "slot_clip", "slot_layer", "fs", "ist", "cursors",
     # layers

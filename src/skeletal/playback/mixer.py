@@ -687,7 +687,8 @@ class Mixer:
         cs = self.clipset
         clip_table, segments, base_pose, base_morph = self._clip_tables()
         return dict(
-            tracks=cs.track_table, clip_table=clip_table, segments=segments, timeline_keys=cs.timeline_keys,
+            tracks=cs.track_table, hot_tracks=K.hot_tracks(cs.track_table), clip_table=clip_table, segments=segments,
+            timeline_keys=cs.timeline_keys,
             times=cs.times, values=cs.values, base_pose=base_pose, base_morph=base_morph,
             clip_duration=cs.duration, marker_time=cs.marker_time, slerp_keys=cs.slerp_keys,
             slot_clip=self.slot_clip, slot_layer=self.slot_layer, fs=self.fs, ist=self.ist, cursors=self.cursors,
