@@ -2,7 +2,8 @@
 ``quat.near_slerp_into`` (slerp_into's identical / nearly-parallel branch, 4-wide), the 4-wide affine
 rows of world matrices and palettes (``pose``), ``quat.sin_quarter`` (compiled and numpy twins),
 ``jobs.field`` (a job's arrays read without reference counts), ``sampling.lerp3_into`` (4-wide
-translation / scale lerps) and ``pose.world_subset_staged`` (world rows in two passes, depth order).
+translation / scale lerps), ``pose.world_subset_staged`` (world rows in two passes, depth order) and
+``quat.near_slerp_known_into`` (the near-key slerp with its tests tabulated).
 No timing here (the bench measures it)."""
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from skeletal.playback.clipset import TK_INTERP, TK_KEY_START, TK_PATH, TK_VALUE
 from skeletal.playback.jobs import field
 from skeletal.pose import (ancestors_and_self, depth_order, skin_palette, world_matrices, world_subset_one,
                            world_subset_staged)
-from skeletal.quat import _sin_quarter, near_slerp_into, sin_quarter, slerp_into
+from skeletal.quat import (NEAR_FLIP, NEAR_SAME, _sin_quarter, near_slerp_into, near_slerp_known_into,
+                           near_slerp_table, sin_quarter, slerp_into)
 from skeletal.sampling import lerp3_into
 
 
@@ -203,3 +205,40 @@ def test_staged_world_rows_equal_world_subset_one(asset):
         staged[np.setdiff1d(every, nodes)] = 0.0  # rows not listed are left alone by both
         _worlds(parents, nodes, order, pose.astype(dtype), one, staged)
         np.testing.assert_array_equal(staged, one)
+
+
+@njit(cache=False)
+def _known_both(values, starts, us, flags, known, near):
+    for i in range(starts.shape[0]):
+        near_slerp_known_into(known, 4 * i, values, starts[i], us[i], flags[i])
+        near_slerp_into(near, 4 * i, values, starts[i], us[i])
+
+
+def test_near_slerp_with_tabulated_tests_equals_near_slerp(asset):
+    """quat.near_slerp_known_into (the identical-keys and sign tests read from near_slerp_table)
+    against near_slerp_into, bit for bit: every near key pair of the model's LINEAR rotation tracks,
+    plus identical keys and a pair that needs its sign flipped, made for the purpose."""
+    cs = skeletal.Player(asset).mixer.clipset
+    q = np.array([0.1, 0.2, 0.3, 0.9], np.float32)
+    q /= np.linalg.norm(q)
+    r = -(q + np.float32(1e-3) * np.array([1, -1, 0.5, 0], np.float32))
+    values = np.concatenate([cs.values, q, q, q, r]).astype(np.float32)
+    n = len(cs.values)
+    rotation = [(int(cs.key_start[k]), int(cs.value_start[k]), int(cs.key_start[k + 1] - cs.key_start[k]))
+                for k in range(cs.track_count) if cs.track_table[k, TK_PATH] == 1 and cs.track_table[k, TK_INTERP] == 1]
+    extra_row = len(cs.slerp_keys)
+    keys = np.vstack([cs.slerp_keys, np.zeros((3, 2))])
+    table = near_slerp_table(keys, rotation + [(extra_row, n, 4)], values)
+    starts, flags = [], []
+    for row, start, count in rotation + [(extra_row, n, 4)]:
+        for i in range(count - 1):
+            if table[row + i, 0] == 0.0:
+                starts.append(start + 4 * i)
+                flags.append(table[row + i, 1])
+    flags = np.array(flags)
+    assert len(starts) > 100 and (flags == NEAR_SAME).any() and (flags == NEAR_FLIP).any()
+    assert np.array_equal(table[table[:, 0] > 0], keys[table[:, 0] > 0])  # tabulated angles untouched
+    us = np.random.default_rng(5).uniform(0.0, 1.0, len(starts))
+    known, near = np.full(4 * len(starts), np.nan), np.full(4 * len(starts), np.nan)
+    _known_both(values, np.array(starts, np.int64), us, flags, known, near)
+    assert np.array_equal(known.view(np.int64), near.view(np.int64))

@@ -23,7 +23,7 @@ from numba import njit, prange
 
 from ..ik import solve_stages_at
 from ..pose import palettes_one, world_subset_staged
-from ..quat import near_slerp_into, qmul, sin_quarter, slerp_into
+from ..quat import near_slerp_known_into, qmul, sin_quarter, slerp_into
 from ..sampling import interpolate_into, lerp3_into, locate_key, nlerp_into
 from .clipset import (CL_MARKER_END, CL_MARKER_START, CL_SEGMENT_END, CL_SEGMENT_START, CL_TIMELINE_END,
                       CL_TIMELINE_START, SEG_CONSTANT, SEG_END, SEG_FIRST, SEG_KIND, SEG_LERP3, SEG_NLERP,
@@ -389,7 +389,8 @@ def _sample_clip_direct(c, clip_table, segments, tracks, hot, timeline_keys, val
     start, pose offset and first key from ``hot`` (:func:`hot_tracks`: 16 bytes a track, where a
     ``tracks`` row is a 64-byte cache line). ``slerp_keys``: the clip
     set's per-key slerp angles (:attr:`~skeletal.playback.clipset.ClipSet.slerp_keys`; two sines per
-    slerp instead of an arccos and three), used when ``keyed`` (else :func:`skeletal.quat.slerp_into`)."""
+    slerp instead of an arccos and three) with the near keys' flags in column 1
+    (:func:`skeletal.quat.near_slerp_table`), used when ``keyed`` (else :func:`skeletal.quat.slerp_into`)."""
     first_timeline = clip_table[c, CL_TIMELINE_START]
     for g in range(clip_table[c, CL_SEGMENT_START], clip_table[c, CL_SEGMENT_END]):
         kind = segments[g, SEG_KIND]
@@ -413,8 +414,8 @@ def _sample_clip_direct(c, clip_table, segments, tracks, hot, timeline_keys, val
                 theta = slerp_keys[row, 0] if keyed else 0.0
                 if keyed and theta <= 0.0:
                     # no tabulated angle: identical or nearly parallel keys (most keys of a 30 fps
-                    # clip: 86% of Soldier's Walk), slerp_into's own branch 4-wide
-                    near_slerp_into(flat, np.int64(hot[k, HOT_OUT]), values, a, u)
+                    # clip: 86% of Soldier's Walk), slerp_into's own branch 4-wide, its tests tabulated
+                    near_slerp_known_into(flat, np.int64(hot[k, HOT_OUT]), values, a, u, slerp_keys[row, 1])
                     continue
                 ax, ay = np.float64(values[a]), np.float64(values[a + _U1])
                 az, aw = np.float64(values[a + _U2]), np.float64(values[a + _U3])

@@ -30,13 +30,14 @@ import numpy as np
 import numpy.typing as npt
 
 from ..asset import Asset, require_nodes
-from ..clip import Clip
+from ..clip import INTERP_CODE, PATH_CODE, Clip
 from ..errors import ClipError, SkeletalError
 from ..pose import depth_order
+from ..quat import near_slerp_table
 from .._compile import serial_variant
 from .._threads import capped_threads
 from . import kernels as K
-from .clipset import ClipSet
+from .clipset import TK_INTERP, TK_PATH, ClipSet
 from .jobs import entry, playback_job
 
 
@@ -690,7 +691,7 @@ class Mixer:
             tracks=cs.track_table, hot_tracks=K.hot_tracks(cs.track_table), clip_table=clip_table, segments=segments,
             timeline_keys=cs.timeline_keys,
             times=cs.times, values=cs.values, base_pose=base_pose, base_morph=base_morph,
-            clip_duration=cs.duration, marker_time=cs.marker_time, slerp_keys=cs.slerp_keys,
+            clip_duration=cs.duration, marker_time=cs.marker_time, slerp_keys=self._slerp_table(),
             slot_clip=self.slot_clip, slot_layer=self.slot_layer, fs=self.fs, ist=self.ist, cursors=self.cursors,
             layer_weight=self.layer_weight, layer_mask=self.layer_mask, layer_additive=self.layer_additive,
             base_unmasked=bool(self._base_unmasked),
@@ -700,6 +701,21 @@ class Mixer:
             acc=self._scratch, accm=self._scratch_morph, tmp=self._scratch_tmp, locs=self._scratch_locs,
             pose=self.local_pose, morph=self.morph_weights, **self._world_fields(),
         )
+
+    def _slerp_table(self) -> np.ndarray:
+        """The clip set's ``slerp_keys`` with the near keys' flags (:func:`skeletal.quat.near_slerp_table`),
+        made once per clip set version."""
+        cs = self.clipset
+        cached = self.__dict__.get("_slerp_table_cache")
+        if cached is None or cached[0] is not cs or cached[1] != cs.version:
+            tracks = cs.track_table
+            rotation = np.flatnonzero((tracks[:, TK_PATH] == PATH_CODE["rotation"])
+                                      & (tracks[:, TK_INTERP] == INTERP_CODE["LINEAR"]))
+            keys = [(int(cs.key_start[k]), int(cs.value_start[k]), int(cs.key_start[k + 1] - cs.key_start[k]))
+                    for k in rotation]
+            cached = (cs, cs.version, near_slerp_table(cs.slerp_keys, keys, cs.values))
+            self.__dict__["_slerp_table_cache"] = cached  # (not through __setattr__: the job is built after)
+        return cached[2]
 
     def _job(self) -> list:
         """Build the kernels' job from the current arrays: [job, IK job or None, the update's
