@@ -20,10 +20,11 @@ palette joints, T threads; clip tables as :class:`~skeletal.playback.clipset.Cli
 ========================  =====================================================================
 clip data                 ``tracks`` (track table), ``hot_tracks`` (the columns the single-action
                           path reads: :func:`~skeletal.playback.kernels.hot_tracks`),
-                          ``clip_table`` and ``segments`` (for the
-                          mixer's nlerp limit), ``timeline_keys``, ``times``, ``values``,
-                          ``base_pose`` (C, N, 10), ``base_morph`` (C, M), ``clip_duration`` (C,),
-                          ``marker_time``, ``slerp_keys`` (keys, 2) per-key slerp angles
+                          ``clip_table`` and ``segments`` (for the mixer's nlerp limit),
+                          ``timeline_keys``, ``times``, ``values``, ``base_pose`` (C, N, 10),
+                          ``base_morph`` (C, M), ``clip_duration`` (C,), ``marker_time``,
+                          ``slerp_keys`` (keys, 2) per-key slerp angles, the near keys' tests in
+                          column 1 (:func:`~skeletal.quat.near_slerp_table`)
 actions                   ``slot_clip`` (S,), ``slot_layer`` (S,), ``fs`` (B, S, NF) float fields,
                           ``ist`` (B, S, NI) int fields, ``cursors`` (B, timelines) key hints
 layers                    ``layer_weight`` (B, layers), ``layer_mask`` (layers, N),
