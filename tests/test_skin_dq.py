@@ -132,6 +132,89 @@ def test_dual_quaternions_round_trip_rotation_translation_and_scale():
     assert np.allclose(gpu[0, 3, 2], [1.5, 0, 0, 0.5], atol=1e-6) and np.allclose(gpu[0, 3, 3], [0, 2, 1, 0], atol=1e-6)
 
 
+def packed_reference(palette):
+    """pack_dq_palette's layout from the float64 reference (dual_quaternions), rounded to float32 once."""
+    qr, qd, s, non_rigid = dual_quaternions(np.asarray(palette, np.float64))
+    sym = 0.5 * (s + np.swapaxes(s, -1, -2))
+    out = np.zeros((len(qr), 16))
+    out[:, :4], out[:, 4:8] = qr, qd
+    out[:, 8:14] = sym[:, [0, 0, 0, 1, 1, 2], [0, 1, 2, 1, 2, 2]]
+    out[:, 14] = non_rigid
+    return out.astype(np.float32)
+
+
+def conversion_cases(rng):
+    """Joints of every kind the packing meets: (name, (n, 4, 4) palette)."""
+    rigid = random_rigid(rng, 24)
+    cases = [("rigid", rigid), ("rigid float32", rigid.astype(np.float32).astype(np.float64))]
+    for size in (1e-6, 2e-5, 1e-4, 1e-3, 1e-1):  # near-rigid: either side of the fast path's 3e-5
+        near = rigid.copy()
+        near[:, :3, :3] += rng.uniform(-size, size, (24, 3, 3))
+        cases.append((f"near-rigid {size:g}", near))
+    scaled = rigid.copy()
+    scaled[:, :3, :3] = scaled[:, :3, :3] @ np.array([np.diag(d) for d in rng.uniform(0.5, 2.0, (24, 3))])
+    scaled[:8, :3, :3] += rng.normal(0, 0.2, (8, 3, 3))  # shear too
+    cases.append(("scaled and sheared", scaled))
+    mirrored = rigid.copy()
+    mirrored[:, :3, :3] = mirrored[:, :3, :3] @ np.diag([1.0, -1.0, 1.0])
+    mirrored[::2, :3, :3] *= 1.7
+    cases.append(("mirrored", mirrored))
+    half_turns = np.repeat(np.eye(4)[None], 8, 0)  # w = 0: the x, y, z branches of the quaternion
+    half_turns[0, :3, :3] = np.diag([1.0, -1.0, -1.0])
+    half_turns[1, :3, :3] = np.diag([-1.0, 1.0, -1.0])
+    half_turns[2, :3, :3] = np.diag([-1.0, -1.0, 1.0])
+    axis = np.array([1.0, 2.0, -2.0]) / 3.0
+    half_turns[3, :3, :3] = 2 * np.outer(axis, axis) - np.eye(3)
+    for i, degrees in enumerate((179.0, 181.0, 90.0, 0.0)):
+        half_turns[4 + i, :3, :3] = rotation_y(degrees)
+    cases.append(("half turns", half_turns))
+    singular = rigid[:7].copy()
+    singular[0, :3, :3] = 0.0  # a hidden joint: scale 0
+    singular[1, :3, :3] = singular[1, :3, :3] @ np.diag([1.0, 1.0, 0.0])  # flattened
+    singular[2, :3, :3] = np.outer([1.0, 2.0, 3.0], [0.5, -1.0, 0.25])  # rank 1
+    singular[3, :3, :3] *= 1e-40  # a determinant of 1e-120 (float32: subnormal entries)
+    singular[4, :3, :3] *= 1e36  # 1e108: past the iteration's range, as the one above
+    singular[5, :3, :3] *= 1e30  # 1e90 and 1e-30 (1e-90): inside it
+    singular[6, :3, :3] *= 1e-30
+    cases.append(("singular and extreme", singular))
+    return cases
+
+
+@pytest.mark.parametrize("layout", ["3x4 float32", "4x4 float64", "strided"])
+def test_packing_matches_the_reference_conversion(layout):
+    """pack_dq_palette (rigid fast path, the float32-tuned iteration, the branch-free quaternion; singular
+    joints by the reference's own code) against dual_quaternions, for every kind of joint."""
+    rng = np.random.default_rng(12)
+    for name, palette in conversion_cases(rng):
+        expect = packed_reference(palette)
+        given = palette[:, :3].astype(np.float32) if layout == "3x4 float32" else palette
+        if layout == "strided":
+            given = np.concatenate([palette, palette], axis=2)[:, :, ::2]  # (J, 4, 4) with a column stride
+            given[:] = palette
+        got = pack_dq_palette(given)
+        if layout == "3x4 float32":
+            expect = packed_reference(given)  # the reference of the rounded matrices
+        assert got.dtype == np.float32 and got.shape == expect.shape, name
+        # q and -q: the same rotation; both conversions give w >= 0, which leaves a choice only at w = 0
+        flip = np.where(np.sum(got[:, :4] * expect[:, :4], axis=1) < 0, -1.0, 1.0)[:, None]
+        assert np.all(flip[np.abs(expect[:, 3]) > 1e-6] == 1.0), name
+        scale = np.maximum(1.0, np.abs(expect[:, None, 8:14]).max(axis=2))
+        np.testing.assert_allclose(got[:, :4], flip * expect[:, :4], atol=2e-7, err_msg=name)
+        np.testing.assert_allclose(got[:, 4:8], flip * expect[:, 4:8], atol=4e-7 * max(1.0, float(np.abs(expect[:, 4:8]).max())),
+                                   err_msg=name)
+        np.testing.assert_allclose(got[:, 8:14] / scale, expect[:, 8:14] / scale, atol=2e-7, err_msg=name)
+        np.testing.assert_array_equal(got[:, 14:], expect[:, 14:], err_msg=name)
+
+
+def test_packing_singular_joints_take_the_reference_code():
+    """Where the iteration would divide by a vanishing determinant, the packing runs _dq_joint itself:
+    the reference's result, rounded to float32, to the last bit."""
+    rng = np.random.default_rng(3)
+    singular = dict(conversion_cases(rng))["singular and extreme"][:5]
+    np.testing.assert_array_equal(pack_dq_palette(singular), packed_reference(singular))
+    assert packed_reference(singular)[:, 14].all()
+
+
 # -- analytic cases ----------------------------------------------------------------------------
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from skeletal.skin import CHUNK, LANES
-from skeletal.skin_dq import pack_dq_palette, skin_dq, skin_dq_into
+from skeletal.skin_dq import SIGNED_MIN_VERTICES, _signed_records, _signed_scratch, pack_dq_palette, skin_dq, skin_dq_into
 
 from test_skin_dq import random_mesh, random_rigid
 
@@ -105,3 +105,115 @@ def test_planar_kernel_clamps_indices_past_the_palette():
     b = run(packed, clamped, weights, positions, normals)
     np.testing.assert_array_equal(a[0], b[0])
     np.testing.assert_array_equal(a[1], b[1])
+
+
+# -- the signed-record kernel (V >= SIGNED_MIN_VERTICES and V >= J^2): table look-ups instead of transposes --
+
+
+def old_group_kernel(monkeypatch):
+    """skin_dq_into with the signed-record kernel switched off (every mesh takes the group kernel)."""
+    import skeletal.skin_dq  # noqa: F401  (the module: skeletal.skin_dq the attribute is the function)
+    import sys
+
+    monkeypatch.setattr(sys.modules["skeletal.skin_dq"], "SIGNED_MIN_VERTICES", 1 << 40)
+
+
+@pytest.mark.parametrize("k, joint_dtype, scaled", [(1, np.uint8, True), (2, np.int64, False), (4, np.uint8, False),
+                                                    (4, np.uint8, True), (4, np.uint16, True), (4, np.int32, True),
+                                                    (8, np.uint8, True)])
+def test_signed_kernel_matches_reference_and_group_kernel(k, joint_dtype, scaled, monkeypatch):
+    """Sorted groups (influence 0 the pivot, no look-up for it), unsorted and mixed groups (the pivot by
+    a chain of selects), ties, chunk tails; the same results as the group kernel it stands in for."""
+    rng = np.random.default_rng(70 + 11 * k + scaled)
+    v = 2 * CHUNK + 3 * LANES + 5
+    palette, joints, weights, positions, normals = planar_case(rng, v, k, scaled=scaled)
+    assert len(palette) ** 2 <= v and v >= SIGNED_MIN_VERTICES
+    ref_p, ref_n, _ = skin_dq(palette, joints.astype(np.int64), weights, positions, normals)
+    packed = pack_dq_palette(palette)
+    j = joints.astype(joint_dtype)
+    got_p, got_n = run(packed, j, weights, positions, normals)
+    size = float(np.abs(ref_p).max())
+    np.testing.assert_allclose(got_p, ref_p, rtol=1e-5, atol=1e-5 * size)
+    np.testing.assert_allclose(got_n, ref_n, atol=1e-5)
+    only_p, _ = run(packed, j, weights, positions)
+    np.testing.assert_allclose(only_p, got_p, rtol=1e-6, atol=1e-6 * size)
+    old_group_kernel(monkeypatch)
+    old_p, old_n = run(packed, j, weights, positions, normals)
+    # the same maths; sums in influence order where the group kernel's unsorted groups sum trees (rounding)
+    np.testing.assert_allclose(got_p, old_p, rtol=2e-6, atol=2e-6 * size)
+    np.testing.assert_allclose(got_n, old_n, atol=5e-6)
+
+
+def test_signed_kernel_hemispheres_for_opposed_and_antipodal_joints(monkeypatch):
+    """Joints stored with qr and -qr (the same rotation), and joints rotated 160 / 200 degrees from another
+    (their qr far from orthogonal, of either sign: exactly 180 would make the hemisphere a coin toss):
+    every influence's record comes from the table's hemisphere, as the group kernel's signs say."""
+    rng = np.random.default_rng(21)
+    v = SIGNED_MIN_VERTICES + 7
+    palette, joints, weights, positions, normals = planar_case(rng, v, 4, n_joints=12, scaled=True)
+    palette[6] = palette[5]  # the same joint twice: identical records
+    for joint, degrees in ((7, 160.0), (8, 200.0)):  # |qr . qr'| = cos(80 degrees), of either sign
+        c, s = np.cos(np.radians(degrees)), np.sin(np.radians(degrees))
+        palette[joint, :3, :3] = palette[4, :3, :3] @ np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+    packed = pack_dq_palette(palette)
+    packed[5, :8] *= -1  # -qr, -qd: the same transform, the opposite hemisphere
+    ref_p, ref_n, _ = skin_dq(palette, joints, weights, positions, normals)
+    got = run(packed, joints.astype(np.uint8), weights, positions, normals)
+    size = float(np.abs(ref_p).max())
+    np.testing.assert_allclose(got[0], ref_p, rtol=1e-5, atol=1e-5 * size)
+    np.testing.assert_allclose(got[1], ref_n, atol=1e-5)
+    old_group_kernel(monkeypatch)
+    old = run(packed, joints.astype(np.uint8), weights, positions, normals)
+    np.testing.assert_allclose(got[0], old[0], rtol=2e-6, atol=2e-6 * size)
+    np.testing.assert_allclose(got[1], old[1], atol=5e-6)
+
+
+def test_signed_records_table_and_doubled_palette():
+    rng = np.random.default_rng(9)
+    packed = pack_dq_palette(scaled_rig(rng, 9))
+    packed[2, :8] *= -1
+    n = len(packed)
+    doubled, table = _signed_scratch(n)
+    _signed_records(packed, doubled, table)
+    assert doubled.ctypes.data % 64 == 0 and doubled.shape == (2 * n, 16) and table.shape == (n, n)
+    np.testing.assert_array_equal(doubled[:n], packed)
+    np.testing.assert_array_equal(doubled[n:, :8], -packed[:, :8])
+    np.testing.assert_array_equal(doubled[n:, 8:], packed[:, 8:])
+    qr = packed[:, :4]
+    dots = qr @ qr.T  # [p, j]
+    assert (dots < 0).any() and (dots > 0).any()
+    expect = 64 * (np.arange(n)[None, :] + n * (dots < 0))
+    np.testing.assert_array_equal(table, expect)
+    assert np.all(np.diag(table) == 64 * np.arange(n))  # a joint is in its own hemisphere
+
+
+def test_signed_kernel_clamps_indices_past_the_palette():
+    """uint8 joints are not padded for this kernel (its table is J x J): every index is clamped to J - 1."""
+    rng = np.random.default_rng(13)
+    v = SIGNED_MIN_VERTICES + 2 * LANES + 3
+    palette, joints, weights, positions, normals = planar_case(rng, v, 4, n_joints=5, scaled=True)
+    packed = pack_dq_palette(palette)
+    for dtype, bad_value in ((np.uint8, 255), (np.int32, -7), (np.int64, 1 << 40)):
+        bad = joints.astype(dtype)
+        bad[::3, 0] = bad_value  # the pivot of sorted rows: the table's row
+        bad[1::3, 2] = bad_value  # another influence: the table's column
+        clamped = np.where((bad.astype(np.int64) < 0) | (bad.astype(np.int64) >= 5), 4, bad).astype(dtype)
+        a = run(packed, bad, weights, positions, normals)
+        b = run(packed, clamped, weights, positions, normals)
+        np.testing.assert_array_equal(a[0], b[0])
+        np.testing.assert_array_equal(a[1], b[1])
+
+
+@pytest.mark.parametrize("v, n_joints", [(SIGNED_MIN_VERTICES - 1, 20), (SIGNED_MIN_VERTICES, 32),
+                                         (SIGNED_MIN_VERTICES, 33)])
+def test_signed_kernel_thresholds_agree(v, n_joints, monkeypatch):
+    """Either side of V = SIGNED_MIN_VERTICES and of V = J^2 (33^2 > 1024): the same results."""
+    rng = np.random.default_rng(v + n_joints)
+    palette, joints, weights, positions, normals = planar_case(rng, v, 4, n_joints=n_joints, scaled=True)
+    packed = pack_dq_palette(palette)
+    got = run(packed, joints.astype(np.uint8), weights, positions, normals)
+    old_group_kernel(monkeypatch)
+    old = run(packed, joints.astype(np.uint8), weights, positions, normals)
+    size = float(np.abs(old[0]).max())
+    np.testing.assert_allclose(got[0], old[0], rtol=2e-6, atol=2e-6 * size)
+    np.testing.assert_allclose(got[1], old[1], atol=5e-6)

@@ -64,7 +64,16 @@ influences, positions + normals, 65 joints, one thread, best of repeats on a qui
   the clamp (2%, not worth a second copy of the kernel).
 * Per call, the argument contract is checked inside the compiled call (types when compiling, shapes
   and strides in compiled code) and :func:`check_skin_args` only runs to name a fault: 2.4 us of
-  Python per call instead of 3.8; ``pack_palette`` into a reused buffer 0.55 us instead of 1.3.
+  Python per call instead of 3.8; ``pack_palette`` into a reused buffer 0.55 us instead of 1.3. Then
+  (issue 17, second round) a packed float32 palette that needs no padding goes straight to the
+  compiled call, which checks its width and length (``kernel_palette`` runs only to name a fault, or
+  for other palettes), and the busy-machine thread cap is only entered where a call of several
+  chunks meets a busy machine, reading and setting numba's count through its C functions
+  (:func:`skeletal._threads.thread_count`): a 16-vertex call 2.02 -> 1.40 us (1 thread, thread CPU,
+  load 1.3), of which numba's dispatcher for the 12 arguments is ~0.95 (its type resolution ~0.35 of
+  it: an entry point keyed on the arguments' types costs more than that to key in Python). Soldier
+  body mesh as the ozz harness runs it (``pack_palette`` + ``skin_into``, uint16 joints, 200 rounds
+  interleaved with the previous wrapper): 252 -> 264 M vertices/s, 29.1 -> 27.8 us per call.
 * Normals use the cofactor matrix (exact for non-uniform scale, and what the float64 reference uses,
   so both paths agree to 1e-5); the sign of the determinant keeps mirrored joints' normals
   outward. The plain 3x3 (ozz, three.js; exact only for rigid or uniformly scaled joints, and not
@@ -97,7 +106,7 @@ from numba.core import cgutils
 from numba.core.errors import TypingError
 from numba.extending import intrinsic
 
-from ._threads import capped_threads
+from ._threads import busy_cap, capped_threads
 from .errors import SkeletalError
 
 
@@ -883,7 +892,9 @@ def aligned_empty(shape, dtype=np.float32) -> np.ndarray:
 def _skin_fast(palette, joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents,
                kspec, linear, unclamped):
     """Skin (see :func:`skin_into`); returns False, touching nothing, where the shapes or strides break
-    the contract (the caller then names the fault)."""
+    the contract, or the packed palette is empty or not 16 wide (the caller then names the fault)."""
+    if palette.shape[0] == 0 or palette.shape[1] != 16:
+        return False
     if not _rows_ok(positions, out_positions, normals, out_normals, tangents, out_tangents, joints, weights):
         return False
     if positions.shape[0] >= ALIGN_MIN_VERTICES and palette.ctypes.data % 64 != 0:
@@ -989,9 +1000,10 @@ PAD_MIN_VERTICES = 4096
 
 
 def kernel_palette(palette: np.ndarray, joints: np.ndarray, n: int, width: int = 16,
-                    pack=None, packer: str = "pack_palette") -> tuple[np.ndarray, bool]:
+                   pack=None, packer: str = "pack_palette", pad: bool = True) -> tuple[np.ndarray, bool]:
     """The packed palette a kernel reads (``width`` float32 per joint; ``pack(palette, out)`` packs a
-    (J, 3|4, 4) one, :func:`pack_palette` by default) and whether joint indices must be clamped to it."""
+    (J, 3|4, 4) one, :func:`pack_palette` by default) and whether joint indices must be clamped to it
+    (``pad`` False: never padded to 256 entries, always clamped)."""
     packed_given = (palette.ndim == 2 and palette.shape[1] == width
                     and (palette.dtype is _F32_DTYPE or palette.dtype == np.float32) and palette.flags.c_contiguous)
     if not packed_given and not (palette.ndim == 3 and palette.shape[1:] in ((3, 4), (4, 4))):
@@ -1001,7 +1013,7 @@ def kernel_palette(palette: np.ndarray, joints: np.ndarray, n: int, width: int =
     j = palette.shape[0]
     if j == 0:
         raise SkeletalError("palette has no joints")
-    if n < PAD_MIN_VERTICES or joints.dtype != np.uint8:
+    if n < PAD_MIN_VERTICES or not pad or joints.dtype != np.uint8:
         return (palette if packed_given else pack(palette, _scratch_palette(j, width)[:j])), True
     if packed_given and j >= 256:
         return palette, False
@@ -1080,26 +1092,51 @@ def skin_into(
     three.js do; faster, exact only for rigid or uniformly scaled joints). Returns the three outputs.
     Errors (shapes, dtypes, a missing output) are :class:`skeletal.SkeletalError`.
     """
-    if normal_transform not in ("cofactor", "linear"):
+    linear = _NORMAL_TRANSFORMS.get(normal_transform, _BAD) if type(normal_transform) is str else _BAD
+    if linear is _BAD:
         raise SkeletalError(f"normal_transform must be 'cofactor' or 'linear', got {normal_transform!r}")
     if type(joints) is not np.ndarray or joints.ndim != 2 or type(positions) is not np.ndarray:
         check_skin_args(joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents)
     n, k = joints.shape
-    packed, clamp = kernel_palette(np.asarray(palette), joints, n)
+    # The per-frame case, a packed float32 palette that needs no padding, goes straight to the compiled
+    # call, which checks its order (by type), width and length; anything else through kernel_palette.
+    if (type(palette) is np.ndarray and palette.ndim == 2 and palette.dtype is _F32_DTYPE
+            and (n < PAD_MIN_VERTICES or joints.dtype is not _U8_DTYPE)):
+        packed, unclamped = palette, None
+    else:
+        packed, clamp = kernel_palette(np.asarray(palette), joints, n)
+        unclamped = None if clamp else True
     # The argument contract is checked inside the call (types when compiling, shapes and strides in
-    # compiled code: ~1 us less per call than walking the arrays here); on a failure check_skin_args
-    # names the argument at fault.
+    # compiled code: ~1 us less per call than walking the arrays here); on a failure kernel_palette and
+    # check_skin_args name the argument at fault.
     # More than one chunk runs a parallel region: on fewer threads while other processes keep the CPUs
     # busy (skeletal._threads.busy_cap: 2 threads sharing a CPU ran slower than 1).
     try:
-        with capped_threads(n > CHUNK):
+        if n > CHUNK and busy_cap():  # cached between samples (~0.1 us); the block costs ~0.3 us more
+            with capped_threads():
+                ok = _skin_fast(packed, joints, weights, positions, normals, tangents, out_positions, out_normals,
+                                out_tangents, UNROLLED.get(k), linear, unclamped)
+        else:
             ok = _skin_fast(packed, joints, weights, positions, normals, tangents, out_positions, out_normals,
-                            out_tangents, UNROLLED.get(k), None if normal_transform == "cofactor" else True,
-                            None if clamp else True)
+                            out_tangents, UNROLLED.get(k), linear, unclamped)
     except (TypingError, TypeError, ValueError) as exc:
-        check_skin_args(joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents)
+        _name_fault(palette, joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents)
         raise SkeletalError(f"skin_into: unsupported arguments ({str(exc).splitlines()[0]})") from None
     if not ok:
-        check_skin_args(joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents)
+        _name_fault(palette, joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents)
         raise SkeletalError("skin_into: the arguments' shapes do not agree")
     return out_positions, out_normals, out_tangents
+
+
+_NORMAL_TRANSFORMS = {"cofactor": None, "linear": True}  # the kernel's ``linear`` argument per choice
+_BAD = object()
+_U8_DTYPE = np.dtype(np.uint8)
+
+
+def _name_fault(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
+                out_tangents, width: int = 16, packer: str = "pack_palette") -> None:
+    """Raise the SkeletalError that names a failed skinning call's fault, palette first (as checked
+    before the call), then the other arguments; returns where neither check finds one."""
+    if isinstance(joints, np.ndarray) and joints.ndim == 2:
+        kernel_palette(np.asarray(palette), joints, joints.shape[0], width, None, packer)
+    check_skin_args(joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents)

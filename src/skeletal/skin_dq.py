@@ -34,8 +34,10 @@ Two implementations, as for LBS:
   contract as :func:`skeletal.skin.skin_into` (uint8/uint16/int32/int64 joints, strided rows,
   in-place allowed), LLVM IR code per influence count (1, 2, 4, 8 unrolled, any K looped): dense
   rows without tangents (the common case) 16 vertices at a time, one SIMD lane per vertex (the
-  planar group kernel below), everything else two vertices per 8-lane vector; parallel over chunks. The palette is converted once per call
-  (:func:`pack_dq_palette`: J polar decompositions and quaternions), or given packed. It shares its
+  signed-record kernel below on meshes of at least 1024 and J^2 vertices, else the planar group
+  kernel), everything else two vertices per 8-lane vector; parallel over chunks. The palette is
+  converted once per call (:func:`pack_dq_palette`: J polar decompositions and quaternions), or
+  given packed. It shares its
   machinery with :mod:`skeletal.skin` (argument checks, palette padding for uint8 joints, the chunk
   loop, joint/weight access, cofactor and normalisation emitters, row stores).
 
@@ -50,6 +52,37 @@ quads ``qr``, ``qd``, ``(s00, s01, s02, s11)``, ``(s12, s22, scales, 0)`` with S
 numbers hold it) and ``scales`` 1 where the joint's S is off the identity (read by
 :func:`skin_dq_into` to pick the kernel, by nothing else). :func:`pack_dq_palette` gives (J, 16),
 :func:`gpu_dq_palette` (..., J, 4, 4) (four vec4 rows per joint).
+
+The signed-record kernel (``_emit_dq_signed``, issue 17, second round), for meshes of at least
+:data:`SIGNED_MIN_VERTICES` and J^2 vertices (K unrolled, dense rows, no tangents). The group kernel
+below pays for its one-lane-per-vertex layout with a transpose per influence (S's six floats alone
+~30% of the frame); LBS blends whole records in the row domain and transposes once, but DQS cannot
+blend before it knows each influence's hemisphere, and the signs took transposed quaternions (the
+two-pass kernel below). Here the sign comes from memory: per call, :func:`_signed_records` writes a
+doubled palette (each joint's record, and the same with qr and qd negated: the same transform, the
+other hemisphere) and a (J, J) int32 table of byte offsets, ``table[p, j]`` the record of joint j in
+the hemisphere of joint p's qr (J^2 float32 dot products: 2.2 us for 65 joints, an allocation
+included). Per vertex, one table row (the pivot's: influence 0 when the group's weights are sorted,
+else the largest weight by a chain of selects) gives every influence's record already signed, so the
+blend is LBS's: one 16-float multiply-add per influence, the weight broadcast from memory, a chain in
+influence order (as the group kernel's streamed sums; LLVM may pair the multiply-adds differently, a
+rounding); the 16 blended records are transposed once (:func:`skeletal.skin.transpose_lanes`, 14 of 16
+rows) and the transform is the group kernel's (``_emit_dq_transform``). Joint indices are clamped
+(the table has J columns: no 256-entry padding). Read in the assembly and fixed on the way: the
+lane-wise sorted-weights check reads the weights through an empty asm (else LLVM reused its loads for
+the blend and broadcast each weight from a register, a shuffle, not from memory), rows are offsets
+from the group's first (16 row pointers and 64 joint indices kept live spilled), and each vertex's
+indices are loaded where they are used. Per 16 vertices the sorted path is ~600 instructions, ~290
+of them vector ALU (LBS: ~415 / ~283): the table loads, clamps and pivot logic are scalar work. A/B
+in one process (100k vertices, 65 joints, 1 thread, thread CPU, load 0.7-2.2): the kernel alone
+0.83-0.90x of LBS's call; with the palette conversion and the Python call 0.75-0.80x, scaled, against
+0.60-0.64x for the group kernel. Measured and not kept: a per-chunk range check of the joint
+indices with an unclamped copy of the group loop, 0-2% (identical builds of one kernel differ by up
+to 4% with code placement alone); the cofactor of the symmetric S as its six distinct entries
+(12 products, not 18): bit-identical output at the same speed, LLVM already merges the repeated
+products; one blend behind a stack array of pivots instead of the sorted and unsorted copies: no
+faster to compile (below); the three compile-time flags as one tuple argument (numba's dispatcher
+costs ~30 ns per argument, but building and typing the tuple took as much).
 
 The planar group kernel (``_emit_dq_group``, issue 17: :func:`skeletal.skin.skin_into`'s own planar
 kernel had made LBS 1.5x faster, and DQS had fallen to 0.52x / 0.43x of it). It takes what LBS's
@@ -103,6 +136,10 @@ one thread, CPU time, interleaved with LBS in one process, load 1.6-2.7 from oth
   0.83-0.84x, scaled 0.56x (1 thread, CPU time) / 0.59-0.60x (2 threads), load 2.5.
 * Cold start: this kernel adds about 1.1 s of compile (CPU) to each DQS specialisation's first call
   (rigid 2.3 -> 3.4 s, scaled 0.6 -> 1.8 s in a fresh cache); nothing compiles until DQS is used.
+  The signed-record kernel (above) compiles in 4.4 s where this one takes 2.1 (a 100k-vertex scaled
+  call, fresh cache, CPU; one blend instead of its two copies, sorted and unsorted, measured 4.1 s:
+  the copies are not the cost), and ``pack_dq_palette`` in 3.0 s (1.9 before :func:`_pack_joint`): a
+  first DQS call on a big mesh costs ~7.6 s of compile against ~4.4 s before.
 
 The two-vertex kernel (the tail of each chunk, strided rows, tangents, K looped), and the
 measurements that shaped it (2-vCPU AMD EPYC VM, AVX2; 100k vertices, 4 influences, positions +
@@ -131,15 +168,27 @@ normals, one thread, ratios to ``skin_into`` interleaved in the same run, before
 Speed (``skeletal bench``, rows from :mod:`skeletal.bench.dq`, per frame: pack the palette, skin;
 one thread, CPU time). Before the planar LBS kernel: rigid 0.90x LBS, scaled 0.71-0.74x. After it,
 with the two-vertex DQS kernel only: 0.52x / 0.43x (AVX-512 Xeon, load 0.3). With the planar group
-kernel: rigid 0.81-0.83x, scaled 0.59-0.60x (three runs, load 2.1-2.5, 2026-11-27). The scaled row
-misses the 0.70 goal (see above for what was tried).
-``skin_dq_into`` checks its arguments inside the compiled call as ``skin_into`` does (9.3 -> 3.3 us
-of Python per call); ``pack_dq_palette`` (J polar decompositions) is 19 us for 65 joints, 3% of a
-100k-vertex frame. LBS's machine code is unchanged by the shared helpers (compared after assembly).
+kernel: rigid 0.81-0.84x, scaled 0.59-0.62x (2026-11-27, load 0.7-2.5). With the signed-record kernel,
+the faster palette conversion and the leaner call (same day, 2-vCPU AVX-512 Xeon VM): rigid 0.85x (2
+threads: 0.86x), scaled 0.79x (2 threads: 0.80x), load 1.4; in one process against main's code, 40
+interleaved frames, load 1.3: scaled 0.611 -> 0.790, rigid 0.880 -> 0.872 (the same within the noise:
+the group kernel's rigid blend moves 8 floats per influence, no more than this one's single
+transpose; the kernel is chosen by size, not by palette).
+Per call: ``skin_dq_into`` checks its arguments inside the compiled call as ``skin_into`` does, and a
+packed float32 palette goes straight to it (16 vertices, 1 thread: 2.09 -> 1.88 us; whether any joint
+scales is a compiled loop: numpy's ``packed[:J, 14].any()`` cost ~2.5% of a 100k-vertex call in
+interleaved runs). ``pack_dq_palette`` (:func:`_pack_joint`, float64 registers): joints whose X^T X is
+within :data:`RIGID_FAST` of the identity take one Newton-Schulz step and S from it (no iteration,
+division or square root), the others the scaled Newton iteration with one division less per step,
+stopped at a change of :data:`PACK_STEP` (float32 output), the quaternion by a branch-free Shepperd;
+65 joints, thread CPU: scaled palette 18.1 -> 8.0-8.5 us, rigid 13.0 -> 2.7-3.4 us (1-2% of a
+100k-vertex frame). LBS's machine code is unchanged by the shared helpers (compared after assembly).
 See the README's performance table.
 """
 
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 from llvmlite import ir
@@ -149,7 +198,9 @@ from numba.core.errors import TypingError
 from numba.extending import intrinsic
 
 from .errors import SkeletalError
-from .skin import _FM, _kernel_types_ok, _rows_ok, _transpose_masks, CHUNK, I32, I64, LANES, UNROLLED, chunk_codegen, check_skin_args, deinterleave3, Emit, \
+from ._threads import busy_cap, capped_threads
+from .skin import _F32_DTYPE, _FM, _kernel_types_ok, _name_fault, _rows_ok, _transpose_masks, _U8_DTYPE, aligned_empty, \
+    CHUNK, I32, I64, PAD_MIN_VERTICES, LANES, UNROLLED, chunk_codegen, check_skin_args, deinterleave3, Emit, \
     Influences, interleave3, kernel_palette, planar_codegen, planar_ok, Rows, store_rows, transpose_lanes, vec_type
 
 #: A joint whose S differs from the identity by at most this (max abs element) counts as rigid.
@@ -317,18 +368,160 @@ def _flat_palette(palette) -> tuple[np.ndarray, tuple]:
     return np.ascontiguousarray(palette.reshape((-1,) + palette.shape[-2:])), palette.shape[:-2]
 
 
+#: The packing's polar iteration stops when a step changes X by less than this (Frobenius norm): Newton's
+#: method converges quadratically, so the error after that step is about its square (1e-8 here), below
+#: float32 rounding. (The float64 reference, :func:`_polar`, iterates to a change of 1e-9.)
+PACK_STEP = 1e-4
+#: Joints whose X^T X is within this of the identity (max abs element) skip the iteration (see
+#: :func:`_pack_joint`); float32 rotations are orthonormal to ~1e-7.
+RIGID_FAST = 3e-5
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _pack_joint(m, o) -> int:
+    """One palette matrix m (R, 4) -> its packed record o (16,) float32 (:func:`_pack_dq`'s layout), in
+    float64 registers: the polar factor by the scaled Newton iteration of :func:`_polar` (one division
+    less per step, stopped by :data:`PACK_STEP`), the quaternion by a branch-free Shepperd (largest of
+    the four diagonal combinations, chosen by selects), qd and S as :func:`_dq_joint`. Returns 1 where
+    S is off the identity (by more than RIGID_TOLERANCE), 0 where not, -1 (o untouched) where the
+    iteration meets a determinant outside 1e-100 .. 1e100 or does not converge in 40 steps (singular,
+    degenerate or non-finite joints: the caller then takes :func:`_dq_joint`, the reference)."""
+    a00, a01, a02 = np.float64(m[0, 0]), np.float64(m[0, 1]), np.float64(m[0, 2])
+    a10, a11, a12 = np.float64(m[1, 0]), np.float64(m[1, 1]), np.float64(m[1, 2])
+    a20, a21, a22 = np.float64(m[2, 0]), np.float64(m[2, 1]), np.float64(m[2, 2])
+    det = a00 * (a11 * a22 - a12 * a21) - a01 * (a10 * a22 - a12 * a20) + a02 * (a10 * a21 - a11 * a20)
+    sign = 1.0 if det >= 0.0 else -1.0  # a mirror goes into S: R stays a proper rotation
+    x00, x01, x02 = sign * a00, sign * a01, sign * a02
+    x10, x11, x12 = sign * a10, sign * a11, sign * a12
+    x20, x21, x22 = sign * a20, sign * a21, sign * a22
+    # Rigid (up to rounding): X^T X = I + E with |E| <= RIGID_FAST. Then R = X (I - E/2) (one Newton-Schulz
+    # step; R^T R = I - 3/4 E^2, the polar factor X (I + E)^-1/2 to 3/8 E^2 ~ 1e-10) and S = R^T A =
+    # sign (I + E/2) to E^2/2: no iteration, no division, no square root.
+    e00 = x00 * x00 + x10 * x10 + x20 * x20 - 1.0
+    e11 = x01 * x01 + x11 * x11 + x21 * x21 - 1.0
+    e22 = x02 * x02 + x12 * x12 + x22 * x22 - 1.0
+    e01 = x00 * x01 + x10 * x11 + x20 * x21
+    e02 = x00 * x02 + x10 * x12 + x20 * x22
+    e12 = x01 * x02 + x11 * x12 + x21 * x22
+    rigid = max(max(abs(e00), abs(e11)), max(max(abs(e22), abs(e01)), max(abs(e02), abs(e12)))) <= RIGID_FAST
+    converged = rigid
+    if rigid:
+        h00, h11, h22, h01, h02, h12 = 1.0 - 0.5 * e00, 1.0 - 0.5 * e11, 1.0 - 0.5 * e22, -0.5 * e01, -0.5 * e02, \
+            -0.5 * e12
+        x00, x01, x02 = x00 * h00 + x01 * h01 + x02 * h02, x00 * h01 + x01 * h11 + x02 * h12, \
+            x00 * h02 + x01 * h12 + x02 * h22
+        x10, x11, x12 = x10 * h00 + x11 * h01 + x12 * h02, x10 * h01 + x11 * h11 + x12 * h12, \
+            x10 * h02 + x11 * h12 + x12 * h22
+        x20, x21, x22 = x20 * h00 + x21 * h01 + x22 * h02, x20 * h01 + x21 * h11 + x22 * h12, \
+            x20 * h02 + x21 * h12 + x22 * h22
+    for _ in range(0 if rigid else 40):
+        # cofactors (det X times X^-T)
+        c00 = x11 * x22 - x12 * x21
+        c01 = x12 * x20 - x10 * x22
+        c02 = x10 * x21 - x11 * x20
+        c10 = x02 * x21 - x01 * x22
+        c11 = x00 * x22 - x02 * x20
+        c12 = x01 * x20 - x00 * x21
+        c20 = x01 * x12 - x02 * x11
+        c21 = x02 * x10 - x00 * x12
+        c22 = x00 * x11 - x01 * x10
+        d = x00 * c00 + x01 * c01 + x02 * c02
+        if not (1e-100 < abs(d) < 1e100):
+            return -1
+        nx = ((x00 * x00 + x01 * x01) + (x02 * x02 + x10 * x10)) + ((x11 * x11 + x12 * x12) + (x20 * x20 + x21 * x21)) \
+            + x22 * x22
+        nc = ((c00 * c00 + c01 * c01) + (c02 * c02 + c10 * c10)) + ((c11 * c11 + c12 * c12) + (c20 * c20 + c21 * c21)) \
+            + c22 * c22
+        # X <- (g X + X^-T / g) / 2 with g^4 = |X^-1|^2 / |X|^2 = nc / (d^2 nx)
+        g = np.sqrt(np.sqrt(nc / (d * d * nx)))
+        p = 0.5 * g
+        q = 0.5 / (g * d)
+        y00, y01, y02 = p * x00 + q * c00, p * x01 + q * c01, p * x02 + q * c02
+        y10, y11, y12 = p * x10 + q * c10, p * x11 + q * c11, p * x12 + q * c12
+        y20, y21, y22 = p * x20 + q * c20, p * x21 + q * c21, p * x22 + q * c22
+        e0, e1, e2 = y00 - x00, y01 - x01, y02 - x02
+        e3, e4, e5 = y10 - x10, y11 - x11, y12 - x12
+        e6, e7, e8 = y20 - x20, y21 - x21, y22 - x22
+        change = ((e0 * e0 + e1 * e1) + (e2 * e2 + e3 * e3)) + ((e4 * e4 + e5 * e5) + (e6 * e6 + e7 * e7)) + e8 * e8
+        x00, x01, x02, x10, x11, x12, x20, x21, x22 = y00, y01, y02, y10, y11, y12, y20, y21, y22
+        if change < PACK_STEP * PACK_STEP:
+            converged = True
+            break
+    if not converged:
+        return -1
+    # quaternion (xyzw) of the rotation X: the largest of 4w^2, 4x^2, 4y^2, 4z^2 by selects, the other
+    # three from the off-diagonal sums and differences (4 big times q), normalised, w >= 0
+    tw = 1.0 + x00 + x11 + x22
+    tx = 1.0 + x00 - x11 - x22
+    ty = 1.0 - x00 + x11 - x22
+    tz = 1.0 - x00 - x11 + x22
+    wx, wy, wz = x21 - x12, x02 - x20, x10 - x01
+    xy, xz, yz = x01 + x10, x02 + x20, x12 + x21
+    use_w = (tw >= tx) & (tw >= ty) & (tw >= tz)
+    use_x = (not use_w) & (tx >= ty) & (tx >= tz)
+    use_y = (not use_w) & (not use_x) & (ty >= tz)
+    qx = wx if use_w else (tx if use_x else (xy if use_y else xz))
+    qy = wy if use_w else (xy if use_x else (ty if use_y else yz))
+    qz = wz if use_w else (xz if use_x else (yz if use_y else tz))
+    qw = tw if use_w else (wx if use_x else (wy if use_y else wz))
+    # (4 big) q up to scale; normalised here (X is orthonormal to ~1e-9: the length is 4 big, about)
+    f = 1.0 / np.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)
+    f = -f if qw < 0.0 else f  # canonical sign (w >= 0); and, & and this compile to selects, not branches
+    qx, qy, qz, qw = qx * f, qy * f, qz * f, qw * f
+    tx_, ty_, tz_ = np.float64(m[0, 3]), np.float64(m[1, 3]), np.float64(m[2, 3])
+    if rigid:  # S = sign (I + E/2)
+        s00, s11, s22 = sign * (1.0 + 0.5 * e00), sign * (1.0 + 0.5 * e11), sign * (1.0 + 0.5 * e22)
+        s01 = s10 = sign * 0.5 * e01
+        s02 = s20 = sign * 0.5 * e02
+        s12 = s21 = sign * 0.5 * e12
+    else:  # S = X^T A
+        s00 = x00 * a00 + x10 * a10 + x20 * a20
+        s01 = x00 * a01 + x10 * a11 + x20 * a21
+        s02 = x00 * a02 + x10 * a12 + x20 * a22
+        s10 = x01 * a00 + x11 * a10 + x21 * a20
+        s11 = x01 * a01 + x11 * a11 + x21 * a21
+        s12 = x01 * a02 + x11 * a12 + x21 * a22
+        s20 = x02 * a00 + x12 * a10 + x22 * a20
+        s21 = x02 * a01 + x12 * a11 + x22 * a21
+        s22 = x02 * a02 + x12 * a12 + x22 * a22
+    off = max(max(max(abs(s00 - 1.0), abs(s11 - 1.0)), max(abs(s22 - 1.0), abs(s01))),
+              max(max(abs(s02), abs(s10)), max(abs(s12), max(abs(s20), abs(s21)))))
+    scales = off > RIGID_TOLERANCE
+    o[0], o[1], o[2], o[3] = qx, qy, qz, qw
+    # qd = 0.5 * (t, 0) * q
+    o[4] = 0.5 * (tx_ * qw + ty_ * qz - tz_ * qy)
+    o[5] = 0.5 * (-tx_ * qz + ty_ * qw + tz_ * qx)
+    o[6] = 0.5 * (tx_ * qy - ty_ * qx + tz_ * qw)
+    o[7] = -0.5 * (tx_ * qx + ty_ * qy + tz_ * qz)
+    o[8] = s00
+    o[9] = 0.5 * (s01 + s10)
+    o[10] = 0.5 * (s02 + s20)
+    o[11] = s11
+    o[12] = 0.5 * (s12 + s21)
+    o[13] = s22
+    o[14] = 1.0 if scales else 0.0  # not read by the blend (nor the shaders): the kernel choice
+    o[15] = 0.0
+    return 1 if scales else 0
+
+
 @njit(cache=True, nogil=True)
 def _pack_dq(palette, out):
     """palette (N, R, 4) -> out (N, 16) float32: qr, qd, (s00, s01, s02, s11), (s12, s22, scales, 0),
     S symmetrised (it is symmetric up to rounding: S = R^T A for the polar R); ``scales`` 1 where S is
-    off the identity (by more than RIGID_TOLERANCE), else 0. Returns whether any joint scales."""
-    a = np.empty((3, 3))
-    r = np.empty((3, 3))
-    s = np.empty((3, 3))
-    q = np.empty(4)
-    qd = np.empty(4)
+    off the identity (by more than RIGID_TOLERANCE), else 0. Returns whether any joint scales. Each
+    joint by :func:`_pack_joint`, or where that declines (singular joints) by :func:`_dq_joint`."""
     scales = False
+    scratch = None
     for i in range(palette.shape[0]):
+        got = _pack_joint(palette[i], out[i])
+        if got >= 0:
+            scales |= got == 1
+            continue
+        if scratch is None:
+            scratch = np.empty((3, 3, 3))
+        q = np.empty(4)
+        qd = np.empty(4)
+        a, r, s = scratch[0], scratch[1], scratch[2]
         joint_scales = _dq_joint(palette[i], a, r, s, q, qd)
         scales |= joint_scales
         o = out[i]
@@ -341,9 +534,22 @@ def _pack_dq(palette, out):
         o[11] = s[1, 1]
         o[12] = 0.5 * (s[1, 2] + s[2, 1])
         o[13] = s[2, 2]
-        o[14] = 1.0 if joint_scales else 0.0  # not read by the blend (nor the shaders): the kernel choice
+        o[14] = 1.0 if joint_scales else 0.0
         o[15] = 0.0
     return scales
+
+
+@njit(cache=True, nogil=True)
+def _pack_dq_one(palette, out):
+    """:func:`_pack_dq` for one (J, R, 4) palette (any layout) into a C-contiguous (J, 16) ``out``; False
+    (nothing written) where the shapes or out's strides do not fit (the caller then names the fault)."""
+    if (palette.shape[1] != 3 and palette.shape[1] != 4) or palette.shape[2] != 4:
+        return False
+    if out.shape[0] != palette.shape[0] or out.shape[1] != DQ_STRIDE or out.strides[1] != 4 \
+            or out.strides[0] != 4 * DQ_STRIDE:
+        return False
+    _pack_dq(palette, out)
+    return True
 
 
 def _packed_out(out, shape) -> np.ndarray:
@@ -357,7 +563,15 @@ def _packed_out(out, shape) -> np.ndarray:
 def pack_dq_palette(palette: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """Skin palette (J, 4, 4) / (J, 3, 4) row-major (any float dtype) -> the packed dual quaternion
     palette (J, 16) float32 that :func:`skin_dq_into` reads (convert once per frame, into a reused
-    ``out``, when several meshes share a palette). Layout: see the module docstring."""
+    ``out``, when several meshes share a palette). Layout: see the module docstring.
+
+    >>> m = np.eye(4, dtype=np.float32)[None]; m[0, :3, 3] = (2, 0, 0)
+    >>> (pack_dq_palette(m)[0, :8] + 0.0).tolist()   # qr = identity, qd = t qr / 2 (+ 0.0: no -0.0)
+    [0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0]
+    """
+    if (type(out) is np.ndarray and type(palette) is np.ndarray and out.ndim == 2 and palette.ndim == 3
+            and out.dtype is _F32_DTYPE and palette.dtype.kind == "f" and _pack_dq_one(palette, out)):
+        return out  # the per-frame call: one palette into a reused buffer (~1 us less than below)
     palette = np.asarray(palette)
     if palette.ndim != 3:
         raise SkeletalError(f"palette must be float (J, 4, 4) or (J, 3, 4), got {palette.dtype} {palette.shape}")
@@ -816,7 +1030,6 @@ def _emit_dq_group(context, b, A, args, v0, k: int, scaled: bool, clamp: bool) -
     influence's packed record is transposed as it is loaded (its ``qr | qd`` as 8-float records, S's
     six numbers as the next 8), so the pivot, the hemisphere signs, the blend and the transform are
     all lane-wise arithmetic with no horizontal sums (the same maths as :func:`_emit_dq_vertices`)."""
-    do_n = not isinstance(A[4], types.NoneType)
     e = Emit(b)
     pal = Rows(context, b, A[0], args[0], DQ_STRIDE)
     inf = Influences(context, b, A, args, pal.shape[0], k, clamp)
@@ -905,10 +1118,17 @@ def _emit_dq_group(context, b, A, args, v0, k: int, scaled: bool, clamp: bool) -
             phi.add_incoming(x, stream_block)
             phi.add_incoming(y, tournament_block)
             blended.append(phi)
-    q, d = blended[:4], blended[4:8]
+    _emit_dq_transform(context, b, e, A, args, v0, blended[:4], blended[4:8], blended[8:] if scaled else None)
+
+
+def _emit_dq_transform(context, b, e: Emit, A, args, v0, q, d, s6) -> None:
+    """The planar kernels' transform of LANES vertices from v0 on, lane-wise: ``q``, ``d`` the blended
+    dual quaternion (4 + 4 vectors, not normalised), ``s6`` the blended S (s00, s01, s02, s11, s12, s22)
+    or None (rigid): positions (and normals when given) read, transformed and stored."""
+    do_n = not isinstance(A[4], types.NoneType)
+    scaled = s6 is not None
     if scaled:
-        s00, s01, s02, s11, s12, s22 = blended[8:]
-    if scaled:
+        s00, s01, s02, s11, s12, s22 = s6
         cols = [[s00, s01, s02], [s01, s11, s12], [s02, s12, s22]]  # S's columns (S symmetric)
 
     vt = vec_type(LANES)
@@ -958,6 +1178,101 @@ def _emit_dq_group(context, b, A, args, v0, k: int, scaled: bool, clamp: bool) -
     _store_xyz(context, b, e, A, args, 7, v0, [e.mul(c, factor) for c in rotate(n)])
 
 
+def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool) -> None:
+    """IR dual quaternion skinning of the LANES vertices v0 .. v0 + LANES - 1 of dense (V, 3) arrays, K = k
+    unrolled, positions (+ normals; no tangents), from the signed records (:func:`_signed_records`):
+    ``palette`` (A[0]) is the doubled palette, A[13] the (J, J) table of byte offsets. Per vertex the
+    pivot's table row gives each influence's record already in the pivot's hemisphere, so the blend is
+    LBS's: one 16-float multiply-add per influence (weight broadcast from memory), and the 16 blended
+    records are transposed once (:func:`skeletal.skin.transpose_lanes`) into lane-wise q, d and S.
+    Joint indices are clamped to J - 1 (the table and the palette's first J records). (Checking a chunk's
+    indices once and skipping the clamp where all are in range measured 0-2% faster, within the spread
+    that code placement alone gives: not worth a second copy of the kernel.)"""
+    e = Emit(b)
+    pal = Rows(context, b, A[0], args[0], DQ_STRIDE)
+    table = Rows(context, b, A[13], args[13])
+    inf = Influences(context, b, A, args, table.shape[0], k, True)
+    # Rows as offsets from the group's first (constant offsets where the strides are: no per-row pointers
+    # kept live, which spilled).
+    jrow0, wrow0 = inf.rows(v0)
+    rows = [(b.gep(jrow0, [b.mul(ir.Constant(I64, i), inf.jnt.stride)]),
+             b.gep(wrow0, [b.mul(ir.Constant(I64, i), inf.wgt.stride)])) for i in range(LANES)]
+    n_el = 14 if scaled else 8
+    record_bytes = ir.Constant(I64, 4 * DQ_STRIDE)
+
+    def blend(pivot_first: bool):
+        """The blended records, transposed: n_el vectors (qr, qd, S). ``pivot_first``: influence 0 is
+        the pivot (its record needs no look-up); else the largest weight (the first of equal ones), by
+        a chain of selects per vertex. Joint indices are read where they are used (16 vertices' K
+        indices kept live across the blend spilled)."""
+        out = []
+        for jrow, wrow in rows:
+            joints = [inf.joint(jrow, kk) for kk in range(k)]
+            if pivot_first:
+                pivot = joints[0]
+            else:
+                pivot, best = joints[0], inf.weight(wrow, 0)
+                for kk in range(1, k):
+                    w = inf.weight(wrow, kk)
+                    better = b.fcmp_ordered(">", w, best)
+                    pivot, best = b.select(better, joints[kk], pivot), b.select(better, w, best)
+            trow = table.row(pivot)
+            acc = None
+            for kk in range(k):
+                if pivot_first and kk == 0:
+                    at = b.mul(joints[0], record_bytes)
+                else:
+                    at = b.sext(table.load(trow, joints[kk]), I64)
+                record = b.load(b.bitcast(b.gep(pal.data, [at]), vec_type(LANES).as_pointer()), align=4)
+                w = e.splat(inf.weight(wrow, kk), LANES)
+                acc = e.mul(w, record) if acc is None else e.fma(w, record, acc)
+            out.append(acc)
+        got = transpose_lanes(e, out, range(n_el))
+        return [got[c] for c in range(n_el)]
+
+    # 1. K <= 2: influence 0 is the pivot (any pivot gives the same transform). Else influence 0 where
+    # every lane of the group has its weights sorted largest first (one lane-wise check), otherwise the
+    # largest weight of each vertex; both give the same pivot, so the same result.
+    if k <= 2:
+        blended = blend(True)
+    else:
+        # The check reads the weights through a pointer LLVM cannot see through: else it reuses these
+        # loads for the blend's weights, broadcasting each from a register (a shuffle) instead of from
+        # memory (a load).
+        hidden = _opaque(b, wrow0)
+        wrows = [b.gep(hidden, [b.mul(ir.Constant(I64, i), inf.wgt.stride)]) for i in range(LANES)]
+        if k % 4 == 0:
+            weights = []
+            for g in range(0, k, 4):
+                got, = _transposed(e, wrows, [4 * g], 4, [range(4)])
+                weights += [got[c] for c in range(4)]
+        else:
+            weights = [_lane_vector(e, [inf.weight(wrow, kk) for wrow in wrows]) for kk in range(k)]
+        first = None
+        for w in weights[1:]:
+            ge = b.fcmp_ordered(">=", weights[0], w)
+            first = ge if first is None else b.and_(first, ge)
+        all_first = b.icmp_unsigned("==", b.bitcast(first, ir.IntType(LANES)), ir.Constant(ir.IntType(LANES), -1))
+        with b.if_else(all_first) as (then, otherwise):
+            with then:
+                by_first, first_block = blend(True), b.block
+            with otherwise:
+                by_chain, chain_block = blend(False), b.block
+        blended = []
+        for x, y in zip(by_first, by_chain):
+            phi = b.phi(x.type)
+            phi.add_incoming(x, first_block)
+            phi.add_incoming(y, chain_block)
+            blended.append(phi)
+    _emit_dq_transform(context, b, e, A, args, v0, blended[:4], blended[4:8], blended[8:] if scaled else None)
+
+
+def _opaque(b, value):
+    """``value`` through an empty inline asm: the same value, which LLVM can no longer relate to others
+    (so loads through it are not merged with loads through the original)."""
+    return b.asm(ir.FunctionType(value.type, [value.type]), "", "=r,0", [value], False)
+
+
 def _load_xyz(context, b, e: Emit, A, args, i: int, v0):
     """x, y, z of the dense (V, 3) argument i's rows v0 .. v0 + LANES - 1: three loads, deinterleaved."""
     src = Rows(context, b, A[i], args[i], 3)
@@ -975,48 +1290,123 @@ def _store_xyz(context, b, e: Emit, A, args, i: int, v0, xyz) -> None:
 
 @intrinsic
 def _skin_dq_chunk(typingctx, palette, joints, weights, positions, normals, tangents,
-                   out_positions, out_normals, out_tangents, chunk, kspec, scaled, unclamped):
+                   out_positions, out_normals, out_tangents, chunk, kspec, scaled, unclamped, signs):
     """DQ-skin vertices ``chunk * CHUNK`` .. ``+ CHUNK`` (clipped), two at a time. Compile-time
     choices as for :func:`skeletal.skin._skin_chunk`; ``scaled`` None (rigid palette: no S blend)
-    or anything else (the scale-separated kernel)."""
+    or anything else (the scale-separated kernel); ``signs`` None, or the (J, J) int32 table of
+    :func:`_signed_records` (``palette`` is then the doubled palette, and joint indices are clamped to
+    the table's J: the signed-record group kernel)."""
     sig = types.void(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
-                     out_tangents, chunk, kspec, scaled, unclamped)
+                     out_tangents, chunk, kspec, scaled, unclamped, signs)
     if not _kernel_types_ok(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
                             out_tangents):
         return None  # a TypingError: skin_dq_into then names the fault (check_skin_args)
-    use_scale, clamp = not isinstance(scaled, types.NoneType), isinstance(unclamped, types.NoneType)
+    signed = not isinstance(signs, types.NoneType)
+    if signed and not (isinstance(signs, types.Array) and signs.ndim == 2 and signs.dtype == types.int32):
+        return None
+    use_scale, clamp = not isinstance(scaled, types.NoneType), signed or isinstance(unclamped, types.NoneType)
     vertices = lambda context, b, A, args, v0, kk, k_const, n_vert: _emit_dq_vertices(
         context, b, A, args, v0, kk, k_const, n_vert, use_scale, clamp)
     k_const = len(kspec) if isinstance(kspec, types.BaseTuple) else None
     if planar_ok(sig.args, k_const):
-        return sig, planar_codegen(False, clamp, vertices, group=lambda context, b, A, args, v0, k: _emit_dq_group(
-            context, b, A, args, v0, k, use_scale, clamp))
+        if signed:
+            group = lambda context, b, A, args, v0, k: _emit_dq_signed(context, b, A, args, v0, k, use_scale)
+        else:
+            group = lambda context, b, A, args, v0, k: _emit_dq_group(context, b, A, args, v0, k, use_scale, clamp)
+        return sig, planar_codegen(False, clamp, vertices, group=group)
     return sig, chunk_codegen(vertices, pairs=2)
 
 
 @njit(cache=True, nogil=True)
+def _signed_records(packed, doubled, table):
+    """The signed-record kernel's inputs from a packed palette (J, 16): ``doubled`` (2J, 16) float32, its
+    rows 0 .. J-1 the packed records and row J + j joint j's with qr and qd negated (the same transform;
+    S as is), and ``table`` (J, J) int32: ``table[p, j]`` the byte offset in ``doubled`` of joint j's
+    record in the hemisphere of joint p's qr: 64 j, or 64 (J + j) where qr_j . qr_p < 0 (float32 dot
+    product, as the kernels take it). J^2 dot products: the caller uses it when J^2 is small beside V."""
+    n = packed.shape[0]
+    for j in range(n):
+        for c in range(DQ_STRIDE):
+            x = packed[j, c]
+            doubled[j, c] = x
+            doubled[n + j, c] = -x if c < 8 else x
+    # qr as four vectors over the joints (doubled's spare rows are past 2J: use a small array)
+    qr = np.empty((4, n), np.float32)
+    for j in range(n):
+        for c in range(4):
+            qr[c, j] = packed[j, c]
+    qx, qy, qz, qw = qr[0], qr[1], qr[2], qr[3]
+    record = np.int32(4 * DQ_STRIDE)
+    flipped = np.int32(4 * DQ_STRIDE * n)
+    for p in range(n):
+        px, py, pz, pw = qx[p], qy[p], qz[p], qw[p]
+        row = table[p]
+        for j in range(n):
+            dot = (qx[j] * px + qy[j] * py) + (qz[j] * pz + qw[j] * pw)
+            row[j] = np.int32(j) * record + (flipped if dot < 0 else np.int32(0))
+
+
+@njit(cache=True, nogil=True)
 def _skin_dq_checked(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
-                     out_tangents, kspec, scaled, unclamped):
+                     out_tangents, kspec, scaled, unclamped, doubled, signs):
     """DQ-skin (see :func:`skin_dq_into`); returns False, touching nothing, where the shapes or strides
-    break the contract (the caller then names the fault)."""
+    break the contract, or the packed palette is empty or not 16 wide (the caller then names the fault).
+    ``doubled``/``signs``: None, or scratch arrays for :func:`_signed_records` (then the signed-record
+    kernel runs; the caller sized them for this palette)."""
+    if palette.shape[0] == 0 or palette.shape[1] != DQ_STRIDE:
+        return False
+    if signs is not None and (signs.shape[0] != palette.shape[0] or doubled.shape[0] != 2 * palette.shape[0]):
+        return False
     if not _rows_ok(positions, out_positions, normals, out_normals, tangents, out_tangents, joints, weights):
         return False
-    _skin_dq_fast(palette, joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents,
-                  kspec, scaled, unclamped)
+    if signs is None:
+        _skin_dq_fast(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
+                      out_tangents, kspec, scaled, unclamped, None)
+    else:
+        _signed_records(palette, doubled, signs)
+        _skin_dq_fast(doubled, joints, weights, positions, normals, tangents, out_positions, out_normals,
+                      out_tangents, kspec, scaled, None, signs)
     return True
 
 
 @njit(cache=True, parallel=True, nogil=True)
 def _skin_dq_fast(palette, joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents,
-                  kspec, scaled, unclamped):
+                  kspec, scaled, unclamped, signs):
     chunks = (positions.shape[0] + CHUNK - 1) // CHUNK
     if chunks == 1:  # no parallel region for one chunk: its start costs ~0.7 us
         _skin_dq_chunk(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
-                       out_tangents, 0, kspec, scaled, unclamped)
+                       out_tangents, 0, kspec, scaled, unclamped, signs)
     else:
         for c in prange(chunks):
             _skin_dq_chunk(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
-                           out_tangents, c, kspec, scaled, unclamped)
+                           out_tangents, c, kspec, scaled, unclamped, signs)
+
+
+#: Meshes of at least this many vertices (and at least J^2 of them), K unrolled, without tangents, take
+#: the signed-record kernel (:func:`_emit_dq_signed`).
+SIGNED_MIN_VERTICES = 1024
+_signed_buffers = threading.local()
+
+
+def _signed_scratch(joints: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-thread scratch for :func:`_signed_records` with ``joints`` joints: the doubled palette
+    (2J, 16) float32 on a 64-byte boundary and the (J, J) int32 table (reused while J stays)."""
+    cached = getattr(_signed_buffers, "last", None)
+    if cached is None or cached[0] != joints:
+        cached = _signed_buffers.last = (joints, aligned_empty((2 * joints, DQ_STRIDE)),
+                                         np.empty((joints, joints), np.int32))
+    return cached[1], cached[2]
+
+
+@njit(cache=True, nogil=True)
+def _any_scales(packed, joints):
+    """Whether any of the first ``joints`` records of a packed palette has its ``scales`` flag set.
+    (Compiled: numpy's ``packed[:J, 14].any()`` measured ~2.5% of a 100k-vertex call, far more than
+    it takes on its own.)"""
+    for j in range(joints):
+        if packed[j, 14] != 0.0:
+            return True
+    return False
 
 
 def _pack_into(palette: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -1052,24 +1442,44 @@ def skin_dq_into(
     ...              np.zeros((1, 3), np.float32), None, None, out)[0].tolist()
     [[0.0, 1.0, 0.0]]
     """
-    if scale not in ("auto", "separate", "ignore"):
+    if scale != "auto" and scale not in ("separate", "ignore"):
         raise SkeletalError(f"scale must be 'auto', 'separate' or 'ignore', got {scale!r}")
     if type(joints) is not np.ndarray or joints.ndim != 2 or type(positions) is not np.ndarray:
         check_skin_args(joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents)
     n, k = joints.shape
-    palette = np.asarray(palette)
-    packed, clamp = kernel_palette(palette, joints, n, DQ_STRIDE, _pack_into, "pack_dq_palette")
-    scaled = scale == "separate" or (scale == "auto" and bool(packed[: len(palette), 14].any()))
+    # The signed-record kernel for big meshes of few joints (its table is J^2 dot products per call).
+    signed = (n >= SIGNED_MIN_VERTICES and tangents is None and k in UNROLLED and type(palette) is np.ndarray
+              and palette.ndim in (2, 3) and palette.shape[0] ** 2 <= n)
+    # As skin_into: a packed float32 palette that needs no padding goes straight to the compiled call (which
+    # checks its order by type, its width and length), anything else through kernel_palette.
+    if (type(palette) is np.ndarray and palette.ndim == 2 and palette.dtype is _F32_DTYPE
+            and (signed or n < PAD_MIN_VERTICES or joints.dtype is not _U8_DTYPE)):
+        packed, unclamped = palette, None
+    else:
+        palette = np.asarray(palette)
+        packed, clamp = kernel_palette(palette, joints, n, DQ_STRIDE, _pack_into, "pack_dq_palette", pad=not signed)
+        unclamped = None if clamp else True
+    scaled = scale == "separate" or (scale == "auto" and _any_scales(packed, len(palette)))
+    doubled, signs = _signed_scratch(len(packed)) if signed else (None, None)
     # As skin_into: the argument contract is checked inside the call (types when compiling, shapes and
     # strides in compiled code: ~6 us less per call than check_skin_args here, ~1% of a 100k-vertex
-    # call); on a failure check_skin_args names the argument at fault.
+    # call); on a failure kernel_palette and check_skin_args name the argument at fault. More than one
+    # chunk runs on fewer threads while other processes keep the CPUs busy (as skin_into).
     try:
-        ok = _skin_dq_checked(packed, joints, weights, positions, normals, tangents, out_positions, out_normals,
-                              out_tangents, UNROLLED.get(k), True if scaled else None, None if clamp else True)
+        if n > CHUNK and busy_cap():
+            with capped_threads():
+                ok = _skin_dq_checked(packed, joints, weights, positions, normals, tangents, out_positions,
+                                      out_normals, out_tangents, UNROLLED.get(k), True if scaled else None,
+                                      unclamped, doubled, signs)
+        else:
+            ok = _skin_dq_checked(packed, joints, weights, positions, normals, tangents, out_positions, out_normals,
+                                  out_tangents, UNROLLED.get(k), True if scaled else None, unclamped, doubled, signs)
     except (TypingError, TypeError, ValueError) as exc:
-        check_skin_args(joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents)
+        _name_fault(palette, joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents,
+                    DQ_STRIDE, "pack_dq_palette")
         raise SkeletalError(f"skin_dq_into: unsupported arguments ({str(exc).splitlines()[0]})") from None
     if not ok:
-        check_skin_args(joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents)
+        _name_fault(palette, joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents,
+                    DQ_STRIDE, "pack_dq_palette")
         raise SkeletalError("skin_dq_into: the arguments' shapes do not agree")
     return out_positions, out_normals, out_tangents
