@@ -1,7 +1,10 @@
 """The single-update fast paths of issue 17 compute what the plain code computes, bit for bit:
 ``quat.near_slerp_into`` (slerp_into's identical / nearly-parallel branch, 4-wide), the 4-wide affine
-rows of world matrices and palettes (``pose``), ``quat.sin_quarter`` (compiled and numpy twins), and
-``jobs.field`` (a job's arrays read without reference counts). No timing here (the bench measures it)."""
+rows of world matrices and palettes (``pose``), ``quat.sin_quarter`` (compiled and numpy twins),
+``jobs.field`` (a job's arrays read without reference counts), ``sampling.lerp3_into`` (4-wide
+translation / scale lerps), ``pose.world_subset_staged`` (world rows in two passes, depth order) and
+``quat.near_slerp_known_into`` (the near-key slerp with its tests tabulated).
+No timing here (the bench measures it)."""
 
 from __future__ import annotations
 
@@ -12,10 +15,13 @@ from numba import njit
 import skeletal
 from skeletal.bench import DEFAULT_MODEL
 from skeletal.demo import demo_asset
-from skeletal.playback.clipset import TK_KEY_START, TK_PATH, TK_VALUE_START
+from skeletal.playback.clipset import TK_INTERP, TK_KEY_START, TK_PATH, TK_VALUE_START, TK_WIDTH, ClipSet
 from skeletal.playback.jobs import field
-from skeletal.pose import skin_palette, world_matrices
-from skeletal.quat import _sin_quarter, near_slerp_into, sin_quarter, slerp_into
+from skeletal.pose import (ancestors_and_self, depth_order, skin_palette, world_matrices, world_subset_one,
+                           world_subset_staged)
+from skeletal.quat import (NEAR_FLIP, NEAR_SAME, _sin_quarter, near_slerp_into, near_slerp_known_into,
+                           near_slerp_table, sin_quarter, slerp_into)
+from skeletal.sampling import lerp3_into
 
 
 @pytest.fixture(scope="module")
@@ -139,3 +145,100 @@ def test_field_reads_a_jobs_arrays_in_place(asset):
     player.update(0.2)  # the job is still whole after the reads
     assert not np.array_equal(before, mixer.local_pose)
     assert np.isfinite(player.palettes[0]).all()
+
+
+@njit(cache=False)
+def _lerp3_both(values, starts, us, fast, plain):
+    for i in range(starts.shape[0]):
+        lerp3_into(fast[i], 0, values, np.uint64(starts[i]), us[i])
+        s = 1.0 - us[i]
+        for c in range(3):
+            plain[i, c] = np.float64(values[starts[i] + c]) * s + np.float64(values[starts[i] + 3 + c]) * us[i]
+
+
+def test_lerp3_equals_the_scalar_lerp_bit_for_bit(asset):
+    """sampling.lerp3_into (4 lanes wide, float32 keys into float64) against the scalar formula, for every
+    key interval of every LINEAR translation and scale track of the model's clips, and for the last
+    interval of a value array (no float to read past it: the scalar fallback)."""
+    cs = ClipSet(asset.clips)
+    tracks = cs.track_table
+    starts = []
+    for k in range(cs.track_count):
+        if tracks[k, TK_PATH] in (0, 2) and tracks[k, TK_WIDTH] == 3 and tracks[k, TK_INTERP] == 1:
+            keys = cs.key_start[k + 1] - cs.key_start[k]
+            starts += [tracks[k, TK_VALUE_START] + 3 * key for key in range(keys - 1)]
+    starts = np.array(starts, dtype=np.int64)
+    assert len(starts) > 10
+    us = np.random.default_rng(4).uniform(0.0, 1.0, len(starts))
+    fast, plain = np.zeros((len(starts), 3)), np.zeros((len(starts), 3))
+    _lerp3_both(cs.values, starts, us, fast, plain)
+    np.testing.assert_array_equal(fast, plain)
+    tail = np.arange(6, dtype=np.float32) * np.float32(0.37)  # one interval, nothing after it
+    fast, plain = np.zeros((1, 3)), np.zeros((1, 3))
+    _lerp3_both(tail, np.zeros(1, np.int64), np.array([0.3]), fast, plain)
+    np.testing.assert_array_equal(fast, plain)
+
+
+@njit(cache=False)
+def _worlds(parents, nodes, staged_nodes, pose, one, staged):
+    world_subset_one(parents, nodes, pose, one)
+    world_subset_staged(parents, staged_nodes, pose, staged)
+
+
+def test_staged_world_rows_equal_world_subset_one(asset):
+    """pose.world_subset_staged (float64: local matrices first, then the parent products in depth
+    order) writes the rows world_subset_one writes, bit for bit: every node, a subset (the skin's joints
+    and their ancestors), and float32 3x4 rows (the plain path)."""
+    player = skeletal.Player(asset)
+    player.play(asset.clips[0].name)
+    player.update(0.37)
+    parents, pose = asset.rig.parents, player.local_pose.astype(np.float64)
+    n = len(parents)
+    every = np.arange(n, dtype=np.int64)
+    subset = ancestors_and_self(parents, asset.skins[0].joints)
+    for nodes, width, dtype in ((every, 4, np.float64), (subset, 4, np.float64), (every, 3, np.float32)):
+        order = depth_order(parents, nodes)
+        assert sorted(order.tolist()) == nodes.tolist()
+        assert all(parents[i] < 0 or list(order).index(parents[i]) < k for k, i in enumerate(order))
+        one = np.zeros((n, width, 4), dtype)
+        staged = np.full((n, width, 4), 7.0, dtype)
+        staged[np.setdiff1d(every, nodes)] = 0.0  # rows not listed are left alone by both
+        _worlds(parents, nodes, order, pose.astype(dtype), one, staged)
+        np.testing.assert_array_equal(staged, one)
+
+
+@njit(cache=False)
+def _known_both(values, starts, us, flags, known, near):
+    for i in range(starts.shape[0]):
+        near_slerp_known_into(known, 4 * i, values, starts[i], us[i], flags[i])
+        near_slerp_into(near, 4 * i, values, starts[i], us[i])
+
+
+def test_near_slerp_with_tabulated_tests_equals_near_slerp(asset):
+    """quat.near_slerp_known_into (the identical-keys and sign tests read from near_slerp_table)
+    against near_slerp_into, bit for bit: every near key pair of the model's LINEAR rotation tracks,
+    plus identical keys and a pair that needs its sign flipped, made for the purpose."""
+    cs = skeletal.Player(asset).mixer.clipset
+    q = np.array([0.1, 0.2, 0.3, 0.9], np.float32)
+    q /= np.linalg.norm(q)
+    r = -(q + np.float32(1e-3) * np.array([1, -1, 0.5, 0], np.float32))
+    values = np.concatenate([cs.values, q, q, q, r]).astype(np.float32)
+    n = len(cs.values)
+    rotation = [(int(cs.key_start[k]), int(cs.value_start[k]), int(cs.key_start[k + 1] - cs.key_start[k]))
+                for k in range(cs.track_count) if cs.track_table[k, TK_PATH] == 1 and cs.track_table[k, TK_INTERP] == 1]
+    extra_row = len(cs.slerp_keys)
+    keys = np.vstack([cs.slerp_keys, np.zeros((3, 2))])
+    table = near_slerp_table(keys, rotation + [(extra_row, n, 4)], values)
+    starts, flags = [], []
+    for row, start, count in rotation + [(extra_row, n, 4)]:
+        for i in range(count - 1):
+            if table[row + i, 0] == 0.0:
+                starts.append(start + 4 * i)
+                flags.append(table[row + i, 1])
+    flags = np.array(flags)
+    assert len(starts) > 100 and (flags == NEAR_SAME).any() and (flags == NEAR_FLIP).any()
+    assert np.array_equal(table[table[:, 0] > 0], keys[table[:, 0] > 0])  # tabulated angles untouched
+    us = np.random.default_rng(5).uniform(0.0, 1.0, len(starts))
+    known, near = np.full(4 * len(starts), np.nan), np.full(4 * len(starts), np.nan)
+    _known_both(values, np.array(starts, np.int64), us, flags, known, near)
+    assert np.array_equal(known.view(np.int64), near.view(np.int64))

@@ -179,3 +179,90 @@ def test_single_action_kernel_switches_to_blending_without_a_lost_frame(asset):
     assert events["lazy"] == events["full"] and ("finished", "walk") in events["lazy"]
     np.testing.assert_array_equal(lazy.local_pose, asset.rig.rest)
     assert K.NEEDS_BLEND > 2 ** 31  # far above any event count
+
+
+def _fast_script(player, asset):
+    """Frames that change what Player.update's armed fast path depends on: a new slot, a snapshot
+    crossfade, an IK stage, a clip added to the clip set, a seek, speed and weight written in place."""
+    clips = [c.name for c in asset.clips]
+    other = next(c for c in clips if c != "walk")
+    player.play("walk")
+    yield
+    yield
+    player.action("walk").speed = 1.5  # in place: the job stays
+    yield
+    player.crossfade(other, 0.1, snapshot=True)  # a fading snapshot: the general path until it ends
+    for _ in range(4):
+        yield
+    player.mixer.clip_index(skeletal.Clip(name="walk again", tracks=list(asset.clip("walk").tracks)))  # added
+    yield
+    player.action(other).time = 0.25  # a seek
+    yield
+    chain = [asset.rig.names[i] for i in _leg_chain(asset)]
+    handle = player.add_ik("leg", chain=chain, target=(0.1, 0.2, 0.3))
+    yield
+    handle.target = (0.2, 0.1, 0.3)  # in place
+    yield
+    player.play("walk", restart=True)
+    for _ in range(int(asset.clip("walk").duration / 0.3) + 2):  # past a loop of walk
+        yield
+
+
+def _leg_chain(asset):
+    """Three rig nodes, each the parent of the next (a two-bone chain)."""
+    parents = asset.rig.parents
+    for end in range(len(parents) - 1, -1, -1):
+        mid = parents[end]
+        if mid >= 0 and parents[mid] >= 0:
+            return [int(parents[mid]), int(mid), int(end)]
+    raise AssertionError("no three-node chain")
+
+
+def test_armed_fast_path_equals_the_general_path(asset):
+    """Player.update's armed fast path (Mixer._fast: the clock and one compiled call) gives every frame
+    the pose, world rows, palettes, time and events of the general path, and is dropped whenever its
+    job, clip set or snapshot fade changes (then re-armed by the general path)."""
+    fast, general = Player(asset), Player(asset)
+    events: dict = {"fast": [], "general": []}
+    fast.on("*", lambda e: events["fast"].append(e))
+    general.on("*", lambda e: events["general"].append(e))
+    armed = []
+    for _ in zip(_fast_script(fast, asset), _fast_script(general, asset)):
+        for _ in range(3):
+            armed.append(fast.mixer._fast is not None)
+            fast.update(0.1)
+            general._update_general(0.1)  # never the armed path (it re-arms it, unused)
+            assert fast.time == general.time
+            np.testing.assert_array_equal(fast.local_pose, general.local_pose)
+            np.testing.assert_array_equal(fast.world, general.world)
+            for a, b in zip(fast.palettes, general.palettes):
+                np.testing.assert_array_equal(a, b)
+    assert events["fast"] == events["general"] and any(e.kind == "loop" for e in events["fast"])
+    assert sum(armed) > len(armed) // 2 and not all(armed)
+    # what drops it
+    player = Player(asset)
+    player.play("walk")
+    player.update(0.01)
+    player.update(0.01)
+    assert player.mixer._fast is not None
+    player.crossfade("walk", 0.2, snapshot=True)
+    assert player.mixer._fast is None
+    for _ in range(3):
+        player.update(0.1)  # the fade ends; the general path re-arms
+    player.update(0.01)
+    assert player.mixer._fast is not None
+    player.mixer.clip_index(skeletal.Clip(name="extra", tracks=list(asset.clip("walk").tracks)))
+    assert player.mixer._fast is None
+
+
+def test_job_entry_point_rejects_what_is_not_a_job(asset):
+    """The job unboxer (jobs._define_boxing) raises for an object without ``_meminfo`` instead of
+    reading a null; a job still round-trips (built by a compiled constructor, passed back in)."""
+    player = Player(asset)
+    player.play("walk")
+    player.update(0.01)
+    state = player.mixer._job_state
+    call = state[2]
+    assert call(state[0], state[1], 0.0, 0) == 0
+    with pytest.raises(AttributeError):
+        call(object(), state[1], 0.0, 0)

@@ -251,6 +251,62 @@ def world_subset_one(parents, nodes, pose, world):
 
 
 @njit(cache=True, forceinline=True)
+def local_into(i, pose, out):
+    """``out[i, :3, :]`` = the top three rows of ``T @ R @ S`` for the local row ``pose[i]`` (10,),
+    row-major, with :func:`world_node_into`'s arithmetic (the same values); ``out`` (N, 3|4, 4)."""
+    tx, ty, tz = pose[i, 0], pose[i, 1], pose[i, 2]
+    x, y, z, w = pose[i, 3], pose[i, 4], pose[i, 5], pose[i, 6]
+    sx, sy, sz = pose[i, 7], pose[i, 8], pose[i, 9]
+    x2, y2, z2 = x + x, y + y, z + z
+    xx, xy, xz, yy, yz, zz = x * x2, x * y2, x * z2, y * y2, y * z2, z * z2
+    wx, wy, wz = w * x2, w * y2, w * z2
+    out[i, 0, 0], out[i, 0, 1], out[i, 0, 2], out[i, 0, 3] = (1.0 - (yy + zz)) * sx, (xy - wz) * sy, (xz + wy) * sz, tx
+    out[i, 1, 0], out[i, 1, 1], out[i, 1, 2], out[i, 1, 3] = (xy + wz) * sx, (1.0 - (xx + zz)) * sy, (yz - wx) * sz, ty
+    out[i, 2, 0], out[i, 2, 1], out[i, 2, 2], out[i, 2, 3] = (xz - wy) * sx, (yz + wx) * sy, (1.0 - (xx + yy)) * sz, tz
+
+
+def world_subset_staged(parents, nodes, pose, world):  # pragma: no cover - typed by the overload below
+    """:func:`world_subset_one` in two passes for float64 worlds: every listed node's local matrix
+    into its own world rows (every node in index order when ``nodes`` lists them all), then each
+    times its parent's world in place, so the products no longer wait on the quaternion arithmetic.
+    ``nodes`` parent-first (each after its parent); listed by depth (:func:`depth_order`),
+    neighbours rarely depend on each other and their products overlap. The same values as
+    :func:`world_subset_one`, which other dtypes run. Measured on Soldier.glb (68 nodes, 49 palette
+    joints; 1 thread, thread CPU, load 1.6-2, A/B in one process): the update kernel's world and
+    palette stage 0.81-0.86 -> 0.69-0.71 us. The locals in a separate scratch measured the same; the
+    first pass in depth order, 0.1 us slower.
+
+    >>> world_subset_staged(parents, depth_order(parents, nodes), pose, world)   # doctest: +SKIP
+    """
+    raise NotImplementedError
+
+
+@overload(world_subset_staged, jit_options={"forceinline": True})
+def _ol_world_subset_staged(parents, nodes, pose, world):
+    if _affine_f64(world):
+        def staged(parents, nodes, pose, world):
+            if nodes.shape[0] == pose.shape[0]:
+                for i in range(pose.shape[0]):
+                    local_into(i, pose, world)
+            else:
+                for i in nodes:
+                    local_into(i, pose, world)
+            for i in nodes:
+                p = parents[i]
+                if p >= 0:
+                    _times_matrix_f64(world, i, world, p, world, i)  # all of a row's loads before its stores
+                else:
+                    _set_affine_bottom_row(world[i])
+
+        return staged
+
+    def plain(parents, nodes, pose, world):
+        world_subset_one(parents, nodes, pose, world)
+
+    return plain
+
+
+@njit(cache=True, forceinline=True)
 def palettes_one(world, joints, inverse_bind, out):
     """out[j] = world[joints[j]] @ inverse_bind[j] for one pose; out (J, 3|4, 4). The arithmetic of
     :func:`affine_product_into`, indexing the arrays directly: three row views per joint (each a
@@ -288,6 +344,22 @@ def world_palettes_34(parents, nodes, poses, joints, inverse_bind, palettes, wor
 def _batch_kernel(kernel, batch: int):
     """``kernel`` for a batch of many, its serial twin for one (no thread pool, no parfor compile)."""
     return kernel if batch > 1 else serial_variant(kernel)
+
+
+def depth_order(parents: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """``nodes`` (parent-first, e.g. ascending) sorted by depth in the hierarchy, stably: still
+    parent-first, with siblings and cousins next to each other instead of each node after its parent
+    (see :func:`world_subset_staged`). int64.
+
+    >>> depth_order(np.array([-1, 0, 1, 0]), np.arange(4)).tolist()
+    [0, 1, 3, 2]
+    """
+    parents = np.asarray(parents)
+    depth = np.zeros(len(parents), dtype=np.int64)
+    for i in range(len(parents)):  # parent-first: a parent's depth is known before its children's
+        depth[i] = 0 if parents[i] < 0 else depth[parents[i]] + 1
+    nodes = np.asarray(nodes, dtype=np.int64)
+    return nodes[np.argsort(depth[nodes], kind="stable")]
 
 
 def ancestors_and_self(parents: np.ndarray, nodes: np.ndarray) -> np.ndarray:

@@ -113,8 +113,11 @@ class Crowd(Mixer):
 
     @property
     def local_pose(self) -> np.ndarray:
-        """Local poses (count, N, 10) in rig order. The wide path keeps its groups' rows in its own
-        lane layout and transposes them here, on the first read after an update, not on every update.
+        """Local poses (count, N, 10) in rig order, as of the last update or evaluate. The wide path keeps
+        its groups' rows in its own lane layout and transposes them here, on the first read after an
+        update, not on every update; until the first read ever, it does not even keep them (they stay in
+        per-thread scratch, in cache), and that read rebuilds them (the same floats: see
+        :func:`~skeletal.playback.wide.update_wide`).
 
         >>> crowd.update(1 / 60); crowd.local_pose[0, 0]   # doctest: +SKIP
         """

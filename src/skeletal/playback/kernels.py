@@ -22,9 +22,9 @@ import numpy as np
 from numba import njit, prange
 
 from ..ik import solve_stages_at
-from ..pose import palettes_one, world_subset_one
-from ..quat import near_slerp_into, qmul, sin_quarter, slerp_into
-from ..sampling import interpolate_into, locate_key, nlerp_into
+from ..pose import palettes_one, world_subset_staged
+from ..quat import near_slerp_known_into, qmul, sin_quarter, slerp_into
+from ..sampling import interpolate_into, lerp3_into, locate_key, nlerp_into
 from .clipset import (CL_MARKER_END, CL_MARKER_START, CL_SEGMENT_END, CL_SEGMENT_START, CL_TIMELINE_END,
                       CL_TIMELINE_START, SEG_CONSTANT, SEG_END, SEG_FIRST, SEG_KIND, SEG_LERP3, SEG_NLERP,
                       SEG_FAST_END, SEG_SLERP, SEG_TIMELINE, TK_INTERP, TK_KEY_START, TK_NODE, TK_OUT, TK_PATH, TK_VALUE_START, TK_WIDTH)
@@ -363,14 +363,34 @@ def _sample_track_into(kind, k, key, u, span, count, tracks, values, out, o):
                      key, u, span, count, out, o, False)
 
 
+# ``hot_tracks`` columns (one 16-byte row per track): what the single-action path reads per track
+HOT_VALUE_START, HOT_OUT, HOT_KEY_START = 0, 1, 2
+
+
+def hot_tracks(track_table: np.ndarray) -> np.ndarray:
+    """(T, 4) int32: each track's value start, pose offset (``TK_OUT``, -1 for morph weights) and first
+    key (``TK_KEY_START``), padded to 16 bytes: the columns :func:`_sample_clip_direct` reads per
+    track, four tracks to a cache line (a ``track_table`` row is 64 bytes). int64 for clip sets too
+    large for int32 offsets.
+
+    >>> hot = hot_tracks(clipset.track_table)                          # doctest: +SKIP
+    """
+    cols = track_table[:, [TK_VALUE_START, TK_OUT, TK_KEY_START, TK_OUT]]
+    small = cols.size == 0 or int(np.abs(cols).max()) < 2**31 - 8
+    return np.ascontiguousarray(cols, dtype=np.int32 if small else np.int64)
+
+
 @njit(cache=True, forceinline=True)
-def _sample_clip_direct(c, clip_table, segments, tracks, timeline_keys, values, locs, flat, out_m, morph_start,
+def _sample_clip_direct(c, clip_table, segments, tracks, hot, timeline_keys, values, locs, flat, out_m, morph_start,
                         slerp_keys, keyed):
     """Write clip c's varying tracks straight into a pose (``flat``: its (N * 10) rows flattened)
     and morph weights, at the key intervals in ``locs`` (see :func:`_locate_timelines`): a tight
-    loop per segment, with the key and fraction shared by all its tracks. ``slerp_keys``: the clip
+    loop per segment, with the key and fraction shared by all its tracks, reading each track's value
+    start, pose offset and first key from ``hot`` (:func:`hot_tracks`: 16 bytes a track, where a
+    ``tracks`` row is a 64-byte cache line). ``slerp_keys``: the clip
     set's per-key slerp angles (:attr:`~skeletal.playback.clipset.ClipSet.slerp_keys`; two sines per
-    slerp instead of an arccos and three), used when ``keyed`` (else :func:`skeletal.quat.slerp_into`)."""
+    slerp instead of an arccos and three) with the near keys' flags in column 1
+    (:func:`skeletal.quat.near_slerp_table`), used when ``keyed`` (else :func:`skeletal.quat.slerp_into`)."""
     first_timeline = clip_table[c, CL_TIMELINE_START]
     for g in range(clip_table[c, CL_SEGMENT_START], clip_table[c, CL_SEGMENT_END]):
         kind = segments[g, SEG_KIND]
@@ -381,26 +401,21 @@ def _sample_clip_direct(c, clip_table, segments, tracks, timeline_keys, values, 
         if kind == SEG_LERP3 and inside:
             # unsigned indices: numba's negative-index wraparound (a compare and select per signed
             # index) doubled this loop's time (101 tracks of Soldier's Walk: 0.39 -> 0.19 us)
-            s = 1.0 - u
             key3 = np.uint64(key * 3)
             for k in range(np.uint64(segments[g, SEG_FIRST]), np.uint64(segments[g, SEG_END])):
-                a = np.uint64(tracks[k, TK_VALUE_START]) + key3
-                o = np.uint64(tracks[k, TK_OUT])
-                flat[o] = values[a] * s + values[a + _U3] * u
-                flat[o + _U1] = values[a + _U1] * s + values[a + _U4] * u
-                flat[o + _U2] = values[a + _U2] * s + values[a + _U5] * u
+                lerp3_into(flat, np.uint64(hot[k, HOT_OUT]), values, np.uint64(hot[k, HOT_VALUE_START]) + key3, u)
         elif (kind == SEG_NLERP or kind == SEG_SLERP) and inside:
             # nlerp for the prefix whose keys are close enough (see ClipSet.segments), slerp after it
             fast_end = segments[g, SEG_FAST_END]
             key4, ukey = np.uint64(key * 4), np.uint64(key)
             for k in range(np.uint64(fast_end), np.uint64(segments[g, SEG_END])):
-                a = np.uint64(tracks[k, TK_VALUE_START]) + key4
-                row = np.uint64(tracks[k, TK_KEY_START]) + ukey
+                a = np.uint64(hot[k, HOT_VALUE_START]) + key4
+                row = np.uint64(hot[k, HOT_KEY_START]) + ukey
                 theta = slerp_keys[row, 0] if keyed else 0.0
                 if keyed and theta <= 0.0:
                     # no tabulated angle: identical or nearly parallel keys (most keys of a 30 fps
-                    # clip: 86% of Soldier's Walk), slerp_into's own branch 4-wide
-                    near_slerp_into(flat, tracks[k, TK_OUT], values, a, u)
+                    # clip: 86% of Soldier's Walk), slerp_into's own branch 4-wide, its tests tabulated
+                    near_slerp_known_into(flat, np.int64(hot[k, HOT_OUT]), values, a, u, slerp_keys[row, 1])
                     continue
                 ax, ay = np.float64(values[a]), np.float64(values[a + _U1])
                 az, aw = np.float64(values[a + _U2]), np.float64(values[a + _U3])
@@ -413,17 +428,17 @@ def _sample_clip_direct(c, clip_table, segments, tracks, timeline_keys, values, 
                     inv = slerp_keys[row, 1]
                     s0 = sin_quarter((1.0 - u) * theta) * inv
                     s1 = sin_quarter(u * theta) * inv
-                    o = np.uint64(tracks[k, TK_OUT])
+                    o = np.uint64(hot[k, HOT_OUT])
                     flat[o] = ax * s0 + bx * s1
                     flat[o + _U1] = ay * s0 + by * s1
                     flat[o + _U2] = az * s0 + bz * s1
                     flat[o + _U3] = aw * s0 + bw * s1
                 else:
-                    slerp_into(flat, tracks[k, TK_OUT], ax, ay, az, aw, bx, by, bz, bw, u)
+                    slerp_into(flat, np.int64(hot[k, HOT_OUT]), ax, ay, az, aw, bx, by, bz, bw, u)
             for k in range(np.uint64(segments[g, SEG_FIRST]), np.uint64(fast_end)):
-                a = np.uint64(tracks[k, TK_VALUE_START]) + key4
+                a = np.uint64(hot[k, HOT_VALUE_START]) + key4
                 nlerp_into(
-                    flat, tracks[k, TK_OUT],
+                    flat, np.int64(hot[k, HOT_OUT]),
                     np.float64(values[a]), np.float64(values[a + _U1]), np.float64(values[a + _U2]), np.float64(values[a + _U3]),
                     np.float64(values[a + _U4]), np.float64(values[a + _U5]), np.float64(values[a + _U6]), np.float64(values[a + _U7]),
                     u,
@@ -473,7 +488,8 @@ def _pose_single(b, s, tid, job, pose, morph, keyed):
     locs = field(job, "locs")[tid]
     _locate_timelines(c, fs[b, s, F_SAMPLE], clip_table, field(job, "timeline_keys"), field(job, "times"),
                       field(job, "cursors")[b], locs)
-    _sample_clip_direct(c, clip_table, field(job, "segments"), field(job, "tracks"), field(job, "timeline_keys"),
+    _sample_clip_direct(c, clip_table, field(job, "segments"), field(job, "tracks"), field(job, "hot_tracks"),
+                        field(job, "timeline_keys"),
                         field(job, "values"), locs, out.reshape(-1), out_m, field(job, "morph_start"),
                         field(job, "slerp_keys"), keyed)
 
@@ -668,7 +684,7 @@ def update(job, ik, dt, stages):
         if stages & WORLD:
             w = worlds[b] if keep_world else scratch_world[tid]
             pb = pose[b]
-            world_subset_one(parents, world_nodes, pb, w)
+            world_subset_staged(parents, world_nodes, pb, w)
             if ik is not None:
                 solve_stages_at(pb, w, parents, stage_i, stage_f, joints, jp, inputs, b, ik_update, ik_scratch,
                                 ik_pos, tid)
