@@ -392,6 +392,23 @@ def test_terrain_queries_are_kept_only_at_the_same_point(demo):
     assert kept > 60  # planted feet: most frames query their point again (kept), 5 walkers x 2 feet
 
 
+def test_pelvis_moves_the_legs_it_does_not_solve(demo):
+    # the kernel translates a leg's rows and palettes with the pelvis only where its IK does not rebuild
+    # them (weight <= 0); a negative weight moves the pelvis the other way without IK: world rows and
+    # palettes still match the pose
+    mixer = skeletal.Mixer(demo, 3, events=False)
+    mixer.play("walk", offset=[0.0, 0.3, 0.6])
+    proc = Procedural(mixer)
+    stage = proc.foot_placement("slope:angle=12", weight=[1.0, -0.5, 0.5])
+    for _ in range(20):
+        mixer.update(DT)
+    assert np.all(stage.pelvis_offset[[0, 1]] != 0.0)
+    world = world_matrices(demo.rig.parents, mixer.local_pose)
+    assert np.abs(mixer.world - world).max() < 1e-12
+    for skin, palette in zip(demo.skins, mixer.palettes):
+        assert np.allclose(palette, mixer.world[:, skin.joints] @ skin.inverse_bind, atol=1e-12)
+
+
 def test_parallel_foot_placement_equals_the_serial_twin(demo):
     # more than a few characters on more than one thread: the stage runs in parallel over ranges of
     # instances (as the playback update before it); on one thread, its serial twin. A change of the

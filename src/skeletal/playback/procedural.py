@@ -559,9 +559,9 @@ def foot_kernel(job, phase, chunks):
     ``heights``/``normals``); 2 the rest, from those heights.
     pose (B, N, 10) float64 local rows, rewritten; world (B, N, 4, 4) their model-space matrices,
     kept current; placement (B, 4, 4) model -> world (a turn about +Y and a move); legs (3, L): thigh,
-    knee and foot rig indices; pelvis: the joint moved up/down; pelvis_nodes / leg_nodes[leg_start
-    [l]:leg_start[l + 1]]: ascending rig indices of the pelvis' / each thigh's subtree (world rows
-    rebuilt); fs .. looping: the mixer's slot state and the contact tables (:func:`_contact_one`);
+    knee and foot rig indices; pelvis: the joint moved up/down; leg_nodes[leg_start[l]:leg_start[l +
+    1]]: ascending rig indices of each thigh's subtree (world rows rebuilt), pelvis_nodes: the pelvis'
+    subtree without them; fs .. looping: the mixer's slot state and the contact tables (:func:`_contact_one`);
     g_kind, g_params, g_grid: :meth:`.ground.Ground.kernel_args`; heights (B, L), normals (B, L, 3):
     the ground under each foot target (world), written (phase 0) or read (phase 2); queried (B, L, 2)
     the world (x, z) that ``heights``/``normals`` hold a terrain's query of (NaN: none; a point queried
@@ -575,7 +575,7 @@ def foot_kernel(job, phase, chunks):
     targets (B, L, 3) world foot targets, pelvis_offset (B,); pal (B, J, 4, 4) the mixer's skin
     palettes (``pal_joints`` (J,), ``inv_bind`` (J, 4, 4)), kept current when scalars[7] is 1 (they
     matched ``world`` before): the entries ``pal_idx[pal_start[0]:pal_start[1]]`` (joints under the
-    pelvis) translate with it, ``pal_idx[pal_start[l + 1]:pal_start[l + 2]]`` (under leg l) are
+    pelvis, not in a leg) translate with it (those of the legs too where the IK does not run), ``pal_idx[pal_start[l + 1]:pal_start[l + 2]]`` (under leg l) are
     recomputed after its IK."""
     # fields read without taking references (see :func:`.jobs.field`): views of them take none either
     pose, world, parents = field(job, "pose"), field(job, "world"), field(job, "parents")
@@ -706,15 +706,23 @@ def foot_kernel(job, phase, chunks):
                 pose_b[pelvis, 0] += vx
                 pose_b[pelvis, 1] += vy
                 pose_b[pelvis, 2] += vz
-                # the pelvis' subtree moves by the model-space vector: world rows and palettes translate
+                # the pelvis' subtree moves by the model-space vector: world rows and palettes translate,
+                # but of legs that the IK below rebuilds (w > 0) only the rows it reads (thigh, knee, foot)
                 mx, my, mz = upx * d, upy * d, upz * d
+                rebuilt = w > 0.0
                 for k in range(pelvis_nodes.shape[0]):
                     node = pelvis_nodes[k]
                     world_b[node, 0, 3] += mx
                     world_b[node, 1, 3] += my
                     world_b[node, 2, 3] += mz
+                for l in range(n_legs):
+                    for k in range(3 if rebuilt else leg_start[l + 1] - leg_start[l]):
+                        node = legs[k, l] if rebuilt else leg_nodes[leg_start[l] + k]
+                        world_b[node, 0, 3] += mx
+                        world_b[node, 1, 3] += my
+                        world_b[node, 2, 3] += mz
                 if scalars[7] != 0.0:
-                    for k in range(pal_start[0], pal_start[1]):
+                    for k in range(pal_start[0], pal_start[1] if rebuilt else pal_start[n_legs + 1]):
                         q = pal_idx[k]
                         pal_b[q, 0, 3] += mx
                         pal_b[q, 1, 3] += my
@@ -839,6 +847,8 @@ class FootPlacement:
         parts = [np.flatnonzero(rig.descendants(int(t))).astype(np.int64) for t in self.thighs]
         self.leg_nodes = np.concatenate(parts)
         self.leg_start = np.cumsum([0] + [len(p) for p in parts]).astype(np.int64)
+        # the kernel translates these rows with the pelvis, and the legs' own as it needs them
+        self._body_nodes = np.setdiff1d(self.pelvis_nodes, self.leg_nodes).astype(np.int64)
         rest = world_matrices(rig.parents, rig.rest)
         self.leg_length = np.array([np.linalg.norm(rest[l.knee, :3, 3] - rest[l.thigh, :3, 3])
                                     + np.linalg.norm(rest[l.foot, :3, 3] - rest[l.knee, :3, 3]) for l in self.legs])
@@ -859,6 +869,13 @@ class FootPlacement:
         # the mixer's skin palettes this stage keeps current: entries under the pelvis, then each leg
         self._palettes, self._pal, self._pal_idx, self._pal_start = proc._palette_groups(
             [self.pelvis] + [int(t) for t in self.thighs])
+        # the pelvis' group without the legs' entries (the groups after it): those translate with the
+        # pelvis only when the IK does not rebuild them
+        idx, start = self._pal_idx, self._pal_start
+        body = idx[: start[1]][~np.isin(idx[: start[1]], idx[start[1]:])]
+        self._pal_idx = np.concatenate([body, idx[start[1]:]]).astype(np.int64)
+        self._pal_start = (start - start[1] + len(body)).astype(np.int64)
+        self._pal_start[0] = 0
         self.phases: dict[int, ContactPhases] = {}
         self._tables_key = None
         self._args_from = None
@@ -958,7 +975,7 @@ class FootPlacement:
             self._queried[...] = np.nan  # a new ground (or arrays): nothing queried yet
             job = foot_job(
                 pose=pose, world=world, parents=proc.rig.parents, placement=proc.placement, legs=self._legs,
-                pelvis=self.pelvis, pelvis_nodes=self.pelvis_nodes, leg_nodes=self.leg_nodes,
+                pelvis=self.pelvis, pelvis_nodes=self._body_nodes, leg_nodes=self.leg_nodes,
                 leg_start=self.leg_start, fs=mixer.fs, slot_clip=mixer.slot_clip, slot_additive=additive,
                 tables=tables, frames=frames, fps=fps, durations=durations, looping=looping, g_kind=kind,
                 g_params=params, g_grid=grid, heights=self.heights, normals=self.normals, queried=self._queried,
