@@ -596,6 +596,7 @@ def foot_kernel(job, phase, chunks):
     chunks = max(min(n, chunks), 1)
     n_legs = legs.shape[1]
     floor, reach, omega, dt, soft, max_tilt = scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5]
+    decay = math.exp(-omega * dt)  # the pelvis spring's decay over dt: the same for every instance
     # |w| >= cos(max_tilt / 2) means 2 acos|w| <= max_tilt (acos decreases); the bound is widened by a
     # few ulps so that rounding never skips a turn that the exact comparison would limit
     cos_half_tilt = math.cos(0.5 * max_tilt) * (1.0 + 1e-12)
@@ -676,7 +677,7 @@ def foot_kernel(job, phase, chunks):
             else:
                 d0 = state[b, 0] - goal
                 j = state[b, 1] + omega * d0
-                e = math.exp(-omega * dt)
+                e = decay
                 state[b, 0] = goal + (d0 + j * dt) * e
                 state[b, 1] = (state[b, 1] - omega * j * dt) * e
             if state[b, 0] > hard:
