@@ -409,35 +409,54 @@ def test_pelvis_moves_the_legs_it_does_not_solve(demo):
         assert np.allclose(palette, mixer.world[:, skin.joints] @ skin.inverse_bind, atol=1e-12)
 
 
-def test_parallel_foot_placement_equals_the_serial_twin(demo):
+def test_parallel_foot_placement_equals_the_serial_twin(demo, monkeypatch):
     # more than a few characters on more than one thread: the stage runs in parallel over ranges of
-    # instances (as the playback update before it); on one thread, its serial twin. A change of the
-    # thread count between frames switches kernels (the planned frame is dropped)
+    # instances (as the playback update before it); on one thread, its serial twin. The choice is made
+    # per frame, so a change of the thread count between frames switches kernels
     import numba
 
+    import skeletal._threads as threads_module
     import skeletal.playback.procedural as procedural
 
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("numba has one thread here")
+    monkeypatch.setattr(threads_module, "_NO_CAP", True)  # no cap from other processes' load: 2 threads
     spec = "terrain:amplitude=0.15,wavelength=3,seed=1"
     threads = numba.get_num_threads()
+    calls = {"parallel": 0, "serial": 0}
+
+    def counted(stage):
+        job, serial, parallel = stage._args
+        if callable(parallel) and not getattr(parallel, "counted", False):
+            def par(*args):
+                calls["parallel"] += 1
+                return parallel(*args)
+            par.counted = True
+            stage.__dict__["_args"] = (job, serial, par)
+        if callable(serial) and not getattr(serial, "counted", False):
+            def ser(*args):
+                calls["serial"] += 1
+                return serial(*args)
+            ser.counted = True
+            stage.__dict__["_args"] = (job, ser, stage._args[2])
+
     try:
         numba.set_num_threads(1)
         serial = [m.world.copy() for m, _ in _mixer_on(demo, spec, 6, 20)]
         numba.set_num_threads(2)
         assert procedural._foot_chunks(6, 2) == 6 and procedural._foot_chunks(6, 1) == 1
-        parallel, switched = [], []
+        parallel = []
         for frame, (m, stage) in enumerate(_mixer_on(demo, spec, 6, 20)):
             parallel.append(m.world.copy())
-            if frame <= 9:
-                assert stage._args[1] == 6  # six ranges of one character
+            counted(stage)
             if frame == 9:
-                numba.set_num_threads(1)  # the next frames: the serial twin again
-            if frame >= 10:
-                switched.append(stage._args[1])
+                assert calls == {"parallel": 9, "serial": 0}  # frames 1..9 counted
+                numba.set_num_threads(1)  # the next frames: the serial twin
+            counted(stage)
     finally:
         numba.set_num_threads(threads)
-    assert switched and set(switched) == {1}
+    # frame 10 made the serial twin's entry point (counted from frame 11 on)
+    assert calls["parallel"] == 9 and calls["serial"] == 9
     for a, b in zip(serial, parallel):
         assert np.abs(a - b).max() < 1e-12
 

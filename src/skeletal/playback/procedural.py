@@ -42,10 +42,11 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 import numpy.typing as npt
-from numba import get_num_threads, njit, prange
+from numba import njit, prange
 from numba.experimental import structref
 
 from .._compile import serial_variant
+from .._threads import capped_threads, thread_count
 from ..errors import SkeletalError
 from ..ik import (AimLimit, IN_POLE, IN_TARGET, IN_WEIGHT, SF_FORWARD, SF_UP, SI_J0, SI_J1, SI_U0, SI_U1, StageTable,
                   aim_one, two_bone_one)
@@ -366,10 +367,8 @@ class Procedural:
         # the planned frame: the same dt and the same mixer job (any array the stages read replaced,
         # a slot or layer added, the clip set changed: a new job) -- the stages' compiled calls only
         if plan is not None and plan[1] is self.mixer._job_state:
-            foot = plan[2]
-            # (and numba's thread count that chose the foot call's kernel, serial or parallel: else replan)
-            if plan[0] == dt and (foot is None or not foot[3] or foot[3] == get_num_threads()):
-                look = plan[3]
+            if plan[0] == dt:
+                foot, look = plan[2], plan[3]
                 if foot is not None:
                     foot[0](foot[1], 0, foot[2])
                 if look is not None and not look[0](look[1], look[2], look[3], dt, look[4]):
@@ -403,8 +402,9 @@ class Procedural:
         foot = look = None
         for stage in self.stages:
             if type(stage) is FootPlacement and stage._ground_args[0] >= 0 and stage.palettes_current:
-                job, chunks, call, threads = stage._args
-                foot = (call, job, chunks, threads)
+                job, serial, parallel = stage._args
+                # (call, job, chunks): a few characters' serial call, or the per-frame choice
+                foot = (serial, job, 1) if parallel is None else (stage._run_parallel, job, 0)
             elif type(stage) is LookAt and self.count <= SERIAL_BELOW and stage.palettes_current:
                 if stage.target is not None:
                     mode = 1 if stage.smooth_time == 0.0 else 0
@@ -774,13 +774,13 @@ def _foot_chunks(count: int, threads: int) -> int:
     """How many instance ranges :func:`foot_kernel` hands out for ``count`` characters on ``threads`` of
     numba's pool: four per thread, at most one per instance; one (its serial twin, in the calling
     thread) for a few characters or one thread (a parallel region on one thread costs ~15 us a call).
-    With more threads the stage runs in parallel even for a hundred characters: the playback update
-    before it ran each character on the thread that OpenMP's static split gives it, and so does this
-    split (equal ranges in order), so a character's pose, world rows and palettes are still in that
-    core's cache; run serially, the calling thread pulls half of them from the other core and the next
-    update pulls them back (Mixer of 100, 2 threads: 3.4 us a character instead of 1.6, wall). An
-    argument, not computed in the kernel: ``numba.get_num_threads()`` inside it would keep its serial
-    twin out of the cache.
+    With more threads the stage runs in parallel even for a hundred characters, on as many threads as
+    the playback update before it (:meth:`FootPlacement._run_parallel`): that update ran each
+    character on the thread that OpenMP's static split gives it, and so does this split (equal ranges
+    in order), so a character's pose, world rows and palettes are still in that core's cache; run on
+    another thread, they are pulled from the other core and the next update pulls them back (Mixer of
+    100, 2 threads, load 0.7: 3.4 us a character instead of 1.6, wall). An argument, not computed in
+    the kernel: ``numba.get_num_threads()`` inside it would keep its serial twin out of the cache.
 
     >>> _foot_chunks(100, 2), _foot_chunks(100, 1), _foot_chunks(3, 2)
     (8, 1, 1)
@@ -966,11 +966,9 @@ class FootPlacement:
         self.__dict__["palettes_current"] = keep  # per frame: not through __setattr__
         # the kernel's job changes rarely: rebuilt only when one of the objects it comes from did
         c = self._args_from
-        # numba's thread count (0: a few characters, always serial): see _foot_chunks
-        threads = get_num_threads() if proc.count > SERIAL_BELOW else 0
         if (c is None or c[0] is not packed or c[1] is not pose or c[2] is not world or c[3] is not mixer.fs
                 or c[4] is not self.weight or c[5] is not self._ground_args or c[6] != self.plant
-                or c[7] is not self.ankle or c[8] is not proc.placement or c[9] != threads):
+                or c[7] is not self.ankle or c[8] is not proc.placement):
             tables, frames, fps, durations, looping, additive = packed
             pal, pal_joints, inv_bind = self._pal
             self._queried[...] = np.nan  # a new ground (or arrays): nothing queried yet
@@ -985,20 +983,40 @@ class FootPlacement:
                 initialised=self.initialised, plant=self.plant, locked=self.locked, lock=self.lock,
                 targets=self.targets, pelvis_offset=self.pelvis_offset, pal=pal, pal_joints=pal_joints,
                 inv_bind=inv_bind, pal_idx=self._pal_idx, pal_start=self._pal_start)
-            chunks = _foot_chunks(proc.count, threads)
-            kernel = foot_kernel if chunks > 1 else serial_variant(foot_kernel)
-            self._args = (job, chunks, entry(kernel, job, 0, chunks), threads)
+            # the serial twin's entry point for a few characters; for more the parallel kernel's (and the
+            # serial twin's once a frame runs on one thread: not compiled before a cold start needs it)
+            if proc.count > SERIAL_BELOW:
+                serial, parallel = None, entry(foot_kernel, job, 0, 2)
+            else:
+                serial, parallel = entry(serial_variant(foot_kernel), job, 0, 1), None
+            self._args = (job, serial, parallel)
             self._args_from = (packed, pose, world, mixer.fs, self.weight, self._ground_args, self.plant, self.ankle,
-                               proc.placement, threads)
-        job, chunks, call, _ = self._args
+                               proc.placement)
+        job, serial, parallel = self._args
+        call = serial if parallel is None else self._run_parallel
         if kind >= 0:  # a built-in ground: one compiled call for the whole stage
-            call(job, 0, chunks)
+            call(job, 0, 1)
             return
-        call(job, 1, chunks)  # up to the targets' (x, z), then the Python ground there, then the rest
+        call(job, 1, 1)  # up to the targets' (x, z), then the Python ground there, then the rest
         h, n = self._ground.height_normal(self.targets[..., 0], self.targets[..., 2])
         self.heights[...] = h
         self.normals[...] = n
-        call(job, 2, chunks)
+        call(job, 2, 1)
+
+    def _run_parallel(self, job, phase: int, _chunks: int = 0) -> None:
+        """The stage on more than a few characters: on the threads the playback update just used (numba's
+        count, capped as the update caps it while other processes keep the CPUs busy), in
+        :func:`_foot_chunks` ranges; on one thread, the serial twin (no parallel region)."""
+        _, serial, parallel = self._args
+        with capped_threads():
+            threads = thread_count()
+            if threads > 1:
+                parallel(job, phase, _foot_chunks(self.proc.count, threads))
+                return
+        if serial is None:
+            serial = entry(serial_variant(foot_kernel), job, 0, 1)
+            self.__dict__["_args"] = (job, serial, parallel)  # (not through __setattr__: the plan stays)
+        serial(job, phase, 1)
 
 
 # ---------------------------------------------------------------------------------------------
