@@ -97,6 +97,66 @@ def slerp_into(out, o, ax, ay, az, aw, bx, by, bz, bw, u):
     out[o + 3] = w
 
 
+def keys_f32_into_f64(out, o, values, a, u) -> bool:
+    """Whether an intrinsic's (out, o, values, a, u) are the types :class:`KeyPairIR` serves: float64
+    1-D C ``out``, float32 1-D C ``values``, integer offsets, a float fraction."""
+    return (isinstance(out, types.Array) and out.ndim == 1 and out.dtype == types.float64 and out.layout == "C"
+            and isinstance(values, types.Array) and values.ndim == 1 and values.dtype == types.float32
+            and values.layout == "C" and isinstance(o, types.Integer) and isinstance(a, types.Integer)
+            and isinstance(u, types.Float))
+
+
+class KeyPairIR:
+    """The LLVM IR the 4-wide key intrinsics share (:func:`_near_slerp_f64`, :func:`_near_lerp_known_f64`,
+    :func:`skeletal.sampling.lerp3_into`'s vector form): their (out, o, values, a, u) arguments
+    unpacked (``dst``, ``src`` arrays, ``at_o``, ``at_a`` int64, ``u`` double), float32 loads widened
+    to 4 doubles, splats, the left-to-right lane sum and the lerp ``k0 * (1 - u) + k1 * u`` (no fused
+    multiply-add: the scalar code's bits)."""
+
+    def __init__(self, context, builder, signature, args):
+        self.b = builder
+        self.i32, self.i64, self.f64 = ir.IntType(32), ir.IntType(64), ir.DoubleType()
+        self.v4f, self.v4d = ir.VectorType(ir.FloatType(), 4), ir.VectorType(self.f64, 4)
+        self.dst = context.make_array(signature.args[0])(context, builder, args[0])
+        self.src = context.make_array(signature.args[2])(context, builder, args[2])
+        self.at_o = context.cast(builder, args[1], signature.args[1], types.int64)
+        self.at_a = context.cast(builder, args[3], signature.args[3], types.int64)
+        self.u = context.cast(builder, args[4], signature.args[4], types.float64)
+
+    def load4(self, offset: int):
+        """``values[a + offset : a + offset + 4]`` widened to 4 doubles."""
+        b = self.b
+        at = b.add(self.at_a, ir.Constant(self.i64, offset)) if offset else self.at_a
+        return b.fpext(b.load(b.bitcast(b.gep(self.src.data, [at]), self.v4f.as_pointer()), align=4), self.v4d)
+
+    def splat(self, x):
+        b = self.b
+        lane0 = b.insert_element(ir.Constant(self.v4d, ir.Undefined), x, ir.Constant(self.i32, 0))
+        return b.shuffle_vector(lane0, ir.Constant(self.v4d, ir.Undefined),
+                                ir.Constant(ir.VectorType(self.i32, 4), [0] * 4))
+
+    def total(self, v):  # ((v0 + v1) + v2) + v3, the scalar code's order
+        b = self.b
+        e = [b.extract_element(v, ir.Constant(self.i32, k)) for k in range(4)]
+        return b.fadd(b.fadd(b.fadd(e[0], e[1]), e[2]), e[3])
+
+    def lerp(self, k0, k1):
+        b = self.b
+        return b.fadd(b.fmul(k0, self.splat(b.fsub(ir.Constant(self.f64, 1.0), self.u))), b.fmul(k1, self.splat(self.u)))
+
+    def normalised(self, x):
+        """x times 1 / sqrt of its left-to-right sum of squares."""
+        b = self.b
+        sqrt = b.module.declare_intrinsic("llvm.sqrt", [self.f64])
+        inv = b.fdiv(ir.Constant(self.f64, 1.0), b.call(sqrt, [self.total(b.fmul(x, x))]))
+        return b.fmul(x, self.splat(inv))
+
+    def store4(self, x):
+        """x into ``out[o:o+4]``."""
+        b = self.b
+        b.store(x, b.bitcast(b.gep(self.dst.data, [self.at_o]), self.v4d.as_pointer()), align=8)
+
+
 @intrinsic
 def _near_slerp_f64(typingctx, out, o, values, a, u):
     """:func:`near_slerp_into` for float64 ``out``: :func:`slerp_into` for two keys that are identical or nearly parallel (|a . b| >=
@@ -109,43 +169,17 @@ def _near_slerp_f64(typingctx, out, o, values, a, u):
     bounds-checked; ``out`` and ``values`` 1-D C-contiguous.
 
     """
-    if not (isinstance(out, types.Array) and out.ndim == 1 and out.dtype == types.float64 and out.layout == "C"
-            and isinstance(values, types.Array) and values.ndim == 1 and values.dtype == types.float32
-            and values.layout == "C" and isinstance(o, types.Integer) and isinstance(a, types.Integer)
-            and isinstance(u, types.Float)):
+    if not keys_f32_into_f64(out, o, values, a, u):
         return None
 
     def codegen(context, builder, signature, args):
-        i32, i64, f64 = ir.IntType(32), ir.IntType(64), ir.DoubleType()
-        v4f, v4d = ir.VectorType(ir.FloatType(), 4), ir.VectorType(f64, 4)
-        dst = context.make_array(signature.args[0])(context, builder, args[0])
-        src = context.make_array(signature.args[2])(context, builder, args[2])
-        at_o = context.cast(builder, args[1], signature.args[1], types.int64)
-        at_a = context.cast(builder, args[3], signature.args[3], types.int64)
-        u_ = context.cast(builder, args[4], signature.args[4], types.float64)
-
-        def load4(at):
-            return builder.fpext(builder.load(builder.bitcast(builder.gep(src.data, [at]), v4f.as_pointer()), align=4), v4d)
-
-        def splat(x):
-            lane0 = builder.insert_element(ir.Constant(v4d, ir.Undefined), x, ir.Constant(i32, 0))
-            return builder.shuffle_vector(lane0, ir.Constant(v4d, ir.Undefined), ir.Constant(ir.VectorType(i32, 4), [0] * 4))
-
-        def total(v):  # ((v0 + v1) + v2) + v3, the scalar code's order
-            e = [builder.extract_element(v, ir.Constant(i32, k)) for k in range(4)]
-            return builder.fadd(builder.fadd(builder.fadd(e[0], e[1]), e[2]), e[3])
-
-        qa = load4(at_a)
-        qb = load4(builder.add(at_a, ir.Constant(i64, 4)))
+        k = KeyPairIR(context, builder, signature, args)
+        qa, qb = k.load4(0), k.load4(4)
         same = builder.icmp_unsigned("==", builder.bitcast(builder.fcmp_ordered("==", qa, qb), ir.IntType(4)),
                                      ir.Constant(ir.IntType(4), 15))
-        flip = builder.fcmp_ordered("<", total(builder.fmul(qa, qb)), ir.Constant(f64, 0.0))
+        flip = builder.fcmp_ordered("<", k.total(builder.fmul(qa, qb)), ir.Constant(k.f64, 0.0))
         qb = builder.select(flip, builder.fneg(qb), qb)
-        x = builder.fadd(builder.fmul(qa, splat(builder.fsub(ir.Constant(f64, 1.0), u_))), builder.fmul(qb, splat(u_)))
-        sqrt = builder.module.declare_intrinsic("llvm.sqrt", [f64])
-        inv = builder.fdiv(ir.Constant(f64, 1.0), builder.call(sqrt, [total(builder.fmul(x, x))]))
-        x = builder.select(same, qa, builder.fmul(x, splat(inv)))
-        builder.store(x, builder.bitcast(builder.gep(dst.data, [at_o]), v4d.as_pointer()), align=8)
+        k.store4(builder.select(same, qa, k.normalised(k.lerp(qa, qb))))
         return context.get_dummy_value()
 
     return types.void(out, o, values, a, u), codegen
@@ -185,40 +219,15 @@ def _near_lerp_known_f64(typingctx, out, o, values, a, u, flip):
     """:func:`_near_slerp_f64` for keys known to differ, with their sign test known (``flip``: b is
     negated, a . b < 0, decided ahead with the same float64 arithmetic): the lerp of a and the
     sign-aligned b normalised by 1 / sqrt of the left-to-right sum of squares, the same bits."""
-    if not (isinstance(out, types.Array) and out.ndim == 1 and out.dtype == types.float64 and out.layout == "C"
-            and isinstance(values, types.Array) and values.ndim == 1 and values.dtype == types.float32
-            and values.layout == "C" and isinstance(o, types.Integer) and isinstance(a, types.Integer)
-            and isinstance(u, types.Float) and isinstance(flip, types.Boolean)):
+    if not (keys_f32_into_f64(out, o, values, a, u) and isinstance(flip, types.Boolean)):
         return None
 
     def codegen(context, builder, signature, args):
-        i32, i64, f64 = ir.IntType(32), ir.IntType(64), ir.DoubleType()
-        v4f, v4d = ir.VectorType(ir.FloatType(), 4), ir.VectorType(f64, 4)
-        dst = context.make_array(signature.args[0])(context, builder, args[0])
-        src = context.make_array(signature.args[2])(context, builder, args[2])
-        at_o = context.cast(builder, args[1], signature.args[1], types.int64)
-        at_a = context.cast(builder, args[3], signature.args[3], types.int64)
-        u_ = context.cast(builder, args[4], signature.args[4], types.float64)
+        k = KeyPairIR(context, builder, signature, args)
         negate = context.cast(builder, args[5], signature.args[5], types.boolean)
-
-        def load4(at):
-            return builder.fpext(builder.load(builder.bitcast(builder.gep(src.data, [at]), v4f.as_pointer()), align=4), v4d)
-
-        def splat(x):
-            lane0 = builder.insert_element(ir.Constant(v4d, ir.Undefined), x, ir.Constant(i32, 0))
-            return builder.shuffle_vector(lane0, ir.Constant(v4d, ir.Undefined), ir.Constant(ir.VectorType(i32, 4), [0] * 4))
-
-        def total(v):  # ((v0 + v1) + v2) + v3, the scalar code's order
-            e = [builder.extract_element(v, ir.Constant(i32, k)) for k in range(4)]
-            return builder.fadd(builder.fadd(builder.fadd(e[0], e[1]), e[2]), e[3])
-
-        qa = load4(at_a)
-        qb = load4(builder.add(at_a, ir.Constant(i64, 4)))
+        qa, qb = k.load4(0), k.load4(4)
         qb = builder.select(negate, builder.fneg(qb), qb)
-        x = builder.fadd(builder.fmul(qa, splat(builder.fsub(ir.Constant(f64, 1.0), u_))), builder.fmul(qb, splat(u_)))
-        sqrt = builder.module.declare_intrinsic("llvm.sqrt", [f64])
-        inv = builder.fdiv(ir.Constant(f64, 1.0), builder.call(sqrt, [total(builder.fmul(x, x))]))
-        builder.store(builder.fmul(x, splat(inv)), builder.bitcast(builder.gep(dst.data, [at_o]), v4d.as_pointer()), align=8)
+        k.store4(k.normalised(k.lerp(qa, qb)))
         return context.get_dummy_value()
 
     return types.void(out, o, values, a, u, flip), codegen

@@ -24,7 +24,7 @@ from numba import njit, prange, types
 from numba.extending import intrinsic, overload
 
 from .clip import LOOP_CODE, PATH_POSE_OFFSET, Clip, Track
-from .quat import normalize4_inplace, slerp_into
+from .quat import KeyPairIR, keys_f32_into_f64, normalize4_inplace, slerp_into
 
 STEP, LINEAR, CUBICSPLINE = 0, 1, 2
 ROTATION, WEIGHTS = 1, 3
@@ -98,35 +98,17 @@ def _lerp3_f32_f64(typingctx, out, o, values, a, u):
     len(values)``), widened to float64 and lerped 4 lanes wide with the scalar code's arithmetic
     (``k0 * (1 - u) + k1 * u``, no fused multiply-add: the same bits); lanes 0-2 are stored to
     float64 ``out[o:o+3]``. Nothing is bounds-checked; ``out`` and ``values`` 1-D C-contiguous."""
-    if not (isinstance(out, types.Array) and out.ndim == 1 and out.dtype == types.float64 and out.layout == "C"
-            and isinstance(values, types.Array) and values.ndim == 1 and values.dtype == types.float32
-            and values.layout == "C" and isinstance(o, types.Integer) and isinstance(a, types.Integer)
-            and isinstance(u, types.Float)):
+    if not keys_f32_into_f64(out, o, values, a, u):
         return None
 
     def codegen(context, builder, signature, args):
-        i32, i64, f64 = ir.IntType(32), ir.IntType(64), ir.DoubleType()
-        v4f, v4d, v2d = ir.VectorType(ir.FloatType(), 4), ir.VectorType(f64, 4), ir.VectorType(f64, 2)
-        dst = context.make_array(signature.args[0])(context, builder, args[0])
-        src = context.make_array(signature.args[2])(context, builder, args[2])
-        at_o = context.cast(builder, args[1], signature.args[1], types.int64)
-        at_a = context.cast(builder, args[3], signature.args[3], types.int64)
-        u_ = context.cast(builder, args[4], signature.args[4], types.float64)
-
-        def load4(at):
-            return builder.fpext(builder.load(builder.bitcast(builder.gep(src.data, [at]), v4f.as_pointer()), align=4), v4d)
-
-        def splat(x):
-            lane0 = builder.insert_element(ir.Constant(v4d, ir.Undefined), x, ir.Constant(i32, 0))
-            return builder.shuffle_vector(lane0, ir.Constant(v4d, ir.Undefined), ir.Constant(ir.VectorType(i32, 4), [0] * 4))
-
-        k0 = load4(at_a)
-        k1 = load4(builder.add(at_a, ir.Constant(i64, 3)))
-        v = builder.fadd(builder.fmul(k0, splat(builder.fsub(ir.Constant(f64, 1.0), u_))), builder.fmul(k1, splat(u_)))
-        low = builder.shuffle_vector(v, ir.Constant(v4d, ir.Undefined), ir.Constant(ir.VectorType(i32, 2), [0, 1]))
-        builder.store(low, builder.bitcast(builder.gep(dst.data, [at_o]), v2d.as_pointer()), align=8)
+        k = KeyPairIR(context, builder, signature, args)
+        v = k.lerp(k.load4(0), k.load4(3))
+        i32, v2d = k.i32, ir.VectorType(k.f64, 2)
+        low = builder.shuffle_vector(v, ir.Constant(k.v4d, ir.Undefined), ir.Constant(ir.VectorType(i32, 2), [0, 1]))
+        builder.store(low, builder.bitcast(builder.gep(k.dst.data, [k.at_o]), v2d.as_pointer()), align=8)
         builder.store(builder.extract_element(v, ir.Constant(i32, 2)),
-                      builder.gep(dst.data, [builder.add(at_o, ir.Constant(i64, 2))]))
+                      builder.gep(k.dst.data, [builder.add(k.at_o, ir.Constant(k.i64, 2))]))
         return context.get_dummy_value()
 
     return types.void(out, o, values, a, u), codegen
