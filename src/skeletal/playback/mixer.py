@@ -628,6 +628,14 @@ class Mixer:
         call(state[0], state[1], 0.0, stages & (K.BLEND | K.WORLD))
         return r % K.NEEDS_BLEND
 
+    def _after_call(self, r: int) -> None:
+        """A whole update's compiled call returned ``r`` (not 0): the switch to blending when the
+        single-action kernel left an instance unposed, then the events, when any happened."""
+        if r >= K.NEEDS_BLEND:
+            r = self._blend_from_now_on(r, K.ALL)
+        if r and self.collect_events:
+            self._collect_events()
+
     def _finish_update(self, dt: float, maybe_events: bool) -> None:
         """Deliver events (when any may have happened) and run the controllers' ``after_update``."""
         if maybe_events and self.collect_events:

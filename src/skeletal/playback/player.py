@@ -31,7 +31,6 @@ if TYPE_CHECKING:  # the return types of the factory methods (imported lazily wh
 
 _LOOP_BY_CODE = {code: name for name, code in K.LOOP_NAMES.items()}
 _ALL = K.ALL  # every stage of an update (a module global: one lookup on the hot path)
-_NEEDS_BLEND = K.NEEDS_BLEND
 
 
 class Action:
@@ -339,11 +338,8 @@ class Player:
             dt = float(dt)
             fast[0]["time"] += dt
             r = fast[1](fast[2], fast[3], dt, _ALL)
-            if r:
-                if r >= _NEEDS_BLEND:  # the single-action kernel met a blend: the full one from now on
-                    r = mixer._blend_from_now_on(r, _ALL)
-                if r and mixer.collect_events:
-                    mixer._collect_events()
+            if r:  # events, or the single-action kernel met a blend
+                mixer._after_call(r)
             return
         self._update_general(dt)
 
@@ -379,10 +375,7 @@ class Player:
         object.__setattr__(mixer, "_fast", (mixer.__dict__, state[2], state[0], state[1]))
         r = state[2](state[0], state[1], dt, _ALL)
         if r:
-            if r >= _NEEDS_BLEND:  # the single-action kernel met a blend: the full one from now on
-                r = mixer._blend_from_now_on(r, _ALL)
-            if r and mixer.collect_events:
-                mixer._collect_events()
+            mixer._after_call(r)
 
     @property
     def time(self) -> float:
