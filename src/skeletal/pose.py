@@ -206,12 +206,11 @@ def affine_product_into(a, b, out):
 
 
 @njit(cache=True, forceinline=True)
-def world_node_into(i, parents, pose, world):
-    """World matrix of node i from its local row ``pose[i]`` (10,) and its parent's world matrix
-    (already in ``world``): ``world[i] = world[parent] @ T @ R @ S``, written as the top 3 rows of
-    ``world[i]`` ((N, 3, 4) or (N, 4, 4); the bottom row of a 4x4 is set too). Arithmetic in
-    ``world``'s dtype, the local matrix never stored."""
-    # Indexes the arrays directly (no row views): a view of an array every thread shares costs an
+def _trs_rows(pose, i):
+    """The top three rows of ``T @ R @ S`` for the local row ``pose[i]`` (10,), as a row-major 12-tuple
+    (l00, l01, l02, tx, l10, ..., tz), in ``pose``'s dtype: the one local-matrix formula of
+    :func:`world_node_into` and :func:`local_into`."""
+    # Indexes the array directly (no row views): a view of an array every thread shares costs an
     # atomic reference count, which made the crowd's threads wait for each other.
     tx, ty, tz = pose[i, 0], pose[i, 1], pose[i, 2]
     x, y, z, w = pose[i, 3], pose[i, 4], pose[i, 5], pose[i, 6]
@@ -220,18 +219,33 @@ def world_node_into(i, parents, pose, world):
     xx, xy, xz, yy, yz, zz = x * x2, x * y2, x * z2, y * y2, y * z2, z * z2
     wx, wy, wz = w * x2, w * y2, w * z2
     # rotation-scale block of T @ R @ S (columns scaled)
-    l00, l01, l02 = (1.0 - (yy + zz)) * sx, (xy - wz) * sy, (xz + wy) * sz
-    l10, l11, l12 = (xy + wz) * sx, (1.0 - (xx + zz)) * sy, (yz - wx) * sz
-    l20, l21, l22 = (xz - wy) * sx, (yz + wx) * sy, (1.0 - (xx + yy)) * sz
+    return ((1.0 - (yy + zz)) * sx, (xy - wz) * sy, (xz + wy) * sz, tx,
+            (xy + wz) * sx, (1.0 - (xx + zz)) * sy, (yz - wx) * sz, ty,
+            (xz - wy) * sx, (yz + wx) * sy, (1.0 - (xx + yy)) * sz, tz)
+
+
+@njit(cache=True, forceinline=True)
+def _store_rows(out, i, m):
+    """``out[i, :3, :]`` = the row-major 12-tuple ``m``."""
+    out[i, 0, 0], out[i, 0, 1], out[i, 0, 2], out[i, 0, 3] = m[0], m[1], m[2], m[3]
+    out[i, 1, 0], out[i, 1, 1], out[i, 1, 2], out[i, 1, 3] = m[4], m[5], m[6], m[7]
+    out[i, 2, 0], out[i, 2, 1], out[i, 2, 2], out[i, 2, 3] = m[8], m[9], m[10], m[11]
+
+
+@njit(cache=True, forceinline=True)
+def world_node_into(i, parents, pose, world):
+    """World matrix of node i from its local row ``pose[i]`` (10,) and its parent's world matrix
+    (already in ``world``): ``world[i] = world[parent] @ T @ R @ S``, written as the top 3 rows of
+    ``world[i]`` ((N, 3, 4) or (N, 4, 4); the bottom row of a 4x4 is set too). Arithmetic in
+    ``world``'s dtype, the local matrix never stored."""
+    m = _trs_rows(pose, i)
     p = parents[i]
     if p < 0:
-        world[i, 0, 0], world[i, 0, 1], world[i, 0, 2], world[i, 0, 3] = l00, l01, l02, tx
-        world[i, 1, 0], world[i, 1, 1], world[i, 1, 2], world[i, 1, 3] = l10, l11, l12, ty
-        world[i, 2, 0], world[i, 2, 1], world[i, 2, 2], world[i, 2, 3] = l20, l21, l22, tz
+        _store_rows(world, i, m)
         if world.shape[1] == 4:
             world[i, 3, 0], world[i, 3, 1], world[i, 3, 2], world[i, 3, 3] = 0.0, 0.0, 0.0, 1.0
     else:  # the parent's rows times the local matrix (its bottom row too, for a 4x4)
-        _parent_times_local(world, i, p, (l00, l01, l02, tx, l10, l11, l12, ty, l20, l21, l22, tz))
+        _parent_times_local(world, i, p, m)
 
 
 @njit(cache=True, forceinline=True)
@@ -254,15 +268,7 @@ def world_subset_one(parents, nodes, pose, world):
 def local_into(i, pose, out):
     """``out[i, :3, :]`` = the top three rows of ``T @ R @ S`` for the local row ``pose[i]`` (10,),
     row-major, with :func:`world_node_into`'s arithmetic (the same values); ``out`` (N, 3|4, 4)."""
-    tx, ty, tz = pose[i, 0], pose[i, 1], pose[i, 2]
-    x, y, z, w = pose[i, 3], pose[i, 4], pose[i, 5], pose[i, 6]
-    sx, sy, sz = pose[i, 7], pose[i, 8], pose[i, 9]
-    x2, y2, z2 = x + x, y + y, z + z
-    xx, xy, xz, yy, yz, zz = x * x2, x * y2, x * z2, y * y2, y * z2, z * z2
-    wx, wy, wz = w * x2, w * y2, w * z2
-    out[i, 0, 0], out[i, 0, 1], out[i, 0, 2], out[i, 0, 3] = (1.0 - (yy + zz)) * sx, (xy - wz) * sy, (xz + wy) * sz, tx
-    out[i, 1, 0], out[i, 1, 1], out[i, 1, 2], out[i, 1, 3] = (xy + wz) * sx, (1.0 - (xx + zz)) * sy, (yz - wx) * sz, ty
-    out[i, 2, 0], out[i, 2, 1], out[i, 2, 2], out[i, 2, 3] = (xz - wy) * sx, (yz + wx) * sy, (1.0 - (xx + yy)) * sz, tz
+    _store_rows(out, i, _trs_rows(pose, i))
 
 
 def world_subset_staged(parents, nodes, pose, world):  # pragma: no cover - typed by the overload below
