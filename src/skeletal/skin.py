@@ -142,6 +142,16 @@ def apply_morphs(base, deltas, weights, out):
             out[v, c] = acc
 
 
+
+@njit(cache=True, forceinline=True)
+def cofactors3(m00, m01, m02, m10, m11, m12, m20, m21, m22):
+    """The cofactor matrix (det(M) M^-T) of the 3x3 M given row by row, as a row-major 9-tuple: the one
+    formula of the float64 skinning reference's normals and of :mod:`skeletal.skin_dq`'s palette
+    conversion. det(M) = m00 c00 + m01 c01 + m02 c02."""
+    return (m11 * m22 - m12 * m21, m12 * m20 - m10 * m22, m10 * m21 - m11 * m20,
+            m02 * m21 - m01 * m22, m00 * m22 - m02 * m20, m01 * m20 - m00 * m21,
+            m01 * m12 - m02 * m11, m02 * m10 - m00 * m12, m00 * m11 - m01 * m10)
+
 @njit(cache=True, parallel=True)
 def skin_kernel(palette, joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents):
     """Linear blend skinning of V vertices; normals/tangents are skipped when their arrays are empty.
@@ -182,15 +192,7 @@ def skin_kernel(palette, joints, weights, positions, normals, tangents, out_posi
         out_positions[v, 2] = m20 * x + m21 * y + m22 * z + m23
         if do_normals:
             # Cofactor matrix = det * inverse transpose: right direction for any invertible M.
-            c00 = m11 * m22 - m12 * m21
-            c01 = m12 * m20 - m10 * m22
-            c02 = m10 * m21 - m11 * m20
-            c10 = m02 * m21 - m01 * m22
-            c11 = m00 * m22 - m02 * m20
-            c12 = m01 * m20 - m00 * m21
-            c20 = m01 * m12 - m02 * m11
-            c21 = m02 * m10 - m00 * m12
-            c22 = m00 * m11 - m01 * m10
+            c00, c01, c02, c10, c11, c12, c20, c21, c22 = cofactors3(m00, m01, m02, m10, m11, m12, m20, m21, m22)
             det = m00 * c00 + m01 * c01 + m02 * c02
             nx = np.float64(normals[v, 0])
             ny = np.float64(normals[v, 1])

@@ -199,7 +199,7 @@ from numba.extending import intrinsic
 
 from .errors import SkeletalError
 from ._threads import busy_cap, capped_threads
-from .skin import _F32_DTYPE, _FM, _kernel_types_ok, _name_fault, _rows_ok, _transpose_masks, _U8_DTYPE, aligned_empty, \
+from .skin import _F32_DTYPE, _FM, cofactors3, _kernel_types_ok, _name_fault, _rows_ok, _transpose_masks, _U8_DTYPE, aligned_empty, \
     CHUNK, I32, I64, PAD_MIN_VERTICES, PARALLEL_MIN_VERTICES, LANES, UNROLLED, chunk_codegen, check_skin_args, deinterleave3, Emit, \
     Influences, interleave3, kernel_palette, planar_codegen, planar_ok, Rows, store_rows, transpose_lanes, vec_type
 
@@ -219,15 +219,9 @@ GPU_ROWS = 4
 @njit(cache=True, nogil=True)
 def _cofactors(m, cof):
     """The cofactor matrix of 3x3 ``m`` (det(m) * inverse(m)^T) into ``cof``; returns det(m)."""
-    cof[0, 0] = m[1, 1] * m[2, 2] - m[1, 2] * m[2, 1]
-    cof[0, 1] = m[1, 2] * m[2, 0] - m[1, 0] * m[2, 2]
-    cof[0, 2] = m[1, 0] * m[2, 1] - m[1, 1] * m[2, 0]
-    cof[1, 0] = m[0, 2] * m[2, 1] - m[0, 1] * m[2, 2]
-    cof[1, 1] = m[0, 0] * m[2, 2] - m[0, 2] * m[2, 0]
-    cof[1, 2] = m[0, 1] * m[2, 0] - m[0, 0] * m[2, 1]
-    cof[2, 0] = m[0, 1] * m[1, 2] - m[0, 2] * m[1, 1]
-    cof[2, 1] = m[0, 2] * m[1, 0] - m[0, 0] * m[1, 2]
-    cof[2, 2] = m[0, 0] * m[1, 1] - m[0, 1] * m[1, 0]
+    c = cofactors3(m[0, 0], m[0, 1], m[0, 2], m[1, 0], m[1, 1], m[1, 2], m[2, 0], m[2, 1], m[2, 2])
+    for k in range(9):
+        cof[k // 3, k % 3] = c[k]
     return m[0, 0] * cof[0, 0] + m[0, 1] * cof[0, 1] + m[0, 2] * cof[0, 2]
 
 
@@ -416,15 +410,7 @@ def _pack_joint(m, o) -> int:
             x20 * h02 + x21 * h12 + x22 * h22
     for _ in range(0 if rigid else 40):
         # cofactors (det X times X^-T)
-        c00 = x11 * x22 - x12 * x21
-        c01 = x12 * x20 - x10 * x22
-        c02 = x10 * x21 - x11 * x20
-        c10 = x02 * x21 - x01 * x22
-        c11 = x00 * x22 - x02 * x20
-        c12 = x01 * x20 - x00 * x21
-        c20 = x01 * x12 - x02 * x11
-        c21 = x02 * x10 - x00 * x12
-        c22 = x00 * x11 - x01 * x10
+        c00, c01, c02, c10, c11, c12, c20, c21, c22 = cofactors3(x00, x01, x02, x10, x11, x12, x20, x21, x22)
         d = x00 * c00 + x01 * c01 + x02 * c02
         if not (1e-100 < abs(d) < 1e100):
             return -1
