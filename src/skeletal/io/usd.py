@@ -31,7 +31,22 @@ How a UsdSkel stage maps onto skeletal's model:
 
 Bad input raises one :class:`~skeletal.errors.ModelError` naming the file and the prim path, e.g.
 ``hero.usda: </Hero/Body>: primvars:skel:jointIndices has 10 values, 4 vertices x elementSize 4 need 16``.
-Composition arcs (sublayers, references, payloads) may only name files in the model's folder or below.
+
+Confinement: before usd-core composes anything, every layer the root reaches is opened and every asset
+path in it goes through one check (:class:`_Confinement`): sublayers, references and payloads (plain or
+``pkg.usdz[layer.usda]`` package paths, in variants too), value clips (``assetPaths``,
+``manifestAssetPath``), template clips (``templateAssetPath``, expanded) and asset-valued attributes
+(textures), as usd-core's resolver would resolve them. A URL, a path outside the model's folder (a
+package's own file counts, wherever its member is) or anything but a regular file is refused in one
+line naming the folder and the path; a layer that sets ``expressionVariables`` is refused (what its
+``${VAR}`` paths name depends on the layer stack they are composed in). The stage then composes the
+layers the walk opened (held in usd-core's registry, so a file swapped after the check is not read),
+and every layer it used, clip layers included, is checked again once the Document is built.
+
+Isolation: by default usd-core runs in a child process (:mod:`skeletal.io.isolation`, as Assimp does)
+under memory, CPU and wall-clock limits, so that a stage that composes a million prims from a few
+kilobytes, or a layer that blocks, costs a ModelError, never the caller. usd-core's diagnostics
+(multi-line reports on stderr) are captured and come back as one-line warnings.
 
 >>> doc = read_usd("hero.usdc")                    # doctest: +SKIP
 """
@@ -39,6 +54,9 @@ Composition arcs (sublayers, references, payloads) may only name files in the mo
 from __future__ import annotations
 
 import os
+import re
+import stat
+import sys
 import warnings
 from dataclasses import dataclass
 
@@ -56,9 +74,11 @@ from skeletal.document import (
     Skin,
 )
 from skeletal.errors import ModelError
+from skeletal.io.files import check_regular, kind_of
+from skeletal.io.isolation import Job, Limits, run_isolated
 from skeletal.quat import compose_trs, decompose_trs, quat_mul
 
-__all__ = ["USD_SUFFIXES", "import_pxr", "read_usd"]
+__all__ = ["USD_SUFFIXES", "import_pxr", "read_usd", "Limits"]
 
 #: File suffixes read by this module.
 USD_SUFFIXES = (".usd", ".usda", ".usdc", ".usdz")
@@ -82,8 +102,13 @@ def import_pxr(file: str | None = None):
 _Z_TO_Y = np.array([-np.sqrt(0.5), 0.0, 0.0, np.sqrt(0.5)])
 
 
-def read_usd(path: str | os.PathLike) -> Document:
+def read_usd(path: str | os.PathLike, *, isolate: bool = True, limits: Limits | None = None) -> Document:
     """Read a USD stage's skeletons, animations and meshes (see the module docstring).
+
+    ``isolate`` (the default) runs usd-core in a child process under ``limits``
+    (:class:`skeletal.io.isolation.Limits`: memory, CPU time, wall clock), so that a file that makes
+    the library abort, exhaust memory or hang gives a :class:`ModelError`; ``isolate=False`` reads
+    in this process (trusted files only: no limits, but the same confinement to the model's folder).
 
     >>> doc = read_usd("hero.usda")                  # doctest: +SKIP
     >>> [a.name for a in doc.animations]             # doctest: +SKIP
@@ -91,8 +116,28 @@ def read_usd(path: str | os.PathLike) -> Document:
     """
     file = os.fspath(path)
     import_pxr(file)
-    if not os.path.isfile(file):
-        raise ModelError(file, None, "not a regular file" if os.path.exists(file) else "no such file")
+    try:
+        check_regular(file)
+        size = os.path.getsize(file)
+    except OSError as exc:
+        raise ModelError(file, None, f"cannot read the file: {exc.strerror or exc}") from None
+    if isolate:
+        job = Job("usd-core", __name__, "_work", (file,), size=size)
+        doc = run_isolated(file, job, limits, prepare=_prepare_parent)
+        doc.path = file
+        return doc
+    with _Diagnostics() as diagnostics, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        doc = _read_in_process(file)
+    for w in caught:
+        warnings.warn(w.message, w.category, stacklevel=2)
+    for line in diagnostics.lines(file):
+        warnings.warn(line, stacklevel=2)
+    return doc
+
+
+def _read_in_process(file: str) -> Document:
+    """Confine, compose and convert in this process (the isolated child's work too)."""
     from pxr import Tf
 
     try:
@@ -106,42 +151,315 @@ def read_usd(path: str | os.PathLike) -> Document:
                                      f"({type(exc).__name__}: {_first_line(exc)[:200]})") from None
 
 
-def _check_dependencies(file: str) -> None:
-    """Refuse composition arcs that reach outside the model's folder (or any URL), before the stage
-    composes them."""
-    from pxr import Sdf, Tf
-
-    base = os.path.realpath(os.path.dirname(os.path.abspath(file)))
-    seen: set[str] = set()
-    todo = [os.path.abspath(file)]
-    while todo:
-        layer_path = todo.pop()
-        if layer_path in seen:
-            continue
-        seen.add(layer_path)
+def _work(file: str) -> tuple:
+    """The isolated child's work: the message :func:`skeletal.io.isolation.run_isolated` expects."""
+    with _Diagnostics() as diagnostics, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         try:
-            layer = Sdf.Layer.FindOrOpen(layer_path)
-        except Tf.ErrorException as exc:
-            if "[" in layer_path:
-                continue  # a missing file inside a package: usd-core warns and composes without it
-            raise ModelError(file, None, f"not a USD file: {_first_line(exc)}") from None
-        if layer is None and "[" in layer_path:
-            continue
-        if layer is None:
-            raise ModelError(file, None, "not a USD file (usd-core cannot open it)")
-        for dep in layer.GetCompositionAssetDependencies():
-            if "://" in dep or dep.startswith("//"):
-                raise ModelError(file, None, f"refers to {dep!r}: only files next to the model are read")
-            absolute = layer.ComputeAbsolutePath(dep)
-            if "[" in absolute:  # inside a .usdz package: usd-core keeps it there
-                todo.append(absolute)
-                continue
-            resolved = os.path.realpath(absolute)
-            if os.path.commonpath([base, resolved]) != base:
-                raise ModelError(file, None, f"refers to {dep!r}, outside the model's folder")
-            if os.path.isfile(resolved):
-                todo.append(resolved)
+            doc = _read_in_process(file)
+        except ModelError as exc:
+            return ("model_error", exc.where, exc.detail)
+        except MemoryError:
+            return ("memory",)
+        except RecursionError:
+            return ("model_error", None, "the stage is nested too deeply to convert")
+        except Exception as exc:  # any other failure is the file's, reported in one line
+            return ("model_error", None, f"usd-core failed: {type(exc).__name__}: {_first_line(exc)[:200]}")
+    notes = [(str(w.message), w.category.__name__) for w in caught]
+    notes += [(line, "UserWarning") for line in diagnostics.lines(file)]
+    return ("ok", doc, notes)
 
+
+def _prepare_parent() -> None:
+    """Import usd-core's modules here, once, so that every forked child inherits them."""
+    from pxr import Ar, Sdf, Tf, Usd, UsdGeom, UsdSkel, UsdUtils  # noqa: F401 - imported for the children
+
+
+class _Diagnostics:
+    """usd-core's diagnostics (multi-line ``Warning: in _ReportErrors at line 3196 of stage.cpp --
+    ...`` reports written to file descriptor 2), captured while the stage is read: at most
+    :data:`_DIAGNOSTIC_BYTES` kept, the rest drained; :meth:`lines` gives them as one clean line each."""
+
+    def __init__(self):
+        self.kept = bytearray()
+
+    def __enter__(self) -> "_Diagnostics":
+        import threading
+
+        try:
+            sys.stderr.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+        self.read_end, write_end = os.pipe()
+        self.saved = os.dup(2)
+        os.dup2(write_end, 2)
+        os.close(write_end)
+        self.thread = threading.Thread(target=self._drain, daemon=True)
+        self.thread.start()
+        return self
+
+    def _drain(self) -> None:
+        while True:
+            piece = os.read(self.read_end, 1 << 16)
+            if not piece:
+                break
+            if len(self.kept) < _DIAGNOSTIC_BYTES:
+                self.kept += piece[:_DIAGNOSTIC_BYTES - len(self.kept)]
+        os.close(self.read_end)
+
+    def __exit__(self, *exc) -> None:
+        try:
+            sys.stderr.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+        os.dup2(self.saved, 2)  # the pipe's last write end closes: the drain ends
+        os.close(self.saved)
+        self.thread.join()
+
+    def lines(self, file: str) -> list[str]:
+        """One line per distinct report (``hero.usda: usd-core: Could not open asset ...``), at most
+        :data:`_DIAGNOSTIC_LINES` of them and a count of the rest."""
+        text = self.kept.decode("utf-8", "replace")
+        reports: list[str] = []
+        for block in re.split(r"\n(?=\S)", text):
+            line = " ".join(block.split())
+            line = re.sub(r"^(Warning|Error|Coding Error|Runtime Error|Status|Fatal Error)?:?\s*in \S+ at line \d+ of \S+\s*--\s*",
+                          "", line)
+            line = re.sub(r"\s*\(instantiating stage on stage @[^@]*@ <0x[0-9a-fA-F]+>\)", "", line)
+            line = re.sub(r"\s*<0x[0-9a-fA-F]+>", "", line)
+            if line and line not in reports:
+                reports.append(line)
+        name = os.path.basename(file)
+        out = [f"{name}: usd-core: {_printable(r)[:300]}" for r in reports[:_DIAGNOSTIC_LINES]]
+        if len(reports) > _DIAGNOSTIC_LINES:
+            out.append(f"{name}: usd-core: {len(reports) - _DIAGNOSTIC_LINES} more messages")
+        return out
+
+
+#: Bytes of usd-core's diagnostics kept per read, and distinct reports turned into warnings.
+_DIAGNOSTIC_BYTES = 64 << 10
+_DIAGNOSTIC_LINES = 5
+
+
+def _printable(text: str) -> str:
+    """``text`` with control characters (terminal escapes) shown as ``\\x1b``."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+class _Confinement:
+    """Every asset path the stage can reach, checked before usd-core composes it: the one place that
+    decides what may be read (see the module docstring). ``layers`` holds every layer the walk opened,
+    so that composing the stage finds them in usd-core's layer registry instead of opening the files
+    again (a file swapped after the check is not read)."""
+
+    def __init__(self, file: str):
+        from pxr import Ar
+
+        self.file = file
+        self.base = os.path.realpath(os.path.dirname(os.path.abspath(file)))
+        self.context = Ar.GetResolver().CreateDefaultContextForAsset(os.path.abspath(file))
+        self.layers: list = []
+        self.allowed: set[str] = set()
+
+    def refuse(self, asset: str, why: str) -> ModelError:
+        return ModelError(self.file, None, f"refers to {asset!r}, {why} (only files in the model's folder "
+                                           f"{self.base} are read)")
+
+    def check(self, asset: str, layer) -> str | None:
+        """The one check every asset path goes through: the identifier usd-core would open for
+        ``asset`` written in ``layer``, or None when no file exists there (usd-core composes without
+        it); a ModelError for a URL, an expression, a path outside the folder or not a regular file."""
+        from pxr import Ar, Sdf
+
+        if not asset:
+            return None  # an internal reference (a prim of the same layer stack)
+        if "://" in asset or asset.startswith("//"):
+            raise self.refuse(asset, "a URL")
+        if asset.lstrip().startswith("`"):
+            raise self.refuse(asset, "an expression")
+        identifier = Sdf.ComputeAssetPathRelativeToLayer(layer, asset)
+        resolved = str(Ar.GetResolver().Resolve(identifier))
+        on_disk = Ar.SplitPackageRelativePathOuter(resolved or identifier)[0]
+        if not resolved and not os.path.isabs(on_disk):
+            return None  # a search path that finds nothing
+        real = os.path.realpath(on_disk)
+        if os.path.commonpath([self.base, real]) != self.base:
+            raise self.refuse(asset, "outside the model's folder")
+        if not resolved:
+            return None
+        try:
+            mode = os.stat(real).st_mode
+        except OSError:
+            return None
+        if not stat.S_ISREG(mode):
+            raise self.refuse(asset, f"which is {kind_of(mode)}")
+        self.allowed.add(real)
+        return identifier
+
+    def walk(self):
+        """Open the root layer and every layer it reaches (sublayers, references, payloads, value
+        clips and their manifests, template clips), checking every asset path on the way (textures
+        included); returns the root layer."""
+        from pxr import Ar, Sdf, Tf, UsdUtils
+
+        with Ar.ResolverContextBinder(self.context):
+            try:
+                root = Sdf.Layer.FindOrOpen(os.path.abspath(self.file))
+            except Tf.ErrorException as exc:
+                raise ModelError(self.file, None, f"not a USD file: {_first_line(exc)}") from None
+            if root is None:
+                raise ModelError(self.file, None, "not a USD file (usd-core cannot open it)")
+            self.allowed.add(os.path.realpath(Ar.SplitPackageRelativePathOuter(root.realPath or self.file)[0]))
+            self.layers.append(root)
+            seen = {root.identifier}
+            todo = [root]
+            while todo:
+                layer = todo.pop()
+                arcs = [str(a) for a in layer.GetCompositionAssetDependencies()]
+                variables = dict(layer.expressionVariables or {})
+                if variables:  # values differ per layer stack: the walk could not see what the stage reads
+                    shown = next((a for a in arcs if a.lstrip().startswith("`")), None)
+                    raise self.refuse(shown or f"${{{sorted(variables)[0]}}}", "an expression-variable path")
+                for asset in arcs:
+                    self.check(asset, layer)
+                sublayers, references, payloads = UsdUtils.ExtractExternalReferences(layer.identifier)
+                for asset in [*sublayers, *references, *payloads]:
+                    identifier = self.check(str(asset), layer)
+                    if identifier is None or identifier in seen:
+                        continue
+                    seen.add(identifier)
+                    if Sdf.FileFormat.FindByExtension(Ar.SplitPackageRelativePathInner(identifier)[1] or identifier) is None:
+                        continue  # a texture or another file usd-core does not compose: checked, not opened
+                    try:
+                        child = Sdf.Layer.FindOrOpen(identifier)
+                    except Tf.ErrorException:
+                        child = None  # usd-core reports it when it composes and goes on without it
+                    if child is not None:
+                        self.layers.append(child)
+                        todo.append(child)
+        return root
+
+    def verify(self, stage) -> None:
+        """After reading: every layer the stage used (clip layers included) is one the walk allowed."""
+        from pxr import Ar
+
+        for layer in stage.GetUsedLayers(True):
+            if layer.anonymous:
+                continue
+            real = os.path.realpath(Ar.SplitPackageRelativePathOuter(layer.realPath or layer.identifier)[0])
+            if real not in self.allowed:
+                raise self.refuse(layer.identifier, "which the confinement check did not see")
+
+
+#: The range of ``timeCodesPerSecond`` read (film is 24, mocap up to a few hundred; 1e-9 turns a
+#: thousand time codes into a clip of 1e12 s that no command could sample).
+MIN_TIME_CODES_PER_SECOND = 1e-3
+MAX_TIME_CODES_PER_SECOND = 1e6
+
+#: Most prims a stage may compose (a character has hundreds to a few thousand): a small file whose
+#: references nest in pairs composes 2**levels prims, gigabytes in usd-core, before any check of ours.
+#: Raise it for trusted files that really are that large.
+MAX_COMPOSED_PRIMS = 250_000
+
+
+def _composed_prims(confinement: _Confinement, root, limit: int) -> int:
+    """An upper bound of the prims the stage composes, from the layers' specs alone (nothing is
+    composed): a prim spec counts 1 plus its children, its variants' children and the prims its
+    references, payloads, inherits and specializes bring (each spec of the target's layer stack).
+    Counting stops past ``limit`` (the count returned is then above it)."""
+    from pxr import Sdf
+
+    by_id = {layer.identifier: layer for layer in confinement.layers}
+
+    def stack(layer) -> list:
+        """``layer`` and its sublayers (the ones the walk opened), recursively."""
+        out, todo, seen = [], [layer], set()
+        while todo:
+            item = todo.pop()
+            if item.identifier in seen:
+                continue
+            seen.add(item.identifier)
+            out.append(item)
+            for sub in item.subLayerPaths:
+                found = by_id.get(Sdf.ComputeAssetPathRelativeToLayer(item, sub)) if sub else None
+                if found is not None:
+                    todo.append(found)
+        return out
+
+    owner: dict[str, object] = {}  # layer -> the root of the layer stack it composes in
+    for layer in confinement.layers:
+        if layer.identifier not in owner:
+            for member in stack(layer):
+                owner.setdefault(member.identifier, layer)
+    stacks: dict[str, list] = {}
+
+    def stack_of(layer) -> list:
+        head = owner.get(layer.identifier, layer)
+        if head.identifier not in stacks:
+            stacks[head.identifier] = stack(head)
+        return stacks[head.identifier]
+
+    def targets(layer, asset: str, path) -> list:
+        if asset:
+            found = by_id.get(Sdf.ComputeAssetPathRelativeToLayer(layer, asset))
+            if found is None:
+                return []
+            layers = stack(found)
+            if path.isEmpty:
+                name = found.defaultPrim
+                path = Sdf.Path("/" + name) if name else None
+        else:
+            layers = stack_of(layer)
+        if path is None or path.isEmpty or not path.IsPrimPath():
+            return []
+        return [(m, path) for m in layers]
+
+    def edges(node) -> list:
+        layer, path = node
+        spec = layer.GetPrimAtPath(path)
+        if spec is None:
+            return []
+        specs = [spec] + [v.primSpec for vs in spec.variantSets.values() for v in vs.variants.values()]
+        out = []
+        for s in specs:
+            out += [(layer, child.path) for child in s.nameChildren.values()]
+            for ops in (s.referenceList, s.payloadList):
+                for item in [*ops.explicitItems, *ops.prependedItems, *ops.appendedItems, *ops.addedItems]:
+                    out += targets(layer, item.assetPath, item.primPath)
+            for ops in (s.inheritPathList, s.specializesList):
+                for item in [*ops.explicitItems, *ops.prependedItems, *ops.appendedItems, *ops.addedItems]:
+                    out += targets(layer, "", item)
+        return out
+
+    memo: dict[tuple, int] = {}
+    total = 0
+    starts = [(layer, child.path) for layer in stack(root) for child in layer.rootPrims.values()]
+    for start in starts:
+        key = (start[0].identifier, start[1])
+        if key not in memo:  # depth first, iteratively (nesting can be thousands deep)
+            active = {key}
+            work = [(start, key, iter(edges(start)), 1)]
+            while work:
+                node, key, children, count = work[-1]
+                child = next(children, None)
+                if child is None:
+                    work.pop()
+                    active.discard(key)
+                    memo[key] = count
+                    if work:
+                        parent = work[-1]
+                        work[-1] = (parent[0], parent[1], parent[2], min(parent[3] + count, limit + 1))
+                    continue
+                child_key = (child[0].identifier, child[1])
+                if child_key in memo:
+                    work[-1] = (node, key, children, min(count + memo[child_key], limit + 1))
+                elif child_key not in active:  # a cycle adds nothing (usd-core refuses the arc)
+                    active.add(child_key)
+                    work.append((child, child_key, iter(edges(child)), 1))
+        total += memo[key]
+        if total > limit:
+            break
+    return total
 
 def _first_line(exc: BaseException) -> str:
     try:
@@ -188,15 +506,23 @@ class _Reader:
     def document(self) -> Document:
         from pxr import Tf, Usd, UsdGeom
 
-        _check_dependencies(self.file)
+        self.confinement = _Confinement(self.file)
+        root = self.confinement.walk()
+        prims = _composed_prims(self.confinement, root, MAX_COMPOSED_PRIMS)
+        if prims > MAX_COMPOSED_PRIMS:
+            size = sum(os.path.getsize(p) for p in self.confinement.allowed if os.path.isfile(p))
+            raise ModelError(self.file, None, f"its references compose more than {MAX_COMPOSED_PRIMS:,} prims from "
+                                              f"{size:,} bytes of layers (skeletal.io.usd.MAX_COMPOSED_PRIMS)")
         try:
-            self.stage = Usd.Stage.Open(self.file, Usd.Stage.LoadAll)
+            self.stage = Usd.Stage.Open(root, self.confinement.context, Usd.Stage.LoadAll)
         except Tf.ErrorException as exc:
             raise ModelError(self.file, None, f"cannot open the stage: {_first_line(exc)}") from None
         if self.stage is None:
             raise ModelError(self.file, None, "cannot open the stage")
         stage = self.stage
         self.tcps = float(stage.GetTimeCodesPerSecond()) or 24.0
+        if not MIN_TIME_CODES_PER_SECOND <= self.tcps <= MAX_TIME_CODES_PER_SECOND:
+            raise self._rate_error()
         self.start = float(stage.GetStartTimeCode()) if stage.HasAuthoredTimeCodeRange() else 0.0
         self.held = stage.GetInterpolationType() == Usd.InterpolationTypeHeld
         roots: list[int] = []
@@ -211,12 +537,29 @@ class _Reader:
             self._mesh(node_index, prim, skel)
         animations = self._animations()
         self._apply_units_and_axes(roots, animations, UsdGeom.GetStageUpAxis(stage), UsdGeom.GetStageMetersPerUnit(stage))
+        self.confinement.verify(stage)  # clip layers open as their values are read: checked last
         return Document(
             path=self.file, nodes=self.nodes, meshes=self.meshes, skins=self.skins, animations=animations,
             scenes=[roots], scene=0, materials=self.materials,
             asset_info={"generator": "usd", "upAxis": str(UsdGeom.GetStageUpAxis(stage)),
                         "metersPerUnit": float(UsdGeom.GetStageMetersPerUnit(stage))},
         )
+
+    def _rate_error(self) -> ModelError:
+        """The refusal of a stage whose timeCodesPerSecond is out of range, with the clip it would make."""
+        from pxr import Usd, UsdSkel
+
+        span = 0.0
+        for prim in self.stage.Traverse(Usd.PrimDefaultPredicate):
+            if prim.IsA(UsdSkel.Animation):
+                for attr in prim.GetAttributes():
+                    samples = attr.GetTimeSamples()
+                    if len(samples) > 1:
+                        span = max(span, float(samples[-1]) - float(samples[0]))
+        seconds = span / self.tcps if self.tcps > 0 else float("inf")
+        return ModelError(self.file, None, f"timeCodesPerSecond is {self.tcps:g}, outside {MIN_TIME_CODES_PER_SECOND:g} "
+                                           f"to {MAX_TIME_CODES_PER_SECOND:g}: its {span:g} time codes would be a clip of "
+                                           f"{seconds:.3g} s, {seconds * 30:.3g} frames at 30 fps")
 
     def _add_node(self, name: str, parent: int, matrix: np.ndarray) -> int:
         t, q, s = decompose_trs(matrix)
