@@ -86,13 +86,15 @@ class Limits:
 class Job:
     """What the child runs: ``module.function(*args)`` (importable by name, so that a spawned
     interpreter finds it too), for messages about ``engine`` (``"Assimp"``, ``"usd-core"``) reading a
-    file of ``size`` bytes (the memory budget's base)."""
+    file of ``size`` bytes (the memory budget's base). ``reserve``: address space the library reserves
+    without using it (usd-core's path pools), added to the memory limit."""
 
     engine: str
     module: str
     function: str
     args: tuple = field(default=())
     size: int = 0
+    reserve: int = 0
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -295,7 +297,7 @@ def run_isolated(file: str, job: Job, limits: Limits | None = None, *, prepare: 
     kernels: the child inherits them); ``in_child()`` runs first thing in a forked child (reset
     locks another thread of the parent may have held)."""
     limits = limits or Limits()
-    memory = limits.memory_bytes(job.size)
+    memory = limits.memory_bytes(job.size) + job.reserve
     cpu = limits.cpu_seconds()
     method = limits.method or ("fork" if hasattr(os, "fork") else "spawn")
     if method == "fork":

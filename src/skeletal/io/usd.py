@@ -98,6 +98,11 @@ def import_pxr(file: str | None = None):
     return pxr
 
 
+#: Address space usd-core reserves in a process without using it (its Sdf path pools reserve about
+#: 400 MB of virtual memory when the first layer opens, besides the 540 MB its libraries map on
+#: import): added to the isolated child's memory limit, which counts address space.
+ADDRESS_RESERVE = 640 << 20
+
 # Z-up -> Y-up: a -90 degree turn about X (x, y, z) -> (x, z, -y).
 _Z_TO_Y = np.array([-np.sqrt(0.5), 0.0, 0.0, np.sqrt(0.5)])
 
@@ -122,7 +127,7 @@ def read_usd(path: str | os.PathLike, *, isolate: bool = True, limits: Limits | 
     except OSError as exc:
         raise ModelError(file, None, f"cannot read the file: {exc.strerror or exc}") from None
     if isolate:
-        job = Job("usd-core", __name__, "_work", (file,), size=size)
+        job = Job("usd-core", __name__, "_work", (file,), size=size, reserve=ADDRESS_RESERVE)
         doc = run_isolated(file, job, limits, prepare=_prepare_parent)
         doc.path = file
         return doc
