@@ -2,7 +2,7 @@
 
 * Confinement: each way a layer can name a file (usdz package paths, absolute and relative, in
   references, payloads, sublayers and variants; expression-variable paths; value clips and their
-  manifest; template clips; textures) is tried against a "secret" next to the model's folder
+  manifest; template clips; textures; a layer named with file format arguments) is tried against a "secret" next to the model's folder
   (``tests/fixtures/hostile_usd.py``). Each ends in one ModelError naming the folder and the path, and
   the secret's content (a joint name, a 175 s clip) shows in neither ``info`` nor ``export``; the same
   arcs inside the folder still load.
@@ -10,6 +10,7 @@
   bounded time, under the CI's 1 GiB address-space limit (``tests/fixtures/memlimit.py``; each test
   prints the child's peak memory); with the composed-prim estimate lifted, the child's memory limit
   still ends it and the caller lives on.
+* Amplification: a template clip set naming 1e8 clips is refused before usd-core makes the names.
 * Internal errors: a stage at 1e-9 time codes per second is one line naming the clip it would make;
   usd-core's multi-line diagnostics come back as one-line warnings, never raw on stderr.
 """
@@ -30,7 +31,7 @@ pytest.importorskip("pxr", reason="usd-core is not installed (pip install 'skele
 from skeletal.cli import cli
 
 from fixtures.hostile_usd import (SECRET, SECRET_CLIP, SECRET_LAYER, ESCAPES, make_doubling, make_escape,
-                                  make_fifo_reference, make_tiny_rate)
+                                  make_fifo_reference, make_template_flood, make_tiny_rate)
 from fixtures.memlimit import LIMIT_BYTES, run_limited
 
 #: The address-space limit of these runs: the CI's 1 GiB plus the 1 GiB usd-core maps on its own (its
@@ -132,6 +133,16 @@ def test_isolation_alone_bounds_the_doubling(tmp_path, monkeypatch):
     with pytest.raises(ModelError, match=r"^doubling\.usda: (usd-core (aborted|ran out|crashed|used more|took longer)|reading it needs more)"):
         usd.read_usd(path, limits=Limits(timeout=30, memory=0))
     assert skeletal.load(make_doubling(tmp_path / "small.usda", levels=3)).rig.names  # still here
+
+
+def test_template_clip_flood_is_one_line(tmp_path):
+    """A template clip set naming 1e8 clips (usd-core would make and look up every name)."""
+    path = make_template_flood(tmp_path)
+    with pytest.raises(ModelError, match=r"^flood\.usda: </Char/Skel/Anim>: template clip set 'default' names "
+                                         r"1e\+08 clips .* more than 100,000"):
+        skeletal.load(path)
+    path.write_text(path.read_text().replace("99999999", "9"))  # ten clips: read
+    assert skeletal.load(path).clips
 
 
 def test_reference_to_a_named_pipe_does_not_block(tmp_path):

@@ -283,8 +283,10 @@ class _Confinement:
         if asset.lstrip().startswith("`"):
             raise self.refuse(asset, "an expression")
         identifier = Sdf.ComputeAssetPathRelativeToLayer(layer, asset)
-        resolved = str(Ar.GetResolver().Resolve(identifier))
-        on_disk = Ar.SplitPackageRelativePathOuter(resolved or identifier)[0]
+        # "x.usda:SDF_FORMAT_ARGS:a=b" opens x.usda: the file is the part before the arguments
+        file_part = Sdf.Layer.SplitIdentifier(identifier)[0]
+        resolved = str(Ar.GetResolver().Resolve(file_part))
+        on_disk = Ar.SplitPackageRelativePathOuter(resolved or file_part)[0]
         if not resolved and not os.path.isabs(on_disk):
             return None  # a search path that finds nothing
         real = os.path.realpath(on_disk)
@@ -327,7 +329,11 @@ class _Confinement:
                     raise self.refuse(shown or f"${{{sorted(variables)[0]}}}", "an expression-variable path")
                 for asset in arcs:
                     self.check(asset, layer)
-                sublayers, references, payloads = UsdUtils.ExtractExternalReferences(layer.identifier)
+                try:
+                    sublayers, references, payloads = UsdUtils.ExtractExternalReferences(layer.identifier)
+                except Tf.ErrorException as exc:  # what it cannot list is not composed
+                    raise ModelError(self.file, None, f"cannot list the asset paths of {layer.identifier!r}: "
+                                                      f"{_first_line(exc)}") from None
                 for asset in [*sublayers, *references, *payloads]:
                     identifier = self.check(str(asset), layer)
                     if identifier is None or identifier in seen:
@@ -365,6 +371,28 @@ MAX_TIME_CODES_PER_SECOND = 1e6
 #: references nest in pairs composes 2**levels prims, gigabytes in usd-core, before any check of ours.
 #: Raise it for trusted files that really are that large.
 MAX_COMPOSED_PRIMS = 250_000
+
+
+#: Most clips a template clip set may name (``templateStartTime`` to ``templateEndTime`` by
+#: ``templateStride``): usd-core makes and resolves every one of the names.
+MAX_TEMPLATE_CLIPS = 100_000
+
+
+def _check_clip_templates(file: str, where: str, clips) -> None:
+    """Refuse a template clip set naming more than :data:`MAX_TEMPLATE_CLIPS` clips."""
+    for name, clip_set in dict(clips or {}).items():
+        if not isinstance(clip_set, dict) or "templateAssetPath" not in clip_set:
+            continue
+        try:
+            start = float(clip_set.get("templateStartTime", 0.0))
+            end = float(clip_set.get("templateEndTime", 0.0))
+            stride = float(clip_set.get("templateStride", 0.0))
+        except (TypeError, ValueError):
+            continue  # usd-core refuses the set itself
+        if stride > 0 and end >= start and (end - start) / stride + 1 > MAX_TEMPLATE_CLIPS:
+            raise ModelError(file, f"<{where}>", f"template clip set {name!r} names {(end - start) / stride + 1:.3g} "
+                                                 f"clips ({start:g} to {end:g} by {stride:g}), more than "
+                                                 f"{MAX_TEMPLATE_CLIPS:,} (skeletal.io.usd.MAX_TEMPLATE_CLIPS)")
 
 
 def _composed_prims(confinement: _Confinement, root, limit: int) -> int:
@@ -427,6 +455,8 @@ def _composed_prims(confinement: _Confinement, root, limit: int) -> int:
         specs = [spec] + [v.primSpec for vs in spec.variantSets.values() for v in vs.variants.values()]
         out = []
         for s in specs:
+            if s.HasInfo("clips"):
+                _check_clip_templates(confinement.file, str(s.path), s.GetInfo("clips"))
             out += [(layer, child.path) for child in s.nameChildren.values()]
             for ops in (s.referenceList, s.payloadList):
                 for item in [*ops.explicitItems, *ops.prependedItems, *ops.appendedItems, *ops.addedItems]:
