@@ -202,3 +202,42 @@ def test_isolation_overhead_on_a_typical_file(tmp_path):
     print(f"demo.usdc: in-process {np.median(inside) * 1e3:.1f} ms, isolated {np.median(outside) * 1e3:.1f} ms")
     assert a.rig.names == b.rig.names and len(a.clips) == len(b.clips)
     assert np.array_equal(a.rig.rest, b.rig.rest)
+
+
+def test_what_the_check_misses_the_final_check_refuses(tmp_path, monkeypatch):
+    """Defence in depth: with the one check disabled (every path let through), the check of the layers
+    the stage used, run before the Document is returned, still refuses the outside layer."""
+    from skeletal.io import usd
+
+    original = usd._Confinement.check
+
+    def let_through(self, asset, layer):
+        try:
+            return original(self, asset, layer)
+        except ModelError:
+            from pxr import Sdf
+
+            return Sdf.ComputeAssetPathRelativeToLayer(layer, asset)
+
+    monkeypatch.setattr(usd._Confinement, "check", let_through)
+    model, _ = make_escape(tmp_path, "package_relative")
+    with pytest.raises(ModelError, match=r"^thief\.usda: refers to '.*outside/pkg\.usdz\[secret\.usda\]', "
+                                         r"which the confinement check did not see"):
+        skeletal.load(model, isolate=False)
+
+
+def test_spawned_child_reads_usd_alike(tmp_path):
+    """The spawn method (a fresh interpreter, where there is no fork) gives the forked child's document
+    and the same refusals."""
+    from skeletal.io.isolation import Limits
+    from skeletal.io.usd import read_usd
+
+    path = tmp_path / "char.usda"
+    path.write_text(SECRET_LAYER)
+    forked = read_usd(path)
+    spawned = read_usd(path, limits=Limits(method="spawn", timeout=300))
+    assert [n.name for n in spawned.nodes] == [n.name for n in forked.nodes] == ["Char", "Skel", SECRET]
+    assert spawned.animations[0].channels[0].times.tolist() == forked.animations[0].channels[0].times.tolist()
+    model, asset = make_escape(tmp_path / "escape", "clip_manifest")
+    with pytest.raises(ModelError, match="outside the model's folder"):
+        read_usd(model, limits=Limits(method="spawn", timeout=300))
