@@ -10,7 +10,8 @@
   bounded time, under the CI's 1 GiB address-space limit (``tests/fixtures/memlimit.py``; each test
   prints the child's peak memory); with the composed-prim estimate lifted, the child's memory limit
   still ends it and the caller lives on.
-* Amplification: a template clip set naming 1e8 clips is refused before usd-core makes the names.
+* Amplification: a crate file pointing 6000 time samples at one 6000-joint array is refused with
+  the 864 MB it would need, before allocating; a template clip set naming 1e8 clips is refused before usd-core makes the names.
 * Internal errors: a stage at 1e-9 time codes per second is one line naming the clip it would make;
   usd-core's multi-line diagnostics come back as one-line warnings, never raw on stderr.
 """
@@ -31,7 +32,7 @@ pytest.importorskip("pxr", reason="usd-core is not installed (pip install 'skele
 from skeletal.cli import cli
 
 from fixtures.hostile_usd import (SECRET, SECRET_CLIP, SECRET_LAYER, ESCAPES, make_doubling, make_escape,
-                                  make_fifo_reference, make_template_flood, make_tiny_rate)
+                                  make_fifo_reference, make_shared_samples, make_template_flood, make_tiny_rate)
 from fixtures.memlimit import LIMIT_BYTES, run_limited
 
 #: The address-space limit of these runs: the CI's 1 GiB plus the 1 GiB usd-core maps on its own (its
@@ -143,6 +144,19 @@ def test_template_clip_flood_is_one_line(tmp_path):
         skeletal.load(path)
     path.write_text(path.read_text().replace("99999999", "9"))  # ten clips: read
     assert skeletal.load(path).clips
+
+
+def test_shared_time_samples_are_refused_before_allocating(tmp_path):
+    """6000 time samples pointing at one 6000-joint array (a few hundred kB of crate file): 864 MB of
+    float64 values, refused with the size before the array is made."""
+    path = make_shared_samples(tmp_path / "shared.usdc")
+    assert path.stat().st_size < 1_000_000
+    run = run_limited(["info", path], limit_bytes=USD_LIMIT, timeout=120)
+    print(f"shared samples: peak {run.peak_mib:.0f} MiB, file {path.stat().st_size:,} bytes")
+    assert run.returncode != 0
+    line = _one_line(run.stderr)
+    assert line.startswith("skeletal: error: shared.usdc: </Char/Skel/Anim>: translations: 6,000 time samples "
+                           "x 6,000 values would need 0.864 GB"), line
 
 
 def test_reference_to_a_named_pipe_does_not_block(tmp_path):

@@ -367,6 +367,10 @@ class _Confinement:
 MIN_TIME_CODES_PER_SECOND = 1e-3
 MAX_TIME_CODES_PER_SECOND = 1e6
 
+#: Animation arrays may take this many bytes, or this many times the bytes of the stage's layers.
+SAMPLE_BUDGET_FLOOR = 256 << 20
+SAMPLE_BUDGET_RATIO = 64
+
 #: Most prims a stage may compose (a character has hundreds to a few thousand): a small file whose
 #: references nest in pairs composes 2**levels prims, gigabytes in usd-core, before any check of ours.
 #: Raise it for trusted files that really are that large.
@@ -965,6 +969,18 @@ class _Reader:
         samples = sorted({float(t) for a in attrs if a for t in a.GetTimeSamples()})
         return np.array(samples if samples else [self.start], dtype=np.float64)
 
+    def _charge(self, path: str, name: str, samples: int, count: int, width: int) -> None:
+        """Refuse, before allocating, an animation array of ``samples`` x ``count`` x ``width``
+        float64 values larger than :data:`SAMPLE_BUDGET_FLOOR` or :data:`SAMPLE_BUDGET_RATIO` times the
+        layers' bytes (a crate file stores one array once and points every time sample at it)."""
+        need = samples * count * width * 8
+        layers = sum(os.path.getsize(p) for p in self.confinement.allowed if os.path.isfile(p))
+        budget = max(SAMPLE_BUDGET_FLOOR, SAMPLE_BUDGET_RATIO * layers)
+        if need > budget:
+            raise self.fail(path, f"{name}: {samples:,} time samples x {count:,} values would need "
+                                  f"{need / 1e9:.3g} GB, more than the {budget / 1e9:.3g} GB allowed for "
+                                  f"{layers:,} bytes of layers")
+
     def _anim_channels(self, prim, skel: _SkelInfo) -> list[Channel]:
         from pxr import UsdSkel
 
@@ -989,6 +1005,7 @@ class _Reader:
             if not attr or not attr.HasAuthoredValue():
                 continue
             width = 4 if label == "rotation" else 3
+            self._charge(path, attr.GetName(), len(tc), len(joints), width)
             values = np.empty((len(tc), len(joints), width), np.float64)
             for k, t in enumerate(tc):
                 value = attr.Get(float(t))
@@ -1005,6 +1022,7 @@ class _Reader:
         # Blend shape weights -> one weights channel per mesh bound to this skeleton.
         if weights_attr and weights_attr.HasAuthoredValue():
             shape_names = [str(x) for x in (anim.GetBlendShapesAttr().Get() or [])]
+            self._charge(path, "blendShapeWeights", len(tc), len(shape_names), 1)
             w = np.zeros((len(tc), len(shape_names)))
             for k, t in enumerate(tc):
                 arr = np.array(weights_attr.Get(float(t)) or [], dtype=np.float64)
