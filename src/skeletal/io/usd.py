@@ -128,7 +128,13 @@ def read_usd(path: str | os.PathLike, *, isolate: bool = True, limits: Limits | 
         raise ModelError(file, None, f"cannot read the file: {exc.strerror or exc}") from None
     if isolate:
         job = Job("usd-core", __name__, "_work", (file,), size=size, reserve=ADDRESS_RESERVE)
-        doc = run_isolated(file, job, limits, prepare=_prepare_parent)
+        try:
+            doc = run_isolated(file, job, limits, prepare=_prepare_parent)
+        except ModelError as exc:
+            hint = _address_space_hint()
+            if hint and ("crashed" in exc.detail or "aborted" in exc.detail):
+                raise ModelError(file, exc.where, f"{exc.detail}; {hint}") from None
+            raise
         doc.path = file
         return doc
     with _Diagnostics() as diagnostics, warnings.catch_warnings(record=True) as caught:
@@ -139,6 +145,25 @@ def read_usd(path: str | os.PathLike, *, isolate: bool = True, limits: Limits | 
     for line in diagnostics.lines(file):
         warnings.warn(line, stacklevel=2)
     return doc
+
+
+def _address_space_hint() -> str | None:
+    """What to say when this process's address-space limit (``ulimit -v``) leaves usd-core less than
+    it maps on its own, else None."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft == resource.RLIM_INFINITY:
+            return None
+        with open("/proc/self/statm", "rb") as f:
+            mapped = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (ImportError, OSError, ValueError, IndexError):
+        return None
+    if mapped + ADDRESS_RESERVE <= soft:
+        return None
+    return (f"this process may map {soft >> 20} MB (ulimit -v) and already maps {mapped >> 20} MB, which leaves "
+            f"usd-core less than the {ADDRESS_RESERVE >> 20} MB of address space it reserves for itself")
 
 
 def _read_in_process(file: str) -> Document:
