@@ -123,6 +123,18 @@ def test_doubling_references_end_in_one_line(tmp_path):
     assert line.startswith("skeletal: error: doubling.usda: its references compose more than 250,000 prims"), line
 
 
+def test_doubling_hidden_in_a_variant_is_counted(tmp_path):
+    """The same doubling with every level inside a variant, the arcs naming composed paths
+    (``</Box/L1>``, a prim only the variant defines): counted all the same."""
+    path = make_doubling(tmp_path / "hidden.usda", levels=20, in_variant=True)
+    assert path.stat().st_size < 4000
+    with pytest.raises(ModelError, match=r"^hidden\.usda: its references compose more than 250,000 prims"):
+        skeletal.load(path)
+    small = make_doubling(tmp_path / "small.usda", levels=3, in_variant=True)
+    # Top with 2 + 4 + 8 prims below it; Box with its levels L0..L3 (15, 7, 3 and 1 prims)
+    assert len(skeletal.load(small).rig) == 15 + 1 + 15 + 7 + 3 + 1
+
+
 def test_isolation_alone_bounds_the_doubling(tmp_path, monkeypatch):
     """With the composed-prim estimate lifted, usd-core runs out of the child's memory limit: one
     ModelError, and this process goes on."""

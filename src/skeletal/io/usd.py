@@ -402,6 +402,9 @@ SAMPLE_BUDGET_RATIO = 64
 MAX_COMPOSED_PRIMS = 250_000
 
 
+#: Variant selections followed per prim path an arc names (each one a spec counted).
+_MAX_VARIANT_PATHS = 64
+
 #: Most clips a template clip set may name (``templateStartTime`` to ``templateEndTime`` by
 #: ``templateStride``): usd-core makes and resolves every one of the names.
 MAX_TEMPLATE_CLIPS = 100_000
@@ -476,12 +479,33 @@ def _composed_prims(confinement: _Confinement, root, limit: int) -> int:
             return []
         return [(m, path) for m in layers]
 
+    def specs_at(layer, path) -> list:
+        """The prim specs of ``layer`` at ``path``: the spec there, or (for a path an arc names
+        that only variants define) the specs at every variant selection of its ancestors."""
+        spec = layer.GetPrimAtPath(path)
+        if spec is not None or path.ContainsPrimVariantSelection():
+            return [spec] if spec is not None else []
+        found = [Sdf.Path.absoluteRootPath]
+        for prefix in path.GetPrefixes():
+            reached = []
+            for base in found:
+                candidates = [base.AppendChild(prefix.name)]
+                base_spec = None if base == Sdf.Path.absoluteRootPath else layer.GetPrimAtPath(base)
+                if base_spec is not None:
+                    candidates += [base.AppendVariantSelection(set_name, variant).AppendChild(prefix.name)
+                                   for set_name, variant_set in base_spec.variantSets.items()
+                                   for variant in variant_set.variants.keys()]
+                reached += [c for c in candidates if layer.GetPrimAtPath(c) is not None]
+            found = reached[:_MAX_VARIANT_PATHS]
+            if not found:
+                return []
+        return [layer.GetPrimAtPath(p) for p in found]
+
     def edges(node) -> list:
         layer, path = node
-        spec = layer.GetPrimAtPath(path)
-        if spec is None:
-            return []
-        specs = [spec] + [v.primSpec for vs in spec.variantSets.values() for v in vs.variants.values()]
+        specs = []
+        for spec in specs_at(layer, path):
+            specs += [spec] + [v.primSpec for vs in spec.variantSets.values() for v in vs.variants.values()]
         out = []
         for s in specs:
             if s.HasInfo("clips"):
