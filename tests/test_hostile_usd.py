@@ -233,9 +233,9 @@ def test_isolation_overhead_on_a_typical_file(tmp_path):
 def test_what_the_check_misses_the_final_check_refuses(tmp_path, monkeypatch):
     """Defence in depth: with the one check disabled (every path let through), the check of the layers
     the stage used, run before the Document is returned, still refuses the outside layer."""
-    from skeletal.io import usd
+    from skeletal.io.usd_guard import Confinement
 
-    original = usd._Confinement.check
+    original = Confinement.check
 
     def let_through(self, asset, layer):
         try:
@@ -245,7 +245,7 @@ def test_what_the_check_misses_the_final_check_refuses(tmp_path, monkeypatch):
 
             return Sdf.ComputeAssetPathRelativeToLayer(layer, asset)
 
-    monkeypatch.setattr(usd._Confinement, "check", let_through)
+    monkeypatch.setattr(Confinement, "check", let_through)
     model, _ = make_escape(tmp_path, "package_relative")
     with pytest.raises(ModelError, match=r"^thief\.usda: refers to '.*outside/pkg\.usdz\[secret\.usda\]', "
                                          r"which the confinement check did not see"):
