@@ -326,8 +326,10 @@ def test_time_codes_on_the_frame_grid(tmp_path):
 
     assert _time_codes(np.array([float(np.float32(479 / 30))]), 30.0)[0] == 479.0
     assert _time_codes(np.array([float(np.float32(15.96))]), 30.0)[0] == 478.8
-    held = _time_codes(np.array([1.0 - 1e-4, 1.0]), 30.0)
-    assert held[0] < held[1] == 30.0
+    for rate in (10.0, 30.0, 240.0):  # a STEP key's held sample (1e-4 s before the key) keeps its own code
+        for key in (1.0, 999.0):
+            held = _time_codes(np.array([key - 1e-4, key]), rate)
+            assert held[0] < held[1] == key * rate, (rate, key, held)
     demo = demo_asset()
     quiet = np.tile(np.array([0, 0, 0, 1], np.float32), (480, 1))
     frames = Clip("frames", [Track(0, "rotation", "LINEAR", (np.arange(480) / 30).astype(np.float32), quiet)])

@@ -107,7 +107,7 @@ def _time_codes(seconds: np.ndarray, rate: float) -> np.ndarray:
     is code 479 if the key was 479/30, not ``478.80000114``), else rounded to 1e-4 of a code."""
     codes = np.asarray(seconds, np.float64) * rate
     whole = np.round(codes)
-    tolerance = np.minimum(1e-3, 2.4e-7 * np.abs(codes) + 1e-9)  # 2 float32 ulps, never a STEP key's offset
+    tolerance = np.minimum(5e-4, 2.4e-7 * np.abs(codes) + 1e-9)  # 2 float32 ulps, below a STEP key's offset (1e-4 s at 10 fps and up)
     return np.where(np.abs(codes - whole) <= tolerance, whole, np.round(codes, 4)) + 0.0  # + 0.0: no -0
 
 
