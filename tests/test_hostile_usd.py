@@ -136,15 +136,15 @@ def test_doubling_hidden_in_a_variant_is_counted(tmp_path):
 
 
 def test_isolation_alone_bounds_the_doubling(tmp_path, monkeypatch):
-    """With the composed-prim estimate lifted, usd-core runs out of the child's memory limit: one
-    ModelError, and this process goes on."""
+    """With the composed-prim estimate lifted, the child's limits end it (here its 3 s of CPU, or its
+    memory, whichever comes first): one ModelError, and this process goes on."""
     from skeletal.io import usd
     from skeletal.io.isolation import Limits
 
     path = make_doubling(tmp_path / "doubling.usda", levels=20)
     monkeypatch.setattr(usd, "MAX_COMPOSED_PRIMS", 1 << 40)
     with pytest.raises(ModelError, match=r"^doubling\.usda: (usd-core (aborted|ran out|crashed|used more|took longer)|reading it needs more)"):
-        usd.read_usd(path, limits=Limits(timeout=30, memory=0))
+        usd.read_usd(path, limits=Limits(timeout=6, cpu=3, memory=0))
     assert skeletal.load(make_doubling(tmp_path / "small.usda", levels=3)).rig.names  # still here
 
 
