@@ -317,6 +317,37 @@ def test_bvh_step_and_spline_clips_roundtrip(tmp_path):
         assert np.abs(wa - wb).max() < tol * size, clip.name
 
 
+def test_time_codes_on_the_frame_grid(tmp_path):
+    """Issue 28: times on the clip's frame grid are written as whole time codes (a 479-frame clip at
+    30 fps ends at 479, not 478.99999...; float32 15.96 s is 478.8, not 478.8000011444092), and a STEP
+    key's held sample just before the next key keeps its own code."""
+    from skeletal.clip import Clip, Track
+    from skeletal.io.usd_write import _time_codes
+
+    assert _time_codes(np.array([float(np.float32(479 / 30))]), 30.0)[0] == 479.0
+    assert _time_codes(np.array([float(np.float32(15.96))]), 30.0)[0] == 478.8
+    for rate in (10.0, 30.0, 240.0):  # a STEP key's held sample (1e-4 s before the key) keeps its own code
+        for key in (1.0, 999.0):
+            held = _time_codes(np.array([key - 1e-4, key]), rate)
+            assert held[0] < held[1] == key * rate, (rate, key, held)
+    demo = demo_asset()
+    quiet = np.tile(np.array([0, 0, 0, 1], np.float32), (480, 1))
+    frames = Clip("frames", [Track(0, "rotation", "LINEAR", (np.arange(480) / 30).astype(np.float32), quiet)])
+    odd = Clip("odd", [Track(0, "rotation", "LINEAR", np.array([0, 0.5, 15.96], np.float32), quiet[:3])])
+    for clip, end in ((frames, 479.0), (odd, 478.8)):
+        path = tmp_path / f"{clip.name}.usda"
+        write_usd(demo, str(path), [clip])
+        stage = Usd.Stage.Open(str(path))
+        assert stage.GetEndTimeCode() == end
+        text = path.read_text()
+        assert f"endTimeCode = {end:g}\n" in text, text[:300]
+        codes = [float(t) for prim in stage.Traverse() if prim.IsA(UsdSkel.Animation)
+                 for t in prim.GetAttribute("rotations").GetTimeSamples()]
+        assert codes[-1] == end and all(round(c, 4) == c for c in codes)
+        if clip is frames:
+            assert codes == [float(k) for k in range(480)]
+
+
 # ---------------------------------------------------------------------------------------------
 # bad input
 
@@ -444,7 +475,7 @@ def test_bench_usd_load_row():
     result = bench_usd_load(quick=True)
     names = [r["name"] for r in result["rows"]]
     assert names == ["load demo USD (usdc)", "load demo USD (usda)"]
-    for key in ("glb_load_ms", "usdc_load_ms", "usda_load_ms", "usdc_thread_ms", "usdc_process_cpu_ms"):
+    for key in ("glb_load_ms", "usdc_load_ms", "usda_load_ms", "usdc_thread_ms", "usdc_process_cpu_ms", "usdc_in_process_ms"):
         assert result[key]["repeats"] == 3 and result[key]["median"] > 0
     assert result["usdc_load_ms"]["bytes"] > 0
 

@@ -271,7 +271,8 @@ def load(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = None, 
     :mod:`skeletal.io.assimp`; FBX is converted to metres), which runs in a child process under
     memory, CPU and time limits so that a file that crashes or hangs Assimp gives a ModelError;
     ``isolate=False`` runs it in this process (trusted files only).
-    ``.usd``/``.usda``/``.usdc``/``.usdz`` (UsdSkel) need usd-core (see :mod:`skeletal.io.usd`).
+    ``.usd``/``.usda``/``.usdc``/``.usdz`` (UsdSkel) need usd-core (see :mod:`skeletal.io.usd`), which
+    runs in a child process under the same limits (``isolate=False``: in this process).
 
     Only regular files are read: a named pipe, a device or a directory is refused at once. URIs
     inside the file may only name files in the model's folder or below, unless ``base_dir`` is given
@@ -299,6 +300,8 @@ def load(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = None, 
     check_kind(path, other_reader=True)  # an empty, renamed or wrong file: one clear line
     if suffix in ASSIMP_SUFFIXES:
         return Asset(_read_assimp(path, isolate=isolate))
+    if suffix in USD_SUFFIXES:
+        return Asset(_read_usd(path, isolate=isolate))
     return Asset(READERS[suffix](path))
 
 
@@ -349,10 +352,10 @@ def _read_bvh(path):
     return read_bvh(path)
 
 
-def _read_usd(path):
+def _read_usd(path, isolate: bool = True):
     from .io.usd import read_usd
 
-    return read_usd(path)
+    return read_usd(path, isolate=isolate)
 
 
 def _read_assimp(path, isolate: bool = True):

@@ -31,7 +31,22 @@ How a UsdSkel stage maps onto skeletal's model:
 
 Bad input raises one :class:`~skeletal.errors.ModelError` naming the file and the prim path, e.g.
 ``hero.usda: </Hero/Body>: primvars:skel:jointIndices has 10 values, 4 vertices x elementSize 4 need 16``.
-Composition arcs (sublayers, references, payloads) may only name files in the model's folder or below.
+
+Confinement: before usd-core composes anything, every layer the root reaches is opened and every asset
+path in it goes through one check (:class:`skeletal.io.usd_guard.Confinement`): sublayers, references and payloads (plain or
+``pkg.usdz[layer.usda]`` package paths, in variants too), value clips (``assetPaths``,
+``manifestAssetPath``), template clips (``templateAssetPath``, expanded) and asset-valued attributes
+(textures), as usd-core's resolver would resolve them. A URL, a path outside the model's folder (a
+package's own file counts, wherever its member is) or anything but a regular file is refused in one
+line naming the folder and the path; a layer that sets ``expressionVariables`` is refused (what its
+``${VAR}`` paths name depends on the layer stack they are composed in). The stage then composes the
+layers the walk opened (held in usd-core's registry, so a file swapped after the check is not read),
+and every layer it used, clip layers included, is checked again once the Document is built.
+
+Isolation: by default usd-core runs in a child process (:mod:`skeletal.io.isolation`, as Assimp does)
+under memory, CPU and wall-clock limits, so that a stage that composes a million prims from a few
+kilobytes, or a layer that blocks, costs a ModelError, never the caller. usd-core's diagnostics
+(multi-line reports on stderr) are captured and come back as one-line warnings.
 
 >>> doc = read_usd("hero.usdc")                    # doctest: +SKIP
 """
@@ -56,9 +71,12 @@ from skeletal.document import (
     Skin,
 )
 from skeletal.errors import ModelError
+from skeletal.io.files import check_regular
+from skeletal.io.isolation import Job, Limits, run_isolated
+from skeletal.io.usd_guard import Confinement, Diagnostics, composed_prims, first_line
 from skeletal.quat import compose_trs, decompose_trs, quat_mul
 
-__all__ = ["USD_SUFFIXES", "import_pxr", "read_usd"]
+__all__ = ["USD_SUFFIXES", "import_pxr", "read_usd", "Limits"]
 
 #: File suffixes read by this module.
 USD_SUFFIXES = (".usd", ".usda", ".usdc", ".usdz")
@@ -78,12 +96,22 @@ def import_pxr(file: str | None = None):
     return pxr
 
 
+#: Address space usd-core reserves in a process without using it (its Sdf path pools reserve about
+#: 400 MB of virtual memory when the first layer opens, besides the 540 MB its libraries map on
+#: import): added to the isolated child's memory limit, which counts address space.
+ADDRESS_RESERVE = 640 << 20
+
 # Z-up -> Y-up: a -90 degree turn about X (x, y, z) -> (x, z, -y).
 _Z_TO_Y = np.array([-np.sqrt(0.5), 0.0, 0.0, np.sqrt(0.5)])
 
 
-def read_usd(path: str | os.PathLike) -> Document:
+def read_usd(path: str | os.PathLike, *, isolate: bool = True, limits: Limits | None = None) -> Document:
     """Read a USD stage's skeletons, animations and meshes (see the module docstring).
+
+    ``isolate`` (the default) runs usd-core in a child process under ``limits``
+    (:class:`skeletal.io.isolation.Limits`: memory, CPU time, wall clock), so that a file that makes
+    the library abort, exhaust memory or hang gives a :class:`ModelError`; ``isolate=False`` reads
+    in this process (trusted files only: no limits, but the same confinement to the model's folder).
 
     >>> doc = read_usd("hero.usda")                  # doctest: +SKIP
     >>> [a.name for a in doc.animations]             # doctest: +SKIP
@@ -91,8 +119,53 @@ def read_usd(path: str | os.PathLike) -> Document:
     """
     file = os.fspath(path)
     import_pxr(file)
-    if not os.path.isfile(file):
-        raise ModelError(file, None, "not a regular file" if os.path.exists(file) else "no such file")
+    try:
+        check_regular(file)
+        size = os.path.getsize(file)
+    except OSError as exc:
+        raise ModelError(file, None, f"cannot read the file: {exc.strerror or exc}") from None
+    if isolate:
+        job = Job("usd-core", __name__, "_work", (file,), size=size, reserve=ADDRESS_RESERVE)
+        try:
+            doc = run_isolated(file, job, limits, prepare=_prepare_parent)
+        except ModelError as exc:
+            hint = _address_space_hint()
+            if hint and ("crashed" in exc.detail or "aborted" in exc.detail):
+                raise ModelError(file, exc.where, f"{exc.detail}; {hint}") from None
+            raise
+        doc.path = file
+        return doc
+    with Diagnostics() as diagnostics, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        doc = _read_in_process(file)
+    for w in caught:
+        warnings.warn(w.message, w.category, stacklevel=2)
+    for line in diagnostics.lines(file):
+        warnings.warn(line, stacklevel=2)
+    return doc
+
+
+def _address_space_hint() -> str | None:
+    """What to say when this process's address-space limit (``ulimit -v``) leaves usd-core less than
+    it maps on its own, else None."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft == resource.RLIM_INFINITY:
+            return None
+        with open("/proc/self/statm", "rb") as f:
+            mapped = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (ImportError, OSError, ValueError, IndexError):
+        return None
+    if mapped + ADDRESS_RESERVE <= soft:
+        return None
+    return (f"this process may map {soft >> 20} MB (ulimit -v) and already maps {mapped >> 20} MB, which leaves "
+            f"usd-core less than the {ADDRESS_RESERVE >> 20} MB of address space it reserves for itself")
+
+
+def _read_in_process(file: str) -> Document:
+    """Confine, compose and convert in this process (the isolated child's work too)."""
     from pxr import Tf
 
     try:
@@ -103,52 +176,46 @@ def read_usd(path: str | os.PathLike) -> Document:
         # skel:skeleton authored as an attribute makes pxr raise on GetTargets().
         # One ModelError instead of a traceback; the reader's own checks name the prim where they can.
         raise ModelError(file, None, f"an attribute holds a value of an unexpected type or shape "
-                                     f"({type(exc).__name__}: {_first_line(exc)[:200]})") from None
+                                     f"({type(exc).__name__}: {first_line(exc)[:200]})") from None
 
 
-def _check_dependencies(file: str) -> None:
-    """Refuse composition arcs that reach outside the model's folder (or any URL), before the stage
-    composes them."""
-    from pxr import Sdf, Tf
-
-    base = os.path.realpath(os.path.dirname(os.path.abspath(file)))
-    seen: set[str] = set()
-    todo = [os.path.abspath(file)]
-    while todo:
-        layer_path = todo.pop()
-        if layer_path in seen:
-            continue
-        seen.add(layer_path)
+def _work(file: str) -> tuple:
+    """The isolated child's work: the message :func:`skeletal.io.isolation.run_isolated` expects."""
+    with Diagnostics() as diagnostics, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         try:
-            layer = Sdf.Layer.FindOrOpen(layer_path)
-        except Tf.ErrorException as exc:
-            if "[" in layer_path:
-                continue  # a missing file inside a package: usd-core warns and composes without it
-            raise ModelError(file, None, f"not a USD file: {_first_line(exc)}") from None
-        if layer is None and "[" in layer_path:
-            continue
-        if layer is None:
-            raise ModelError(file, None, "not a USD file (usd-core cannot open it)")
-        for dep in layer.GetCompositionAssetDependencies():
-            if "://" in dep or dep.startswith("//"):
-                raise ModelError(file, None, f"refers to {dep!r}: only files next to the model are read")
-            absolute = layer.ComputeAbsolutePath(dep)
-            if "[" in absolute:  # inside a .usdz package: usd-core keeps it there
-                todo.append(absolute)
-                continue
-            resolved = os.path.realpath(absolute)
-            if os.path.commonpath([base, resolved]) != base:
-                raise ModelError(file, None, f"refers to {dep!r}, outside the model's folder")
-            if os.path.isfile(resolved):
-                todo.append(resolved)
+            doc = _read_in_process(file)
+        except ModelError as exc:
+            return ("model_error", exc.where, exc.detail)
+        except MemoryError:
+            return ("memory",)
+        except RecursionError:
+            return ("model_error", None, "the stage is nested too deeply to convert")
+        except Exception as exc:  # any other failure is the file's, reported in one line
+            return ("model_error", None, f"usd-core failed: {type(exc).__name__}: {first_line(exc)[:200]}")
+    notes = [(str(w.message), w.category.__name__) for w in caught]
+    notes += [(line, "UserWarning") for line in diagnostics.lines(file)]
+    return ("ok", doc, notes)
 
 
-def _first_line(exc: BaseException) -> str:
-    try:
-        text = str(exc).strip().splitlines()
-    except UnicodeDecodeError:  # pxr's message quotes the file's bytes, not always UTF-8 (found by fuzzing)
-        return type(exc).__name__
-    return text[-1].strip() if text else type(exc).__name__
+def _prepare_parent() -> None:
+    """Import usd-core's modules here, once, so that every forked child inherits them."""
+    from pxr import Ar, Sdf, Tf, Usd, UsdGeom, UsdSkel, UsdUtils  # noqa: F401 - imported for the children
+
+
+#: The range of ``timeCodesPerSecond`` read (film is 24, mocap up to a few hundred; 1e-9 turns a
+#: thousand time codes into a clip of 1e12 s that no command could sample).
+MIN_TIME_CODES_PER_SECOND = 1e-3
+MAX_TIME_CODES_PER_SECOND = 1e6
+
+#: Animation arrays may take this many bytes, or this many times the bytes of the stage's layers.
+SAMPLE_BUDGET_FLOOR = 256 << 20
+SAMPLE_BUDGET_RATIO = 64
+
+#: Most prims a stage may compose (a character has hundreds to a few thousand): a small file whose
+#: references nest in pairs composes 2**levels prims, gigabytes in usd-core, before any check of ours.
+#: Raise it for trusted files that really are that large.
+MAX_COMPOSED_PRIMS = 250_000
 
 
 def _gf_matrices(value) -> np.ndarray:
@@ -188,15 +255,23 @@ class _Reader:
     def document(self) -> Document:
         from pxr import Tf, Usd, UsdGeom
 
-        _check_dependencies(self.file)
+        self.confinement = Confinement(self.file)
+        root = self.confinement.walk()
+        prims = composed_prims(self.confinement, root, MAX_COMPOSED_PRIMS)
+        if prims > MAX_COMPOSED_PRIMS:
+            size = sum(os.path.getsize(p) for p in self.confinement.allowed if os.path.isfile(p))
+            raise ModelError(self.file, None, f"its references compose more than {MAX_COMPOSED_PRIMS:,} prims from "
+                                              f"{size:,} bytes of layers (skeletal.io.usd.MAX_COMPOSED_PRIMS)")
         try:
-            self.stage = Usd.Stage.Open(self.file, Usd.Stage.LoadAll)
+            self.stage = Usd.Stage.Open(root, self.confinement.context, Usd.Stage.LoadAll)
         except Tf.ErrorException as exc:
-            raise ModelError(self.file, None, f"cannot open the stage: {_first_line(exc)}") from None
+            raise ModelError(self.file, None, f"cannot open the stage: {first_line(exc)}") from None
         if self.stage is None:
             raise ModelError(self.file, None, "cannot open the stage")
         stage = self.stage
         self.tcps = float(stage.GetTimeCodesPerSecond()) or 24.0
+        if not MIN_TIME_CODES_PER_SECOND <= self.tcps <= MAX_TIME_CODES_PER_SECOND:
+            raise self._rate_error()
         self.start = float(stage.GetStartTimeCode()) if stage.HasAuthoredTimeCodeRange() else 0.0
         self.held = stage.GetInterpolationType() == Usd.InterpolationTypeHeld
         roots: list[int] = []
@@ -211,12 +286,29 @@ class _Reader:
             self._mesh(node_index, prim, skel)
         animations = self._animations()
         self._apply_units_and_axes(roots, animations, UsdGeom.GetStageUpAxis(stage), UsdGeom.GetStageMetersPerUnit(stage))
+        self.confinement.verify(stage)  # clip layers open as their values are read: checked last
         return Document(
             path=self.file, nodes=self.nodes, meshes=self.meshes, skins=self.skins, animations=animations,
             scenes=[roots], scene=0, materials=self.materials,
             asset_info={"generator": "usd", "upAxis": str(UsdGeom.GetStageUpAxis(stage)),
                         "metersPerUnit": float(UsdGeom.GetStageMetersPerUnit(stage))},
         )
+
+    def _rate_error(self) -> ModelError:
+        """The refusal of a stage whose timeCodesPerSecond is out of range, with the clip it would make."""
+        from pxr import Usd, UsdSkel
+
+        span = 0.0
+        for prim in self.stage.Traverse(Usd.PrimDefaultPredicate):
+            if prim.IsA(UsdSkel.Animation):
+                for attr in prim.GetAttributes():
+                    samples = attr.GetTimeSamples()
+                    if len(samples) > 1:
+                        span = max(span, float(samples[-1]) - float(samples[0]))
+        seconds = span / self.tcps if self.tcps > 0 else float("inf")
+        return ModelError(self.file, None, f"timeCodesPerSecond is {self.tcps:g}, outside {MIN_TIME_CODES_PER_SECOND:g} "
+                                           f"to {MAX_TIME_CODES_PER_SECOND:g}: its {span:g} time codes would be a clip of "
+                                           f"{seconds:.3g} s, {seconds * 30:.3g} frames at 30 fps")
 
     def _add_node(self, name: str, parent: int, matrix: np.ndarray) -> int:
         t, q, s = decompose_trs(matrix)
@@ -242,7 +334,7 @@ class _Reader:
             try:
                 gf = UsdGeom.Xformable(prim).GetLocalTransformation(Usd.TimeCode.EarliestTime())
             except Tf.ErrorException as exc:
-                raise self.fail(path, f"bad transform: {_first_line(exc)}") from None
+                raise self.fail(path, f"bad transform: {first_line(exc)}") from None
             matrix = _gf_matrices(gf)[0]
             if not np.all(np.isfinite(matrix)):
                 raise self.fail(path, "transform is not finite")
@@ -587,6 +679,18 @@ class _Reader:
         samples = sorted({float(t) for a in attrs if a for t in a.GetTimeSamples()})
         return np.array(samples if samples else [self.start], dtype=np.float64)
 
+    def _charge(self, path: str, name: str, samples: int, count: int, width: int) -> None:
+        """Refuse, before allocating, an animation array of ``samples`` x ``count`` x ``width``
+        float64 values larger than :data:`SAMPLE_BUDGET_FLOOR` or :data:`SAMPLE_BUDGET_RATIO` times the
+        layers' bytes (a crate file stores one array once and points every time sample at it)."""
+        need = samples * count * width * 8
+        layers = sum(os.path.getsize(p) for p in self.confinement.allowed if os.path.isfile(p))
+        budget = max(SAMPLE_BUDGET_FLOOR, SAMPLE_BUDGET_RATIO * layers)
+        if need > budget:
+            raise self.fail(path, f"{name}: {samples:,} time samples x {count:,} values would need "
+                                  f"{need / 1e9:.3g} GB, more than the {budget / 1e9:.3g} GB allowed for "
+                                  f"{layers:,} bytes of layers")
+
     def _anim_channels(self, prim, skel: _SkelInfo) -> list[Channel]:
         from pxr import UsdSkel
 
@@ -611,6 +715,7 @@ class _Reader:
             if not attr or not attr.HasAuthoredValue():
                 continue
             width = 4 if label == "rotation" else 3
+            self._charge(path, attr.GetName(), len(tc), len(joints), width)
             values = np.empty((len(tc), len(joints), width), np.float64)
             for k, t in enumerate(tc):
                 value = attr.Get(float(t))
@@ -627,6 +732,7 @@ class _Reader:
         # Blend shape weights -> one weights channel per mesh bound to this skeleton.
         if weights_attr and weights_attr.HasAuthoredValue():
             shape_names = [str(x) for x in (anim.GetBlendShapesAttr().Get() or [])]
+            self._charge(path, "blendShapeWeights", len(tc), len(shape_names), 1)
             w = np.zeros((len(tc), len(shape_names)))
             for k, t in enumerate(tc):
                 arr = np.array(weights_attr.Get(float(t)) or [], dtype=np.float64)

@@ -101,6 +101,16 @@ def _clip_times(clip: Clip) -> np.ndarray:
     return times[keep]
 
 
+def _time_codes(seconds: np.ndarray, rate: float) -> np.ndarray:
+    """Time codes (float64) of ``seconds`` at ``rate`` codes a second, on the clip's frame grid where
+    they lie on it: a whole code when within the float32 key times' precision of one (``15.96 s`` at 30
+    is code 479 if the key was 479/30, not ``478.80000114``), else rounded to 1e-4 of a code."""
+    codes = np.asarray(seconds, np.float64) * rate
+    whole = np.round(codes)
+    tolerance = np.minimum(5e-4, 2.4e-7 * np.abs(codes) + 1e-9)  # 2 float32 ulps, below a STEP key's offset (1e-4 s at 10 fps and up)
+    return np.where(np.abs(codes - whole) <= tolerance, whole, np.round(codes, 4)) + 0.0  # + 0.0: no -0
+
+
 def _frame_rate(clips: Sequence[Clip]) -> float:
     """timeCodesPerSecond: the key rate of the first clip keyed uniformly at 10 to 240 keys a second
     without splines (a BVH's 120, a baked clip's 30), else 30 (viewers step whole time codes)."""
@@ -196,7 +206,7 @@ def _write_stage(asset: Asset, out: str, clips: Sequence[Clip]) -> None:
     stage.SetTimeCodesPerSecond(rate)
     stage.SetFramesPerSecond(rate)
     stage.SetStartTimeCode(0.0)
-    stage.SetEndTimeCode(max([c.duration for c in clips] + [0.0]) * rate)
+    stage.SetEndTimeCode(float(_time_codes(np.array([max([c.duration for c in clips] + [0.0])]), rate)[0]))
 
     root_name = _identifiers([os.path.splitext(os.path.basename(out))[0]])[0]
     root = UsdSkel.Root.Define(stage, f"/{root_name}")
@@ -246,6 +256,9 @@ def _write_stage(asset: Asset, out: str, clips: Sequence[Clip]) -> None:
         animated = sorted({t.node for t in clip.tracks if t.path != "weights"})
         anim.CreateJointsAttr(Vt.TokenArray([tokens[i] for i in animated]))
         times = _clip_times(clip)
+        codes = _time_codes(times, rate)
+        distinct = np.concatenate([[True], np.diff(codes) > 0])  # samples rounded onto one code: the first
+        times, codes = times[distinct], codes[distinct]
         pose, morph = sample(clip, times, rig.rest, asset.morph_start, asset.rest_morph)
         cols = np.asarray(animated, dtype=np.int64)
         t_attr = anim.CreateTranslationsAttr()
@@ -257,8 +270,8 @@ def _write_stage(asset: Asset, out: str, clips: Sequence[Clip]) -> None:
             w_attr = anim.CreateBlendShapeWeightsAttr()
         morph_cols = np.concatenate([np.arange(asset.morph_start[r], asset.morph_start[r + 1]) for r in morph_nodes]) \
             if morph_nodes else np.zeros(0, np.int64)
-        for k, t in enumerate(times):
-            code = Usd.TimeCode(float(t) * rate)
+        for k in range(len(times)):
+            code = Usd.TimeCode(float(codes[k]))
             frame = pose[k, cols]
             t_attr.Set(Vt.Vec3fArray.FromNumpy(np.ascontiguousarray(frame[:, 0:3], np.float32)), code)
             r_attr.Set(Vt.QuatfArray.FromNumpy(np.ascontiguousarray(frame[:, 3:7], np.float32)), code)
