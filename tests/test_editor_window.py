@@ -293,3 +293,30 @@ def test_redrawing_only_the_damage_equals_a_full_redraw(xdisplay, tmp_path, mode
     assert out["kept"] > 20 and out["full"] <= 10, out
     assert out["paused redrawn"] == 0  # nothing moved: nothing drawn
     assert 0 < out["playing"]["redrawn"] < 0.6 * 1280 * 720  # the view and the timeline, not the window
+
+
+def _open_and_close(display, cwd, model):
+    """Open ``model`` in the editor, play a moment (the moving view's reduced mesh draws), close."""
+    script = [{"wait": 1}, {"key": "space"}, {"wait": 1}, {"key": "space"}, {"close": True}]
+    (cwd / "open.json").write_text(json.dumps(script))
+    return run_editor(display, cwd, str(model), "--script", "open.json")
+
+
+def test_tiny_primitives_open(xdisplay, tmp_path):
+    """A model with a 12-vertex, a 48-vertex and a 3-vertex primitive opens (issue 28: the reduced mesh
+    of the moving view once shrank them to nothing and moderngl refused the empty buffer)."""
+    from fixtures.models import build_tiny_props
+
+    model = build_tiny_props(tmp_path)
+    done = _open_and_close(xdisplay, tmp_path, model)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("name", ["Fox.glb", "Soldier.glb", "RobotExpressive.glb", "SimpleSkin.gltf", "Mannequin.glb",
+                                  "cmu_12_01_walk.bvh"])
+def test_every_shared_model_opens(xdisplay, tmp_path, name):
+    """The editor opens what ``skeletal view`` opens: each shared model (skipped when absent)."""
+    from fixtures.shared_assets import need
+
+    done = _open_and_close(xdisplay, tmp_path, need(name))
+    assert done.returncode == 0, done.stderr

@@ -190,8 +190,10 @@ class Renderer:
         kept = None
         if self.lod > 1.0 and data.mode == 4:
             heaviest = data.joints[np.arange(data.vertex_count), np.argmax(data.weights, axis=1)]
-            data = replace(data, indices=cluster_indices(data.positions, data.indices, self.lod, heaviest))
-            if self.cpu_skinning and source.morph_positions is None and source.morph_normals is None:
+            coarse = cluster_indices(data.positions, data.indices, self.lod, heaviest)
+            if len(coarse):  # never an empty buffer (moderngl refuses one): a primitive keeps its triangles
+                data = replace(data, indices=coarse)
+            if len(coarse) and self.cpu_skinning and source.morph_positions is None and source.morph_normals is None:
                 kept, indices = used_vertices(data.indices, data.vertex_count)  # skin only what is drawn
                 data = replace(data, positions=data.positions[kept], normals=data.normals[kept], uv=data.uv[kept],
                                joints=data.joints[kept], weights=data.weights[kept], indices=indices)
