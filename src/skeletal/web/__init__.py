@@ -88,8 +88,9 @@ def _size_text(n: int) -> str:
     return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.1f} kB"
 
 
-def _asset_of(obj) -> tuple[Asset, str | None]:
-    """(asset, the clip it is playing or None) for an Asset, Player, Mixer or model path."""
+def _asset_of(obj, up: str = "y") -> tuple[Asset, str | None]:
+    """(asset, the clip it is playing or None) for an Asset, Player, Mixer or model path (loaded with
+    ``up``, see :func:`skeletal.load`)."""
     from ..playback import Mixer, Player
 
     if isinstance(obj, Asset):
@@ -101,7 +102,7 @@ def _asset_of(obj) -> tuple[Asset, str | None]:
     elif isinstance(obj, (str, os.PathLike)):
         from ..asset import load
 
-        return load(obj), None
+        return load(obj, up=up), None
     else:
         raise SkeletalError(f"cannot show a {type(obj).__name__}: give an Asset, a Player, a Mixer or a model path")
     # the clip list starts at the clip of the mixer's first action (the streamed pose shows the rest)
@@ -110,16 +111,17 @@ def _asset_of(obj) -> tuple[Asset, str | None]:
 
 
 def prepare(obj, clips: Sequence[Clip | str | int] | None = None, clip: str | int | None = None, *,
-            max_bytes: int = HTML_MAX_BYTES, width: int = 640, height: int = 480) -> Prepared:
+            max_bytes: int = HTML_MAX_BYTES, width: int = 640, height: int = 480, up: str = "y") -> Prepared:
     """Export ``obj`` (Asset, Player, Mixer or path) with ``clips`` (default: all of the asset's) to
     GLB bytes, pick the first clip shown (``clip``: name or index among ``clips``) and frame it.
+    ``up``: a model path's up axis, as :func:`skeletal.load` takes it ("auto" stands Z-up mocap up).
 
     Raises :class:`skeletal.SkeletalError` with one line saying why when the asset cannot be exported
     (an additive clip, duplicate clip names...) or the GLB is over ``max_bytes``.
     """
     from ..export import export
 
-    asset, playing = _asset_of(obj)
+    asset, playing = _asset_of(obj, up)
     name = os.path.basename(asset.path) if asset.path else asset.name
     chosen = list(asset.clips) if clips is None else [c if isinstance(c, Clip) else asset.clip(c) for c in clips]
     with tempfile.TemporaryDirectory(prefix="skeletal-web-") as folder:
@@ -230,12 +232,13 @@ def page_html(prepared: Prepared, *, title: str | None = None, width: int = 640,
 
 
 def to_html(obj: Asset | Player | Mixer | str | os.PathLike, path: str | os.PathLike, *, clips: Sequence[Clip | str | int] | None = None,
-            clip: str | int | None = None, width: int = 640, height: int = 480, title: str | None = None) -> str:
+            clip: str | int | None = None, width: int = 640, height: int = 480, title: str | None = None,
+            up: str = "y") -> str:
     """Write a self-contained page that plays ``obj`` (Asset, Player, Mixer or model path) to ``path``.
 
     ``clips``: the clips to include (Clip objects, e.g. retargeted or edited ones, or names/indices of
     the asset's; default all), ``clip`` the one shown first, ``width``/``height`` the view in CSS
-    pixels. Returns the path. Raises :class:`skeletal.SkeletalError` (one line) when the asset cannot
+    pixels; ``up``: a model path's up axis (see :func:`skeletal.load`). Returns the path. Raises :class:`skeletal.SkeletalError` (one line) when the asset cannot
     be exported or is over :data:`HTML_MAX_BYTES` as GLB.
 
     >>> skeletal.to_html(skeletal.load("walk.bvh"), "walk.html")   # doctest: +SKIP
@@ -244,7 +247,7 @@ def to_html(obj: Asset | Player | Mixer | str | os.PathLike, path: str | os.Path
     folder = os.path.dirname(os.path.abspath(os.fspath(path)))
     if not os.path.isdir(folder):
         raise SkeletalError(f"cannot write {os.fspath(path)}: folder {folder} does not exist")
-    prepared = prepare(obj, clips, clip, width=width, height=height)
+    prepared = prepare(obj, clips, clip, width=width, height=height, up=up)
     text = page_html(prepared, title=title, width=width, height=height)
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
@@ -253,17 +256,18 @@ def to_html(obj: Asset | Player | Mixer | str | os.PathLike, path: str | os.Path
 
 def show(obj: Asset | Player | Mixer | str | os.PathLike, *, clips: Sequence[Clip | str | int] | None = None, clip: str | int | None = None,
          width: int = 640, height: int = 480, max_bytes: int = SHOW_MAX_BYTES, still: bool = True,
-         instance: int = 0) -> SkeletalWidget:
+         instance: int = 0, up: str = "y") -> SkeletalWidget:
     """A notebook widget playing ``obj`` (Asset, Player, Mixer or model path); see :class:`.widget.SkeletalWidget`.
 
     A Player or Mixer is followed live: after each of its ``update()`` calls the widget receives the
     new pose (``instance``: which of a Mixer's instances). ``still``: put a PNG of the first frame in
     the output for viewers that run no scripts. Models over ``max_bytes`` as GLB are refused with a
-    message (the widget sends the model once, whole).
+    message (the widget sends the model once, whole). ``up``: a model path's up axis, as
+    :func:`skeletal.load` takes it (``skeletal.show("walk_zup.bvh", up="auto")`` stands it up).
 
     >>> w = skeletal.show(skeletal.Player(asset))       # doctest: +SKIP
     """
     from .widget import SkeletalWidget
 
     return SkeletalWidget(obj, clips=clips, clip=clip, width=width, height=height, max_bytes=max_bytes,
-                          still=still, instance=instance)
+                          still=still, instance=instance, up=up)

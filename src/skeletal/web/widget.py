@@ -71,10 +71,10 @@ class SkeletalWidget(anywidget.AnyWidget):
 
     def __init__(self, obj, *, clips: Sequence[Clip | str | int] | None = None, clip: str | int | None = None,
                  width: int = 640, height: int = 480, max_bytes: int = SHOW_MAX_BYTES, still: bool = True,
-                 instance: int = 0):
+                 instance: int = 0, up: str = "y"):
         from ..playback import Mixer, Player
 
-        prepared = prepare(obj, clips, clip, max_bytes=max_bytes, width=width, height=height)
+        prepared = prepare(obj, clips, clip, max_bytes=max_bytes, width=width, height=height, up=up)
         self.prepared = prepared
         self.asset = prepared.asset
         self._mixer = obj.mixer if isinstance(obj, Player) else obj if isinstance(obj, Mixer) else None
