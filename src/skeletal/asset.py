@@ -70,6 +70,11 @@ def require_nodes(model, purpose: str) -> None:
 class Asset:
     """A model ready to animate: a :class:`Rig`, its :class:`Clip` list, skins and mesh instances.
 
+    Node order: ``asset.rig.names`` (and ``Player.world``) are in rig order, parents first;
+    ``asset.node_names`` (and ``Player.node_world``, ``bake()['node_world']``) in the file's (glTF)
+    node order. Look nodes up by name rather than mixing them: ``player.world_of("mixamorig:Hips")``,
+    ``asset.node_names.index(name)``, ``asset.rig.find(name)`` (see :class:`Rig`).
+
     Morph weights of all nodes live in one flat array; ``morph_start[i]:morph_start[i+1]`` are rig
     node i's (empty for nodes without a morphed mesh), ``rest_morph`` their defaults.
     """
@@ -89,6 +94,13 @@ class Asset:
     @property
     def name(self) -> str:
         return os.path.basename(self.path)
+
+    @property
+    def node_names(self) -> tuple[str, ...]:
+        """Node names in file (glTF node) order, the order of ``Player.node_world`` and of
+        ``bake()['node_world']``: ``node_world[asset.node_names.index("Hips")]``. (``asset.rig.names``
+        is in rig order, parents first: it indexes ``Player.world``.)"""
+        return self.rig.node_names
 
     def clip(self, key: str | int) -> Clip:
         """A clip by name or index."""
