@@ -17,8 +17,9 @@ from .up import load_upright, up_option
               help="Clip to include (repeat; default: all). The first one is shown first.")
 @click.option("--size", default="640x480", show_default=True, help="View size in CSS pixels, WIDTHxHEIGHT.")
 @click.option("--title", default=None, help="Page title (default: the model's name).")
+@click.option("--follow", is_flag=True, help="The camera follows the character (default: it frames the whole path).")
 @up_option
-def html_command(model, out_path, clip_keys, size, title, up) -> None:
+def html_command(model, out_path, clip_keys, size, title, follow, up) -> None:
     """Write one HTML file that plays MODEL in any browser: clip list, play/pause, timeline, speed,
     orbit camera, bones. Everything is embedded; the page fetches nothing from the network.
 
@@ -36,7 +37,7 @@ def html_command(model, out_path, clip_keys, size, title, up) -> None:
     width, height = parse_size(size)
     asset = load_upright(model, up)
     clips = list(clip_keys) or None
-    path = to_html(asset, out_path, clips=clips, width=width, height=height, title=title)
+    path = to_html(asset, out_path, clips=clips, width=width, height=height, title=title, follow=follow)
     size_bytes = os.path.getsize(path)
     click.echo(f"{os.path.basename(model)} -> {path}: {len(asset.clips) if clips is None else len(clips)} clip(s), "
                f"page {size_bytes / 1e6:.1f} MB")

@@ -28,7 +28,8 @@ SKINNING_CHOICES = ("lbs", "dqs")
               help="Clip time of the first frame (the only frame of a single .png).")
 @click.option("--camera", default=None,
               help="Camera spec, e.g. 'yaw=30,pitch=15,distance=3' (keys: yaw, pitch, distance, fov, zoom, "
-                   "target=x:y:z; yaw is from the character's front).")
+                   "target=x:y:z; yaw is from the character's front), or 'follow' to move with the character "
+                   "(default: a clip that travels is framed whole, seen from the side of its path).")
 @click.option("--skeleton", is_flag=True, help="Draw the skeleton on top.")
 @click.option("--weights", "weights_joint", default=None, metavar="JOINT",
               help="Colour by the skin weights of JOINT (name or glTF node index): blue 0 .. red 1.")

@@ -31,7 +31,10 @@ def say_turned(asset: Any) -> None:
 def load_upright(path: str, up: str) -> Any:
     """:func:`skeletal.load` with ``up``, saying in one line on stderr when the file was turned."""
     from ..asset import load
+    from ..errors import ModelError
 
+    if not os.path.lexists(path):
+        raise ModelError(path, None, "no such file")
     asset = load(path, up=up)
     say_turned(asset)
     return asset
