@@ -13,14 +13,14 @@ import click
 
 from ..bench import format_footer, format_header, format_row, format_title, run_suite
 
-#: What ``--quick`` promises (measured: 60-80 s on 2 busy cores at a load average of 9, most of it the
-#: cold-start figure's subprocess compiling the kernels; see docs/guides/performance.md).
-QUICK_PROMISE = "about 1-2 minutes"
+#: What ``--quick`` promises. Measured on 2 cores at a load average of 10: 54 s with the kernels
+#: compiled (after ``skeletal warmup``), 4.4 min on a first run that compiles them as it goes.
+QUICK_PROMISE = "about 1 minute once the kernels are compiled (skeletal warmup), minutes more before"
 
 
 @click.command("bench")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Also write the results as JSON to FILE.")
-@click.option("--quick", is_flag=True, help=f"Fewer repeats and smaller bandwidth arrays ({QUICK_PROMISE}).")
+@click.option("--quick", is_flag=True, help=f"Fewer repeats and smaller bandwidth arrays: {QUICK_PROMISE}.")
 @click.option("--model", type=click.Path(exists=True, dir_okay=False),
               help="Model for the crowd/single/load figures (default: Soldier.glb from the shared assets, "
                    "else the built-in character).")
@@ -39,7 +39,7 @@ def bench(json_path: str | None, quick: bool, model: str | None) -> None:
             click.echo(line)
 
     if quick:
-        click.echo(f"skeletal bench --quick: {QUICK_PROMISE} (each row appears as its stage finishes)", err=True)
+        click.echo(f"skeletal bench --quick: {QUICK_PROMISE}; rows appear as stages finish", err=True)
     result = run_suite(quick=quick, model=model, progress=lambda msg: click.echo(f"... {msg}", err=True),
                        on_row=row, on_start=start)
     click.echo("")
