@@ -70,7 +70,7 @@ def test_bench_command_prints_rows_within_100_columns(monkeypatch):
     long = lines.index("procedural: one character with foot placement on terrain, look-at and spring bones, per update")
     assert lines[long + 1].strip().startswith("1.50") and lines[long + 1].endswith(" 2.69x")
     assert lines[long + 2].strip() == "ratio: 2.69x the update (median of 5 rounds); baseline: without the stages 0.5 ms"
-    assert "about 1 minute once the kernels are compiled" in lines[0]
+    assert "about 1 minute (minutes more before skeletal warmup)" in lines[0]
 
 
 # -- skeletal warmup says what it does; the suite's warmup is proportional ------------------------------

@@ -15,7 +15,7 @@ from ..bench import format_footer, format_header, format_row, format_title, run_
 
 #: What ``--quick`` promises. Measured on 2 cores at a load average of 10: 54 s with the kernels
 #: compiled (after ``skeletal warmup``), 4.4 min on a first run that compiles them as it goes.
-QUICK_PROMISE = "about 1 minute once the kernels are compiled (skeletal warmup), minutes more before"
+QUICK_PROMISE = "about 1 minute (minutes more before skeletal warmup)"
 
 
 @click.command("bench")
@@ -39,7 +39,7 @@ def bench(json_path: str | None, quick: bool, model: str | None) -> None:
             click.echo(line)
 
     if quick:
-        click.echo(f"skeletal bench --quick: {QUICK_PROMISE}; rows appear as stages finish", err=True)
+        click.echo(f"skeletal bench --quick: {QUICK_PROMISE}; each row as it finishes", err=True)
     result = run_suite(quick=quick, model=model, progress=lambda msg: click.echo(f"... {msg}", err=True),
                        on_row=row, on_start=start)
     click.echo("")
