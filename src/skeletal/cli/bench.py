@@ -39,7 +39,7 @@ def bench(json_path: str | None, quick: bool, model: str | None) -> None:
             click.echo(line)
 
     if quick:
-        click.echo(f"skeletal bench --quick: {QUICK_PROMISE}; each row as it finishes", err=True)
+        click.echo(f"skeletal bench --quick: {QUICK_PROMISE}; rows as they finish", err=True)
     result = run_suite(quick=quick, model=model, progress=lambda msg: click.echo(f"... {msg}", err=True),
                        on_row=row, on_start=start)
     click.echo("")
