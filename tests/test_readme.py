@@ -106,3 +106,13 @@ def shared_asset_dir() -> Path | None:
     """``$SKELETAL_ASSETS`` when set, else ``../shared/assets`` beside the repository, if it exists."""
     folder = Path(os.environ["SKELETAL_ASSETS"]) if os.environ.get("SKELETAL_ASSETS") else ASSETS
     return folder if folder.is_dir() else None
+
+
+def test_the_readme_example_prints_what_the_readme_says(tmp_path, monkeypatch, capsys):
+    """The ten lines print, and what they print is what the README shows under "It prints:"."""
+    text = README.read_text(encoding="utf-8")
+    shown = re.search(r"It prints:\n\n```\n(.*?)```", text, re.S)
+    assert shown, "the README shows the example's output under 'It prints:'"
+    monkeypatch.chdir(tmp_path)
+    exec(compile(README_BLOCKS[0][3], "README.md", "exec"), {"__name__": "__readme__"})
+    assert capsys.readouterr().out == shown.group(1)

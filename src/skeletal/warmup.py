@@ -186,11 +186,14 @@ def warmup(jobs: Iterable[str] | None = None, processes: int | None = None,
         waiting = list(names)
         running: dict = {}  # future -> name, at most ``processes`` at a time, in the order given
         while waiting or running:
+            started_now = False
             while waiting and len(running) < processes:
                 name = waiting.pop(0)
                 running[pool.submit(_run, name)] = name
-            say(f"compiling {', '.join(running.values())} ({len(report) + len(running)} of {total} started, "
-                f"{len(waiting)} waiting) ...")
+                started_now = True
+            if started_now:
+                say(f"compiling {', '.join(running.values())} ({len(report) + len(running)} of {total} started, "
+                    f"{len(waiting)} waiting) ...")
             while True:
                 done, _ = wait_for(list(running), timeout=heartbeat, return_when=FIRST_COMPLETED)
                 if done:
