@@ -259,3 +259,13 @@ def test_info_notes_a_rotated_skeleton_root_outside_the_scene(tmp_path):
     assert rest[names.index("Head"), 1, 3] - rest[names.index("Hips"), 1, 3] > 0.6
     result = run("info", robot, "--up", "z")
     assert "robot.glb: Z up (given): turned to stand Y up" in result.output and "note: " not in result.output
+
+
+def test_the_widget_takes_up_and_follow(zup):
+    pytest.importorskip("anywidget", reason="anywidget is not installed (pip install 'skeletal[notebook]')")
+    from skeletal.web.widget import SkeletalWidget
+
+    widget = SkeletalWidget(zup, up="auto", still=False, follow=True)
+    assert stands(spine_up(widget.asset)) and widget.asset.up.motion == "z"
+    assert widget.options["follow"]["on"] is True
+    assert not stands(spine_up(SkeletalWidget(zup, still=False).asset))  # the API's default: as read
