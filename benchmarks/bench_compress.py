@@ -27,7 +27,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-ASSETS = REPO.parent / "shared" / "assets"
+sys.path.insert(0, str(REPO / "tests"))
+from fixtures.shared_assets import ASSETS  # $SKELETAL_ASSETS, default ../shared/assets
 MODELS = ["Fox.glb", "Soldier.glb", "RobotExpressive.glb", "Mannequin.glb", "cmu_12_01_walk.bvh"]
 
 

@@ -1,6 +1,6 @@
 """Loading speed: skeletal's glTF reader against pygltflib parsing the same file, in the same run.
 
-    python benchmarks/bench_load.py [MODEL ...]     (default: ../shared/assets/Soldier.glb)
+    python benchmarks/bench_load.py [MODEL ...]     (default: $SKELETAL_ASSETS/Soldier.glb, ../shared/assets)
 
 pygltflib only parses the JSON and keeps the binary chunk (it decodes no accessor), so it is a
 lower bound for any loader; skeletal decodes every accessor, builds the rig and packs the clips.
@@ -15,7 +15,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_MODEL = REPO.parent / "shared" / "assets" / "Soldier.glb"
+sys.path.insert(0, str(REPO / "tests"))
+from fixtures.shared_assets import ASSETS  # $SKELETAL_ASSETS, default ../shared/assets
+
+DEFAULT_MODEL = ASSETS / "Soldier.glb"
 
 
 def timed(fn, repeats: int) -> list[float]:

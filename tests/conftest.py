@@ -18,6 +18,9 @@ from fixtures.shared_assets import ASSETS
 # subprocesses and skeletal.bench's default model look in the same folder as the tests
 os.environ.setdefault("SKELETAL_ASSETS", str(ASSETS))
 
+# the reasons tests were skipped, once each, in one block at the end of the run
+pytest_plugins = ["fixtures.skip_summary"]
+
 
 @pytest.fixture(scope="session")
 def assets():

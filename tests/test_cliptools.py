@@ -569,7 +569,7 @@ def test_clip_from_keyframe_list_errors():
 @pytest.fixture(scope="module")
 def soldier():
     if not SOLDIER.is_file():
-        pytest.skip(f"real test model not found at {SOLDIER} (expected <repo root>/../shared/assets)")
+        pytest.skip(f"real test model not found at {SOLDIER} (set SKELETAL_ASSETS)")
     import skeletal
 
     return skeletal.load(SOLDIER)

@@ -293,3 +293,70 @@ def test_redrawing_only_the_damage_equals_a_full_redraw(xdisplay, tmp_path, mode
     assert out["kept"] > 20 and out["full"] <= 10, out
     assert out["paused redrawn"] == 0  # nothing moved: nothing drawn
     assert 0 < out["playing"]["redrawn"] < 0.6 * 1280 * 720  # the view and the timeline, not the window
+
+
+def _open_and_close(display, cwd, model):
+    """Open ``model`` in the editor, play a moment (the moving view's reduced mesh draws), close."""
+    script = [{"wait": 1}, {"key": "space"}, {"wait": 1}, {"key": "space"}, {"close": True}]
+    (cwd / "open.json").write_text(json.dumps(script))
+    return run_editor(display, cwd, str(model), "--script", "open.json")
+
+
+def test_tiny_primitives_open(xdisplay, tmp_path):
+    """A model with a 12-vertex, a 48-vertex and a 3-vertex primitive opens (issue 28: the reduced mesh
+    of the moving view once shrank them to nothing and moderngl refused the empty buffer)."""
+    from fixtures.models import build_tiny_props
+
+    model = build_tiny_props(tmp_path)
+    done = _open_and_close(xdisplay, tmp_path, model)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("name", ["Fox.glb", "Soldier.glb", "RobotExpressive.glb", "SimpleSkin.gltf", "Mannequin.glb",
+                                  "cmu_12_01_walk.bvh"])
+def test_every_shared_model_opens(xdisplay, tmp_path, name):
+    """The editor opens what ``skeletal view`` opens: each shared model (skipped when absent)."""
+    from fixtures.shared_assets import need
+
+    done = _open_and_close(xdisplay, tmp_path, need(name))
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_bone_panel_widens_by_its_edge(xdisplay, demo_file, tmp_path):
+    """Dragging the bone panel's right edge widens it (issue 28: deep Mixamo names were cut off in a
+    fixed 210 px panel); the viewport gives way."""
+    model = tmp_path / "walker.glb"
+    shutil.copy(demo_file, model)
+    shots = [tmp_path / "narrow.png", tmp_path / "wide.png"]
+    script = [
+        {"wait": 2},
+        {"screenshot": str(shots[0])},
+        {"drag": [{"item": "bones edge", "fx": 0.5, "fy": 0.5}, {"item": "bones edge", "fx": 0.5, "fy": 0.5, "dx": 150}],
+         "steps": 8},
+        {"wait": 2},
+        {"screenshot": str(shots[1])},
+        {"close": True},
+    ]
+    (tmp_path / "s.json").write_text(json.dumps(script))
+    done = run_editor(xdisplay, tmp_path, str(model), "--script", "s.json", "-v")
+    assert done.returncode == 0, done.stderr
+    import re
+
+    widths = [int(w) for w in re.findall(r"bones panel (\d+) px wide", done.stderr)]
+    assert widths and 360 <= widths[-1] <= 400, done.stderr  # 230 + 150
+    import imageio.v3 as iio
+
+    narrow, wide = (iio.imread(p).astype(int) for p in shots)
+    band = (slice(150, 400), slice(260, 360))  # right of the old edge, left of the new one
+    assert np.abs(narrow[band] - wide[band]).mean() > 8  # the 3D view there became the bone panel
+    from skeletal.editor.bone_tree import TREE_INDENT
+
+    assert TREE_INDENT <= 6  # 14 levels of a Mixamo hand leave most of the panel for the name
+
+
+def test_the_tree_leaves_out_a_shared_namespace():
+    from skeletal.editor.bone_tree import name_prefix
+
+    assert name_prefix(["mixamorig:Hips", "mixamorig:Spine", "Armature"]) == "mixamorig:"
+    assert name_prefix(["Hips", "Spine", "rig:Arm"]) == ""  # one name in three: not a namespace
+    assert name_prefix(["hips", "spine"]) == "" and name_prefix([]) == ""

@@ -215,7 +215,7 @@ def test_jiggle_settles_from_a_kick_without_gravity():
 def test_fox_tail_chain_is_found_by_name():
     path = os.path.join(SHARED, "Fox.glb")
     if not os.path.exists(path):
-        pytest.skip("../shared/assets/Fox.glb is not present")
+        pytest.skip(f"{path} is not present (the shared test assets; set SKELETAL_ASSETS)")
     asset = skeletal.load(path)
     chains = find_tail_chains(asset.rig)
     assert [[asset.rig.names[j] for j in c] for c in chains] == [["b_Tail01", "b_Tail02", "b_Tail03"]]

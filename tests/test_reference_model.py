@@ -20,14 +20,14 @@ from fixtures.gltf_builder import (ARRAY_BUFFER, FLOAT, GltfBuilder, UNSIGNED_BY
                                    quantize_normalized)
 from fixtures.reference import Gltf, ReferenceModel, loop_time, reference_bake_fn
 from fixtures.truth_compare import compare_truth, load_truth, negative_pingpong
-from fixtures.shared_assets import SHARED
+from fixtures.shared_assets import ASSETS, TRUTH
 
 REPO = Path(__file__).resolve().parents[1]
 TRUTH_DIR = REPO / "tests" / "data" / "truth"
 
 needs_shared = pytest.mark.skipif(
-    not (SHARED / "assets").is_dir() or not (SHARED / "truth").is_dir(),
-    reason=f"shared test assets not found at {SHARED} (expected <repo root>/../shared/assets and /truth)")
+    not ASSETS.is_dir() or not TRUTH.is_dir(),
+    reason=f"shared test assets not found at {ASSETS} and {TRUTH} (set SKELETAL_ASSETS and SKELETAL_TRUTH)")
 
 COMPONENT_SIZES = {5120: 1, 5121: 1, 5122: 2, 5123: 2, 5125: 4, 5126: 4}
 
@@ -276,8 +276,8 @@ def test_compare_groups_per_clip_and_loop(built):
 @needs_shared
 @pytest.mark.parametrize("asset, truth_name", [("SimpleSkin.gltf", "SimpleSkin.json"), ("Fox.glb", "Fox.json")])
 def test_reference_matches_three_on_shared_models(asset, truth_name):
-    truth = load_truth(SHARED / "truth" / truth_name)
-    report = _check(SHARED / "assets" / asset, truth, sets=None)
+    truth = load_truth(TRUTH / truth_name)
+    report = _check(ASSETS / asset, truth, sets=None)
     assert report.max_matrix_rel_error < 1e-6
     assert report.max_position_ratio < 0.01, report.summary()
 

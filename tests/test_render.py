@@ -511,7 +511,7 @@ def test_render_command_errors_are_one_line_skeletal_errors(ctx, tmp_path, defau
 def _asset_path(name):
     path = os.path.normpath(os.path.join(ASSETS, name))
     if not os.path.isfile(path):
-        pytest.skip(f"{name} not found: the shared test models live in <repo>/../shared/assets")
+        pytest.skip(f"{path} not found (the shared test assets are not checked out; set SKELETAL_ASSETS)")
     return path
 
 

@@ -122,3 +122,23 @@ def test_used_vertices_renumbers_a_coarse_index_list():
     assert np.all(np.diff(kept) > 0) and len(kept) < len(positions)
     assert renumbered.dtype == np.uint32 and renumbered.max() == len(kept) - 1
     np.testing.assert_array_equal(positions[kept][renumbered], positions[lod])  # the same triangles
+
+
+def test_a_tiny_primitive_is_never_reduced_to_nothing():
+    """A 12-vertex prop (20 triangles), a 48-vertex tube and a single triangle keep at least one triangle
+    at any reduction (the editor's moving view once uploaded an empty index buffer for them)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from fixtures.models import _icosahedron, tube
+
+    ico, ico_tris = _icosahedron(0.02, (0.0, 0.0, 0.0))
+    pos, _, tris = tube(0.0, 0.05, 0.015, rings=4, segments=12)
+    for positions, indices in ((ico, ico_tris), (pos, tris), (ico[:3], np.arange(3))):
+        for reduction in (2.0, 4.0, 16.0, 1000.0):
+            for groups in (None, np.zeros(len(positions), np.int64)):
+                lod = cluster_indices(positions, indices, reduction, groups)
+                assert 3 <= len(lod) <= len(indices) and len(lod) % 3 == 0, (len(positions), reduction)
+                kept, renumbered = used_vertices(lod, len(positions))
+                assert len(kept) >= 3 and len(renumbered) == len(lod)

@@ -2,7 +2,8 @@
 
 Two sources of truth:
 
-* ``<repo>/../shared/truth`` for the real models in ``../shared/assets`` (skipped when absent);
+* ``$SKELETAL_TRUTH`` (default ``../shared/truth``) for the real models in ``$SKELETAL_ASSETS``
+  (default ``../shared/assets``; see tests/fixtures/shared_assets.py), each skipped when absent;
 * ``tests/data/truth`` for the fixture models the tests build themselves (always run): CUBICSPLINE
   tracks, sparse and quantised accessors, 8 influences, a joint root outside every scene.
 
@@ -20,10 +21,10 @@ import pytest
 
 import skeletal
 from fixtures import models
+from fixtures.shared_assets import need, need_truth
 from fixtures.truth_compare import compare_truth, load_truth, negative_pingpong
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
 FIXTURE_TRUTH = REPO / "tests" / "data" / "truth"
 
 SHARED_MODELS = [
@@ -42,11 +43,10 @@ def check(asset: skeletal.Asset, truth: dict):
     )
 
 
-@pytest.mark.skipif(not (SHARED / "truth").is_dir(), reason=f"shared reference outputs not found at {SHARED}/truth")
 @pytest.mark.parametrize("model", SHARED_MODELS)
 def test_shared_model_matches_threejs(model):
-    truth = load_truth(SHARED / "truth" / (Path(model).stem + ".json"))
-    report = check(skeletal.load(SHARED / "assets" / model), truth)
+    truth = load_truth(need_truth(Path(model).stem + ".json"))
+    report = check(skeletal.load(need(model)), truth)
     assert report.samples_compared > 0
 
 

@@ -24,8 +24,10 @@ import numpy as np
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--model", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "assets",
-                                                        "Mannequin.glb"))
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+    from fixtures.shared_assets import ASSETS  # $SKELETAL_ASSETS, default ../shared/assets
+
+    parser.add_argument("--model", default=str(ASSETS / "Mannequin.glb"))
     parser.add_argument("--frames", type=int, default=60)
     parser.add_argument("--msaa", type=int, default=4)
     parser.add_argument("--moving-scale", type=float, default=0.5)

@@ -10,12 +10,14 @@ Usage (needs ../shared/assets and the render extra)::
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-ASSETS = REPO.parent / "shared" / "assets"
+sys.path.insert(0, str(REPO / "tests"))
+from fixtures.shared_assets import ASSETS  # $SKELETAL_ASSETS, default ../shared/assets
 OUT = REPO / "docs" / "images" / "bvh-cmu-walk.png"
 
 

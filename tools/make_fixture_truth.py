@@ -41,7 +41,9 @@ from fixtures.reference import ReferenceModel, reference_bake_fn
 from fixtures.truth_compare import compare_truth
 
 OUT_DIR = REPO / "tests" / "data" / "truth"
-SHARED_TOOL = REPO.parent / "shared" / "tools" / "threejs-truth"
+from fixtures.shared_assets import TOOLS  # $SKELETAL_TOOLS, default ../shared/tools
+
+SHARED_TOOL = TOOLS / "threejs-truth"
 
 #: options for every fixture: all three loop modes at the default times plus times before 0,
 #: inside the clip and past its end; bulk numbers rounded to 10 significant digits.

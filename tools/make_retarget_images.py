@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-ASSETS = REPO.parent / "shared" / "assets"
 OUT = REPO / "docs" / "images"
 sys.path.insert(0, str(REPO / "tests"))
+from fixtures.shared_assets import ASSETS  # $SKELETAL_ASSETS, default ../shared/assets
 
 import skeletal
 from skeletal.cli import cli

@@ -19,6 +19,7 @@ from .errors import ModelError
 from .io.formats import ASSIMP_SUFFIXES, BVH_SUFFIX, USD_SUFFIXES
 from .rig import Rig
 from .skin import normalize_weights
+from .up import UpAxis
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,11 @@ def require_nodes(model, purpose: str) -> None:
 class Asset:
     """A model ready to animate: a :class:`Rig`, its :class:`Clip` list, skins and mesh instances.
 
+    Node order: ``asset.rig.names`` (and ``Player.world``) are in rig order, parents first;
+    ``asset.node_names`` (and ``Player.node_world``, ``bake()['node_world']``) in the file's (glTF)
+    node order. Look nodes up by name rather than mixing them: ``player.world_of("mixamorig:Hips")``,
+    ``asset.node_names.index(name)``, ``asset.rig.find(name)`` (see :class:`Rig`).
+
     Morph weights of all nodes live in one flat array; ``morph_start[i]:morph_start[i+1]`` are rig
     node i's (empty for nodes without a morphed mesh), ``rest_morph`` their defaults.
     """
@@ -80,6 +86,7 @@ class Asset:
         self._build_morph_layout()
         self.skins = [self._bind_skin(i) for i in range(len(document.skins))]
         self.clips = [self._clip(i) for i in range(len(document.animations))]
+        self.up = UpAxis()  # the file's up axis and whether it was turned (skeletal.load(up=...))
         self._check_skinned_primitives()  # mesh_instances are built on first use, their errors found now
 
     # -- public ---------------------------------------------------------------------------------
@@ -87,6 +94,13 @@ class Asset:
     @property
     def name(self) -> str:
         return os.path.basename(self.path)
+
+    @property
+    def node_names(self) -> tuple[str, ...]:
+        """Node names in file (glTF node) order, the order of ``Player.node_world`` and of
+        ``bake()['node_world']``: ``node_world[asset.node_names.index("Hips")]``. (``asset.rig.names``
+        is in rig order, parents first: it indexes ``Player.world``.)"""
+        return self.rig.node_names
 
     def clip(self, key: str | int) -> Clip:
         """A clip by name or index."""
@@ -262,7 +276,8 @@ class Asset:
         return instance
 
 
-def load(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = None, isolate: bool = True) -> Asset:
+def load(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = None, isolate: bool = True,
+         up: str = "y") -> Asset:
     """Load a model file (``.gltf``/``.glb``, ``.bvh`` motion capture, or FBX, Collada and the other
     formats Assimp reads) as an :class:`Asset`.
 
@@ -274,12 +289,38 @@ def load(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = None, 
     ``.usd``/``.usda``/``.usdc``/``.usdz`` (UsdSkel) need usd-core (see :mod:`skeletal.io.usd`), which
     runs in a child process under the same limits (``isolate=False``: in this process).
 
+    ``up``: the file's up axis, "y" (default: the axes as they are), "z", "-z", "x", "-x", "-y", or
+    "auto" (found from the skeleton and motion for BVH and the Assimp formats; glTF and USD are Y up by
+    definition). A file whose up axis is not Y is turned to stand Y up where it is loaded;
+    ``asset.up`` (:class:`skeletal.up.UpAxis`) says what was found and done (see :mod:`skeletal.up`).
+
     Only regular files are read: a named pipe, a device or a directory is refused at once. URIs
     inside the file may only name files in the model's folder or below, unless ``base_dir`` is given
     (then anything under ``base_dir``). Errors are :class:`skeletal.ModelError`.
 
     >>> asset = skeletal.load("Soldier.glb")        # doctest: +SKIP
+    >>> walk = skeletal.load("walk_zup.bvh", up="auto")  # doctest: +SKIP
+    >>> walk.up.turned                                  # doctest: +SKIP
+    True
     """
+    from .up import check_up
+
+    up = check_up(up)
+    asset = _load(path, base_dir, isolate)
+    if up == "y":
+        return asset
+    from .up import resolve_up, turn_document
+
+    axis = resolve_up(asset, up, model_suffix(path))
+    if axis.turned:
+        turn_document(asset.document, axis.motion, axis.rest)
+        asset = Asset(asset.document)
+    asset.up = axis
+    return asset
+
+
+def _load(path: str | os.PathLike, base_dir: str | os.PathLike | None, isolate: bool) -> Asset:
+    """:func:`load` without the up axis."""
     from .io.files import check_regular
     from .io.sniff import check_kind
 

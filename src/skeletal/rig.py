@@ -27,6 +27,11 @@ POSE_WIDTH = 10
 class Rig:
     """Flat node hierarchy in parent-first order.
 
+    Two orders, never to be mixed: **rig order** (parents first: ``names``, ``parents``, ``rest``,
+    ``Player.world``, ``Player.local_pose``) and **file order** (the glTF node indices:
+    ``node_names``, ``Player.node_world``, ``bake()['node_world']``). ``node_of``/``index_of`` convert;
+    :meth:`find` gives a rig index, :meth:`find_node` a file index, both by name.
+
     Attributes:
         names: node names, rig order (``""`` for unnamed nodes).
         parents: (N,) int32, ``parents[i] < i``, -1 for roots.
@@ -53,11 +58,30 @@ class Rig:
         return len(self.names)
 
     def find(self, name: str) -> int:
-        """Rig index of the first node named ``name``; KeyError if none."""
+        """Rig index of the first node named ``name`` (indexes ``names``, ``Player.world``); KeyError if none."""
         try:
             return self.names.index(name)
         except ValueError:
             raise KeyError(f"no node named {name!r}") from None
+
+    @property
+    def node_names(self) -> tuple[str, ...]:
+        """Node names in file (glTF node) order: ``node_names[i]`` names ``Player.node_world[i]``.
+
+        >>> rig = Rig.from_parents(["hand", "root"], [1, -1])   # file order: the child first
+        >>> rig.names, rig.node_names
+        (('root', 'hand'), ('hand', 'root'))
+        """
+        return tuple(self.names[int(i)] for i in self.index_of)
+
+    def find_node(self, name: str) -> int:
+        """File (glTF) node index of the first node named ``name`` (indexes ``Player.node_world``,
+        ``bake()['node_world']``); KeyError if none.
+
+        >>> Rig.from_parents(["hand", "root"], [1, -1]).find_node("root")
+        1
+        """
+        return int(self.node_of[self.find(name)])
 
     def descendants(self, index: int, include_self: bool = True) -> np.ndarray:
         """Boolean mask (N,) of ``index`` and every node below it (one pass, parent-first order)."""

@@ -137,27 +137,70 @@ def _run(name: str) -> dict:
 
 
 def warmup(jobs: Iterable[str] | None = None, processes: int | None = None,
-           progress: Callable[[str, dict], None] | None = None) -> dict:
-    """Compile the kernels of ``jobs`` (default: all of :data:`JOBS`) in ``processes`` worker processes
-    (default: one per CPU, at most one per job); returns {job: {"ok", "seconds", ...}}."""
+           progress: Callable[[str, dict], None] | None = None,
+           status: Callable[[str], None] | None = None, heartbeat: float = 15.0) -> dict:
+    """Compile the kernels of ``jobs`` (default: all of :data:`JOBS`, in that order; the order given is
+    the order they start) in ``processes`` worker processes (default: one per CPU, at most one per
+    job); returns {job: {"ok", "seconds", ...}}.
+
+    ``progress(job, result)``: each job's result as soon as it finishes. ``status(line)``: what is
+    going on, in words, for a person watching: which features are compiling, how many are left, and
+    every ``heartbeat`` seconds while nothing finishes (a loaded machine can take minutes per feature).
+
+    >>> report = warmup(["player"], 1, status=print)      # doctest: +SKIP
+    compiling player (1 of 1) ...
+    player ready in 12.7 s (CPU 12.0 s); all 1 ready
+    """
     names = list(JOBS) if jobs is None else list(jobs)
     unknown = [n for n in names if n not in JOBS]
     if unknown:
         raise ValueError(f"unknown warmup job(s) {', '.join(unknown)} (known: {', '.join(JOBS)})")
     processes = max(1, min(processes or os.cpu_count() or 1, len(names)))
+    say = status or (lambda line: None)
     report: dict = {}
+    total = len(names)
+    started = time.perf_counter()
+
+    def finished(name: str, result: dict, running: list[str], waiting: list[str]) -> None:
+        report[name] = result
+        if progress:
+            progress(name, result)
+        done = len(report)
+        what = (f"{name} ready in {result['seconds']:.1f} s (CPU {result['cpu_seconds']:.1f} s)" if result["ok"]
+                else f"{name} failed: {result['error']}")
+        left = total - done
+        rest = (f"; {left} left: " + ", ".join(running + waiting) + (f" (compiling {', '.join(running)})" if running else "")
+                if left else f"; all {total} done in {time.perf_counter() - started:.0f} s")
+        say(f"[{done}/{total}] {what}{rest}")
+
     if processes == 1:
-        for name in names:
-            report[name] = _run(name)
-            if progress:
-                progress(name, report[name])
+        for k, name in enumerate(names):
+            say(f"compiling {name} ({k + 1} of {total}) ...")
+            finished(name, _run(name), [], names[k + 1:])
         return report
     import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED
+    from concurrent.futures import wait as wait_for
 
     with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {name: pool.submit(_run, name) for name in names}
-        for name, future in futures.items():
-            report[name] = future.result()
-            if progress:
-                progress(name, report[name])
+        waiting = list(names)
+        running: dict = {}  # future -> name, at most ``processes`` at a time, in the order given
+        while waiting or running:
+            started_now = False
+            while waiting and len(running) < processes:
+                name = waiting.pop(0)
+                running[pool.submit(_run, name)] = name
+                started_now = True
+            if started_now:
+                say(f"compiling {', '.join(running.values())} ({len(report) + len(running)} of {total} started, "
+                    f"{len(waiting)} waiting) ...")
+            while True:
+                done, _ = wait_for(list(running), timeout=heartbeat, return_when=FIRST_COMPLETED)
+                if done:
+                    break
+                say(f"still compiling {', '.join(running.values())} ({time.perf_counter() - started:.0f} s so far; "
+                    f"{len(waiting)} waiting)")
+            for future in done:
+                name = running.pop(future)
+                finished(name, future.result(), list(running.values()), waiting)
     return report

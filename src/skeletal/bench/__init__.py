@@ -640,9 +640,20 @@ SIZES = {
 }
 
 
-def run_suite(quick: bool = False, model: str | None = None, progress: Callable[[str], None] | None = None) -> dict:
-    """Run every stage and return the JSON-ready result (see the module docstring)."""
+#: The stages of the suite, in the order they run (each prints its rows when it finishes).
+CORE_STAGES = ("crowd", "big crowd", "single", "skinning", "bandwidth", "load")
+
+
+def run_suite(quick: bool = False, model: str | None = None, progress: Callable[[str], None] | None = None,
+              on_row: Callable[[tuple], None] | None = None, on_start: Callable[[dict], None] | None = None) -> dict:
+    """Run every stage and return the JSON-ready result (see the module docstring).
+
+    ``progress(message)``: before each stage, ``"[k/n] what"`` with the seconds so far. ``on_start(result)``:
+    once the model is known (:func:`format_title` of it is the table's title). ``on_row(row)``: each
+    table row (name, stat, baseline, ratio, reference) as soon as its stage has finished
+    (:func:`format_row` prints it), so that a long run shows its figures as it goes."""
     say = progress or (lambda msg: None)
+    emit = on_row or (lambda row: None)
     size = SIZES["quick" if quick else "full"]
     started = time.perf_counter()
     load_before = background_load()
@@ -653,61 +664,73 @@ def run_suite(quick: bool = False, model: str | None = None, progress: Callable[
         result["model_note"] = (f"{DEFAULT_MODEL.name} was not found ({DEFAULT_MODEL}): the figures are for the "
                                 "built-in character (--model FILE measures another model)")
         say(result["model_note"])
-    say(f"crowd: {size['crowd']} x {clip}")
-    crowd = bench_crowd(asset, clip, size["crowd"], size["crowd_repeats"], size["crowd_numpy_repeats"])
-    say(f"crowd: {size['big_crowd']} x {clip}, frame time")
-    big = bench_crowd(asset, clip, size["big_crowd"], size["big_crowd_repeats"], 1)
-    say("single character")
-    single = bench_single(asset, clip, size["single_repeats"], size["single_inner"])
-    say(f"skinning: {size['skin_vertices']} vertices")
-    skinning = bench_skinning(size["skin_vertices"], size["skin_repeats"], size["skin_numpy_repeats"], size["bw_repeats"])
-    say("memory bandwidth (large arrays)")
-    dram = measure_bandwidth(size["dram_bytes"], size["dram_repeats"])
-    copy = measure_copy_bandwidth(size["dram_bytes"] // 2, size["dram_repeats"])
-    say("loading")
-    load = bench_load(path, size["load_repeats"])
-    features = {}
-    for module_name in FEATURE_BENCHES:
-        say(module_name.rsplit(".", 1)[-1])
-        features[module_name] = importlib.import_module(module_name).bench_rows(asset=asset, clip=clip, path=path,
-                                                                                 quick=quick)
     info = machine_info()
     info["background_load_before"] = load_before
-    info["background_load_after"] = background_load()
-    result.update({
-        "crowd_chars_per_s": crowd["crowd_chars_per_s"],
-        "crowd_10k_frame_ms": frame_ms(big["crowd_chars_per_s"], big["count"]),
-        "single_update_us": single["single_update_us"],
-        "skin_mverts_per_s": skinning["skin_mverts_per_s"],
-        "skin_mverts_per_s_1thread": skinning["skin_mverts_per_s_1thread"],
-        "skin_fraction_of_bandwidth": skinning["skin_fraction_of_bandwidth"],
-        "load_ms": load["load_ms"],
-        "threads": info["threads"],
-        "baselines": {
-            "crowd_chars_per_s_numpy": crowd["crowd_chars_per_s_numpy"],
-            "crowd_10k_frame_ms_numpy": frame_ms(big["crowd_chars_per_s_numpy"], big["count"]),
-            "single_update_us_numpy": single["single_update_us_numpy"],
-            "skin_mverts_per_s_numpy": skinning["skin_mverts_per_s_numpy"],
-            "load_ms_numpy": load["load_ms_numpy"],
-            "bandwidth_gbs": skinning["bandwidth_gbs"],
-            "dram_bandwidth_gbs": dram,
-            "copy_bandwidth_gbs": copy,
-            "threads": info["threads"],
-        },
-        "config": {"crowd_class": crowd["kind"], "crowd_count": crowd["count"], "big_crowd_count": big["count"],
-                   "skin_vertices": skinning["vertices"],
-                   "skin_joints": skinning["joints"], "skin_influences": skinning["influences"],
-                   "skin_joint_dtype": skinning["joint_dtype"], "skin_bytes_per_vertex": skinning["bytes_per_vertex"]},
-        "machine": info,
-        "features": features,
-        "references": {k: {"source": s, "value": v} for k, (s, v) in REFERENCES.items()},
-        "targets": TARGETS,
-    })
+    result["machine"], result["threads"] = info, info["threads"]
+    result["baselines"] = {"threads": info["threads"]}
+    if on_start is not None:
+        on_start(result)
+    stages = len(CORE_STAGES) + len(FEATURE_BENCHES)
+    done = [0]
+
+    def stage(what: str) -> None:
+        done[0] += 1
+        say(f"[{done[0]}/{stages}] {what} ({time.perf_counter() - started:.0f} s so far)")
+
+    def rows(name: str) -> None:
+        for row in core_rows(result, name):
+            emit(row)
+
+    b = result["baselines"]
+    stage(f"crowd: {size['crowd']} x {clip}")
+    crowd = bench_crowd(asset, clip, size["crowd"], size["crowd_repeats"], size["crowd_numpy_repeats"])
+    result["crowd_chars_per_s"] = crowd["crowd_chars_per_s"]
+    b["crowd_chars_per_s_numpy"] = crowd["crowd_chars_per_s_numpy"]
+    result["config"] = {"crowd_class": crowd["kind"], "crowd_count": crowd["count"]}
+    rows("crowd")
+    stage(f"crowd: {size['big_crowd']:,} x {clip}, frame time")
+    big = bench_crowd(asset, clip, size["big_crowd"], size["big_crowd_repeats"], 1)
+    result["crowd_10k_frame_ms"] = frame_ms(big["crowd_chars_per_s"], big["count"])
+    b["crowd_10k_frame_ms_numpy"] = frame_ms(big["crowd_chars_per_s_numpy"], big["count"])
+    result["config"]["big_crowd_count"] = big["count"]
+    rows("big crowd")
+    stage("single character")
+    single = bench_single(asset, clip, size["single_repeats"], size["single_inner"])
+    result["single_update_us"] = single["single_update_us"]
+    b["single_update_us_numpy"] = single["single_update_us_numpy"]
+    rows("single")
+    stage(f"skinning: {size['skin_vertices']:,} vertices")
+    skinning = bench_skinning(size["skin_vertices"], size["skin_repeats"], size["skin_numpy_repeats"], size["bw_repeats"])
+    for key in ("skin_mverts_per_s", "skin_mverts_per_s_1thread", "skin_fraction_of_bandwidth"):
+        result[key] = skinning[key]
+    b["skin_mverts_per_s_numpy"], b["bandwidth_gbs"] = skinning["skin_mverts_per_s_numpy"], skinning["bandwidth_gbs"]
+    result["config"].update({"skin_vertices": skinning["vertices"], "skin_joints": skinning["joints"],
+                             "skin_influences": skinning["influences"], "skin_joint_dtype": skinning["joint_dtype"],
+                             "skin_bytes_per_vertex": skinning["bytes_per_vertex"]})
+    rows("skinning")
+    stage("memory bandwidth (large arrays)")
+    b["dram_bandwidth_gbs"] = dram = measure_bandwidth(size["dram_bytes"], size["dram_repeats"])
+    b["copy_bandwidth_gbs"] = measure_copy_bandwidth(size["dram_bytes"] // 2, size["dram_repeats"])
     per_vertex = skinning["bytes_per_vertex"]
     dram_bound = dram["median"] * 1e9 / per_vertex / 1e6
     result["skin_fraction_of_dram_bandwidth"] = stat(
         [v / dram_bound for v in skinning["samples"]], "fraction", bound_mverts_per_s=dram_bound,
         bytes_per_vertex=per_vertex, note="the 100k-vertex mesh sits in cache, so this may exceed 1")
+    rows("bandwidth")
+    stage("loading")
+    load = bench_load(path, size["load_repeats"])
+    result["load_ms"], b["load_ms_numpy"] = load["load_ms"], load["load_ms_numpy"]
+    rows("load")
+    features = result["features"] = {}
+    for module_name in FEATURE_BENCHES:
+        stage(module_name.rsplit(".", 1)[-1])
+        features[module_name] = importlib.import_module(module_name).bench_rows(asset=asset, clip=clip, path=path,
+                                                                                 quick=quick)
+        for row in feature_rows(features[module_name]):
+            emit(row)
+    info["background_load_after"] = background_load()
+    result["references"] = {k: {"source": s, "value": v} for k, (s, v) in REFERENCES.items()}
+    result["targets"] = TARGETS
     result["ratios"] = ratios(result)
     result["seconds"] = time.perf_counter() - started
     return result
@@ -752,63 +775,111 @@ def _fmt(value: float, unit: str) -> str:
 TABLE_WIDTH = 100
 
 
-def format_table(r: dict) -> str:
-    """The plain-text table ``skeletal bench`` prints, at most :data:`TABLE_WIDTH` columns wide: one
-    line a figure (metric, median, min..max, unit, ratio against the baseline), and under it the
-    baseline and the published reference figure."""
-    b, m, cfg = r["baselines"], r["machine"], r["config"]
-    unit_names = {"characters/s": "chars/s", "M vertices/s": "Mverts/s"}
-    rows = [
-        (f"crowd: {cfg['crowd_count']} x {r['clip']} ({cfg['crowd_class']})", r["crowd_chars_per_s"],
-         f"numpy {_fmt(b['crowd_chars_per_s_numpy']['median'], 'characters/s')}", f"{r['ratios']['crowd_vs_numpy']:.1f}x",
-         "ozz 788k"),
-        (f"crowd: {cfg['big_crowd_count']:,} x {r['clip']}, one frame", r["crowd_10k_frame_ms"],
-         f"numpy {_fmt(b['crowd_10k_frame_ms_numpy']['median'], 'ms')}", f"{r['ratios']['crowd_10k_vs_numpy']:.1f}x",
-         "budget 16 ms"),
-        ("single: Player update + palettes", r["single_update_us"],
-         f"numpy {_fmt(b['single_update_us_numpy']['median'], 'us')}", f"{r['ratios']['single_vs_numpy']:.1f}x",
-         "three.js ~60 us"),
-        (f"skinning: {cfg['skin_vertices'] // 1000}k verts x{cfg['skin_influences']}, pos+nrm, {r['threads']} thr",
-         r["skin_mverts_per_s"], f"numpy {_fmt(b['skin_mverts_per_s_numpy']['median'], 'x')}",
-         f"{r['ratios']['skin_vs_numpy']:.1f}x", "ozz 188/thread"),
-        ("skinning: 1 thread", r["skin_mverts_per_s_1thread"], "", "", "ozz 188/thread"),
-        ("skinning / memory bound (same bytes)", r["skin_fraction_of_bandwidth"],
-         f"bound {r['skin_fraction_of_bandwidth']['bound_mverts_per_s']:,.0f} Mverts/s", "", "target 0.80"),
-        ("skinning / large-array (DRAM) bound", r["skin_fraction_of_dram_bandwidth"],
-         f"bound {r['skin_fraction_of_dram_bandwidth']['bound_mverts_per_s']:,.0f} Mverts/s", "", ""),
-        (f"load {r['load_ms'].get('file', '')}", r["load_ms"], f"numpy {_fmt(b['load_ms_numpy']['median'], 'ms')}",
-         f"{r['ratios']['load_vs_numpy']:.1f}x", ""),
-        (f"bandwidth: triad {b['bandwidth_gbs']['bytes'] / 1e6:.1f} MB", b["bandwidth_gbs"], "", "", ""),
-        (f"bandwidth: triad {b['dram_bandwidth_gbs']['bytes'] / 1e6:.0f} MB", b["dram_bandwidth_gbs"],
-         f"np.copyto {b['copy_bandwidth_gbs']['median']:.1f} GB/s", "", ""),
-    ]
-    for feature in r.get("features", {}).values():
-        rows += [(row["name"], row["stat"], row.get("baseline", ""), row.get("ratio", ""), row.get("reference", ""))
-                 for row in feature.get("rows", [])]
+#: Column widths of a table row: metric, median, min..max, unit, ratio (with 2-space gaps: 100 columns).
+COLUMNS = (48, 9, 19, 9, 7)
+_UNIT_NAMES = {"characters/s": "chars/s", "M vertices/s": "Mverts/s"}
+
+
+def _ratio(r: dict, numerator: str, denominator: str, higher_is_better: bool = True) -> str:
+    """``"10.0x"``: the speed-up of ``r[numerator]`` over the baseline ``r["baselines"][denominator]``."""
+    a, base = r[numerator]["median"], r["baselines"][denominator]["median"]
+    value = a / base if higher_is_better else base / a
+    return f"{value:.1f}x"
+
+
+def core_rows(r: dict, stage: str) -> list[tuple]:
+    """The table rows (name, stat, baseline, ratio, reference) of one core stage of a (possibly partial)
+    result ``r``: what :func:`run_suite` emits when the stage finishes, and :func:`format_table` prints."""
+    b, cfg = r["baselines"], r["config"]
+    if stage == "crowd":
+        return [(f"crowd: {cfg['crowd_count']} x {r['clip']} ({cfg['crowd_class']})", r["crowd_chars_per_s"],
+                 f"numpy {_fmt(b['crowd_chars_per_s_numpy']['median'], 'characters/s')}",
+                 _ratio(r, "crowd_chars_per_s", "crowd_chars_per_s_numpy"), "ozz 788k")]
+    if stage == "big crowd":
+        return [(f"crowd: {cfg['big_crowd_count']:,} x {r['clip']}, one frame", r["crowd_10k_frame_ms"],
+                 f"numpy {_fmt(b['crowd_10k_frame_ms_numpy']['median'], 'ms')}",
+                 _ratio(r, "crowd_10k_frame_ms", "crowd_10k_frame_ms_numpy", higher_is_better=False),
+                 "budget 16 ms")]
+    if stage == "single":
+        return [("single: Player update + palettes", r["single_update_us"],
+                 f"numpy {_fmt(b['single_update_us_numpy']['median'], 'us')}",
+                 _ratio(r, "single_update_us", "single_update_us_numpy", higher_is_better=False),
+                 "three.js ~60 us")]
+    if stage == "skinning":
+        return [
+            (f"skinning: {cfg['skin_vertices'] // 1000}k verts x{cfg['skin_influences']}, pos+nrm, {r['threads']} thr",
+             r["skin_mverts_per_s"], f"numpy {_fmt(b['skin_mverts_per_s_numpy']['median'], 'x')}",
+             _ratio(r, "skin_mverts_per_s", "skin_mverts_per_s_numpy"), "ozz 188/thread"),
+            ("skinning: 1 thread", r["skin_mverts_per_s_1thread"], "", "", "ozz 188/thread"),
+            ("skinning / memory bound (same bytes)", r["skin_fraction_of_bandwidth"],
+             f"bound {r['skin_fraction_of_bandwidth']['bound_mverts_per_s']:,.0f} Mverts/s", "", "target 0.80"),
+            (f"bandwidth: triad {b['bandwidth_gbs']['bytes'] / 1e6:.1f} MB", b["bandwidth_gbs"], "", "", ""),
+        ]
+    if stage == "bandwidth":
+        return [
+            ("skinning / large-array (DRAM) bound", r["skin_fraction_of_dram_bandwidth"],
+             f"bound {r['skin_fraction_of_dram_bandwidth']['bound_mverts_per_s']:,.0f} Mverts/s", "", ""),
+            (f"bandwidth: triad {b['dram_bandwidth_gbs']['bytes'] / 1e6:.0f} MB", b["dram_bandwidth_gbs"],
+             f"np.copyto {b['copy_bandwidth_gbs']['median']:.1f} GB/s", "", ""),
+        ]
+    if stage == "load":
+        return [(f"load {r['load_ms'].get('file', '')}", r["load_ms"], f"numpy {_fmt(b['load_ms_numpy']['median'], 'ms')}",
+                 _ratio(r, "load_ms", "load_ms_numpy", higher_is_better=False), "")]
+    raise ValueError(f"no stage {stage!r}")
+
+
+def feature_rows(feature: dict) -> list[tuple]:
+    """The table rows of one feature benchmark's result (see :data:`FEATURE_BENCHES`)."""
+    return [(row["name"], row["stat"], row.get("baseline", ""), row.get("ratio", ""), row.get("reference", ""))
+            for row in feature.get("rows", [])]
+
+
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def format_header() -> list[str]:
+    """The table's column heads and rule."""
     head = ("metric", "median", "min..max", "unit", "ratio")
-    table, extras = [head], [""]
-    for name, s, base, ratio, ref in rows:
-        unit = unit_names.get(s["unit"], s["unit"])
-        table.append((name, _fmt(s["median"], s["unit"]), f"{_fmt(s['min'], s['unit'])}..{_fmt(s['max'], s['unit'])}",
-                      unit, ratio))
-        extras.append("; ".join(x for x in (f"baseline: {base}" if base else "", f"reference: {ref}" if ref else "") if x))
-    # The numbers' columns keep their widths; the metric names wrap to what is left of TABLE_WIDTH, and
-    # each row's baseline and reference go on an indented line of its own.
-    widths = [max(len(row[i]) for row in table) for i in range(len(head))]
-    widths[0] = max(16, min(widths[0], TABLE_WIDTH - sum(widths[1:]) - 2 * (len(head) - 1)))
     right = {1, 2, 4}
+    cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(head, COLUMNS))]
+    return ["  ".join(cells).rstrip(), "  ".join("-" * w for w in COLUMNS)]
+
+
+def format_row(row: tuple) -> list[str]:
+    """One row as lines of at most :data:`TABLE_WIDTH` columns: the metric and its numbers (a metric
+    longer than its column gets a line of its own, never wrapped), then indented, the baseline and the
+    published reference."""
+    name, s, base, ratio, ref = row
+    unit = s["unit"]
+    long_ratio = ""
+    if len(ratio) > COLUMNS[4]:  # "2.69x the update (median of 5 rounds)": the number here, the words below
+        long_ratio, ratio = ratio, _fit(ratio.split(" ", 1)[0], COLUMNS[4])
+    numbers = [_fmt(s["median"], unit).rjust(COLUMNS[1]),
+               _fit(f"{_fmt(s['min'], unit)}..{_fmt(s['max'], unit)}", COLUMNS[2]).rjust(COLUMNS[2]),
+               _fit(_UNIT_NAMES.get(unit, unit), COLUMNS[3]).ljust(COLUMNS[3]), ratio.rjust(COLUMNS[4])]
     lines = []
-    for k, (row, extra) in enumerate(zip(table, extras)):
-        names = textwrap.wrap(row[0], widths[0]) or [""]
-        cells = [names[-1]] + list(row[1:])
-        lines.extend(name for name in names[:-1])
-        lines.append("  ".join(c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(cells)).rstrip())
-        if extra:
-            lines.extend(textwrap.wrap(extra, TABLE_WIDTH, initial_indent="    ", subsequent_indent="      "))
-        if k == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    title = textwrap.fill(f"skeletal bench: {r['model']}, clip {r['clip']}, {m['threads']} threads, {m['cpu_model']}, "
-                          f"numba {m['numba']}{', quick' if r['quick'] else ''}", TABLE_WIDTH, subsequent_indent="  ")
+    if len(name) > COLUMNS[0]:
+        lines.append(_fit(name, TABLE_WIDTH))
+        name = ""
+    lines.append("  ".join([name.ljust(COLUMNS[0]), *numbers]).rstrip())
+    extra = "; ".join(x for x in (f"ratio: {long_ratio}" if long_ratio else "", f"baseline: {base}" if base else "",
+                                  f"reference: {ref}" if ref else "") if x)
+    if extra:
+        lines.extend(textwrap.wrap(extra, TABLE_WIDTH, initial_indent="    ", subsequent_indent="      "))
+    return lines
+
+
+def format_title(r: dict) -> str:
+    """The table's title: model, clip, threads, CPU (wrapped at :data:`TABLE_WIDTH`)."""
+    m = r["machine"]
+    return textwrap.fill(f"skeletal bench: {r['model']}, clip {r['clip']}, {m['threads']} threads, {m['cpu_model']}, "
+                         f"numba {m['numba']}{', quick' if r['quick'] else ''}", TABLE_WIDTH, subsequent_indent="  ")
+
+
+def format_footer(r: dict) -> str:
+    """What follows the rows: how ratios and bounds are meant, the run's length, a busy machine, the model note."""
+    m, cfg = r["machine"], r["config"]
     note = ("ratio: speed-up against the baseline measured in this run (> 1 = skeletal faster); "
             f"memory bound = triad bandwidth / {cfg['skin_bytes_per_vertex']} bytes per vertex, with the triad over the "
             "skinning's own bytes (where its data lives) or over arrays larger than the caches")
@@ -819,5 +890,16 @@ def format_table(r: dict) -> str:
         footer.append("warning: the machine was busy with other work; multi-threaded figures are pessimistic")
     if r.get("model_note"):
         footer.append(f"note: {r['model_note']}")
-    footer = [line for text in footer for line in textwrap.wrap(text, TABLE_WIDTH)]
-    return "\n".join([title, ""] + lines + [""] + textwrap.wrap(note, TABLE_WIDTH) + footer)
+    return "\n".join(textwrap.wrap(note, TABLE_WIDTH) + [line for text in footer for line in textwrap.wrap(text, TABLE_WIDTH)])
+
+
+def format_table(r: dict) -> str:
+    """The plain-text table of a finished run, at most :data:`TABLE_WIDTH` columns wide: one line a
+    figure (metric, median, min..max, unit, ratio against the baseline), under it the baseline and the
+    published reference; the rows in the order the stages run (``skeletal bench`` prints the same
+    rows one by one as they finish)."""
+    rows = [row for stage in CORE_STAGES for row in core_rows(r, stage)]
+    for feature in r.get("features", {}).values():
+        rows += feature_rows(feature)
+    lines = [line for row in rows for line in format_row(row)]
+    return "\n".join([format_title(r), "", *format_header(), *lines, "", format_footer(r)])

@@ -11,6 +11,8 @@ import sys
 
 import click
 
+from .up import up_option
+
 
 @click.command("edit")
 @click.argument("model", required=False, type=click.Path())
@@ -28,7 +30,8 @@ import click
 @click.option("--autosave-interval", "autosave", default=60.0, show_default=True, type=click.FloatRange(min=0),
               help="Seconds between autosaves of unsaved changes to NAME.autosave.glb.")
 @click.option("--verbose", "-v", is_flag=True, help="Print saves, autosaves and frame times.")
-def edit(model, clip, size, samples, frames, screenshot, script, autosave, verbose):
+@up_option
+def edit(model, clip, size, samples, frames, screenshot, script, autosave, verbose, up):
     """Edit the clips of MODEL in a window: any format skeletal reads (.gltf/.glb, .bvh, .fbx, .dae and
     Assimp's other formats), saved as .glb/.gltf; default: the built-in demo character.
 
@@ -53,7 +56,7 @@ def edit(model, clip, size, samples, frames, screenshot, script, autosave, verbo
         frames = 1
     log = (lambda text: click.echo(text, err=True)) if verbose else None
     result = run_editor(model, clip=clip, size=size, samples=samples, frames=frames, screenshot=screenshot,
-                        script=script, autosave_seconds=autosave, log=log)
+                        script=script, autosave_seconds=autosave, log=log, up=up)
     if result.screenshot:
         click.echo(f"wrote {result.screenshot} ({result.frames} frame{'s' if result.frames != 1 else ''})")
     if result.dirty and (frames or script):

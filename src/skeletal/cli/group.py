@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import SkeletalError
 from ..summary import describe
+from .up import load_upright, up_option
 from .warn import show_warning
 
 
@@ -59,7 +60,8 @@ def _fail(message: str) -> _Failure:
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="skeletal")
 def cli() -> None:
-    """Skeletal animation: inspect, bake and render rigged glTF characters."""
+    """Skeletal animation for rigged characters and motion capture (glTF, BVH, FBX, Collada, USD...):
+    inspect, play, render, edit, retarget, bake, compress and export them."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -114,16 +116,23 @@ def _print_info(info: dict[str, Any]) -> None:
                 f"  [{c['index']}] {c['name']}: {c['duration']:.4g} s, {c['tracks']} tracks, "
                 f"{'/'.join(c['interpolations']) or 'no keys'}"
             )
+    for note in info.get("notes", ()):
+        out("")
+        out(f"note: {note}")
 
 
 @cli.command()
 @click.argument("model", type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
-def info(model: str, as_json: bool) -> None:
-    """Show MODEL's node tree, skins, meshes, clips and extensions."""
-    from ..asset import load
+@up_option
+def info(model: str, as_json: bool, up: str) -> None:
+    """Show MODEL's node tree, skins, meshes, clips and extensions (and its up axis when turned)."""
+    from ..up import lying_roots
 
-    summary = describe(load(model))
+    asset = load_upright(model, up)
+    summary = describe(asset)
+    summary["up"] = {"motion": asset.up.motion, "rest": asset.up.rest, "how": asset.up.how, "turned": asset.up.turned}
+    summary["notes"] = [] if asset.up.turned else lying_roots(asset.document)
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:
@@ -158,14 +167,14 @@ def _parse_times(text: str) -> np.ndarray:
 @click.option("--normals", is_flag=True, help="Also write skinned normals.")
 @click.option("--palettes", is_flag=True, help="Also write skin palettes.")
 @click.option("--force", is_flag=True, help=f"Write the file even when it is larger than {BAKE_LIMIT_BYTES // 10**9} GB.")
-def bake(model, out_path, clip_key, times_text, fps, loop, normals, palettes, force) -> None:
+@up_option
+def bake(model, out_path, clip_key, times_text, fps, loop, normals, palettes, force, up) -> None:
     """Evaluate a clip of MODEL at many times and write the arrays to an .npz file.
 
     Arrays: times (T,), node_world (T, N, 4, 4) row-major by glTF node index, and
     positions_node{N}_prim{P} (T, V, 3) world-space skinned positions. The clip baked and the
     file's size are said first; above 2 GB the command asks for --force.
     """
-    from ..asset import load
     from ..bake import bake as bake_arrays
     from ..bake import bake_bytes, bake_primitives
 
@@ -174,7 +183,7 @@ def bake(model, out_path, clip_key, times_text, fps, loop, normals, palettes, fo
     if fps is not None and not (np.isfinite(fps) and fps > 0):
         raise _fail(f"--fps: fps must be positive, got {fps}")
     times = _parse_times(times_text) if times_text is not None else None
-    asset = load(model)
+    asset = load_upright(model, up)
     asset.require_nodes("bake")
     if asset.clips:
         clip = asset.clip(clip_key)
@@ -256,10 +265,11 @@ def demo(export_path: str) -> None:
 @click.option("--keep-clips", is_flag=True, help="Also write TARGET's own clips.")
 @click.option("--up", "up_axis", type=click.Choice(["auto", "y", "z", "-z", "x", "-x", "-y"]), default="auto",
               show_default=True, help="SOURCE's up axis (auto: found from its skeleton and motion; Z-up mocap stands up).")
-def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_clips, up_axis) -> None:
+@click.option("--target-up", "target_up", type=click.Choice(["auto", "y", "z", "-z", "x", "-x", "-y"]), default="auto",
+              show_default=True, help="TARGET's up axis, as --up.")
+def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_clips, up_axis, target_up) -> None:
     """Play SOURCE's clip on TARGET's rig and write TARGET with the new clip (e.g. a BVH walk on a glTF
     character). SOURCE and TARGET: .glb/.gltf, .bvh or any format skeletal.load reads."""
-    from ..asset import load
     from ..export import export
     from ..retarget import retarget as retarget_clip
 
@@ -274,11 +284,11 @@ def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_
             raise _fail(f"{map_path}: not JSON ({exc})") from None
         if not isinstance(mapping, dict) or not all(isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in mapping.items()):
             raise _fail(f"{map_path}: expected a JSON object of joint name -> joint name or null")
-    src, tgt = load(source), load(target)
+    src, tgt = load_upright(source, up_axis), load_upright(target, target_up)
     tgt.require_nodes("retarget onto")
     if not src.clips:
         raise _fail(f"{os.path.basename(source)}: has no clips to retarget")
-    clip = retarget_clip(src.clip(clip_key), src.rig, tgt.rig, mapping, fps=fps, name=clip_name, up=up_axis)
+    clip = retarget_clip(src.clip(clip_key), src.rig, tgt.rig, mapping, fps=fps, name=clip_name, up="y")
     clips = [c for c in tgt.clips if c.name != clip.name] + [clip] if keep_clips else [clip]
     export(tgt, out_path, clips)
     click.echo(f"wrote {out_path}: clip {clip.name!r} ({clip.duration:.4g} s, {clip.track_count} tracks) on "
@@ -294,7 +304,8 @@ def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_
               help="BVH only: Euler order of the rotation channels (XYZ, XZY, YXZ, YZX, ZXY, ZYX) or 'keep' "
                    "(each joint's order from the BVH file read).")
 @click.option("--fps", type=float, default=None, help="BVH only: frame rate (default: the clip's key spacing, else 30).")
-def export(model, out_path, clip_keys, rotation_order, fps) -> None:
+@up_option
+def export(model, out_path, clip_keys, rotation_order, fps, up) -> None:
     """Write MODEL (any format skeletal.load reads: glTF, BVH, FBX...) as glTF 2.0, or one clip as BVH.
 
     \b
@@ -302,7 +313,6 @@ def export(model, out_path, clip_keys, rotation_order, fps) -> None:
       skeletal export Soldier.glb --clip Walk --out walk.bvh --rotation-order ZXY --fps 30
       skeletal export Soldier.glb --out soldier.usdz
     """
-    from ..asset import load
     from ..export import export as export_asset
 
     lower = out_path.lower()
@@ -317,13 +327,13 @@ def export(model, out_path, clip_keys, rotation_order, fps) -> None:
             raise _fail(f"--rotation-order {rotation_order!r} is not one of {', '.join(ROTATION_ORDERS)} or keep")
         if len(clip_keys) > 1:
             raise _fail("a BVH file holds one motion: give at most one --clip")
-        asset = load(model)
+        asset = load_upright(model, up)
         key = clip_keys[0] if clip_keys else (0 if asset.clips else None)
         write_bvh(asset, key, out_path, rotation_order=order, fps=fps)
         what = f"clip {asset.clip(key).name!r}" if key is not None else "the rest pose (no clips)"
         click.echo(f"wrote {out_path}: {what} as BVH", err=True)
         return
-    asset = load(model)
+    asset = load_upright(model, up)
     export_asset(asset, out_path, list(clip_keys) if clip_keys else None)
     n = len(clip_keys) if clip_keys else len(asset.clips)
     click.echo(f"wrote {out_path}: {len(asset.rig)} nodes, {len(asset.document.meshes)} meshes, {n} clips", err=True)

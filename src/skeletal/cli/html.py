@@ -7,6 +7,7 @@ import os
 import click
 
 from ..errors import SkeletalError
+from .up import load_upright, up_option
 
 
 @click.command("html")
@@ -16,7 +17,9 @@ from ..errors import SkeletalError
               help="Clip to include (repeat; default: all). The first one is shown first.")
 @click.option("--size", default="640x480", show_default=True, help="View size in CSS pixels, WIDTHxHEIGHT.")
 @click.option("--title", default=None, help="Page title (default: the model's name).")
-def html_command(model, out_path, clip_keys, size, title) -> None:
+@click.option("--follow", is_flag=True, help="The camera follows the character (default: it frames the whole path).")
+@up_option
+def html_command(model, out_path, clip_keys, size, title, follow, up) -> None:
     """Write one HTML file that plays MODEL in any browser: clip list, play/pause, timeline, speed,
     orbit camera, bones. Everything is embedded; the page fetches nothing from the network.
 
@@ -24,7 +27,6 @@ def html_command(model, out_path, clip_keys, size, title) -> None:
     skeletal html Soldier.glb --out soldier.html
     skeletal html walk.bvh --out walk.html
     """
-    from ..asset import load
     from ..render.output import parse_size
     from ..web import to_html
 
@@ -33,9 +35,9 @@ def html_command(model, out_path, clip_keys, size, title) -> None:
     if not out_path.lower().endswith((".html", ".htm")):
         raise SkeletalError(f"--out {out_path!r}: the page must end in .html")
     width, height = parse_size(size)
-    asset = load(model)
+    asset = load_upright(model, up)
     clips = list(clip_keys) or None
-    path = to_html(asset, out_path, clips=clips, width=width, height=height, title=title)
+    path = to_html(asset, out_path, clips=clips, width=width, height=height, title=title, follow=follow)
     size_bytes = os.path.getsize(path)
     click.echo(f"{os.path.basename(model)} -> {path}: {len(asset.clips) if clips is None else len(clips)} clip(s), "
                f"page {size_bytes / 1e6:.1f} MB")

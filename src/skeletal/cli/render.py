@@ -10,6 +10,7 @@ from __future__ import annotations
 import click
 
 from ..render.errors import RenderError
+from .up import load_upright, up_option
 
 PALETTE_CHOICES = ("auto", "uniform", "ubo", "ssbo", "texture")
 SKINNING_CHOICES = ("lbs", "dqs")
@@ -27,7 +28,8 @@ SKINNING_CHOICES = ("lbs", "dqs")
               help="Clip time of the first frame (the only frame of a single .png).")
 @click.option("--camera", default=None,
               help="Camera spec, e.g. 'yaw=30,pitch=15,distance=3' (keys: yaw, pitch, distance, fov, zoom, "
-                   "target=x:y:z; yaw is from the character's front).")
+                   "target=x:y:z; yaw is from the character's front), or 'follow' to move with the character "
+                   "(default: a clip that travels is framed whole, seen from the side of its path).")
 @click.option("--skeleton", is_flag=True, help="Draw the skeleton on top.")
 @click.option("--weights", "weights_joint", default=None, metavar="JOINT",
               help="Colour by the skin weights of JOINT (name or glTF node index): blue 0 .. red 1.")
@@ -47,8 +49,9 @@ SKINNING_CHOICES = ("lbs", "dqs")
 @click.option("--look-at", "look_at", default=None, metavar="X,Y,Z",
               help="The head follows this world point (smoothed by a critically damped spring).")
 @click.option("--jiggle", is_flag=True, help="Spring bones on tail chains (joints named *tail*, e.g. Fox.glb).")
+@up_option
 def render(model, clip, out, fps, size, seconds, start, camera, skeleton, weights_joint, crowd_n, frames,
-           palette_mode, skinning, verbose, crossfade, ground, look_at, jiggle):
+           palette_mode, skinning, verbose, crossfade, ground, look_at, jiggle, up):
     """Render MODEL (glTF, FBX, Collada, BVH...; default: the built-in demo character) headless to an image or video.
 
     \b
@@ -62,6 +65,8 @@ def render(model, clip, out, fps, size, seconds, start, camera, skeleton, weight
     """
     from ..render.output import render_clip  # imports moderngl/imageio only now
 
+    if model is not None:
+        model = load_upright(model, up)
     result = render_clip(
         model, clip=clip, out_path=out, fps=fps, size=size, seconds=seconds, camera=camera, skeleton=skeleton,
         weights_joint=weights_joint, crowd_n=crowd_n, frames=frames, verbose=verbose, palette_mode=palette_mode,

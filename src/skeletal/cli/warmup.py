@@ -11,10 +11,11 @@ import click
 @click.option("--jobs", "-j", "processes", type=int, default=None,
               help="Worker processes (default: one per CPU).")
 @click.option("--only", "only", multiple=True,
-              help="Compile only these features (repeat): player, crowd, ik, procedural, skin, dq.")
+              help="Compile only these features (repeat), in this order: player, crowd, ik, procedural, skin, dq.")
 def warmup_command(processes, only) -> None:
     """Compile skeletal's numba kernels for this CPU now, into numba's on-disk cache, so that the
-    first Player, Crowd, render or bake of later runs starts in about a second."""
+    first Player, Crowd, render or bake of later runs starts in about a second. It says which
+    features are compiling and how many are left as it goes."""
     from ..warmup import JOBS, warmup
 
     names = list(only) if only else list(JOBS)
@@ -24,13 +25,7 @@ def warmup_command(processes, only) -> None:
     start = time.perf_counter()
     click.echo(f"skeletal: compiling kernels for {', '.join(names)} (once per CPU and skeletal version)", err=True)
 
-    def progress(name: str, result: dict) -> None:
-        if result["ok"]:
-            click.echo(f"  {name}: {result['seconds']:.1f} s (CPU {result['cpu_seconds']:.1f} s)", err=True)
-        else:
-            click.echo(f"  {name}: failed: {result['error']}", err=True)
-
-    report = warmup(names, processes, progress)
+    report = warmup(names, processes, status=lambda line: click.echo(f"  {line}", err=True))
     failed = [n for n, r in report.items() if not r["ok"]]
     click.echo(f"skeletal: kernels ready in {time.perf_counter() - start:.1f} s"
                + (f"; failed: {', '.join(failed)}" if failed else ""), err=True)

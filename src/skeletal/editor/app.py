@@ -44,6 +44,7 @@ import ctypes
 import gc
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -580,12 +581,13 @@ class Editor(MenuAndShortcuts, BoneTree, Inspector, CollidersPanel, DopeSheet, C
 def edit(model=None, clip: str | int | None = None, size=(1280, 720), *, samples: int = 4, frames: int | None = None,
          screenshot: str | None = None, script: str | list | None = None, autosave_seconds: float = AUTOSAVE_SECONDS,
          log: Callable[[str], None] | None = None, moving_scale: float = 0.5,
-         moving_lod: float = 4.0) -> EditorResult:
+         moving_lod: float = 4.0, up: str = "y") -> EditorResult:
     """Open the editor on a model (a path; None: the built-in demo character, saved as ``demo.glb``
     in the current folder unless saved elsewhere). ``frames``/``screenshot``: run that many frames
     and save the last one (tests, pictures); ``script``: scripted input (a JSON file or a list);
     ``moving_scale``: the 3D view's resolution while something moves (1.0: full, never soft);
-    ``moving_lod``: its triangles reduced about this many times meanwhile (1.0: the full mesh)."""
+    ``moving_lod``: its triangles reduced about this many times meanwhile (1.0: the full mesh);
+    ``up``: the file's up axis as :func:`skeletal.load` takes it (a turned file is said on stderr)."""
     from ..render.output import parse_size
     from ..render.viewer import check_display
 
@@ -598,7 +600,10 @@ def edit(model=None, clip: str | int | None = None, size=(1280, 720), *, samples
 
         doc = EditDocument(demo_asset(), os.path.abspath("demo.glb"))
     else:
-        doc = EditDocument.open(os.fspath(model))
+        doc = EditDocument.open(os.fspath(model), up=up)
+        turned = doc.asset.up.line(os.path.basename(doc.path))
+        if turned:
+            print(turned, file=sys.stderr)
     doc.asset.require_nodes("edit")
     index = 0
     if clip is not None:

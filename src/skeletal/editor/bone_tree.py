@@ -1,4 +1,6 @@
-"""The bone tree panel (left): the rig's hierarchy, animated bones marked, selection.
+"""The bone tree panel (left): the rig's hierarchy, animated bones marked, selection. Its right edge
+drags to widen it (the viewport gives way); the tree indents 6 px a level and leaves out a namespace
+most names share (``mixamorig:``), so that names stay visible 14 levels down a Mixamo hand.
 
 A part of :class:`skeletal.editor.app.Editor` (a mixin: it reads and writes the editor's state,
 set up in ``Editor.__init__``)."""
@@ -6,7 +8,51 @@ set up in ``Editor.__init__``)."""
 from __future__ import annotations
 
 
+#: The bone panel's width limits in pixels (drag its right edge between them) and the tree's indent per
+#: level: a Mixamo hand is 11 levels deep, and imgui's default 21 px a level left its names blank.
+BONES_MIN_W, BONES_MAX_FRACTION, TREE_INDENT = 150, 0.5, 6.0
+
+
+def name_prefix(names) -> str:
+    """A namespace most names share ("mixamorig:"), which the tree leaves out (the tooltip and the
+    search keep the whole name); "" when fewer than half the names start with the same ``word:``."""
+    heads: dict[str, int] = {}
+    for name in names:
+        head, sep, rest = (name or "").partition(":")
+        if sep and rest:
+            heads[head + sep] = heads.get(head + sep, 0) + 1
+    if not heads:
+        return ""
+    best = max(heads, key=lambda h: heads[h])
+    return best if heads[best] * 2 >= len(names) else ""
+
+
 class BoneTree:
+    def _bones_edge(self, top: float, height: float) -> None:
+        """The panel's right edge, a 6 px handle: dragging it sets ``self.LEFT_W`` (the viewport and
+        the panels follow from the next frame), between :data:`BONES_MIN_W` and half the window."""
+        imgui = self.imgui
+        widest = max(float(BONES_MIN_W), BONES_MAX_FRACTION * float(self._framebuffer_size[0]))
+        imgui.set_next_window_pos(imgui.ImVec2(self.LEFT_W - 3, top))
+        imgui.set_next_window_size(imgui.ImVec2(6, height))
+        flags = (imgui.WindowFlags_.no_decoration | imgui.WindowFlags_.no_move | imgui.WindowFlags_.no_saved_settings
+                 | imgui.WindowFlags_.no_background | imgui.WindowFlags_.no_scroll_with_mouse)
+        imgui.push_style_var(imgui.StyleVar_.window_padding, imgui.ImVec2(0, 0))
+        imgui.begin("##bones edge", None, flags)
+        imgui.invisible_button("bones edge", imgui.ImVec2(6, max(height, 1.0)))
+        self._remember("bones edge")
+        if imgui.is_item_hovered() or imgui.is_item_active():
+            imgui.set_mouse_cursor(imgui.MouseCursor_.resize_ew)
+        if imgui.is_item_active():
+            x = imgui.get_io().mouse_pos.x
+            self.LEFT_W = int(round(min(max(x, float(BONES_MIN_W)), widest)))
+            self._bones_resized = True
+        elif getattr(self, "_bones_resized", False):
+            self._bones_resized = False
+            self.say(f"bones panel {self.LEFT_W} px wide")
+        imgui.end()
+        imgui.pop_style_var()
+
     def _bones_panel(self, fb_h) -> None:
         imgui = self.imgui
         top = 20
@@ -24,6 +70,10 @@ class BoneTree:
                             self.select_bone(i)
                         self._remember(f"bone:{name}")
             else:
+                imgui.push_style_var(imgui.StyleVar_.indent_spacing, TREE_INDENT)
+                prefix = name_prefix(names)
+                if prefix:
+                    imgui.text_disabled(f"names without \"{prefix}\"")
                 roots = [i for i, p in enumerate(self.doc.asset.rig.parents) if p < 0]
                 tree_flags, once = self._tree_flags, int(imgui.Cond_.once)
                 stack = [(r, False) for r in reversed(roots)]
@@ -37,8 +87,9 @@ class BoneTree:
                     flags = tree_flags[(not kids, self.selected == i)]
                     imgui.set_next_item_open(True, once)
                     label = names[i] or f"node {int(self.doc.asset.rig.node_of[i])}"
+                    shown = label[len(prefix):] if prefix and label.startswith(prefix) else label
                     keyed = self.clip is not None and i in self._animated_nodes()
-                    is_open = imgui.tree_node_ex(f"{label}{' *' if i in self.doc.pose_edits else ''}##t{i}", flags)
+                    is_open = imgui.tree_node_ex(f"{shown}{' *' if i in self.doc.pose_edits else ''}##t{i}", flags)
                     if imgui.is_item_hovered():
                         imgui.set_tooltip(label)  # the whole name, however deep the row
                     if keyed:
@@ -50,8 +101,10 @@ class BoneTree:
                     if is_open:
                         stack.append((i, True))
                         stack.extend((k, False) for k in reversed(kids))
+                imgui.pop_style_var()
             imgui.end_child()
         imgui.end()
+        self._bones_edge(top, fb_h - top - self.BOTTOM_H)
 
     def _animated_nodes(self) -> set:
         key = (self.doc.revision, self.clip)

@@ -744,11 +744,12 @@ class EditDocument:
         return cls(asset, path)
 
     @classmethod
-    def open(cls, path: str) -> "EditDocument":
-        """Load a model to edit (the loader's ModelError on a malformed file)."""
+    def open(cls, path: str, up: str = "y") -> "EditDocument":
+        """Load a model to edit (the loader's ModelError on a malformed file); ``up`` as
+        :func:`skeletal.load` takes it (a file turned to stand Y up is saved turned)."""
         from ..asset import load
 
-        return cls(load(path), path)
+        return cls(load(path, up=up), path)
 
     # -- checks and names ---------------------------------------------------------------------------
 

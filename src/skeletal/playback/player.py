@@ -173,8 +173,10 @@ class Player:
     """One instance of an asset's scene, animated by actions.
 
     After each :meth:`update`: ``node_world`` (N_nodes, 4, 4) row-major world matrices in glTF node
-    order; ``palettes`` one (J, 4, 4) palette per skin; ``local_pose`` (N, 10) and ``world`` in rig
-    order; ``morph_weights`` (M,) (per node ranges in ``asset.morph_start``).
+    order (named by ``asset.node_names``); ``palettes`` one (J, 4, 4) palette per skin;
+    ``local_pose`` (N, 10) and ``world`` in rig order, parents first (named by ``asset.rig.names``);
+    ``morph_weights`` (M,) (per node ranges in ``asset.morph_start``). The two orders differ: look a
+    node up by name with :meth:`world_of` instead of mixing them.
     """
 
     def __init__(self, asset: Asset, *, dtype: npt.DTypeLike = np.float64):
@@ -397,7 +399,20 @@ class Player:
 
     @property
     def node_world(self) -> np.ndarray:
+        """(N_nodes, 4, 4) world matrices in glTF node order: row i is ``asset.node_names[i]``."""
         return self.mixer.world[0][self.asset.rig.index_of]
+
+    def world_of(self, name: str) -> np.ndarray:
+        """The (4, 4) world matrix of the node named ``name`` at the current pose (a copy); KeyError
+        naming the node when there is none. The same whatever order one thinks in.
+
+        >>> hips = player.world_of("mixamorig:Hips")[:3, 3]     # doctest: +SKIP
+        """
+        try:
+            index = self.asset.rig.find(name)
+        except KeyError:
+            raise KeyError(f"{self.asset.name}: no node named {name!r}") from None
+        return self.mixer.world[0][index].copy()
 
     @property
     def palettes(self) -> list[np.ndarray]:

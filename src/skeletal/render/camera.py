@@ -16,7 +16,13 @@ distance   auto      from the target, in model units; auto fits the animated bou
 fov        35        vertical field of view, degrees
 zoom       1         divides the automatic distance (2 = twice as close)
 target     auto      point looked at, ``x:y:z``; auto = centre of the animated bounds
+follow     off       ``follow`` (or ``follow=1``): the camera moves with the character's root
+                     (its hips), framed on the character alone, instead of framing the path
 =========  ========  =====================================================================
+
+A clip that travels (its root moves further than 3/4 of the character's height, a retargeted mocap
+walk) is framed whole and looked at from the side of its path (:func:`path_facing`): seen from in
+front, a character walking towards the camera would start small in the distance and end large.
 
 The character's front is estimated from how the clip drawn poses it, else from its bind pose
 (:func:`facing_yaw`): glTF characters face +Z, but many files turn them (Soldier.glb faces -Z) and a
@@ -35,7 +41,7 @@ import numpy as np
 
 from .errors import RenderError
 
-_KEYS = ("yaw", "pitch", "distance", "fov", "zoom", "target")
+_KEYS = ("yaw", "pitch", "distance", "fov", "zoom", "target", "follow")
 
 
 @dataclass(frozen=True)
@@ -48,6 +54,7 @@ class CameraSpec:
     fov: float = 35.0
     zoom: float = 1.0
     target: tuple[float, float, float] | None = None
+    follow: bool = False
 
 
 def parse_camera(spec: str | CameraSpec | None) -> CameraSpec:
@@ -59,6 +66,9 @@ def parse_camera(spec: str | CameraSpec | None) -> CameraSpec:
         part = part.strip()
         if not part or part.lower() == "auto":
             continue
+        if part.lower() == "follow":
+            values["follow"] = True
+            continue
         key, sep, text = part.partition("=")
         key = key.strip().lower()
         if not sep or key not in _KEYS:
@@ -69,10 +79,15 @@ def parse_camera(spec: str | CameraSpec | None) -> CameraSpec:
                 if len(xyz) != 3:
                     raise ValueError
                 values[key] = xyz
+            elif key == "follow":
+                if text.strip().lower() not in ("0", "1", "on", "off", "true", "false", "yes", "no"):
+                    raise ValueError
+                values[key] = text.strip().lower() in ("1", "on", "true", "yes")
+                continue
             else:
                 values[key] = float(text)
         except ValueError:
-            want = "x:y:z" if key == "target" else "a number"
+            want = {"target": "x:y:z", "follow": "1 or 0"}.get(key, "a number")
             raise RenderError(f"camera spec {spec!r}: {key} wants {want}, got {text.strip()!r}") from None
         if key != "target" and not math.isfinite(values[key]):
             raise RenderError(f"camera spec {spec!r}: {key} must be finite")
@@ -335,3 +350,97 @@ def nice_step(length: float) -> float:
         if m * 10**k >= length * 0.75:
             return m * 10**k
     return 10.0 ** (k + 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# travelling clips: the path seen from the side, or the root followed
+
+
+def motion_node(asset) -> int:
+    """Rig index of the node whose motion carries the character: its hips (found by name as
+    :func:`skeletal.retarget.canonical_names` finds them), else the parent-most joint of its first
+    skin, else the first root."""
+    from ..retarget import canonical_names
+
+    hips = canonical_names(asset.rig).get("hips")
+    if hips is not None:
+        return int(hips)
+    if asset.skins and len(asset.skins[0].joints):
+        return int(np.min(asset.skins[0].joints))
+    return 0
+
+
+def root_path(asset, clip, times) -> np.ndarray:
+    """World positions (T, 3) of :func:`motion_node` at clip ``times`` (clamped to the clip)."""
+    from ..pose import world_matrices
+    from ..sampling import sample
+
+    times = np.clip(np.asarray(times, np.float64).reshape(-1), 0.0, max(float(clip.duration), 0.0))
+    pose, _ = sample(clip, times, asset.rig.rest, asset.morph_start, asset.rest_morph)
+    return world_matrices(asset.rig.parents, pose)[:, motion_node(asset), :3, 3]
+
+
+#: A clip whose root moves further than this fraction of the character's height travels.
+TRAVEL_FRACTION = 0.75
+
+
+def path_facing(asset, clip, facing: float, lo, hi, yaw: float = 30.0, samples: int = 16) -> float:
+    """The facing (degrees about +Y, as :func:`facing_yaw`) that the camera's ``yaw`` is measured
+    from: ``facing`` itself, or for a clip that travels (its root's horizontal path longer than
+    :data:`TRAVEL_FRACTION` of the bounds' height) the one that puts the camera square to the side of
+    the path (the side nearer where ``yaw`` would have put it), so that the whole path crosses the
+    picture at one distance instead of coming at the camera."""
+    if clip is None or not clip.duration > 0:
+        return facing
+    path = root_path(asset, clip, np.linspace(0.0, clip.duration, samples))
+    travel = path[-1] - path[0]
+    height = max(float(np.asarray(hi)[1] - np.asarray(lo)[1]), 1e-6)
+    if not (np.all(np.isfinite(travel)) and math.hypot(travel[0], travel[2]) > TRAVEL_FRACTION * height):
+        return facing
+    heading = math.degrees(math.atan2(travel[0], travel[2]))  # about +Y from +Z, as facing
+    wanted = facing + yaw  # where the camera would be
+    gap = lambda a: abs((a - wanted + 180.0) % 360.0 - 180.0)
+    side = min((heading + 90.0, heading - 90.0), key=gap)
+    return (side - yaw + 180.0) % 360.0 - 180.0
+
+
+def follow_bounds(asset, clip, samples: int = 8) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(lo, hi, reference) for following the root: the animated bounds of the character with its
+    root's horizontal motion taken out (so they frame the character, not its path), placed at the
+    root's start, and that start (3,). A camera framed on them, shifted each frame by the root's
+    horizontal offset from ``reference``, follows the character."""
+    from ..bake import bake
+    from .layout import rest_clip
+
+    clip = clip if clip is not None else rest_clip()
+    n = 1 if clip.duration <= 0 else max(2, samples)
+    times = np.linspace(0.0, clip.duration, n)
+    baked = bake(asset, clip, times)
+    path = root_path(asset, clip, times) if clip.duration > 0 else np.zeros((1, 3))
+    shift = path - path[0]
+    shift[:, 1] = 0.0
+    points = []
+    for instance in asset.mesh_instances:
+        for p, prim in enumerate(instance.primitives):
+            key = f"positions_node{instance.node}_prim{p}"
+            if key in baked:
+                points.append((baked[key] - shift[:, None]).reshape(-1, 3))
+            elif len(prim.source.positions):
+                world = baked["node_world"][:, instance.node]
+                pos = prim.source.positions.astype(np.float64)
+                moved = pos @ world[:, :3, :3].transpose(0, 2, 1) + world[:, None, :3, 3] - shift[:, None]
+                points.append(moved.reshape(-1, 3))
+    if not points:
+        points.append((baked["node_world"][:, :, :3, 3] - shift[:, None]).reshape(-1, 3))
+    allp = np.concatenate(points)
+    allp = allp[np.all(np.isfinite(allp), axis=1)]
+    if not len(allp):
+        return np.full(3, -1.0), np.full(3, 1.0), path[0]
+    return allp.min(axis=0), allp.max(axis=0), path[0]
+
+
+def follow_shift(reference, root) -> np.ndarray:
+    """The camera's shift (3,) for a root at ``root`` (3,): its horizontal offset from ``reference``."""
+    d = np.asarray(root, np.float64) - np.asarray(reference, np.float64)
+    d[1] = 0.0
+    return d

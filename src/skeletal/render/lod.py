@@ -54,7 +54,9 @@ def cluster_indices(positions: np.ndarray, indices: np.ndarray | None, reduction
     never merge (the renderer passes each vertex's heaviest joint, so that no triangle comes to
     stretch between bones that move apart). ``indices`` None means ``arange(V)`` (an unindexed list).
 
-    Returns (3T',) uint32; ``reduction <= 1`` or an empty mesh gives the input's triangles unchanged.
+    Returns (3T',) uint32; ``reduction <= 1`` or an empty mesh gives the input's triangles unchanged. A
+    mesh with triangles never comes back empty: when every cell size collapses a tiny primitive (a
+    12-vertex prop) to nothing, its own triangles are kept (T' >= 1 whenever T >= 1).
 
     Example::
 
@@ -78,7 +80,7 @@ def cluster_indices(positions: np.ndarray, indices: np.ndarray | None, reduction
         cell = longest / n * (1.0 + 1e-9)
         t = _collapse(tri, _cluster_map(p, lo, cell, groups))
         err = abs(len(t) - target)
-        if err < best_err:
+        if len(t) and err < best_err:  # never nothing: a tiny primitive keeps at least one triangle
             best, best_err = t, err
         if len(t) < target:
             a = n + 1

@@ -311,6 +311,11 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
         draw_time = 0.0
         pose = _crossfade_poser(asset, fade, phases, float(times[0])) if fade else None
         poser = None
+        followed = None
+        if renderer.follow_reference is not None:  # --camera follow: the camera moves with the root
+            from .camera import motion_node
+
+            followed = motion_node(asset)
         if procedural:
             from .terrain import ProceduralPoser
 
@@ -322,6 +327,8 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
                     world, morph, placed = poser(float(t))
                     if surface is not None:
                         renderer.shift = poser.shift
+                    if followed is not None:
+                        renderer.follow(np.asarray(world)[0, followed, :3, 3])
                     t1 = time.perf_counter()
                     image = renderer.draw((world, morph), placed, skeleton=skeleton, weights_joint=weights_joint)
                     draw_time += time.perf_counter() - t1
@@ -332,6 +339,8 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
                     world, morph = pose(float(t))
                 else:
                     world, morph = pose_at(asset, the_clip, t + phases, loop="repeat")
+                if followed is not None:
+                    renderer.follow(np.asarray(world)[0, followed, :3, 3])
                 t1 = time.perf_counter()
                 image = renderer.draw((world, morph), offsets, skeleton=skeleton, weights_joint=weights_joint)
                 draw_time += time.perf_counter() - t1

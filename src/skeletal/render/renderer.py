@@ -33,7 +33,8 @@ import numpy as np
 from ..skin import apply_morphs
 from ..skin_dq import gpu_dq_palette
 from .bones import BoneDrawer
-from .camera import Camera, CameraSpec, animated_bounds, facing_yaw, frame, nice_step, parse_camera
+from .camera import (Camera, CameraSpec, animated_bounds, facing_yaw, follow_bounds, follow_shift, frame, nice_step,
+                     parse_camera, path_facing, root_path)
 from .context import describe, shared_context
 from .errors import RenderError
 from .feedback import SKINNING_METHODS, skinning_defines, skinning_rows
@@ -190,8 +191,10 @@ class Renderer:
         kept = None
         if self.lod > 1.0 and data.mode == 4:
             heaviest = data.joints[np.arange(data.vertex_count), np.argmax(data.weights, axis=1)]
-            data = replace(data, indices=cluster_indices(data.positions, data.indices, self.lod, heaviest))
-            if self.cpu_skinning and source.morph_positions is None and source.morph_normals is None:
+            coarse = cluster_indices(data.positions, data.indices, self.lod, heaviest)
+            if len(coarse):  # never an empty buffer (moderngl refuses one): a primitive keeps its triangles
+                data = replace(data, indices=coarse)
+            if len(coarse) and self.cpu_skinning and source.morph_positions is None and source.morph_normals is None:
                 kept, indices = used_vertices(data.indices, data.vertex_count)  # skin only what is drawn
                 data = replace(data, positions=data.positions[kept], normals=data.normals[kept], uv=data.uv[kept],
                                joints=data.joints[kept], weights=data.weights[kept], indices=indices)
@@ -289,14 +292,35 @@ class Renderer:
             self.camera_spec = parse_camera(camera)
         # The front is where the clip turns the character (a retargeted clip may turn it from its bind pose).
         self.facing = facing_yaw(self.asset, clip)
-        lo, hi = animated_bounds(self.asset, clip)
+        self.follow_reference = None
+        if self.camera_spec.follow and clip is not None:  # framed on the character, moved with its root
+            lo, hi, self.follow_reference = follow_bounds(self.asset, clip)
+            self.set_bounds(lo, hi, offsets)
+            path = root_path(self.asset, clip, np.linspace(0.0, clip.duration, 16))
+            self._ground_half += float(np.ptp(path[:, [0, 2]], axis=0).max())  # the grid under the whole walk
+            return self.camera
+        else:  # the whole path, seen from its side when the clip travels
+            lo, hi = animated_bounds(self.asset, clip)
+            self.facing = path_facing(self.asset, clip, self.facing, lo, hi, self.camera_spec.yaw)
         self.set_bounds(lo, hi, offsets)
         return self.camera
+
+    def follow(self, root) -> None:
+        """With a ``follow`` camera, move the framed camera with the root at ``root`` (3,) world: the
+        camera keeps its offset from the character (see :func:`.camera.follow_bounds`)."""
+        if self.follow_reference is None:
+            return
+        if self._followed_from is None:
+            self._followed_from = (self.camera.eye.copy(), self.camera.target.copy())
+        base = self._followed_from
+        d = follow_shift(self.follow_reference, root)
+        self.camera.eye, self.camera.target = base[0] + d, base[1] + d
 
     def set_bounds(self, lo, hi, offsets=None) -> None:
         """Frame the box ``lo``..``hi`` of one instance (world units), repeated at ``offsets``."""
         lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
         self.bounds = (lo.copy(), hi.copy())
+        self._followed_from = None  # a follow camera starts again from the new framing
         self._framed_offsets = None if offsets is None else np.array(offsets, np.float64)
         if offsets is not None and len(offsets):
             offsets = np.asarray(offsets, np.float64)

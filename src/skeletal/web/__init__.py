@@ -88,8 +88,9 @@ def _size_text(n: int) -> str:
     return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.1f} kB"
 
 
-def _asset_of(obj) -> tuple[Asset, str | None]:
-    """(asset, the clip it is playing or None) for an Asset, Player, Mixer or model path."""
+def _asset_of(obj, up: str = "y") -> tuple[Asset, str | None]:
+    """(asset, the clip it is playing or None) for an Asset, Player, Mixer or model path (loaded with
+    ``up``, see :func:`skeletal.load`)."""
     from ..playback import Mixer, Player
 
     if isinstance(obj, Asset):
@@ -101,7 +102,7 @@ def _asset_of(obj) -> tuple[Asset, str | None]:
     elif isinstance(obj, (str, os.PathLike)):
         from ..asset import load
 
-        return load(obj), None
+        return load(obj, up=up), None
     else:
         raise SkeletalError(f"cannot show a {type(obj).__name__}: give an Asset, a Player, a Mixer or a model path")
     # the clip list starts at the clip of the mixer's first action (the streamed pose shows the rest)
@@ -110,16 +111,20 @@ def _asset_of(obj) -> tuple[Asset, str | None]:
 
 
 def prepare(obj, clips: Sequence[Clip | str | int] | None = None, clip: str | int | None = None, *,
-            max_bytes: int = HTML_MAX_BYTES, width: int = 640, height: int = 480) -> Prepared:
+            max_bytes: int = HTML_MAX_BYTES, width: int = 640, height: int = 480, up: str = "y",
+            follow: bool = False) -> Prepared:
     """Export ``obj`` (Asset, Player, Mixer or path) with ``clips`` (default: all of the asset's) to
     GLB bytes, pick the first clip shown (``clip``: name or index among ``clips``) and frame it.
+    ``up``: a model path's up axis, as :func:`skeletal.load` takes it ("auto" stands Z-up mocap up).
+    ``follow``: the camera starts following the character's root (a checkbox in the viewer); else
+    it frames the clip's whole path.
 
     Raises :class:`skeletal.SkeletalError` with one line saying why when the asset cannot be exported
     (an additive clip, duplicate clip names...) or the GLB is over ``max_bytes``.
     """
     from ..export import export
 
-    asset, playing = _asset_of(obj)
+    asset, playing = _asset_of(obj, up)
     name = os.path.basename(asset.path) if asset.path else asset.name
     chosen = list(asset.clips) if clips is None else [c if isinstance(c, Clip) else asset.clip(c) for c in clips]
     with tempfile.TemporaryDirectory(prefix="skeletal-web-") as folder:
@@ -148,25 +153,50 @@ def prepare(obj, clips: Sequence[Clip | str | int] | None = None, clip: str | in
             index = names.index(key)
         elif clip is not None:
             raise SkeletalError(f"{name}: no clip {key!r} (clips: {', '.join(names) or 'none'})")
-    view = frame_view(asset, chosen[index] if chosen else None, width, height)
+    view = frame_view(asset, chosen[index] if chosen else None, width, height, follow=follow)
     return Prepared(glb, asset, names, index, view)
 
 
-def frame_view(asset: Asset, clip: Clip | None, width: int = 640, height: int = 480) -> dict[str, Any]:
+def frame_view(asset: Asset, clip: Clip | None, width: int = 640, height: int = 480,
+               follow: bool = False) -> dict[str, Any]:
     """The camera (eye, target, fov, near, far) and ground grid that ``skeletal render`` uses for
-    ``clip`` at this image size (see :func:`skeletal.render.camera.frame`)."""
-    from ..render.camera import animated_bounds, facing_yaw, frame, nice_step
+    ``clip`` at this image size (see :func:`skeletal.render.camera.frame`): the whole path of a clip
+    that travels, seen from its side; with ``follow`` the character alone, the camera then moving
+    with its root (``"follow"``: the node, whether on, and the root's start, for the viewer)."""
+    from ..render.camera import (CameraSpec, animated_bounds, facing_yaw, follow_bounds, frame, motion_node, nice_step,
+                                 path_facing, root_path)
 
-    lo, hi = animated_bounds(asset, clip)
-    cam = frame(None, lo, hi, width / height, facing=facing_yaw(asset))
+    facing = facing_yaw(asset, clip)
+    reference = None
+    if follow and clip is not None and clip.duration > 0:
+        lo, hi, reference = follow_bounds(asset, clip)
+    else:
+        lo, hi = animated_bounds(asset, clip)
+        facing = path_facing(asset, clip, facing, lo, hi, CameraSpec().yaw)
+    cam = frame(None, lo, hi, width / height, facing=facing)
     size = hi - lo
     tall = max(float(size[1]), float(np.linalg.norm(size)) * 0.3, 1e-3)
+    if reference is None and clip is not None and len(asset.rig):
+        reference = root_path(asset, clip, [0.0])[0]
+    node = int(asset.rig.node_of[motion_node(asset)]) if len(asset.rig) else -1
     return {
+        "follow": {"node": node, "on": bool(follow and reference is not None),
+                   "reference": [float(reference[0]), float(reference[2])] if reference is not None else None},
         "camera": {"eye": cam.eye.tolist(), "target": cam.target.tolist(), "fov": cam.fov, "near": cam.near, "far": cam.far},
-        "ground": {"y": float(lo[1]), "cell": nice_step(tall / 4.0), "half": 1.6 * float(np.linalg.norm(size)) + 2.0 * tall,
-                   "center": cam.target.tolist()},
+        "ground": {"y": float(lo[1]), "cell": nice_step(tall / 4.0), "half": 1.6 * float(np.linalg.norm(size)) + 2.0 * tall
+                   + (_path_extent(asset, clip) if follow else 0.0), "center": cam.target.tolist()},
         "size": float(np.linalg.norm(size)),
     }
+
+
+def _path_extent(asset: Asset, clip: Clip | None) -> float:
+    """How far the root travels over ``clip`` (the larger horizontal extent; 0 for none)."""
+    from ..render.camera import root_path
+
+    if clip is None or not clip.duration > 0 or not len(asset.rig):
+        return 0.0
+    path = root_path(asset, clip, np.linspace(0.0, clip.duration, 16))
+    return float(np.ptp(path[:, [0, 2]], axis=0).max())
 
 
 def _script_hash(text: str) -> str:
@@ -176,6 +206,7 @@ def _script_hash(text: str) -> str:
 def page_html(prepared: Prepared, *, title: str | None = None, width: int = 640, height: int = 480) -> str:
     """The self-contained page for a :class:`Prepared` model (see the module docstring)."""
     options = {"camera": prepared.view["camera"], "ground": prepared.view["ground"], "clip": prepared.clip_index,
+               "follow": prepared.view["follow"],
                "width": int(width), "height": int(height)}
     name = title or prepared.asset.name
     note = f"{name}: {len(prepared.clips)} clip(s), model {prepared.size_text} — drag to turn, shift-drag to pan, wheel to zoom"
@@ -230,12 +261,14 @@ def page_html(prepared: Prepared, *, title: str | None = None, width: int = 640,
 
 
 def to_html(obj: Asset | Player | Mixer | str | os.PathLike, path: str | os.PathLike, *, clips: Sequence[Clip | str | int] | None = None,
-            clip: str | int | None = None, width: int = 640, height: int = 480, title: str | None = None) -> str:
+            clip: str | int | None = None, width: int = 640, height: int = 480, title: str | None = None,
+            up: str = "y", follow: bool = False) -> str:
     """Write a self-contained page that plays ``obj`` (Asset, Player, Mixer or model path) to ``path``.
 
     ``clips``: the clips to include (Clip objects, e.g. retargeted or edited ones, or names/indices of
     the asset's; default all), ``clip`` the one shown first, ``width``/``height`` the view in CSS
-    pixels. Returns the path. Raises :class:`skeletal.SkeletalError` (one line) when the asset cannot
+    pixels; ``up``: a model path's up axis (see :func:`skeletal.load`); ``follow``: the camera follows
+    the character (else it frames the whole path; the page has a checkbox). Returns the path. Raises :class:`skeletal.SkeletalError` (one line) when the asset cannot
     be exported or is over :data:`HTML_MAX_BYTES` as GLB.
 
     >>> skeletal.to_html(skeletal.load("walk.bvh"), "walk.html")   # doctest: +SKIP
@@ -244,7 +277,7 @@ def to_html(obj: Asset | Player | Mixer | str | os.PathLike, path: str | os.Path
     folder = os.path.dirname(os.path.abspath(os.fspath(path)))
     if not os.path.isdir(folder):
         raise SkeletalError(f"cannot write {os.fspath(path)}: folder {folder} does not exist")
-    prepared = prepare(obj, clips, clip, width=width, height=height)
+    prepared = prepare(obj, clips, clip, width=width, height=height, up=up, follow=follow)
     text = page_html(prepared, title=title, width=width, height=height)
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
@@ -253,17 +286,19 @@ def to_html(obj: Asset | Player | Mixer | str | os.PathLike, path: str | os.Path
 
 def show(obj: Asset | Player | Mixer | str | os.PathLike, *, clips: Sequence[Clip | str | int] | None = None, clip: str | int | None = None,
          width: int = 640, height: int = 480, max_bytes: int = SHOW_MAX_BYTES, still: bool = True,
-         instance: int = 0) -> SkeletalWidget:
+         instance: int = 0, up: str = "y", follow: bool = False) -> SkeletalWidget:
     """A notebook widget playing ``obj`` (Asset, Player, Mixer or model path); see :class:`.widget.SkeletalWidget`.
 
     A Player or Mixer is followed live: after each of its ``update()`` calls the widget receives the
     new pose (``instance``: which of a Mixer's instances). ``still``: put a PNG of the first frame in
     the output for viewers that run no scripts. Models over ``max_bytes`` as GLB are refused with a
-    message (the widget sends the model once, whole).
+    message (the widget sends the model once, whole). ``up``: a model path's up axis, as
+    :func:`skeletal.load` takes it (``skeletal.show("walk_zup.bvh", up="auto")`` stands it up);
+    ``follow``: the camera follows the character's root (else it frames the whole path).
 
     >>> w = skeletal.show(skeletal.Player(asset))       # doctest: +SKIP
     """
     from .widget import SkeletalWidget
 
     return SkeletalWidget(obj, clips=clips, clip=clip, width=width, height=height, max_bytes=max_bytes,
-                          still=still, instance=instance)
+                          still=still, instance=instance, up=up, follow=follow)

@@ -10,7 +10,9 @@
 // createSkeletalViewer(root, options) builds the UI inside the element `root` and returns the viewer
 // object (its API is listed at the `api` object below). options: {glb: ArrayBuffer|Uint8Array,
 // camera: {eye, target, fov, near, far}, ground: {y, cell, half}, clip: index, width, height,
-// note: text shown under the controls}.
+// note: text shown under the controls, follow: {node: glTF node index, on: bool, reference: [x, z]}
+// (the camera moves with that node's horizontal position from where it was framed: a walk that
+// travels stays in view; a "follow" checkbox turns it on and off)}.
 "use strict";
 
 function createSkeletalViewer(root, options) {
@@ -50,6 +52,14 @@ function createSkeletalViewer(root, options) {
   const skelBox = el("input", {type: "checkbox"}, skelLabel);
   skelBox.checked = true;
   skelLabel.appendChild(doc.createTextNode(" bones"));
+  // follow.reference: the root's [x, z] where the camera was framed (time 0 of the first clip)
+  const follow = opts.follow && opts.follow.node >= 0 ? {node: opts.follow.node | 0, on: !!opts.follow.on,
+    reference: Array.isArray(opts.follow.reference) ? opts.follow.reference.slice(0, 2) : null, last: null} : null;
+  if (follow) follow.last = follow.reference;
+  const followLabel = el("label", {title: "the camera follows the character", style: follow ? "" : "display:none"}, bar);
+  const followBox = el("input", {type: "checkbox"}, followLabel);
+  followBox.checked = !!(follow && follow.on);
+  followLabel.appendChild(doc.createTextNode(" follow"));
   const resetButton = el("button", {text: "reset view"}, bar);
   const status = el("div", {style: "margin-top:2px;color:#555;white-space:pre-wrap"}, box);
   if (opts.note) status.textContent = String(opts.note);
@@ -544,6 +554,11 @@ function createSkeletalViewer(root, options) {
     if (!state.doc || !gl) return;
     const model = state.doc;
     const world = pose(model, state.clip, state.time);
+    if (follow && follow.node < model.nodes.length) {  // move the camera by the root's horizontal motion
+      const x = world[follow.node * 16 + 3], z = world[follow.node * 16 + 11];
+      if (follow.on && follow.last) { cam.target[0] += x - follow.last[0]; cam.target[2] += z - follow.last[1]; }
+      follow.last = [x, z];
+    }
     const vp = viewProjection();
     const vpc = colMajor(vp.m);
     const bg = state.background || [0.42, 0.47, 0.55];
@@ -650,7 +665,8 @@ function createSkeletalViewer(root, options) {
   clipSelect.addEventListener("change", () => api.setClip(Number(clipSelect.value)));
   speedSelect.addEventListener("change", () => { state.speed = Number(speedSelect.value) || 1; });
   skelBox.addEventListener("change", () => { state.showSkeleton = skelBox.checked; draw(); });
-  resetButton.addEventListener("click", () => { if (cam.home) setCameraFrom(cam.home); draw(); });
+  followBox.addEventListener("change", () => { if (follow) { follow.on = followBox.checked; follow.last = null; } draw(); });
+  resetButton.addEventListener("click", () => { if (cam.home) setCameraFrom(cam.home); if (follow) follow.last = follow.reference; draw(); });
   slider.addEventListener("input", () => {
     const clip = state.doc && state.doc.clips[state.clip];
     sliderHeld = true;
@@ -708,6 +724,9 @@ function createSkeletalViewer(root, options) {
     setBackground(rgb) { state.background = rgb; draw(); },
     show(parts) { for (const k of ["skeleton", "mesh", "grid"]) if (parts && k in parts) state["show" + k[0].toUpperCase() + k.slice(1)] = !!parts[k]; skelBox.checked = state.showSkeleton; draw(); },
     setCamera(c) { setCameraFrom(c); draw(); },
+    /** the camera's target [x, y, z] (it moves with the root while following) */
+    cameraTarget() { return cam.target.slice(); },
+    setFollow(on) { if (follow) { follow.on = !!on; follow.last = null; followBox.checked = follow.on; } draw(); },
     canvas,
     destroy() { api.destroyed = true; },
   };

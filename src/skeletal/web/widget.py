@@ -71,10 +71,10 @@ class SkeletalWidget(anywidget.AnyWidget):
 
     def __init__(self, obj, *, clips: Sequence[Clip | str | int] | None = None, clip: str | int | None = None,
                  width: int = 640, height: int = 480, max_bytes: int = SHOW_MAX_BYTES, still: bool = True,
-                 instance: int = 0):
+                 instance: int = 0, up: str = "y", follow: bool = False):
         from ..playback import Mixer, Player
 
-        prepared = prepare(obj, clips, clip, max_bytes=max_bytes, width=width, height=height)
+        prepared = prepare(obj, clips, clip, max_bytes=max_bytes, width=width, height=height, up=up, follow=follow)
         self.prepared = prepared
         self.asset = prepared.asset
         self._mixer = obj.mixer if isinstance(obj, Player) else obj if isinstance(obj, Mixer) else None
@@ -83,6 +83,7 @@ class SkeletalWidget(anywidget.AnyWidget):
         self._instance = int(instance)
         name = os.path.basename(self.asset.path) if self.asset.path else self.asset.name
         options = {"camera": prepared.view["camera"], "ground": prepared.view["ground"], "clip": prepared.clip_index,
+                   "follow": prepared.view["follow"],
                    "width": int(width), "height": int(height),
                    "note": f"{name}: {len(prepared.clips)} clip(s), model {prepared.size_text}"
                            + (" — following Python's update() calls" if self._mixer is not None else "")}
