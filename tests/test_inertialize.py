@@ -1,0 +1,175 @@
+"""Inertialized transitions: the stage on analytic motions (pose and velocity continuous at a switch,
+chained switches, offsets gone after the blend time) and as a Player crossfade mode."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from skeletal.demo import demo_asset
+from skeletal.errors import SkeletalError
+from skeletal.playback import Player
+from skeletal.playback import kernels as K
+from skeletal.playback.locomotion import inertia_kernels as IK
+from skeletal.playback.locomotion.inertialize import Inertializer, pose_velocity
+
+BLENDS = ("inertialize", "inertialize_spring", "dead_blend")
+J = 4
+
+
+def _exp(r: np.ndarray) -> np.ndarray:
+    return np.array([IK.quat_exp(*row) for row in r])
+
+
+def _mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.array([IK.qmul(*x, *y) for x, y in zip(a, b)])
+
+
+class Motion:
+    """Joints turning at constant angular velocities (parent frame) and moving at constant speeds."""
+
+    def __init__(self, seed: int):
+        rng = np.random.default_rng(seed)
+        self.q0 = _exp(rng.normal(size=(J, 3)))
+        self.w = rng.normal(size=(J, 3)) * 3.0
+        self.t0 = rng.normal(size=(J, 3))
+        self.v = rng.normal(size=(J, 3))
+        self.s0 = 1.0 + 0.1 * rng.normal(size=(J, 3))
+        self.sv = 0.2 * rng.normal(size=(J, 3))
+
+    def pose(self, t: float) -> np.ndarray:
+        p = np.empty((J, 10))
+        p[:, 0:3] = self.t0 + self.v * t
+        p[:, 3:7] = _mul(_exp(self.w * t), self.q0)
+        p[:, 7:10] = self.s0 + self.sv * t
+        return p
+
+    def velocity(self) -> np.ndarray:
+        return np.concatenate([self.v, self.w, self.sv], axis=1)
+
+
+def _run(stage: Inertializer, motion: Motion, t_from: float, steps: int, h: float) -> list[np.ndarray]:
+    shown = []
+    for k in range(1, steps + 1):
+        pose = motion.pose(t_from + k * h)[None].copy()
+        stage.apply(pose, h)
+        shown.append(pose[0])
+    return shown
+
+
+@pytest.mark.parametrize("blend", BLENDS)
+@pytest.mark.parametrize("known_velocity", [True, False])
+def test_switch_keeps_pose_and_velocity(blend, known_velocity):
+    old, new = Motion(1), Motion(2)
+    stage = Inertializer(1, J)
+    h = 1e-5
+    target_velocity = new.velocity()[None] if known_velocity else None
+    stage.switch(new.pose(0.0)[None], 0.3, blend=blend, source=old.pose(0.0)[None],
+                 source_velocity=old.velocity()[None], target_velocity=target_velocity)
+    at_switch = new.pose(0.0)[None].copy()
+    stage.apply(at_switch, 0.0)
+    np.testing.assert_allclose(at_switch[0], old.pose(0.0), atol=1e-12)
+    shown = [old.pose(0.0)] + _run(stage, new, 0.0, 2, h)
+    velocity = pose_velocity(np.array(shown[:-1]), np.array(shown[1:]), h)
+    # the first steps move as the old motion did (to O(h): accelerations are ~1e3 rad/s^2 here)
+    np.testing.assert_allclose(velocity[0], old.velocity(), atol=0.05)
+    np.testing.assert_allclose(velocity[1], old.velocity(), atol=0.05)
+    # whereas a pop would have jumped by the difference of the motions
+    assert np.abs(new.velocity() - old.velocity()).max() > 2.0
+
+
+@pytest.mark.parametrize("blend", BLENDS)
+def test_offsets_vanish_after_the_blend_time(blend):
+    old, new = Motion(3), Motion(4)
+    stage = Inertializer(1, J)
+    stage.switch(new.pose(0.0)[None], 0.25, blend=blend, source=old.pose(0.0)[None],
+                 source_velocity=old.velocity()[None])
+    h = 1 / 60
+    shown = _run(stage, new, 0.0, 40, h)  # 0.67 s: past twice the blend time (the spring's end)
+    np.testing.assert_allclose(shown[-1], new.pose(40 * h), atol=1e-9)
+    assert not stage.running.any()
+    # halfway, the shown pose is between: neither the old motion carried on nor the new one
+    assert np.abs(shown[7] - new.pose(8 * h)).max() > 1e-3
+
+
+@pytest.mark.parametrize("blend", BLENDS)
+def test_chained_switches_stay_continuous(blend):
+    a, b, c = Motion(5), Motion(6), Motion(7)
+    stage = Inertializer(1, J)
+    h = 1e-4
+    stage.switch(b.pose(0.0)[None], 0.3, blend=blend, source=a.pose(0.0)[None], source_velocity=a.velocity()[None])
+    shown = _run(stage, b, 0.0, 500, h)  # 0.05 s into the first transition
+    before = pose_velocity(shown[-2], shown[-1], h)
+    stage.switch(c.pose(0.0)[None], 0.3, blend=blend)  # source: what the stage showed, and its velocity
+    after = _run(stage, c, 0.0, 1, h)[0]
+    assert np.abs(after - shown[-1])[:, [0, 1, 2, 7, 8, 9]].max() < 5e-3  # one step of ~10 m/s at most
+    velocity = pose_velocity(shown[-1], after, h)
+    np.testing.assert_allclose(velocity, before, atol=0.3)  # vs jumps of several rad/s between the motions
+
+
+def test_bad_arguments_are_refused():
+    stage = Inertializer(2, J)
+    pose = np.zeros((2, J, 10))
+    with pytest.raises(SkeletalError, match="blend"):
+        stage.switch(pose, 0.3, blend="cubic")
+    with pytest.raises(SkeletalError, match="duration"):
+        stage.switch(pose, 0.0)
+    with pytest.raises(SkeletalError, match="shape"):
+        stage.switch(pose[:, :2], 0.3)
+    with pytest.raises(SkeletalError, match="pose"):
+        stage.apply(np.zeros((2, J, 9)), 0.1)
+
+
+# -- on a Player -----------------------------------------------------------------------------------
+
+
+def _frames(blend: str | None, frames_before: int = 30, frames_after: int = 40, dt: float = 1 / 60):
+    """Poses of the demo character walking, switched to run (``blend`` None: a pop), and the number of
+    actions sampled (weight > 0) in each frame after the switch."""
+    player = Player(demo_asset())
+    player.play("walk")
+    poses, sampled = [], []
+    for _ in range(frames_before):
+        player.update(dt)
+        poses.append(player.local_pose.copy())
+    if blend is None:
+        player.crossfade("run", 0.0)
+    elif blend == "linear":
+        player.crossfade("run", 0.3)
+    else:
+        player.crossfade("run", 0.3, blend=blend)
+    for _ in range(frames_after):
+        player.update(dt)
+        poses.append(player.local_pose.copy())
+        sampled.append(int((player.mixer.fs[0, :, K.F_EFFECTIVE] > 0).sum()))
+    return np.array(poses), sampled, player
+
+
+def _switch_jump(poses: np.ndarray, switch: int = 30, dt: float = 1 / 60) -> float:
+    """The largest change of any joint's angular velocity between the frame before the switch and the first
+    frame after it (rad/s)."""
+    w = pose_velocity(poses[:-1], poses[1:], dt)[..., 3:6]
+    return float(np.linalg.norm(w[switch - 1] - w[switch - 2], axis=-1).max())
+
+
+def test_player_inertialized_crossfade_samples_one_clip_and_does_not_pop():
+    pop, _, _ = _frames(None)
+    linear, sampled_linear, _ = _frames("linear")
+    for blend in BLENDS:
+        poses, sampled, player = _frames(blend)
+        assert max(sampled) == 1  # only the new clip is sampled during the transition
+        assert _switch_jump(poses) < 0.25 * _switch_jump(pop)
+        # after the transition the pose is the run clip's own (what the pop shows at the same clock)
+        np.testing.assert_allclose(poses[-1], pop[-1], atol=1e-9)
+        assert player.mixer._inertialization.frames_posed >= 0.3 * 60 - 1
+    assert max(sampled_linear) == 2
+
+
+def test_crossfade_blend_name_is_checked():
+    player = Player(demo_asset())
+    player.play("walk")
+    with pytest.raises(SkeletalError, match="blend"):
+        player.crossfade("run", 0.3, blend="smooth")
+    with pytest.raises(SkeletalError, match="warp"):
+        player.crossfade("run", 0.3, blend="inertialize", warp=True)
+
