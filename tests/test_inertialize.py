@@ -173,3 +173,26 @@ def test_crossfade_blend_name_is_checked():
     with pytest.raises(SkeletalError, match="warp"):
         player.crossfade("run", 0.3, blend="inertialize", warp=True)
 
+
+
+def test_root_motion_velocity_fades_instead_of_jumping():
+    from skeletal.demo import locomotion_asset
+
+    asset = locomotion_asset()
+    dt = 1 / 60
+    runs = {}
+    for blend in (None, "inertialize"):
+        player = Player(asset)
+        root = player.enable_root_motion("root")
+        player.play("walk_forward")
+        speeds = []
+        for k in range(60):
+            if k == 30:
+                player.crossfade("run_forward", 0.0) if blend is None else player.crossfade("run_forward", 0.4, blend=blend)
+            player.update(dt)
+            speeds.append(np.hypot(*root.delta[0, :2]) / dt)
+        runs[blend] = np.array(speeds)
+    pop, smooth = runs[None], runs["inertialize"]
+    assert abs(pop[30] - pop[29]) > 1.0  # walk to run speed at once
+    assert abs(smooth[30] - smooth[29]) < 0.25 * abs(pop[30] - pop[29])
+    np.testing.assert_allclose(smooth[-5:], pop[-5:], atol=1e-9)

@@ -130,21 +130,31 @@ def inertialized_crossfade(mixer: Mixer, clip: Any, duration: float, blend: str,
     unknown = hook.stage.clock[rows, C_KEPT] < 2  # fewer than two shown poses kept (a new stage)
     if unknown.any():
         source[unknown] = mixer.local_pose[rows[unknown]]
-        velocity[unknown] = _velocity_ahead(mixer, rows[unknown])
+        velocity[unknown], root_velocity = _velocity_ahead(mixer, rows[unknown])
+        if root_velocity is not None:
+            hook.root_velocity[rows[unknown]] = root_velocity
     slot = mixer.crossfade(clip, 0.0, layer=layer, sync=sync, instances=instances, **play_options)
     mixer.evaluate()
     hook.switch(rows, source, velocity, float(duration), blend, {"extrapolation_halflife": extrapolation_halflife})
     return slot
 
 
-def _velocity_ahead(mixer: Mixer, rows: np.ndarray, step: float = 1.0 / 240.0) -> np.ndarray:
+def _velocity_ahead(mixer: Mixer, rows: np.ndarray, step: float = 1.0 / 240.0) -> tuple[np.ndarray, np.ndarray | None]:
     """The velocity (n, J, 9) of the mixer's current motion for instances ``rows``: its pose ``step``
     seconds ahead (the update kernel's ADVANCE and BLEND stages) minus its pose now, the clocks, fades
-    and event fields put back after (used when no earlier shown pose was kept)."""
+    and event fields put back after (used when no earlier shown pose was kept); and the root-motion
+    velocity (n, 3) of a RootMotion on the mixer over the same step (None without one)."""
     saved = (mixer.fs.copy(), mixer.ist.copy(), mixer.cursors.copy())
     now = mixer.local_pose[rows].copy()
     mixer._run(step, K.ADVANCE | K.BLEND)
     ahead = mixer.local_pose[rows].copy()
+    root = _root_motion_of(mixer)
+    root_velocity = None
+    if root is not None:
+        delta = root.delta.copy()
+        root.after_update(step)
+        root_velocity = root.delta[rows] / step
+        root.delta = delta
     mixer.fs[...], mixer.ist[...], mixer.cursors[...] = saved
     mixer._run(0.0, K.BLEND | K.WORLD)
-    return pose_velocity(now, ahead, step)
+    return pose_velocity(now, ahead, step), root_velocity
