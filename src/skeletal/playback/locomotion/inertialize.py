@@ -65,7 +65,7 @@ class Inertializer:
     several).
 
     >>> stage = Inertializer(count=100, joints=65)
-    >>> stage.running.any()
+    >>> bool(stage.running.any())
     False
     """
 
