@@ -162,7 +162,27 @@ def test_player_inertialized_crossfade_samples_one_clip_and_does_not_pop():
         # after the transition the pose is the run clip's own (what the pop shows at the same clock)
         np.testing.assert_allclose(poses[-1], pop[-1], atol=1e-9)
         assert player.mixer._inertialization.frames_posed >= 0.3 * 60 - 1
+        # the transition over, the stage is off the mixer (the plain update again)
+        assert player.mixer._inertialization not in player.mixer.controllers
     assert max(sampled_linear) == 2
+
+
+def test_a_later_switch_starts_from_the_motion_shown():
+    """After a transition has ended (the stage is off the mixer), the next switch finds the old motion's
+    velocity by looking ahead: as continuous as the first."""
+    jumps = {}
+    for blend in (None, "inertialize"):
+        player = Player(demo_asset())
+        player.play("walk")
+        shown = []
+        for k in range(100):
+            for at, clip in ((30, "run"), (70, "walk")):
+                if k == at:
+                    player.crossfade(clip, 0.0) if blend is None else player.crossfade(clip, 0.3, blend=blend)
+            player.update(1 / 60)
+            shown.append(player.local_pose.copy())
+        jumps[blend] = _switch_jump(np.array(shown), switch=70)
+    assert jumps[None] > 20.0 and jumps["inertialize"] < 0.25 * jumps[None]
 
 
 def test_crossfade_blend_name_is_checked():

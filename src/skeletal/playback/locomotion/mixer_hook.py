@@ -6,11 +6,12 @@ How it plugs into the frame (the only change to the mixer is two lines at the to
 1. the switch: the pose shown now and its velocity (kept by the stage) become the source; the layer
    switches to the target clip at once (a crossfade of length 0: one clip sampled from now on) and
    is evaluated; that pose is the target at the switch.
-2. every update: the mixer's compiled update runs as always (clocks, the one clip's pose, world
-   matrices, palettes); then this controller's ``after_update`` adds the decaying offsets to
-   ``local_pose`` in one compiled call (:class:`~skeletal.playback.locomotion.inertialize.Inertializer`)
-   and, while a transition runs, re-runs the update kernel's WORLD stage (world rows, IK, palettes)
-   on the changed pose. The root-motion delta of a :class:`~skeletal.playback.rootmotion.RootMotion`
+2. every update while a transition runs: the mixer's compiled update runs as always (clocks, the one
+   clip's pose, world matrices, palettes); then this controller's ``after_update`` adds the decaying
+   offsets to ``local_pose`` in one compiled call
+   (:class:`~skeletal.playback.locomotion.inertialize.Inertializer`) and re-runs the update kernel's
+   WORLD stage (world rows, IK, palettes) on the changed pose. When every transition has ended the
+   controller takes itself off the mixer (a Player's update is its plain fast path again). The root-motion delta of a :class:`~skeletal.playback.rootmotion.RootMotion`
    on the mixer gets the same treatment: the old velocity's excess fades out (smootherstep).
 
 The extra WORLD pass is the price of staying outside the kernels; fused into
@@ -62,6 +63,12 @@ class MixerInertialization:
             self.frames_posed += 1
             mixer._run(0.0, K.WORLD)
         self._root_motion(dt)
+        if not changed and not self.stage.running.any() and not self.root_pending.any() and not self.root_clock[:, 1].any():
+            # every transition has ended: off the mixer until the next switch (its plain, fast update
+            # again); the next switch finds the velocity by looking ahead (shown pose = mixer pose then)
+            self.stage.clock[:, C_KEPT] = 0.0
+            if self in mixer.controllers:
+                mixer.controllers.remove(self)
 
     def _root_motion(self, dt: float) -> None:
         root = _root_motion_of(self.mixer)
@@ -89,8 +96,9 @@ class MixerInertialization:
                           instances=rows, **options)
         self.stage.apply(self.mixer.local_pose, 0.0)  # the switch's moment: the source pose again
         self.mixer._run(0.0, K.WORLD)
-        self.root_pending[rows] = True
-        self.root_clock[rows] = (0.0, duration)
+        if _root_motion_of(self.mixer) is not None:
+            self.root_pending[rows] = True
+            self.root_clock[rows] = (0.0, duration)
         controllers = self.mixer.controllers
         if self in controllers:
             controllers.remove(self)
@@ -139,11 +147,14 @@ def inertialized_crossfade(mixer: Mixer, clip: Any, duration: float, blend: str,
     return slot
 
 
-def _velocity_ahead(mixer: Mixer, rows: np.ndarray, step: float = 1.0 / 240.0) -> tuple[np.ndarray, np.ndarray | None]:
+def _velocity_ahead(mixer: Mixer, rows: np.ndarray, step: float = 1.0 / 60.0) -> tuple[np.ndarray, np.ndarray | None]:
     """The velocity (n, J, 9) of the mixer's current motion for instances ``rows``: its pose ``step``
     seconds ahead (the update kernel's ADVANCE and BLEND stages) minus its pose now, the clocks, fades
     and event fields put back after (used when no earlier shown pose was kept); and the root-motion
-    velocity (n, 3) of a RootMotion on the mixer over the same step (None without one)."""
+    velocity (n, 3) of a RootMotion on the mixer over the same step (None without one). A step of one
+    60 Hz frame: the first frame after the switch then moves as the old motion would have (a clip
+    keyed at 30 Hz changes velocity at its keys; an instantaneous velocity would carry the key's
+    step on)."""
     saved = (mixer.fs.copy(), mixer.ist.copy(), mixer.cursors.copy())
     now = mixer.local_pose[rows].copy()
     mixer._run(step, K.ADVANCE | K.BLEND)

@@ -10,8 +10,8 @@ The accelerated search is D. Holden's Motion-Matching ``database.h`` scheme (the
 and maximum of every run of :data:`SMALL` consecutive rows and of every run of :data:`LARGE`) over the
 rows put in k-d order first (:func:`kd_order`: recursive median splits), so that a run holds near
 rows, not 1 s of one clip (whose feet sweep the whole stride). It computes every large box's distance
-bound and searches the boxes nearest first, until the next box's bound is above the best distance
-found, skipping small boxes the same way; a row's distance stops adding
+bound, searches the rows of the nearest box first (a good first guess), then every box whose bound
+is not above the best distance so far, skipping small boxes the same way; a row's distance stops adding
 up once it passes the best. It returns the **same row** as brute force, bit for bit: every distance
 is summed over the columns in the same order and in the same precision, a box's bound is such a sum
 of terms no larger than any of its rows' (rounding is monotonic), so a skipped box holds no row as
@@ -177,16 +177,19 @@ def _scan_large(order, rows, small_min, small_max, lb, query, best, best_i):
 
 @njit(cache=True)
 def _box_one(order, rows, small_min, small_max, large_min, large_max, query, bounds):
-    """The nearest row (its original index): every large box's bound first (into ``bounds``), then the
-    boxes nearest first until the next bound is above the best distance found."""
+    """The nearest row (its original index): every large box's bound first (into ``bounds``), the rows
+    of the nearest box (a good first guess), then every other box whose bound is not above the best
+    distance found so far."""
     inf = np.float32(np.inf)
+    first = 0
     for lb in range(large_min.shape[0]):
         bounds[lb] = _box_bound(large_min, large_max, lb, query, inf)
-    best, best_i = inf, -1
-    for lb in np.argsort(bounds[: large_min.shape[0]]):
-        if bounds[lb] > best:
-            break
-        best, best_i = _scan_large(order, rows, small_min, small_max, lb, query, best, best_i)
+        if bounds[lb] < bounds[first]:
+            first = lb
+    best, best_i = _scan_large(order, rows, small_min, small_max, first, query, inf, -1)
+    for lb in range(large_min.shape[0]):
+        if lb != first and bounds[lb] <= best:
+            best, best_i = _scan_large(order, rows, small_min, small_max, lb, query, best, best_i)
     return best_i, best
 
 
