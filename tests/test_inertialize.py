@@ -8,7 +8,7 @@ import pytest
 
 from skeletal.demo import demo_asset
 from skeletal.errors import SkeletalError
-from skeletal.playback import Player
+from skeletal.playback import Crowd, Player
 from skeletal.playback import kernels as K
 from skeletal.playback.locomotion import inertia_kernels as IK
 from skeletal.playback.locomotion.inertialize import Inertializer, pose_velocity
@@ -192,6 +192,10 @@ def test_crossfade_blend_name_is_checked():
         player.crossfade("run", 0.3, blend="smooth")
     with pytest.raises(SkeletalError, match="warp"):
         player.crossfade("run", 0.3, blend="inertialize", warp=True)
+    crowd = Crowd(demo_asset(), 4)
+    crowd.play("walk")
+    with pytest.raises(SkeletalError, match="Crowd"):
+        crowd.crossfade("run", 0.3, blend="inertialize")
 
 
 

@@ -7,7 +7,7 @@ trajectory. The root speed of a gait is the speed at which the in-place clip's p
 backwards (:func:`gait_speed`), so the feet stay planted when the root carries the body forward;
 turning clips rotate the root about +Y at a constant rate and carry it along the turned heading.
 
->>> from skeletal.demo_locomotion import locomotion_asset
+>>> from skeletal.demo import locomotion_asset
 >>> asset = locomotion_asset()
 >>> sorted(c.name for c in asset.clips)[:4]
 ['idle', 'run', 'run_forward', 'run_slow']
@@ -142,19 +142,17 @@ def _channels(asset: Asset, gait: Clip, times: np.ndarray, pose: np.ndarray) -> 
     return channels
 
 
-@lru_cache(maxsize=1)
-def locomotion_asset() -> Asset:
-    """The demo character with its four clips and the locomotion set :data:`SET` (built once, shared:
-    treat it as read-only)."""
-    from .demo import demo_asset
-
-    base = demo_asset()
+@lru_cache(maxsize=2)
+def with_locomotion(base: Asset) -> Asset:
+    """The demo character ``base`` (:func:`skeletal.demo.demo_asset`) with its clips and the locomotion
+    set :data:`SET` added (built once per base, shared: treat it as read-only);
+    :func:`skeletal.demo.locomotion_asset` is this for the demo asset."""
     document = copy.copy(base.document)
     document.animations = list(base.document.animations) + [make_animation(base, spec) for spec in SET]
     return Asset(document)
 
 
-def locomotion_clips() -> list[Clip]:
-    """The clips of :data:`SET` on the demo character's rig (playable on a ``demo_asset()`` player)."""
-    asset = locomotion_asset()
+def locomotion_clips(base: Asset) -> list[Clip]:
+    """The clips of :data:`SET` on the demo character's rig (playable on a player of ``base``)."""
+    asset = with_locomotion(base)
     return [asset.clip(spec.name) for spec in SET]

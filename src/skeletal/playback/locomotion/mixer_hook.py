@@ -22,7 +22,7 @@ refused here for now.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -31,18 +31,16 @@ from .. import kernels as K
 from .inertia_kernels import C_KEPT
 from .inertialize import BLENDS, Inertializer, pose_velocity
 
-if TYPE_CHECKING:
-    from ..mixer import InstanceSelector, Mixer
+# The mixer, its crowd and root motion are not imported here (the mixer imports this module: no cycle);
+# ``mixer`` below is a skeletal.Mixer (or Player's mixer), found by what it has.
 
 
 class MixerInertialization:
     """The mixer controller that applies an :class:`Inertializer` to a mixer's ``local_pose`` after
     each update (made by the first :func:`inertialized_crossfade` on a mixer; ``mixer._inertialization``)."""
 
-    def __init__(self, mixer: Mixer):
-        from ..crowd import Crowd
-
-        if isinstance(mixer, Crowd):
+    def __init__(self, mixer: Any):
+        if hasattr(mixer, "_wide_ok"):  # a Crowd: its wide path keeps the poses in SIMD lanes
             raise SkeletalError("inertialized crossfades are not available on a Crowd yet (use blend='linear')")
         self.mixer = mixer
         self.stage = Inertializer(mixer.count, len(mixer.rig))
@@ -105,17 +103,17 @@ class MixerInertialization:
         controllers.append(self)  # after root motion, which sets the delta this adjusts
 
 
-def _root_motion_of(mixer: Mixer):
-    from ..rootmotion import RootMotion
-
+def _root_motion_of(mixer: Any) -> Any:
+    """The mixer's :class:`~skeletal.playback.rootmotion.RootMotion` controller (the one with motion
+    curves and a per-update delta), or None."""
     for controller in mixer.controllers:
-        if isinstance(controller, RootMotion):
+        if hasattr(controller, "curves") and hasattr(controller, "delta"):
             return controller
     return None
 
 
-def inertialized_crossfade(mixer: Mixer, clip: Any, duration: float, blend: str, *, layer: int = 0,
-                           sync: bool = False, instances: InstanceSelector = None,
+def inertialized_crossfade(mixer: Any, clip: Any, duration: float, blend: str, *, layer: int = 0,
+                           sync: bool = False, instances: Any = None,
                            extrapolation_halflife: float = 0.1, **play_options: Any) -> int:
     """``mixer.crossfade(clip, duration, blend=...)`` for ``blend`` other than "linear": switch the
     layer to ``clip`` at once (only it is sampled from now on) and fade out the difference from the
@@ -147,7 +145,7 @@ def inertialized_crossfade(mixer: Mixer, clip: Any, duration: float, blend: str,
     return slot
 
 
-def _velocity_ahead(mixer: Mixer, rows: np.ndarray, step: float = 1.0 / 60.0) -> tuple[np.ndarray, np.ndarray | None]:
+def _velocity_ahead(mixer: Any, rows: np.ndarray, step: float = 1.0 / 60.0) -> tuple[np.ndarray, np.ndarray | None]:
     """The velocity (n, J, 9) of the mixer's current motion for instances ``rows``: its pose ``step``
     seconds ahead (the update kernel's ADVANCE and BLEND stages) minus its pose now, the clocks, fades
     and event fields put back after (used when no earlier shown pose was kept); and the root-motion
