@@ -1,12 +1,19 @@
 """Locomotion: inertialized transitions and motion matching (issue 27's foundations).
 
 * :mod:`~skeletal.playback.locomotion.inertialize`: :class:`Inertializer`, decaying per-joint pose
-  offsets over batch-first local poses; ``crossfade(..., blend="inertialize")`` on a Player or Mixer.
+  offsets over batch-first local poses; ``crossfade(..., blend="inertialize")`` on a Player or Mixer
+  (:mod:`~skeletal.playback.locomotion.mixer_hook`).
 * :mod:`~skeletal.playback.locomotion.features` and :mod:`~skeletal.playback.locomotion.database`:
-  a motion-matching database of every frame of a set of clips.
+  :class:`MatchingDatabase`, every frame of a set of clips with its feature vector, in one file.
 * :mod:`~skeletal.playback.locomotion.search`: brute-force and bounding-box searches, batched.
+* :mod:`~skeletal.playback.locomotion.controller`: :class:`MotionMatching`, a Player driven by a
+  desired velocity through the database.
 """
 
+from .controller import MotionMatching
+from .database import MatchingDatabase, Range
+from .features import Feature, default_features
 from .inertialize import Inertializer, pose_velocity
 
-__all__ = ["Inertializer", "pose_velocity"]
+__all__ = ["Feature", "Inertializer", "MatchingDatabase", "MotionMatching", "Range", "default_features",
+           "pose_velocity"]
