@@ -150,3 +150,14 @@ def test_search_refuses_bad_queries(db):
         db.search(np.zeros((2, 5), np.float32))
     with pytest.raises(SkeletalError, match="finite"):
         db.search(np.full((1, db.width), np.nan, np.float32))
+
+
+def test_benchmark_modules_run_small():
+    """The benchmark modules' measuring code, on small sizes (no timing is checked)."""
+    from skeletal.bench import matching, transitions
+    from skeletal.demo import demo_asset
+
+    rows = matching.bench_size(3000, batches=(1, 20), repeats=1)
+    assert [r["same_frames"] for r in rows] == [True, True] and rows[0]["frames"] == 3000
+    row = transitions.run_sequence(demo_asset(), ("idle", "walk", "run"), "inertialize", (0.5, 1.0))
+    assert row["clips_sampled"] == 1 and row["switch_jump"] < 30.0

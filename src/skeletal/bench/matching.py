@@ -4,7 +4,9 @@
 500,000 frames, the time per query of one character's query per call and of 1,000 characters'
 queries in one call, for :func:`~skeletal.playback.locomotion.search.box_search` and
 :func:`~skeletal.playback.locomotion.search.brute_force` (samples interleaved, so a busy machine
-slows both alike), the speed-up, and whether both returned the same frames.
+slows both alike), the speed-up, and whether both returned the same frames; then the crowd budget
+(:func:`crowd_budget`): 1,000 characters searching every 6th frame (167 queries a frame) against one
+update of a 1,000-character crowd.
 
 The databases: the built-in character's locomotion set (:func:`skeletal.demo.locomotion_asset`,
 mirrored: about 2,000 frames with Holden's 27 default features) repeated to the size, each copy of a
@@ -83,6 +85,37 @@ def bench_size(size: int, batches=BATCHES, repeats: int = 5, seed: int = 0) -> l
     return out
 
 
+def crowd_budget(size: int, characters: int = 1000, every: int = 6, repeats: int = 5, seed: int = 0) -> dict:
+    """The issue's budget: ``characters`` characters each searching every ``every``-th frame (so
+    ``characters / every`` queries per frame, one call) against one update of a crowd of
+    ``characters`` built-in characters playing walk (milliseconds, medians of interleaved samples)."""
+    import skeletal
+
+    from ..demo import demo_asset
+
+    rows, real = synthetic_rows(size, seed)
+    boxes = S.build_boxes(rows)
+    rng = np.random.default_rng(seed + 2)
+    per_frame = -(-characters // every)
+    picks = real[rng.integers(0, len(real), per_frame)]
+    queries = (picks + rng.normal(scale=0.3, size=picks.shape)).astype(np.float32)
+    crowd = skeletal.Crowd(demo_asset(), characters)
+    crowd.play("walk", offsets=rng.uniform(0.0, 1.0, characters))
+    crowd.update(1 / 60)
+    S.box_search(rows, boxes, queries)
+    search_ms, crowd_ms = [], []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        S.box_search(rows, boxes, queries)
+        search_ms.append((time.perf_counter() - start) * 1e3)
+        start = time.perf_counter()
+        crowd.update(1 / 60)
+        crowd_ms.append((time.perf_counter() - start) * 1e3)
+    search, update = statistics.median(search_ms), statistics.median(crowd_ms)
+    return dict(frames=size, characters=characters, queries_per_frame=per_frame, search_ms=search,
+                crowd_update_ms=update, ratio=search / update)
+
+
 def main(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(prog="python -m skeletal.bench.matching", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="50k frames only, 3 samples")
@@ -100,6 +133,12 @@ def main(argv: list[str] | None = None) -> list[dict]:
             table.append(row)
             print(f"{row['frames']:>8} {row['queries_per_call']:>12} {row['box_us_per_query']:>13.1f} "
                   f"{row['brute_us_per_query']:>15.1f} {row['speedup']:>8.1f}x {row['same_frames']}")
+    print(f"{'frames':>8} {'queries/frame':>13} {'search ms':>9} {'crowd update ms':>15} {'ratio':>6}")
+    for size in sizes:
+        row = crowd_budget(size, repeats=repeats)
+        table.append(row)
+        print(f"{row['frames']:>8} {row['queries_per_frame']:>13} {row['search_ms']:>9.2f} "
+              f"{row['crowd_update_ms']:>15.2f} {row['ratio']:>6.2f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(table, f, indent=1)
