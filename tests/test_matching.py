@@ -87,7 +87,7 @@ def test_column_mirror_equals_the_reflected_motion(asset):
 def test_mirror_names():
     assert mirror_name("mixamorig:LeftHand") == "mixamorig:RightHand"
     assert mirror_name("left_thigh") == "right_thigh"
-    assert mirror_name("hand_l") == "hand_r" and mirror_name("Bip01 R Foot") == "Bip01 R Foot"
+    assert mirror_name("hand_l") == "hand_r" and mirror_name("Bip01 R Foot") == "Bip01 L Foot"
     assert mirror_name("upperarm.L") == "upperarm.R"
     assert mirror_name("Spine") == "Spine"
 

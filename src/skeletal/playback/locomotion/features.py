@@ -91,7 +91,7 @@ def default_features(left_foot: str = "left_foot", right_foot: str = "right_foot
     )
 
 
-_SIDES = (("left", "right"), ("Left", "Right"), ("LEFT", "RIGHT"), ("l_", "r_"), ("L_", "R_"),
+_SIDES = (("left", "right"), ("Left", "Right"), ("LEFT", "RIGHT"), (" L ", " R "), ("l_", "r_"), ("L_", "R_"),
           ("_l", "_r"), ("_L", "_R"), (".l", ".r"), (".L", ".R"))
 
 
@@ -99,8 +99,8 @@ def mirror_name(name: str) -> str:
     """The name of the joint on the other side (left <-> right in the usual spellings); the name itself
     for a joint on the middle line.
 
-    >>> mirror_name("mixamorig:LeftUpLeg"), mirror_name("right_foot"), mirror_name("hips")
-    ('mixamorig:RightUpLeg', 'left_foot', 'hips')
+    >>> mirror_name("mixamorig:LeftUpLeg"), mirror_name("Bip01 R Foot"), mirror_name("hips")
+    ('mixamorig:RightUpLeg', 'Bip01 L Foot', 'hips')
     """
     for a, b in _SIDES:
         for x, y in ((a, b), (b, a)):
