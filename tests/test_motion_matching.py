@@ -63,10 +63,22 @@ def test_prediction_reaches_the_goal(db):
     np.testing.assert_allclose(facings, 0.0, atol=1e-9)
 
 
+def test_mirrored_rows_play_mirrored_clips():
+    """With only the left turn recorded, turning right takes its mirror image."""
+    db = MatchingDatabase.build(locomotion_asset(), include=("walk_forward", "walk_turn_left"), mirror=True)
+    mm, positions, clips = _drive(db, (-1.0, 0.0), seconds=5.0)  # -x: the character's right
+    assert "walk_turn_left.mirrored" in clips
+    assert math.degrees(mm.facing) < -45.0
+    step = positions[-1] - positions[-61]
+    assert step[0] < -0.6
+
+
 def test_refuses_what_it_cannot_play(db):
     mirrored = MatchingDatabase.build(locomotion_asset(), exclude=IN_PLACE, mirror=True)
+    player = Player(locomotion_asset())
+    player.enable_root_motion("root")
     with pytest.raises(SkeletalError, match="mirror"):
-        MotionMatching(Player(locomotion_asset()), mirrored)
+        MotionMatching(player, mirrored)
     with pytest.raises(SkeletalError, match="no clips"):
         MotionMatching(Player(demo_asset()), db)
     mm = MotionMatching(Player(locomotion_asset()), db)

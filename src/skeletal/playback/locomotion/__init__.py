@@ -8,12 +8,15 @@
 * :mod:`~skeletal.playback.locomotion.search`: brute-force and bounding-box searches, batched.
 * :mod:`~skeletal.playback.locomotion.controller`: :class:`MotionMatching`, a Player driven by a
   desired velocity through the database.
+* :mod:`~skeletal.playback.locomotion.mirror`: :func:`mirror_clip`, a clip reflected with left and
+  right swapped (what mirrored database rows play).
 """
 
 from .controller import MotionMatching
 from .database import MatchingDatabase, Range
 from .features import Feature, default_features
 from .inertialize import Inertializer, pose_velocity
+from .mirror import mirror_clip
 
 __all__ = ["Feature", "Inertializer", "MatchingDatabase", "MotionMatching", "Range", "default_features",
-           "pose_velocity"]
+           "mirror_clip", "pose_velocity"]

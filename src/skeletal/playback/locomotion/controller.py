@@ -24,8 +24,9 @@ Each update:
 >>> mm.desired_velocity = (0.0, 1.0)                                   # doctest: +SKIP
 >>> for _ in range(120): mm.update(1 / 60)                             # doctest: +SKIP
 
-The database must be built from the player's asset without mirrored rows (a mirrored frame needs a
-mirrored clip to play, which is not there yet).
+The database must be built from the player's clips. Mirrored rows play mirrored clips
+(:func:`~skeletal.playback.locomotion.mirror.mirror_clip`), which the controller adds to the player
+before enabling root motion (so the player must not have root motion enabled yet).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import numpy as np
 from ...errors import SkeletalError
 from .database import MatchingDatabase
 from .features import compute_features, root_frames
+from .mirror import SUFFIX, mirror_clip
 
 LN2 = math.log(2.0)
 
@@ -76,9 +78,6 @@ class MotionMatching:
     def __init__(self, player: Any, database: MatchingDatabase, *, search_every: int = 6,
                  blend: str = "dead_blend", blend_time: float = 0.2, margin: float = 0.05,
                  velocity_halflife: float = 0.3, facing_halflife: float = 0.3):
-        if database.mirrored.any():
-            raise SkeletalError("motion matching on a Player needs a database built without mirror=True "
-                                "(mirrored frames have no clip to play yet)")
         clips = {c.name for c in player.asset.clips}
         missing = [n for n in database.clip_names if n not in clips]
         if missing:
@@ -102,7 +101,18 @@ class MotionMatching:
         self.jumps = 0
         self._frame = 0
         self._clip: str | None = None
-        self._rows = {n: np.flatnonzero(database.clip == c) for c, n in enumerate(database.clip_names)}
+        self._rows = {}
+        for c, name in enumerate(database.clip_names):
+            self._rows[name] = np.flatnonzero((database.clip == c) & ~database.mirrored)
+            if database.mirrored.any():
+                self._rows[name + SUFFIX] = np.flatnonzero((database.clip == c) & database.mirrored)
+        if database.mirrored.any():
+            # mirrored rows play mirrored clips, added before root motion takes the clips' motion out
+            if player._root_motion is not None:
+                raise SkeletalError("a database with mirrored rows needs a Player without root motion yet: "
+                                    "the controller adds the mirrored clips, then enables it")
+            for name in database.clip_names:
+                player.mixer.clip_index(mirror_clip(player.asset, player.asset.clip(name), fps=database.fps))
         if player._root_motion is None:
             player.enable_root_motion(database.root)
         self._traj = [(f, database.group(f.name)) for f in database.feature_set if f.kind.startswith("trajectory")]
@@ -230,6 +240,11 @@ class MotionMatching:
             self._last_dt = dt
             self._keep_shown()
 
+    def _played_name(self, row: int) -> str:
+        """The clip that plays database row ``row`` (its mirror for a mirrored row)."""
+        name = self.db.clip_name(row)
+        return name + SUFFIX if self.db.mirrored[row] else name
+
     def _search(self, row: int, inside: bool) -> None:
         self.searches += 1
         query = self._query()
@@ -239,12 +254,12 @@ class MotionMatching:
             return
         if self._clip is not None:
             now = self.player.action(self._clip).time
-            if self.db.clip_name(best_row) == self._clip and abs(self.db.time[best_row] - now) < 0.2:
+            if self._played_name(best_row) == self._clip and abs(self.db.time[best_row] - now) < 0.2:
                 return  # where it is already going
             # past its clip's last row the frame playing has no row to beat (the best frame anywhere wins)
             if inside and cost[0] >= float(np.sum((self.db.features[row] - query) ** 2)) - self.margin:
                 return
-        clip, time = self.db.clip_name(best_row), float(self.db.time[best_row])
+        clip, time = self._played_name(best_row), float(self.db.time[best_row])
         if self._clip is None:
             self.player.play(clip, offset=time)
         else:
