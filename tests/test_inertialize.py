@@ -220,3 +220,28 @@ def test_root_motion_velocity_fades_instead_of_jumping():
     assert abs(pop[30] - pop[29]) > 1.0  # walk to run speed at once
     assert abs(smooth[30] - smooth[29]) < 0.25 * abs(pop[30] - pop[29])
     np.testing.assert_allclose(smooth[-5:], pop[-5:], atol=1e-9)
+
+
+def test_state_machine_transitions_can_be_inertialized():
+    from skeletal.playback import StateMachineError
+
+    player = Player(demo_asset())
+    machine = player.state_machine({
+        "parameters": {"speed": 0.0},
+        "states": {"walk": {"clip": "walk"}, "run": {"clip": "run"}},
+        "transitions": [{"from": "walk", "to": "run", "when": "speed > 2", "duration": 0.3, "blend": "inertialize"}],
+    })
+    for _ in range(20):
+        player.update(1 / 60)
+    before = player.local_pose.copy()
+    player.set("speed", 3.0)
+    poses, sampled = [before], []
+    for _ in range(12):
+        player.update(1 / 60)
+        poses.append(player.local_pose.copy())
+        sampled.append(int((player.mixer.fs[0, :, K.F_EFFECTIVE] > 0).sum()))
+    assert machine.state_of(0) == "run" and max(sampled) == 1
+    step = pose_velocity(poses[0], poses[1], 1 / 60)[:, 3:6]
+    assert np.linalg.norm(step, axis=-1).max() < 20.0  # a pop to run moves some joint at ~70 rad/s
+    with pytest.raises(StateMachineError, match="blend"):
+        machine.add_transition("run", "walk", "speed < 1", blend="smooth")

@@ -65,8 +65,7 @@ class MixerInertialization:
             # every transition has ended: off the mixer until the next switch (its plain, fast update
             # again); the next switch finds the velocity by looking ahead (shown pose = mixer pose then)
             self.stage.clock[:, C_KEPT] = 0.0
-            if self in mixer.controllers:
-                mixer.controllers.remove(self)
+            mixer.controllers = [c for c in mixer.controllers if c is not self]  # a new list: the mixer may be iterating the old one
 
     def _root_motion(self, dt: float) -> None:
         root = _root_motion_of(self.mixer)
@@ -97,10 +96,9 @@ class MixerInertialization:
         if _root_motion_of(self.mixer) is not None:
             self.root_pending[rows] = True
             self.root_clock[rows] = (0.0, duration)
-        controllers = self.mixer.controllers
-        if self in controllers:
-            controllers.remove(self)
-        controllers.append(self)  # after root motion, which sets the delta this adjusts
+        # last (after root motion, which sets the delta this adjusts), in a new list: a controller (a
+        # state machine) may be switching from inside the mixer's loop over the old one
+        self.mixer.controllers = [c for c in self.mixer.controllers if c is not self] + [self]
 
 
 def _root_motion_of(mixer: Any) -> Any:
