@@ -154,6 +154,13 @@ def _spring_step(x, v, y, dt):
 
 
 @njit(cache=True)
+def poses_velocity_into(p0, p1, dt, out):
+    """``out (n, J, 9) = (p1 - p0) / dt`` for batches of poses (n, J, 10)."""
+    for i in range(p0.shape[0]):
+        pose_velocity_into(p0[i], p1[i], dt, out[i])
+
+
+@njit(cache=True)
 def pose_velocity_into(p0, p1, dt, out):
     """``out (J, 9) = (p1 - p0) / dt`` for poses (J, 10)."""
     pose_difference(p1, p0, out)
@@ -164,7 +171,7 @@ def pose_velocity_into(p0, p1, dt, out):
 
 
 @njit(cache=True)
-def _apply_one(b, pose, dt, mode, phase, clock, offset, velocity, coef, source, anchor, known, target_velocity, history, newest, scratch):
+def _apply_one(b, pose, dt, mode, phase, clock, offset, velocity, source, anchor, known, target_velocity, history, newest, scratch):
     """One instance of :func:`apply`; returns 1 when its pose was changed."""
     changed = 0
     J = pose.shape[1]
@@ -181,12 +188,6 @@ def _apply_one(b, pose, dt, mode, phase, clock, offset, velocity, coef, source, 
                 return 1
             start_offsets(source[b], velocity[b], anchor[b], tv, offset[b], scratch[1])
             velocity[b] = scratch[1]
-            if mode[b] == QUINTIC:
-                t1 = clock[b, C_DURATION]
-                for j in range(J):
-                    for c in range(NCH):
-                        a, c3, c4, c5 = quintic_coefficients(offset[b, j, c], velocity[b, j, c], t1)
-                        coef[b, j, c, 0], coef[b, j, c, 1], coef[b, j, c, 2], coef[b, j, c, 3] = a, c3, c4, c5
         phase[b] = ACTIVE
         clock[b, C_ELAPSED] = 0.0
     if phase[b] == ACTIVE:
@@ -204,13 +205,14 @@ def _apply_one(b, pose, dt, mode, phase, clock, offset, velocity, coef, source, 
                 o = offset[b, j]
                 add_offset(offset, pose[b], j, o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8])
             changed = 1
-        elif m == QUINTIC:
+        elif m == QUINTIC:  # offset and velocity hold x0 and v0 (the coefficients are a few products of them)
             t2 = t * t
             for j in range(J):
                 x = scratch[0, j]
                 for c in range(NCH):
-                    k = coef[b, j, c]
-                    x[c] = offset[b, j, c] + velocity[b, j, c] * t + t2 * (k[0] + t * (k[1] + t * (k[2] + t * k[3])))
+                    x0, v0 = offset[b, j, c], velocity[b, j, c]
+                    k0, k1, k2, k3 = quintic_coefficients(x0, v0, duration)
+                    x[c] = x0 + v0 * t + t2 * (k0 + t * (k1 + t * (k2 + t * k3)))
                 add_offset(offset, pose[b], j, x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8])
             changed = 1
         else:  # DEAD
@@ -245,7 +247,7 @@ def _apply_one(b, pose, dt, mode, phase, clock, offset, velocity, coef, source, 
 
 
 @njit(cache=True, parallel=True)
-def apply(pose, dt, mode, phase, clock, offset, velocity, coef, source, anchor, known, target_velocity, history, newest, scratch):
+def apply(pose, dt, mode, phase, clock, offset, velocity, source, anchor, known, target_velocity, history, newest, scratch):
     """Add every instance's decaying offsets to ``pose`` (B, J, 10) in place (the new motion's pose in,
     the shown pose out) and keep the result in ``history[b, newest[b]]`` (B, 2, J, 10), over the older
     of the two poses kept, for the shown velocity at the next switch. ``scratch`` (threads, 2, J, 9).
@@ -253,17 +255,17 @@ def apply(pose, dt, mode, phase, clock, offset, velocity, coef, source, anchor, 
     changed = 0
     for b in prange(pose.shape[0]):
         tid = numba.get_thread_id()
-        changed += _apply_one(b, pose, dt, mode, phase, clock, offset, velocity, coef, source, anchor, known, target_velocity, history, newest,
+        changed += _apply_one(b, pose, dt, mode, phase, clock, offset, velocity, source, anchor, known, target_velocity, history, newest,
                               scratch[tid])
     return changed
 
 
 @njit(cache=True)
-def apply_serial(pose, dt, mode, phase, clock, offset, velocity, coef, source, anchor, known, target_velocity, history, newest, scratch):
+def apply_serial(pose, dt, mode, phase, clock, offset, velocity, source, anchor, known, target_velocity, history, newest, scratch):
     """:func:`apply` on one thread (one or a few instances: no thread pool)."""
     changed = 0
     for b in range(pose.shape[0]):
-        changed += _apply_one(b, pose, dt, mode, phase, clock, offset, velocity, coef, source, anchor, known, target_velocity, history, newest,
+        changed += _apply_one(b, pose, dt, mode, phase, clock, offset, velocity, source, anchor, known, target_velocity, history, newest,
                               scratch[0])
     return changed
 

@@ -52,8 +52,7 @@ def pose_velocity(pose0: np.ndarray, pose1: np.ndarray, dt: float) -> np.ndarray
         raise SkeletalError(f"poses must be (..., J, 10) of one shape, got {p0.shape} and {p1.shape}")
     flat0, flat1 = p0.reshape(-1, p0.shape[-2], 10), p1.reshape(-1, p0.shape[-2], 10)
     out = np.empty(flat0.shape[:2] + (IK.NCH,))
-    for i in range(len(flat0)):
-        IK.pose_velocity_into(flat0[i], flat1[i], float(dt), out[i])
+    IK.poses_velocity_into(flat0, flat1, float(dt), out)
     return out.reshape(p0.shape[:-1] + (IK.NCH,))
 
 
@@ -79,7 +78,6 @@ class Inertializer:
         self.clock = np.zeros((b, IK.NCLOCK))
         self.offset = np.zeros((b, j, IK.NCH))
         self.velocity = np.zeros((b, j, IK.NCH))
-        self.coef = np.zeros((b, j, IK.NCH, 4))
         self.source = np.zeros((b, j, 10))
         self.anchor = np.zeros((b, j, 10))
         self.history = np.zeros((b, 2, j, 10))
@@ -166,5 +164,5 @@ class Inertializer:
         if not (dt >= 0 and np.isfinite(dt)):
             raise SkeletalError(f"dt must be a finite number >= 0, got {dt}")
         kernel = IK.apply if self.count > 1 else IK.apply_serial
-        return int(kernel(pose, dt, self.mode, self.phase, self.clock, self.offset, self.velocity, self.coef,
+        return int(kernel(pose, dt, self.mode, self.phase, self.clock, self.offset, self.velocity,
                           self.source, self.anchor, self.known, self.target_velocity, self.history, self.newest, self._scratch))
