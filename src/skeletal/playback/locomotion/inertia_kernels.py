@@ -136,13 +136,13 @@ def start_offsets(source, source_velocity, target, target_velocity, offset, velo
 
 
 @njit(cache=True)
-def quintic_coefficients(x0, v0, t1):
-    """(a0 / 2, c3, c4, c5) of Bollo's quintic ``x0 + v0 t + a0/2 t^2 + c3 t^3 + c4 t^4 + c5 t^5``."""
-    a0 = (-8.0 * v0 * t1 - 20.0 * x0) / (t1 * t1)
-    c5 = -(a0 * t1 * t1 + 6.0 * v0 * t1 + 12.0 * x0) / (2.0 * t1 ** 5)
-    c4 = (3.0 * a0 * t1 * t1 + 16.0 * v0 * t1 + 30.0 * x0) / (2.0 * t1 ** 4)
-    c3 = -(3.0 * a0 * t1 * t1 + 12.0 * v0 * t1 + 20.0 * x0) / (2.0 * t1 ** 3)
-    return 0.5 * a0, c3, c4, c5
+def quintic_weights(t, t1):
+    """``(P, Q)`` with Bollo's quintic ``x(t) = x0 P + v0 Q``: for ``u = t / t1``,
+    ``P = 1 - 10u^2 + 20u^3 - 15u^4 + 4u^5`` and ``Q = t1 u (1 - u)^4`` (his
+    ``a0 = (-8 v0 t1 - 20 x0) / t1^2`` and the three zero conditions at ``t1``, collected by x0 and v0)."""
+    u = t / t1
+    w = 1.0 - u
+    return 1.0 + u * u * (-10.0 + u * (20.0 + u * (-15.0 + 4.0 * u))), t1 * u * w * w * w * w
 
 
 @njit(cache=True)
@@ -205,14 +205,12 @@ def _apply_one(b, pose, dt, mode, phase, clock, offset, velocity, source, anchor
                 o = offset[b, j]
                 add_offset(offset, pose[b], j, o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8])
             changed = 1
-        elif m == QUINTIC:  # offset and velocity hold x0 and v0 (the coefficients are a few products of them)
-            t2 = t * t
+        elif m == QUINTIC:  # offset and velocity hold x0 and v0 from the switch
+            wp, wq = quintic_weights(t, duration)
             for j in range(J):
                 x = scratch[0, j]
                 for c in range(NCH):
-                    x0, v0 = offset[b, j, c], velocity[b, j, c]
-                    k0, k1, k2, k3 = quintic_coefficients(x0, v0, duration)
-                    x[c] = x0 + v0 * t + t2 * (k0 + t * (k1 + t * (k2 + t * k3)))
+                    x[c] = offset[b, j, c] * wp + velocity[b, j, c] * wq
                 add_offset(offset, pose[b], j, x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8])
             changed = 1
         else:  # DEAD
