@@ -248,7 +248,7 @@ def test_state_machine_transitions_can_be_inertialized():
 
 
 def test_quintic_weights_meet_bollos_conditions():
-    t1, h = 0.3, 1e-6
+    t1, h = 0.3, 1e-5
 
     def x(t, x0, v0):
         p, q = IK.quintic_weights(t, t1)
@@ -256,7 +256,7 @@ def test_quintic_weights_meet_bollos_conditions():
 
     for x0, v0 in ((1.0, 0.0), (0.0, 1.0), (0.4, -2.0)):
         assert x(0.0, x0, v0) == pytest.approx(x0)
-        assert (x(h, x0, v0) - x(0.0, x0, v0)) / h == pytest.approx(v0, abs=1e-4)
+        assert (x(h, x0, v0) - x(0.0, x0, v0)) / h == pytest.approx(v0, abs=3e-3)  # + a h / 2
         accel = (x(2 * h, x0, v0) - 2 * x(h, x0, v0) + x(0.0, x0, v0)) / h**2
         assert accel == pytest.approx((-8 * v0 * t1 - 20 * x0) / t1**2, rel=1e-3, abs=1e-2)
         for d in (0.0, h, 2 * h):  # value, velocity and acceleration all zero at t1
