@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from skeletal.clip import Clip, Track
 from skeletal.demo import locomotion_asset
 from skeletal.errors import SkeletalError
 from skeletal.playback.locomotion.database import MatchingDatabase, Range
@@ -107,6 +108,9 @@ def test_tags_ranges_and_weights(asset, db):
         MatchingDatabase.build(asset, exclude=IN_PLACE, features=(Feature("x", "position", "tail"),))
     with pytest.raises(SkeletalError, match="kind"):
         Feature("x", "acceleration", "hips")
+    foreign = Clip("foreign", [Track(40, "rotation", "LINEAR", np.array([0.0, 1.0]), np.tile([0, 0, 0, 1.0], (2, 1)))])
+    with pytest.raises(SkeletalError, match="retarget"):
+        MatchingDatabase.build(asset, [foreign])
 
 
 def test_save_and_load(tmp_path, db):

@@ -279,6 +279,12 @@ def _ranges(asset: Asset, clips: Iterable[str | Clip | Range] | None) -> list[tu
         else:
             clip = asset.clip(item)
             r = Range(clip.name, tags=(clip.name,))
+        nodes = [t.node for t in clip.tracks]
+        if nodes and (min(nodes) < 0 or max(nodes) >= len(asset.rig)):
+            raise SkeletalError(f"{asset.path}: clip {clip.name!r} animates node {max(nodes)}, the rig has "
+                                f"{len(asset.rig)} (a clip of another rig: retarget it first)")
+        if not (np.isfinite(r.start) and (r.stop is None or np.isfinite(r.stop))):
+            raise SkeletalError(f"range of clip {clip.name!r}: start and stop must be finite seconds")
         out.append((clip, r))
     return out
 
