@@ -62,3 +62,12 @@ def test_features_of_the_mirrored_clip_are_the_mirrored_columns(asset):
         raw.append(compute_features(world[:, :, :3, 3], position, yaw, 60.0, features, names))
     source, sign = mirror_columns(features)
     np.testing.assert_allclose(raw[1], raw[0][:, source] * sign, atol=1e-4)
+
+
+def test_a_clip_of_another_rig_is_refused(asset):
+    from skeletal.clip import Clip, Track
+    from skeletal.errors import SkeletalError
+
+    foreign = Clip("foreign", [Track(99, "translation", "LINEAR", np.array([0.0, 1.0]), np.zeros((2, 3)))])
+    with pytest.raises(SkeletalError, match="node 99"):
+        mirror_clip(asset, foreign)

@@ -23,6 +23,7 @@ import numpy as np
 
 from ...asset import Asset
 from ...clip import Clip, Track
+from ...errors import SkeletalError
 from ...pose import world_matrices
 from ...quat import decompose_trs
 from ...sampling import sample
@@ -57,6 +58,9 @@ def mirror_clip(asset: Asset, clip: Clip, fps: float = 60.0, name: str | None = 
     its end) into LINEAR tracks of every joint the clip or its mirror moves; named ``clip.name +
     ".mirrored"`` unless ``name`` is given. Morph-weight tracks are left out."""
     rig = asset.rig
+    nodes_used = [t.node for t in clip.tracks]
+    if nodes_used and (min(nodes_used) < 0 or max(nodes_used) >= len(rig)):
+        raise SkeletalError(f"{asset.path}: clip {clip.name!r} animates node {max(nodes_used)}, the rig has {len(rig)}")
     partner = mirror_joints(rig.names)
     times = np.arange(0.0, clip.duration, 1.0 / fps)
     times = np.append(times, clip.duration) if clip.duration - times[-1] > 1e-6 else times
