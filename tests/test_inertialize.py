@@ -261,3 +261,24 @@ def test_quintic_weights_meet_bollos_conditions():
         assert accel == pytest.approx((-8 * v0 * t1 - 20 * x0) / t1**2, rel=1e-3, abs=1e-2)
         for d in (0.0, h, 2 * h):  # value, velocity and acceleration all zero at t1
             assert abs(x(t1 - d, x0, v0)) < 1e-12
+
+
+def test_mixer_switches_only_the_selected_instances():
+    from skeletal.playback import Mixer
+
+    asset = demo_asset()
+    switched, plain = Mixer(asset, 3), Mixer(asset, 3)
+    for m in (switched, plain):
+        m.play("walk", offset=np.array([0.0, 0.2, 0.4]))
+        for _ in range(10):
+            m.update(1 / 60)
+    switched.crossfade("run", 0.3, blend="inertialize", instances=[1])
+    plain.crossfade("run", 0.0, instances=[1])
+    for k in range(30):
+        switched.update(1 / 60)
+        plain.update(1 / 60)
+        if k == 0:
+            assert np.abs(switched.local_pose[1] - plain.local_pose[1]).max() > 0.05  # offsets shown
+    np.testing.assert_array_equal(switched.local_pose[[0, 2]], plain.local_pose[[0, 2]])
+    np.testing.assert_allclose(switched.local_pose[1], plain.local_pose[1], atol=1e-9)  # the run alone again
+    np.testing.assert_allclose(switched.world, plain.world, atol=1e-9)
