@@ -73,16 +73,16 @@ class Inertializer:
             raise SkeletalError(f"an Inertializer needs at least one instance and one joint, got {count} x {joints}")
         self.count, self.joints = int(count), int(joints)
         b, j = self.count, self.joints
-        self.mode = np.zeros(b, np.int64)
-        self.phase = np.zeros(b, np.int64)
-        self.clock = np.zeros((b, IK.NCLOCK))
-        self.offset = np.zeros((b, j, IK.NCH))
-        self.velocity = np.zeros((b, j, IK.NCH))
-        self.source = np.zeros((b, j, 10))
-        self.anchor = np.zeros((b, j, 10))
-        self.history = np.zeros((b, 2, j, 10))
+        self.mode = np.zeros(b, np.int64)  # (B,) SPRING, QUINTIC or DEAD (inertia_kernels)
+        self.phase = np.zeros(b, np.int64)  # (B,) IDLE, PENDING (switched, offsets not made yet), ACTIVE
+        self.clock = np.zeros((b, IK.NCLOCK))  # (B, 5) elapsed, duration, last dt, halflife, poses kept
+        self.offset = np.zeros((b, j, IK.NCH))  # offsets (QUINTIC: at the switch; SPRING: now)
+        self.velocity = np.zeros((b, j, IK.NCH))  # their rates (DEAD: the source's velocity)
+        self.source = np.zeros((b, j, 10))  # the pose shown at the switch
+        self.anchor = np.zeros((b, j, 10))  # the new motion's pose at the switch
+        self.history = np.zeros((b, 2, j, 10))  # the last two poses shown (newest[b] is the later)
         self.newest = np.zeros(b, np.int64)
-        self.target_velocity = np.zeros((b, j, IK.NCH))
+        self.target_velocity = np.zeros((b, j, IK.NCH))  # the new motion's velocity, when given
         self.known = np.zeros(b, np.bool_)  # the target's velocity was given (else found at the next apply)
         threads = numba.config.NUMBA_NUM_THREADS
         self._scratch = np.zeros((threads, 2, j, IK.NCH))
