@@ -910,3 +910,16 @@ def demo_asset() -> Asset:
     """The demo character as an :class:`~skeletal.asset.Asset` (built once, then shared: treat it as
     read-only)."""
     return Asset(build_demo_document())
+
+
+def locomotion_asset() -> Asset:
+    """The demo character with its four clips plus a locomotion set that moves over the ground (walks
+    and runs at several speeds, turns, starts and stops; :mod:`skeletal.demo_locomotion`), for motion
+    matching and root motion without any download. Built once, then shared: treat it as read-only.
+
+    >>> len(locomotion_asset().clips) > 10                  # doctest: +SKIP
+    True
+    """
+    from skeletal.demo_locomotion import with_locomotion
+
+    return with_locomotion(demo_asset())

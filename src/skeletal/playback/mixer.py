@@ -350,6 +350,7 @@ class Mixer:
         warp: bool = False,
         snapshot: bool = False,
         instances: InstanceSelector = None,
+        blend: str = "linear",
         **play_options: Any,
     ) -> int:
         """Fade from whatever ``layer`` shows now to ``clip`` over ``duration`` seconds (linear weights).
@@ -360,7 +361,14 @@ class Mixer:
         scales both clocks during the fade so their cycles line up (three.js's ``warp``).
         ``snapshot`` freezes the layer's current pose and fades from it instead of from the running
         actions (base layer only), which stops them at once.
+        ``blend``: "linear" (this), or "inertialize", "inertialize_spring", "dead_blend": switch at once
+        and fade out the difference from the old pose (:mod:`skeletal.playback.locomotion.mixer_hook`).
         """
+        if blend != "linear":  # the inertialization hook (playback/locomotion/mixer_hook.py)
+            from .locomotion.mixer_hook import inertialized_crossfade
+
+            return inertialized_crossfade(self, clip, duration, blend, layer=layer, sync=sync, warp=warp,
+                                          snapshot=snapshot, instances=instances, **play_options)
         target = self.slot(clip, layer)
         idx = self._instances(instances)
         others = [s for s in range(len(self.slot_clip)) if self.slot_layer[s] == layer and s != target]

@@ -25,6 +25,10 @@ Definable in code or from a JSON (or YAML, when PyYAML is installed) file::
         {"from": "wave", "to": "idle", "exit_time": 0.95, "duration": 0.3}
       ]
     }
+
+A transition may add ``"blend": "inertialize"`` (or ``"inertialize_spring"``, ``"dead_blend"``) to
+switch to a clip state at once and fade out the difference from the old pose instead of
+crossfading (:mod:`skeletal.playback.locomotion.inertialize`).
 """
 
 from __future__ import annotations
@@ -96,6 +100,7 @@ class Transition:
     condition: Condition = field(default_factory=lambda: Condition("", []))
     duration: float = 0.25
     exit_time: float | None = None  # normalised time of the source state (e.g. 0.9 = 90% of its cycle)
+    blend: str = "linear"  # or an inertialized switch: "inertialize", "inertialize_spring", "dead_blend"
 
 
 class State:
@@ -108,11 +113,11 @@ class State:
         self.blend_parameter = blend_parameter
         self.play_options = play_options
 
-    def enter(self, mixer: Mixer, layer: int, duration: float, rows: np.ndarray) -> None:
+    def enter(self, mixer: Mixer, layer: int, duration: float, rows: np.ndarray, blend: str = "linear") -> None:
         if self.blend is not None:
             self.blend.play(fade=duration, instances=rows)
         else:
-            mixer.crossfade(self.clip, duration, layer=layer, instances=rows, **self.play_options)
+            mixer.crossfade(self.clip, duration, layer=layer, instances=rows, blend=blend, **self.play_options)
 
     def leave(self, rows: np.ndarray) -> None:
         if self.blend is not None:
@@ -181,7 +186,10 @@ class StateMachine:
         return state
 
     def add_transition(self, source: str, target: str, when: str | None = None, *, duration: float = 0.25,
-                       exit_time: float | None = None) -> Transition:
+                       exit_time: float | None = None, blend: str = "linear") -> Transition:
+        """A transition from ``source`` (or "*") to ``target`` when ``when`` holds (and/or at ``exit_time``),
+        crossfading over ``duration``; ``blend`` as :meth:`skeletal.Mixer.crossfade`'s (an inertialized
+        switch: "inertialize", "inertialize_spring", "dead_blend"; clip states only)."""
         for name in (source, target):
             if name != "*" and name not in self.states:
                 raise StateMachineError(f"transition {source!r} -> {target!r}: no state {name!r}")
@@ -193,7 +201,12 @@ class StateMachine:
                 raise StateMachineError(f"transition {source!r} -> {target!r}: unknown parameter {p!r}")
         if not condition.terms and exit_time is None:
             raise StateMachineError(f"transition {source!r} -> {target!r} needs a condition or an exit time")
-        transition = Transition(source, target, condition, float(duration), exit_time)
+        if blend != "linear":
+            if blend not in ("inertialize", "inertialize_spring", "dead_blend"):
+                raise StateMachineError(f"transition {source!r} -> {target!r}: unknown blend {blend!r}")
+            if self.states[target].blend is not None:
+                raise StateMachineError(f"transition {source!r} -> {target!r}: an inertialized blend needs a clip state")
+        transition = Transition(source, target, condition, float(duration), exit_time, blend)
         self.transitions.append(transition)
         return transition
 
@@ -253,13 +266,13 @@ class StateMachine:
                 if p in self.triggers:
                     self.params[p][rows] = 0.0
             sources = {self._names[i] for i in np.unique(self.current[rows])}
-            self._enter(tr.target, rows, tr.duration)
+            self._enter(tr.target, rows, tr.duration, tr.blend)
             moved[rows] = True
             for callback in self.on_transition:
                 for source in sources:
                     callback(source, tr.target, rows)
 
-    def _enter(self, name: str, rows: np.ndarray, duration: float) -> None:
+    def _enter(self, name: str, rows: np.ndarray, duration: float, blend: str = "linear") -> None:
         if name not in self.states:
             raise StateMachineError(f"no state {name!r}")
         for index in np.unique(self.current[rows]):
@@ -271,7 +284,7 @@ class StateMachine:
             value = (np.column_stack([self.params[p][rows] for p in params]) if isinstance(params, (list, tuple))
                      else self.params[params][rows])
             state.blend.value[rows] = value
-        state.enter(self.mixer, self.layer, duration, rows)
+        state.enter(self.mixer, self.layer, duration, rows, blend)
         self.current[rows] = self._names.index(name)
 
     # -- files ---------------------------------------------------------------------------------
@@ -296,7 +309,7 @@ class StateMachine:
                     sm.add_state(name, st.pop("clip", None), **st)
             for tr in spec.get("transitions", []):
                 sm.add_transition(tr["from"], tr["to"], tr.get("when"), duration=tr.get("duration", 0.25),
-                                  exit_time=tr.get("exit_time"))
+                                  exit_time=tr.get("exit_time"), blend=tr.get("blend", "linear"))
             initial = spec.get("initial") or next(iter(spec["states"]))
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise StateMachineError(f"bad state machine definition: {type(exc).__name__}: {exc}") from None

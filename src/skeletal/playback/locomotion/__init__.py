@@ -1,0 +1,22 @@
+"""Locomotion: inertialized transitions and motion matching (issue 27's foundations).
+
+* :mod:`~skeletal.playback.locomotion.inertialize`: :class:`Inertializer`, decaying per-joint pose
+  offsets over batch-first local poses; ``crossfade(..., blend="inertialize")`` on a Player or Mixer
+  (:mod:`~skeletal.playback.locomotion.mixer_hook`).
+* :mod:`~skeletal.playback.locomotion.features` and :mod:`~skeletal.playback.locomotion.database`:
+  :class:`MatchingDatabase`, every frame of a set of clips with its feature vector, in one file.
+* :mod:`~skeletal.playback.locomotion.search`: brute-force and bounding-box searches, batched.
+* :mod:`~skeletal.playback.locomotion.controller`: :class:`MotionMatching`, a Player driven by a
+  desired velocity through the database.
+* :mod:`~skeletal.playback.locomotion.mirror`: :func:`mirror_clip`, a clip reflected with left and
+  right swapped (what mirrored database rows play).
+"""
+
+from .controller import MotionMatching
+from .database import MatchingDatabase, Range
+from .features import Feature, default_features
+from .inertialize import Inertializer, pose_velocity
+from .mirror import mirror_clip
+
+__all__ = ["Feature", "Inertializer", "MatchingDatabase", "MotionMatching", "Range", "default_features",
+           "mirror_clip", "pose_velocity"]
