@@ -64,7 +64,7 @@ from skeletal.io.accessors import (
 )
 from skeletal.io.buffers import BinaryData
 from skeletal.io.files import read_regular
-from skeletal.io.glb import parse_container
+from skeletal.io.glb import GLTF1_HINT, parse_container
 from skeletal.io.jsonobj import JsonObject, codes, plain_ints
 from skeletal.io.uris import UriError, read_uri
 from skeletal.quat import decompose_trs
@@ -247,7 +247,7 @@ class _GltfReader:
     def _check_asset(self) -> dict:
         head = self.root.data.get("asset")
         raw = head.get("version") if isinstance(head, dict) else None
-        hint = "glTF 1.0 is not supported (this reader reads glTF 2.x; convert the file with gltf-pipeline or Blender)"
+        hint = GLTF1_HINT  # the same words a GLB version 1 container gets (skeletal.io.glb)
         if (isinstance(raw, (int, float)) and not isinstance(raw, bool)) or (
                 isinstance(raw, str) and re.match(r"^(0|1)(\.[0-9]+)?$", raw)):
             raise ModelError(self.file, "asset.version", f"{hint}: the file says {raw!r}")
