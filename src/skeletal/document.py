@@ -211,7 +211,46 @@ class Animation:
 
 
 @dataclass
+class TextureTransform:
+    """KHR_texture_transform on a texture reference: ``uv' = T(offset) R(rotation) S(scale) uv``.
+
+    ``offset`` and ``scale`` (2,) float64 in UV units, ``rotation`` radians (counter-clockwise in UV
+    space, as the extension defines it), ``texcoord`` the TEXCOORD_n it overrides or None.
+
+    >>> TextureTransform(offset=np.array([0.5, 0.0])).matrix()[0].tolist()
+    [1.0, 0.0, 0.5]
+    """
+
+    offset: np.ndarray = field(default_factory=lambda: np.zeros(2))
+    rotation: float = 0.0
+    scale: np.ndarray = field(default_factory=lambda: np.ones(2))
+    texcoord: int | None = None
+
+    def matrix(self) -> np.ndarray:
+        """(3, 3) float64 row-major, acting on column vectors ``(u, v, 1)``."""
+        return uv_matrix(self.offset, self.rotation, self.scale)
+
+    @property
+    def is_identity(self) -> bool:
+        return (not self.offset.any() and self.rotation == 0.0 and bool((self.scale == 1.0).all())
+                and self.texcoord is None)
+
+
+def uv_matrix(offset, rotation: float, scale) -> np.ndarray:
+    """The KHR_texture_transform matrix ``T(offset) @ R(rotation) @ S(scale)``, (3, 3) row-major."""
+    c, s = np.cos(rotation), np.sin(rotation)
+    return np.array([[c * scale[0], s * scale[1], offset[0]],
+                     [-s * scale[0], c * scale[1], offset[1]],
+                     [0.0, 0.0, 1.0]], dtype=np.float64)
+
+
+@dataclass
 class Material:
+    """A glTF material as skeletal draws it: base colour (factor x texture, optionally through a
+    KHR_texture_transform), emissive colour (x KHR_materials_emissive_strength), alpha mode and
+    cutoff, KHR_materials_unlit. ``fallbacks``: the appearance extensions the material uses that
+    skeletal does not draw (it is drawn without them)."""
+
     name: str
     base_color_factor: np.ndarray = field(default_factory=lambda: np.ones(4))
     metallic_factor: float = 1.0  # glTF defaults: fully metallic, fully rough
@@ -219,6 +258,13 @@ class Material:
     base_color_texture: int | None = None  # index into Document.images (texture resolved to its image)
     base_color_texcoord: int = 0  # which TEXCOORD_n the texture uses
     double_sided: bool = False
+    base_color_transform: TextureTransform | None = None  # KHR_texture_transform of baseColorTexture
+    unlit: bool = False  # KHR_materials_unlit: shown as its base colour, no lighting
+    emissive_factor: np.ndarray = field(default_factory=lambda: np.zeros(3))  # linear RGB
+    emissive_strength: float = 1.0  # KHR_materials_emissive_strength
+    alpha_mode: str = "OPAQUE"  # OPAQUE, MASK or BLEND
+    alpha_cutoff: float = 0.5
+    fallbacks: list[str] = field(default_factory=list)
 
 
 class Image:

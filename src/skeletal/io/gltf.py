@@ -46,6 +46,7 @@ from skeletal.document import (
     PackedChannels,
     Primitive,
     Skin,
+    TextureTransform,
 )
 from skeletal.errors import ModelError, UnsupportedExtensionError
 from skeletal.io import draco as draco_ext
@@ -72,8 +73,35 @@ from skeletal.quat import decompose_trs
 __all__ = ["read_gltf", "SUPPORTED_EXTENSIONS", "gc_paused"]
 
 KHR_MESH_QUANTIZATION = "KHR_mesh_quantization"
-#: Extensions this reader implements; any other in ``extensionsRequired`` is refused.
-SUPPORTED_EXTENSIONS = (KHR_MESH_QUANTIZATION, draco_ext.EXTENSION, meshopt_ext.EXTENSION)
+KHR_TEXTURE_TRANSFORM = "KHR_texture_transform"
+KHR_MATERIALS_UNLIT = "KHR_materials_unlit"
+KHR_MATERIALS_EMISSIVE_STRENGTH = "KHR_materials_emissive_strength"
+#: Extensions this reader implements; any other in ``extensionsRequired`` is refused, except the
+#: appearance-only ones of :data:`APPEARANCE_FALLBACKS`.
+SUPPORTED_EXTENSIONS = (KHR_MESH_QUANTIZATION, draco_ext.EXTENSION, meshopt_ext.EXTENSION, KHR_TEXTURE_TRANSFORM,
+                        KHR_MATERIALS_UNLIT, KHR_MATERIALS_EMISSIVE_STRENGTH)
+#: Extensions that only change how a surface looks, which skeletal does not draw: a file that requires
+#: one is still read (its animation is whole) and drawn with the stated fallback, after one warning.
+APPEARANCE_FALLBACKS = {
+    "KHR_materials_pbrSpecularGlossiness": "its metallic-roughness base colour",
+    "KHR_materials_clearcoat": "no clearcoat layer",
+    "KHR_materials_sheen": "no sheen",
+    "KHR_materials_transmission": "opaque",
+    "KHR_materials_diffuse_transmission": "opaque",
+    "KHR_materials_volume": "no volume",
+    "KHR_materials_ior": "the default index of refraction",
+    "KHR_materials_specular": "the default specular",
+    "KHR_materials_iridescence": "no iridescence",
+    "KHR_materials_anisotropy": "isotropic",
+    "KHR_materials_dispersion": "no dispersion",
+    "KHR_materials_variants": "the default material of each primitive",
+    "KHR_texture_basisu": "the base colour factor where no PNG/JPEG image is given",
+    "EXT_texture_webp": "the base colour factor where the image cannot be decoded",
+    "EXT_texture_avif": "the base colour factor where the image cannot be decoded",
+    "KHR_lights_punctual": "skeletal's own key light",
+    "EXT_lights_image_based": "skeletal's own ambient light",
+    "KHR_xmp_json_ld": "metadata not read",
+}
 
 INTERPOLATIONS = ("LINEAR", "STEP", "CUBICSPLINE")
 _ALL_INTS = frozenset({BYTE, UNSIGNED_BYTE, SHORT, UNSIGNED_SHORT})
@@ -270,8 +298,14 @@ class _GltfReader:
         return list(values)
 
     def _check_required_extensions(self) -> None:
+        fallbacks = [name for name in self.extensions_required
+                     if name not in SUPPORTED_EXTENSIONS and name in APPEARANCE_FALLBACKS]
+        if fallbacks:  # appearance only: read the file, draw it without them, and say so once
+            told = "; ".join(f"{name}: {APPEARANCE_FALLBACKS[name]}" for name in fallbacks)
+            warnings.warn(f"{os.path.basename(self.file)}: extensionsRequired: appearance extension(s) skeletal does "
+                          f"not draw, read anyway and drawn with a fallback ({told})", stacklevel=4)
         for name in self.extensions_required:
-            if name not in SUPPORTED_EXTENSIONS:
+            if name not in SUPPORTED_EXTENSIONS and name not in APPEARANCE_FALLBACKS:
                 raise UnsupportedExtensionError(
                     self.file, "extensionsRequired",
                     f"required extension {name} is not supported (supported: {', '.join(SUPPORTED_EXTENSIONS)})",
@@ -931,8 +965,29 @@ class _GltfReader:
                 texture = textures[info.index("index", "textures", len(textures))]
                 material.base_color_texture = self._texture_image(texture)
                 material.base_color_texcoord = info.int("texCoord", 0)
+                material.base_color_transform = _texture_transform(info)
+                if material.base_color_transform is not None and material.base_color_transform.texcoord is not None:
+                    material.base_color_texcoord = material.base_color_transform.texcoord  # the override wins
+            self._material_extensions(obj, material)
             materials.append(material)
         return materials
+
+    def _material_extensions(self, obj: JsonObject, material: Material) -> None:
+        """Emissive, alpha, KHR_materials_unlit and KHR_materials_emissive_strength of one material;
+        the appearance extensions it uses that skeletal does not draw go to ``material.fallbacks``."""
+        material.emissive_factor = obj.numbers("emissiveFactor", np.zeros(3), length=3)
+        material.alpha_mode = obj.string("alphaMode", "OPAQUE")
+        if material.alpha_mode not in ("OPAQUE", "MASK", "BLEND"):
+            obj.fail(f"unknown alphaMode {material.alpha_mode!r} (expected OPAQUE, MASK or BLEND)", "alphaMode")
+        material.alpha_cutoff = obj.number("alphaCutoff", 0.5)
+        extensions = obj.object("extensions")
+        material.unlit = extensions.has(KHR_MATERIALS_UNLIT)
+        if extensions.has(KHR_MATERIALS_EMISSIVE_STRENGTH):
+            strength = extensions.object(KHR_MATERIALS_EMISSIVE_STRENGTH).number("emissiveStrength", 1.0)
+            if strength < 0:
+                extensions.fail(f"emissiveStrength {strength} is negative", f"{KHR_MATERIALS_EMISSIVE_STRENGTH}.emissiveStrength")
+            material.emissive_strength = strength
+        material.fallbacks = [name for name in extensions.data if name in APPEARANCE_FALLBACKS]
 
     def _texture_image(self, texture: JsonObject) -> int | None:
         """The image a texture shows: its ``source``, else the ``source`` of an image-format extension
@@ -978,6 +1033,17 @@ def _spans(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """The indices ``starts[i] .. starts[i] + lengths[i] - 1`` of every span, one after another."""
     ends = np.cumsum(lengths)
     return np.repeat(starts - (ends - lengths), lengths) + np.arange(int(ends[-1]) if len(ends) else 0)
+
+
+def _texture_transform(info: JsonObject) -> TextureTransform | None:
+    """The KHR_texture_transform of a texture reference (``baseColorTexture``...), None without one."""
+    ext = info.extension(KHR_TEXTURE_TRANSFORM)
+    if ext is None:
+        return None
+    texcoord = ext.int("texCoord", None)
+    return TextureTransform(offset=ext.numbers("offset", np.zeros(2), length=2),
+                            rotation=float(ext.number("rotation", 0.0)),
+                            scale=ext.numbers("scale", np.ones(2), length=2), texcoord=texcoord)
 
 
 def _extras(obj: JsonObject) -> dict:

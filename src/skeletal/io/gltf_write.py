@@ -15,8 +15,10 @@ What is written
   identity, which is what a missing accessor means);
 * animations: one sampler per channel, key-time accessors shared between the channels of one
   animation that have identical times;
-* materials (``pbrMetallicRoughness.baseColorFactor``/``baseColorTexture``, ``doubleSided``), and
-  images (in bufferViews) with one texture per image;
+* materials (``pbrMetallicRoughness.baseColorFactor``/``baseColorTexture`` with its
+  ``KHR_texture_transform``, ``emissiveFactor``, ``alphaMode``/``alphaCutoff``, ``doubleSided``,
+  ``KHR_materials_unlit``, ``KHR_materials_emissive_strength``), and images (in bufferViews) with one
+  texture per image;
 * ``asset.generator = "skeletal <version>"`` (``asset.copyright`` kept from the document).
 
 Canonicalisations (the spec requires them; none of them changes what a conformant player shows):
@@ -36,8 +38,10 @@ accessor, each starting on a 4-byte boundary; ``target`` on vertex-attribute and
 ``byteStride`` only where an element is not a multiple of 4 bytes; GLB chunks padded to 4 bytes (JSON
 with spaces, BIN with zeros). The same document always gives the same bytes.
 
-Document extensions are not written: the reader has already decoded Draco/meshopt/quantised data into
-plain arrays, so ``extensionsUsed``/``extensionsRequired`` of the source no longer apply.
+The source's ``extensionsUsed``/``extensionsRequired`` are not copied: the reader has already decoded
+Draco/meshopt/quantised data into plain arrays. The extensions the written file itself uses (the
+material ones above) are listed in ``extensionsUsed``; ``KHR_texture_transform`` is also required, as
+Blender writes it, since a viewer without it would show the texture misplaced.
 """
 
 from __future__ import annotations
@@ -252,6 +256,8 @@ class _Encoder:
         self.binary = bytearray()
         self.views: list[dict[str, Any]] = []
         self.accessors: list[dict[str, Any]] = []
+        self.extensions_used: set[str] = set()
+        self.extensions_required: set[str] = set()
 
     # -- low level ------------------------------------------------------------------------------
 
@@ -342,6 +348,10 @@ class _Encoder:
         ]
         if doc.scenes and doc.scene is not None:
             gltf["scene"] = int(doc.scene)
+        if self.extensions_used:
+            gltf["extensionsUsed"] = sorted(self.extensions_used)
+        if self.extensions_required:
+            gltf["extensionsRequired"] = sorted(self.extensions_required)
         for key, items in sections:
             if items:
                 gltf[key] = items
@@ -580,11 +590,40 @@ class _Encoder:
             texture: dict[str, Any] = {"index": int(material.base_color_texture)}
             if material.base_color_texcoord:
                 texture["texCoord"] = int(material.base_color_texcoord)
+            transform = material.base_color_transform
+            if transform is not None and not transform.is_identity:
+                ext: dict[str, Any] = {}
+                if np.any(transform.offset != 0.0):
+                    ext["offset"] = _f64_list(transform.offset)
+                if transform.rotation != 0.0:
+                    ext["rotation"] = float(transform.rotation)
+                if np.any(transform.scale != 1.0):
+                    ext["scale"] = _f64_list(transform.scale)
+                if transform.texcoord is not None:
+                    ext["texCoord"] = int(transform.texcoord)
+                texture["extensions"] = {"KHR_texture_transform": ext}
+                self.extensions_used.add("KHR_texture_transform")
+                self.extensions_required.add("KHR_texture_transform")
             pbr["baseColorTexture"] = texture
         if pbr:
             out["pbrMetallicRoughness"] = pbr
+        emissive = np.asarray(material.emissive_factor, dtype=np.float64)
+        if emissive.any():
+            out["emissiveFactor"] = _f64_list(np.clip(emissive, 0.0, 1.0))
+        if material.alpha_mode != "OPAQUE":
+            out["alphaMode"] = material.alpha_mode
+            if material.alpha_mode == "MASK" and material.alpha_cutoff != 0.5:
+                out["alphaCutoff"] = float(material.alpha_cutoff)
         if material.double_sided:
             out["doubleSided"] = True
+        extensions: dict[str, Any] = {}
+        if material.unlit:
+            extensions["KHR_materials_unlit"] = {}
+        if material.emissive_strength != 1.0:
+            extensions["KHR_materials_emissive_strength"] = {"emissiveStrength": float(material.emissive_strength)}
+        if extensions:
+            out["extensions"] = extensions
+            self.extensions_used.update(extensions)
         return out
 
     def _image(self, index: int, image: Any) -> dict[str, Any]:

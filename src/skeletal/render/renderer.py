@@ -580,6 +580,11 @@ class Renderer:
                 ctx.disable(moderngl.CULL_FACE)
             set_uniform(program, "u_base_color", tuple(float(c) for c in material.base_color))
             set_uniform(program, "u_has_texture", material.texture is not None)
+            # mat3 uniforms are column-major: the row-major matrix transposed, flattened
+            set_uniform(program, "u_uv_transform", tuple(float(v) for v in material.uv_transform.T.reshape(-1)))
+            set_uniform(program, "u_unlit", material.unlit)
+            set_uniform(program, "u_emissive", tuple(float(c) for c in material.emissive))
+            set_uniform(program, "u_alpha_cutoff", material.alpha_cutoff)
             if material.texture is not None:
                 material.texture.use(location=0)
             set_uniform(program, "u_joint_offset", prim.slot)

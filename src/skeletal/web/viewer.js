@@ -340,15 +340,21 @@ function createSkeletalViewer(root, options) {
   precision highp float;
   in vec3 v_normal; in vec2 v_uv;
   uniform vec4 u_color; uniform bool u_textured; uniform sampler2D u_texture; uniform vec3 u_light;
+  uniform mat3 u_uv;        // KHR_texture_transform (identity without one)
+  uniform bool u_unlit;     // KHR_materials_unlit
+  uniform vec3 u_emissive;  // emissiveFactor x KHR_materials_emissive_strength
+  uniform float u_cutoff;   // alphaMode MASK cutoff, < 0 without a mask
   out vec4 o_color;
   void main() {
     vec4 base = u_color;
-    if (u_textured) base *= texture(u_texture, v_uv);
+    if (u_textured) base *= texture(u_texture, (u_uv * vec3(v_uv, 1.0)).xy);
+    if (base.a < u_cutoff) discard;
+    if (u_unlit) { o_color = vec4(pow(clamp(base.rgb, 0.0, 1.0), vec3(1.0 / 2.2)), 1.0); return; }
     vec3 n = normalize(v_normal);
     if (!gl_FrontFacing) n = -n;
     float diffuse = max(dot(n, u_light), 0.0);
     vec3 ambient = mix(vec3(0.16, 0.14, 0.12), vec3(0.36, 0.40, 0.47), 0.5 + 0.5 * n.y);
-    vec3 lit = base.rgb * (ambient + vec3(1.05, 1.0, 0.92) * diffuse);
+    vec3 lit = base.rgb * (ambient + vec3(1.05, 1.0, 0.92) * diffuse) + u_emissive;
     o_color = vec4(pow(lit, vec3(1.0 / 2.2)), 1.0);
   }`;
   const LINE_VS = `#version 300 es
@@ -374,6 +380,27 @@ function createSkeletalViewer(root, options) {
     for (let i = 0; i < n; i++) { const info = gl.getActiveUniform(p, i); uniforms[info.name] = gl.getUniformLocation(p, info.name); }
     return {p, u: uniforms, a: name => gl.getAttribLocation(p, name)};
   }
+
+  // The appearance extensions skeletal writes: KHR_texture_transform on the base colour texture (a
+  // row-major 3x3 T * R * S, as the extension defines it), KHR_materials_unlit, emissive colour times
+  // KHR_materials_emissive_strength, and alphaMode MASK's cutoff.
+  function uvMatrix(offset, rotation, scale) {
+    const c = Math.cos(rotation), s = Math.sin(rotation);
+    return [c * scale[0], s * scale[1], offset[0], -s * scale[0], c * scale[1], offset[1], 0, 0, 1];
+  }
+  function materialLook(material) {
+    const pbr = material.pbrMetallicRoughness || {}, ext = material.extensions || {};
+    const tt = ((pbr.baseColorTexture || {}).extensions || {}).KHR_texture_transform || null;
+    const num = (v, d) => (typeof v === "number" && isFinite(v) ? v : d);
+    const pair = (v, d) => (Array.isArray(v) && v.length === 2 ? [num(v[0], d[0]), num(v[1], d[1])] : d);
+    const uv = tt ? {offset: pair(tt.offset, [0, 0]), rotation: num(tt.rotation, 0), scale: pair(tt.scale, [1, 1])}
+                  : {offset: [0, 0], rotation: 0, scale: [1, 1]};
+    const e = Array.isArray(material.emissiveFactor) && material.emissiveFactor.length === 3 ? material.emissiveFactor.map(Number) : [0, 0, 0];
+    const strength = ext.KHR_materials_emissive_strength ? num(ext.KHR_materials_emissive_strength.emissiveStrength, 1) : 1;
+    return {uv, unlit: !!ext.KHR_materials_unlit, emissive: e.map(v => v * strength),
+            cutoff: material.alphaMode === "MASK" ? num(material.alphaCutoff, 0.5) : -1};
+  }
+  const uvColumns = m => new Float32Array([m[0], m[3], m[6], m[1], m[4], m[7], m[2], m[5], m[8]]);
 
   let meshProgram, lineProgram, prims = [], paletteTextures = [], lineBuffer, gridBuffer, gridCount = 0, boneNodes = [], bonePairs = [];
   function uploadModel(model) {
@@ -457,9 +484,13 @@ function createSkeletalViewer(root, options) {
         }
         const material = (gltf.materials || [])[primitive.material] || {};
         const pbr = material.pbrMetallicRoughness || {};
-        const factor = Array.isArray(pbr.baseColorFactor) && pbr.baseColorFactor.length === 4 ? pbr.baseColorFactor.map(Number) : [0.8, 0.8, 0.8, 1];
+        // glTF's default factor is white; a primitive without a material is drawn light grey
+        const fallback = primitive.material === undefined ? [0.8, 0.8, 0.8, 1] : [1, 1, 1, 1];
+        const factor = Array.isArray(pbr.baseColorFactor) && pbr.baseColorFactor.length === 4 ? pbr.baseColorFactor.map(Number) : fallback;
         const tex = pbr.baseColorTexture && at.TEXCOORD_0 !== undefined ? texture(pbr.baseColorTexture.index) : null;
-        prims.push({vao, count, indexed: !!indices, node: nodeIndex, skin: skinned ? node.skin : -1, color: factor, texture: tex});
+        const look = materialLook(material);
+        prims.push({vao, count, indexed: !!indices, node: nodeIndex, skin: skinned ? node.skin : -1, color: factor, texture: tex,
+                    material: primitive.material === undefined ? -1 : primitive.material, ...look});
         gl.bindVertexArray(null);
       }
     });
@@ -583,6 +614,10 @@ function createSkeletalViewer(root, options) {
         gl.bindTexture(gl.TEXTURE_2D, prim.texture ? prim.texture.handle : null);
         gl.uniform1i(P.u.u_textured, prim.texture ? 1 : 0);
         gl.uniform4fv(P.u.u_color, prim.color);
+        gl.uniformMatrix3fv(P.u.u_uv, false, uvColumns(uvMatrix(prim.uv.offset, prim.uv.rotation, prim.uv.scale)));
+        gl.uniform1i(P.u.u_unlit, prim.unlit ? 1 : 0);
+        gl.uniform3fv(P.u.u_emissive, prim.emissive);
+        gl.uniform1f(P.u.u_cutoff, prim.cutoff);
         gl.bindVertexArray(prim.vao);
         if (prim.indexed) gl.drawElements(gl.TRIANGLES, prim.count, gl.UNSIGNED_INT, 0);
         else gl.drawArrays(gl.TRIANGLES, 0, prim.count);
@@ -704,6 +739,14 @@ function createSkeletalViewer(root, options) {
       state.live = Float64Array.from(matrices.subarray ? matrices.subarray(0, n) : matrices.slice(0, n));
       state.playing = false; playButton.textContent = "play";
       draw();
+    },
+    /** how many textures are still being decoded (the page draws again when each one arrives) */
+    pendingTextures() { return prims.filter(p => p.texture && p.texture.pending).length; },
+    /** what each drawn primitive's material looks like now: glTF material index, base colour, the
+     *  row-major 3x3 texture transform, unlit, emissive, alpha cutoff */
+    materials() {
+      return prims.map(p => ({material: p.material, color: Array.from(p.color), uv: uvMatrix(p.uv.offset, p.uv.rotation, p.uv.scale),
+                              unlit: p.unlit, emissive: Array.from(p.emissive), cutoff: p.cutoff}));
     },
     setBackground(rgb) { state.background = rgb; draw(); },
     show(parts) { for (const k of ["skeleton", "mesh", "grid"]) if (parts && k in parts) state["show" + k[0].toUpperCase() + k.slice(1)] = !!parts[k]; skelBox.checked = state.showSkeleton; draw(); },
