@@ -48,3 +48,20 @@ def test_page_draws_texture_transform_and_unlit(browser, tmp_path: Path):  # noq
         lo, hi = quad.min(), quad.max()
         for x, want in ((lo + (hi - lo) // 4, left), (lo + 3 * (hi - lo) // 4, right)):
             assert np.abs(row[x] - np.array(want)).max() <= 4, (offset, x, row[x].tolist(), want)
+
+
+def test_page_shows_the_scene_chosen(browser, tmp_path: Path):  # noqa: F811
+    import warnings
+
+    from fixtures.gltf_extensions import two_scenes_model
+    from test_web import check_against_bake
+
+    path = two_scenes_model(tmp_path / "two.glb")
+    for scene in ("front", "back"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            asset = skeletal.load(path, scene=scene)
+        page = write_page(tmp_path, f"scene_{scene}", asset)
+        check_against_bake(browser, asset, list(asset.clips), page)
+        shown = browser.execute_script("return window.skeletalViewer.shownNodes()")
+        assert shown == asset.scene_nodes[asset.rig.index_of].astype(int).tolist(), scene

@@ -127,6 +127,9 @@ class Clip:
     #   scale:       s = s_base * (1 + w * (ds - 1)) (ds = s_clip / s_ref)
     #   weights:     m = m_base + w * dm            (dm = m_clip - m_ref)
     additive: bool = False
+    #: Names of the nodes this clip animates in the file that lie outside the scene shown (their
+    #: tracks are left out: see :func:`skeletal.load`'s ``scene``).
+    outside_scene: list[str] = field(default_factory=list)
 
     def __post_init__(self):
         self._pack()
@@ -165,7 +168,8 @@ class Clip:
         (1.0, [[0.0, 0.0, 0.0], [2.0, 0.0, 0.0]])
         """
         clip = cls.__new__(cls)
-        clip.__dict__.update(name=name, markers={}, additive=False, key_start=key_start, value_start=value_start,
+        clip.__dict__.update(name=name, markers={}, additive=False, outside_scene=[],
+                             key_start=key_start, value_start=value_start,
                              times=times, values=values, width=width, interp=interp, path=path, node=node,
                              _tracks_from_layout=True)
         n = len(node)

@@ -326,3 +326,4 @@ class Document:
     extensions_used: list[str] = field(default_factory=list)
     extensions_required: list[str] = field(default_factory=list)
     asset_info: dict[str, Any] = field(default_factory=dict)  # glTF "asset": generator, version
+    scene_names: list[str] = field(default_factory=list)  # a name for each of ``scenes``

@@ -69,7 +69,8 @@ def asset_to_document(asset: Asset, clips: Sequence[Clip | str | int] | None = N
         dupes = sorted({n for n in names if names.count(n) > 1})
         raise ClipError(f"clip names must be unique in one file, got {dupes} more than once")
     doc = asset.document
-    return dataclasses.replace(doc, animations=[clip_to_animation(c, asset) for c in chosen])
+    scene = asset.scene if asset.scene is not None else doc.scene  # the scene shown is the file's default
+    return dataclasses.replace(doc, animations=[clip_to_animation(c, asset) for c in chosen], scene=scene)
 
 
 def export(asset: Asset, path: str | os.PathLike, clips: Sequence[Clip | str | int] | None = None, *,

@@ -7,6 +7,7 @@ import os
 import click
 
 from ..errors import SkeletalError
+from .options import scene_option
 
 
 @click.command("html")
@@ -16,7 +17,8 @@ from ..errors import SkeletalError
               help="Clip to include (repeat; default: all). The first one is shown first.")
 @click.option("--size", default="640x480", show_default=True, help="View size in CSS pixels, WIDTHxHEIGHT.")
 @click.option("--title", default=None, help="Page title (default: the model's name).")
-def html_command(model, out_path, clip_keys, size, title) -> None:
+@scene_option
+def html_command(model, out_path, clip_keys, size, title, scene) -> None:
     """Write one HTML file that plays MODEL in any browser: clip list, play/pause, timeline, speed,
     orbit camera, bones. Everything is embedded; the page fetches nothing from the network.
 
@@ -33,7 +35,7 @@ def html_command(model, out_path, clip_keys, size, title) -> None:
     if not out_path.lower().endswith((".html", ".htm")):
         raise SkeletalError(f"--out {out_path!r}: the page must end in .html")
     width, height = parse_size(size)
-    asset = load(model)
+    asset = load(model, scene=scene)
     clips = list(clip_keys) or None
     path = to_html(asset, out_path, clips=clips, width=width, height=height, title=title)
     size_bytes = os.path.getsize(path)

@@ -332,7 +332,9 @@ class _GltfReader:
         animations = self._packed_animations(animation_objects.raw, nodes, meshes)
         if animations is None:
             animations = [self._animation(i, obj, nodes, meshes) for i, obj in enumerate(animation_objects)]
-        scenes = [obj.indices("nodes", "nodes", len(nodes), []) for obj in self.root.objects("scenes")]
+        scene_objects = self.root.objects("scenes")
+        scenes = [obj.indices("nodes", "nodes", len(nodes), []) for obj in scene_objects]
+        scene_names = [obj.string("name", "") for obj in scene_objects]
         scene = self.root.index("scene", "scenes", len(scenes), None)
         return Document(
             path=self.file,
@@ -347,6 +349,7 @@ class _GltfReader:
             extensions_used=self.extensions_used,
             extensions_required=self.extensions_required,
             asset_info=self.asset,
+            scene_names=scene_names,
         )
 
     def _accessor(self, obj: JsonObject, key: str, expect: Expect) -> AccessorInfo:

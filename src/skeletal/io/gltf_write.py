@@ -337,7 +337,7 @@ class _Encoder:
 
         animated = {c.node for a in doc.animations for c in a.channels}
         sections: list[tuple[str, list[Any]]] = [
-            ("scenes", [self._scene(roots) for roots in doc.scenes]),
+            ("scenes", [self._scene(k, roots) for k, roots in enumerate(doc.scenes)]),
             ("nodes", [self._node(i, n, i in animated) for i, n in enumerate(doc.nodes)]),
             ("meshes", [self._mesh(i, m) for i, m in enumerate(doc.meshes)]),
             ("skins", [self._skin(i, s) for i, s in enumerate(doc.skins)]),
@@ -362,8 +362,12 @@ class _Encoder:
             gltf["buffers"] = [{"byteLength": len(self.binary)}]
         return gltf, bytes(self.binary)
 
-    def _scene(self, roots: list[int]) -> dict[str, Any]:
-        return {"nodes": [int(r) for r in roots]}
+    def _scene(self, index: int, roots: list[int]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if index < len(self.doc.scene_names) and self.doc.scene_names[index]:
+            out["name"] = self.doc.scene_names[index]
+        out["nodes"] = [int(r) for r in roots]
+        return out
 
     def _node(self, index: int, node: Node, animated: bool) -> dict[str, Any]:
         out: dict[str, Any] = {}

@@ -236,7 +236,34 @@ function createSkeletalViewer(root, options) {
       }
       return {joints, inverse};
     });
-    return {gltf, bin, nodes, parents, order, clips, skins};
+    return {gltf, bin, nodes, parents, order, clips, skins, shown: sceneNodes(gltf, nodes, parents, skins)};
+  }
+
+  // The nodes the default scene shows (as skeletal.asset.scene_nodes): its roots and everything below
+  // them, plus the whole hierarchy of every joint of the skins its meshes use; every node when the
+  // file has no scenes.
+  function sceneNodes(gltf, nodes, parents, skins) {
+    const shown = new Uint8Array(nodes.length);
+    const scenes = Array.isArray(gltf.scenes) ? gltf.scenes : [];
+    if (!scenes.length) return shown.fill(1);
+    const index = gltf.scene >= 0 && gltf.scene < scenes.length ? gltf.scene : 0;
+    const addBelow = roots => {
+      const stack = roots.filter(r => r >= 0 && r < nodes.length);
+      while (stack.length) {
+        const i = stack.pop();
+        if (shown[i]) continue;
+        shown[i] = 1;
+        for (const c of nodes[i].children) stack.push(c);
+      }
+    };
+    addBelow(Array.isArray(scenes[index].nodes) ? scenes[index].nodes.slice() : []);
+    const tops = [];
+    nodes.forEach((node, i) => {
+      if (!shown[i] || node.mesh === undefined || !skins[node.skin]) return;
+      for (let j of skins[node.skin].joints) { while (parents[j] >= 0) j = parents[j]; tops.push(j); }
+    });
+    addBelow(tops);
+    return shown;
   }
 
   // ---- sampling (as skeletal.sampling: keys compared as float32 values, maths in float64) ----
@@ -434,7 +461,7 @@ function createSkeletalViewer(root, options) {
       return entry;
     }
     model.nodes.forEach((node, nodeIndex) => {
-      if (node.mesh === undefined) return;
+      if (node.mesh === undefined || !model.shown[nodeIndex]) return;  // only the scene's meshes are drawn
       const mesh = (gltf.meshes || [])[node.mesh];
       if (!mesh) throw new Error(`node ${nodeIndex} refers to a missing mesh`);
       for (const primitive of mesh.primitives || []) {
@@ -506,6 +533,7 @@ function createSkeletalViewer(root, options) {
     const isBone = new Uint8Array(model.nodes.length);
     if (model.skins.length) for (const s of model.skins) for (const j of s.joints) isBone[j] = 1;
     else isBone.fill(1);
+    for (let i = 0; i < model.nodes.length; i++) if (!model.shown[i]) isBone[i] = 0;  // outside the scene
     boneNodes = [];
     bonePairs = [];
     for (let i = 0; i < model.nodes.length; i++) {
@@ -718,6 +746,8 @@ function createSkeletalViewer(root, options) {
     get error() { return state.error; },
     /** clip names, in file order */
     clips() { return state.doc ? state.doc.clips.map(c => c.name) : []; },
+    /** 1 for each node (glTF order) the scene shown draws, else 0 */
+    shownNodes() { return state.doc ? Array.from(state.doc.shown) : []; },
     nodeNames() { return state.doc ? state.doc.nodes.map(n => n.name) : []; },
     duration() { const c = state.doc && state.doc.clips[state.clip]; return c ? c.duration : 0; },
     setClip(i) {
