@@ -65,3 +65,33 @@ def test_page_shows_the_scene_chosen(browser, tmp_path: Path):  # noqa: F811
         check_against_bake(browser, asset, list(asset.clips), page)
         shown = browser.execute_script("return window.skeletalViewer.shownNodes()")
         assert shown == asset.scene_nodes[asset.rig.index_of].astype(int).tolist(), scene
+
+
+def test_page_draws_animated_pointer_properties(browser, tmp_path: Path):  # noqa: F811
+    """KHR_animation_pointer in the page: material values and node visibility at clip times equal
+    skeletal's sampled properties; node TRS by pointer moves the nodes as the bake does."""
+    import warnings
+
+    from fixtures.gltf_extensions import pointer_model
+    from test_web import check_against_bake
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        asset = skeletal.load(pointer_model(tmp_path / "ptr.glb"))
+    page = write_page(tmp_path, "pointer", asset)
+    check_against_bake(browser, asset, list(asset.clips), page)
+    layout = asset.properties
+    for t in (0.0, 0.3, 0.6, 1.0):
+        browser.execute_script(f"window.skeletalViewer.setTime({t})")
+        looks = {(m["material"], m["node"]): m for m in browser.execute_script("return window.skeletalViewer.materials()")}
+        want = skeletal.bake(asset, 0, [t])["properties"][0]
+        quad, flag = looks[(0, 0)], looks[(1, 4)]
+        np.testing.assert_allclose(quad["color"], layout.value(want, "/materials/0/pbrMetallicRoughness/baseColorFactor"), atol=1e-6)
+        strength = layout.value(want, "/materials/0/extensions/KHR_materials_emissive_strength/emissiveStrength")
+        np.testing.assert_allclose(quad["emissive"], layout.value(want, "/materials/0/emissiveFactor") * strength, atol=1e-6)
+        assert quad["cutoff"] == pytest.approx(float(layout.value(want, "/materials/0/alphaCutoff")[0]), abs=1e-6)
+        from skeletal.properties import material_values
+
+        np.testing.assert_allclose(np.reshape(quad["uv"], (3, 3)), material_values(asset, 0, want)["uv"], atol=1e-6)
+        assert flag["visible"] == bool(layout.value(want, "/nodes/4/extensions/KHR_node_visibility/visible")[0]), t
+

@@ -18,6 +18,7 @@ from .clip import PATH_CODE, Clip, Track, resolve_clip
 from .document import Document, PackedChannels, Primitive
 from .errors import ModelError
 from .io.formats import ASSIMP_SUFFIXES, BVH_SUFFIX, USD_SUFFIXES
+from .properties import PropertyLayout
 from .rig import Rig
 from .skin import normalize_weights
 
@@ -137,7 +138,10 @@ class Asset:
         self.scene_nodes: np.ndarray = self.rig_mask(scene_nodes(document, self.scene))
         self._build_morph_layout()
         self.skins = [self._bind_skin(i) for i in range(len(document.skins))]
-        self.clips = [self._clip(i) for i in range(len(document.animations))]
+        #: Where the animated properties (KHR_animation_pointer: materials, lights, cameras,
+        #: visibility) live in one flat float64 array, with their rest values; see :mod:`skeletal.properties`.
+        self.properties = PropertyLayout(document.pointer_rest)
+        self.clips = [self._with_properties(self._clip(i), i) for i in range(len(document.animations))]
         self._leave_out_other_scenes()
         self._check_skinned_primitives()  # mesh_instances are built on first use, their errors found now
 
@@ -286,6 +290,14 @@ class Asset:
             clip.duration = float(anim.duration)
         return clip
 
+    def _with_properties(self, clip: Clip, index: int) -> Clip:
+        """``clip`` with the property tracks of animation ``index`` (its duration stretched to them)."""
+        tracks = self.document.animations[index].properties
+        if tracks:
+            clip.properties = list(tracks)
+            clip.include_properties()
+        return clip
+
     def _leave_out_other_scenes(self) -> None:
         """Tracks on nodes outside the scene shown are taken out of the clips (those nodes stay at
         rest and are not drawn); each clip lists them in ``outside_scene`` and one warning says so."""
@@ -298,7 +310,7 @@ class Asset:
                 continue
             names = sorted({self.rig.names[int(n)] or f"node_{int(self.rig.node_of[n])}" for n in clip.node[outside]})
             kept = [t for t, out in zip(clip.tracks, outside.tolist()) if not out]
-            replaced = Clip(clip.name, kept, dict(clip.markers), clip.additive)
+            replaced = Clip(clip.name, kept, dict(clip.markers), clip.additive, properties=list(clip.properties))
             replaced.duration = clip.duration  # the authored length stays
             replaced.outside_scene = names
             self.clips[c] = replaced

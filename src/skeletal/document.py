@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from .errors import ClipError
+
 Interpolation = str  # "STEP" | "LINEAR" | "CUBICSPLINE"
 TrackPath = str  # "translation" | "rotation" | "scale" | "weights"
 
@@ -40,6 +42,9 @@ class Node:
     weights: np.ndarray | None = None  # default morph weights overriding the mesh's
     parent: int = -1  # filled by the reader from ``children``; -1 for roots
     extras: dict[str, Any] = field(default_factory=dict)  # glTF ``extras`` (JSON object), kept as read
+    camera: int | None = None  # index into Document.cameras
+    light: int | None = None  # KHR_lights_punctual: index into Document.lights
+    visible: bool = True  # KHR_node_visibility (hides the node and everything below it)
 
 
 @dataclass
@@ -174,6 +179,38 @@ _VALUES = attrgetter("values")
 
 
 @dataclass
+class PropertyTrack:
+    """One animated property: ``pointer`` a JSON pointer into the glTF document
+    (``/materials/0/pbrMetallicRoughness/baseColorFactor``), key ``times`` (K,) float32 strictly
+    increasing, ``values`` (K, C) float32 ((3K, C) for CUBICSPLINE: in-tangent, value, out-tangent)."""
+
+    pointer: str
+    interpolation: str
+    times: np.ndarray
+    values: np.ndarray
+
+    def __post_init__(self):
+        if self.interpolation not in _PACKED_INTERPOLATIONS:
+            raise ClipError(f"property {self.pointer}: interpolation {self.interpolation!r} is not one of {_PACKED_INTERPOLATIONS}")
+        self.times = np.ascontiguousarray(self.times, dtype=np.float32).reshape(-1)
+        values = np.asarray(self.values, dtype=np.float32)
+        if values.ndim == 1:
+            values = values.reshape(-1, 1)
+        rows = len(self.times) * (3 if self.interpolation == "CUBICSPLINE" else 1)
+        if not len(self.times):
+            raise ClipError(f"property {self.pointer}: no keys")
+        if values.shape[0] != rows:
+            raise ClipError(f"property {self.pointer}: {len(self.times)} keys need {rows} value rows, got {values.shape[0]}")
+        if len(self.times) > 1 and not np.all(np.diff(self.times) > 0):
+            raise ClipError(f"property {self.pointer}: key times are not strictly increasing")
+        self.values = np.ascontiguousarray(values)
+
+    @property
+    def width(self) -> int:
+        return int(self.values.shape[1])
+
+
+@dataclass
 class Animation:
     """One animation's channels.
 
@@ -188,12 +225,16 @@ class Animation:
     # last key time, as glTF.
     duration: float | None = None
     packed: PackedChannels | None = field(default=None, repr=False, compare=False)
+    #: KHR_animation_pointer channels on anything but node TRS/weights (those are ``channels``):
+    #: :class:`skeletal.clip.PropertyTrack` s.
+    properties: list = field(default_factory=list)
 
     @classmethod
     def from_packed(cls, name: str, packed: PackedChannels, extras: dict[str, Any] | None = None) -> Animation:
         """An animation whose channels are made from ``packed`` when first used."""
         animation = cls.__new__(cls)
-        animation.__dict__.update(name=name, extras={} if extras is None else extras, duration=None, packed=packed)
+        animation.__dict__.update(name=name, extras={} if extras is None else extras, duration=None, packed=packed,
+                                  properties=[])
         return animation
 
     @property
@@ -327,3 +368,10 @@ class Document:
     extensions_required: list[str] = field(default_factory=list)
     asset_info: dict[str, Any] = field(default_factory=dict)  # glTF "asset": generator, version
     scene_names: list[str] = field(default_factory=list)  # a name for each of ``scenes``
+    #: The value before animation of every property a KHR_animation_pointer channel animates
+    #: (pointer -> float64 array; the schema default where the file gives none).
+    pointer_rest: dict[str, np.ndarray] = field(default_factory=dict)
+    #: glTF cameras and KHR_lights_punctual lights, as their JSON objects (skeletal draws with its own
+    #: camera and light; these are kept so that their animation means something and is written back).
+    cameras: list[dict[str, Any]] = field(default_factory=list)
+    lights: list[dict[str, Any]] = field(default_factory=list)

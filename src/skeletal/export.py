@@ -56,7 +56,9 @@ def clip_to_animation(clip: Clip, asset: Asset) -> Animation:
             raise ClipError(f"clip {clip.name!r}: track {k} targets node {track.node}, the rig has {n} nodes")
         channels.append(Channel(int(asset.rig.node_of[track.node]), track.path, track.interpolation,
                                 np.asarray(track.times, np.float32), np.asarray(track.values, np.float32)))
-    return Animation(clip.name, channels)
+    animation = Animation(clip.name, channels)
+    animation.properties = list(getattr(clip, "properties", []))  # KHR_animation_pointer tracks, by pointer
+    return animation
 
 
 def asset_to_document(asset: Asset, clips: Sequence[Clip | str | int] | None = None) -> Document:

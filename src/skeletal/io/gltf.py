@@ -45,6 +45,7 @@ from skeletal.document import (
     Node,
     PackedChannels,
     Primitive,
+    PropertyTrack,
     Skin,
     TextureTransform,
 )
@@ -68,6 +69,7 @@ from skeletal.io.files import read_regular
 from skeletal.io.glb import GLTF1_HINT, parse_container
 from skeletal.io.jsonobj import JsonObject, codes, plain_ints
 from skeletal.io.uris import UriError, read_uri
+from skeletal.io.pointer import NODE_TRACK_PATHS, PointerTarget, parse_pointer, pointer_target
 from skeletal.quat import decompose_trs
 
 __all__ = ["read_gltf", "SUPPORTED_EXTENSIONS", "gc_paused"]
@@ -76,10 +78,12 @@ KHR_MESH_QUANTIZATION = "KHR_mesh_quantization"
 KHR_TEXTURE_TRANSFORM = "KHR_texture_transform"
 KHR_MATERIALS_UNLIT = "KHR_materials_unlit"
 KHR_MATERIALS_EMISSIVE_STRENGTH = "KHR_materials_emissive_strength"
+KHR_ANIMATION_POINTER = "KHR_animation_pointer"
+KHR_NODE_VISIBILITY = "KHR_node_visibility"
 #: Extensions this reader implements; any other in ``extensionsRequired`` is refused, except the
 #: appearance-only ones of :data:`APPEARANCE_FALLBACKS`.
 SUPPORTED_EXTENSIONS = (KHR_MESH_QUANTIZATION, draco_ext.EXTENSION, meshopt_ext.EXTENSION, KHR_TEXTURE_TRANSFORM,
-                        KHR_MATERIALS_UNLIT, KHR_MATERIALS_EMISSIVE_STRENGTH)
+                        KHR_MATERIALS_UNLIT, KHR_MATERIALS_EMISSIVE_STRENGTH, KHR_ANIMATION_POINTER, KHR_NODE_VISIBILITY)
 #: Extensions that only change how a surface looks, which skeletal does not draw: a file that requires
 #: one is still read (its animation is whole) and drawn with the stated fallback, after one warning.
 APPEARANCE_FALLBACKS = {
@@ -98,7 +102,7 @@ APPEARANCE_FALLBACKS = {
     "KHR_texture_basisu": "the base colour factor where no PNG/JPEG image is given",
     "EXT_texture_webp": "the base colour factor where the image cannot be decoded",
     "EXT_texture_avif": "the base colour factor where the image cannot be decoded",
-    "KHR_lights_punctual": "skeletal's own key light",
+    "KHR_lights_punctual": "skeletal's own key light (the lights' animation is read)",
     "EXT_lights_image_based": "skeletal's own ambient light",
     "KHR_xmp_json_ld": "metadata not read",
 }
@@ -163,6 +167,10 @@ EXPECT_OUTPUT = {
     "weights": Expect(("SCALAR",), normalized=_ALL_INTS),
 }
 _PATH_WIDTH = {"translation": 3, "rotation": 4, "scale": 3}
+#: KHR_animation_pointer outputs by width: floats or normalised integers (a boolean is UNSIGNED_BYTE).
+EXPECT_POINTER = {1: Expect(("SCALAR",), normalized=_ALL_INTS, plain=_UNSIGNED_INTS),
+                  2: Expect(("VEC2",), normalized=_ALL_INTS), 3: Expect(("VEC3",), normalized=_ALL_INTS),
+                  4: Expect(("VEC4",), normalized=_ALL_INTS)}
 _PATH_TYPE = {"translation": "VEC3", "rotation": "VEC4", "scale": "VEC3"}
 _SAMPLER, _TARGET, _NODE, _PATH = (operator.itemgetter(k) for k in ("sampler", "target", "node", "path"))
 _INPUT, _OUTPUT = operator.itemgetter("input"), operator.itemgetter("output")
@@ -270,6 +278,8 @@ class _GltfReader:
             cameras=len(root.array("cameras", [])),
         )
         self._checked_times: set[int] = set()  # input accessors already found strictly increasing
+        self._pointers_warned: set[str] = set()  # unsupported KHR_animation_pointer pointers told once
+        self.pointer_rest: dict[str, np.ndarray] = {}  # see Document.pointer_rest
 
     # -- document-level checks ------------------------------------------------------------------
     def _check_asset(self) -> dict:
@@ -327,6 +337,7 @@ class _GltfReader:
         meshes = [self._mesh(i, obj) for i, obj in enumerate(self.root.objects("meshes"))]
         skins = [self._skin(i, obj) for i, obj in enumerate(self.root.objects("skins"))]
         nodes = self._nodes()
+        cameras, lights = self._cameras_and_lights(nodes)
         self._check_skinned_joints(nodes, meshes, skins)
         animation_objects = self.root.objects("animations")
         animations = self._packed_animations(animation_objects.raw, nodes, meshes)
@@ -350,7 +361,38 @@ class _GltfReader:
             extensions_required=self.extensions_required,
             asset_info=self.asset,
             scene_names=scene_names,
+            pointer_rest=self.pointer_rest,
+            cameras=cameras,
+            lights=lights,
         )
+
+    def _cameras_and_lights(self, nodes: list[Node]) -> tuple[list[dict], list[dict]]:
+        """The cameras and KHR_lights_punctual lights (their JSON, checked to be objects with a known
+        ``type``), and each node's ``camera``, ``light`` and KHR_node_visibility ``visible``."""
+        cameras = [dict(obj.data) for obj in self.root.objects("cameras")]
+        for camera in self.root.objects("cameras"):
+            kind = camera.string("type")
+            if kind not in ("perspective", "orthographic"):
+                camera.fail(f"unknown camera type {kind!r} (expected perspective or orthographic)", "type")
+            camera.object(kind, required=True)
+        lights_ext = self.root.object("extensions").object("KHR_lights_punctual")
+        lights = [dict(obj.data) for obj in lights_ext.objects("lights")]
+        for light in lights_ext.objects("lights"):
+            kind = light.string("type")
+            if kind not in ("directional", "point", "spot"):
+                light.fail(f"unknown light type {kind!r} (expected directional, point or spot)", "type")
+        for i, raw in enumerate(self.root.array("nodes", [])):
+            if "camera" not in raw and "extensions" not in raw:
+                continue
+            obj = self.root.objects("nodes")[i]
+            nodes[i].camera = obj.index("camera", "cameras", len(cameras), None)
+            light = obj.extension("KHR_lights_punctual")
+            if light is not None:
+                nodes[i].light = light.index("light", "KHR_lights_punctual lights", len(lights))
+            visibility = obj.extension(KHR_NODE_VISIBILITY)
+            if visibility is not None:
+                nodes[i].visible = visibility.boolean("visible", True)
+        return cameras, lights
 
     def _accessor(self, obj: JsonObject, key: str, expect: Expect) -> AccessorInfo:
         """The accessor ``obj[key]`` refers to, checked to exist and to suit its use."""
@@ -713,6 +755,7 @@ class _GltfReader:
         if packed is not None:
             return Animation.from_packed(name, packed, _extras(obj))
         channels: list[Channel] = []
+        properties: list[PropertyTrack] = []
         for c_index, c_raw in enumerate(channel_objects.raw):
             plain = self._plain_channel(c_raw, samplers.raw, n_nodes, n_accessors)
             if plain is not None:
@@ -724,6 +767,13 @@ class _GltfReader:
                 c.fail(f"refers to sampler {s_index}, but animation {name!r} has {len(samplers)} samplers", "sampler")
             target = c.object("target", required=True)
             path = target.string("path")
+            if path == "pointer" and target.extension(KHR_ANIMATION_POINTER) is not None:
+                read = self._pointer_channel(c, target, name, s_index, samplers[s_index], nodes, meshes)
+                if isinstance(read, Channel):
+                    channels.append(read)
+                elif read is not None:
+                    properties.append(read)
+                continue
             if not target.has("node"):
                 continue  # the spec allows this: the target is defined by an extension we do not implement
             node = target.index("node", "nodes", len(nodes))
@@ -737,7 +787,100 @@ class _GltfReader:
             else:
                 target.fail(f"unknown path {path!r} (expected translation, rotation, scale or weights)", "path")
             channels.append(self._channel(c, name, s_index, samplers[s_index], node, path, width))
-        return Animation(name=name, channels=channels, extras=_extras(obj))
+        animation = Animation(name=name, channels=channels, extras=_extras(obj))
+        animation.properties = properties
+        return animation
+
+    def _pointer_channel(self, c: JsonObject, target: JsonObject, anim_name: str, s_index: int, sampler: JsonObject,
+                         nodes: list[Node], meshes: list[Mesh]) -> Channel | PropertyTrack | None:
+        """A KHR_animation_pointer channel: a node's TRS or weights as an ordinary :class:`Channel`,
+        a supported property (see :data:`skeletal.properties.POINTER_KINDS`) as a
+        :class:`PropertyTrack` (its rest value noted in ``pointer_rest``), anything else None after one
+        warning per pointer."""
+        ext = target.extension(KHR_ANIMATION_POINTER)
+        assert ext is not None
+        pointer = ext.string("pointer")
+        parsed = parse_pointer(pointer)
+        if parsed is not None and parsed[0] == "node" and parsed[2] in NODE_TRACK_PATHS:
+            node, path = parsed[1], parsed[2]
+            if node >= len(nodes):
+                ext.fail(f"{pointer} names nodes[{node}], which does not exist (the file has {len(nodes)})", "pointer")
+            if path == "weights":
+                mesh = nodes[node].mesh
+                width = 0 if mesh is None else len(meshes[mesh].primitives[0].targets)
+                if width == 0:
+                    ext.fail(f"{pointer}: nodes[{node}] has no mesh with morph targets", "pointer")
+            else:
+                width = _PATH_WIDTH[path]
+            return self._channel(c, anim_name, s_index, sampler, node, path, width)
+        found = pointer_target(pointer)
+        if found is None:
+            if pointer not in self._pointers_warned:
+                self._pointers_warned.add(pointer)
+                warnings.warn(f"{os.path.basename(self.file)}: {c.where}: KHR_animation_pointer {pointer} is not a "
+                              "property skeletal animates; channel ignored", stacklevel=5)
+            return None
+        rest = self._pointer_rest(ext, pointer, found)
+        about = f"animation {anim_name!r}, samplers[{s_index}]"
+        interpolation = sampler.string("interpolation", "LINEAR")
+        if interpolation not in INTERPOLATIONS:
+            raise ModelError(self.file, c.where, f"{about}: unknown interpolation {interpolation!r} "
+                                                  f"(expected {', '.join(INTERPOLATIONS)})")
+        input_info = self._accessor(sampler, "input", EXPECT_KEY_TIMES)
+        output_info = self._accessor(sampler, "output", EXPECT_POINTER[found.width])
+        keys = input_info.count
+        rows = 3 * keys if interpolation == "CUBICSPLINE" else keys
+        if output_info.count != rows:
+            raise ModelError(self.file, c.where, f"{about}: output accessors[{output_info.index}] has "
+                                                  f"{output_info.count} elements, expected {rows} for {keys} keys of {pointer}")
+        times = self.accessors.floats(input_info.index)
+        if input_info.index not in self._checked_times:
+            self._check_times(c, about, input_info, times)
+            self._checked_times.add(input_info.index)
+        values = np.asarray(self.accessors.floats(output_info.index), np.float32).reshape(rows, found.width)
+        if not np.isfinite(values).all():
+            k = int(np.argmin(np.isfinite(values).all(axis=1)))
+            raise ModelError(self.file, c.where, f"{about}: output accessors[{output_info.index}] element {k} is not finite")
+        if found.property == "extensions/KHR_node_visibility/visible":
+            # a boolean: switched, never blended (as three.js's BooleanKeyframeTrack); any non-zero is true
+            values = (values[1::3] if interpolation == "CUBICSPLINE" else values) != 0
+            interpolation = "STEP"
+        self.pointer_rest.setdefault(pointer, rest)
+        return PropertyTrack(pointer, interpolation, times, values)
+
+    def _pointer_rest(self, ext: JsonObject, pointer: str, found: PointerTarget) -> np.ndarray:
+        """The value ``pointer`` names before animation: the file's, or the schema default when the
+        property is absent. The object it belongs to (material, light, camera, node, and the
+        ``perspective``/``orthographic``/``spot`` part) must exist."""
+        table = {"node": ("nodes", self.tables.nodes), "material": ("materials", self.tables.materials),
+                 "camera": ("cameras", self.tables.cameras)}.get(found.kind)
+        if table is None:  # a light
+            lights = self.root.data.get("extensions", {}).get("KHR_lights_punctual", {}).get("lights", [])
+            table = ("KHR_lights_punctual lights", len(lights) if isinstance(lights, list) else 0)
+            holder: object = lights
+        else:
+            holder = self.root.data.get(table[0], [])
+        if found.index >= table[1]:
+            ext.fail(f"{pointer} names {table[0]}[{found.index}], which does not exist (the file has {table[1]})", "pointer")
+        value: object = holder[found.index]  # type: ignore[index]
+        parts = found.property.split("/")
+        for depth, part in enumerate(parts):
+            if not isinstance(value, dict):
+                ext.fail(f"{pointer}: {'/'.join(parts[:depth])} is not an object", "pointer")
+            if part not in value:
+                if depth == len(parts) - 1 or parts[depth] == "extensions" or (depth and parts[depth - 1] == "extensions") \
+                        or part in ("pbrMetallicRoughness",):
+                    return np.array(found.default, np.float64)  # absent: the schema default
+                if found.kind in ("camera", "light") and part in ("perspective", "orthographic", "spot"):
+                    ext.fail(f"{pointer}: {table[0]}[{found.index}] has no {part}", "pointer")
+                return np.array(found.default, np.float64)
+            value = value[part]
+        if isinstance(value, bool):
+            return np.array([1.0 if value else 0.0])
+        array = np.atleast_1d(np.asarray(value, dtype=np.float64)) if isinstance(value, (int, float, list)) else None
+        if array is None or array.shape != (found.width,) or not np.isfinite(array).all():
+            ext.fail(f"{pointer}: the file's value {value!r} is not {found.width} finite number(s)", "pointer")
+        return array
 
     def _channel(self, c: JsonObject, anim_name: str, s_index: int, sampler: JsonObject,
                  node: int, path: str, width: int) -> Channel:

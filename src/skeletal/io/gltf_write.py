@@ -1,3 +1,5 @@
+# Over 600 lines: one writer pass mirroring the reader, object kind by object kind (nodes, meshes, skins,
+# animations with their pointer channels, materials, cameras, lights); its layout rules sit in one place.
 """Document -> glTF 2.0 file (``.glb``, or ``.gltf`` with a data URI or an external ``.bin``).
 
 The inverse of :mod:`skeletal.io.gltf`: what the reader decodes, this encodes, so that
@@ -56,7 +58,7 @@ from urllib.parse import quote
 
 import numpy as np
 
-from skeletal.document import Channel, Document, Material, Mesh, MorphTarget, Node, Primitive, Skin
+from skeletal.document import Channel, Document, Material, Mesh, MorphTarget, Node, Primitive, Skin, TextureTransform
 from skeletal.errors import ModelError
 
 # accessor.componentType
@@ -256,6 +258,7 @@ class _Encoder:
         self.binary = bytearray()
         self.views: list[dict[str, Any]] = []
         self.accessors: list[dict[str, Any]] = []
+        self.animated_pointers: set[str] = set()  # KHR_animation_pointer targets of the animations (see encode)
         self.extensions_used: set[str] = set()
         self.extensions_required: set[str] = set()
 
@@ -336,16 +339,22 @@ class _Encoder:
         gltf: dict[str, Any] = {"asset": asset}
 
         animated = {c.node for a in doc.animations for c in a.channels}
+        self.animated_pointers = {t.pointer for a in doc.animations for t in getattr(a, "properties", [])}
         sections: list[tuple[str, list[Any]]] = [
             ("scenes", [self._scene(k, roots) for k, roots in enumerate(doc.scenes)]),
             ("nodes", [self._node(i, n, i in animated) for i, n in enumerate(doc.nodes)]),
             ("meshes", [self._mesh(i, m) for i, m in enumerate(doc.meshes)]),
             ("skins", [self._skin(i, s) for i, s in enumerate(doc.skins)]),
             ("animations", [self._animation(i, a) for i, a in enumerate(doc.animations)]),
-            ("materials", [self._material(m) for m in doc.materials]),
+            ("materials", [self._material(m, i) for i, m in enumerate(doc.materials)]),
             ("images", [self._image(i, im) for i, im in enumerate(doc.images)]),
             ("textures", [{"source": i} for i in range(len(doc.images))]),
+            ("cameras", [_json_value(self.file, f"cameras[{i}]", c) for i, c in enumerate(doc.cameras)]),
         ]
+        if doc.lights:
+            gltf["extensions"] = {"KHR_lights_punctual": {
+                "lights": [_json_value(self.file, f"lights[{i}]", light) for i, light in enumerate(doc.lights)]}}
+            self.extensions_used.add("KHR_lights_punctual")
         if doc.scenes and doc.scene is not None:
             gltf["scene"] = int(doc.scene)
         if self.extensions_used:
@@ -397,6 +406,16 @@ class _Encoder:
             out["skin"] = int(node.skin)
         if node.weights is not None:
             out["weights"] = _f64_list(node.weights)
+        if node.camera is not None:
+            out["camera"] = int(node.camera)
+        extensions: dict[str, Any] = {}
+        if node.light is not None:
+            extensions["KHR_lights_punctual"] = {"light": int(node.light)}
+        if not node.visible:
+            extensions["KHR_node_visibility"] = {"visible": False}
+        if extensions:
+            out["extensions"] = extensions
+            self.extensions_used.update(extensions)
         if node.extras:
             out["extras"] = _json_value(self.file, f"nodes[{index}].extras", node.extras)
         return out
@@ -545,6 +564,23 @@ class _Encoder:
                 "output": self._output(where, channel, len(times)),
             })
             channels.append({"sampler": len(samplers) - 1, "target": {"node": int(channel.node), "path": channel.path}})
+        for track in getattr(animation, "properties", []):
+            where = f"animations[{index}] property {track.pointer}"
+            times = np.asarray(track.times, dtype=np.float32).reshape(-1)
+            if len(times) == 0 or not np.all(np.isfinite(times)) or times[0] < 0 or np.any(np.diff(times) <= 0):
+                raise ModelError(self.file, where, "key times must be finite, non-negative and strictly increasing")
+            key = times.tobytes()
+            if key not in inputs:
+                inputs[key] = self._accessor(times, min_max=True)
+            values = np.asarray(track.values, dtype=np.float32)
+            if track.pointer.endswith("/KHR_node_visibility/visible"):
+                values = (values != 0).astype(np.uint8)  # a boolean: UNSIGNED_BYTE 0/1, as the extension says
+                self.extensions_used.add("KHR_node_visibility")
+            output = self._accessor(values.reshape(len(values), -1) if values.shape[1] > 1 else values.reshape(-1))
+            samplers.append({"input": inputs[key], "interpolation": track.interpolation, "output": output})
+            channels.append({"sampler": len(samplers) - 1, "target": {
+                "path": "pointer", "extensions": {"KHR_animation_pointer": {"pointer": track.pointer}}}})
+            self.extensions_used.add("KHR_animation_pointer")
         out: dict[str, Any] = {}
         if animation.name:
             out["name"] = animation.name
@@ -579,7 +615,7 @@ class _Encoder:
             return self._accessor(values32.reshape(-1))
         return self._accessor(values32)
 
-    def _material(self, material: Material) -> dict[str, Any]:
+    def _material(self, material: Material, index: int = -1) -> dict[str, Any]:
         out: dict[str, Any] = {}
         if material.name:
             out["name"] = material.name
@@ -595,7 +631,10 @@ class _Encoder:
             if material.base_color_texcoord:
                 texture["texCoord"] = int(material.base_color_texcoord)
             transform = material.base_color_transform
-            if transform is not None and not transform.is_identity:
+            animated = f"/materials/{index}/pbrMetallicRoughness/baseColorTexture/extensions/KHR_texture_transform/"
+            if transform is None and any(p.startswith(animated) for p in self.animated_pointers):
+                transform = TextureTransform()  # animated: the extension object must be there
+            if transform is not None and (not transform.is_identity or any(p.startswith(animated) for p in self.animated_pointers)):
                 ext: dict[str, Any] = {}
                 if np.any(transform.offset != 0.0):
                     ext["offset"] = _f64_list(transform.offset)
@@ -623,7 +662,8 @@ class _Encoder:
         extensions: dict[str, Any] = {}
         if material.unlit:
             extensions["KHR_materials_unlit"] = {}
-        if material.emissive_strength != 1.0:
+        if (material.emissive_strength != 1.0
+                or f"/materials/{index}/extensions/KHR_materials_emissive_strength/emissiveStrength" in self.animated_pointers):
             extensions["KHR_materials_emissive_strength"] = {"emissiveStrength": float(material.emissive_strength)}
         if extensions:
             out["extensions"] = extensions

@@ -39,6 +39,7 @@ from .._threads import capped_threads
 from . import kernels as K
 from .clipset import TK_INTERP, TK_PATH, ClipSet
 from .jobs import entry, playback_job
+from .properties import PropertyStage
 
 
 InstanceSelector = int | Sequence[int] | np.ndarray | slice | None
@@ -149,6 +150,10 @@ class Mixer:
         # Objects with ``before_update(dt)`` (blend spaces, state machines, root motion) run first.
         self.controllers: list = []
         self._ik = None  # IK stages run after blending (see add_ik)
+        # Animated properties (KHR_animation_pointer): ``property_values`` (B, M), laid out by
+        # asset.properties, kept by a stage of their own after the node update (playback/properties.py).
+        self.property_values = np.zeros((count, 0))
+        self._properties = PropertyStage(self) if len(getattr(asset, "properties", ())) else None
         self.evaluate()
 
     def _allocate_outputs(self) -> None:
@@ -650,6 +655,8 @@ class Mixer:
         blend and world stages (world matrices, IK, palettes), so that a player's first frame
         compiles one kernel, not a second set for play() and crossfade()."""
         self._run(0.0, K.BLEND | K.WORLD)
+        if self._properties is not None:
+            self._properties.evaluate()
 
     # -- inverse kinematics ------------------------------------------------------------------------
 

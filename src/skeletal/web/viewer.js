@@ -172,6 +172,7 @@ function createSkeletalViewer(root, options) {
     const nodes = (gltf.nodes || []).map((n, i) => {
       const node = {name: typeof n.name === "string" ? n.name : "node " + i, children: Array.isArray(n.children) ? n.children : [],
                     mesh: n.mesh, skin: n.skin, matrix: null,
+                    visible: !(n.extensions && n.extensions.KHR_node_visibility && n.extensions.KHR_node_visibility.visible === false),
                     t: Float64Array.from(n.translation || [0, 0, 0]), r: Float64Array.from(n.rotation || [0, 0, 0, 1]),
                     s: Float64Array.from(n.scale || [1, 1, 1])};
       if (Array.isArray(n.matrix) && n.matrix.length === 16) {  // column-major in the file
@@ -201,8 +202,27 @@ function createSkeletalViewer(root, options) {
     const clips = (gltf.animations || []).map((anim, a) => {
       const channels = [];
       let duration = 0;
+      const properties = [];
       for (const ch of anim.channels || []) {
-        const target = ch.target || {};
+        let target = ch.target || {};
+        if (target.path === "pointer") {  // KHR_animation_pointer: node TRS as channels, drawn properties aside
+          const pointer = String(((target.extensions || {}).KHR_animation_pointer || {}).pointer || "");
+          const m = pointer.match(/^\/nodes\/(\d+)\/(translation|rotation|scale)$/);
+          if (m) target = {node: Number(m[1]), path: m[2]};
+          else {
+            const width = DRAWN_POINTERS.width(pointer);
+            if (!width) continue;  // a property the page does not draw (lights, cameras...)
+            const sampler = (anim.samplers || [])[ch.sampler];
+            if (!sampler) throw new Error(`animation ${a}: channel has no sampler`);
+            const times = accessor(gltf, bin, sampler.input, true).data, values = accessor(gltf, bin, sampler.output, true).data;
+            const interp = pointer.endsWith("/visible") ? "STEP" : sampler.interpolation || "LINEAR";
+            const per = interp === "CUBICSPLINE" ? 3 * width : width;
+            if (times.length === 0 || values.length < times.length * per) throw new Error(`animation ${a}: a sampler has too few values`);
+            duration = Math.max(duration, times[times.length - 1]);
+            properties.push({pointer, interp, times, values, width, rotation: false, cursor: 0});
+            continue;
+          }
+        }
         if (!(target.node >= 0 && target.node < count)) continue;
         if (!["translation", "rotation", "scale"].includes(target.path)) continue;  // morph weights: not shown
         const sampler = (anim.samplers || [])[ch.sampler];
@@ -215,9 +235,9 @@ function createSkeletalViewer(root, options) {
         if (times.length === 0 || values.length < times.length * per) throw new Error(`animation ${a}: a sampler has too few values`);
         for (let k = 1; k < times.length; k++) if (!(times[k] > times[k - 1])) throw new Error(`animation ${a}: key times do not increase`);
         duration = Math.max(duration, times[times.length - 1]);
-        channels.push({node: target.node, path: target.path, interp, times, values, width, cursor: 0});
+        channels.push({node: target.node, path: target.path, interp, times, values, width, rotation: target.path === "rotation", cursor: 0});
       }
-      return {name: typeof anim.name === "string" && anim.name ? anim.name : "animation " + a, channels, duration};
+      return {name: typeof anim.name === "string" && anim.name ? anim.name : "animation " + a, channels, properties, duration};
     });
 
     const skins = (gltf.skins || []).map((s, k) => {
@@ -290,7 +310,7 @@ function createSkeletalViewer(root, options) {
     const t0 = times[key], span = times[key + 1] - t0, u = (t - t0) / span;
     const a = key * stride, b = a + stride;
     if (!cubic) {
-      if (c === 4) {
+      if (ch.rotation) {
         for (let i = 0; i < 4; i++) { tmpA[i] = v[a + i]; tmpB[i] = v[b + i]; }
         slerp(tmpA, tmpB, u, out);
       } else {
@@ -301,7 +321,39 @@ function createSkeletalViewer(root, options) {
     const u2 = u * u, u3 = u2 * u;
     const h00 = 2 * u3 - 3 * u2 + 1, h10 = (u3 - 2 * u2 + u) * span, h01 = -2 * u3 + 3 * u2, h11 = (u3 - u2) * span;
     for (let i = 0; i < c; i++) out[i] = h00 * v[a + c + i] + h10 * v[a + 2 * c + i] + h01 * v[b + c + i] + h11 * v[b + i];
-    if (c === 4) normalize4(out);
+    if (ch.rotation) normalize4(out);
+  }
+
+  // KHR_animation_pointer properties the page draws (as skeletal's renderer): material base colour,
+  // emissive and its strength, alpha cutoff, the base colour texture's transform, node visibility.
+  const TT = "pbrMetallicRoughness/baseColorTexture/extensions/KHR_texture_transform/";
+  const DRAWN_POINTERS = {
+    tails: {"pbrMetallicRoughness/baseColorFactor": 4, "emissiveFactor": 3, "alphaCutoff": 1,
+            "extensions/KHR_materials_emissive_strength/emissiveStrength": 1, [TT + "offset"]: 2, [TT + "rotation"]: 1, [TT + "scale"]: 2},
+    width(pointer) {
+      if (/^\/nodes\/\d+\/extensions\/KHR_node_visibility\/visible$/.test(pointer)) return 1;
+      const m = pointer.match(/^\/materials\/\d+\/(.+)$/);
+      return m ? this.tails[m[1]] || 0 : 0;
+    },
+  };
+  // pointer -> Float64Array of the clip's properties at clip-local time t (clamped)
+  function sampleProperties(model, clipIndex, t) {
+    const out = {}, clip = model.clips[clipIndex];
+    if (!clip || state.live) return out;
+    const tt = Math.min(Math.max(t, 0), clip.duration);
+    for (const ch of clip.properties) { out[ch.pointer] = new Float64Array(ch.width); sampleChannel(ch, tt, out[ch.pointer]); }
+    return out;
+  }
+  // 1 for each node drawn under KHR_node_visibility (its own flag, animated or not, and its ancestors')
+  function visibleNodes(model, props) {
+    const shown = new Uint8Array(model.nodes.length);
+    for (const i of model.order) {
+      const animated = props[`/nodes/${i}/extensions/KHR_node_visibility/visible`];
+      const own = animated ? animated[0] >= 0.5 : model.nodes[i].visible;
+      const p = model.parents[i];
+      shown[i] = own && (p < 0 || shown[p]) ? 1 : 0;
+    }
+    return shown;
   }
 
   // world matrices of every node at clip-local time t (clamped to the clip), or from a streamed pose
@@ -424,8 +476,18 @@ function createSkeletalViewer(root, options) {
                   : {offset: [0, 0], rotation: 0, scale: [1, 1]};
     const e = Array.isArray(material.emissiveFactor) && material.emissiveFactor.length === 3 ? material.emissiveFactor.map(Number) : [0, 0, 0];
     const strength = ext.KHR_materials_emissive_strength ? num(ext.KHR_materials_emissive_strength.emissiveStrength, 1) : 1;
-    return {uv, unlit: !!ext.KHR_materials_unlit, emissive: e.map(v => v * strength),
+    return {uv, unlit: !!ext.KHR_materials_unlit, emissive: e.map(v => v * strength), emissiveFactor: e, emissiveStrength: strength,
             cutoff: material.alphaMode === "MASK" ? num(material.alphaCutoff, 0.5) : -1};
+  }
+  // a primitive's material values under the animated properties (its own where none animates them)
+  function animatedLook(prim, props) {
+    const base = `/materials/${prim.material}/`, get = (tail, own) => props[base + tail] || own;
+    const offset = get(TT + "offset", prim.uv.offset), rotation = get(TT + "rotation", [prim.uv.rotation])[0];
+    const scale = get(TT + "scale", prim.uv.scale);
+    const strength = get("extensions/KHR_materials_emissive_strength/emissiveStrength", [prim.emissiveStrength])[0];
+    const factor = get("emissiveFactor", prim.emissiveFactor);
+    return {color: Array.from(get("pbrMetallicRoughness/baseColorFactor", prim.color)), uv: uvMatrix(offset, rotation, scale),
+            emissive: Array.from(factor, v => v * strength), cutoff: prim.cutoff < 0 ? -1 : get("alphaCutoff", [prim.cutoff])[0]};
   }
   const uvColumns = m => new Float32Array([m[0], m[3], m[6], m[1], m[4], m[7], m[2], m[5], m[8]]);
 
@@ -633,7 +695,11 @@ function createSkeletalViewer(root, options) {
       gl.uniform3fv(P.u.u_light, light);
       gl.uniform1i(P.u.u_palette, 0);
       gl.uniform1i(P.u.u_texture, 1);
+      const props = sampleProperties(model, state.clip, state.time), shownNow = visibleNodes(model, props);
+      state.lastProps = props;
       for (const prim of prims) {
+        if (!shownNow[prim.node]) continue;  // KHR_node_visibility
+        const look = animatedLook(prim, props);
         gl.uniform1i(P.u.u_skinned, prim.skin >= 0 ? 1 : 0);
         gl.uniformMatrix4fv(P.u.u_model, false, colMajor(world.subarray(prim.node * 16, prim.node * 16 + 16)));
         gl.activeTexture(gl.TEXTURE0);
@@ -641,11 +707,11 @@ function createSkeletalViewer(root, options) {
         gl.activeTexture(gl.TEXTURE1);
         gl.bindTexture(gl.TEXTURE_2D, prim.texture ? prim.texture.handle : null);
         gl.uniform1i(P.u.u_textured, prim.texture ? 1 : 0);
-        gl.uniform4fv(P.u.u_color, prim.color);
-        gl.uniformMatrix3fv(P.u.u_uv, false, uvColumns(uvMatrix(prim.uv.offset, prim.uv.rotation, prim.uv.scale)));
+        gl.uniform4fv(P.u.u_color, look.color);
+        gl.uniformMatrix3fv(P.u.u_uv, false, uvColumns(look.uv));
         gl.uniform1i(P.u.u_unlit, prim.unlit ? 1 : 0);
-        gl.uniform3fv(P.u.u_emissive, prim.emissive);
-        gl.uniform1f(P.u.u_cutoff, prim.cutoff);
+        gl.uniform3fv(P.u.u_emissive, look.emissive);
+        gl.uniform1f(P.u.u_cutoff, look.cutoff);
         gl.bindVertexArray(prim.vao);
         if (prim.indexed) gl.drawElements(gl.TRIANGLES, prim.count, gl.UNSIGNED_INT, 0);
         else gl.drawArrays(gl.TRIANGLES, 0, prim.count);
@@ -775,8 +841,10 @@ function createSkeletalViewer(root, options) {
     /** what each drawn primitive's material looks like now: glTF material index, base colour, the
      *  row-major 3x3 texture transform, unlit, emissive, alpha cutoff */
     materials() {
-      return prims.map(p => ({material: p.material, color: Array.from(p.color), uv: uvMatrix(p.uv.offset, p.uv.rotation, p.uv.scale),
-                              unlit: p.unlit, emissive: Array.from(p.emissive), cutoff: p.cutoff}));
+      draw();
+      const props = state.lastProps || {}, shown = state.doc ? visibleNodes(state.doc, props) : [];
+      return prims.map(p => { const look = animatedLook(p, props); return {material: p.material, node: p.node, visible: !!shown[p.node],
+                              color: look.color, uv: look.uv, unlit: p.unlit, emissive: look.emissive, cutoff: look.cutoff}; });
     },
     setBackground(rgb) { state.background = rgb; draw(); },
     show(parts) { for (const k of ["skeleton", "mesh", "grid"]) if (parts && k in parts) state["show" + k[0].toUpperCase() + k.slice(1)] = !!parts[k]; skelBox.checked = state.showSkeleton; draw(); },

@@ -1,0 +1,97 @@
+"""The Mixer's animated properties (KHR_animation_pointer: materials, lights, cameras, visibility).
+
+A stage of its own, run after the node update (as a controller, and from ``Mixer.evaluate``): one
+compiled call samples the property tracks of every running action of every instance at the action's
+sample time and blends them into ``Mixer.property_values`` (B, M) float64, laid out by
+``asset.properties`` (:class:`skeletal.properties.PropertyLayout`). It never touches the node
+kernels or their job.
+
+Blending, per float of the flat array (as three.js's PropertyMixer does): with the actions that
+animate it weighing ``w_1 .. w_k`` (their effective weight: user weight x fade envelope) and summing
+to W, the value is ``sum(w_i v_i) / W`` when W >= 1, else ``rest (1 - W) + sum(w_i v_i)``. Actions on
+additive layers and layer weights/masks (which are per joint) do not apply to properties.
+
+>>> player = skeletal.Player(asset)                  # doctest: +SKIP
+>>> player.play("glow"); player.update(0.5)          # doctest: +SKIP
+>>> asset.properties.value(player.mixer.property_values[0], "/materials/0/emissiveFactor")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import njit, prange
+
+from ..properties import PackedProperties, pack_properties, sample_properties_into
+from . import kernels as K
+
+__all__ = ["PropertyStage"]
+
+
+@njit(cache=True, parallel=True)
+def blend_properties(fs, ist, slot_clip, slot_layer, layer_additive, clip_track_start, key_start, times, value_start,
+                     values, width, interp, kind, offset, rest, scratch, total, out):
+    """``out`` (B, M): every instance's running actions' property tracks at their sample times,
+    blended as the module docstring says. ``scratch`` and ``total`` (B, M) are work arrays."""
+    for b in prange(out.shape[0]):
+        acc = scratch[b]
+        weight = total[b]
+        acc[:] = 0.0
+        weight[:] = 0.0
+        for s in range(len(slot_clip)):
+            w = fs[b, s, K.F_EFFECTIVE]
+            if w <= 0.0 or (ist[b, s, K.I_FLAGS] & K.FLAG_ENABLED) == 0 or layer_additive[slot_layer[s]]:
+                continue
+            c = slot_clip[s]
+            t = fs[b, s, K.F_SAMPLE]
+            for k in range(clip_track_start[c], clip_track_start[c + 1]):
+                o = offset[k]
+                n = width[k]
+                row = out[b]  # used as the sample's scratch: rewritten below
+                sample_properties_into(t, k, k + 1, key_start, times, value_start, values, width, interp, kind, offset, row)
+                for i in range(o, o + n):
+                    acc[i] += w * row[i]
+                    weight[i] += w
+        for i in range(out.shape[1]):
+            if weight[i] >= 1.0:
+                out[b, i] = acc[i] / weight[i]
+            else:
+                out[b, i] = rest[i] * (1.0 - weight[i]) + acc[i]
+
+
+class PropertyStage:
+    """Keeps ``mixer.property_values`` (B, M) current; made by the Mixer when its asset has animated
+    properties (``len(asset.properties) > 0``). A controller (``after_update``) and called by
+    ``Mixer.evaluate``."""
+
+    def __init__(self, mixer: Any):  # a skeletal.playback.Mixer (not imported: it imports this module)
+        self.mixer = mixer
+        self.layout = mixer.asset.properties
+        mixer.property_values = np.repeat(self.layout.rest[None], mixer.count, axis=0)
+        self._scratch = np.zeros_like(mixer.property_values)
+        self._total = np.zeros_like(mixer.property_values)
+        self._tables: tuple | None = None  # (clip set version, packed tracks of every clip, track starts)
+        mixer.controllers.append(self)
+
+    def before_update(self, dt: float) -> None:
+        """Nothing before the node update: properties are sampled after it."""
+
+    def after_update(self, dt: float) -> None:
+        self.evaluate()
+
+    def _packed(self) -> tuple[PackedProperties, np.ndarray]:
+        clipset = self.mixer.clipset
+        version = getattr(clipset, "version", None)
+        if self._tables is None or self._tables[0] != version or self._tables[3] != len(clipset.clips):
+            packed, starts = PackedProperties.concat([pack_properties(c, self.layout) for c in clipset.clips])
+            self._tables = (version, packed, starts, len(clipset.clips))
+        return self._tables[1], self._tables[2]
+
+    def evaluate(self) -> None:
+        """Sample and blend every instance's actions' properties into ``mixer.property_values``."""
+        m = self.mixer
+        p, starts = self._packed()
+        blend_properties(m.fs, m.ist, m.slot_clip, m.slot_layer, m.layer_additive, starts, p.key_start, p.times,
+                         p.value_start, p.values, p.width, p.interp, p.kind, p.offset, self.layout.rest,
+                         self._scratch, self._total, m.property_values)
