@@ -95,3 +95,96 @@ def test_page_draws_animated_pointer_properties(browser, tmp_path: Path):  # noq
         np.testing.assert_allclose(np.reshape(quad["uv"], (3, 3)), material_values(asset, 0, want)["uv"], atol=1e-6)
         assert flag["visible"] == bool(layout.value(want, "/nodes/4/extensions/KHR_node_visibility/visible")[0]), t
 
+
+# -- morph targets in the page and the widget ------------------------------------------------------
+
+
+def _morph_asset(tmp_path):
+    from fixtures.gltf_extensions import morph_model
+
+    return skeletal.load(morph_model(tmp_path / "morph.glb"))
+
+
+def _skeletal_morph(asset, clip, t):
+    """{glTF node: weights} from skeletal's sampling at clip time t."""
+    from skeletal.sampling import sample
+
+    _, morph = sample(clip, [t], asset.rig.rest, asset.morph_start, asset.rest_morph)
+    out = {}
+    for node in range(len(asset.document.nodes)):
+        r = asset.rig.index_of[node]
+        if asset.morph_start[r + 1] > asset.morph_start[r]:
+            out[node] = morph[0, asset.morph_start[r]:asset.morph_start[r + 1]]
+    return out
+
+
+def test_page_morph_weights_and_positions_match_skeletal(browser, tmp_path: Path):  # noqa: F811
+    """Morph weights (LINEAR, CUBICSPLINE, the mesh's defaults before any clip) and the morphed
+    positions in Chromium equal skeletal's sampling and apply_morphs; the joints match the bake."""
+    from skeletal.skin import apply_morphs
+    from test_web import check_against_bake
+
+    asset = _morph_asset(tmp_path)
+    page = write_page(tmp_path, "morph", asset)
+    check_against_bake(browser, asset, list(asset.clips), page)
+    instance = next(m for m in asset.mesh_instances if m.node == 0)
+    source = instance.primitives[0]
+    for k, clip in enumerate(asset.clips):
+        for t in (0.0, 0.2, 0.5, 0.8, 1.0, 1.7):
+            browser.execute_script(f"const v = window.skeletalViewer; v.setClip({k}); v.setTime({t})")
+            got = {m["node"]: m["weights"] for m in browser.execute_script("return window.skeletalViewer.morphWeights()")}
+            want = _skeletal_morph(asset, clip, t)
+            assert sorted(got) == sorted(want) == [0, 2]
+            for node in want:
+                np.testing.assert_allclose(got[node], want[node], atol=1e-6, err_msg=f"{clip.name} t={t} node {node}")
+            positions = np.empty((source.source.vertex_count, 3))
+            apply_morphs(source.source.positions, source.morph_positions, want[0], positions)
+            page_positions = np.reshape(browser.execute_script("return window.skeletalViewer.primitivePositions(0)"), (-1, 3))
+            np.testing.assert_allclose(page_positions, positions, atol=1e-6)
+
+
+def test_page_morph_screenshot_matches_headless_render(browser, tmp_path: Path):  # noqa: F811
+    pytest.importorskip("moderngl", reason="the headless renderer needs moderngl")
+    from test_web import compare_screenshot, open_page
+
+    asset = _morph_asset(tmp_path)
+    open_page(browser, write_page(tmp_path, "morph_shot", asset, clip="linear"))
+    iou = compare_screenshot(browser, asset, 0, 0.5)
+    assert iou > 0.95, f"page and headless render cover different pixels: IoU {iou:.3f}"
+
+
+def test_widget_streams_morph_weights_and_properties(browser, tmp_path: Path):  # noqa: F811
+    pytest.importorskip("anywidget", reason="anywidget is not installed (pip install 'skeletal[notebook]')")
+    import warnings
+
+    from fixtures.gltf_extensions import pointer_model
+    from test_web import _widget_harness
+
+    asset = _morph_asset(tmp_path)
+    player = skeletal.Player(asset)
+    player.play("cubic")
+    player.update(0.3)
+    widget = skeletal.show(player, still=False)
+    weights = np.frombuffer(widget.morph, np.float32)
+    want = _skeletal_morph(asset, asset.clip("cubic"), 0.3)
+    np.testing.assert_allclose(weights, np.concatenate([want[0], want[2]]), atol=1e-6)
+    open_page(browser, _widget_harness(tmp_path, widget))
+    got = {m["node"]: m["weights"] for m in browser.execute_script("return window.skeletalViewer.morphWeights()")}
+    np.testing.assert_allclose(got[0], want[0], atol=1e-6)
+    np.testing.assert_allclose(got[2], want[2], atol=1e-6)
+    # a Player of a model with animated properties streams them too; the page draws them
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pointers = skeletal.load(pointer_model(tmp_path / "ptr.glb"))
+    player = skeletal.Player(pointers)
+    player.play("pointers")
+    player.update(0.6)
+    widget = skeletal.show(player, still=False)
+    color = "/materials/0/pbrMetallicRoughness/baseColorFactor"
+    np.testing.assert_allclose(widget.properties[color], pointers.properties.value(player.property_values, color))
+    open_page(browser, _widget_harness(tmp_path, widget))
+    looks = browser.execute_script("return window.skeletalViewer.materials()")
+    quad = next(m for m in looks if m["material"] == 0)
+    np.testing.assert_allclose(quad["color"], widget.properties[color], atol=1e-6)
+    flag = next(m for m in looks if m["node"] == 4)
+    assert flag["visible"] is False  # hidden from t = 0.5 to 1 (STEP)

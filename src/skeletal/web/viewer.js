@@ -171,7 +171,7 @@ function createSkeletalViewer(root, options) {
     const gltf = json;
     const nodes = (gltf.nodes || []).map((n, i) => {
       const node = {name: typeof n.name === "string" ? n.name : "node " + i, children: Array.isArray(n.children) ? n.children : [],
-                    mesh: n.mesh, skin: n.skin, matrix: null,
+                    mesh: n.mesh, skin: n.skin, matrix: null, weights: Array.isArray(n.weights) ? n.weights.map(Number) : null,
                     visible: !(n.extensions && n.extensions.KHR_node_visibility && n.extensions.KHR_node_visibility.visible === false),
                     t: Float64Array.from(n.translation || [0, 0, 0]), r: Float64Array.from(n.rotation || [0, 0, 0, 1]),
                     s: Float64Array.from(n.scale || [1, 1, 1])};
@@ -224,13 +224,14 @@ function createSkeletalViewer(root, options) {
           }
         }
         if (!(target.node >= 0 && target.node < count)) continue;
-        if (!["translation", "rotation", "scale"].includes(target.path)) continue;  // morph weights: not shown
+        if (!["translation", "rotation", "scale", "weights"].includes(target.path)) continue;
         const sampler = (anim.samplers || [])[ch.sampler];
         if (!sampler) throw new Error(`animation ${a}: channel has no sampler`);
         const times = accessor(gltf, bin, sampler.input, true).data;
         const values = accessor(gltf, bin, sampler.output, true).data;
         const interp = sampler.interpolation || "LINEAR";
-        const width = target.path === "rotation" ? 4 : 3;
+        const width = target.path === "rotation" ? 4 : target.path === "weights" ? morphCount(gltf, nodes[target.node]) : 3;
+        if (!width) throw new Error(`animation ${a}: a weights channel targets node ${target.node}, which has no morph targets`);
         const per = interp === "CUBICSPLINE" ? 3 * width : width;
         if (times.length === 0 || values.length < times.length * per) throw new Error(`animation ${a}: a sampler has too few values`);
         for (let k = 1; k < times.length; k++) if (!(times[k] > times[k - 1])) throw new Error(`animation ${a}: key times do not increase`);
@@ -256,7 +257,38 @@ function createSkeletalViewer(root, options) {
       }
       return {joints, inverse};
     });
-    return {gltf, bin, nodes, parents, order, clips, skins, shown: sceneNodes(gltf, nodes, parents, skins)};
+    // morph weights: the nodes with morph targets (glTF order), where each one's weights start in
+    // the flat array (as a streamed pose sends them), and their defaults (node's, else mesh's, else 0)
+    const morphNodes = [], morphStart = [0], restMorph = [];
+    nodes.forEach((node, i) => {
+      const n = morphCount(gltf, node);
+      if (!n) return;
+      const mesh = gltf.meshes[node.mesh], own = node.weights || (Array.isArray(mesh.weights) ? mesh.weights.map(Number) : null);
+      for (let k = 0; k < n; k++) restMorph.push(own && own.length === n ? own[k] : 0);
+      morphNodes.push(i); morphStart.push(restMorph.length);
+    });
+    return {gltf, bin, nodes, parents, order, clips, skins, shown: sceneNodes(gltf, nodes, parents, skins),
+            morphNodes, morphStart, restMorph: Float64Array.from(restMorph)};
+  }
+
+  function morphCount(gltf, node) {
+    const mesh = node.mesh !== undefined ? (gltf.meshes || [])[node.mesh] : null;
+    const first = mesh && (mesh.primitives || [])[0];
+    return first && Array.isArray(first.targets) ? first.targets.length : 0;
+  }
+
+  // every morphed node's weights (flat, as model.morphNodes/morphStart lay them out) at clip-local t
+  function morphWeights(model, clipIndex, t) {
+    if (state.live) return state.liveMorph && state.liveMorph.length === model.restMorph.length ? state.liveMorph : model.restMorph;
+    const out = Float64Array.from(model.restMorph), clip = model.clips[clipIndex];
+    if (!clip) return out;
+    const tt = Math.min(Math.max(t, 0), clip.duration);
+    for (const ch of clip.channels) {
+      if (ch.path !== "weights") continue;
+      const k = model.morphNodes.indexOf(ch.node);
+      sampleChannel(ch, tt, out.subarray(model.morphStart[k], model.morphStart[k + 1]));
+    }
+    return out;
   }
 
   // The nodes the default scene shows (as skeletal.asset.scene_nodes): its roots and everything below
@@ -339,7 +371,8 @@ function createSkeletalViewer(root, options) {
   // pointer -> Float64Array of the clip's properties at clip-local time t (clamped)
   function sampleProperties(model, clipIndex, t) {
     const out = {}, clip = model.clips[clipIndex];
-    if (!clip || state.live) return out;
+    if (state.live) return state.liveProps || out;
+    if (!clip) return out;
     const tt = Math.min(Math.max(t, 0), clip.duration);
     for (const ch of clip.properties) { out[ch.pointer] = new Float64Array(ch.width); sampleChannel(ch, tt, out[ch.pointer]); }
     return out;
@@ -370,6 +403,7 @@ function createSkeletalViewer(root, options) {
     if (clip) {
       const tt = Math.min(Math.max(t, 0), clip.duration);
       for (const ch of clip.channels) {
+        if (ch.path === "weights") continue;  // see morphWeights
         const p = trs[ch.node];
         p.animated = true;
         sampleChannel(ch, tt, ch.path === "translation" ? p.t : ch.path === "rotation" ? p.r : p.s);
@@ -479,6 +513,26 @@ function createSkeletalViewer(root, options) {
     return {uv, unlit: !!ext.KHR_materials_unlit, emissive: e.map(v => v * strength), emissiveFactor: e, emissiveStrength: strength,
             cutoff: material.alphaMode === "MASK" ? num(material.alphaCutoff, 0.5) : -1};
   }
+  // positions (and normals) of a morphed primitive: base + sum_k w_k * delta_k, uploaded when the
+  // node's weights changed since the last frame (as skeletal.skin.apply_morphs, in float32)
+  function applyMorph(model, prim, weights) {
+    const k = model.morphNodes.indexOf(prim.node);
+    if (k < 0) return;
+    const w = weights.subarray(model.morphStart[k], model.morphStart[k + 1]), m = prim.morph;
+    if (m.applied && m.applied.length === w.length && m.applied.every((v, i) => v === w[i])) return;
+    m.applied = Float64Array.from(w);
+    const blend = (base, deltas, buffer, out) => {
+      out.set(base);
+      deltas.forEach((d, t) => { const wt = w[t]; if (d && wt !== 0) for (let i = 0; i < out.length; i++) out[i] += wt * d[i]; });
+      if (buffer) { gl.bindBuffer(gl.ARRAY_BUFFER, buffer); gl.bufferSubData(gl.ARRAY_BUFFER, 0, out); }
+    };
+    blend(m.base, m.positions, m.posBuffer, m.current);
+    if (m.baseNormal && m.normals.some(d => d)) {
+      m.currentNormal = m.currentNormal || new Float32Array(m.baseNormal.length);
+      blend(m.baseNormal, m.normals, m.nrmBuffer, m.currentNormal);
+    }
+  }
+
   // a primitive's material values under the animated properties (its own where none animates them)
   function animatedLook(prim, props) {
     const base = `/materials/${prim.material}/`, get = (tail, own) => props[base + tail] || own;
@@ -533,19 +587,36 @@ function createSkeletalViewer(root, options) {
         const vao = gl.createVertexArray();
         gl.bindVertexArray(vao);
         const pos = accessor(gltf, bin, at.POSITION, true);
-        const attrib = (name, data, n, integer) => {
+        const attrib = (name, data, n, integer, usage) => {
           const loc = meshProgram.a(name);
-          if (loc < 0) return;
+          if (loc < 0) return null;
           const buf = gl.createBuffer();
           gl.bindBuffer(gl.ARRAY_BUFFER, buf);
-          gl.bufferData(gl.ARRAY_BUFFER, data, gl.STATIC_DRAW);
+          gl.bufferData(gl.ARRAY_BUFFER, data, usage || gl.STATIC_DRAW);
           gl.enableVertexAttribArray(loc);
           if (integer) gl.vertexAttribIPointer(loc, n, gl.UNSIGNED_INT, 0, 0);
           else gl.vertexAttribPointer(loc, n, gl.FLOAT, false, 0, 0);
+          return buf;
         };
-        attrib("a_position", pos.data, 3, false);
-        if (at.NORMAL !== undefined) attrib("a_normal", accessor(gltf, bin, at.NORMAL, true).data, 3, false);
+        // morph targets: blended on the CPU into the position/normal buffers when the weights change
+        const targets = Array.isArray(primitive.targets) ? primitive.targets : [];
+        const nrm = at.NORMAL !== undefined ? accessor(gltf, bin, at.NORMAL, true).data : null;
+        const dynamic = targets.length ? gl.DYNAMIC_DRAW : gl.STATIC_DRAW;
+        const posBuffer = attrib("a_position", pos.data, 3, false, dynamic);
+        let nrmBuffer = null;
+        if (nrm) nrmBuffer = attrib("a_normal", nrm, 3, false, dynamic);
         else gl.vertexAttrib3f(meshProgram.a("a_normal"), 0, 1, 0);
+        let morph = null;
+        if (targets.length) {
+          const deltas = (key, base) => targets.map(t => {
+            if (t[key] === undefined || !base) return null;
+            const d = accessor(gltf, bin, t[key], true).data;
+            if (d.length !== base.length) throw new Error(`mesh ${node.mesh}: a morph target has the wrong vertex count`);
+            return d;
+          });
+          morph = {base: pos.data, baseNormal: nrm, positions: deltas("POSITION", pos.data), normals: deltas("NORMAL", nrm),
+                   posBuffer, nrmBuffer, applied: null, current: Float32Array.from(pos.data)};
+        }
         if (at.TEXCOORD_0 !== undefined) attrib("a_uv", accessor(gltf, bin, at.TEXCOORD_0, true).data, 2, false);
         const skinned = node.skin !== undefined && at.JOINTS_0 !== undefined && at.WEIGHTS_0 !== undefined && model.skins[node.skin];
         for (const set of [0, 1]) {
@@ -579,7 +650,7 @@ function createSkeletalViewer(root, options) {
         const tex = pbr.baseColorTexture && at.TEXCOORD_0 !== undefined ? texture(pbr.baseColorTexture.index) : null;
         const look = materialLook(material);
         prims.push({vao, count, indexed: !!indices, node: nodeIndex, skin: skinned ? node.skin : -1, color: factor, texture: tex,
-                    material: primitive.material === undefined ? -1 : primitive.material, ...look});
+                    material: primitive.material === undefined ? -1 : primitive.material, morph, ...look});
         gl.bindVertexArray(null);
       }
     });
@@ -697,6 +768,9 @@ function createSkeletalViewer(root, options) {
       gl.uniform1i(P.u.u_texture, 1);
       const props = sampleProperties(model, state.clip, state.time), shownNow = visibleNodes(model, props);
       state.lastProps = props;
+      const weights = morphWeights(model, state.clip, state.time);
+      state.lastMorph = weights;
+      for (const prim of prims) if (prim.morph) applyMorph(model, prim, weights);
       for (const prim of prims) {
         if (!shownNow[prim.node]) continue;  // KHR_node_visibility
         const look = animatedLook(prim, props);
@@ -834,6 +908,21 @@ function createSkeletalViewer(root, options) {
       if (!matrices || matrices.length < n) return;
       state.live = Float64Array.from(matrices.subarray ? matrices.subarray(0, n) : matrices.slice(0, n));
       state.playing = false; playButton.textContent = "play";
+      draw();
+    },
+    /** morph weights of every node with morph targets now: [{node, weights}] in glTF node order */
+    morphWeights() {
+      draw();
+      const m = state.doc, w = state.lastMorph || (m ? m.restMorph : []);
+      return m ? m.morphNodes.map((node, k) => ({node, weights: Array.from(w.subarray(m.morphStart[k], m.morphStart[k + 1]))})) : [];
+    },
+    /** the bind-space positions of drawn primitive i (morphs applied), flat xyz */
+    primitivePositions(i) { draw(); const p = prims[i]; return p ? Array.from(p.morph ? p.morph.current : []) : []; },
+    /** a streamed pose's morph weights and animated properties (see the widget): weights flat in
+     *  glTF node order (the nodes with morph targets), properties {pointer: values} */
+    setLive(morph, properties) {
+      state.liveMorph = morph ? Float64Array.from(morph) : null;
+      state.liveProps = properties || null;
       draw();
     },
     /** how many textures are still being decoded (the page draws again when each one arrives) */
