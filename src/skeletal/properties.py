@@ -33,14 +33,15 @@ from numba import njit, prange
 from .clip import INTERP_CODE, LOOP_CODE
 from .document import PropertyTrack
 from .errors import ClipError
-from .io.pointer import BASE_COLOR_TRANSFORM, NODE_TRACK_PATHS, POINTER_KINDS, PointerTarget, parse_pointer, pointer_target
+from .io.pointer import (BASE_COLOR_TRANSFORM, CURVE_PREFIX, NODE_TRACK_PATHS, POINTER_KINDS, PointerTarget, curve_pointer,
+                         parse_pointer, pointer_target)
 from .sampling import loop_time, sample_track_into
 
 if TYPE_CHECKING:
     from .clip import Clip
 
 __all__ = ["PropertyTrack", "PropertyLayout", "PointerTarget", "parse_pointer", "pointer_target", "sample_properties",
-           "NODE_TRACK_PATHS", "material_values", "node_visibility",
+           "NODE_TRACK_PATHS", "material_values", "node_visibility", "curve_pointer",
            "POINTER_KINDS"]
 
 
@@ -84,6 +85,23 @@ class PropertyLayout:
         if pointer not in self.index:
             return default
         return values[..., self.slice(pointer)]
+
+    @property
+    def curve_names(self) -> list[str]:
+        """The named float curves (``curve/<name>`` properties) the asset's clips carry."""
+        return [p[len(CURVE_PREFIX):] for p in self.pointers if p.startswith(CURVE_PREFIX)]
+
+    def curve(self, values: np.ndarray, name: str) -> np.ndarray:
+        """The named float curve ``name`` in ``values`` (..., M): (...,); KeyError for an unknown name.
+
+        >>> layout = PropertyLayout({"curve/foot_l": np.zeros(1)})
+        >>> layout.curve(np.array([[0.25], [1.0]]), "foot_l").tolist()
+        [0.25, 1.0]
+        """
+        key = curve_pointer(name)
+        if key not in self.index:
+            raise KeyError(f"no curve named {name!r} (curves: {', '.join(self.curve_names) or 'none'})")
+        return values[..., int(self.start[self.index[key]])]
 
     def offsets(self, clip: Clip) -> np.ndarray:
         """(K,) int64: where each of ``clip``'s property tracks writes in the flat array. A track whose

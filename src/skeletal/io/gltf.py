@@ -69,7 +69,7 @@ from skeletal.io.files import read_regular
 from skeletal.io.glb import GLTF1_HINT, parse_container
 from skeletal.io.jsonobj import JsonObject, codes, plain_ints
 from skeletal.io.uris import UriError, read_uri
-from skeletal.io.pointer import NODE_TRACK_PATHS, PointerTarget, parse_pointer, pointer_target
+from skeletal.io.pointer import NODE_TRACK_PATHS, PointerTarget, curve_pointer, parse_pointer, pointer_target
 from skeletal.quat import decompose_trs
 
 __all__ = ["read_gltf", "SUPPORTED_EXTENSIONS", "gc_paused"]
@@ -343,6 +343,8 @@ class _GltfReader:
         animations = self._packed_animations(animation_objects.raw, nodes, meshes)
         if animations is None:
             animations = [self._animation(i, obj, nodes, meshes) for i, obj in enumerate(animation_objects)]
+        for obj, animation in zip(animation_objects, animations):
+            animation.properties.extend(self._curves(obj))
         scene_objects = self.root.objects("scenes")
         scenes = [obj.indices("nodes", "nodes", len(nodes), []) for obj in scene_objects]
         scene_names = [obj.string("name", "") for obj in scene_objects]
@@ -846,6 +848,60 @@ class _GltfReader:
             values = (values[1::3] if interpolation == "CUBICSPLINE" else values) != 0
             interpolation = "STEP"
         self.pointer_rest.setdefault(pointer, rest)
+        return PropertyTrack(pointer, interpolation, times, values)
+
+    def _curves(self, obj: JsonObject) -> list[PropertyTrack]:
+        """An animation's named float curves (see :mod:`skeletal.io.pointer`, ``curve/<name>``): samplers
+        no channel uses whose ``extras.curve`` names them (SCALAR outputs), and the inline ones of the
+        animation's ``extras.curves`` (``{name: {"times": [...], "values": [...], "interpolation": ...}}``)."""
+        raw_samplers = obj.raw("samplers")
+        raw_channels = obj.raw("channels")
+        if not (isinstance(obj.raw("extras"), dict) and "curves" in obj.raw("extras")) and not (
+                isinstance(raw_samplers, list) and any(isinstance(s, dict) and isinstance(s.get("extras"), dict)
+                                                       and "curve" in s["extras"] for s in raw_samplers)):
+            return []  # the common case: no curves, nothing to look at
+        curves: list[PropertyTrack] = []
+        used = {c.get("sampler") for c in raw_channels if isinstance(c, dict)} if isinstance(raw_channels, list) else set()
+        for s_index, sampler in enumerate(obj.objects("samplers")):
+            extras = sampler.raw("extras")
+            if s_index in used or not isinstance(extras, dict) or "curve" not in extras:
+                continue
+            name = sampler.object("extras").string("curve")
+            interpolation = sampler.string("interpolation", "LINEAR")
+            if interpolation not in INTERPOLATIONS:
+                sampler.fail(f"unknown interpolation {interpolation!r}", "interpolation")
+            input_info = self._accessor(sampler, "input", EXPECT_KEY_TIMES)
+            output_info = self._accessor(sampler, "output", EXPECT_POINTER[1])
+            rows = input_info.count * (3 if interpolation == "CUBICSPLINE" else 1)
+            if output_info.count != rows:
+                sampler.fail(f"curve {name!r}: {output_info.count} values for {input_info.count} keys ({interpolation})", "output")
+            times = self.accessors.floats(input_info.index)
+            self._check_times(sampler, f"curve {name!r}", input_info, times)
+            curves.append(self._curve(sampler, name, interpolation, times, self.accessors.floats(output_info.index)))
+        inline = obj.object("extras").raw("curves", {})
+        if not isinstance(inline, dict):
+            obj.object("extras").fail("expected an object of named curves", "curves")
+        holder = obj.object("extras").object("curves")
+        for name in inline:
+            curve = holder.object(name)
+            interpolation = curve.string("interpolation", "LINEAR")
+            if interpolation not in INTERPOLATIONS:
+                curve.fail(f"unknown interpolation {interpolation!r}", "interpolation")
+            times = curve.numbers("times").astype(np.float32)
+            values = curve.numbers("values")
+            if not len(times) or len(values) != len(times) * (3 if interpolation == "CUBICSPLINE" else 1):
+                curve.fail(f"{len(values)} values for {len(times)} keys ({interpolation})", "values")
+            if (np.diff(times) <= 0).any():
+                curve.fail("key times are not strictly increasing (as float32)", "times")
+            curves.append(self._curve(curve, name, interpolation, times, values))
+        return curves
+
+    def _curve(self, where: JsonObject, name: str, interpolation: str, times, values) -> PropertyTrack:
+        values = np.asarray(values, np.float32).reshape(-1, 1)
+        if not np.isfinite(values).all():
+            where.fail(f"curve {name!r} has a value that is not finite")
+        pointer = curve_pointer(name)
+        self.pointer_rest.setdefault(pointer, np.zeros(1))
         return PropertyTrack(pointer, interpolation, times, values)
 
     def _pointer_rest(self, ext: JsonObject, pointer: str, found: PointerTarget) -> np.ndarray:

@@ -60,6 +60,7 @@ import numpy as np
 
 from skeletal.document import Channel, Document, Material, Mesh, MorphTarget, Node, Primitive, Skin, TextureTransform
 from skeletal.errors import ModelError
+from skeletal.io.pointer import CURVE_PREFIX
 
 # accessor.componentType
 UNSIGNED_BYTE, UNSIGNED_SHORT, UNSIGNED_INT, FLOAT = 5121, 5123, 5125, 5126
@@ -564,7 +565,13 @@ class _Encoder:
                 "output": self._output(where, channel, len(times)),
             })
             channels.append({"sampler": len(samplers) - 1, "target": {"node": int(channel.node), "path": channel.path}})
+        curves: dict[str, Any] = {}
         for track in getattr(animation, "properties", []):
+            if track.pointer.startswith(CURVE_PREFIX):  # a named float curve: inline, in the animation's extras
+                curves[track.pointer[len(CURVE_PREFIX):]] = {
+                    "interpolation": track.interpolation, "times": _f64_list(np.asarray(track.times, np.float32)),
+                    "values": _f64_list(np.asarray(track.values, np.float32).reshape(-1))}
+                continue
             where = f"animations[{index}] property {track.pointer}"
             times = np.asarray(track.times, dtype=np.float32).reshape(-1)
             if len(times) == 0 or not np.all(np.isfinite(times)) or times[0] < 0 or np.any(np.diff(times) <= 0):
@@ -586,7 +593,9 @@ class _Encoder:
             out["name"] = animation.name
         out["channels"] = channels
         out["samplers"] = samplers
-        extras = getattr(animation, "extras", None)
+        extras = dict(getattr(animation, "extras", None) or {})
+        if curves:
+            extras["curves"] = curves
         if extras:
             out["extras"] = _json_value(self.file, f"animations[{index}].extras", extras)
         return out

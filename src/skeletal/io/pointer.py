@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["BASE_COLOR_TRANSFORM", "POINTER_KINDS", "NODE_TRACK_PATHS", "PointerTarget", "parse_pointer", "pointer_target"]
+__all__ = ["CURVE_PREFIX", "curve_pointer", "BASE_COLOR_TRANSFORM", "POINTER_KINDS", "NODE_TRACK_PATHS", "PointerTarget", "parse_pointer", "pointer_target"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,20 @@ class PointerTarget:
     property: str
     width: int
     default: tuple[float, ...]
+
+
+#: Named float curves of a clip (footstep events, IK and blend weights) live next to the pointer
+#: properties under ``curve/<name>`` (not a JSON pointer: they animate nothing in the glTF document).
+CURVE_PREFIX = "curve/"
+
+
+def curve_pointer(name: str) -> str:
+    """The property key of the named float curve ``name``.
+
+    >>> curve_pointer("foot_l")
+    'curve/foot_l'
+    """
+    return CURVE_PREFIX + name
 
 
 #: The tail of the base colour texture's KHR_texture_transform properties.

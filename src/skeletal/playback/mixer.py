@@ -153,7 +153,7 @@ class Mixer:
         # Animated properties (KHR_animation_pointer): ``property_values`` (B, M), laid out by
         # asset.properties, kept by a stage of their own after the node update (playback/properties.py).
         self.property_values = np.zeros((count, 0))
-        self._properties = PropertyStage(self) if len(getattr(asset, "properties", ())) else None
+        self._properties = PropertyStage(self, Event) if len(getattr(asset, "properties", ())) else None
         self.evaluate()
 
     def _allocate_outputs(self) -> None:
@@ -752,8 +752,9 @@ class Mixer:
     # -- events ----------------------------------------------------------------------------------
 
     def on(self, kind: str, callback: Callable[[Event], None]) -> None:
-        """Call ``callback(event)`` for every event of ``kind`` ("loop", "finished", "marker" or "*")."""
-        if kind not in ("loop", "finished", "marker", "*"):
+        """Call ``callback(event)`` for every event of ``kind`` ("loop", "finished", "marker", "curve"
+        (see :func:`skeletal.playback.properties.watch_curve`) or "*")."""
+        if kind not in ("loop", "finished", "marker", "curve", "*"):
             raise SkeletalError(f"unknown event kind {kind!r}")
         self._listeners.setdefault(kind, []).append(callback)
 

@@ -6,6 +6,11 @@ sample time and blends them into ``Mixer.property_values`` (B, M) float64, laid 
 ``asset.properties`` (:class:`skeletal.properties.PropertyLayout`). It never touches the node
 kernels or their job.
 
+Named float curves (``curve/<name>`` properties, see :mod:`skeletal.io.pointer`) ride along: they
+blend like the rest, :func:`drive_weight` makes one set an IK handle's or a procedural stage's
+``weight`` every update (IK then runs again with it, in the same update), and :func:`watch_curve`
+fires ``"curve"`` events when one crosses a threshold.
+
 Blending, per float of the flat array (as three.js's PropertyMixer does): with the actions that
 animate it weighing ``w_1 .. w_k`` (their effective weight: user weight x fade envelope) and summing
 to W, the value is ``sum(w_i v_i) / W`` when W >= 1, else ``rest (1 - W) + sum(w_i v_i)``. Actions on
@@ -23,10 +28,10 @@ from typing import Any
 import numpy as np
 from numba import njit, prange
 
-from ..properties import PackedProperties, pack_properties, sample_properties_into
+from ..properties import PackedProperties, curve_pointer, pack_properties, sample_properties_into
 from . import kernels as K
 
-__all__ = ["PropertyStage"]
+__all__ = ["PropertyStage", "drive_weight", "watch_curve"]
 
 
 @njit(cache=True, parallel=True)
@@ -65,20 +70,64 @@ class PropertyStage:
     properties (``len(asset.properties) > 0``). A controller (``after_update``) and called by
     ``Mixer.evaluate``."""
 
-    def __init__(self, mixer: Any):  # a skeletal.playback.Mixer (not imported: it imports this module)
+    def __init__(self, mixer: Any, event: type):  # a Mixer and its Event class (not imported: mixer imports this)
         self.mixer = mixer
+        self._event = event
         self.layout = mixer.asset.properties
         mixer.property_values = np.repeat(self.layout.rest[None], mixer.count, axis=0)
         self._scratch = np.zeros_like(mixer.property_values)
         self._total = np.zeros_like(mixer.property_values)
         self._tables: tuple | None = None  # (clip set version, packed tracks of every clip, track starts)
+        self._drives: list[tuple[Any, int, float]] = []  # (object with .weight, curve column, scale)
+        self._watched: list[tuple[str, int, float]] = []  # (curve name, column, threshold)
+        self._before: np.ndarray | None = None
         mixer.controllers.append(self)
 
     def before_update(self, dt: float) -> None:
-        """Nothing before the node update: properties are sampled after it."""
+        """Nothing before the node update but remembering the curves' values (for crossings)."""
+        if self._watched:
+            self._before = self.mixer.property_values.copy()
 
     def after_update(self, dt: float) -> None:
         self.evaluate()
+        self._apply_drives()
+        if self._watched and self._before is not None:
+            self._fire_crossings(self._before)
+            self._before = None
+
+    # -- curves as weights and events --------------------------------------------------------------
+
+    def _apply_drives(self) -> None:
+        """Each driven object's ``weight`` from its curve (per instance); IK runs again when one of
+        them is an IK handle, so that the weight counts in this very update."""
+        if not self._drives:
+            return
+        values = self.mixer.property_values
+        rerun = False
+        for target, column, scale in self._drives:
+            target.weight = values[:, column] * scale
+            rerun = rerun or hasattr(target, "_stages")  # an IKHandle: the weight is read by the update kernel
+        if rerun:
+            self.mixer._run(0.0, K.BLEND | K.WORLD)  # the same clocks: blend, IK, world matrices again
+
+    def _fire_crossings(self, before: np.ndarray) -> None:
+        Event = self._event
+        after = self.mixer.property_values
+        new = []
+        for name, column, threshold in self._watched:
+            was, now = before[:, column], after[:, column]
+            for b in np.flatnonzero((was < threshold) & (now >= threshold)).tolist():
+                new.append(Event("curve", "", b, -1, name, 1))
+            for b in np.flatnonzero((was >= threshold) & (now < threshold)).tolist():
+                new.append(Event("curve", "", b, -1, name, -1))
+        if not new:
+            return
+        mixer = self.mixer
+        if mixer.collect_events:
+            mixer._pending.extend(new)
+        for event in new:
+            for callback in mixer._listeners.get("curve", []) + mixer._listeners.get("*", []):
+                callback(event)
 
     def _packed(self) -> tuple[PackedProperties, np.ndarray]:
         clipset = self.mixer.clipset
@@ -95,3 +144,41 @@ class PropertyStage:
         blend_properties(m.fs, m.ist, m.slot_clip, m.slot_layer, m.layer_additive, starts, p.key_start, p.times,
                          p.value_start, p.values, p.width, p.interp, p.kind, p.offset, self.layout.rest,
                          self._scratch, self._total, m.property_values)
+
+
+def _stage_and_column(owner, curve: str) -> tuple[PropertyStage, int]:
+    mixer = getattr(owner, "mixer", owner)  # a Player or a Mixer
+    stage = getattr(mixer, "_properties", None)
+    layout = mixer.asset.properties
+    key = curve_pointer(curve)
+    if stage is None or key not in layout.index:
+        from ..errors import SkeletalError
+
+        raise SkeletalError(f"no curve named {curve!r} in {mixer.asset.name} (curves: {', '.join(layout.curve_names) or 'none'})")
+    return stage, int(layout.start[layout.index[key]])
+
+
+def drive_weight(owner, target, curve: str, scale: float = 1.0) -> None:
+    """After every update of ``owner`` (a Player or Mixer), set ``target.weight`` to the named float
+    curve's blended value times ``scale``, per instance: ``target`` is an IK handle
+    (:meth:`skeletal.Mixer.add_ik`; IK then runs again, so the weight counts in the same update) or a
+    procedural stage with a ``weight`` (foot placement, look-at).
+
+    >>> hand = player.mixer.add_ik("hand", "two_bone", ["arm", "forearm", "hand"])   # doctest: +SKIP
+    >>> drive_weight(player, hand, "grab")                                             # doctest: +SKIP
+    """
+    stage, column = _stage_and_column(owner, curve)
+    stage._drives.append((target, column, float(scale)))
+    stage._apply_drives()
+
+
+def watch_curve(owner, curve: str, threshold: float) -> None:
+    """Fire a ``"curve"`` event (:class:`skeletal.playback.mixer.Event` with ``name`` the curve,
+    ``instance``, and ``count`` +1 rising through ``threshold``, -1 falling below it) whenever the
+    named float curve crosses ``threshold`` during an update; listen with ``on("curve", ...)`` or
+    read ``poll_events()``.
+
+    >>> watch_curve(player, "foot_l", 0.5); player.on("curve", print)   # doctest: +SKIP
+    """
+    stage, column = _stage_and_column(owner, curve)
+    stage._watched.append((curve, column, float(threshold)))
