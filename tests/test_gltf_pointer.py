@@ -255,3 +255,20 @@ def test_renderer_draws_animated_materials_and_visibility(ctx, every_pointer):
     blue = lambda im: ((im[..., 2] > im[..., 0] + 40) & (im[..., 2] > im[..., 1] + 20)).sum()
     assert green(images["rest"]) > 50 and green(images["hidden"]) == 0  # the flag is plain green
     assert blue(images["rest"]) > 50 and blue(images["red"]) == 0
+
+
+def test_a_file_requiring_the_pointer_extension_loads_and_info_counts_its_tracks(tmp_path):
+    from click.testing import CliRunner
+
+    from skeletal.cli import cli
+
+    b = GltfBuilder()
+    b.add_scene([b.add_node("q", mesh=quad_mesh(b, b.add_material({"name": "m"})))])
+    b.add_pointer_animation([{"pointer": "/materials/0/emissiveFactor", "times": [0.0, 2.0],
+                              "values": np.array([[0, 0, 0], [1, 1, 1]], np.float32)}], name="glow")
+    b.use_extension("KHR_animation_pointer", required=True)
+    path = b.write_glb(tmp_path / "required.glb")
+    asset, told = _load(path)
+    assert told == [] and asset.clip("glow").duration == 2.0 and len(asset.clip("glow").properties) == 1
+    result = CliRunner().invoke(cli, ["info", str(path)])
+    assert result.exit_code == 0 and "[0] glow: 2 s, 0 tracks, 1 property tracks" in result.output, result.output

@@ -60,6 +60,8 @@ def describe(asset) -> dict[str, Any]:
             "tracks": clip.track_count,
             "interpolations": clip.interpolations,
             "outside_scene": list(getattr(clip, "outside_scene", [])),
+            # KHR_animation_pointer properties and named float curves (see skeletal.properties)
+            "property_tracks": len(getattr(clip, "properties", [])),
         }
         for c, clip in enumerate(asset.clips)
     ]
@@ -80,4 +82,5 @@ def describe(asset) -> dict[str, Any]:
         "clips": clips,
         "extensions_used": list(doc.extensions_used),
         "extensions_required": list(doc.extensions_required),
+        "animated_properties": list(getattr(asset, "properties", None).pointers) if getattr(asset, "properties", None) else [],
     }

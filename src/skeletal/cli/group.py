@@ -121,7 +121,8 @@ def _print_info(info: dict[str, Any]) -> None:
         for c in info["clips"]:
             out(
                 f"  [{c['index']}] {c['name']}: {c['duration']:.4g} s, {c['tracks']} tracks, "
-                f"{'/'.join(c['interpolations']) or 'no keys'}"
+                + (f"{c['property_tracks']} property tracks, " if c.get("property_tracks") else "")
+                + f"{'/'.join(c['interpolations']) or 'no keys'}"
                 + (f"; animates {len(c['outside_scene'])} node(s) outside the scene shown, left out"
                    if c.get("outside_scene") else "")
             )
