@@ -150,11 +150,19 @@ class Mixer:
         # Objects with ``before_update(dt)`` (blend spaces, state machines, root motion) run first.
         self.controllers: list = []
         self._ik = None  # IK stages run after blending (see add_ik)
-        # Animated properties (KHR_animation_pointer): ``property_values`` (B, M), laid out by
-        # asset.properties, kept by a stage of their own after the node update (playback/properties.py).
-        self.property_values = np.zeros((count, 0))
+        # Animated properties (KHR_animation_pointer, named curves): ``property_values`` (B, M), laid
+        # out by asset.properties, sampled by a stage of their own (playback/properties.py).
+        self._no_property_values = np.zeros((count, 0))
         self._properties = PropertyStage(self, Event) if len(getattr(asset, "properties", ())) else None
         self.evaluate()
+
+    @property
+    def property_values(self) -> np.ndarray:
+        """(B, M) float64: the animated properties (materials, lights, cameras, visibility, named
+        curves), laid out by ``asset.properties``; sampled after an update when first read (see
+        :mod:`skeletal.playback.properties`). (B, 0) for an asset without any."""
+        stage = self._properties
+        return self._no_property_values if stage is None else stage.current()
 
     def _allocate_outputs(self) -> None:
         """World matrices (B, N, 4, 4) and one palette array (B, J, 4, 4) per skin; the palettes are

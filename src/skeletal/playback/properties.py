@@ -1,10 +1,12 @@
 """The Mixer's animated properties (KHR_animation_pointer: materials, lights, cameras, visibility).
 
-A stage of its own, run after the node update (as a controller, and from ``Mixer.evaluate``): one
-compiled call samples the property tracks of every running action of every instance at the action's
-sample time and blends them into ``Mixer.property_values`` (B, M) float64, laid out by
-``asset.properties`` (:class:`skeletal.properties.PropertyLayout`). It never touches the node
-kernels or their job.
+A stage of its own, after the node update: one compiled call samples the property tracks of every
+running action of every instance at the action's sample time and blends them into
+``Mixer.property_values`` (B, M) float64, laid out by ``asset.properties``
+(:class:`skeletal.properties.PropertyLayout`). It never touches the node kernels or their job, and it
+costs nothing until read: ``property_values`` is sampled when first read after an update (or at
+``Mixer.evaluate``), so a Player keeps its one-call update. Only curves that drive weights or fire
+events make it a controller run after every update.
 
 Named float curves (``curve/<name>`` properties, see :mod:`skeletal.io.pointer`) ride along: they
 blend like the rest, :func:`drive_weight` makes one set an IK handle's or a procedural stage's
@@ -29,6 +31,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..properties import PackedProperties, curve_pointer, pack_properties, sample_properties_into
+from .._compile import serial_variant
 from . import kernels as K
 
 __all__ = ["PropertyStage", "drive_weight", "watch_curve"]
@@ -74,19 +77,32 @@ class PropertyStage:
         self.mixer = mixer
         self._event = event
         self.layout = mixer.asset.properties
-        mixer.property_values = np.repeat(self.layout.rest[None], mixer.count, axis=0)
-        self._scratch = np.zeros_like(mixer.property_values)
-        self._total = np.zeros_like(mixer.property_values)
+        self.values = np.repeat(self.layout.rest[None], mixer.count, axis=0)
+        self._scratch = np.zeros_like(self.values)
+        self._total = np.zeros_like(self.values)
+        self._stamp: tuple | None = None  # (mixer time, clip set version, slots) the values were sampled at
+        self._kernel = blend_properties if mixer.count > 1 else serial_variant(blend_properties)
         self._tables: tuple | None = None  # (clip set version, packed tracks of every clip, track starts)
         self._drives: list[tuple[Any, int, float]] = []  # (object with .weight, curve column, scale)
         self._watched: list[tuple[str, int, float]] = []  # (curve name, column, threshold)
         self._before: np.ndarray | None = None
-        mixer.controllers.append(self)
+
+    def current(self) -> np.ndarray:
+        """The values, sampled again when the mixer has moved since the last sampling."""
+        m = self.mixer
+        if self._stamp != (m.__dict__.get("time"), getattr(m.clipset, "version", None), len(m.slot_clip)):
+            self.evaluate()
+        return self.values
+
+    def _run_every_update(self) -> None:
+        """Drives and watches need the values after every update: run as a controller."""
+        if self not in self.mixer.controllers:
+            self.mixer.controllers.insert(0, self)  # before procedural stages, which may read the weights
 
     def before_update(self, dt: float) -> None:
         """Nothing before the node update but remembering the curves' values (for crossings)."""
         if self._watched:
-            self._before = self.mixer.property_values.copy()
+            self._before = self.current().copy()
 
     def after_update(self, dt: float) -> None:
         self.evaluate()
@@ -102,7 +118,7 @@ class PropertyStage:
         them is an IK handle, so that the weight counts in this very update."""
         if not self._drives:
             return
-        values = self.mixer.property_values
+        values = self.values
         rerun = False
         for target, column, scale in self._drives:
             target.weight = values[:, column] * scale
@@ -112,7 +128,7 @@ class PropertyStage:
 
     def _fire_crossings(self, before: np.ndarray) -> None:
         Event = self._event
-        after = self.mixer.property_values
+        after = self.values
         new = []
         for name, column, threshold in self._watched:
             was, now = before[:, column], after[:, column]
@@ -141,9 +157,10 @@ class PropertyStage:
         """Sample and blend every instance's actions' properties into ``mixer.property_values``."""
         m = self.mixer
         p, starts = self._packed()
-        blend_properties(m.fs, m.ist, m.slot_clip, m.slot_layer, m.layer_additive, starts, p.key_start, p.times,
-                         p.value_start, p.values, p.width, p.interp, p.kind, p.offset, self.layout.rest,
-                         self._scratch, self._total, m.property_values)
+        self._kernel(m.fs, m.ist, m.slot_clip, m.slot_layer, m.layer_additive, starts, p.key_start, p.times,
+                     p.value_start, p.values, p.width, p.interp, p.kind, p.offset, self.layout.rest,
+                     self._scratch, self._total, self.values)
+        self._stamp = (m.__dict__.get("time"), getattr(m.clipset, "version", None), len(m.slot_clip))
 
 
 def _stage_and_column(owner, curve: str) -> tuple[PropertyStage, int]:
@@ -169,6 +186,8 @@ def drive_weight(owner, target, curve: str, scale: float = 1.0) -> None:
     """
     stage, column = _stage_and_column(owner, curve)
     stage._drives.append((target, column, float(scale)))
+    stage._run_every_update()
+    stage.current()
     stage._apply_drives()
 
 
@@ -182,3 +201,4 @@ def watch_curve(owner, curve: str, threshold: float) -> None:
     """
     stage, column = _stage_and_column(owner, curve)
     stage._watched.append((curve, column, float(threshold)))
+    stage._run_every_update()
