@@ -73,6 +73,12 @@ def test_a_malformed_curve_is_a_model_error(tmp_path):
     b.doc["animations"][0]["extras"] = {"curves": {"x": {"times": [0.0, 1.0], "values": [1.0]}}}
     with pytest.raises(skeletal.ModelError, match=r"bad2.glb: animations\[0\].extras.curves.x.values: 1 values for 2 keys"):
         skeletal.load(b.write_glb(tmp_path / "bad2.glb"))
+    b.doc["animations"][0]["extras"] = {"curves": {"x": {"times": [0.0, 1e39], "values": [1.0, 2.0]}}}
+    with pytest.raises(skeletal.ModelError, match=r"animations\[0\].extras.curves.x.times: a key time is too large"):
+        skeletal.load(b.write_glb(tmp_path / "bad3.glb"))
+    b.doc["animations"][0]["extras"] = {"curves": ["not", "named"]}
+    with pytest.raises(skeletal.ModelError, match=r"animations\[0\].extras.curves: expected an object of named curves"):
+        skeletal.load(b.write_glb(tmp_path / "bad4.glb"))
     assert path.exists()
 
 

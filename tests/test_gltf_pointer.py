@@ -272,3 +272,21 @@ def test_a_file_requiring_the_pointer_extension_loads_and_info_counts_its_tracks
     assert told == [] and asset.clip("glow").duration == 2.0 and len(asset.clip("glow").properties) == 1
     result = CliRunner().invoke(cli, ["info", str(path)])
     assert result.exit_code == 0 and "[0] glow: 2 s, 0 tracks, 1 property tracks" in result.output, result.output
+
+
+@pytest.mark.parametrize("light,detail", [
+    ({"type": "point", "color": ["red", 0, 0]}, r"/color: the file's value \['red', 0, 0\] is not 3 finite number\(s\)"),
+    ({"type": "point", "color": [1, [2], 3]}, r"is not 3 finite number\(s\)"),
+    ({"type": "point", "intensity": "bright"}, r"/intensity: the file's value 'bright'"),
+])
+def test_a_malformed_animated_value_is_a_model_error(tmp_path, light, detail):
+    b = GltfBuilder()
+    b.add_light(light)
+    b.add_scene([b.add_node("lamp")])
+    b.doc["nodes"][0]["extensions"] = {"KHR_lights_punctual": {"light": 0}}
+    tail = "color" if "color" in light else "intensity"
+    width = 3 if tail == "color" else 1
+    b.add_pointer_animation([{"pointer": f"/extensions/KHR_lights_punctual/lights/0/{tail}", "times": [0.0, 1.0],
+                              "values": np.ones((2, width), np.float32)}])
+    with pytest.raises(skeletal.ModelError, match=r"lamp.glb: animations\[0\].*pointer: /extensions.*" + detail):
+        skeletal.load(b.write_glb(tmp_path / "lamp.glb"))

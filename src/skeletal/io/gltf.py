@@ -887,7 +887,10 @@ class _GltfReader:
             interpolation = curve.string("interpolation", "LINEAR")
             if interpolation not in INTERPOLATIONS:
                 curve.fail(f"unknown interpolation {interpolation!r}", "interpolation")
-            times = curve.numbers("times").astype(np.float32)
+            seconds = curve.numbers("times")
+            if np.abs(seconds).max(initial=0.0) > float(np.finfo(np.float32).max):
+                curve.fail("a key time is too large for float32", "times")
+            times = seconds.astype(np.float32)
             values = curve.numbers("values")
             if not len(times) or len(values) != len(times) * (3 if interpolation == "CUBICSPLINE" else 1):
                 curve.fail(f"{len(values)} values for {len(times)} keys ({interpolation})", "values")
@@ -897,7 +900,10 @@ class _GltfReader:
         return curves
 
     def _curve(self, where: JsonObject, name: str, interpolation: str, times, values) -> PropertyTrack:
-        values = np.asarray(values, np.float32).reshape(-1, 1)
+        values = np.asarray(values)
+        if values.dtype == np.float64 and np.abs(values).max(initial=0.0) > float(np.finfo(np.float32).max):
+            where.fail(f"curve {name!r} has a value too large for float32")
+        values = values.astype(np.float32).reshape(-1, 1)
         if not np.isfinite(values).all():
             where.fail(f"curve {name!r} has a value that is not finite")
         pointer = curve_pointer(name)
@@ -924,19 +930,18 @@ class _GltfReader:
             if not isinstance(value, dict):
                 ext.fail(f"{pointer}: {'/'.join(parts[:depth])} is not an object", "pointer")
             if part not in value:
-                if depth == len(parts) - 1 or parts[depth] == "extensions" or (depth and parts[depth - 1] == "extensions") \
-                        or part in ("pbrMetallicRoughness",):
-                    return np.array(found.default, np.float64)  # absent: the schema default
                 if found.kind in ("camera", "light") and part in ("perspective", "orthographic", "spot"):
+                    # the camera's projection, the light's spot cone: the pointer names what is not there
                     ext.fail(f"{pointer}: {table[0]}[{found.index}] has no {part}", "pointer")
-                return np.array(found.default, np.float64)
+                return np.array(found.default, np.float64)  # absent (or its extension object is): the default
             value = value[part]
         if isinstance(value, bool):
             return np.array([1.0 if value else 0.0])
-        array = np.atleast_1d(np.asarray(value, dtype=np.float64)) if isinstance(value, (int, float, list)) else None
-        if array is None or array.shape != (found.width,) or not np.isfinite(array).all():
+        numbers = value if isinstance(value, list) else [value]
+        if len(numbers) != found.width or not all(type(v) in (int, float) for v in numbers) \
+                or not all(map(math.isfinite, numbers)):
             ext.fail(f"{pointer}: the file's value {value!r} is not {found.width} finite number(s)", "pointer")
-        return array
+        return np.array(numbers, np.float64)
 
     def _channel(self, c: JsonObject, anim_name: str, s_index: int, sampler: JsonObject,
                  node: int, path: str, width: int) -> Channel:
