@@ -178,3 +178,16 @@ def test_usd_custom_attributes_are_curves(tmp_path):
     assert asset.properties.curve_names == ["userProperties:foot_l"]
     values = skeletal.bake(asset, 0, [0.0, 0.25, 0.5, 1.0])["properties"]  # 24 codes a second from code 1
     np.testing.assert_allclose(asset.properties.curve(values, "userProperties:foot_l"), [0, 0.5, 1, 0], atol=1e-6)
+
+
+def test_curves_go_to_usd_and_back(tmp_path):
+    pytest.importorskip("pxr", reason="usd-core is not installed (pip install 'skeletal[usd]')")
+    asset = skeletal.load(curves_model(tmp_path / "curves.glb"))
+    skeletal.export(asset, tmp_path / "curves.usda")
+    again = skeletal.load(tmp_path / "curves.usda")
+    assert sorted(again.properties.curve_names) == ["foot_l", "grab"]
+    times = [0.0, 0.25, 0.45, 0.55, 1.0, 1.2]
+    first = skeletal.bake(asset, "step", times)["properties"]
+    second = skeletal.bake(again, "step", times)["properties"]
+    for name in ("foot_l", "grab"):  # the STEP curve too: a sample just before its key keeps the jump
+        np.testing.assert_allclose(again.properties.curve(second, name), asset.properties.curve(first, name), atol=1e-4)
