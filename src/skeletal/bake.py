@@ -47,6 +47,8 @@ def bake_bytes(asset: Asset, frames: int, *, normals: bool = False, palettes: bo
     5540220
     """
     per_frame = 8 + len(asset.document.nodes) * 16 * 8
+    layout = getattr(asset, "properties", None)
+    per_frame += (layout.size * 8) if layout is not None else 0
     if palettes:
         per_frame += sum(len(binding.joints) for binding in asset.skins) * 16 * 8
     for instance in asset.skinned_instances:
@@ -77,6 +79,10 @@ def bake(
 ) -> dict[str, np.ndarray]:
     """Evaluate ``clip`` of ``asset`` at ``times`` (or 0..duration at ``fps``; default 30 fps).
 
+    Arrays: ``times`` (T,), ``node_world`` (T, N, 4, 4) row-major by file node index, skinned
+    ``positions_node{N}_prim{P}`` (T, V, 3) (and normals, palettes when asked), and, for an asset with
+    KHR_animation_pointer properties, ``properties`` (T, M) laid out by ``asset.properties``.
+
     ``progress(n)`` is called as the skinning advances, ``n`` frames of one primitive at a time; the
     calls add up to ``len(times)`` times the number of skinned primitives (see :func:`bake_primitives`).
     """
@@ -97,6 +103,11 @@ def bake(
     pose, morph = sample(clip, times, rig.rest, asset.morph_start, asset.rest_morph, loop=loop)
     world = world_matrices(rig.parents, pose)
     out: dict[str, np.ndarray] = {"times": times, "node_world": world[:, rig.index_of]}
+    layout = getattr(asset, "properties", None)
+    if layout is not None and len(layout):  # KHR_animation_pointer properties, (T, M) by asset.properties
+        from .properties import sample_properties
+
+        out["properties"] = sample_properties(clip, layout, times, loop)
     skin_palettes = {}
     for s, binding in enumerate(asset.skins):
         if palettes or any(m.skin == s for m in asset.mesh_instances):

@@ -56,7 +56,9 @@ def clip_to_animation(clip: Clip, asset: Asset) -> Animation:
             raise ClipError(f"clip {clip.name!r}: track {k} targets node {track.node}, the rig has {n} nodes")
         channels.append(Channel(int(asset.rig.node_of[track.node]), track.path, track.interpolation,
                                 np.asarray(track.times, np.float32), np.asarray(track.values, np.float32)))
-    return Animation(clip.name, channels)
+    animation = Animation(clip.name, channels)
+    animation.properties = list(getattr(clip, "properties", []))  # KHR_animation_pointer tracks, by pointer
+    return animation
 
 
 def asset_to_document(asset: Asset, clips: Sequence[Clip | str | int] | None = None) -> Document:
@@ -69,7 +71,8 @@ def asset_to_document(asset: Asset, clips: Sequence[Clip | str | int] | None = N
         dupes = sorted({n for n in names if names.count(n) > 1})
         raise ClipError(f"clip names must be unique in one file, got {dupes} more than once")
     doc = asset.document
-    return dataclasses.replace(doc, animations=[clip_to_animation(c, asset) for c in chosen])
+    scene = asset.scene if asset.scene is not None else doc.scene  # the scene shown is the file's default
+    return dataclasses.replace(doc, animations=[clip_to_animation(c, asset) for c in chosen], scene=scene)
 
 
 def export(asset: Asset, path: str | os.PathLike, clips: Sequence[Clip | str | int] | None = None, *,

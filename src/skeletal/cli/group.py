@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import SkeletalError
 from ..summary import describe
 from .up import load_upright, up_option
+from .options import scene_option
 from .warn import show_warning
 
 
@@ -76,6 +77,14 @@ def _print_info(info: dict[str, Any]) -> None:
     if info["extensions_used"]:
         req = set(info["extensions_required"])
         out("extensions: " + ", ".join(e + (" (required)" if e in req else "") for e in info["extensions_used"]))
+    if info.get("scenes"):
+        listed = []
+        for k, roots in enumerate(info["scenes"]):
+            name = info["scene_names"][k] if k < len(info.get("scene_names", [])) else ""
+            tags = [t for t, on in (("default", k == info.get("default_scene")), ("shown", k == info.get("scene"))) if on]
+            listed.append(f"[{k}] {name or '<unnamed>'} ({len(roots)} root{'s' if len(roots) != 1 else ''}"
+                          + (f", {', '.join(tags)}" if tags else "") + ")")
+        out("scenes: " + "   ".join(listed))
     out("")
     out("node tree:")
     roots = [n["index"] for n in nodes if n["parent"] < 0]
@@ -114,7 +123,10 @@ def _print_info(info: dict[str, Any]) -> None:
         for c in info["clips"]:
             out(
                 f"  [{c['index']}] {c['name']}: {c['duration']:.4g} s, {c['tracks']} tracks, "
-                f"{'/'.join(c['interpolations']) or 'no keys'}"
+                + (f"{c['property_tracks']} property tracks, " if c.get("property_tracks") else "")
+                + f"{'/'.join(c['interpolations']) or 'no keys'}"
+                + (f"; animates {len(c['outside_scene'])} node(s) outside the scene shown, left out"
+                   if c.get("outside_scene") else "")
             )
     for note in info.get("notes", ()):
         out("")
@@ -125,11 +137,12 @@ def _print_info(info: dict[str, Any]) -> None:
 @click.argument("model", type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @up_option
-def info(model: str, as_json: bool, up: str) -> None:
-    """Show MODEL's node tree, skins, meshes, clips and extensions (and its up axis when turned)."""
+@scene_option
+def info(model: str, as_json: bool, up: str, scene: str | None) -> None:
+    """Show MODEL's node tree, scenes, skins, meshes, clips and extensions (and its up axis when turned)."""
     from ..up import lying_roots
 
-    asset = load_upright(model, up)
+    asset = load_upright(model, up, scene)
     summary = describe(asset)
     summary["up"] = {"motion": asset.up.motion, "rest": asset.up.rest, "how": asset.up.how, "turned": asset.up.turned}
     summary["notes"] = [] if asset.up.turned else lying_roots(asset.document)
@@ -168,7 +181,8 @@ def _parse_times(text: str) -> np.ndarray:
 @click.option("--palettes", is_flag=True, help="Also write skin palettes.")
 @click.option("--force", is_flag=True, help=f"Write the file even when it is larger than {BAKE_LIMIT_BYTES // 10**9} GB.")
 @up_option
-def bake(model, out_path, clip_key, times_text, fps, loop, normals, palettes, force, up) -> None:
+@scene_option
+def bake(model, out_path, clip_key, times_text, fps, loop, normals, palettes, force, up, scene) -> None:
     """Evaluate a clip of MODEL at many times and write the arrays to an .npz file.
 
     Arrays: times (T,), node_world (T, N, 4, 4) row-major by glTF node index, and
@@ -183,7 +197,7 @@ def bake(model, out_path, clip_key, times_text, fps, loop, normals, palettes, fo
     if fps is not None and not (np.isfinite(fps) and fps > 0):
         raise _fail(f"--fps: fps must be positive, got {fps}")
     times = _parse_times(times_text) if times_text is not None else None
-    asset = load_upright(model, up)
+    asset = load_upright(model, up, scene)
     asset.require_nodes("bake")
     if asset.clips:
         clip = asset.clip(clip_key)
@@ -305,7 +319,8 @@ def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_
                    "(each joint's order from the BVH file read).")
 @click.option("--fps", type=float, default=None, help="BVH only: frame rate (default: the clip's key spacing, else 30).")
 @up_option
-def export(model, out_path, clip_keys, rotation_order, fps, up) -> None:
+@scene_option
+def export(model, out_path, clip_keys, rotation_order, fps, up, scene) -> None:
     """Write MODEL (any format skeletal.load reads: glTF, BVH, FBX...) as glTF 2.0, or one clip as BVH.
 
     \b
@@ -327,13 +342,13 @@ def export(model, out_path, clip_keys, rotation_order, fps, up) -> None:
             raise _fail(f"--rotation-order {rotation_order!r} is not one of {', '.join(ROTATION_ORDERS)} or keep")
         if len(clip_keys) > 1:
             raise _fail("a BVH file holds one motion: give at most one --clip")
-        asset = load_upright(model, up)
+        asset = load_upright(model, up, scene)
         key = clip_keys[0] if clip_keys else (0 if asset.clips else None)
         write_bvh(asset, key, out_path, rotation_order=order, fps=fps)
         what = f"clip {asset.clip(key).name!r}" if key is not None else "the rest pose (no clips)"
         click.echo(f"wrote {out_path}: {what} as BVH", err=True)
         return
-    asset = load_upright(model, up)
+    asset = load_upright(model, up, scene)
     export_asset(asset, out_path, list(clip_keys) if clip_keys else None)
     n = len(clip_keys) if clip_keys else len(asset.clips)
     click.echo(f"wrote {out_path}: {len(asset.rig)} nodes, {len(asset.document.meshes)} meshes, {n} clips", err=True)

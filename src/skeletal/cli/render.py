@@ -11,6 +11,7 @@ import click
 
 from ..render.errors import RenderError
 from .up import load_upright, up_option
+from .options import asset_in_scene, scene_option
 
 PALETTE_CHOICES = ("auto", "uniform", "ubo", "ssbo", "texture")
 SKINNING_CHOICES = ("lbs", "dqs")
@@ -50,8 +51,9 @@ SKINNING_CHOICES = ("lbs", "dqs")
               help="The head follows this world point (smoothed by a critically damped spring).")
 @click.option("--jiggle", is_flag=True, help="Spring bones on tail chains (joints named *tail*, e.g. Fox.glb).")
 @up_option
+@scene_option
 def render(model, clip, out, fps, size, seconds, start, camera, skeleton, weights_joint, crowd_n, frames,
-           palette_mode, skinning, verbose, crossfade, ground, look_at, jiggle, up):
+           palette_mode, skinning, verbose, crossfade, ground, look_at, jiggle, up, scene):
     """Render MODEL (glTF, FBX, Collada, BVH...; default: the built-in demo character) headless to an image or video.
 
     \b
@@ -66,9 +68,9 @@ def render(model, clip, out, fps, size, seconds, start, camera, skeleton, weight
     from ..render.output import render_clip  # imports moderngl/imageio only now
 
     if model is not None:
-        model = load_upright(model, up)
+        model = load_upright(model, up, scene)
     result = render_clip(
-        model, clip=clip, out_path=out, fps=fps, size=size, seconds=seconds, camera=camera, skeleton=skeleton,
+        asset_in_scene(model, scene), clip=clip, out_path=out, fps=fps, size=size, seconds=seconds, camera=camera, skeleton=skeleton,
         weights_joint=weights_joint, crowd_n=crowd_n, frames=frames, verbose=verbose, palette_mode=palette_mode,
         start=start, log=lambda text: click.echo(text, err=True), crossfade=crossfade, skinning=skinning,
         ground=ground, look_at=look_at, jiggle=jiggle,

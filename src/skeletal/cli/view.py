@@ -14,6 +14,7 @@ import click
 
 from ..render.errors import INSTALL_HINT, RenderError
 from .up import load_upright, up_option
+from .options import asset_in_scene, scene_option
 
 PALETTE_CHOICES = ("auto", "uniform", "ubo", "ssbo", "texture")
 LOOP_CHOICES = ("repeat", "pingpong", "clamp")
@@ -50,8 +51,9 @@ SKINNING_CHOICES = ("lbs", "dqs")
               help="Save the last frame, UI included, to this .png and exit (after --frames, default 1).")
 @click.option("--verbose", "-v", is_flag=True, help="Print the GL renderer, palette path and frame timings.")
 @up_option
+@scene_option
 def view(model, clip, size, start, speed, loop, camera, skeleton, weights_joint, blend, blend_value, palette_mode,
-         skinning, samples, frames, screenshot, verbose, up):
+         skinning, samples, frames, screenshot, verbose, up, scene):
     """Open MODEL (glTF, FBX, Collada, BVH...; default: the built-in demo character) in an interactive window.
 
     \b
@@ -75,9 +77,9 @@ def view(model, clip, size, start, speed, loop, camera, skeleton, weights_joint,
         raise RenderError(f"cannot import the viewer ({exc}): {INSTALL_HINT}; pip install glfw") from None
 
     if model is not None:
-        model = load_upright(model, up)
+        model = load_upright(model, up, scene)
     log = (lambda text: click.echo(text, err=True)) if verbose else None
-    result = run_viewer(model, clip=clip, size=size, start=start, speed=speed, loop=loop, camera=camera,
+    result = run_viewer(asset_in_scene(model, scene), clip=clip, size=size, start=start, speed=speed, loop=loop, camera=camera,
                         skeleton=skeleton, weights_joint=weights_joint, blend=blend, blend_value=blend_value,
                         palette_mode=palette_mode, samples=samples, frames=frames, screenshot=screenshot, log=log,
                         skinning=skinning)

@@ -39,6 +39,7 @@ from .._threads import capped_threads
 from . import kernels as K
 from .clipset import TK_INTERP, TK_PATH, ClipSet
 from .jobs import entry, playback_job
+from .properties import PropertyStage
 
 
 InstanceSelector = int | Sequence[int] | np.ndarray | slice | None
@@ -149,7 +150,19 @@ class Mixer:
         # Objects with ``before_update(dt)`` (blend spaces, state machines, root motion) run first.
         self.controllers: list = []
         self._ik = None  # IK stages run after blending (see add_ik)
+        # Animated properties (KHR_animation_pointer, named curves): ``property_values`` (B, M), laid
+        # out by asset.properties, sampled by a stage of their own (playback/properties.py).
+        self._no_property_values = np.zeros((count, 0))
+        self._properties = PropertyStage(self, Event) if len(getattr(asset, "properties", ())) else None
         self.evaluate()
+
+    @property
+    def property_values(self) -> np.ndarray:
+        """(B, M) float64: the animated properties (materials, lights, cameras, visibility, named
+        curves), laid out by ``asset.properties``; sampled after an update when first read (see
+        :mod:`skeletal.playback.properties`). (B, 0) for an asset without any."""
+        stage = self._properties
+        return self._no_property_values if stage is None else stage.current()
 
     def _allocate_outputs(self) -> None:
         """World matrices (B, N, 4, 4) and one palette array (B, J, 4, 4) per skin; the palettes are
@@ -658,6 +671,8 @@ class Mixer:
         blend and world stages (world matrices, IK, palettes), so that a player's first frame
         compiles one kernel, not a second set for play() and crossfade()."""
         self._run(0.0, K.BLEND | K.WORLD)
+        if self._properties is not None:
+            self._properties.evaluate()
 
     # -- inverse kinematics ------------------------------------------------------------------------
 
@@ -753,8 +768,9 @@ class Mixer:
     # -- events ----------------------------------------------------------------------------------
 
     def on(self, kind: str, callback: Callable[[Event], None]) -> None:
-        """Call ``callback(event)`` for every event of ``kind`` ("loop", "finished", "marker" or "*")."""
-        if kind not in ("loop", "finished", "marker", "*"):
+        """Call ``callback(event)`` for every event of ``kind`` ("loop", "finished", "marker", "curve"
+        (see :func:`skeletal.playback.properties.watch_curve`) or "*")."""
+        if kind not in ("loop", "finished", "marker", "curve", "*"):
             raise SkeletalError(f"unknown event kind {kind!r}")
         self._listeners.setdefault(kind, []).append(callback)
 

@@ -398,6 +398,11 @@ class Player:
         return self.mixer.world[0]
 
     @property
+    def property_values(self) -> np.ndarray:
+        """(M,) the animated properties (KHR_animation_pointer), laid out by ``asset.properties``."""
+        return self.mixer.property_values[0]
+
+    @property
     def node_world(self) -> np.ndarray:
         """(N_nodes, 4, 4) world matrices in glTF node order: row i is ``asset.node_names[i]``."""
         return self.mixer.world[0][self.asset.rig.index_of]

@@ -1,4 +1,5 @@
-"""glTF materials as GL state: baseColorFactor (linear RGBA) and baseColorTexture (sRGB RGBA8).
+"""glTF materials as GL state: baseColorFactor (linear RGBA) and baseColorTexture (sRGB RGBA8) through
+its KHR_texture_transform, emissive colour, alpha MASK and KHR_materials_unlit.
 
 Images are decoded with imageio (PNG/JPEG through Pillow) once per image; a texture that cannot be
 decoded is dropped with a warning and the factor alone is used.
@@ -7,7 +8,7 @@ decoded is dropped with a warning and the factor alone is used.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -20,6 +21,11 @@ class MaterialGL:
     texture: object | None  # moderngl.Texture or None
     texcoord: int = 0
     double_sided: bool = False  # glTF doubleSided (back faces culled only when a renderer is asked to)
+    uv_transform: np.ndarray = field(default_factory=lambda: np.eye(3))  # (3, 3) row-major KHR_texture_transform
+    unlit: bool = False  # KHR_materials_unlit
+    emissive: np.ndarray = field(default_factory=lambda: np.zeros(3, np.float32))  # (3,) linear RGB, x strength
+    alpha_cutoff: float = -1.0  # alphaMode MASK's cutoff; -1: not masked
+    index: int | None = None  # the document material it shows (animated factors are looked up by it)
 
 
 def decode_image(data: bytes) -> np.ndarray:
@@ -57,7 +63,11 @@ class MaterialCache:
         m = materials[index]
         color = np.asarray(m.base_color_factor, dtype=np.float32).reshape(4)
         texture = self._texture(m.base_color_texture) if m.base_color_texture is not None else None
-        return MaterialGL(color, texture, m.base_color_texcoord, bool(m.double_sided))
+        transform = m.base_color_transform.matrix() if m.base_color_transform is not None else np.eye(3)
+        emissive = (np.asarray(m.emissive_factor, np.float64) * m.emissive_strength).astype(np.float32)
+        cutoff = float(m.alpha_cutoff) if m.alpha_mode == "MASK" else -1.0
+        return MaterialGL(color, texture, m.base_color_texcoord, bool(m.double_sided), transform, bool(m.unlit),
+                          emissive, cutoff, index)
 
     def _texture(self, image_index: int):
         if image_index in self._textures:

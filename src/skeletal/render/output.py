@@ -220,6 +220,7 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
     as ``"terrain:amplitude=0.2"``), ``look_at`` (``"x,y,z"``) and ``jiggle`` add procedural stages
     (see :mod:`skeletal.render.terrain`): feet placed on that ground, drawn under the character.
     """
+    from ..properties import sample_properties
     from .layout import crowd_phases, grid_offsets, pose_at, rest_clip
     from .renderer import Renderer
 
@@ -339,6 +340,8 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
                     world, morph = pose(float(t))
                 else:
                     world, morph = pose_at(asset, the_clip, t + phases, loop="repeat")
+                    if len(asset.properties):  # KHR_animation_pointer: materials, visibility (first instance's)
+                        renderer.properties = sample_properties(the_clip, asset.properties, t + phases[:1], loop="repeat")[0]
                 if followed is not None:
                     renderer.follow(np.asarray(world)[0, followed, :3, 3])
                 t1 = time.perf_counter()

@@ -31,6 +31,7 @@ import moderngl
 import numpy as np
 
 from ..skin import apply_morphs
+from ..properties import material_values, node_visibility
 from ..skin_dq import gpu_dq_palette
 from .bones import BoneDrawer
 from .camera import (Camera, CameraSpec, animated_bounds, facing_yaw, follow_bounds, follow_shift, frame, nice_step,
@@ -121,6 +122,12 @@ class Renderer:
         self.cpu_skinning = bool(cpu_skinning)
         self.lod = max(float(lod), 1.0)
         self.asset = asset
+        #: The animated properties (KHR_animation_pointer, (M,) laid out by ``asset.properties``) the
+        #: frames are drawn with: material colours, emissive, alpha cutoff, texture transform, node
+        #: visibility. None: the file's values. A Player or Mixer drawn as the state sets it itself.
+        self.properties: np.ndarray | None = None
+        # KHR_node_visibility: whether any node is hidden without animation (then every frame checks)
+        self._static_hidden = any(not n.visible for n in asset.document.nodes)
         self.width, self.height = int(width), int(height)
         self.ctx = ctx or shared_context()
         self.palette_mode = palette_mode
@@ -375,6 +382,9 @@ class Renderer:
         """
         t0 = time.perf_counter()
         world, morph = self._pose_arrays(state)
+        followed = getattr(state, "property_values", None)  # a Player (M,) or Mixer (B, M): instance 0's
+        if followed is not None and np.size(followed):
+            self.properties = np.asarray(followed, np.float64).reshape(-1, np.shape(followed)[-1])[0]
         offsets = self._placements(instances, len(world))
         n = len(offsets)
         if len(world) == 1 and n > 1:
@@ -596,14 +606,27 @@ class Renderer:
         set_uniform(program, "u_base_texture", 0)
         if self.cpu_skinning:
             self._skin_on_cpu(morph[0])
+        values = self.properties if self.properties is not None and len(self.asset.properties) else None
+        visible = node_visibility(self.asset, values) if (values is not None or self._static_hidden) else None
         for prim in self._primitives:
+            if visible is not None and not visible[prim.instance.node]:
+                continue  # KHR_node_visibility: hidden (itself or an ancestor)
             material = prim.material
             if self.cull and not material.double_sided:
                 ctx.enable(moderngl.CULL_FACE)
             else:
                 ctx.disable(moderngl.CULL_FACE)
-            set_uniform(program, "u_base_color", tuple(float(c) for c in material.base_color))
+            base_color, emissive, cutoff, uv = material.base_color, material.emissive, material.alpha_cutoff, material.uv_transform
+            if values is not None and material.index is not None:  # animated material values
+                look = material_values(self.asset, material.index, values)
+                base_color, emissive, cutoff, uv = look["base_color"], look["emissive"], look["alpha_cutoff"], look["uv"]
+            set_uniform(program, "u_base_color", tuple(float(c) for c in base_color))
             set_uniform(program, "u_has_texture", material.texture is not None)
+            # mat3 uniforms are column-major: the row-major matrix transposed, flattened
+            set_uniform(program, "u_uv_transform", tuple(float(v) for v in np.asarray(uv).T.reshape(-1)))
+            set_uniform(program, "u_unlit", material.unlit)
+            set_uniform(program, "u_emissive", tuple(float(c) for c in emissive))
+            set_uniform(program, "u_alpha_cutoff", float(cutoff))
             if material.texture is not None:
                 material.texture.use(location=0)
             set_uniform(program, "u_joint_offset", prim.slot)
