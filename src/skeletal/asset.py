@@ -59,6 +59,26 @@ class MeshInstance:
         return self.skin is not None
 
 
+#: The deepest node hierarchy any reader accepts (BVH's own limit too): every writer and printer
+#: below may then walk a chain without running out of stack, memory or screen.
+MAX_NODE_DEPTH = 1000
+
+
+def check_depth(rig: Rig, file: str | os.PathLike | None) -> None:
+    """Raise :class:`ModelError` when ``rig``'s hierarchy is nested deeper than :data:`MAX_NODE_DEPTH`
+    (a 50,000-deep chain of a 3.5 MB glTF: ``info`` would print gigabytes of indentation)."""
+    parents = rig.parents.tolist()
+    depth = [0] * len(parents)
+    for i, parent in enumerate(parents):  # parents first: a parent's depth is known before its children's
+        if parent >= 0:
+            depth[i] = level = depth[parent] + 1
+            if level >= MAX_NODE_DEPTH:
+                name = rig.names[i] if len(rig.names[i]) <= 64 else rig.names[i][:64] + "..."
+                raise ModelError(file, f"nodes[{int(rig.node_of[i])}]",
+                                 f"node {name!r} is nested {level + 1} levels deep; skeletal reads at most "
+                                 f"{MAX_NODE_DEPTH} levels")
+
+
 def require_nodes(model, purpose: str) -> None:
     """Raise :class:`ModelError` when ``model`` (an :class:`Asset`, or anything with a ``rig`` and
     maybe a ``path``) has no nodes, naming ``purpose``: ``empty.glb: has no nodes: nothing to animate``."""
@@ -77,6 +97,7 @@ class Asset:
         self.document = document
         self.path = document.path
         self.rig = Rig.from_document(document)
+        check_depth(self.rig, document.path)
         self._build_morph_layout()
         self.skins = [self._bind_skin(i) for i in range(len(document.skins))]
         self.clips = [self._clip(i) for i in range(len(document.animations))]

@@ -31,9 +31,12 @@ from .skin import apply_morphs, skin
 
 def sample_times(clip: Clip, fps: float) -> np.ndarray:
     """Times 0..duration inclusive at ``fps`` frames per second (the last one lands on the end)."""
-    if not fps > 0:
-        raise ClipError(f"fps must be positive, got {fps}")
-    frames = int(np.floor(clip.duration * fps + 1e-9)) + 1
+    from .io.budget import SamplingError, frame_count
+
+    try:
+        frames = frame_count(clip.duration, fps, what=f"clip {clip.name!r}")
+    except SamplingError as exc:
+        raise ClipError(str(exc)) from None
     times = np.arange(frames, dtype=np.float64) / fps
     if clip.duration > 0 and times[-1] < clip.duration - 1e-9:
         times = np.append(times, clip.duration)
@@ -74,8 +77,12 @@ def bake(
     normals: bool = False,
     palettes: bool = False,
     progress: Callable[[int], None] | None = None,
+    force: bool = False,
 ) -> dict[str, np.ndarray]:
     """Evaluate ``clip`` of ``asset`` at ``times`` (or 0..duration at ``fps``; default 30 fps).
+
+    Sampling at ``fps`` is counted and sized first (:func:`skeletal.io.budget.check_output`): over
+    2 GB or 108,000 frames it raises :class:`ClipError` unless ``force``.
 
     ``progress(n)`` is called as the skinning advances, ``n`` frames of one primitive at a time; the
     calls add up to ``len(times)`` times the number of skinned primitives (see :func:`bake_primitives`).
@@ -90,6 +97,13 @@ def bake(
             clip = asset.clip(clip)
     if times is None:
         times = sample_times(clip, fps if fps is not None else 30.0)
+        from .io.budget import SamplingError, check_output
+
+        try:
+            check_output(f"baking clip {clip.name!r} of {asset.name}", len(times),
+                         bake_bytes(asset, 1, normals=normals, palettes=palettes), force=force, hint="a lower --fps")
+        except SamplingError as exc:
+            raise ClipError(str(exc)) from None
     times = np.atleast_1d(np.asarray(times, dtype=np.float64))
     if not np.all(np.isfinite(times)):
         raise ClipError("times must be finite numbers")

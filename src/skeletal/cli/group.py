@@ -201,9 +201,9 @@ def bake(model, out_path, clip_key, times_text, fps, loop, normals, palettes, fo
     if steps and size > BAKE_PROGRESS_BYTES and sys.stderr.isatty():
         with click.progressbar(length=steps, label="skinning", file=sys.stderr) as bar:
             arrays = bake_arrays(asset, clip, times, fps=fps, loop=loop, normals=normals, palettes=palettes,
-                                 progress=bar.update)
-    else:
-        arrays = bake_arrays(asset, clip, times, fps=fps, loop=loop, normals=normals, palettes=palettes)
+                                 progress=bar.update, force=True)
+    else:  # sized above (force=True: the check was this command's)
+        arrays = bake_arrays(asset, clip, times, fps=fps, loop=loop, normals=normals, palettes=palettes, force=True)
     np.savez(out_path, **arrays)
     n_pos = sum(1 for k in arrays if k.startswith("positions_"))
     click.echo(
@@ -256,7 +256,8 @@ def demo(export_path: str) -> None:
 @click.option("--keep-clips", is_flag=True, help="Also write TARGET's own clips.")
 @click.option("--up", "up_axis", type=click.Choice(["auto", "y", "z", "-z", "x", "-x", "-y"]), default="auto",
               show_default=True, help="SOURCE's up axis (auto: found from its skeleton and motion; Z-up mocap stands up).")
-def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_clips, up_axis) -> None:
+@click.option("--force", is_flag=True, help="Sample even more than 108,000 keys or 2 GB (--fps, spline clips).")
+def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_clips, up_axis, force) -> None:
     """Play SOURCE's clip on TARGET's rig and write TARGET with the new clip (e.g. a BVH walk on a glTF
     character). SOURCE and TARGET: .glb/.gltf, .bvh or any format skeletal.load reads."""
     from ..asset import load
@@ -278,7 +279,7 @@ def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_
     tgt.require_nodes("retarget onto")
     if not src.clips:
         raise _fail(f"{os.path.basename(source)}: has no clips to retarget")
-    clip = retarget_clip(src.clip(clip_key), src.rig, tgt.rig, mapping, fps=fps, name=clip_name, up=up_axis)
+    clip = retarget_clip(src.clip(clip_key), src.rig, tgt.rig, mapping, fps=fps, name=clip_name, up=up_axis, force=force)
     clips = [c for c in tgt.clips if c.name != clip.name] + [clip] if keep_clips else [clip]
     export(tgt, out_path, clips)
     click.echo(f"wrote {out_path}: clip {clip.name!r} ({clip.duration:.4g} s, {clip.track_count} tracks) on "
@@ -294,7 +295,8 @@ def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_
               help="BVH only: Euler order of the rotation channels (XYZ, XZY, YXZ, YZX, ZXY, ZYX) or 'keep' "
                    "(each joint's order from the BVH file read).")
 @click.option("--fps", type=float, default=None, help="BVH only: frame rate (default: the clip's key spacing, else 30).")
-def export(model, out_path, clip_keys, rotation_order, fps) -> None:
+@click.option("--force", is_flag=True, help="BVH only: write even more than 108,000 frames or 2 GB.")
+def export(model, out_path, clip_keys, rotation_order, fps, force) -> None:
     """Write MODEL (any format skeletal.load reads: glTF, BVH, FBX...) as glTF 2.0, or one clip as BVH.
 
     \b
@@ -319,7 +321,7 @@ def export(model, out_path, clip_keys, rotation_order, fps) -> None:
             raise _fail("a BVH file holds one motion: give at most one --clip")
         asset = load(model)
         key = clip_keys[0] if clip_keys else (0 if asset.clips else None)
-        write_bvh(asset, key, out_path, rotation_order=order, fps=fps)
+        write_bvh(asset, key, out_path, rotation_order=order, fps=fps, force=force)
         what = f"clip {asset.clip(key).name!r}" if key is not None else "the rest pose (no clips)"
         click.echo(f"wrote {out_path}: {what} as BVH", err=True)
         return
