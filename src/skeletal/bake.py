@@ -96,14 +96,16 @@ def bake(
         else:
             clip = asset.clip(clip)
     if times is None:
-        times = sample_times(clip, fps if fps is not None else 30.0)
-        from .io.budget import SamplingError, check_output
+        from .io.budget import SamplingError, check_output, frame_count
 
-        try:
-            check_output(f"baking clip {clip.name!r} of {asset.name}", len(times),
+        rate = fps if fps is not None else 30.0
+        try:  # counted and sized before the times are made
+            frames = frame_count(clip.duration, rate, what=f"clip {clip.name!r}")
+            check_output(f"baking clip {clip.name!r} of {asset.name}", frames,
                          bake_bytes(asset, 1, normals=normals, palettes=palettes), force=force, hint="a lower --fps")
         except SamplingError as exc:
             raise ClipError(str(exc)) from None
+        times = sample_times(clip, rate)
     times = np.atleast_1d(np.asarray(times, dtype=np.float64))
     if not np.all(np.isfinite(times)):
         raise ClipError("times must be finite numbers")

@@ -15,6 +15,7 @@ import click
 import numpy as np
 
 from ..errors import SkeletalError
+from ..shown import shown
 from ..summary import describe
 from .warn import show_warning
 
@@ -49,7 +50,7 @@ class _Failure(click.ClickException):
     exit_code = 2
 
     def show(self, file=None) -> None:
-        click.echo(f"skeletal: error: {self.message}", err=True)
+        click.echo(f"skeletal: error: {shown(self.message)}", err=True)
 
 
 def _fail(message: str) -> _Failure:
@@ -67,7 +68,9 @@ def cli() -> None:
 
 
 def _print_info(info: dict[str, Any]) -> None:
-    out = click.echo
+    def out(line: str) -> None:  # names are the file's text: control characters shown as escapes
+        click.echo(shown(line))
+
     nodes = info["nodes"]
     out(f"{info['file']}" + (f"  (generator: {info['generator']})" if info.get("generator") else ""))
     out(f"nodes: {len(nodes)}   skins: {len(info['skins'])}   meshes: {len(info['meshes'])}   clips: {len(info['clips'])}")
@@ -173,6 +176,10 @@ def bake(model, out_path, clip_key, times_text, fps, loop, normals, palettes, fo
         raise _fail("give --times or --fps, not both")
     if fps is not None and not (np.isfinite(fps) and fps > 0):
         raise _fail(f"--fps: fps must be positive, got {fps}")
+    from ..io.budget import check_fps, frame_count
+
+    if fps is not None:
+        check_fps(fps)
     times = _parse_times(times_text) if times_text is not None else None
     asset = load(model)
     asset.require_nodes("bake")
@@ -187,11 +194,7 @@ def bake(model, out_path, clip_key, times_text, fps, loop, normals, palettes, fo
         frames = len(times)
     else:
         rate = fps if fps is not None else 30.0
-        if not np.isfinite(clip.duration * rate) or clip.duration * rate > 1e12:
-            raise _fail(f"{asset.name}: {what} at {rate:g} fps is too many frames to bake")
-        frames = int(np.floor(clip.duration * rate + 1e-9)) + 1  # as bake.sample_times counts them
-        if clip.duration > 0 and (frames - 1) / rate < clip.duration - 1e-9:
-            frames += 1
+        frames = frame_count(clip.duration, rate, what=f"{asset.name}: {what}")  # as bake.sample_times counts
     size = bake_bytes(asset, frames, normals=normals, palettes=palettes)
     click.echo(f"baking {what} of {asset.name}: {frames} time{'s' if frames != 1 else ''}, about {_human_bytes(size)}", err=True)
     if size > BAKE_LIMIT_BYTES and not force:

@@ -278,7 +278,7 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
     say = log or (lambda text: print(text, file=sys.stderr))
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    from ..io.budget import SamplingError, check_fps, check_output
+    from ..io.budget import SamplingError, check_fps, check_output, frame_count
 
     try:
         fps = check_fps(fps)
@@ -326,10 +326,14 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
         fps = fps / step
     timings["load"] = time.perf_counter() - t0
 
-    try:
-        times = frame_times(the_clip, fps, seconds, single=(ext == ".png" and not frames), start=start)
-        check_output(os.path.basename(out_path), len(times), 3 * width * height, force=force,
-                     hint="fewer frames (--seconds, --fps)")
+    single = ext == ".png" and not frames
+    try:  # counted and sized before any array of times is made
+        if not single:
+            count = frame_count(the_clip.duration if seconds is None else seconds, fps, inclusive=False,
+                                what=f"clip {the_clip.name!r}" if seconds is None else "--seconds")
+            check_output(os.path.basename(out_path), count, 3 * width * height, force=force,
+                         hint="fewer frames (--seconds, --fps)")
+        times = frame_times(the_clip, fps, seconds, single=single, start=start)
     except SamplingError as exc:
         raise RenderError(f"{asset.name}: {exc}") from None
     procedural = ground is not None or look_at is not None or jiggle
