@@ -361,3 +361,50 @@ def test_batch_worker_refuses_a_file_swapped_for_an_outside_link(tmp_path):
 
 if sys.platform != "linux":  # RLIMIT_AS and wait4 are what run_limited measures with
     pytestmark = pytest.mark.skip(reason="the memory-limited runs need Linux")
+
+
+def test_page_of_a_hostile_file_name_shows_it_as_text(tmp_path):
+    """``skeletal html '<img src=x onerror=alert(1)>.glb'``: the title, heading and note are that text
+    (escaped once, not twice), nothing is injected, and the viewer runs (headless Chromium)."""
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install selenium)")
+    import shutil
+    import time
+
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver_path = shutil.which("chromedriver")
+    if not chromium or not driver_path:
+        pytest.skip("Chromium and chromedriver are not installed (apt-get install chromium chromium-driver)")
+    from skeletal.demo import build_demo_document
+    from skeletal.io.gltf_write import write_gltf
+
+    name = "<img src=x onerror=alert(1)>.glb"
+    write_gltf(build_demo_document(), tmp_path / name)
+    (result,) = run_cases(tmp_path, [["html", tmp_path / name, "--out", tmp_path / "page.html"]])
+    assert result["returncode"] == 0, result["stderr"]
+    text = (tmp_path / "page.html").read_text()
+    assert "&amp;lt;" not in text and "<img" not in text.split("<script", 1)[0].split("<body>", 1)[1]
+    options = Options()
+    options.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--use-angle=swiftshader",
+                "--enable-unsafe-swiftshader", "--allow-file-access-from-files"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    try:
+        driver.get((tmp_path / "page.html").resolve().as_uri())
+        deadline = time.monotonic() + 120
+        state = None
+        while time.monotonic() < deadline:
+            state = driver.execute_script("const v = window.skeletalViewer; return v ? [!!v.ready, !!v.failed] : null")
+            if state and (state[0] or state[1]):
+                break
+            time.sleep(0.1)
+        assert state == [True, False], state
+        assert driver.title == f"{name} — skeletal"
+        assert driver.execute_script("return document.querySelector('h1').textContent") == name
+        assert name + ": 4 clip(s)" in driver.execute_script("return document.body.innerText")
+        assert driver.execute_script("return document.querySelectorAll('img').length") == 0
+    finally:
+        driver.quit()
