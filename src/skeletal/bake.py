@@ -34,9 +34,10 @@ def sample_times(clip: Clip, fps: float) -> np.ndarray:
     from .io.budget import SamplingError, frame_count
 
     try:
-        frames = frame_count(clip.duration, fps, what=f"clip {clip.name!r}")
+        frame_count(clip.duration, fps, what=f"clip {clip.name!r}")  # a finite, bounded count first
     except SamplingError as exc:
         raise ClipError(str(exc)) from None
+    frames = int(np.floor(clip.duration * fps + 1e-9)) + 1
     times = np.arange(frames, dtype=np.float64) / fps
     if clip.duration > 0 and times[-1] < clip.duration - 1e-9:
         times = np.append(times, clip.duration)

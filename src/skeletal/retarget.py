@@ -439,12 +439,13 @@ def _key_times(clip: Clip, fps: float | None, force: bool = False) -> np.ndarray
         from .io.budget import SamplingError, check_output, frame_count
 
         try:
-            n = frame_count(clip.duration, fps, what=f"retarget: clip {clip.name!r}")
+            n = frame_count(clip.duration, fps, what=f"retarget: clip {clip.name!r}")  # the end included
             # the new clip's keys, its sampled source pose and world matrices: ~400 bytes a node a key
             check_output(f"retarget: clip {clip.name!r} at {fps:g} keys a second", n,
                          400 * max(len({t.node for t in clip.tracks}), 1), force=force, hint="a lower --fps")
         except SamplingError as exc:
             raise ClipError(str(exc)) from None
+        n = int(np.floor(clip.duration * fps + 1e-9)) + 1  # the grid; the end is appended below
         times = np.arange(n, dtype=np.float64) / fps
         if clip.duration > 0 and times[-1] < clip.duration - 1e-6:
             times = np.append(times, clip.duration)

@@ -176,7 +176,7 @@ def bake(model, out_path, clip_key, times_text, fps, loop, normals, palettes, fo
         raise _fail("give --times or --fps, not both")
     if fps is not None and not (np.isfinite(fps) and fps > 0):
         raise _fail(f"--fps: fps must be positive, got {fps}")
-    from ..io.budget import check_fps, frame_count
+    from ..io.budget import MAX_FRAMES, check_fps, frame_count
 
     if fps is not None:
         check_fps(fps)
@@ -194,7 +194,11 @@ def bake(model, out_path, clip_key, times_text, fps, loop, normals, palettes, fo
         frames = len(times)
     else:
         rate = fps if fps is not None else 30.0
-        frames = frame_count(clip.duration, rate, what=f"{asset.name}: {what}")  # as bake.sample_times counts
+        try:
+            frames = frame_count(clip.duration, rate, what=what)  # as bake.sample_times counts them
+        except SkeletalError:
+            raise _fail(f"{asset.name}: {what} at {rate:g} fps is too many frames to bake (about "
+                        f"{clip.duration * rate:.3g}, more than any command samples: {MAX_FRAMES:.0e})") from None
     size = bake_bytes(asset, frames, normals=normals, palettes=palettes)
     click.echo(f"baking {what} of {asset.name}: {frames} time{'s' if frames != 1 else ''}, about {_human_bytes(size)}", err=True)
     if size > BAKE_LIMIT_BYTES and not force:
