@@ -195,6 +195,14 @@ class _GifWriter:
             self._file.close()
         return [self.path]
 
+    def abort(self):
+        """Stop writing and remove the unfinished file (the render failed or was interrupted)."""
+        self._file.close()
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+
 
 class _Mp4Writer:
     """H.264 yuv420p through imageio-ffmpeg's bundled ffmpeg, streamed frame by frame."""
@@ -404,6 +412,11 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
                 draw_time += time.perf_counter() - t1
                 writer.append(image)
                 bar.update(1)
+        except BaseException:
+            abort = getattr(writer, "abort", None)
+            if abort is not None:  # a streamed file cut short is not left behind
+                abort()
+            raise
         finally:
             bar.close()
         paths = writer.close()
