@@ -29,7 +29,8 @@ LIMIT_MIB = LIMIT_BYTES / 2**20
 
 
 def _env() -> dict:
-    return {"PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+    paths = [str(TESTS)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return {"PYTHONPATH": os.pathsep.join(paths)}  # fixtures.cli_cases importable in the child
 
 
 def run_cases(folder: Path, argv_list: list[list[str]], timeout: float = 600) -> list[dict]:
