@@ -96,6 +96,22 @@ def test_meshopt_ranges_are_summed_and_decoded_once(tmp_path):
     assert all(np.shares_memory(positions[0], p) for p in positions[1:])
 
 
+def test_draco_primitives_sharing_a_stream_are_summed(tmp_path):
+    """Each primitive within Draco's own ratio; together they are charged to the file's budget."""
+    pytest.importorskip("DracoPy", reason="DracoPy is not installed (pip install DracoPy)")
+    import skeletal
+
+    path = cases.draco_shared_stream(tmp_path, primitives=20, points=20_000)
+    assert len(skeletal.load(path).document.meshes) == 20  # 4.8 MB decoded: within the default budget
+    budget.set_memory_budget("4M")
+    try:
+        with pytest.raises(budget.BudgetError, match=r"draco.glb: meshes\[17\].primitives\[0\].extensions."
+                                                     r"KHR_draco_mesh_compression: a Draco mesh of 240000 declared bytes"):
+            skeletal.load(path)
+    finally:
+        budget.set_memory_budget(None)
+
+
 def test_budget_setting_raises_the_limit_for_trusted_files(tmp_path, monkeypatch):
     assert budget.file_budget(10) == budget.FLOOR_BYTES
     assert budget.file_budget(100 << 20) == 64 * (100 << 20)

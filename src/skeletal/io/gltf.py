@@ -606,7 +606,13 @@ class _GltfReader:
             draco_ext.load_module(self.file, ext.where)  # raises UnsupportedExtensionError
         view = ext.index("bufferView", "bufferViews", len(self.binary.views))
         stream = self.binary.view_bytes(view)
-        return draco_ext.decode_primitive(ext, stream, {name: infos[name] for name in ids.data}, index_info, self.file)
+        listed = {name: infos[name] for name in ids.data}
+        # each primitive is within Draco's ratio; many decoding one stream are summed in the file's budget
+        headers = [*listed.values(), *([index_info] if index_info else [])]
+        draco_ext.check_declared_size(ext, headers, len(stream))  # this primitive's own ratio first
+        declared = sum(info.count * info.element_size for info in headers)
+        self.binary.budget.charge(declared, ext.where, f"a Draco mesh of {declared} declared bytes decoded")
+        return draco_ext.decode_primitive(ext, stream, listed, index_info, self.file)
 
     def _target(self, t: JsonObject, vertex_count: int) -> MorphTarget:
         target = MorphTarget()
