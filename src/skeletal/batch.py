@@ -444,17 +444,17 @@ def _write_report(path: Path, summary: BatchSummary) -> None:
     os.replace(tmp, path)
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _QUOTED = re.compile(r"(['\"])([^'\"]{%d,})\1" % 81)
 
 
 def clean_message(message: str | None) -> str | None:
     """A failure message fit for a report or a terminal: control characters (terminal escapes)
-    replaced, quoted excerpts longer than 80 characters cut, at most 400 characters. Readers quote
-    object names and format signatures, not content; this bounds what a hostile file could inject."""
+    shown as escapes (:func:`skeletal.shown.shown`), quoted excerpts longer than 80 characters cut, at
+    most 400 characters. Readers quote object names and format signatures, not content; this bounds
+    what a hostile file could inject."""
     if message is None:
         return None
-    text = _CONTROL.sub("?", " ".join(message.split()))
+    text = shown(" ".join(message.split()))
     text = _QUOTED.sub(lambda m: f"{m.group(1)}{m.group(2)[:40]}...{m.group(1)}", text)
     return text if len(text) <= 400 else text[:397] + "..."
 
