@@ -130,6 +130,22 @@ def test_budget_setting_raises_the_limit_for_trusted_files(tmp_path, monkeypatch
         budget.parse_budget("lots")
 
 
+def test_sampling_checks_count_before_allocating():
+    assert budget.frame_count(2.0, 30.0, what="x") == 61  # both ends, as bake samples
+    assert budget.frame_count(2.0, 30.0, what="x", inclusive=False) == 60  # a looping GIF
+    assert budget.check_output("x.gif", 18_000, 921_600, streamed=True) == 18_000 * 921_600  # a 10-minute take
+    with pytest.raises(budget.SamplingError, match=r"x.npz would be about 16.6 GB \(18000 frames, over 2 GB\)"):
+        budget.check_output("x.npz", 18_000, 921_600)  # the same held in memory
+    with pytest.raises(budget.SamplingError, match=r"x.gif would be 200000 frames \(over 108000\): pass --force"):
+        budget.check_output("x.gif", 200_000, 10, streamed=True)
+    assert budget.check_output("x.gif", 200_000, 10, force=True) == 2e6
+    with pytest.raises(budget.SamplingError, match="more than any command samples"):
+        budget.check_output("x.gif", 2 * 10**9, 1, force=True)
+    for bad in (0, -1, float("nan"), float("inf"), 1e300, "fast"):
+        with pytest.raises(budget.SamplingError, match="--fps"):
+            budget.check_fps(bad)
+
+
 def test_texture_bomb_is_refused_from_its_header(tmp_path):
     """A 12000x12000 16-bit PNG in a 1 KB GLB: the render goes on without it, the warning naming the size."""
     pytest.importorskip("moderngl", reason="moderngl is not installed")

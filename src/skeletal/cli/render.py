@@ -47,7 +47,7 @@ SKINNING_CHOICES = ("lbs", "dqs")
 @click.option("--look-at", "look_at", default=None, metavar="X,Y,Z",
               help="The head follows this world point (smoothed by a critically damped spring).")
 @click.option("--jiggle", is_flag=True, help="Spring bones on tail chains (joints named *tail*, e.g. Fox.glb).")
-@click.option("--force", is_flag=True, help="Render even more than 108,000 frames (an hour at 30 fps) or 2 GB of pixels.")
+@click.option("--force", is_flag=True, help="Render even more than 108,000 frames (an hour at 30 fps).")
 def render(model, clip, out, fps, size, seconds, start, camera, skeleton, weights_joint, crowd_n, frames,
            palette_mode, skinning, verbose, crossfade, ground, look_at, jiggle, force):
     """Render MODEL (glTF, FBX, Collada, BVH...; default: the built-in demo character) headless to an image or video.

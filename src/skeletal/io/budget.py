@@ -193,10 +193,11 @@ def frame_count(duration: float, fps: float, *, what: str, inclusive: bool = Tru
 
 
 def check_output(what: str, frames: int, bytes_per_frame: float, *, force: bool = False,
-                 hint: str = "fewer frames (--fps, --seconds)") -> float:
+                 hint: str = "fewer frames (--fps, --seconds)", streamed: bool = False) -> float:
     """Refuse (SamplingError, ``pass --force``) when ``frames`` x ``bytes_per_frame`` is over
-    :data:`OUTPUT_LIMIT_BYTES` or ``frames`` over :data:`FRAME_LIMIT`; past :data:`MAX_FRAMES` even with
-    ``force``. Returns the estimate in bytes.
+    :data:`OUTPUT_LIMIT_BYTES` (unless ``streamed``: frames written one at a time cost no memory as they
+    add up) or ``frames`` over :data:`FRAME_LIMIT`; past :data:`MAX_FRAMES` even with ``force``.
+    Returns the estimate in bytes.
 
     >>> check_output("walk.bvh", 300, 5_000)
     1500000.0
@@ -206,10 +207,11 @@ def check_output(what: str, frames: int, bytes_per_frame: float, *, force: bool 
         raise SamplingError(f"{what} would be {frames:.3g} frames, more than any command samples ({MAX_FRAMES:.0e})")
     if force:
         return size
-    if size > OUTPUT_LIMIT_BYTES:
+    if size > OUTPUT_LIMIT_BYTES and not streamed:
         raise SamplingError(f"{what} would be about {human_bytes(size)} ({frames} frames, over "
                             f"{human_bytes(OUTPUT_LIMIT_BYTES)}): pass --force to make it, or {hint}")
     if frames > FRAME_LIMIT:
-        raise SamplingError(f"{what} would be {frames} frames (over {FRAME_LIMIT}, about {human_bytes(size)}): "
+        about = "" if streamed else f", about {human_bytes(size)}"
+        raise SamplingError(f"{what} would be {frames} frames (over {FRAME_LIMIT}{about}): "
                             f"pass --force to make it, or {hint}")
     return size

@@ -277,8 +277,8 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
     (see :mod:`skeletal.render.terrain`): feet placed on that ground, drawn under the character.
 
     Frames are counted before anything is drawn (:func:`skeletal.io.budget.check_output`): more than
-    108,000 (an hour at 30 fps) or 2 GB of pixels are refused unless ``force``. Frames go to the
-    writer one at a time (GIF and MP4 alike), so memory does not grow with the length.
+    108,000 (an hour at 30 fps) are refused unless ``force``. Frames go to the writer one at a time
+    (GIF and MP4 alike), so memory does not grow with the length.
     """
     from .layout import crowd_phases, grid_offsets, pose_at, rest_clip
     from .renderer import Renderer
@@ -340,7 +340,7 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
             count = frame_count(the_clip.duration if seconds is None else seconds, fps, inclusive=False,
                                 what=f"clip {the_clip.name!r}" if seconds is None else "--seconds")
             check_output(os.path.basename(out_path), count, 3 * width * height, force=force,
-                         hint="fewer frames (--seconds, --fps)")
+                         hint="fewer frames (--seconds, --fps)", streamed=True)
         times = frame_times(the_clip, fps, seconds, single=single, start=start)
     except SamplingError as exc:
         raise RenderError(f"{asset.name}: {exc}") from None
