@@ -114,6 +114,26 @@ def scene_nodes(document: Document, scene: int | None) -> np.ndarray | None:
     return shown
 
 
+#: The deepest node hierarchy any reader accepts (BVH's own limit too): every writer and printer
+#: below may then walk a chain without running out of stack, memory or screen.
+MAX_NODE_DEPTH = 1000
+
+
+def check_depth(rig: Rig, file: str | os.PathLike | None) -> None:
+    """Raise :class:`ModelError` when ``rig``'s hierarchy is nested deeper than :data:`MAX_NODE_DEPTH`
+    (a 50,000-deep chain of a 3.5 MB glTF: ``info`` would print gigabytes of indentation)."""
+    parents = rig.parents.tolist()
+    depth = [0] * len(parents)
+    for i, parent in enumerate(parents):  # parents first: a parent's depth is known before its children's
+        if parent >= 0:
+            depth[i] = level = depth[parent] + 1
+            if level >= MAX_NODE_DEPTH:
+                name = rig.names[i] if len(rig.names[i]) <= 64 else rig.names[i][:64] + "..."
+                raise ModelError(file, f"nodes[{int(rig.node_of[i])}]",
+                                 f"node {name!r} is nested {level + 1} levels deep; skeletal reads at most "
+                                 f"{MAX_NODE_DEPTH} levels")
+
+
 def require_nodes(model, purpose: str) -> None:
     """Raise :class:`ModelError` when ``model`` (an :class:`Asset`, or anything with a ``rig`` and
     maybe a ``path``) has no nodes, naming ``purpose``: ``empty.glb: has no nodes: nothing to animate``."""
@@ -142,6 +162,7 @@ class Asset:
         self.scene: int | None = choose_scene(document, scene)
         #: (N,) bool, rig order: the nodes of :attr:`scene` (see :func:`scene_nodes`); all True without scenes.
         self.scene_nodes: np.ndarray = self.rig_mask(scene_nodes(document, self.scene))
+        check_depth(self.rig, document.path)
         self._build_morph_layout()
         self.skins = [self._bind_skin(i) for i in range(len(document.skins))]
         #: Where the animated properties (KHR_animation_pointer: materials, lights, cameras,

@@ -31,8 +31,12 @@ from .skin import apply_morphs, skin
 
 def sample_times(clip: Clip, fps: float) -> np.ndarray:
     """Times 0..duration inclusive at ``fps`` frames per second (the last one lands on the end)."""
-    if not fps > 0:
-        raise ClipError(f"fps must be positive, got {fps}")
+    from .io.budget import SamplingError, frame_count
+
+    try:
+        frame_count(clip.duration, fps, what=f"clip {clip.name!r}")  # a finite, bounded count first
+    except SamplingError as exc:
+        raise ClipError(str(exc)) from None
     frames = int(np.floor(clip.duration * fps + 1e-9)) + 1
     times = np.arange(frames, dtype=np.float64) / fps
     if clip.duration > 0 and times[-1] < clip.duration - 1e-9:
@@ -76,12 +80,15 @@ def bake(
     normals: bool = False,
     palettes: bool = False,
     progress: Callable[[int], None] | None = None,
+    force: bool = False,
 ) -> dict[str, np.ndarray]:
     """Evaluate ``clip`` of ``asset`` at ``times`` (or 0..duration at ``fps``; default 30 fps).
 
     Arrays: ``times`` (T,), ``node_world`` (T, N, 4, 4) row-major by file node index, skinned
     ``positions_node{N}_prim{P}`` (T, V, 3) (and normals, palettes when asked), and, for an asset with
     KHR_animation_pointer properties, ``properties`` (T, M) laid out by ``asset.properties``.
+    Sampling at ``fps`` is counted and sized first (:func:`skeletal.io.budget.check_output`): over
+    2 GB or 108,000 frames it raises :class:`ClipError` unless ``force``.
 
     ``progress(n)`` is called as the skinning advances, ``n`` frames of one primitive at a time; the
     calls add up to ``len(times)`` times the number of skinned primitives (see :func:`bake_primitives`).
@@ -95,7 +102,16 @@ def bake(
         else:
             clip = asset.clip(clip)
     if times is None:
-        times = sample_times(clip, fps if fps is not None else 30.0)
+        from .io.budget import SamplingError, check_output, frame_count
+
+        rate = fps if fps is not None else 30.0
+        try:  # counted and sized before the times are made
+            frames = frame_count(clip.duration, rate, what=f"clip {clip.name!r}")
+            check_output(f"baking clip {clip.name!r} of {asset.name}", frames,
+                         bake_bytes(asset, 1, normals=normals, palettes=palettes), force=force, hint="a lower --fps")
+        except SamplingError as exc:
+            raise ClipError(str(exc)) from None
+        times = sample_times(clip, rate)
     times = np.atleast_1d(np.asarray(times, dtype=np.float64))
     if not np.all(np.isfinite(times)):
         raise ClipError("times must be finite numbers")

@@ -7,6 +7,7 @@ import click
 from ..compress import compress_asset
 from ..errors import ClipError
 from .options import scene_option
+from ..shown import shown
 
 
 @click.command("compress")
@@ -60,7 +61,7 @@ def compress_command(model, out_path, error, distance, clip_keys, no_quantize, k
         return
     click.echo(f"{os.path.basename(model)} -> {out_path}: error bound {error:g} (model units)")
     for s in stats:
-        click.echo(f"  {s.name}: keys {s.keys_before} -> {s.keys_after}, animation data {s.bytes_before} -> "
+        click.echo(f"  {shown(s.name)}: keys {s.keys_before} -> {s.keys_after}, animation data {s.bytes_before} -> "
                    f"{s.bytes_after} bytes ({s.ratio:.2f}x), max error {s.max_error:.3g}")
     click.echo(f"animation data: {before} -> {after} bytes ({before / after if after else float('inf'):.2f}x), "
                f"max error {worst:.3g} (bound {error:g})")

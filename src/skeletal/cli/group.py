@@ -15,6 +15,7 @@ import click
 import numpy as np
 
 from ..errors import SkeletalError
+from ..shown import shown
 from ..summary import describe
 from .up import load_upright, up_option
 from .options import scene_option
@@ -51,7 +52,7 @@ class _Failure(click.ClickException):
     exit_code = 2
 
     def show(self, file=None) -> None:
-        click.echo(f"skeletal: error: {self.message}", err=True)
+        click.echo(f"skeletal: error: {shown(self.message)}", err=True)
 
 
 def _fail(message: str) -> _Failure:
@@ -70,7 +71,9 @@ def cli() -> None:
 
 
 def _print_info(info: dict[str, Any]) -> None:
-    out = click.echo
+    def out(line: str) -> None:  # names are the file's text: control characters shown as escapes
+        click.echo(shown(line))
+
     nodes = info["nodes"]
     out(f"{info['file']}" + (f"  (generator: {info['generator']})" if info.get("generator") else ""))
     out(f"nodes: {len(nodes)}   skins: {len(info['skins'])}   meshes: {len(info['meshes'])}   clips: {len(info['clips'])}")
@@ -196,6 +199,10 @@ def bake(model, out_path, clip_key, times_text, fps, loop, normals, palettes, fo
         raise _fail("give --times or --fps, not both")
     if fps is not None and not (np.isfinite(fps) and fps > 0):
         raise _fail(f"--fps: fps must be positive, got {fps}")
+    from ..io.budget import MAX_FRAMES, check_fps, frame_count
+
+    if fps is not None:
+        check_fps(fps)
     times = _parse_times(times_text) if times_text is not None else None
     asset = load_upright(model, up, scene)
     asset.require_nodes("bake")
@@ -210,11 +217,11 @@ def bake(model, out_path, clip_key, times_text, fps, loop, normals, palettes, fo
         frames = len(times)
     else:
         rate = fps if fps is not None else 30.0
-        if not np.isfinite(clip.duration * rate) or clip.duration * rate > 1e12:
-            raise _fail(f"{asset.name}: {what} at {rate:g} fps is too many frames to bake")
-        frames = int(np.floor(clip.duration * rate + 1e-9)) + 1  # as bake.sample_times counts them
-        if clip.duration > 0 and (frames - 1) / rate < clip.duration - 1e-9:
-            frames += 1
+        try:
+            frames = frame_count(clip.duration, rate, what=what)  # as bake.sample_times counts them
+        except SkeletalError:
+            raise _fail(f"{asset.name}: {what} at {rate:g} fps is too many frames to bake (about "
+                        f"{clip.duration * rate:.3g}, more than any command samples: {MAX_FRAMES:.0e})") from None
     size = bake_bytes(asset, frames, normals=normals, palettes=palettes)
     click.echo(f"baking {what} of {asset.name}: {frames} time{'s' if frames != 1 else ''}, about {_human_bytes(size)}", err=True)
     if size > BAKE_LIMIT_BYTES and not force:
@@ -224,9 +231,9 @@ def bake(model, out_path, clip_key, times_text, fps, loop, normals, palettes, fo
     if steps and size > BAKE_PROGRESS_BYTES and sys.stderr.isatty():
         with click.progressbar(length=steps, label="skinning", file=sys.stderr) as bar:
             arrays = bake_arrays(asset, clip, times, fps=fps, loop=loop, normals=normals, palettes=palettes,
-                                 progress=bar.update)
-    else:
-        arrays = bake_arrays(asset, clip, times, fps=fps, loop=loop, normals=normals, palettes=palettes)
+                                 progress=bar.update, force=True)
+    else:  # sized above (force=True: the check was this command's)
+        arrays = bake_arrays(asset, clip, times, fps=fps, loop=loop, normals=normals, palettes=palettes, force=True)
     np.savez(out_path, **arrays)
     n_pos = sum(1 for k in arrays if k.startswith("positions_"))
     click.echo(
@@ -281,7 +288,9 @@ def demo(export_path: str) -> None:
               show_default=True, help="SOURCE's up axis (auto: found from its skeleton and motion; Z-up mocap stands up).")
 @click.option("--target-up", "target_up", type=click.Choice(["auto", "y", "z", "-z", "x", "-x", "-y"]), default="auto",
               show_default=True, help="TARGET's up axis, as --up.")
-def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_clips, up_axis, target_up) -> None:
+@click.option("--force", is_flag=True, help="Sample even more than 108,000 keys or 2 GB (--fps, spline clips).")
+def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_clips, up_axis, target_up,
+             force) -> None:
     """Play SOURCE's clip on TARGET's rig and write TARGET with the new clip (e.g. a BVH walk on a glTF
     character). SOURCE and TARGET: .glb/.gltf, .bvh or any format skeletal.load reads."""
     from ..export import export
@@ -302,7 +311,7 @@ def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_
     tgt.require_nodes("retarget onto")
     if not src.clips:
         raise _fail(f"{os.path.basename(source)}: has no clips to retarget")
-    clip = retarget_clip(src.clip(clip_key), src.rig, tgt.rig, mapping, fps=fps, name=clip_name, up="y")
+    clip = retarget_clip(src.clip(clip_key), src.rig, tgt.rig, mapping, fps=fps, name=clip_name, up="y", force=force)
     clips = [c for c in tgt.clips if c.name != clip.name] + [clip] if keep_clips else [clip]
     export(tgt, out_path, clips)
     click.echo(f"wrote {out_path}: clip {clip.name!r} ({clip.duration:.4g} s, {clip.track_count} tracks) on "
@@ -318,9 +327,10 @@ def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_
               help="BVH only: Euler order of the rotation channels (XYZ, XZY, YXZ, YZX, ZXY, ZYX) or 'keep' "
                    "(each joint's order from the BVH file read).")
 @click.option("--fps", type=float, default=None, help="BVH only: frame rate (default: the clip's key spacing, else 30).")
+@click.option("--force", is_flag=True, help="BVH only: write even more than 108,000 frames or 2 GB.")
 @up_option
 @scene_option
-def export(model, out_path, clip_keys, rotation_order, fps, up, scene) -> None:
+def export(model, out_path, clip_keys, rotation_order, fps, force, up, scene) -> None:
     """Write MODEL (any format skeletal.load reads: glTF, BVH, FBX...) as glTF 2.0, or one clip as BVH.
 
     \b
@@ -344,7 +354,7 @@ def export(model, out_path, clip_keys, rotation_order, fps, up, scene) -> None:
             raise _fail("a BVH file holds one motion: give at most one --clip")
         asset = load_upright(model, up, scene)
         key = clip_keys[0] if clip_keys else (0 if asset.clips else None)
-        write_bvh(asset, key, out_path, rotation_order=order, fps=fps)
+        write_bvh(asset, key, out_path, rotation_order=order, fps=fps, force=force)
         what = f"clip {asset.clip(key).name!r}" if key is not None else "the rest pose (no clips)"
         click.echo(f"wrote {out_path}: {what} as BVH", err=True)
         return

@@ -9,6 +9,7 @@ import click
 from ..errors import SkeletalError
 from .up import load_upright, up_option
 from .options import scene_option
+from ..shown import shown
 
 
 @click.command("html")
@@ -41,5 +42,5 @@ def html_command(model, out_path, clip_keys, size, title, follow, up, scene) -> 
     clips = list(clip_keys) or None
     path = to_html(asset, out_path, clips=clips, width=width, height=height, title=title, follow=follow)
     size_bytes = os.path.getsize(path)
-    click.echo(f"{os.path.basename(model)} -> {path}: {len(asset.clips) if clips is None else len(clips)} clip(s), "
+    click.echo(f"{shown(os.path.basename(model))} -> {shown(path)}: {len(asset.clips) if clips is None else len(clips)} clip(s), "
                f"page {size_bytes / 1e6:.1f} MB")

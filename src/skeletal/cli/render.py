@@ -50,10 +50,11 @@ SKINNING_CHOICES = ("lbs", "dqs")
 @click.option("--look-at", "look_at", default=None, metavar="X,Y,Z",
               help="The head follows this world point (smoothed by a critically damped spring).")
 @click.option("--jiggle", is_flag=True, help="Spring bones on tail chains (joints named *tail*, e.g. Fox.glb).")
+@click.option("--force", is_flag=True, help="Render even more than 108,000 frames (an hour at 30 fps).")
 @up_option
 @scene_option
 def render(model, clip, out, fps, size, seconds, start, camera, skeleton, weights_joint, crowd_n, frames,
-           palette_mode, skinning, verbose, crossfade, ground, look_at, jiggle, up, scene):
+           palette_mode, skinning, verbose, crossfade, ground, look_at, jiggle, force, up, scene):
     """Render MODEL (glTF, FBX, Collada, BVH...; default: the built-in demo character) headless to an image or video.
 
     \b
@@ -73,7 +74,7 @@ def render(model, clip, out, fps, size, seconds, start, camera, skeleton, weight
         asset_in_scene(model, scene), clip=clip, out_path=out, fps=fps, size=size, seconds=seconds, camera=camera, skeleton=skeleton,
         weights_joint=weights_joint, crowd_n=crowd_n, frames=frames, verbose=verbose, palette_mode=palette_mode,
         start=start, log=lambda text: click.echo(text, err=True), crossfade=crossfade, skinning=skinning,
-        ground=ground, look_at=look_at, jiggle=jiggle,
+        ground=ground, look_at=look_at, jiggle=jiggle, force=force,
     )
     where = result.paths[0] if len(result.paths) == 1 else f"{result.paths[0]} .. {result.paths[-1]}"
     w, h = result.size

@@ -15,6 +15,7 @@ import click
 from ..render.errors import INSTALL_HINT, RenderError
 from .up import load_upright, up_option
 from .options import asset_in_scene, scene_option
+from ..shown import shown
 
 PALETTE_CHOICES = ("auto", "uniform", "ubo", "ssbo", "texture")
 LOOP_CHOICES = ("repeat", "pingpong", "clamp")
@@ -100,7 +101,7 @@ def run_standalone(command: click.Command, prog_name: str, argv: list[str] | Non
             warnings.showwarning = show_warning  # one 'skeletal: warning:' line each, as in the group
             command.main(args=argv, prog_name=prog_name, standalone_mode=False)
     except SkeletalError as exc:
-        click.echo(f"skeletal: error: {exc}", err=True)
+        click.echo(f"skeletal: error: {shown(exc)}", err=True)
         return 2
     except click.exceptions.Abort:
         return 1

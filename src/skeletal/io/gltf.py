@@ -221,7 +221,7 @@ def read_gltf(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = N
     with gc_paused():
         document, glb_bin = parse_container(data, file)
         uri_root = os.fspath(base_dir) if base_dir is not None else os.path.dirname(os.path.abspath(file))
-        return _GltfReader(JsonObject(file, "", document), glb_bin, uri_root).read()
+        return _GltfReader(JsonObject(file, "", document), glb_bin, uri_root, file_bytes=len(data)).read()
 
 
 @contextmanager
@@ -258,7 +258,7 @@ class _Tables:
 class _GltfReader:
     """Builds a Document from one parsed glTF JSON document; one instance per read."""
 
-    def __init__(self, root: JsonObject, glb_bin: memoryview | None, uri_root: str):
+    def __init__(self, root: JsonObject, glb_bin: memoryview | None, uri_root: str, file_bytes: int | None = None):
         self.root = root
         self.file = root.file
         self.uri_root = uri_root
@@ -266,7 +266,7 @@ class _GltfReader:
         self.extensions_used = self._string_list("extensionsUsed")
         self.extensions_required = self._string_list("extensionsRequired")
         self._check_required_extensions()
-        self.binary = BinaryData(root, glb_bin, uri_root)
+        self.binary = BinaryData(root, glb_bin, uri_root, file_bytes)
         self.accessors = Accessors(root, self.binary)
         self.tables = _Tables(
             nodes=len(root.array("nodes", [])),
@@ -508,7 +508,7 @@ class _GltfReader:
         parent[child] = owner
         names = [f"node_{i}" if name is None else name for i, name in enumerate(names)]
         if "extras" in keys:
-            extras = [dict(e) if isinstance(e, dict) else {} for e in map(dict.get, raw, repeat("extras"))]
+            extras = [bounded_extras(e, self.file, f"nodes[{i}]") for i, e in enumerate(map(dict.get, raw, repeat("extras")))]
         else:
             extras = [{} for _ in range(count)]
         meshes = [None if m < 0 else m for m in refs[0]]
@@ -552,7 +552,7 @@ class _GltfReader:
                 return None
         extras = d.get("extras")
         return Node(name=name, children=children, translation=trs[0], rotation=trs[1], scale=trs[2],
-                    mesh=refs[0], skin=refs[1], extras=dict(extras) if isinstance(extras, dict) else {})
+                    mesh=refs[0], skin=refs[1], extras=bounded_extras(extras, self.file, f"nodes[{i}]"))
 
     def _check_acyclic(self, nodes: list[Node]) -> None:
         """With at most one parent each, the nodes not reachable from a root are exactly those on or
@@ -687,7 +687,13 @@ class _GltfReader:
             draco_ext.load_module(self.file, ext.where)  # raises UnsupportedExtensionError
         view = ext.index("bufferView", "bufferViews", len(self.binary.views))
         stream = self.binary.view_bytes(view)
-        return draco_ext.decode_primitive(ext, stream, {name: infos[name] for name in ids.data}, index_info, self.file)
+        listed = {name: infos[name] for name in ids.data}
+        # each primitive is within Draco's ratio; many decoding one stream are summed in the file's budget
+        headers = [*listed.values(), *([index_info] if index_info else [])]
+        draco_ext.check_declared_size(ext, headers, len(stream))  # this primitive's own ratio first
+        declared = sum(info.count * info.element_size for info in headers)
+        self.binary.budget.charge(declared, ext.where, f"a Draco mesh of {declared} declared bytes decoded")
+        return draco_ext.decode_primitive(ext, stream, listed, index_info, self.file)
 
     def _target(self, t: JsonObject, vertex_count: int) -> MorphTarget:
         target = MorphTarget()
@@ -1016,8 +1022,8 @@ class _GltfReader:
                                   packed.key_start[c0 : c1 + 1] - k0, packed.value_start[c0 : c1 + 1] - v0,
                                   packed.times[k0:k1], packed.values[v0:v1], packed.source,
                                   packed.time_at[c0:c1], packed.value_at[c0:c1])
-            extras = obj.get("extras")
-            animations.append(Animation.from_packed(names[a], part, dict(extras) if isinstance(extras, dict) else {}))
+            extras = bounded_extras(obj.get("extras"), self.file, f"animations[{a}]")
+            animations.append(Animation.from_packed(names[a], part, extras))
         return animations
 
     def _packed_channels(self, channels: list[dict], samplers: list[dict], node_list: list[Node],
@@ -1256,8 +1262,30 @@ def _texture_transform(info: JsonObject) -> TextureTransform | None:
 def _extras(obj: JsonObject) -> dict:
     """An object's ``extras`` when it is a JSON object (the spec allows any value there; anything
     else is application-specific data that skeletal does not use, and is dropped)."""
-    extras = obj.raw("extras")
-    return dict(extras) if isinstance(extras, dict) else {}
+    return bounded_extras(obj.raw("extras"), obj.file, obj.where)
+
+
+#: JSON objects and arrays inside one ``extras`` may nest this deep; deeper ones are dropped (with a
+#: warning) at load, so that no writer, printer or page later recurses through them.
+MAX_EXTRAS_DEPTH = 64
+
+
+def bounded_extras(extras: object, file: str, where: str) -> dict:
+    """``extras`` as a dict when it is a JSON object nested at most :data:`MAX_EXTRAS_DEPTH` deep; {} for
+    anything else (the spec allows any value; skeletal keeps objects), with a warning when too deep."""
+    if not isinstance(extras, dict):
+        return {}
+    if extras:
+        stack = [(extras, 1)]
+        while stack:
+            value, depth = stack.pop()
+            if depth > MAX_EXTRAS_DEPTH:
+                warnings.warn(f"{os.path.basename(file)}: {where}.extras: nested deeper than {MAX_EXTRAS_DEPTH} "
+                              "levels; dropped", stacklevel=2)
+                return {}
+            children = value.values() if isinstance(value, dict) else value
+            stack.extend((v, depth + 1) for v in children if isinstance(v, (dict, list)) and v)
+    return dict(extras)
 
 
 def _attribute_expect(name: str) -> Expect:
