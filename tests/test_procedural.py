@@ -618,9 +618,9 @@ def test_planned_frame_equals_the_general_path_through_changes(demo):
         sproc._plan = None
         slow.update(dt)
         fast.update(dt)
-        planned += fproc._plan is not None and fproc._plan[0] is not None
+        planned += fproc._plan is not None and fproc._plan.dt is not None
         if frame == 73:
-            assert fproc._plan is not None and fproc._plan[0] is None  # known unplannable: not planned per frame
+            assert fproc._plan is not None and fproc._plan.dt is None  # known unplannable: not planned per frame
         assert np.array_equal(fast.local_pose, slow.local_pose), frame
         assert np.array_equal(fast.world, slow.world), frame
         assert np.array_equal(fast.palettes[0], slow.palettes[0]), frame

@@ -80,6 +80,30 @@ PLAYBACK_FIELDS = (
 
 IK_FIELDS = ("stage_i", "stage_f", "joints", "jp", "inputs", "update", "scratch", "pos")
 
+#: a :class:`WideJob`'s fields: the crowd's wide path (:mod:`skeletal.playback.wide`), G full groups of
+#: LANES instances, T threads, R = N * 10 * LANES local rows of a group
+WIDE_FIELDS = (
+    # LANES as a run-time value (so that LLVM vectorises the lane loops instead of unrolling them)
+    "lanes",
+    # the clips: which can go wide (C,), their LINEAR segments key-major (see wide.key_major)
+    "wide_clip", "packed", "seg_table", "dest",
+    # per full group: the lane store (G or 0, R), the clip its constant rows hold (G, 1), posed wide (G,),
+    # each instance's sample time (B,), each group's clip (G,), the rotations IK left (G, ...)
+    "store", "held", "done", "sample_t", "group_clip", "ik_rows",
+    # per thread: local rows while there is no store (T, R) and their clip (T, 1), world rows, palette
+    # rows, key indices and fractions (T, timelines, LANES), one segment's samples, IK scratch
+    "rows", "held_rows", "world_rows", "palette_rows", "keys", "fractions", "samples", "ik_scratch",
+)
+
+#: a :class:`LookJob`'s fields: the look-at stage of a few characters
+#: (:func:`skeletal.playback.procedural.look_kernel`)
+LOOK_FIELDS = ("pose", "world", "parents", "stage_i", "stage_f", "joints", "jp", "inputs", "update", "scratch",
+               "placement", "target", "smoothed", "velocity", "weight", "pal", "pal_joints", "inv_bind", "pal_idx")
+
+#: a :class:`FusedJob`'s fields: the jobs of one character's planned frame (the mixer's PlaybackJob, the
+#: FootJob, the LookJob)
+FUSED_FIELDS = ("update", "foot", "look")
+
 #: a :class:`FootJob`'s fields: see :func:`skeletal.playback.procedural.foot_kernel` for each
 FOOT_FIELDS = (
     # the pose it edits and the rig
@@ -119,6 +143,21 @@ class FootJobType(_Fields):
     """numba type of a :class:`FootJob`."""
 
 
+@structref.register
+class WideJobType(_Fields):
+    """numba type of a :class:`WideJob`."""
+
+
+@structref.register
+class LookJobType(_Fields):
+    """numba type of a :class:`LookJob`."""
+
+
+@structref.register
+class FusedJobType(_Fields):
+    """numba type of a :class:`FusedJob`."""
+
+
 class PlaybackJob(structref.StructRefProxy):
     """The arrays one playback update reads and writes, by name (see the module docstring).
     Build with :func:`playback_job`; fields are read inside compiled kernels only."""
@@ -130,6 +169,18 @@ class IKJob(structref.StructRefProxy):
 
 class FootJob(structref.StructRefProxy):
     """A foot-placement stage's arrays (``FOOT_FIELDS``). Build with :func:`foot_job`."""
+
+
+class WideJob(structref.StructRefProxy):
+    """A crowd's wide-path arrays (``WIDE_FIELDS``). Build with :func:`wide_job`."""
+
+
+class LookJob(structref.StructRefProxy):
+    """A few characters' look-at stage (``LOOK_FIELDS``). Build with :func:`look_job`."""
+
+
+class FusedJob(structref.StructRefProxy):
+    """The three jobs of one character's planned frame (``FUSED_FIELDS``). Build with :func:`fused_job`."""
 
 
 def _define_boxing(struct_type, proxy_class) -> None:
@@ -178,7 +229,8 @@ def _define_boxing(struct_type, proxy_class) -> None:
 _MEMINFO_NAME_GLOBAL = "skeletal_jobs_meminfo_name"
 
 for _proxy, _type, _fields in ((PlaybackJob, PlaybackJobType, PLAYBACK_FIELDS), (IKJob, IKJobType, IK_FIELDS),
-                               (FootJob, FootJobType, FOOT_FIELDS)):
+                               (FootJob, FootJobType, FOOT_FIELDS), (WideJob, WideJobType, WIDE_FIELDS),
+                               (LookJob, LookJobType, LOOK_FIELDS), (FusedJob, FusedJobType, FUSED_FIELDS)):
     structref.define_constructor(_proxy, _type, list(_fields))
     _define_boxing(_type, _proxy)
 
@@ -233,6 +285,21 @@ def _new_foot_job(*values):
     return FootJob(*values)
 
 
+@njit(cache=True)
+def _new_wide_job(*values):
+    return WideJob(*values)
+
+
+@njit(cache=True)
+def _new_look_job(*values):
+    return LookJob(*values)
+
+
+@njit(cache=True)
+def _new_fused_job(*values):
+    return FusedJob(*values)
+
+
 def _check(kind: str, fields: tuple, given: dict) -> list:
     missing = [f for f in fields if f not in given]
     extra = [f for f in given if f not in fields]
@@ -252,17 +319,42 @@ def playback_job(**fields) -> PlaybackJob:
 
     >>> job = playback_job(**mixer._job_fields())                         # doctest: +SKIP
     """
-    return _new_playback_job(*_check("PlaybackJob", PLAYBACK_FIELDS, fields))
+    values = _check("PlaybackJob", PLAYBACK_FIELDS, fields)
+    validate_playback(dict(zip(PLAYBACK_FIELDS, values)))
+    return _new_playback_job(*values)
 
 
 def ik_job(**fields) -> IKJob:
     """An :class:`IKJob` from its named arrays (every field of ``IK_FIELDS``)."""
-    return _new_ik_job(*_check("IKJob", IK_FIELDS, fields))
+    values = _check("IKJob", IK_FIELDS, fields)
+    validate_ik(dict(zip(IK_FIELDS, values)))
+    return _new_ik_job(*values)
 
 
 def foot_job(**fields) -> FootJob:
     """A :class:`FootJob` from its named arrays (every field of ``FOOT_FIELDS``)."""
-    return _new_foot_job(*_check("FootJob", FOOT_FIELDS, fields))
+    values = _check("FootJob", FOOT_FIELDS, fields)
+    validate_foot(dict(zip(FOOT_FIELDS, values)))
+    return _new_foot_job(*values)
+
+
+def wide_job(**fields) -> WideJob:
+    """A :class:`WideJob` from its named arrays (every field of ``WIDE_FIELDS``)."""
+    values = _check("WideJob", WIDE_FIELDS, fields)
+    validate_wide(dict(zip(WIDE_FIELDS, values)))
+    return _new_wide_job(*values)
+
+
+def look_job(**fields) -> LookJob:
+    """A :class:`LookJob` from its named arrays (every field of ``LOOK_FIELDS``)."""
+    values = _check("LookJob", LOOK_FIELDS, fields)
+    validate_look(dict(zip(LOOK_FIELDS, values)))
+    return _new_look_job(*values)
+
+
+def fused_job(update: PlaybackJob, foot: FootJob, look: LookJob) -> FusedJob:
+    """A :class:`FusedJob` of the three jobs of one character's planned frame."""
+    return _new_fused_job(update, foot, look)
 
 
 def entry(kernel, *args) -> Callable:
@@ -282,5 +374,9 @@ def entry(kernel, *args) -> Callable:
     return cres.entry_point
 
 
-__all__ = ["PLAYBACK_FIELDS", "IK_FIELDS", "FOOT_FIELDS", "PlaybackJob", "IKJob", "FootJob", "PlaybackJobType",
-           "IKJobType", "FootJobType", "playback_job", "ik_job", "foot_job", "entry", "field"]
+from .validate import validate_foot, validate_ik, validate_look, validate_playback, validate_wide  # noqa: E402
+
+__all__ = ["PLAYBACK_FIELDS", "IK_FIELDS", "FOOT_FIELDS", "WIDE_FIELDS", "LOOK_FIELDS", "FUSED_FIELDS", "PlaybackJob",
+           "IKJob", "FootJob", "WideJob", "LookJob", "FusedJob", "PlaybackJobType", "IKJobType", "FootJobType",
+           "WideJobType", "LookJobType", "FusedJobType", "playback_job", "ik_job", "foot_job", "wide_job", "look_job",
+           "fused_job", "entry", "field"]
