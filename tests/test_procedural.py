@@ -355,7 +355,7 @@ def test_mixer_batch_equals_players_and_crowd_runs(demo):
     assert np.abs(mixer.world - mixer.world[0:1]).max() > 1e-3  # the instances differ
     # the skin palettes (kept current inside the foot kernel) match the corrected world matrices
     for m in [mixer] + [p.mixer for p in players]:
-        for skin, palette in zip(demo.skins, m.palettes):
+        for skin, palette in zip(demo.skins, m.skin_palettes):
             assert np.allclose(palette, m.world[:, skin.joints] @ skin.inverse_bind, atol=1e-12)
 
 
@@ -405,7 +405,7 @@ def test_pelvis_moves_the_legs_it_does_not_solve(demo):
     assert np.all(stage.pelvis_offset[[0, 1]] != 0.0)
     world = world_matrices(demo.rig.parents, mixer.local_pose)
     assert np.abs(mixer.world - world).max() < 1e-12
-    for skin, palette in zip(demo.skins, mixer.palettes):
+    for skin, palette in zip(demo.skins, mixer.skin_palettes):
         assert np.allclose(palette, mixer.world[:, skin.joints] @ skin.inverse_bind, atol=1e-12)
 
 
@@ -552,7 +552,7 @@ def test_look_at_follows_a_target_smoothly(demo):
     assert abs(xs[-1] + 0.8) < 0.01
     assert np.all(np.isfinite(player.world))
     # the skin palettes (kept current inside the look-at kernel) match the turned head
-    for skin, palette in zip(demo.skins, player.mixer.palettes):
+    for skin, palette in zip(demo.skins, player.mixer.skin_palettes):
         assert np.allclose(palette[0], player.world[skin.joints] @ skin.inverse_bind, atol=1e-12)
 
 

@@ -58,9 +58,7 @@ class Crowd(Mixer):
     """
 
     # the crowd's outputs and what they are computed from (see Mixer: assigning one drops the frame)
-    palettes = FrameInput[np.ndarray]()
     world34 = FrameInput[np.ndarray]()
-    palette_joints = FrameInput[np.ndarray]()
     inverse_bind34 = FrameInput[np.ndarray]()
     _world_nodes = FrameInput[np.ndarray]()
     _world_nodes_ik = FrameInput[np.ndarray]()
@@ -77,13 +75,7 @@ class Crowd(Mixer):
     def _allocate_outputs(self) -> None:
         self.local_pose = self.local_pose.astype(self.dtype)  # float32 by default, like every output
         asset = self.asset
-        joints = [s.joints for s in asset.skins] or [np.zeros(0, np.int64)]
-        self.palette_joints = np.concatenate(joints).astype(np.int64)
-        self.skin_ranges = []
-        start = 0
-        for skin in asset.skins:
-            self.skin_ranges.append((start, start + len(skin.joints)))
-            start += len(skin.joints)
+        self._skin_joints()
         ibm = [s.inverse_bind[:, :3, :] for s in asset.skins] or [np.zeros((0, 3, 4))]
         self.inverse_bind34 = np.ascontiguousarray(np.concatenate(ibm), dtype=self.dtype)
         n = len(self.rig)

@@ -76,8 +76,11 @@ class Mixer:
 
     Outputs after :meth:`update` (instance axis first):
     ``local_pose`` (B, N, 10) rig order, ``morph_weights`` (B, M), ``world`` (B, N, 4, 4) rig order,
-    ``palettes`` (list per skin of (B, J, 4, 4)), all float64 unless ``dtype=np.float32``
-    (palettes and world only; blending always runs in float64).
+    ``palettes`` (B, J, 4, 4): ``world[palette_joints[j]] @ inverse_bind[j]`` for the joints of every
+    skin, concatenated (skin ``s`` owns ``palettes[:, skin_ranges[s][0]:skin_ranges[s][1]]``, also
+    given as the views :attr:`skin_palettes`), all float64 unless ``dtype=np.float32`` (palettes and
+    world only; blending always runs in float64). A :class:`~skeletal.Crowd`'s palettes have the same
+    layout with 3x4 matrices.
     """
 
     # The attributes the frame's jobs are built from: assigning one (a new array) drops ``frame``, and
@@ -100,6 +103,8 @@ class Mixer:
     local_pose = FrameInput[np.ndarray]()
     morph_weights = FrameInput[np.ndarray]()
     world = FrameInput[np.ndarray]()
+    palettes = FrameInput[np.ndarray]()
+    palette_joints = FrameInput[np.ndarray]()
     _ik = FrameInput[Any]()
 
     def __init__(self, asset: Asset, count: int = 1, *, dtype: npt.DTypeLike = np.float64, events: bool = True):
@@ -153,21 +158,37 @@ class Mixer:
         self.evaluate()
 
     def _allocate_outputs(self) -> None:
-        """World matrices (B, N, 4, 4) and one palette array (B, J, 4, 4) per skin; the palettes are
-        views into one (B, J_all, 4, 4) array that the single-character kernel fills in one pass."""
+        """World matrices (B, N, 4, 4) and the palettes (B, J, 4, 4) of every skin's joints, which the
+        update kernel fills in one pass."""
         skins = self.asset.skins
         world = np.zeros((self.count, len(self.rig), 4, 4), self.dtype)  # filled by evaluate()
         world[:, :, 3, 3] = 1.0
         self.world = world
-        self._palette_joints = np.concatenate([s.joints for s in skins] or [np.zeros(0)]).astype(np.int64)
+        self._skin_joints()
         self._inverse_bind = np.ascontiguousarray(
             np.concatenate([s.inverse_bind for s in skins] or [np.zeros((0, 4, 4))]), dtype=self.dtype)
-        self._palette_all = np.zeros((self.count, len(self._palette_joints), 4, 4), dtype=self.dtype)
-        self.palettes = []
+        self.palettes = np.zeros((self.count, len(self.palette_joints), 4, 4), dtype=self.dtype)
+
+    def _skin_joints(self) -> None:
+        """``palette_joints`` (J,): the rig nodes of every skin's joints, concatenated, and ``skin_ranges``:
+        skin ``s``'s entries ``[start, end)`` of them."""
+        skins = self.asset.skins
+        self.palette_joints = np.concatenate([s.joints for s in skins] or [np.zeros(0)]).astype(np.int64)
+        self.skin_ranges: list[tuple[int, int]] = []
         start = 0
-        for s in skins:
-            self.palettes.append(self._palette_all[:, start : start + len(s.joints)])
-            start += len(s.joints)
+        for skin in skins:
+            self.skin_ranges.append((start, start + len(skin.joints)))
+            start += len(skin.joints)
+
+    @property
+    def skin_palettes(self) -> list[np.ndarray]:
+        """One palette array (B, J_s, R, 4) per skin: views into :attr:`palettes` (updated in place).
+
+        >>> mixer.skin_palettes[0].shape                  # doctest: +SKIP
+        (4, 19, 4, 4)
+        """
+        palettes = self.palettes
+        return [palettes[:, start:end] for start, end in self.skin_ranges]
 
     @property
     def nlerp_max_gap(self) -> float:
@@ -187,9 +208,8 @@ class Mixer:
         layer, nothing else blended; None: ``nlerp_max_gap``, the default): there, rotation tracks
         whose keys are at most this far apart use normalised lerp (within 7.2e-5 rad of slerp at 15
         degrees, the crowd's limit), the others slerp. Crossfades, layers and blends keep
-        ``nlerp_max_gap``. 15 saves a :class:`~skeletal.Player` playing Soldier.glb's Walk about 0.05 us
-        per update (of ~1.7 compiled; it saved 1 us of ~5 before the single-action path sampled nearly
-        parallel keys 4-wide); the default stays exact (slerp, as three.js and :func:`skeletal.bake`).
+        ``nlerp_max_gap``. 15 saves a :class:`~skeletal.Player` a few percent of an update; the default
+        stays exact (slerp, as three.js and :func:`skeletal.bake`).
 
         >>> player.mixer.single_nlerp_max_gap = 15.0      # doctest: +SKIP
         """
@@ -695,7 +715,7 @@ class Mixer:
         return dict(
             world_nodes=depth_order(self.rig.parents, np.arange(len(self.rig))), worlds=self.world,
             scratch_world=np.zeros((1, 1) + self.world.shape[2:], self.world.dtype),
-            palette_joints=self._palette_joints, inverse_bind=self._inverse_bind, palettes=self._palette_all,
+            palette_joints=self.palette_joints, inverse_bind=self._inverse_bind, palettes=self.palettes,
         )
 
     def _job_fields(self) -> dict:
@@ -769,9 +789,8 @@ class Mixer:
     def _collect_events(self) -> None:
         """Turn the last update's event fields into :class:`Event` objects, queued for
         :meth:`poll_events` and passed to the listeners. One character's loop and finished events
-        are made once per slot, clip name, layer and count and handed out again (they are frozen):
-        measured inside a Player's update loop (Soldier.glb Walk, a loop event every 60 frames, thread
-        CPU), 5.1-7.8 us an event before, 2.6 after; 0.05-0.08 us of an average update."""
+        are made once per slot, clip name, layer and count and handed out again (they are frozen, and
+        making one costs more than the update that reports it)."""
         if self.count == 1:  # a Player's loop event: plain lists, no numpy reductions (~3x cheaper)
             rows = self.ist[0, :, K.I_EV_LOOPS : K.I_EV_MARKERS + 1].tolist()
             hits = [(0, s, row) for s, row in enumerate(rows) if row[0] or row[1] or row[2]]

@@ -183,7 +183,7 @@ class Player:
         self._parameters: dict = {}
         self._machines: list = []
         self._root_motion = None
-        self._palette_views = None  # (the mixer's palette list, its instance-0 views)
+        self._palette_views = None  # (the mixer's palettes array, its instance-0 views per skin)
 
     # -- actions -------------------------------------------------------------------------------
 
@@ -366,10 +366,12 @@ class Player:
 
     @property
     def palettes(self) -> list[np.ndarray]:
-        """One (J, 4, 4) palette per skin (views into the mixer's arrays, updated in place)."""
+        """One (J, 4, 4) palette per skin, the list the renderer takes (views into the mixer's
+        :attr:`~skeletal.Mixer.palettes`, updated in place)."""
         cached = self._palette_views
-        if cached is None or cached[0] is not self.mixer.palettes:
-            cached = self._palette_views = (self.mixer.palettes, [p[0] for p in self.mixer.palettes])
+        palettes = self.mixer.palettes
+        if cached is None or cached[0] is not palettes:
+            cached = self._palette_views = (palettes, [p[0] for p in self.mixer.skin_palettes])
         return [*cached[1]]  # a fresh list (the cached one stays the player's); [*] is 10 ns under list()
 
     def colliders(self) -> ColliderFrame:

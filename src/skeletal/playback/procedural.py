@@ -322,11 +322,10 @@ class Procedural:
         whose world matrices this object shares): whether it can, (palettes, their joints, inverse
         binds), and the palette entries under each of ``roots`` as ``idx[start[g]:start[g + 1]]``."""
         mixer = self.mixer
-        pal = getattr(mixer, "_palette_all", None)
-        ok = (self.world is getattr(mixer, "world", None) and isinstance(pal, np.ndarray) and pal.dtype == np.float64
-              and pal.ndim == 4 and pal.shape[2] == 4)
+        pal = mixer.palettes
+        ok = (self.world is getattr(mixer, "world", None) and pal.dtype == np.float64 and pal.shape[2] == 4)
         if ok:
-            pj = mixer._palette_joints
+            pj = mixer.palette_joints
             arrays = (pal, pj, mixer._inverse_bind)
             groups = [np.flatnonzero(self.rig.descendants(int(r))[pj]) for r in roots]
         else:
@@ -440,7 +439,7 @@ class Procedural:
         mixer = self.mixer
         parents = self.rig.parents
         native = mixer.local_pose
-        dtype = native.dtype  # ``is`` first: the common case without numpy's dtype comparison (~0.1 us)
+        dtype = native.dtype  # ``is`` first: the common case without numpy's dtype comparison
         pose = native if (dtype is _FLOAT64 or dtype == np.float64) else native.astype(np.float64)
         world = self.world
         # whether ``world`` matches ``pose``: the mixer's own world matrices (aliased) are current
@@ -472,9 +471,9 @@ class Procedural:
             return
         if mixer.world is not self.world:
             mixer.world[...] = self.world
-        if len(mixer._palette_joints):
+        if len(mixer.palette_joints):
             kernel = palette_batch if self.count > SERIAL_BELOW else serial_variant(palette_batch)
-            kernel(mixer.world, mixer._palette_joints, mixer._inverse_bind, mixer._palette_all)
+            kernel(mixer.world, mixer.palette_joints, mixer._inverse_bind, mixer.palettes)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -482,11 +481,15 @@ class Procedural:
 
 
 @njit(cache=True)
-def _contact_one(b, fs, slot_clip, slot_additive, tables, frames, fps, durations, looping, out):
-    """Contact weight per leg of instance ``b``: the actions' contact curves at their clip times,
-    averaged with their effective weights (1 = planted when no action plays). tables (C, F, L).
-    Each action's frame pair is found once for all legs; out[b, l] accumulates over the actions in
-    slot order (the same sums as leg by leg)."""
+def _contact_one(b, job):
+    """Contact weight per leg of instance ``b`` of a :class:`~skeletal.playback.jobs.FootJob`, into its
+    ``contact`` (B, L): the actions' contact curves (``tables`` (C, F, L)) at their clip times, averaged
+    with their effective weights (1 = planted when no action plays). Each action's frame pair is found
+    once for all legs; out[b, l] accumulates over the actions in slot order (the same sums as leg by
+    leg)."""
+    fs, slot_clip, slot_additive = field(job, "fs"), field(job, "slot_clip"), field(job, "slot_additive")
+    tables, frames, fps = field(job, "tables"), field(job, "frames"), field(job, "fps")
+    durations, looping, out = field(job, "durations"), field(job, "looping"), field(job, "contact")
     n_legs = out.shape[1]
     for l in range(n_legs):
         out[b, l] = 0.0
@@ -534,7 +537,7 @@ def foot_kernel(job, phase, chunks):
     characters run its serial twin (:func:`skeletal._compile.serial_variant`: the same body,
     ``prange`` as ``range``). The per-instance work is written out here, not called per instance or
     per range: a call of a numba function takes a reference on every array it is given (two atomic
-    operations each, some 40 arrays, ~0.5 us; contended between threads on the shared arrays).
+    operations each, some 40 arrays, contended between threads on the shared arrays).
 
     ``phase``: 0 all of it (a built-in ground, queried by :func:`.ground.ground_at`); 1 only up to the
     foot targets' world (x, z) in ``targets`` (a Python ground is then queried there into
@@ -563,9 +566,7 @@ def foot_kernel(job, phase, chunks):
     pose, world, parents = field(job, "pose"), field(job, "world"), field(job, "parents")
     placement, legs, pelvis = field(job, "placement"), field(job, "legs"), field(job, "pelvis")
     pelvis_nodes, leg_nodes, leg_start = field(job, "pelvis_nodes"), field(job, "leg_nodes"), field(job, "leg_start")
-    fs, slot_clip, slot_additive = field(job, "fs"), field(job, "slot_clip"), field(job, "slot_additive")
-    tables, frames, fps = field(job, "tables"), field(job, "frames"), field(job, "fps")
-    durations, looping, g_kind = field(job, "durations"), field(job, "looping"), field(job, "g_kind")
+    g_kind = field(job, "g_kind")
     g_params, g_grid, heights = field(job, "g_params"), field(job, "g_grid"), field(job, "heights")
     queried = field(job, "queried")
     normals, contact, ankle = field(job, "normals"), field(job, "contact"), field(job, "ankle")
@@ -591,7 +592,7 @@ def foot_kernel(job, phase, chunks):
             world_b = world[b]
             pal_b = pal[b]
             if phase != 2:
-                _contact_one(b, fs, slot_clip, slot_additive, tables, frames, fps, durations, looping, contact)
+                _contact_one(b, job)
                 if scalars[6] == 0.0:  # the world rows are not current yet
                     _all_rows(parents, pose_b, world_b)
                 for l in range(n_legs):
@@ -755,13 +756,13 @@ def foot_kernel(job, phase, chunks):
 def _foot_chunks(count: int, threads: int) -> int:
     """How many instance ranges :func:`foot_kernel` hands out for ``count`` characters on ``threads`` of
     numba's pool: four per thread, at most one per instance; one (its serial twin, in the calling
-    thread) for a few characters or one thread (a parallel region on one thread costs ~15 us a call).
+    thread) for a few characters or one thread (a parallel region on one thread costs more than the work).
     With more threads the stage runs in parallel even for a hundred characters, on as many threads as
     the playback update before it (:meth:`FootPlacement._run_parallel`): that update ran each
     character on the thread that OpenMP's static split gives it, and so does this split (equal ranges
     in order), so a character's pose, world rows and palettes are still in that core's cache; run on
-    another thread, they are pulled from the other core and the next update pulls them back (Mixer of
-    100, 2 threads, load 0.7: 3.4 us a character instead of 1.6, wall). An argument, not computed in
+    another thread, they are pulled from the other core and the next update pulls them back (twice the
+    time: docs/guides/performance.md). An argument, not computed in
     the kernel: ``numba.get_num_threads()`` inside it would keep its serial twin out of the cache.
 
     >>> _foot_chunks(100, 2), _foot_chunks(100, 1), _foot_chunks(3, 2)
@@ -941,7 +942,7 @@ class FootPlacement:
         keep = bool(fresh and self._palettes and kind >= 0)  # palettes kept current here
         values = (self.floor, self.reach, self.omega, dt, self.soft, self.max_tilt, 1.0 if fresh else 0.0,
                   1.0 if keep else 0.0)
-        if values != self._scalar_values:  # written when one changed (eight numpy stores cost ~0.5 us)
+        if values != self._scalar_values:  # written when one changed (eight numpy stores are not free)
             self._scalars[:] = values
             self._scalar_values = values
         sc = self._scalars
@@ -1098,7 +1099,7 @@ class LookAt:
         self.target = np.broadcast_to(np.asarray(target, np.float64), (self.proc.count, 3)).copy()
 
     def apply(self, pose: np.ndarray, world: np.ndarray, dt: float) -> None:
-        state = self.__dict__  # per-frame flags set here, not through __setattr__ (~0.3 us each)
+        state = self.__dict__  # per-frame flags set here, not through __setattr__ (which drops the plan)
         state["palettes_current"] = True  # nothing moved yet
         if self.target is None:
             return

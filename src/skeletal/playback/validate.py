@@ -182,4 +182,25 @@ def validate_look(f: dict) -> None:
     c.indices("joints", 0, len(parents))
 
 
-__all__ = ["validate_playback", "validate_ik", "validate_wide", "validate_foot", "validate_look"]
+def validate_jiggle(f: dict) -> None:
+    """A :class:`~skeletal.playback.jobs.JiggleJob`'s fields (B instances, N nodes, C chains, P particles)."""
+    c = _Checker("JiggleJob", f)
+    parents = c.array("parents", ("N",), _INT)
+    c.array("world", ("B", "N", None, 4), _FLOAT)
+    c.array("pose", ("B", "N", 10), _FLOAT)
+    c.array("placement", ("B", 4, 4), _FLOAT)
+    c.array("chain_start", (None,), _INT)
+    joints = c.array("joints", ("P",), _INT)
+    c.indices("joints", 0, len(parents))
+    c.indices("chain_start", 0, len(joints) + 1)
+    c.array("stiffness", ("C",), _FLOAT)
+    c.array("damping", ("C",), _FLOAT)
+    c.array("gravity", (3,), _FLOAT)
+    c.array("pos", ("B", "P", 3), _FLOAT)
+    c.array("vel", ("B", "P", 3), _FLOAT)
+    c.array("rest_len", ("B", "P"), _FLOAT)
+    c.array("initialised", ("B",), dtype=np.bool_)
+    c.array("weight", ("B",), _FLOAT)
+
+
+__all__ = ["validate_playback", "validate_ik", "validate_wide", "validate_foot", "validate_look", "validate_jiggle"]

@@ -19,9 +19,7 @@ stay in per-thread scratch (in cache) while nobody reads them: each wide group r
 and its instances' sample times (and the rotations IK set). The first read of ``Crowd.local_pose``
 rebuilds them into a lane store (the same sampling, the same floats), after which updates write
 that store and a read transposes it (:func:`lanes_to_pose`), as ozz keeps its local transforms in SoA
-form. Keeping a store from the start cost 10,000 instances 27 MB of memory traffic per frame: 1.50
-against 1.04 us per character on one thread (thread CPU, Soldier Walk, load 0.2-0.9), 5.7 against
-4.4 ms a frame on two threads; 1,000 instances 0.96 against 0.87 us.
+form; a store kept from the start would cost a large crowd its memory traffic every frame.
 
 A group that does not qualify (other actions, fades, layers, a clip with other segment kinds, the
 last partial group) takes the per-instance path of :mod:`skeletal.playback.kernels`, so any mixer
@@ -34,9 +32,8 @@ its palettes (:func:`_ik_group`): a two-bone stage solves all 16 lanes in one lo
 select, so it vectorises; a partial weight's slerp after it, lane by lane), then rebuilds the moved
 subtree's world rows in the lanes; a lane it does not cover (an end rotation, a degenerate leg) and
 every other stage kind (aim, CCD, FABRIK) is solved per instance by the scalar solver on that
-instance's rows, moved out of the lanes and back. Two-bone legs on 1000 characters cost about 0.13 us per character on top of the
-wide update's 0.9-1.0 (1.12-1.16x, was 3.5x per instance). The IK code is compiled only for a crowd
-with stages (``ik`` None prunes it).
+instance's rows, moved out of the lanes and back. The IK code is compiled only for a crowd with
+stages (``ik`` None prunes it). (Measurements: docs/guides/performance.md.)
 
 >>> crowd = skeletal.Crowd(asset, count=1000); crowd.play("Walk")   # doctest: +SKIP
 >>> crowd.update(1 / 60)          # groups of 16 instances go wide   # doctest: +SKIP
