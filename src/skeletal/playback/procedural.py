@@ -416,8 +416,7 @@ class Procedural:
         plan = self._plan
         if plan is None or plan.fused is None or plan.dt != dt:
             return False
-        frame = self.mixer.frame
-        if plan.frame is not frame or frame.version != self.mixer.clipset.version:
+        if plan.frame is not self.mixer.frame:  # (a clip set grown, an input replaced: a new frame)
             return False
         fused = plan.fused
         r = fused.call(fused.job, dt, *fused.args)
