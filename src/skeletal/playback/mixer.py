@@ -637,14 +637,13 @@ class Mixer:
     def _run(self, dt: float, stages: int) -> int:
         """Run ``stages`` of the update kernel on this mixer's frame; returns the event count."""
         frame = self.current_frame()
-        call = frame.call
-        if call is None:
-            call = frame.call = entry(self._update_kernel(), frame.job, frame.ik, 0.0, K.ALL)
+        if frame.call is None:
+            frame.call = entry(self._update_kernel(), frame.job, frame.ik, 0.0, K.ALL)
         if self.count == 1:
-            r = call(frame.job, frame.ik, dt, stages)
+            r = frame.step(dt, stages)
             return self._blend_from_now_on(r, stages) if r >= K.NEEDS_BLEND else r
         with capped_threads():  # fewer threads while other processes keep the CPUs busy (_threads.busy_cap)
-            return call(frame.job, frame.ik, dt, stages)
+            return frame.step(dt, stages)
 
     def _update_kernel(self):
         """The update kernel for this mixer's job: parallel for many characters; for one the serial twin
@@ -660,8 +659,8 @@ class Mixer:
         BLEND and WORLD stages of ``stages`` (the clocks have advanced), and return the event count."""
         self._blends = True
         frame = self.current_frame()
-        call = frame.call = entry(self._update_kernel(), frame.job, frame.ik, 0.0, K.ALL)
-        call(frame.job, frame.ik, 0.0, stages & (K.BLEND | K.WORLD))
+        frame.call = entry(self._update_kernel(), frame.job, frame.ik, 0.0, K.ALL)
+        frame.step(0.0, stages & (K.BLEND | K.WORLD))
         return r % K.NEEDS_BLEND
 
     def _after_call(self, r: int) -> None:
