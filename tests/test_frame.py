@@ -83,3 +83,25 @@ def test_palettes_mean_one_thing(asset):
     np.testing.assert_array_equal(player.palettes[0], player.mixer.palettes[0, start:end])
     with pytest.raises(AttributeError):
         crowd.world = np.zeros((3, len(asset.rig), 4, 4))
+
+
+def test_every_job_kind_is_checked(asset):
+    """The stage jobs are checked like the playback job: a jiggle chain whose state has the wrong number
+    of instances, or whose joints leave the rig, is refused when its job is built."""
+    from skeletal.playback.jobs import jiggle_job
+    from skeletal.playback.springs import JiggleChains
+
+    rig = asset.rig
+    chain = [int(j) for j in range(len(rig)) if rig.parents[j] >= 0][:1]
+    jiggle = JiggleChains(rig, 2, [chain])
+    pose = np.repeat(rig.rest[None], 2, axis=0)
+    world = np.repeat(np.eye(4)[None, None], 2, axis=0).repeat(len(rig), axis=1)
+    fields = dict(world=world, placement=jiggle.placement, pose=pose, parents=rig.parents,
+                  chain_start=jiggle.chain_start, joints=jiggle.joints, stiffness=jiggle.stiffness,
+                  damping=jiggle.damping, gravity=jiggle.gravity, pos=jiggle.positions, vel=jiggle.velocities,
+                  rest_len=jiggle.rest_length, initialised=jiggle.initialised, weight=jiggle.weight)
+    jiggle_job(**fields)
+    with pytest.raises(SkeletalError, match="JiggleJob: field 'pos'"):
+        jiggle_job(**dict(fields, pos=np.zeros((3,) + jiggle.positions.shape[1:])))
+    with pytest.raises(SkeletalError, match="JiggleJob: field 'joints' holds indices"):
+        jiggle_job(**dict(fields, joints=jiggle.joints + len(rig)))

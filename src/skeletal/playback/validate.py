@@ -152,34 +152,88 @@ def validate_wide(f: dict) -> None:
 
 
 def validate_foot(f: dict) -> None:
-    """A :class:`~skeletal.playback.jobs.FootJob`'s main fields (B instances, N nodes, L legs)."""
+    """A :class:`~skeletal.playback.jobs.FootJob`'s fields (B instances, N nodes, L legs, S slots, C clips,
+    F contact frames, J palette entries kept current)."""
     c = _Checker("FootJob", f)
     parents = c.array("parents", ("N",), _INT)
+    n = len(parents)
     c.array("pose", ("B", "N", 10), dtype=np.float64)
     c.array("world", ("B", "N", 4, 4), dtype=np.float64)
     c.array("placement", ("B", 4, 4), _FLOAT)
     c.array("legs", (3, "L"), _INT)
-    c.indices("legs", 0, len(parents))
-    c.array("leg_nodes", (None,), _INT)
-    c.indices("leg_nodes", 0, len(parents))
-    c.array("pelvis_nodes", (None,), _INT)
-    c.indices("pelvis_nodes", 0, len(parents))
+    c.indices("legs", 0, n)
+    pelvis = f["pelvis"]
+    if not 0 <= int(pelvis) < n:
+        raise c.fail("pelvis", f"is {pelvis}, expected a node in [0, {n})")
+    for name in ("pelvis_nodes", "leg_nodes"):
+        c.array(name, (None,), _INT)
+        c.indices(name, 0, n)
+    leg_start = c.array("leg_start", (None,), _INT)
+    c.indices("leg_start", 0, len(f["leg_nodes"]) + 1)
+    if len(leg_start) != c.sizes["L"] + 1:
+        raise c.fail("leg_start", f"has {len(leg_start)} entries for {c.sizes['L']} legs")
+    c.array("fs", ("B", "S", None), dtype=np.float64)
+    c.array("slot_clip", ("S",), _INT)
+    c.array("slot_additive", ("S",), dtype=np.bool_)
+    c.array("tables", ("C", None, "L"), _FLOAT)
+    c.indices("slot_clip", 0, c.sizes["C"])
+    c.array("frames", ("C",), _INT)
+    c.array("fps", ("C",), _FLOAT)
+    c.array("durations", ("C",), _FLOAT)
+    c.array("looping", ("C",), dtype=np.bool_)
+    c.array("heights", ("B", "L"), _FLOAT)
+    c.array("normals", ("B", "L", 3), _FLOAT)
+    c.array("queried", ("B", "L", 2), _FLOAT)
     c.array("contact", ("B", "L"), _FLOAT)
-    c.array("targets", ("B", "L", 3), _FLOAT)
+    c.array("ankle", ("L",), _FLOAT)
+    c.array("leg_len", ("L",), _FLOAT)
+    c.array("scalars", (8,), _FLOAT)
     c.array("weight", ("B",), _FLOAT)
+    c.array("state", ("B", 2), _FLOAT)
+    c.array("initialised", ("B",), dtype=np.bool_)
+    c.array("locked", ("B", "L"), dtype=np.bool_)
+    c.array("lock", ("B", "L", 2), _FLOAT)
+    c.array("targets", ("B", "L", 3), _FLOAT)
+    c.array("pelvis_offset", ("B",), _FLOAT)
+    c.array("pal", ("B", "J", 4, 4), _FLOAT)
+    c.array("pal_joints", ("J",), _INT)
+    c.indices("pal_joints", 0, n)
+    c.array("inv_bind", ("J", 4, 4), _FLOAT)
+    c.array("pal_idx", (None,), _INT)
+    c.indices("pal_idx", 0, c.sizes["J"])
+    c.array("pal_start", (None,), _INT)
+    c.indices("pal_start", 0, len(f["pal_idx"]) + 1)
 
 
 def validate_look(f: dict) -> None:
-    """A :class:`~skeletal.playback.jobs.LookJob`'s main fields (B instances, N nodes)."""
+    """A :class:`~skeletal.playback.jobs.LookJob`'s fields (B instances, N nodes, one aim stage, J palette
+    entries kept current)."""
     c = _Checker("LookJob", f)
     parents = c.array("parents", ("N",), _INT)
+    n = len(parents)
     c.array("pose", ("B", "N", 10), dtype=np.float64)
     c.array("world", ("B", "N", 4, 4), dtype=np.float64)
     c.array("placement", ("B", 4, 4), _FLOAT)
     c.array("target", ("B", 3), _FLOAT)
+    c.array("smoothed", ("B", 3), _FLOAT)
+    c.array("velocity", ("B", 3), _FLOAT)
     c.array("weight", ("B",), _FLOAT)
+    c.array("stage_i", ("stages", None), _INT)
+    if c.sizes["stages"] < 1:
+        raise c.fail("stage_i", "holds no stage (the look-at stage needs its aim stage)")
+    c.array("stage_f", ("stages", None), _FLOAT)
     c.array("joints", (None,), _INT)
-    c.indices("joints", 0, len(parents))
+    c.indices("joints", 0, n)
+    c.array("jp", (None, None), _FLOAT)
+    c.array("inputs", ("B", "stages", None), _FLOAT)
+    c.array("update", (None,), _INT)
+    c.indices("update", 0, n)
+    c.array("pal", ("B", "J", 4, 4), _FLOAT)
+    c.array("pal_joints", ("J",), _INT)
+    c.indices("pal_joints", 0, n)
+    c.array("inv_bind", ("J", 4, 4), _FLOAT)
+    c.array("pal_idx", (None,), _INT)
+    c.indices("pal_idx", 0, c.sizes["J"])
 
 
 def validate_jiggle(f: dict) -> None:
