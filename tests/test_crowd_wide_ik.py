@@ -220,7 +220,7 @@ def test_lane_two_bone_equals_the_scalar_solver_on_the_same_rows(asset, soft, mi
         world[:, c, :, 3] - world[:, b, :, 3], axis=-1)
     iw.reshape(W.T_ROWS, LANES)[W.T_REACH] = [ik.soft_distance(d, L, soft) for d, L in
                                               zip(np.linalg.norm(targets - hip, axis=-1), length)]
-    W._two_bone_lanes(a, b, c, parents[a], parents[b], soft, axis, np.uint64(LANES), lw, ww, iw)
+    W._two_bone_lanes((a, b, c, parents[a], parents[b]), soft, axis, np.uint64(LANES), lw, ww, iw)
     np.testing.assert_array_equal(iw.reshape(W.T_ROWS, LANES)[W.T_BAD], np.arange(LANES) == 0)
     got = lw.reshape(n, 10, LANES).transpose(2, 0, 1)
     np.testing.assert_array_equal(got[0], pose[0])  # its rows as they were

@@ -365,8 +365,11 @@ def _into_frame_lane(ww, j, v, lane):
 
 
 @njit(**_LANE)
-def _two_bone_lane(lane, wa, wb, wc, ra, rb, pa, pb, mid, is_soft, use_mid, lw, ww, iw):
-    """One lane of :func:`_two_bone_lanes` (inlined into its loop; ``use_mid`` a constant there)."""
+def _two_bone_lane(lane, rows, mid, is_soft, use_mid, lw, ww, iw):
+    """One lane of :func:`_two_bone_lanes` (inlined into its loop; ``use_mid`` a constant there).
+    ``rows``: the chain's world row offsets ``wa``, ``wb``, ``wc``, local row offsets ``ra``, ``rb``
+    and the parents ``pa``, ``pb`` of its first two joints."""
+    wa, wb, wc, ra, rb, pa, pb = rows
     S = _S
     u3, u4, u5, u6 = _U[3], _U[4], _U[5], _U[6]
     P0, P1 = _position64(ww, wa, lane), _position64(ww, wb, lane)
@@ -470,9 +473,9 @@ def _two_bone_lane(lane, wa, wb, wc, ra, rb, pa, pb, mid, is_soft, use_mid, lw, 
 
 
 @njit(cache=True, error_model="numpy")
-def _two_bone_lanes(a, b, c, pa, pb, soft, mid_axis, nl, lw, ww, iw):
-    """Two-bone IK (:func:`skeletal.ik.two_bone_one`'s arithmetic, float64) of chain ``a``, ``b``, ``c``
-    (parents of a and b: ``pa``, ``pb``) for every lane whose ``iw[T_MODE]`` is 1, one loop over the
+def _two_bone_lanes(chain, soft, mid_axis, nl, lw, ww, iw):
+    """Two-bone IK (:func:`skeletal.ik.two_bone_one`'s arithmetic, float64) of ``chain`` = (a, b, c, parent
+    of a, parent of b) for every lane whose ``iw[T_MODE]`` is 1, one loop over the
     lanes without branches (selects), so that it vectorises. Full-weight lanes get their new local
     rotations of a and b in ``lw``; every lane's rotations (unnormalised, before the weight) go to
     ``iw[T_QA]``, ``iw[T_QB]``, and ``iw[T_BAD]`` = 1 marks the lanes whose case it leaves to the
@@ -480,16 +483,18 @@ def _two_bone_lanes(a, b, c, pa, pb, soft, mid_axis, nl, lw, ww, iw):
     half turns, degenerate frames), whose rows it leaves as they were. ``soft`` > 0: the reach is
     read from ``iw[T_REACH]``; ``mid_axis``: the hinge axis in b's frame (3,), or NaN."""
     S = _S
+    a, b, c, pa, pb = chain
     wa, wb, wc = np.uint64(a * 12) * S, np.uint64(b * 12) * S, np.uint64(c * 12) * S
     ra, rb = np.uint64(a * 10) * S, np.uint64(b * 10) * S
+    rows = (wa, wb, wc, ra, rb, pa, pb)
     has_mid = _finite(mid_axis[0]) & _finite(mid_axis[1]) & _finite(mid_axis[2])
     is_soft = soft > 0.0
     if has_mid:
         for lane in range(nl):
-            _two_bone_lane(lane, wa, wb, wc, ra, rb, pa, pb, mid_axis, is_soft, True, lw, ww, iw)
+            _two_bone_lane(lane, rows, mid_axis, is_soft, True, lw, ww, iw)
     else:
         for lane in range(nl):
-            _two_bone_lane(lane, wa, wb, wc, ra, rb, pa, pb, mid_axis, is_soft, False, lw, ww, iw)
+            _two_bone_lane(lane, rows, mid_axis, is_soft, False, lw, ww, iw)
     # the writes in loops of their own: in the loop above, stores to rows of ``lw`` at a run-time
     # distance from the rows it reads would keep LLVM from vectorising it
     for i in range(4):
@@ -553,7 +558,7 @@ def _ik_group(b0, nl, ik, iks, parents, lw, ww, wp):
             continue  # every lane idle and no rows left to this stage: nothing moves
         if active and kind == KIND_TWO_BONE:
             a, b, c = joints[j0], joints[j0 + 1], joints[j0 + 2]
-            _two_bone_lanes(a, b, c, parents[a], parents[b], soft, _vec_at(stage_f, s, SF_MID_AXIS), nl, lw, ww, iw)
+            _two_bone_lanes((a, b, c, parents[a], parents[b]), soft, _vec_at(stage_f, s, SF_MID_AXIS), nl, lw, ww, iw)
         for lane in range(LANES if active else 0):
             ul = np.uint64(lane)
             mode = iw[_row(T_MODE) + ul]
