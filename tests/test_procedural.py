@@ -426,19 +426,19 @@ def test_parallel_foot_placement_equals_the_serial_twin(demo, monkeypatch):
     calls = {"parallel": 0, "serial": 0}
 
     def counted(stage):
-        job, serial, parallel = stage._args
+        job, serial, parallel = stage.last.calls
         if callable(parallel) and not getattr(parallel, "counted", False):
             def par(*args):
                 calls["parallel"] += 1
                 return parallel(*args)
             par.counted = True
-            stage.__dict__["_args"] = (job, serial, par)
+            stage.last.calls = (job, serial, par)
         if callable(serial) and not getattr(serial, "counted", False):
             def ser(*args):
                 calls["serial"] += 1
                 return serial(*args)
             ser.counted = True
-            stage.__dict__["_args"] = (job, ser, stage._args[2])
+            stage.last.calls = (job, ser, stage.last.calls[2])
 
     try:
         numba.set_num_threads(1)

@@ -38,7 +38,7 @@ class FrameInput(property, Generic[T]):
         key = "_input_" + name
 
         def assign(obj: Any, value: T) -> None:
-            obj.__dict__[key] = value
+            setattr(obj, key, value)  # (no descriptor has that name: a plain instance attribute)
             obj.frame = None
 
         property.__init__(self, attrgetter(key), assign, None, f"(a frame input: assigning it drops the frame) {name}")

@@ -225,10 +225,24 @@ class _Plan:
         self.fused = fused
 
 
+class _LastFrame:
+    """What a stage's last frame left, apart from its settings: assigning these keeps its Procedural's
+    plan (a stage's own attributes drop it). ``palettes_current``: the last apply kept the mixer's
+    palettes current too; ``started``: the look-at spring has a value; ``calls``: the foot stage's
+    (job, serial call, parallel call)."""
+
+    __slots__ = ("palettes_current", "started", "calls")
+
+    def __init__(self) -> None:
+        self.palettes_current = False
+        self.started = False
+        self.calls: tuple = ()
+
+
 def _drop_plan(stage) -> None:
     """A stage's attribute changed (a new target, ground, weight array...): its Procedural's frame plan
     is dropped (:meth:`Procedural._build_plan`)."""
-    proc = stage.__dict__.get("proc")
+    proc = getattr(stage, "proc", None)  # (None while the stage sets itself up)
     if proc is not None:
         proc._plan = None
 
@@ -370,7 +384,7 @@ class Procedural:
         if not (self.enabled and self.stages):
             return
         self.apply(dt)
-        self.__dict__["_plan"] = self._build_plan(dt)  # (not through __setattr__: per frame)
+        self._plan = self._build_plan(dt)  # (the one attribute whose assignment keeps the plan)
 
     def _build_plan(self, dt: float) -> _Plan | None:
         """After a general frame: the same frame as compiled calls with their arguments, when that is all
@@ -390,7 +404,7 @@ class Procedural:
         foot = look = None
         for stage in self.stages:
             if type(stage) is FootPlacement and stage._ground_args[0] >= 0 and stage.palettes_current:
-                job, serial, parallel = stage._args
+                job, serial, parallel = stage.last.calls
                 # a few characters' serial call, or the per-frame choice of threads
                 foot = _FootCall(serial, job, 1) if parallel is None else _FootCall(stage._run_parallel, job, 0)
             elif type(stage) is LookAt and self.count <= SERIAL_BELOW and stage.palettes_current:
@@ -798,7 +812,11 @@ class FootPlacement:
 
     builds_world = True  # computes the world matrices it needs from the pose itself
     keeps_world = True  # and leaves them matching the pose it writes
-    palettes_current = False  # whether the last apply kept the mixer's palettes current too
+
+    @property
+    def palettes_current(self) -> bool:
+        """Whether the last apply kept the mixer's palettes current too."""
+        return self.last.palettes_current
 
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
@@ -808,6 +826,7 @@ class FootPlacement:
                  reach: float = 0.97, soft: float = 0.0, max_tilt: float = 35.0, weight=1.0, plant: bool = True,
                  contact_options: dict | None = None):
         self.proc = proc
+        self.last = _LastFrame()
         rig = proc.rig
         self.ground = ground
         self.plant = bool(plant)
@@ -945,7 +964,7 @@ class FootPlacement:
             self._scalars[:] = values
             self._scalar_values = values
         sc = self._scalars
-        self.__dict__["palettes_current"] = keep  # per frame: not through __setattr__
+        self.last.palettes_current = keep
         # the kernel's job changes rarely: rebuilt only when one of the objects it comes from did
         c = self._args_from
         if (c is None or c[0] is not packed or c[1] is not pose or c[2] is not world or c[3] is not mixer.fs
@@ -971,10 +990,10 @@ class FootPlacement:
                 serial, parallel = None, entry(foot_kernel, job, 0, 2)
             else:
                 serial, parallel = entry(serial_variant(foot_kernel), job, 0, 1), None
-            self._args = (job, serial, parallel)
+            self.last.calls = (job, serial, parallel)
             self._args_from = (packed, pose, world, mixer.fs, self.weight, self._ground_args, self.plant, self.ankle,
                                proc.placement)
-        job, serial, parallel = self._args
+        job, serial, parallel = self.last.calls
         call = serial if parallel is None else self._run_parallel
         if kind >= 0:  # a built-in ground: one compiled call for the whole stage
             call(job, 0, 1)
@@ -989,7 +1008,7 @@ class FootPlacement:
         """The stage on more than a few characters: on the threads the playback update just used (numba's
         count, capped as the update caps it while other processes keep the CPUs busy), in
         :func:`_foot_chunks` ranges; on one thread, the serial twin (no parallel region)."""
-        _, serial, parallel = self._args
+        _, serial, parallel = self.last.calls
         with capped_threads():
             threads = thread_count()
             if threads > 1:
@@ -997,7 +1016,7 @@ class FootPlacement:
                 return
         if serial is None:
             serial = entry(serial_variant(foot_kernel), job, 0, 1)
-            self.__dict__["_args"] = (job, serial, parallel)  # (not through __setattr__: the plan stays)
+            self.last.calls = (job, serial, parallel)
         serial(job, phase, 1)
 
 
@@ -1046,7 +1065,11 @@ class LookAt:
 
     builds_world = False
     keeps_world = True  # the aim stage rebuilds the rows it moves
-    palettes_current = False  # whether the last apply kept the mixer's palettes current too
+
+    @property
+    def palettes_current(self) -> bool:
+        """Whether the last apply kept the mixer's palettes current too."""
+        return self.last.palettes_current
 
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
@@ -1055,6 +1078,7 @@ class LookAt:
     def __init__(self, proc: Procedural, target=None, *, joints=None, forward=None, up=None, smooth_time: float = 0.25,
                  limits=None, shares=None, weight=1.0):
         self.proc = proc
+        self.last = _LastFrame()
         rig = proc.rig
         chain = find_head_chain(rig) if joints is None else [self._index(rig, j) for j in joints]
         self.joints = chain
@@ -1079,7 +1103,6 @@ class LookAt:
         self.target = None if target is None else np.broadcast_to(np.asarray(target, np.float64), (b, 3)).copy()
         self.smoothed = np.zeros((b, 3))
         self.velocity = np.zeros((b, 3))
-        self._started = False
         self._palettes, self._pal, self._pal_idx, _ = proc._palette_groups([chain[0]])
         self._look_arrays: tuple | None = None  # the serial call's job, what it was built from, entry point
         self._look_job: Any = None
@@ -1098,12 +1121,12 @@ class LookAt:
         self.target = np.broadcast_to(np.asarray(target, np.float64), (self.proc.count, 3)).copy()
 
     def apply(self, pose: np.ndarray, world: np.ndarray, dt: float) -> None:
-        state = self.__dict__  # per-frame flags set here, not through __setattr__ (which drops the plan)
-        state["palettes_current"] = True  # nothing moved yet
+        last = self.last  # (what this frame leaves: assigning its fields keeps the plan)
+        last.palettes_current = True  # nothing moved yet
         if self.target is None:
             return
         if self.proc.count <= SERIAL_BELOW:  # one compiled call: spring, model-space target, aim chain
-            jump = not self._started or self.smooth_time == 0.0
+            jump = not last.started or self.smooth_time == 0.0
             omega = 2.0 / self.smooth_time if self.smooth_time > 0.0 else 0.0
             # the arrays change rarely: the compiled entry point and its array arguments are kept while
             # they are the same objects (no per-frame type resolution of 23 arguments by the dispatcher)
@@ -1124,16 +1147,16 @@ class LookAt:
                 self._look_call = entry(look_kernel, job, 0, 0.0, 0.0, bool(self._palettes))
             if not self._look_call(self._look_job, 1 if jump else 0, float(omega), float(dt), bool(self._palettes)):
                 raise SkeletalError("look-at target must be finite")
-            state["_started"] = True
-            state["palettes_current"] = self._palettes
+            last.started = True
+            last.palettes_current = self._palettes
             return
-        state["palettes_current"] = False
+        last.palettes_current = False
         if not np.all(np.isfinite(self.target)):
             raise SkeletalError("look-at target must be finite")
-        if not self._started or self.smooth_time == 0.0:
+        if not last.started or self.smooth_time == 0.0:
             self.smoothed[...] = self.target
             self.velocity[...] = 0.0
-            state["_started"] = True
+            last.started = True
         elif dt > 0:
             critical_spring(self.smoothed, self.velocity, np.ascontiguousarray(self.target), 2.0 / self.smooth_time, dt)
         m = self.proc.placement
