@@ -197,3 +197,70 @@ def test_unsupported_is_one_line_and_bad_input(gl, demo):
         gpu.release()
     with pytest.raises(skeletal.SkeletalError, match="count must be at least 1"):
         GpuCrowd(demo, 0, ctx=gl)
+
+
+def odd_interpolations(asset, rng) -> skeletal.Clip:
+    """The demo's walk with its tracks turned STEP (every third), CUBICSPLINE with random tangents
+    (every third) or kept LINEAR: the interpolations the shipped models do not use."""
+    tracks = []
+    for i, track in enumerate(asset.clip("walk").tracks):
+        values = track.values.reshape(len(track.times), -1)
+        if i % 3 == 0:
+            tracks.append(skeletal.Track(track.node, track.path, "STEP", track.times, values))
+        elif i % 3 == 1:
+            tangents = rng.normal(0.0, 0.3, (2,) + values.shape).astype(np.float32)
+            triples = np.stack([tangents[0], values, tangents[1]], axis=1).reshape(-1, values.shape[1])
+            tracks.append(skeletal.Track(track.node, track.path, "CUBICSPLINE", track.times, triples))
+        else:
+            tracks.append(track)
+    return skeletal.Clip("odd", tracks)
+
+
+def test_step_cubicspline_and_pingpong_match_cpu(gl, demo):
+    from skeletal.render.gpu_pose import GpuCrowd
+
+    rng = np.random.default_rng(11)
+    clip = odd_interpolations(demo, rng)
+    count = 256
+    offsets = rng.uniform(0.0, 2.0 * clip.duration, count)
+    gpu = GpuCrowd(demo, count, ctx=gl)
+    cpu = skeletal.Crowd(demo, count)
+    try:
+        gpu.play(clip, offsets=offsets, loop="pingpong")
+        cpu.play(clip, offsets=offsets, loop="pingpong")
+        for dt in (0.0, 0.13, 0.41):
+            gpu.update(dt)
+            cpu.update(dt)
+            assert vertex_error(demo, gpu.palettes, cpu.palettes) < TOLERANCE
+    finally:
+        gpu.release()
+
+
+def test_renderer_draws_a_gpu_crowd_like_the_cpu_poses(gl, demo):
+    """The renderer's crowd path: a GpuCrowd drawn from its own buffer gives the image of the same
+    poses computed on the CPU and uploaded (no ground: the GPU path's shadows sit at the rest pose)."""
+    from skeletal.render.gpu_pose import GpuCrowd
+    from skeletal.render.layout import grid_offsets, pose_at
+    from skeletal.render.renderer import Renderer
+
+    count = 9
+    phases = np.linspace(0.0, 0.9, count)
+    gpu = GpuCrowd(demo, count, ctx=gl)
+    renderer = Renderer(demo, 160, 120, instances=count, ground=False, samples=0, ctx=gl)
+    try:
+        if renderer.store.mode != "ssbo":
+            pytest.skip(f"the renderer chose the {renderer.store.mode} palette path, not ssbo")
+        offsets = grid_offsets(count, 1.2)
+        renderer.set_bounds(*renderer.bounds, offsets)
+        gpu.play("walk", offsets=phases)
+        gpu.update(0.25)
+        image = renderer.draw(gpu, offsets)
+        world, morph = pose_at(demo, demo.clip("walk"), phases + 0.25)
+        reference = renderer.draw((world, morph), offsets)
+        differ = np.abs(image.astype(int) - reference.astype(int)).max(axis=2) > 8
+        assert image.std() > 5 and differ.mean() < 0.002, f"{differ.mean():.4f} of the pixels differ"
+        with pytest.raises(skeletal.SkeletalError, match="placements"):
+            renderer.draw(gpu, offsets[:4])
+    finally:
+        renderer.release()
+        gpu.release()

@@ -206,7 +206,7 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
                 frames: bool = False, verbose: bool = False, palette_mode: str = "auto", start: float = 0.0,
                 progress: bool = True, log: Callable[[str], None] | None = None,
                 crossfade: str | None = None, skinning: str = "lbs", ground: str | None = None,
-                look_at: str | None = None, jiggle: bool = False) -> RenderResult:
+                look_at: str | None = None, jiggle: bool = False, gpu_pose: bool = False) -> RenderResult:
     """Render ``clip`` of a model (path, :class:`skeletal.Asset`, or None for the demo) to ``out_path``.
 
     The format follows the suffix: ``.png`` (the frame at ``start``; with ``frames=True`` every
@@ -219,6 +219,8 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
     Without a model and a clip the built-in character walks for 3 seconds. ``ground`` (a spec such
     as ``"terrain:amplitude=0.2"``), ``look_at`` (``"x,y,z"``) and ``jiggle`` add procedural stages
     (see :mod:`skeletal.render.terrain`): feet placed on that ground, drawn under the character.
+    ``gpu_pose``: the crowd is posed by compute shaders (:class:`~skeletal.render.gpu_pose.GpuCrowd`,
+    OpenGL 4.3) and drawn from the GPU's palette buffer; the CPU only advances a clock uniform.
     """
     from .layout import crowd_phases, grid_offsets, pose_at, rest_clip
     from .renderer import Renderer
@@ -270,6 +272,11 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
 
     times = frame_times(the_clip, fps, seconds, single=(ext == ".png" and not frames), start=start)
     procedural = ground is not None or look_at is not None or jiggle
+    if gpu_pose and (procedural or fade is not None or skeleton or skinning != "lbs"):
+        from .gpu_pose import UNSUPPORTED
+
+        raise RenderError(f"--gpu-pose draws a crowd playing one clip with LBS skinning (no --crossfade, --ground, "
+                          f"--look-at, --jiggle, --skeleton or --skinning dqs). {UNSUPPORTED}")
     if procedural:
         from ..errors import SkeletalError
         from ..playback.ground import as_ground
@@ -284,8 +291,8 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
         renderer = TerrainRenderer(asset, width, height, ground=surface, palette_mode=palette_mode, instances=crowd_n,
                                    camera=camera, skinning=skinning)
     else:
-        renderer = Renderer(asset, width, height, palette_mode=palette_mode, instances=crowd_n, camera=camera,
-                            skinning=skinning)
+        renderer = Renderer(asset, width, height, palette_mode=palette_mode, instances=1 if gpu_pose else crowd_n,
+                            camera=camera, skinning=skinning)
     try:
         renderer.frame(the_clip)
         lo, hi = renderer.bounds
@@ -311,13 +318,32 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
         draw_time = 0.0
         pose = _crossfade_poser(asset, fade, phases, float(times[0])) if fade else None
         poser = None
+        gpu_crowd = None
+        if gpu_pose:
+            from .gpu_pose import GpuCrowd
+
+            gpu_crowd = GpuCrowd(asset, crowd_n, ctx=renderer.ctx)
+            if asset.clips:
+                gpu_crowd.play(the_clip, offsets=phases + float(times[0]))
+            if verbose:
+                say(f"skeletal render: {gpu_crowd.describe()}")
         if procedural:
             from .terrain import ProceduralPoser
 
             poser = ProceduralPoser(asset, the_clip, phases, float(times[0]), ground=surface, look_at=target,
                                     jiggle=jiggle, offsets=offsets, fade=fade)
         try:
+            previous = float(times[0])
             for t in times:
+                if gpu_crowd is not None:  # one dispatch: clocks, poses, palettes on the GPU
+                    gpu_crowd.update(float(t) - previous)
+                    previous = float(t)
+                    t1 = time.perf_counter()
+                    image = renderer.draw(gpu_crowd, offsets, weights_joint=weights_joint)
+                    draw_time += time.perf_counter() - t1
+                    writer.append(image)
+                    bar.update(1)
+                    continue
                 if poser is not None:
                     world, morph, placed = poser(float(t))
                     if surface is not None:
@@ -339,6 +365,8 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
                 bar.update(1)
         finally:
             bar.close()
+            if gpu_crowd is not None:
+                gpu_crowd.release()
         paths = writer.close()
     finally:
         renderer.release()
