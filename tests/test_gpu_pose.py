@@ -264,3 +264,20 @@ def test_renderer_draws_a_gpu_crowd_like_the_cpu_poses(gl, demo):
     finally:
         renderer.release()
         gpu.release()
+
+
+def test_render_command_gpu_pose(gl, tmp_path):
+    """``skeletal render --crowd N --gpu-pose`` draws the crowd from GPU palettes; what it cannot do is a
+    one-line error."""
+    from click.testing import CliRunner
+
+    from skeletal.cli.render import render
+
+    out = tmp_path / "crowd.gif"
+    result = CliRunner().invoke(render, ["--crowd", "6", "--gpu-pose", "--out", str(out), "--size", "96x64",
+                                       "--seconds", "0.1", "-v"])
+    assert result.exit_code == 0, result.output
+    assert out.stat().st_size > 0 and "GpuCrowd: 6 instances" in result.output
+    result = CliRunner().invoke(render, ["--crowd", "6", "--gpu-pose", "--skeleton", "--out", str(out)])
+    message = str(result.exception)  # the command group prints it as one line on stderr
+    assert isinstance(result.exception, skeletal.SkeletalError) and "--gpu-pose" in message and "\n" not in message
