@@ -223,9 +223,15 @@ class Renderer:
             content = [(buf, formats.get(name) or ("4i" if name.startswith("a_joints") else "4f"), name)
                        for name, buf in prim.buffers.items() if name != "indices"]
             content.append((self._offsets_buffer, "3f/i", "a_offset"))
+            content += self._instance_attributes()
             prim.vao = self.ctx.vertex_array(self.mesh_program, content, index_buffer=prim.buffers.get("indices"),
                                              index_element_size=4, skip_errors=True)
         return prim.vao
+
+    def _instance_attributes(self) -> list:
+        """More per-instance vertex attributes of the mesh program (buffer, format, name); none here
+        (a baked-texture crowd adds its clips and clocks: :mod:`.anim_texture_draw`)."""
+        return []
 
     def _make_fixed_geometry(self) -> None:
         ctx = self.ctx
