@@ -281,3 +281,18 @@ def test_render_command_gpu_pose(gl, tmp_path):
     result = CliRunner().invoke(render, ["--crowd", "6", "--gpu-pose", "--skeleton", "--out", str(out)])
     message = str(result.exception)  # the command group prints it as one line on stderr
     assert isinstance(result.exception, skeletal.SkeletalError) and "--gpu-pose" in message and "\n" not in message
+
+
+def test_bench_rows(gl, monkeypatch):
+    """skeletal bench's GPU rows (small counts here): posing, and whole frames posed on the GPU, from a
+    baked texture and on the CPU, each row with its same-run baseline."""
+    from skeletal.bench import gpu as bench_gpu
+
+    monkeypatch.setattr(bench_gpu, "POSE_COUNTS", (64,))
+    monkeypatch.setattr(bench_gpu, "FRAME_COUNTS", (32,))
+    result = bench_gpu.bench_rows(quick=True)
+    names = [row["name"] for row in result["rows"]]
+    assert len(names) == 3 and "GPU posing" in names[0] and "Texture crowd" in names[2]
+    for row in result["rows"]:
+        assert row["stat"]["median"] > 0 and row["ratio"].endswith("x") and row["baseline"]
+    assert result["frame_32"]["triangles"] > 0 and result["device"]
