@@ -115,6 +115,9 @@ class GpuCrowd:
     >>> crowd.play("walk", offsets=np.linspace(0, 1, 1000)); crowd.update(1 / 60)   # doctest: +SKIP
     """
 
+    #: what the GPU path leaves to :class:`skeletal.Crowd`, in one line
+    UNSUPPORTED = UNSUPPORTED
+
     def __init__(self, asset, count: int, *, ctx=None, nlerp_max_gap: float = 15.0):
         if int(count) < 1:
             raise SkeletalError(f"count must be at least 1, got {count}")
