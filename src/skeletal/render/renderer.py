@@ -398,6 +398,9 @@ class Renderer:
         if skeleton or palettes is not None or self.skinning != "lbs" or self.cpu_skinning:
             raise RenderError("a GPU-posed crowd is drawn with linear blend skinning from its own palettes "
                               "(no skeleton overlay, palettes, DQS or CPU skinning)")
+        if self._bones is not None:
+            raise RenderError(f"{self.asset.name} has no mesh to skin (its bones are drawn from CPU poses): "
+                              "draw it without GPU posing")
         if self.store.mode != "ssbo":
             raise RenderError(f"a GPU-posed crowd needs the ssbo palette path; this renderer uses {self.store.mode}")
         if crowd.joint_count != self.layout.joint_count or crowd.ctx is not self.ctx:
