@@ -170,10 +170,12 @@ def test_nothing_uploaded_per_frame(gl, demo):
     try:
         gpu.play("walk", offsets=np.linspace(0, 1, 32))
         gpu.update(1 / 60)
-        assert gpu._edits == []
+        assert gpu.pending_edits == 0
         before = gpu.read_palettes()
         gpu.update(1 / 60)
-        assert gpu._edits == [] and not np.array_equal(before, gpu.read_palettes())
+        assert gpu.pending_edits == 0 and not np.array_equal(before, gpu.read_palettes())
+        gpu.set_speeds(2.0, instances=[3, 4])
+        assert gpu.pending_edits == 4  # two instances, two base slots
     finally:
         gpu.release()
 

@@ -161,16 +161,12 @@ class GpuCrowd:
         self.palette_buffer = ctx.buffer(reserve=max(nbytes, 16))
         self._buffers[B_STATE] = ctx.buffer(self.control.tobytes())
         self._upload_rig()
-        self._pose_program = ctx.compute_shader(self._source("gpu_pose.comp.glsl",
-                                                             {"NODES": len(self.rig), "SLOTS": self.joint_count}))
-        self._edit_program = ctx.compute_shader(self._source("gpu_edits.comp.glsl", {}))
+        self._pose_program = ctx.compute_shader(compute_source("gpu_pose.comp.glsl",
+                                                               {"NODES": len(self.rig), "SLOTS": self.joint_count}))
+        self._edit_program = ctx.compute_shader(compute_source("gpu_edits.comp.glsl", {}))
         self.evaluate()
 
     # -- set-up ---------------------------------------------------------------------------------
-
-    @staticmethod
-    def _source(name: str, defines: dict) -> str:
-        return compute_source(name, defines)
 
     def _replace(self, binding: int, data: np.ndarray) -> None:
         old = self._buffers.pop(binding, None)
@@ -293,8 +289,8 @@ class GpuCrowd:
         idx = self._instances(instances)
         mode = self._loop(loop)
         blend = self.blend_weights(idx)
-        offsets = np.broadcast_to(np.asarray(offsets, np.float32), idx.shape)
-        speeds = np.broadcast_to(np.asarray(speeds, np.float32), idx.shape)
+        offsets = np.broadcast_to(np.asarray(offsets, np.float64), idx.shape)  # clocks: float64 until split
+        speeds = np.broadcast_to(np.asarray(speeds, np.float64), idx.shape)
         rate = 1.0 / duration if duration > 0.0 else math.inf
         to_one = blend < 0.5  # slot 0 carries the pose: the new clip goes to slot 1, and the weight to it
         for upward, side in ((True, to_one), (False, ~to_one)):
@@ -345,7 +341,7 @@ class GpuCrowd:
         """Set the clock of ``clip`` (wherever the selected instances play it on ``layer``) to ``time``."""
         c = self.clip_index(clip)
         idx = self._instances(instances)
-        times = np.broadcast_to(np.asarray(time, np.float32), idx.shape)
+        times = np.broadcast_to(np.asarray(time, np.float64), idx.shape)
         pairs = ((S_CLIP0, S_TIME0), (S_CLIP1, S_TIME1)) if layer == 0 else ((S_CLIPL, S_TIMEL),)
         for clip_field, time_field in pairs:
             hit = self.control[idx, clip_field] == c
@@ -380,6 +376,11 @@ class GpuCrowd:
         self._set(self._instances(instances), {S_LAYER_WEIGHT: weight})
 
     # -- frames ---------------------------------------------------------------------------------
+
+    @property
+    def pending_edits(self) -> int:
+        """Floats queued for the next update (0 while the game changes nothing: nothing is uploaded)."""
+        return sum(len(e[0]) for e in self._edits)
 
     def _flush(self) -> None:
         """Write the queued edits into the state buffer: one upload and one dispatch, the last edit of
