@@ -38,7 +38,7 @@ import numpy.typing as npt
 
 from ..clip import INTERP_CODE, PATH_CODE, Clip
 from ..errors import SkeletalError
-from ..playback.clipset import TK_INTERP, TK_KEY_START, TK_NODE, TK_PATH, TK_VALUE_START, ClipSet
+from ..playback.clipset import TK_INTERP, TK_KEY_START, TK_NODE, TK_PATH, TK_TIMELINE, TK_VALUE_START, ClipSet
 from ..playback.mixer import Mixer
 from .errors import RenderError
 from .layout import PaletteLayout
@@ -61,9 +61,11 @@ CLOCKS = ((S_TIME0, S_TIME0_LO), (S_TIME1, S_TIME1_LO), (S_TIMEL, S_TIMEL_LO))
 LOOPS = {"repeat": 1, "pingpong": 2, "clamp": 3, "once": 3}
 LAYER_NONE, LAYER_OVERRIDE, LAYER_ADDITIVE = 0, 1, 2
 TRACK_NLERP = 4  # mode bit of a rotation track sampled with nlerp
+TIMELINE_SHIFT = 4  # mode bits from here: the track's timeline within its clip + 1 (0: a constant track)
 LOCAL_SIZE = 64  # invocations per work group (both shaders)
 # storage buffer bindings (the shaders' ``binding = N``); 0 is the palette, as skinning.glsl reads it
 B_PALETTE, B_VALUES, B_TIMES, B_TRACKS, B_NODE_TRACKS, B_RIG_F, B_RIG_I, B_STATE, B_EDITS, B_SLERP_KEYS = range(10)
+STORAGE_BLOCKS = 9  # bound by the posing shader (all but B_EDITS)
 
 
 def compute_support(ctx) -> str | None:
@@ -71,17 +73,23 @@ def compute_support(ctx) -> str | None:
     version = getattr(ctx, "version_code", 0)
     if version < 430:
         return f"GPU posing needs OpenGL 4.3 compute shaders; the context is OpenGL {version // 100}.{version % 100 // 10}"
+    blocks = int(ctx.info.get("GL_MAX_COMPUTE_SHADER_STORAGE_BLOCKS", 16) or 0)
+    if blocks < STORAGE_BLOCKS:
+        return f"GPU posing needs {STORAGE_BLOCKS} storage buffers in a compute shader; GL_MAX_COMPUTE_SHADER_STORAGE_BLOCKS is {blocks}"
     return None
 
 
 def track_modes(clipset: ClipSet, nlerp_max_gap: float) -> np.ndarray:
     """(T,) int32: each track's interpolation code, with :data:`TRACK_NLERP` set on the LINEAR rotation
-    tracks whose keys are at most ``nlerp_max_gap`` degrees apart (the CPU crowd's nlerp choice)."""
+    tracks whose keys are at most ``nlerp_max_gap`` degrees apart (the CPU crowd's nlerp choice), and
+    its timeline within its clip + 1 from bit :data:`TIMELINE_SHIFT` (0: constant, no key search)."""
     table = clipset.track_table
-    modes = table[:, TK_INTERP].astype(np.int32)
+    modes = table[:, TK_INTERP].astype(np.int64)
     nlerp = ((table[:, TK_PATH] == PATH_CODE["rotation"]) & (table[:, TK_INTERP] == INTERP_CODE["LINEAR"])
              & clipset.fast_rotations(nlerp_max_gap))
-    return modes | np.where(nlerp, TRACK_NLERP, 0).astype(np.int32)
+    clip_of = np.repeat(np.arange(len(clipset)), np.diff(clipset.track_start))
+    timeline = np.where(table[:, TK_TIMELINE] >= 0, table[:, TK_TIMELINE] - clipset.timeline_start[clip_of] + 1, 0)
+    return (modes | np.where(nlerp, TRACK_NLERP, 0) | (timeline << TIMELINE_SHIFT)).astype(np.int32)
 
 
 def node_track_table(clipset: ClipSet, nodes: int) -> np.ndarray:
@@ -153,6 +161,7 @@ class GpuCrowd:
         self._edits: list[tuple[np.ndarray, np.ndarray]] = []
         self._buffers: dict[int, object] = {}
         self._clip_version = -1
+        self._pose_program = None
         nbytes = self.count * self.joint_count * 48
         size_limit = int(ctx.info.get("GL_MAX_SHADER_STORAGE_BLOCK_SIZE", 1 << 27))
         if nbytes > size_limit:
@@ -161,8 +170,6 @@ class GpuCrowd:
         self.palette_buffer = ctx.buffer(reserve=max(nbytes, 16))
         self._buffers[B_STATE] = ctx.buffer(self.control.tobytes())
         self._upload_rig()
-        self._pose_program = ctx.compute_shader(compute_source("gpu_pose.comp.glsl",
-                                                               {"NODES": len(self.rig), "SLOTS": self.joint_count}))
         self._edit_program = ctx.compute_shader(compute_source("gpu_edits.comp.glsl", {}))
         self.evaluate()
 
@@ -202,7 +209,15 @@ class GpuCrowd:
         table = cs.track_table
         key_counts = np.diff(cs.key_start)
         tracks = np.stack([table[:, TK_VALUE_START], table[:, TK_KEY_START], key_counts,
-                           track_modes(cs, self.nlerp_max_gap)], axis=1) if len(table) else np.zeros((1, 4))
+                           track_modes(cs, self.nlerp_max_gap)], axis=1) if len(table) else np.zeros((0, 4))
+        # then the timelines (first key, key count) and each clip's timeline range, in the same buffer
+        timelines = np.zeros((len(cs.timeline_keys), 4), np.int64)
+        timelines[:, :2] = cs.timeline_keys
+        ranges = np.zeros((len(cs), 4), np.int64)
+        ranges[:, 0], ranges[:, 1] = cs.timeline_start[:-1], cs.timeline_start[1:]
+        self._timelines_at = len(tracks)
+        self._clip_timelines_at = len(tracks) + len(timelines)
+        tracks = np.concatenate([tracks, timelines, ranges, np.zeros((1, 4), np.int64)])
         if cs.values.size >= 2**31 or cs.times.size >= 2**31:
             raise RenderError(f"{self.asset.name}: the clips hold {cs.values.size} floats, more than GPU posing indexes")
         self._replace(B_VALUES, cs.values.astype(np.float32))
@@ -212,6 +227,13 @@ class GpuCrowd:
         self._replace(B_SLERP_KEYS, cs.slerp_keys.astype(np.float32))
         self._clip_version = cs.version
         self._upload_rig_floats()
+        timelines_needed = max(cs.max_timelines, 1)
+        if getattr(self, "_timelines", None) != timelines_needed:  # the shader's per-action key arrays
+            if getattr(self, "_pose_program", None) is not None:
+                self._pose_program.release()
+            self._pose_program = self.ctx.compute_shader(compute_source("gpu_pose.comp.glsl", {
+                "NODES": len(self.rig), "SLOTS": self.joint_count, "TIMELINES": timelines_needed}))
+            self._timelines = timelines_needed
 
     def _upload_rig_floats(self) -> None:
         wide = self.clipset.duration if len(self.clipset) else np.zeros(1)
@@ -408,7 +430,8 @@ class GpuCrowd:
         self.palette_buffer.bind_to_storage_buffer(B_PALETTE)
         program = self._pose_program
         for name, value in (("u_count", self.count), ("u_clips", len(self.clipset)), ("u_dt", float(dt)),
-                            ("u_layer_mode", self.layer_mode)):
+                            ("u_layer_mode", self.layer_mode), ("u_timelines_at", self._timelines_at),
+                            ("u_clip_timelines_at", self._clip_timelines_at)):
             member = program.get(name, None)
             if member is not None:
                 member.value = value

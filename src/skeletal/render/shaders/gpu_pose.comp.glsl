@@ -4,7 +4,8 @@
 //
 // Conventions, as on the CPU: quaternions xyzw; a local pose row is t(3) q(4) s(3); matrices are
 // row-major 3x4 acting on column vectors (the bottom row 0 0 0 1 implied), stored as three vec4 rows.
-// Defines: NODES (rig nodes, parents before children), SLOTS (palette matrices per instance).
+// Defines: NODES (rig nodes, parents before children), SLOTS (palette matrices per instance),
+// TIMELINES (the most key timelines a clip has).
 
 layout(local_size_x = 64) in;
 
@@ -14,7 +15,9 @@ layout(std430, binding = 0) writeonly buffer Palette { vec4 rows[]; } palette_ou
 layout(std430, binding = 1) readonly buffer Values { float key_values[]; };
 // ClipSet.times (float32 key times of every track, track after track)
 layout(std430, binding = 2) readonly buffer Times { float key_times[]; };
-// per track: first value, first key, key count, mode (interpolation | TRACK_NLERP)
+// per track: first value, first key, key count, mode (interpolation | TRACK_NLERP | (timeline of its
+// clip + 1) << TIMELINE_SHIFT, 0 for a constant track); then per timeline (u_timelines_at + l): first
+// key, key count; then per clip (u_clip_timelines_at + c): its first timeline, its end
 layout(std430, binding = 3) readonly buffer Tracks { ivec4 tracks[]; };
 // per clip, node and path (translation, rotation, scale): the track, or -1 (the clip leaves it alone)
 layout(std430, binding = 4) readonly buffer NodeTracks { int node_tracks[]; };
@@ -32,6 +35,8 @@ uniform int u_count;         // instances
 uniform int u_clips;         // clips in the tables
 uniform float u_dt;          // seconds to advance the clocks by (0: pose the clocks as they are)
 uniform int u_layer_mode;    // 0 no layer, 1 override (masked), 2 additive
+uniform int u_timelines_at;  // where the timelines start in tracks[]
+uniform int u_clip_timelines_at;  // where the clips' timeline ranges start in tracks[]
 
 const int STATE_WIDTH = 20;
 const int S_CLIP0 = 0, S_TIME0 = 1, S_SPEED0 = 2, S_LOOP0 = 3;
@@ -40,7 +45,7 @@ const int S_BLEND = 8, S_BLEND_RATE = 9, S_LAYER_WEIGHT = 10;
 const int S_CLIPL = 12, S_TIMEL = 13, S_SPEEDL = 14, S_LOOPL = 15;
 const int S_TIME0_LO = 16, S_TIME1_LO = 17, S_TIMEL_LO = 18;  // the clocks' low parts (see clock_add)
 const int LOOP_REPEAT = 1, LOOP_PINGPONG = 2, LOOP_CLAMP = 3;
-const int STEP = 0, LINEAR = 1, CUBICSPLINE = 2, TRACK_NLERP = 4;
+const int STEP = 0, LINEAR = 1, CUBICSPLINE = 2, TRACK_NLERP = 4, TIMELINE_SHIFT = 4;
 const float NLERP_ABOVE_COS = 0.9995;  // skeletal.quat: nearly parallel keys are lerped and normalised
 const int MASK_AT = NODES * 10;
 const int IBM_AT = MASK_AT + NODES;
@@ -135,40 +140,63 @@ vec4 slerp4(vec4 a, vec4 b, float u, int row) {
     return a * (sin_quarter((1.0 - u) * angle.x) * angle.y) + b * (sin_quarter(u * angle.x) * angle.y);
 }
 
-// Track k at clip-local time t (skeletal.sampling.interpolate_into): width 3 (translation, scale) or
-// 4 (rotation, xyzw); outside the keys the end key's value.
-vec4 sample_track(int k, vec2 t, int width) {
+// Each action's key interval on every timeline of its clip, found once per instance (tracks with the
+// same key times share a timeline: the CPU crowd's one key search per timeline): action a (0 and 1 the
+// base slots, 2 the layer), timeline l of its clip. Key -1 before the first key, count - 1 after the last.
+int action_key[3 * TIMELINES];
+float action_u[3 * TIMELINES];
+
+void locate_action(int a, int clip, vec2 t) {
+    if (clip < 0 || clip >= u_clips) return;
+    ivec4 range = tracks[u_clip_timelines_at + clip];
+    for (int l = 0; l < range.y - range.x && l < TIMELINES; ++l) {
+        ivec4 timeline = tracks[u_timelines_at + range.x + l];
+        int ks = timeline.x, count = timeline.y;
+        int key;
+        if (t.x < key_times[ks]) key = -1;
+        else if (t.x >= key_times[ks + count - 1]) key = count - 1;
+        else {
+            int lo = 0, hi = count - 1;  // key_times[lo] <= t < key_times[hi]
+            while (hi - lo > 1) {
+                int m = (lo + hi) >> 1;
+                if (key_times[ks + m] <= t.x) lo = m; else hi = m;
+            }
+            key = lo;
+        }
+        float u = 0.0;
+        if (key >= 0 && key < count - 1) {
+            float t0 = key_times[ks + key];
+            u = ((t.x - t0) + t.y) / (key_times[ks + key + 1] - t0);
+        }
+        action_key[a * TIMELINES + l] = key;
+        action_u[a * TIMELINES + l] = u;
+    }
+}
+
+// Track k of action a's clip at the action's time (skeletal.sampling.interpolate_into): width 3
+// (translation, scale) or 4 (rotation, xyzw); outside the keys the end key's value.
+vec4 sample_track(int k, int a, int width) {
     ivec4 tr = tracks[k];
     int vs = tr.x, ks = tr.y, count = tr.z;
     int interp = tr.w & 3;
+    int timeline = (tr.w >> TIMELINE_SHIFT) - 1;
     int stride = interp == CUBICSPLINE ? 3 * width : width;
     int mid = interp == CUBICSPLINE ? width : 0;
-    int key;
-    if (t.x < key_times[ks]) key = -1;
-    else if (t.x >= key_times[ks + count - 1]) key = count - 1;
-    else {
-        int lo = 0, hi = count - 1;  // key_times[lo] <= t < key_times[hi]
-        while (hi - lo > 1) {
-            int m = (lo + hi) >> 1;
-            if (key_times[ks + m] <= t.x) lo = m; else hi = m;
-        }
-        key = lo;
-    }
+    int key = timeline < 0 ? -1 : action_key[a * TIMELINES + timeline];
     if (key < 0 || key >= count - 1 || interp == STEP) return load_w(vs + max(key, 0) * stride + mid, width);
-    float t0 = key_times[ks + key];
-    float span = key_times[ks + key + 1] - t0;
-    float u = ((t.x - t0) + t.y) / span;
-    int a = vs + key * stride;
-    int b = a + stride;
+    float u = action_u[a * TIMELINES + timeline];
+    int a0 = vs + key * stride;
+    int b0 = a0 + stride;
     if (interp == LINEAR) {
-        if (width == 3) return load3(a) * (1.0 - u) + load3(b) * u;
-        return (tr.w & TRACK_NLERP) != 0 ? nlerp4(load4(a), load4(b), u) : slerp4(load4(a), load4(b), u, ks + key);
+        if (width == 3) return load3(a0) * (1.0 - u) + load3(b0) * u;
+        return (tr.w & TRACK_NLERP) != 0 ? nlerp4(load4(a0), load4(b0), u) : slerp4(load4(a0), load4(b0), u, ks + key);
     }
+    float span = key_times[ks + key + 1] - key_times[ks + key];
     float u2 = u * u, u3 = u2 * u;
     float h00 = 2.0 * u3 - 3.0 * u2 + 1.0, h10 = (u3 - 2.0 * u2 + u) * span;
     float h01 = -2.0 * u3 + 3.0 * u2, h11 = (u3 - u2) * span;
-    vec4 v = h00 * load_w(a + width, width) + h10 * load_w(a + 2 * width, width)
-           + h01 * load_w(b + width, width) + h11 * load_w(b, width);
+    vec4 v = h00 * load_w(a0 + width, width) + h10 * load_w(a0 + 2 * width, width)
+           + h01 * load_w(b0 + width, width) + h11 * load_w(b0, width);
     if (width == 4) {
         float n = length(v);
         v = n > 0.0 ? v / n : vec4(0.0, 0.0, 0.0, 1.0);
@@ -184,10 +212,8 @@ int track_of(int clip, int node, int path) {
 // One node's base layer: up to two actions (weights w0, w1) blended over the rest pose as the CPU mixer
 // blends (skeletal.playback.kernels: weighted sums; rotations sign-aligned to the first contribution
 // and normalised; a total weight under 1 filled by the rest pose; one full-weight action as sampled).
-void base_layer(int node, int c0, vec2 t0, float w0, int c1, vec2 t1, float w1,
-                inout vec3 T, inout vec4 R, inout vec3 S) {
+void base_layer(int node, int c0, float w0, int c1, float w1, inout vec3 T, inout vec4 R, inout vec3 S) {
     int clips[2] = int[2](c0, c1);
-    vec2 times[2] = vec2[2](t0, t1);
     float weights[2] = float[2](w0, w1);
     for (int path = 0; path < 3; ++path) {
         int width = path == 1 ? 4 : 3;
@@ -199,7 +225,7 @@ void base_layer(int node, int c0, vec2 t0, float w0, int c1, vec2 t1, float w1,
             if (w <= 0.0) continue;
             int k = track_of(clips[i], node, path);
             if (k < 0) continue;
-            vec4 v = sample_track(k, times[i], width);
+            vec4 v = sample_track(k, i, width);
             float signed_w = (path == 1 && total > 0.0 && dot(acc, v) < 0.0) ? -w : w;
             acc += signed_w * v;
             total += w;
@@ -233,14 +259,14 @@ vec4 add_rotation(vec4 q, vec4 dq, float w) {
 
 // The one layer over the base: additive (deltas scaled by weight * mask) or override (mixed over the
 // pose beneath by min(weight * mask, 1)), as the CPU mixer's second layer.
-void top_layer(int node, int c, vec2 t, float weight, inout vec3 T, inout vec4 R, inout vec3 S) {
+void top_layer(int node, int c, float weight, inout vec3 T, inout vec4 R, inout vec3 S) {
     float mask = rig_f[MASK_AT + node];
     if (mask <= 0.0 || weight <= 0.0) return;
     for (int path = 0; path < 3; ++path) {
         int k = track_of(c, node, path);
         if (k < 0) continue;
         int width = path == 1 ? 4 : 3;
-        vec4 v = sample_track(k, t, width);
+        vec4 v = sample_track(k, 2, width);
         if (u_layer_mode == 2) {
             float wa = weight * mask;
             if (path == 0) T += wa * v.xyz;
@@ -291,6 +317,9 @@ void main() {
     float w0 = c0 >= 0 ? 1.0 - blend : 0.0;
     float w1 = c1 >= 0 ? blend : 0.0;
     float layer_weight = (u_layer_mode != 0 && cl >= 0) ? state[base + S_LAYER_WEIGHT] : 0.0;
+    if (w0 > 0.0) locate_action(0, c0, t0);
+    if (w1 > 0.0) locate_action(1, c1, t1);
+    if (layer_weight > 0.0) locate_action(2, cl, tl);
 
     // world rows of every node, parents first (rig order)
     vec4 world[NODES * 3];
@@ -299,8 +328,8 @@ void main() {
         vec3 T = vec3(rig_f[r], rig_f[r + 1], rig_f[r + 2]);
         vec4 R = vec4(rig_f[r + 3], rig_f[r + 4], rig_f[r + 5], rig_f[r + 6]);
         vec3 S = vec3(rig_f[r + 7], rig_f[r + 8], rig_f[r + 9]);
-        base_layer(n, c0, t0, w0, c1, t1, w1, T, R, S);
-        if (layer_weight > 0.0) top_layer(n, cl, tl, layer_weight, T, R, S);
+        base_layer(n, c0, w0, c1, w1, T, R, S);
+        if (layer_weight > 0.0) top_layer(n, cl, layer_weight, T, R, S);
         // T R S as rows (skeletal.pose._trs_rows)
         float x2 = R.x + R.x, y2 = R.y + R.y, z2 = R.z + R.z;
         float xx = R.x * x2, xy = R.x * y2, xz = R.x * z2, yy = R.y * y2, yz = R.y * z2, zz = R.z * z2;
