@@ -91,12 +91,6 @@ def pose_both(asset, gl, count, rng, *, additive: bool):
     return gpu, cpu
 
 
-def models(demo):
-    yield "demo", demo
-    for name in ("Soldier.glb", "Fox.glb", "RobotExpressive.glb"):
-        yield name, None
-
-
 @pytest.mark.parametrize("additive", [False, True], ids=["override", "additive"])
 @pytest.mark.parametrize("model", ["demo", "Soldier.glb", "Fox.glb", "RobotExpressive.glb"])
 def test_gpu_palettes_match_cpu(gl, demo, model, additive):

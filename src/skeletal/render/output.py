@@ -277,6 +277,8 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
 
         raise RenderError(f"--gpu-pose draws a crowd playing one clip with LBS skinning (no --crossfade, --ground, "
                           f"--look-at, --jiggle, --skeleton or --skinning dqs). {UNSUPPORTED}")
+    if gpu_pose and palette_mode not in ("auto", "ssbo"):
+        raise RenderError(f"--gpu-pose draws from the GPU crowd's storage buffer: --palette ssbo (or auto), not {palette_mode}")
     if procedural:
         from ..errors import SkeletalError
         from ..playback.ground import as_ground
