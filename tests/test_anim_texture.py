@@ -68,6 +68,8 @@ def test_error_shrinks_with_the_rate(demo, baked):
 def test_bad_input(demo, tmp_path):
     with pytest.raises(SkeletalError, match="fps must be positive"):
         bake_texture(demo, fps=0)
+    with pytest.raises(SkeletalError, match="over 16384 on a side"):  # refused before posing anything
+        bake_texture(demo, fps=1e12)
     with pytest.raises(SkeletalError, match=r"\.npy or \.bin"):
         save_texture(AnimTexture(np.zeros((1, 3, 4), np.float32), 30.0), tmp_path / "x.exr")
     with pytest.raises(SkeletalError, match="cannot read"):

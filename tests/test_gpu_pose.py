@@ -193,6 +193,8 @@ def test_unsupported_is_one_line_and_bad_input(gl, demo):
         gpu.release()
     with pytest.raises(skeletal.SkeletalError, match="count must be at least 1"):
         GpuCrowd(demo, 0, ctx=gl)
+    with pytest.raises(skeletal.SkeletalError, match="work groups"):  # refused before any allocation
+        GpuCrowd(demo, 10**10, ctx=gl)
 
 
 def odd_interpolations(asset, rng) -> skeletal.Clip:
