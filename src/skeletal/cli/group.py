@@ -403,6 +403,9 @@ FEATURE_COMMANDS: list[tuple[str, str]] = [
     # the browser page and notebook widget (issue 19)
     ("skeletal.cli.html", "html_command"),
 
+    # baked animation textures for GPU crowds (issue 30)
+    ("skeletal.cli.bake_texture", "bake_texture_command"),
+
 ]
 
 

@@ -36,6 +36,9 @@ SKINNING_CHOICES = ("lbs", "dqs")
               help="Colour by the skin weights of JOINT (name or glTF node index): blue 0 .. red 1.")
 @click.option("--crowd", "crowd_n", default=1, show_default=True, type=int,
               help="Draw N instances on a grid at different phases (one instanced draw call).")
+@click.option("--gpu-pose", "gpu_pose", is_flag=True,
+              help="Pose the crowd in OpenGL 4.3 compute shaders and draw from the GPU's palettes (no per-frame "
+                   "palette upload; one clip, LBS).")
 @click.option("--frames", is_flag=True, help="With a .png output: write every frame as NAME_0001.png, ...")
 @click.option("--palette", "palette_mode", default="auto", show_default=True, type=click.Choice(PALETTE_CHOICES),
               help="How skin palettes reach the GPU.")
@@ -54,7 +57,7 @@ SKINNING_CHOICES = ("lbs", "dqs")
 @up_option
 @scene_option
 def render(model, clip, out, fps, size, seconds, start, camera, skeleton, weights_joint, crowd_n, frames,
-           palette_mode, skinning, verbose, crossfade, ground, look_at, jiggle, force, up, scene):
+           palette_mode, skinning, verbose, crossfade, ground, look_at, jiggle, gpu_pose, force, up, scene):
     """Render MODEL (glTF, FBX, Collada, BVH...; default: the built-in demo character) headless to an image or video.
 
     \b
@@ -62,6 +65,7 @@ def render(model, clip, out, fps, size, seconds, start, camera, skeleton, weight
       skeletal render Soldier.glb --clip Walk --out walk.gif
       skeletal render Fox.glb --out fox.png --camera yaw=90,pitch=5 --skeleton
       skeletal render --crowd 16 --out crowd.mp4 --seconds 2
+      skeletal render --crowd 10000 --gpu-pose --out crowd.png
       skeletal render Soldier.glb --crossfade Walk:Run@1.0:0.5 --out fade.mp4
       skeletal render Fox.glb --skinning dqs --out fox.png
       skeletal render Soldier.glb --clip Walk --ground terrain:amplitude=0.2 --look-at 1,1.6,3 --out hills.mp4
@@ -74,7 +78,7 @@ def render(model, clip, out, fps, size, seconds, start, camera, skeleton, weight
         asset_in_scene(model, scene), clip=clip, out_path=out, fps=fps, size=size, seconds=seconds, camera=camera, skeleton=skeleton,
         weights_joint=weights_joint, crowd_n=crowd_n, frames=frames, verbose=verbose, palette_mode=palette_mode,
         start=start, log=lambda text: click.echo(text, err=True), crossfade=crossfade, skinning=skinning,
-        ground=ground, look_at=look_at, jiggle=jiggle, force=force,
+        ground=ground, look_at=look_at, jiggle=jiggle, force=force, gpu_pose=gpu_pose,
     )
     where = result.paths[0] if len(result.paths) == 1 else f"{result.paths[0]} .. {result.paths[-1]}"
     w, h = result.size

@@ -262,7 +262,8 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
                 frames: bool = False, verbose: bool = False, palette_mode: str = "auto", start: float = 0.0,
                 progress: bool = True, log: Callable[[str], None] | None = None,
                 crossfade: str | None = None, skinning: str = "lbs", ground: str | None = None,
-                look_at: str | None = None, jiggle: bool = False, force: bool = False) -> RenderResult:
+                look_at: str | None = None, jiggle: bool = False, force: bool = False,
+                gpu_pose: bool = False) -> RenderResult:
     """Render ``clip`` of a model (path, :class:`skeletal.Asset`, or None for the demo) to ``out_path``.
 
     The format follows the suffix: ``.png`` (the frame at ``start``; with ``frames=True`` every
@@ -279,6 +280,8 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
     Frames are counted before anything is drawn (:func:`skeletal.io.budget.check_output`): more than
     108,000 (an hour at 30 fps) are refused unless ``force``. Frames go to the writer one at a time
     (GIF and MP4 alike), so memory does not grow with the length.
+    ``gpu_pose``: the crowd is posed by compute shaders (:class:`~skeletal.render.gpu_pose.GpuCrowd`,
+    OpenGL 4.3) and drawn from the GPU's palette buffer; the CPU only advances a clock uniform.
     """
     from ..properties import sample_properties
     from .layout import crowd_phases, grid_offsets, pose_at, rest_clip
@@ -346,6 +349,13 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
     except SamplingError as exc:
         raise RenderError(f"{asset.name}: {exc}") from None
     procedural = ground is not None or look_at is not None or jiggle
+    if gpu_pose and (procedural or fade is not None or skeleton or skinning != "lbs"):
+        from .gpu_pose import UNSUPPORTED
+
+        raise RenderError(f"--gpu-pose draws a crowd playing one clip with LBS skinning (no --crossfade, --ground, "
+                          f"--look-at, --jiggle, --skeleton or --skinning dqs). {UNSUPPORTED}")
+    if gpu_pose and palette_mode not in ("auto", "ssbo"):
+        raise RenderError(f"--gpu-pose draws from the GPU crowd's storage buffer: --palette ssbo (or auto), not {palette_mode}")
     if procedural:
         from ..errors import SkeletalError
         from ..playback.ground import as_ground
@@ -360,8 +370,8 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
         renderer = TerrainRenderer(asset, width, height, ground=surface, palette_mode=palette_mode, instances=crowd_n,
                                    camera=camera, skinning=skinning)
     else:
-        renderer = Renderer(asset, width, height, palette_mode=palette_mode, instances=crowd_n, camera=camera,
-                            skinning=skinning)
+        renderer = Renderer(asset, width, height, palette_mode=palette_mode, instances=1 if gpu_pose else crowd_n,
+                            camera=camera, skinning=skinning)
     try:
         renderer.frame(the_clip)
         lo, hi = renderer.bounds
@@ -392,13 +402,32 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
             from .camera import motion_node
 
             followed = motion_node(asset)
+        gpu_crowd = None
+        if gpu_pose:
+            from .gpu_pose import GpuCrowd
+
+            gpu_crowd = GpuCrowd(asset, crowd_n, ctx=renderer.ctx)
+            if asset.clips:
+                gpu_crowd.play(the_clip, offsets=phases + float(times[0]))
+            if verbose:
+                say(f"skeletal render: {gpu_crowd.describe()}")
         if procedural:
             from .terrain import ProceduralPoser
 
             poser = ProceduralPoser(asset, the_clip, phases, float(times[0]), ground=surface, look_at=target,
                                     jiggle=jiggle, offsets=offsets, fade=fade)
         try:
+            previous = float(times[0])
             for t in times:
+                if gpu_crowd is not None:  # one dispatch: clocks, poses, palettes on the GPU
+                    gpu_crowd.update(float(t) - previous)
+                    previous = float(t)
+                    t1 = time.perf_counter()
+                    image = renderer.draw(gpu_crowd, offsets, weights_joint=weights_joint)
+                    draw_time += time.perf_counter() - t1
+                    writer.append(image)
+                    bar.update(1)
+                    continue
                 if poser is not None:
                     world, morph, placed = poser(float(t))
                     if surface is not None:
@@ -431,6 +460,8 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
             raise
         finally:
             bar.close()
+            if gpu_crowd is not None:
+                gpu_crowd.release()
         paths = writer.close()
     finally:
         renderer.release()

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 import moderngl
 import numpy as np
 
+from ..pose import world_matrices
 from ..skin import apply_morphs
 from ..properties import material_values, node_visibility
 from ..skin_dq import gpu_dq_palette
@@ -141,6 +142,7 @@ class Renderer:
                     default=4)
         self.influences = influences_needed(max_k)
         self.store = None
+        self._palette_source = None  # a GpuCrowd while its frame is drawn (its own palette buffer)
         self.palette_choice = None
         self._offsets_buffer = None
         self._offsets_capacity = 0
@@ -157,10 +159,11 @@ class Renderer:
 
     # -- setup ----------------------------------------------------------------------------------
 
-    def _ensure_capacity(self, n_instances: int) -> None:
-        """A palette store and an offsets buffer big enough for ``n_instances`` instances."""
+    def _ensure_capacity(self, n_instances: int, palettes: bool = True) -> None:
+        """A palette store (unless ``palettes`` is False: a GPU crowd brings its own) and an offsets
+        buffer big enough for ``n_instances`` instances."""
         needed = n_instances * self.layout.joint_count
-        if self.store is None or self.store.capacity < needed:
+        if self.store is None or (palettes and self.store.capacity < needed):
             rows = skinning_rows(self.skinning)
             if self.palette_mode == "auto":
                 choice = best_available(self.ctx, needed, rows)
@@ -230,9 +233,15 @@ class Renderer:
             content = [(buf, formats.get(name) or ("4i" if name.startswith("a_joints") else "4f"), name)
                        for name, buf in prim.buffers.items() if name != "indices"]
             content.append((self._offsets_buffer, "3f/i", "a_offset"))
+            content += self._instance_attributes()
             prim.vao = self.ctx.vertex_array(self.mesh_program, content, index_buffer=prim.buffers.get("indices"),
                                              index_element_size=4, skip_errors=True)
         return prim.vao
+
+    def _instance_attributes(self) -> list:
+        """More per-instance vertex attributes of the mesh program (buffer, format, name); none here
+        (a baked-texture crowd adds its clips and clocks: :mod:`.anim_texture_draw`)."""
+        return []
 
     def _make_fixed_geometry(self) -> None:
         ctx = self.ctx
@@ -366,7 +375,9 @@ class Renderer:
                finish: bool = False) -> dict[str, float]:
         """Draw one frame into :attr:`framebuffer`, without reading it back.
 
-        ``state``, ``instances``, ``skeleton``, ``weights_joint``: as for :meth:`draw`.
+        ``state``, ``instances``, ``skeleton``, ``weights_joint``: as for :meth:`draw`. ``state`` may be a
+        :class:`~skeletal.render.gpu_pose.GpuCrowd`: its palettes, posed on the GPU by its last update,
+        are drawn from its own buffer (nothing uploaded but the placements; LBS, the ssbo path).
         ``palettes``: skinning matrices already computed for this pose, instead of computing them
         from the world matrices: a list of one (J_s, 4, 4) or (I, J_s, 4, 4) array per skin, as
         :attr:`skeletal.Player.palettes` gives them (rigid meshes still take their node's world
@@ -381,6 +392,10 @@ class Renderer:
         ``finish`` waiting for them).
         """
         t0 = time.perf_counter()
+        gpu = state if getattr(state, "palette_buffer", None) is not None else None  # a GpuCrowd
+        self._palette_source = gpu
+        if gpu is not None:
+            return self._render_gpu_crowd(gpu, instances, weights_joint, viewport, finish, skeleton, palettes, t0)
         world, morph = self._pose_arrays(state)
         followed = getattr(state, "property_values", None)  # a Player (M,) or Mixer (B, M): instance 0's
         if followed is not None and np.size(followed):
@@ -407,7 +422,40 @@ class Renderer:
         self._offsets_buffer.write(offsets.tobytes())
         self._set_heat_joint(heat)
         t2 = time.perf_counter()
+        return self._draw_frame(world, morph, offsets, viewport, skeleton, finish, t0, t1, t2)
 
+    def _render_gpu_crowd(self, crowd, instances, weights_joint, viewport, finish, skeleton, palettes,
+                          t0: float) -> dict[str, float]:
+        """:meth:`render` of a :class:`~skeletal.render.gpu_pose.GpuCrowd`: its palettes are already in a
+        GPU buffer (posed by its last update), bound as the skinning shader's storage block; nothing is
+        uploaded but the placements. Shadows sit under each placement at the rest pose's centre."""
+        if skeleton or palettes is not None or self.skinning != "lbs" or self.cpu_skinning:
+            raise RenderError("a GPU-posed crowd is drawn with linear blend skinning from its own palettes "
+                              "(no skeleton overlay, palettes, DQS or CPU skinning)")
+        if self._bones is not None:
+            raise RenderError(f"{self.asset.name} has no mesh to skin (its bones are drawn from CPU poses): "
+                              "draw it without GPU posing")
+        if self.store.mode != "ssbo":
+            raise RenderError(f"a GPU-posed crowd needs the ssbo palette path; this renderer uses {self.store.mode}")
+        if crowd.joint_count != self.layout.joint_count or crowd.ctx is not self.ctx:
+            raise RenderError("the GPU crowd was made for another model or OpenGL context than this renderer's")
+        offsets = self._placements(instances, crowd.count)
+        if len(offsets) != crowd.count:
+            raise RenderError(f"{len(offsets)} placements for a GPU crowd of {crowd.count} instances")
+        self._ensure_capacity(crowd.count, palettes=False)
+        rest = self.asset.rig.rest.astype(np.float64)
+        world = world_matrices(self.asset.rig.parents, rest)[None]  # (1, N, 4, 4): the shadows' centre only
+        morph = np.broadcast_to(self.asset.rest_morph, (crowd.count, len(self.asset.rest_morph)))
+        self._cpu_palette = None
+        heat = self._resolve_heat(weights_joint)
+        t1 = time.perf_counter()
+        self._offsets_buffer.write(offsets.tobytes())
+        self._set_heat_joint(heat)
+        t2 = time.perf_counter()
+        return self._draw_frame(world, morph, offsets, viewport, False, finish, t0, t1, t2)
+
+    def _draw_frame(self, world, morph, offsets, viewport, skeleton, finish, t0, t1, t2) -> dict[str, float]:
+        """The draw calls of :meth:`render` once palettes and placements are in place."""
         ctx = self.ctx
         self._target.use()
         ctx.viewport = (0, 0, self.width, self.height)
@@ -594,7 +642,7 @@ class Renderer:
         n_instances = len(offsets)
         ctx.enable(moderngl.DEPTH_TEST)
         ctx.disable(moderngl.BLEND | moderngl.CULL_FACE)
-        self.store.bind(program)
+        (self._palette_source or self.store).bind(program)  # a GPU crowd's own buffer
         write_matrix(program, "u_view_proj", view_proj)
         set_uniform(program, "u_joint_stride", self.layout.joint_count)
         set_uniform(program, "u_light_dir", tuple(self._light_direction()))
