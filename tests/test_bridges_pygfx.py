@@ -1,0 +1,135 @@
+"""skeletal.bridges.pygfx: pygfx skinned meshes driven by skeletal's palettes, drawn headless.
+
+pygfx draws through wgpu; without a GPU, Mesa's Vulkan driver (lavapipe, Debian ``mesa-vulkan-drivers``)
+runs it on the CPU. The check: a frame of the built-in character skinned by pygfx's shader from a
+Player's palettes covers the same pixels as the same camera's drawing of skeletal's own bake of that
+frame (CPU-skinned vertices in a plain pygfx mesh): silhouette IoU >= 0.98 at 256x256 (the two differ
+by rasterisation of float32 rounding, a few edge pixels); a different frame of the clip scores well
+below that, so the check sees the pose. Also: the bone-matrix buffer holds the palette transposed,
+more than 4 influences are cut to the 4 heaviest, a Crowd drives one Character per instance, rigid
+and morphed parts follow (RobotExpressive, when the shared assets are there).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import skeletal
+from skeletal.bridges.posed import clip_state, parts
+
+gfx = pytest.importorskip("pygfx", reason='pygfx is not installed (pip install "skeletal[pygfx]")')
+os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
+from skeletal.bridges.pygfx import Character, crowd_characters, four_influences, offscreen_frame
+
+from fixtures.shared_assets import need
+
+SIZE = (256, 256)
+IOU = 0.98
+
+
+@pytest.fixture(scope="module")
+def adapter():
+    wgpu = pytest.importorskip("wgpu")
+    try:
+        return wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+    except Exception as exc:  # no Vulkan driver at all
+        pytest.skip(f"no wgpu adapter ({exc}): apt-get install mesa-vulkan-drivers")
+
+
+def _camera(asset):
+    from skeletal.render.camera import animated_bounds
+
+    lo, hi = animated_bounds(asset, asset.clip("walk"))
+    camera = gfx.PerspectiveCamera(40, 1.0)
+    center = (lo + hi) / 2
+    camera.local.position = tuple(center + np.array([0.0, 0.0, 2.5 * float(np.linalg.norm(hi - lo))]))
+    camera.look_at(tuple(center))
+    return camera
+
+
+def _mask(group, camera) -> np.ndarray:
+    scene = gfx.Scene()
+    scene.add(gfx.Background.from_color((0, 0, 0, 1)))
+    scene.add(group)
+    return offscreen_frame(scene, camera, SIZE)[..., :3].max(axis=2) > 127
+
+
+def _baked_group(asset, time):
+    state = clip_state(asset, "walk", [time])
+    from skeletal.bridges.posed import Poser
+
+    group = gfx.Group()
+    for part, (positions, _) in zip(parts(asset), Poser(asset).pose(state)):
+        geometry = gfx.Geometry(positions=positions.copy(), indices=part.triangles)
+        group.add(gfx.Mesh(geometry, gfx.MeshBasicMaterial(color=(1, 1, 1, 1), side="both")))
+    return group
+
+
+def _iou(a, b) -> float:
+    return float((a & b).sum() / max((a | b).sum(), 1))
+
+
+def test_gpu_skinned_frame_matches_skeletal_bake(demo, adapter):
+    player = skeletal.Player(demo)
+    player.play("walk")
+    player.update(0.4)
+    character = Character(demo, unlit=True)
+    character.update(player)
+    camera = _camera(demo)
+    drawn = _mask(character.group, camera)
+    same = _mask(_baked_group(demo, 0.4), camera)
+    other = _mask(_baked_group(demo, 0.0), camera)
+    assert drawn.mean() > 0.02  # the character is in the picture
+    assert _iou(drawn, same) >= IOU
+    assert _iou(drawn, other) < _iou(drawn, same) - 0.05
+
+
+def test_bone_buffer_is_the_palette_transposed(demo):
+    player = skeletal.Player(demo)
+    player.play("run")
+    player.update(0.3)
+    character = Character(demo)
+    character.update(player)
+    buffer = character.skeletons[0].bone_matrices_buffer.data["bone_matrices"]
+    np.testing.assert_allclose(np.swapaxes(buffer, 1, 2), player.palettes[0], atol=1e-6)
+
+
+def test_four_influences_keeps_the_heaviest():
+    joints = np.array([[0, 1, 2, 3, 4, 5]], np.uint32)
+    weights = np.array([[0.05, 0.3, 0.05, 0.2, 0.1, 0.3]], np.float32)
+    j, w = four_influences(joints, weights)
+    assert sorted(j[0].tolist()) == [1, 3, 4, 5]
+    assert w.sum() == pytest.approx(1.0)
+    j2, w2 = four_influences(joints[:, :2], weights[:, :2])
+    assert j2.shape == (1, 4) and w2[0, 2:].tolist() == [0, 0] and w2.sum() == pytest.approx(1.0)
+
+
+def test_crowd_drives_one_character_per_instance(demo):
+    crowd = skeletal.Crowd(demo, 3)
+    crowd.play("walk")
+    crowd.update(0.25)
+    characters = crowd_characters(demo, 3, offsets=np.array([[0, 0, 0], [1, 0, 0], [2, 0, 0]]))
+    for k, c in enumerate(characters):
+        c.update(crowd)
+        buffer = c.skeletons[0].bone_matrices_buffer.data["bone_matrices"]
+        np.testing.assert_allclose(np.swapaxes(buffer, 1, 2)[:, :3], crowd.palettes[k], atol=1e-6)
+    assert tuple(characters[2].group.local.position) == (2, 0, 0)
+
+
+def test_rigid_and_morphed_parts_follow():
+    asset = skeletal.load(need("RobotExpressive.glb"))
+    player = skeletal.Player(asset)
+    player.play(0)
+    player.update(0.3)
+    player.mixer.morph_weights[0, :] = 0.5  # every morph target half on
+    character = Character(asset)
+    character.update(player)
+    for part, mesh in zip(parts(asset), character.meshes):
+        if part.skin is None:
+            expect = player.world[part.rig_node, :3]  # pygfx keeps it in float32 (as position, rotation, scale)
+            np.testing.assert_allclose(mesh.local.matrix[:3], expect, atol=1e-5 * np.abs(expect).max())
+        if part.primitive.morph_positions is not None:
+            np.testing.assert_allclose(mesh.morph_target_influences, 0.5)
