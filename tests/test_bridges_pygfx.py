@@ -3,8 +3,8 @@
 pygfx draws through wgpu; without a GPU, Mesa's Vulkan driver (lavapipe, Debian ``mesa-vulkan-drivers``)
 runs it on the CPU. The check: a frame of the built-in character skinned by pygfx's shader from a
 Player's palettes covers the same pixels as the same camera's drawing of skeletal's own bake of that
-frame (CPU-skinned vertices in a plain pygfx mesh): silhouette IoU >= 0.98 at 256x256 (the two differ
-by rasterisation of float32 rounding, a few edge pixels); a different frame of the clip scores well
+frame (CPU-skinned vertices in a plain pygfx mesh): silhouette IoU >= 0.99 at 256x256 (1.0 measured;
+GPU and CPU float32 rounding may move an edge pixel); a different frame of the clip scores well
 below that, so the check sees the pose. Also: the bone-matrix buffer holds the palette transposed,
 more than 4 influences are cut to the 4 heaviest, a Crowd drives one Character per instance, rigid
 and morphed parts follow (RobotExpressive, when the shared assets are there).
@@ -27,7 +27,7 @@ from skeletal.bridges.pygfx import Character, crowd_characters, four_influences,
 from fixtures.shared_assets import need
 
 SIZE = (256, 256)
-IOU = 0.98
+IOU = 0.99
 
 
 @pytest.fixture(scope="module")
@@ -83,8 +83,10 @@ def test_gpu_skinned_frame_matches_skeletal_bake(demo, adapter):
     same = _mask(_baked_group(demo, 0.4), camera)
     other = _mask(_baked_group(demo, 0.0), camera)
     assert drawn.mean() > 0.02  # the character is in the picture
-    assert _iou(drawn, same) >= IOU
-    assert _iou(drawn, other) < _iou(drawn, same) - 0.05
+    match, mismatch = _iou(drawn, same), _iou(drawn, other)
+    print(f"pygfx vs skeletal's bake: IoU {match:.4f} (same frame), {mismatch:.4f} (another frame)")
+    assert match >= IOU, f"IoU {match:.4f}"
+    assert mismatch < match - 0.05, f"IoU {mismatch:.4f} for another frame"
 
 
 def test_bone_buffer_is_the_palette_transposed(demo):
