@@ -8,8 +8,9 @@ for the built-in character and Fox (when the shared assets are there), every cli
 
 * Blender's import of the original and skeletal agree to 1e-4 of the model's size at the clips' key frames;
 * skeletal reads Blender's glTF, BVH and USD exports and poses them as Blender does to 1e-4 of the
-  size; Blender's FBX (read through Assimp), with and without Blender's keyframe reduction, within
-  1e-2 (the format table in docs/guides/bridges.md gives the figures and what is known of the causes);
+  size; Blender's FBX (read through Assimp) within 1e-2, and where it misses 1e-4, Blender's own
+  importer reading the same file back misses Blender's pose by at least half as much (the file does
+  not hold the pose that precisely: the format table in docs/guides/bridges.md has the figures);
 * Blender reads skeletal's glTF and BVH and poses them as skeletal does to 1e-4; for skeletal's USD,
   where Blender's importer disagrees, usd-core's own UsdSkel evaluation of the same stage agrees with
   skeletal to 1e-4 (the row says so).
@@ -75,8 +76,7 @@ def _by(rows: list[Check], direction: str, fmt: str) -> list[Check]:
 
 
 def _check(model, python, tmp_path):
-    rows = check_model(model, tmp_path, blender_exports=("glb", "fbx", "fbx-exact", "bvh", "usd"), samples=3,
-                       python=python)
+    rows = check_model(model, tmp_path, blender_exports=("glb", "fbx", "bvh", "usd"), samples=3, python=python)
     print(format_table(rows))
     asset = skeletal.load(model)
     n_clips = len(asset.clips)
@@ -85,10 +85,14 @@ def _check(model, python, tmp_path):
     for fmt in ("glb", "bvh", "usd"):
         got = _by(rows, "blender->skeletal", fmt)
         assert len(got) == n_clips and all(r.passed for r in got), format_table(got)
-    # FBX (through Assimp): within 1e-2 of the size, not 1e-4 (see docs/guides/bridges.md, Blender)
-    for fmt in ("fbx", "fbx-exact"):
-        got = _by(rows, "blender->skeletal", fmt)
-        assert len(got) == n_clips and all(r.relative < 1e-2 for r in got), format_table(got)
+    # FBX (through Assimp): within 1e-2 of the size, not 1e-4; Blender's own importer reading the same
+    # file back is no closer to Blender's pose (see docs/guides/bridges.md, Blender)
+    got = _by(rows, "blender->skeletal", "fbx")
+    back = {r.clip: r for r in _by(rows, "blender->blender", "fbx")}
+    assert len(got) == n_clips and all(r.relative < 1e-2 for r in got), format_table(got)
+    for r in got:
+        if not r.passed:
+            assert r.clip in back and back[r.clip].relative >= 0.5 * r.relative, format_table([r, *back.values()])
     for fmt in ("glb", "bvh"):
         got = _by(rows, "skeletal->blender", fmt)
         assert len(got) == n_clips and all(r.passed for r in got), format_table(got)

@@ -110,15 +110,9 @@ def _name_index(names: Sequence[str]) -> dict[str, int]:
 
 
 def _lookup(index: dict[str, int], name: str) -> int | None:
-    """The index of Blender's ``name``: its key, else the key without leading ``prefix_`` parts."""
-    key = _key(name)
-    while key:
-        if key in index:
-            return index[key]
-        if "_" not in key:
-            return None
-        key = key.split("_", 1)[1]
-    return None
+    """The index of Blender's ``name`` (``mixamorig:Hips``, ``mixamorig_Hips`` after USD's path rules,
+    or ``Hips`` from an importer that dropped the namespace)."""
+    return index.get(_key(name))
 
 
 def model_size(asset: Asset) -> float:
@@ -346,9 +340,61 @@ def _check_model(model: Path, work: Path, blender_exports, skeletal_exports, sam
                               tolerance=tolerance, at="any")
             checked.seconds, checked.bytes, checked.clip = row.seconds, row.bytes, action["name"]
             rows.append(checked)
+    for fmt in ("fbx", "fbx-exact"):  # Blender reads its own FBX back: is the file right?
+        files = report["exports"].get(fmt, {}).get("files", [])
+        if files:
+            back = run_blender(files[0], work / f"reread_{fmt}.json", samples=0, python=python)
+            for action in actions:
+                again = _match_action(back["actions"], action["name"])
+                if again is not None:
+                    rows.append(compare_blender(action, again, model=name, fmt=fmt, tolerance=tolerance))
     for fmt in skeletal_exports:  # skeletal writes, Blender reads
         rows.extend(_reverse(original, name, fmt, work, samples, python, tolerance))
     return rows
+
+
+def _match_action(actions: list[dict], name: str) -> dict | None:
+    """The action among ``actions`` named ``name`` or ending with it (FBX takes come back as
+    ``Armature|Armature|walk``)."""
+    for a in actions:
+        if a["name"] == name:
+            return a
+    ends = [a for a in actions if a["name"].endswith(name) or name.endswith(a["name"])]
+    return ends[0] if ends else None
+
+
+def compare_blender(reference: dict, action: dict, *, model: str = "", fmt: str = "fbx",
+                    tolerance: float = TOLERANCE) -> Check:
+    """Blender's pose of ``reference`` (sampled whole frames) against its pose of ``action`` read back
+    from its own export (every whole frame sampled): the best whole-frame offset (an importer may start
+    the take at frame 1) and axes/scale fitted as in :func:`compare`; the error relative to the
+    joints' extent. Direction "blender->blender": whether the file holds what Blender meant to write."""
+    frames = {s["frame"]: s["heads"] for s in action["samples"]}
+    ref = reference["samples"]
+    bones = [b for b in ref[0]["heads"] if b in frames.get(next(iter(frames), 0), {})]
+    check = Check(model, "blender->blender", fmt, reference["name"], len(bones), len(ref))
+    if len(bones) < 2:
+        check.note = f"{len(bones)} bone names in common"
+        return check
+    a = np.array([[s["heads"][b] for b in bones] for s in ref], np.float64)
+    size = float(np.linalg.norm(a.reshape(-1, 3).max(axis=0) - a.reshape(-1, 3).min(axis=0))) or 1.0
+    best = None
+    for offset in range(-2, 3):
+        if any(s["frame"] + offset not in frames for s in ref):
+            continue
+        b = np.array([[frames[s["frame"] + offset][n] for n in bones] for s in ref], np.float64)
+        rotation, scale = fit_axes(b[0], a[0])
+        err = float(np.linalg.norm(scale * b @ rotation.T - a, axis=2).max())
+        if best is None or err < best[0]:
+            best = (err, offset, rotation, scale)
+    if best is None:
+        check.note = "the frames read back do not cover the reference's"
+        return check
+    err, offset, rotation, scale = best
+    check.max_error, check.size, check.relative = err, size, err / size
+    check.axes, check.scale, check.time_origin = axes_text(rotation), scale, f"F{offset:+d} read back"
+    check.passed = check.relative <= tolerance
+    return check
 
 
 def _reverse(original: Asset, name: str, fmt: str, work: Path, samples: int, python, tolerance) -> list[Check]:

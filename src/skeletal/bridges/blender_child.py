@@ -11,7 +11,7 @@ Blender's bundled importer, exports the scene with Blender's own writers (one BV
 per action: both formats hold one animation; "fbx-exact" is FBX without keyframe reduction), and for every action that moves the armature samples
 N frames evenly over the action's range, recording each pose bone's head in world space from the
 evaluated depsgraph after ``scene.frame_set``. Writes JSON to ``out``: Blender's version, the scene's
-fps, the armature's world matrix, per action its frame range, ``samples`` at N whole frames and
+fps, the armature's world matrix, per action its frame range, ``samples`` at N whole frames (N = 0: every whole frame) and
 ``range_samples`` at its first frame plus N whole steps (where a writer that bakes from the
 action's start keys), ``key_samples`` at N of its key frames (frames where every bone rotation curve has a key, maybe
 fractional: no interpolation involved), each ``{"frame", "heads": {bone: [x, y, z]}}`` (Blender
@@ -64,10 +64,19 @@ def _set_action(arm, action) -> None:
     data.action = action
     slots = getattr(action, "slots", None)
     if slots and hasattr(data, "action_slot"):
-        for slot in slots:
-            if slot.target_id_type == "OBJECT":
-                data.action_slot = slot
-                break
+        # a layered action (Blender 4.4+) holds one slot per animated object (an armature's and its
+        # rigid parts'): take the slot whose channels move pose bones
+        def moves_bones(slot) -> bool:
+            for layer in action.layers:
+                for strip in layer.strips:
+                    bag = strip.channelbag(slot)
+                    if bag is not None and any(c.data_path.startswith("pose.bones[") for c in bag.fcurves):
+                        return True
+            return False
+
+        chosen = [slot for slot in slots if slot.target_id_type == "OBJECT" and moves_bones(slot)]
+        if chosen:
+            data.action_slot = chosen[0]
 
 
 def _curves(action) -> list:
@@ -95,7 +104,10 @@ def _moves(action, arm) -> bool:
 
 
 def _frames(first: float, last: float, count: int) -> list[int]:
+    """``count`` whole frames spread over first..last (count 0: every whole frame)."""
     a, b = math.ceil(first - 1e-6), math.floor(last + 1e-6)
+    if count == 0:
+        return list(range(a, b + 1))
     if b <= a or count <= 1:
         return [a]
     return sorted({round(a + (b - a) * i / (count - 1)) for i in range(count)})
