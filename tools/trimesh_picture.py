@@ -30,7 +30,7 @@ for k, mesh in enumerate(frames):
     scene.add_geometry(mesh, geom_name=f"frame{k}")
 scene.camera.resolution = (360, 200)
 scene.camera.fov = (50, 50 * 200 / 360)
-scene.camera_transform = scene.camera.look_at(scene.bounds, rotation=trimesh.transformations.euler_matrix(0.1, 0.35, 0), distance=3.2)
+scene.camera_transform = scene.camera.look_at(scene.bounds, rotation=trimesh.transformations.euler_matrix(0.1, 0.35, 0), distance=4.4)
 origins, directions, pixels = scene.camera_rays()
 merged = trimesh.util.concatenate(frames)
 # each face takes its part's base colour (the parts are concatenated in order, frame after frame)
