@@ -288,6 +288,25 @@ def _match_clip(asset: Asset, action_name: str, position: int, count: int):
     return clips[position] if count == len(clips) and position < len(clips) else None
 
 
+def _merged_takes(asset: Asset, action_name: str):
+    """One clip from the FBX takes Blender wrote for ``action_name``: its FBX writer writes one take per
+    animated object and action (``Character|Idle``, ``mixamorig:LeftHandPinky3|Idle``, ...), which
+    Assimp reads as separate animations. None when there are fewer than two."""
+    from ..clip import Clip
+
+    takes = [c for c in asset.clips if c.name.endswith("|" + action_name)]
+    if len(takes) < 2:
+        return None
+    seen: set[tuple[int, str]] = set()
+    tracks = []
+    for clip in takes:
+        for track in clip.tracks:
+            if (track.node, track.path) not in seen:
+                seen.add((track.node, track.path))
+                tracks.append(track)
+    return Clip(action_name, tracks)
+
+
 def check_model(model: str | os.PathLike, folder: str | os.PathLike | None = None, *,
                 blender_exports: Sequence[str] = BLENDER_EXPORTS, skeletal_exports: Sequence[str] = SKELETAL_EXPORTS,
                 samples: int = 4, python: str | None = None, tolerance: float = TOLERANCE) -> list[Check]:
@@ -331,7 +350,9 @@ def _check_model(model: Path, work: Path, blender_exports, skeletal_exports, sam
                 row.note = f"skeletal cannot read it: {exc}"
                 rows.append(row)
                 continue
-            clip = None if exported is None else _match_clip(exported, action["name"], i, n)
+            clip = None if exported is None else (
+                (_merged_takes(exported, action["name"]) if fmt.startswith("fbx") else None)
+                or _match_clip(exported, action["name"], i, n))
             if clip is None:
                 row.note = "no matching clip in the export"
                 rows.append(row)
