@@ -271,8 +271,8 @@ def compare(action: dict, fps: float, asset: Asset, clip, *, model: str = "", di
 
 def _match_clip(asset: Asset, action_name: str, position: int, count: int):
     """The clip of ``asset`` that Blender's action ``action_name`` came from or went to: the same
-    name, else a clip whose name is inside the action's ("Armature|Walk") or the other way round, else
-    the only clip, else by position."""
+    name, else the one clip whose name ends with ``|`` and the action's ("Armature|Walk") or the other
+    way round, else one whose name is inside the action's, else the only clip, else by position."""
     if not asset.clips:
         return None
     clips = asset.clips
@@ -280,6 +280,9 @@ def _match_clip(asset: Asset, action_name: str, position: int, count: int):
         if c.name == action_name:
             return c
     key = _key(action_name)
+    suffixed = [c for c in clips if _key(c.name).endswith("_" + key) or key.endswith("_" + _key(c.name))]
+    if len(suffixed) == 1:  # "Armature|Jump" for "Jump" (not "Armature|WalkJump")
+        return suffixed[0]
     inside = [c for c in clips if _key(c.name) and (_key(c.name) in key or key in _key(c.name))]
     if inside:
         return max(inside, key=lambda c: len(c.name))
