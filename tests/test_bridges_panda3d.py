@@ -2,7 +2,8 @@
 
 * The vertex arrays panda3d holds after ``update(player)`` equal skeletal's bake of that frame to 1e-5
   of the model's size (float32 skinning), for each part; the model's materials become panda3d
-  Materials (base colour, roughness, metallic).
+  Materials (base colour, roughness, metallic). Run in a child: panda3d is never loaded in the test
+  process (with panda3d and wgpu both loaded, the render tests' shared context stops making buffers).
 * One frame drawn by panda3d offscreen (EGL; Mesa's llvmpipe without a GPU), unlit white on black,
   through a lens matched to skeletal's own camera, covers the same pixels as skeletal's own renderer
   (``skeletal.render.Renderer``, the character's pixels: those that differ from a frame with the
@@ -14,6 +15,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -22,15 +24,59 @@ import textwrap
 import numpy as np
 import pytest
 
-import skeletal
-from skeletal.bridges.posed import parts
-
-pytest.importorskip("panda3d.core", reason='panda3d is not installed (pip install "skeletal[panda3d]")')
-from skeletal.bridges.panda3d import PandaCharacter
+if importlib.util.find_spec("panda3d") is None:
+    pytest.skip('panda3d is not installed (pip install "skeletal[panda3d]")', allow_module_level=True)
 
 SIZE = 256
 IOU = 0.99
 TOL = 1e-5  # of the model's size
+
+#: The in-process checks, run in a child: panda3d must not be loaded in the test process (with it and
+#: wgpu both loaded there, the shared OpenGL context of the render tests fails to make buffers).
+ARRAYS = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import skeletal
+    from skeletal.bridges.panda3d import PandaCharacter
+    from skeletal.bridges.posed import parts
+
+    asset = skeletal.load(skeletal.examples.path("demo.glb"))
+    player = skeletal.Player(asset)
+    player.play("run")
+    player.update(0.3)
+    character = PandaCharacter(asset)
+    character.update(player)
+    baked = skeletal.bake(asset, "run", [0.3])
+    expect = [baked[f"positions_node{p.node}_prim{p.primitive_index}"][0] for p in parts(asset)]
+    size = float(np.linalg.norm(np.ptp(np.concatenate(expect), axis=0)))
+    errors = [float(np.abs(g - e).max()) / size for g, e in zip(character.positions(), expect)]
+    materials = []
+    for part, path in zip(parts(asset), character.nodes):
+        m = asset.document.materials[part.material]
+        got = path.getMaterial()
+        materials.append({"expect": list(map(float, m.base_color_factor)), "roughness": float(m.roughness_factor),
+                          "got": None if got is None else list(got.getBaseColor()),
+                          "got_roughness": None if got is None else got.getRoughness()})
+    json.dump({"errors": errors, "parts": len(expect), "materials": materials}, open(sys.argv[1], "w"))
+""")
+
+
+def _child(code: str, *args: str) -> None:
+    run = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+
+
+def test_vertex_arrays_hold_skeletal_bake_and_materials_carry_over(tmp_path):
+    out = tmp_path / "arrays.json"
+    _child(ARRAYS, str(out))
+    result = json.loads(out.read_text())
+    assert result["parts"] > 0 and len(result["errors"]) == result["parts"]
+    assert max(result["errors"]) < TOL, result["errors"]
+    for m in result["materials"]:
+        assert m["got"] is not None
+        np.testing.assert_allclose(m["got"], m["expect"], atol=1e-6)
+        assert m["got_roughness"] == pytest.approx(m["roughness"])
+
 
 CHILD = textwrap.dedent("""
     import json, sys
@@ -61,35 +107,12 @@ def _iou(a, b) -> float:
     return float((a & b).sum() / max((a | b).sum(), 1))
 
 
-def test_vertex_arrays_hold_skeletal_bake(demo):
-    player = skeletal.Player(demo)
-    player.play("run")
-    player.update(0.3)
-    character = PandaCharacter(demo)
-    character.update(player)
-    baked = skeletal.bake(demo, "run", [0.3])
-    expect = [baked[f"positions_node{p.node}_prim{p.primitive_index}"][0] for p in parts(demo)]
-    size = float(np.linalg.norm(np.ptp(np.concatenate(expect), axis=0)))
-    got = character.positions()
-    assert len(got) == len(expect) > 0
-    for g, e in zip(got, expect):
-        assert np.abs(g - e).max() < TOL * size
-
-
-def test_materials_become_panda_materials(demo):
-    character = PandaCharacter(demo)
-    for part, path in zip(parts(demo), character.nodes):
-        m = demo.document.materials[part.material]
-        material = path.getMaterial()
-        assert material is not None
-        np.testing.assert_allclose(list(material.getBaseColor()), m.base_color_factor, atol=1e-6)
-        assert material.getRoughness() == pytest.approx(m.roughness_factor)
-
-
 def test_offscreen_frame_matches_skeletal_renderer(demo, ctx, tmp_path):
     from skeletal.render.renderer import Renderer
 
     renderer = Renderer(demo, SIZE, SIZE, ground=False, samples=0, clip=demo.clip("walk"))
+    import skeletal
+
     player = skeletal.Player(demo)
     player.play("walk")
     player.update(0.4)

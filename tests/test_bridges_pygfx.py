@@ -5,24 +5,27 @@ runs it on the CPU. The check: a frame of the built-in character skinned by pygf
 Player's palettes covers the same pixels as the same camera's drawing of skeletal's own bake of that
 frame (CPU-skinned vertices in a plain pygfx mesh): silhouette IoU >= 0.99 at 256x256 (1.0 measured;
 GPU and CPU float32 rounding may move an edge pixel); a different frame of the clip scores well
-below that, so the check sees the pose. Also: the bone-matrix buffer holds the palette transposed,
+below that, so the check sees the pose. The drawing runs in a child: wgpu (Vulkan) started in the
+test process breaks the OpenGL context the render tests share. Also (in process, no GPU): the bone-matrix buffer holds the palette transposed,
 more than 4 influences are cut to the 4 heaviest, a Crowd drives one Character per instance, rigid
 and morphed parts follow (RobotExpressive, when the shared assets are there).
 """
 
 from __future__ import annotations
 
-import os
+import json
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
 
 import skeletal
-from skeletal.bridges.posed import clip_state, parts
+from skeletal.bridges.posed import parts
 
 gfx = pytest.importorskip("pygfx", reason='pygfx is not installed (pip install "skeletal[pygfx]")')
-os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
-from skeletal.bridges.pygfx import Character, crowd_characters, four_influences, offscreen_frame
+from skeletal.bridges.pygfx import Character, crowd_characters, four_influences
 
 from fixtures.shared_assets import need
 
@@ -30,61 +33,68 @@ SIZE = (256, 256)
 IOU = 0.99
 
 
-@pytest.fixture(scope="module")
-def adapter():
-    wgpu = pytest.importorskip("wgpu")
-    try:
-        return wgpu.gpu.request_adapter_sync(power_preference="high-performance")
-    except Exception as exc:  # no Vulkan driver at all
-        pytest.skip(f"no wgpu adapter ({exc}): apt-get install mesa-vulkan-drivers")
-
-
-def _camera(asset):
+#: The frame drawn by pygfx and the two references, in a child: wgpu (Vulkan) must not start in the test
+#: process, where it breaks the OpenGL context the render tests share. Exit 3: no wgpu adapter.
+DRAW = textwrap.dedent("""
+    import json, os, sys
+    import numpy as np
+    os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
+    import pygfx as gfx
+    import wgpu
+    import skeletal
+    from skeletal.bridges.posed import Poser, clip_state, parts
+    from skeletal.bridges.pygfx import Character, offscreen_frame
     from skeletal.render.camera import animated_bounds
 
+    try:
+        wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+    except Exception as exc:
+        print(f"no wgpu adapter ({exc}): apt-get install mesa-vulkan-drivers", file=sys.stderr)
+        sys.exit(3)
+    size = int(sys.argv[2])
+    asset = skeletal.load(skeletal.examples.path("demo.glb"))
     lo, hi = animated_bounds(asset, asset.clip("walk"))
     camera = gfx.PerspectiveCamera(40, 1.0)
     center = (lo + hi) / 2
     camera.local.position = tuple(center + np.array([0.0, 0.0, 2.5 * float(np.linalg.norm(hi - lo))]))
     camera.look_at(tuple(center))
-    return camera
 
+    def mask(group):
+        scene = gfx.Scene()
+        scene.add(gfx.Background.from_color((0, 0, 0, 1)))
+        scene.add(group)
+        return offscreen_frame(scene, camera, (size, size))[..., :3].max(axis=2) > 127
 
-def _mask(group, camera) -> np.ndarray:
-    scene = gfx.Scene()
-    scene.add(gfx.Background.from_color((0, 0, 0, 1)))
-    scene.add(group)
-    return offscreen_frame(scene, camera, SIZE)[..., :3].max(axis=2) > 127
+    def baked(time):  # skeletal's own posing of that frame, CPU-skinned, in a plain mesh
+        group = gfx.Group()
+        for part, (positions, _) in zip(parts(asset), Poser(asset).pose(clip_state(asset, "walk", [time]))):
+            geometry = gfx.Geometry(positions=positions.copy(), indices=part.triangles)
+            group.add(gfx.Mesh(geometry, gfx.MeshBasicMaterial(color=(1, 1, 1, 1), side="both")))
+        return group
 
-
-def _baked_group(asset, time):
-    state = clip_state(asset, "walk", [time])
-    from skeletal.bridges.posed import Poser
-
-    group = gfx.Group()
-    for part, (positions, _) in zip(parts(asset), Poser(asset).pose(state)):
-        geometry = gfx.Geometry(positions=positions.copy(), indices=part.triangles)
-        group.add(gfx.Mesh(geometry, gfx.MeshBasicMaterial(color=(1, 1, 1, 1), side="both")))
-    return group
-
-
-def _iou(a, b) -> float:
-    return float((a & b).sum() / max((a | b).sum(), 1))
-
-
-def test_gpu_skinned_frame_matches_skeletal_bake(demo, adapter):
-    player = skeletal.Player(demo)
+    player = skeletal.Player(asset)
     player.play("walk")
     player.update(0.4)
-    character = Character(demo, unlit=True)
+    character = Character(asset, unlit=True)
     character.update(player)
-    camera = _camera(demo)
-    drawn = _mask(character.group, camera)
-    same = _mask(_baked_group(demo, 0.4), camera)
-    other = _mask(_baked_group(demo, 0.0), camera)
-    assert drawn.mean() > 0.02  # the character is in the picture
-    match, mismatch = _iou(drawn, same), _iou(drawn, other)
+    drawn, same, other = mask(character.group), mask(baked(0.4)), mask(baked(0.0))
+    iou = lambda a, b: float((a & b).sum() / max((a | b).sum(), 1))
+    json.dump({"coverage": float(drawn.mean()), "same": iou(drawn, same), "other": iou(drawn, other)},
+              open(sys.argv[1], "w"))
+""")
+
+
+def test_gpu_skinned_frame_matches_skeletal_bake(tmp_path):
+    out = tmp_path / "draw.json"
+    run = subprocess.run([sys.executable, "-c", DRAW, str(out), str(SIZE[0])], capture_output=True, text=True,
+                         timeout=300)
+    if run.returncode == 3:
+        pytest.skip(run.stderr.strip().splitlines()[-1])
+    assert run.returncode == 0, run.stderr[-2000:]
+    result = json.loads(out.read_text())
+    match, mismatch = result["same"], result["other"]
     print(f"pygfx vs skeletal's bake: IoU {match:.4f} (same frame), {mismatch:.4f} (another frame)")
+    assert result["coverage"] > 0.02  # the character is in the picture
     assert match >= IOU, f"IoU {match:.4f}"
     assert mismatch < match - 0.05, f"IoU {mismatch:.4f} for another frame"
 
