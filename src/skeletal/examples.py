@@ -44,11 +44,45 @@ def _write_walk_bvh(path: str) -> None:
     write_bvh(demo_asset(), "walk", path, fps=30)
 
 
+def _write_blinking_gltf(path: str) -> None:
+    """A triangle whose material glows and fades over a second: one KHR_animation_pointer channel on
+    ``/materials/0/emissiveFactor`` (the smallest file that animates a property other than a node's)."""
+    import base64
+    import json
+    import struct
+
+    positions, times, glow = (0, 0, 0, 1, 0, 0, 0, 1, 0), (0.0, 0.5, 1.0), (0, 0, 0, 1, 0.6, 0.1, 0, 0, 0)
+    data = struct.pack("<9f", *positions) + struct.pack("<3f", *times) + struct.pack("<9f", *glow)
+    uri = "data:application/octet-stream;base64," + base64.b64encode(data).decode("ascii")
+    pointer = {"KHR_animation_pointer": {"pointer": "/materials/0/emissiveFactor"}}
+    gltf = {
+        "asset": {"version": "2.0", "generator": "skeletal.examples"},
+        "extensionsUsed": ["KHR_animation_pointer"],
+        "scene": 0, "scenes": [{"name": "blinking", "nodes": [0]}], "nodes": [{"name": "triangle", "mesh": 0}],
+        "meshes": [{"primitives": [{"attributes": {"POSITION": 0}, "material": 0}]}],
+        "materials": [{"name": "glow", "emissiveFactor": [0, 0, 0]}],
+        "buffers": [{"byteLength": len(data), "uri": uri}],
+        "bufferViews": [{"buffer": 0, "byteLength": 36}, {"buffer": 0, "byteOffset": 36, "byteLength": 12},
+                        {"buffer": 0, "byteOffset": 48, "byteLength": 36}],
+        "accessors": [
+            {"bufferView": 0, "componentType": 5126, "count": 3, "type": "VEC3", "min": [0, 0, 0], "max": [1, 1, 0]},
+            {"bufferView": 1, "componentType": 5126, "count": 3, "type": "SCALAR", "min": [0.0], "max": [1.0]},
+            {"bufferView": 2, "componentType": 5126, "count": 3, "type": "VEC3"},
+        ],
+        "animations": [{"name": "blink", "samplers": [{"input": 1, "output": 2}],
+                        "channels": [{"sampler": 0, "target": {"path": "pointer", "extensions": pointer}}]}],
+    }
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(gltf, f)
+
+
 #: Sample name -> (what it is, the function that writes it).
 SAMPLES: dict[str, tuple[str, Callable[[str], None]]] = {
     "demo.glb": ("the built-in character: 22 joints, one skinned mesh, clips idle, walk, run, wave", _write_demo_glb),
     "demo.gltf": ("the built-in character as .gltf with its buffer embedded", _write_demo_gltf),
     "walk.bvh": ("the built-in character's walk as BVH motion capture (30 fps)", _write_walk_bvh),
+    "blinking.gltf": ("a triangle whose material glows and fades (clip blink, 1 s): KHR_animation_pointer on "
+                      "/materials/0/emissiveFactor", _write_blinking_gltf),
 }
 
 #: The modules whose code makes the samples: their source is hashed into the cache folder's name.

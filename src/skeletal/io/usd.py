@@ -53,6 +53,8 @@ kilobytes, or a layer that blocks, costs a ModelError, never the caller. usd-cor
 
 from __future__ import annotations
 
+import dataclasses
+
 import os
 import warnings
 from dataclasses import dataclass
@@ -95,6 +97,9 @@ def import_pxr(file: str | None = None):
         raise ModelError(file, None, INSTALL_HINT) from None
     import pxr
 
+    global _THREADS_AT_PREPARE
+    if _THREADS_AT_PREPARE is None:  # usd-core imported, no stage opened yet: its pool is not running
+        _THREADS_AT_PREPARE = _thread_count()
     return pxr
 
 
@@ -128,6 +133,9 @@ def read_usd(path: str | os.PathLike, *, isolate: bool = True, limits: Limits | 
         raise ModelError(file, None, f"cannot read the file: {exc.strerror or exc}") from None
     if isolate:
         job = Job("usd-core", __name__, "_work", (file,), size=size, reserve=ADDRESS_RESERVE)
+        limits = limits or Limits()
+        if limits.method is None and _threads_started():
+            limits = dataclasses.replace(limits, method="spawn")
         try:
             doc = run_isolated(file, job, limits, prepare=_prepare_parent)
         except ModelError as exc:
@@ -203,6 +211,29 @@ def _work(file: str) -> tuple:
 def _prepare_parent() -> None:
     """Import usd-core's modules here, once, so that every forked child inherits them."""
     from pxr import Ar, Sdf, Tf, Usd, UsdGeom, UsdSkel, UsdUtils  # noqa: F401 - imported for the children
+
+
+#: Threads of this process when usd-core was first imported through :func:`import_pxr` (None: not yet).
+_THREADS_AT_PREPARE: int | None = None
+
+
+def _thread_count() -> int:
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 0
+
+
+def _threads_started() -> bool:
+    """Whether threads started in this process since usd-core was first imported for the children:
+    usd-core's own worker pool (an export to USD, an in-process read) or another library's. A fork
+    copies only the calling thread, and usd-core's pool state with it: a forked child then waits for
+    workers that do not exist (seen: reads that hung until the 120 s timeout after a USD export in
+    the same process). Such a process starts its child fresh instead (the spawn method: about a
+    second more)."""
+    if _THREADS_AT_PREPARE is None or not _thread_count():
+        return False
+    return _thread_count() > _THREADS_AT_PREPARE
 
 
 #: The range of ``timeCodesPerSecond`` read (film is 24, mocap up to a few hundred; 1e-9 turns a
