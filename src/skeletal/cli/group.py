@@ -378,6 +378,9 @@ FEATURE_COMMANDS: list[tuple[str, str]] = [
     # the browser page and notebook widget (issue 19)
     ("skeletal.cli.html", "html_command"),
 
+    # locomotion: motion matching on a scripted path (issue 27)
+    ("skeletal.cli.locomotion", "locomotion_command"),
+
 ]
 
 
