@@ -78,7 +78,7 @@ def test_orientation_turns_the_legs_and_keeps_the_upper_body():
     assert abs(turned - angle) < 1e-9
     thigh = warp.legs[0].thigh
     assert abs(_yaw(warped.world[thigh]) - _yaw(plain.world[thigh]) - angle) < 1e-9
-    neck = int(skeletal.demo.demo_asset().rig.find("neck"))
+    neck = int(demo_asset().rig.find("neck"))
     # the chest and head face as recorded (turned back about the spine's own joints: moved a little)
     np.testing.assert_allclose(warped.world[neck, :3, :3], plain.world[neck, :3, :3], atol=1e-9)
     assert np.linalg.norm(warped.world[neck, :3, 3] - plain.world[neck, :3, 3]) < 0.01

@@ -79,7 +79,7 @@ def figure_eight_path(speed: float, radius: float):
 
     >>> p, v = figure_eight_path(1.0, 4.0)(0.0)
     >>> p.tolist(), round(float(np.hypot(*v)), 2)
-    ([0.0, 0.0], 1.33)
+    ([0.0, 0.0], 1.46)
     """
     # the path's length per cycle, to set the angular rate for the speed asked
     u = np.linspace(0.0, 2.0 * math.pi, 2001)

@@ -290,7 +290,7 @@ class MotionMatching:
     def _search(self, row: int, inside: bool) -> None:
         self.searches += 1
         query = self._query()
-        best, cost = self.db.search(query)
+        best, cost = self.db.search(query, hints=np.array([row]))  # the frame playing bounds the search
         best_row = int(best[0])
         if best_row < 0:
             return

@@ -19,10 +19,11 @@ stage). On a :class:`~skeletal.Player` or :class:`~skeletal.Mixer` (float64 or f
 the desired and the clip's velocity.
 
 >>> import skeletal
->>> player = skeletal.Player(skeletal.demo.demo_asset())
+>>> from skeletal.demo import demo_asset
+>>> player = skeletal.Player(demo_asset())
 >>> warp = Warping(player)
 >>> warp.stride[:] = 1.4         # 40% longer steps: move 1.4x the clip's speed
->>> player.play("walk"); player.update(1 / 60)
+>>> _ = player.play("walk"); player.update(1 / 60)
 >>> bool(warp.targets.any())
 True
 """
