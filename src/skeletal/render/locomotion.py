@@ -48,10 +48,10 @@ class PathScene:
     """
 
     def __init__(self, path: str | None = "figure8", speed: str = "walk", *, warping: bool = True):
-        from ..bench.motion_path import figure_eight_path
         from ..demo import locomotion_asset
         from ..playback import Player
         from ..playback.locomotion import MatchingDatabase, MotionMatching
+        from ..playback.locomotion.paths import figure_eight_path
 
         if path is not None and path not in PATHS:
             raise RenderError(f"unknown path {path!r}: one of {', '.join(PATHS)}")
