@@ -47,6 +47,8 @@ from .mirror import SUFFIX, mirror_clip
 from .warping import Warping
 
 LN2 = math.log(2.0)
+#: Half-life (s) with which the warping's stride and angle ease toward the ones asked.
+WARP_EASE = 0.4
 
 
 def _spring_velocity(v: np.ndarray, a: np.ndarray, goal: np.ndarray, halflife: float,
@@ -86,7 +88,7 @@ class MotionMatching:
     def __init__(self, player: Any, database: MatchingDatabase, *, search_every: int = 6,
                  blend: str = "dead_blend", blend_time: float = 0.2, margin: float = 0.05,
                  velocity_halflife: float = 0.3, facing_halflife: float = 0.3, warping: bool = False,
-                 max_stride: tuple[float, float] = (0.7, 1.5), max_angle: float = 45.0):
+                 max_stride: tuple[float, float] = (0.7, 1.5), max_angle: float = 20.0):
         clips = {c.name for c in player.asset.clips}
         missing = [n for n in database.clip_names if n not in clips]
         if missing:
@@ -277,7 +279,7 @@ class MotionMatching:
             angle = min(max(turn, -self.max_angle), self.max_angle)
             warp.axis[0] = self.clip_velocity / clip_speed
         # eased toward the goal (a new clip's speed or a stop changes it at once)
-        k = 1.0 - math.exp(-LN2 * dt / 0.15) if dt > 0 else 0.0
+        k = 1.0 - math.exp(-LN2 * dt / WARP_EASE) if dt > 0 else 0.0
         warp.stride[0] += (stride - warp.stride[0]) * k
         warp.angle[0] += (angle - warp.angle[0]) * k
         warp.apply(dt)
