@@ -144,3 +144,20 @@ def test_refuses_a_crowd_and_bad_settings():
     warp.axis[0] = (np.nan, 1.0)
     with pytest.raises(SkeletalError, match="finite"):
         player.update(1 / 60)
+
+
+def test_a_float32_mixer_of_several_characters():
+    asset = demo_asset()
+    mixer = skeletal.Mixer(asset, 6, dtype=np.float32)
+    warp = Warping(mixer)
+    warp.stride[:] = np.linspace(0.7, 1.4, 6)
+    warp.weight[0] = 0.0  # the first one as recorded
+    mixer.play("walk", offset=np.linspace(0.0, 1.0, 6))
+    mixer.update(1 / 60)
+    feet = [leg.foot for leg in warp.legs]
+    for b in range(1, 6):
+        np.testing.assert_allclose(mixer.world[b][feet, :3, 3], warp.targets[b], atol=2e-4)
+    plain = skeletal.Mixer(asset, 6, dtype=np.float32)
+    plain.play("walk", offset=np.linspace(0.0, 1.0, 6))
+    plain.update(1 / 60)
+    np.testing.assert_array_equal(plain.world[0], mixer.world[0])
