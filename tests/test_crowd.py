@@ -39,7 +39,7 @@ def test_crowd_palettes_match_the_mixer(asset):
         mixer.update(0.05)
     assert crowd.palettes.shape == (count, len(asset.skins[0].joints), 3, 4)
     assert crowd.palettes.dtype == np.float32
-    np.testing.assert_allclose(crowd.palettes, mixer.palettes[0][:, :, :3, :], atol=2e-6)
+    np.testing.assert_allclose(crowd.palettes, mixer.palettes[:, :, :3, :], atol=2e-6)
 
 
 def test_keep_world_and_skin_ranges(asset):

@@ -37,8 +37,8 @@ def test_wide_matches_the_per_instance_path(asset):
     for crowd in (wide, narrow):
         crowd.play("walk", offsets=offsets, speeds=speeds)
     _step_both(wide, narrow, 20)
-    assert len(wide._job_state) == 5, "the wide kernel did not run"
-    assert len(narrow._job_state) == 4
+    assert wide.frame.wide is not None, "the wide kernel did not run"
+    assert narrow.frame.wide is None
     np.testing.assert_allclose(wide.palettes, narrow.palettes, atol=2e-5)
     np.testing.assert_allclose(wide.local_pose, narrow.local_pose, atol=2e-5)
     np.testing.assert_array_equal(wide.cursors, narrow.cursors)
@@ -178,10 +178,10 @@ def test_scratch_rows_rebuild_the_same_pose_when_first_read(asset, ik):
         lazy.update(1 / 50)
         eager.local_pose  # noqa: B018 (read every frame: the lane store from the first read on)
         np.testing.assert_array_equal(lazy.palettes, eager.palettes)
-    assert lazy._job_state[4][0][4].shape[0] == 0, "the lazy crowd's rows stayed in scratch"
-    assert eager._job_state[4][0][4].shape[0] == 3, "the eager crowd's rows went to the lane store"
+    assert lazy.frame.wide_arrays["store"].shape[0] == 0, "the lazy crowd's rows stayed in scratch"
+    assert eager.frame.wide_arrays["store"].shape[0] == 3, "the eager crowd's rows went to the lane store"
     np.testing.assert_array_equal(lazy.local_pose, eager.local_pose)
-    assert lazy._job_state[4][0][4].shape[0] == 3
+    assert lazy.frame.wide_arrays["store"].shape[0] == 3
     for _ in range(3):  # from now on both write their lane stores
         eager.update(1 / 50)
         lazy.update(1 / 50)
@@ -219,7 +219,7 @@ def test_evaluate_runs_the_wide_kernel_without_advancing(asset):
     wide.evaluate()
     narrow.evaluate()
     np.testing.assert_array_equal(wide.fs, clocks)
-    assert len(wide._job_state) == 5, "the wide kernel ran"
+    assert wide.frame.wide is not None, "the wide kernel ran"
     np.testing.assert_allclose(wide.palettes, narrow.palettes, atol=2e-5)
     np.testing.assert_allclose(wide.local_pose, narrow.local_pose, atol=2e-5)
     first = wide.palettes.copy()
@@ -232,7 +232,7 @@ def test_a_new_crowd_holds_the_rest_pose_without_a_kernel(asset):
     palettes and poses as the per-instance kernel gives a crowd built with ``wide=False``, and no wide
     job state until the first update."""
     wide, narrow = _pair(asset, LANES + 2)
-    assert wide._job_state is None or len(wide._job_state) < 5
+    assert wide.frame is None or wide.frame.wide is None
     np.testing.assert_allclose(wide.palettes, narrow.palettes, atol=2e-6)
     np.testing.assert_array_equal(wide.local_pose, narrow.local_pose)
     np.testing.assert_array_equal(wide.morph_weights, narrow.morph_weights)

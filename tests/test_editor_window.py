@@ -252,20 +252,20 @@ with Editor(doc, (1280, 720)) as ed:
     ed.select_bone(doc.asset.rig.find("left_forearm"))
     frames(4)
     check("still")
-    ed.playing = True
+    ed.state.playing = True
     frames(8)
     check("playing")
-    ed.tab = "curve"
+    ed.state.tab = "curve"
     frames(4)
     check("curves")
-    ed.tab, ed.onion = "dope", True
+    ed.state.tab, ed.state.onion = "dope", True
     ed.select_bone(doc.asset.rig.find("head"))
     frames(4)
     check("onion")
-    ed.playing, ed.show_help = False, True
+    ed.state.playing, ed.state.show_help = False, True
     frames(3)
     check("help")
-    ed.show_help = False
+    ed.state.show_help = False
     frames(3)
     check("help closed")
     frames(2)

@@ -137,7 +137,7 @@ def test_field_reads_a_jobs_arrays_in_place(asset):
     player.play(asset.clips[0].name)
     player.update(0.1)
     mixer = player.mixer
-    job = mixer._job_state[0]
+    job = mixer.frame.job
     total, unmasked = _field_sums(job, 1000)  # borrowed reads: no reference taken or dropped
     assert unmasked == bool(mixer._base_unmasked)
     assert total == pytest.approx(1000 * (mixer.fs.sum() + mixer.local_pose[0].sum()))

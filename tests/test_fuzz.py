@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ import skeletal
 
 FUZZ = Path(__file__).resolve().parent / "fuzz"
 REPO = FUZZ.parents[1]
+from fuzz.memory import FUZZ_BUDGET, AmplificationError, amplification_limit, checked
 from fuzz.targets import TARGETS, usd_available  # tests/fuzz, importable as `fuzz` (see conftest.py)
 
 REGRESSIONS = sorted((folder.name, path) for folder in (FUZZ / "regressions").iterdir() if folder.is_dir()
@@ -43,10 +45,32 @@ def test_regression_folders_are_targets():
 
 @pytest.mark.parametrize("target,path", REGRESSIONS, ids=[f"{t}/{p.name}" for t, p in REGRESSIONS])
 def test_regression_replays(target, path):
-    """A kept finding: the reader now refuses it with a skeletal error or reads it consistently."""
+    """A kept finding: the reader now refuses it with a skeletal error or reads it consistently, and
+    within the fuzzer's memory-amplification bound."""
     if target == "usd" and not usd_available():
         pytest.skip("usd-core is not installed (pip install 'skeletal[usd]'): USD findings not replayed")
-    TARGETS[target](path.read_bytes())
+    from skeletal.io.budget import set_memory_budget
+
+    set_memory_budget(FUZZ_BUDGET)
+    try:
+        checked(TARGETS[target])(path.read_bytes())
+    finally:
+        set_memory_budget(None)
+        tracemalloc.stop()
+
+
+def test_amplification_check_fails_a_small_input_that_allocates_much():
+    """The harness's memory check: 8 MB from 100 bytes is a finding, 100 KB from 100 bytes is not."""
+    import numpy as np
+
+    run = checked(lambda data: np.ones(8 << 20, np.uint8).sum(), floor=1 << 20)
+    try:
+        with pytest.raises(AmplificationError, match=r"100 bytes of input made the target allocate 8\.\d+ MB"):
+            run(b"x" * 100)
+        checked(lambda data: np.ones(100_000, np.uint8).sum(), floor=1 << 20)(b"x" * 100)
+        assert amplification_limit(1000, floor=1 << 20) == (1 << 20) + 64_000
+    finally:
+        tracemalloc.stop()
 
 
 _SUFFIXES = (".bvh", ".glb", ".gltf", ".fbx", ".dae", ".usda")

@@ -86,6 +86,11 @@ def test_bad_glb_magic_and_version(tmp_path):
     path = tmp_path / "m.glb"
     path.write_bytes(b"glTF" + struct.pack("<I", 1) + data[8:])
     raises(path, "GLB header", "version 1")
+    # A GLB version 1 container is glTF 1.0: the same conversion hint as a .gltf that says "1.0".
+    raises(path, "GLB header", r"glTF 1\.0 is not supported")
+    raises(path, "GLB header", "gltf-pipeline or Blender")
+    path.write_bytes(b"glTF" + struct.pack("<I", 3) + data[8:])
+    raises(path, "GLB header", "version 3 is not supported")
     # Not the GLB magic: read as JSON, which it is not.
     path.write_bytes(b"glTX" + data[4:])
     raises(path, "JSON")

@@ -11,13 +11,14 @@ the floor of its closest listed parent package):
 2. the stages and the tools over them: ``rig``, ``clip``, ``sampling``, ``pose``, ``skin``, ``asset``,
    ``compress``, ``cliptools``, ``demo``, ``jobs``, ``batch``, ...
 3. ``playback``: players, mixers, crowds, procedural stages.
-4. ``torch``, ``render``, ``web``: optional backends over the stages and playback.
+4. ``torch``, ``render``, ``web``, ``bridges``: optional backends over the stages and playback.
 5. ``editor``: the application over render.
 6. ``skeletal`` itself: the public API, gathering the floors below.
 7. ``bench``: measurements of the API.
 8. ``cli``, ``__main__``: the command line over all of it.
 
-Also: ``import skeletal`` loads neither click nor an optional backend (torch, moderngl, imgui).
+Also: ``import skeletal`` loads neither click nor an optional backend (torch, moderngl, imgui) nor a
+bridge's library (trimesh, pygfx, pyglet, panda3d, bpy).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ FLOORS: dict[str, int] = {
     "skeletal.io": 1,
     "skeletal.io.usd_write": 2,  # writes an Asset's clips: samples and poses them (as export.py does)
     "skeletal.playback": 3,
-    "skeletal.torch": 4, "skeletal.render": 4, "skeletal.web": 4,
+    "skeletal.torch": 4, "skeletal.render": 4, "skeletal.web": 4, "skeletal.bridges": 4,
     "skeletal.editor": 5,
     "skeletal": 6,
     "skeletal.bench": 7,
@@ -154,7 +155,8 @@ def test_no_import_cycle():
 
 def test_import_skeletal_loads_no_command_line_or_backend():
     code = ("import sys, skeletal; heavy = [m for m in ('click', 'torch', 'moderngl', 'imgui_bundle', 'glfw', "
-            "'skeletal.cli', 'skeletal.bench') if m in sys.modules]; print(','.join(heavy))")
+            "'skeletal.cli', 'skeletal.bench', 'skeletal.bridges', 'trimesh', 'pygfx', 'wgpu', 'pyglet', 'panda3d', "
+            "'bpy') if m in sys.modules]; print(','.join(heavy))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
 

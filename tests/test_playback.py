@@ -312,14 +312,15 @@ def test_mixer_instances_are_independent_arrays(asset):
     expected = blend([alone(asset, "walk", 0.6), alone(asset, "run", 0.2)], [0.6, 0.4])
     assert_pose(mixer.local_pose[2], expected)
     assert mixer.world.shape == (4, len(asset.rig), 4, 4)
-    assert mixer.palettes[0].shape == (4, len(asset.skins[0].joints), 4, 4)
+    assert mixer.palettes.shape == (4, sum(len(s.joints) for s in asset.skins), 4, 4)
+    assert mixer.skin_palettes[0].shape == (4, len(asset.skins[0].joints), 4, 4)
 
 
 def test_float32_outputs(asset):
     mixer = Mixer(asset, count=2, dtype=np.float32)
     mixer.play("run")
     mixer.update(0.1)
-    assert mixer.world.dtype == np.float32 and mixer.palettes[0].dtype == np.float32
+    assert mixer.world.dtype == np.float32 and mixer.palettes.dtype == np.float32
     ref = Mixer(asset, count=1)
     ref.play("run")
     ref.update(0.1)

@@ -355,7 +355,7 @@ def test_mixer_batch_equals_players_and_crowd_runs(demo):
     assert np.abs(mixer.world - mixer.world[0:1]).max() > 1e-3  # the instances differ
     # the skin palettes (kept current inside the foot kernel) match the corrected world matrices
     for m in [mixer] + [p.mixer for p in players]:
-        for skin, palette in zip(demo.skins, m.palettes):
+        for skin, palette in zip(demo.skins, m.skin_palettes):
             assert np.allclose(palette, m.world[:, skin.joints] @ skin.inverse_bind, atol=1e-12)
 
 
@@ -405,7 +405,7 @@ def test_pelvis_moves_the_legs_it_does_not_solve(demo):
     assert np.all(stage.pelvis_offset[[0, 1]] != 0.0)
     world = world_matrices(demo.rig.parents, mixer.local_pose)
     assert np.abs(mixer.world - world).max() < 1e-12
-    for skin, palette in zip(demo.skins, mixer.palettes):
+    for skin, palette in zip(demo.skins, mixer.skin_palettes):
         assert np.allclose(palette, mixer.world[:, skin.joints] @ skin.inverse_bind, atol=1e-12)
 
 
@@ -426,19 +426,19 @@ def test_parallel_foot_placement_equals_the_serial_twin(demo, monkeypatch):
     calls = {"parallel": 0, "serial": 0}
 
     def counted(stage):
-        job, serial, parallel = stage._args
+        job, serial, parallel = stage.last.calls
         if callable(parallel) and not getattr(parallel, "counted", False):
             def par(*args):
                 calls["parallel"] += 1
                 return parallel(*args)
             par.counted = True
-            stage.__dict__["_args"] = (job, serial, par)
+            stage.last.calls = (job, serial, par)
         if callable(serial) and not getattr(serial, "counted", False):
             def ser(*args):
                 calls["serial"] += 1
                 return serial(*args)
             ser.counted = True
-            stage.__dict__["_args"] = (job, ser, stage._args[2])
+            stage.last.calls = (job, ser, stage.last.calls[2])
 
     try:
         numba.set_num_threads(1)
@@ -552,7 +552,7 @@ def test_look_at_follows_a_target_smoothly(demo):
     assert abs(xs[-1] + 0.8) < 0.01
     assert np.all(np.isfinite(player.world))
     # the skin palettes (kept current inside the look-at kernel) match the turned head
-    for skin, palette in zip(demo.skins, player.mixer.palettes):
+    for skin, palette in zip(demo.skins, player.mixer.skin_palettes):
         assert np.allclose(palette[0], player.world[skin.joints] @ skin.inverse_bind, atol=1e-12)
 
 
@@ -618,9 +618,9 @@ def test_planned_frame_equals_the_general_path_through_changes(demo):
         sproc._plan = None
         slow.update(dt)
         fast.update(dt)
-        planned += fproc._plan is not None and fproc._plan[0] is not None
+        planned += fproc._plan is not None and fproc._plan.dt is not None
         if frame == 73:
-            assert fproc._plan is not None and fproc._plan[0] is None  # known unplannable: not planned per frame
+            assert fproc._plan is not None and fproc._plan.dt is None  # known unplannable: not planned per frame
         assert np.array_equal(fast.local_pose, slow.local_pose), frame
         assert np.array_equal(fast.world, slow.world), frame
         assert np.array_equal(fast.palettes[0], slow.palettes[0]), frame

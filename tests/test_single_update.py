@@ -218,10 +218,16 @@ def _leg_chain(asset):
     raise AssertionError("no three-node chain")
 
 
-def test_armed_fast_path_equals_the_general_path(asset):
-    """Player.update's armed fast path (Mixer._fast: the clock and one compiled call) gives every frame
-    the pose, world rows, palettes, time and events of the general path, and is dropped whenever its
-    job, clip set or snapshot fade changes (then re-armed by the general path)."""
+def _direct(player) -> bool:
+    """Whether Player.update takes its direct route (the clock and one compiled call on the mixer's frame)."""
+    mixer = player.mixer
+    return mixer.frame is not None and not mixer.controllers and not mixer._snap_fading
+
+
+def test_direct_route_equals_the_general_route(asset):
+    """Player.update's direct route (the clock and one compiled call on ``mixer.frame``) gives every
+    frame the pose, world rows, palettes, time and events of the mixer's general route, and is left
+    whenever the frame is dropped (a clip added, a job input replaced) or a snapshot fades."""
     fast, general = Player(asset), Player(asset)
     events: dict = {"fast": [], "general": []}
     fast.on("*", lambda e: events["fast"].append(e))
@@ -229,9 +235,9 @@ def test_armed_fast_path_equals_the_general_path(asset):
     armed = []
     for _ in zip(_fast_script(fast, asset), _fast_script(general, asset)):
         for _ in range(3):
-            armed.append(fast.mixer._fast is not None)
+            armed.append(_direct(fast))
             fast.update(0.1)
-            general._update_general(0.1)  # never the armed path (it re-arms it, unused)
+            general.mixer.update(0.1)  # never the direct route
             assert fast.time == general.time
             np.testing.assert_array_equal(fast.local_pose, general.local_pose)
             np.testing.assert_array_equal(fast.world, general.world)
@@ -244,15 +250,19 @@ def test_armed_fast_path_equals_the_general_path(asset):
     player.play("walk")
     player.update(0.01)
     player.update(0.01)
-    assert player.mixer._fast is not None
+    assert _direct(player)
     player.crossfade("walk", 0.2, snapshot=True)
-    assert player.mixer._fast is None
+    assert not _direct(player)
     for _ in range(3):
-        player.update(0.1)  # the fade ends; the general path re-arms
+        player.update(0.1)  # the fade ends
     player.update(0.01)
-    assert player.mixer._fast is not None
+    assert _direct(player)
     player.mixer.clip_index(skeletal.Clip(name="extra", tracks=list(asset.clip("walk").tracks)))
-    assert player.mixer._fast is None
+    assert not _direct(player)
+    player.update(0.01)  # the general route builds the frame again
+    assert _direct(player)
+    player.mixer.layer_weight = player.mixer.layer_weight.copy()  # a job input replaced: the frame goes
+    assert not _direct(player)
 
 
 def test_job_entry_point_rejects_what_is_not_a_job(asset):
@@ -261,8 +271,8 @@ def test_job_entry_point_rejects_what_is_not_a_job(asset):
     player = Player(asset)
     player.play("walk")
     player.update(0.01)
-    state = player.mixer._job_state
-    call = state[2]
-    assert call(state[0], state[1], 0.0, 0) == 0
+    frame = player.mixer.frame
+    call = frame.call
+    assert call(frame.job, frame.ik, 0.0, 0) == 0
     with pytest.raises(AttributeError):
-        call(object(), state[1], 0.0, 0)
+        call(object(), frame.ik, 0.0, 0)

@@ -531,17 +531,23 @@ def test_check_usd_finds_problems(tmp_path):
     assert problems and any("SkelBindingAPI" in p for p in problems), problems
 
 
-def test_deep_prim_nesting_reads(tmp_path):
-    """3000 nested Xforms (past Python's recursion limit) read as a 3000-node chain, no RecursionError."""
+def _nested_xforms(out: str, depth: int) -> str:
     stage = Usd.Stage.CreateInMemory()
     layer = stage.GetRootLayer()
     path = Sdf.Path("/r")
     with Sdf.ChangeBlock():
-        for _ in range(3000):
+        for _ in range(depth):
             Sdf.CreatePrimInLayer(layer, path).specifier = Sdf.SpecifierDef
             layer.GetPrimAtPath(path).typeName = "Xform"
             path = path.AppendChild("c")
-    out = str(tmp_path / "deep.usdc")
     layer.Export(out)
-    asset = skeletal.load(out)
-    assert len(asset.rig) == 3000 and int(asset.rig.parents[-1]) == 2998
+    return out
+
+
+def test_deep_prim_nesting_reads(tmp_path):
+    """1000 nested Xforms (Python's recursion limit) read as a 1000-node chain, no RecursionError; 3000
+    are refused in one line (skeletal reads at most 1000 levels in every format, issue 32)."""
+    asset = skeletal.load(_nested_xforms(str(tmp_path / "deep.usdc"), 1000))
+    assert len(asset.rig) == 1000 and int(asset.rig.parents[-1]) == 998
+    with pytest.raises(skeletal.ModelError, match=r"deeper.usdc: nodes\[1000\]: node 'c' is nested 1001 levels deep"):
+        skeletal.load(_nested_xforms(str(tmp_path / "deeper.usdc"), 3000))

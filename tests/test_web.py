@@ -400,7 +400,8 @@ def _widget_harness(tmp_path: Path, widget) -> Path:
 
     esm = base64.b64encode(widget_source().encode()).decode()
     state = {"options": widget.options, "glb": base64.b64encode(widget.glb).decode(),
-             "pose": base64.b64encode(widget.pose).decode()}
+             "pose": base64.b64encode(widget.pose).decode(), "morph": base64.b64encode(widget.morph).decode(),
+             "properties": widget.properties}
     page = tmp_path / "widget.html"
     page.write_text(f"""<!DOCTYPE html><html><head><meta charset="utf-8"><title>widget</title></head>
 <body style="margin:12px;font:13px sans-serif"><div style="border:1px solid #ccc;padding:8px;display:inline-block">
@@ -408,14 +409,19 @@ def _widget_harness(tmp_path: Path, widget) -> Path:
 <script type="module">
 const state = {json.dumps(state)};
 const bytes = b64 => {{ const s = atob(b64), u = new Uint8Array(s.length); for (let i = 0; i < s.length; i++) u[i] = s.charCodeAt(i); return u; }};
-const values = {{options: state.options, glb: new DataView(bytes(state.glb).buffer), pose: new DataView(bytes(state.pose).buffer)}};
+const values = {{options: state.options, glb: new DataView(bytes(state.glb).buffer), pose: new DataView(bytes(state.pose).buffer),
+                 morph: new DataView(bytes(state.morph).buffer), properties: state.properties}};
 const listeners = {{}};
 const model = {{
   get: k => values[k],
   on: (e, f) => {{ (listeners[e] = listeners[e] || []).push(f); }},
   off: (e, f) => {{ listeners[e] = (listeners[e] || []).filter(g => g !== f); }},
 }};
-window.harnessSetPose = b64 => {{ values.pose = new DataView(bytes(b64).buffer); (listeners["change:pose"] || []).forEach(f => f()); }};
+window.harnessSetPose = (b64, morph, properties) => {{
+  if (morph !== undefined) values.morph = new DataView(bytes(morph).buffer);
+  if (properties !== undefined) values.properties = properties;
+  values.pose = new DataView(bytes(b64).buffer); (listeners["change:pose"] || []).forEach(f => f());
+}};
 const module = await import("data:text/javascript;base64,{esm}");
 module.default.render({{model, el: document.getElementById("out")}});
 </script></body></html>""")

@@ -66,15 +66,15 @@ def main() -> int:
           file=sys.stderr)
     with Editor(doc, (1280, 720), samples=args.msaa, moving_scale=args.moving_scale,
                 moving_lod=args.moving_lod) as ed:
-        ed.selected = int(joints[10])
+        ed.state.selected = int(joints[10])
         ed.stage_finish = args.stages
         ed.pipelined = not args.serial  # as Editor.run(): the frame swaps the previous one (timed with it)
-        ed.show_colliders = True
+        ed.state.show_colliders = True
         results = {}
         for phase in ("playing", "paused", "playing + curves", "playing + onion skin"):
-            ed.playing = phase.startswith("playing")
-            ed.tab = "curve" if "curves" in phase else "dope"
-            ed.onion = "onion" in phase
+            ed.state.playing = phase.startswith("playing")
+            ed.state.tab = "curve" if "curves" in phase else "dope"
+            ed.state.onion = "onion" in phase
             ed.frame_ms.clear()
             ed.frame_cpu_ms.clear()
             ed.frame_main_ms.clear()

@@ -26,10 +26,10 @@ def main(out: str = "docs/images/editor.png") -> None:
     doc.execute(InsertPoseKeys(doc, 1, 0.3, [rig.find("left_upper_arm")]))
     with Editor(doc, (1280, 720)) as ed:
         ed.select_clip(1)
-        ed.time = 0.36
-        ed.selected = rig.find("left_upper_arm")
-        ed.selected_collider = 2
-        ed.onion = True
+        ed.state.time = 0.36
+        ed.state.selected = rig.find("left_upper_arm")
+        ed.state.selected_collider = 2
+        ed.state.onion = True
         ed.camera.yaw += 25
         for _ in range(4):
             ed.frame(0.0)

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -17,6 +18,7 @@ from .clip import PATH_CODE, Clip, Track, resolve_clip
 from .document import Document, PackedChannels, Primitive
 from .errors import ModelError
 from .io.formats import ASSIMP_SUFFIXES, BVH_SUFFIX, USD_SUFFIXES
+from .properties import PropertyLayout
 from .rig import Rig
 from .skin import normalize_weights
 from .up import UpAxis
@@ -60,6 +62,78 @@ class MeshInstance:
         return self.skin is not None
 
 
+def choose_scene(document: Document, scene: int | str | None) -> int | None:
+    """The index of the scene to show: ``scene`` by index or by name, else the document's default
+    ``scene``, else its first (as three.js and Blender do); None when it has no scenes. A scene that
+    does not exist raises :class:`ModelError` listing the scenes."""
+    count = len(document.scenes)
+    if scene is None:
+        if not count:
+            return None
+        return document.scene if document.scene is not None and 0 <= document.scene < count else 0
+    names = list(document.scene_names) + [""] * (count - len(document.scene_names))
+    if isinstance(scene, str) and scene in names:
+        return names.index(scene)
+    if isinstance(scene, str) and scene.lstrip("-").isdigit():
+        scene = int(scene)
+    if isinstance(scene, (int, np.integer)) and not isinstance(scene, bool) and 0 <= scene < count:
+        return int(scene)
+    listed = ", ".join(f"{i} {n!r}" if n else str(i) for i, n in enumerate(names)) or "none"
+    raise ModelError(document.path, "scenes", f"no scene {scene!r} (scenes: {listed})")
+
+
+def scene_nodes(document: Document, scene: int | None) -> np.ndarray | None:
+    """(nodes,) bool by file node index: the nodes a viewer shows for ``scene`` (None: no scene
+    chosen, every node). They are the scene's root nodes and everything below them, and, as three.js
+    poses them, the whole hierarchy of every joint (and ``skeleton`` root) of the skins that the
+    scene's meshes use, even where that hierarchy hangs outside the scene."""
+    if scene is None:
+        return None
+    nodes = document.nodes
+    shown = np.zeros(len(nodes), dtype=bool)
+
+    def add_below(roots) -> None:
+        stack = [int(r) for r in roots]
+        while stack:
+            i = stack.pop()
+            if not shown[i]:
+                shown[i] = True
+                stack.extend(nodes[i].children)
+
+    add_below(document.scenes[scene])
+    skins = {nodes[i].skin for i in np.flatnonzero(shown).tolist() if nodes[i].skin is not None and nodes[i].mesh is not None}
+    for k in sorted(skins):
+        skin = document.skins[k]
+        joints = [int(j) for j in skin.joints] + ([skin.skeleton] if skin.skeleton is not None else [])
+        tops = set()
+        for j in joints:
+            while nodes[j].parent >= 0:
+                j = nodes[j].parent
+            tops.add(j)
+        add_below(sorted(tops))
+    return shown
+
+
+#: The deepest node hierarchy any reader accepts (BVH's own limit too): every writer and printer
+#: below may then walk a chain without running out of stack, memory or screen.
+MAX_NODE_DEPTH = 1000
+
+
+def check_depth(rig: Rig, file: str | os.PathLike | None) -> None:
+    """Raise :class:`ModelError` when ``rig``'s hierarchy is nested deeper than :data:`MAX_NODE_DEPTH`
+    (a 50,000-deep chain of a 3.5 MB glTF: ``info`` would print gigabytes of indentation)."""
+    parents = rig.parents.tolist()
+    depth = [0] * len(parents)
+    for i, parent in enumerate(parents):  # parents first: a parent's depth is known before its children's
+        if parent >= 0:
+            depth[i] = level = depth[parent] + 1
+            if level >= MAX_NODE_DEPTH:
+                name = rig.names[i] if len(rig.names[i]) <= 64 else rig.names[i][:64] + "..."
+                raise ModelError(file, f"nodes[{int(rig.node_of[i])}]",
+                                 f"node {name!r} is nested {level + 1} levels deep; skeletal reads at most "
+                                 f"{MAX_NODE_DEPTH} levels")
+
+
 def require_nodes(model, purpose: str) -> None:
     """Raise :class:`ModelError` when ``model`` (an :class:`Asset`, or anything with a ``rig`` and
     maybe a ``path``) has no nodes, naming ``purpose``: ``empty.glb: has no nodes: nothing to animate``."""
@@ -79,13 +153,23 @@ class Asset:
     node i's (empty for nodes without a morphed mesh), ``rest_morph`` their defaults.
     """
 
-    def __init__(self, document: Document):
+    def __init__(self, document: Document, scene: int | str | None = None):
         self.document = document
         self.path = document.path
         self.rig = Rig.from_document(document)
+        #: The scene shown (index into ``document.scenes``): ``scene`` by index or name, else the
+        #: file's default scene, else its first; None for a file without scenes (every node shown).
+        self.scene: int | None = choose_scene(document, scene)
+        #: (N,) bool, rig order: the nodes of :attr:`scene` (see :func:`scene_nodes`); all True without scenes.
+        self.scene_nodes: np.ndarray = self.rig_mask(scene_nodes(document, self.scene))
+        check_depth(self.rig, document.path)
         self._build_morph_layout()
         self.skins = [self._bind_skin(i) for i in range(len(document.skins))]
-        self.clips = [self._clip(i) for i in range(len(document.animations))]
+        #: Where the animated properties (KHR_animation_pointer: materials, lights, cameras,
+        #: visibility) live in one flat float64 array, with their rest values; see :mod:`skeletal.properties`.
+        self.properties = PropertyLayout(document.pointer_rest)
+        self.clips = [self._with_properties(self._clip(i), i) for i in range(len(document.animations))]
+        self._leave_out_other_scenes()
         self.up = UpAxis()  # the file's up axis and whether it was turned (skeletal.load(up=...))
         self._check_skinned_primitives()  # mesh_instances are built on first use, their errors found now
 
@@ -116,9 +200,25 @@ class Asset:
 
     @cached_property
     def mesh_instances(self) -> list[MeshInstance]:
-        """Every mesh placed on a node, ready for skinning (influences normalised, morph deltas dense);
-        built on first use, so that loading a model to play its clips does not pay for it."""
-        return [self._mesh_instance(i) for i, n in enumerate(self.document.nodes) if n.mesh is not None]
+        """Every mesh placed on a node of the scene shown, ready for skinning (influences normalised,
+        morph deltas dense); built on first use, so that loading a model to play its clips does not
+        pay for it."""
+        shown = self.scene_nodes[self.rig.index_of] if len(self.rig) else np.zeros(0, bool)  # by file index
+        return [self._mesh_instance(i) for i, n in enumerate(self.document.nodes) if n.mesh is not None and shown[i]]
+
+    @property
+    def scene_name(self) -> str | None:
+        """The name of the scene shown (``scene_<i>`` for an unnamed one); None without scenes."""
+        if self.scene is None:
+            return None
+        names = self.document.scene_names
+        return names[self.scene] if self.scene < len(names) and names[self.scene] else f"scene_{self.scene}"
+
+    def rig_mask(self, file_mask: np.ndarray | None) -> np.ndarray:
+        """A (N,) bool mask in rig order from one by file node index (None: every node)."""
+        if file_mask is None:
+            return np.ones(len(self.rig), dtype=bool)
+        return np.asarray(file_mask, dtype=bool)[self.rig.node_of]
 
     @property
     def skinned_instances(self) -> list[MeshInstance]:
@@ -225,6 +325,35 @@ class Asset:
             clip.duration = float(anim.duration)
         return clip
 
+    def _with_properties(self, clip: Clip, index: int) -> Clip:
+        """``clip`` with the property tracks of animation ``index`` (its duration stretched to them)."""
+        tracks = self.document.animations[index].properties
+        if tracks:
+            clip.properties = list(tracks)
+            clip.include_properties()
+        return clip
+
+    def _leave_out_other_scenes(self) -> None:
+        """Tracks on nodes outside the scene shown are taken out of the clips (those nodes stay at
+        rest and are not drawn); each clip lists them in ``outside_scene`` and one warning says so."""
+        if self.scene_nodes.all():
+            return
+        told = []
+        for c, clip in enumerate(self.clips):
+            outside = ~self.scene_nodes[clip.node] if clip.track_count else np.zeros(0, bool)
+            if not outside.any():
+                continue
+            names = sorted({self.rig.names[int(n)] or f"node_{int(self.rig.node_of[n])}" for n in clip.node[outside]})
+            kept = [t for t, out in zip(clip.tracks, outside.tolist()) if not out]
+            replaced = Clip(clip.name, kept, dict(clip.markers), clip.additive, properties=list(clip.properties))
+            replaced.duration = clip.duration  # the authored length stays
+            replaced.outside_scene = names
+            self.clips[c] = replaced
+            told.append(f"{clip.name!r} ({len(names)}: {', '.join(names[:4])}{', ...' if len(names) > 4 else ''})")
+        if told:
+            warnings.warn(f"{os.path.basename(self.path)}: scene {self.scene_name!r}: clip(s) animating nodes outside "
+                          f"it, left at rest and not drawn: {'; '.join(told)}", stacklevel=3)
+
     def _check_skinned_primitives(self) -> None:
         """Raise now what :meth:`_mesh_instance` would find wrong later: a joint index past the joints
         of the skin a node uses its mesh with (each primitive's largest joint index taken once)."""
@@ -277,7 +406,7 @@ class Asset:
 
 
 def load(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = None, isolate: bool = True,
-         up: str = "y") -> Asset:
+         up: str = "y", scene: int | str | None = None) -> Asset:
     """Load a model file (``.gltf``/``.glb``, ``.bvh`` motion capture, or FBX, Collada and the other
     formats Assimp reads) as an :class:`Asset`.
 
@@ -298,6 +427,10 @@ def load(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = None, 
     inside the file may only name files in the model's folder or below, unless ``base_dir`` is given
     (then anything under ``base_dir``). Errors are :class:`skeletal.ModelError`.
 
+    ``scene``: the scene to show, by index or name (default: the file's default ``scene``, else its
+    first, as the glTF spec and every viewer do). Nodes outside it are not drawn and not animated;
+    clips that animate them say so (``Clip.outside_scene``, one warning). See :attr:`Asset.scene`.
+
     >>> asset = skeletal.load("Soldier.glb")        # doctest: +SKIP
     >>> walk = skeletal.load("walk_zup.bvh", up="auto")  # doctest: +SKIP
     >>> walk.up.turned                                  # doctest: +SKIP
@@ -306,7 +439,7 @@ def load(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = None, 
     from .up import check_up
 
     up = check_up(up)
-    asset = _load(path, base_dir, isolate)
+    asset = _load(path, base_dir, isolate, scene)
     if up == "y":
         return asset
     from .up import resolve_up, turn_document
@@ -314,12 +447,13 @@ def load(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = None, 
     axis = resolve_up(asset, up, model_suffix(path))
     if axis.turned:
         turn_document(asset.document, axis.motion, axis.rest)
-        asset = Asset(asset.document)
+        asset = Asset(asset.document, scene=scene)
     asset.up = axis
     return asset
 
 
-def _load(path: str | os.PathLike, base_dir: str | os.PathLike | None, isolate: bool) -> Asset:
+def _load(path: str | os.PathLike, base_dir: str | os.PathLike | None, isolate: bool,
+          scene: int | str | None) -> Asset:
     """:func:`load` without the up axis."""
     from .io.files import check_regular
     from .io.sniff import check_kind
@@ -333,17 +467,17 @@ def _load(path: str | os.PathLike, base_dir: str | os.PathLike | None, isolate: 
         from .io.gltf import gc_paused, read_gltf
 
         with gc_paused():  # the document and the asset's tracks: many objects, no cycles
-            return Asset(read_gltf(path, base_dir=base_dir, data=data))
+            return Asset(read_gltf(path, base_dir=base_dir, data=data), scene=scene)
     try:
         check_regular(file)  # the front door: every reader below sees a regular file (no FIFO/device)
     except OSError as exc:
         raise ModelError(file, None, f"cannot read the file: {exc.strerror or exc}") from None
     check_kind(path, other_reader=True)  # an empty, renamed or wrong file: one clear line
     if suffix in ASSIMP_SUFFIXES:
-        return Asset(_read_assimp(path, isolate=isolate))
+        return Asset(_read_assimp(path, isolate=isolate), scene=scene)
     if suffix in USD_SUFFIXES:
-        return Asset(_read_usd(path, isolate=isolate))
-    return Asset(READERS[suffix](path))
+        return Asset(_read_usd(path, isolate=isolate), scene=scene)
+    return Asset(READERS[suffix](path), scene=scene)
 
 
 def _read_gltf_file(file: str, path: str | os.PathLike) -> bytes:

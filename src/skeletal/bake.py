@@ -31,8 +31,12 @@ from .skin import apply_morphs, skin
 
 def sample_times(clip: Clip, fps: float) -> np.ndarray:
     """Times 0..duration inclusive at ``fps`` frames per second (the last one lands on the end)."""
-    if not fps > 0:
-        raise ClipError(f"fps must be positive, got {fps}")
+    from .io.budget import SamplingError, frame_count
+
+    try:
+        frame_count(clip.duration, fps, what=f"clip {clip.name!r}")  # a finite, bounded count first
+    except SamplingError as exc:
+        raise ClipError(str(exc)) from None
     frames = int(np.floor(clip.duration * fps + 1e-9)) + 1
     times = np.arange(frames, dtype=np.float64) / fps
     if clip.duration > 0 and times[-1] < clip.duration - 1e-9:
@@ -47,6 +51,8 @@ def bake_bytes(asset: Asset, frames: int, *, normals: bool = False, palettes: bo
     5540220
     """
     per_frame = 8 + len(asset.document.nodes) * 16 * 8
+    layout = getattr(asset, "properties", None)
+    per_frame += (layout.size * 8) if layout is not None else 0
     if palettes:
         per_frame += sum(len(binding.joints) for binding in asset.skins) * 16 * 8
     for instance in asset.skinned_instances:
@@ -74,8 +80,15 @@ def bake(
     normals: bool = False,
     palettes: bool = False,
     progress: Callable[[int], None] | None = None,
+    force: bool = False,
 ) -> dict[str, np.ndarray]:
     """Evaluate ``clip`` of ``asset`` at ``times`` (or 0..duration at ``fps``; default 30 fps).
+
+    Arrays: ``times`` (T,), ``node_world`` (T, N, 4, 4) row-major by file node index, skinned
+    ``positions_node{N}_prim{P}`` (T, V, 3) (and normals, palettes when asked), and, for an asset with
+    KHR_animation_pointer properties, ``properties`` (T, M) laid out by ``asset.properties``.
+    Sampling at ``fps`` is counted and sized first (:func:`skeletal.io.budget.check_output`): over
+    2 GB or 108,000 frames it raises :class:`ClipError` unless ``force``.
 
     ``progress(n)`` is called as the skinning advances, ``n`` frames of one primitive at a time; the
     calls add up to ``len(times)`` times the number of skinned primitives (see :func:`bake_primitives`).
@@ -89,7 +102,16 @@ def bake(
         else:
             clip = asset.clip(clip)
     if times is None:
-        times = sample_times(clip, fps if fps is not None else 30.0)
+        from .io.budget import SamplingError, check_output, frame_count
+
+        rate = fps if fps is not None else 30.0
+        try:  # counted and sized before the times are made
+            frames = frame_count(clip.duration, rate, what=f"clip {clip.name!r}")
+            check_output(f"baking clip {clip.name!r} of {asset.name}", frames,
+                         bake_bytes(asset, 1, normals=normals, palettes=palettes), force=force, hint="a lower --fps")
+        except SamplingError as exc:
+            raise ClipError(str(exc)) from None
+        times = sample_times(clip, rate)
     times = np.atleast_1d(np.asarray(times, dtype=np.float64))
     if not np.all(np.isfinite(times)):
         raise ClipError("times must be finite numbers")
@@ -97,6 +119,11 @@ def bake(
     pose, morph = sample(clip, times, rig.rest, asset.morph_start, asset.rest_morph, loop=loop)
     world = world_matrices(rig.parents, pose)
     out: dict[str, np.ndarray] = {"times": times, "node_world": world[:, rig.index_of]}
+    layout = getattr(asset, "properties", None)
+    if layout is not None and len(layout):  # KHR_animation_pointer properties, (T, M) by asset.properties
+        from .properties import sample_properties
+
+        out["properties"] = sample_properties(clip, layout, times, loop)
     skin_palettes = {}
     for s, binding in enumerate(asset.skins):
         if palettes or any(m.skin == s for m in asset.mesh_instances):

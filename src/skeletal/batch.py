@@ -40,7 +40,8 @@ from typing import Any, Callable, Iterable, Iterator
 
 from .asset import model_suffix, model_suffixes
 from .errors import SkeletalError
-from .jobs import JOBS, OUTPUT_SUFFIX, FileResult, Task, run_task
+from .jobs import CONFINE_OPTION, JOBS, OUTPUT_SUFFIX, FileResult, Task, run_task
+from .shown import shown
 from .workers import DEFAULT_MEMORY, DEFAULT_TIMEOUT, TaskLimits, WorkerPool, run_chunk_supervised
 
 __all__ = ["run_batch", "find_inputs", "plan_tasks", "BatchSummary", "BatchError", "MODEL_SUFFIXES",
@@ -97,12 +98,14 @@ class BatchSummary:
                 ("files/s", f"{self.files_per_second:.1f}"), ("executor", f"{self.executor} ({self.workers} workers)")]
         width = max(len(k) for k, _ in rows)
         lines = [f"skeletal batch {self.command}"] + [f"  {k:<{width}}  {v}" for k, v in rows]
-        for r in self.failed[:10]:
-            lines.append(f"  failed: {r.source}: {r.error}")
+        for r in self.failed[:10]:  # file names are shown escaped: a newline in one forges no line here
+            lines.append(f"  failed: {shown(r.source)}: {shown(r.error)}")
+        for r in [r for r in self.results if r.status == "skipped" and r.details.get("reason", "").startswith("a folder")][:10]:
+            lines.append(f"  skipped: {shown(r.source)}: {r.details['reason']}")
         if len(self.failed) > 10:
             lines.append(f"  ... and {len(self.failed) - 10} more failures (see the report)")
         if self.report:
-            lines.append(f"  report: {self.report}")
+            lines.append(f"  report: {shown(self.report)}")
         return "\n".join(lines)
 
 
@@ -110,19 +113,24 @@ class BatchSummary:
 # planning
 
 
-def find_inputs(folder_or_glob: str | os.PathLike, follow_symlinks: bool = False) -> tuple[list[Path], Path]:
+def find_inputs(folder_or_glob: str | os.PathLike, follow_symlinks: bool = False, *,
+                exclude: str | os.PathLike | None = None,
+                folders: list[Path] | None = None) -> tuple[list[Path], Path]:
     """The input files (sorted) and the base folder their output paths are relative to.
 
     A folder gives every regular file with a :data:`MODEL_SUFFIXES` suffix below it (recursively;
     names starting with ``.`` skipped); a symbolic link (to a file or a folder) is taken only when it
     resolves inside the folder, unless ``follow_symlinks``. Anything else is a glob pattern (``**``
     recurses) whose matching files are taken whatever their suffix, relative to the pattern's folder
-    part before the first wildcard."""
+    part before the first wildcard. Nothing under ``exclude`` (the batch's output folder) is taken;
+    folders named like a model (``folder.glb``) are appended to ``folders`` when given."""
     text = os.fspath(folder_or_glob)
     path = Path(text)
+    skip = os.path.realpath(exclude) if exclude is not None else None
     if path.is_dir():
-        return _walk(path, follow_symlinks), path
-    files = sorted(Path(p) for p in glob.glob(text, recursive=True) if Path(p).is_file())
+        return _walk(path, follow_symlinks, skip, folders), path
+    files = sorted(Path(p) for p in glob.glob(text, recursive=True)
+                   if Path(p).is_file() and not (skip and _inside(os.path.realpath(p), skip)))
     parts = Path(text).parts
     fixed = []
     for part in parts:
@@ -142,7 +150,8 @@ def _inside(real: str, root: str) -> bool:
         return False
 
 
-def _walk(root: Path, follow_symlinks: bool) -> list[Path]:
+def _walk(root: Path, follow_symlinks: bool, exclude: str | None = None,
+          folders: list[Path] | None = None) -> list[Path]:
     real_root = os.path.realpath(root)
     files = []
     seen = {real_root}
@@ -153,6 +162,10 @@ def _walk(root: Path, follow_symlinks: bool) -> list[Path]:
             real = os.path.realpath(full)
             if d.startswith(".") or real in seen:
                 continue
+            if exclude is not None and _inside(real, exclude):  # the output folder: never read back
+                continue
+            if folders is not None and model_suffix(d) in MODEL_SUFFIXES:
+                folders.append(Path(full))  # a folder named like a model: reported as skipped
             if os.path.islink(full) and not follow_symlinks and not _inside(real, real_root):
                 continue
             seen.add(real)
@@ -171,11 +184,15 @@ def _walk(root: Path, follow_symlinks: bool) -> list[Path]:
 
 
 def output_path(source: Path, base: Path, out_dir: Path, command: str) -> Path:
-    """``out_dir / (source relative to base)`` with the command's suffix."""
+    """``out_dir / (source relative to base)`` with the command's suffix. The path as walked, links
+    not followed: a link inside the folder writes its own output, not its target's."""
     try:
-        rel = source.resolve().relative_to(base.resolve())
+        rel = Path(os.path.abspath(source)).relative_to(os.path.abspath(base))
     except ValueError:
-        rel = Path(source.name)
+        try:
+            rel = source.resolve().relative_to(base.resolve())
+        except ValueError:
+            rel = Path(source.name)
     return (out_dir / rel).with_suffix(OUTPUT_SUFFIX[command])
 
 
@@ -189,10 +206,23 @@ def is_up_to_date(source: Path, output: Path) -> bool:
 
 def plan_tasks(command: str, inputs: Iterable[Path], base: Path, out_dir: Path, options: dict[str, Any],
                force: bool = False) -> tuple[list[Task], list[FileResult]]:
-    """Tasks to run, and skipped results for inputs whose outputs are up to date (unless ``force``)."""
+    """Tasks to run, and skipped results for inputs whose outputs are up to date (unless ``force``).
+
+    Inputs that would write the same output (``walk.bvh`` and ``walk.glb`` both to ``walk.npz``) are
+    not run: each is a failed result naming the other, so that no result overwrites another."""
     tasks, skipped = [], []
-    for source in inputs:
-        out = output_path(source, base, out_dir, command)
+    inputs = list(inputs)
+    outputs = [output_path(source, base, out_dir, command) for source in inputs]
+    writers: dict[Path, list[Path]] = {}
+    for source, out in zip(inputs, outputs):
+        writers.setdefault(out, []).append(source)
+    for source, out in zip(inputs, outputs):
+        others = [p.name for p in writers[out] if p != source]
+        if others:
+            skipped.append(FileResult(str(source), str(out), "failed", 0.0,
+                                      f"BatchError: {source.name} and {', '.join(others)} would both write "
+                                      f"{out.name}: rename one of them (or run them in separate batches)"))
+            continue
         if not force and is_up_to_date(source, out):
             skipped.append(FileResult(str(source), str(out), "skipped", 0.0, None, {"reason": "output is up to date"}))
         else:
@@ -324,19 +354,26 @@ def run_batch(
     if executor == "ray" and not ray_available():
         raise BatchError(RAY_MISSING)
     out = Path(out_dir)
+    folders: list[Path] = []
     if isinstance(inputs, (list, tuple)):
         files = [Path(p) for p in inputs]
         base = Path(os.path.commonpath([str(p.resolve().parent) for p in files])) if files else Path(".")
         label = f"{len(files)} files"
     else:
-        files, base = find_inputs(inputs, follow_symlinks)
+        files, base = find_inputs(inputs, follow_symlinks, exclude=out, folders=folders)
         label = os.fspath(inputs)
     if not files:
         raise BatchError(f"{label}: no input files found")
     out.mkdir(parents=True, exist_ok=True)
     workers = max(1, int(workers or os.cpu_count() or 1))
     chunk = max(1, int(chunk))
-    tasks, skipped = plan_tasks(command, files, base, out, options or {}, force)
+    task_options = dict(options or {})
+    if not follow_symlinks and not isinstance(inputs, (list, tuple)) and Path(inputs).is_dir():
+        # the worker checks again what it opens: a file swapped for a link after the walk is refused
+        task_options[CONFINE_OPTION] = os.path.realpath(inputs)
+    tasks, skipped = plan_tasks(command, files, base, out, task_options, force)
+    skipped += [FileResult(str(p), "", "skipped", 0.0, None, {"reason": "a folder, not a model file"}) for p in folders]
+    files = files + folders
 
     limits = TaskLimits(timeout=float(timeout), cpu=cpu, memory=None if memory is None else int(memory))
     report_path = None if report is None else (Path(report) if report != "" else out / REPORT_NAME)
@@ -407,17 +444,17 @@ def _write_report(path: Path, summary: BatchSummary) -> None:
     os.replace(tmp, path)
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _QUOTED = re.compile(r"(['\"])([^'\"]{%d,})\1" % 81)
 
 
 def clean_message(message: str | None) -> str | None:
     """A failure message fit for a report or a terminal: control characters (terminal escapes)
-    replaced, quoted excerpts longer than 80 characters cut, at most 400 characters. Readers quote
-    object names and format signatures, not content; this bounds what a hostile file could inject."""
+    shown as escapes (:func:`skeletal.shown.shown`), quoted excerpts longer than 80 characters cut, at
+    most 400 characters. Readers quote object names and format signatures, not content; this bounds
+    what a hostile file could inject."""
     if message is None:
         return None
-    text = _CONTROL.sub("?", " ".join(message.split()))
+    text = shown(" ".join(message.split()))
     text = _QUOTED.sub(lambda m: f"{m.group(1)}{m.group(2)[:40]}...{m.group(1)}", text)
     return text if len(text) <= 400 else text[:397] + "..."
 

@@ -25,6 +25,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from .document import PropertyTrack  # noqa: F401  (re-exported: a clip's property tracks, next to Track)
 from .errors import ClipError
 
 PATHS = ("translation", "rotation", "scale", "weights")
@@ -127,9 +128,22 @@ class Clip:
     #   scale:       s = s_base * (1 + w * (ds - 1)) (ds = s_clip / s_ref)
     #   weights:     m = m_base + w * dm            (dm = m_clip - m_ref)
     additive: bool = False
+    #: Names of the nodes this clip animates in the file that lie outside the scene shown (their
+    #: tracks are left out: see :func:`skeletal.load`'s ``scene``).
+    outside_scene: list[str] = field(default_factory=list)
+    #: Animated properties other than node transforms (KHR_animation_pointer: materials, lights,
+    #: cameras, visibility): :class:`skeletal.properties.PropertyTrack` s, sampled into the asset's
+    #: flat property array (see :mod:`skeletal.properties`). They count towards the duration.
+    properties: list = field(default_factory=list)
 
     def __post_init__(self):
         self._pack()
+        self.include_properties()
+
+    def include_properties(self) -> None:
+        """Stretch :attr:`duration` to the last key of the property tracks (after they are set)."""
+        for track in self.properties:
+            self.duration = max(self.duration, float(track.times[-1]))
 
     def _pack(self) -> None:
         tracks = self.tracks
@@ -165,7 +179,7 @@ class Clip:
         (1.0, [[0.0, 0.0, 0.0], [2.0, 0.0, 0.0]])
         """
         clip = cls.__new__(cls)
-        clip.__dict__.update(name=name, markers={}, additive=False, key_start=key_start, value_start=value_start,
+        clip.__dict__.update(name=name, markers={}, additive=False, outside_scene=[], properties=[], key_start=key_start, value_start=value_start,
                              times=times, values=values, width=width, interp=interp, path=path, node=node,
                              _tracks_from_layout=True)
         n = len(node)

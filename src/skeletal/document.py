@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from .errors import ClipError
+
 Interpolation = str  # "STEP" | "LINEAR" | "CUBICSPLINE"
 TrackPath = str  # "translation" | "rotation" | "scale" | "weights"
 
@@ -40,6 +42,9 @@ class Node:
     weights: np.ndarray | None = None  # default morph weights overriding the mesh's
     parent: int = -1  # filled by the reader from ``children``; -1 for roots
     extras: dict[str, Any] = field(default_factory=dict)  # glTF ``extras`` (JSON object), kept as read
+    camera: int | None = None  # index into Document.cameras
+    light: int | None = None  # KHR_lights_punctual: index into Document.lights
+    visible: bool = True  # KHR_node_visibility (hides the node and everything below it)
 
 
 @dataclass
@@ -174,6 +179,38 @@ _VALUES = attrgetter("values")
 
 
 @dataclass
+class PropertyTrack:
+    """One animated property: ``pointer`` a JSON pointer into the glTF document
+    (``/materials/0/pbrMetallicRoughness/baseColorFactor``), key ``times`` (K,) float32 strictly
+    increasing, ``values`` (K, C) float32 ((3K, C) for CUBICSPLINE: in-tangent, value, out-tangent)."""
+
+    pointer: str
+    interpolation: str
+    times: np.ndarray
+    values: np.ndarray
+
+    def __post_init__(self):
+        if self.interpolation not in _PACKED_INTERPOLATIONS:
+            raise ClipError(f"property {self.pointer}: interpolation {self.interpolation!r} is not one of {_PACKED_INTERPOLATIONS}")
+        self.times = np.ascontiguousarray(self.times, dtype=np.float32).reshape(-1)
+        values = np.asarray(self.values, dtype=np.float32)
+        if values.ndim == 1:
+            values = values.reshape(-1, 1)
+        rows = len(self.times) * (3 if self.interpolation == "CUBICSPLINE" else 1)
+        if not len(self.times):
+            raise ClipError(f"property {self.pointer}: no keys")
+        if values.shape[0] != rows:
+            raise ClipError(f"property {self.pointer}: {len(self.times)} keys need {rows} value rows, got {values.shape[0]}")
+        if len(self.times) > 1 and not np.all(np.diff(self.times) > 0):
+            raise ClipError(f"property {self.pointer}: key times are not strictly increasing")
+        self.values = np.ascontiguousarray(values)
+
+    @property
+    def width(self) -> int:
+        return int(self.values.shape[1])
+
+
+@dataclass
 class Animation:
     """One animation's channels.
 
@@ -188,12 +225,16 @@ class Animation:
     # last key time, as glTF.
     duration: float | None = None
     packed: PackedChannels | None = field(default=None, repr=False, compare=False)
+    #: KHR_animation_pointer channels on anything but node TRS/weights (those are ``channels``):
+    #: :class:`skeletal.clip.PropertyTrack` s.
+    properties: list = field(default_factory=list)
 
     @classmethod
     def from_packed(cls, name: str, packed: PackedChannels, extras: dict[str, Any] | None = None) -> Animation:
         """An animation whose channels are made from ``packed`` when first used."""
         animation = cls.__new__(cls)
-        animation.__dict__.update(name=name, extras={} if extras is None else extras, duration=None, packed=packed)
+        animation.__dict__.update(name=name, extras={} if extras is None else extras, duration=None, packed=packed,
+                                  properties=[])
         return animation
 
     @property
@@ -211,7 +252,46 @@ class Animation:
 
 
 @dataclass
+class TextureTransform:
+    """KHR_texture_transform on a texture reference: ``uv' = T(offset) R(rotation) S(scale) uv``.
+
+    ``offset`` and ``scale`` (2,) float64 in UV units, ``rotation`` radians (counter-clockwise in UV
+    space, as the extension defines it), ``texcoord`` the TEXCOORD_n it overrides or None.
+
+    >>> TextureTransform(offset=np.array([0.5, 0.0])).matrix()[0].tolist()
+    [1.0, 0.0, 0.5]
+    """
+
+    offset: np.ndarray = field(default_factory=lambda: np.zeros(2))
+    rotation: float = 0.0
+    scale: np.ndarray = field(default_factory=lambda: np.ones(2))
+    texcoord: int | None = None
+
+    def matrix(self) -> np.ndarray:
+        """(3, 3) float64 row-major, acting on column vectors ``(u, v, 1)``."""
+        return uv_matrix(self.offset, self.rotation, self.scale)
+
+    @property
+    def is_identity(self) -> bool:
+        return (not self.offset.any() and self.rotation == 0.0 and bool((self.scale == 1.0).all())
+                and self.texcoord is None)
+
+
+def uv_matrix(offset, rotation: float, scale) -> np.ndarray:
+    """The KHR_texture_transform matrix ``T(offset) @ R(rotation) @ S(scale)``, (3, 3) row-major."""
+    c, s = np.cos(rotation), np.sin(rotation)
+    return np.array([[c * scale[0], s * scale[1], offset[0]],
+                     [-s * scale[0], c * scale[1], offset[1]],
+                     [0.0, 0.0, 1.0]], dtype=np.float64)
+
+
+@dataclass
 class Material:
+    """A glTF material as skeletal draws it: base colour (factor x texture, optionally through a
+    KHR_texture_transform), emissive colour (x KHR_materials_emissive_strength), alpha mode and
+    cutoff, KHR_materials_unlit. ``fallbacks``: the appearance extensions the material uses that
+    skeletal does not draw (it is drawn without them)."""
+
     name: str
     base_color_factor: np.ndarray = field(default_factory=lambda: np.ones(4))
     metallic_factor: float = 1.0  # glTF defaults: fully metallic, fully rough
@@ -219,6 +299,13 @@ class Material:
     base_color_texture: int | None = None  # index into Document.images (texture resolved to its image)
     base_color_texcoord: int = 0  # which TEXCOORD_n the texture uses
     double_sided: bool = False
+    base_color_transform: TextureTransform | None = None  # KHR_texture_transform of baseColorTexture
+    unlit: bool = False  # KHR_materials_unlit: shown as its base colour, no lighting
+    emissive_factor: np.ndarray = field(default_factory=lambda: np.zeros(3))  # linear RGB
+    emissive_strength: float = 1.0  # KHR_materials_emissive_strength
+    alpha_mode: str = "OPAQUE"  # OPAQUE, MASK or BLEND
+    alpha_cutoff: float = 0.5
+    fallbacks: list[str] = field(default_factory=list)
 
 
 class Image:
@@ -280,3 +367,11 @@ class Document:
     extensions_used: list[str] = field(default_factory=list)
     extensions_required: list[str] = field(default_factory=list)
     asset_info: dict[str, Any] = field(default_factory=dict)  # glTF "asset": generator, version
+    scene_names: list[str] = field(default_factory=list)  # a name for each of ``scenes``
+    #: The value before animation of every property a KHR_animation_pointer channel animates
+    #: (pointer -> float64 array; the schema default where the file gives none).
+    pointer_rest: dict[str, np.ndarray] = field(default_factory=dict)
+    #: glTF cameras and KHR_lights_punctual lights, as their JSON objects (skeletal draws with its own
+    #: camera and light; these are kept so that their animation means something and is written back).
+    cameras: list[dict[str, Any]] = field(default_factory=list)
+    lights: list[dict[str, Any]] = field(default_factory=list)

@@ -56,7 +56,9 @@ def clip_to_animation(clip: Clip, asset: Asset) -> Animation:
             raise ClipError(f"clip {clip.name!r}: track {k} targets node {track.node}, the rig has {n} nodes")
         channels.append(Channel(int(asset.rig.node_of[track.node]), track.path, track.interpolation,
                                 np.asarray(track.times, np.float32), np.asarray(track.values, np.float32)))
-    return Animation(clip.name, channels)
+    animation = Animation(clip.name, channels)
+    animation.properties = list(getattr(clip, "properties", []))  # KHR_animation_pointer tracks, by pointer
+    return animation
 
 
 def asset_to_document(asset: Asset, clips: Sequence[Clip | str | int] | None = None) -> Document:
@@ -69,7 +71,8 @@ def asset_to_document(asset: Asset, clips: Sequence[Clip | str | int] | None = N
         dupes = sorted({n for n in names if names.count(n) > 1})
         raise ClipError(f"clip names must be unique in one file, got {dupes} more than once")
     doc = asset.document
-    return dataclasses.replace(doc, animations=[clip_to_animation(c, asset) for c in chosen])
+    scene = asset.scene if asset.scene is not None else doc.scene  # the scene shown is the file's default
+    return dataclasses.replace(doc, animations=[clip_to_animation(c, asset) for c in chosen], scene=scene)
 
 
 def export(asset: Asset, path: str | os.PathLike, clips: Sequence[Clip | str | int] | None = None, *,
@@ -107,6 +110,7 @@ def write_bvh(
     fps: float | None = None,
     nodes: list[int] | np.ndarray | None = None,
     decimals: int = 6,
+    force: bool = False,
 ) -> str:
     """Write ``clip`` of ``source`` (an :class:`Asset` or a :class:`Rig`) as BVH; returns the text.
 
@@ -124,7 +128,8 @@ def write_bvh(
       End Sites).
 
     Angles are in degrees, lengths in the rig's units. Raises :class:`ClipError` for a bad clip or
-    fps and ``ValueError`` for an unknown rotation order.
+    fps, for frames past :data:`skeletal.io.budget.FRAME_LIMIT` or 2 GB of text (unless ``force``), and
+    ``ValueError`` for an unknown rotation order.
     """
     asset = source if isinstance(source, Asset) else None
     rig = asset.rig if asset is not None else source
@@ -144,11 +149,23 @@ def write_bvh(
     if weights:
         warnings.warn(f"BVH has no morph weights: {weights} weights tracks of clip {the_clip.name!r} are dropped", stacklevel=2)
 
-    if fps is not None and not (np.isfinite(fps) and fps > 0):
-        raise ClipError(f"fps must be positive, got {fps}")
-    frame_time = 1.0 / fps if fps is not None else (clip_frame_time(the_clip) or 1.0 / DEFAULT_FPS)
-    # Frames cover the whole clip: the last one is at or up to one frame past its end (clamped there).
-    count = int(np.ceil(the_clip.duration / frame_time - 1e-6)) + 1
+    from .io.budget import SamplingError, check_output, check_fps
+
+    try:
+        if fps is not None:
+            check_fps(fps)
+        frame_time = 1.0 / fps if fps is not None else (clip_frame_time(the_clip) or 1.0 / DEFAULT_FPS)
+        # Frames cover the whole clip: the last one is at or up to one frame past its end (clamped there).
+        exact = the_clip.duration / frame_time
+        out_name = os.path.basename(os.fspath(path)) if path is not None else "the BVH text"
+        if not np.isfinite(exact) or exact > 1e9:
+            raise SamplingError(f"{out_name}: clip {the_clip.name!r} is {the_clip.duration:.4g} s: at "
+                                f"{1.0 / frame_time:g} fps that is {exact:.3g} frames, more than any command samples")
+        count = int(np.ceil(exact - 1e-6)) + 1
+        # per frame and joint: a pose (80 bytes), a world matrix (128) and about 6 channels of text (80)
+        check_output(out_name, count, 300 * len(rig), force=force, hint="a lower --fps")
+    except SamplingError as exc:
+        raise ClipError(str(exc)) from None
     times = np.arange(count) * frame_time
     if fps is None and count > 1 and clip_frame_time(the_clip) == frame_time:
         # Sample on the keys themselves (float32 times), not a float64 grid a hair away from them.

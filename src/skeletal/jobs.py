@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["Task", "FileResult", "run_task", "JOBS", "OUTPUT_SUFFIX", "bake_job", "compress_job", "export_job",
+__all__ = ["Task", "FileResult", "run_task", "JOBS", "OUTPUT_SUFFIX", "CONFINE_OPTION", "bake_job", "compress_job", "export_job",
            "retarget_job", "info_job"]
 
 
@@ -73,12 +73,35 @@ def _atomic(output: str, write: Callable[[str], None]) -> None:
             tmp.unlink()
 
 
+#: The option naming the real folder a task's source must lie in (set by the batch for folder inputs).
+CONFINE_OPTION = "confine"
+
+
 def _load(source: str, options: dict[str, Any]):
     """:func:`skeletal.load`; ``options["isolate"] = False`` reads Assimp formats in the worker itself
-    (the batch's worker supervision is then the only isolation: faster, for trusted files)."""
+    and lifts the memory budget of :mod:`skeletal.io.budget` (trusted files: the batch's worker
+    supervision is then the only isolation)."""
     from .asset import load
 
+    if not options.get("isolate", True):
+        from .io.budget import set_memory_budget
+
+        set_memory_budget("unlimited")
     return load(source, isolate=bool(options.get("isolate", True)))
+
+
+def _check_confined(source: str, root: str) -> None:
+    """Refuse ``source`` unless the file it names now (links followed) lies inside ``root``: what the
+    folder walk saw may have been swapped for a link to a file outside since."""
+    from .errors import ModelError
+
+    real = os.path.realpath(source)
+    try:
+        inside = os.path.commonpath([real, root]) == root
+    except ValueError:
+        inside = False
+    if not inside:
+        raise ModelError(source, None, f"now leads outside the input folder {root} (a symbolic link?): not read")
 
 
 def _clip_keys(asset, options: dict[str, Any]) -> list:
@@ -186,7 +209,11 @@ def run_task(task: Task) -> FileResult:
     """Run one task; never raises for a problem with the file (the result says ``failed`` and why)."""
     start = time.perf_counter()
     try:
-        details = JOBS[task.command](task.source, task.output, dict(task.options))
+        options = dict(task.options)
+        root = options.pop(CONFINE_OPTION, None)
+        if root is not None:
+            _check_confined(task.source, root)
+        details = JOBS[task.command](task.source, task.output, options)
         return FileResult(task.source, task.output, "ok", time.perf_counter() - start, None, details)
     except (KeyboardInterrupt, SystemExit):
         raise

@@ -431,13 +431,21 @@ def _upright(clip: Clip, rig: Rig, up: str, rest_up: str) -> tuple[Clip, Rig]:
 DEFAULT_CUBIC_FPS = 30.0
 
 
-def _key_times(clip: Clip, fps: float | None) -> np.ndarray:
+def _key_times(clip: Clip, fps: float | None, force: bool = False) -> np.ndarray:
     """The new clip's key times (float64 seconds): the union of the source's key times, or a uniform
-    grid over [0, duration] at ``fps`` (default 30 for spline sources), the end included."""
+    grid over [0, duration] at ``fps`` (default 30 for spline sources), the end included; a grid is
+    counted and sized first (:func:`skeletal.io.budget.check_output`, refused unless ``force``)."""
     if fps is not None:
-        if not fps > 0:
-            raise ClipError(f"retarget: fps must be positive, got {fps}")
-        n = int(np.floor(clip.duration * fps + 1e-9)) + 1
+        from .io.budget import SamplingError, check_output, frame_count
+
+        try:
+            n = frame_count(clip.duration, fps, what=f"retarget: clip {clip.name!r}")  # the end included
+            # the new clip's keys, its sampled source pose and world matrices: ~400 bytes a node a key
+            check_output(f"retarget: clip {clip.name!r} at {fps:g} keys a second", n,
+                         400 * max(len({t.node for t in clip.tracks}), 1), force=force, hint="a lower --fps")
+        except SamplingError as exc:
+            raise ClipError(str(exc)) from None
+        n = int(np.floor(clip.duration * fps + 1e-9)) + 1  # the grid; the end is appended below
         times = np.arange(n, dtype=np.float64) / fps
         if clip.duration > 0 and times[-1] < clip.duration - 1e-6:
             times = np.append(times, clip.duration)
@@ -445,7 +453,7 @@ def _key_times(clip: Clip, fps: float | None) -> np.ndarray:
     if not clip.tracks:
         return np.zeros(1)
     if any(t.interpolation == "CUBICSPLINE" for t in clip.tracks):
-        return _key_times(clip, DEFAULT_CUBIC_FPS)  # a spline bends between its keys: sample it densely
+        return _key_times(clip, DEFAULT_CUBIC_FPS, force)  # a spline bends between its keys: sample it densely
     return np.unique(np.concatenate([t.times for t in clip.tracks if t.path != "weights"] or [np.zeros(1, np.float32)])).astype(np.float64)
 
 
@@ -467,6 +475,7 @@ def retarget(
     fps: float | None = None,
     name: str | None = None,
     up: str | None = None,
+    force: bool = False,
 ) -> Clip:
     """``clip`` (made for ``source_rig``) as a clip for ``target_rig``; see the module docstring.
 
@@ -475,7 +484,8 @@ def retarget(
     name (default: the source clip's). ``up``: the source's up axis ("y", "z", "-z", "x", "-x", "-y");
     None or "auto" detects it (:func:`detect_up`); the target is Y up. Raises
     :class:`skeletal.ClipError` when no hips pair is found, the clip is additive, a mapping name is
-    unknown or ``up`` is not an axis.
+    unknown or ``up`` is not an axis, and (unless ``force``) when sampling at ``fps`` would make more
+    than 108,000 keys or 2 GB (:func:`skeletal.io.budget.check_output`).
 
     >>> from skeletal.demo import demo_asset
     >>> demo = demo_asset()
@@ -485,6 +495,7 @@ def retarget(
     """
     if clip.additive:
         raise ClipError(f"retarget: clip {clip.name!r} is additive; retarget the clip it was made from")
+    _key_times(clip, fps, force)  # the output counted and sized before anything is measured or made
     if up is None or str(up).lower() == "auto":
         up = detect_up(clip, source_rig) if "hips" in canonical_names(source_rig) else "y"
     up = str(up).lower().replace("+", "")
@@ -504,7 +515,7 @@ def retarget(
     align = rest_alignment(source_rig, target_rig, pairs)
 
     # Source: local poses at the key times -> world rotations and the hips' world positions.
-    times = _key_times(clip, fps)
+    times = _key_times(clip, fps, force)
     pose_clip = Clip(clip.name, [t for t in clip.tracks if t.path != "weights"])
     n_s = len(source_rig)
     pose, _ = sample(pose_clip, times, source_rig.rest, np.zeros(n_s + 1, np.int64), np.zeros(0))

@@ -59,6 +59,9 @@ def describe(asset) -> dict[str, Any]:
             "duration": clip.duration,
             "tracks": clip.track_count,
             "interpolations": clip.interpolations,
+            "outside_scene": list(getattr(clip, "outside_scene", [])),
+            # KHR_animation_pointer properties and named float curves (see skeletal.properties)
+            "property_tracks": len(getattr(clip, "properties", [])),
         }
         for c, clip in enumerate(asset.clips)
     ]
@@ -67,6 +70,9 @@ def describe(asset) -> dict[str, Any]:
         "generator": doc.asset_info.get("generator"),
         "nodes": nodes,
         "scenes": [list(s) for s in doc.scenes],
+        "scene_names": [doc.scene_names[k] if k < len(doc.scene_names) else "" for k in range(len(doc.scenes))],
+        "scene": getattr(asset, "scene", None),  # the scene shown (load's ``scene``, default the file's)
+        "default_scene": doc.scene,
         "orphan_roots": [i for i, n in enumerate(doc.nodes) if n.parent < 0 and i not in scene_roots],
         "skins": [
             {"index": s, "name": skin.name, "joints": [int(j) for j in skin.joints], "skeleton": skin.skeleton}
@@ -76,4 +82,5 @@ def describe(asset) -> dict[str, Any]:
         "clips": clips,
         "extensions_used": list(doc.extensions_used),
         "extensions_required": list(doc.extensions_required),
+        "animated_properties": list(getattr(asset, "properties", None).pointers) if getattr(asset, "properties", None) else [],
     }

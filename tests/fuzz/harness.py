@@ -15,6 +15,9 @@ cannot compile atheris' instrumented bytecode); then every Python function of ``
 numba-compiled ones is instrumented for coverage. An input that makes the target raise anything but
 a ``skeletal`` error is saved as ``<artifact_prefix>crash-<sha1>``, one that runs past ``-timeout``
 seconds as ``timeout-<sha1>``, one that takes the process over ``-rss_limit_mb`` as ``oom-<sha1>``.
+Memory amplification (issue 32): the readers run under a per-file budget of 32 MiB, and an input of N
+bytes whose traced peak allocation is over 64 MiB + 64 x N is a finding too (``crash-<sha1>``, the
+message saying ``AmplificationError``; see ``memory.py``).
 ``scripts/fuzz`` runs every target for longer; ``tests/test_fuzz.py`` runs each for a few seconds.
 
 >>> # python tests/fuzz/harness.py bvh -seed=1 -max_total_time=10 /tmp/corpus tests/fuzz/seeds/bvh
@@ -32,7 +35,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import atheris
-
+import memory
 import targets
 
 
@@ -108,6 +111,9 @@ def main(argv: list[str]) -> None:
     if name == "usd" and not targets.usd_available():
         sys.exit("the usd target cannot run: skeletal.io.usd or usd-core (pxr) is not installed")
     targets.quiet()
+    from skeletal.io.budget import set_memory_budget
+
+    set_memory_budget(memory.FUZZ_BUDGET)  # the readers' budget while fuzzing (see memory.py)
     rest = argv[2:]
     warm_up(target, seed_files(name, rest))
     count, traced = instrument_skeletal()
@@ -116,7 +122,8 @@ def main(argv: list[str]) -> None:
     dictionary = HERE / "dicts" / f"{name}.dict"
     if dictionary.is_file() and not any(a.startswith("-dict=") for a in rest):
         rest = [f"-dict={dictionary}"] + rest
-    atheris.Setup([argv[0]] + rest, saving(target, rest))
+    # after the warm-up: numba's compilation is not the input's doing
+    atheris.Setup([argv[0]] + rest, saving(memory.checked(target), rest))
     atheris.Fuzz()
 
 

@@ -92,7 +92,7 @@ def fuzz_gltf(data: bytes) -> None:
 
     try:
         document, glb_bin = parse_container(data, "fuzz.glb")
-        doc = _GltfReader(JsonObject("fuzz.glb", "", document), glb_bin, _URI_ROOT).read()
+        doc = _GltfReader(JsonObject("fuzz.glb", "", document), glb_bin, _URI_ROOT, file_bytes=len(data)).read()
         check_document(doc)
     except SkeletalError:
         return

@@ -115,6 +115,9 @@ FEATURE_BENCHES: list[str] = [
     # dual quaternion skinning (issue 10)
     "skeletal.bench.dq",
 
+    # the whole frame on the GPU: compute-shader posing, baked animation textures (issue 30)
+    "skeletal.bench.gpu",
+
     # skinning a character mesh on one thread, thread CPU time, against ozz (issue 17)
     "skeletal.bench.skinning",
 

@@ -101,8 +101,8 @@ def bench_rows(asset=None, clip=None, path=None, quick: bool = False) -> dict:
     player.play(clip)
     mixer = player.mixer
     player.update(1 / 60)
-    state = mixer._job_state
-    job, ik, call = state[0], state[1], state[2]
+    frame = mixer.frame
+    job, ik, call = frame.job, frame.ik, frame.call
     load = load_average()
     full_s, kernel_s = _one_thread(lambda: interleaved([lambda: (player.update(1 / 60), player.palettes),
                                                          lambda: call(job, ik, 1 / 60, K.ALL)], rounds, 300))

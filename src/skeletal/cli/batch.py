@@ -29,7 +29,8 @@ from ..workers import DEFAULT_MEMORY, DEFAULT_TIMEOUT
               help="MB of memory one file may use beyond its worker's own (0: no limit).")
 @click.option("--follow-symlinks", is_flag=True, help="Also take symbolic links that lead out of an input folder.")
 @click.option("--trusted", is_flag=True,
-              help="Read Assimp formats in the worker itself, without a child process per file (trusted files).")
+              help="Trusted files: read Assimp formats in the worker itself (no child process per file) and lift "
+                   "the per-file memory budget (SKELETAL_MEMORY_BUDGET=unlimited).")
 @click.option("--report", "report", type=click.Path(dir_okay=False), default=None,
               help="JSON report path (default: OUT/batch-report.json).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")

@@ -6,6 +6,8 @@ import click
 
 from ..compress import compress_asset
 from ..errors import ClipError
+from .options import scene_option
+from ..shown import shown
 
 
 @click.command("compress")
@@ -19,7 +21,8 @@ from ..errors import ClipError
 @click.option("--no-quantize", is_flag=True, help="Keep rotations as float32 (no 16-bit rotation keys).")
 @click.option("--keep-rest-tracks", is_flag=True, help="Keep tracks that only hold the rest pose.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def compress_command(model, out_path, error, distance, clip_keys, no_quantize, keep_rest_tracks, as_json) -> None:
+@scene_option
+def compress_command(model, out_path, error, distance, clip_keys, no_quantize, keep_rest_tracks, as_json, scene) -> None:
     """Compress MODEL's clips to a world-space error bound and write them as glTF.
 
     Reports, per clip and in total, keys and bytes of animation data before and after, and the
@@ -33,7 +36,7 @@ def compress_command(model, out_path, error, distance, clip_keys, no_quantize, k
 
     if not out_path.lower().endswith((".glb", ".gltf")):
         raise ClipError(f"--out {out_path!r}: the file must end in .glb or .gltf")
-    asset = load(model)
+    asset = load(model, scene=scene)
     if not asset.clips:
         raise ClipError(f"{model}: has no clips to compress")
     originals = [asset.clip(k) for k in clip_keys] if clip_keys else list(asset.clips)
@@ -58,7 +61,7 @@ def compress_command(model, out_path, error, distance, clip_keys, no_quantize, k
         return
     click.echo(f"{os.path.basename(model)} -> {out_path}: error bound {error:g} (model units)")
     for s in stats:
-        click.echo(f"  {s.name}: keys {s.keys_before} -> {s.keys_after}, animation data {s.bytes_before} -> "
+        click.echo(f"  {shown(s.name)}: keys {s.keys_before} -> {s.keys_after}, animation data {s.bytes_before} -> "
                    f"{s.bytes_after} bytes ({s.ratio:.2f}x), max error {s.max_error:.3g}")
     click.echo(f"animation data: {before} -> {after} bytes ({before / after if after else float('inf'):.2f}x), "
                f"max error {worst:.3g} (bound {error:g})")

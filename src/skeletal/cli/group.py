@@ -15,8 +15,10 @@ import click
 import numpy as np
 
 from ..errors import SkeletalError
+from ..shown import shown
 from ..summary import describe
 from .up import load_upright, up_option
+from .options import scene_option
 from .warn import show_warning
 
 
@@ -50,7 +52,7 @@ class _Failure(click.ClickException):
     exit_code = 2
 
     def show(self, file=None) -> None:
-        click.echo(f"skeletal: error: {self.message}", err=True)
+        click.echo(f"skeletal: error: {shown(self.message)}", err=True)
 
 
 def _fail(message: str) -> _Failure:
@@ -69,13 +71,23 @@ def cli() -> None:
 
 
 def _print_info(info: dict[str, Any]) -> None:
-    out = click.echo
+    def out(line: str) -> None:  # names are the file's text: control characters shown as escapes
+        click.echo(shown(line))
+
     nodes = info["nodes"]
     out(f"{info['file']}" + (f"  (generator: {info['generator']})" if info.get("generator") else ""))
     out(f"nodes: {len(nodes)}   skins: {len(info['skins'])}   meshes: {len(info['meshes'])}   clips: {len(info['clips'])}")
     if info["extensions_used"]:
         req = set(info["extensions_required"])
         out("extensions: " + ", ".join(e + (" (required)" if e in req else "") for e in info["extensions_used"]))
+    if info.get("scenes"):
+        listed = []
+        for k, roots in enumerate(info["scenes"]):
+            name = info["scene_names"][k] if k < len(info.get("scene_names", [])) else ""
+            tags = [t for t, on in (("default", k == info.get("default_scene")), ("shown", k == info.get("scene"))) if on]
+            listed.append(f"[{k}] {name or '<unnamed>'} ({len(roots)} root{'s' if len(roots) != 1 else ''}"
+                          + (f", {', '.join(tags)}" if tags else "") + ")")
+        out("scenes: " + "   ".join(listed))
     out("")
     out("node tree:")
     roots = [n["index"] for n in nodes if n["parent"] < 0]
@@ -114,7 +126,10 @@ def _print_info(info: dict[str, Any]) -> None:
         for c in info["clips"]:
             out(
                 f"  [{c['index']}] {c['name']}: {c['duration']:.4g} s, {c['tracks']} tracks, "
-                f"{'/'.join(c['interpolations']) or 'no keys'}"
+                + (f"{c['property_tracks']} property tracks, " if c.get("property_tracks") else "")
+                + f"{'/'.join(c['interpolations']) or 'no keys'}"
+                + (f"; animates {len(c['outside_scene'])} node(s) outside the scene shown, left out"
+                   if c.get("outside_scene") else "")
             )
     for note in info.get("notes", ()):
         out("")
@@ -125,11 +140,12 @@ def _print_info(info: dict[str, Any]) -> None:
 @click.argument("model", type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @up_option
-def info(model: str, as_json: bool, up: str) -> None:
-    """Show MODEL's node tree, skins, meshes, clips and extensions (and its up axis when turned)."""
+@scene_option
+def info(model: str, as_json: bool, up: str, scene: str | None) -> None:
+    """Show MODEL's node tree, scenes, skins, meshes, clips and extensions (and its up axis when turned)."""
     from ..up import lying_roots
 
-    asset = load_upright(model, up)
+    asset = load_upright(model, up, scene)
     summary = describe(asset)
     summary["up"] = {"motion": asset.up.motion, "rest": asset.up.rest, "how": asset.up.how, "turned": asset.up.turned}
     summary["notes"] = [] if asset.up.turned else lying_roots(asset.document)
@@ -168,7 +184,8 @@ def _parse_times(text: str) -> np.ndarray:
 @click.option("--palettes", is_flag=True, help="Also write skin palettes.")
 @click.option("--force", is_flag=True, help=f"Write the file even when it is larger than {BAKE_LIMIT_BYTES // 10**9} GB.")
 @up_option
-def bake(model, out_path, clip_key, times_text, fps, loop, normals, palettes, force, up) -> None:
+@scene_option
+def bake(model, out_path, clip_key, times_text, fps, loop, normals, palettes, force, up, scene) -> None:
     """Evaluate a clip of MODEL at many times and write the arrays to an .npz file.
 
     Arrays: times (T,), node_world (T, N, 4, 4) row-major by glTF node index, and
@@ -182,8 +199,12 @@ def bake(model, out_path, clip_key, times_text, fps, loop, normals, palettes, fo
         raise _fail("give --times or --fps, not both")
     if fps is not None and not (np.isfinite(fps) and fps > 0):
         raise _fail(f"--fps: fps must be positive, got {fps}")
+    from ..io.budget import MAX_FRAMES, check_fps, frame_count
+
+    if fps is not None:
+        check_fps(fps)
     times = _parse_times(times_text) if times_text is not None else None
-    asset = load_upright(model, up)
+    asset = load_upright(model, up, scene)
     asset.require_nodes("bake")
     if asset.clips:
         clip = asset.clip(clip_key)
@@ -196,11 +217,11 @@ def bake(model, out_path, clip_key, times_text, fps, loop, normals, palettes, fo
         frames = len(times)
     else:
         rate = fps if fps is not None else 30.0
-        if not np.isfinite(clip.duration * rate) or clip.duration * rate > 1e12:
-            raise _fail(f"{asset.name}: {what} at {rate:g} fps is too many frames to bake")
-        frames = int(np.floor(clip.duration * rate + 1e-9)) + 1  # as bake.sample_times counts them
-        if clip.duration > 0 and (frames - 1) / rate < clip.duration - 1e-9:
-            frames += 1
+        try:
+            frames = frame_count(clip.duration, rate, what=what)  # as bake.sample_times counts them
+        except SkeletalError:
+            raise _fail(f"{asset.name}: {what} at {rate:g} fps is too many frames to bake (about "
+                        f"{clip.duration * rate:.3g}, more than any command samples: {MAX_FRAMES:.0e})") from None
     size = bake_bytes(asset, frames, normals=normals, palettes=palettes)
     click.echo(f"baking {what} of {asset.name}: {frames} time{'s' if frames != 1 else ''}, about {_human_bytes(size)}", err=True)
     if size > BAKE_LIMIT_BYTES and not force:
@@ -210,9 +231,9 @@ def bake(model, out_path, clip_key, times_text, fps, loop, normals, palettes, fo
     if steps and size > BAKE_PROGRESS_BYTES and sys.stderr.isatty():
         with click.progressbar(length=steps, label="skinning", file=sys.stderr) as bar:
             arrays = bake_arrays(asset, clip, times, fps=fps, loop=loop, normals=normals, palettes=palettes,
-                                 progress=bar.update)
-    else:
-        arrays = bake_arrays(asset, clip, times, fps=fps, loop=loop, normals=normals, palettes=palettes)
+                                 progress=bar.update, force=True)
+    else:  # sized above (force=True: the check was this command's)
+        arrays = bake_arrays(asset, clip, times, fps=fps, loop=loop, normals=normals, palettes=palettes, force=True)
     np.savez(out_path, **arrays)
     n_pos = sum(1 for k in arrays if k.startswith("positions_"))
     click.echo(
@@ -267,7 +288,9 @@ def demo(export_path: str) -> None:
               show_default=True, help="SOURCE's up axis (auto: found from its skeleton and motion; Z-up mocap stands up).")
 @click.option("--target-up", "target_up", type=click.Choice(["auto", "y", "z", "-z", "x", "-x", "-y"]), default="auto",
               show_default=True, help="TARGET's up axis, as --up.")
-def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_clips, up_axis, target_up) -> None:
+@click.option("--force", is_flag=True, help="Sample even more than 108,000 keys or 2 GB (--fps, spline clips).")
+def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_clips, up_axis, target_up,
+             force) -> None:
     """Play SOURCE's clip on TARGET's rig and write TARGET with the new clip (e.g. a BVH walk on a glTF
     character). SOURCE and TARGET: .glb/.gltf, .bvh or any format skeletal.load reads."""
     from ..export import export
@@ -288,7 +311,7 @@ def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_
     tgt.require_nodes("retarget onto")
     if not src.clips:
         raise _fail(f"{os.path.basename(source)}: has no clips to retarget")
-    clip = retarget_clip(src.clip(clip_key), src.rig, tgt.rig, mapping, fps=fps, name=clip_name, up="y")
+    clip = retarget_clip(src.clip(clip_key), src.rig, tgt.rig, mapping, fps=fps, name=clip_name, up="y", force=force)
     clips = [c for c in tgt.clips if c.name != clip.name] + [clip] if keep_clips else [clip]
     export(tgt, out_path, clips)
     click.echo(f"wrote {out_path}: clip {clip.name!r} ({clip.duration:.4g} s, {clip.track_count} tracks) on "
@@ -304,8 +327,10 @@ def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_
               help="BVH only: Euler order of the rotation channels (XYZ, XZY, YXZ, YZX, ZXY, ZYX) or 'keep' "
                    "(each joint's order from the BVH file read).")
 @click.option("--fps", type=float, default=None, help="BVH only: frame rate (default: the clip's key spacing, else 30).")
+@click.option("--force", is_flag=True, help="BVH only: write even more than 108,000 frames or 2 GB.")
 @up_option
-def export(model, out_path, clip_keys, rotation_order, fps, up) -> None:
+@scene_option
+def export(model, out_path, clip_keys, rotation_order, fps, force, up, scene) -> None:
     """Write MODEL (any format skeletal.load reads: glTF, BVH, FBX...) as glTF 2.0, or one clip as BVH.
 
     \b
@@ -327,13 +352,13 @@ def export(model, out_path, clip_keys, rotation_order, fps, up) -> None:
             raise _fail(f"--rotation-order {rotation_order!r} is not one of {', '.join(ROTATION_ORDERS)} or keep")
         if len(clip_keys) > 1:
             raise _fail("a BVH file holds one motion: give at most one --clip")
-        asset = load_upright(model, up)
+        asset = load_upright(model, up, scene)
         key = clip_keys[0] if clip_keys else (0 if asset.clips else None)
-        write_bvh(asset, key, out_path, rotation_order=order, fps=fps)
+        write_bvh(asset, key, out_path, rotation_order=order, fps=fps, force=force)
         what = f"clip {asset.clip(key).name!r}" if key is not None else "the rest pose (no clips)"
         click.echo(f"wrote {out_path}: {what} as BVH", err=True)
         return
-    asset = load_upright(model, up)
+    asset = load_upright(model, up, scene)
     export_asset(asset, out_path, list(clip_keys) if clip_keys else None)
     n = len(clip_keys) if clip_keys else len(asset.clips)
     click.echo(f"wrote {out_path}: {len(asset.rig)} nodes, {len(asset.document.meshes)} meshes, {n} clips", err=True)
@@ -377,6 +402,9 @@ FEATURE_COMMANDS: list[tuple[str, str]] = [
 
     # the browser page and notebook widget (issue 19)
     ("skeletal.cli.html", "html_command"),
+
+    # baked animation textures for GPU crowds (issue 30)
+    ("skeletal.cli.bake_texture", "bake_texture_command"),
 
     # locomotion: motion matching on a scripted path (issue 27)
     ("skeletal.cli.locomotion", "locomotion_command"),

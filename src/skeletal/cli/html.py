@@ -8,6 +8,8 @@ import click
 
 from ..errors import SkeletalError
 from .up import load_upright, up_option
+from .options import scene_option
+from ..shown import shown
 
 
 @click.command("html")
@@ -19,7 +21,8 @@ from .up import load_upright, up_option
 @click.option("--title", default=None, help="Page title (default: the model's name).")
 @click.option("--follow", is_flag=True, help="The camera follows the character (default: it frames the whole path).")
 @up_option
-def html_command(model, out_path, clip_keys, size, title, follow, up) -> None:
+@scene_option
+def html_command(model, out_path, clip_keys, size, title, follow, up, scene) -> None:
     """Write one HTML file that plays MODEL in any browser: clip list, play/pause, timeline, speed,
     orbit camera, bones. Everything is embedded; the page fetches nothing from the network.
 
@@ -35,9 +38,9 @@ def html_command(model, out_path, clip_keys, size, title, follow, up) -> None:
     if not out_path.lower().endswith((".html", ".htm")):
         raise SkeletalError(f"--out {out_path!r}: the page must end in .html")
     width, height = parse_size(size)
-    asset = load_upright(model, up)
+    asset = load_upright(model, up, scene)
     clips = list(clip_keys) or None
     path = to_html(asset, out_path, clips=clips, width=width, height=height, title=title, follow=follow)
     size_bytes = os.path.getsize(path)
-    click.echo(f"{os.path.basename(model)} -> {path}: {len(asset.clips) if clips is None else len(clips)} clip(s), "
+    click.echo(f"{shown(os.path.basename(model))} -> {shown(path)}: {len(asset.clips) if clips is None else len(clips)} clip(s), "
                f"page {size_bytes / 1e6:.1f} MB")

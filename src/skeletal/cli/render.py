@@ -11,6 +11,7 @@ import click
 
 from ..render.errors import RenderError
 from .up import load_upright, up_option
+from .options import asset_in_scene, scene_option
 
 PALETTE_CHOICES = ("auto", "uniform", "ubo", "ssbo", "texture")
 SKINNING_CHOICES = ("lbs", "dqs")
@@ -35,6 +36,9 @@ SKINNING_CHOICES = ("lbs", "dqs")
               help="Colour by the skin weights of JOINT (name or glTF node index): blue 0 .. red 1.")
 @click.option("--crowd", "crowd_n", default=1, show_default=True, type=int,
               help="Draw N instances on a grid at different phases (one instanced draw call).")
+@click.option("--gpu-pose", "gpu_pose", is_flag=True,
+              help="Pose the crowd in OpenGL 4.3 compute shaders and draw from the GPU's palettes (no per-frame "
+                   "palette upload; one clip, LBS).")
 @click.option("--frames", is_flag=True, help="With a .png output: write every frame as NAME_0001.png, ...")
 @click.option("--palette", "palette_mode", default="auto", show_default=True, type=click.Choice(PALETTE_CHOICES),
               help="How skin palettes reach the GPU.")
@@ -49,9 +53,11 @@ SKINNING_CHOICES = ("lbs", "dqs")
 @click.option("--look-at", "look_at", default=None, metavar="X,Y,Z",
               help="The head follows this world point (smoothed by a critically damped spring).")
 @click.option("--jiggle", is_flag=True, help="Spring bones on tail chains (joints named *tail*, e.g. Fox.glb).")
+@click.option("--force", is_flag=True, help="Render even more than 108,000 frames (an hour at 30 fps).")
 @up_option
+@scene_option
 def render(model, clip, out, fps, size, seconds, start, camera, skeleton, weights_joint, crowd_n, frames,
-           palette_mode, skinning, verbose, crossfade, ground, look_at, jiggle, up):
+           palette_mode, skinning, verbose, crossfade, ground, look_at, jiggle, gpu_pose, force, up, scene):
     """Render MODEL (glTF, FBX, Collada, BVH...; default: the built-in demo character) headless to an image or video.
 
     \b
@@ -59,6 +65,7 @@ def render(model, clip, out, fps, size, seconds, start, camera, skeleton, weight
       skeletal render Soldier.glb --clip Walk --out walk.gif
       skeletal render Fox.glb --out fox.png --camera yaw=90,pitch=5 --skeleton
       skeletal render --crowd 16 --out crowd.mp4 --seconds 2
+      skeletal render --crowd 10000 --gpu-pose --out crowd.png
       skeletal render Soldier.glb --crossfade Walk:Run@1.0:0.5 --out fade.mp4
       skeletal render Fox.glb --skinning dqs --out fox.png
       skeletal render Soldier.glb --clip Walk --ground terrain:amplitude=0.2 --look-at 1,1.6,3 --out hills.mp4
@@ -66,12 +73,12 @@ def render(model, clip, out, fps, size, seconds, start, camera, skeleton, weight
     from ..render.output import render_clip  # imports moderngl/imageio only now
 
     if model is not None:
-        model = load_upright(model, up)
+        model = load_upright(model, up, scene)
     result = render_clip(
-        model, clip=clip, out_path=out, fps=fps, size=size, seconds=seconds, camera=camera, skeleton=skeleton,
+        asset_in_scene(model, scene), clip=clip, out_path=out, fps=fps, size=size, seconds=seconds, camera=camera, skeleton=skeleton,
         weights_joint=weights_joint, crowd_n=crowd_n, frames=frames, verbose=verbose, palette_mode=palette_mode,
         start=start, log=lambda text: click.echo(text, err=True), crossfade=crossfade, skinning=skinning,
-        ground=ground, look_at=look_at, jiggle=jiggle,
+        ground=ground, look_at=look_at, jiggle=jiggle, force=force, gpu_pose=gpu_pose,
     )
     where = result.paths[0] if len(result.paths) == 1 else f"{result.paths[0]} .. {result.paths[-1]}"
     w, h = result.size

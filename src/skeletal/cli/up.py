@@ -28,13 +28,14 @@ def say_turned(asset: Any) -> None:
         click.echo(line, err=True)
 
 
-def load_upright(path: str, up: str) -> Any:
-    """:func:`skeletal.load` with ``up``, saying in one line on stderr when the file was turned."""
+def load_upright(path: str, up: str, scene: str | None = None) -> Any:
+    """:func:`skeletal.load` with ``up`` (and ``scene``), saying in one line on stderr when the file
+    was turned."""
     from ..asset import load
     from ..errors import ModelError
 
     if not os.path.lexists(path):
         raise ModelError(path, None, "no such file")
-    asset = load(path, up=up)
+    asset = load(path, up=up, scene=scene)
     say_turned(asset)
     return asset

@@ -14,6 +14,8 @@ import click
 
 from ..render.errors import INSTALL_HINT, RenderError
 from .up import load_upright, up_option
+from .options import asset_in_scene, scene_option
+from ..shown import shown
 
 PALETTE_CHOICES = ("auto", "uniform", "ubo", "ssbo", "texture")
 LOOP_CHOICES = ("repeat", "pingpong", "clamp")
@@ -52,8 +54,9 @@ SKINNING_CHOICES = ("lbs", "dqs")
 @click.option("--locomotion", is_flag=True,
               help="Steer the built-in character under motion matching: WASD move, Shift run, arrows face.")
 @up_option
+@scene_option
 def view(model, clip, size, start, speed, loop, camera, skeleton, weights_joint, blend, blend_value, palette_mode,
-         skinning, samples, frames, screenshot, verbose, locomotion, up):
+         skinning, samples, frames, screenshot, verbose, locomotion, up, scene):
     """Open MODEL (glTF, FBX, Collada, BVH...; default: the built-in demo character) in an interactive window.
 
     \b
@@ -81,9 +84,9 @@ def view(model, clip, size, start, speed, loop, camera, skeleton, weights_joint,
         raise RenderError(f"cannot import the viewer ({exc}): {INSTALL_HINT}; pip install glfw") from None
 
     if model is not None:
-        model = load_upright(model, up)
+        model = load_upright(model, up, scene)
     log = (lambda text: click.echo(text, err=True)) if verbose else None
-    result = run_viewer(model, clip=clip, size=size, start=start, speed=speed, loop=loop, camera=camera,
+    result = run_viewer(asset_in_scene(model, scene), clip=clip, size=size, start=start, speed=speed, loop=loop, camera=camera,
                         skeleton=skeleton, weights_joint=weights_joint, blend=blend, blend_value=blend_value,
                         palette_mode=palette_mode, samples=samples, frames=frames, screenshot=screenshot, log=log,
                         skinning=skinning)
@@ -121,7 +124,7 @@ def run_standalone(command: click.Command, prog_name: str, argv: list[str] | Non
             warnings.showwarning = show_warning  # one 'skeletal: warning:' line each, as in the group
             command.main(args=argv, prog_name=prog_name, standalone_mode=False)
     except SkeletalError as exc:
-        click.echo(f"skeletal: error: {exc}", err=True)
+        click.echo(f"skeletal: error: {shown(exc)}", err=True)
         return 2
     except click.exceptions.Abort:
         return 1

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import click
 
+from ..shown import shown
+
 
 def show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """``warnings.showwarning`` for the CLI: the message on one line of stderr."""
-    text = " ".join(str(message).split())
+    text = shown(" ".join(str(message).split()))
     click.echo(f"skeletal: warning: {text}", err=True)

@@ -17,7 +17,8 @@ view state (selection, time, camera, toggles) and turns input into commands.
 
 The window is :class:`Editor` (this module: set-up, the frame loop, time, commands, clean-up); each
 panel is a module of its own whose class :class:`Editor` inherits from, all reading and writing the
-one editor state that ``Editor.__init__`` sets up: :mod:`.bone_tree` (the bone tree),
+one declared view state ``self.state`` (:class:`~skeletal.editor.state.EditorState`) and using the
+window's resources that :class:`~skeletal.editor.state.Panel` lists: :mod:`.bone_tree` (the bone tree),
 :mod:`.inspector` (the selected bone and clip), :mod:`.colliders_panel` (hit/hurt volumes),
 :mod:`.dopesheet` (timeline and dope sheet), :mod:`.curves` (the curve view), :mod:`.viewport` (the 3-D
 view, picking, gizmos, onion skins), :mod:`.menu` (menu bar, shortcuts, help, popups, status line),
@@ -67,6 +68,7 @@ from .model import (
     EditError,
 )
 from .script import Scripted
+from .state import EditorState
 from .viewport import Viewport
 
 
@@ -100,6 +102,7 @@ class Editor(MenuAndShortcuts, BoneTree, Inspector, CollidersPanel, DopeSheet, C
         from ..render.viewer import check_display
 
         check_display()
+        self.state = EditorState()
         self.imgui, self.implot, self.gizmo, self.glfw = import_gui()
         self.doc = doc
         self.log = log
@@ -116,42 +119,16 @@ class Editor(MenuAndShortcuts, BoneTree, Inspector, CollidersPanel, DopeSheet, C
         except BaseException:
             self.close()
             raise
-        # view state
-        self.clip = min(max(clip, 0), len(doc.clips) - 1) if doc.clips else None
-        self.time = 0.0
-        self.playing = False
-        self.loop = True
-        self.selected: int | None = None
-        self.key_selection: set[tuple[int, str, float]] = set()
-        self.clipboard = []
-        self.operation = "rotate"
-        self.local_space = True
-        self.ik_mode = False
-        self.onion = False
-        self.onion_frames = 3
-        self.onion_step = 2
-        self.skeleton = True
-        self.show_colliders = True
-        self.snap = True
-        self.euler_order = "XYZ"
-        self.use_quaternion = False
-        self.tab = "dope"
-        self.search = ""
-        self.show_help = False
-        self.message = ""
-        self.message_time = 0.0
-        self.curve_path = "rotation"
-        self.selected_collider: int | None = None
-        self.rename_text = ""
+        # the view state the panels share (see .state)
+        self.state.clip = min(max(clip, 0), len(doc.clips) - 1) if doc.clips else None
         # A model read from another format (BVH, FBX...) is saved as glTF beside it.
-        self.save_as_text = (os.path.splitext(doc.path)[0] + ".glb") if doc.path else "edited.glb"
-        self.quit = False
+        self.state.save_as_text = (os.path.splitext(doc.path)[0] + ".glb") if doc.path else "edited.glb"
         self.want_close = False
-        self._closing_popup = False
-        self._save_as_popup = False
-        self._drag = None
-        self._collider_drag = None  # the collider gizmo's drag: start collider, frame, merge key
-        self._merge_serial = 0
+        self.state.closing_popup = False
+        self.state.save_as_popup = False
+        self.state.drag = None
+        self.state.collider_drag = None  # the collider gizmo's drag: start collider, frame, merge key
+        self.state.merge_serial = 0
         self._rows_key = None
         self._rows = []
         self._curve_key = None
@@ -283,7 +260,7 @@ class Editor(MenuAndShortcuts, BoneTree, Inspector, CollidersPanel, DopeSheet, C
                 raise EditError(f"the editor failed ({type(exc).__name__}: {exc}){where}") from exc
 
         def stop() -> bool:
-            return self.quit or (scripted and not self._script and frames is None)
+            return self.state.quit or (scripted and not self._script and frames is None)
 
         self.pipelined = True  # frame() shows the previous frame itself
         try:
@@ -292,7 +269,7 @@ class Editor(MenuAndShortcuts, BoneTree, Inspector, CollidersPanel, DopeSheet, C
             self.present()
         finally:
             self.pipelined = False
-        result = EditorResult(drawn, screenshot, list(self.frame_ms), self.doc.path, self.doc.dirty, self.message)
+        result = EditorResult(drawn, screenshot, list(self.frame_ms), self.doc.path, self.doc.dirty, self.state.message)
         if self.log:
             self.log(f"skeletal edit: {result.summary()}")
         return result
@@ -416,10 +393,10 @@ class Editor(MenuAndShortcuts, BoneTree, Inspector, CollidersPanel, DopeSheet, C
     def _render_view(self) -> None:
         """The character at the current pose into the view's framebuffer (blitted in by the compositor)."""
         imgui = self.imgui
-        moving = (self.playing or bool(self._drag) or getattr(self, "_gizmo_active", False)
+        moving = (self.state.playing or bool(self.state.drag) or getattr(self, "_gizmo_active", False)
                   or imgui.is_mouse_down(1) or imgui.is_mouse_down(2) or imgui.is_any_item_active())
         renderer = self._fast_renderer if (moving and self._fast_renderer is not None) else self.renderer
-        onion = (self.onion and self.clip is not None, self.onion_frames, self.onion_step, self.loop)
+        onion = (self.state.onion and self.state.clip is not None, self.state.onion_frames, self.state.onion_step, self.state.loop)
         key = (self._pose_key, self._view_aim, id(renderer), onion)
         if key == getattr(self, "_view_key", None):
             return  # nothing moved: the texture still shows this frame (llvmpipe's rasterising is the big cost)
@@ -440,11 +417,11 @@ class Editor(MenuAndShortcuts, BoneTree, Inspector, CollidersPanel, DopeSheet, C
 
     @property
     def duration(self) -> float:
-        return self.doc.clips[self.clip].duration if self.clip is not None else 0.0
+        return self.doc.clips[self.state.clip].duration if self.state.clip is not None else 0.0
 
     @property
     def fps(self) -> float:
-        return self.doc.info[self.clip].fps if self.clip is not None else 30.0
+        return self.doc.info[self.state.clip].fps if self.state.clip is not None else 30.0
 
     def run_command(self, make: Callable, quiet: bool = False):
         """Build and execute a command; an EditError becomes the status message."""
@@ -458,48 +435,48 @@ class Editor(MenuAndShortcuts, BoneTree, Inspector, CollidersPanel, DopeSheet, C
         return cmd
 
     def say(self, text: str) -> None:
-        self.message, self.message_time = text, time.perf_counter()
+        self.state.message, self.state.message_time = text, time.perf_counter()
         if self.log:
             self.log(f"skeletal edit: {text}")
 
     def snap_time(self, t: float) -> float:
         t = min(max(t, 0.0), max(self.duration, 0.0)) if self.duration > 0 else max(t, 0.0)
-        return self.doc.snap_time(self.clip, t) if (self.snap and self.clip is not None) else float(np.float32(t))
+        return self.doc.snap_time(self.state.clip, t) if (self.state.snap and self.state.clip is not None) else float(np.float32(t))
 
     def set_time(self, t: float) -> None:
-        self.time = self.snap_time(t)
+        self.state.time = self.snap_time(t)
 
     def select_clip(self, index: int | None) -> None:
         if index is not None and not 0 <= index < len(self.doc.clips):
             index = len(self.doc.clips) - 1 if self.doc.clips else None
-        if index != self.clip:
-            self.key_selection.clear()
-        self.clip = index
-        self.time = min(self.time, self.duration)
+        if index != self.state.clip:
+            self.state.key_selection.clear()
+        self.state.clip = index
+        self.state.time = min(self.state.time, self.duration)
 
     # -- time and pose --------------------------------------------------------------------------------------
 
     def _advance(self, dt: float) -> None:
-        if not self.playing or self.clip is None:
+        if not self.state.playing or self.state.clip is None:
             return
         d = self.duration
         if d <= 0:
-            self.playing = False
+            self.state.playing = False
             return
-        t = self.time + dt
+        t = self.state.time + dt
         if t > d:
-            if self.loop:
+            if self.state.loop:
                 t = t % d
             else:
-                t, self.playing = d, False
-        self.time = t
+                t, self.state.playing = d, False
+        self.state.time = t
 
     def _compute_pose(self) -> None:
-        key = (self.doc.revision, self.clip, self.time)
+        key = (self.doc.revision, self.state.clip, self.state.time)
         if key == self._pose_key:
             return
         self._pose_key = key
-        self.pose = self.doc.pose(self.clip, self.time)
+        self.pose = self.doc.pose(self.state.clip, self.state.time)
         self.world = self.doc.world(self.pose)
 
     # -- panels -------------------------------------------------------------------------------------------

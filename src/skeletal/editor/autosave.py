@@ -12,9 +12,10 @@ from .model import (
     EditError,
     autosave_path,
 )
+from .state import Panel
 
 
-class Autosave:
+class Autosave(Panel):
     def save(self, path: str | None = None) -> bool:
         try:
             written = self.doc.save(path)
@@ -33,9 +34,9 @@ class Autosave:
 
     def request_quit(self) -> None:
         if self.doc.dirty:
-            self._closing_popup = True
+            self.state.closing_popup = True
         else:
-            self.quit = True
+            self.state.quit = True
 
     def _autosave(self, force: bool = False) -> str | None:
         now = time.perf_counter()

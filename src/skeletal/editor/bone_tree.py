@@ -6,6 +6,7 @@ A part of :class:`skeletal.editor.app.Editor` (a mixin: it reads and writes the 
 set up in ``Editor.__init__``)."""
 
 from __future__ import annotations
+from .state import Panel
 
 
 #: The bone panel's width limits in pixels (drag its right edge between them) and the tree's indent per
@@ -27,7 +28,7 @@ def name_prefix(names) -> str:
     return best if heads[best] * 2 >= len(names) else ""
 
 
-class BoneTree:
+class BoneTree(Panel):
     def _bones_edge(self, top: float, height: float) -> None:
         """The panel's right edge, a 6 px handle: dragging it sets ``self.LEFT_W`` (the viewport and
         the panels follow from the next frame), between :data:`BONES_MIN_W` and half the window."""
@@ -57,16 +58,16 @@ class BoneTree:
         imgui = self.imgui
         top = 20
         if self._fixed_window("Bones", 0, top, self.LEFT_W, fb_h - top - self.BOTTOM_H):
-            changed, self.search = imgui.input_text_with_hint("##search", "search bones", self.search)
+            changed, self.state.search = imgui.input_text_with_hint("##search", "search bones", self.state.search)
             self._remember("bone search")
             names = self.doc.asset.rig.names
             # Deep or long names (mixamorig:LeftHandIndex3) scroll sideways instead of being cut off.
             imgui.begin_child("bone list", imgui.ImVec2(0, 0), 0, imgui.WindowFlags_.horizontal_scrollbar)
-            if self.search.strip():
-                needle = self.search.strip().lower()
+            if self.state.search.strip():
+                needle = self.state.search.strip().lower()
                 for i, name in enumerate(names):
                     if needle in (name or "").lower():
-                        if imgui.selectable(f"{name}##b{i}", self.selected == i)[0]:
+                        if imgui.selectable(f"{name}##b{i}", self.state.selected == i)[0]:
                             self.select_bone(i)
                         self._remember(f"bone:{name}")
             else:
@@ -84,11 +85,11 @@ class BoneTree:
                         imgui.tree_pop()
                         continue
                     kids = self._children[i]
-                    flags = tree_flags[(not kids, self.selected == i)]
+                    flags = tree_flags[(not kids, self.state.selected == i)]
                     imgui.set_next_item_open(True, once)
                     label = names[i] or f"node {int(self.doc.asset.rig.node_of[i])}"
                     shown = label[len(prefix):] if prefix and label.startswith(prefix) else label
-                    keyed = self.clip is not None and i in self._animated_nodes()
+                    keyed = self.state.clip is not None and i in self._animated_nodes()
                     is_open = imgui.tree_node_ex(f"{shown}{' *' if i in self.doc.pose_edits else ''}##t{i}", flags)
                     if imgui.is_item_hovered():
                         imgui.set_tooltip(label)  # the whole name, however deep the row
@@ -107,13 +108,13 @@ class BoneTree:
         self._bones_edge(top, fb_h - top - self.BOTTOM_H)
 
     def _animated_nodes(self) -> set:
-        key = (self.doc.revision, self.clip)
+        key = (self.doc.revision, self.state.clip)
         if getattr(self, "_animated_key", None) != key:
             self._animated_key = key
-            self._animated = {t.node for t in self.doc.clips[self.clip].tracks} if self.clip is not None else set()
+            self._animated = {t.node for t in self.doc.clips[self.state.clip].tracks} if self.state.clip is not None else set()
         return self._animated
 
     def select_bone(self, node: int | None) -> None:
         """Select a bone (the gizmo then acts on it, not on a collider)."""
-        self.selected = node
-        self.selected_collider = None
+        self.state.selected = node
+        self.state.selected_collider = None

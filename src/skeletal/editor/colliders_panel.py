@@ -20,38 +20,39 @@ from .model import (
     TransformCollider,
     collider_gizmo_matrix,
 )
+from .state import Panel
 
 
-class CollidersPanel:
+class CollidersPanel(Panel):
     def _collider_section(self) -> None:
         imgui, doc = self.imgui, self.doc
-        vis = doc.collider_set().visible(doc.clips[self.clip].name if self.clip is not None else None, self.time)
+        vis = doc.collider_set().visible(doc.clips[self.state.clip].name if self.state.clip is not None else None, self.state.time)
         for i, c in enumerate(doc.colliders):
             label = f"{c.name}  [{c.tag} {c.shape}] on {doc.node_name(c.node)}{'' if vis[i] else ' (hidden)'}##col{i}"
-            if imgui.selectable(label, i == self.selected_collider)[0]:
-                self.selected_collider = i  # the gizmo now acts on it (a bone click gives it back)
+            if imgui.selectable(label, i == self.state.selected_collider)[0]:
+                self.state.selected_collider = i  # the gizmo now acts on it (a bone click gives it back)
             self._remember(f"collider:{c.name}")
-        if self.selected is not None:
+        if self.state.selected is not None:
             for shape in ("sphere", "capsule"):
                 clicked = imgui.button(f"add {shape}")
                 self._remember(f"add {shape}")
                 if clicked:
-                    base = f"{doc.node_name(self.selected)}_{shape}"
+                    base = f"{doc.node_name(self.state.selected)}_{shape}"
                     name, k = base, 2
                     while name in [c.name for c in doc.colliders]:
                         name, k = f"{base}{k}", k + 1
-                    length = self._bone_length(self.selected)
+                    length = self._bone_length(self.state.selected)
                     end = np.array([0.0, length, 0.0]) if shape == "capsule" else np.zeros(3)
-                    col = Collider(name, self.selected, shape, "hurt", max(0.25 * length, 0.02), np.zeros(3), end)
+                    col = Collider(name, self.state.selected, shape, "hurt", max(0.25 * length, 0.02), np.zeros(3), end)
                     if self.run_command(lambda: AddCollider(doc, col)):
-                        self.selected_collider = len(doc.colliders) - 1
+                        self.state.selected_collider = len(doc.colliders) - 1
                 imgui.same_line()
             imgui.new_line()
-        i = self.selected_collider
+        i = self.state.selected_collider
         if i is None or i >= len(doc.colliders):
             return
         c = doc.colliders[i]
-        key = ("collider", i, self._merge_serial)
+        key = ("collider", i, self.state.merge_serial)
         changed, name = imgui.input_text("name##colname", c.name, imgui.InputTextFlags_.enter_returns_true)
         if changed and name.strip() and name != c.name:
             self.run_command(lambda: SetCollider(doc, i, c.moved(name=name.strip())))
@@ -74,22 +75,22 @@ class CollidersPanel:
             if changed:
                 self.run_command(lambda: SetCollider(doc, i, c.moved(end=np.asarray(p)), merge_key=key), quiet=True)
             self._end_field_merge()
-        if self.clip is not None:
+        if self.state.clip is not None:
             if imgui.button("key visible"):
-                self.run_command(lambda: KeyColliderVisibility(doc, self.clip, c.name, self.time, True))
+                self.run_command(lambda: KeyColliderVisibility(doc, self.state.clip, c.name, self.state.time, True))
             imgui.same_line()
             if imgui.button("key hidden"):
-                self.run_command(lambda: KeyColliderVisibility(doc, self.clip, c.name, self.time, False))
-            track = doc.info[self.clip].visibility.get(c.name)
+                self.run_command(lambda: KeyColliderVisibility(doc, self.state.clip, c.name, self.state.time, False))
+            track = doc.info[self.state.clip].visibility.get(c.name)
             if track is not None:
                 imgui.same_line()
-                if imgui.button("unkey") and np.any(np.abs(track.times - self.time) < 1e-5):
-                    self.run_command(lambda: KeyColliderVisibility(doc, self.clip, c.name, self.time, None))
+                if imgui.button("unkey") and np.any(np.abs(track.times - self.state.time) < 1e-5):
+                    self.run_command(lambda: KeyColliderVisibility(doc, self.state.clip, c.name, self.state.time, None))
                 imgui.text_disabled("keys: " + ", ".join(f"{t:.2f}s {'on' if v else 'off'}"
                                                          for t, v in zip(track.times, track.visible)))
         if imgui.button("remove collider"):
             if self.run_command(lambda: RemoveCollider(doc, i)):
-                self.selected_collider = None
+                self.state.selected_collider = None
 
     def _bone_length(self, node: int) -> float:
         kids = self._children[node]
@@ -100,8 +101,8 @@ class CollidersPanel:
     def _draw_colliders(self, dl) -> None:
         imgui = self.imgui
         cs = self.doc.collider_set()
-        clip = self.doc.clips[self.clip].name if self.clip is not None else None
-        frame = cs.world(self.world, cs.visible(clip, self.time))
+        clip = self.doc.clips[self.state.clip].name if self.state.clip is not None else None
+        frame = cs.world(self.world, cs.visible(clip, self.state.time))
         cam = self.renderer.camera
         vh = self.view_rect[3]
         focal = 0.5 * vh / math.tan(math.radians(cam.fov) / 2)
@@ -113,7 +114,7 @@ class CollidersPanel:
                 continue
             base = (1.0, 0.3, 0.25) if frame.tag[i] == 0 else (0.3, 0.85, 1.0)
             alpha = 0.9 if frame.visible[i] else 0.25
-            if i == self.selected_collider:
+            if i == self.state.selected_collider:
                 base = (1.0, 0.9, 0.3)
             color = rgba(imgui, *base, alpha)
             ra = frame.radius[i] * focal / max(np.linalg.norm(frame.a[i] - eye), 1e-6)
@@ -134,30 +135,30 @@ class CollidersPanel:
         middle, scale resizes it (Y: a capsule's length; X/Z, or all three for a sphere: the radius).
         One drag is one undoable TransformCollider."""
         gizmo, doc = self.gizmo, self.doc
-        i = self.selected_collider
+        i = self.state.selected_collider
         c = doc.colliders[i]
         view, proj = self._gizmo_frame(dl)
         bone = self.world[c.node]
-        drag = getattr(self, "_collider_drag", None)
+        drag = self.state.collider_drag
         if drag is not None and drag["index"] == i:
             frame = drag["frame"]
         else:
             frame = collider_gizmo_matrix(c, bone)
         obj = gizmo.Matrix16(frame.T.ravel().astype(np.float32).tolist())
         ops = {"translate": gizmo.OPERATION.translate, "rotate": gizmo.OPERATION.rotate, "scale": gizmo.OPERATION.scale}
-        mode = gizmo.MODE.local if (self.local_space or self.operation == "scale") else gizmo.MODE.world
-        changed = gizmo.manipulate(view, proj, ops[self.operation], mode, obj)
+        mode = gizmo.MODE.local if (self.state.local_space or self.state.operation == "scale") else gizmo.MODE.world
+        changed = gizmo.manipulate(view, proj, ops[self.state.operation], mode, obj)
         using = gizmo.is_using()
         if using and drag is None:
-            self._merge_serial += 1
-            drag = self._collider_drag = {"index": i, "start": c, "frame": frame, "key": ("collider gizmo", i,
-                                                                                          self._merge_serial)}
+            self.state.merge_serial += 1
+            drag = self.state.collider_drag = {"index": i, "start": c, "frame": frame, "key": ("collider gizmo", i,
+                                                                                          self.state.merge_serial)}
         if changed and drag is not None:
             drag["frame"] = np.asarray(obj.values, np.float64).reshape(4, 4).T
             self.run_command(lambda: TransformCollider(doc, i, drag["start"], bone, drag["frame"],
                                                        merge_key=drag["key"]), quiet=True)
         if not using and drag is not None:
-            self._collider_drag = None
+            self.state.collider_drag = None
             doc.end_merge()
             self.say(f"moved collider {c.name!r}")
         return using

@@ -12,20 +12,21 @@ from .common import PATHS
 from .model import (
     SetKeyValue,
 )
+from .state import Panel
 
 
-class Curves:
+class Curves(Panel):
     def _curve_data(self):
         """Samples (T,), values (T, C) of the selected bone's chosen channel, and its track; cached."""
-        key = (self.doc.revision, self.clip, self.selected, self.curve_path)
+        key = (self.doc.revision, self.state.clip, self.state.selected, self.state.curve_path)
         if key == self._curve_key:
             return self._curve
         self._curve_key = key
         self._curve = None
-        if self.selected is None or self.clip is None:
+        if self.state.selected is None or self.state.clip is None:
             return None
-        clip = self.doc.clips[self.clip]
-        i = K.track_index(clip, self.selected, self.curve_path)
+        clip = self.doc.clips[self.state.clip]
+        i = K.track_index(clip, self.state.selected, self.state.curve_path)
         if i < 0:
             return None
         tr = clip.tracks[i]
@@ -43,8 +44,8 @@ class Curves:
     def _curves(self) -> None:
         imgui, implot, doc = self.imgui, self.implot, self.doc
         for p in PATHS:
-            if imgui.radio_button(p, self.curve_path == p):
-                self.curve_path = p
+            if imgui.radio_button(p, self.state.curve_path == p):
+                self.state.curve_path = p
             imgui.same_line()
         imgui.new_line()
         data = self._curve_data()
@@ -78,9 +79,9 @@ class Curves:
                     if changed:
                         value = kv[k].astype(np.float64).copy()
                         value[c] = y
-                        self.run_command(lambda: SetKeyValue(doc, self.clip, (tr.node, tr.path, float(times[k])), value,
-                                                             merge_key=("curve", k, c, self._merge_serial)), quiet=True)
+                        self.run_command(lambda: SetKeyValue(doc, self.state.clip, (tr.node, tr.path, float(times[k])), value,
+                                                             merge_key=("curve", k, c, self.state.merge_serial)), quiet=True)
             if imgui.is_mouse_released(0):
                 self.doc.end_merge()
-                self._merge_serial += 1
+                self.state.merge_serial += 1
             implot.end_plot()

@@ -17,45 +17,46 @@ from .model import (
     MoveKeys,
     SetInterpolation,
 )
+from .state import Panel
 
 
-class DopeSheet:
+class DopeSheet(Panel):
     # -- bottom: transport, dope sheet, curves -------------------------------------------------------------
 
     def _bottom_panel(self, fb_w, fb_h) -> None:
         imgui, doc = self.imgui, self.doc
         if self._fixed_window("Timeline", 0, fb_h - self.BOTTOM_H, fb_w, self.BOTTOM_H):
-            if imgui.button("pause" if self.playing else "play"):
-                self.playing = not self.playing
+            if imgui.button("pause" if self.state.playing else "play"):
+                self.state.playing = not self.state.playing
             imgui.same_line()
-            self.loop = imgui.checkbox("loop", self.loop)[1]
+            self.state.loop = imgui.checkbox("loop", self.state.loop)[1]
             imgui.same_line()
-            self.snap = imgui.checkbox("snap", self.snap)[1]
+            self.state.snap = imgui.checkbox("snap", self.state.snap)[1]
             imgui.same_line()
-            frame = self.time * self.fps
-            imgui.text(f"{self.time:6.3f}s  frame {frame:6.1f} / {self.duration * self.fps:.0f}")
+            frame = self.state.time * self.fps
+            imgui.text(f"{self.state.time:6.3f}s  frame {frame:6.1f} / {self.duration * self.fps:.0f}")
             imgui.same_line()
             imgui.set_next_item_width(130)
             interps = ["STEP", "LINEAR", "CUBICSPLINE"]
             channels = self._selected_channels()
             current = 1
-            if channels and self.clip is not None:
-                c = doc.clips[self.clip]
+            if channels and self.state.clip is not None:
+                c = doc.clips[self.state.clip]
                 i = K.track_index(c, *channels[0])
                 current = interps.index(c.tracks[i].interpolation) if i >= 0 else 1
             changed, k = imgui.combo("interpolation", current, interps)
             self._remember("interpolation")
             if changed and channels:
-                self.run_command(lambda: SetInterpolation(doc, self.clip, channels, interps[k]))
+                self.run_command(lambda: SetInterpolation(doc, self.state.clip, channels, interps[k]))
             imgui.same_line()
             for name, label in (("dope", "dope sheet"), ("curve", "curves")):
-                if imgui.radio_button(label, self.tab == name):
-                    self.tab = name
+                if imgui.radio_button(label, self.state.tab == name):
+                    self.state.tab = name
                 imgui.same_line()
             imgui.new_line()
-            if self.clip is None:
+            if self.state.clip is None:
                 imgui.text_disabled("no clip: make one in the inspector (Clip > new)")
-            elif self.tab == "dope":
+            elif self.state.tab == "dope":
                 self._dope_sheet()
             else:
                 self._curves()
@@ -63,20 +64,20 @@ class DopeSheet:
 
     def _selected_channels(self) -> list[tuple[int, str]]:
         """The channels of the selected keys; with none selected, the selected bone's channels."""
-        channels = list(dict.fromkeys((n, p) for n, p, _ in sorted(self.key_selection)))
-        if not channels and self.selected is not None and self.clip is not None:
-            channels = [(t.node, t.path) for t in self.doc.clips[self.clip].tracks
-                        if t.node == self.selected and t.path != "weights"]
+        channels = list(dict.fromkeys((n, p) for n, p, _ in sorted(self.state.key_selection)))
+        if not channels and self.state.selected is not None and self.state.clip is not None:
+            channels = [(t.node, t.path) for t in self.doc.clips[self.state.clip].tracks
+                        if t.node == self.state.selected and t.path != "weights"]
         return channels
 
     def _dope_rows(self):
         """Rows (label, node, path or None, times float32 array), rebuilt when the document, clip or
         selected bone changes: one summary row per animated node, its channels under the selected one."""
-        key = (self.doc.revision, self.clip, self.selected)
+        key = (self.doc.revision, self.state.clip, self.state.selected)
         if key == self._rows_key:
             return self._rows
         self._rows_key = key
-        clip = self.doc.clips[self.clip]
+        clip = self.doc.clips[self.state.clip]
         by_node: dict[int, list] = {}
         for tr in clip.tracks:
             if tr.path != "weights":
@@ -86,7 +87,7 @@ class DopeSheet:
             tracks = by_node[node]
             times = np.unique(np.concatenate([t.times for t in tracks]))
             rows.append((self.doc.node_name(node), node, None, times))
-            if node == self.selected:
+            if node == self.state.selected:
                 for tr in sorted(tracks, key=lambda t: PATHS.index(t.path)):
                     rows.append((f"    {PATH_SHORT[tr.path]} ({tr.interpolation[:3].lower()})", node, tr.path, tr.times))
         self._rows = rows
@@ -130,7 +131,7 @@ class DopeSheet:
         first = max(0, int(scroll // rh))
         last = min(len(rows), int((scroll + view_h) // rh) + 1)
         sel_by_row: dict[tuple, np.ndarray] = {}
-        for n, p, t in self.key_selection:
+        for n, p, t in self.state.key_selection:
             sel_by_row.setdefault((n, p), []).append(t)
             sel_by_row.setdefault((n, None), []).append(t)
         text_col, dim = rgba(imgui, 0.9, 0.9, 0.92), rgba(imgui, 0.55, 0.56, 0.6)
@@ -140,7 +141,7 @@ class DopeSheet:
         for r in range(first, last):
             label, node, path, times = rows[r]
             y = top + r * rh - scroll
-            if node == self.selected and path is None:
+            if node == self.state.selected and path is None:
                 dl.add_rect_filled(imgui.ImVec2(x0, y), imgui.ImVec2(x0 + w, y + rh), rgba(imgui, 0.22, 0.3, 0.45, 0.6))
             elif r % 2:
                 dl.add_rect_filled(imgui.ImVec2(x0, y), imgui.ImVec2(x0 + w, y + rh), rgba(imgui, 1, 1, 1, 0.03))
@@ -158,10 +159,10 @@ class DopeSheet:
                     hovered_key = (node, path, float(times[k]))
         del key_col, key_sel, chan_col
         self._draw_keys(dl, diamonds, (x0, top, w, view_h), rh * 0.3,
-                        (self.doc.revision, self.clip, self.selected, first, last, scroll, x0, top, w, view_h,
-                         frozenset(self.key_selection)))
+                        (self.doc.revision, self.state.clip, self.state.selected, first, last, scroll, x0, top, w, view_h,
+                         frozenset(self.state.key_selection)))
         # the current time
-        xt = tx(self.time)
+        xt = tx(self.state.time)
         dl.add_line(imgui.ImVec2(xt, top), imgui.ImVec2(xt, top + view_h), rgba(imgui, 1.0, 0.35, 0.3), 2.0)
         self._dope_input(hovered_key, kx0, kx1, top, view_h, scale, y0)
         imgui.end_child()
@@ -218,7 +219,7 @@ class DopeSheet:
 
     def _keys_of(self, node, path, t) -> list[tuple[int, str, float]]:
         """The keys a click on (node, path, t) selects: one channel key, or all of a summary row's at t."""
-        clip = self.doc.clips[self.clip]
+        clip = self.doc.clips[self.state.clip]
         out = []
         for tr in clip.tracks:
             if tr.node == node and (path is None or tr.path == path) and tr.path != "weights" and K.find_key(tr, t) >= 0:
@@ -234,38 +235,38 @@ class DopeSheet:
             if hovered is not None and my >= top:
                 keys = set(self._keys_of(*hovered))
                 if io.key_shift:
-                    self.key_selection ^= keys
-                elif not keys <= self.key_selection:
-                    self.key_selection = keys
-                self._drag = {"kind": "keys", "x": mx, "applied": 0.0, "serial": self._merge_serial}
-                self._merge_serial += 1
+                    self.state.key_selection ^= keys
+                elif not keys <= self.state.key_selection:
+                    self.state.key_selection = keys
+                self.state.drag = {"kind": "keys", "x": mx, "applied": 0.0, "serial": self.state.merge_serial}
+                self.state.merge_serial += 1
             else:
                 if not io.key_shift and my >= top:
-                    self.key_selection.clear()
-                self._drag = {"kind": "scrub"}
-                self.playing = False
+                    self.state.key_selection.clear()
+                self.state.drag = {"kind": "scrub"}
+                self.state.playing = False
                 self.set_time((mx - kx0) / scale)
-        if self._drag and imgui.is_mouse_down(0):
-            if self._drag["kind"] == "scrub":
+        if self.state.drag and imgui.is_mouse_down(0):
+            if self.state.drag["kind"] == "scrub":
                 self.set_time((mx - kx0) / scale)
-            elif self._drag["kind"] == "keys" and self.key_selection:
-                want = (mx - self._drag["x"]) / scale
-                if self.snap:
+            elif self.state.drag["kind"] == "keys" and self.state.key_selection:
+                want = (mx - self.state.drag["x"]) / scale
+                if self.state.snap:
                     want = round(want * self.fps) / self.fps
-                delta = want - self._drag["applied"]
+                delta = want - self.state.drag["applied"]
                 if abs(delta) > 1e-6:
-                    refs = sorted(self.key_selection)
+                    refs = sorted(self.state.key_selection)
                     def move():
-                        cmd = MoveKeys(doc, self.clip, refs, delta, merge_key=("drag", self._drag["serial"]))
+                        cmd = MoveKeys(doc, self.state.clip, refs, delta, merge_key=("drag", self.state.drag["serial"]))
                         self._last_move_dt = cmd.dt  # clamped at 0
                         return cmd
 
                     cmd = self.run_command(move, quiet=True)
                     if cmd is not None:
                         moved = self._last_move_dt
-                        self._drag["applied"] += moved
-                        self.key_selection = {(n, p, float(np.float32(t + moved))) for n, p, t in refs}
-                        self.say(f"moved {len(refs)} key(s) by {self._drag['applied']:+.3f}s")
-        if self._drag and imgui.is_mouse_released(0):
-            self._drag = None
+                        self.state.drag["applied"] += moved
+                        self.state.key_selection = {(n, p, float(np.float32(t + moved))) for n, p, t in refs}
+                        self.say(f"moved {len(refs)} key(s) by {self.state.drag['applied']:+.3f}s")
+        if self.state.drag and imgui.is_mouse_released(0):
+            self.state.drag = None
             self.doc.end_merge()

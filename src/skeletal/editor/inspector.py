@@ -17,9 +17,10 @@ from .model import (
     duplicate_clip,
     new_clip,
 )
+from .state import Panel
 
 
-class Inspector:
+class Inspector(Panel):
     def _inspector(self, fb_w, fb_h) -> None:
         imgui = self.imgui
         top = 20
@@ -31,18 +32,18 @@ class Inspector:
             if imgui.collapsing_header("Colliders", imgui.TreeNodeFlags_.default_open):
                 self._collider_section()
             if imgui.collapsing_header("View"):
-                self.skeleton = imgui.checkbox("skeleton overlay (B)", self.skeleton)[1]
-                self.onion = imgui.checkbox("onion skin (O)", self.onion)[1]
-                self.onion_frames = imgui.slider_int("ghosts each side", self.onion_frames, 1, 6)[1]
-                self.onion_step = imgui.slider_int("frames apart", self.onion_step, 1, 10)[1]
-                self.show_colliders = imgui.checkbox("colliders (C)", self.show_colliders)[1]
+                self.state.skeleton = imgui.checkbox("skeleton overlay (B)", self.state.skeleton)[1]
+                self.state.onion = imgui.checkbox("onion skin (O)", self.state.onion)[1]
+                self.state.onion_frames = imgui.slider_int("ghosts each side", self.state.onion_frames, 1, 6)[1]
+                self.state.onion_step = imgui.slider_int("frames apart", self.state.onion_step, 1, 10)[1]
+                self.state.show_colliders = imgui.checkbox("colliders (C)", self.state.show_colliders)[1]
                 if imgui.button("reset camera"):
                     self.camera.reset()
         imgui.end()
 
     def _bone_section(self) -> None:
         imgui, doc = self.imgui, self.doc
-        n = self.selected
+        n = self.state.selected
         if n is None:
             imgui.text_disabled("click a bone in the view or the tree")
             return
@@ -53,11 +54,11 @@ class Inspector:
         for i, op in enumerate(("translate", "rotate", "scale")):
             if i:
                 imgui.same_line()
-            if imgui.radio_button(op, self.operation == op):
-                self.operation = op
+            if imgui.radio_button(op, self.state.operation == op):
+                self.state.operation = op
         imgui.same_line()
-        self.local_space = imgui.checkbox("local", self.local_space)[1]
-        self.ik_mode = imgui.checkbox("IK drag (I): translate a hand/foot bends its limb", self.ik_mode)[1]
+        self.state.local_space = imgui.checkbox("local", self.state.local_space)[1]
+        self.state.ik_mode = imgui.checkbox("IK drag (I): translate a hand/foot bends its limb", self.state.ik_mode)[1]
         local = self.pose[n].copy()
         changed, t = imgui.drag_float3("location", [float(v) for v in local[0:3]], 0.005, 0.0, 0.0, "%.4f")
         self._remember("location")
@@ -65,18 +66,18 @@ class Inspector:
             local[0:3] = t
             self._set_pose(n, local, "location")
         self._end_field_merge()
-        _, self.use_quaternion = imgui.checkbox("quaternion", self.use_quaternion)
-        if not self.use_quaternion:
+        _, self.state.use_quaternion = imgui.checkbox("quaternion", self.state.use_quaternion)
+        if not self.state.use_quaternion:
             imgui.same_line()
             imgui.set_next_item_width(80)
-            changed, k = imgui.combo("order", ORDERS.index(self.euler_order), list(ORDERS))
+            changed, k = imgui.combo("order", ORDERS.index(self.state.euler_order), list(ORDERS))
             if changed:
-                self.euler_order = ORDERS[k]
-            e = quat_to_euler(local[3:7], self.euler_order)
+                self.state.euler_order = ORDERS[k]
+            e = quat_to_euler(local[3:7], self.state.euler_order)
             changed, e2 = imgui.drag_float3("rotation", [float(v) for v in e], 0.5, 0.0, 0.0, "%.2f\u00b0")
             self._remember("rotation")
             if changed:
-                local[3:7] = euler_to_quat(e2, self.euler_order)
+                local[3:7] = euler_to_quat(e2, self.state.euler_order)
                 self._set_pose(n, local, "rotation")
         else:
             changed, q = imgui.drag_float4("xyzw", [float(v) for v in local[3:7]], 0.005, -1.0, 1.0, "%.4f")
@@ -99,18 +100,18 @@ class Inspector:
             self._insert_key(True)
 
     def _set_pose(self, node, local, what) -> None:
-        self.run_command(lambda: SetPose(self.doc, node, local, merge_key=("field", node, what, self._merge_serial)),
+        self.run_command(lambda: SetPose(self.doc, node, local, merge_key=("field", node, what, self.state.merge_serial)),
                          quiet=True)
 
     def _end_field_merge(self) -> None:
         if self.imgui.is_item_deactivated_after_edit():
             self.doc.end_merge()
-            self._merge_serial += 1
+            self.state.merge_serial += 1
 
     def _clip_section(self) -> None:
         imgui, doc = self.imgui, self.doc
         for i, c in enumerate(doc.clips):
-            if imgui.selectable(f"{c.name}  ({c.duration:.2f}s, {len(c.tracks)} ch)##c{i}", i == self.clip)[0]:
+            if imgui.selectable(f"{c.name}  ({c.duration:.2f}s, {len(c.tracks)} ch)##c{i}", i == self.state.clip)[0]:
                 self.select_clip(i)
             self._remember(f"clip:{c.name}")
         if imgui.button("new"):
@@ -118,30 +119,30 @@ class Inspector:
             if cmd:
                 self.select_clip(cmd.index)
         imgui.same_line()
-        if imgui.button("duplicate") and self.clip is not None:
-            cmd = self.run_command(lambda: duplicate_clip(doc, self.clip))
+        if imgui.button("duplicate") and self.state.clip is not None:
+            cmd = self.run_command(lambda: duplicate_clip(doc, self.state.clip))
             if cmd:
                 self.select_clip(cmd.index)
         imgui.same_line()
-        if imgui.button("delete") and self.clip is not None:
-            if self.run_command(lambda: DeleteClip(doc, self.clip)):
-                self.select_clip(min(self.clip, len(doc.clips) - 1) if doc.clips else None)
-        if self.clip is None:
+        if imgui.button("delete") and self.state.clip is not None:
+            if self.run_command(lambda: DeleteClip(doc, self.state.clip)):
+                self.select_clip(min(self.state.clip, len(doc.clips) - 1) if doc.clips else None)
+        if self.state.clip is None:
             return
         imgui.set_next_item_width(170)
-        _, self.rename_text = imgui.input_text_with_hint("##rename", doc.clips[self.clip].name, self.rename_text)
+        _, self.state.rename_text = imgui.input_text_with_hint("##rename", doc.clips[self.state.clip].name, self.state.rename_text)
         imgui.same_line()
-        if imgui.button("rename") and self.rename_text.strip():
-            if self.run_command(lambda: RenameClip(doc, self.clip, self.rename_text)):
-                self.rename_text = ""
+        if imgui.button("rename") and self.state.rename_text.strip():
+            if self.run_command(lambda: RenameClip(doc, self.state.clip, self.state.rename_text)):
+                self.state.rename_text = ""
         imgui.set_next_item_width(120)
         changed, length = imgui.input_float("length (s)", self.duration, 0.0, 0.0, "%.3f",
                                             imgui.InputTextFlags_.enter_returns_true)
         if changed and abs(length - self.duration) > 1e-6:
-            self.run_command(lambda: SetClipLength(doc, self.clip, float(length)))
-            self.time = min(self.time, self.duration)
+            self.run_command(lambda: SetClipLength(doc, self.state.clip, float(length)))
+            self.state.time = min(self.state.time, self.duration)
         imgui.set_next_item_width(120)
         changed, fps = imgui.input_float("frame rate", self.fps, 0.0, 0.0, "%.2f",
                                          imgui.InputTextFlags_.enter_returns_true)
         if changed and abs(fps - self.fps) > 1e-6:
-            self.run_command(lambda: SetFps(doc, self.clip, float(fps)))
+            self.run_command(lambda: SetFps(doc, self.state.clip, float(fps)))

@@ -21,9 +21,10 @@ from .model import (
     PasteKeys,
     copy_keys,
 )
+from .state import Panel
 
 
-class MenuAndShortcuts:
+class MenuAndShortcuts(Panel):
     def _menu_bar(self) -> None:
         imgui = self.imgui
         if not imgui.begin_main_menu_bar():
@@ -32,7 +33,7 @@ class MenuAndShortcuts:
             if imgui.menu_item("Save", "Ctrl+S", False)[0]:
                 self._save_or_ask()
             if imgui.menu_item("Save as...", "Ctrl+Shift+S", False)[0]:
-                self._save_as_popup = True
+                self.state.save_as_popup = True
             if imgui.menu_item("Quit", "Ctrl+Q", False)[0]:
                 self.request_quit()
             imgui.end_menu()
@@ -43,26 +44,26 @@ class MenuAndShortcuts:
                 self._undo()
             if imgui.menu_item(f"Redo {r}", "Ctrl+Y", False, bool(r))[0]:
                 self._redo()
-            if imgui.menu_item("Copy keys", "Ctrl+C", False, bool(self.key_selection))[0]:
+            if imgui.menu_item("Copy keys", "Ctrl+C", False, bool(self.state.key_selection))[0]:
                 self._copy()
-            if imgui.menu_item("Paste keys", "Ctrl+V", False, bool(self.clipboard))[0]:
+            if imgui.menu_item("Paste keys", "Ctrl+V", False, bool(self.state.clipboard))[0]:
                 self._paste()
-            if imgui.menu_item("Delete keys", "Delete", False, bool(self.key_selection))[0]:
+            if imgui.menu_item("Delete keys", "Delete", False, bool(self.state.key_selection))[0]:
                 self._delete_keys()
             if imgui.menu_item("Clear pose edits", "", False, bool(self.doc.pose_edits))[0]:
                 self.run_command(lambda: ClearPoseEdits(self.doc))
             imgui.end_menu()
         if imgui.begin_menu("Key"):
-            if imgui.menu_item("Insert key (selected bone)", "K", False, self.selected is not None)[0]:
+            if imgui.menu_item("Insert key (selected bone)", "K", False, self.state.selected is not None)[0]:
                 self._insert_key(whole=False)
-            if imgui.menu_item("Key whole pose", "Shift+K", False, self.clip is not None)[0]:
+            if imgui.menu_item("Key whole pose", "Shift+K", False, self.state.clip is not None)[0]:
                 self._insert_key(whole=True)
             imgui.end_menu()
         if imgui.begin_menu("View"):
-            self.skeleton = imgui.menu_item("Skeleton", "B", self.skeleton)[1]
-            self.onion = imgui.menu_item("Onion skin", "O", self.onion)[1]
-            self.show_colliders = imgui.menu_item("Colliders", "C", self.show_colliders)[1]
-            self.show_help = imgui.menu_item("Help", "F1", self.show_help)[1]
+            self.state.skeleton = imgui.menu_item("Skeleton", "B", self.state.skeleton)[1]
+            self.state.onion = imgui.menu_item("Onion skin", "O", self.state.onion)[1]
+            self.state.show_colliders = imgui.menu_item("Colliders", "C", self.state.show_colliders)[1]
+            self.state.show_help = imgui.menu_item("Help", "F1", self.state.show_help)[1]
             imgui.end_menu()
         dirty = " *" if self.doc.dirty else ""
         imgui.text_disabled(f"   {os.path.basename(self.doc.path or 'untitled')}{dirty}")
@@ -71,32 +72,32 @@ class MenuAndShortcuts:
     # -- commands from keys and menus -----------------------------------------------------------------------
 
     def _insert_key(self, whole: bool) -> None:
-        if self.clip is None:
+        if self.state.clip is None:
             self.say("no clip to key: make one first")
             return
-        if not whole and self.selected is None:
+        if not whole and self.state.selected is None:
             self.say("select a bone to key (or Shift+K for the whole pose)")
             return
-        nodes = None if whole else [self.selected]
-        self.run_command(lambda: InsertPoseKeys(self.doc, self.clip, self.time, nodes))
+        nodes = None if whole else [self.state.selected]
+        self.run_command(lambda: InsertPoseKeys(self.doc, self.state.clip, self.state.time, nodes))
 
     def _delete_keys(self) -> None:
-        if self.key_selection and self.clip is not None:
-            refs = sorted(self.key_selection)
-            if self.run_command(lambda: DeleteKeys(self.doc, self.clip, refs)):
-                self.key_selection.clear()
+        if self.state.key_selection and self.state.clip is not None:
+            refs = sorted(self.state.key_selection)
+            if self.run_command(lambda: DeleteKeys(self.doc, self.state.clip, refs)):
+                self.state.key_selection.clear()
 
     def _copy(self) -> None:
-        if self.key_selection and self.clip is not None:
+        if self.state.key_selection and self.state.clip is not None:
             try:
-                self.clipboard = copy_keys(self.doc, self.clip, sorted(self.key_selection))
-                self.say(f"copied {len(self.clipboard)} key(s)")
+                self.state.clipboard = copy_keys(self.doc, self.state.clip, sorted(self.state.key_selection))
+                self.say(f"copied {len(self.state.clipboard)} key(s)")
             except EditError as exc:
                 self.say(str(exc))
 
     def _paste(self) -> None:
-        if self.clip is not None:
-            self.run_command(lambda: PasteKeys(self.doc, self.clip, self.time, self.clipboard))
+        if self.state.clip is not None:
+            self.run_command(lambda: PasteKeys(self.doc, self.state.clip, self.state.time, self.state.clipboard))
 
     def _undo(self) -> None:
         cmd = self.doc.undo()
@@ -109,12 +110,12 @@ class MenuAndShortcuts:
         self._after_history()
 
     def _after_history(self) -> None:
-        self.select_clip(self.clip if self.clip is not None and self.clip < len(self.doc.clips) else
+        self.select_clip(self.state.clip if self.state.clip is not None and self.state.clip < len(self.doc.clips) else
                          (0 if self.doc.clips else None))
-        self.key_selection = {k for k in self.key_selection if self._key_exists(k)}
+        self.state.key_selection = {k for k in self.state.key_selection if self._key_exists(k)}
 
     def _key_exists(self, ref) -> bool:
-        clip = self.doc.clips[self.clip]
+        clip = self.doc.clips[self.state.clip]
         i = K.track_index(clip, ref[0], ref[1])
         return i >= 0 and K.find_key(clip.tracks[i], ref[2]) >= 0
 
@@ -122,23 +123,23 @@ class MenuAndShortcuts:
         if self.doc.path and os.path.splitext(self.doc.path)[1].lower() in (".glb", ".gltf"):
             self.save()
         else:
-            self._save_as_popup = True
+            self.state.save_as_popup = True
 
     def _step_key(self, direction: int) -> None:
-        clip = self.doc.clips[self.clip]
-        nodes = {self.selected} if self.selected is not None else None
+        clip = self.doc.clips[self.state.clip]
+        nodes = {self.state.selected} if self.state.selected is not None else None
         times = [tr.times for tr in clip.tracks if nodes is None or tr.node in nodes]
         if not times:
             return
         allt = np.unique(np.concatenate(times)).astype(np.float64)
         if direction > 0:
-            later = allt[allt > self.time + 1e-5]
+            later = allt[allt > self.state.time + 1e-5]
             if len(later):
-                self.time = float(later[0])
+                self.state.time = float(later[0])
         else:
-            earlier = allt[allt < self.time - 1e-5]
+            earlier = allt[allt < self.state.time - 1e-5]
             if len(earlier):
-                self.time = float(earlier[-1])
+                self.state.time = float(earlier[-1])
 
     def _shortcuts(self) -> None:
         imgui = self.imgui
@@ -154,7 +155,7 @@ class MenuAndShortcuts:
             elif pressed(Key.y, False):
                 self._redo()
             elif pressed(Key.s, False):
-                self._save_as_popup = True if shift else self._save_as_popup
+                self.state.save_as_popup = True if shift else self.state.save_as_popup
                 if not shift:
                     self._save_or_ask()
             elif pressed(Key.c, False):
@@ -169,51 +170,51 @@ class MenuAndShortcuts:
         if pressed(Key.delete, False) or pressed(Key.x, False):
             self._delete_keys()
         if pressed(Key.space, False):
-            self.playing = not self.playing
+            self.state.playing = not self.state.playing
         if pressed(Key.l, False):
-            self.loop = not self.loop
-        if self.clip is not None:
+            self.state.loop = not self.state.loop
+        if self.state.clip is not None:
             if pressed(Key.right_arrow):
-                self.playing = False
-                self.set_time(self.doc.snap_time(self.clip, self.time) + 1.0 / self.fps)
+                self.state.playing = False
+                self.set_time(self.doc.snap_time(self.state.clip, self.state.time) + 1.0 / self.fps)
             if pressed(Key.left_arrow):
-                self.playing = False
-                self.set_time(self.doc.snap_time(self.clip, self.time) - 1.0 / self.fps)
+                self.state.playing = False
+                self.set_time(self.doc.snap_time(self.state.clip, self.state.time) - 1.0 / self.fps)
             if pressed(Key.up_arrow):
                 self._step_key(1)
             if pressed(Key.down_arrow):
                 self._step_key(-1)
             if pressed(Key.home, False):
-                self.time = 0.0
+                self.state.time = 0.0
             if pressed(Key.end, False):
-                self.time = self.duration
+                self.state.time = self.duration
         for key, op in ((Key.w, "translate"), (Key.e, "rotate"), (Key.r, "scale")):
             if pressed(key, False):
-                self.operation = op
+                self.state.operation = op
         if pressed(Key.t, False):
-            self.local_space = not self.local_space
+            self.state.local_space = not self.state.local_space
         if pressed(Key.i, False):
-            self.ik_mode = not self.ik_mode
-            if self.ik_mode:
-                self.operation = "translate"
+            self.state.ik_mode = not self.state.ik_mode
+            if self.state.ik_mode:
+                self.state.operation = "translate"
         if pressed(Key.o, False):
-            self.onion = not self.onion
+            self.state.onion = not self.state.onion
         if pressed(Key.b, False):
-            self.skeleton = not self.skeleton
+            self.state.skeleton = not self.state.skeleton
         if pressed(Key.c, False):
-            self.show_colliders = not self.show_colliders
+            self.state.show_colliders = not self.state.show_colliders
         if pressed(Key.n, False):
-            self.snap = not self.snap
+            self.state.snap = not self.state.snap
         if pressed(Key.tab, False):
-            self.tab = "curve" if self.tab == "dope" else "dope"
+            self.state.tab = "curve" if self.state.tab == "dope" else "dope"
         if pressed(Key.escape, False):
-            self.key_selection.clear()
-            self.selected_collider = None
+            self.state.key_selection.clear()
+            self.state.selected_collider = None
         if pressed(Key.f1, False) or (shift and pressed(Key.slash, False)):
-            self.show_help = not self.show_help
+            self.state.show_help = not self.state.show_help
 
     def _help(self) -> None:
-        if not self.show_help:
+        if not self.state.show_help:
             return
         imgui = self.imgui
         imgui.set_next_window_size(imgui.ImVec2(780, 0))
@@ -229,16 +230,16 @@ class MenuAndShortcuts:
             imgui.end_table()
         imgui.end()
         if opened is False:
-            self.show_help = False
+            self.state.show_help = False
 
     def _popups(self) -> None:
         imgui = self.imgui
-        if self._closing_popup:
+        if self.state.closing_popup:
             imgui.open_popup("Unsaved changes")
-            self._closing_popup = False
-        if self._save_as_popup:
+            self.state.closing_popup = False
+        if self.state.save_as_popup:
             imgui.open_popup("Save as")
-            self._save_as_popup = False
+            self.state.save_as_popup = False
         center = imgui.get_main_viewport().get_center()
         imgui.set_next_window_pos(center, imgui.Cond_.appearing, imgui.ImVec2(0.5, 0.5))
         if imgui.begin_popup_modal("Unsaved changes", None, imgui.WindowFlags_.always_auto_resize)[0]:
@@ -247,14 +248,14 @@ class MenuAndShortcuts:
             if imgui.button("Save"):
                 imgui.close_current_popup()
                 if self.doc.path and self.save():
-                    self.quit = True
+                    self.state.quit = True
                 elif not self.doc.path:
-                    self._save_as_popup = True
+                    self.state.save_as_popup = True
             self._remember("popup save")
             imgui.same_line()
             if imgui.button("Discard"):
                 imgui.close_current_popup()
-                self.quit = True
+                self.state.quit = True
             self._remember("popup discard")
             imgui.same_line()
             if imgui.button("Cancel"):
@@ -263,9 +264,9 @@ class MenuAndShortcuts:
         imgui.set_next_window_pos(center, imgui.Cond_.appearing, imgui.ImVec2(0.5, 0.5))
         if imgui.begin_popup_modal("Save as", None, imgui.WindowFlags_.always_auto_resize)[0]:
             imgui.set_next_item_width(420)
-            _, self.save_as_text = imgui.input_text("path (.glb/.gltf)", self.save_as_text)
+            _, self.state.save_as_text = imgui.input_text("path (.glb/.gltf)", self.state.save_as_text)
             if imgui.button("Save"):
-                if self.save(self.save_as_text):
+                if self.save(self.state.save_as_text):
                     imgui.close_current_popup()
             imgui.same_line()
             if imgui.button("Cancel"):
@@ -274,10 +275,10 @@ class MenuAndShortcuts:
 
     def _status(self, fb_w, fb_h) -> None:
         imgui = self.imgui
-        if not self.message or time.perf_counter() - self.message_time > 6.0:
+        if not self.state.message or time.perf_counter() - self.state.message_time > 6.0:
             return
         dl = imgui.get_foreground_draw_list()
         x, y = self.LEFT_W + 8, fb_h - self.BOTTOM_H - 22
-        dl.add_rect_filled(imgui.ImVec2(x - 4, y - 2), imgui.ImVec2(x + 8 + 7 * len(self.message), y + 17),
+        dl.add_rect_filled(imgui.ImVec2(x - 4, y - 2), imgui.ImVec2(x + 8 + 7 * len(self.state.message), y + 17),
                            rgba(imgui, 0, 0, 0, 0.6))
-        dl.add_text(imgui.ImVec2(x, y), rgba(imgui, 1, 0.9, 0.5), self.message)
+        dl.add_text(imgui.ImVec2(x, y), rgba(imgui, 1, 0.9, 0.5), self.state.message)

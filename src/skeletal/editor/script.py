@@ -13,9 +13,10 @@ from .model import (
     EditError,
     collider_gizmo_matrix,
 )
+from .state import Panel
 
 
-class Scripted:
+class Scripted(Panel):
     # -- scripted input -------------------------------------------------------------------------------------
 
     def _expand(self, step: dict) -> list:

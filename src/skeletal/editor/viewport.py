@@ -15,9 +15,10 @@ from .model import (
     ik_chain,
     ik_pose,
 )
+from .state import Panel
 
 
-class Viewport:
+class Viewport(Panel):
     # -- the 3D viewport ------------------------------------------------------------------------------------
 
     def project(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -47,18 +48,18 @@ class Viewport:
 
     def _viewport_overlay(self, dl, vx, vy, vw, vh) -> None:
         imgui, gizmo = self.imgui, self.gizmo
-        if self.skeleton:
+        if self.state.skeleton:
             self._draw_skeleton(dl, self.world, rgba(imgui, 0.95, 0.9, 0.3, 0.9), 2.0, joints=True)
-        if self.show_colliders and self.doc.colliders:
+        if self.state.show_colliders and self.doc.colliders:
             self._draw_colliders(dl)
         io = imgui.get_io()
         mx, my = io.mouse_pos.x, io.mouse_pos.y
         over_view = vx <= mx < vx + vw and vy <= my < vy + vh and not io.want_capture_mouse
         # gizmo on the selected bone
         using = False
-        if self.selected_collider is not None and self.selected_collider < len(self.doc.colliders):
+        if self.state.selected_collider is not None and self.state.selected_collider < len(self.doc.colliders):
             using = self._collider_gizmo(dl)
-        elif self.selected is not None:
+        elif self.state.selected is not None:
             using = self._gizmo(dl)
         if over_view and not using and not gizmo.is_over():
             if imgui.is_mouse_clicked(0):
@@ -70,12 +71,12 @@ class Viewport:
             if io.mouse_wheel:
                 self.camera.zoom(io.mouse_wheel)
         # a label for the selection
-        if self.selected is not None:
-            (sx, sy), front = self.project(self.world[self.selected, :3, 3])
+        if self.state.selected is not None:
+            (sx, sy), front = self.project(self.world[self.state.selected, :3, 3])
             if front:
-                dl.add_text(imgui.ImVec2(sx + 8, sy - 18), rgba(imgui, 1, 1, 1), self.doc.node_name(self.selected))
-        mode = f"{self.operation}{' (IK)' if self.ik_mode and self.operation == 'translate' else ''}, " \
-               f"{'local' if self.local_space else 'world'}"
+                dl.add_text(imgui.ImVec2(sx + 8, sy - 18), rgba(imgui, 1, 1, 1), self.doc.node_name(self.state.selected))
+        mode = f"{self.state.operation}{' (IK)' if self.state.ik_mode and self.state.operation == 'translate' else ''}, " \
+               f"{'local' if self.state.local_space else 'world'}"
         dl.add_text(imgui.ImVec2(vx + 8, vy + 6), rgba(imgui, 0.85, 0.85, 0.9), f"gizmo: {mode}   F1: help")
 
     def pick(self, x: float, y: float, radius: float = 14.0) -> int | None:
@@ -100,7 +101,7 @@ class Viewport:
         if joints:
             nodes = self.doc.joints
             for i, (x, y) in zip(nodes, pts[nodes].tolist()):
-                sel = i == self.selected
+                sel = i == self.state.selected
                 dl.add_circle_filled(imgui.ImVec2(x, y), 5.0 if sel else 3.0,
                                      rgba(imgui, 1.0, 0.4, 0.2) if sel else color)
 
@@ -108,15 +109,15 @@ class Viewport:
         """Ghost skeletons ``onion_frames`` poses apart by ``onion_step`` frames before (blue) and after
         (green) the current time, fading with distance: GL lines over the character in the view's
         framebuffer (one draw; numpy builds the vertices)."""
-        n, step = self.onion_frames, self.onion_step / self.fps
+        n, step = self.state.onion_frames, self.state.onion_step / self.fps
         offsets = np.r_[-np.arange(n, 0, -1), np.arange(1, n + 1)] * step
-        times = self.time + offsets
+        times = self.state.time + offsets
         d = self.duration
-        times = np.mod(times, d) if (self.loop and d > 0) else np.clip(times, 0, d)
-        key = (self.doc.revision, self.clip, self.time, n, step, self.loop)
+        times = np.mod(times, d) if (self.state.loop and d > 0) else np.clip(times, 0, d)
+        key = (self.doc.revision, self.state.clip, self.state.time, n, step, self.state.loop)
         if getattr(self, "_onion_key", None) != key:
             self._onion_key = key
-            self._onion_world = self.doc.world(self.doc.poses(self.clip, times))
+            self._onion_world = self.doc.world(self.doc.poses(self.state.clip, times))
         seg = self._segments
         if len(seg) == 0:
             return
@@ -156,34 +157,34 @@ class Viewport:
 
     def _gizmo(self, dl) -> bool:
         gizmo, doc = self.gizmo, self.doc
-        n = self.selected
+        n = self.state.selected
         view, proj = self._gizmo_frame(dl)
         world = self.world[n].copy()
-        ik = self.ik_mode and self.operation == "translate"
+        ik = self.state.ik_mode and self.state.operation == "translate"
         obj = gizmo.Matrix16(world.T.ravel().astype(np.float32).tolist())
         ops = {"translate": gizmo.OPERATION.translate, "rotate": gizmo.OPERATION.rotate, "scale": gizmo.OPERATION.scale}
-        mode = gizmo.MODE.local if (self.local_space or self.operation == "scale") else gizmo.MODE.world
-        changed = gizmo.manipulate(view, proj, ops[self.operation], mode, obj)
+        mode = gizmo.MODE.local if (self.state.local_space or self.state.operation == "scale") else gizmo.MODE.world
+        changed = gizmo.manipulate(view, proj, ops[self.state.operation], mode, obj)
         using = gizmo.is_using()
         if using and not getattr(self, "_gizmo_active", False):
             self._gizmo_active = True
-            self._merge_serial += 1
+            self.state.merge_serial += 1
         if changed:
             new = np.asarray(obj.values, np.float64).reshape(4, 4).T
-            key = ("gizmo", n, self._merge_serial)
+            key = ("gizmo", n, self.state.merge_serial)
             if ik:
                 try:
                     ik_chain(doc, n)
-                    self.run_command(lambda: ik_pose(doc, self.clip, self.time, n, new[:3, 3], merge_key=key), quiet=True)
+                    self.run_command(lambda: ik_pose(doc, self.state.clip, self.state.time, n, new[:3, 3], merge_key=key), quiet=True)
                 except EditError as exc:
                     self.say(str(exc))
             else:
                 local = doc.local_from_world(self.pose, n, new)
-                if self.operation == "rotate":  # keep location and scale exactly
+                if self.state.operation == "rotate":  # keep location and scale exactly
                     keep = self.pose[n].copy()
                     keep[3:7] = local[3:7]
                     local = keep
-                elif self.operation == "translate":
+                elif self.state.operation == "translate":
                     keep = self.pose[n].copy()
                     keep[0:3] = local[0:3]
                     local = keep

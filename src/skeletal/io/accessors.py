@@ -228,6 +228,9 @@ class Accessors:
             self._check_zero_fill(obj, info)
             array = np.zeros((info.count, *info.shape), dtype=info.dtype)
         if sparse is not None:
+            # the dense copy is memory the file does not back (its base is zeros or a view of the file)
+            self.binary.budget.charge(info.count * info.element_size, info.where,
+                                      f"sparse count {info.count} of {info.describe()} made dense")
             array = self._apply_sparse(sparse, info, array)
         self._raw[index] = array
         return array
@@ -337,6 +340,9 @@ class Accessors:
         if size > limit:
             obj.fail(f"count {info.count} of {info.describe()} with no bufferView would need {size} bytes of zeros; "
                      f"refusing more than {limit} for a file with {self.binary.loaded_bytes} bytes of binary data")
+        if obj.has("sparse"):
+            return  # charged once, for the dense copy the sparse values are written into
+        self.binary.budget.charge(size, info.where, f"count {info.count} of {info.describe()} with no bufferView (zeros)")
 
     def _sparse_part(self, part: JsonObject, info: AccessorInfo, count: int, index_type: int | None) -> np.ndarray:
         """The tightly packed ``indices`` (index_type given) or ``values`` of a sparse accessor."""

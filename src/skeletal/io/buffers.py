@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 
 from skeletal.io import meshopt as meshopt_ext
+from skeletal.io.budget import BudgetError, FileBudget
 from skeletal.io.jsonobj import JsonObject
 from skeletal.io.uris import UriError, read_uri
 
@@ -28,13 +29,16 @@ class BinaryData:
     """The buffers and bufferViews of one glTF document.
 
     ``root``: the document. ``glb_bin``: the GLB BIN chunk, if any (buffer 0 without a URI refers to it).
-    ``uri_root``: the folder relative URIs resolve against and must stay inside.
+    ``uri_root``: the folder relative URIs resolve against and must stay inside. ``file_bytes``: the
+    model file's size, which sets its memory budget (:mod:`skeletal.io.budget`; external buffers add
+    theirs as they load): zero-filled accessors and decoded meshopt views are charged to ``budget``.
 
     EXT_meshopt_compression views are decoded when the ``meshopt`` package is importable; otherwise
     their fallback buffer is used, and when that has no data an UnsupportedExtensionError is raised.
     """
 
-    def __init__(self, root: JsonObject, glb_bin: memoryview | None, uri_root: str | os.PathLike):
+    def __init__(self, root: JsonObject, glb_bin: memoryview | None, uri_root: str | os.PathLike,
+                 file_bytes: int | None = None):
         self.file = root.file
         self.buffers = root.objects("buffers")
         self.views = root.objects("bufferViews")
@@ -46,6 +50,10 @@ class BinaryData:
         #: Bytes of binary data actually read so far (the GLB chunk and loaded buffers); the accessor
         #: reader uses it to bound arrays that no bufferView backs (all-zero and sparse accessors).
         self.loaded_bytes = 0 if glb_bin is None else len(glb_bin)
+        self.budget = FileBudget(self.file, self.loaded_bytes if file_bytes is None else file_bytes)
+        #: Decoded meshopt ranges by (buffer, byteOffset, byteLength, count, byteStride, mode, filter):
+        #: views that share one compressed range share its decoded bytes.
+        self._decoded: dict[tuple, memoryview] = {}
 
     # -- buffers --------------------------------------------------------------------------------
     def buffer(self, index: int) -> memoryview | None:
@@ -64,6 +72,7 @@ class BinaryData:
                 obj.fail(str(exc), "uri")
             data = memoryview(raw)
             self.loaded_bytes += len(raw)
+            self.budget.add_source(len(raw))
             source = "its URI gives"
         elif index == 0 and self.glb_bin is not None:
             data = self.glb_bin
@@ -119,18 +128,47 @@ class BinaryData:
             if data is None:
                 # Decoder present, or absent with no fallback data (then decode() raises
                 # UnsupportedExtensionError naming the package).
-                compressed = self._buffer_range(ext, params.buffer, params.byte_offset, params.byte_length,
-                                                "the compressed data's")
-                if compressed is None:
-                    ext.fail(f"buffers[{params.buffer}], which should hold the compressed data, has no data")
-                decoded = params.decode(compressed, self.file)
-                self.loaded_bytes += len(decoded)
-                data = memoryview(decoded)
+                data = self._decode_meshopt(ext, params)
         if data is None:
             obj.fail(f"buffers[{buffer_index}] has no data (no uri, and it is not the GLB BIN chunk)")
         view = ViewData(data, stride)
         self._view_cache[index] = view
         return view
+
+    def _decode_meshopt(self, ext: JsonObject, params: meshopt_ext.MeshoptView) -> memoryview:
+        """The decoded bytes of one compressed range, decoded once however many views name it, and
+        charged to the file's budget before decoding (the sum over distinct ranges is what counts)."""
+        if not self._decoded:
+            self._check_meshopt_total()
+        key = params.key
+        cached = self._decoded.get(key)
+        if cached is not None:
+            return cached
+        compressed = self._buffer_range(ext, params.buffer, params.byte_offset, params.byte_length,
+                                        "the compressed data's")
+        if compressed is None:
+            ext.fail(f"buffers[{params.buffer}], which should hold the compressed data, has no data")
+        size = params.count * params.byte_stride
+        self.budget.charge(size, ext.where, f"{params.count} x {params.byte_stride} bytes decoded from "
+                                            f"{params.byte_length} compressed bytes")
+        decoded = memoryview(params.decode(compressed, self.file))
+        self.loaded_bytes += len(decoded)
+        self._decoded[key] = decoded
+        return decoded
+
+    def _check_meshopt_total(self) -> None:
+        """Before the first decode: the decoded sizes of every distinct compressed range of the file,
+        summed, must fit its budget (each view alone is within its ratio, many together need not be)."""
+        ranges: dict[tuple, int] = {}
+        for obj in self.views:
+            ext = obj.extension(meshopt_ext.EXTENSION)
+            if ext is not None:
+                params = meshopt_ext.MeshoptView(ext, obj, len(self.buffers))
+                ranges[params.key] = params.count * params.byte_stride
+        total = sum(ranges.values())
+        if not self.budget.allows(total):
+            raise BudgetError(self.file, "bufferViews", self.budget.refusal(
+                total, f"{len(ranges)} {meshopt_ext.EXTENSION} ranges decoded"))
 
     def plain_view(self, index: int) -> memoryview | None:
         """The bytes of bufferView ``index`` when it is the common, simple kind (index in range, no

@@ -55,7 +55,7 @@ import numpy as np
 from numba import njit
 
 from skeletal.document import Animation, Channel, Document, Node
-from skeletal.errors import ModelError
+from skeletal.errors import ClipError, ModelError
 from skeletal.quat import decompose_trs, quat_conjugate, quat_mul, quat_to_matrix
 
 __all__ = ["read_bvh", "parse_bvh", "format_bvh", "euler_to_quat", "matrix_to_euler", "ROTATION_ORDERS", "MAX_DEPTH", "MAX_JOINTS", "MAX_FRAME_TIME", "MAX_VALUE", "CMU_SCALE"]
@@ -751,15 +751,22 @@ def matrix_to_euler(m: np.ndarray, order: str, degrees: bool = True) -> np.ndarr
 
 
 def _bvh_names(names: list[str]) -> list[str]:
-    """Joint names safe for BVH: no whitespace or braces, not empty, unique."""
+    """Joint names safe for BVH: no whitespace or braces, not empty, unique, and at most
+    :data:`MAX_NAME` characters (what :func:`parse_bvh` reads back; longer ones are cut, with a warning)."""
     out, seen = [], set()
+    cut = 0
     for i, name in enumerate(names):
         base = re.sub(r"[\s{}]+", "_", name) or f"node{i}"
+        if len(base) > MAX_NAME - 16:  # room for a "_<n>" that makes it unique and for "_End"
+            base, cut = base[: MAX_NAME - 16], cut + 1
         candidate, n = base, 1
         while candidate in seen:
             candidate, n = f"{base}_{n}", n + 1
         seen.add(candidate)
         out.append(candidate)
+    if cut:
+        warnings.warn(f"BVH joint names are at most {MAX_NAME} characters: {cut} longer name(s) cut to "
+                      f"{MAX_NAME - 16}", stacklevel=3)
     return out
 
 
@@ -803,6 +810,10 @@ def format_bvh(
         raise ValueError("a BVH file needs at least one frame")
     if not (np.isfinite(frame_time) and frame_time > 0):
         raise ValueError(f"frame time must be positive, got {frame_time}")
+    # What parse_bvh refuses is never written (ClipError, naming the output file).
+    if frame_time > MAX_FRAME_TIME:
+        raise ClipError(f"{os.path.basename(file)}: a BVH Frame Time is at most {MAX_FRAME_TIME:g} s, this clip's "
+                        f"keys are {frame_time:.4g} s apart: pass a frame rate (--fps)")
     orders = rotation_order if isinstance(rotation_order, dict) else {}
     default_order = rotation_order if isinstance(rotation_order, str) else "ZYX"
     for order in [default_order, *orders.values()]:
@@ -919,6 +930,11 @@ def format_bvh(
     lines += ["MOTION", f"Frames: {frames}", f"Frame Time: {frame_time:.9g}"]
     motion = np.concatenate(columns, axis=1) if columns else np.zeros((frames, 0))
     motion = np.where(np.abs(motion) < 0.5 * 10.0 ** -decimals, 0.0, motion)  # no "-0.000000"
+    if motion.size and not np.abs(motion).max() <= MAX_VALUE or offsets.size and not np.abs(offsets).max() <= MAX_VALUE:
+        raise ClipError(f"{os.path.basename(file)}: a BVH value would be larger than {MAX_VALUE:g} (or not finite), "
+                        "which BVH readers refuse")
+    if max(depth_of.values(), default=0) >= MAX_DEPTH:
+        raise ClipError(f"{os.path.basename(file)}: the joints nest deeper than {MAX_DEPTH}, which BVH readers refuse")
     out = io.StringIO()
     out.write("\n".join(lines) + "\n")
     if motion.shape[1]:

@@ -20,6 +20,8 @@ GLB_MAGIC = b"glTF"
 CHUNK_JSON = 0x4E4F534A  # "JSON" little-endian
 CHUNK_BIN = 0x004E4942  # "BIN\0" little-endian
 _HEADER = struct.Struct("<4sII")
+#: What a glTF 1.0 file (``.gltf`` with version "1.0", or a GLB version 1 container) is told.
+GLTF1_HINT = "glTF 1.0 is not supported (this reader reads glTF 2.x; convert the file with gltf-pipeline or Blender)"
 _CHUNK_HEADER = struct.Struct("<II")
 
 
@@ -40,6 +42,8 @@ def split_glb(data: bytes, file: str) -> tuple[bytes | memoryview, memoryview | 
     magic, version, length = _HEADER.unpack_from(data, 0)
     if magic != GLB_MAGIC:
         raise ModelError(file, "GLB header", f"bad magic {magic!r}, expected {GLB_MAGIC!r}")
+    if version == 1:  # the binary glTF 1.0 container (KHR_binary_glTF)
+        raise ModelError(file, "GLB header", f"{GLTF1_HINT}: the GLB header says version 1")
     if version != 2:
         raise ModelError(file, "GLB header", f"version {version} is not supported (only glTF 2)")
     if length != len(data):

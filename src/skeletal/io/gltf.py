@@ -45,7 +45,9 @@ from skeletal.document import (
     Node,
     PackedChannels,
     Primitive,
+    PropertyTrack,
     Skin,
+    TextureTransform,
 )
 from skeletal.errors import ModelError, UnsupportedExtensionError
 from skeletal.io import draco as draco_ext
@@ -64,16 +66,46 @@ from skeletal.io.accessors import (
 )
 from skeletal.io.buffers import BinaryData
 from skeletal.io.files import read_regular
-from skeletal.io.glb import parse_container
+from skeletal.io.glb import GLTF1_HINT, parse_container
 from skeletal.io.jsonobj import JsonObject, codes, plain_ints
 from skeletal.io.uris import UriError, read_uri
+from skeletal.io.pointer import NODE_TRACK_PATHS, PointerTarget, curve_pointer, parse_pointer, pointer_target
 from skeletal.quat import decompose_trs
 
 __all__ = ["read_gltf", "SUPPORTED_EXTENSIONS", "gc_paused"]
 
 KHR_MESH_QUANTIZATION = "KHR_mesh_quantization"
-#: Extensions this reader implements; any other in ``extensionsRequired`` is refused.
-SUPPORTED_EXTENSIONS = (KHR_MESH_QUANTIZATION, draco_ext.EXTENSION, meshopt_ext.EXTENSION)
+KHR_TEXTURE_TRANSFORM = "KHR_texture_transform"
+KHR_MATERIALS_UNLIT = "KHR_materials_unlit"
+KHR_MATERIALS_EMISSIVE_STRENGTH = "KHR_materials_emissive_strength"
+KHR_ANIMATION_POINTER = "KHR_animation_pointer"
+KHR_NODE_VISIBILITY = "KHR_node_visibility"
+#: Extensions this reader implements; any other in ``extensionsRequired`` is refused, except the
+#: appearance-only ones of :data:`APPEARANCE_FALLBACKS`.
+SUPPORTED_EXTENSIONS = (KHR_MESH_QUANTIZATION, draco_ext.EXTENSION, meshopt_ext.EXTENSION, KHR_TEXTURE_TRANSFORM,
+                        KHR_MATERIALS_UNLIT, KHR_MATERIALS_EMISSIVE_STRENGTH, KHR_ANIMATION_POINTER, KHR_NODE_VISIBILITY)
+#: Extensions that only change how a surface looks, which skeletal does not draw: a file that requires
+#: one is still read (its animation is whole) and drawn with the stated fallback, after one warning.
+APPEARANCE_FALLBACKS = {
+    "KHR_materials_pbrSpecularGlossiness": "its metallic-roughness base colour",
+    "KHR_materials_clearcoat": "no clearcoat layer",
+    "KHR_materials_sheen": "no sheen",
+    "KHR_materials_transmission": "opaque",
+    "KHR_materials_diffuse_transmission": "opaque",
+    "KHR_materials_volume": "no volume",
+    "KHR_materials_ior": "the default index of refraction",
+    "KHR_materials_specular": "the default specular",
+    "KHR_materials_iridescence": "no iridescence",
+    "KHR_materials_anisotropy": "isotropic",
+    "KHR_materials_dispersion": "no dispersion",
+    "KHR_materials_variants": "the default material of each primitive",
+    "KHR_texture_basisu": "the base colour factor where no PNG/JPEG image is given",
+    "EXT_texture_webp": "the base colour factor where the image cannot be decoded",
+    "EXT_texture_avif": "the base colour factor where the image cannot be decoded",
+    "KHR_lights_punctual": "skeletal's own key light (the lights' animation is read)",
+    "EXT_lights_image_based": "skeletal's own ambient light",
+    "KHR_xmp_json_ld": "metadata not read",
+}
 
 INTERPOLATIONS = ("LINEAR", "STEP", "CUBICSPLINE")
 _ALL_INTS = frozenset({BYTE, UNSIGNED_BYTE, SHORT, UNSIGNED_SHORT})
@@ -135,6 +167,10 @@ EXPECT_OUTPUT = {
     "weights": Expect(("SCALAR",), normalized=_ALL_INTS),
 }
 _PATH_WIDTH = {"translation": 3, "rotation": 4, "scale": 3}
+#: KHR_animation_pointer outputs by width: floats or normalised integers (a boolean is UNSIGNED_BYTE).
+EXPECT_POINTER = {1: Expect(("SCALAR",), normalized=_ALL_INTS, plain=_UNSIGNED_INTS),
+                  2: Expect(("VEC2",), normalized=_ALL_INTS), 3: Expect(("VEC3",), normalized=_ALL_INTS),
+                  4: Expect(("VEC4",), normalized=_ALL_INTS)}
 _PATH_TYPE = {"translation": "VEC3", "rotation": "VEC4", "scale": "VEC3"}
 _SAMPLER, _TARGET, _NODE, _PATH = (operator.itemgetter(k) for k in ("sampler", "target", "node", "path"))
 _INPUT, _OUTPUT = operator.itemgetter("input"), operator.itemgetter("output")
@@ -185,7 +221,7 @@ def read_gltf(path: str | os.PathLike, *, base_dir: str | os.PathLike | None = N
     with gc_paused():
         document, glb_bin = parse_container(data, file)
         uri_root = os.fspath(base_dir) if base_dir is not None else os.path.dirname(os.path.abspath(file))
-        return _GltfReader(JsonObject(file, "", document), glb_bin, uri_root).read()
+        return _GltfReader(JsonObject(file, "", document), glb_bin, uri_root, file_bytes=len(data)).read()
 
 
 @contextmanager
@@ -222,7 +258,7 @@ class _Tables:
 class _GltfReader:
     """Builds a Document from one parsed glTF JSON document; one instance per read."""
 
-    def __init__(self, root: JsonObject, glb_bin: memoryview | None, uri_root: str):
+    def __init__(self, root: JsonObject, glb_bin: memoryview | None, uri_root: str, file_bytes: int | None = None):
         self.root = root
         self.file = root.file
         self.uri_root = uri_root
@@ -230,7 +266,7 @@ class _GltfReader:
         self.extensions_used = self._string_list("extensionsUsed")
         self.extensions_required = self._string_list("extensionsRequired")
         self._check_required_extensions()
-        self.binary = BinaryData(root, glb_bin, uri_root)
+        self.binary = BinaryData(root, glb_bin, uri_root, file_bytes)
         self.accessors = Accessors(root, self.binary)
         self.tables = _Tables(
             nodes=len(root.array("nodes", [])),
@@ -242,12 +278,14 @@ class _GltfReader:
             cameras=len(root.array("cameras", [])),
         )
         self._checked_times: set[int] = set()  # input accessors already found strictly increasing
+        self._pointers_warned: set[str] = set()  # unsupported KHR_animation_pointer pointers told once
+        self.pointer_rest: dict[str, np.ndarray] = {}  # see Document.pointer_rest
 
     # -- document-level checks ------------------------------------------------------------------
     def _check_asset(self) -> dict:
         head = self.root.data.get("asset")
         raw = head.get("version") if isinstance(head, dict) else None
-        hint = "glTF 1.0 is not supported (this reader reads glTF 2.x; convert the file with gltf-pipeline or Blender)"
+        hint = GLTF1_HINT  # the same words a GLB version 1 container gets (skeletal.io.glb)
         if (isinstance(raw, (int, float)) and not isinstance(raw, bool)) or (
                 isinstance(raw, str) and re.match(r"^(0|1)(\.[0-9]+)?$", raw)):
             raise ModelError(self.file, "asset.version", f"{hint}: the file says {raw!r}")
@@ -270,8 +308,14 @@ class _GltfReader:
         return list(values)
 
     def _check_required_extensions(self) -> None:
+        fallbacks = [name for name in self.extensions_required
+                     if name not in SUPPORTED_EXTENSIONS and name in APPEARANCE_FALLBACKS]
+        if fallbacks:  # appearance only: read the file, draw it without them, and say so once
+            told = "; ".join(f"{name}: {APPEARANCE_FALLBACKS[name]}" for name in fallbacks)
+            warnings.warn(f"{os.path.basename(self.file)}: extensionsRequired: appearance extension(s) skeletal does "
+                          f"not draw, read anyway and drawn with a fallback ({told})", stacklevel=4)
         for name in self.extensions_required:
-            if name not in SUPPORTED_EXTENSIONS:
+            if name not in SUPPORTED_EXTENSIONS and name not in APPEARANCE_FALLBACKS:
                 raise UnsupportedExtensionError(
                     self.file, "extensionsRequired",
                     f"required extension {name} is not supported (supported: {', '.join(SUPPORTED_EXTENSIONS)})",
@@ -293,12 +337,17 @@ class _GltfReader:
         meshes = [self._mesh(i, obj) for i, obj in enumerate(self.root.objects("meshes"))]
         skins = [self._skin(i, obj) for i, obj in enumerate(self.root.objects("skins"))]
         nodes = self._nodes()
+        cameras, lights = self._cameras_and_lights(nodes)
         self._check_skinned_joints(nodes, meshes, skins)
         animation_objects = self.root.objects("animations")
         animations = self._packed_animations(animation_objects.raw, nodes, meshes)
         if animations is None:
             animations = [self._animation(i, obj, nodes, meshes) for i, obj in enumerate(animation_objects)]
-        scenes = [obj.indices("nodes", "nodes", len(nodes), []) for obj in self.root.objects("scenes")]
+        for obj, animation in zip(animation_objects, animations):
+            animation.properties.extend(self._curves(obj))
+        scene_objects = self.root.objects("scenes")
+        scenes = [obj.indices("nodes", "nodes", len(nodes), []) for obj in scene_objects]
+        scene_names = [obj.string("name", "") for obj in scene_objects]
         scene = self.root.index("scene", "scenes", len(scenes), None)
         return Document(
             path=self.file,
@@ -313,7 +362,39 @@ class _GltfReader:
             extensions_used=self.extensions_used,
             extensions_required=self.extensions_required,
             asset_info=self.asset,
+            scene_names=scene_names,
+            pointer_rest=self.pointer_rest,
+            cameras=cameras,
+            lights=lights,
         )
+
+    def _cameras_and_lights(self, nodes: list[Node]) -> tuple[list[dict], list[dict]]:
+        """The cameras and KHR_lights_punctual lights (their JSON, checked to be objects with a known
+        ``type``), and each node's ``camera``, ``light`` and KHR_node_visibility ``visible``."""
+        cameras = [dict(obj.data) for obj in self.root.objects("cameras")]
+        for camera in self.root.objects("cameras"):
+            kind = camera.string("type")
+            if kind not in ("perspective", "orthographic"):
+                camera.fail(f"unknown camera type {kind!r} (expected perspective or orthographic)", "type")
+            camera.object(kind, required=True)
+        lights_ext = self.root.object("extensions").object("KHR_lights_punctual")
+        lights = [dict(obj.data) for obj in lights_ext.objects("lights")]
+        for light in lights_ext.objects("lights"):
+            kind = light.string("type")
+            if kind not in ("directional", "point", "spot"):
+                light.fail(f"unknown light type {kind!r} (expected directional, point or spot)", "type")
+        for i, raw in enumerate(self.root.array("nodes", [])):
+            if "camera" not in raw and "extensions" not in raw:
+                continue
+            obj = self.root.objects("nodes")[i]
+            nodes[i].camera = obj.index("camera", "cameras", len(cameras), None)
+            light = obj.extension("KHR_lights_punctual")
+            if light is not None:
+                nodes[i].light = light.index("light", "KHR_lights_punctual lights", len(lights))
+            visibility = obj.extension(KHR_NODE_VISIBILITY)
+            if visibility is not None:
+                nodes[i].visible = visibility.boolean("visible", True)
+        return cameras, lights
 
     def _accessor(self, obj: JsonObject, key: str, expect: Expect) -> AccessorInfo:
         """The accessor ``obj[key]`` refers to, checked to exist and to suit its use."""
@@ -427,7 +508,7 @@ class _GltfReader:
         parent[child] = owner
         names = [f"node_{i}" if name is None else name for i, name in enumerate(names)]
         if "extras" in keys:
-            extras = [dict(e) if isinstance(e, dict) else {} for e in map(dict.get, raw, repeat("extras"))]
+            extras = [bounded_extras(e, self.file, f"nodes[{i}]") for i, e in enumerate(map(dict.get, raw, repeat("extras")))]
         else:
             extras = [{} for _ in range(count)]
         meshes = [None if m < 0 else m for m in refs[0]]
@@ -471,7 +552,7 @@ class _GltfReader:
                 return None
         extras = d.get("extras")
         return Node(name=name, children=children, translation=trs[0], rotation=trs[1], scale=trs[2],
-                    mesh=refs[0], skin=refs[1], extras=dict(extras) if isinstance(extras, dict) else {})
+                    mesh=refs[0], skin=refs[1], extras=bounded_extras(extras, self.file, f"nodes[{i}]"))
 
     def _check_acyclic(self, nodes: list[Node]) -> None:
         """With at most one parent each, the nodes not reachable from a root are exactly those on or
@@ -606,7 +687,13 @@ class _GltfReader:
             draco_ext.load_module(self.file, ext.where)  # raises UnsupportedExtensionError
         view = ext.index("bufferView", "bufferViews", len(self.binary.views))
         stream = self.binary.view_bytes(view)
-        return draco_ext.decode_primitive(ext, stream, {name: infos[name] for name in ids.data}, index_info, self.file)
+        listed = {name: infos[name] for name in ids.data}
+        # each primitive is within Draco's ratio; many decoding one stream are summed in the file's budget
+        headers = [*listed.values(), *([index_info] if index_info else [])]
+        draco_ext.check_declared_size(ext, headers, len(stream))  # this primitive's own ratio first
+        declared = sum(info.count * info.element_size for info in headers)
+        self.binary.budget.charge(declared, ext.where, f"a Draco mesh of {declared} declared bytes decoded")
+        return draco_ext.decode_primitive(ext, stream, listed, index_info, self.file)
 
     def _target(self, t: JsonObject, vertex_count: int) -> MorphTarget:
         target = MorphTarget()
@@ -676,6 +763,7 @@ class _GltfReader:
         if packed is not None:
             return Animation.from_packed(name, packed, _extras(obj))
         channels: list[Channel] = []
+        properties: list[PropertyTrack] = []
         for c_index, c_raw in enumerate(channel_objects.raw):
             plain = self._plain_channel(c_raw, samplers.raw, n_nodes, n_accessors)
             if plain is not None:
@@ -687,6 +775,13 @@ class _GltfReader:
                 c.fail(f"refers to sampler {s_index}, but animation {name!r} has {len(samplers)} samplers", "sampler")
             target = c.object("target", required=True)
             path = target.string("path")
+            if path == "pointer" and target.extension(KHR_ANIMATION_POINTER) is not None:
+                read = self._pointer_channel(c, target, name, s_index, samplers[s_index], nodes, meshes)
+                if isinstance(read, Channel):
+                    channels.append(read)
+                elif read is not None:
+                    properties.append(read)
+                continue
             if not target.has("node"):
                 continue  # the spec allows this: the target is defined by an extension we do not implement
             node = target.index("node", "nodes", len(nodes))
@@ -700,7 +795,159 @@ class _GltfReader:
             else:
                 target.fail(f"unknown path {path!r} (expected translation, rotation, scale or weights)", "path")
             channels.append(self._channel(c, name, s_index, samplers[s_index], node, path, width))
-        return Animation(name=name, channels=channels, extras=_extras(obj))
+        animation = Animation(name=name, channels=channels, extras=_extras(obj))
+        animation.properties = properties
+        return animation
+
+    def _pointer_channel(self, c: JsonObject, target: JsonObject, anim_name: str, s_index: int, sampler: JsonObject,
+                         nodes: list[Node], meshes: list[Mesh]) -> Channel | PropertyTrack | None:
+        """A KHR_animation_pointer channel: a node's TRS or weights as an ordinary :class:`Channel`,
+        a supported property (see :data:`skeletal.properties.POINTER_KINDS`) as a
+        :class:`PropertyTrack` (its rest value noted in ``pointer_rest``), anything else None after one
+        warning per pointer."""
+        ext = target.extension(KHR_ANIMATION_POINTER)
+        assert ext is not None
+        pointer = ext.string("pointer")
+        parsed = parse_pointer(pointer)
+        if parsed is not None and parsed[0] == "node" and parsed[2] in NODE_TRACK_PATHS:
+            node, path = parsed[1], parsed[2]
+            if node >= len(nodes):
+                ext.fail(f"{pointer} names nodes[{node}], which does not exist (the file has {len(nodes)})", "pointer")
+            if path == "weights":
+                mesh = nodes[node].mesh
+                width = 0 if mesh is None else len(meshes[mesh].primitives[0].targets)
+                if width == 0:
+                    ext.fail(f"{pointer}: nodes[{node}] has no mesh with morph targets", "pointer")
+            else:
+                width = _PATH_WIDTH[path]
+            return self._channel(c, anim_name, s_index, sampler, node, path, width)
+        found = pointer_target(pointer)
+        if found is None:
+            if pointer not in self._pointers_warned:
+                self._pointers_warned.add(pointer)
+                warnings.warn(f"{os.path.basename(self.file)}: {c.where}: KHR_animation_pointer {pointer} is not a "
+                              "property skeletal animates; channel ignored", stacklevel=5)
+            return None
+        rest = self._pointer_rest(ext, pointer, found)
+        about = f"animation {anim_name!r}, samplers[{s_index}]"
+        interpolation = sampler.string("interpolation", "LINEAR")
+        if interpolation not in INTERPOLATIONS:
+            raise ModelError(self.file, c.where, f"{about}: unknown interpolation {interpolation!r} "
+                                                  f"(expected {', '.join(INTERPOLATIONS)})")
+        input_info = self._accessor(sampler, "input", EXPECT_KEY_TIMES)
+        output_info = self._accessor(sampler, "output", EXPECT_POINTER[found.width])
+        keys = input_info.count
+        rows = 3 * keys if interpolation == "CUBICSPLINE" else keys
+        if output_info.count != rows:
+            raise ModelError(self.file, c.where, f"{about}: output accessors[{output_info.index}] has "
+                                                  f"{output_info.count} elements, expected {rows} for {keys} keys of {pointer}")
+        times = self.accessors.floats(input_info.index)
+        if input_info.index not in self._checked_times:
+            self._check_times(c, about, input_info, times)
+            self._checked_times.add(input_info.index)
+        values = np.asarray(self.accessors.floats(output_info.index), np.float32).reshape(rows, found.width)
+        if not np.isfinite(values).all():
+            k = int(np.argmin(np.isfinite(values).all(axis=1)))
+            raise ModelError(self.file, c.where, f"{about}: output accessors[{output_info.index}] element {k} is not finite")
+        if found.property == "extensions/KHR_node_visibility/visible":
+            # a boolean: switched, never blended (as three.js's BooleanKeyframeTrack); any non-zero is true
+            values = (values[1::3] if interpolation == "CUBICSPLINE" else values) != 0
+            interpolation = "STEP"
+        self.pointer_rest.setdefault(pointer, rest)
+        return PropertyTrack(pointer, interpolation, times, values)
+
+    def _curves(self, obj: JsonObject) -> list[PropertyTrack]:
+        """An animation's named float curves (see :mod:`skeletal.io.pointer`, ``curve/<name>``): samplers
+        no channel uses whose ``extras.curve`` names them (SCALAR outputs), and the inline ones of the
+        animation's ``extras.curves`` (``{name: {"times": [...], "values": [...], "interpolation": ...}}``)."""
+        raw_samplers = obj.raw("samplers")
+        raw_channels = obj.raw("channels")
+        if not (isinstance(obj.raw("extras"), dict) and "curves" in obj.raw("extras")) and not (
+                isinstance(raw_samplers, list) and any(isinstance(s, dict) and isinstance(s.get("extras"), dict)
+                                                       and "curve" in s["extras"] for s in raw_samplers)):
+            return []  # the common case: no curves, nothing to look at
+        curves: list[PropertyTrack] = []
+        used = {c.get("sampler") for c in raw_channels if isinstance(c, dict)} if isinstance(raw_channels, list) else set()
+        for s_index, sampler in enumerate(obj.objects("samplers")):
+            extras = sampler.raw("extras")
+            if s_index in used or not isinstance(extras, dict) or "curve" not in extras:
+                continue
+            name = sampler.object("extras").string("curve")
+            interpolation = sampler.string("interpolation", "LINEAR")
+            if interpolation not in INTERPOLATIONS:
+                sampler.fail(f"unknown interpolation {interpolation!r}", "interpolation")
+            input_info = self._accessor(sampler, "input", EXPECT_KEY_TIMES)
+            output_info = self._accessor(sampler, "output", EXPECT_POINTER[1])
+            rows = input_info.count * (3 if interpolation == "CUBICSPLINE" else 1)
+            if output_info.count != rows:
+                sampler.fail(f"curve {name!r}: {output_info.count} values for {input_info.count} keys ({interpolation})", "output")
+            times = self.accessors.floats(input_info.index)
+            self._check_times(sampler, f"curve {name!r}", input_info, times)
+            curves.append(self._curve(sampler, name, interpolation, times, self.accessors.floats(output_info.index)))
+        inline = obj.object("extras").raw("curves", {})
+        if not isinstance(inline, dict):
+            obj.object("extras").fail("expected an object of named curves", "curves")
+        holder = obj.object("extras").object("curves")
+        for name in inline:
+            curve = holder.object(name)
+            interpolation = curve.string("interpolation", "LINEAR")
+            if interpolation not in INTERPOLATIONS:
+                curve.fail(f"unknown interpolation {interpolation!r}", "interpolation")
+            seconds = curve.numbers("times")
+            if np.abs(seconds).max(initial=0.0) > float(np.finfo(np.float32).max):
+                curve.fail("a key time is too large for float32", "times")
+            times = seconds.astype(np.float32)
+            values = curve.numbers("values")
+            if not len(times) or len(values) != len(times) * (3 if interpolation == "CUBICSPLINE" else 1):
+                curve.fail(f"{len(values)} values for {len(times)} keys ({interpolation})", "values")
+            if (np.diff(times) <= 0).any():
+                curve.fail("key times are not strictly increasing (as float32)", "times")
+            curves.append(self._curve(curve, name, interpolation, times, values))
+        return curves
+
+    def _curve(self, where: JsonObject, name: str, interpolation: str, times, values) -> PropertyTrack:
+        values = np.asarray(values)
+        if values.dtype == np.float64 and np.abs(values).max(initial=0.0) > float(np.finfo(np.float32).max):
+            where.fail(f"curve {name!r} has a value too large for float32")
+        values = values.astype(np.float32).reshape(-1, 1)
+        if not np.isfinite(values).all():
+            where.fail(f"curve {name!r} has a value that is not finite")
+        pointer = curve_pointer(name)
+        self.pointer_rest.setdefault(pointer, np.zeros(1))
+        return PropertyTrack(pointer, interpolation, times, values)
+
+    def _pointer_rest(self, ext: JsonObject, pointer: str, found: PointerTarget) -> np.ndarray:
+        """The value ``pointer`` names before animation: the file's, or the schema default when the
+        property is absent. The object it belongs to (material, light, camera, node, and the
+        ``perspective``/``orthographic``/``spot`` part) must exist."""
+        table = {"node": ("nodes", self.tables.nodes), "material": ("materials", self.tables.materials),
+                 "camera": ("cameras", self.tables.cameras)}.get(found.kind)
+        if table is None:  # a light
+            lights = self.root.data.get("extensions", {}).get("KHR_lights_punctual", {}).get("lights", [])
+            table = ("KHR_lights_punctual lights", len(lights) if isinstance(lights, list) else 0)
+            holder: object = lights
+        else:
+            holder = self.root.data.get(table[0], [])
+        if found.index >= table[1]:
+            ext.fail(f"{pointer} names {table[0]}[{found.index}], which does not exist (the file has {table[1]})", "pointer")
+        value: object = holder[found.index]  # type: ignore[index]
+        parts = found.property.split("/")
+        for depth, part in enumerate(parts):
+            if not isinstance(value, dict):
+                ext.fail(f"{pointer}: {'/'.join(parts[:depth])} is not an object", "pointer")
+            if part not in value:
+                if found.kind in ("camera", "light") and part in ("perspective", "orthographic", "spot"):
+                    # the camera's projection, the light's spot cone: the pointer names what is not there
+                    ext.fail(f"{pointer}: {table[0]}[{found.index}] has no {part}", "pointer")
+                return np.array(found.default, np.float64)  # absent (or its extension object is): the default
+            value = value[part]
+        if isinstance(value, bool):
+            return np.array([1.0 if value else 0.0])
+        numbers = value if isinstance(value, list) else [value]
+        if len(numbers) != found.width or not all(type(v) in (int, float) for v in numbers) \
+                or not all(map(math.isfinite, numbers)):
+            ext.fail(f"{pointer}: the file's value {value!r} is not {found.width} finite number(s)", "pointer")
+        return np.array(numbers, np.float64)
 
     def _channel(self, c: JsonObject, anim_name: str, s_index: int, sampler: JsonObject,
                  node: int, path: str, width: int) -> Channel:
@@ -775,8 +1022,8 @@ class _GltfReader:
                                   packed.key_start[c0 : c1 + 1] - k0, packed.value_start[c0 : c1 + 1] - v0,
                                   packed.times[k0:k1], packed.values[v0:v1], packed.source,
                                   packed.time_at[c0:c1], packed.value_at[c0:c1])
-            extras = obj.get("extras")
-            animations.append(Animation.from_packed(names[a], part, dict(extras) if isinstance(extras, dict) else {}))
+            extras = bounded_extras(obj.get("extras"), self.file, f"animations[{a}]")
+            animations.append(Animation.from_packed(names[a], part, extras))
         return animations
 
     def _packed_channels(self, channels: list[dict], samplers: list[dict], node_list: list[Node],
@@ -931,8 +1178,29 @@ class _GltfReader:
                 texture = textures[info.index("index", "textures", len(textures))]
                 material.base_color_texture = self._texture_image(texture)
                 material.base_color_texcoord = info.int("texCoord", 0)
+                material.base_color_transform = _texture_transform(info)
+                if material.base_color_transform is not None and material.base_color_transform.texcoord is not None:
+                    material.base_color_texcoord = material.base_color_transform.texcoord  # the override wins
+            self._material_extensions(obj, material)
             materials.append(material)
         return materials
+
+    def _material_extensions(self, obj: JsonObject, material: Material) -> None:
+        """Emissive, alpha, KHR_materials_unlit and KHR_materials_emissive_strength of one material;
+        the appearance extensions it uses that skeletal does not draw go to ``material.fallbacks``."""
+        material.emissive_factor = obj.numbers("emissiveFactor", np.zeros(3), length=3)
+        material.alpha_mode = obj.string("alphaMode", "OPAQUE")
+        if material.alpha_mode not in ("OPAQUE", "MASK", "BLEND"):
+            obj.fail(f"unknown alphaMode {material.alpha_mode!r} (expected OPAQUE, MASK or BLEND)", "alphaMode")
+        material.alpha_cutoff = obj.number("alphaCutoff", 0.5)
+        extensions = obj.object("extensions")
+        material.unlit = extensions.has(KHR_MATERIALS_UNLIT)
+        if extensions.has(KHR_MATERIALS_EMISSIVE_STRENGTH):
+            strength = extensions.object(KHR_MATERIALS_EMISSIVE_STRENGTH).number("emissiveStrength", 1.0)
+            if strength < 0:
+                extensions.fail(f"emissiveStrength {strength} is negative", f"{KHR_MATERIALS_EMISSIVE_STRENGTH}.emissiveStrength")
+            material.emissive_strength = strength
+        material.fallbacks = [name for name in extensions.data if name in APPEARANCE_FALLBACKS]
 
     def _texture_image(self, texture: JsonObject) -> int | None:
         """The image a texture shows: its ``source``, else the ``source`` of an image-format extension
@@ -980,11 +1248,44 @@ def _spans(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.repeat(starts - (ends - lengths), lengths) + np.arange(int(ends[-1]) if len(ends) else 0)
 
 
+def _texture_transform(info: JsonObject) -> TextureTransform | None:
+    """The KHR_texture_transform of a texture reference (``baseColorTexture``...), None without one."""
+    ext = info.extension(KHR_TEXTURE_TRANSFORM)
+    if ext is None:
+        return None
+    texcoord = ext.int("texCoord", None)
+    return TextureTransform(offset=ext.numbers("offset", np.zeros(2), length=2),
+                            rotation=float(ext.number("rotation", 0.0)),
+                            scale=ext.numbers("scale", np.ones(2), length=2), texcoord=texcoord)
+
+
 def _extras(obj: JsonObject) -> dict:
     """An object's ``extras`` when it is a JSON object (the spec allows any value there; anything
     else is application-specific data that skeletal does not use, and is dropped)."""
-    extras = obj.raw("extras")
-    return dict(extras) if isinstance(extras, dict) else {}
+    return bounded_extras(obj.raw("extras"), obj.file, obj.where)
+
+
+#: JSON objects and arrays inside one ``extras`` may nest this deep; deeper ones are dropped (with a
+#: warning) at load, so that no writer, printer or page later recurses through them.
+MAX_EXTRAS_DEPTH = 64
+
+
+def bounded_extras(extras: object, file: str, where: str) -> dict:
+    """``extras`` as a dict when it is a JSON object nested at most :data:`MAX_EXTRAS_DEPTH` deep; {} for
+    anything else (the spec allows any value; skeletal keeps objects), with a warning when too deep."""
+    if not isinstance(extras, dict):
+        return {}
+    if extras:
+        stack = [(extras, 1)]
+        while stack:
+            value, depth = stack.pop()
+            if depth > MAX_EXTRAS_DEPTH:
+                warnings.warn(f"{os.path.basename(file)}: {where}.extras: nested deeper than {MAX_EXTRAS_DEPTH} "
+                              "levels; dropped", stacklevel=2)
+                return {}
+            children = value.values() if isinstance(value, dict) else value
+            stack.extend((v, depth + 1) for v in children if isinstance(v, (dict, list)) and v)
+    return dict(extras)
 
 
 def _attribute_expect(name: str) -> Expect:

@@ -1,3 +1,5 @@
+# Over 600 lines: one writer pass mirroring the reader, object kind by object kind (nodes, meshes, skins,
+# animations with their pointer channels, materials, cameras, lights); its layout rules sit in one place.
 """Document -> glTF 2.0 file (``.glb``, or ``.gltf`` with a data URI or an external ``.bin``).
 
 The inverse of :mod:`skeletal.io.gltf`: what the reader decodes, this encodes, so that
@@ -15,8 +17,10 @@ What is written
   identity, which is what a missing accessor means);
 * animations: one sampler per channel, key-time accessors shared between the channels of one
   animation that have identical times;
-* materials (``pbrMetallicRoughness.baseColorFactor``/``baseColorTexture``, ``doubleSided``), and
-  images (in bufferViews) with one texture per image;
+* materials (``pbrMetallicRoughness.baseColorFactor``/``baseColorTexture`` with its
+  ``KHR_texture_transform``, ``emissiveFactor``, ``alphaMode``/``alphaCutoff``, ``doubleSided``,
+  ``KHR_materials_unlit``, ``KHR_materials_emissive_strength``), and images (in bufferViews) with one
+  texture per image;
 * ``asset.generator = "skeletal <version>"`` (``asset.copyright`` kept from the document).
 
 Canonicalisations (the spec requires them; none of them changes what a conformant player shows):
@@ -36,8 +40,10 @@ accessor, each starting on a 4-byte boundary; ``target`` on vertex-attribute and
 ``byteStride`` only where an element is not a multiple of 4 bytes; GLB chunks padded to 4 bytes (JSON
 with spaces, BIN with zeros). The same document always gives the same bytes.
 
-Document extensions are not written: the reader has already decoded Draco/meshopt/quantised data into
-plain arrays, so ``extensionsUsed``/``extensionsRequired`` of the source no longer apply.
+The source's ``extensionsUsed``/``extensionsRequired`` are not copied: the reader has already decoded
+Draco/meshopt/quantised data into plain arrays. The extensions the written file itself uses (the
+material ones above) are listed in ``extensionsUsed``; ``KHR_texture_transform`` is also required, as
+Blender writes it, since a viewer without it would show the texture misplaced.
 """
 
 from __future__ import annotations
@@ -52,8 +58,9 @@ from urllib.parse import quote
 
 import numpy as np
 
-from skeletal.document import Channel, Document, Material, Mesh, MorphTarget, Node, Primitive, Skin
+from skeletal.document import Channel, Document, Material, Mesh, MorphTarget, Node, Primitive, Skin, TextureTransform
 from skeletal.errors import ModelError
+from skeletal.io.pointer import CURVE_PREFIX
 
 # accessor.componentType
 UNSIGNED_BYTE, UNSIGNED_SHORT, UNSIGNED_INT, FLOAT = 5121, 5123, 5125, 5126
@@ -252,6 +259,9 @@ class _Encoder:
         self.binary = bytearray()
         self.views: list[dict[str, Any]] = []
         self.accessors: list[dict[str, Any]] = []
+        self.animated_pointers: set[str] = set()  # KHR_animation_pointer targets of the animations (see encode)
+        self.extensions_used: set[str] = set()
+        self.extensions_required: set[str] = set()
 
     # -- low level ------------------------------------------------------------------------------
 
@@ -330,18 +340,28 @@ class _Encoder:
         gltf: dict[str, Any] = {"asset": asset}
 
         animated = {c.node for a in doc.animations for c in a.channels}
+        self.animated_pointers = {t.pointer for a in doc.animations for t in getattr(a, "properties", [])}
         sections: list[tuple[str, list[Any]]] = [
-            ("scenes", [self._scene(roots) for roots in doc.scenes]),
+            ("scenes", [self._scene(k, roots) for k, roots in enumerate(doc.scenes)]),
             ("nodes", [self._node(i, n, i in animated) for i, n in enumerate(doc.nodes)]),
             ("meshes", [self._mesh(i, m) for i, m in enumerate(doc.meshes)]),
             ("skins", [self._skin(i, s) for i, s in enumerate(doc.skins)]),
             ("animations", [self._animation(i, a) for i, a in enumerate(doc.animations)]),
-            ("materials", [self._material(m) for m in doc.materials]),
+            ("materials", [self._material(m, i) for i, m in enumerate(doc.materials)]),
             ("images", [self._image(i, im) for i, im in enumerate(doc.images)]),
             ("textures", [{"source": i} for i in range(len(doc.images))]),
+            ("cameras", [_json_value(self.file, f"cameras[{i}]", c) for i, c in enumerate(doc.cameras)]),
         ]
+        if doc.lights:
+            gltf["extensions"] = {"KHR_lights_punctual": {
+                "lights": [_json_value(self.file, f"lights[{i}]", light) for i, light in enumerate(doc.lights)]}}
+            self.extensions_used.add("KHR_lights_punctual")
         if doc.scenes and doc.scene is not None:
             gltf["scene"] = int(doc.scene)
+        if self.extensions_used:
+            gltf["extensionsUsed"] = sorted(self.extensions_used)
+        if self.extensions_required:
+            gltf["extensionsRequired"] = sorted(self.extensions_required)
         for key, items in sections:
             if items:
                 gltf[key] = items
@@ -352,8 +372,12 @@ class _Encoder:
             gltf["buffers"] = [{"byteLength": len(self.binary)}]
         return gltf, bytes(self.binary)
 
-    def _scene(self, roots: list[int]) -> dict[str, Any]:
-        return {"nodes": [int(r) for r in roots]}
+    def _scene(self, index: int, roots: list[int]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if index < len(self.doc.scene_names) and self.doc.scene_names[index]:
+            out["name"] = self.doc.scene_names[index]
+        out["nodes"] = [int(r) for r in roots]
+        return out
 
     def _node(self, index: int, node: Node, animated: bool) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -383,6 +407,16 @@ class _Encoder:
             out["skin"] = int(node.skin)
         if node.weights is not None:
             out["weights"] = _f64_list(node.weights)
+        if node.camera is not None:
+            out["camera"] = int(node.camera)
+        extensions: dict[str, Any] = {}
+        if node.light is not None:
+            extensions["KHR_lights_punctual"] = {"light": int(node.light)}
+        if not node.visible:
+            extensions["KHR_node_visibility"] = {"visible": False}
+        if extensions:
+            out["extensions"] = extensions
+            self.extensions_used.update(extensions)
         if node.extras:
             out["extras"] = _json_value(self.file, f"nodes[{index}].extras", node.extras)
         return out
@@ -531,12 +565,37 @@ class _Encoder:
                 "output": self._output(where, channel, len(times)),
             })
             channels.append({"sampler": len(samplers) - 1, "target": {"node": int(channel.node), "path": channel.path}})
+        curves: dict[str, Any] = {}
+        for track in getattr(animation, "properties", []):
+            if track.pointer.startswith(CURVE_PREFIX):  # a named float curve: inline, in the animation's extras
+                curves[track.pointer[len(CURVE_PREFIX):]] = {
+                    "interpolation": track.interpolation, "times": _f64_list(np.asarray(track.times, np.float32)),
+                    "values": _f64_list(np.asarray(track.values, np.float32).reshape(-1))}
+                continue
+            where = f"animations[{index}] property {track.pointer}"
+            times = np.asarray(track.times, dtype=np.float32).reshape(-1)
+            if len(times) == 0 or not np.all(np.isfinite(times)) or times[0] < 0 or np.any(np.diff(times) <= 0):
+                raise ModelError(self.file, where, "key times must be finite, non-negative and strictly increasing")
+            key = times.tobytes()
+            if key not in inputs:
+                inputs[key] = self._accessor(times, min_max=True)
+            values = np.asarray(track.values, dtype=np.float32)
+            if track.pointer.endswith("/KHR_node_visibility/visible"):
+                values = (values != 0).astype(np.uint8)  # a boolean: UNSIGNED_BYTE 0/1, as the extension says
+                self.extensions_used.add("KHR_node_visibility")
+            output = self._accessor(values.reshape(len(values), -1) if values.shape[1] > 1 else values.reshape(-1))
+            samplers.append({"input": inputs[key], "interpolation": track.interpolation, "output": output})
+            channels.append({"sampler": len(samplers) - 1, "target": {
+                "path": "pointer", "extensions": {"KHR_animation_pointer": {"pointer": track.pointer}}}})
+            self.extensions_used.add("KHR_animation_pointer")
         out: dict[str, Any] = {}
         if animation.name:
             out["name"] = animation.name
         out["channels"] = channels
         out["samplers"] = samplers
-        extras = getattr(animation, "extras", None)
+        extras = dict(getattr(animation, "extras", None) or {})
+        if curves:
+            extras["curves"] = curves
         if extras:
             out["extras"] = _json_value(self.file, f"animations[{index}].extras", extras)
         return out
@@ -565,7 +624,7 @@ class _Encoder:
             return self._accessor(values32.reshape(-1))
         return self._accessor(values32)
 
-    def _material(self, material: Material) -> dict[str, Any]:
+    def _material(self, material: Material, index: int = -1) -> dict[str, Any]:
         out: dict[str, Any] = {}
         if material.name:
             out["name"] = material.name
@@ -580,11 +639,44 @@ class _Encoder:
             texture: dict[str, Any] = {"index": int(material.base_color_texture)}
             if material.base_color_texcoord:
                 texture["texCoord"] = int(material.base_color_texcoord)
+            transform = material.base_color_transform
+            animated = f"/materials/{index}/pbrMetallicRoughness/baseColorTexture/extensions/KHR_texture_transform/"
+            if transform is None and any(p.startswith(animated) for p in self.animated_pointers):
+                transform = TextureTransform()  # animated: the extension object must be there
+            if transform is not None and (not transform.is_identity or any(p.startswith(animated) for p in self.animated_pointers)):
+                ext: dict[str, Any] = {}
+                if np.any(transform.offset != 0.0):
+                    ext["offset"] = _f64_list(transform.offset)
+                if transform.rotation != 0.0:
+                    ext["rotation"] = float(transform.rotation)
+                if np.any(transform.scale != 1.0):
+                    ext["scale"] = _f64_list(transform.scale)
+                if transform.texcoord is not None:
+                    ext["texCoord"] = int(transform.texcoord)
+                texture["extensions"] = {"KHR_texture_transform": ext}
+                self.extensions_used.add("KHR_texture_transform")
+                self.extensions_required.add("KHR_texture_transform")
             pbr["baseColorTexture"] = texture
         if pbr:
             out["pbrMetallicRoughness"] = pbr
+        emissive = np.asarray(material.emissive_factor, dtype=np.float64)
+        if emissive.any():
+            out["emissiveFactor"] = _f64_list(np.clip(emissive, 0.0, 1.0))
+        if material.alpha_mode != "OPAQUE":
+            out["alphaMode"] = material.alpha_mode
+            if material.alpha_mode == "MASK" and material.alpha_cutoff != 0.5:
+                out["alphaCutoff"] = float(material.alpha_cutoff)
         if material.double_sided:
             out["doubleSided"] = True
+        extensions: dict[str, Any] = {}
+        if material.unlit:
+            extensions["KHR_materials_unlit"] = {}
+        if (material.emissive_strength != 1.0
+                or f"/materials/{index}/extensions/KHR_materials_emissive_strength/emissiveStrength" in self.animated_pointers):
+            extensions["KHR_materials_emissive_strength"] = {"emissiveStrength": float(material.emissive_strength)}
+        if extensions:
+            out["extensions"] = extensions
+            self.extensions_used.update(extensions)
         return out
 
     def _image(self, index: int, image: Any) -> dict[str, Any]:

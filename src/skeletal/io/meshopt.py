@@ -85,6 +85,11 @@ class MeshoptView:
                 f"compressed bytes (at most {bound} for mode {self.mode})"
             )
 
+    @property
+    def key(self) -> tuple:
+        """What makes two views decode to the same bytes: their compressed range and parameters."""
+        return (self.buffer, self.byte_offset, self.byte_length, self.count, self.byte_stride, self.mode, self.filter)
+
     def decode(self, compressed: memoryview, file: str) -> bytes:
         """Decode ``compressed`` (exactly the extension's byte range) to ``count * byteStride`` bytes."""
         module = load_module(file, self.ext.where)

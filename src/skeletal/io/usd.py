@@ -68,12 +68,14 @@ from skeletal.document import (
     MorphTarget,
     Node,
     Primitive,
+    PropertyTrack,
     Skin,
 )
 from skeletal.errors import ModelError
 from skeletal.io.files import check_regular
 from skeletal.io.isolation import Job, Limits, run_isolated
 from skeletal.io.usd_guard import Confinement, Diagnostics, composed_prims, first_line
+from skeletal.io.pointer import curve_pointer
 from skeletal.quat import compose_trs, decompose_trs, quat_mul
 
 __all__ = ["USD_SUFFIXES", "import_pxr", "read_usd", "Limits"]
@@ -274,6 +276,7 @@ class _Reader:
             raise self._rate_error()
         self.start = float(stage.GetStartTimeCode()) if stage.HasAuthoredTimeCodeRange() else 0.0
         self.held = stage.GetInterpolationType() == Usd.InterpolationTypeHeld
+        self.pointer_rest: dict[str, np.ndarray] = {}  # the named float curves' (custom attributes) rest: 0
         roots: list[int] = []
         # Depth-first, parents before children, with an explicit stack (no recursion limit to hit).
         stack = [(child, -1) for child in reversed(stage.GetPseudoRoot().GetChildren())]
@@ -289,7 +292,7 @@ class _Reader:
         self.confinement.verify(stage)  # clip layers open as their values are read: checked last
         return Document(
             path=self.file, nodes=self.nodes, meshes=self.meshes, skins=self.skins, animations=animations,
-            scenes=[roots], scene=0, materials=self.materials,
+            scenes=[roots], scene=0, materials=self.materials, pointer_rest=self.pointer_rest,
             asset_info={"generator": "usd", "upAxis": str(UsdGeom.GetStageUpAxis(stage)),
                         "metersPerUnit": float(UsdGeom.GetStageMetersPerUnit(stage))},
         )
@@ -672,8 +675,30 @@ class _Reader:
             for skel in self.skeletons.values():
                 if path in skel.anim_paths:
                     channels += self._anim_channels(self.stage.GetPrimAtPath(path), skel)
-            animations.append(Animation(self.stage.GetPrimAtPath(path).GetName(), channels))
+            animation = Animation(self.stage.GetPrimAtPath(path).GetName(), channels)
+            animation.properties = self._custom_curves(self.stage.GetPrimAtPath(path))
+            animations.append(animation)
         return animations
+
+    def _custom_curves(self, prim) -> list[PropertyTrack]:
+        """A SkelAnimation's custom float attributes with time samples, as named float curves
+        (``curve/<attribute name>``, e.g. ``curve/userProperties:foot_l``): sampled like the joints
+        (seconds from the stage's start, held or linear as the stage interpolates)."""
+        curves = []
+        for attr in prim.GetAttributes():
+            if not attr.IsCustom() or str(attr.GetTypeName()) not in ("float", "double", "half") \
+                    or not attr.GetNumTimeSamples():
+                continue
+            tc = np.array(attr.GetTimeSamples(), np.float64)
+            values = np.array([attr.Get(float(t)) for t in tc], np.float64)
+            if not np.all(np.isfinite(values)):
+                raise self.fail(str(prim.GetPath()), f"{attr.GetName()} is not finite")
+            times = ((tc - min(self.start, float(tc[0]))) / self.tcps).astype(np.float32)
+            keep = np.concatenate([[True], np.diff(times) > 0])
+            pointer = curve_pointer(attr.GetName())
+            self.pointer_rest.setdefault(pointer, np.zeros(1))
+            curves.append(PropertyTrack(pointer, "STEP" if self.held else "LINEAR", times[keep], values[keep, None]))
+        return curves
 
     def _times(self, attrs) -> np.ndarray:
         samples = sorted({float(t) for a in attrs if a for t in a.GetTimeSamples()})

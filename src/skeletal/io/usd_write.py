@@ -14,6 +14,8 @@ after the file:
   tracks at 120 per second, at least 8 per key interval, so USD's linear interpolation plays the same motion), and blend shape weights.
   The first clip is bound (``skel:animationSource``); skeletal reads the others back as clips too.
   Rotations are ``quatf``; scales are ``half3`` as UsdSkel prescribes (three decimal digits).
+* the clips' named float curves (``curve/<name>`` properties) as custom float attributes of their
+  ``SkelAnimation``, sampled as the joints are (a key just before each STEP key, splines densely);
 * One ``Mesh`` per primitive (triangles) with normals, ``primvars:st`` (t flipped), ``displayColor``
   from the base colour, ``SkelBindingAPI`` influences (``skel:joints`` in the skin's order, indices and
   weights with ``elementSize`` = influences per vertex) and ``BlendShape`` children for morph targets
@@ -83,13 +85,19 @@ def _identifiers(names: Sequence[str], parents: np.ndarray | None = None) -> lis
 
 def _clip_times(clip: Clip) -> np.ndarray:
     """Sample times (seconds, float64) at which linear interpolation between samples replays ``clip``."""
-    keys = [np.asarray(t.times, np.float64) for t in clip.tracks]
+    return _replay_times(clip.tracks)
+
+
+def _replay_times(tracks) -> np.ndarray:
+    """Sample times (seconds, float64) at which linear interpolation replays ``tracks`` (node or
+    property tracks: anything with ``times`` and ``interpolation``)."""
+    keys = [np.asarray(t.times, np.float64) for t in tracks]
     times = np.concatenate(keys + [np.zeros(1)]) if keys else np.zeros(1)
     extra = []
-    for t in clip.tracks:
-        if t.interpolation == "STEP" and t.key_count > 1:
+    for t in tracks:
+        if t.interpolation == "STEP" and len(t.times) > 1:
             extra.append(np.asarray(t.times[1:], np.float64) - _STEP_EPS)
-        if t.interpolation == "CUBICSPLINE" and t.key_count > 1:
+        if t.interpolation == "CUBICSPLINE" and len(t.times) > 1:
             k = np.asarray(t.times, np.float64)
             for a, span in zip(k[:-1], np.diff(k)):
                 steps = max(SPLINE_STEPS, int(np.ceil(span * SPLINE_FPS)))
@@ -109,6 +117,29 @@ def _time_codes(seconds: np.ndarray, rate: float) -> np.ndarray:
     whole = np.round(codes)
     tolerance = np.minimum(5e-4, 2.4e-7 * np.abs(codes) + 1e-9)  # 2 float32 ulps, below a STEP key's offset (1e-4 s at 10 fps and up)
     return np.where(np.abs(codes - whole) <= tolerance, whole, np.round(codes, 4)) + 0.0  # + 0.0: no -0
+
+
+def _write_curves(prim, clip: Clip, rate: float) -> None:
+    """The clip's named float curves as custom float attributes of its SkelAnimation (what
+    :mod:`skeletal.io.usd` reads back), sampled so that USD's linear interpolation replays them."""
+    from pxr import Sdf, Usd
+
+    from skeletal.io.pointer import CURVE_PREFIX
+    from skeletal.properties import PropertyLayout, sample_properties
+
+    for track in getattr(clip, "properties", []):
+        if not track.pointer.startswith(CURVE_PREFIX):
+            continue  # material, light, camera properties: not in this USD writer
+        name = track.pointer[len(CURVE_PREFIX):]
+        if not Sdf.Path.IsValidNamespacedIdentifier(name):
+            warnings.warn(f"clip {clip.name!r}: curve {name!r} is not a USD attribute name; left out", stacklevel=4)
+            continue
+        times = _replay_times([track])
+        layout = PropertyLayout({track.pointer: np.zeros(1)})
+        values = sample_properties(Clip("curve", [], properties=[track]), layout, times)[:, 0]
+        attr = prim.CreateAttribute(name, Sdf.ValueTypeNames.Float, custom=True)
+        for t, v in zip(times, values):
+            attr.Set(float(v), Usd.TimeCode(float(t) * rate))
 
 
 def _frame_rate(clips: Sequence[Clip]) -> float:
@@ -278,6 +309,7 @@ def _write_stage(asset: Asset, out: str, clips: Sequence[Clip]) -> None:
             s_attr.Set(Vt.Vec3hArray.FromNumpy(np.ascontiguousarray(frame[:, 7:10], np.float16)), code)
             if w_attr is not None:
                 w_attr.Set(Vt.FloatArray.FromNumpy(np.ascontiguousarray(morph[k, morph_cols], np.float32)), code)
+        _write_curves(anim.GetPrim(), clip, rate)
 
     # Skeletons.
     skel_paths = []

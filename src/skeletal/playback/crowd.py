@@ -35,12 +35,11 @@ from ..asset import Asset
 from ..clip import Clip
 from .._threads import capped_threads
 from ..pose import ancestors_and_self, world_matrices
-from .jobs import entry
+from .frame import Frame, FrameInput
+from .jobs import entry, wide_job
 from .mixer import InstanceSelector, Mixer
 from .wide import LANES, T_ROWS, key_major, lanes_to_pose, update_wide, wide_clips
 
-# positions in the wide path's argument tuple (see Crowd._update_fused and wide.update_wide)
-_STORE, _HELD, _DONE = 4, 11, 13
 # update_wide's modes (its ``mode`` argument)
 _UPDATE, _REBUILD_ROWS, _EVALUATE = 0, 1, 2
 
@@ -58,23 +57,25 @@ class Crowd(Mixer):
     ``keep_world=True``; ``local_pose`` (count, N, 10) and ``morph_weights`` as in the mixer.
     """
 
+    # the crowd's outputs and what they are computed from (see Mixer: assigning one drops the frame)
+    world34 = FrameInput[np.ndarray]()
+    inverse_bind34 = FrameInput[np.ndarray]()
+    _world_nodes = FrameInput[np.ndarray]()
+    _world_nodes_ik = FrameInput[np.ndarray]()
+
     def __init__(self, asset: Asset, count: int, *, nlerp_max_gap: float = 15.0, keep_world: bool = False,
                  dtype: npt.DTypeLike = np.float32, events: bool = False, wide: bool = True):
         self._keep_world = keep_world
         self.wide = bool(wide)  # groups of 16 instances per SIMD lane group when the state allows
+        #: the frame whose wide groups' local rows are not in ``local_pose`` yet (see :attr:`local_pose`)
+        self._pose_lanes: Frame | None = None
         super().__init__(asset, count, dtype=dtype, events=events)
         self.nlerp_max_gap = float(nlerp_max_gap)
 
     def _allocate_outputs(self) -> None:
         self.local_pose = self.local_pose.astype(self.dtype)  # float32 by default, like every output
         asset = self.asset
-        joints = [s.joints for s in asset.skins] or [np.zeros(0, np.int64)]
-        self.palette_joints = np.concatenate(joints).astype(np.int64)
-        self.skin_ranges = []
-        start = 0
-        for skin in asset.skins:
-            self.skin_ranges.append((start, start + len(skin.joints)))
-            start += len(skin.joints)
+        self._skin_joints()
         ibm = [s.inverse_bind[:, :3, :] for s in asset.skins] or [np.zeros((0, 3, 4))]
         self.inverse_bind34 = np.ascontiguousarray(np.concatenate(ibm), dtype=self.dtype)
         n = len(self.rig)
@@ -121,79 +122,85 @@ class Crowd(Mixer):
 
         >>> crowd.update(1 / 60); crowd.local_pose[0, 0]   # doctest: +SKIP
         """
-        pending = self.__dict__.get("_pose_lanes")
-        if pending is not None:
-            self.__dict__["_pose_lanes"] = None
-            lanes_to_pose(_lane_store(pending), pending[4][0][_DONE], self.__dict__["_local_pose"])
-        return self.__dict__["_local_pose"]
+        self._flush_lanes()
+        return self._local_pose
 
     @local_pose.setter
     def local_pose(self, value: np.ndarray) -> None:
-        self.__dict__["_pose_lanes"] = None  # a new array: nothing stale to transpose into it
-        self.__dict__["_local_pose"] = value
+        self._pose_lanes = None  # a new array: nothing stale to transpose into it
+        self._local_pose = value
+        self.frame = None
 
-    @property
-    def _local_pose(self) -> np.ndarray:
-        """``local_pose`` as it is, without transposing the wide groups' rows into it."""
-        return self.__dict__["_local_pose"]
+    def _flush_lanes(self) -> None:
+        """Write the wide groups' rows of the last update (kept in the lane layout) into ``local_pose``:
+        before a read, and before a kernel that reads the poses or a new frame replaces the lane store."""
+        frame = self._pose_lanes
+        if frame is not None:
+            self._pose_lanes = None
+            lanes_to_pose(_lane_store(frame), frame.wide_arrays["done"], self._local_pose)
 
-    def _update_fused(self, dt: float) -> bool:
+    def _compiles_update_now(self) -> bool:
+        return not self._wide_ok()  # a wide crowd compiles the per-instance update when a group first needs it
+
+    def _step(self, dt: float) -> int:
         """Clocks, poses, world matrices and palettes of every instance in one parallel kernel: the
         wide one (16 instances per SIMD lane group) when this crowd's state allows it."""
         if not self._wide_ok():
-            self.local_pose  # noqa: B018 (rows the wide path left in its lane store: the kernels may read them)
-            return super()._update_fused(dt)
-        return self._run_wide(dt, _UPDATE) > 0
+            self._flush_lanes()  # rows the wide path left in its lane store: the kernels may read them
+            return super()._step(dt)
+        return self._run_wide(dt, _UPDATE)
 
     def _run_wide(self, dt: float, mode: int) -> int:
-        """:func:`~skeletal.playback.wide.update_wide` on this crowd's job (built when missing or stale),
-        ``mode`` _UPDATE (advance by ``dt``, then pose) or _EVALUATE (pose the clocks as they are).
-        Returns the event count."""
-        state = self._job_state
-        if state is None or state[3] != self.clipset.version:
-            state = self._job()
-        if len(state) < 5:
-            job = state[0]
-            clip_table, segments, _, _ = self._clip_tables()
-            wide_clip = wide_clips(clip_table, segments, self.clipset.timeline_keys, self.clipset.track_table)
-            packed, seg_table, dest = key_major(clip_table, segments, self.clipset.timeline_keys,
-                                                self.clipset.track_table, self.clipset.values, wide_clip)
-            threads = numba.config.NUMBA_NUM_THREADS
-            n = len(self.rig)
-            timelines = max(self.clipset.max_timelines, 1)
-            widest = max(int((segments[:, 1] - segments[:, 0]).max(initial=1)) * 4, 1) * LANES
-            self.local_pose  # noqa: B018 (the old lane store's rows, before it goes)
-            groups = self.count // LANES
-            ik_joints = 0 if state[1] is None else len(self._ik.table.joints)
-            extra = (
-                wide_clip, packed, seg_table, dest,
-                np.zeros((0, n * 10 * LANES), np.float32),  # the lane store: no rows until local_pose is read
-                np.zeros((threads, n * 10 * LANES), np.float32),  # local rows, per thread until then
-                np.zeros((threads, n * 12 * LANES), np.float32),  # world rows
-                np.zeros((threads, max(len(self.palette_joints), 1) * 12 * LANES), np.float32),  # palettes
-                np.zeros((threads, timelines, LANES), np.int64),  # keys
-                np.zeros((threads, timelines, LANES), np.float32),  # fractions
-                np.zeros((threads, widest), np.float32),  # one segment's samples, every lane
-                np.full((groups, 1), -1, np.int64),  # the clip whose constant rows a store slice holds
-                np.full((threads, 1), -1, np.int64),  # the same for each thread's rows
-                np.zeros(groups, np.uint8),  # groups posed wide (their local_pose rows are not in pose)
-                np.zeros(self.count),  # each instance's sample time in a wide group
-                np.zeros(groups, np.int64),  # each wide group's clip
-                np.zeros((groups, ik_joints * 4 * LANES), np.float32),  # the rotations IK left (per-thread rows)
-                np.zeros((threads, T_ROWS * LANES)),  # IK: inputs and results per lane
-            )
-            state.append([extra, entry(update_wide, job, state[1], 0.0, LANES, 0, *extra)])
-        extra, call = state[4]
+        """:func:`~skeletal.playback.wide.update_wide` on this crowd's frame (built when missing or stale,
+        its wide job with it), ``mode`` _UPDATE (advance by ``dt``, then pose) or _EVALUATE (pose the
+        clocks as they are). Returns the event count."""
+        frame = self.current_frame()
+        if frame.wide is None:
+            self._flush_lanes()  # the old lane store's rows, before it goes
+            frame.wide_arrays = self._wide_arrays()
+            frame.wide = wide_job(**frame.wide_arrays)
+            frame.wide_call = entry(update_wide, frame.job, frame.ik, frame.wide, 0.0, 0)
         with capped_threads():  # fewer threads while other processes keep the CPUs busy (_threads.busy_cap)
-            events = call(state[0], state[1], dt, LANES, mode, *extra)
-        self.__dict__["_pose_lanes"] = state  # local_pose: transposed (or rebuilt) from this state's arrays when read
+            events = frame.step_wide(dt, mode)
+        self._pose_lanes = frame  # local_pose: transposed (or rebuilt) from this frame's arrays when read
         return events
+
+    def _wide_arrays(self) -> dict[str, Any]:
+        """The fields of this crowd's :class:`~skeletal.playback.jobs.WideJob`: the clips' wide tables
+        and the lane layout's state and scratch (see :func:`~skeletal.playback.wide.update_wide`)."""
+        clip_table, segments, _, _ = self._clip_tables()
+        cs = self.clipset
+        wide_clip = wide_clips(clip_table, segments, cs.timeline_keys, cs.track_table)
+        packed, seg_table, dest = key_major(clip_table, segments, cs.timeline_keys, cs.track_table, cs.values, wide_clip)
+        threads = numba.config.NUMBA_NUM_THREADS
+        rows = len(self.rig) * 10 * LANES
+        timelines = max(cs.max_timelines, 1)
+        widest = max(int((segments[:, 1] - segments[:, 0]).max(initial=1)) * 4, 1) * LANES
+        groups = self.count // LANES
+        ik_joints = 0 if self._ik is None else len(self._ik.table.joints)
+        return dict(
+            lanes=LANES, wide_clip=wide_clip, packed=packed, seg_table=seg_table, dest=dest,
+            store=np.zeros((0, rows), np.float32),  # the lane store: no rows until local_pose is read
+            held=np.full((groups, 1), -1, np.int64),  # the clip whose constant rows a store slice holds
+            done=np.zeros(groups, np.uint8),  # groups posed wide (their local_pose rows are not in pose)
+            sample_t=np.zeros(self.count),  # each instance's sample time in a wide group
+            group_clip=np.zeros(groups, np.int64),  # each wide group's clip
+            ik_rows=np.zeros((groups, ik_joints * 4 * LANES), np.float32),  # the rotations IK left
+            rows=np.zeros((threads, rows), np.float32),  # local rows, per thread until the store has rows
+            held_rows=np.full((threads, 1), -1, np.int64),  # the clip whose constant rows each thread's hold
+            world_rows=np.zeros((threads, len(self.rig) * 12 * LANES), np.float32),
+            palette_rows=np.zeros((threads, max(len(self.palette_joints), 1) * 12 * LANES), np.float32),
+            keys=np.zeros((threads, timelines, LANES), np.int64),
+            fractions=np.zeros((threads, timelines, LANES), np.float32),
+            samples=np.zeros((threads, widest), np.float32),  # one segment's samples, every lane
+            ik_scratch=np.zeros((threads, T_ROWS * LANES)),  # IK: inputs and results per lane
+        )
 
     def evaluate(self) -> None:
         """Blend the actions into local poses, then world matrices (IK) and palettes in one fused kernel
         (the wide one when the state allows it: a crowd then never compiles the per-instance kernel,
         half of its cold start)."""
-        self.local_pose  # noqa: B018 (the wide path's rows first: the kernel may read them)
+        self._flush_lanes()  # the wide path's rows first: the kernel may read them
         if not self._wide_ok():
             super().evaluate()
         elif self._ik is None and self.slot_clip.size == 0:
@@ -225,10 +232,6 @@ class Crowd(Mixer):
         out[..., 3, 3] = 1.0
         return out
 
-    @world.setter
-    def world(self, value) -> None:  # the base class assigns it while setting up; the crowd keeps world34
-        pass
-
     def play(self, clip: str | int | Clip, *, offsets: float | npt.ArrayLike = 0.0, speeds: float | npt.ArrayLike = 1.0,
              weights: float | npt.ArrayLike = 1.0, layer: int = 0,
              fade: float = 0.0, loop: str = "repeat", repetitions: float = math.inf, restart: bool = False,
@@ -244,20 +247,17 @@ class Crowd(Mixer):
                             repetitions=repetitions, restart=restart, instances=instances)
 
 
-def _lane_store(state: list) -> np.ndarray:
-    """The wide path's lane store (groups, N * 10 * LANES) of a crowd's job ``state`` (``_job()``'s list
-    with the wide path's [arguments, entry point] appended), holding the local rows of the last update's
-    wide groups. Until ``Crowd.local_pose`` is first read, updates keep those rows in per-thread
-    scratch (in cache) and record only each group's clip and its instances' sample times (and the
-    rotations IK set): the first read allocates the store and rebuilds the rows into it (a sampling
-    pass: the same floats), and from then on updates write the store directly, so that reading the
-    poses every frame costs one transpose, as before."""
-    extra, call = state[4]
-    if extra[_STORE].shape[0] == 0:
-        extra = list(extra)
-        extra[_STORE] = np.zeros((len(extra[_DONE]), extra[_STORE].shape[1]), np.float32)
-        extra[_HELD][:] = -1
-        extra = tuple(extra)
-        state[4] = [extra, call]
-        call(state[0], state[1], 0.0, LANES, _REBUILD_ROWS, *extra)  # the last update's rows, nothing else
-    return extra[_STORE]
+def _lane_store(frame: Frame) -> np.ndarray:
+    """The wide path's lane store (groups, N * 10 * LANES) of a crowd's ``frame``, holding the local rows
+    of the last update's wide groups. Until ``Crowd.local_pose`` is first read, updates keep those rows
+    in per-thread scratch (in cache) and record only each group's clip and its instances' sample times
+    (and the rotations IK set): the first read allocates the store and rebuilds the rows into it (a
+    sampling pass: the same floats), and from then on updates write the store directly, so that
+    reading the poses every frame costs one transpose."""
+    arrays = frame.wide_arrays
+    if arrays["store"].shape[0] == 0:
+        arrays["store"] = np.zeros((len(arrays["done"]), arrays["store"].shape[1]), np.float32)
+        arrays["held"][:] = -1
+        frame.wide = wide_job(**arrays)
+        frame.step_wide(0.0, _REBUILD_ROWS)  # the last update's rows, nothing else
+    return arrays["store"]

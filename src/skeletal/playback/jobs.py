@@ -1,14 +1,12 @@
 """Playback jobs: the named bundles of arrays the compiled playback kernels run on.
 
-A kernel used to take its 20-47 arrays as positional arguments, written out again at every call
-site and for every serial/parallel twin. A *job* is one numba structref holding them under names
-(the fields below); the Python side builds it once from a mixer's state and rebuilds it only when
+A *job* is one numba structref holding a kernel's arrays under names (the fields below), validated
+once when it is built (:mod:`skeletal.playback.validate`: shapes, dtypes, index ranges); the Python
+side builds it from a mixer's state (:meth:`skeletal.Mixer.build_frame`) and rebuilds it only when
 one of those arrays is replaced (a slot, layer or IK stage added, a clip set grown), so a frame's
-call unboxes one object instead of dozens of arrays: measured on this machine (numba 0.68), 36
-array arguments cost 1.9 us a call through the dispatcher, a namedtuple of them 3.9 us, one
-structref 0.5 us and 0.11 us through the compiled entry point (:func:`entry`). Inside a kernel,
+call unboxes one object instead of dozens of arrays, a fraction of their cost. Inside a kernel,
 fields are read with :func:`field` (``field(job, "tracks")``): ``job.tracks`` takes an atomic
-reference per array read, 0.4 us of a single character's update for the 39 fields.
+reference per array read. (Measurements: docs/guides/performance.md.)
 
 >>> job = playback_job(tracks=..., clip_table=..., ...)                 # doctest: +SKIP
 >>> call = entry(kernels.update, job, None, 1 / 60, kernels.ALL)         # doctest: +SKIP
@@ -41,7 +39,9 @@ outputs                   ``pose`` (B, N, 10), ``morph`` (B, M); world rows of `
 ========================  =====================================================================
 
 A :class:`FootJob` holds a foot-placement stage's arrays (``FOOT_FIELDS``; see
-:class:`skeletal.playback.procedural.FootPlacement`).
+:class:`skeletal.playback.procedural.FootPlacement`), a :class:`LookJob` a few characters' look-at
+stage (``LOOK_FIELDS``), a :class:`FusedJob` the three jobs of one character's planned frame, and a
+:class:`WideJob` a crowd's wide path (``WIDE_FIELDS``; see :mod:`skeletal.playback.wide`).
 
 An :class:`IKJob` holds a mixer's IK stage table (see :mod:`skeletal.ik`): ``stage_i``, ``stage_f``,
 ``joints``, ``jp``, ``inputs`` (B, stages, IN_WIDTH), ``update``, and the per-thread ``scratch`` /
@@ -79,6 +79,34 @@ PLAYBACK_FIELDS = (
 )
 
 IK_FIELDS = ("stage_i", "stage_f", "joints", "jp", "inputs", "update", "scratch", "pos")
+
+#: a :class:`WideJob`'s fields: the crowd's wide path (:mod:`skeletal.playback.wide`), G full groups of
+#: LANES instances, T threads, R = N * 10 * LANES local rows of a group
+WIDE_FIELDS = (
+    # LANES as a run-time value (so that LLVM vectorises the lane loops instead of unrolling them)
+    "lanes",
+    # the clips: which can go wide (C,), their LINEAR segments key-major (see wide.key_major)
+    "wide_clip", "packed", "seg_table", "dest",
+    # per full group: the lane store (G or 0, R), the clip its constant rows hold (G, 1), posed wide (G,),
+    # each instance's sample time (B,), each group's clip (G,), the rotations IK left (G, ...)
+    "store", "held", "done", "sample_t", "group_clip", "ik_rows",
+    # per thread: local rows while there is no store (T, R) and their clip (T, 1), world rows, palette
+    # rows, key indices and fractions (T, timelines, LANES), one segment's samples, IK scratch
+    "rows", "held_rows", "world_rows", "palette_rows", "keys", "fractions", "samples", "ik_scratch",
+)
+
+#: a :class:`LookJob`'s fields: the look-at stage of a few characters
+#: (:func:`skeletal.playback.procedural.look_kernel`)
+LOOK_FIELDS = ("pose", "world", "parents", "stage_i", "stage_f", "joints", "jp", "inputs", "update", "scratch",
+               "placement", "target", "smoothed", "velocity", "weight", "pal", "pal_joints", "inv_bind", "pal_idx")
+
+#: a :class:`JiggleJob`'s fields: spring chains (:func:`skeletal.playback.springs.jiggle_kernel`)
+JIGGLE_FIELDS = ("world", "placement", "pose", "parents", "chain_start", "joints", "stiffness", "damping", "gravity",
+                 "pos", "vel", "rest_len", "initialised", "weight")
+
+#: a :class:`FusedJob`'s fields: the jobs of one character's planned frame (the mixer's PlaybackJob, the
+#: FootJob, the LookJob)
+FUSED_FIELDS = ("update", "foot", "look")
 
 #: a :class:`FootJob`'s fields: see :func:`skeletal.playback.procedural.foot_kernel` for each
 FOOT_FIELDS = (
@@ -119,6 +147,26 @@ class FootJobType(_Fields):
     """numba type of a :class:`FootJob`."""
 
 
+@structref.register
+class WideJobType(_Fields):
+    """numba type of a :class:`WideJob`."""
+
+
+@structref.register
+class LookJobType(_Fields):
+    """numba type of a :class:`LookJob`."""
+
+
+@structref.register
+class JiggleJobType(_Fields):
+    """numba type of a :class:`JiggleJob`."""
+
+
+@structref.register
+class FusedJobType(_Fields):
+    """numba type of a :class:`FusedJob`."""
+
+
 class PlaybackJob(structref.StructRefProxy):
     """The arrays one playback update reads and writes, by name (see the module docstring).
     Build with :func:`playback_job`; fields are read inside compiled kernels only."""
@@ -132,13 +180,28 @@ class FootJob(structref.StructRefProxy):
     """A foot-placement stage's arrays (``FOOT_FIELDS``). Build with :func:`foot_job`."""
 
 
+class WideJob(structref.StructRefProxy):
+    """A crowd's wide-path arrays (``WIDE_FIELDS``). Build with :func:`wide_job`."""
+
+
+class LookJob(structref.StructRefProxy):
+    """A few characters' look-at stage (``LOOK_FIELDS``). Build with :func:`look_job`."""
+
+
+class JiggleJob(structref.StructRefProxy):
+    """Spring chains' arrays and state (``JIGGLE_FIELDS``). Build with :func:`jiggle_job`."""
+
+
+class FusedJob(structref.StructRefProxy):
+    """The three jobs of one character's planned frame (``FUSED_FIELDS``). Build with :func:`fused_job`."""
+
+
 def _define_boxing(struct_type, proxy_class) -> None:
     """Boxing and unboxing of a job type: numba's structref boxing, with an unboxer that reads the
     proxy's ``_meminfo`` through a name interned once per process. numba's own unboxer calls
     ``PyObject_GetAttrString(obj, "_meminfo")``, which makes a new string and misses the type's
-    attribute cache on every call: measured on this 2-core Xeon (numba 0.68, thread CPU), a
-    compiled entry point taking a job, None, a float and an int cost 0.162 us a call with it, 0.096
-    with this. An object without ``_meminfo`` raises AttributeError (numba's went on with a null)."""
+    attribute cache on every call (a third of a small entry point's call). An object without
+    ``_meminfo`` raises AttributeError (numba's went on with a null)."""
 
     @box(struct_type)
     def _box(typ, val, c):
@@ -178,7 +241,9 @@ def _define_boxing(struct_type, proxy_class) -> None:
 _MEMINFO_NAME_GLOBAL = "skeletal_jobs_meminfo_name"
 
 for _proxy, _type, _fields in ((PlaybackJob, PlaybackJobType, PLAYBACK_FIELDS), (IKJob, IKJobType, IK_FIELDS),
-                               (FootJob, FootJobType, FOOT_FIELDS)):
+                               (FootJob, FootJobType, FOOT_FIELDS), (WideJob, WideJobType, WIDE_FIELDS),
+                               (LookJob, LookJobType, LOOK_FIELDS), (JiggleJob, JiggleJobType, JIGGLE_FIELDS),
+                               (FusedJob, FusedJobType, FUSED_FIELDS)):
     structref.define_constructor(_proxy, _type, list(_fields))
     _define_boxing(_type, _proxy)
 
@@ -188,9 +253,8 @@ def field(typingctx, job, name):
     """``job.<name>`` read inside a compiled kernel without taking a reference: for a field that holds
     an array, the array comes back with no owner (a null NRT meminfo; numba's reference counting
     skips those), so the read costs two loads instead of an atomic increment now and an atomic
-    decrement when the variable dies. Measured on this 2-core Xeon (numba 0.68): reading the 39
-    fields of a :class:`PlaybackJob` cost 0.53 us a call with ``job.<name>``, 0.13 us with this
-    (thread CPU, call overhead included). Contract: the job outlives the kernel call (it is an
+    decrement when the variable dies (a quarter of the cost of ``job.<name>`` for a whole job's
+    fields). Contract: the job outlives the kernel call (it is an
     argument), its fields are not reassigned during it, and neither the array nor a view of it
     escapes the call (returned, stored in a container or another job). ``name`` is a string
     constant. Other field types (bool) are returned as they are.
@@ -216,7 +280,7 @@ def field(typingctx, job, name):
 
 
 # Cached constructors. Calling a proxy class (``PlaybackJob(*values)``) goes through a constructor that
-# numba compiles again in every new process (0.4-0.6 s here, most of a warm start's first frame); the
+# numba compiles again in every new process (most of a warm start's first frame); the
 # same construction inside a cached function is compiled once and loaded from the disk cache after.
 @njit(cache=True)
 def _new_playback_job(*values):
@@ -231,6 +295,26 @@ def _new_ik_job(*values):
 @njit(cache=True)
 def _new_foot_job(*values):
     return FootJob(*values)
+
+
+@njit(cache=True)
+def _new_wide_job(*values):
+    return WideJob(*values)
+
+
+@njit(cache=True)
+def _new_look_job(*values):
+    return LookJob(*values)
+
+
+@njit(cache=True)
+def _new_jiggle_job(*values):
+    return JiggleJob(*values)
+
+
+@njit(cache=True)
+def _new_fused_job(*values):
+    return FusedJob(*values)
 
 
 def _check(kind: str, fields: tuple, given: dict) -> list:
@@ -252,17 +336,49 @@ def playback_job(**fields) -> PlaybackJob:
 
     >>> job = playback_job(**mixer._job_fields())                         # doctest: +SKIP
     """
-    return _new_playback_job(*_check("PlaybackJob", PLAYBACK_FIELDS, fields))
+    values = _check("PlaybackJob", PLAYBACK_FIELDS, fields)
+    validate_playback(dict(zip(PLAYBACK_FIELDS, values)))
+    return _new_playback_job(*values)
 
 
 def ik_job(**fields) -> IKJob:
     """An :class:`IKJob` from its named arrays (every field of ``IK_FIELDS``)."""
-    return _new_ik_job(*_check("IKJob", IK_FIELDS, fields))
+    values = _check("IKJob", IK_FIELDS, fields)
+    validate_ik(dict(zip(IK_FIELDS, values)))
+    return _new_ik_job(*values)
 
 
 def foot_job(**fields) -> FootJob:
     """A :class:`FootJob` from its named arrays (every field of ``FOOT_FIELDS``)."""
-    return _new_foot_job(*_check("FootJob", FOOT_FIELDS, fields))
+    values = _check("FootJob", FOOT_FIELDS, fields)
+    validate_foot(dict(zip(FOOT_FIELDS, values)))
+    return _new_foot_job(*values)
+
+
+def wide_job(**fields) -> WideJob:
+    """A :class:`WideJob` from its named arrays (every field of ``WIDE_FIELDS``)."""
+    values = _check("WideJob", WIDE_FIELDS, fields)
+    validate_wide(dict(zip(WIDE_FIELDS, values)))
+    return _new_wide_job(*values)
+
+
+def look_job(**fields) -> LookJob:
+    """A :class:`LookJob` from its named arrays (every field of ``LOOK_FIELDS``)."""
+    values = _check("LookJob", LOOK_FIELDS, fields)
+    validate_look(dict(zip(LOOK_FIELDS, values)))
+    return _new_look_job(*values)
+
+
+def jiggle_job(**fields) -> JiggleJob:
+    """A :class:`JiggleJob` from its named arrays (every field of ``JIGGLE_FIELDS``)."""
+    values = _check("JiggleJob", JIGGLE_FIELDS, fields)
+    validate_jiggle(dict(zip(JIGGLE_FIELDS, values)))
+    return _new_jiggle_job(*values)
+
+
+def fused_job(update: PlaybackJob, foot: FootJob, look: LookJob) -> FusedJob:
+    """A :class:`FusedJob` of the three jobs of one character's planned frame."""
+    return _new_fused_job(update, foot, look)
 
 
 def entry(kernel, *args) -> Callable:
@@ -282,5 +398,10 @@ def entry(kernel, *args) -> Callable:
     return cres.entry_point
 
 
-__all__ = ["PLAYBACK_FIELDS", "IK_FIELDS", "FOOT_FIELDS", "PlaybackJob", "IKJob", "FootJob", "PlaybackJobType",
-           "IKJobType", "FootJobType", "playback_job", "ik_job", "foot_job", "entry", "field"]
+from .validate import (validate_foot, validate_ik, validate_jiggle, validate_look, validate_playback,  # noqa: E402
+                       validate_wide)
+
+__all__ = ["PLAYBACK_FIELDS", "IK_FIELDS", "FOOT_FIELDS", "WIDE_FIELDS", "LOOK_FIELDS", "JIGGLE_FIELDS", "FUSED_FIELDS",
+           "PlaybackJob", "IKJob", "FootJob", "WideJob", "LookJob", "JiggleJob", "FusedJob", "PlaybackJobType",
+           "IKJobType", "FootJobType", "WideJobType", "LookJobType", "JiggleJobType", "FusedJobType", "playback_job",
+           "ik_job", "foot_job", "wide_job", "look_job", "jiggle_job", "fused_job", "entry", "field"]

@@ -336,12 +336,14 @@ def _segment_interval(g, segments, first_timeline, locs, timeline_keys):
 
 
 @njit(cache=True)
-def _sample_track_into(kind, k, key, u, span, count, tracks, values, out, o):
-    """Track k of a segment of ``kind`` at (key, u, span) into ``out[o:]``. Between two keys the
+def _sample_track_into(kind, k, interval, tracks, values, out, o):
+    """Track k of a segment of ``kind`` at ``interval`` (key, u, span, key count: see
+    :func:`_segment_interval`) into ``out[o:]``. Between two keys the
     segment kinds with a known layout take their own short path; everything else (outside the keys,
     STEP, CUBICSPLINE, other widths) goes through the one general :func:`interpolate_into`. Not
     inlined: the evaluate kernels call it from three places, and numba's IR inlining of this body
     into each of them made the playback kernels take minutes to compile."""
+    key, u, span, count = interval
     vs = tracks[k, TK_VALUE_START]
     if 0 <= key < count - 1:
         if kind == SEG_LERP3:
@@ -381,26 +383,30 @@ def hot_tracks(track_table: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, forceinline=True)
-def _sample_clip_direct(c, clip_table, segments, tracks, hot, timeline_keys, values, locs, flat, out_m, morph_start,
-                        slerp_keys, keyed):
+def _sample_clip_direct(c, job, locs, flat, out_m, keyed):
     """Write clip c's varying tracks straight into a pose (``flat``: its (N * 10) rows flattened)
-    and morph weights, at the key intervals in ``locs`` (see :func:`_locate_timelines`): a tight
+    and morph weights ``out_m``, at the key intervals in ``locs`` (see :func:`_locate_timelines`), the
+    clip tables from ``job`` (a :class:`~skeletal.playback.jobs.PlaybackJob`): a tight
     loop per segment, with the key and fraction shared by all its tracks, reading each track's value
     start, pose offset and first key from ``hot`` (:func:`hot_tracks`: 16 bytes a track, where a
     ``tracks`` row is a 64-byte cache line). ``slerp_keys``: the clip
     set's per-key slerp angles (:attr:`~skeletal.playback.clipset.ClipSet.slerp_keys`; two sines per
     slerp instead of an arccos and three) with the near keys' flags in column 1
     (:func:`skeletal.quat.near_slerp_table`), used when ``keyed`` (else :func:`skeletal.quat.slerp_into`)."""
+    clip_table, segments, tracks, hot = field(job, "clip_table"), field(job, "segments"), field(job, "tracks"), field(job, "hot_tracks")
+    timeline_keys, values, morph_start = field(job, "timeline_keys"), field(job, "values"), field(job, "morph_start")
+    slerp_keys = field(job, "slerp_keys")
     first_timeline = clip_table[c, CL_TIMELINE_START]
     for g in range(clip_table[c, CL_SEGMENT_START], clip_table[c, CL_SEGMENT_END]):
         kind = segments[g, SEG_KIND]
         if kind == SEG_CONSTANT:
             continue  # already in the clip's base pose
-        key, u, span, count = _segment_interval(g, segments, first_timeline, locs, timeline_keys)
+        interval = _segment_interval(g, segments, first_timeline, locs, timeline_keys)
+        key, u, span, count = interval
         inside = key >= 0 and key < count - 1
         if kind == SEG_LERP3 and inside:
             # unsigned indices: numba's negative-index wraparound (a compare and select per signed
-            # index) doubled this loop's time (101 tracks of Soldier's Walk: 0.39 -> 0.19 us)
+            # index) doubled this loop's time (docs/guides/performance.md)
             key3 = np.uint64(key * 3)
             for k in range(np.uint64(segments[g, SEG_FIRST]), np.uint64(segments[g, SEG_END])):
                 lerp3_into(flat, np.uint64(hot[k, HOT_OUT]), values, np.uint64(hot[k, HOT_VALUE_START]) + key3, u)
@@ -447,9 +453,9 @@ def _sample_clip_direct(c, clip_table, segments, tracks, hot, timeline_keys, val
             for k in range(segments[g, SEG_FIRST], segments[g, SEG_END]):
                 o = tracks[k, TK_OUT]
                 if o >= 0:
-                    _sample_track_into(kind, k, key, u, span, count, tracks, values, flat, o)
+                    _sample_track_into(kind, k, interval, tracks, values, flat, o)
                 else:
-                    _sample_track_into(kind, k, key, u, span, count, tracks, values, out_m, morph_start[tracks[k, TK_NODE]])
+                    _sample_track_into(kind, k, interval, tracks, values, out_m, morph_start[tracks[k, TK_NODE]])
 
 
 @njit(cache=True, forceinline=True)
@@ -467,8 +473,7 @@ def _single_slot_of(b, base_unmasked, layer_weight, snap_weight, slot_layer, fs)
 @njit(cache=True, forceinline=True)
 def _copy_flat(src, dst):
     """dst[:] = src for 1-D contiguous arrays of one length: a plain loop that LLVM turns into vector
-    moves (numba's slice assignment walks the indices one element at a time: 0.24 us for a 68-node
-    pose, this 0.05)."""
+    moves (numba's slice assignment walks the indices one element at a time, several times slower)."""
     for i in range(np.uint64(dst.shape[0])):
         dst[i] = src[i]
 
@@ -488,10 +493,7 @@ def _pose_single(b, s, tid, job, pose, morph, keyed):
     locs = field(job, "locs")[tid]
     _locate_timelines(c, fs[b, s, F_SAMPLE], clip_table, field(job, "timeline_keys"), field(job, "times"),
                       field(job, "cursors")[b], locs)
-    _sample_clip_direct(c, clip_table, field(job, "segments"), field(job, "tracks"), field(job, "hot_tracks"),
-                        field(job, "timeline_keys"),
-                        field(job, "values"), locs, out.reshape(-1), out_m, field(job, "morph_start"),
-                        field(job, "slerp_keys"), keyed)
+    _sample_clip_direct(c, job, locs, out.reshape(-1), out_m, keyed)
 
 
 @njit(cache=True)
@@ -552,7 +554,7 @@ def _evaluate_instance(b, tid, job, layer_weight, pose, morph):
             first_timeline = clip_table[c, CL_TIMELINE_START]
             for g in range(clip_table[c, CL_SEGMENT_START], clip_table[c, CL_SEGMENT_END]):
                 kind = segments[g, SEG_KIND]
-                key, u, span, count = _segment_interval(g, segments, first_timeline, locs, timeline_keys)
+                interval = _segment_interval(g, segments, first_timeline, locs, timeline_keys)
                 for k in range(segments[g, SEG_FIRST], segments[g, SEG_END]):
                     n = tracks[k, TK_NODE]
                     p = tracks[k, TK_PATH]
@@ -560,7 +562,7 @@ def _evaluate_instance(b, tid, job, layer_weight, pose, morph):
                     if m <= 0.0:
                         continue
                     c_width = min(tracks[k, TK_WIDTH], 64)
-                    _sample_track_into(kind, k, key, u, span, count, tracks, values, tmp, 0)
+                    _sample_track_into(kind, k, interval, tracks, values, tmp, 0)
                     if additive:
                         wa = w * lw * m
                         if p == TRANSLATION:
@@ -695,7 +697,7 @@ def update(job, ik, dt, stages):
 def single_action_update():
     """The serial :func:`update` compiled without blending (``_evaluate_instance``: layers, fades,
     masks, additive clips, snapshots): a character that plays one clip at a time never needs it, and
-    it is a fifth of a cold first frame's compile (about 1.7 of 9.5 s CPU). An instance that needs
+    it is a fifth of a cold first frame's compile. An instance that needs
     blending is advanced but left unposed (no world rows, no palettes) and adds :data:`NEEDS_BLEND`
     to the return value; the caller then runs the full kernel's BLEND | WORLD stages on the same job
     (:meth:`skeletal.Mixer._blend_from_now_on`), which also compiles it, once.

@@ -38,7 +38,9 @@ from .._compile import serial_variant
 from .._threads import capped_threads
 from . import kernels as K
 from .clipset import TK_INTERP, TK_PATH, ClipSet
+from .frame import Frame, FrameInput
 from .jobs import entry, playback_job
+from .properties import PropertyStage
 
 
 InstanceSelector = int | Sequence[int] | np.ndarray | slice | None
@@ -75,39 +77,41 @@ class Mixer:
 
     Outputs after :meth:`update` (instance axis first):
     ``local_pose`` (B, N, 10) rig order, ``morph_weights`` (B, M), ``world`` (B, N, 4, 4) rig order,
-    ``palettes`` (list per skin of (B, J, 4, 4)), all float64 unless ``dtype=np.float32``
-    (palettes and world only; blending always runs in float64).
+    ``palettes`` (B, J, 4, 4): ``world[palette_joints[j]] @ inverse_bind[j]`` for the joints of every
+    skin, concatenated (skin ``s`` owns ``palettes[:, skin_ranges[s][0]:skin_ranges[s][1]]``, also
+    given as the views :attr:`skin_palettes`), all float64 unless ``dtype=np.float32`` (palettes and
+    world only; blending always runs in float64). A :class:`~skeletal.Crowd`'s palettes have the same
+    layout with 3x4 matrices.
     """
 
-    # Attributes the kernels' job is built from: assigning one (a new array) drops the job, and the
-    # next update builds it again (see _job). Arrays changed in place need nothing.
-    _JOB_SOURCES = frozenset((
-        "asset", "rig", "clipset", "_tables", "_tables_key", "cursors", "slot_clip", "slot_layer", "fs", "ist",
-        "layer_weight", "layer_mask", "layer_additive", "_base_unmasked", "snap_weight", "snap_pose",
-        "snap_morph", "_scratch", "_scratch_morph", "_scratch_tmp", "_scratch_locs", "local_pose",
-        "morph_weights", "world", "_palette_all", "_palette_joints", "_inverse_bind", "_ik",
-        # the crowd's outputs
-        "world34", "palettes", "palette_joints", "inverse_bind34", "_world_nodes", "_world_nodes_ik",
-        "_world_scratch",
-    ))
-
-    # Attributes whose assignment also drops the Player's armed fast path (see _fast).
-    _FAST_RESETS = _JOB_SOURCES | frozenset(("_job_state", "_snap_fading"))
-
-    def __setattr__(self, name: str, value) -> None:
-        object.__setattr__(self, name, value)
-        if name in Mixer._FAST_RESETS:
-            if name in Mixer._JOB_SOURCES:
-                object.__setattr__(self, "_job_state", None)
-            object.__setattr__(self, "_fast", None)
+    # The attributes the frame's jobs are built from: assigning one (a new array) drops ``frame``, and
+    # the next update builds it again (see build_frame). Arrays changed in place need nothing.
+    asset = FrameInput[Asset]()
+    rig = FrameInput[Any]()
+    clipset = FrameInput[ClipSet]()
+    cursors = FrameInput[np.ndarray]()
+    slot_clip = FrameInput[np.ndarray]()
+    slot_layer = FrameInput[np.ndarray]()
+    fs = FrameInput[np.ndarray]()
+    ist = FrameInput[np.ndarray]()
+    layer_weight = FrameInput[np.ndarray]()
+    layer_mask = FrameInput[np.ndarray]()
+    layer_additive = FrameInput[np.ndarray]()
+    _base_unmasked = FrameInput[bool]()
+    snap_weight = FrameInput[np.ndarray]()
+    snap_pose = FrameInput[np.ndarray]()
+    snap_morph = FrameInput[np.ndarray]()
+    local_pose = FrameInput[np.ndarray]()
+    morph_weights = FrameInput[np.ndarray]()
+    world = FrameInput[np.ndarray]()
+    palettes = FrameInput[np.ndarray]()
+    palette_joints = FrameInput[np.ndarray]()
+    _ik = FrameInput[Any]()
 
     def __init__(self, asset: Asset, count: int = 1, *, dtype: npt.DTypeLike = np.float64, events: bool = True):
-        # ``_fast``: (this mixer's __dict__, compiled update, job, IK job) while a whole update may be one
-        # direct call (armed by Player.update); None after anything that could change that (a new job,
-        # a snapshot fade, a clip added: see __setattr__, _job, clip_index). Controllers are checked
-        # at each call (a plain list that other objects append to).
-        object.__setattr__(self, "_fast", None)
-        self._job_state = None  # [job, IK job, compiled update, clip set version]: see _job
+        #: the compiled state of an update (:class:`~skeletal.playback.frame.Frame`), None until built
+        #: (:meth:`build_frame`) and after any attribute it is built from is replaced
+        self.frame: Frame | None = None
         if count < 1:
             raise SkeletalError(f"count must be at least 1, got {count}")
         require_nodes(asset, "animate")  # any object with a rig may drive a mixer, not only an Asset
@@ -119,7 +123,8 @@ class Mixer:
         self.nlerp_max_gap = 0.0  # slerp everywhere (the Crowd raises it)
         self.single_nlerp_max_gap = None  # the one-action path as the rest (see the property)
         self.clipset = ClipSet(asset.clips)
-        self.time = 0.0
+        self.time = 0.0  # seconds of updates so far
+        self._blends = False  # a single character's update needed blending once: the full kernel from then on
         n, m = len(self.rig), len(asset.rest_morph)
         self.slot_clip = np.zeros(0, np.int64)
         self.slot_layer = np.zeros(0, np.int64)
@@ -145,28 +150,58 @@ class Mixer:
         self.morph_weights = np.repeat(asset.rest_morph[None], count, axis=0)
         self._allocate_outputs()
         self._listeners: dict[str, list[Callable[[Event], None]]] = {}
+        self._slerp_table_cache: tuple | None = None  # (clip set, version, near_slerp_table): see _slerp_table
+        self._event_slots: tuple | None = None  # see _collect_events
         self._pending: list[Event] = []
         # Objects with ``before_update(dt)`` (blend spaces, state machines, root motion) run first.
         self.controllers: list = []
         self._ik = None  # IK stages run after blending (see add_ik)
+        # Animated properties (KHR_animation_pointer, named curves): ``property_values`` (B, M), laid
+        # out by asset.properties, sampled by a stage of their own (playback/properties.py).
+        self._no_property_values = np.zeros((count, 0))
+        self._properties = PropertyStage(self, Event) if len(getattr(asset, "properties", ())) else None
         self.evaluate()
 
+    @property
+    def property_values(self) -> np.ndarray:
+        """(B, M) float64: the animated properties (materials, lights, cameras, visibility, named
+        curves), laid out by ``asset.properties``; sampled after an update when first read (see
+        :mod:`skeletal.playback.properties`). (B, 0) for an asset without any."""
+        stage = self._properties
+        return self._no_property_values if stage is None else stage.current()
+
     def _allocate_outputs(self) -> None:
-        """World matrices (B, N, 4, 4) and one palette array (B, J, 4, 4) per skin; the palettes are
-        views into one (B, J_all, 4, 4) array that the single-character kernel fills in one pass."""
+        """World matrices (B, N, 4, 4) and the palettes (B, J, 4, 4) of every skin's joints, which the
+        update kernel fills in one pass."""
         skins = self.asset.skins
         world = np.zeros((self.count, len(self.rig), 4, 4), self.dtype)  # filled by evaluate()
         world[:, :, 3, 3] = 1.0
         self.world = world
-        self._palette_joints = np.concatenate([s.joints for s in skins] or [np.zeros(0)]).astype(np.int64)
+        self._skin_joints()
         self._inverse_bind = np.ascontiguousarray(
             np.concatenate([s.inverse_bind for s in skins] or [np.zeros((0, 4, 4))]), dtype=self.dtype)
-        self._palette_all = np.zeros((self.count, len(self._palette_joints), 4, 4), dtype=self.dtype)
-        self.palettes = []
+        self.palettes = np.zeros((self.count, len(self.palette_joints), 4, 4), dtype=self.dtype)
+
+    def _skin_joints(self) -> None:
+        """``palette_joints`` (J,): the rig nodes of every skin's joints, concatenated, and ``skin_ranges``:
+        skin ``s``'s entries ``[start, end)`` of them."""
+        skins = self.asset.skins
+        self.palette_joints = np.concatenate([s.joints for s in skins] or [np.zeros(0)]).astype(np.int64)
+        self.skin_ranges: list[tuple[int, int]] = []
         start = 0
-        for s in skins:
-            self.palettes.append(self._palette_all[:, start : start + len(s.joints)])
-            start += len(s.joints)
+        for skin in skins:
+            self.skin_ranges.append((start, start + len(skin.joints)))
+            start += len(skin.joints)
+
+    @property
+    def skin_palettes(self) -> list[np.ndarray]:
+        """One palette array (B, J_s, R, 4) per skin: views into :attr:`palettes` (updated in place).
+
+        >>> mixer.skin_palettes[0].shape                  # doctest: +SKIP
+        (4, 19, 4, 4)
+        """
+        palettes = self.palettes
+        return [palettes[:, start:end] for start, end in self.skin_ranges]
 
     @property
     def nlerp_max_gap(self) -> float:
@@ -178,6 +213,7 @@ class Mixer:
     def nlerp_max_gap(self, degrees: float) -> None:
         self._nlerp_max_gap = float(degrees)
         self._tables_key = None
+        self.frame = None  # new clip tables: a new job
 
     @property
     def single_nlerp_max_gap(self) -> float | None:
@@ -185,9 +221,8 @@ class Mixer:
         layer, nothing else blended; None: ``nlerp_max_gap``, the default): there, rotation tracks
         whose keys are at most this far apart use normalised lerp (within 7.2e-5 rad of slerp at 15
         degrees, the crowd's limit), the others slerp. Crossfades, layers and blends keep
-        ``nlerp_max_gap``. 15 saves a :class:`~skeletal.Player` playing Soldier.glb's Walk about 0.05 us
-        per update (of ~1.7 compiled; it saved 1 us of ~5 before the single-action path sampled nearly
-        parallel keys 4-wide); the default stays exact (slerp, as three.js and :func:`skeletal.bake`).
+        ``nlerp_max_gap``. 15 saves a :class:`~skeletal.Player` a few percent of an update; the default
+        stays exact (slerp, as three.js and :func:`skeletal.bake`).
 
         >>> player.mixer.single_nlerp_max_gap = 15.0      # doctest: +SKIP
         """
@@ -197,6 +232,7 @@ class Mixer:
     def single_nlerp_max_gap(self, degrees: float | None) -> None:
         self._single_nlerp_max_gap = None if degrees is None else float(degrees)
         self._tables_key = None
+        self.frame = None  # new clip tables: a new job
 
     def _clip_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The kernels' view of the clip set, rebuilt when it or ``nlerp_max_gap`` changes: the
@@ -215,6 +251,7 @@ class Mixer:
             threads = numba.config.NUMBA_NUM_THREADS
             self._scratch_locs = np.zeros((threads, max(cs.max_timelines, 1), 3))
             self._tables_key = key
+            self.frame = None  # (built from these tables: a frame built now is assigned after this)
         return self._tables
 
     # -- slots -----------------------------------------------------------------------------------
@@ -224,7 +261,7 @@ class Mixer:
         version = self.clipset.version
         c = self.clipset.index(clip)
         if self.clipset.version != version:  # the job's clip tables are stale: the next update rebuilds it
-            object.__setattr__(self, "_fast", None)
+            self.frame = None
         return c
 
     def slot(self, clip: str | int | Clip, layer: int = 0, owner: object = None) -> int:
@@ -570,52 +607,66 @@ class Mixer:
     # -- update ----------------------------------------------------------------------------------
 
     def update(self, dt: float) -> None:
-        """Advance every action by ``dt`` seconds, then evaluate poses, world matrices and palettes."""
+        """Advance every action by ``dt`` seconds, then evaluate poses, world matrices and palettes.
+
+        The one route of a frame (a :class:`~skeletal.Player` without controllers calls its frame's
+        compiled update directly): the controllers' ``before_update``, a fading snapshot's weight,
+        the compiled update on :attr:`frame` (:meth:`_step`), the events, the controllers'
+        ``after_update``. A :class:`~skeletal.playback.procedural.Procedural` alone may run the whole
+        frame as one compiled call instead (its ``fused_frame``)."""
         dt = float(dt)
-        self.__dict__["time"] = self.time + dt  # not through __setattr__ (a Python call): the hot path
+        self.time += dt
         controllers = self.controllers
         if controllers:
+            fused = getattr(controllers[0], "fused_frame", None) if len(controllers) == 1 else None
+            if fused is not None and not self._snap_fading and fused(dt):
+                return
             for controller in controllers:
                 controller.before_update(dt)
-        if not self._snap_fading:
-            any_event = self._update_fused(dt)
-            if any_event is not None:
-                if controllers or (any_event and self.collect_events):
-                    self._finish_update(dt, any_event)
-                return
-        if self.slot_clip.size:
-            cs = self.clipset
-            (K.advance if self.count > 1 else serial_variant(K.advance))(self.fs, self.ist, self.slot_clip, self._clip_tables()[0], cs.duration, cs.marker_time, dt)
         if self._snap_fading:
-            fade = self._snap_fade
-            active = fade[:, 2] > 0
-            fade[active, 1] += dt
-            alpha = np.minimum(fade[:, 1] / np.where(active, fade[:, 2], 1.0), 1.0)
-            self.snap_weight[:] = np.where(active, fade[:, 0] * (1.0 - alpha), 0.0)  # in place: the job stays
-            fade[alpha >= 1.0] = 0.0
-            self._snap_fading = bool(fade[:, 2].any())
-        self.evaluate()
-        self._finish_update(dt, True)
+            self._fade_snapshot(dt)
+        if self._step(dt) and self.collect_events:
+            self._collect_events()
+        # the list as it is now: a controller's before_update may have added one (an inertialized
+        # switch made by a state machine adds its stage, which acts after this very update)
+        for controller in self.controllers:
+            after = getattr(controller, "after_update", None)
+            if after is not None:
+                after(dt)
 
-    def _update_fused(self, dt: float) -> bool | None:
+    def _fade_snapshot(self, dt: float) -> None:
+        """A frozen pose's weight one step further along its fade (in place: the job keeps the array)."""
+        fade = self._snap_fade
+        active = fade[:, 2] > 0
+        fade[active, 1] += dt
+        alpha = np.minimum(fade[:, 1] / np.where(active, fade[:, 2], 1.0), 1.0)
+        self.snap_weight[:] = np.where(active, fade[:, 0] * (1.0 - alpha), 0.0)
+        fade[alpha >= 1.0] = 0.0
+        self._snap_fading = bool(fade[:, 2].any())
+
+    def _step(self, dt: float) -> int:
         """The whole update (clocks, blending, world matrices, IK, palettes) in one compiled call:
-        serial for one character (no thread pool), parallel over instances otherwise. Returns whether
-        an event happened (None would mean: take the general path, advance then :meth:`evaluate`)."""
-        return self._run(dt, K.ALL) > 0
+        serial for one character (no thread pool), parallel over instances otherwise. Returns how many
+        instances reported an event."""
+        return self._run(dt, K.ALL)
+
+    def current_frame(self) -> Frame:
+        """:attr:`frame`, built first when there is none or its clip tables are stale."""
+        frame = self.frame
+        if frame is None or frame.version != self.clipset.version:
+            frame = self.build_frame()
+        return frame
 
     def _run(self, dt: float, stages: int) -> int:
-        """Run ``stages`` of the update kernel on this mixer's job (built when missing or stale)."""
-        state = self._job_state
-        if state is None or state[3] != self.clipset.version:
-            state = self._job()
-        call = state[2]
-        if call is None:
-            call = state[2] = entry(self._update_kernel(), state[0], state[1], 0.0, K.ALL)
+        """Run ``stages`` of the update kernel on this mixer's frame; returns the event count."""
+        frame = self.current_frame()
+        if frame.call is None:
+            frame.call = entry(self._update_kernel(), frame.job, frame.ik, 0.0, K.ALL)
         if self.count == 1:
-            r = call(state[0], state[1], dt, stages)
+            r = frame.step(dt, stages)
             return self._blend_from_now_on(r, stages) if r >= K.NEEDS_BLEND else r
         with capped_threads():  # fewer threads while other processes keep the CPUs busy (_threads.busy_cap)
-            return call(state[0], state[1], dt, stages)
+            return frame.step(dt, stages)
 
     def _update_kernel(self):
         """The update kernel for this mixer's job: parallel for many characters; for one the serial twin
@@ -623,17 +674,16 @@ class Mixer:
         update needed it (:func:`~skeletal.playback.kernels.single_action_update`)."""
         if self.count > 1:
             return K.update
-        return serial_variant(K.update) if self.__dict__.get("_blends") else K.single_action_update()
+        return serial_variant(K.update) if self._blends else K.single_action_update()
 
     def _blend_from_now_on(self, r: int, stages: int) -> int:
         """After the single-action kernel returned ``r`` >= NEEDS_BLEND (an instance needed blending and
         was left unposed): switch this mixer to the full kernel for good (compiling it once), run its
         BLEND and WORLD stages of ``stages`` (the clocks have advanced), and return the event count."""
-        self.__dict__["_blends"] = True
-        object.__setattr__(self, "_fast", None)  # its compiled update is replaced
-        state = self._job_state
-        call = state[2] = entry(self._update_kernel(), state[0], state[1], 0.0, K.ALL)
-        call(state[0], state[1], 0.0, stages & (K.BLEND | K.WORLD))
+        self._blends = True
+        frame = self.current_frame()
+        frame.call = entry(self._update_kernel(), frame.job, frame.ik, 0.0, K.ALL)
+        frame.step(0.0, stages & (K.BLEND | K.WORLD))
         return r % K.NEEDS_BLEND
 
     def _after_call(self, r: int) -> None:
@@ -644,20 +694,13 @@ class Mixer:
         if r and self.collect_events:
             self._collect_events()
 
-    def _finish_update(self, dt: float, maybe_events: bool) -> None:
-        """Deliver events (when any may have happened) and run the controllers' ``after_update``."""
-        if maybe_events and self.collect_events:
-            self._collect_events()
-        for controller in self.controllers:
-            after = getattr(controller, "after_update", None)
-            if after is not None:
-                after(dt)
-
     def evaluate(self) -> None:
         """Recompute the outputs from the current state without advancing time: the update kernel's
         blend and world stages (world matrices, IK, palettes), so that a player's first frame
         compiles one kernel, not a second set for play() and crossfade()."""
         self._run(0.0, K.BLEND | K.WORLD)
+        if self._properties is not None:
+            self._properties.evaluate()
 
     # -- inverse kinematics ------------------------------------------------------------------------
 
@@ -678,7 +721,7 @@ class Mixer:
             self._ik = IKStages(self.rig, self.count)
         handle = self._ik.add(name, kind, chain, target=target, pole=pole, weight=weight, **options)
         self._ik_changed()
-        self._job_state = None  # the stage table's arrays were replaced
+        self.frame = None  # the stage table's arrays were replaced
         self.evaluate()
         return handle
 
@@ -696,7 +739,7 @@ class Mixer:
         return dict(
             world_nodes=depth_order(self.rig.parents, np.arange(len(self.rig))), worlds=self.world,
             scratch_world=np.zeros((1, 1) + self.world.shape[2:], self.world.dtype),
-            palette_joints=self._palette_joints, inverse_bind=self._inverse_bind, palettes=self._palette_all,
+            palette_joints=self.palette_joints, inverse_bind=self._inverse_bind, palettes=self.palettes,
         )
 
     def _job_fields(self) -> dict:
@@ -722,7 +765,7 @@ class Mixer:
         """The clip set's ``slerp_keys`` with the near keys' flags (:func:`skeletal.quat.near_slerp_table`),
         made once per clip set version."""
         cs = self.clipset
-        cached = self.__dict__.get("_slerp_table_cache")
+        cached = self._slerp_table_cache
         if cached is None or cached[0] is not cs or cached[1] != cs.version:
             tracks = cs.track_table
             rotation = np.flatnonzero((tracks[:, TK_PATH] == PATH_CODE["rotation"])
@@ -730,31 +773,36 @@ class Mixer:
             keys = [(int(cs.key_start[k]), int(cs.value_start[k]), int(cs.key_start[k + 1] - cs.key_start[k]))
                     for k in rotation]
             cached = (cs, cs.version, near_slerp_table(cs.slerp_keys, keys, cs.values))
-            self.__dict__["_slerp_table_cache"] = cached  # (not through __setattr__: the job is built after)
+            self._slerp_table_cache = cached
         return cached[2]
 
-    def _job(self) -> list:
-        """Build the kernels' job from the current arrays: [job, IK job or None, the update's
-        compiled entry point (found on the first update), clip set version]."""
+    def build_frame(self) -> Frame:
+        """Build :attr:`frame` from the current arrays: the :class:`~skeletal.playback.jobs.PlaybackJob`,
+        the IK stages' job, and the compiled update's entry point (a crowd's: when first needed)."""
         version = self.clipset.version
         job = playback_job(**self._job_fields())
         ik = None if self._ik is None else self._ik.job()
-        state = [job, ik, None, version]
-        object.__setattr__(self, "_job_state", state)
-        object.__setattr__(self, "_fast", None)
-        return state
+        frame = Frame(job, ik, version)
+        if self._compiles_update_now():
+            frame.call = entry(self._update_kernel(), job, ik, 0.0, K.ALL)
+        self.frame = frame
+        return frame
+
+    def _compiles_update_now(self) -> bool:
+        """Whether :meth:`build_frame` finds the update's entry point at once (a Mixer's next update needs
+        it; a wide crowd may never)."""
+        return True
 
     def _evaluate_into(self, layer_weight: np.ndarray, pose: np.ndarray, morph: np.ndarray) -> None:
-        state = self._job_state
-        if state is None or state[3] != self.clipset.version:
-            state = self._job()
-        (K.evaluate if self.count > 1 else serial_variant(K.evaluate))(state[0], layer_weight, pose, morph)
+        frame = self.current_frame()
+        (K.evaluate if self.count > 1 else serial_variant(K.evaluate))(frame.job, layer_weight, pose, morph)
 
     # -- events ----------------------------------------------------------------------------------
 
     def on(self, kind: str, callback: Callable[[Event], None]) -> None:
-        """Call ``callback(event)`` for every event of ``kind`` ("loop", "finished", "marker" or "*")."""
-        if kind not in ("loop", "finished", "marker", "*"):
+        """Call ``callback(event)`` for every event of ``kind`` ("loop", "finished", "marker", "curve"
+        (see :func:`skeletal.playback.properties.watch_curve`) or "*")."""
+        if kind not in ("loop", "finished", "marker", "curve", "*"):
             raise SkeletalError(f"unknown event kind {kind!r}")
         self._listeners.setdefault(kind, []).append(callback)
 
@@ -766,9 +814,8 @@ class Mixer:
     def _collect_events(self) -> None:
         """Turn the last update's event fields into :class:`Event` objects, queued for
         :meth:`poll_events` and passed to the listeners. One character's loop and finished events
-        are made once per slot, clip name, layer and count and handed out again (they are frozen):
-        measured inside a Player's update loop (Soldier.glb Walk, a loop event every 60 frames, thread
-        CPU), 5.1-7.8 us an event before, 2.6 after; 0.05-0.08 us of an average update."""
+        are made once per slot, clip name, layer and count and handed out again (they are frozen, and
+        making one costs more than the update that reports it)."""
         if self.count == 1:  # a Player's loop event: plain lists, no numpy reductions (~3x cheaper)
             rows = self.ist[0, :, K.I_EV_LOOPS : K.I_EV_MARKERS + 1].tolist()
             hits = [(0, s, row) for s, row in enumerate(rows) if row[0] or row[1] or row[2]]
@@ -779,11 +826,11 @@ class Mixer:
             hits = [(int(b), int(s), ev[b, s].tolist()) for b, s in zip(*np.nonzero(ev.any(axis=2)))]
         # the slots' clips and layers as Python ints while the slot arrays are the same objects (adding a
         # slot replaces them), and the events made so far for one character (None for many)
-        slots = self.__dict__.get("_event_slots")
+        slots = self._event_slots
         if slots is None or slots[0] is not self.slot_clip or slots[1] is not self.slot_layer:
             slots = (self.slot_clip, self.slot_layer, self.slot_clip.tolist(), self.slot_layer.tolist(),
                      {} if self.count == 1 else None)
-            self.__dict__["_event_slots"] = slots  # (not through __setattr__: no job depends on it)
+            self._event_slots = slots
         clips, made = self.clipset.clips, slots[4]
         new: list[Event] = []
         for b, s, (loops, finished, markers) in hits:

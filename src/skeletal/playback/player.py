@@ -185,7 +185,7 @@ class Player:
         self._parameters: dict = {}
         self._machines: list = []
         self._root_motion = None
-        self._palette_views = None  # (the mixer's palette list, its instance-0 views)
+        self._palette_views = None  # (the mixer's palettes array, its instance-0 views per skin)
 
     # -- actions -------------------------------------------------------------------------------
 
@@ -330,54 +330,19 @@ class Player:
 
         >>> player.update(1 / 60)                          # doctest: +SKIP
         """
-        # The hot path, armed by the general path below (Mixer._fast): the clock and one compiled call
-        # (the mixer's update on its current job: clocks, blending, world rows, palettes), events only
-        # when the call reports one. About 0.06 us of Python around the call (thread CPU, this 2-core
-        # Xeon), where the general path's checks took 0.2.
+        # The direct route: with no controllers and no snapshot fading, a frame is the clock and one
+        # compiled call (the mixer's update on its frame's jobs: clocks, blending, world rows, palettes),
+        # the events only when the call reports one. Anything else takes the mixer's one route.
         mixer = self.mixer
-        fast = mixer._fast
-        if fast is not None and not mixer.controllers:
+        frame = mixer.frame
+        if frame is not None and not mixer.controllers and not mixer._snap_fading:
             dt = float(dt)
-            fast[0]["time"] += dt
-            r = fast[1](fast[2], fast[3], dt, _ALL)
+            mixer.time += dt
+            r = frame.call(frame.job, frame.ik, dt, _ALL)
             if r:  # events, or the single-action kernel met a blend
                 mixer._after_call(r)
             return
-        self._update_general(dt)
-
-    def _update_general(self, dt: float) -> None:
-        """:meth:`update` when its armed fast path is not: controllers (a planned Procedural's fused
-        call, a Procedural's frame, Mixer.update for any other), a snapshot fading, a job to build."""
-        mixer = self.mixer
-        state = mixer._job_state
-        controllers = mixer.controllers
-        if controllers:
-            # one Procedural whose frame is planned: the same dt and mixer job, its fused compiled call
-            # (the update, foot placement, look-at: see Procedural.mixer_frame, which this inlines)
-            plan = getattr(controllers[0], "_plan", None) if len(controllers) == 1 else None
-            fused = None if plan is None else plan[4]
-            if fused is not None:
-                fdt, fstate, call, frame, args, clock, clipset = fused
-                if fdt == dt and fstate is state and not mixer._snap_fading and state[3] == clipset.version:
-                    clock["time"] += fdt
-                    r = call(frame, fdt, *args)
-                    if r:
-                        controllers[0].after_fused(r, fdt)
-                    return
-        if (state is None or state[2] is None or mixer._snap_fading or state[3] != mixer.clipset.version
-                or (controllers and (len(controllers) != 1 or not hasattr(controllers[0], "mixer_frame")))):
-            mixer.update(dt)
-            return
-        dt = float(dt)
-        mixer.__dict__["time"] += dt
-        if controllers:  # a Procedural: the compiled update, events and its stages, fused where it can
-            controllers[0].mixer_frame(state, dt)
-            return
-        # no controllers, a current job and its compiled update: the next calls take the fast path
-        object.__setattr__(mixer, "_fast", (mixer.__dict__, state[2], state[0], state[1]))
-        r = state[2](state[0], state[1], dt, _ALL)
-        if r:
-            mixer._after_call(r)
+        mixer.update(dt)
 
     @property
     def time(self) -> float:
@@ -398,6 +363,11 @@ class Player:
         return self.mixer.world[0]
 
     @property
+    def property_values(self) -> np.ndarray:
+        """(M,) the animated properties (KHR_animation_pointer), laid out by ``asset.properties``."""
+        return self.mixer.property_values[0]
+
+    @property
     def node_world(self) -> np.ndarray:
         """(N_nodes, 4, 4) world matrices in glTF node order: row i is ``asset.node_names[i]``."""
         return self.mixer.world[0][self.asset.rig.index_of]
@@ -416,10 +386,12 @@ class Player:
 
     @property
     def palettes(self) -> list[np.ndarray]:
-        """One (J, 4, 4) palette per skin (views into the mixer's arrays, updated in place)."""
+        """One (J, 4, 4) palette per skin, the list the renderer takes (views into the mixer's
+        :attr:`~skeletal.Mixer.palettes`, updated in place)."""
         cached = self._palette_views
-        if cached is None or cached[0] is not self.mixer.palettes:
-            cached = self._palette_views = (self.mixer.palettes, [p[0] for p in self.mixer.palettes])
+        palettes = self.mixer.palettes
+        if cached is None or cached[0] is not palettes:
+            cached = self._palette_views = (palettes, [p[0] for p in self.mixer.skin_palettes])
         return [*cached[1]]  # a fresh list (the cached one stays the player's); [*] is 10 ns under list()
 
     def colliders(self) -> ColliderFrame:

@@ -38,12 +38,11 @@ look-at targets are world coordinates, the pose stays model space.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 import numpy.typing as npt
 from numba import njit, prange
-from numba.experimental import structref
 
 from .._compile import serial_variant
 from .._threads import capped_threads, thread_count
@@ -53,7 +52,8 @@ from ..ik import (AimLimit, IN_POLE, IN_TARGET, IN_WEIGHT, SF_FORWARD, SF_UP, SI
 from ..pose import (affine_product_into, local_to_world_one, palette_batch, world_matrices, world_node_into,
                     world_palettes_34)
 from . import kernels as K
-from .jobs import _check, _Fields, entry, field, foot_job
+from .frame import Frame
+from .jobs import FootJob, LookJob, entry, field, foot_job, fused_job, look_job
 from .contacts import ContactPhases, Leg, detect_contacts, find_legs
 from .ground import GROUND_TERRAIN, Ground, as_ground, ground_at
 from .springs import (JiggleChains, critical_spring, find_tail_chains, nlerp_identity, qmul, qnormalize,
@@ -93,15 +93,19 @@ def _palette_rows(world, joints, inverse_bind, idx, start, stop, out):
 
 
 @njit(cache=True)
-def _look_serial(pose, world, parents, stage_i, stage_f, joints, jp, inputs, update, scratch, placement, target,
-                 smoothed, velocity, weight, mode, omega, dt, keep_palettes, pal, pal_joints, inv_bind, pal_idx):
-    """The look-at stage for a few instances in one call: the smoothed point follows ``target``
-    (B, 3) world through a critically damped spring (``mode`` 0: step it, 1: jump to the target),
-    goes to model space through ``placement`` (B, 4, 4) into the aim stage's ``inputs`` (the head's up
-    kept toward world up, ``weight`` (B,)), then the aim chain (the table's one stage) is solved by
-    :func:`skeletal.ik.aim_one`; with ``keep_palettes`` the palette entries ``pal_idx`` (those under
-    the chain) of ``pal`` (B, J, 4, 4) are recomputed too. False (nothing done) if a target is not
-    finite."""
+def look_kernel(job, mode, omega, dt, keep_palettes):
+    """The look-at stage of a few instances in one call, on a :class:`~skeletal.playback.jobs.LookJob`:
+    the smoothed point follows ``target`` (B, 3) world through a critically damped spring (``mode`` 0:
+    step it, 1: jump to the target), goes to model space through ``placement`` (B, 4, 4) into the aim
+    stage's ``inputs`` (the head's up kept toward world up, ``weight`` (B,)), then the aim chain (the
+    table's one stage) is solved by :func:`skeletal.ik.aim_one`; with ``keep_palettes`` the palette
+    entries ``pal_idx`` (those under the chain) of ``pal`` (B, J, 4, 4) are recomputed too. False
+    (nothing done) if a target is not finite."""
+    pose, world, parents, placement = field(job, "pose"), field(job, "world"), field(job, "parents"), field(job, "placement")
+    stage_i, stage_f, joints, jp = field(job, "stage_i"), field(job, "stage_f"), field(job, "joints"), field(job, "jp")
+    inputs, update, scratch = field(job, "inputs"), field(job, "update"), field(job, "scratch")
+    target, smoothed, velocity, weight = field(job, "target"), field(job, "smoothed"), field(job, "velocity"), field(job, "weight")
+    pal, pal_joints, inv_bind, pal_idx = field(job, "pal"), field(job, "pal_joints"), field(job, "inv_bind"), field(job, "pal_idx")
     for b in range(pose.shape[0]):
         for i in range(3):
             if not math.isfinite(target[b, i]):
@@ -138,40 +142,6 @@ def _look_serial(pose, world, parents, stage_i, stage_f, joints, jp, inputs, upd
     return True
 
 
-#: a :class:`LookJob`'s fields (:func:`_look_serial`'s arrays, in its order)
-LOOK_FIELDS = ("pose", "world", "parents", "stage_i", "stage_f", "joints", "jp", "inputs", "update", "scratch",
-               "placement", "target", "smoothed", "velocity", "weight", "pal", "pal_joints", "inv_bind", "pal_idx")
-
-
-@structref.register
-class LookJobType(_Fields):
-    """numba type of a :class:`LookJob`."""
-
-
-class LookJob(structref.StructRefProxy):
-    """The arrays of a few characters' look-at stage (``LOOK_FIELDS``), unboxed as one object per
-    frame instead of 19 arrays (~0.9 us a call). Built by :meth:`LookAt.apply`."""
-
-
-structref.define_proxy(LookJob, LookJobType, list(LOOK_FIELDS))
-
-
-@njit(cache=True)
-def _new_look_job(*values):
-    return LookJob(*values)  # cached: the proxy's own constructor would compile in every process
-
-
-@njit(cache=True)
-def _look_job_serial(job, mode, omega, dt, keep_palettes):
-    """:func:`_look_serial` on a :class:`LookJob` (fields read without references: :func:`.jobs.field`)."""
-    return _look_serial(field(job, "pose"), field(job, "world"), field(job, "parents"), field(job, "stage_i"),
-                        field(job, "stage_f"), field(job, "joints"), field(job, "jp"), field(job, "inputs"),
-                        field(job, "update"), field(job, "scratch"), field(job, "placement"), field(job, "target"),
-                        field(job, "smoothed"), field(job, "velocity"), field(job, "weight"), mode, omega, dt,
-                        keep_palettes, field(job, "pal"), field(job, "pal_joints"), field(job, "inv_bind"),
-                        field(job, "pal_idx"))
-
-
 def _worlds(parents, pose, world) -> None:
     """World matrices of every instance (the serial twin for one)."""
     world_matrices(parents, pose, out=world)
@@ -188,30 +158,9 @@ _ALL = K.ALL
 _FUSED: dict = {}
 
 
-#: a :class:`FrameJob`'s fields: the mixer's PlaybackJob, the FootJob, the LookJob
-FRAME_FIELDS = ("update", "foot", "look")
-
-
-@structref.register
-class FrameJobType(_Fields):
-    """numba type of a :class:`FrameJob`."""
-
-
-class FrameJob(structref.StructRefProxy):
-    """The three jobs of one character's planned frame (``FRAME_FIELDS``), unboxed as one object per
-    call instead of three (~0.075 us each). Built by :meth:`Procedural._build_plan`."""
-
-
-structref.define_proxy(FrameJob, FrameJobType, list(FRAME_FIELDS))
-
-
-@njit(cache=True)
-def _new_frame_job(*values):
-    return FrameJob(*values)
-
-
 def _frame_py(frame, dt, ik, chunks, mode, omega, keep):
-    """The planned frame of one character (:meth:`Procedural.mixer_frame`) on a :class:`FrameJob`:
+    """The planned frame of one character (:meth:`Procedural.fused_frame`) on a
+    :class:`~skeletal.playback.jobs.FusedJob`:
     the mixer's serial update kernel (every stage), then (no event possible) foot placement and
     look-at. Returns 1 when an event may have happened (the stages not run: events come first), -1
     for a non-finite look-at target, else 0. Compiled by :func:`_fused_frame` (its callees are
@@ -219,7 +168,7 @@ def _frame_py(frame, dt, ik, chunks, mode, omega, keep):
     if _UPDATE_SERIAL(frame.update, ik, dt, _ALL) > 0:  # noqa: F821 (set by _fused_frame)
         return 1
     _FOOT_SERIAL(frame.foot, 0, chunks)  # noqa: F821
-    if not _look_job_serial(frame.look, mode, omega, dt, keep):
+    if not look_kernel(frame.look, mode, omega, dt, keep):
         return -1
     return 0
 
@@ -235,10 +184,65 @@ def _fused_frame():
     return fn
 
 
+class _FootCall(NamedTuple):
+    """Foot placement's compiled call in a plan: ``call(job, 0, chunks)``."""
+
+    call: Callable[..., Any]
+    job: FootJob
+    chunks: int
+
+
+class _LookCall(NamedTuple):
+    """Look-at's compiled call in a plan: ``call(job, mode, omega, dt, keep)`` (False: a non-finite target)."""
+
+    call: Callable[..., Any]
+    job: LookJob
+    mode: int
+    omega: float
+    keep: bool
+
+
+class _FusedCall(NamedTuple):
+    """One character's whole planned frame as one compiled call: ``call(job, dt, *args)`` (see _frame_py)."""
+
+    call: Callable[..., Any]
+    job: Any
+    args: tuple
+
+
+class _Plan:
+    """A Procedural's frame as compiled calls, valid while the mixer keeps ``frame`` and dt stays ``dt``
+    (None: not plannable while this frame stays)."""
+
+    __slots__ = ("dt", "frame", "foot", "look", "fused")
+
+    def __init__(self, dt: float | None, frame: Frame, foot: _FootCall | None = None, look: _LookCall | None = None,
+                 fused: _FusedCall | None = None):
+        self.dt = dt
+        self.frame = frame
+        self.foot = foot
+        self.look = look
+        self.fused = fused
+
+
+class _LastFrame:
+    """What a stage's last frame left, apart from its settings: assigning these keeps its Procedural's
+    plan (a stage's own attributes drop it). ``palettes_current``: the last apply kept the mixer's
+    palettes current too; ``started``: the look-at spring has a value; ``calls``: the foot stage's
+    (job, serial call, parallel call)."""
+
+    __slots__ = ("palettes_current", "started", "calls")
+
+    def __init__(self) -> None:
+        self.palettes_current = False
+        self.started = False
+        self.calls: tuple = ()
+
+
 def _drop_plan(stage) -> None:
     """A stage's attribute changed (a new target, ground, weight array...): its Procedural's frame plan
     is dropped (:meth:`Procedural._build_plan`)."""
-    proc = stage.__dict__.get("proc")
+    proc = getattr(stage, "proc", None)  # (None while the stage sets itself up)
     if proc is not None:
         proc._plan = None
 
@@ -266,7 +270,7 @@ class Procedural:
     default. ``world`` (B, N, 4, 4) float64: the model-space world matrices after the stages.
 
     After a general frame the next ones are planned (:meth:`_build_plan`): while dt and the mixer's
-    job stay the same, a frame is the stages' compiled calls only -- for one character with foot
+    frame stay the same, a frame is the stages' compiled calls only -- for one character with foot
     placement and look-at, a Player's whole update is one compiled call. Setting any attribute of this
     object or of its stages (a new target, ground, weight array, ``enabled``...) drops the plan;
     arrays changed in place (``weight[...]``, ``target[...]``, :meth:`place`) need nothing.
@@ -290,7 +294,7 @@ class Procedural:
         else:
             self.world = np.zeros((self.count, len(self.rig), 4, 4))
         self.enabled = True
-        self._plan: tuple | None = None  # the frame as compiled calls (see _build_plan)
+        self._plan: _Plan | None = None  # the frame as compiled calls (see _build_plan)
         self.mixer.controllers.append(self)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -332,11 +336,10 @@ class Procedural:
         whose world matrices this object shares): whether it can, (palettes, their joints, inverse
         binds), and the palette entries under each of ``roots`` as ``idx[start[g]:start[g + 1]]``."""
         mixer = self.mixer
-        pal = getattr(mixer, "_palette_all", None)
-        ok = (self.world is getattr(mixer, "world", None) and isinstance(pal, np.ndarray) and pal.dtype == np.float64
-              and pal.ndim == 4 and pal.shape[2] == 4)
+        pal = mixer.palettes
+        ok = (self.world is getattr(mixer, "world", None) and pal.dtype == np.float64 and pal.shape[2] == 4)
         if ok:
-            pj = mixer._palette_joints
+            pj = mixer.palette_joints
             arrays = (pal, pj, mixer._inverse_bind)
             groups = [np.flatnonzero(self.rig.descendants(int(r))[pj]) for r in roots]
         else:
@@ -364,85 +367,76 @@ class Procedural:
     def after_update(self, dt: float) -> None:
         """Run the stages on the freshly blended pose, then rebuild world matrices and palettes."""
         plan = self._plan
-        # the planned frame: the same dt and the same mixer job (any array the stages read replaced,
-        # a slot or layer added, the clip set changed: a new job) -- the stages' compiled calls only
-        if plan is not None and plan[1] is self.mixer._job_state:
-            if plan[0] == dt:
-                foot, look = plan[2], plan[3]
+        # the planned frame: the same dt and the same mixer frame (any array the stages read replaced,
+        # a slot or layer added, the clip set changed: a new frame) -- the stages' compiled calls only
+        if plan is not None and plan.frame is self.mixer.frame:
+            if plan.dt == dt:
+                foot, look = plan.foot, plan.look
                 if foot is not None:
-                    foot[0](foot[1], 0, foot[2])
-                if look is not None and not look[0](look[1], look[2], look[3], dt, look[4]):
+                    foot.call(foot.job, 0, foot.chunks)
+                if look is not None and not look.call(look.job, look.mode, look.omega, dt, look.keep):
                     raise SkeletalError("look-at target must be finite")
                 return
-            if plan[0] is None:  # not plannable while nothing changes: the general path, no planning
+            if plan.dt is None:  # not plannable while nothing changes: the general path, no planning
                 if self.enabled and self.stages:
                     self.apply(dt)
                 return
         if not (self.enabled and self.stages):
             return
         self.apply(dt)
-        self.__dict__["_plan"] = self._build_plan(dt)  # (not through __setattr__: per frame)
+        self._plan = self._build_plan(dt)  # (the one attribute whose assignment keeps the plan)
 
-    def _build_plan(self, dt: float) -> tuple | None:
-        """After a general frame: the same frame as compiled calls with their arguments, (dt, mixer job,
-        foot call or None, look call or None), when that is all it takes -- a float64 Player / Mixer
-        whose world matrices and palettes the stages keep current themselves, foot placement on a
-        built-in ground, look-at on a few characters (or without a target); otherwise (None, mixer
-        job, None, None, None): not plannable while this job stays (no planning per frame), or None
-        without a job. Setting any attribute of this object or its stages drops the plan (their
-        ``__setattr__``)."""
+    def _build_plan(self, dt: float) -> _Plan | None:
+        """After a general frame: the same frame as compiled calls with their arguments, when that is all
+        it takes -- a float64 Player / Mixer whose world matrices and palettes the stages keep current
+        themselves, foot placement on a built-in ground, look-at on a few characters (or without a
+        target); otherwise a plan without dt: not plannable while this frame stays (no planning per
+        frame), or None without a frame. Setting any attribute of this object or its stages drops the
+        plan (their ``__setattr__``)."""
         mixer = self.mixer
-        state = mixer._job_state
-        if state is None:
+        frame = mixer.frame
+        if frame is None:
             return None
-        never = (None, state, None, None, None)
+        never = _Plan(None, frame)
         if (not self.enabled or self.world is not getattr(mixer, "world", None)
                 or mixer.local_pose.dtype != np.float64):
             return never
         foot = look = None
         for stage in self.stages:
             if type(stage) is FootPlacement and stage._ground_args[0] >= 0 and stage.palettes_current:
-                job, serial, parallel = stage._args
-                # (call, job, chunks): a few characters' serial call, or the per-frame choice
-                foot = (serial, job, 1) if parallel is None else (stage._run_parallel, job, 0)
+                job, serial, parallel = stage.last.calls
+                # a few characters' serial call, or the per-frame choice of threads
+                foot = _FootCall(serial, job, 1) if parallel is None else _FootCall(stage._run_parallel, job, 0)
             elif type(stage) is LookAt and self.count <= SERIAL_BELOW and stage.palettes_current:
                 if stage.target is not None:
                     mode = 1 if stage.smooth_time == 0.0 else 0
                     omega = 2.0 / stage.smooth_time if stage.smooth_time > 0.0 else 0.0
-                    look = (stage._look_call, stage._look_job, mode, float(omega), bool(stage._palettes))
+                    look = _LookCall(stage._look_call, stage._look_job, mode, float(omega), bool(stage._palettes))
             else:
                 return never
         fused = None
         if foot is not None and look is not None and self.count <= SERIAL_BELOW:
-            # the mixer's serial update and both stages in one compiled call (a Player: mixer_frame)
-            fn = _fused_frame()
-            frame = _new_frame_job(state[0], foot[1], look[1])
-            args = (state[1], foot[2], look[2], look[3], look[4])
-            # (dt, mixer job, entry point, FrameJob, its other arguments, the mixer's __dict__ (its
-            # clock), clip set): what Player.update needs, in one tuple unpacked at once
-            fused = (float(dt), state, entry(fn, frame, float(dt), *args), frame, args, mixer.__dict__,
-                     mixer.clipset)
-        return (float(dt), state, foot, look, fused)
+            # the mixer's serial update and both stages in one compiled call (see fused_frame)
+            job = fused_job(frame.job, foot.job, look.job)
+            args = (frame.ik, foot.chunks, look.mode, look.omega, look.keep)
+            fused = _FusedCall(entry(_fused_frame(), job, float(dt), *args), job, args)
+        return _Plan(float(dt), frame, foot, look, fused)
 
-    def mixer_frame(self, state: list, dt: float) -> None:
-        """One frame of a Player whose only controller this is (:meth:`.Player.update`): the mixer's
-        compiled update on its current job ``state`` (the mixer's ``_job_state``; the clock already
-        advanced), its events, then :meth:`after_update` -- fused into one compiled call when the frame
-        is planned (an event then still comes before the stages: the call stops after the update)."""
+    def fused_frame(self, dt: float) -> bool:
+        """A whole frame of the mixer whose only controller this is (:meth:`skeletal.Mixer.update`, the
+        clock advanced) as one compiled call when the frame is planned and fused: the mixer's update,
+        then foot placement and look-at (an event still comes before the stages: the call stops after
+        the update, then :meth:`after_fused`). False, nothing done, otherwise."""
         plan = self._plan
-        if plan is not None and plan[0] == dt and plan[1] is state and plan[4] is not None:
-            fused = plan[4]
-            r = fused[2](fused[3], dt, *fused[4])
-            if r:
-                self.after_fused(r, dt)
-            return
-        r = state[2](state[0], state[1], dt, _ALL)
-        if r >= K.NEEDS_BLEND:  # the single-action kernel met a blend (see Mixer._blend_from_now_on)
-            r = self.mixer._blend_from_now_on(r, _ALL)
+        if plan is None or plan.fused is None or plan.dt != dt:
+            return False
+        if plan.frame is not self.mixer.frame:  # (a clip set grown, an input replaced: a new frame)
+            return False
+        fused = plan.fused
+        r = fused.call(fused.job, dt, *fused.args)
         if r:
-            self.after_fused(1, dt)
-        else:
-            self.after_update(dt)
+            self.after_fused(r, dt)
+        return True
 
     def after_fused(self, r: int, dt: float) -> None:
         """The rest of a frame whose fused call returned ``r`` (not 0): 1, an event may have happened
@@ -458,7 +452,7 @@ class Procedural:
         mixer = self.mixer
         parents = self.rig.parents
         native = mixer.local_pose
-        dtype = native.dtype  # ``is`` first: the common case without numpy's dtype comparison (~0.1 us)
+        dtype = native.dtype  # ``is`` first: the common case without numpy's dtype comparison
         pose = native if (dtype is _FLOAT64 or dtype == np.float64) else native.astype(np.float64)
         world = self.world
         # whether ``world`` matches ``pose``: the mixer's own world matrices (aliased) are current
@@ -490,9 +484,9 @@ class Procedural:
             return
         if mixer.world is not self.world:
             mixer.world[...] = self.world
-        if len(mixer._palette_joints):
+        if len(mixer.palette_joints):
             kernel = palette_batch if self.count > SERIAL_BELOW else serial_variant(palette_batch)
-            kernel(mixer.world, mixer._palette_joints, mixer._inverse_bind, mixer._palette_all)
+            kernel(mixer.world, mixer.palette_joints, mixer._inverse_bind, mixer.palettes)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -500,11 +494,15 @@ class Procedural:
 
 
 @njit(cache=True)
-def _contact_one(b, fs, slot_clip, slot_additive, tables, frames, fps, durations, looping, out):
-    """Contact weight per leg of instance ``b``: the actions' contact curves at their clip times,
-    averaged with their effective weights (1 = planted when no action plays). tables (C, F, L).
-    Each action's frame pair is found once for all legs; out[b, l] accumulates over the actions in
-    slot order (the same sums as leg by leg)."""
+def _contact_one(b, job):
+    """Contact weight per leg of instance ``b`` of a :class:`~skeletal.playback.jobs.FootJob`, into its
+    ``contact`` (B, L): the actions' contact curves (``tables`` (C, F, L)) at their clip times, averaged
+    with their effective weights (1 = planted when no action plays). Each action's frame pair is found
+    once for all legs; out[b, l] accumulates over the actions in slot order (the same sums as leg by
+    leg)."""
+    fs, slot_clip, slot_additive = field(job, "fs"), field(job, "slot_clip"), field(job, "slot_additive")
+    tables, frames, fps = field(job, "tables"), field(job, "frames"), field(job, "fps")
+    durations, looping, out = field(job, "durations"), field(job, "looping"), field(job, "contact")
     n_legs = out.shape[1]
     for l in range(n_legs):
         out[b, l] = 0.0
@@ -552,7 +550,7 @@ def foot_kernel(job, phase, chunks):
     characters run its serial twin (:func:`skeletal._compile.serial_variant`: the same body,
     ``prange`` as ``range``). The per-instance work is written out here, not called per instance or
     per range: a call of a numba function takes a reference on every array it is given (two atomic
-    operations each, some 40 arrays, ~0.5 us; contended between threads on the shared arrays).
+    operations each, some 40 arrays, contended between threads on the shared arrays).
 
     ``phase``: 0 all of it (a built-in ground, queried by :func:`.ground.ground_at`); 1 only up to the
     foot targets' world (x, z) in ``targets`` (a Python ground is then queried there into
@@ -581,9 +579,7 @@ def foot_kernel(job, phase, chunks):
     pose, world, parents = field(job, "pose"), field(job, "world"), field(job, "parents")
     placement, legs, pelvis = field(job, "placement"), field(job, "legs"), field(job, "pelvis")
     pelvis_nodes, leg_nodes, leg_start = field(job, "pelvis_nodes"), field(job, "leg_nodes"), field(job, "leg_start")
-    fs, slot_clip, slot_additive = field(job, "fs"), field(job, "slot_clip"), field(job, "slot_additive")
-    tables, frames, fps = field(job, "tables"), field(job, "frames"), field(job, "fps")
-    durations, looping, g_kind = field(job, "durations"), field(job, "looping"), field(job, "g_kind")
+    g_kind = field(job, "g_kind")
     g_params, g_grid, heights = field(job, "g_params"), field(job, "g_grid"), field(job, "heights")
     queried = field(job, "queried")
     normals, contact, ankle = field(job, "normals"), field(job, "contact"), field(job, "ankle")
@@ -609,7 +605,7 @@ def foot_kernel(job, phase, chunks):
             world_b = world[b]
             pal_b = pal[b]
             if phase != 2:
-                _contact_one(b, fs, slot_clip, slot_additive, tables, frames, fps, durations, looping, contact)
+                _contact_one(b, job)
                 if scalars[6] == 0.0:  # the world rows are not current yet
                     _all_rows(parents, pose_b, world_b)
                 for l in range(n_legs):
@@ -773,13 +769,13 @@ def foot_kernel(job, phase, chunks):
 def _foot_chunks(count: int, threads: int) -> int:
     """How many instance ranges :func:`foot_kernel` hands out for ``count`` characters on ``threads`` of
     numba's pool: four per thread, at most one per instance; one (its serial twin, in the calling
-    thread) for a few characters or one thread (a parallel region on one thread costs ~15 us a call).
+    thread) for a few characters or one thread (a parallel region on one thread costs more than the work).
     With more threads the stage runs in parallel even for a hundred characters, on as many threads as
     the playback update before it (:meth:`FootPlacement._run_parallel`): that update ran each
     character on the thread that OpenMP's static split gives it, and so does this split (equal ranges
     in order), so a character's pose, world rows and palettes are still in that core's cache; run on
-    another thread, they are pulled from the other core and the next update pulls them back (Mixer of
-    100, 2 threads, load 0.7: 3.4 us a character instead of 1.6, wall). An argument, not computed in
+    another thread, they are pulled from the other core and the next update pulls them back (twice the
+    time: docs/guides/performance.md). An argument, not computed in
     the kernel: ``numba.get_num_threads()`` inside it would keep its serial twin out of the cache.
 
     >>> _foot_chunks(100, 2), _foot_chunks(100, 1), _foot_chunks(3, 2)
@@ -816,7 +812,11 @@ class FootPlacement:
 
     builds_world = True  # computes the world matrices it needs from the pose itself
     keeps_world = True  # and leaves them matching the pose it writes
-    palettes_current = False  # whether the last apply kept the mixer's palettes current too
+
+    @property
+    def palettes_current(self) -> bool:
+        """Whether the last apply kept the mixer's palettes current too."""
+        return self.last.palettes_current
 
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
@@ -826,6 +826,7 @@ class FootPlacement:
                  reach: float = 0.97, soft: float = 0.0, max_tilt: float = 35.0, weight=1.0, plant: bool = True,
                  contact_options: dict | None = None):
         self.proc = proc
+        self.last = _LastFrame()
         rig = proc.rig
         self.ground = ground
         self.plant = bool(plant)
@@ -959,11 +960,11 @@ class FootPlacement:
         keep = bool(fresh and self._palettes and kind >= 0)  # palettes kept current here
         values = (self.floor, self.reach, self.omega, dt, self.soft, self.max_tilt, 1.0 if fresh else 0.0,
                   1.0 if keep else 0.0)
-        if values != self._scalar_values:  # written when one changed (eight numpy stores cost ~0.5 us)
+        if values != self._scalar_values:  # written when one changed (eight numpy stores are not free)
             self._scalars[:] = values
             self._scalar_values = values
         sc = self._scalars
-        self.__dict__["palettes_current"] = keep  # per frame: not through __setattr__
+        self.last.palettes_current = keep
         # the kernel's job changes rarely: rebuilt only when one of the objects it comes from did
         c = self._args_from
         if (c is None or c[0] is not packed or c[1] is not pose or c[2] is not world or c[3] is not mixer.fs
@@ -989,10 +990,10 @@ class FootPlacement:
                 serial, parallel = None, entry(foot_kernel, job, 0, 2)
             else:
                 serial, parallel = entry(serial_variant(foot_kernel), job, 0, 1), None
-            self._args = (job, serial, parallel)
+            self.last.calls = (job, serial, parallel)
             self._args_from = (packed, pose, world, mixer.fs, self.weight, self._ground_args, self.plant, self.ankle,
                                proc.placement)
-        job, serial, parallel = self._args
+        job, serial, parallel = self.last.calls
         call = serial if parallel is None else self._run_parallel
         if kind >= 0:  # a built-in ground: one compiled call for the whole stage
             call(job, 0, 1)
@@ -1007,7 +1008,7 @@ class FootPlacement:
         """The stage on more than a few characters: on the threads the playback update just used (numba's
         count, capped as the update caps it while other processes keep the CPUs busy), in
         :func:`_foot_chunks` ranges; on one thread, the serial twin (no parallel region)."""
-        _, serial, parallel = self._args
+        _, serial, parallel = self.last.calls
         with capped_threads():
             threads = thread_count()
             if threads > 1:
@@ -1015,7 +1016,7 @@ class FootPlacement:
                 return
         if serial is None:
             serial = entry(serial_variant(foot_kernel), job, 0, 1)
-            self.__dict__["_args"] = (job, serial, parallel)  # (not through __setattr__: the plan stays)
+            self.last.calls = (job, serial, parallel)
         serial(job, phase, 1)
 
 
@@ -1064,7 +1065,11 @@ class LookAt:
 
     builds_world = False
     keeps_world = True  # the aim stage rebuilds the rows it moves
-    palettes_current = False  # whether the last apply kept the mixer's palettes current too
+
+    @property
+    def palettes_current(self) -> bool:
+        """Whether the last apply kept the mixer's palettes current too."""
+        return self.last.palettes_current
 
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
@@ -1073,6 +1078,7 @@ class LookAt:
     def __init__(self, proc: Procedural, target=None, *, joints=None, forward=None, up=None, smooth_time: float = 0.25,
                  limits=None, shares=None, weight=1.0):
         self.proc = proc
+        self.last = _LastFrame()
         rig = proc.rig
         chain = find_head_chain(rig) if joints is None else [self._index(rig, j) for j in joints]
         self.joints = chain
@@ -1097,7 +1103,6 @@ class LookAt:
         self.target = None if target is None else np.broadcast_to(np.asarray(target, np.float64), (b, 3)).copy()
         self.smoothed = np.zeros((b, 3))
         self.velocity = np.zeros((b, 3))
-        self._started = False
         self._palettes, self._pal, self._pal_idx, _ = proc._palette_groups([chain[0]])
         self._look_arrays: tuple | None = None  # the serial call's job, what it was built from, entry point
         self._look_job: Any = None
@@ -1116,12 +1121,12 @@ class LookAt:
         self.target = np.broadcast_to(np.asarray(target, np.float64), (self.proc.count, 3)).copy()
 
     def apply(self, pose: np.ndarray, world: np.ndarray, dt: float) -> None:
-        state = self.__dict__  # per-frame flags set here, not through __setattr__ (~0.3 us each)
-        state["palettes_current"] = True  # nothing moved yet
+        last = self.last  # (what this frame leaves: assigning its fields keeps the plan)
+        last.palettes_current = True  # nothing moved yet
         if self.target is None:
             return
         if self.proc.count <= SERIAL_BELOW:  # one compiled call: spring, model-space target, aim chain
-            jump = not self._started or self.smooth_time == 0.0
+            jump = not last.started or self.smooth_time == 0.0
             omega = 2.0 / self.smooth_time if self.smooth_time > 0.0 else 0.0
             # the arrays change rarely: the compiled entry point and its array arguments are kept while
             # they are the same objects (no per-frame type resolution of 23 arguments by the dispatcher)
@@ -1131,26 +1136,27 @@ class LookAt:
                     or arrays[5] is not self.velocity or arrays[6] is not self.weight):
                 t = self.table
                 arrays = (pose, world, self.proc.placement, self.target, self.smoothed, self.velocity, self.weight)
-                values = dict(zip(LOOK_FIELDS, (pose, world, t.parents, t.stage_i, t.stage_f, t.joints, t.jp,
-                                                self.inputs, t.update, self._scratch[0], self.proc.placement,
-                                                self.target, self.smoothed, self.velocity, self.weight, *self._pal,
-                                                self._pal_idx)))
-                job = _new_look_job(*_check("LookJob", LOOK_FIELDS, values))
+                pal, pal_joints, inv_bind = self._pal
+                job = look_job(pose=pose, world=world, parents=t.parents, stage_i=t.stage_i, stage_f=t.stage_f,
+                               joints=t.joints, jp=t.jp, inputs=self.inputs, update=t.update, scratch=self._scratch[0],
+                               placement=self.proc.placement, target=self.target, smoothed=self.smoothed,
+                               velocity=self.velocity, weight=self.weight, pal=pal, pal_joints=pal_joints,
+                               inv_bind=inv_bind, pal_idx=self._pal_idx)
                 self._look_arrays = arrays
                 self._look_job = job
-                self._look_call = entry(_look_job_serial, job, 0, 0.0, 0.0, bool(self._palettes))
+                self._look_call = entry(look_kernel, job, 0, 0.0, 0.0, bool(self._palettes))
             if not self._look_call(self._look_job, 1 if jump else 0, float(omega), float(dt), bool(self._palettes)):
                 raise SkeletalError("look-at target must be finite")
-            state["_started"] = True
-            state["palettes_current"] = self._palettes
+            last.started = True
+            last.palettes_current = self._palettes
             return
-        state["palettes_current"] = False
+        last.palettes_current = False
         if not np.all(np.isfinite(self.target)):
             raise SkeletalError("look-at target must be finite")
-        if not self._started or self.smooth_time == 0.0:
+        if not last.started or self.smooth_time == 0.0:
             self.smoothed[...] = self.target
             self.velocity[...] = 0.0
-            state["_started"] = True
+            last.started = True
         elif dt > 0:
             critical_spring(self.smoothed, self.velocity, np.ascontiguousarray(self.target), 2.0 / self.smooth_time, dt)
         m = self.proc.placement

@@ -31,6 +31,7 @@ from numba import njit, prange
 from ..errors import SkeletalError
 # the scalar quaternion kernels (skeletal.quat); imported from here by playback.procedural too
 from ..quat import nlerp_identity, qmul, qnormalize, qrotate, quat_from_to, quat_from_world
+from .jobs import field, jiggle_job
 
 
 # ---------------------------------------------------------------------------------------------
@@ -87,9 +88,9 @@ class SmoothedValue:
 
 
 @njit(cache=True)
-def _jiggle_one(b, world, placement, pose, parents, chain_start, joints, stiffness, damping, gravity, max_step, dt,
-                pos, vel, rest_len, initialised, weight):
-    """Simulate and apply every chain of instance ``b``.
+def _jiggle_one(b, job, max_step, dt):
+    """Simulate ``dt`` seconds (in steps of at most ``max_step``) and apply every chain of instance ``b``
+    of a :class:`~skeletal.playback.jobs.JiggleJob`, whose fields are:
 
     world (B, N, >=3, 4) model-space world matrices of the current pose (read); placement (B, 4, 4)
     model -> world; pose (B, N, 10) local pose, rotations of chain joints rewritten; parents (N,);
@@ -99,6 +100,10 @@ def _jiggle_one(b, world, placement, pose, parents, chain_start, joints, stiffne
     pos, vel (B, P, 3) state; rest_len (B, P) bone lengths (measured
     on the animated pose when an instance starts); initialised (B,) bool; weight (B,) 0..1
     (0: animated pose kept, state still simulated)."""
+    world, placement, pose, parents = field(job, "world"), field(job, "placement"), field(job, "pose"), field(job, "parents")
+    chain_start, joints, stiffness = field(job, "chain_start"), field(job, "joints"), field(job, "stiffness")
+    damping, gravity, pos, vel = field(job, "damping"), field(job, "gravity"), field(job, "pos"), field(job, "vel")
+    rest_len, initialised, weight = field(job, "rest_len"), field(job, "initialised"), field(job, "weight")
     n_chains = chain_start.shape[0] - 1
     steps = 1
     if dt > max_step:
@@ -207,21 +212,17 @@ def _jiggle_one(b, world, placement, pose, parents, chain_start, joints, stiffne
 
 
 @njit(cache=True, parallel=True)
-def jiggle_kernel(world, placement, pose, parents, chain_start, joints, stiffness, damping, gravity, max_step, dt,
-                  pos, vel, rest_len, initialised, weight):
-    """:func:`_jiggle_one` for every instance, in parallel."""
-    for b in prange(world.shape[0]):
-        _jiggle_one(b, world, placement, pose, parents, chain_start, joints, stiffness, damping, gravity, max_step,
-                    dt, pos, vel, rest_len, initialised, weight)
+def jiggle_kernel(job, max_step, dt):
+    """:func:`_jiggle_one` for every instance of a :class:`~skeletal.playback.jobs.JiggleJob`, in parallel."""
+    for b in prange(field(job, "pose").shape[0]):
+        _jiggle_one(b, job, max_step, dt)
 
 
 @njit(cache=True)
-def jiggle_kernel_serial(world, placement, pose, parents, chain_start, joints, stiffness, damping, gravity, max_step,
-                         dt, pos, vel, rest_len, initialised, weight):
+def jiggle_kernel_serial(job, max_step, dt):
     """:func:`_jiggle_one` for every instance, serially (small batches: no thread pool)."""
-    for b in range(world.shape[0]):
-        _jiggle_one(b, world, placement, pose, parents, chain_start, joints, stiffness, damping, gravity, max_step,
-                    dt, pos, vel, rest_len, initialised, weight)
+    for b in range(field(job, "pose").shape[0]):
+        _jiggle_one(b, job, max_step, dt)
 
 
 class JiggleChains:
@@ -271,6 +272,7 @@ class JiggleChains:
         self.initialised = np.zeros(self.count, np.bool_)
         self.weight = np.ones(self.count)
         self.placement = np.repeat(np.eye(4)[None], self.count, axis=0)
+        self._job: tuple | None = None  # (the arrays it was built from, the JiggleJob): see apply
 
     @staticmethod
     def _index(rig, joint) -> int:
@@ -289,10 +291,17 @@ class JiggleChains:
     def apply(self, world: np.ndarray, pose: np.ndarray, dt: float) -> None:
         """Simulate ``dt`` seconds and rewrite the chain joints' rotations in ``pose`` (B, N, 10)
         given the current model-space ``world`` (B, N, 3|4, 4)."""
+        arrays = (world, self.placement, pose, self.stiffness, self.damping, self.gravity, self.positions,
+                  self.velocities, self.rest_length, self.initialised, self.weight)
+        built = self._job
+        if built is None or any(a is not b for a, b in zip(built[0], arrays)):  # an array replaced: a new job
+            job = jiggle_job(world=world, placement=self.placement, pose=pose, parents=self.rig.parents,
+                             chain_start=self.chain_start, joints=self.joints, stiffness=self.stiffness,
+                             damping=self.damping, gravity=self.gravity, pos=self.positions, vel=self.velocities,
+                             rest_len=self.rest_length, initialised=self.initialised, weight=self.weight)
+            built = self._job = (arrays, job)
         kernel = jiggle_kernel_serial if self.count <= 4 else jiggle_kernel
-        kernel(world, self.placement, pose, self.rig.parents, self.chain_start, self.joints, self.stiffness,
-                      self.damping, self.gravity, self.max_step, float(dt), self.positions, self.velocities,
-                      self.rest_length, self.initialised, self.weight)
+        kernel(built[1], self.max_step, float(dt))
 
 
 def find_tail_chains(rig) -> list[list[int]]:

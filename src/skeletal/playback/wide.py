@@ -19,9 +19,7 @@ stay in per-thread scratch (in cache) while nobody reads them: each wide group r
 and its instances' sample times (and the rotations IK set). The first read of ``Crowd.local_pose``
 rebuilds them into a lane store (the same sampling, the same floats), after which updates write
 that store and a read transposes it (:func:`lanes_to_pose`), as ozz keeps its local transforms in SoA
-form. Keeping a store from the start cost 10,000 instances 27 MB of memory traffic per frame: 1.50
-against 1.04 us per character on one thread (thread CPU, Soldier Walk, load 0.2-0.9), 5.7 against
-4.4 ms a frame on two threads; 1,000 instances 0.96 against 0.87 us.
+form; a store kept from the start would cost a large crowd its memory traffic every frame.
 
 A group that does not qualify (other actions, fades, layers, a clip with other segment kinds, the
 last partial group) takes the per-instance path of :mod:`skeletal.playback.kernels`, so any mixer
@@ -34,9 +32,8 @@ its palettes (:func:`_ik_group`): a two-bone stage solves all 16 lanes in one lo
 select, so it vectorises; a partial weight's slerp after it, lane by lane), then rebuilds the moved
 subtree's world rows in the lanes; a lane it does not cover (an end rotation, a degenerate leg) and
 every other stage kind (aim, CCD, FABRIK) is solved per instance by the scalar solver on that
-instance's rows, moved out of the lanes and back. Two-bone legs on 1000 characters cost about 0.13 us per character on top of the
-wide update's 0.9-1.0 (1.12-1.16x, was 3.5x per instance). The IK code is compiled only for a crowd
-with stages (``ik`` None prunes it).
+instance's rows, moved out of the lanes and back. The IK code is compiled only for a crowd with
+stages (``ik`` None prunes it). (Measurements: docs/guides/performance.md.)
 
 >>> crowd = skeletal.Crowd(asset, count=1000); crowd.play("Walk")   # doctest: +SKIP
 >>> crowd.update(1 / 60)          # groups of 16 instances go wide   # doctest: +SKIP
@@ -368,8 +365,11 @@ def _into_frame_lane(ww, j, v, lane):
 
 
 @njit(**_LANE)
-def _two_bone_lane(lane, wa, wb, wc, ra, rb, pa, pb, mid, is_soft, use_mid, lw, ww, iw):
-    """One lane of :func:`_two_bone_lanes` (inlined into its loop; ``use_mid`` a constant there)."""
+def _two_bone_lane(lane, rows, mid, is_soft, use_mid, lw, ww, iw):
+    """One lane of :func:`_two_bone_lanes` (inlined into its loop; ``use_mid`` a constant there).
+    ``rows``: the chain's world row offsets ``wa``, ``wb``, ``wc``, local row offsets ``ra``, ``rb``
+    and the parents ``pa``, ``pb`` of its first two joints."""
+    wa, wb, wc, ra, rb, pa, pb = rows
     S = _S
     u3, u4, u5, u6 = _U[3], _U[4], _U[5], _U[6]
     P0, P1 = _position64(ww, wa, lane), _position64(ww, wb, lane)
@@ -473,9 +473,9 @@ def _two_bone_lane(lane, wa, wb, wc, ra, rb, pa, pb, mid, is_soft, use_mid, lw, 
 
 
 @njit(cache=True, error_model="numpy")
-def _two_bone_lanes(a, b, c, pa, pb, soft, mid_axis, nl, lw, ww, iw):
-    """Two-bone IK (:func:`skeletal.ik.two_bone_one`'s arithmetic, float64) of chain ``a``, ``b``, ``c``
-    (parents of a and b: ``pa``, ``pb``) for every lane whose ``iw[T_MODE]`` is 1, one loop over the
+def _two_bone_lanes(chain, soft, mid_axis, nl, lw, ww, iw):
+    """Two-bone IK (:func:`skeletal.ik.two_bone_one`'s arithmetic, float64) of ``chain`` = (a, b, c, parent
+    of a, parent of b) for every lane whose ``iw[T_MODE]`` is 1, one loop over the
     lanes without branches (selects), so that it vectorises. Full-weight lanes get their new local
     rotations of a and b in ``lw``; every lane's rotations (unnormalised, before the weight) go to
     ``iw[T_QA]``, ``iw[T_QB]``, and ``iw[T_BAD]`` = 1 marks the lanes whose case it leaves to the
@@ -483,16 +483,18 @@ def _two_bone_lanes(a, b, c, pa, pb, soft, mid_axis, nl, lw, ww, iw):
     half turns, degenerate frames), whose rows it leaves as they were. ``soft`` > 0: the reach is
     read from ``iw[T_REACH]``; ``mid_axis``: the hinge axis in b's frame (3,), or NaN."""
     S = _S
+    a, b, c, pa, pb = chain
     wa, wb, wc = np.uint64(a * 12) * S, np.uint64(b * 12) * S, np.uint64(c * 12) * S
     ra, rb = np.uint64(a * 10) * S, np.uint64(b * 10) * S
+    rows = (wa, wb, wc, ra, rb, pa, pb)
     has_mid = _finite(mid_axis[0]) & _finite(mid_axis[1]) & _finite(mid_axis[2])
     is_soft = soft > 0.0
     if has_mid:
         for lane in range(nl):
-            _two_bone_lane(lane, wa, wb, wc, ra, rb, pa, pb, mid_axis, is_soft, True, lw, ww, iw)
+            _two_bone_lane(lane, rows, mid_axis, is_soft, True, lw, ww, iw)
     else:
         for lane in range(nl):
-            _two_bone_lane(lane, wa, wb, wc, ra, rb, pa, pb, mid_axis, is_soft, False, lw, ww, iw)
+            _two_bone_lane(lane, rows, mid_axis, is_soft, False, lw, ww, iw)
     # the writes in loops of their own: in the loop above, stores to rows of ``lw`` at a run-time
     # distance from the rows it reads would keep LLVM from vectorising it
     for i in range(4):
@@ -556,7 +558,7 @@ def _ik_group(b0, nl, ik, iks, parents, lw, ww, wp):
             continue  # every lane idle and no rows left to this stage: nothing moves
         if active and kind == KIND_TWO_BONE:
             a, b, c = joints[j0], joints[j0 + 1], joints[j0 + 2]
-            _two_bone_lanes(a, b, c, parents[a], parents[b], soft, _vec_at(stage_f, s, SF_MID_AXIS), nl, lw, ww, iw)
+            _two_bone_lanes((a, b, c, parents[a], parents[b]), soft, _vec_at(stage_f, s, SF_MID_AXIS), nl, lw, ww, iw)
         for lane in range(LANES if active else 0):
             ul = np.uint64(lane)
             mode = iw[_row(T_MODE) + ul]
@@ -597,17 +599,22 @@ def _ik_group(b0, nl, ik, iks, parents, lw, ww, wp):
 
 
 @njit(cache=True)
-def _sample_group(b0, c, nl, job_arrays, packs, lw, kw, uw, tmpv, held, sample_t, ik):
+def _sample_group(b0, c, job, wide, tid, lw, held, ik):
     """The local rows of instances b0 .. b0 + LANES - 1, all playing clip c alone at the sample times
-    ``sample_t[b0:b0 + LANES]`` (float64, seconds), into ``lw`` (N * 10 * LANES):
+    ``wide.sample_t[b0:b0 + LANES]`` (float64, seconds), into ``lw`` (N * 10 * LANES):
     ``[(node * 10 + component) * LANES + lane]``: the clip's base pose (rest + constant tracks), written
-    only when ``held`` (1,) names another clip, then the varying tracks sampled. ``kw`` / ``uw``
-    (timelines per clip, LANES): this thread's key indices and fractions; ``tmpv``: one segment's
-    sampled floats, ``[lane * width + x]``; ``packs``: :func:`key_major`'s arrays. ``ik``: the crowd's
-    IKJob or None: the rotations its stages changed in ``lw`` are reset to the clip's first."""
-    (tracks, clip_table, segments, timeline_keys, times, values, base_pose, fs, cursors, parents, world_nodes,
-     pose, palette_joints, inverse_bind, palettes) = job_arrays
-    packed, seg_table, dest = packs
+    only when ``held`` (1,) names another clip, then the varying tracks sampled. From ``wide`` (a
+    :class:`~skeletal.playback.jobs.WideJob`), thread ``tid``'s key indices and fractions ``keys`` /
+    ``fractions`` (timelines per clip, LANES) and one segment's sampled floats ``samples``
+    (``[lane * width + x]``), and :func:`key_major`'s arrays. ``ik``: the crowd's IKJob or None: the
+    rotations its stages changed in ``lw`` are reset to the clip's first."""
+    tracks, clip_table, segments = field(job, "tracks"), field(job, "clip_table"), field(job, "segments")
+    timeline_keys, times, values = field(job, "timeline_keys"), field(job, "times"), field(job, "values")
+    base_pose, cursors = field(job, "base_pose"), field(job, "cursors")
+    packed, seg_table, dest = field(wide, "packed"), field(wide, "seg_table"), field(wide, "dest")
+    kw, uw, tmpv = field(wide, "keys")[tid], field(wide, "fractions")[tid], field(wide, "samples")[tid]
+    sample_t = field(wide, "sample_t")
+    nl = np.uint64(field(wide, "lanes"))
     one = np.float32(1.0)
     S = _S
     u2, u3, u4 = _U[2], _U[3], _U[4]
@@ -704,28 +711,30 @@ def _sample_group(b0, c, nl, job_arrays, packs, lw, kw, uw, tmpv, held, sample_t
 
 
 @njit(cache=True)
-def _pose_group(b0, c, nl, job_arrays, packs, lw, ww, pw, kw, uw, tmpv, held, sample_t, ik, iks):
+def _pose_group(b0, c, job, wide, tid, lw, held, ik):
     """Pose, world rows and palettes of instances b0 .. b0 + LANES - 1, all playing clip c alone at
-    ``sample_t[b0:b0 + LANES]``: see the module docstring. ``lw`` (N * 10 * LANES): the group's local
-    rows (:func:`_sample_group`; this thread's scratch, or the group's slice of the crowd's lane store
-    once ``local_pose`` has been read: see :func:`update_wide`), ``held`` (1,) the clip whose constant
-    rows ``lw`` holds. This thread's scratch, flat float32 in the lane layout: ``ww`` (N * 12 * LANES)
-    world 3x4 rows ``[(node * 12 + entry) * LANES + lane]``, ``pw`` (J * 12 * LANES) palette rows
-    likewise; ``kw``, ``uw``, ``tmpv``: :func:`_sample_group`'s. ``nl``: LANES as a run-time uint64.
-    ``ik``: the crowd's IKJob, run between the world rows and the palettes by :func:`_ik_group`
-    (``iks``: its scratch), or None (pruned at compile time)."""
-    (tracks, clip_table, segments, timeline_keys, times, values, base_pose, fs, cursors, parents, world_nodes,
-     pose, palette_joints, inverse_bind, palettes) = job_arrays
+    ``wide.sample_t[b0:b0 + LANES]``: see the module docstring. ``lw`` (N * 10 * LANES): the group's
+    local rows (:func:`_sample_group`; this thread's scratch, or the group's slice of the crowd's lane
+    store once ``local_pose`` has been read: see :func:`update_wide`), ``held`` (1,) the clip whose
+    constant rows ``lw`` holds. Thread ``tid``'s scratch of ``wide``, flat float32 in the lane layout:
+    ``world_rows`` (N * 12 * LANES) world 3x4 rows ``[(node * 12 + entry) * LANES + lane]``,
+    ``palette_rows`` (J * 12 * LANES) palette rows likewise. ``ik``: the crowd's IKJob, run between
+    the world rows and the palettes by :func:`_ik_group`, or None (pruned at compile time)."""
+    parents, world_nodes, pose = field(job, "parents"), field(job, "world_nodes"), field(job, "pose")
+    palette_joints, inverse_bind, palettes = field(job, "palette_joints"), field(job, "inverse_bind"), field(job, "palettes")
+    ww, pw = field(wide, "world_rows")[tid], field(wide, "palette_rows")[tid]
+    nl = np.uint64(field(wide, "lanes"))
     S = _S
     u0, u1, u2, u3, u4, u5, u6, u7, u8, u9, u10, u11, u12 = _U
-    _sample_group(b0, c, nl, job_arrays, packs, lw, kw, uw, tmpv, held, sample_t, ik)
+    _sample_group(b0, c, job, wide, tid, lw, held, ik)
     # world 3x4 rows of the nodes needed, parent first, all lanes at once (the parent's rows read
     # from a copy: a second array that LLVM checks against the written rows at run time)
     wp = np.empty(12 * LANES, np.float32)
     for i in world_nodes:
         _world_row(i, parents[i], lw, ww, wp, nl)
     if ik is not None:  # IK stages (pruned at compile time for a crowd without them)
-        _ik_group(b0, nl, ik, iks, parents, lw, ww, wp)
+        _ik_group(b0, nl, ik, (field(wide, "ik_scratch")[tid], pose, field(job, "scratch_world")[tid], tid), parents,
+                  lw, ww, wp)
     # palettes: world[joint] @ inverse_bind[j] (one matrix for every lane) into one joint's 12 lane
     # rows, then written out to each instance's palette at once, while those rows are in L1, in
     # 4x4 blocks (:func:`transpose4_to`: vector moves where a plain loop moves single floats)
@@ -763,60 +772,61 @@ def _pose_group(b0, c, nl, job_arrays, packs, lw, ww, pw, kw, uw, tmpv, held, sa
                 transpose4_to(pw, ur * S + ul, S, pal_flat, at, at + entries, at + u2 * entries, at + u3 * entries)
 
 
+@njit(cache=True)
+def _put(a, i, v):
+    """``a[i] = v``, a call in the parallel loop of :func:`update_wide`: written there directly at the loop's
+    index, an array read from the wide job did not keep the value (numba 0.68 parfors)."""
+    a[i] = v
+
+
 @njit(cache=True, parallel=True)
-def update_wide(job, ik, dt, lanes, mode, wide_clip, packed, seg_table, dest, lw, lt, ww, pw, kw, uw, tv, held,
-                held_t, done, sample_t, group_clip, ik_rows, iw):
+def update_wide(job, ik, wide, dt, mode):
     """The crowd's update (clocks, blending, world rows, palettes) over groups of ``LANES``
     instances in parallel: a group whose instances all play one full-weight action of the same
-    wide-able clip (``wide_clip`` (C,) from :func:`wide_clips`) is posed by :func:`_pose_group`,
-    any other group instance by instance as :func:`skeletal.playback.kernels.update` does.
-    ``ik``: the crowd's :class:`~skeletal.playback.jobs.IKJob`, run between world rows and palettes
-    (in the lanes by :func:`_ik_group` for a wide group; ``iw`` (threads, T_ROWS * LANES) float64 its
-    scratch), or None (the IK code is then pruned at compile time: a crowd without IK compiles none).
-    Needs a job with one layer and no kept world matrices (the Crowd checks). ``lanes``:
-    LANES, given at run time (see ``_S``); ``packed``, ``seg_table``, ``dest``: :func:`key_major`'s;
-    ``ww``, ``pw``, ``kw``, ``uw``, ``tv``: per-thread scratch (threads, ...) of :func:`_pose_group`'s
-    shapes. Returns how many instances reported an event.
+    wide-able clip (``wide.wide_clip`` (C,) from :func:`wide_clips`) is posed by :func:`_pose_group`,
+    any other group instance by instance as :func:`skeletal.playback.kernels.update` does, on the
+    crowd's :class:`~skeletal.playback.jobs.PlaybackJob` ``job`` and the lane layout's arrays of its
+    :class:`~skeletal.playback.jobs.WideJob` ``wide``. ``ik``: the crowd's
+    :class:`~skeletal.playback.jobs.IKJob`, run between world rows and palettes (in the lanes by
+    :func:`_ik_group` for a wide group), or None (the IK code is then pruned at compile time: a crowd
+    without IK compiles none). Needs a job with one layer and no kept world matrices (the Crowd
+    checks). Returns how many instances reported an event.
 
-    Where a wide group's local rows live: ``lw`` (full groups, N * 10 * LANES) float32, the crowd's
-    lane store (``held`` (full groups, 1) int64, starting at -1: the clip whose constant rows each
-    slice holds), or, while ``lw`` has no rows (the default, until ``Crowd.local_pose`` is first read),
-    this thread's scratch ``lt`` (threads, N * 10 * LANES) (``held_t`` (threads, 1)), which stays in
-    cache: a 10,000-instance store is 27 MB read and partly rewritten every frame. Either way
-    ``done`` (full groups,) uint8 is set to 1 for a group posed wide (its ``pose`` rows are then
-    stale) and 0 for one posed instance by instance (``pose`` written); ``group_clip`` (full groups,)
-    int64 and ``sample_t`` (B,) float64 record each wide group's clip and its instances' sample times,
-    and, with scratch rows and IK, ``ik_rows`` (full groups, len(ik.joints) * 4 * LANES) float32 the
-    rotations the IK stages left, so that ``mode`` 1 rebuilds the wide groups' local rows of
-    the last update into ``lw`` (nothing else runs, nothing advances: see :func:`lanes_to_pose`).
+    Where a wide group's local rows live: ``wide.store`` (full groups, N * 10 * LANES) float32, the
+    crowd's lane store (``held`` (full groups, 1) int64, starting at -1: the clip whose constant rows
+    each slice holds), or, while the store has no rows (the default, until ``Crowd.local_pose`` is
+    first read), this thread's scratch ``rows`` (threads, N * 10 * LANES) (``held_rows`` (threads, 1)),
+    which stays in cache: a 10,000-instance store is 27 MB read and partly rewritten every frame.
+    Either way ``done`` (full groups,) uint8 is set to 1 for a group posed wide (its ``pose`` rows are
+    then stale) and 0 for one posed instance by instance (``pose`` written); ``group_clip`` (full
+    groups,) int64 and ``sample_t`` (B,) float64 record each wide group's clip and its instances'
+    sample times, and, with scratch rows and IK, ``ik_rows`` (full groups, len(ik.joints) * 4 *
+    LANES) float32 the rotations the IK stages left, so that ``mode`` 1 rebuilds the wide groups'
+    local rows of the last update into the store (nothing else runs, nothing advances: see
+    :func:`lanes_to_pose`).
 
     ``mode``: 0 an update (advance by ``dt``, then pose), 1 that rebuild of the rows, 2 pose without
     advancing (``Crowd.evaluate``: the clocks as they are; ``dt`` unused, no events)."""
     clip_duration, marker_time, ist = field(job, "clip_duration"), field(job, "marker_time"), field(job, "ist")
-    tracks, clip_table, segments = field(job, "tracks"), field(job, "clip_table"), field(job, "segments")
-    timeline_keys, times, values = field(job, "timeline_keys"), field(job, "times"), field(job, "values")
-    base_pose, fs, cursors, parents = field(job, "base_pose"), field(job, "fs"), field(job, "cursors"), field(job, "parents")
+    clip_table, fs, parents = field(job, "clip_table"), field(job, "fs"), field(job, "parents")
     slot_clip, slot_layer = field(job, "slot_clip"), field(job, "slot_layer")
     layer_weight, snap_weight, base_unmasked = field(job, "layer_weight"), field(job, "snap_weight"), field(job, "base_unmasked")
     pose, morph, world_nodes, scratch_world = field(job, "pose"), field(job, "morph"), field(job, "world_nodes"), field(job, "scratch_world")
     palette_joints, inverse_bind, palettes = field(job, "palette_joints"), field(job, "inverse_bind"), field(job, "palettes")
+    lw, lt, held, held_t = wide.store, wide.rows, wide.held, wide.held_rows
+    done, sample_t, group_clip, ik_rows = wide.done, wide.sample_t, wide.group_clip, wide.ik_rows
+    wide_clip = wide.wide_clip
     if ik is not None:
         stage_i, stage_f, joints, jp = ik.stage_i, ik.stage_f, ik.joints, ik.jp
         inputs, ik_update, ik_scratch, ik_pos = ik.inputs, ik.update, ik.scratch, ik.pos
-    arrays = (tracks, clip_table, segments, timeline_keys, times, values, base_pose, fs, cursors, parents, world_nodes,
-              pose, palette_joints, inverse_bind, palettes)
-    packs = (packed, seg_table, dest)
     n = pose.shape[0]
-    nl = np.uint64(lanes)
     groups = (n + LANES - 1) // LANES
     keep = lw.shape[0] > 0
     events = 0
     if mode == 1:  # the last update's local rows of the wide groups, into the lane store
         for g in prange(done.shape[0]):
             if done[g]:
-                tid = numba.get_thread_id()
-                _sample_group(g * LANES, group_clip[g], nl, arrays, packs, lw[g], kw[tid], uw[tid], tv[tid], held[g],
-                              sample_t, ik)
+                _sample_group(g * LANES, group_clip[g], job, wide, numba.get_thread_id(), lw[g], held[g], ik)
                 if ik is not None:
                     _ik_rows(ik.joints, ik_rows[g], lw[g], False)
         return 0
@@ -842,21 +852,16 @@ def update_wide(job, ik, dt, lanes, mode, wide_clip, packed, seg_table, dest, lw
             c = slot_clip[s]
             for b in range(b0, b1):
                 sample_t[b] = fs[b, s, F_SAMPLE]
-            group_clip[g] = c
+            _put(group_clip, g, c)
             rows = lw[g] if keep else lt[tid]
             rows_held = held[g] if keep else held_t[tid]
-            if ik is not None:
-                _pose_group(b0, c, nl, arrays, packs, rows, ww[tid], pw[tid], kw[tid], uw[tid], tv[tid], rows_held,
-                            sample_t, ik, (iw[tid], pose, scratch_world[tid], tid))
-                if not keep:
-                    _ik_rows(ik.joints, ik_rows[g], rows, True)
-            else:
-                _pose_group(b0, c, nl, arrays, packs, rows, ww[tid], pw[tid], kw[tid], uw[tid], tv[tid], rows_held,
-                            sample_t, None, None)
-            done[g] = 1
+            _pose_group(b0, c, job, wide, tid, rows, rows_held, ik)
+            if ik is not None and not keep:
+                _ik_rows(ik.joints, ik_rows[g], rows, True)
+            _put(done, g, 1)
             continue
         if b1 - b0 == LANES:
-            done[g] = 0
+            _put(done, g, 0)
         for b in range(b0, b1):
             _evaluate_instance(b, tid, job, layer_weight, pose, morph)
             w = scratch_world[tid]

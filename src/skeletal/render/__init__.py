@@ -13,6 +13,9 @@ Modules, one job each::
     overlays.py   skeleton lines and per-vertex weight heat of one joint
     feedback.py   GPU skinning captured by transform feedback (parity tests, debugging)
     renderer.py   Renderer: upload palettes and draw one frame into a numpy image
+    gpu_pose.py   GpuCrowd: crowd posing in compute shaders, palettes left on the GPU for the renderer
+    anim_texture.py        baked animation textures: clips as palettes per frame, files, error
+    anim_texture_draw.py   TextureCrowdRenderer: a crowd drawn from such a texture (a time uniform per frame)
     output.py     render_clip(): frames -> .png / numbered .png / .gif / .mp4
     command.py    the ``skeletal render`` click command
 
@@ -22,7 +25,8 @@ import it at their top. Errors are :class:`RenderError` (a :class:`skeletal.Skel
 
 from .errors import RenderError
 
-__all__ = ["RenderError", "Renderer", "render_clip", "create_context"]
+__all__ = ["RenderError", "Renderer", "render_clip", "create_context", "GpuCrowd", "TextureCrowdRenderer",
+           "bake_texture"]
 
 
 def __getattr__(name: str):
@@ -35,6 +39,18 @@ def __getattr__(name: str):
         from .output import render_clip
 
         return render_clip
+    if name == "GpuCrowd":
+        from .gpu_pose import GpuCrowd
+
+        return GpuCrowd
+    if name == "TextureCrowdRenderer":
+        from .anim_texture_draw import TextureCrowdRenderer
+
+        return TextureCrowdRenderer
+    if name == "bake_texture":
+        from .anim_texture import bake_texture
+
+        return bake_texture
     if name == "create_context":
         from .context import create_context
 

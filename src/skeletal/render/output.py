@@ -134,21 +134,74 @@ def gif_delays(count: int, fps: float) -> list[int]:
 
 
 class _GifWriter:
-    """Frames collected, then written by Pillow: looping forever, each frame ending at the hundredth
-    of a second nearest its time (see :func:`gif_delays`)."""
+    """Frames streamed into the file as they come, so memory does not grow with the length: each frame
+    is compared with the one before, only the rectangle that changed is written (quantised to its own
+    256-colour palette by Pillow), and equal frames become one longer delay. The GIF loops forever;
+    every frame ends at the hundredth of a second nearest its time (see :func:`gif_delays`)."""
 
     def __init__(self, path, fps, sequence):
-        self.path, self.fps, self.frames = path, fps, []
+        self.path, self.fps = path, fps
+        self._file = open(path, "wb")  # closed in close()
+        self._count = 0  # frames received
+        self._previous: np.ndarray | None = None  # the last frame received (what a viewer shows)
+        self._pending: tuple[np.ndarray, tuple[int, int], int] | None = None  # (pixels, offset, first frame)
 
     def append(self, image):
-        self.frames.append(image)
+        image = np.ascontiguousarray(image[:, :, :3])
+        previous = self._previous
+        if previous is None:
+            self._pending = (image, (0, 0), 0)
+        else:
+            changed = np.any(image != previous, axis=2)
+            rows, cols = np.flatnonzero(changed.any(axis=1)), np.flatnonzero(changed.any(axis=0))
+            if rows.size:  # a frame that equals the one before only lengthens its delay
+                self._flush(self._count)
+                y0, y1, x0, x1 = rows[0], rows[-1] + 1, cols[0], cols[-1] + 1
+                self._pending = (image[y0:y1, x0:x1].copy(), (int(x0), int(y0)), self._count)
+        self._previous = image
+        self._count += 1
+
+    def _flush(self, end: int) -> None:
+        """Write the pending rectangle, shown from its first frame until frame ``end``."""
+        if self._pending is None:
+            return
+        from PIL import GifImagePlugin
+        from PIL import Image as PILImage
+
+        pixels, offset, first = self._pending
+        self._pending = None
+        delay = round(end * 100.0 / self.fps) - round(first * 100.0 / self.fps)
+        frame = PILImage.fromarray(pixels).convert("P", palette=PILImage.Palette.ADAPTIVE)
+        if first == 0:
+            header, _used = GifImagePlugin.getheader(frame, None, {"loop": 0, "duration": 10 * delay})
+            self._file.write(b"".join(header))
+            params = {}
+        else:
+            params = {"include_color_table": True}
+        while True:  # a GIF delay holds at most 65535 hundredths: a longer still repeats one pixel
+            step = min(delay, 65535)
+            self._file.write(b"".join(GifImagePlugin.getdata(frame, offset, duration=10 * step, **params)))
+            delay -= step
+            if delay <= 0:
+                break
+            frame = PILImage.fromarray(np.ascontiguousarray(pixels[:1, :1])).convert("P", palette=PILImage.Palette.ADAPTIVE)
+            params = {"include_color_table": True}
 
     def close(self):
-        import imageio.v3 as iio
-
-        delays_ms = [10 * cs for cs in gif_delays(len(self.frames), self.fps)]
-        iio.imwrite(self.path, np.stack(self.frames), plugin="pillow", duration=delays_ms, loop=0)
+        try:
+            self._flush(self._count)
+            self._file.write(b";")  # the GIF trailer
+        finally:
+            self._file.close()
         return [self.path]
+
+    def abort(self):
+        """Stop writing and remove the unfinished file (the render failed or was interrupted)."""
+        self._file.close()
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
 
 
 class _Mp4Writer:
@@ -195,8 +248,11 @@ def frame_times(clip, fps: float, seconds: float | None, single: bool, start: fl
     the clip's duration, end excluded so that a looping GIF does not repeat its first frame) at ``fps``."""
     if single:
         return np.array([start])
+    from ..io.budget import frame_count
+
     duration = clip.duration if seconds is None else float(seconds)
-    count = max(1, int(round(duration * fps)))
+    what = f"clip {clip.name!r}" if seconds is None else "--seconds"
+    count = frame_count(duration, fps, what=what, inclusive=False)  # refuses 3e38 s or 1e300 fps at once
     return start + np.arange(count) / fps
 
 
@@ -206,7 +262,8 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
                 frames: bool = False, verbose: bool = False, palette_mode: str = "auto", start: float = 0.0,
                 progress: bool = True, log: Callable[[str], None] | None = None,
                 crossfade: str | None = None, skinning: str = "lbs", ground: str | None = None,
-                look_at: str | None = None, jiggle: bool = False) -> RenderResult:
+                look_at: str | None = None, jiggle: bool = False, force: bool = False,
+                gpu_pose: bool = False) -> RenderResult:
     """Render ``clip`` of a model (path, :class:`skeletal.Asset`, or None for the demo) to ``out_path``.
 
     The format follows the suffix: ``.png`` (the frame at ``start``; with ``frames=True`` every
@@ -219,17 +276,30 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
     Without a model and a clip the built-in character walks for 3 seconds. ``ground`` (a spec such
     as ``"terrain:amplitude=0.2"``), ``look_at`` (``"x,y,z"``) and ``jiggle`` add procedural stages
     (see :mod:`skeletal.render.terrain`): feet placed on that ground, drawn under the character.
+
+    Frames are counted before anything is drawn (:func:`skeletal.io.budget.check_output`): more than
+    108,000 (an hour at 30 fps) are refused unless ``force``. Frames go to the writer one at a time
+    (GIF and MP4 alike), so memory does not grow with the length.
+    ``gpu_pose``: the crowd is posed by compute shaders (:class:`~skeletal.render.gpu_pose.GpuCrowd`,
+    OpenGL 4.3) and drawn from the GPU's palette buffer; the CPU only advances a clock uniform.
     """
+    from ..properties import sample_properties
     from .layout import crowd_phases, grid_offsets, pose_at, rest_clip
     from .renderer import Renderer
 
     say = log or (lambda text: print(text, file=sys.stderr))
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    if not fps > 0:
-        raise RenderError(f"fps must be positive, got {fps}")
-    if seconds is not None and not seconds > 0:
-        raise RenderError(f"seconds must be positive, got {seconds}")
+    from ..io.budget import SamplingError, check_fps, check_output, frame_count
+
+    try:
+        fps = check_fps(fps)
+    except SamplingError as exc:
+        raise RenderError(str(exc)) from None
+    if seconds is not None and not (math.isfinite(seconds) and seconds > 0):
+        raise RenderError(f"seconds must be positive and finite, got {seconds}")
+    if not math.isfinite(start):
+        raise RenderError(f"the start time must be finite, got {start}")
     crowd_n = int(crowd_n)
     if crowd_n < 1:
         raise RenderError(f"crowd size must be at least 1, got {crowd_n}")
@@ -268,8 +338,24 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
         fps = fps / step
     timings["load"] = time.perf_counter() - t0
 
-    times = frame_times(the_clip, fps, seconds, single=(ext == ".png" and not frames), start=start)
+    single = ext == ".png" and not frames
+    try:  # counted and sized before any array of times is made
+        if not single:
+            count = frame_count(the_clip.duration if seconds is None else seconds, fps, inclusive=False,
+                                what=f"clip {the_clip.name!r}" if seconds is None else "--seconds")
+            check_output(os.path.basename(out_path), count, 3 * width * height, force=force,
+                         hint="fewer frames (--seconds, --fps)", streamed=True)
+        times = frame_times(the_clip, fps, seconds, single=single, start=start)
+    except SamplingError as exc:
+        raise RenderError(f"{asset.name}: {exc}") from None
     procedural = ground is not None or look_at is not None or jiggle
+    if gpu_pose and (procedural or fade is not None or skeleton or skinning != "lbs"):
+        from .gpu_pose import UNSUPPORTED
+
+        raise RenderError(f"--gpu-pose draws a crowd playing one clip with LBS skinning (no --crossfade, --ground, "
+                          f"--look-at, --jiggle, --skeleton or --skinning dqs). {UNSUPPORTED}")
+    if gpu_pose and palette_mode not in ("auto", "ssbo"):
+        raise RenderError(f"--gpu-pose draws from the GPU crowd's storage buffer: --palette ssbo (or auto), not {palette_mode}")
     if procedural:
         from ..errors import SkeletalError
         from ..playback.ground import as_ground
@@ -284,8 +370,8 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
         renderer = TerrainRenderer(asset, width, height, ground=surface, palette_mode=palette_mode, instances=crowd_n,
                                    camera=camera, skinning=skinning)
     else:
-        renderer = Renderer(asset, width, height, palette_mode=palette_mode, instances=crowd_n, camera=camera,
-                            skinning=skinning)
+        renderer = Renderer(asset, width, height, palette_mode=palette_mode, instances=1 if gpu_pose else crowd_n,
+                            camera=camera, skinning=skinning)
     try:
         renderer.frame(the_clip)
         lo, hi = renderer.bounds
@@ -316,13 +402,32 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
             from .camera import motion_node
 
             followed = motion_node(asset)
+        gpu_crowd = None
+        if gpu_pose:
+            from .gpu_pose import GpuCrowd
+
+            gpu_crowd = GpuCrowd(asset, crowd_n, ctx=renderer.ctx)
+            if asset.clips:
+                gpu_crowd.play(the_clip, offsets=phases + float(times[0]))
+            if verbose:
+                say(f"skeletal render: {gpu_crowd.describe()}")
         if procedural:
             from .terrain import ProceduralPoser
 
             poser = ProceduralPoser(asset, the_clip, phases, float(times[0]), ground=surface, look_at=target,
                                     jiggle=jiggle, offsets=offsets, fade=fade)
         try:
+            previous = float(times[0])
             for t in times:
+                if gpu_crowd is not None:  # one dispatch: clocks, poses, palettes on the GPU
+                    gpu_crowd.update(float(t) - previous)
+                    previous = float(t)
+                    t1 = time.perf_counter()
+                    image = renderer.draw(gpu_crowd, offsets, weights_joint=weights_joint)
+                    draw_time += time.perf_counter() - t1
+                    writer.append(image)
+                    bar.update(1)
+                    continue
                 if poser is not None:
                     world, morph, placed = poser(float(t))
                     if surface is not None:
@@ -339,6 +444,8 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
                     world, morph = pose(float(t))
                 else:
                     world, morph = pose_at(asset, the_clip, t + phases, loop="repeat")
+                    if len(asset.properties):  # KHR_animation_pointer: materials, visibility (first instance's)
+                        renderer.properties = sample_properties(the_clip, asset.properties, t + phases[:1], loop="repeat")[0]
                 if followed is not None:
                     renderer.follow(np.asarray(world)[0, followed, :3, 3])
                 t1 = time.perf_counter()
@@ -346,8 +453,15 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
                 draw_time += time.perf_counter() - t1
                 writer.append(image)
                 bar.update(1)
+        except BaseException:
+            abort = getattr(writer, "abort", None)
+            if abort is not None:  # a streamed file cut short is not left behind
+                abort()
+            raise
         finally:
             bar.close()
+            if gpu_crowd is not None:
+                gpu_crowd.release()
         paths = writer.close()
     finally:
         renderer.release()

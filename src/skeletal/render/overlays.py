@@ -15,10 +15,14 @@ from .errors import RenderError
 
 
 def joint_nodes(asset) -> np.ndarray:
-    """Rig indices of every skin joint (sorted); every node with a parent when there are no skins."""
+    """Rig indices of every skin joint (sorted); every node when there are no skins. Only nodes of
+    the scene shown (``asset.scene_nodes``) are kept."""
     if asset.skins:
-        return np.unique(np.concatenate([b.joints for b in asset.skins]).astype(np.int64))
-    return np.arange(len(asset.rig), dtype=np.int64)
+        joints = np.unique(np.concatenate([b.joints for b in asset.skins]).astype(np.int64))
+    else:
+        joints = np.arange(len(asset.rig), dtype=np.int64)
+    shown = getattr(asset, "scene_nodes", None)
+    return joints if shown is None else joints[shown[joints]]
 
 
 def bone_segments(asset) -> np.ndarray:

@@ -39,6 +39,12 @@ def shader_source(name: str, defines: dict[str, int | str] | None = None) -> str
     return "\n".join(lines) + "\n#line 1\n" + _expand(name)
 
 
+def compute_source(name: str, defines: dict[str, int | str] | None = None) -> str:
+    """The full source of compute shader ``name`` (GLSL 4.30, with its defines)."""
+    lines = ["#version 430 core"] + [f"#define {k} {v}" for k, v in sorted((defines or {}).items())]
+    return "\n".join(lines) + "\n#line 1\n" + _expand(name)
+
+
 class ProgramCache:
     """Compiled programs of one context keyed by (shader names, defines, varyings)."""
 

@@ -30,7 +30,9 @@ from dataclasses import dataclass, field, replace
 import moderngl
 import numpy as np
 
+from ..pose import world_matrices
 from ..skin import apply_morphs
+from ..properties import material_values, node_visibility
 from ..skin_dq import gpu_dq_palette
 from .bones import BoneDrawer
 from .camera import (Camera, CameraSpec, animated_bounds, facing_yaw, follow_bounds, follow_shift, frame, nice_step,
@@ -121,6 +123,12 @@ class Renderer:
         self.cpu_skinning = bool(cpu_skinning)
         self.lod = max(float(lod), 1.0)
         self.asset = asset
+        #: The animated properties (KHR_animation_pointer, (M,) laid out by ``asset.properties``) the
+        #: frames are drawn with: material colours, emissive, alpha cutoff, texture transform, node
+        #: visibility. None: the file's values. A Player or Mixer drawn as the state sets it itself.
+        self.properties: np.ndarray | None = None
+        # KHR_node_visibility: whether any node is hidden without animation (then every frame checks)
+        self._static_hidden = any(not n.visible for n in asset.document.nodes)
         self.width, self.height = int(width), int(height)
         self.ctx = ctx or shared_context()
         self.palette_mode = palette_mode
@@ -134,6 +142,7 @@ class Renderer:
                     default=4)
         self.influences = influences_needed(max_k)
         self.store = None
+        self._palette_source = None  # a GpuCrowd while its frame is drawn (its own palette buffer)
         self.palette_choice = None
         self._offsets_buffer = None
         self._offsets_capacity = 0
@@ -150,10 +159,11 @@ class Renderer:
 
     # -- setup ----------------------------------------------------------------------------------
 
-    def _ensure_capacity(self, n_instances: int) -> None:
-        """A palette store and an offsets buffer big enough for ``n_instances`` instances."""
+    def _ensure_capacity(self, n_instances: int, palettes: bool = True) -> None:
+        """A palette store (unless ``palettes`` is False: a GPU crowd brings its own) and an offsets
+        buffer big enough for ``n_instances`` instances."""
         needed = n_instances * self.layout.joint_count
-        if self.store is None or self.store.capacity < needed:
+        if self.store is None or (palettes and self.store.capacity < needed):
             rows = skinning_rows(self.skinning)
             if self.palette_mode == "auto":
                 choice = best_available(self.ctx, needed, rows)
@@ -223,9 +233,15 @@ class Renderer:
             content = [(buf, formats.get(name) or ("4i" if name.startswith("a_joints") else "4f"), name)
                        for name, buf in prim.buffers.items() if name != "indices"]
             content.append((self._offsets_buffer, "3f/i", "a_offset"))
+            content += self._instance_attributes()
             prim.vao = self.ctx.vertex_array(self.mesh_program, content, index_buffer=prim.buffers.get("indices"),
                                              index_element_size=4, skip_errors=True)
         return prim.vao
+
+    def _instance_attributes(self) -> list:
+        """More per-instance vertex attributes of the mesh program (buffer, format, name); none here
+        (a baked-texture crowd adds its clips and clocks: :mod:`.anim_texture_draw`)."""
+        return []
 
     def _make_fixed_geometry(self) -> None:
         ctx = self.ctx
@@ -359,7 +375,9 @@ class Renderer:
                finish: bool = False) -> dict[str, float]:
         """Draw one frame into :attr:`framebuffer`, without reading it back.
 
-        ``state``, ``instances``, ``skeleton``, ``weights_joint``: as for :meth:`draw`.
+        ``state``, ``instances``, ``skeleton``, ``weights_joint``: as for :meth:`draw`. ``state`` may be a
+        :class:`~skeletal.render.gpu_pose.GpuCrowd`: its palettes, posed on the GPU by its last update,
+        are drawn from its own buffer (nothing uploaded but the placements; LBS, the ssbo path).
         ``palettes``: skinning matrices already computed for this pose, instead of computing them
         from the world matrices: a list of one (J_s, 4, 4) or (I, J_s, 4, 4) array per skin, as
         :attr:`skeletal.Player.palettes` gives them (rigid meshes still take their node's world
@@ -374,7 +392,14 @@ class Renderer:
         ``finish`` waiting for them).
         """
         t0 = time.perf_counter()
+        gpu = state if getattr(state, "palette_buffer", None) is not None else None  # a GpuCrowd
+        self._palette_source = gpu
+        if gpu is not None:
+            return self._render_gpu_crowd(gpu, instances, weights_joint, viewport, finish, skeleton, palettes, t0)
         world, morph = self._pose_arrays(state)
+        followed = getattr(state, "property_values", None)  # a Player (M,) or Mixer (B, M): instance 0's
+        if followed is not None and np.size(followed):
+            self.properties = np.asarray(followed, np.float64).reshape(-1, np.shape(followed)[-1])[0]
         offsets = self._placements(instances, len(world))
         n = len(offsets)
         if len(world) == 1 and n > 1:
@@ -397,7 +422,40 @@ class Renderer:
         self._offsets_buffer.write(offsets.tobytes())
         self._set_heat_joint(heat)
         t2 = time.perf_counter()
+        return self._draw_frame(world, morph, offsets, viewport, skeleton, finish, t0, t1, t2)
 
+    def _render_gpu_crowd(self, crowd, instances, weights_joint, viewport, finish, skeleton, palettes,
+                          t0: float) -> dict[str, float]:
+        """:meth:`render` of a :class:`~skeletal.render.gpu_pose.GpuCrowd`: its palettes are already in a
+        GPU buffer (posed by its last update), bound as the skinning shader's storage block; nothing is
+        uploaded but the placements. Shadows sit under each placement at the rest pose's centre."""
+        if skeleton or palettes is not None or self.skinning != "lbs" or self.cpu_skinning:
+            raise RenderError("a GPU-posed crowd is drawn with linear blend skinning from its own palettes "
+                              "(no skeleton overlay, palettes, DQS or CPU skinning)")
+        if self._bones is not None:
+            raise RenderError(f"{self.asset.name} has no mesh to skin (its bones are drawn from CPU poses): "
+                              "draw it without GPU posing")
+        if self.store.mode != "ssbo":
+            raise RenderError(f"a GPU-posed crowd needs the ssbo palette path; this renderer uses {self.store.mode}")
+        if crowd.joint_count != self.layout.joint_count or crowd.ctx is not self.ctx:
+            raise RenderError("the GPU crowd was made for another model or OpenGL context than this renderer's")
+        offsets = self._placements(instances, crowd.count)
+        if len(offsets) != crowd.count:
+            raise RenderError(f"{len(offsets)} placements for a GPU crowd of {crowd.count} instances")
+        self._ensure_capacity(crowd.count, palettes=False)
+        rest = self.asset.rig.rest.astype(np.float64)
+        world = world_matrices(self.asset.rig.parents, rest)[None]  # (1, N, 4, 4): the shadows' centre only
+        morph = np.broadcast_to(self.asset.rest_morph, (crowd.count, len(self.asset.rest_morph)))
+        self._cpu_palette = None
+        heat = self._resolve_heat(weights_joint)
+        t1 = time.perf_counter()
+        self._offsets_buffer.write(offsets.tobytes())
+        self._set_heat_joint(heat)
+        t2 = time.perf_counter()
+        return self._draw_frame(world, morph, offsets, viewport, False, finish, t0, t1, t2)
+
+    def _draw_frame(self, world, morph, offsets, viewport, skeleton, finish, t0, t1, t2) -> dict[str, float]:
+        """The draw calls of :meth:`render` once palettes and placements are in place."""
         ctx = self.ctx
         self._target.use()
         ctx.viewport = (0, 0, self.width, self.height)
@@ -584,7 +642,7 @@ class Renderer:
         n_instances = len(offsets)
         ctx.enable(moderngl.DEPTH_TEST)
         ctx.disable(moderngl.BLEND | moderngl.CULL_FACE)
-        self.store.bind(program)
+        (self._palette_source or self.store).bind(program)  # a GPU crowd's own buffer
         write_matrix(program, "u_view_proj", view_proj)
         set_uniform(program, "u_joint_stride", self.layout.joint_count)
         set_uniform(program, "u_light_dir", tuple(self._light_direction()))
@@ -596,14 +654,27 @@ class Renderer:
         set_uniform(program, "u_base_texture", 0)
         if self.cpu_skinning:
             self._skin_on_cpu(morph[0])
+        values = self.properties if self.properties is not None and len(self.asset.properties) else None
+        visible = node_visibility(self.asset, values) if (values is not None or self._static_hidden) else None
         for prim in self._primitives:
+            if visible is not None and not visible[prim.instance.node]:
+                continue  # KHR_node_visibility: hidden (itself or an ancestor)
             material = prim.material
             if self.cull and not material.double_sided:
                 ctx.enable(moderngl.CULL_FACE)
             else:
                 ctx.disable(moderngl.CULL_FACE)
-            set_uniform(program, "u_base_color", tuple(float(c) for c in material.base_color))
+            base_color, emissive, cutoff, uv = material.base_color, material.emissive, material.alpha_cutoff, material.uv_transform
+            if values is not None and material.index is not None:  # animated material values
+                look = material_values(self.asset, material.index, values)
+                base_color, emissive, cutoff, uv = look["base_color"], look["emissive"], look["alpha_cutoff"], look["uv"]
+            set_uniform(program, "u_base_color", tuple(float(c) for c in base_color))
             set_uniform(program, "u_has_texture", material.texture is not None)
+            # mat3 uniforms are column-major: the row-major matrix transposed, flattened
+            set_uniform(program, "u_uv_transform", tuple(float(v) for v in np.asarray(uv).T.reshape(-1)))
+            set_uniform(program, "u_unlit", material.unlit)
+            set_uniform(program, "u_emissive", tuple(float(c) for c in emissive))
+            set_uniform(program, "u_alpha_cutoff", float(cutoff))
             if material.texture is not None:
                 material.texture.use(location=0)
             set_uniform(program, "u_joint_offset", prim.slot)

@@ -4,7 +4,7 @@ Both use one viewer, ``viewer.js`` in this package: a small WebGL2 program writt
 three.js: a vendored copy would add about a megabyte to every page, and the viewer only has to read
 what :func:`skeletal.export` writes). It parses the GLB, samples the clips as :mod:`skeletal.sampling`
 does (STEP, LINEAR with slerp, CUBICSPLINE), poses the nodes in float64, skins on the GPU and draws
-the bones on top, with a clip list, play/pause, a timeline, speed, an orbit camera (drag: turn,
+the bones on top (morph targets blended on the CPU), with a clip list, play/pause, a timeline, speed, an orbit camera (drag: turn,
 shift/right drag: pan, wheel: zoom) and a bones toggle. A model without meshes (a BVH) shows bones.
 
 * :func:`to_html` / ``skeletal html MODEL --out page.html``: one file, the model embedded as base64,

@@ -181,7 +181,8 @@ function createSkeletalViewer(root, options) {
     const gltf = json;
     const nodes = (gltf.nodes || []).map((n, i) => {
       const node = {name: typeof n.name === "string" ? n.name : "node " + i, children: Array.isArray(n.children) ? n.children : [],
-                    mesh: n.mesh, skin: n.skin, matrix: null,
+                    mesh: n.mesh, skin: n.skin, matrix: null, weights: Array.isArray(n.weights) ? n.weights.map(Number) : null,
+                    visible: !(n.extensions && n.extensions.KHR_node_visibility && n.extensions.KHR_node_visibility.visible === false),
                     t: Float64Array.from(n.translation || [0, 0, 0]), r: Float64Array.from(n.rotation || [0, 0, 0, 1]),
                     s: Float64Array.from(n.scale || [1, 1, 1])};
       if (Array.isArray(n.matrix) && n.matrix.length === 16) {  // column-major in the file
@@ -211,23 +212,43 @@ function createSkeletalViewer(root, options) {
     const clips = (gltf.animations || []).map((anim, a) => {
       const channels = [];
       let duration = 0;
+      const properties = [];
       for (const ch of anim.channels || []) {
-        const target = ch.target || {};
+        let target = ch.target || {};
+        if (target.path === "pointer") {  // KHR_animation_pointer: node TRS as channels, drawn properties aside
+          const pointer = String(((target.extensions || {}).KHR_animation_pointer || {}).pointer || "");
+          const m = pointer.match(/^\/nodes\/(\d+)\/(translation|rotation|scale)$/);
+          if (m) target = {node: Number(m[1]), path: m[2]};
+          else {
+            const width = DRAWN_POINTERS.width(pointer);
+            if (!width) continue;  // a property the page does not draw (lights, cameras...)
+            const sampler = (anim.samplers || [])[ch.sampler];
+            if (!sampler) throw new Error(`animation ${a}: channel has no sampler`);
+            const times = accessor(gltf, bin, sampler.input, true).data, values = accessor(gltf, bin, sampler.output, true).data;
+            const interp = pointer.endsWith("/visible") ? "STEP" : sampler.interpolation || "LINEAR";
+            const per = interp === "CUBICSPLINE" ? 3 * width : width;
+            if (times.length === 0 || values.length < times.length * per) throw new Error(`animation ${a}: a sampler has too few values`);
+            duration = Math.max(duration, times[times.length - 1]);
+            properties.push({pointer, interp, times, values, width, rotation: false, cursor: 0});
+            continue;
+          }
+        }
         if (!(target.node >= 0 && target.node < count)) continue;
-        if (!["translation", "rotation", "scale"].includes(target.path)) continue;  // morph weights: not shown
+        if (!["translation", "rotation", "scale", "weights"].includes(target.path)) continue;
         const sampler = (anim.samplers || [])[ch.sampler];
         if (!sampler) throw new Error(`animation ${a}: channel has no sampler`);
         const times = accessor(gltf, bin, sampler.input, true).data;
         const values = accessor(gltf, bin, sampler.output, true).data;
         const interp = sampler.interpolation || "LINEAR";
-        const width = target.path === "rotation" ? 4 : 3;
+        const width = target.path === "rotation" ? 4 : target.path === "weights" ? morphCount(gltf, nodes[target.node]) : 3;
+        if (!width) throw new Error(`animation ${a}: a weights channel targets node ${target.node}, which has no morph targets`);
         const per = interp === "CUBICSPLINE" ? 3 * width : width;
         if (times.length === 0 || values.length < times.length * per) throw new Error(`animation ${a}: a sampler has too few values`);
         for (let k = 1; k < times.length; k++) if (!(times[k] > times[k - 1])) throw new Error(`animation ${a}: key times do not increase`);
         duration = Math.max(duration, times[times.length - 1]);
-        channels.push({node: target.node, path: target.path, interp, times, values, width, cursor: 0});
+        channels.push({node: target.node, path: target.path, interp, times, values, width, rotation: target.path === "rotation", cursor: 0});
       }
-      return {name: typeof anim.name === "string" && anim.name ? anim.name : "animation " + a, channels, duration};
+      return {name: typeof anim.name === "string" && anim.name ? anim.name : "animation " + a, channels, properties, duration};
     });
 
     const skins = (gltf.skins || []).map((s, k) => {
@@ -246,7 +267,65 @@ function createSkeletalViewer(root, options) {
       }
       return {joints, inverse};
     });
-    return {gltf, bin, nodes, parents, order, clips, skins};
+    // morph weights: the nodes with morph targets (glTF order), where each one's weights start in
+    // the flat array (as a streamed pose sends them), and their defaults (node's, else mesh's, else 0)
+    const morphNodes = [], morphStart = [0], restMorph = [];
+    nodes.forEach((node, i) => {
+      const n = morphCount(gltf, node);
+      if (!n) return;
+      const mesh = gltf.meshes[node.mesh], own = node.weights || (Array.isArray(mesh.weights) ? mesh.weights.map(Number) : null);
+      for (let k = 0; k < n; k++) restMorph.push(own && own.length === n ? own[k] : 0);
+      morphNodes.push(i); morphStart.push(restMorph.length);
+    });
+    return {gltf, bin, nodes, parents, order, clips, skins, shown: sceneNodes(gltf, nodes, parents, skins),
+            morphNodes, morphStart, restMorph: Float64Array.from(restMorph)};
+  }
+
+  function morphCount(gltf, node) {
+    const mesh = node.mesh !== undefined ? (gltf.meshes || [])[node.mesh] : null;
+    const first = mesh && (mesh.primitives || [])[0];
+    return first && Array.isArray(first.targets) ? first.targets.length : 0;
+  }
+
+  // every morphed node's weights (flat, as model.morphNodes/morphStart lay them out) at clip-local t
+  function morphWeights(model, clipIndex, t) {
+    if (state.live) return state.liveMorph && state.liveMorph.length === model.restMorph.length ? state.liveMorph : model.restMorph;
+    const out = Float64Array.from(model.restMorph), clip = model.clips[clipIndex];
+    if (!clip) return out;
+    const tt = Math.min(Math.max(t, 0), clip.duration);
+    for (const ch of clip.channels) {
+      if (ch.path !== "weights") continue;
+      const k = model.morphNodes.indexOf(ch.node);
+      sampleChannel(ch, tt, out.subarray(model.morphStart[k], model.morphStart[k + 1]));
+    }
+    return out;
+  }
+
+  // The nodes the default scene shows (as skeletal.asset.scene_nodes): its roots and everything below
+  // them, plus the whole hierarchy of every joint of the skins its meshes use; every node when the
+  // file has no scenes.
+  function sceneNodes(gltf, nodes, parents, skins) {
+    const shown = new Uint8Array(nodes.length);
+    const scenes = Array.isArray(gltf.scenes) ? gltf.scenes : [];
+    if (!scenes.length) return shown.fill(1);
+    const index = gltf.scene >= 0 && gltf.scene < scenes.length ? gltf.scene : 0;
+    const addBelow = roots => {
+      const stack = roots.filter(r => r >= 0 && r < nodes.length);
+      while (stack.length) {
+        const i = stack.pop();
+        if (shown[i]) continue;
+        shown[i] = 1;
+        for (const c of nodes[i].children) stack.push(c);
+      }
+    };
+    addBelow(Array.isArray(scenes[index].nodes) ? scenes[index].nodes.slice() : []);
+    const tops = [];
+    nodes.forEach((node, i) => {
+      if (!shown[i] || node.mesh === undefined || !skins[node.skin]) return;
+      for (let j of skins[node.skin].joints) { while (parents[j] >= 0) j = parents[j]; tops.push(j); }
+    });
+    addBelow(tops);
+    return shown;
   }
 
   // ---- sampling (as skeletal.sampling: keys compared as float32 values, maths in float64) ----
@@ -273,7 +352,7 @@ function createSkeletalViewer(root, options) {
     const t0 = times[key], span = times[key + 1] - t0, u = (t - t0) / span;
     const a = key * stride, b = a + stride;
     if (!cubic) {
-      if (c === 4) {
+      if (ch.rotation) {
         for (let i = 0; i < 4; i++) { tmpA[i] = v[a + i]; tmpB[i] = v[b + i]; }
         slerp(tmpA, tmpB, u, out);
       } else {
@@ -284,7 +363,40 @@ function createSkeletalViewer(root, options) {
     const u2 = u * u, u3 = u2 * u;
     const h00 = 2 * u3 - 3 * u2 + 1, h10 = (u3 - 2 * u2 + u) * span, h01 = -2 * u3 + 3 * u2, h11 = (u3 - u2) * span;
     for (let i = 0; i < c; i++) out[i] = h00 * v[a + c + i] + h10 * v[a + 2 * c + i] + h01 * v[b + c + i] + h11 * v[b + i];
-    if (c === 4) normalize4(out);
+    if (ch.rotation) normalize4(out);
+  }
+
+  // KHR_animation_pointer properties the page draws (as skeletal's renderer): material base colour,
+  // emissive and its strength, alpha cutoff, the base colour texture's transform, node visibility.
+  const TT = "pbrMetallicRoughness/baseColorTexture/extensions/KHR_texture_transform/";
+  const DRAWN_POINTERS = {
+    tails: {"pbrMetallicRoughness/baseColorFactor": 4, "emissiveFactor": 3, "alphaCutoff": 1,
+            "extensions/KHR_materials_emissive_strength/emissiveStrength": 1, [TT + "offset"]: 2, [TT + "rotation"]: 1, [TT + "scale"]: 2},
+    width(pointer) {
+      if (/^\/nodes\/\d+\/extensions\/KHR_node_visibility\/visible$/.test(pointer)) return 1;
+      const m = pointer.match(/^\/materials\/\d+\/(.+)$/);
+      return m ? this.tails[m[1]] || 0 : 0;
+    },
+  };
+  // pointer -> Float64Array of the clip's properties at clip-local time t (clamped)
+  function sampleProperties(model, clipIndex, t) {
+    const out = {}, clip = model.clips[clipIndex];
+    if (state.live) return state.liveProps || out;
+    if (!clip) return out;
+    const tt = Math.min(Math.max(t, 0), clip.duration);
+    for (const ch of clip.properties) { out[ch.pointer] = new Float64Array(ch.width); sampleChannel(ch, tt, out[ch.pointer]); }
+    return out;
+  }
+  // 1 for each node drawn under KHR_node_visibility (its own flag, animated or not, and its ancestors')
+  function visibleNodes(model, props) {
+    const shown = new Uint8Array(model.nodes.length);
+    for (const i of model.order) {
+      const animated = props[`/nodes/${i}/extensions/KHR_node_visibility/visible`];
+      const own = animated ? animated[0] >= 0.5 : model.nodes[i].visible;
+      const p = model.parents[i];
+      shown[i] = own && (p < 0 || shown[p]) ? 1 : 0;
+    }
+    return shown;
   }
 
   // world matrices of every node at clip-local time t (clamped to the clip), or from a streamed pose
@@ -301,6 +413,7 @@ function createSkeletalViewer(root, options) {
     if (clip) {
       const tt = Math.min(Math.max(t, 0), clip.duration);
       for (const ch of clip.channels) {
+        if (ch.path === "weights") continue;  // see morphWeights
         const p = trs[ch.node];
         p.animated = true;
         sampleChannel(ch, tt, ch.path === "translation" ? p.t : ch.path === "rotation" ? p.r : p.s);
@@ -350,15 +463,21 @@ function createSkeletalViewer(root, options) {
   precision highp float;
   in vec3 v_normal; in vec2 v_uv;
   uniform vec4 u_color; uniform bool u_textured; uniform sampler2D u_texture; uniform vec3 u_light;
+  uniform mat3 u_uv;        // KHR_texture_transform (identity without one)
+  uniform bool u_unlit;     // KHR_materials_unlit
+  uniform vec3 u_emissive;  // emissiveFactor x KHR_materials_emissive_strength
+  uniform float u_cutoff;   // alphaMode MASK cutoff, < 0 without a mask
   out vec4 o_color;
   void main() {
     vec4 base = u_color;
-    if (u_textured) base *= texture(u_texture, v_uv);
+    if (u_textured) base *= texture(u_texture, (u_uv * vec3(v_uv, 1.0)).xy);
+    if (base.a < u_cutoff) discard;
+    if (u_unlit) { o_color = vec4(pow(clamp(base.rgb, 0.0, 1.0), vec3(1.0 / 2.2)), 1.0); return; }
     vec3 n = normalize(v_normal);
     if (!gl_FrontFacing) n = -n;
     float diffuse = max(dot(n, u_light), 0.0);
     vec3 ambient = mix(vec3(0.16, 0.14, 0.12), vec3(0.36, 0.40, 0.47), 0.5 + 0.5 * n.y);
-    vec3 lit = base.rgb * (ambient + vec3(1.05, 1.0, 0.92) * diffuse);
+    vec3 lit = base.rgb * (ambient + vec3(1.05, 1.0, 0.92) * diffuse) + u_emissive;
     o_color = vec4(pow(lit, vec3(1.0 / 2.2)), 1.0);
   }`;
   const LINE_VS = `#version 300 es
@@ -384,6 +503,57 @@ function createSkeletalViewer(root, options) {
     for (let i = 0; i < n; i++) { const info = gl.getActiveUniform(p, i); uniforms[info.name] = gl.getUniformLocation(p, info.name); }
     return {p, u: uniforms, a: name => gl.getAttribLocation(p, name)};
   }
+
+  // The appearance extensions skeletal writes: KHR_texture_transform on the base colour texture (a
+  // row-major 3x3 T * R * S, as the extension defines it), KHR_materials_unlit, emissive colour times
+  // KHR_materials_emissive_strength, and alphaMode MASK's cutoff.
+  function uvMatrix(offset, rotation, scale) {
+    const c = Math.cos(rotation), s = Math.sin(rotation);
+    return [c * scale[0], s * scale[1], offset[0], -s * scale[0], c * scale[1], offset[1], 0, 0, 1];
+  }
+  function materialLook(material) {
+    const pbr = material.pbrMetallicRoughness || {}, ext = material.extensions || {};
+    const tt = ((pbr.baseColorTexture || {}).extensions || {}).KHR_texture_transform || null;
+    const num = (v, d) => (typeof v === "number" && isFinite(v) ? v : d);
+    const pair = (v, d) => (Array.isArray(v) && v.length === 2 ? [num(v[0], d[0]), num(v[1], d[1])] : d);
+    const uv = tt ? {offset: pair(tt.offset, [0, 0]), rotation: num(tt.rotation, 0), scale: pair(tt.scale, [1, 1])}
+                  : {offset: [0, 0], rotation: 0, scale: [1, 1]};
+    const e = Array.isArray(material.emissiveFactor) && material.emissiveFactor.length === 3 ? material.emissiveFactor.map(Number) : [0, 0, 0];
+    const strength = ext.KHR_materials_emissive_strength ? num(ext.KHR_materials_emissive_strength.emissiveStrength, 1) : 1;
+    return {uv, unlit: !!ext.KHR_materials_unlit, emissive: e.map(v => v * strength), emissiveFactor: e, emissiveStrength: strength,
+            cutoff: material.alphaMode === "MASK" ? num(material.alphaCutoff, 0.5) : -1};
+  }
+  // positions (and normals) of a morphed primitive: base + sum_k w_k * delta_k, uploaded when the
+  // node's weights changed since the last frame (as skeletal.skin.apply_morphs, in float32)
+  function applyMorph(model, prim, weights) {
+    const k = model.morphNodes.indexOf(prim.node);
+    if (k < 0) return;
+    const w = weights.subarray(model.morphStart[k], model.morphStart[k + 1]), m = prim.morph;
+    if (m.applied && m.applied.length === w.length && m.applied.every((v, i) => v === w[i])) return;
+    m.applied = Float64Array.from(w);
+    const blend = (base, deltas, buffer, out) => {
+      out.set(base);
+      deltas.forEach((d, t) => { const wt = w[t]; if (d && wt !== 0) for (let i = 0; i < out.length; i++) out[i] += wt * d[i]; });
+      if (buffer) { gl.bindBuffer(gl.ARRAY_BUFFER, buffer); gl.bufferSubData(gl.ARRAY_BUFFER, 0, out); }
+    };
+    blend(m.base, m.positions, m.posBuffer, m.current);
+    if (m.baseNormal && m.normals.some(d => d)) {
+      m.currentNormal = m.currentNormal || new Float32Array(m.baseNormal.length);
+      blend(m.baseNormal, m.normals, m.nrmBuffer, m.currentNormal);
+    }
+  }
+
+  // a primitive's material values under the animated properties (its own where none animates them)
+  function animatedLook(prim, props) {
+    const base = `/materials/${prim.material}/`, get = (tail, own) => props[base + tail] || own;
+    const offset = get(TT + "offset", prim.uv.offset), rotation = get(TT + "rotation", [prim.uv.rotation])[0];
+    const scale = get(TT + "scale", prim.uv.scale);
+    const strength = get("extensions/KHR_materials_emissive_strength/emissiveStrength", [prim.emissiveStrength])[0];
+    const factor = get("emissiveFactor", prim.emissiveFactor);
+    return {color: Array.from(get("pbrMetallicRoughness/baseColorFactor", prim.color)), uv: uvMatrix(offset, rotation, scale),
+            emissive: Array.from(factor, v => v * strength), cutoff: prim.cutoff < 0 ? -1 : get("alphaCutoff", [prim.cutoff])[0]};
+  }
+  const uvColumns = m => new Float32Array([m[0], m[3], m[6], m[1], m[4], m[7], m[2], m[5], m[8]]);
 
   let meshProgram, lineProgram, prims = [], paletteTextures = [], lineBuffer, gridBuffer, gridCount = 0, boneNodes = [], bonePairs = [];
   function uploadModel(model) {
@@ -417,7 +587,7 @@ function createSkeletalViewer(root, options) {
       return entry;
     }
     model.nodes.forEach((node, nodeIndex) => {
-      if (node.mesh === undefined) return;
+      if (node.mesh === undefined || !model.shown[nodeIndex]) return;  // only the scene's meshes are drawn
       const mesh = (gltf.meshes || [])[node.mesh];
       if (!mesh) throw new Error(`node ${nodeIndex} refers to a missing mesh`);
       for (const primitive of mesh.primitives || []) {
@@ -427,19 +597,36 @@ function createSkeletalViewer(root, options) {
         const vao = gl.createVertexArray();
         gl.bindVertexArray(vao);
         const pos = accessor(gltf, bin, at.POSITION, true);
-        const attrib = (name, data, n, integer) => {
+        const attrib = (name, data, n, integer, usage) => {
           const loc = meshProgram.a(name);
-          if (loc < 0) return;
+          if (loc < 0) return null;
           const buf = gl.createBuffer();
           gl.bindBuffer(gl.ARRAY_BUFFER, buf);
-          gl.bufferData(gl.ARRAY_BUFFER, data, gl.STATIC_DRAW);
+          gl.bufferData(gl.ARRAY_BUFFER, data, usage || gl.STATIC_DRAW);
           gl.enableVertexAttribArray(loc);
           if (integer) gl.vertexAttribIPointer(loc, n, gl.UNSIGNED_INT, 0, 0);
           else gl.vertexAttribPointer(loc, n, gl.FLOAT, false, 0, 0);
+          return buf;
         };
-        attrib("a_position", pos.data, 3, false);
-        if (at.NORMAL !== undefined) attrib("a_normal", accessor(gltf, bin, at.NORMAL, true).data, 3, false);
+        // morph targets: blended on the CPU into the position/normal buffers when the weights change
+        const targets = Array.isArray(primitive.targets) ? primitive.targets : [];
+        const nrm = at.NORMAL !== undefined ? accessor(gltf, bin, at.NORMAL, true).data : null;
+        const dynamic = targets.length ? gl.DYNAMIC_DRAW : gl.STATIC_DRAW;
+        const posBuffer = attrib("a_position", pos.data, 3, false, dynamic);
+        let nrmBuffer = null;
+        if (nrm) nrmBuffer = attrib("a_normal", nrm, 3, false, dynamic);
         else gl.vertexAttrib3f(meshProgram.a("a_normal"), 0, 1, 0);
+        let morph = null;
+        if (targets.length) {
+          const deltas = (key, base) => targets.map(t => {
+            if (t[key] === undefined || !base) return null;
+            const d = accessor(gltf, bin, t[key], true).data;
+            if (d.length !== base.length) throw new Error(`mesh ${node.mesh}: a morph target has the wrong vertex count`);
+            return d;
+          });
+          morph = {base: pos.data, baseNormal: nrm, positions: deltas("POSITION", pos.data), normals: deltas("NORMAL", nrm),
+                   posBuffer, nrmBuffer, applied: null, current: Float32Array.from(pos.data)};
+        }
         if (at.TEXCOORD_0 !== undefined) attrib("a_uv", accessor(gltf, bin, at.TEXCOORD_0, true).data, 2, false);
         const skinned = node.skin !== undefined && at.JOINTS_0 !== undefined && at.WEIGHTS_0 !== undefined && model.skins[node.skin];
         for (const set of [0, 1]) {
@@ -467,9 +654,13 @@ function createSkeletalViewer(root, options) {
         }
         const material = (gltf.materials || [])[primitive.material] || {};
         const pbr = material.pbrMetallicRoughness || {};
-        const factor = Array.isArray(pbr.baseColorFactor) && pbr.baseColorFactor.length === 4 ? pbr.baseColorFactor.map(Number) : [0.8, 0.8, 0.8, 1];
+        // glTF's default factor is white; a primitive without a material is drawn light grey
+        const fallback = primitive.material === undefined ? [0.8, 0.8, 0.8, 1] : [1, 1, 1, 1];
+        const factor = Array.isArray(pbr.baseColorFactor) && pbr.baseColorFactor.length === 4 ? pbr.baseColorFactor.map(Number) : fallback;
         const tex = pbr.baseColorTexture && at.TEXCOORD_0 !== undefined ? texture(pbr.baseColorTexture.index) : null;
-        prims.push({vao, count, indexed: !!indices, node: nodeIndex, skin: skinned ? node.skin : -1, color: factor, texture: tex});
+        const look = materialLook(material);
+        prims.push({vao, count, indexed: !!indices, node: nodeIndex, skin: skinned ? node.skin : -1, color: factor, texture: tex,
+                    material: primitive.material === undefined ? -1 : primitive.material, morph, ...look});
         gl.bindVertexArray(null);
       }
     });
@@ -485,6 +676,7 @@ function createSkeletalViewer(root, options) {
     const isBone = new Uint8Array(model.nodes.length);
     if (model.skins.length) for (const s of model.skins) for (const j of s.joints) isBone[j] = 1;
     else isBone.fill(1);
+    for (let i = 0; i < model.nodes.length; i++) if (!model.shown[i]) isBone[i] = 0;  // outside the scene
     boneNodes = [];
     bonePairs = [];
     for (let i = 0; i < model.nodes.length; i++) {
@@ -589,7 +781,14 @@ function createSkeletalViewer(root, options) {
       gl.uniform3fv(P.u.u_light, light);
       gl.uniform1i(P.u.u_palette, 0);
       gl.uniform1i(P.u.u_texture, 1);
+      const props = sampleProperties(model, state.clip, state.time), shownNow = visibleNodes(model, props);
+      state.lastProps = props;
+      const weights = morphWeights(model, state.clip, state.time);
+      state.lastMorph = weights;
+      for (const prim of prims) if (prim.morph) applyMorph(model, prim, weights);
       for (const prim of prims) {
+        if (!shownNow[prim.node]) continue;  // KHR_node_visibility
+        const look = animatedLook(prim, props);
         gl.uniform1i(P.u.u_skinned, prim.skin >= 0 ? 1 : 0);
         gl.uniformMatrix4fv(P.u.u_model, false, colMajor(world.subarray(prim.node * 16, prim.node * 16 + 16)));
         gl.activeTexture(gl.TEXTURE0);
@@ -597,7 +796,11 @@ function createSkeletalViewer(root, options) {
         gl.activeTexture(gl.TEXTURE1);
         gl.bindTexture(gl.TEXTURE_2D, prim.texture ? prim.texture.handle : null);
         gl.uniform1i(P.u.u_textured, prim.texture ? 1 : 0);
-        gl.uniform4fv(P.u.u_color, prim.color);
+        gl.uniform4fv(P.u.u_color, look.color);
+        gl.uniformMatrix3fv(P.u.u_uv, false, uvColumns(look.uv));
+        gl.uniform1i(P.u.u_unlit, prim.unlit ? 1 : 0);
+        gl.uniform3fv(P.u.u_emissive, look.emissive);
+        gl.uniform1f(P.u.u_cutoff, look.cutoff);
         gl.bindVertexArray(prim.vao);
         if (prim.indexed) gl.drawElements(gl.TRIANGLES, prim.count, gl.UNSIGNED_INT, 0);
         else gl.drawArrays(gl.TRIANGLES, 0, prim.count);
@@ -699,6 +902,8 @@ function createSkeletalViewer(root, options) {
     get error() { return state.error; },
     /** clip names, in file order */
     clips() { return state.doc ? state.doc.clips.map(c => c.name) : []; },
+    /** 1 for each node (glTF order) the scene shown draws, else 0 */
+    shownNodes() { return state.doc ? Array.from(state.doc.shown) : []; },
     nodeNames() { return state.doc ? state.doc.nodes.map(n => n.name) : []; },
     duration() { const c = state.doc && state.doc.clips[state.clip]; return c ? c.duration : 0; },
     setClip(i) {
@@ -720,6 +925,31 @@ function createSkeletalViewer(root, options) {
       state.live = Float64Array.from(matrices.subarray ? matrices.subarray(0, n) : matrices.slice(0, n));
       state.playing = false; playButton.textContent = "play";
       draw();
+    },
+    /** morph weights of every node with morph targets now: [{node, weights}] in glTF node order */
+    morphWeights() {
+      draw();
+      const m = state.doc, w = state.lastMorph || (m ? m.restMorph : []);
+      return m ? m.morphNodes.map((node, k) => ({node, weights: Array.from(w.subarray(m.morphStart[k], m.morphStart[k + 1]))})) : [];
+    },
+    /** the bind-space positions of drawn primitive i (morphs applied), flat xyz */
+    primitivePositions(i) { draw(); const p = prims[i]; return p ? Array.from(p.morph ? p.morph.current : []) : []; },
+    /** a streamed pose's morph weights and animated properties (see the widget): weights flat in
+     *  glTF node order (the nodes with morph targets), properties {pointer: values} */
+    setLive(morph, properties) {
+      state.liveMorph = morph ? Float64Array.from(morph) : null;
+      state.liveProps = properties || null;
+      draw();
+    },
+    /** how many textures are still being decoded (the page draws again when each one arrives) */
+    pendingTextures() { return prims.filter(p => p.texture && p.texture.pending).length; },
+    /** what each drawn primitive's material looks like now: glTF material index, base colour, the
+     *  row-major 3x3 texture transform, unlit, emissive, alpha cutoff */
+    materials() {
+      draw();
+      const props = state.lastProps || {}, shown = state.doc ? visibleNodes(state.doc, props) : [];
+      return prims.map(p => { const look = animatedLook(p, props); return {material: p.material, node: p.node, visible: !!shown[p.node],
+                              color: look.color, uv: look.uv, unlit: p.unlit, emissive: look.emissive, cutoff: look.cutoff}; });
     },
     setBackground(rgb) { state.background = rgb; draw(); },
     show(parts) { for (const k of ["skeleton", "mesh", "grid"]) if (parts && k in parts) state["show" + k[0].toUpperCase() + k.slice(1)] = !!parts[k]; skelBox.checked = state.showSkeleton; draw(); },

@@ -1,5 +1,6 @@
 // anywidget glue (appended to viewer.js by skeletal.web.widget_source): the model arrives once as
-// bytes (trait "glb"); streamed poses arrive in trait "pose" as float32 node world matrices.
+// bytes (trait "glb"); streamed poses arrive in trait "pose" as float32 node world matrices, with
+// trait "morph" (float32 morph weights) and trait "properties" (animated material values) beside it.
 function skeletalBytes(value) {
   if (!value) return new Uint8Array(0);
   if (value instanceof Uint8Array) return value;
@@ -24,7 +25,9 @@ export default {
     if (typeof window !== "undefined") window.skeletalViewer = viewer;
     const onPose = () => {
       const pose = skeletalFloats(model.get("pose"));
-      if (pose.length) viewer.setWorld(pose);
+      if (!pose.length) return;
+      viewer.setLive(skeletalFloats(model.get("morph")), model.get("properties") || null);  // morphs, materials
+      viewer.setWorld(pose);
     };
     model.on("change:pose", onPose);
     onPose();

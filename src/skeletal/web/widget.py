@@ -2,7 +2,9 @@
 
 Traits (synced with the browser): ``glb`` (the model, sent once), ``options`` (camera, ground grid,
 first clip, size), ``pose`` (float32 row-major world matrices of every glTF node, 64 bytes a node:
-what a followed Player/Mixer streams on each ``update()``; empty = the browser plays the clips).
+what a followed Player/Mixer streams on each ``update()``; empty = the browser plays the clips), with
+``morph`` (float32 morph weights of the nodes with morph targets, glTF node order) and ``properties``
+(the animated KHR_animation_pointer values, ``{pointer: [floats]}``).
 
 The output also carries ``image/png``, a still of the first frame from skeletal's headless renderer,
 which notebook viewers that run no scripts (GitHub, nbviewer) show instead of the widget.
@@ -68,6 +70,10 @@ class SkeletalWidget(anywidget.AnyWidget):
     glb = traitlets.Bytes(b"").tag(sync=True)
     options = traitlets.Dict({}).tag(sync=True)
     pose = traitlets.Bytes(b"").tag(sync=True)
+    #: With the pose: morph weights (float32, glTF node order, the nodes with morph targets) and the
+    #: animated properties ({pointer: values}, KHR_animation_pointer) of the followed instance.
+    morph = traitlets.Bytes(b"").tag(sync=True)
+    properties = traitlets.Dict({}).tag(sync=True)
 
     def __init__(self, obj, *, clips: Sequence[Clip | str | int] | None = None, clip: str | int | None = None,
                  width: int = 640, height: int = 480, max_bytes: int = SHOW_MAX_BYTES, still: bool = True,
@@ -109,7 +115,16 @@ class SkeletalWidget(anywidget.AnyWidget):
     def push(self) -> None:
         """Send the followed Player's/Mixer's current pose to the browser (``update()`` does this)."""
         if self._mixer is not None:
-            self.pose = np.ascontiguousarray(self.world(), dtype=np.float32).tobytes()
+            asset, b = self.asset, self._instance
+            weights = self._mixer.morph_weights[b]
+            ranges = [(asset.morph_start[r], asset.morph_start[r + 1]) for r in asset.rig.index_of.tolist()]
+            morph = [weights[s:e] for s, e in ranges if e > s]  # glTF node order
+            self.morph = np.concatenate(morph).astype(np.float32).tobytes() if morph else b""
+            values = getattr(self._mixer, "property_values", None)
+            if values is not None and values.shape[1]:
+                layout = asset.properties
+                self.properties = {p: layout.value(values[b], p).tolist() for p in layout.pointers}
+            self.pose = np.ascontiguousarray(self.world(), dtype=np.float32).tobytes()  # last: it redraws
 
     # -- the still image --------------------------------------------------------------------------
 

@@ -10,6 +10,10 @@ in float v_heat;
 uniform vec4 u_base_color;        // glTF baseColorFactor, linear RGBA
 uniform sampler2D u_base_texture; // glTF baseColorTexture, sRGB-encoded RGBA8
 uniform bool u_has_texture;
+uniform mat3 u_uv_transform;      // KHR_texture_transform of the base colour texture (identity without one)
+uniform bool u_unlit;             // KHR_materials_unlit: the base colour as it is, no lighting
+uniform vec3 u_emissive;          // glTF emissiveFactor x KHR_materials_emissive_strength, linear RGB
+uniform float u_alpha_cutoff;     // alphaMode MASK: fragments below it are discarded (< 0: no mask)
 uniform bool u_heat_mode;
 uniform vec3 u_light_dir;         // unit vector towards the key light
 uniform vec3 u_light_color;
@@ -34,11 +38,21 @@ void main() {
     vec3 view = normalize(u_camera_position - v_position);
 
     vec3 albedo;
+    float alpha = u_base_color.a;
     if (u_heat_mode) {
         albedo = heat_color(v_heat);
     } else {
         albedo = u_base_color.rgb;
-        if (u_has_texture) albedo *= to_linear(texture(u_base_texture, v_uv).rgb);
+        if (u_has_texture) {
+            vec4 texel = texture(u_base_texture, (u_uv_transform * vec3(v_uv, 1.0)).xy);
+            albedo *= to_linear(texel.rgb);
+            alpha *= texel.a;
+        }
+        if (alpha < u_alpha_cutoff) discard;
+        if (u_unlit) {
+            f_color = vec4(pow(clamp(albedo, 0.0, 1.0), vec3(1.0 / 2.2)), 1.0);
+            return;
+        }
     }
 
     float diffuse = max(dot(n, u_light_dir), 0.0);
@@ -48,6 +62,7 @@ void main() {
     float rim = pow(1.0 - max(dot(n, view), 0.0), 3.0) * 0.18;
 
     vec3 color = albedo * (ambient + u_light_color * diffuse) + u_light_color * specular + u_sky_color * rim;
+    if (!u_heat_mode) color += u_emissive;
     if (u_heat_mode) color = mix(color, albedo * 1.6, 0.35);  // keep the map readable in shadow
     f_color = vec4(pow(clamp(color, 0.0, 1.0), vec3(1.0 / 2.2)), 1.0);
 }

@@ -6,7 +6,8 @@
 // m of instance k occupies rows 3*(k*u_joint_stride + m) + 0..2: the three rows of a ROW-MAJOR 3x4
 // affine matrix (xyz = linear part, w = translation); its bottom row 0 0 0 1 is implied.
 // One define picks where the rows live: PALETTE_UNIFORM, PALETTE_UBO, PALETTE_SSBO,
-// PALETTE_TEXTURE_BUFFER or PALETTE_TEXTURE_2D. INFLUENCES is 4 or 8 (joint/weight attribute pairs).
+// PALETTE_TEXTURE_BUFFER or PALETTE_TEXTURE_2D; PALETTE_ANIM_TEXTURE reads a baked animation texture
+// (anim_texture.glsl). INFLUENCES is 4 or 8 (joint/weight attribute pairs).
 
 uniform int u_joint_stride;   // J: palette matrices per instance
 uniform int u_joint_offset;   // palette slot of this primitive's skin joint 0 (or of its rigid node)
@@ -24,6 +25,8 @@ vec4 palette_row(int i) { return palette_block.rows[i]; }
 #elif defined(PALETTE_TEXTURE_BUFFER)
 uniform samplerBuffer u_palette_tex;  // RGBA32F, one texel per row
 vec4 palette_row(int i) { return texelFetch(u_palette_tex, i); }
+#elif defined(PALETTE_ANIM_TEXTURE)
+#include "anim_texture.glsl"
 #elif defined(PALETTE_TEXTURE_2D)
 uniform sampler2D u_palette_tex;      // RGBA32F, PALETTE_TEXTURE_WIDTH texels per texture row
 vec4 palette_row(int i) {

@@ -1,0 +1,260 @@
+"""Checks a job's arrays once, when it is built: shapes that agree, dtypes the kernels were written for,
+index arrays inside the ranges they index (the kernels read without bounds checks). A job that fails
+raises :class:`~skeletal.errors.SkeletalError` naming the job and the field at fault, instead of a
+kernel reading outside an array later.
+
+Shapes are written with symbols bound on first sight: ``("B", "N", 10)`` binds B and N from the first
+array checked and requires every later ``B`` / ``N`` to agree; ``None`` takes any length.
+
+>>> validate_playback(mixer._job_fields())                          # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import SkeletalError
+
+_FLOAT = "f"
+_INT = "i"
+
+
+class _Checker:
+    """Binds shape symbols across one job's fields and reports the first mismatch."""
+
+    def __init__(self, job: str, fields: dict):
+        self.job = job
+        self.fields = fields
+        self.sizes: dict[str, int] = {}
+
+    def fail(self, name: str, message: str) -> SkeletalError:
+        return SkeletalError(f"{self.job}: field {name!r} {message}")
+
+    def array(self, name: str, shape: tuple, kind: str | None = None, dtype: type | None = None) -> np.ndarray:
+        """The field ``name``, checked against ``shape`` (ints, symbols, None), a dtype kind ("f", "i",
+        "b", "u") or an exact ``dtype``."""
+        value = self.fields[name]
+        if not isinstance(value, np.ndarray):
+            raise self.fail(name, f"is {type(value).__name__}, expected an array")
+        if value.ndim != len(shape):
+            raise self.fail(name, f"has shape {value.shape}, expected {len(shape)} dimensions {shape}")
+        for axis, (size, want) in enumerate(zip(value.shape, shape)):
+            if want is None:
+                continue
+            if isinstance(want, str):
+                bound = self.sizes.setdefault(want, size)
+                if bound != size:
+                    raise self.fail(name, f"has shape {value.shape}: axis {axis} is {size}, expected {want} = {bound}")
+            elif size != want:
+                raise self.fail(name, f"has shape {value.shape}: axis {axis} is {size}, expected {want}")
+        if dtype is not None and value.dtype != np.dtype(dtype):
+            raise self.fail(name, f"has dtype {value.dtype}, expected {np.dtype(dtype)}")
+        if kind is not None and value.dtype.kind != kind and not (kind == _INT and value.dtype.kind == "u"):
+            raise self.fail(name, f"has dtype {value.dtype}, expected {'float' if kind == _FLOAT else 'integer'}")
+        return value
+
+    def indices(self, name: str, low: int, high: int, values: np.ndarray | None = None) -> None:
+        """Every entry of the field (or of ``values`` taken from it) in [low, high)."""
+        a = self.fields[name] if values is None else values
+        if a.size and (int(a.min()) < low or int(a.max()) >= high):
+            raise self.fail(name, f"holds indices in [{int(a.min())}, {int(a.max())}], expected [{low}, {high})")
+
+
+def validate_playback(f: dict) -> None:
+    """A :class:`~skeletal.playback.jobs.PlaybackJob`'s fields (B instances, N nodes, M morph weights,
+    C clips, S slots, L layers, T threads, J palette joints, R = 3 or 4 matrix rows)."""
+    c = _Checker("PlaybackJob", f)
+    parents = c.array("parents", ("N",), _INT)
+    n = len(parents)
+    c.indices("parents", -1, n)
+    c.array("rest", ("N", 10), _FLOAT)
+    c.array("rest_morph", ("M",), _FLOAT)
+    morph_start = c.array("morph_start", (None,), _INT)  # per node, and the end (N + 1,)
+    if len(morph_start) < n:
+        raise c.fail("morph_start", f"has {len(morph_start)} entries for {n} nodes")
+    c.array("pose", ("B", "N", 10), _FLOAT)
+    c.array("morph", ("B", "M"), _FLOAT)
+    c.array("clip_duration", ("C",), _FLOAT)
+    c.array("clip_table", ("C", None), _INT)
+    c.array("base_pose", ("C", "N", 10), _FLOAT)
+    c.array("base_morph", ("C", "M"), _FLOAT)
+    c.array("tracks", (None, None), _INT)
+    c.array("segments", (None, None), _INT)
+    c.array("timeline_keys", ("timelines", 2), _INT)
+    c.array("times", (None,), _FLOAT)
+    c.array("values", (None,), _FLOAT)
+    c.array("slot_clip", ("S",), _INT)
+    c.indices("slot_clip", 0, len(f["clip_duration"]))
+    c.array("fs", ("B", "S", None), dtype=np.float64)
+    c.array("ist", ("B", "S", None), dtype=np.int64)
+    c.array("cursors", ("B", "timelines"), dtype=np.int64)
+    c.array("layer_weight", ("B", "L"), _FLOAT)
+    c.array("layer_mask", ("L", "N"), _FLOAT)
+    c.array("layer_additive", ("L",), dtype=np.bool_)
+    c.array("slot_layer", ("S",), _INT)
+    c.indices("slot_layer", 0, len(f["layer_additive"]))
+    c.array("snap_weight", ("B",), _FLOAT)
+    c.array("snap_pose", ("B", "N", 10), _FLOAT)
+    c.array("snap_morph", ("B", "M"), _FLOAT)
+    c.array("acc", ("T", "N", None), _FLOAT)
+    c.array("accm", ("T", "M", 2), _FLOAT)
+    c.array("tmp", ("T", None), _FLOAT)
+    c.array("locs", ("T", None, 3), _FLOAT)
+    c.array("world_nodes", (None,), _INT)
+    c.indices("world_nodes", 0, n)
+    c.array("palette_joints", ("J",), _INT)
+    c.indices("palette_joints", 0, n)
+    c.array("inverse_bind", ("J", "R", 4), _FLOAT)
+    c.array("palettes", ("B", "J", "R", 4), _FLOAT)
+    worlds = c.array("worlds", (None, None, "R", 4), _FLOAT)
+    if worlds.shape[0]:
+        c.array("worlds", ("B", "N", "R", 4))
+    else:
+        c.array("scratch_world", (None, "N", "R", 4), _FLOAT)
+
+
+def validate_ik(f: dict) -> None:
+    """An :class:`~skeletal.playback.jobs.IKJob`'s fields (stages, joints, instances)."""
+    c = _Checker("IKJob", f)
+    c.array("stage_i", ("stages", None), _INT)
+    c.array("stage_f", ("stages", None), _FLOAT)
+    c.array("joints", (None,), _INT)
+    c.array("inputs", (None, "stages", None), _FLOAT)
+    c.array("update", (None,), _INT)
+
+
+def validate_wide(f: dict) -> None:
+    """A :class:`~skeletal.playback.jobs.WideJob`'s fields (G full groups, T threads, R local rows of a group)."""
+    c = _Checker("WideJob", f)
+    lanes = f["lanes"]
+    if not isinstance(lanes, int) or lanes <= 0:
+        raise c.fail("lanes", f"is {lanes!r}, expected a positive int")
+    c.array("wide_clip", ("C",), dtype=np.bool_)
+    c.array("packed", (None,), dtype=np.float32)
+    c.array("seg_table", (None, 2), dtype=np.int64)
+    c.array("dest", (None,), dtype=np.uint64)
+    c.array("done", ("G",), dtype=np.uint8)
+    c.array("group_clip", ("G",), dtype=np.int64)
+    c.array("held", ("G", 1), dtype=np.int64)
+    store = c.array("store", (None, "R"), dtype=np.float32)
+    if store.shape[0] not in (0, c.sizes["G"]):
+        raise c.fail("store", f"has {store.shape[0]} rows, expected 0 or one per full group ({c.sizes['G']})")
+    c.array("sample_t", (None,), dtype=np.float64)
+    c.array("ik_rows", ("G", None), dtype=np.float32)
+    c.array("rows", ("T", "R"), dtype=np.float32)
+    c.array("held_rows", ("T", 1), dtype=np.int64)
+    c.array("world_rows", ("T", None), dtype=np.float32)
+    c.array("palette_rows", ("T", None), dtype=np.float32)
+    c.array("keys", ("T", None, lanes), dtype=np.int64)
+    c.array("fractions", ("T", None, lanes), dtype=np.float32)
+    c.array("samples", ("T", None), dtype=np.float32)
+    c.array("ik_scratch", ("T", None), dtype=np.float64)
+
+
+def validate_foot(f: dict) -> None:
+    """A :class:`~skeletal.playback.jobs.FootJob`'s fields (B instances, N nodes, L legs, S slots, C clips,
+    F contact frames, J palette entries kept current)."""
+    c = _Checker("FootJob", f)
+    parents = c.array("parents", ("N",), _INT)
+    n = len(parents)
+    c.array("pose", ("B", "N", 10), dtype=np.float64)
+    c.array("world", ("B", "N", 4, 4), dtype=np.float64)
+    c.array("placement", ("B", 4, 4), _FLOAT)
+    c.array("legs", (3, "L"), _INT)
+    c.indices("legs", 0, n)
+    pelvis = f["pelvis"]
+    if not 0 <= int(pelvis) < n:
+        raise c.fail("pelvis", f"is {pelvis}, expected a node in [0, {n})")
+    for name in ("pelvis_nodes", "leg_nodes"):
+        c.array(name, (None,), _INT)
+        c.indices(name, 0, n)
+    leg_start = c.array("leg_start", (None,), _INT)
+    c.indices("leg_start", 0, len(f["leg_nodes"]) + 1)
+    if len(leg_start) != c.sizes["L"] + 1:
+        raise c.fail("leg_start", f"has {len(leg_start)} entries for {c.sizes['L']} legs")
+    c.array("fs", ("B", "S", None), dtype=np.float64)
+    c.array("slot_clip", ("S",), _INT)
+    c.array("slot_additive", ("S",), dtype=np.bool_)
+    c.array("tables", ("C", None, "L"), _FLOAT)
+    c.indices("slot_clip", 0, c.sizes["C"])
+    c.array("frames", ("C",), _INT)
+    c.array("fps", ("C",), _FLOAT)
+    c.array("durations", ("C",), _FLOAT)
+    c.array("looping", ("C",), dtype=np.bool_)
+    c.array("heights", ("B", "L"), _FLOAT)
+    c.array("normals", ("B", "L", 3), _FLOAT)
+    c.array("queried", ("B", "L", 2), _FLOAT)
+    c.array("contact", ("B", "L"), _FLOAT)
+    c.array("ankle", ("L",), _FLOAT)
+    c.array("leg_len", ("L",), _FLOAT)
+    c.array("scalars", (8,), _FLOAT)
+    c.array("weight", ("B",), _FLOAT)
+    c.array("state", ("B", 2), _FLOAT)
+    c.array("initialised", ("B",), dtype=np.bool_)
+    c.array("locked", ("B", "L"), dtype=np.bool_)
+    c.array("lock", ("B", "L", 2), _FLOAT)
+    c.array("targets", ("B", "L", 3), _FLOAT)
+    c.array("pelvis_offset", ("B",), _FLOAT)
+    c.array("pal", ("B", "J", 4, 4), _FLOAT)
+    c.array("pal_joints", ("J",), _INT)
+    c.indices("pal_joints", 0, n)
+    c.array("inv_bind", ("J", 4, 4), _FLOAT)
+    c.array("pal_idx", (None,), _INT)
+    c.indices("pal_idx", 0, c.sizes["J"])
+    c.array("pal_start", (None,), _INT)
+    c.indices("pal_start", 0, len(f["pal_idx"]) + 1)
+
+
+def validate_look(f: dict) -> None:
+    """A :class:`~skeletal.playback.jobs.LookJob`'s fields (B instances, N nodes, one aim stage, J palette
+    entries kept current)."""
+    c = _Checker("LookJob", f)
+    parents = c.array("parents", ("N",), _INT)
+    n = len(parents)
+    c.array("pose", ("B", "N", 10), dtype=np.float64)
+    c.array("world", ("B", "N", 4, 4), dtype=np.float64)
+    c.array("placement", ("B", 4, 4), _FLOAT)
+    c.array("target", ("B", 3), _FLOAT)
+    c.array("smoothed", ("B", 3), _FLOAT)
+    c.array("velocity", ("B", 3), _FLOAT)
+    c.array("weight", ("B",), _FLOAT)
+    c.array("stage_i", ("stages", None), _INT)
+    if c.sizes["stages"] < 1:
+        raise c.fail("stage_i", "holds no stage (the look-at stage needs its aim stage)")
+    c.array("stage_f", ("stages", None), _FLOAT)
+    c.array("joints", (None,), _INT)
+    c.indices("joints", 0, n)
+    c.array("jp", (None, None), _FLOAT)
+    c.array("inputs", ("B", "stages", None), _FLOAT)
+    c.array("update", (None,), _INT)
+    c.indices("update", 0, n)
+    c.array("pal", ("B", "J", 4, 4), _FLOAT)
+    c.array("pal_joints", ("J",), _INT)
+    c.indices("pal_joints", 0, n)
+    c.array("inv_bind", ("J", 4, 4), _FLOAT)
+    c.array("pal_idx", (None,), _INT)
+    c.indices("pal_idx", 0, c.sizes["J"])
+
+
+def validate_jiggle(f: dict) -> None:
+    """A :class:`~skeletal.playback.jobs.JiggleJob`'s fields (B instances, N nodes, C chains, P particles)."""
+    c = _Checker("JiggleJob", f)
+    parents = c.array("parents", ("N",), _INT)
+    c.array("world", ("B", "N", None, 4), _FLOAT)
+    c.array("pose", ("B", "N", 10), _FLOAT)
+    c.array("placement", ("B", 4, 4), _FLOAT)
+    c.array("chain_start", (None,), _INT)
+    joints = c.array("joints", ("P",), _INT)
+    c.indices("joints", 0, len(parents))
+    c.indices("chain_start", 0, len(joints) + 1)
+    c.array("stiffness", ("C",), _FLOAT)
+    c.array("damping", ("C",), _FLOAT)
+    c.array("gravity", (3,), _FLOAT)
+    c.array("pos", ("B", "P", 3), _FLOAT)
+    c.array("vel", ("B", "P", 3), _FLOAT)
+    c.array("rest_len", ("B", "P"), _FLOAT)
+    c.array("initialised", ("B",), dtype=np.bool_)
+    c.array("weight", ("B",), _FLOAT)
+
+
+__all__ = ["validate_playback", "validate_ik", "validate_wide", "validate_foot", "validate_look", "validate_jiggle"]
