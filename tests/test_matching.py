@@ -149,6 +149,30 @@ def test_box_search_equals_brute_force_on_10000_queries(db):
     assert (twice < len(db)).all()
 
 
+def test_box_search_with_hints_and_three_levels_equals_brute_force():
+    """Over 20,000 rows (several top boxes), with no hints, random hints, the answers themselves, and
+    hints at the later of two equal rows: always brute force's row (the lower index on ties)."""
+    from skeletal.bench.matching import synthetic_rows
+
+    rows, real = synthetic_rows(20_000, seed=3)
+    rows = np.ascontiguousarray(np.concatenate([rows, rows[:4000]]))  # exact duplicates: ties
+    boxes = build_boxes(rows)
+    assert len(boxes.top_min) > 5
+    rng = np.random.default_rng(11)
+    picks = np.concatenate([real[rng.integers(0, len(real), 600)], rows[rng.integers(0, 4000, 400)]])
+    queries = (picks + rng.normal(scale=0.2, size=picks.shape) * (np.arange(1000) < 600)[:, None]).astype(np.float32)
+    slow, slow_cost = brute_force(rows, queries)
+    for hints in (None, rng.integers(-1, len(rows), 1000), slow, np.where(slow < 4000, slow + 20_000, slow)):
+        fast, cost = box_search(rows, boxes, queries, hints)
+        np.testing.assert_array_equal(fast, slow)
+        np.testing.assert_array_equal(cost, slow_cost)
+    assert box_search(rows, boxes, queries[:1], np.array([5]))[0][0] == slow[0]  # the one-query path
+    with pytest.raises(SkeletalError, match="hints"):
+        box_search(rows, boxes, queries[:2], np.array([0, len(rows)]))
+    with pytest.raises(SkeletalError, match="hints"):
+        box_search(rows, boxes, queries[:2], np.array([0.5, 1.0]))
+
+
 def test_search_refuses_bad_queries(db):
     with pytest.raises(SkeletalError, match="queries"):
         db.search(np.zeros((2, 5), np.float32))

@@ -90,7 +90,7 @@ def test_figure_eight_benchmark_runs_both_drivers():
     """The path benchmark's measuring code, on a short path (no figure is checked but that they exist)."""
     from skeletal.bench.motion_path import figure_eight
 
-    for driver in ("motion matching", "state machine"):
+    for driver in ("motion matching", "warping", "state machine"):
         row = figure_eight(1.0, 4.0, seconds=3.0, driver=driver)
         assert np.isfinite(row["mean_error_m"]) and row["mean_error_m"] < 2.0, driver
         assert row["slide_median_cm"] >= 0.0 and row["clips"], driver

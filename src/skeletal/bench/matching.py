@@ -6,7 +6,8 @@ queries in one call, for :func:`~skeletal.playback.locomotion.search.box_search`
 :func:`~skeletal.playback.locomotion.search.brute_force` (samples interleaved, so a busy machine
 slows both alike), the speed-up, and whether both returned the same frames; then the crowd budget
 (:func:`crowd_budget`): 1,000 characters searching every 6th frame (167 queries a frame) against one
-update of a 1,000-character crowd.
+update of a 1,000-character crowd, and the same for characters playing on through the database
+("moving": queries of rows 6 frames on from the last), without and with the last answer as a hint.
 
 The databases: the built-in character's locomotion set (:func:`skeletal.demo.locomotion_asset`,
 mirrored: about 2,000 frames with Holden's 27 default features) repeated to the size, each copy of a
@@ -99,11 +100,18 @@ def crowd_budget(size: int, characters: int = 1000, every: int = 6, repeats: int
     per_frame = -(-characters // every)
     picks = real[rng.integers(0, len(real), per_frame)]
     queries = (picks + rng.normal(scale=0.3, size=picks.shape)).astype(np.float32)
+    # the hinted case: each character plays on through the database; its query now is its row plus
+    # noise, its hint the answer it got ``every`` frames ago (for the row then, plus noise) moved on
+    at = rng.integers(every, len(rows), per_frame)
+    before = (rows[at - every] + rng.normal(scale=0.3, size=(per_frame, rows.shape[1]))).astype(np.float32)
+    moving = (rows[at] + rng.normal(scale=0.3, size=(per_frame, rows.shape[1]))).astype(np.float32)
+    hints = np.minimum(S.box_search(rows, boxes, before)[0] + every, len(rows) - 1)
+    same = bool(np.array_equal(S.box_search(rows, boxes, moving, hints)[0], S.box_search(rows, boxes, moving)[0]))
     crowd = skeletal.Crowd(demo_asset(), characters)
     crowd.play("walk", offsets=rng.uniform(0.0, 1.0, characters))
     crowd.update(1 / 60)
     S.box_search(rows, boxes, queries)
-    search_ms, crowd_ms = [], []
+    search_ms, crowd_ms, plain_ms, hinted_ms = [], [], [], []
     for _ in range(repeats):
         start = time.perf_counter()
         S.box_search(rows, boxes, queries)
@@ -111,9 +119,17 @@ def crowd_budget(size: int, characters: int = 1000, every: int = 6, repeats: int
         start = time.perf_counter()
         crowd.update(1 / 60)
         crowd_ms.append((time.perf_counter() - start) * 1e3)
+        start = time.perf_counter()
+        S.box_search(rows, boxes, moving)
+        plain_ms.append((time.perf_counter() - start) * 1e3)
+        start = time.perf_counter()
+        S.box_search(rows, boxes, moving, hints)
+        hinted_ms.append((time.perf_counter() - start) * 1e3)
     search, update = statistics.median(search_ms), statistics.median(crowd_ms)
+    plain, hinted = statistics.median(plain_ms), statistics.median(hinted_ms)
     return dict(frames=size, characters=characters, queries_per_frame=per_frame, search_ms=search,
-                crowd_update_ms=update, ratio=search / update)
+                crowd_update_ms=update, ratio=search / update, moving_ms=plain, hinted_ms=hinted,
+                hinted_ratio=hinted / update, hinted_same=same)
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
@@ -133,12 +149,14 @@ def main(argv: list[str] | None = None) -> list[dict]:
             table.append(row)
             print(f"{row['frames']:>8} {row['queries_per_call']:>12} {row['box_us_per_query']:>13.1f} "
                   f"{row['brute_us_per_query']:>15.1f} {row['speedup']:>8.1f}x {row['same_frames']}")
-    print(f"{'frames':>8} {'queries/frame':>13} {'search ms':>9} {'crowd update ms':>15} {'ratio':>6}")
+    print(f"{'frames':>8} {'queries/frame':>13} {'search ms':>9} {'crowd update ms':>15} {'ratio':>6} "
+          f"{'moving ms':>9} {'hinted ms':>9} {'ratio':>6} same")
     for size in sizes:
         row = crowd_budget(size, repeats=repeats)
         table.append(row)
         print(f"{row['frames']:>8} {row['queries_per_frame']:>13} {row['search_ms']:>9.2f} "
-              f"{row['crowd_update_ms']:>15.2f} {row['ratio']:>6.2f}")
+              f"{row['crowd_update_ms']:>15.2f} {row['ratio']:>6.2f} {row['moving_ms']:>9.2f} "
+              f"{row['hinted_ms']:>9.2f} {row['hinted_ratio']:>6.2f} {row['hinted_same']}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(table, f, indent=1)

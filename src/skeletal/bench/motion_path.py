@@ -12,7 +12,8 @@ velocity is the path's velocity plus a pull of 1/s toward the path point. Printe
   its height is within 2 cm of its lowest, median and 90th percentile;
 * searches, jumps and the clips played.
 
-The baseline, in the same run: :class:`StateDriver`, the same clips switched by thresholds on the
+Rows "warping": the same controller with ``warping=True`` (stride and orientation warping toward the
+predicted velocity). The baseline, in the same run: :class:`StateDriver`, the same clips switched by thresholds on the
 goal with linear crossfades, as a state machine would (searches 0; jumps: its transitions).
 """
 
@@ -23,6 +24,8 @@ import math
 from typing import Any
 
 import numpy as np
+
+from ..playback.locomotion.paths import figure_eight_path
 
 
 
@@ -75,7 +78,8 @@ class StateDriver:
 def figure_eight(speed: float, radius: float, seconds: float = 20.0, fps: float = 60.0,
                  driver: str = "motion matching") -> dict:
     """Drive the demo character along the figure eight of ``radius`` (m) at about ``speed`` m/s with
-    ``driver`` ("motion matching" or "state machine": :class:`StateDriver`); the figures above."""
+    ``driver`` ("motion matching", "warping": motion matching with stride and orientation warping, or
+    "state machine": :class:`StateDriver`); the figures above."""
     from ..demo import locomotion_asset
     from ..playback import Player
     from ..playback.locomotion import MatchingDatabase, MotionMatching
@@ -85,16 +89,8 @@ def figure_eight(speed: float, radius: float, seconds: float = 20.0, fps: float 
         mm: Any = StateDriver(Player(asset))
     else:
         db = MatchingDatabase.build(asset, exclude=("idle", "wave", "walk", "run"))
-        mm = MotionMatching(Player(asset), db)
-    # the path's length per cycle, to set the angular rate for the speed asked
-    u = np.linspace(0.0, 2.0 * math.pi, 2001)
-    length = np.sum(np.hypot(np.diff(radius * np.sin(u)), np.diff(radius * np.sin(2.0 * u) / 2.0)))
-    w = speed * 2.0 * math.pi / length
-
-    def path(t: float) -> tuple[np.ndarray, np.ndarray]:
-        p = np.array([radius * math.sin(w * t), radius * math.sin(2.0 * w * t) / 2.0])
-        v = np.array([radius * w * math.cos(w * t), radius * w * math.cos(2.0 * w * t)])
-        return p, v
+        mm = MotionMatching(Player(asset), db, warping=driver == "warping")
+    path = figure_eight_path(speed, radius)
 
     toes = [asset.rig.find("left_toe"), asset.rig.find("right_toe")]
     dt = 1.0 / fps
@@ -131,7 +127,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     print(f"{'driver':>15} {'speed':>5} {'mean err m':>10} {'max err m':>9} {'slide cm/frame':>14} {'p90':>5} "
           f"{'searches':>8} {'jumps':>5}")
     for speed, radius in ((1.0, 4.0), (3.5, 10.5)):
-        for driver in ("motion matching", "state machine"):
+        for driver in ("motion matching", "warping", "state machine"):
             row = figure_eight(speed, radius, args.seconds, driver=driver)
             rows.append(row)
             print(f"{driver:>15} {row['speed']:>5.1f} {row['mean_error_m']:>10.2f} {row['max_error_m']:>9.2f} "

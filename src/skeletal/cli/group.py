@@ -406,6 +406,9 @@ FEATURE_COMMANDS: list[tuple[str, str]] = [
     # baked animation textures for GPU crowds (issue 30)
     ("skeletal.cli.bake_texture", "bake_texture_command"),
 
+    # locomotion: motion matching on a scripted path (issue 27)
+    ("skeletal.cli.locomotion", "locomotion_command"),
+
 ]
 
 

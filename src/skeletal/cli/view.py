@@ -51,10 +51,12 @@ SKINNING_CHOICES = ("lbs", "dqs")
 @click.option("--screenshot", default=None, type=click.Path(dir_okay=False),
               help="Save the last frame, UI included, to this .png and exit (after --frames, default 1).")
 @click.option("--verbose", "-v", is_flag=True, help="Print the GL renderer, palette path and frame timings.")
+@click.option("--locomotion", is_flag=True,
+              help="Steer the built-in character under motion matching: WASD move, Shift run, arrows face.")
 @up_option
 @scene_option
 def view(model, clip, size, start, speed, loop, camera, skeleton, weights_joint, blend, blend_value, palette_mode,
-         skinning, samples, frames, screenshot, verbose, up, scene):
+         skinning, samples, frames, screenshot, verbose, locomotion, up, scene):
     """Open MODEL (glTF, FBX, Collada, BVH...; default: the built-in demo character) in an interactive window.
 
     \b
@@ -71,7 +73,11 @@ def view(model, clip, size, start, speed, loop, camera, skeleton, weights_joint,
       skeletal view Soldier.glb --clip Walk
       skeletal view --blend idle:0,walk:1.4,run:4 --blend-value 2
       xvfb-run skeletal view --frames 10 --screenshot view.png
+      skeletal view --locomotion
     """
+    if locomotion:
+        _view_locomotion(model, size, frames, screenshot)
+        return
     try:
         from ..render.viewer import view as run_viewer  # imports moderngl only now (glfw when the window opens)
     except ImportError as exc:  # moderngl missing, or its compiled part does not load
@@ -87,6 +93,23 @@ def view(model, clip, size, start, speed, loop, camera, skeleton, weights_joint,
     if result.screenshot:
         click.echo(f"wrote {result.screenshot} ({result.frames} frame{'s' if result.frames != 1 else ''}, "
                    f"{result.playback})")
+
+
+def _view_locomotion(model, size, frames, screenshot) -> None:
+    """``--locomotion``: the built-in character steered with the keyboard (:mod:`skeletal.render.locomotion_viewer`)."""
+    if model is not None:
+        raise RenderError("--locomotion steers the built-in character: give no MODEL")
+    if screenshot is not None and not screenshot.lower().endswith(".png"):
+        raise RenderError(f"cannot write {screenshot!r}: the screenshot must end in .png")
+    try:
+        from ..render.locomotion_viewer import LocomotionViewer
+        from ..render.output import parse_size
+    except ImportError as exc:
+        raise RenderError(f"cannot import the viewer ({exc}): {INSTALL_HINT}; pip install glfw") from None
+    with LocomotionViewer(parse_size(size)) as viewer:
+        drawn = viewer.run(frames=frames or (1 if screenshot else None), screenshot=screenshot)
+    if screenshot:
+        click.echo(f"wrote {screenshot} ({drawn} frame{'s' if drawn != 1 else ''}, locomotion)")
 
 
 def run_standalone(command: click.Command, prog_name: str, argv: list[str] | None = None) -> int:

@@ -10,6 +10,9 @@
   desired velocity through the database.
 * :mod:`~skeletal.playback.locomotion.mirror`: :func:`mirror_clip`, a clip reflected with left and
   right swapped (what mirrored database rows play).
+* :mod:`~skeletal.playback.locomotion.warping`: :class:`Warping`, stride and orientation warping of a
+  Player's pose (two-bone leg IK keeps the feet on their scaled targets), alone or under
+  ``MotionMatching(..., warping=True)``.
 """
 
 from .controller import MotionMatching
@@ -17,6 +20,7 @@ from .database import MatchingDatabase, Range
 from .features import Feature, default_features
 from .inertialize import Inertializer, pose_velocity
 from .mirror import mirror_clip
+from .warping import Warping
 
 __all__ = ["Feature", "Inertializer", "MatchingDatabase", "MotionMatching", "Range", "default_features",
-           "mirror_clip", "pose_velocity"]
+           "Warping", "mirror_clip", "pose_velocity"]

@@ -12,7 +12,11 @@ Each update:
    clip within 0.2 s), the player jumps to it with an inertialized crossfade (``blend``). Past the last
    row of its clip (the database leaves out the frames whose future runs past the clip's end) the
    player jumps to the best frame with the last row's pose features;
-3. the player updates with root motion on the database's root joint, and the controller moves the
+3. the player updates with root motion on the database's root joint; with ``warping=True`` a
+   :class:`~skeletal.playback.locomotion.warping.Warping` then scales the stride to the predicted
+   speed and turns the lower body toward the predicted direction of motion (the ratio and the angle
+   between the spring's velocity and the clip's own, both smoothed, within ``max_stride`` and
+   ``max_angle``; the root-motion delta scaled and turned with them); the controller moves the
    character by the root-motion delta: ``position`` (x, 0, z) and ``facing`` (yaw), ``transform``
    (4, 4) to place the model with.
 
@@ -40,8 +44,11 @@ from ...errors import SkeletalError
 from .database import MatchingDatabase
 from .features import compute_features, root_frames
 from .mirror import SUFFIX, mirror_clip
+from .warping import Warping
 
 LN2 = math.log(2.0)
+#: Half-life (s) with which the warping's stride and angle ease toward the ones asked.
+WARP_EASE = 0.4
 
 
 def _spring_velocity(v: np.ndarray, a: np.ndarray, goal: np.ndarray, halflife: float,
@@ -72,12 +79,16 @@ class MotionMatching:
     ``search_every``: frames between searches; ``blend``/``blend_time``: the jump's transition
     (:meth:`~skeletal.Player.crossfade` ``blend``); ``margin``: how much better (in squared
     normalised distance) a frame must be to jump to it; ``velocity_halflife``/``facing_halflife``:
-    the prediction springs' half-lives (s). ``searches``/``jumps`` count what happened.
+    the prediction springs' half-lives (s). ``warping``: stride and orientation warping toward the
+    predicted velocity (:attr:`warping`, a :class:`~skeletal.playback.locomotion.warping.Warping`, or
+    None), ``max_stride`` the (lowest, highest) stride ratio and ``max_angle`` the largest turn
+    (degrees) it applies. ``searches``/``jumps`` count what happened.
     """
 
     def __init__(self, player: Any, database: MatchingDatabase, *, search_every: int = 6,
                  blend: str = "dead_blend", blend_time: float = 0.2, margin: float = 0.05,
-                 velocity_halflife: float = 0.3, facing_halflife: float = 0.3):
+                 velocity_halflife: float = 0.3, facing_halflife: float = 0.3, warping: bool = False,
+                 max_stride: tuple[float, float] = (0.7, 1.5), max_angle: float = 20.0):
         clips = {c.name for c in player.asset.clips}
         missing = [n for n in database.clip_names if n not in clips]
         if missing:
@@ -124,6 +135,12 @@ class MotionMatching:
         self._root_index = rig.find(database.root)
         self._shown: list[np.ndarray] = []  # world matrices (N, 4, 4) of the last two frames shown
         self._last_dt = 1.0 / database.fps
+        lo, hi = (float(x) for x in max_stride)
+        if not (0.0 < lo <= 1.0 <= hi and 0.0 <= max_angle <= 90.0):
+            raise SkeletalError("warping needs 0 < max_stride[0] <= 1 <= max_stride[1] and 0 <= max_angle <= 90")
+        self.max_stride, self.max_angle = (lo, hi), math.radians(max_angle)
+        self.warping: Warping | None = Warping(player, attach=False) if warping else None
+        self.clip_velocity = np.zeros(2)  # the clip's own root velocity (character x, z), smoothed
 
     # -- the caller's side ---------------------------------------------------------------------
 
@@ -232,6 +249,8 @@ class MotionMatching:
                                                                self.desired_velocity, self.velocity_halflife, dt)
         self.facing_rate = _spring_angle(self.facing, self.facing_rate, self._goal_facing(), self.facing_halflife, dt)[1]
         self.player.update(dt)
+        if self.warping is not None:
+            self._warp(dt)
         move, turn = self.player.root_motion
         c, s = math.cos(self.facing), math.sin(self.facing)
         self.position += np.array([c * move[0] + s * move[2], 0.0, -s * move[0] + c * move[2]])
@@ -239,6 +258,31 @@ class MotionMatching:
         if dt > 0:
             self._last_dt = dt
             self._keep_shown()
+
+    def _warp(self, dt: float) -> None:
+        """Set the warping's stride, angle and axis from the clip's smoothed velocity and the
+        prediction spring's (both in the character's frame), then warp the pose and the delta."""
+        warp = self.warping
+        assert warp is not None
+        if dt > 0:
+            raw = self.player._root_motion.delta[0, :2] / dt
+            self.clip_velocity += (raw - self.clip_velocity) * (1.0 - math.exp(-LN2 * dt / 0.15))
+        c, s = math.cos(self.facing), math.sin(self.facing)
+        vx, vz = self.velocity
+        want = np.array([c * vx - s * vz, s * vx + c * vz])  # world -> character frame
+        clip_speed, want_speed = float(np.hypot(*self.clip_velocity)), float(np.hypot(*want))
+        stride, angle = 1.0, 0.0
+        if clip_speed > 0.3 and want_speed > 0.1:
+            stride = min(max(want_speed / clip_speed, self.max_stride[0]), self.max_stride[1])
+            turn = math.atan2(want[0], want[1]) - math.atan2(self.clip_velocity[0], self.clip_velocity[1])
+            turn = (turn + math.pi) % (2.0 * math.pi) - math.pi
+            angle = min(max(turn, -self.max_angle), self.max_angle)
+            warp.axis[0] = self.clip_velocity / clip_speed
+        # eased toward the goal (a new clip's speed or a stop changes it at once)
+        k = 1.0 - math.exp(-LN2 * dt / WARP_EASE) if dt > 0 else 0.0
+        warp.stride[0] += (stride - warp.stride[0]) * k
+        warp.angle[0] += (angle - warp.angle[0]) * k
+        warp.apply(dt)
 
     def _played_name(self, row: int) -> str:
         """The clip that plays database row ``row`` (its mirror for a mirrored row)."""
@@ -248,7 +292,7 @@ class MotionMatching:
     def _search(self, row: int, inside: bool) -> None:
         self.searches += 1
         query = self._query()
-        best, cost = self.db.search(query)
+        best, cost = self.db.search(query, hints=np.array([row]))  # the frame playing bounds the search
         best_row = int(best[0])
         if best_row < 0:
             return

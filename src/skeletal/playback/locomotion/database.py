@@ -192,12 +192,14 @@ class MatchingDatabase:
             self._boxes = S.build_boxes(self.features)
         return self._boxes
 
-    def search(self, queries: np.ndarray, *, brute_force: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    def search(self, queries: np.ndarray, *, brute_force: bool = False,
+               hints: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The nearest row to each normalised query (N, D) or (D,): (rows (N,), squared distances (N,)),
-        by the bounding-box search (or brute force: the same rows)."""
+        by the bounding-box search (or brute force: the same rows). ``hints`` (N,): a row per query
+        that is probably near (the one playing; -1: none), which speeds the box search up."""
         if brute_force:
             return S.brute_force(self.features, queries)
-        return S.box_search(self.features, self.boxes, queries)
+        return S.box_search(self.features, self.boxes, queries, hints)
 
     def clip_name(self, row: int) -> str:
         """The name of the clip row ``row`` comes from."""

@@ -1,0 +1,192 @@
+"""Stride and orientation warping: a clip played at a speed or in a direction it was not recorded at,
+the feet still planted (Unreal's Stride Warping and Orientation Warping nodes).
+
+* **Orientation warping** turns the lower body by ``angle`` (radians about model +Y) about the pelvis
+  and the upper body back by the same angle, spread evenly over the spine joints between the pelvis and
+  the neck: the legs step along the turned direction while the chest and head keep facing ahead. The
+  root-motion delta turns with them.
+* **Stride warping** scales each foot's offset from the pelvis along the clip's direction of motion by
+  ``stride``: a planted foot, which moves back under the body at the clip's speed, now moves back
+  ``stride`` times as fast, so the character can move ``stride`` times as fast with that foot still.
+  The pelvis lowers as far as the legs need to reach their targets; each leg's two-bone IK
+  (:func:`skeletal.ik.two_bone_one`) puts its foot on its target with the foot's rotation kept. The
+  root-motion delta scales by ``stride``.
+
+Both run in one compiled call over the whole batch (:mod:`.warp_kernels`), after the mixer's update
+and its other controllers; the mixer's world rows and skin palettes are then rebuilt (its WORLD
+stage). On a :class:`~skeletal.Player` or :class:`~skeletal.Mixer` (float64 or float32); under
+:class:`~.controller.MotionMatching` with ``warping=True``, which sets ``stride`` and ``angle`` from
+the desired and the clip's velocity.
+
+>>> import skeletal
+>>> from skeletal.demo import demo_asset
+>>> player = skeletal.Player(demo_asset())
+>>> warp = Warping(player)
+>>> warp.stride[:] = 1.4         # 40% longer steps: move 1.4x the clip's speed
+>>> _ = player.play("walk"); player.update(1 / 60)
+>>> bool(warp.targets.any())
+True
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from ...errors import SkeletalError
+from ...pose import world_matrices
+from .. import kernels as K
+from ..contacts import Leg, find_legs
+from ..procedural import find_head_chain
+from .warp_kernels import warp_kernel, warp_serial
+
+#: Batches up to this size run the serial kernel.
+SERIAL_BELOW = 4
+
+
+def find_spine(rig, pelvis: int) -> list[int]:
+    """The joints strictly between ``pelvis`` and the neck (or head), parent first, found by name
+    (:func:`~skeletal.playback.procedural.find_head_chain`); empty when no head is found."""
+    try:
+        neck = find_head_chain(rig)[0]
+    except SkeletalError:
+        return []
+    chain = []
+    j = int(rig.parents[neck])
+    while j >= 0 and j != pelvis:
+        chain.append(j)
+        j = int(rig.parents[j])
+    return chain[::-1] if j == pelvis else []
+
+
+def _common_parent(parents: np.ndarray, thighs: Sequence[int]) -> int:
+    chains = []
+    for t in thighs:
+        up, j = [], int(parents[t])
+        while j >= 0:
+            up.append(j)
+            j = int(parents[j])
+        chains.append(up)
+    common = [j for j in chains[0] if all(j in c for c in chains[1:])]
+    if not common:
+        raise SkeletalError("warping: the legs share no parent joint (pelvis)")
+    return common[0]
+
+
+def _root_motion_of(mixer: Any) -> Any:
+    for controller in mixer.controllers:
+        if hasattr(controller, "curves") and hasattr(controller, "delta"):
+            return controller
+    return None
+
+
+class Warping:
+    """Stride and orientation warping on a Player or Mixer (see the module docstring).
+
+    Per instance, settable in place: ``stride`` (B,) (1: as recorded; clamped to 0.25..4), ``angle``
+    (B,) radians about +Y (0: as recorded; clamped to +-``max_angle`` degrees), ``axis`` (B, 2) the
+    clip's direction of motion in model (x, z) (default +Z), ``weight`` (B,) (0 switches an instance off). ``targets`` (B, L, 3): the feet's
+    model-space targets of the last update.
+
+    ``legs``: a list of :class:`~skeletal.playback.contacts.Leg` or a dict as
+    :func:`~skeletal.playback.contacts.find_legs` takes; ``spine``: joint names or indices that turn
+    the upper body back (default :func:`find_spine`); ``reach``: the fraction of a leg's length it may
+    stretch to before the pelvis lowers; ``soft``: the IK's soft limit; ``attach``: run after every
+    update of the mixer (as its last controller); False: the caller calls :meth:`apply` after each
+    update (what :class:`~.controller.MotionMatching` does).
+
+    >>> warp = Warping(player)                  # doctest: +SKIP
+    >>> warp.angle[:] = math.radians(30)        # doctest: +SKIP
+    """
+
+    def __init__(self, target: Any, *, legs: Any = None, spine: Sequence[str | int] | None = None,
+                 reach: float = 0.98, soft: float = 0.0, max_angle: float = 90.0, attach: bool = True):
+        mixer = getattr(target, "mixer", target)
+        if hasattr(mixer, "_wide_ok") or not hasattr(mixer, "world"):
+            raise SkeletalError("warping runs on a Player or Mixer (a Crowd's poses live in SIMD lanes)")
+        self.mixer = mixer
+        rig = mixer.rig
+        if legs is None or isinstance(legs, dict):
+            legs = find_legs(rig, legs)
+        self.legs: list[Leg] = list(legs)
+        if not (0.0 < reach <= 1.0 and 0.0 <= soft < 1.0 and 0.0 <= max_angle <= 180.0):
+            raise SkeletalError("warping: need 0 < reach <= 1, 0 <= soft < 1, 0 <= max_angle <= 180")
+        self.reach, self.soft, self.max_angle = float(reach), float(soft), math.radians(max_angle)
+        thighs = [leg.thigh for leg in self.legs]
+        self.pelvis = _common_parent(rig.parents, thighs)
+        if spine is None:
+            joints = find_spine(rig, self.pelvis)
+        else:
+            joints = []
+            for j in spine:
+                try:
+                    joints.append(rig.find(j) if isinstance(j, str) else int(j))
+                except KeyError:
+                    raise SkeletalError(f"warping: no spine joint named {j!r}") from None
+        self.spine = np.array(joints, np.int64)
+        self._legs = np.ascontiguousarray(np.array([[l.thigh for l in self.legs], [l.knee for l in self.legs],
+                                                    [l.foot for l in self.legs]], np.int64))
+        rest = world_matrices(rig.parents, rig.rest)
+        self.leg_length = np.array([np.linalg.norm(rest[l.knee, :3, 3] - rest[l.thigh, :3, 3])
+                                    + np.linalg.norm(rest[l.foot, :3, 3] - rest[l.knee, :3, 3]) for l in self.legs])
+        b = mixer.count
+        self.stride = np.ones(b)
+        self.angle = np.zeros(b)
+        self.axis = np.tile([0.0, 1.0], (b, 1))
+        self.weight = np.ones(b)
+        self.targets = np.zeros((b, len(self.legs), 3))
+        self._parents = np.ascontiguousarray(rig.parents, np.int64)
+        self.attached = bool(attach)
+        if attach:
+            mixer.controllers = [*mixer.controllers, self]
+
+    def remove(self) -> None:
+        """Stop warping after each update (detach from the mixer)."""
+        self.mixer.controllers = [c for c in self.mixer.controllers if c is not self]
+        self.attached = False
+
+    # the mixer's controller protocol
+    def before_update(self, dt: float) -> None:
+        pass
+
+    def after_update(self, dt: float) -> None:
+        controllers = self.mixer.controllers
+        if controllers[-1] is not self:
+            # last from the next update on (an inertialized switch puts its controller last): a new list,
+            # the mixer is iterating the old one
+            self.mixer.controllers = [c for c in controllers if c is not self] + [self]
+        self.apply(dt)
+
+    def apply(self, dt: float = 0.0) -> None:
+        """Warp the mixer's current pose (one compiled call), rebuild its world rows and palettes, and
+        scale and turn its root-motion delta (when it has root motion)."""
+        mixer = self.mixer
+        stride = np.clip(np.nan_to_num(self.stride, nan=1.0), 0.25, 4.0)
+        angle = np.clip(np.nan_to_num(self.angle), -self.max_angle, self.max_angle)
+        root = _root_motion_of(mixer)
+        axis = np.array(self.axis, np.float64)
+        if not (np.isfinite(axis).all() and np.isfinite(self.weight).all()):
+            raise SkeletalError("warping: axis and weight must be finite")
+        norm = np.hypot(axis[:, 0], axis[:, 1])
+        axis = np.where(norm[:, None] > 1e-9, axis / np.maximum(norm, 1e-300)[:, None], [0.0, 1.0])
+        active = (self.weight > 0) & ((stride != 1.0) | (angle != 0.0))
+        if not active.any():
+            return
+        native = mixer.local_pose
+        pose = native if native.dtype == np.float64 else native.astype(np.float64)
+        world = mixer.world if mixer.world.dtype == np.float64 else mixer.world.astype(np.float64)
+        kernel = warp_serial if mixer.count <= SERIAL_BELOW else warp_kernel
+        kernel(pose, world, self._parents, self.pelvis, self.spine, self._legs, self.leg_length, stride, angle, axis,
+               self.reach, self.soft, active.astype(np.float64), self.targets)
+        if pose is not native:
+            native[...] = pose
+        mixer._run(0.0, K.WORLD)  # world rows, the mixer's IK, palettes of the warped pose
+        if root is not None:
+            delta = root.delta
+            x, z = delta[:, 0] * stride, delta[:, 1] * stride
+            c, s = np.cos(angle), np.sin(angle)
+            on = active
+            delta[on, 0] = (x * c + z * s)[on]
+            delta[on, 1] = (-x * s + z * c)[on]

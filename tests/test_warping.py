@@ -1,0 +1,163 @@
+"""Stride and orientation warping: feet on their scaled targets, the upper body kept, root motion
+scaled and turned, less foot slide than moving the clip as recorded, and under motion matching."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import skeletal
+from skeletal.demo import demo_asset, locomotion_asset
+from skeletal.errors import SkeletalError
+from skeletal.playback import Player
+from skeletal.playback.locomotion import MatchingDatabase, MotionMatching, Warping
+from skeletal.quat import matrix_to_quat
+
+
+def _pair(time: float = 0.37):
+    """The demo walk at ``time`` on two players: one plain, one with a Warping (returned)."""
+    asset = demo_asset()
+    plain, warped = Player(asset), Player(asset)
+    warp = Warping(warped)
+    for p in (plain, warped):
+        p.play("walk", offset=time)
+    return plain, warped, warp
+
+
+def _yaw(m: np.ndarray) -> float:
+    """Heading of a model-space matrix's +Z axis about +Y."""
+    z = m[:3, 2] / np.linalg.norm(m[:3, 2])
+    return math.atan2(z[0], z[2])
+
+
+def test_identity_settings_leave_the_pose_as_it_was():
+    plain, warped, _ = _pair()
+    plain.update(1 / 60)
+    warped.update(1 / 60)
+    np.testing.assert_array_equal(plain.local_pose, warped.local_pose)
+    np.testing.assert_array_equal(plain.world, warped.world)
+
+
+@pytest.mark.parametrize("stride", [0.7, 1.4])
+def test_stride_scales_the_feet_offsets_along_the_motion(stride):
+    plain, warped, warp = _pair()
+    warp.stride[:] = stride
+    plain.update(1 / 60)
+    warped.update(1 / 60)
+    feet = [leg.foot for leg in warp.legs]
+    pelvis = plain.world[warp.pelvis, :3, 3]
+    before = plain.world[feet, :3, 3]
+    after = warped.world[feet, :3, 3]
+    # along the motion (+Z) each foot's offset from the pelvis is scaled; across and up it is kept
+    np.testing.assert_allclose(after[:, 2] - pelvis[2], stride * (before[:, 2] - pelvis[2]), atol=1e-6)
+    np.testing.assert_allclose(after[:, [0, 1]], before[:, [0, 1]], atol=1e-6)
+    np.testing.assert_allclose(after, warp.targets[0], atol=1e-6)
+    # the feet keep their model-space rotation (flat on the ground as recorded)
+    for f in feet:
+        a, b = matrix_to_quat(plain.world[f, :3, :3]), matrix_to_quat(warped.world[f, :3, :3])
+        assert abs(abs(float(np.dot(a, b))) - 1.0) < 1e-9
+    # the legs kept their lengths (the IK moved joints, not bones)
+    for leg in warp.legs:
+        for u, v in ((leg.thigh, leg.knee), (leg.knee, leg.foot)):
+            assert abs(np.linalg.norm(warped.world[u, :3, 3] - warped.world[v, :3, 3])
+                       - np.linalg.norm(plain.world[u, :3, 3] - plain.world[v, :3, 3])) < 1e-9
+    if stride > 1.0:  # longer steps: the pelvis lowers so that the legs reach
+        assert warped.world[warp.pelvis, 1, 3] <= plain.world[warp.pelvis, 1, 3]
+
+
+def test_orientation_turns_the_legs_and_keeps_the_upper_body():
+    plain, warped, warp = _pair()
+    angle = math.radians(30.0)
+    warp.angle[:] = angle
+    plain.update(1 / 60)
+    warped.update(1 / 60)
+    assert len(warp.spine) == 2  # spine and chest of the built-in character
+    turned = _yaw(warped.world[warp.pelvis]) - _yaw(plain.world[warp.pelvis])
+    assert abs(turned - angle) < 1e-9
+    thigh = warp.legs[0].thigh
+    assert abs(_yaw(warped.world[thigh]) - _yaw(plain.world[thigh]) - angle) < 1e-9
+    neck = int(demo_asset().rig.find("neck"))
+    # the chest and head face as recorded (turned back about the spine's own joints: moved a little)
+    np.testing.assert_allclose(warped.world[neck, :3, :3], plain.world[neck, :3, :3], atol=1e-9)
+    assert np.linalg.norm(warped.world[neck, :3, 3] - plain.world[neck, :3, 3]) < 0.01
+
+
+def test_root_motion_delta_is_scaled_and_turned():
+    asset = locomotion_asset()
+    plain, warped = Player(asset), Player(asset)
+    for p in (plain, warped):
+        p.enable_root_motion("root")
+    warp = Warping(warped)
+    warp.stride[:], warp.angle[:] = 1.3, math.radians(20.0)
+    for p in (plain, warped):
+        p.play("walk_forward", offset=0.2)
+        p.update(1 / 60)
+    (mx, _, mz), yaw = plain.root_motion
+    (wx, _, wz), wyaw = warped.root_motion
+    assert abs(math.hypot(wx, wz) - 1.3 * math.hypot(mx, mz)) < 1e-9
+    assert abs(math.atan2(wx, wz) - math.atan2(mx, mz) - math.radians(20.0)) < 1e-9
+    assert wyaw == yaw
+
+
+def test_less_slide_than_moving_the_clip_as_recorded():
+    from skeletal.bench.warping import foot_slide
+
+    asset = demo_asset()
+    for ratio in (0.7, 1.4):
+        off = foot_slide(asset, "walk", ratio, warp=False, seconds=1.5)
+        on = foot_slide(asset, "walk", ratio, warp=True, seconds=1.5)
+        assert off["planted_frames"] > 30 and on["planted_frames"] == off["planted_frames"]
+        assert on["slide_cm"] < 0.8 * off["slide_cm"], (ratio, on, off)
+
+
+def test_under_motion_matching_it_follows_the_speed_asked():
+    asset = locomotion_asset()
+    db = MatchingDatabase.build(asset, exclude=("idle", "wave", "walk", "run"))
+    mm = MotionMatching(Player(asset), db, warping=True)
+    assert mm.warping is not None and not mm.warping.attached
+    mm.set_goal((0.0, 1.6))  # between the walk (~1.1 m/s) and the run
+    start = None
+    for k in range(240):
+        mm.update(1 / 60)
+        if k == 119:
+            start = mm.position.copy()
+    speed = float(np.hypot(*(mm.position - start)[[0, 2]])) / 2.0
+    assert abs(speed - 1.6) < 0.35, speed
+    assert np.isfinite(mm.player.world).all()
+    with pytest.raises(SkeletalError, match="max_stride"):
+        MotionMatching(Player(asset), db, warping=True, max_stride=(1.2, 1.5))
+
+
+def test_refuses_a_crowd_and_bad_settings():
+    asset = demo_asset()
+    with pytest.raises(SkeletalError, match="Player or Mixer"):
+        Warping(skeletal.Crowd(asset, 2))
+    with pytest.raises(SkeletalError, match="reach"):
+        Warping(Player(asset), reach=1.5)
+    with pytest.raises(SkeletalError, match="spine joint"):
+        Warping(Player(asset), spine=["no such joint"])
+    player = Player(asset)
+    warp = Warping(player)
+    player.play("walk")
+    warp.axis[0] = (np.nan, 1.0)
+    with pytest.raises(SkeletalError, match="finite"):
+        player.update(1 / 60)
+
+
+def test_a_float32_mixer_of_several_characters():
+    asset = demo_asset()
+    mixer = skeletal.Mixer(asset, 6, dtype=np.float32)
+    warp = Warping(mixer)
+    warp.stride[:] = np.linspace(0.7, 1.4, 6)
+    warp.weight[0] = 0.0  # the first one as recorded
+    mixer.play("walk", offset=np.linspace(0.0, 1.0, 6))
+    mixer.update(1 / 60)
+    feet = [leg.foot for leg in warp.legs]
+    for b in range(1, 6):
+        np.testing.assert_allclose(mixer.world[b][feet, :3, 3], warp.targets[b], atol=2e-4)
+    plain = skeletal.Mixer(asset, 6, dtype=np.float32)
+    plain.play("walk", offset=np.linspace(0.0, 1.0, 6))
+    plain.update(1 / 60)
+    np.testing.assert_array_equal(plain.world[0], mixer.world[0])
