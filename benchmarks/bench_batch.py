@@ -40,7 +40,7 @@ def main(argv: list[str]) -> int:
     from fixtures.batch_folder import make_folder
 
     from skeletal.batch import find_inputs, output_path, ray_available, run_batch
-    from skeletal.jobs import bake_job
+    from skeletal.batch.jobs import bake_job
 
     work = Path(tempfile.mkdtemp(prefix="skeletal-bench-batch-"))
     try:

@@ -34,8 +34,8 @@ MODELS = ["Fox.glb", "Soldier.glb", "RobotExpressive.glb", "Mannequin.glb", "cmu
 
 def run_model(path: Path, scale: float) -> dict:
     import skeletal
-    from skeletal.compress import acl_bound, compress, compression_stats
-    from skeletal.export import asset_to_document
+    from skeletal.tools.compress import acl_bound, compress, compression_stats
+    from skeletal.tools.export import asset_to_document
     from skeletal.io.gltf_write import glb_bytes
 
     asset = skeletal.load(path)

@@ -29,7 +29,7 @@ import numpy as np
 from numba import njit, prange
 
 from skeletal.bench import measure_bandwidth, numpy_skin, skin_bytes_per_vertex, synthetic_mesh, time_samples
-from skeletal.skin import pack_palette, skin, skin_into
+from skeletal.skinning.lbs import pack_palette, skin, skin_into
 
 
 @njit(inline="always", fastmath=True)

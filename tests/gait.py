@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from skeletal.clip import Clip
-from skeletal.pose import world_matrices
-from skeletal.retarget import canonical_names, hip_height
-from skeletal.rig import Rig
-from skeletal.sampling import sample
+from skeletal.anim.clip import Clip
+from skeletal.anim.pose import world_matrices
+from skeletal.tools.retarget import canonical_names, hip_height
+from skeletal.anim.rig import Rig
+from skeletal.anim.sampling import sample
 
 
 def gait(rig: Rig, clip: Clip, fps: float = 60.0, contact_band: float = 0.05) -> dict[str, float]:

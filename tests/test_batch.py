@@ -19,7 +19,7 @@ from skeletal import batch as batch_module
 from skeletal.batch import BatchError, find_inputs, run_batch
 from skeletal.cli import cli
 from skeletal.demo import demo_asset
-from skeletal.jobs import Task, run_task
+from skeletal.batch.jobs import Task, run_task
 
 from fixtures.batch_folder import make_folder
 

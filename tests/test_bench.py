@@ -11,7 +11,7 @@ import skeletal
 from skeletal import bench as B
 from skeletal.cli.bench import bench as bench_command
 from skeletal.demo import build_demo_document, demo_asset
-from skeletal.skin import pack_palette, skin, skin_into
+from skeletal.skinning.lbs import pack_palette, skin, skin_into
 
 SOLDIER = B.DEFAULT_MODEL
 STAT_KEYS = {"median", "min", "max", "repeats", "unit"}

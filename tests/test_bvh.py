@@ -24,12 +24,12 @@ import pytest
 from click.testing import CliRunner
 
 import skeletal
-from skeletal.bake import bake
+from skeletal.tools.bake import bake
 from skeletal.cli import cli
-from skeletal.clip import Clip, Track
+from skeletal.anim.clip import Clip, Track
 from skeletal.io.bvh import CMU_SCALE, MAX_DEPTH, MAX_JOINTS, ROTATION_ORDERS, parse_bvh, read_bvh
 from skeletal.quat import quat_conjugate, quat_mul
-from skeletal.rig import Rig
+from skeletal.anim.rig import Rig
 
 from test_viewer import screenshot
 
@@ -240,7 +240,7 @@ def test_z_up_option(root_channels, tmp_path):
     turned = skeletal.Asset(read_bvh(path, up="z"))
     expected = fx.world[..., [0, 2, 1]] * np.array([1.0, 1.0, -1.0])
     np.testing.assert_allclose(_world_positions(turned), expected, atol=2e-4 * np.abs(fx.world).max())
-    from skeletal.pose import world_matrices
+    from skeletal.anim.pose import world_matrices
 
     plain = skeletal.Asset(read_bvh(path))
     rest_plain = world_matrices(plain.rig.parents, plain.rig.rest)[:, :3, 3]
@@ -377,8 +377,8 @@ def _random_rig_and_clip(seed: int = 0, frames: int = 16):
 
 
 def _world(rig: Rig, clip: Clip, times) -> np.ndarray:
-    from skeletal.pose import world_matrices
-    from skeletal.sampling import sample
+    from skeletal.anim.pose import world_matrices
+    from skeletal.anim.sampling import sample
 
     pose, _ = sample(clip, np.asarray(times, np.float64), rig.rest, np.zeros(len(rig) + 1, np.int64), np.zeros(0))
     return world_matrices(rig.parents, pose)
@@ -411,7 +411,7 @@ def test_round_trip_cmu(order):
     assert back.rig.names == asset.rig.names
     assert back.clips[0].tracks[0].key_count == 524
     times = clip.tracks[0].times.astype(np.float64)
-    from skeletal.sampling import sample
+    from skeletal.anim.sampling import sample
 
     def local(a):
         pose, _ = sample(a.clips[0], times, a.rig.rest, np.zeros(len(a.rig) + 1, np.int64), np.zeros(0))

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 import skeletal
 import skeletal.cli.group as cli_module
-from skeletal.bake import bake_bytes, bake_primitives
+from skeletal.tools.bake import bake_bytes, bake_primitives
 from skeletal.cli import cli
 
 from fixtures.gltf_builder import GltfBuilder

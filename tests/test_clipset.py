@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 import skeletal
-from skeletal.clip import Clip, Track
+from skeletal.anim.clip import Clip, Track
 from skeletal.playback import Crowd, Mixer
 from skeletal.playback.clipset import (SEG_CONSTANT, SEG_END, SEG_FIRST, SEG_KIND, SEG_LERP3, SEG_NLERP, SEG_OTHER,
                                        SEG_SLERP, SEG_TIMELINE, TK_NODE, TK_PATH, TK_TIMELINE, ClipSet)
-from skeletal.rig import Rig
+from skeletal.anim.rig import Rig
 
 
 def axis_angle(axis, degrees):

@@ -13,13 +13,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from skeletal.clip import Clip, ClipError, Track, clip_from_keyframes
-from skeletal.cliptools import (Keyframe, additive_delta, apply_additive, apply_additive_morph,
+from skeletal.anim.clip import Clip, ClipError, Track, clip_from_keyframes
+from skeletal.tools.cliptools import (Keyframe, additive_delta, apply_additive, apply_additive_morph,
                                 clip_from_keyframe_list, identity_pose, make_additive, resample, reverse,
                                 subclip)
 from skeletal.quat import quat_conjugate, quat_mul, quat_to_matrix
-from skeletal.rig import Rig
-from skeletal.sampling import sample
+from skeletal.anim.rig import Rig
+from skeletal.anim.sampling import sample
 from fixtures.shared_assets import SOLDIER
 
 REPO = Path(__file__).resolve().parents[1]

@@ -17,7 +17,7 @@ from skeletal.bench.cold import first_frame
 from skeletal.demo import demo_asset
 from skeletal.io import accessors as acc_mod
 from skeletal.io import gltf as gltf_mod
-from skeletal.pose import _local_to_world_batch
+from skeletal.anim.pose import _local_to_world_batch
 from tests.fixtures import models
 
 
@@ -52,9 +52,9 @@ def test_busy_cap_lowers_the_thread_count_while_another_process_spins():
     gives the same result capped or not."""
     from skeletal import _threads
     from skeletal.bench import synthetic_mesh
-    from skeletal.skin import pack_palette, skin_into
+    from skeletal.skinning.lbs import pack_palette, skin_into
 
-    from skeletal.skin import PARALLEL_MIN_VERTICES
+    from skeletal.skinning.lbs import PARALLEL_MIN_VERTICES
 
     # big enough for a parallel region (smaller meshes skin on the calling thread, uncapped)
     palette, joints, weights, positions, normals = synthetic_mesh(2 * PARALLEL_MIN_VERTICES)
@@ -128,7 +128,7 @@ def test_cold_first_frame_prints_one_notice_then_none(tmp_path):
     notices = [line for line in cold["stderr"].splitlines() if line.startswith("skeletal: compiling kernels")]
     assert len(notices) == 1 and "once (about" in notices[0], cold["stderr"]
     # A glTF player compiles playback and pose kernels only: no IK, procedural, compression, DQS, editor.
-    allowed = ("skeletal.playback.kernels.", "skeletal.playback.jobs.", "skeletal.pose.", "skeletal.sampling.",
+    allowed = ("skeletal.playback.kernels.", "skeletal.playback.jobs.", "skeletal.anim.pose.", "skeletal.anim.sampling.",
                "skeletal.quat.", "skeletal._compile.")
     assert cold["compiled"] and all(name.startswith(allowed) for name in cold["compiled"]), cold["compiled"]
     warm = first_frame(None, "walk", cache, quiet=False)
@@ -139,7 +139,7 @@ def test_cold_first_frame_prints_one_notice_then_none(tmp_path):
 
 def test_warmup_api_and_command():
     from skeletal.cli.warmup import warmup_command
-    from skeletal.warmup import JOBS, warmup
+    from skeletal.batch.warmup import JOBS, warmup
 
     with pytest.raises(ValueError, match="unknown warmup job"):
         warmup(["nope"])

@@ -20,13 +20,13 @@ from click.testing import CliRunner
 
 import skeletal
 from skeletal.cli import cli
-from skeletal.clip import Clip, Track
-from skeletal.cliptools import compress, make_additive
-from skeletal.compress import (animation_bytes, compress_asset, compression_stats, default_distance, dense_times,
+from skeletal.anim.clip import Clip, Track
+from skeletal.tools.cliptools import compress, make_additive
+from skeletal.tools.compress import (animation_bytes, compress_asset, compression_stats, default_distance, dense_times,
                                max_error, quantize_rotations)
 from skeletal.demo import demo_asset
 from skeletal.io.gltf_write import short_codes
-from skeletal.rig import Rig
+from skeletal.anim.rig import Rig
 
 from fixtures.shared_assets import ASSETS
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from skeletal import ik
+from skeletal.anim import ik
 from skeletal.demo import demo_asset
 from skeletal.playback import Crowd
 from skeletal.playback.wide import LANES
@@ -37,7 +37,7 @@ def _legs(crowds, count, seed=3, near=False, **options):
     (some out of reach), or with ``near`` around the rest feet, lifted (reachable, the knees bent:
     where the solution does not hang on float32 rounding, as it does for a soft stage's nearly
     straight leg)."""
-    from skeletal.pose import world_matrices
+    from skeletal.anim.pose import world_matrices
 
     rng = np.random.default_rng(seed)
     rest = world_matrices(crowds[0].asset.rig.parents, crowds[0].asset.rig.rest)[:, :3, 3]
@@ -65,7 +65,7 @@ def _check(wide, narrow, steps=4):
 
 def _chains(crowd, asset):
     """Model-space positions (count, 2 legs, 3 joints, 3) of the leg chains, from the local poses."""
-    from skeletal.pose import world_matrices
+    from skeletal.anim.pose import world_matrices
 
     world = world_matrices(asset.rig.parents, crowd.local_pose.astype(np.float64))
     rows = [[asset.rig.find(n) for n in LEGS[s]] for s in LEGS]
@@ -137,7 +137,7 @@ def test_target_at_the_hip_and_straight_input_go_per_instance(asset):
     for crowd in (wide, narrow):
         crowd.update(1 / 30)
     hip_row = asset.rig.find("left_thigh")
-    from skeletal.pose import world_matrices
+    from skeletal.anim.pose import world_matrices
 
     hips = world_matrices(asset.rig.parents, narrow.local_pose.astype(np.float64))[:, hip_row, :3, 3]
     for h in (left, left_n):
@@ -190,7 +190,7 @@ def test_lane_two_bone_equals_the_scalar_solver_on_the_same_rows(asset, soft, mi
     local and world rows: the same rotations to float32 rounding (the crowd tests above compare paths
     whose world rows differ by float32 rounding, which a nearly straight leg amplifies)."""
     from skeletal.playback import wide as W
-    from skeletal.pose import world_subset_one
+    from skeletal.anim.pose import world_subset_one
 
     rng = np.random.default_rng(11)
     parents = asset.rig.parents.astype(np.int64)

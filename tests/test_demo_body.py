@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from skeletal import demo
-from skeletal.isosurface import gradient, mesh_isosurface
+from skeletal.demo.isosurface import gradient, mesh_isosurface
 
 
 def edge_counts(triangles: np.ndarray) -> Counter:

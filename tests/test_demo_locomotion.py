@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from skeletal.demo import demo_asset, locomotion_asset
-from skeletal.demo_locomotion import SET, gait_speed
-from skeletal.pose import world_matrices
-from skeletal.sampling import sample
+from skeletal.demo.locomotion import SET, gait_speed
+from skeletal.anim.pose import world_matrices
+from skeletal.anim.sampling import sample
 
 
 @pytest.fixture(scope="module")

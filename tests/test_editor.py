@@ -12,8 +12,8 @@ import pytest
 
 from fixtures import demo_asset
 import skeletal
-from skeletal.clip import Clip, Track
-from skeletal.colliders import Collider, ColliderSet
+from skeletal.anim.clip import Clip, Track
+from skeletal.anim.colliders import Collider, ColliderSet
 from skeletal.editor import (
     AddCollider, Batch, ClearPoseEdits, DeleteClip, DeleteKeys, EditDocument, EditError, InsertPoseKeys,
     KeyColliderVisibility, MoveKeys, PasteKeys, RemoveCollider, RenameClip, SetClipLength, SetCollider, SetFps,

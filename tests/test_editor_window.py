@@ -131,7 +131,7 @@ def test_collider_gizmo_moves_a_new_sphere(xdisplay, demo_file, tmp_path):
     done = run_editor(xdisplay, tmp_path, str(model), "--script", "s.json", "-v")
     assert done.returncode == 0, done.stderr
     assert f"add hurt sphere '{name}'" in done.stderr and f"moved collider '{name}'" in done.stderr
-    from skeletal.colliders import ColliderSet
+    from skeletal.anim.colliders import ColliderSet
     from skeletal.editor.model import EditDocument
 
     doc = EditDocument.open(str(model))

@@ -110,14 +110,14 @@ def test_library_bake_and_bvh_export_refuse_an_empty_model(models, tmp_path):
     asset = skeletal.load(models["empty"])
     with pytest.raises(skeletal.ModelError, match=r"^empty\.glb: has no nodes: nothing to bake$"):
         skeletal.bake(asset)
-    from skeletal.export import write_bvh
+    from skeletal.tools.export import write_bvh
 
     with pytest.raises(skeletal.ModelError, match="has no nodes: nothing to write as BVH"):
         write_bvh(asset, None, tmp_path / "e.bvh")
 
 
 def test_world_matrices_of_no_nodes():
-    from skeletal.pose import world_matrices
+    from skeletal.anim.pose import world_matrices
 
     assert world_matrices(np.zeros(0, np.int32), np.zeros((5, 0, 10))).shape == (5, 0, 4, 4)
     assert world_matrices(np.zeros(0, np.int32), np.zeros((0, 10))).shape == (0, 4, 4)

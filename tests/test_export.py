@@ -28,7 +28,7 @@ from click.testing import CliRunner
 import skeletal
 from skeletal.cli import cli
 from skeletal.demo import demo_asset
-from skeletal.export import asset_to_document
+from skeletal.tools.export import asset_to_document
 
 from fixtures.truth_compare import compare_truth, load_truth, negative_pingpong
 from test_demo_writer import NPM_DIR, ensure_npm_packages, validate

@@ -17,11 +17,11 @@ from skeletal.bench import DEFAULT_MODEL
 from skeletal.demo import demo_asset
 from skeletal.playback.clipset import TK_INTERP, TK_KEY_START, TK_PATH, TK_VALUE_START, TK_WIDTH, ClipSet
 from skeletal.playback.jobs import field
-from skeletal.pose import (ancestors_and_self, depth_order, skin_palette, world_matrices, world_subset_one,
+from skeletal.anim.pose import (ancestors_and_self, depth_order, skin_palette, world_matrices, world_subset_one,
                            world_subset_staged)
 from skeletal.quat import (NEAR_FLIP, NEAR_SAME, _sin_quarter, near_slerp_into, near_slerp_known_into,
                            near_slerp_table, sin_quarter, slerp_into)
-from skeletal.sampling import lerp3_into
+from skeletal.anim.sampling import lerp3_into
 
 
 @pytest.fixture(scope="module")

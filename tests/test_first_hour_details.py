@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 import skeletal
 from skeletal import bench as B
-from skeletal.clip import Clip, Track
+from skeletal.anim.clip import Clip, Track
 from skeletal.render.camera import clip_turn, facing_yaw
 
 from fixtures.gltf_builder import GltfBuilder

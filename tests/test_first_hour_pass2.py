@@ -77,7 +77,7 @@ def test_bench_command_prints_rows_within_100_columns(monkeypatch):
 
 
 def test_warmup_says_which_feature_and_how_many_are_left():
-    from skeletal.warmup import warmup
+    from skeletal.batch.warmup import warmup
 
     lines: list[str] = []
     report = warmup(["skin", "dq"], processes=1, status=lines.append)
@@ -89,7 +89,7 @@ def test_warmup_says_which_feature_and_how_many_are_left():
 
 
 def test_warmup_in_processes_reports_running_and_waiting_features():
-    from skeletal.warmup import warmup
+    from skeletal.batch.warmup import warmup
 
     lines: list[str] = []
     report = warmup(["dq", "skin"], processes=1 + 1, status=lines.append, heartbeat=0.05)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import skeletal
-from skeletal.clip import Clip, Track
+from skeletal.anim.clip import Clip, Track
 from skeletal.demo import demo_asset
 from skeletal.render.camera import (animated_bounds, facing_yaw, follow_bounds, follow_shift, frame, motion_node,
                                     parse_camera, path_facing, root_path)

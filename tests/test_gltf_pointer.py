@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 import skeletal
-from skeletal.clip import PropertyTrack
-from skeletal.properties import PropertyLayout, parse_pointer, sample_properties
-from skeletal.sampling import sample
+from skeletal.anim.clip import PropertyTrack
+from skeletal.anim.properties import PropertyLayout, parse_pointer, sample_properties
+from skeletal.anim.sampling import sample
 
 from fixtures.gltf_builder import GltfBuilder
 from fixtures.gltf_extensions import (POINTER_CHANNELS, POINTER_MODELS, UNSUPPORTED_POINTER, pointer_model,

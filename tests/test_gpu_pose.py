@@ -10,7 +10,7 @@ import pytest
 
 import skeletal
 from fixtures.shared_assets import need
-from skeletal.cliptools import make_additive
+from skeletal.tools.cliptools import make_additive
 
 #: the issue's tolerance: a vertex moves at most this fraction of the model's size
 TOLERANCE = 1e-5

@@ -340,7 +340,7 @@ def _batch_folder(root: Path) -> Path:
     text = cases.bvh_text(10, 1 / 30)
     (folder / "walk.bvh").write_text(text)
     from skeletal.asset import load
-    from skeletal.export import export
+    from skeletal.tools.export import export
 
     export(load(folder / "walk.bvh"), folder / "walk.glb")
     (folder / "x\n  failed 0\n  ok 999.bvh").write_text(text)
@@ -374,7 +374,7 @@ def test_batch_collisions_forged_names_and_folders(tmp_path):
 
 
 def test_batch_worker_refuses_a_file_swapped_for_an_outside_link(tmp_path):
-    from skeletal.jobs import CONFINE_OPTION, Task, run_task
+    from skeletal.batch.jobs import CONFINE_OPTION, Task, run_task
 
     folder = tmp_path / "in"
     folder.mkdir()

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from skeletal import ik
+from skeletal.anim import ik
 from skeletal.quat import quat_conjugate, quat_mul, quat_to_matrix
-from skeletal.rig import Rig
+from skeletal.anim.rig import Rig
 
 RNG = np.random.default_rng(7)
 
@@ -46,7 +46,7 @@ def positions(rig, pose):
 
 
 def world_rot(rig, pose):
-    from skeletal.pose import world_matrices
+    from skeletal.anim.pose import world_matrices
 
     w = world_matrices(rig.parents, pose)
     m = w[..., :3, :3]

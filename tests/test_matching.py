@@ -6,15 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from skeletal.clip import Clip, Track
+from skeletal.anim.clip import Clip, Track
 from skeletal.demo import locomotion_asset
 from skeletal.errors import SkeletalError
 from skeletal.playback.locomotion.database import MatchingDatabase, Range
 from skeletal.playback.locomotion.features import (Feature, compute_features, default_features, mirror_columns,
                                                    mirror_joints, mirror_name, root_frames)
 from skeletal.playback.locomotion.search import box_search, brute_force, build_boxes
-from skeletal.pose import world_matrices
-from skeletal.sampling import sample
+from skeletal.anim.pose import world_matrices
+from skeletal.anim.sampling import sample
 
 IN_PLACE = ("idle", "wave", "walk", "run")
 

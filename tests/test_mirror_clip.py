@@ -9,8 +9,8 @@ import pytest
 from skeletal.demo import locomotion_asset
 from skeletal.playback.locomotion.features import compute_features, default_features, mirror_columns, mirror_joints, root_frames
 from skeletal.playback.locomotion.mirror import mirror_clip
-from skeletal.pose import world_matrices
-from skeletal.sampling import sample
+from skeletal.anim.pose import world_matrices
+from skeletal.anim.sampling import sample
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +65,7 @@ def test_features_of_the_mirrored_clip_are_the_mirrored_columns(asset):
 
 
 def test_a_clip_of_another_rig_is_refused(asset):
-    from skeletal.clip import Clip, Track
+    from skeletal.anim.clip import Clip, Track
     from skeletal.errors import SkeletalError
 
     foreign = Clip("foreign", [Track(99, "translation", "LINEAR", np.array([0.0, 1.0]), np.zeros((2, 3)))])

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import skeletal
-from skeletal.rig import Rig
+from skeletal.anim.rig import Rig
 
 from fixtures.gltf_builder import GltfBuilder
 from fixtures.models import quat_axis_angle, unit_f32

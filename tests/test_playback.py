@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import skeletal
-from skeletal.clip import Clip, Track
+from skeletal.anim.clip import Clip, Track
 from skeletal.demo import demo_asset
 from skeletal.playback import Mixer, Player
 

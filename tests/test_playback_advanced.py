@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import skeletal
-from skeletal.clip import Clip, Track
-from skeletal.cliptools import make_additive
+from skeletal.anim.clip import Clip, Track
+from skeletal.tools.cliptools import make_additive
 from skeletal.demo import demo_asset
 from skeletal.playback import BlendSpace1D, Mixer, Player, StateMachine, StateMachineError
 from skeletal.playback.rootmotion import rotate_y

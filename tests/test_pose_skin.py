@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from skeletal.pose import skin_palette, world_matrices
+from skeletal.anim.pose import skin_palette, world_matrices
 from skeletal.quat import compose_trs, decompose_trs, matrix_to_quat, quat_to_matrix
-from skeletal.rig import Rig, parent_first_order
-from skeletal.skin import apply_morphs, normalize_weights, skin, skin_positions
+from skeletal.anim.rig import Rig, parent_first_order
+from skeletal.skinning.lbs import apply_morphs, normalize_weights, skin, skin_positions
 
 from fixtures.rigs import random_quats, reference_world
 

@@ -19,8 +19,8 @@ from skeletal.playback.ground import (FlatGround, FunctionGround, HeightField, S
                                       parse_ground)
 from skeletal.playback.procedural import Procedural, find_head_chain
 from skeletal.playback.springs import JiggleChains, SmoothedValue, critical_spring, find_tail_chains
-from skeletal.pose import world_matrices
-from skeletal.rig import Rig
+from skeletal.anim.pose import world_matrices
+from skeletal.anim.rig import Rig
 from fixtures.shared_assets import ASSETS
 
 SHARED = str(ASSETS)

@@ -166,7 +166,7 @@ def test_gpu_skinning_matches_cpu_for_every_palette_path(ctx, path, influences):
     from skeletal.render.feedback import SkinningProbe
     from skeletal.render.layout import PaletteLayout, pose_at
     from skeletal.render.palette import create_store, mode_capacity
-    from skeletal.skin import skin
+    from skeletal.skinning.lbs import skin
 
     mode = path.split("-")[0]
     if ctx.version_code < 430 and mode == "ssbo":

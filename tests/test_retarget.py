@@ -15,14 +15,14 @@ from click.testing import CliRunner
 
 import skeletal
 from skeletal.cli import cli
-from skeletal.clip import Clip, Track
+from skeletal.anim.clip import Clip, Track
 from skeletal.demo import demo_asset
-from skeletal.pose import world_matrices
+from skeletal.anim.pose import world_matrices
 from skeletal.quat import quat_to_matrix
-from skeletal.retarget import (bone_mapping, canonical_names, hip_height, normalize_name, rest_alignment,
+from skeletal.tools.retarget import (bone_mapping, canonical_names, hip_height, normalize_name, rest_alignment,
                                standing_ankle_height, world_rotations)
-from skeletal.rig import Rig
-from skeletal.sampling import sample
+from skeletal.anim.rig import Rig
+from skeletal.anim.sampling import sample
 
 from gait import compare, gait
 

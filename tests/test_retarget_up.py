@@ -16,16 +16,16 @@ from click.testing import CliRunner
 
 from skeletal.asset import Asset
 from skeletal.cli import cli
-from skeletal.clip import Clip, Track
+from skeletal.anim.clip import Clip, Track
 from skeletal.demo import demo_asset
 from skeletal.errors import ClipError
-from skeletal.export import write_bvh
+from skeletal.tools.export import write_bvh
 from skeletal.io.bvh import CMU_SCALE, parse_bvh, read_bvh
-from skeletal.pose import world_matrices
+from skeletal.anim.pose import world_matrices
 from skeletal.quat import quat_mul, quat_to_matrix
-from skeletal.retarget import canonical_names, detect_up, hip_height, retarget, standing_ankle_height
-from skeletal.rig import Rig
-from skeletal.sampling import sample
+from skeletal.tools.retarget import canonical_names, detect_up, hip_height, retarget, standing_ankle_height
+from skeletal.anim.rig import Rig
+from skeletal.anim.sampling import sample
 
 from fixtures.shared_assets import need as _need
 

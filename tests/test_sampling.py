@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from skeletal.clip import Clip, ClipError, Track, clip_from_keyframes, map_time, resolve_clip
-from skeletal.rig import Rig
-from skeletal.sampling import find_key, sample, sample_clip_into
+from skeletal.anim.clip import Clip, ClipError, Track, clip_from_keyframes, map_time, resolve_clip
+from skeletal.anim.rig import Rig
+from skeletal.anim.sampling import find_key, sample, sample_clip_into
 
 NO_MORPH = np.zeros(0)
 

@@ -13,7 +13,7 @@ import pytest
 import skeletal
 from skeletal.demo import demo_asset
 from skeletal.playback import Player
-from skeletal.clip import INTERP_CODE, PATH_CODE
+from skeletal.anim.clip import INTERP_CODE, PATH_CODE
 from skeletal.playback.clipset import (SEG_END, SEG_FAST_END, SEG_FIRST, SEG_KIND, SEG_NLERP, SEG_SLERP, TK_INTERP,
                                        TK_PATH, ClipSet)
 from skeletal.quat import slerp_into

@@ -9,8 +9,8 @@ import pytest
 from skeletal import _threads
 from skeletal.bench import synthetic_mesh
 from skeletal.errors import SkeletalError
-from skeletal.skin import PARALLEL_MIN_VERTICES, PAD_MIN_VERTICES, pack_palette, skin_into
-from skeletal.skin_dq import pack_dq_palette, skin_dq_into
+from skeletal.skinning.lbs import PARALLEL_MIN_VERTICES, PAD_MIN_VERTICES, pack_palette, skin_into
+from skeletal.skinning.dqs import pack_dq_palette, skin_dq_into
 
 METHODS = [("lbs", pack_palette, skin_into), ("dqs", pack_dq_palette, skin_dq_into)]
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from skeletal.errors import SkeletalError
-from skeletal.skin import skin
-from skeletal.skin_dq import (DQ_STRIDE, dual_quaternions, gpu_dq_palette, pack_dq_palette, skin_dq,
+from skeletal.skinning.lbs import skin
+from skeletal.skinning.dqs import (DQ_STRIDE, dual_quaternions, gpu_dq_palette, pack_dq_palette, skin_dq,
                               skin_dq_into)
 
 # -- helpers -----------------------------------------------------------------------------------

@@ -6,8 +6,8 @@ and scale-separated, the chunk tails, clamped joint indices."""
 import numpy as np
 import pytest
 
-from skeletal.skin import CHUNK, LANES
-from skeletal.skin_dq import SIGNED_MIN_VERTICES, _signed_records, _signed_scratch, pack_dq_palette, skin_dq, skin_dq_into
+from skeletal.skinning.lbs import CHUNK, LANES
+from skeletal.skinning.dqs import SIGNED_MIN_VERTICES, _signed_records, _signed_scratch, pack_dq_palette, skin_dq, skin_dq_into
 
 from test_skin_dq import random_mesh, random_rigid
 
@@ -112,10 +112,10 @@ def test_planar_kernel_clamps_indices_past_the_palette():
 
 def old_group_kernel(monkeypatch):
     """skin_dq_into with the signed-record kernel switched off (every mesh takes the group kernel)."""
-    import skeletal.skin_dq  # noqa: F401  (the module: skeletal.skin_dq the attribute is the function)
+    import skeletal.skinning.dqs  # noqa: F401  (the module: skeletal.skin_dq the attribute is the function)
     import sys
 
-    monkeypatch.setattr(sys.modules["skeletal.skin_dq"], "SIGNED_MIN_VERTICES", 1 << 40)
+    monkeypatch.setattr(sys.modules["skeletal.skinning.dqs"], "SIGNED_MIN_VERTICES", 1 << 40)
 
 
 @pytest.mark.parametrize("k, joint_dtype, scaled", [(1, np.uint8, True), (2, np.int64, False), (4, np.uint8, False),

@@ -7,7 +7,7 @@ import pytest
 
 from skeletal.errors import SkeletalError
 from skeletal.quat import compose_trs
-from skeletal.skin import CHUNK, normalize_weights, pack_palette, skin, skin_into
+from skeletal.skinning.lbs import CHUNK, normalize_weights, pack_palette, skin, skin_into
 
 from fixtures.rigs import random_quats
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from skeletal.errors import SkeletalError
-from skeletal.skin import ALIGN_MIN_VERTICES, CHUNK, LANES, pack_palette, skin, skin_into
+from skeletal.skinning.lbs import ALIGN_MIN_VERTICES, CHUNK, LANES, pack_palette, skin, skin_into
 
 from test_skin_kernels import fast, make_case, well_conditioned
 

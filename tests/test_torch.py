@@ -22,8 +22,8 @@ import skeletal
 import skeletal.torch as st
 from skeletal.demo import demo_asset
 from skeletal.quat import compose_trs, quat_mul, quat_to_matrix
-from skeletal.rig import Rig
-from skeletal.sampling import sample
+from skeletal.anim.rig import Rig
+from skeletal.anim.sampling import sample
 from fixtures.rigs import random_quats, reference_world
 from fixtures.shared_assets import ASSETS
 
@@ -222,7 +222,7 @@ def test_float32_agrees_with_numba_bake_on_models(name):
     skins = [st.skin_tensors(asset, s) for s in range(len(asset.skins))]
     meshes = st.mesh_tensors(asset)
     assert meshes, "model without skinned meshes"
-    from skeletal.skin_dq import skin_dq
+    from skeletal.skinning.dqs import skin_dq
 
     worst = {"world": 0.0, "palette": 0.0, "positions": 0.0, "normals": 0.0, "dqs": 0.0}
     for clip in asset.clips[:3]:
@@ -336,7 +336,7 @@ def numpy_dqs(palette, joints, weights, positions):
 
 
 def test_dqs_matches_numpy_reference_numba_kernel_and_exact_rigid_motion():
-    from skeletal.skin_dq import skin_dq
+    from skeletal.skinning.dqs import skin_dq
 
     rng = np.random.default_rng(5)
     idx, w, pos, nrm = small_skin(rng, joints=6, vertices=30, influences=3)

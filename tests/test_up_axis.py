@@ -20,13 +20,13 @@ from click.testing import CliRunner
 
 import skeletal
 from skeletal.cli import cli
-from skeletal.clip import Clip, Track
+from skeletal.anim.clip import Clip, Track
 from skeletal.demo import demo_asset
-from skeletal.export import write_bvh
-from skeletal.pose import world_matrices
+from skeletal.tools.export import write_bvh
+from skeletal.anim.pose import world_matrices
 from skeletal.quat import quat_mul, quat_to_matrix
-from skeletal.retarget import canonical_names
-from skeletal.rig import Rig
+from skeletal.tools.retarget import canonical_names
+from skeletal.anim.rig import Rig
 
 from fixtures.gltf_builder import ARRAY_BUFFER, ELEMENT_ARRAY_BUFFER, GltfBuilder
 from fixtures.xvfb import xvfb_display
@@ -68,7 +68,7 @@ def spine_up(asset, node_world=None) -> np.ndarray:
     names = canonical_names(asset.rig)
     hips, head = names["hips"], names["head"]
     if node_world is None:
-        from skeletal.sampling import sample
+        from skeletal.anim.sampling import sample
 
         clip = asset.clips[0]
         times = np.linspace(0, clip.duration, 12)

@@ -22,7 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 import skeletal
-from skeletal.bake import bake
+from skeletal.tools.bake import bake
 from skeletal.demo import demo_asset
 from skeletal.errors import ModelError
 
@@ -30,7 +30,7 @@ pxr = pytest.importorskip("pxr", reason="usd-core is not installed (pip install 
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdSkel, Vt
 
 from skeletal.cli import cli
-from skeletal.io.usd_write import check_usd, write_usd
+from skeletal.tools.usd_write import check_usd, write_usd
 
 from fixtures.shared_assets import ASSETS, need as _need
 
@@ -215,7 +215,7 @@ def _world_vertices(asset, clip, times) -> np.ndarray:
     """Every mesh vertex in world space (T, V, 3), meshes and primitives in file order (the writer
     keeps it): skinned ones as baked, rigid ones by their node's world matrix, morphs applied to both
     (bake itself does not morph rigid meshes; the writer binds them to their node's joint)."""
-    from skeletal.sampling import sample
+    from skeletal.anim.sampling import sample
 
     the_clip = asset.clip(clip)
     baked = bake(asset, the_clip, times=times)
@@ -287,11 +287,11 @@ def test_bvh_step_and_spline_clips_roundtrip(tmp_path):
     """A rig without meshes (read from BVH) with STEP and CUBICSPLINE clips: the written samples replay
     the same joint positions (STEP exactly away from the keys, splines through 120 samples a second)."""
     from skeletal.asset import Asset
-    from skeletal.clip import Clip, Track
-    from skeletal.export import write_bvh
+    from skeletal.anim.clip import Clip, Track
+    from skeletal.tools.export import write_bvh
     from skeletal.io.bvh import parse_bvh
-    from skeletal.pose import world_matrices
-    from skeletal.sampling import sample
+    from skeletal.anim.pose import world_matrices
+    from skeletal.anim.sampling import sample
 
     demo = demo_asset()
     asset = Asset(parse_bvh(write_bvh(demo, "walk"), "walk.bvh"))
@@ -321,8 +321,8 @@ def test_time_codes_on_the_frame_grid(tmp_path):
     """Issue 28: times on the clip's frame grid are written as whole time codes (a 479-frame clip at
     30 fps ends at 479, not 478.99999...; float32 15.96 s is 478.8, not 478.8000011444092), and a STEP
     key's held sample just before the next key keeps its own code."""
-    from skeletal.clip import Clip, Track
-    from skeletal.io.usd_write import _time_codes
+    from skeletal.anim.clip import Clip, Track
+    from skeletal.tools.usd_write import _time_codes
 
     assert _time_codes(np.array([float(np.float32(479 / 30))]), 30.0)[0] == 479.0
     assert _time_codes(np.array([float(np.float32(15.96))]), 30.0)[0] == 478.8

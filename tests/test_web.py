@@ -35,7 +35,7 @@ import numpy as np
 import pytest
 
 import skeletal
-from skeletal.clip import Clip, Track
+from skeletal.anim.clip import Clip, Track
 from skeletal.demo import build_demo_document, demo_asset
 from skeletal.errors import SkeletalError
 from skeletal.web import Prepared, page_html, prepare
@@ -234,7 +234,7 @@ def test_usd_and_fbx_go_through_export(browser, tmp_path, kind):
     demo = demo_asset()
     if kind == "usd":
         pytest.importorskip("pxr", reason="usd-core is not installed (pip install 'skeletal[usd]')")
-        from skeletal.io.usd_write import write_usd
+        from skeletal.tools.usd_write import write_usd
 
         path = tmp_path / "demo.usda"
         write_usd(demo, path, ["walk", "idle"])

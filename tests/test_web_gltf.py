@@ -90,7 +90,7 @@ def test_page_draws_animated_pointer_properties(browser, tmp_path: Path):  # noq
         strength = layout.value(want, "/materials/0/extensions/KHR_materials_emissive_strength/emissiveStrength")
         np.testing.assert_allclose(quad["emissive"], layout.value(want, "/materials/0/emissiveFactor") * strength, atol=1e-6)
         assert quad["cutoff"] == pytest.approx(float(layout.value(want, "/materials/0/alphaCutoff")[0]), abs=1e-6)
-        from skeletal.properties import material_values
+        from skeletal.anim.properties import material_values
 
         np.testing.assert_allclose(np.reshape(quad["uv"], (3, 3)), material_values(asset, 0, want)["uv"], atol=1e-6)
         assert flag["visible"] == bool(layout.value(want, "/nodes/4/extensions/KHR_node_visibility/visible")[0]), t
@@ -107,7 +107,7 @@ def _morph_asset(tmp_path):
 
 def _skeletal_morph(asset, clip, t):
     """{glTF node: weights} from skeletal's sampling at clip time t."""
-    from skeletal.sampling import sample
+    from skeletal.anim.sampling import sample
 
     _, morph = sample(clip, [t], asset.rig.rest, asset.morph_start, asset.rest_morph)
     out = {}
@@ -121,7 +121,7 @@ def _skeletal_morph(asset, clip, t):
 def test_page_morph_weights_and_positions_match_skeletal(browser, tmp_path: Path):  # noqa: F811
     """Morph weights (LINEAR, CUBICSPLINE, the mesh's defaults before any clip) and the morphed
     positions in Chromium equal skeletal's sampling and apply_morphs; the joints match the bake."""
-    from skeletal.skin import apply_morphs
+    from skeletal.skinning.lbs import apply_morphs
     from test_web import check_against_bake
 
     asset = _morph_asset(tmp_path)

@@ -40,7 +40,7 @@ def main() -> int:
     args = parser.parse_args()
 
     import skeletal
-    from skeletal.clip import Clip, Track
+    from skeletal.anim.clip import Clip, Track
     from skeletal.editor.app import Editor
     from skeletal.editor.model import EditDocument
 

@@ -12,7 +12,7 @@ import sys
 def main(out: str = "docs/images/editor.png") -> None:
     from PIL import Image
 
-    from skeletal.colliders import Collider
+    from skeletal.anim.colliders import Collider
     from skeletal.demo import demo_asset
     from skeletal.editor.app import Editor
     from skeletal.editor.model import AddCollider, EditDocument, InsertPoseKeys, KeyColliderVisibility

@@ -52,7 +52,7 @@ def _path(name: str, folder: Path) -> Path:
 def _close_up(asset, clip, time: float) -> str:
     """Camera target and distance on the character at ``time`` (its hips, sized by its leg length),
     so that a walk that travels far is not framed as a whole."""
-    from skeletal.retarget import canonical_names, hip_height
+    from skeletal.tools.retarget import canonical_names, hip_height
 
     world = skeletal.bake(asset, clip, [time])["node_world"][0]
     hips = world[asset.rig.node_of[canonical_names(asset.rig)["hips"]], :3, 3]

@@ -47,8 +47,8 @@ COLD_SECONDS = {
     "skeletal.playback.kernels.advance": 2.0,
     "skeletal.playback.kernels.update": 25.0,           # a crowd's / Mixer's (parallel)
     "skeletal.playback.wide.update_wide": 30.0,         # a crowd's wide path
-    "skeletal.pose._local_to_world_batch_serial": 0.5,
-    "skeletal.pose.palette_batch_serial": 0.5,
+    "skeletal.anim.pose._local_to_world_batch_serial": 0.5,
+    "skeletal.anim.pose.palette_batch_serial": 0.5,
 }
 _DEFAULT_SECONDS = 3.0
 _NOTICE_MIN_SECONDS = 2.0

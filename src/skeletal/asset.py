@@ -14,13 +14,13 @@ from functools import cached_property
 
 import numpy as np
 
-from .clip import PATH_CODE, Clip, Track, resolve_clip
+from .anim.clip import PATH_CODE, Clip, Track, resolve_clip
 from .document import Document, PackedChannels, Primitive
 from .errors import ModelError
 from .io.formats import ASSIMP_SUFFIXES, BVH_SUFFIX, USD_SUFFIXES
-from .properties import PropertyLayout
-from .rig import Rig
-from .skin import normalize_weights
+from .anim.properties import PropertyLayout
+from .anim.rig import Rig
+from .skinning.lbs import normalize_weights
 from .up import UpAxis
 
 
@@ -194,7 +194,7 @@ class Asset:
     def colliders(self):
         """The model's hit/hurt spheres and capsules (:class:`skeletal.colliders.ColliderSet`), read
         from the nodes' and animations' glTF ``extras`` on first use (ModelError when malformed)."""
-        from .colliders import read_colliders
+        from .anim.colliders import read_colliders
 
         return read_colliders(self)
 

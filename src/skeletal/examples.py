@@ -39,7 +39,7 @@ def _write_demo_gltf(path: str) -> None:
 
 def _write_walk_bvh(path: str) -> None:
     from .demo import demo_asset
-    from .export import write_bvh
+    from .tools.export import write_bvh
 
     write_bvh(demo_asset(), "walk", path, fps=30)
 
@@ -86,7 +86,7 @@ SAMPLES: dict[str, tuple[str, Callable[[str], None]]] = {
 }
 
 #: The modules whose code makes the samples: their source is hashed into the cache folder's name.
-_SOURCES = ("demo.py", "examples.py", "io/gltf_write.py", "export.py")
+_SOURCES = ("demo/__init__.py", "examples.py", "io/gltf_write.py", "tools/export.py")
 
 
 def names() -> list[str]:

@@ -89,13 +89,13 @@ def resolve_up(asset, up: str | None, suffix: str) -> UpAxis:
     if up == "y":
         return UpAxis()
     if up != "auto":  # the motion's axis given; a humanoid's rest pose may stand otherwise (found)
-        from .retarget import _rest_up, canonical_names
+        from .tools.retarget import _rest_up, canonical_names
 
         humanoid = len(asset.rig) > 0 and "hips" in canonical_names(asset.rig)
         return UpAxis(up, _rest_up(asset.rig) if humanoid else up, "given")
     if suffix.lower() in _Y_UP_FORMATS or len(asset.rig) == 0:
         return UpAxis("y", "y", "as its format defines")
-    from .retarget import _rest_up, canonical_names, detect_up
+    from .tools.retarget import _rest_up, canonical_names, detect_up
 
     if "hips" not in canonical_names(asset.rig):
         return UpAxis("y", "y", "no hips joint to find it from")
@@ -106,7 +106,7 @@ def resolve_up(asset, up: str | None, suffix: str) -> UpAxis:
 
 
 def _turn(axis: str) -> tuple[np.ndarray, np.ndarray]:
-    from .retarget import _turn_to_y
+    from .tools.retarget import _turn_to_y
 
     return _turn_to_y(axis)
 

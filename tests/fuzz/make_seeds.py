@@ -128,7 +128,7 @@ def main() -> None:
 
         # USD: the small skinned model as .usda text (needs usd-core)
         try:
-            from skeletal.io.usd_write import write_usd
+            from skeletal.tools.usd_write import write_usd
 
             write_usd(skeletal.load(small), tmp / "small.usda")
             _write(seeds / "usd", "small.usda", (tmp / "small.usda").read_bytes())

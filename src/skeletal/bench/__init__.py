@@ -528,7 +528,7 @@ def bench_single(asset, clip: str, repeats: int, inner: int) -> dict:
 def bench_skinning(vertices: int, repeats: int, numpy_repeats: int, bandwidth_repeats: int) -> dict:
     import numba
 
-    from ..skin import pack_palette, skin_into
+    from ..skinning.lbs import pack_palette, skin_into
 
     palette, joints, weights, positions, normals = synthetic_mesh(vertices)
     out_p, out_n = np.empty_like(positions), np.empty_like(normals)

@@ -78,7 +78,7 @@ def busy_threads(asset, clip: str, rounds: int, crowd_count: int = 1000, vertice
     process keeps a core busy; rounds alternate 1 thread / all threads so both see the same machine."""
     import numba
 
-    from ..skin import pack_palette, skin_into
+    from ..skinning.lbs import pack_palette, skin_into
     from . import make_crowd, synthetic_mesh
 
     palette, joints, weights, positions, normals = synthetic_mesh(vertices)

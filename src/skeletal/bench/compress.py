@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..clip import Clip
-from ..compress import world_positions, acl_bound, compress, compression_stats, dense_times
+from ..anim.clip import Clip
+from ..tools.compress import world_positions, acl_bound, compress, compression_stats, dense_times
 from . import stat
 
 

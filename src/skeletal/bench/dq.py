@@ -25,8 +25,8 @@ def bench_rows(asset=None, clip=None, path=None, quick: bool = False, vertices: 
     import numba
 
     from . import interleaved, rate, stat, synthetic_mesh
-    from ..skin import pack_palette, skin_into
-    from ..skin_dq import dual_quaternions, pack_dq_palette, skin_dq_into
+    from ..skinning.lbs import pack_palette, skin_into
+    from ..skinning.dqs import dual_quaternions, pack_dq_palette, skin_dq_into
 
     scaled, joints, weights, positions, normals = synthetic_mesh(vertices)
     qr, _, _, _ = dual_quaternions(scaled)

@@ -14,9 +14,9 @@ import time
 
 import numpy as np
 
-from .. import ik
+from ..anim import ik
 from . import rate, stat, time_samples
-from ..pose import world_matrices
+from ..anim.pose import world_matrices
 from ..quat import quat_conjugate, quat_mul
 
 LEG_NAMES = [
@@ -144,7 +144,7 @@ def numpy_fabrik(positions: np.ndarray, world_rot: np.ndarray, parent_rot: np.nd
 
 
 def _chain_fixture(n_joints: int, count: int):
-    from ..rig import Rig
+    from ..anim.rig import Rig
 
     rng = np.random.default_rng(2)
     rest = np.zeros((n_joints, 10))

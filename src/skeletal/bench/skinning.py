@@ -60,7 +60,7 @@ def bench_rows(asset=None, clip=None, path=None, quick: bool = False) -> dict:
     import numba
 
     from . import interleaved, load_average, numpy_skin, rate, synthetic_mesh
-    from ..skin import pack_palette, skin_into
+    from ..skinning.lbs import pack_palette, skin_into
 
     mesh = character_mesh(asset, clip) if asset is not None else None
     if mesh is None:

@@ -66,7 +66,7 @@ def bench_rows(asset=None, clip=None, path=None, quick: bool = False) -> dict:
     """The rows (see the module docstring); ``quick`` runs fewer rounds."""
     from ..playback import Crowd, Player
     from ..playback import kernels as K
-    from ..skin import pack_palette, skin_into
+    from ..skinning.lbs import pack_palette, skin_into
     from . import stat
 
     if asset is None:

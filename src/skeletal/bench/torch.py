@@ -30,7 +30,7 @@ def bench_rows(asset=None, clip=None, path=None, quick: bool = False) -> dict:
     import skeletal
     import skeletal.torch as st
     from skeletal.demo import demo_asset
-    from skeletal.sampling import sample
+    from skeletal.anim.sampling import sample
 
     if asset is None or not asset.skinned_instances:
         asset, clip = demo_asset(), "walk"

@@ -54,7 +54,7 @@ def bench_usd_load(path: str | os.PathLike | None = None, repeats: int = 10, qui
         from pxr import Usd
     except ImportError:
         return {"rows": [], "note": 'USD rows omitted: usd-core is not installed (pip install "skeletal[usd]")'}
-    from ..io.usd_write import write_usd
+    from ..tools.usd_write import write_usd
     from . import model_glb
 
     repeats = 3 if quick else max(1, int(repeats))

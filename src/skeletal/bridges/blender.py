@@ -295,7 +295,7 @@ def _merged_takes(asset: Asset, action_name: str):
     """One clip from the FBX takes Blender wrote for ``action_name``: its FBX writer writes one take per
     animated object and action (``Character|Idle``, ``mixamorig:LeftHandPinky3|Idle``, ...), which
     Assimp reads as separate animations. None when there are fewer than two."""
-    from ..clip import Clip
+    from ..anim.clip import Clip
 
     takes = [c for c in asset.clips if c.name.endswith("|" + action_name)]
     if len(takes) < 2:
@@ -422,7 +422,7 @@ def compare_blender(reference: dict, action: dict, *, model: str = "", fmt: str 
 
 
 def _reverse(original: Asset, name: str, fmt: str, work: Path, samples: int, python, tolerance) -> list[Check]:
-    from ..export import export, write_bvh
+    from ..tools.export import export, write_bvh
 
     rows = []
     clips = original.clips if fmt != "glb" else [None]

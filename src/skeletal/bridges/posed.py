@@ -27,11 +27,11 @@ from typing import Sequence
 import numpy as np
 
 from ..asset import Asset, SkinnedPrimitive
-from ..clip import Clip
+from ..anim.clip import Clip
 from ..errors import SkeletalError
-from ..pose import skin_palette, world_matrices
-from ..sampling import sample
-from ..skin import apply_morphs, skin_into
+from ..anim.pose import skin_palette, world_matrices
+from ..anim.sampling import sample
+from ..skinning.lbs import apply_morphs, skin_into
 
 #: glTF primitive modes: TRIANGLES, TRIANGLE_STRIP, TRIANGLE_FAN (points and lines are not surfaces).
 _TRIANGLE_MODES = (4, 5, 6)

@@ -20,8 +20,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..asset import Asset
-from ..bake import sample_times
-from ..clip import Clip
+from ..tools.bake import sample_times
+from ..anim.clip import Clip
 from .posed import FrameState, Part, Poser, clip_state, frame_state, parts, require
 
 

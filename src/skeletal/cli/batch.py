@@ -9,8 +9,8 @@ from typing import Any
 import click
 
 from ..batch import RAY_MISSING, BatchError, ray_available, run_batch
-from ..jobs import JOBS
-from ..workers import DEFAULT_MEMORY, DEFAULT_TIMEOUT
+from ..batch.jobs import JOBS
+from ..batch.workers import DEFAULT_MEMORY, DEFAULT_TIMEOUT
 
 
 @click.command("batch")

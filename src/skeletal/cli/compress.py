@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..compress import compress_asset
+from ..tools.compress import compress_asset
 from ..errors import ClipError
 from .options import scene_option
 from ..shown import shown
@@ -31,7 +31,7 @@ def compress_command(model, out_path, error, distance, clip_keys, no_quantize, k
     import os
 
     from ..asset import load
-    from ..export import asset_to_document, export
+    from ..tools.export import asset_to_document, export
     from ..io.gltf_write import glb_bytes
 
     if not out_path.lower().endswith((".glb", ".gltf")):

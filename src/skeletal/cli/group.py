@@ -192,8 +192,8 @@ def bake(model, out_path, clip_key, times_text, fps, loop, normals, palettes, fo
     positions_node{N}_prim{P} (T, V, 3) world-space skinned positions. The clip baked and the
     file's size are said first; above 2 GB the command asks for --force.
     """
-    from ..bake import bake as bake_arrays
-    from ..bake import bake_bytes, bake_primitives
+    from ..tools.bake import bake as bake_arrays
+    from ..tools.bake import bake_bytes, bake_primitives
 
     if times_text is not None and fps is not None:
         raise _fail("give --times or --fps, not both")
@@ -210,7 +210,7 @@ def bake(model, out_path, clip_key, times_text, fps, loop, normals, palettes, fo
         clip = asset.clip(clip_key)
         what = f"clip {clip.name!r} ({clip.duration:.4g} s)"
     else:
-        from ..clip import Clip
+        from ..anim.clip import Clip
 
         clip, what = Clip("rest", []), "the rest pose (no clips)"
     if times is not None:
@@ -293,8 +293,8 @@ def retarget(source, target, clip_key, out_path, map_path, fps, clip_name, keep_
              force) -> None:
     """Play SOURCE's clip on TARGET's rig and write TARGET with the new clip (e.g. a BVH walk on a glTF
     character). SOURCE and TARGET: .glb/.gltf, .bvh or any format skeletal.load reads."""
-    from ..export import export
-    from ..retarget import retarget as retarget_clip
+    from ..tools.export import export
+    from ..tools.retarget import retarget as retarget_clip
 
     if not out_path.lower().endswith((".glb", ".gltf", ".usda", ".usdc", ".usd", ".usdz")):
         raise _fail(f"--out {out_path!r}: the file must end in .glb or .gltf, or .usda/.usdc/.usd/.usdz (USD)")
@@ -338,13 +338,13 @@ def export(model, out_path, clip_keys, rotation_order, fps, force, up, scene) ->
       skeletal export Soldier.glb --clip Walk --out walk.bvh --rotation-order ZXY --fps 30
       skeletal export Soldier.glb --out soldier.usdz
     """
-    from ..export import export as export_asset
+    from ..tools.export import export as export_asset
 
     lower = out_path.lower()
     if not lower.endswith((".glb", ".gltf", ".bvh", ".usda", ".usdc", ".usd", ".usdz")):
         raise _fail(f"--out {out_path!r}: the file must end in .glb, .gltf or .bvh, or .usda/.usdc/.usd/.usdz (USD)")
     if lower.endswith(".bvh"):
-        from ..export import write_bvh
+        from ..tools.export import write_bvh
         from ..io.bvh import ROTATION_ORDERS
 
         order = None if rotation_order.lower() == "keep" else rotation_order.upper()

@@ -16,7 +16,7 @@ def warmup_command(processes, only) -> None:
     """Compile skeletal's numba kernels for this CPU now, into numba's on-disk cache, so that the
     first Player, Crowd, render or bake of later runs starts in about a second. It says which
     features are compiling and how many are left as it goes."""
-    from ..warmup import JOBS, warmup
+    from ..batch.warmup import JOBS, warmup
 
     names = list(only) if only else list(JOBS)
     for name in names:

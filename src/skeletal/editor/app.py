@@ -586,7 +586,7 @@ def edit(model=None, clip: str | int | None = None, size=(1280, 720), *, samples
     if clip is not None:
         if not doc.clips:
             raise EditError(f"{os.path.basename(doc.path)} has no clips (asked for {clip!r})")
-        from ..clip import resolve_clip
+        from ..anim.clip import resolve_clip
 
         index = doc.clips.index(resolve_clip(doc.clips, clip))
     steps = None

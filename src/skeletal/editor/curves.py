@@ -30,8 +30,8 @@ class Curves(Panel):
         if i < 0:
             return None
         tr = clip.tracks[i]
-        from ..clip import Clip
-        from ..sampling import sample
+        from ..anim.clip import Clip
+        from ..anim.sampling import sample
 
         ts = np.linspace(0.0, max(clip.duration, 1e-3), 240)
         one = Clip("_", [tr])

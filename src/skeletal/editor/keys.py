@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from ..clip import INTERPOLATIONS, Clip, Track
+from ..anim.clip import INTERPOLATIONS, Clip, Track
 from ..errors import ClipError
 
 TIME_EPS = 1e-5
@@ -192,7 +192,7 @@ def set_interpolation(track: Track, interpolation: str) -> Track:
 
 def sample_track(track: Track, t: float) -> np.ndarray:
     """The track's value at clip-local time ``t`` (clamped), float64 (C,)."""
-    from ..sampling import sample_track_into  # the runtime's own kernel
+    from ..anim.sampling import sample_track_into  # the runtime's own kernel
 
     clip = Clip("_", [track])
     out = np.zeros(track.width, np.float64)

@@ -28,14 +28,14 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ..clip import PATH_WIDTH, Clip, Track
-from ..colliders import Collider, ColliderSet, VisibilityTrack, clip_extras, node_extras, read_colliders
+from ..anim.clip import PATH_WIDTH, Clip, Track
+from ..anim.colliders import Collider, ColliderSet, VisibilityTrack, clip_extras, node_extras, read_colliders
 from ..document import Animation, Channel, Document
 from ..errors import ClipError, SkeletalError
-from ..pose import world_matrices
+from ..anim.pose import world_matrices
 from ..quat import compose_trs, decompose_trs
-from ..rig import R_SLICE, S_SLICE, T_SLICE
-from ..sampling import sample
+from ..anim.rig import R_SLICE, S_SLICE, T_SLICE
+from ..anim.sampling import sample
 from . import keys as K
 
 SLICES = {"translation": T_SLICE, "rotation": R_SLICE, "scale": S_SLICE}
@@ -486,7 +486,7 @@ def ik_pose(doc, clip: int | None, time: float, end: int, target, *, merge_key=N
     """IK-assisted posing: an unkeyed pose edit that bends the two bones above ``end`` so that it
     reaches the model-space point ``target`` (3,), keeping the current bend side (the pole is the mid
     joint's current position pushed away from the root-end line). Uses :func:`skeletal.ik.two_bone`."""
-    from .. import ik
+    from ..anim import ik
 
     root, mid, end = ik_chain(doc, end)
     target = np.asarray(target, dtype=np.float64).reshape(3)

@@ -23,7 +23,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..clip import Clip
+from ..anim.clip import Clip
 from ..errors import SkeletalError
 from . import kernels as K
 from .mixer import InstanceSelector, Mixer

@@ -21,7 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..clip import INTERP_CODE, PATH_CODE, PATH_POSE_OFFSET, Clip, resolve_clip
+from ..anim.clip import INTERP_CODE, PATH_CODE, PATH_POSE_OFFSET, Clip, resolve_clip
 from ..quat import NLERP_ABOVE_COS, _sin_quarter
 
 

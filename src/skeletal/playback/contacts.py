@@ -32,10 +32,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..clip import Clip
+from ..anim.clip import Clip
 from ..errors import SkeletalError
-from ..pose import world_matrices
-from ..sampling import sample
+from ..anim.pose import world_matrices
+from ..anim.sampling import sample
 
 
 @dataclass(frozen=True)

@@ -32,9 +32,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ..asset import Asset
-from ..clip import Clip
+from ..anim.clip import Clip
 from .._threads import capped_threads
-from ..pose import ancestors_and_self, world_matrices
+from ..anim.pose import ancestors_and_self, world_matrices
 from .frame import Frame, FrameInput
 from .jobs import entry, wide_job
 from .mixer import InstanceSelector, Mixer

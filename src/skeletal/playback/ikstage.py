@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import ik
+from ..anim import ik
 from ..errors import SkeletalError
 from .jobs import IKJob, ik_job
 

@@ -21,10 +21,10 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from ..ik import solve_stages_at
-from ..pose import palettes_one, world_subset_staged
+from ..anim.ik import solve_stages_at
+from ..anim.pose import palettes_one, world_subset_staged
 from ..quat import near_slerp_known_into, qmul, sin_quarter, slerp_into
-from ..sampling import interpolate_into, lerp3_into, locate_key, nlerp_into
+from ..anim.sampling import interpolate_into, lerp3_into, locate_key, nlerp_into
 from .clipset import (CL_MARKER_END, CL_MARKER_START, CL_SEGMENT_END, CL_SEGMENT_START, CL_TIMELINE_END,
                       CL_TIMELINE_START, SEG_CONSTANT, SEG_END, SEG_FIRST, SEG_KIND, SEG_LERP3, SEG_NLERP,
                       SEG_FAST_END, SEG_SLERP, SEG_TIMELINE, TK_INTERP, TK_KEY_START, TK_NODE, TK_OUT, TK_PATH, TK_VALUE_START, TK_WIDTH)

@@ -30,9 +30,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ..asset import Asset, require_nodes
-from ..clip import INTERP_CODE, PATH_CODE, Clip
+from ..anim.clip import INTERP_CODE, PATH_CODE, Clip
 from ..errors import ClipError, SkeletalError
-from ..pose import depth_order
+from ..anim.pose import depth_order
 from ..quat import near_slerp_table
 from .._compile import serial_variant
 from .._threads import capped_threads

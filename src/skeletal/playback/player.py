@@ -18,12 +18,12 @@ import numpy as np
 import numpy.typing as npt
 
 from ..asset import Asset
-from ..clip import Clip
+from ..anim.clip import Clip
 from . import kernels as K
 from .mixer import Event, JointMask, Mixer
 
 if TYPE_CHECKING:  # the return types of the factory methods (imported lazily when they run)
-    from ..colliders import ColliderFrame
+    from ..anim.colliders import ColliderFrame
     from .blendspace import BlendSpace1D, BlendSpace2D
     from .ikstage import IKHandle
     from .rootmotion import RootMotion

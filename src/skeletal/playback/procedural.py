@@ -47,9 +47,9 @@ from numba import njit, prange
 from .._compile import serial_variant
 from .._threads import capped_threads, thread_count
 from ..errors import SkeletalError
-from ..ik import (AimLimit, IN_POLE, IN_TARGET, IN_WEIGHT, SF_FORWARD, SF_UP, SI_J0, SI_J1, SI_U0, SI_U1, StageTable,
+from ..anim.ik import (AimLimit, IN_POLE, IN_TARGET, IN_WEIGHT, SF_FORWARD, SF_UP, SI_J0, SI_J1, SI_U0, SI_U1, StageTable,
                   aim_one, two_bone_one)
-from ..pose import (affine_product_into, local_to_world_one, palette_batch, world_matrices, world_node_into,
+from ..anim.pose import (affine_product_into, local_to_world_one, palette_batch, world_matrices, world_node_into,
                     world_palettes_34)
 from . import kernels as K
 from .frame import Frame

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from numba import njit, prange
 
-from ..properties import PackedProperties, curve_pointer, pack_properties, sample_properties_into
+from ..anim.properties import PackedProperties, curve_pointer, pack_properties, sample_properties_into
 from .._compile import serial_variant
 from . import kernels as K
 

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..clip import Clip, Track
+from ..anim.clip import Clip, Track
 from ..errors import SkeletalError
-from ..pose import world_matrices
+from ..anim.pose import world_matrices
 from ..quat import decompose_trs, quat_conjugate, quat_mul
-from ..sampling import sample
+from ..anim.sampling import sample
 from . import kernels as K
 from .mixer import Mixer
 

@@ -47,12 +47,12 @@ from llvmlite import ir
 from numba import njit, prange, types
 from numba.core.extending import intrinsic
 
-from ..ik import (EPS, IN_POLE, IN_ROTATION, IN_TARGET, IN_WEIGHT, KIND_TWO_BONE, SF_MID_AXIS, SF_SOFT, SI_DEFERS,
+from ..anim.ik import (EPS, IN_POLE, IN_ROTATION, IN_TARGET, IN_WEIGHT, KIND_TWO_BONE, SF_MID_AXIS, SF_SOFT, SI_DEFERS,
                   SI_J0, SI_J1, SI_KIND, SI_U0, SI_U1, _add, _cross, _dot, _finite3, _len, _qnorm, _scale, _slerp,
                   _sub, _vec_at, soft_distance, solve_stage_at, solve_stages_at)
-from ..pose import palettes_one, world_subset_one
+from ..anim.pose import palettes_one, world_subset_one
 from ..quat import slerp_into
-from ..sampling import locate_key
+from ..anim.sampling import locate_key
 from .clipset import (CL_SEGMENT_END, CL_SEGMENT_START, CL_TIMELINE_END, CL_TIMELINE_START, SEG_CONSTANT, SEG_END,
                       SEG_FIRST, SEG_KIND, SEG_LERP3, SEG_NLERP, SEG_SLERP, SEG_TIMELINE, TK_OUT, TK_VALUE_START)
 from .jobs import field

@@ -136,6 +136,6 @@ class BoneDrawer:
 
 
 def _rest_world(asset) -> np.ndarray:
-    from ..pose import world_matrices
+    from ..anim.pose import world_matrices
 
     return world_matrices(asset.rig.parents, asset.rig.rest)

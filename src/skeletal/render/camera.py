@@ -252,7 +252,7 @@ def facing_yaw(asset, clip=None, samples: int = 8) -> float:
     """
     bind: dict[int, np.ndarray] = {}
     if not asset.skins:
-        from ..pose import world_matrices
+        from ..anim.pose import world_matrices
 
         rest = world_matrices(asset.rig.parents, asset.rig.rest)[:, :3, 3]
         bind = {i: rest[i] for i in range(len(rest))}
@@ -290,9 +290,9 @@ def clip_turn(asset, clip, samples: int = 8, bind: dict[int, np.ndarray] | None 
     A clip retargeted from a source that faces another way turns the whole character; the camera's
     front (:func:`facing_yaw`) follows it.
     """
-    from ..pose import world_matrices
-    from ..retarget import canonical_names
-    from ..sampling import sample
+    from ..anim.pose import world_matrices
+    from ..tools.retarget import canonical_names
+    from ..anim.sampling import sample
 
     names = canonical_names(asset.rig)
     left, right = names.get("left_upper_leg"), names.get("right_upper_leg")
@@ -315,7 +315,7 @@ def animated_bounds(asset, clip=None, samples: int = 8) -> tuple[np.ndarray, np.
     """World-space (min, max) of every posed vertex over ``samples`` times spread across ``clip``
     (rest pose when None): skinned vertices through the library's bake (CPU skinning), rigid ones
     through their node's world matrix."""
-    from ..bake import bake
+    from ..tools.bake import bake
     from .layout import rest_clip
 
     clip = clip if clip is not None else rest_clip()
@@ -360,7 +360,7 @@ def motion_node(asset) -> int:
     """Rig index of the node whose motion carries the character: its hips (found by name as
     :func:`skeletal.retarget.canonical_names` finds them), else the parent-most joint of its first
     skin, else the first root."""
-    from ..retarget import canonical_names
+    from ..tools.retarget import canonical_names
 
     hips = canonical_names(asset.rig).get("hips")
     if hips is not None:
@@ -372,8 +372,8 @@ def motion_node(asset) -> int:
 
 def root_path(asset, clip, times) -> np.ndarray:
     """World positions (T, 3) of :func:`motion_node` at clip ``times`` (clamped to the clip)."""
-    from ..pose import world_matrices
-    from ..sampling import sample
+    from ..anim.pose import world_matrices
+    from ..anim.sampling import sample
 
     times = np.clip(np.asarray(times, np.float64).reshape(-1), 0.0, max(float(clip.duration), 0.0))
     pose, _ = sample(clip, times, asset.rig.rest, asset.morph_start, asset.rest_morph)
@@ -409,7 +409,7 @@ def follow_bounds(asset, clip, samples: int = 8) -> tuple[np.ndarray, np.ndarray
     root's horizontal motion taken out (so they frame the character, not its path), placed at the
     root's start, and that start (3,). A camera framed on them, shifted each frame by the root's
     horizontal offset from ``reference``, follows the character."""
-    from ..bake import bake
+    from ..tools.bake import bake
     from .layout import rest_clip
 
     clip = clip if clip is not None else rest_clip()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..skin_dq import gpu_dq_palette
+from ..skinning.dqs import gpu_dq_palette
 from .errors import RenderError
 from .geometry import fit_influences, influences_needed
 from .palette import PaletteStore

@@ -36,7 +36,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from ..clip import INTERP_CODE, PATH_CODE, Clip
+from ..anim.clip import INTERP_CODE, PATH_CODE, Clip
 from ..errors import SkeletalError
 from ..playback.clipset import TK_INTERP, TK_KEY_START, TK_NODE, TK_PATH, TK_TIMELINE, TK_VALUE_START, ClipSet
 from ..playback.mixer import Mixer

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..clip import Clip
-from ..pose import skin_palette, world_matrices
-from ..sampling import sample
+from ..anim.clip import Clip
+from ..anim.pose import skin_palette, world_matrices
+from ..anim.sampling import sample
 
 
 class PaletteLayout:

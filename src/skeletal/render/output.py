@@ -283,7 +283,7 @@ def render_clip(model_or_asset=None, clip: str | int | None = None, out_path: st
     ``gpu_pose``: the crowd is posed by compute shaders (:class:`~skeletal.render.gpu_pose.GpuCrowd`,
     OpenGL 4.3) and drawn from the GPU's palette buffer; the CPU only advances a clock uniform.
     """
-    from ..properties import sample_properties
+    from ..anim.properties import sample_properties
     from .layout import crowd_phases, grid_offsets, pose_at, rest_clip
     from .renderer import Renderer
 

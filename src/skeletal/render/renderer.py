@@ -30,10 +30,10 @@ from dataclasses import dataclass, field, replace
 import moderngl
 import numpy as np
 
-from ..pose import world_matrices
-from ..skin import apply_morphs
-from ..properties import material_values, node_visibility
-from ..skin_dq import gpu_dq_palette
+from ..anim.pose import world_matrices
+from ..skinning.lbs import apply_morphs
+from ..anim.properties import material_values, node_visibility
+from ..skinning.dqs import gpu_dq_palette
 from .bones import BoneDrawer
 from .camera import (Camera, CameraSpec, animated_bounds, facing_yaw, follow_bounds, follow_shift, frame, nice_step,
                      parse_camera, path_facing, root_path)
@@ -700,7 +700,7 @@ class Renderer:
     def _skin_on_cpu(self, morph: np.ndarray) -> None:
         """cpu_skinning: every primitive's positions and normals skinned by this frame's palette
         (instance 0, already computed by :meth:`render`) into its vertex buffers."""
-        from ..skin import skin_into
+        from ..skinning.lbs import skin_into
 
         palette = self._cpu_palette
         for prim in self._primitives:

@@ -27,10 +27,10 @@ import torch
 from torch import Tensor
 
 from ..asset import Asset
-from ..clip import LOOP_MODES, Clip, Track
+from ..anim.clip import LOOP_MODES, Clip, Track
 from ..errors import ClipError
-from ..rig import Rig
-from ..sampling import sample
+from ..anim.rig import Rig
+from ..anim.sampling import sample
 
 
 @dataclass(frozen=True)

@@ -32,9 +32,9 @@ from torch.utils.data import Dataset
 
 from ..asset import READERS, load
 from ..errors import ClipError, SkeletalError
-from ..pose import world_matrices
-from ..rig import Rig
-from ..sampling import sample
+from ..anim.pose import world_matrices
+from ..anim.rig import Rig
+from ..anim.sampling import sample
 from .convert import frame_times
 
 

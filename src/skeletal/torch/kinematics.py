@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ..rig import Rig
+from ..anim.rig import Rig
 
 # -- rotations -----------------------------------------------------------------------------------
 

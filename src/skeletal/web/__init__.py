@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..asset import Asset
-from ..clip import Clip
+from ..anim.clip import Clip
 from ..errors import SkeletalError
 
 if TYPE_CHECKING:  # the widget needs anywidget (skeletal[notebook]): imported when show() runs
@@ -122,7 +122,7 @@ def prepare(obj, clips: Sequence[Clip | str | int] | None = None, clip: str | in
     Raises :class:`skeletal.SkeletalError` with one line saying why when the asset cannot be exported
     (an additive clip, duplicate clip names...) or the GLB is over ``max_bytes``.
     """
-    from ..export import export
+    from ..tools.export import export
 
     asset, playing = _asset_of(obj, up)
     name = os.path.basename(asset.path) if asset.path else asset.name

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..clip import Clip
+from ..anim.clip import Clip
 from ..errors import SkeletalError
 from . import SHOW_MAX_BYTES, prepare, widget_source
 

@@ -34,10 +34,10 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ...asset import Asset
-from ...clip import Clip
+from ...anim.clip import Clip
 from ...errors import SkeletalError
-from ...pose import world_matrices
-from ...sampling import sample
+from ...anim.pose import world_matrices
+from ...anim.sampling import sample
 from . import search as S
 from .features import Feature, compute_features, default_features, layout, mirror_columns, root_frames
 

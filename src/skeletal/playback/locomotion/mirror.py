@@ -22,11 +22,11 @@ from __future__ import annotations
 import numpy as np
 
 from ...asset import Asset
-from ...clip import Clip, Track
+from ...anim.clip import Clip, Track
 from ...errors import SkeletalError
-from ...pose import world_matrices
+from ...anim.pose import world_matrices
 from ...quat import decompose_trs
-from ...sampling import sample
+from ...anim.sampling import sample
 from .features import mirror_joints
 
 SUFFIX = ".mirrored"

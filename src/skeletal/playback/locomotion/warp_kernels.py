@@ -12,8 +12,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ...ik import _local_rotation, _local_turn, _matrix_rotation, _write_rotation, two_bone_one
-from ...pose import local_to_world_one
+from ...anim.ik import _local_rotation, _local_turn, _matrix_rotation, _write_rotation, two_bone_one
+from ...anim.pose import local_to_world_one
 
 _NAN3 = (np.nan, np.nan, np.nan)
 

@@ -36,7 +36,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...errors import SkeletalError
-from ...pose import world_matrices
+from ...anim.pose import world_matrices
 from .. import kernels as K
 from ..contacts import Leg, find_legs
 from ..procedural import find_head_chain

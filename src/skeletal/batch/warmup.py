@@ -27,7 +27,7 @@ LEGS = ("left_thigh", "left_shin", "left_foot")  # the built-in character's left
 
 
 def _asset():
-    from .demo import demo_asset
+    from ..demo import demo_asset
 
     return demo_asset()
 

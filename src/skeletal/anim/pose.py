@@ -23,7 +23,7 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
-from ._compile import serial_variant
+from .._compile import serial_variant
 
 # ---------------------------------------------------------------------------------------------
 # 3x4 affine products in vector registers (float64)

@@ -65,12 +65,12 @@ from typing import Mapping
 
 import numpy as np
 
-from .clip import Clip, Track
-from .errors import ClipError
-from .pose import world_matrices
-from .quat import matrix_to_quat, quat_conjugate, quat_mul, quat_to_matrix
-from .rig import Rig
-from .sampling import sample
+from ..anim.clip import Clip, Track
+from ..errors import ClipError
+from ..anim.pose import world_matrices
+from ..quat import matrix_to_quat, quat_conjugate, quat_mul, quat_to_matrix
+from ..anim.rig import Rig
+from ..anim.sampling import sample
 
 __all__ = [
     "CANONICAL", "normalize_name", "canonical_names", "bone_mapping", "rest_world", "rest_alignment",
@@ -436,7 +436,7 @@ def _key_times(clip: Clip, fps: float | None, force: bool = False) -> np.ndarray
     grid over [0, duration] at ``fps`` (default 30 for spline sources), the end included; a grid is
     counted and sized first (:func:`skeletal.io.budget.check_output`, refused unless ``force``)."""
     if fps is not None:
-        from .io.budget import SamplingError, check_output, frame_count
+        from ..io.budget import SamplingError, check_output, frame_count
 
         try:
             n = frame_count(clip.duration, fps, what=f"retarget: clip {clip.name!r}")  # the end included

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ModelError
+from ..errors import ModelError
 
 SHAPES = ("sphere", "capsule")
 TAGS = ("hit", "hurt")

@@ -197,9 +197,9 @@ from numba.core import cgutils
 from numba.core.errors import TypingError
 from numba.extending import intrinsic
 
-from .errors import SkeletalError
-from ._threads import busy_cap, capped_threads
-from .skin import _F32_DTYPE, _FM, cofactors3, _kernel_types_ok, _name_fault, _rows_ok, _transpose_masks, _U8_DTYPE, aligned_empty, \
+from ..errors import SkeletalError
+from .._threads import busy_cap, capped_threads
+from .lbs import _F32_DTYPE, _FM, cofactors3, _kernel_types_ok, _name_fault, _rows_ok, _transpose_masks, _U8_DTYPE, aligned_empty, \
     CHUNK, I32, I64, PAD_MIN_VERTICES, PARALLEL_MIN_VERTICES, LANES, UNROLLED, chunk_codegen, check_skin_args, deinterleave3, Emit, \
     Influences, interleave3, kernel_palette, planar_codegen, planar_ok, Rows, store_rows, transpose_lanes, vec_type
 

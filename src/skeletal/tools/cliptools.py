@@ -43,11 +43,11 @@ from typing import Sequence
 
 import numpy as np
 
-from .clip import Clip, Track, clip_from_keyframes
-from .errors import ClipError
-from .rig import POSE_WIDTH
-from .sampling import sample_tracks
-from .quat import quat_conjugate, quat_mul
+from ..anim.clip import Clip, Track, clip_from_keyframes
+from ..errors import ClipError
+from ..anim.rig import POSE_WIDTH
+from ..anim.sampling import sample_tracks
+from ..quat import quat_conjugate, quat_mul
 from .compress import compress  # error-bounded key removal (skeletal/compress.py)
 
 __all__ = [

@@ -21,17 +21,17 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .asset import Asset
-from .clip import LOOP_MODES, Clip
-from .errors import ClipError
-from .pose import skin_palette, world_matrices
-from .sampling import sample
-from .skin import apply_morphs, skin
+from ..asset import Asset
+from ..anim.clip import LOOP_MODES, Clip
+from ..errors import ClipError
+from ..anim.pose import skin_palette, world_matrices
+from ..anim.sampling import sample
+from ..skinning.lbs import apply_morphs, skin
 
 
 def sample_times(clip: Clip, fps: float) -> np.ndarray:
     """Times 0..duration inclusive at ``fps`` frames per second (the last one lands on the end)."""
-    from .io.budget import SamplingError, frame_count
+    from ..io.budget import SamplingError, frame_count
 
     try:
         frame_count(clip.duration, fps, what=f"clip {clip.name!r}")  # a finite, bounded count first
@@ -102,7 +102,7 @@ def bake(
         else:
             clip = asset.clip(clip)
     if times is None:
-        from .io.budget import SamplingError, check_output, frame_count
+        from ..io.budget import SamplingError, check_output, frame_count
 
         rate = fps if fps is not None else 30.0
         try:  # counted and sized before the times are made
@@ -121,7 +121,7 @@ def bake(
     out: dict[str, np.ndarray] = {"times": times, "node_world": world[:, rig.index_of]}
     layout = getattr(asset, "properties", None)
     if layout is not None and len(layout):  # KHR_animation_pointer properties, (T, M) by asset.properties
-        from .properties import sample_properties
+        from ..anim.properties import sample_properties
 
         out["properties"] = sample_properties(clip, layout, times, loop)
     skin_palettes = {}

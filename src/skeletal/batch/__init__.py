@@ -38,10 +38,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from .asset import model_suffix, model_suffixes
-from .errors import SkeletalError
+from ..asset import model_suffix, model_suffixes
+from ..errors import SkeletalError
 from .jobs import CONFINE_OPTION, JOBS, OUTPUT_SUFFIX, FileResult, Task, run_task
-from .shown import shown
+from ..shown import shown
 from .workers import DEFAULT_MEMORY, DEFAULT_TIMEOUT, TaskLimits, WorkerPool, run_chunk_supervised
 
 __all__ = ["run_batch", "find_inputs", "plan_tasks", "BatchSummary", "BatchError", "MODEL_SUFFIXES",

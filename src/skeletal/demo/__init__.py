@@ -920,6 +920,6 @@ def locomotion_asset() -> Asset:
     >>> len(locomotion_asset().clips) > 10                  # doctest: +SKIP
     True
     """
-    from skeletal.demo_locomotion import with_locomotion
+    from skeletal.demo.locomotion import with_locomotion
 
     return with_locomotion(demo_asset())

@@ -29,14 +29,14 @@ from typing import Sequence
 
 import numpy as np
 
-from .asset import Asset
-from .clip import Clip, clip_frame_time
-from .document import Animation, Channel, Document
-from .errors import ClipError
-from .io.bvh import format_bvh
-from .pose import world_matrices
-from .rig import Rig
-from .sampling import sample
+from ..asset import Asset
+from ..anim.clip import Clip, clip_frame_time
+from ..document import Animation, Channel, Document
+from ..errors import ClipError
+from ..io.bvh import format_bvh
+from ..anim.pose import world_matrices
+from ..anim.rig import Rig
+from ..anim.sampling import sample
 
 __all__ = ["export", "asset_to_document", "clip_to_animation", "write_bvh", "clip_frame_time"]
 
@@ -86,11 +86,11 @@ def export(asset: Asset, path: str | os.PathLike, clips: Sequence[Clip | str | i
     >>> skeletal.export(skeletal.load("Soldier.glb"), "soldier.usdz")  # doctest: +SKIP
     """
     if os.path.splitext(os.fspath(path))[1].lower() in (".usda", ".usdc", ".usd", ".usdz"):
-        from .io.usd_write import write_usd
+        from .usd_write import write_usd
 
         write_usd(asset, path, clips)
         return
-    from .io.gltf_write import write_gltf
+    from ..io.gltf_write import write_gltf
 
     write_gltf(asset_to_document(asset, clips), path, short_rotations=short_rotations)
 
@@ -149,7 +149,7 @@ def write_bvh(
     if weights:
         warnings.warn(f"BVH has no morph weights: {weights} weights tracks of clip {the_clip.name!r} are dropped", stacklevel=2)
 
-    from .io.budget import SamplingError, check_output, check_fps
+    from ..io.budget import SamplingError, check_output, check_fps
 
     try:
         if fps is not None:

@@ -31,9 +31,9 @@ import numpy as np
 from numba import njit, prange
 
 from .clip import INTERP_CODE, LOOP_CODE
-from .document import PropertyTrack
-from .errors import ClipError
-from .io.pointer import (BASE_COLOR_TRANSFORM, CURVE_PREFIX, NODE_TRACK_PATHS, POINTER_KINDS, PointerTarget, curve_pointer,
+from ..document import PropertyTrack
+from ..errors import ClipError
+from ..io.pointer import (BASE_COLOR_TRANSFORM, CURVE_PREFIX, NODE_TRACK_PATHS, POINTER_KINDS, PointerTarget, curve_pointer,
                          parse_pointer, pointer_target)
 from .sampling import loop_time, sample_track_into
 
@@ -239,7 +239,7 @@ def material_values(asset, material: int, values: np.ndarray) -> dict[str, np.nd
     ``emissive`` (3,) times the emissive strength, ``alpha_cutoff`` (for MASK materials, else -1) and
     ``uv`` (3, 3) the base colour texture's transform, row-major; a value the clip does not animate is
     the material's own."""
-    from .document import uv_matrix
+    from ..document import uv_matrix
 
     m = asset.document.materials[material]
     layout = asset.properties

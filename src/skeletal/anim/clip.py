@@ -25,8 +25,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .document import PropertyTrack  # noqa: F401  (re-exported: a clip's property tracks, next to Track)
-from .errors import ClipError
+from ..document import PropertyTrack  # noqa: F401  (re-exported: a clip's property tracks, next to Track)
+from ..errors import ClipError
 
 PATHS = ("translation", "rotation", "scale", "weights")
 INTERPOLATIONS = ("STEP", "LINEAR", "CUBICSPLINE")

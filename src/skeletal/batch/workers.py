@@ -142,8 +142,8 @@ def _default_context():
     if sys.platform.startswith("linux") and "forkserver" in multiprocessing.get_all_start_methods():
         ctx = multiprocessing.get_context("forkserver")
         # Workers fork from a server that has skeletal (and numba) imported but never ran a kernel.
-        ctx.set_forkserver_preload(["skeletal.jobs", "skeletal.workers", "skeletal.asset", "skeletal.bake",
-                                    "skeletal.export"])
+        ctx.set_forkserver_preload(["skeletal.batch.jobs", "skeletal.batch.workers", "skeletal.asset", "skeletal.tools.bake",
+                                    "skeletal.tools.export"])
         return ctx
     return multiprocessing.get_context("spawn")
 

@@ -81,10 +81,10 @@ def _load(source: str, options: dict[str, Any]):
     """:func:`skeletal.load`; ``options["isolate"] = False`` reads Assimp formats in the worker itself
     and lifts the memory budget of :mod:`skeletal.io.budget` (trusted files: the batch's worker
     supervision is then the only isolation)."""
-    from .asset import load
+    from ..asset import load
 
     if not options.get("isolate", True):
-        from .io.budget import set_memory_budget
+        from ..io.budget import set_memory_budget
 
         set_memory_budget("unlimited")
     return load(source, isolate=bool(options.get("isolate", True)))
@@ -93,7 +93,7 @@ def _load(source: str, options: dict[str, Any]):
 def _check_confined(source: str, root: str) -> None:
     """Refuse ``source`` unless the file it names now (links followed) lies inside ``root``: what the
     folder walk saw may have been swapped for a link to a file outside since."""
-    from .errors import ModelError
+    from ..errors import ModelError
 
     real = os.path.realpath(source)
     try:
@@ -118,7 +118,7 @@ def bake_job(source: str, output: str, options: dict[str, Any]) -> dict[str, Any
     (default 30) -> ``.npz`` (times, node_world, skinned positions; see :mod:`skeletal.bake`)."""
     import numpy as np
 
-    from .bake import bake
+    from ..tools.bake import bake
 
     asset = _load(source, options)
     clip = asset.clip(options.get("clip", 0)) if asset.clips else 0
@@ -135,8 +135,8 @@ def bake_job(source: str, output: str, options: dict[str, Any]) -> dict[str, Any
 def compress_job(source: str, output: str, options: dict[str, Any]) -> dict[str, Any]:
     """``skeletal compress`` of one file: every clip (or ``options["clips"]``) compressed to
     ``options["error"]`` -> glTF with the compressed clips."""
-    from .compress import compress_asset
-    from .export import export
+    from ..tools.compress import compress_asset
+    from ..tools.export import export
 
     asset = _load(source, options)
     clips, stats = compress_asset(asset, _clip_keys(asset, options), error=float(options.get("error", 1e-4)),
@@ -151,7 +151,7 @@ def compress_job(source: str, output: str, options: dict[str, Any]) -> dict[str,
 
 def export_job(source: str, output: str, options: dict[str, Any]) -> dict[str, Any]:
     """``skeletal export`` of one file: any readable model -> glTF (all clips, or ``options["clips"]``)."""
-    from .export import export
+    from ..tools.export import export
 
     asset = _load(source, options)
     clips = _clip_keys(asset, options)
@@ -162,9 +162,9 @@ def export_job(source: str, output: str, options: dict[str, Any]) -> dict[str, A
 def retarget_job(source: str, output: str, options: dict[str, Any]) -> dict[str, Any]:
     """``skeletal retarget`` of one file onto ``options["target"]`` (a model path): the source's clip
     ``options["clip"]`` (default 0) played by the target, written with the target's meshes."""
-    from .errors import ClipError
-    from .export import export
-    from .retarget import retarget
+    from ..errors import ClipError
+    from ..tools.export import export
+    from ..tools.retarget import retarget
 
     target_path = options.get("target")
     if not target_path:
@@ -180,7 +180,7 @@ def retarget_job(source: str, output: str, options: dict[str, Any]) -> dict[str,
 
 def info_job(source: str, output: str, options: dict[str, Any]) -> dict[str, Any]:
     """``skeletal info --json`` of one file -> ``.json``."""
-    from .summary import describe
+    from ..summary import describe
 
     summary = describe(_load(source, options))
 

@@ -13,8 +13,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .document import Document
-from .errors import ModelError
+from ..document import Document
+from ..errors import ModelError
 
 # Layout of one node's local pose: translation xyz, rotation xyzw, scale xyz.
 T_SLICE = slice(0, 3)
@@ -98,7 +98,7 @@ class Rig:
     def to_torch(self, device: Any = None, dtype: Any = None) -> Any:
         """This rig as :class:`skeletal.torch.RigTensors` (hierarchy by depth level, rest pose) on
         ``device``, rest pose in ``dtype`` (default float32). Needs the ``torch`` extra."""
-        from .torch import rig_tensors
+        from ..torch import rig_tensors
 
         return rig_tensors(self, device=device, dtype=dtype if dtype is not None else _torch_float32())
 

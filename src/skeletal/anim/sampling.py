@@ -24,7 +24,7 @@ from numba import njit, prange, types
 from numba.extending import intrinsic, overload
 
 from .clip import LOOP_CODE, PATH_POSE_OFFSET, Clip, Track
-from .quat import KeyPairIR, keys_f32_into_f64, normalize4_inplace, slerp_into
+from ..quat import KeyPairIR, keys_f32_into_f64, normalize4_inplace, slerp_into
 
 STEP, LINEAR, CUBICSPLINE = 0, 1, 2
 ROTATION, WEIGHTS = 1, 3

@@ -24,11 +24,11 @@ from functools import lru_cache
 
 import numpy as np
 
-from .asset import Asset
-from .clip import Clip
-from .document import Animation, Channel
-from .pose import world_matrices
-from .sampling import sample
+from ..asset import Asset
+from ..anim.clip import Clip
+from ..document import Animation, Channel
+from ..anim.pose import world_matrices
+from ..anim.sampling import sample
 
 FPS = 60.0
 

@@ -38,9 +38,9 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from .errors import SkeletalError
+from ..errors import SkeletalError
 from .pose import ancestors_and_self, world_matrices, world_node_into, world_subset_one
-from .quat import qmul, qnormalize, qrotate, quat_from_rotation
+from ..quat import qmul, qnormalize, qrotate, quat_from_rotation
 
 # ---------------------------------------------------------------------------------------------
 # table layouts

@@ -51,11 +51,11 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
-from .clip import Clip, Track
-from .errors import ClipError
-from .pose import world_matrices, world_node_into
-from .rig import Rig
-from .sampling import CUBICSPLINE, STEP, interpolate_between, key_stride, sample, sample_tracks
+from ..anim.clip import Clip, Track
+from ..errors import ClipError
+from ..anim.pose import world_matrices, world_node_into
+from ..anim.rig import Rig
+from ..anim.sampling import CUBICSPLINE, STEP, interpolate_between, key_stride, sample, sample_tracks
 
 __all__ = ["compress", "max_error", "error_per_node", "dense_times", "default_distance", "animation_bytes",
            "CompressionStats", "compression_stats", "quantize_rotations",
@@ -107,7 +107,7 @@ def animation_bytes(clips: Clip | list[Clip]) -> int:
     ...                            Track(0, "scale", "LINEAR", t, [[1, 1, 1], [2, 2, 2]])]))
     56
     """
-    from .io.gltf_write import short_codes
+    from ..io.gltf_write import short_codes
 
     total = 0
     for clip in [clips] if isinstance(clips, Clip) else clips:

@@ -39,12 +39,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from skeletal.clip import Clip
+from skeletal.anim.clip import Clip
 from skeletal.errors import ClipError, ModelError
 from skeletal.io.usd import import_pxr
-from skeletal.pose import world_matrices
+from skeletal.anim.pose import world_matrices
 from skeletal.quat import compose_trs
-from skeletal.sampling import sample
+from skeletal.anim.sampling import sample
 
 if TYPE_CHECKING:
     from skeletal.asset import Asset
@@ -125,7 +125,7 @@ def _write_curves(prim, clip: Clip, rate: float) -> None:
     from pxr import Sdf, Usd
 
     from skeletal.io.pointer import CURVE_PREFIX
-    from skeletal.properties import PropertyLayout, sample_properties
+    from skeletal.anim.properties import PropertyLayout, sample_properties
 
     for track in getattr(clip, "properties", []):
         if not track.pointer.startswith(CURVE_PREFIX):
@@ -145,7 +145,7 @@ def _write_curves(prim, clip: Clip, rate: float) -> None:
 def _frame_rate(clips: Sequence[Clip]) -> float:
     """timeCodesPerSecond: the key rate of the first clip keyed uniformly at 10 to 240 keys a second
     without splines (a BVH's 120, a baked clip's 30), else 30 (viewers step whole time codes)."""
-    from skeletal.clip import clip_frame_time
+    from skeletal.anim.clip import clip_frame_time
 
     for clip in clips:
         if any(t.interpolation == "CUBICSPLINE" for t in clip.tracks):

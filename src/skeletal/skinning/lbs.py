@@ -110,8 +110,8 @@ from numba.core import cgutils
 from numba.core.errors import TypingError
 from numba.extending import intrinsic
 
-from ._threads import busy_cap, capped_threads
-from .errors import SkeletalError
+from .._threads import busy_cap, capped_threads
+from ..errors import SkeletalError
 
 
 def normalize_weights(weights: np.ndarray) -> np.ndarray:

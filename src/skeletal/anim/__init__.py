@@ -1,0 +1,1 @@
+"""The animation stages: rig, clip, sampling, pose, IK, colliders."""

@@ -1,0 +1,1 @@
+"""Skinning on the CPU: linear blend (lbs) and dual quaternion (dqs) kernels."""

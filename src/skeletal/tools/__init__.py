@@ -1,0 +1,1 @@
+"""Clip in, clip out, files out: bake, clip tools, compression, retargeting, export and the writers."""
