@@ -80,4 +80,7 @@ def test_ray_mixed_folder_survives(ray_session, tmp_path):
     by_name = {Path(r.source).name: r for r in summary.results}
     assert summary.counts == {"ok": len(good), "failed": 2, "skipped": 0}
     assert "worker died: SIG" in by_name["weights.x"].error
-    assert "timed out" in by_name["joints.ms3d"].error
+    # the 65,535-deep MS3D chain: Assimp's quadratic joint search outlasts the 8 s timeout on a slower
+    # CPU; a faster one gets through it and then overflows Assimp's stack on the chain (SIGSEGV); the
+    # file is reported failed, the batch goes on, either way
+    assert "timed out" in by_name["joints.ms3d"].error or "worker died: SIG" in by_name["joints.ms3d"].error

@@ -129,7 +129,7 @@ def test_cli_warning_is_one_line(tmp_path):
 
 def test_examples_paths(tmp_path, monkeypatch):
     monkeypatch.setenv("SKELETAL_CACHE_DIR", str(tmp_path / "cache"))
-    assert skeletal.examples.names() == ["demo.glb", "demo.gltf", "walk.bvh"]
+    assert skeletal.examples.names() == ["demo.glb", "demo.gltf", "walk.bvh", "blinking.gltf"]
     glb = skeletal.examples.path("demo.glb")
     assert glb.startswith(str(tmp_path / "cache")) and Path(glb).is_file()
     mtime = Path(glb).stat().st_mtime_ns

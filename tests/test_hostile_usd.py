@@ -144,7 +144,8 @@ def test_isolation_alone_bounds_the_doubling(tmp_path, monkeypatch):
     path = make_doubling(tmp_path / "doubling.usda", levels=20)
     monkeypatch.setattr(usd, "MAX_COMPOSED_PRIMS", 1 << 40)
     with pytest.raises(ModelError, match=r"^doubling\.usda: (usd-core (aborted|ran out|crashed|used more|took longer)|reading it needs more)"):
-        usd.read_usd(path, limits=Limits(timeout=6, cpu=3, memory=0))
+        # fork: the child must inherit the lifted estimate (a spawned child would import its own)
+        usd.read_usd(path, limits=Limits(timeout=6, cpu=3, memory=0, method="fork"))
     assert skeletal.load(make_doubling(tmp_path / "small.usda", levels=3)).rig.names  # still here
 
 

@@ -22,7 +22,8 @@ from pathlib import Path
 import skeletal
 from skeletal.bridges.blender import BLENDER_EXPORTS, blender_python, check_model, format_table, rows_to_json
 
-ASSETS = Path(__file__).resolve().parents[1].parent / "shared" / "assets"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from fixtures.shared_assets import ASSETS  # $SKELETAL_ASSETS, default ../shared/assets
 MODELS = ["Soldier.glb", "Fox.glb", "RobotExpressive.glb", "Mannequin.glb", "SimpleSkin.gltf", "bvh_example.bvh",
           "cmu_12_01_walk.bvh"]
 

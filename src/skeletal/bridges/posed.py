@@ -153,15 +153,8 @@ def frame_state(source) -> FrameState:
     if isinstance(source, Crowd):
         world = source.world34 if source.world34.shape[0] == source.count else None
         return FrameState(source.palettes, world, source.morph_weights)
-    if isinstance(source, Mixer):
-        pal = source.palettes
-        if len(pal) == 1:
-            palettes = pal[0]
-        elif pal:
-            palettes = np.concatenate(pal, axis=1)
-        else:
-            palettes = np.zeros((source.count, 0, 4, 4), source.dtype)
-        return FrameState(palettes, source.world, source.morph_weights)
+    if isinstance(source, Mixer):  # palettes: (B, J_all, 4, 4), every skin's, skin after skin
+        return FrameState(source.palettes, source.world, source.morph_weights)
     raise BridgeError(f"cannot read a frame from a {type(source).__name__}: give a Player, Mixer, Crowd or FrameState")
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from ..render.locomotion import PATHS, SPEEDS
+from ..playback.locomotion.paths import PATHS, SPEEDS
 
 
 @click.command("locomotion")

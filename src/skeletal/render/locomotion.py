@@ -25,8 +25,7 @@ from .programs import set_uniform, write_matrix
 from .renderer import Renderer
 
 #: Path speeds: name -> (path speed m/s, figure-eight radius m), as in the motion-path benchmark.
-SPEEDS = {"walk": (1.0, 4.0), "run": (3.5, 10.5)}
-PATHS = ("figure8",)
+from ..playback.locomotion.paths import PATHS, SPEEDS  # the command's choices live there (no GL)
 
 PATH_COLOR = (0.45, 0.47, 0.52, 0.55)
 DESIRED_COLOR = (0.15, 0.45, 0.95, 0.95)

@@ -12,6 +12,11 @@ import math
 import numpy as np
 
 
+
+#: The scripted paths, and per speed name (path speed in m/s, the figure eight's radius in m).
+SPEEDS = {"walk": (1.0, 4.0), "run": (3.5, 10.5)}
+PATHS = ("figure8",)
+
 def figure_eight_path(speed: float, radius: float):
     """The figure eight ``x = R sin(w t)``, ``z = R sin(2 w t) / 2`` of ``radius`` (m) run at about
     ``speed`` m/s: a function of time (s) giving the path point (x, z) and its velocity (m/s).
