@@ -113,7 +113,7 @@ from numba.core.errors import TypingError
 from .._threads import busy_cap, capped_threads
 from ..errors import SkeletalError
 from .ir import (  # noqa: F401  (re-exported: the emitters and constants used to live here)
-    CHUNK, I32, I64, LANES, _F32_DTYPE, _FM, _U8_DTYPE, Emit, Influences, Rows, _emit_group, _emit_vertices,
+    CHUNK, I32, I64, LANES, _F32, _F32_DTYPE, _FM, _I1, _I8P, _U8_DTYPE, Emit, Influences, Rows, _emit_group, _emit_vertices,
     _kernel_types_ok, _row_ok, _rows_ok, _run_interleaved, _shuffle3, _skin_chunk, _transpose_masks, chunk_codegen,
     deinterleave3, interleave3, planar_codegen, planar_ok, store_rows, transpose_lanes, vec_type,
 )
