@@ -205,20 +205,22 @@ from .dq_ir import (  # noqa: F401  (re-exported: dqs.py held these before the s
     _lane_weights, _load_xyz, _opaque, _skin_dq_chunk, _sorted_first, _store_xyz, _transpose_halves, _transposed,
 )
 from .dq_palette import (  # noqa: F401
-    DQ_STRIDE, GPU_ROWS, PACK_STEP, RIGID_FAST, RIGID_TOLERANCE, _cofactors, _dq_convert, _dq_joint, _flat_palette,
-    _pack_dq, _pack_dq_one, _pack_joint, _packed_out, _polar, _quat_from_rotation, dual_quaternions, gpu_dq_palette,
-    pack_dq_palette,
+    DQ_STRIDE as DQ_STRIDE, GPU_ROWS as GPU_ROWS, PACK_STEP as PACK_STEP, RIGID_FAST as RIGID_FAST,
+    RIGID_TOLERANCE as RIGID_TOLERANCE, _cofactors, _dq_convert, _dq_joint, _flat_palette, _pack_dq, _pack_dq_one,
+    _pack_joint, _packed_out, _polar, _quat_from_rotation, dual_quaternions as dual_quaternions,
+    gpu_dq_palette as gpu_dq_palette, pack_dq_palette as pack_dq_palette,
 )
-from .dq_reference import _mat3_times, _rotate_by_unnormalised, _skin_dq_reference, skin_dq  # noqa: F401
+from .dq_reference import _mat3_times, _rotate_by_unnormalised, _skin_dq_reference  # noqa: F401
+from .dq_reference import skin_dq as skin_dq
 from .ir import (  # noqa: F401
-    CHUNK, I32, I64, LANES, _F32_DTYPE, _FM, _U8_DTYPE, Emit, Influences, Rows, _kernel_types_ok, _rows_ok,
-    _transpose_masks, chunk_codegen, deinterleave3, interleave3, planar_codegen, planar_ok, store_rows,
-    transpose_lanes, vec_type,
+    CHUNK as CHUNK, I32 as I32, I64 as I64, LANES as LANES, _F32_DTYPE, _FM, _U8_DTYPE, Emit as Emit,
+    Influences as Influences, Rows as Rows, _kernel_types_ok, _rows_ok, _transpose_masks,
+    chunk_codegen as chunk_codegen, deinterleave3 as deinterleave3, interleave3 as interleave3,
+    planar_codegen as planar_codegen, planar_ok as planar_ok, store_rows as store_rows,
+    transpose_lanes as transpose_lanes, vec_type as vec_type,
 )
-from .lbs import (  # noqa: F401
-    PAD_MIN_VERTICES, PARALLEL_MIN_VERTICES, UNROLLED, _name_fault, aligned_empty, check_skin_args, cofactors3,
-    kernel_palette,
-)
+from .lbs import (PAD_MIN_VERTICES, PARALLEL_MIN_VERTICES, UNROLLED, _name_fault, aligned_empty, check_skin_args,
+                  cofactors3 as cofactors3, kernel_palette)
 
 
 @njit(cache=True, nogil=True)

@@ -113,9 +113,11 @@ from numba.core.errors import TypingError
 from .._threads import busy_cap, capped_threads
 from ..errors import SkeletalError
 from .ir import (  # noqa: F401  (re-exported: the emitters and constants used to live here)
-    CHUNK, I32, I64, LANES, _F32, _F32_DTYPE, _FM, _I1, _I8P, _U8_DTYPE, Emit, Influences, Rows, _emit_group, _emit_vertices,
-    _kernel_types_ok, _row_ok, _rows_ok, _run_interleaved, _shuffle3, _skin_chunk, _transpose_masks, chunk_codegen,
-    deinterleave3, interleave3, planar_codegen, planar_ok, store_rows, transpose_lanes, vec_type,
+    CHUNK as CHUNK, I32 as I32, I64 as I64, LANES as LANES, _F32, _F32_DTYPE, _FM, _I1, _I8P, _U8_DTYPE,
+    Emit as Emit, Influences as Influences, Rows as Rows, _emit_group, _emit_vertices, _kernel_types_ok, _row_ok,
+    _rows_ok, _run_interleaved, _shuffle3, _skin_chunk, _transpose_masks, chunk_codegen as chunk_codegen,
+    deinterleave3 as deinterleave3, interleave3 as interleave3, planar_codegen as planar_codegen,
+    planar_ok as planar_ok, store_rows as store_rows, transpose_lanes as transpose_lanes, vec_type as vec_type,
 )
 
 
