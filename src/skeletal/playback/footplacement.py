@@ -28,7 +28,7 @@ from . import kernels as K
 from .jobs import entry, field, foot_job
 from .contacts import ContactPhases, Leg, detect_contacts, find_legs
 from .ground import GROUND_TERRAIN, Ground, as_ground, ground_at
-from .procstage import SERIAL_BELOW, _NAN3, _LastFrame, _all_rows, _drop_plan, _palette_rows, _rows
+from .procstage import SERIAL_BELOW, _NAN3, PlanInput, _LastFrame, _all_rows, _drop_plan, _palette_rows, _rows
 from .springs import nlerp_identity, qmul, qnormalize, quat_from_to, quat_from_world
 
 
@@ -357,9 +357,16 @@ class FootPlacement:
         """Whether the last apply kept the mixer's palettes current too."""
         return self.last.palettes_current
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        object.__setattr__(self, name, value)
-        _drop_plan(self)
+    # the settings the plan's compiled call is built from: assigning one drops the driver's plan (the
+    # ground too: its setter below); arrays changed in place need nothing
+    plant = PlanInput[bool]()
+    floor = PlanInput[float]()
+    reach = PlanInput[float]()
+    soft = PlanInput[float]()
+    max_tilt = PlanInput[float]()
+    omega = PlanInput[float]()
+    weight = PlanInput[np.ndarray]()
+    ankle = PlanInput[np.ndarray]()
 
     def __init__(self, proc: Any, ground="flat", *, legs=None, floor: float = 0.0, pelvis_smooth: float = 0.1,
                  reach: float = 0.97, soft: float = 0.0, max_tilt: float = 35.0, weight=1.0, plant: bool = True,
@@ -430,6 +437,7 @@ class FootPlacement:
     def ground(self, ground) -> None:
         self._ground = as_ground(ground)
         self._ground_args = self._ground.kernel_args()
+        _drop_plan(self)
 
     @staticmethod
     def _common_parent(parents, thighs) -> int:

@@ -23,7 +23,7 @@ from ..anim.ik import (AimLimit, IN_POLE, IN_TARGET, IN_WEIGHT, SF_FORWARD, SF_U
                        aim_one)
 from ..anim.pose import world_matrices
 from .jobs import entry, field, look_job
-from .procstage import SERIAL_BELOW, _LastFrame, _drop_plan, _palette_rows, _rows
+from .procstage import SERIAL_BELOW, PlanInput, _LastFrame, _palette_rows, _rows
 from .springs import critical_spring
 
 
@@ -124,9 +124,13 @@ class LookAt:
         """Whether the last apply kept the mixer's palettes current too."""
         return self.last.palettes_current
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        object.__setattr__(self, name, value)
-        _drop_plan(self)
+    # the settings the plan's compiled call is built from: assigning one drops the driver's plan;
+    # arrays changed in place (``target[...] = p``) need nothing
+    target = PlanInput["np.ndarray | None"]()
+    smooth_time = PlanInput[float]()
+    weight = PlanInput[np.ndarray]()
+    smoothed = PlanInput[np.ndarray]()
+    velocity = PlanInput[np.ndarray]()
 
     def __init__(self, proc: Any, target=None, *, joints=None, forward=None, up=None, smooth_time: float = 0.25,
                  limits=None, shares=None, weight=1.0):

@@ -53,7 +53,7 @@ from .jobs import FootJob, LookJob, entry, fused_job
 from .contacts import find_legs as find_legs
 # the stages, and what they share, live in their own modules; every name this module held stays importable
 # from here (those it does not use re-exported as "x as x": tests and other modules read them here)
-from .procstage import SERIAL_BELOW
+from .procstage import SERIAL_BELOW, PlanInput
 from .procstage import _NAN3 as _NAN3, _LastFrame as _LastFrame, _all_rows as _all_rows, _drop_plan as _drop_plan
 from .procstage import _palette_rows as _palette_rows, _rows as _rows
 from .footplacement import PLANTED as PLANTED, FootPlacement, foot_kernel
@@ -177,8 +177,9 @@ class Procedural:
 
     After a general frame the next ones are planned (:meth:`_build_plan`): while dt and the mixer's
     frame stay the same, a frame is the stages' compiled calls only -- for one character with foot
-    placement and look-at, a Player's whole update is one compiled call. Setting any attribute of this
-    object or of its stages (a new target, ground, weight array, ``enabled``...) drops the plan;
+    placement and look-at, a Player's whole update is one compiled call. Assigning a setting the plan is
+    built from (:class:`~skeletal.playback.procstage.PlanInput`: here ``stages``, ``enabled``,
+    ``placement``, ``world``, ``mixer``; a stage's target, ground, weight array, scalars...) drops the plan;
     arrays changed in place (``weight[...]``, ``target[...]``, :meth:`place`) need nothing.
 
     >>> proc = Procedural(player)                                     # doctest: +SKIP
@@ -203,12 +204,12 @@ class Procedural:
         self._plan: _Plan | None = None  # the frame as compiled calls (see _build_plan)
         self.mixer.controllers.append(self)
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        # any attribute set (stages replaced, enabled, placement...) drops the frame plan; the next
-        # frame takes the general path and plans again
-        object.__setattr__(self, name, value)
-        if name != "_plan":
-            object.__setattr__(self, "_plan", None)
+    # the settings the frame plan is built from: assigning one drops the plan (see PlanInput)
+    mixer = PlanInput[Any]()
+    stages = PlanInput[list]()
+    placement = PlanInput[np.ndarray]()
+    world = PlanInput[np.ndarray]()
+    enabled = PlanInput[bool]()
 
     # -- set up -----------------------------------------------------------------------------
 
@@ -297,8 +298,8 @@ class Procedural:
         it takes -- a float64 Player / Mixer whose world matrices and palettes the stages keep current
         themselves, foot placement on a built-in ground, look-at on a few characters (or without a
         target); otherwise a plan without dt: not plannable while this frame stays (no planning per
-        frame), or None without a frame. Setting any attribute of this object or its stages drops the
-        plan (their ``__setattr__``)."""
+        frame), or None without a frame. Assigning a setting of this object or its stages drops the
+        plan (their :class:`~skeletal.playback.procstage.PlanInput` attributes)."""
         mixer = self.mixer
         frame = mixer.frame
         if frame is None:

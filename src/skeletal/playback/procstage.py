@@ -8,6 +8,9 @@ Contracts: ``pose`` (N, 10) local rows (translation, xyzw quaternion, scale) of 
 
 from __future__ import annotations
 
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+
 import numpy as np
 from numba import njit
 
@@ -17,6 +20,43 @@ _NAN3 = (np.nan, np.nan, np.nan)
 
 #: Batches up to this size run serial kernels (a parallel launch costs more than a few characters).
 SERIAL_BELOW = 4
+
+T = TypeVar("T")
+
+
+class PlanInput(property, Generic[T]):
+    """A setting a :class:`~skeletal.playback.procedural.Procedural`'s frame plan is built from (on the
+    Procedural itself or on one of its stages: a flag, a scalar, an array the compiled calls hold).
+    Reading it is reading the attribute; assigning it stores the value and drops the plan (the next
+    frame takes the general path and plans again). Other attributes keep the plan; arrays changed in
+    place (``stage.weight[...] = x``) need nothing. The getter is C code (:func:`operator.attrgetter`).
+
+    >>> class LookAt:                                                   # doctest: +SKIP
+    ...     smooth_time = PlanInput[float]()
+    """
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        key = "_setting_" + name
+
+        def assign(obj: Any, value: T) -> None:
+            setattr(obj, key, value)  # (no descriptor has that name: a plain instance attribute)
+            # a stage's driver is its ``proc`` (not set yet while the stage sets itself up); a
+            # Procedural is its own
+            proc = obj.__dict__.get("proc", obj)
+            proc._plan = None
+
+        property.__init__(self, attrgetter(key), assign, None, f"(a plan input: assigning it drops the frame plan) {name}")
+
+    if TYPE_CHECKING:  # what a read and an assignment give, for type checkers (property's own at run time)
+        @overload
+        def __get__(self, obj: None, objtype: type | None = None) -> "PlanInput[T]": ...
+
+        @overload
+        def __get__(self, obj: object, objtype: type | None = None) -> T: ...
+
+        def __get__(self, obj: object | None, objtype: type | None = None) -> "T | PlanInput[T]": ...
+
+        def __set__(self, obj: Any, value: T) -> None: ...
 
 
 @njit(cache=True)
@@ -42,7 +82,7 @@ def _palette_rows(world, joints, inverse_bind, idx, start, stop, out):
 
 class _LastFrame:
     """What a stage's last frame left, apart from its settings: assigning these keeps its Procedural's
-    plan (a stage's own attributes drop it). ``palettes_current``: the last apply kept the mixer's
+    plan (a stage's :class:`PlanInput` settings drop it). ``palettes_current``: the last apply kept the mixer's
     palettes current too; ``started``: the look-at spring has a value; ``calls``: the foot stage's
     (job, serial call, parallel call)."""
 
@@ -55,8 +95,8 @@ class _LastFrame:
 
 
 def _drop_plan(stage) -> None:
-    """A stage's attribute changed (a new target, ground, weight array...): its Procedural's frame plan
-    is dropped (:meth:`Procedural._build_plan`)."""
+    """A stage's setting changed outside a :class:`PlanInput` (a new ground: ``FootPlacement.ground``'s
+    setter): its Procedural's frame plan is dropped (:meth:`Procedural._build_plan`)."""
     proc = getattr(stage, "proc", None)  # (None while the stage sets itself up)
     if proc is not None:
         proc._plan = None
