@@ -17,7 +17,7 @@ from skeletal.errors import SkeletalError
 from skeletal.playback.contacts import detect_contacts, find_legs
 from skeletal.playback.ground import (FlatGround, FunctionGround, HeightField, SlopeGround, TerrainGround, as_ground,
                                       parse_ground)
-from skeletal.playback.procedural import Procedural, find_head_chain
+from skeletal.playback.procedural import Procedural, find_head_chain, placement_matrices
 from skeletal.playback.springs import JiggleChains, SmoothedValue, critical_spring, find_tail_chains
 from skeletal.anim.pose import world_matrices
 from skeletal.anim.rig import Rig
@@ -629,3 +629,79 @@ def test_planned_frame_equals_the_general_path_through_changes(demo):
     with pytest.raises(SkeletalError, match="finite"):  # a planned frame still checks the target
         fproc.stages[1].target[0, 0] = np.nan
         fast.update(DT)
+
+
+@pytest.mark.parametrize("owner, name, value", [
+    ("proc", "enabled", False),
+    ("proc", "placement", "placed"),
+    ("proc", "stages", "foot only"),
+    ("feet", "ground", "slope:angle=8"),
+    ("feet", "plant", False),
+    ("feet", "floor", 0.05),
+    ("feet", "reach", 1.0),
+    ("feet", "soft", 0.3),
+    ("feet", "max_tilt", 0.0),
+    ("feet", "omega", 1.0),
+    ("feet", "weight", "half"),
+    ("feet", "ankle", "raised"),
+    ("look", "target", "elsewhere"),
+    ("look", "smooth_time", 0.0),
+    ("look", "weight", "half"),
+    ("look", "smoothed", "moved"),
+])
+def test_each_plan_setting_changes_the_next_planned_frame(demo, name, owner, value):
+    # the plan is dropped by assigning a setting it is built from (PlanInput), not by any attribute:
+    # after each setting's assignment the next frame differs from an unchanged twin's and equals the
+    # general path's (a twin whose plan is dropped every frame)
+    def make():
+        player = skeletal.Player(demo)
+        player.play("walk")
+        proc = Procedural(player)
+        feet = proc.foot_placement("terrain:amplitude=0.2,wavelength=3")
+        look = proc.look_at((0.5, 1.5, 2.0))
+        return player, {"proc": proc, "feet": feet, "look": look}
+
+    def new_value(parts):
+        made = {"moved": lambda: getattr(parts[owner], name) + 0.3, "foot only": lambda: [parts["feet"]],
+                "placed": lambda: placement_matrices((0.3, 0.0, -0.2), 0.4, 1),
+                "half": lambda: np.full(1, 0.5), "elsewhere": lambda: np.array([[-1.0, 1.2, 1.0]]),
+                "raised": lambda: parts["feet"].ankle + 0.05}
+        return made[value]() if isinstance(value, str) and value in made else value
+
+    runs = [make() for _ in range(3)]  # planned and changed, general and changed, planned unchanged
+    for frame in range(8):
+        for player, parts in runs:
+            if frame == 3:  # the look-at spring is moving when the setting changes
+                parts["look"].set_target((0.0, 1.0, 3.0))
+            player.update(DT)
+    for _player, parts in runs:
+        assert parts["proc"]._plan is not None and parts["proc"]._plan.dt is not None  # planned
+    for _player, parts in runs[:2]:
+        setattr(parts[owner], name, new_value(parts))
+        assert parts["proc"]._plan is None  # the assignment dropped the plan
+    runs[1][1]["proc"]._plan = None
+    for player, _parts in runs:
+        player.update(DT)
+    changed, general, unchanged = (player.world for player, _ in runs)
+    assert np.array_equal(changed, general)
+    if name == "reach":  # a floor under the animated reach: this walk never needs it, the kernel reads it
+        assert runs[0][1]["feet"]._scalars[1] == value != runs[2][1]["feet"]._scalars[1]
+    else:
+        assert not np.array_equal(changed, unchanged)
+
+
+def test_other_attributes_keep_the_plan(demo):
+    # outputs and bookkeeping are not plan inputs: reading and assigning them leaves the planned frame
+    player = skeletal.Player(demo)
+    player.play("walk")
+    proc = Procedural(player)
+    feet = proc.foot_placement("terrain:amplitude=0.2,wavelength=3")
+    proc.look_at((0.5, 1.5, 2.0))
+    for _ in range(3):
+        player.update(DT)
+    plan = proc._plan
+    assert plan is not None and plan.dt is not None
+    feet.contact_options = {}
+    feet.phases = dict(feet.phases)
+    player.update(DT)
+    assert proc._plan is plan

@@ -124,6 +124,16 @@ def _export(fmt: str, target: str, arm, actions, report: dict) -> None:
     scene = bpy.context.scene
     t0 = time.perf_counter()
     written = []
+    if fmt.startswith("fbx"):
+        # The FBX writer bakes every bone's full transform for every action, and a bone that an action
+        # does not key gets whatever pose the armature holds when the export starts (the built-in
+        # character's walk and run do not key right_shoulder: they got the -0.78 degrees that sampling
+        # wave had left there). Start from the rest pose, which glTF and skeletal give unkeyed bones.
+        data = arm.animation_data
+        if data is not None:
+            data.action = None
+        _rest(arm)
+        bpy.context.view_layer.update()
     if fmt == "glb":
         bpy.ops.export_scene.gltf(filepath=target, export_format="GLB")
         written.append(target)

@@ -39,7 +39,7 @@ outputs                   ``pose`` (B, N, 10), ``morph`` (B, M); world rows of `
 ========================  =====================================================================
 
 A :class:`FootJob` holds a foot-placement stage's arrays (``FOOT_FIELDS``; see
-:class:`skeletal.playback.procedural.FootPlacement`), a :class:`LookJob` a few characters' look-at
+:class:`skeletal.playback.footplacement.FootPlacement`), a :class:`LookJob` a few characters' look-at
 stage (``LOOK_FIELDS``), a :class:`FusedJob` the three jobs of one character's planned frame, and a
 :class:`WideJob` a crowd's wide path (``WIDE_FIELDS``; see :mod:`skeletal.playback.wide`).
 
@@ -96,7 +96,7 @@ WIDE_FIELDS = (
 )
 
 #: a :class:`LookJob`'s fields: the look-at stage of a few characters
-#: (:func:`skeletal.playback.procedural.look_kernel`)
+#: (:func:`skeletal.playback.lookat.look_kernel`)
 LOOK_FIELDS = ("pose", "world", "parents", "stage_i", "stage_f", "joints", "jp", "inputs", "update", "scratch",
                "placement", "target", "smoothed", "velocity", "weight", "pal", "pal_joints", "inv_bind", "pal_idx")
 
@@ -108,7 +108,7 @@ JIGGLE_FIELDS = ("world", "placement", "pose", "parents", "chain_start", "joints
 #: FootJob, the LookJob)
 FUSED_FIELDS = ("update", "foot", "look")
 
-#: a :class:`FootJob`'s fields: see :func:`skeletal.playback.procedural.foot_kernel` for each
+#: a :class:`FootJob`'s fields: see :func:`skeletal.playback.footplacement.foot_kernel` for each
 FOOT_FIELDS = (
     # the pose it edits and the rig
     "pose", "world", "parents", "placement",

@@ -47,10 +47,10 @@ from llvmlite import ir
 from numba import njit, prange, types
 from numba.core.extending import intrinsic
 
-from ..anim.ik import (EPS, IN_POLE, IN_ROTATION, IN_TARGET, IN_WEIGHT, KIND_TWO_BONE, SF_MID_AXIS, SF_SOFT, SI_DEFERS,
-                  SI_J0, SI_J1, SI_KIND, SI_U0, SI_U1, _add, _cross, _dot, _finite3, _len, _qnorm, _scale, _slerp,
-                  _sub, _vec_at, soft_distance, solve_stage_at, solve_stages_at)
+from ..anim.ik import (IN_POLE, IN_ROTATION, IN_TARGET, IN_WEIGHT, KIND_TWO_BONE, SF_MID_AXIS, SF_SOFT, SI_DEFERS,
+                  SI_J0, SI_J1, SI_KIND, SI_U0, SI_U1, soft_distance, solve_stage_at, solve_stages_at)
 from ..anim.pose import palettes_one, world_subset_one
+from ..anim.vec import EPS, _add, _cross, _dot, _finite3, _len, _qnorm, _scale, _slerp, _sub, _vec_at
 from ..quat import slerp_into
 from ..anim.sampling import locate_key
 from .clipset import (CL_SEGMENT_END, CL_SEGMENT_START, CL_TIMELINE_END, CL_TIMELINE_START, SEG_CONSTANT, SEG_END,
@@ -354,7 +354,7 @@ def _unit_scales(c0, c1, c2):
 @njit(**_LANE)
 def _into_frame_lane(ww, j, v, lane):
     """``(R_j^T v, ok)`` for one lane (columns of node j's world rows normalised; v itself for j < 0):
-    a model-space turn of the subtree below j as a turn in j's frame (:func:`skeletal.ik._into_frame`).
+    a model-space turn of the subtree below j as a turn in j's frame (:func:`skeletal.anim.vec._into_frame`).
     Node 0's rows are read for j < 0 and the result discarded (loads under no condition)."""
     base = np.uint64(max(j, 0) * 12) * _S
     c0, c1, c2 = _column64(ww, base, 0, lane), _column64(ww, base, 1, lane), _column64(ww, base, 2, lane)
@@ -408,7 +408,7 @@ def _two_bone_lane(lane, rows, mid, is_soft, use_mid, lw, ww, iw):
     inv_r = 1.0 / r
     x = min(max((k - cc) * inv_r, -1.0), 1.0)
     y = np.sqrt(1.0 - x * x)
-    # the bend as a half-angle quaternion (skeletal.ik._half_turn, both of its branches selected)
+    # the bend as a half-angle quaternion (skeletal.anim.vec._half_turn, both of its branches selected)
     cos_a = min(max((ca * x - cb * y) * inv_r, -1.0), 1.0)
     sin_a = (cb * x + ca * y) * inv_r
     hw = np.sqrt(0.5 * (1.0 + cos_a))
@@ -417,7 +417,7 @@ def _two_bone_lane(lane, rows, mid, is_soft, use_mid, lw, ww, iw):
     hs = hs if bend else 0.0
     rw = hw if bend else 1.0
     rh = (h[0] * hs, h[1] * hs, h[2] * hs, rw)
-    # the root's turn: the end onto the root-target line (skeletal.ik._arc_to_unit)
+    # the root's turn: the end onto the root-target line (skeletal.anim.vec._arc_to_unit)
     e2 = _add(u, _lq_rot(rh, v))
     lu = _len(e2)
     wq = lu + _dot(e2, direction)
@@ -444,7 +444,7 @@ def _two_bone_lane(lane, rows, mid, is_soft, use_mid, lw, ww, iw):
     kk = 1.0 / np.sqrt(2.0 * rr * wr)
     qt = _lq_mul((direction[0] * sin_r * kk, direction[1] * sin_r * kk, direction[2] * sin_r * kk, wr * kk), q)
     q = qt if turn else q
-    # model-space turns as local rotations (skeletal.ik._local_turn)
+    # model-space turns as local rotations (skeletal.anim.vec._local_turn)
     qla = (np.float64(lw[ra + u3 * S + lane]), np.float64(lw[ra + u4 * S + lane]),
            np.float64(lw[ra + u5 * S + lane]), np.float64(lw[ra + u6 * S + lane]))
     qlb = (np.float64(lw[rb + u3 * S + lane]), np.float64(lw[rb + u4 * S + lane]),

@@ -12,8 +12,9 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ...anim.ik import _local_rotation, _local_turn, _matrix_rotation, _write_rotation, two_bone_one
+from ...anim.ik import two_bone_one
 from ...anim.pose import local_to_world_one
+from ...anim.vec import _local_rotation, _local_turn, _matrix_rotation, _write_rotation
 
 _NAN3 = (np.nan, np.nan, np.nan)
 
