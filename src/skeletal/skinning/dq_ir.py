@@ -1,0 +1,621 @@
+"""The LLVM IR of the float32 dual quaternion kernels, built with :mod:`skeletal.skinning.ir`'s emitters.
+
+Holds the vertex emitters (1-2 vertices at a time, ``_emit_dq_vertices``), the planar ``LANES``-vertex
+group emitters (``_emit_dq_group``, and ``_emit_dq_signed`` over the signed-record table), their lane
+helpers, and the chunk intrinsic ``_skin_dq_chunk`` that :mod:`skeletal.skinning.dqs`'s numba kernels
+call. The palette is :func:`~skeletal.skinning.dq_palette.pack_dq_palette`'s (J, 16) float32 (qr, qd
+xyzw, S upper triangle, rigid flag); vertex arrays are float32 with contiguous rows. The kernel's
+design is described in :mod:`skeletal.skinning.dqs`'s docstring.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from .dq_palette import DQ_STRIDE
+from .ir import (I32, I64, LANES, _FM, Emit, Influences, Rows, _kernel_types_ok, _transpose_masks, chunk_codegen,
+                 deinterleave3, interleave3, planar_codegen, planar_ok, store_rows, transpose_lanes, vec_type)
+
+
+def _emit_dq_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: int, scaled: bool,
+                      clamp: bool) -> None:
+    """IR dual quaternion skinning of vertices v0 .. v0 + n_vert - 1 (n_vert 1 or 2); A/args: the
+    kernel's argument types and values (packed palette, joints, weights, positions, normals,
+    tangents, their three outputs).
+
+    Layout: one 4-lane group per vertex throughout (lanes 0-3 vertex a, 4-7 vertex b), so the blend
+    needs no regrouping and every per-influence broadcast stays inside a 128-bit group."""
+    do_n = not isinstance(A[4], types.NoneType)
+    do_t = not isinstance(A[5], types.NoneType)
+    lanes = 4 * n_vert
+    e = Emit(b)
+    pal = Rows(context, b, A[0], args[0], DQ_STRIDE)
+    inf = Influences(context, b, A, args, pal.shape[0], k_const, clamp)
+    quads = b.bitcast(pal.data, vec_type(4).as_pointer())  # joint j: quads 4j (qr), 4j+1 (qd), 4j+2, 4j+3 (S)
+    verts = [b.add(v0, ir.Constant(I64, i)) for i in range(n_vert)]
+    rows = [inf.rows(v) for v in verts]
+
+    def record(jrow, k):
+        return b.shl(inf.joint(jrow, k), ir.Constant(I64, 2))
+
+    def quad(at, part):
+        return b.load(b.gep(quads, [b.add(at, ir.Constant(I64, part)) if part else at]), align=4)
+
+    def signed(w, dots):
+        """w with the sign bits of dots xor-ed in: negated where the dot product is negative."""
+        it = ir.VectorType(I32, w.type.count)
+        flip = b.and_(b.bitcast(dots, it), ir.Constant(it, [-0x80000000] * w.type.count))
+        return b.bitcast(b.xor(b.bitcast(w, it), flip), w.type)
+
+    def pivot_record(at, jrow, wrow, count):
+        """The pivot's record: the influence with the largest weight, the first of equal ones (index
+        selects, no branches; unrolled when ``count`` is an int)."""
+        if isinstance(count, int):
+            best_at, best_w = at[0], inf.weight(wrow, 0)
+            for k in range(1, count):
+                w = inf.weight(wrow, k)
+                better = b.fcmp_ordered(">", w, best_w)
+                best_at, best_w = b.select(better, at[k], best_at), b.select(better, w, best_w)
+            return best_at
+        w_ptr = cgutils.alloca_once_value(b, inf.weight(wrow, 0))
+        at_ptr = cgutils.alloca_once_value(b, record(jrow, 0))
+        with cgutils.for_range(b, count) as loop:
+            w = inf.weight(wrow, loop.index)
+            better = b.fcmp_ordered(">", w, b.load(w_ptr))
+            b.store(b.select(better, w, b.load(w_ptr)), w_ptr)
+            b.store(b.select(better, record(jrow, loop.index), b.load(at_ptr)), at_ptr)
+        return b.load(at_ptr)
+
+    # 1. The blend. Every influence's dual quaternion goes into the hemisphere of the pivot's rotation
+    # quaternion (weight sign-flipped where their dot product is negative); S is blended as is.
+    if k_const is not None:
+        kc = k_const
+        ats = [[record(jrow, k) for k in range(kc)] for jrow, _ in rows]
+        qrs = [e.concat([quad(at[k], 0) for at in ats]) for k in range(kc)]
+        qds = [e.concat([quad(at[k], 1) for at in ats]) for k in range(kc)]
+        yield
+        # weights in 4-lane groups: wgs[g] holds influences 4g .. 4g+3 of each vertex
+        wgs = []
+        for g in range(0, kc, 4):
+            parts = []
+            for _, wrow in rows:
+                if kc - g >= 4:
+                    parts.append(b.load(b.bitcast(inf.wgt.ptr(wrow, g), vec_type(4).as_pointer()), align=4))
+                else:
+                    wv = ir.Constant(vec_type(4), [0.0] * 4)
+                    for i in range(kc - g):
+                        wv = b.insert_element(wv, inf.weight(wrow, g + i), ir.Constant(I32, i))
+                    parts.append(wv)
+            wgs.append(e.concat(parts))
+        unsigned = [e.lanes_of(wgs[k // 4], [k % 4] * 4) for k in range(kc)]  # each weight, per group
+        if kc <= 2:  # either pivot gives the same transform (the blend only changes its overall sign)
+            pivot = qrs[0]
+        else:  # the largest weight (first of equals), by a tournament in vector registers: pairs of
+            # influences compared, the later one winning only when strictly larger (log2 K levels)
+            field = list(zip(unsigned, qrs))
+            while len(field) > 1:
+                level = []
+                for (w_a, q_a), (w_b, q_b) in zip(field[::2], field[1::2]):
+                    later = b.fcmp_ordered(">", w_b, w_a)
+                    level.append((b.select(later, w_b, w_a), b.select(later, q_b, q_a)))
+                field = level
+            pivot = field[0][1]
+        yield
+        terms_r, terms_d = [], []
+        for g, wg in zip(range(0, kc, 4), wgs):  # dot products by in-group hadds, their sign bits into the weights
+            group = range(g, min(g + 4, kc))
+            if kc > 1:
+                wg = signed(wg, e.hsum([e.mul(qrs[k], pivot) for k in group]))
+            for i, k in enumerate(group):
+                w = e.lanes_of(wg, [i] * 4)
+                terms_r.append(e.mul(w, qrs[k]))
+                terms_d.append(e.mul(w, qds[k]))
+        acc_r, acc_d = e.tree_sum(terms_r), e.tree_sum(terms_d)
+        if scaled:
+            # per vertex, S's two quads as one 8-lane row, weights broadcast from memory (the rows
+            # feed the multiply-adds straight from memory: fewer live registers than pair layout)
+            lo_parts, hi_parts = [], []
+            for at, (_, wrow) in zip(ats, rows):
+                terms = []
+                for k in range(kc):
+                    w = e.splat(inf.weight(wrow, k), 8)
+                    row = b.load(b.bitcast(b.gep(quads, [b.add(at[k], ir.Constant(I64, 2))]), vec_type(8).as_pointer()),
+                                 align=4)
+                    terms.append(e.mul(w, row))
+                acc = e.tree_sum(terms)
+                lo_parts.append(e.shuf(acc, None, range(4)))
+                hi_parts.append(e.shuf(acc, None, range(4, 8)))
+            s_lo, s_hi = e.concat(lo_parts), e.concat(hi_parts)
+    else:
+        r_parts, d_parts, lo_parts, hi_parts = [], [], [], []
+        for jrow, wrow in rows:
+            pivot = quad(pivot_record(None, jrow, wrow, n_influences), 0)
+            r_ptr = cgutils.alloca_once_value(b, ir.Constant(vec_type(4), [0.0] * 4))
+            d_ptr = cgutils.alloca_once_value(b, ir.Constant(vec_type(4), [0.0] * 4))
+            lo_ptr = cgutils.alloca_once_value(b, ir.Constant(vec_type(4), [0.0] * 4))
+            hi_ptr = cgutils.alloca_once_value(b, ir.Constant(vec_type(4), [0.0] * 4))
+            with cgutils.for_range(b, n_influences) as loop:
+                at = record(jrow, loop.index)
+                w = inf.weight(wrow, loop.index)
+                qr = quad(at, 0)
+                m = e.mul(qr, pivot)
+                h = e.add(m, e.shuf(m, None, [1, 0, 3, 2]))
+                ws = signed(e.splat(w, 4), e.add(h, e.shuf(h, None, [2, 3, 0, 1])))
+                b.store(e.fma(ws, qr, b.load(r_ptr)), r_ptr)
+                b.store(e.fma(ws, quad(at, 1), b.load(d_ptr)), d_ptr)
+                if scaled:
+                    b.store(e.fma(e.splat(w, 4), quad(at, 2), b.load(lo_ptr)), lo_ptr)
+                    b.store(e.fma(e.splat(w, 4), quad(at, 3), b.load(hi_ptr)), hi_ptr)
+            r_parts.append(b.load(r_ptr))
+            d_parts.append(b.load(d_ptr))
+            lo_parts.append(b.load(lo_ptr))
+            hi_parts.append(b.load(hi_ptr))
+        acc_r, acc_d = e.concat(r_parts), e.concat(d_parts)
+        s_lo, s_hi = e.concat(lo_parts), e.concat(hi_parts)
+    q, dual = acc_r, acc_d
+
+    yield
+    if scaled:  # S's columns from (s00, s01, s02, s11), (s12, s22, -, 0); lane 3 of each = 0
+        cols = lambda pattern: e.shuf(s_lo, s_hi, [4 * g + (p if p < 4 else lanes + p - 4)
+                                                   for g in range(n_vert) for p in pattern])
+        c0, c1, c2 = cols([0, 1, 2, 7]), cols([1, 3, 4, 7]), cols([2, 4, 5, 7])
+
+    w_q = e.lanes_of(q, [3, 3, 3, 3])
+    w_d = e.lanes_of(dual, [3, 3, 3, 3])
+    y_q = e.yzx(q)
+
+    def cross_q(x):  # q.xyz x x.xyz (lane 3: 0 when x's lane 3 is 0 or q's)
+        return e.yzx(e.sub(e.mul(q, e.yzx(x)), e.mul(y_q, x)))
+
+    p4 = vec_type(4).as_pointer()
+    zero4 = ir.Constant(vec_type(4), [0.0] * 4)
+
+    def load_rows(i):
+        """Input rows (3 floats; tangents: xyz of 4) as one group per vertex, lane 3 = 0. Plain 16-byte
+        loads (masked loads cost about 15% here): a tangent row is 16 bytes; a pair's first vertex
+        reads the 4 bytes after its xyz, which lie before the second's row ends, and the second reads
+        from 4 bytes before its row, inside the first's (row strides are at least 4 bytes); a lone
+        vertex (a chunk's odd one) takes a masked load."""
+        src = Rows(context, b, A[i], args[i], 4 if i == 5 else 3)
+        if i == 5:
+            parts = [b.load(b.bitcast(src.ptr(src.row(v), 0), p4), align=4) for v in verts]
+            return e.concat([e.shuf(x, zero4, [0, 1, 2, 4]) for x in parts])
+        if n_vert == 1:
+            return e.load3(src.ptr(src.row(verts[0]), 0))
+        first = b.load(b.bitcast(src.ptr(src.row(verts[0]), 0), p4), align=4)
+        second = b.load(b.bitcast(b.gep(src.row(verts[1]), [ir.Constant(I64, -4)]), p4), align=4)
+        return e.shuf(e.shuf(first, zero4, [0, 1, 2, 4]), e.shuf(second, zero4, [1, 2, 3, 4]), range(8))
+
+    def scale_by_s(x):  # S x (S blended; padding lanes of its columns are 0)
+        return e.linear3(c0, c1, c2, *(e.lanes_of(x, [c] * 4) for c in range(3)))
+
+    # 2. Normals (cofactor of S) and tangents (S) before rotation (which keeps lengths), so that one
+    # in-group hadd sum gives |q|^2 and their squared lengths (and det S), and one rsqrt all inverses.
+    squares, results, det_lane = [e.mul(q, q)], [], None
+    if do_n:
+        n = load_rows(4)
+        if scaled:
+            xu, yu, zu = e.cofactor(c0, c1, c2)
+            n = e.yzx(e.linear3(xu, yu, zu, *(e.lanes_of(n, [c] * 4) for c in range(3))))
+            results.append((7, n, len(squares)))
+            squares.append(e.mul(n, n))
+            det_lane = len(squares)
+            squares.append(e.det_terms(c0, xu))
+        else:
+            results.append((7, n, len(squares)))
+            squares.append(e.mul(n, n))
+    if do_t:
+        t = load_rows(5)
+        if scaled:
+            t = scale_by_s(t)
+        results.append((8, t, len(squares)))
+        squares.append(e.mul(t, t))
+    yield
+    sums, rs = e.inverse_lengths(squares)
+    # 2 / |q|^2: rotation by q/|q| and translation 2 (d q*) / |q|^2 both scale by it.
+    r_q = e.lanes_of(rs, [0] * 4)
+    inv = e.mul(e.add(r_q, r_q), r_q)
+
+    def rotate(x):  # x + 2/|q|^2 q x (q x x + w x): rotation by q/|q| (x's lane 3 = 0)
+        return e.fma(inv, cross_q(e.fma(w_q, x, cross_q(x))), x)
+
+    yield
+    # 3. Positions: p' = R(S p) + t, with R(x) + t = x + inv (q x (q x x + w x + d) + w d - dw q).
+    p = load_rows(3)
+    if scaled:
+        p = scale_by_s(p)
+    u = e.add(e.fma(w_q, p, cross_q(p)), dual)
+    moved = e.sub(e.fma(w_q, dual, cross_q(u)), e.mul(w_d, q))
+    store_rows(context, b, e, A, args, 6, e.fma(inv, moved, p), verts)
+
+    yield
+    # 4. Normals and tangents: rotated and normalised.
+    for out, vec, lane in results:
+        factor = e.length_factor(rs, sums, lane, det_lane if out == 7 else None)
+        store_rows(context, b, e, A, args, out, e.mul(rotate(vec), factor), verts)
+
+
+# The planar group kernel: LANES vertices per group, one SIMD lane per vertex from the loads on.
+
+
+def _lane_vector(e: Emit, scalars):
+    """One vector from LANES scalars (lane l = scalars[l]); for influence counts whose weight rows are
+    not whole quads (K = 1, 2)."""
+    b = e.b
+    vec = ir.Constant(vec_type(len(scalars)), None)
+    for lane, x in enumerate(scalars):
+        vec = b.insert_element(vec, x, ir.Constant(I32, lane))
+    return vec
+
+
+def _transposed(e: Emit, ptrs, offsets, n: int, wanted):
+    """Records of ``n`` float32 (n = 4 or 8) at each byte offset of ``offsets`` past each of the LANES
+    pointers ``ptrs`` (i8*, vertex order) -> per offset ``{el: vector}``, lane l of it = element el of
+    vertex l's record (``wanted``: one collection of elements per offset).
+
+    Each n-float record is one load; row r of the transpose holds the records of vertices r, n + r,
+    2n + r, ... in its n-lane blocks (joined by inserts straight from memory), so the in-block
+    transpose (:func:`skeletal.skin.transpose_lanes`, log2 n shuffle stages on all blocks at once)
+    leaves every element in vertex order. A pointer's records are loaded side by side (it is then
+    dead: 16 pointers kept across the offsets spilled general registers)."""
+    b = e.b
+    blocks = LANES // n
+
+    def load(ptr, offset):
+        at = b.gep(ptr, [ir.Constant(I64, offset)]) if offset else ptr
+        return b.load(b.bitcast(at, vec_type(n).as_pointer()), align=4)
+
+    if n == 8:  # see _transpose_halves: its outputs' lanes 4-7 and 8-11 come from slots 8-11 and 4-7
+        ptrs = [ptrs[_SWAP_MIDDLE[slot]] for slot in range(LANES)]
+    rows: list[list] = [[] for _ in offsets]
+    for r in range(n):
+        loaded = [[load(ptrs[h * n + r], offset) for offset in offsets] for h in range(blocks)]
+        for i in range(len(offsets)):
+            parts = [loaded[h][i] for h in range(blocks)]
+            while len(parts) > 1:  # pairwise joins: 2n-lane, then 4n-lane vectors
+                width = 2 * parts[0].type.count
+                parts = [e.shuf(x, y, range(width)) for x, y in zip(parts[::2], parts[1::2])]
+            rows[i].append(parts[0])
+    if n == 8:
+        return [_transpose_halves(e, rows_i, wanted_i) for rows_i, wanted_i in zip(rows, wanted)]
+    return [transpose_lanes(e, rows_i, wanted_i, LANES) for rows_i, wanted_i in zip(rows, wanted)]
+
+
+#: Lanes 4-7 and 8-11 swapped (an involution).
+_SWAP_MIDDLE = [0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15]
+
+
+def _transpose_halves(e: Emit, rows, wanted):
+    """:func:`skeletal.skin.transpose_lanes` of 8 rows of two 8-float records (slots r and 8 + r in
+    row r), except that the last stage joins 128-bit blocks (a0, a2, b0, b2) / (a1, a3, b1, b3): one
+    non-destructive ``vshuff64x2`` each, where the in-order join (a0, b0, a2, b2) took a
+    ``vpermt2pd`` and a register copy. Output lane l holds slot ``_SWAP_MIDDLE[l]``'s element."""
+    b_lo = [4 * blk + i for blk in (0, 2) for i in range(4)]
+    last = ([x for src in (0, 16) for x in (src + y for y in b_lo)],
+            [x for src in (0, 16) for x in (src + 4 + y for y in b_lo)])
+    labels = {0: [[(r + 8 * (l // 8), l % 8) for l in range(16)] for r in range(8)]}  # (slot, element)
+
+    def masks(stage):
+        if stage == 3:
+            return last
+        lo, hi = _transpose_masks(8, stage)
+        widen = lambda m: [h * 8 + (x if x < 8 else 16 + x - 8) for h in (0, 1) for x in m]
+        return widen(lo), widen(hi)
+
+    for stage in (1, 2, 3):
+        bit, prev, cur = 1 << (stage - 1), labels[stage - 1], [None] * 8
+        lo, hi = masks(stage)
+        for v in range(8):
+            if not v & bit:
+                both = prev[v] + prev[v | bit]
+                cur[v], cur[v | bit] = [both[i] for i in lo], [both[i] for i in hi]
+        labels[stage] = cur
+    built: dict = {}
+
+    def get(stage, v):
+        if stage == 0:
+            return rows[v]
+        if (stage, v) not in built:
+            bit = 1 << (stage - 1)
+            built[stage, v] = e.shuf(get(stage - 1, v & ~bit), get(stage - 1, v | bit), masks(stage)[1 if v & bit else 0])
+        return built[stage, v]
+
+    out = {}
+    for v, lanes in enumerate(labels[3]):
+        el = lanes[0][1]
+        assert [slot for slot, _ in lanes] == _SWAP_MIDDLE and all(x == el for _, x in lanes)
+        if el in wanted:
+            out[el] = get(3, v)
+    return out
+
+
+def _emit_dq_group(context, b, A, args, v0, k: int, scaled: bool, clamp: bool) -> None:
+    """IR dual quaternion skinning of the LANES vertices v0 .. v0 + LANES - 1 of dense (V, 3) arrays,
+    K = k unrolled, positions (+ normals; no tangents). One lane per vertex throughout: every
+    influence's packed record is transposed as it is loaded (its ``qr | qd`` as 8-float records, S's
+    six numbers as the next 8), so the pivot, the hemisphere signs, the blend and the transform are
+    all lane-wise arithmetic with no horizontal sums (the same maths as :func:`_emit_dq_vertices`)."""
+    e = Emit(b)
+    pal = Rows(context, b, A[0], args[0], DQ_STRIDE)
+    inf = Influences(context, b, A, args, pal.shape[0], k, clamp)
+    rows = [inf.rows(b.add(v0, ir.Constant(I64, i))) for i in range(LANES)]
+    stride = ir.Constant(I64, 4 * DQ_STRIDE)
+
+    # 1. Weights, lane-wise.
+    weights = _lane_weights(e, inf, [wrow for _, wrow in rows], k)
+
+    it = ir.VectorType(I32, LANES)
+    sign_bit = ir.Constant(it, [-0x80000000] * LANES)
+
+    def signed(w, dot):  # w with the sign bit of dot xor-ed in: negated where qr . pivot < 0
+        return b.bitcast(b.xor(b.bitcast(w, it), b.and_(b.bitcast(dot, it), sign_bit)), w.type)
+
+    def dot4(x, y):
+        return e.tree_sum([e.mul(a, c) for a, c in zip(x, y)])
+
+    def records(kk):
+        """Influence kk's record, lane-wise: qr (x, y, z, w), qd, and for the scaled kernel S (s00, s01,
+        s02, s11, s12, s22)."""
+        ptrs = [b.gep(pal.data, [b.mul(inf.joint(jrow, kk), stride)]) for jrow, _ in rows]
+        got = _transposed(e, ptrs, [0, 32] if scaled else [0], 8, [range(8), range(6)])
+        return [got[0][c] for c in range(4)], [got[0][4 + c] for c in range(4)], \
+            [got[1][c] for c in range(6)] if scaled else []
+
+    def blend(pivot_first: bool):
+        """(q, d, S): the blended dual quaternion and S (S with the unsigned weights), 14 or 8 lane-wise
+        vectors. Every influence is put into the hemisphere of the pivot's qr. ``pivot_first``:
+        influence 0 is the pivot (K <= 2, where any pivot gives the same transform, or weights sorted):
+        each influence is signed and added as it is loaded, sums as multiply-add chains (few live
+        registers); else the largest weight, the first of equal ones, found by a tournament of selects
+        (the later of a pair wins only when strictly larger) once all qr are loaded, sums as trees
+        (as the two-vertex kernel's)."""
+        if pivot_first:  # sums as multiply-add chains (as few live registers as possible)
+            sums: list = []
+            pivot = None
+            for kk in range(k):
+                qr, qd, s_k = records(kk)
+                pivot = pivot or qr
+                ws = weights[kk] if kk == 0 else signed(weights[kk], dot4(qr, pivot))
+                terms = [(ws, x) for x in qr + qd] + [(weights[kk], x) for x in s_k]
+                sums = [e.mul(w, x) for w, x in terms] if kk == 0 else [e.fma(w, x, acc) for (w, x), acc in
+                                                                       zip(terms, sums)]
+            return sums
+        recs = [records(kk) for kk in range(k)]
+        field = [(w, rec[0]) for w, rec in zip(weights, recs)]
+        while len(field) > 1:
+            level = []
+            for (w_a, q_a), (w_b, q_b) in zip(field[::2], field[1::2]):
+                later = b.fcmp_ordered(">", w_b, w_a)
+                level.append((b.select(later, w_b, w_a), [b.select(later, y, x) for x, y in zip(q_a, q_b)]))
+            field = level
+        pivot = field[0][1]
+        trees = []
+        for w, (qr, qd, s_k) in zip(weights, recs):
+            ws = signed(w, dot4(qr, pivot))
+            trees.append([e.mul(ws, x) for x in qr + qd] + [e.mul(w, x) for x in s_k])
+        return [e.tree_sum(terms) for terms in zip(*trees)]
+
+    # 2. The blend. K > 2: groups whose weights are sorted (influence 0 the largest in every lane, as
+    # glTF exporters write them) take the streaming blend, the others the tournament; both give the
+    # same pivot, so the same result.
+    if k <= 2:
+        blended = blend(True)
+    else:
+        blended = _either(b, _sorted_first(b, weights), lambda: blend(True), lambda: blend(False))
+    _emit_dq_transform(context, b, e, A, args, v0, blended[:4], blended[4:8], blended[8:] if scaled else None)
+
+
+def _emit_dq_transform(context, b, e: Emit, A, args, v0, q, d, s6) -> None:
+    """The planar kernels' transform of LANES vertices from v0 on, lane-wise: ``q``, ``d`` the blended
+    dual quaternion (4 + 4 vectors, not normalised), ``s6`` the blended S (s00, s01, s02, s11, s12, s22)
+    or None (rigid): positions (and normals when given) read, transformed and stored."""
+    do_n = not isinstance(A[4], types.NoneType)
+    scaled = s6 is not None
+    if scaled:
+        s00, s01, s02, s11, s12, s22 = s6
+        cols = [[s00, s01, s02], [s01, s11, s12], [s02, s12, s22]]  # S's columns (S symmetric)
+
+    vt = vec_type(LANES)
+    zero = ir.Constant(vt, [0.0] * LANES)
+    sqrt = cgutils.get_or_insert_function(b.module, ir.FunctionType(vt, [vt]), f"llvm.sqrt.v{LANES}f32")
+
+    def inverse_length(sq):  # 1/sqrt(sq), 0 where sq is not positive
+        inv = b.fdiv(ir.Constant(vt, [1.0] * LANES), b.call(sqrt, [sq], fastmath=_FM), flags=_FM)
+        return b.select(b.fcmp_ordered(">", sq, zero), inv, zero)
+
+    def dot3(x, y):
+        return e.linear3(x[0], x[1], x[2], y[0], y[1], y[2])
+
+    def cross(x, y):
+        return [e.sub(e.mul(x[(r + 1) % 3], y[(r + 2) % 3]), e.mul(x[(r + 2) % 3], y[(r + 1) % 3])) for r in range(3)]
+
+    def by_s(x):  # S x
+        return [e.linear3(cols[0][r], cols[1][r], cols[2][r], *x) for r in range(3)]
+
+    # 2 / |q|^2: rotation by q/|q| and translation 2 (d q*) / |q|^2 both scale by it.
+    r_q = inverse_length(e.tree_sum([e.mul(c, c) for c in q]))
+    inv = e.mul(e.add(r_q, r_q), r_q)
+    qv, w_q, w_d = q[:3], q[3], d[3]
+
+    def rotate(x):  # x + inv q x (q x x + w x): rotation by q/|q|
+        u = [e.fma(w_q, c, y) for c, y in zip(x, cross(qv, x))]
+        return [e.fma(inv, m, c) for m, c in zip(cross(qv, u), x)]
+
+    # 5. Positions: p' = R(S p) + t = p + inv (q x (q x p + w p + d) + w d - dw q).
+    p = _load_xyz(context, b, e, A, args, 3, v0)
+    if scaled:
+        p = by_s(p)
+    u = [e.add(e.fma(w_q, c, y), dc) for c, y, dc in zip(p, cross(qv, p), d)]
+    moved = [e.sub(e.fma(w_q, dc, y), e.mul(w_d, qc)) for dc, y, qc in zip(d, cross(qv, u), qv)]
+    _store_xyz(context, b, e, A, args, 6, v0, [e.fma(inv, m, c) for m, c in zip(moved, p)])
+    if not do_n:
+        return
+    # 6. Normals: through S's cofactor matrix (flipped where det S < 0), rotated, renormalised.
+    n = _load_xyz(context, b, e, A, args, 4, v0)
+    if scaled:
+        basis = [cross(cols[1], cols[2]), cross(cols[2], cols[0]), cross(cols[0], cols[1])]
+        n = [e.linear3(basis[0][r], basis[1][r], basis[2][r], *n) for r in range(3)]
+    factor = inverse_length(dot3(n, n))
+    if scaled:
+        det = e.tree_sum([e.mul(cols[0][r], basis[0][r]) for r in range(3)])
+        factor = b.select(b.fcmp_ordered("<", det, zero), b.fsub(zero, factor, flags=_FM), factor)
+    _store_xyz(context, b, e, A, args, 7, v0, [e.mul(c, factor) for c in rotate(n)])
+
+
+def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool) -> None:
+    """IR dual quaternion skinning of the LANES vertices v0 .. v0 + LANES - 1 of dense (V, 3) arrays, K = k
+    unrolled, positions (+ normals; no tangents), from the signed records (:func:`_signed_records`):
+    ``palette`` (A[0]) is the doubled palette, A[13] the (J, J) table of byte offsets. Per vertex the
+    pivot's table row gives each influence's record already in the pivot's hemisphere, so the blend is
+    LBS's: one 16-float multiply-add per influence (weight broadcast from memory), and the 16 blended
+    records are transposed once (:func:`skeletal.skin.transpose_lanes`) into lane-wise q, d and S.
+    Joint indices are clamped to J - 1 (the table and the palette's first J records). (Checking a chunk's
+    indices once and skipping the clamp where all are in range measured 0-2% faster, within the spread
+    that code placement alone gives: not worth a second copy of the kernel.)"""
+    e = Emit(b)
+    pal = Rows(context, b, A[0], args[0], DQ_STRIDE)
+    table = Rows(context, b, A[13], args[13])
+    inf = Influences(context, b, A, args, table.shape[0], k, True)
+    # Rows as offsets from the group's first (constant offsets where the strides are: no per-row pointers
+    # kept live, which spilled).
+    jrow0, wrow0 = inf.rows(v0)
+    rows = [(b.gep(jrow0, [b.mul(ir.Constant(I64, i), inf.jnt.stride)]),
+             b.gep(wrow0, [b.mul(ir.Constant(I64, i), inf.wgt.stride)])) for i in range(LANES)]
+    n_el = 14 if scaled else 8
+    record_bytes = ir.Constant(I64, 4 * DQ_STRIDE)
+
+    def blend(pivot_first: bool):
+        """The blended records, transposed: n_el vectors (qr, qd, S). ``pivot_first``: influence 0 is
+        the pivot (its record needs no look-up); else the largest weight (the first of equal ones), by
+        a chain of selects per vertex. Joint indices are read where they are used (16 vertices' K
+        indices kept live across the blend spilled)."""
+        out = []
+        for jrow, wrow in rows:
+            joints = [inf.joint(jrow, kk) for kk in range(k)]
+            if pivot_first:
+                pivot = joints[0]
+            else:
+                pivot, best = joints[0], inf.weight(wrow, 0)
+                for kk in range(1, k):
+                    w = inf.weight(wrow, kk)
+                    better = b.fcmp_ordered(">", w, best)
+                    pivot, best = b.select(better, joints[kk], pivot), b.select(better, w, best)
+            trow = table.row(pivot)
+            acc = None
+            for kk in range(k):
+                if pivot_first and kk == 0:
+                    at = b.mul(joints[0], record_bytes)
+                else:
+                    at = b.sext(table.load(trow, joints[kk]), I64)
+                record = b.load(b.bitcast(b.gep(pal.data, [at]), vec_type(LANES).as_pointer()), align=4)
+                w = e.splat(inf.weight(wrow, kk), LANES)
+                acc = e.mul(w, record) if acc is None else e.fma(w, record, acc)
+            out.append(acc)
+        got = transpose_lanes(e, out, range(n_el))
+        return [got[c] for c in range(n_el)]
+
+    # 1. K <= 2: influence 0 is the pivot (any pivot gives the same transform). Else influence 0 where
+    # every lane of the group has its weights sorted largest first (one lane-wise check), otherwise the
+    # largest weight of each vertex; both give the same pivot, so the same result.
+    if k <= 2:
+        blended = blend(True)
+    else:
+        # The check reads the weights through a pointer LLVM cannot see through: else it reuses these
+        # loads for the blend's weights, broadcasting each from a register (a shuffle) instead of from
+        # memory (a load).
+        hidden = _opaque(b, wrow0)
+        wrows = [b.gep(hidden, [b.mul(ir.Constant(I64, i), inf.wgt.stride)]) for i in range(LANES)]
+        blended = _either(b, _sorted_first(b, _lane_weights(e, inf, wrows, k)), lambda: blend(True),
+                          lambda: blend(False))
+    _emit_dq_transform(context, b, e, A, args, v0, blended[:4], blended[4:8], blended[8:] if scaled else None)
+
+
+def _lane_weights(e: Emit, inf: Influences, wrows, k: int):
+    """The K weights of the LANES weight rows ``wrows`` lane-wise (lane l = row l's): whole quads of each
+    row transposed (K = 4, 8), else one lane at a time."""
+    if k % 4 == 0:
+        weights = []
+        for g in range(0, k, 4):
+            got, = _transposed(e, wrows, [4 * g], 4, [range(4)])
+            weights += [got[c] for c in range(4)]
+        return weights
+    return [_lane_vector(e, [inf.weight(wrow, kk) for wrow in wrows]) for kk in range(k)]
+
+
+def _sorted_first(b, weights):
+    """i1: in every lane, weight 0 is at least each other weight (influence 0 is the pivot)."""
+    first = None
+    for w in weights[1:]:
+        ge = b.fcmp_ordered(">=", weights[0], w)
+        first = ge if first is None else b.and_(first, ge)
+    return b.icmp_unsigned("==", b.bitcast(first, ir.IntType(LANES)), ir.Constant(ir.IntType(LANES), -1))
+
+
+def _either(b, cond, then, otherwise):
+    """``then()`` where ``cond`` holds, else ``otherwise()`` (each emits its own code and returns a list of
+    values of the same types), merged by phis."""
+    with b.if_else(cond) as (yes, no):
+        with yes:
+            got_yes, block_yes = then(), b.block
+        with no:
+            got_no, block_no = otherwise(), b.block
+    merged = []
+    for x, y in zip(got_yes, got_no):
+        phi = b.phi(x.type)
+        phi.add_incoming(x, block_yes)
+        phi.add_incoming(y, block_no)
+        merged.append(phi)
+    return merged
+
+
+def _opaque(b, value):
+    """``value`` through an empty inline asm: the same value, which LLVM can no longer relate to others
+    (so loads through it are not merged with loads through the original)."""
+    return b.asm(ir.FunctionType(value.type, [value.type]), "", "=r,0", [value], False)
+
+
+def _load_xyz(context, b, e: Emit, A, args, i: int, v0):
+    """x, y, z of the dense (V, 3) argument i's rows v0 .. v0 + LANES - 1: three loads, deinterleaved."""
+    src = Rows(context, b, A[i], args[i], 3)
+    ptr = b.bitcast(src.row(v0), vec_type(LANES).as_pointer())
+    return deinterleave3(e, *(b.load(b.gep(ptr, [ir.Constant(I64, j)]), align=4) for j in range(3)))
+
+
+def _store_xyz(context, b, e: Emit, A, args, i: int, v0, xyz) -> None:
+    """The inverse of :func:`_load_xyz` into output argument i."""
+    dst = Rows(context, b, A[i], args[i], 3)
+    ptr = b.bitcast(dst.row(v0), vec_type(LANES).as_pointer())
+    for j, vec in enumerate(interleave3(e, *xyz)):
+        b.store(vec, b.gep(ptr, [ir.Constant(I64, j)]), align=4)
+
+
+@intrinsic
+def _skin_dq_chunk(typingctx, palette, joints, weights, positions, normals, tangents,
+                   out_positions, out_normals, out_tangents, chunk, kspec, scaled, unclamped, signs):
+    """DQ-skin vertices ``chunk * CHUNK`` .. ``+ CHUNK`` (clipped), two at a time. Compile-time
+    choices as for :func:`skeletal.skin._skin_chunk`; ``scaled`` None (rigid palette: no S blend)
+    or anything else (the scale-separated kernel); ``signs`` None, or the (J, J) int32 table of
+    :func:`_signed_records` (``palette`` is then the doubled palette, and joint indices are clamped to
+    the table's J: the signed-record group kernel)."""
+    sig = types.void(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
+                     out_tangents, chunk, kspec, scaled, unclamped, signs)
+    if not _kernel_types_ok(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
+                            out_tangents):
+        return None  # a TypingError: skin_dq_into then names the fault (check_skin_args)
+    signed = not isinstance(signs, types.NoneType)
+    if signed and not (isinstance(signs, types.Array) and signs.ndim == 2 and signs.dtype == types.int32):
+        return None
+    use_scale, clamp = not isinstance(scaled, types.NoneType), signed or isinstance(unclamped, types.NoneType)
+    vertices = lambda context, b, A, args, v0, kk, k_const, n_vert: _emit_dq_vertices(
+        context, b, A, args, v0, kk, k_const, n_vert, use_scale, clamp)
+    k_const = len(kspec) if isinstance(kspec, types.BaseTuple) else None
+    if planar_ok(sig.args, k_const):
+        if signed:
+            group = lambda context, b, A, args, v0, k: _emit_dq_signed(context, b, A, args, v0, k, use_scale)
+        else:
+            group = lambda context, b, A, args, v0, k: _emit_dq_group(context, b, A, args, v0, k, use_scale, clamp)
+        return sig, planar_codegen(False, clamp, vertices, group=group)
+    return sig, chunk_codegen(vertices, pairs=2)
