@@ -323,6 +323,22 @@ def _foot_chunks(count: int, threads: int) -> int:
     return max(1, min(count, 4 * threads)) if count > SERIAL_BELOW and threads > 1 else 1
 
 
+def common_parent(parents, thighs, stage: str = "foot placement") -> int:
+    """The nearest joint above every thigh in ``thighs`` (the pelvis), by the rig's ``parents``;
+    SkeletalError naming ``stage`` when the legs share none."""
+    chains = []
+    for t in thighs:
+        up, j = [], int(parents[t])
+        while j >= 0:
+            up.append(j)
+            j = int(parents[j])
+        chains.append(up)
+    common = [j for j in chains[0] if all(j in c for c in chains[1:])]
+    if not common:
+        raise SkeletalError(f"{stage}: the legs share no parent joint (pelvis)")
+    return common[0]
+
+
 class FootPlacement:
     """Legs follow a ground: pelvis lowered, two-bone IK per leg, feet turned to the ground normal.
 
@@ -390,7 +406,7 @@ class FootPlacement:
         self.thighs = np.array([l.thigh for l in self.legs], np.int64)
         self.knees = np.array([l.knee for l in self.legs], np.int64)
         self.feet = np.array([l.foot for l in self.legs], np.int64)
-        self.pelvis = self._common_parent(rig.parents, self.thighs)
+        self.pelvis = common_parent(rig.parents, self.thighs)
         self.pelvis_nodes = np.flatnonzero(rig.descendants(self.pelvis)).astype(np.int64)
         parts = [np.flatnonzero(rig.descendants(int(t))).astype(np.int64) for t in self.thighs]
         self.leg_nodes = np.concatenate(parts)
@@ -438,20 +454,6 @@ class FootPlacement:
         self._ground = as_ground(ground)
         self._ground_args = self._ground.kernel_args()
         _drop_plan(self)
-
-    @staticmethod
-    def _common_parent(parents, thighs) -> int:
-        chains = []
-        for t in thighs:
-            up, j = [], int(parents[t])
-            while j >= 0:
-                up.append(j)
-                j = int(parents[j])
-            chains.append(up)
-        common = [j for j in chains[0] if all(j in c for c in chains[1:])]
-        if not common:
-            raise SkeletalError("foot placement: the legs share no parent joint (pelvis)")
-        return common[0]
 
     def reset(self) -> None:
         """Forget the pelvis spring and the planted feet's locks (after a teleport)."""

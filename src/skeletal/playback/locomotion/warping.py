@@ -39,6 +39,8 @@ from ...errors import SkeletalError
 from ...anim.pose import world_matrices
 from .. import kernels as K
 from ..contacts import Leg, find_legs
+from ..footplacement import common_parent
+from .mixer_hook import _root_motion_of
 from ..procedural import find_head_chain
 from .warp_kernels import warp_kernel, warp_serial
 
@@ -59,27 +61,6 @@ def find_spine(rig, pelvis: int) -> list[int]:
         chain.append(j)
         j = int(rig.parents[j])
     return chain[::-1] if j == pelvis else []
-
-
-def _common_parent(parents: np.ndarray, thighs: Sequence[int]) -> int:
-    chains = []
-    for t in thighs:
-        up, j = [], int(parents[t])
-        while j >= 0:
-            up.append(j)
-            j = int(parents[j])
-        chains.append(up)
-    common = [j for j in chains[0] if all(j in c for c in chains[1:])]
-    if not common:
-        raise SkeletalError("warping: the legs share no parent joint (pelvis)")
-    return common[0]
-
-
-def _root_motion_of(mixer: Any) -> Any:
-    for controller in mixer.controllers:
-        if hasattr(controller, "curves") and hasattr(controller, "delta"):
-            return controller
-    return None
 
 
 class Warping:
@@ -115,7 +96,7 @@ class Warping:
             raise SkeletalError("warping: need 0 < reach <= 1, 0 <= soft < 1, 0 <= max_angle <= 180")
         self.reach, self.soft, self.max_angle = float(reach), float(soft), math.radians(max_angle)
         thighs = [leg.thigh for leg in self.legs]
-        self.pelvis = _common_parent(rig.parents, thighs)
+        self.pelvis = common_parent(rig.parents, thighs, "warping")
         if spine is None:
             joints = find_spine(rig, self.pelvis)
         else:
