@@ -168,23 +168,19 @@ def test_signed_kernel_hemispheres_for_opposed_and_antipodal_joints(monkeypatch)
     np.testing.assert_allclose(got[1], old[1], atol=5e-6)
 
 
-def test_signed_records_table_and_doubled_palette():
+def test_signed_records_sign_table():
     rng = np.random.default_rng(9)
     packed = pack_dq_palette(scaled_rig(rng, 9))
     packed[2, :8] *= -1
     n = len(packed)
-    doubled, table = _signed_scratch(n)
-    _signed_records(packed, doubled, table)
-    assert doubled.ctypes.data % 64 == 0 and doubled.shape == (2 * n, 16) and table.shape == (n, n)
-    np.testing.assert_array_equal(doubled[:n], packed)
-    np.testing.assert_array_equal(doubled[n:, :8], -packed[:, :8])
-    np.testing.assert_array_equal(doubled[n:, 8:], packed[:, 8:])
+    table = _signed_scratch(n)
+    _signed_records(packed, table)
+    assert table.ctypes.data % 64 == 0 and table.shape == (n, n) and table.dtype == np.int32
     qr = packed[:, :4]
     dots = qr @ qr.T  # [p, j]
     assert (dots < 0).any() and (dots > 0).any()
-    expect = 64 * (np.arange(n)[None, :] + n * (dots < 0))
-    np.testing.assert_array_equal(table, expect)
-    assert np.all(np.diag(table) == 64 * np.arange(n))  # a joint is in its own hemisphere
+    np.testing.assert_array_equal(table, np.where(dots < 0, np.int32(-0x80000000), np.int32(0)))
+    assert np.all(np.diag(table) == 0)  # a joint is in its own hemisphere
 
 
 def test_signed_kernel_clamps_indices_past_the_palette():

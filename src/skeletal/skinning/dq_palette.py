@@ -23,7 +23,7 @@ from numba import njit
 
 from ..errors import SkeletalError
 from .ir import _F32_DTYPE
-from .lbs import cofactors3
+from .lbs import aligned_empty, cofactors3
 
 #: A joint whose S differs from the identity by at most this (max abs element) counts as rigid.
 #: Float32 inverse-bind matrices of real models are orthonormal to about 1e-6.
@@ -362,7 +362,7 @@ def _pack_dq_one(palette, out):
 
 def _packed_out(out, shape) -> np.ndarray:
     if out is None:
-        return np.empty(shape, np.float32)
+        return aligned_empty(shape)  # 64-byte records on cache lines (the kernels read them whole)
     if out.shape != shape or out.dtype != np.float32 or not out.flags.c_contiguous:
         raise SkeletalError(f"out must be C-contiguous float32 {shape}, got {out.dtype} {out.shape}")
     return out

@@ -219,58 +219,58 @@ from .ir import (  # noqa: F401
     planar_codegen as planar_codegen, planar_ok as planar_ok, store_rows as store_rows,
     transpose_lanes as transpose_lanes, vec_type as vec_type,
 )
-from .lbs import (PAD_MIN_VERTICES, PARALLEL_MIN_VERTICES, UNROLLED, _name_fault, aligned_empty, check_skin_args,
-                  cofactors3 as cofactors3, kernel_palette)
+from .lbs import (ALIGN_MIN_VERTICES, PAD_MIN_VERTICES, PARALLEL_MIN_VERTICES, UNROLLED, _aligned_copy, _name_fault,
+                  aligned_empty, check_skin_args, cofactors3 as cofactors3, kernel_palette)
+
+
+#: A :func:`_signed_records` table entry: the sign bit of an int32, set where the joint's qr and qd are
+#: negated (the kernel xors it into their eight lanes).
+FLIP = np.int32(-0x80000000)
 
 
 @njit(cache=True, nogil=True)
-def _signed_records(packed, doubled, table):
-    """The signed-record kernel's inputs from a packed palette (J, 16): ``doubled`` (2J, 16) float32, its
-    rows 0 .. J-1 the packed records and row J + j joint j's with qr and qd negated (the same transform;
-    S as is), and ``table`` (J, J) int32: ``table[p, j]`` the byte offset in ``doubled`` of joint j's
-    record in the hemisphere of joint p's qr: 64 j, or 64 (J + j) where qr_j . qr_p < 0 (float32 dot
-    product, as the kernels take it). J^2 dot products: the caller uses it when J^2 is small beside V."""
+def _signed_records(packed, table):
+    """The signed-record kernel's sign table from a packed palette (J, 16): ``table`` (J, J) int32,
+    ``table[p, j]`` :data:`FLIP` where joint j's record is in the other hemisphere than joint p's
+    (qr_j . qr_p < 0, the float32 dot product as the kernels take it; its qr and qd are then negated:
+    the same transform), else 0. J^2 dot products: the caller uses it when J^2 is small beside V."""
     n = packed.shape[0]
-    for j in range(n):
-        for c in range(DQ_STRIDE):
-            x = packed[j, c]
-            doubled[j, c] = x
-            doubled[n + j, c] = -x if c < 8 else x
-    # qr as four vectors over the joints (doubled's spare rows are past 2J: use a small array)
-    qr = np.empty((4, n), np.float32)
+    qr = np.empty((4, n), np.float32)  # qr as four vectors over the joints
     for j in range(n):
         for c in range(4):
             qr[c, j] = packed[j, c]
     qx, qy, qz, qw = qr[0], qr[1], qr[2], qr[3]
-    record = np.int32(4 * DQ_STRIDE)
-    flipped = np.int32(4 * DQ_STRIDE * n)
     for p in range(n):
         px, py, pz, pw = qx[p], qy[p], qz[p], qw[p]
         row = table[p]
         for j in range(n):
             dot = (qx[j] * px + qy[j] * py) + (qz[j] * pz + qw[j] * pw)
-            row[j] = np.int32(j) * record + (flipped if dot < 0 else np.int32(0))
+            row[j] = FLIP if dot < 0 else np.int32(0)
 
 
 @njit(cache=True, nogil=True)
 def _skin_dq_checked(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
-                     out_tangents, kspec, scaled, unclamped, doubled, signs):
+                     out_tangents, kspec, scaled, unclamped, signs):
     """DQ-skin (see :func:`skin_dq_into`); returns False, touching nothing, where the shapes or strides
     break the contract, or the packed palette is empty or not 16 wide (the caller then names the fault).
-    ``doubled``/``signs``: None, or scratch arrays for :func:`_signed_records` (then the signed-record
-    kernel runs; the caller sized them for this palette)."""
+    ``signs``: None, or a (J, J) int32 scratch table for :func:`_signed_records` (then the signed-record
+    kernel runs; the caller sized it for this palette)."""
     if palette.shape[0] == 0 or palette.shape[1] != DQ_STRIDE:
         return False
-    if signs is not None and (signs.shape[0] != palette.shape[0] or doubled.shape[0] != 2 * palette.shape[0]):
+    if signs is not None and (signs.shape[0] != palette.shape[0] or signs.shape[1] != palette.shape[0]):
         return False
     if not _rows_ok(positions, out_positions, normals, out_normals, tangents, out_tangents, joints, weights):
         return False
     if signs is None:
         _skin_dq_fast(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
                       out_tangents, kspec, scaled, unclamped, None)
+    elif positions.shape[0] >= ALIGN_MIN_VERTICES and palette.ctypes.data % 64 != 0:
+        _signed_records(palette, signs)  # records read whole: one cache line each (as skin_into's)
+        _skin_dq_fast(_aligned_copy(palette), joints, weights, positions, normals, tangents, out_positions,
+                      out_normals, out_tangents, kspec, scaled, None, signs)
     else:
-        _signed_records(palette, doubled, signs)
-        _skin_dq_fast(doubled, joints, weights, positions, normals, tangents, out_positions, out_normals,
+        _signed_records(palette, signs)
+        _skin_dq_fast(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
                       out_tangents, kspec, scaled, None, signs)
     return True
 
@@ -295,14 +295,13 @@ SIGNED_MIN_VERTICES = 1024
 _signed_buffers = threading.local()
 
 
-def _signed_scratch(joints: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per-thread scratch for :func:`_signed_records` with ``joints`` joints: the doubled palette
-    (2J, 16) float32 on a 64-byte boundary and the (J, J) int32 table (reused while J stays)."""
+def _signed_scratch(joints: int) -> np.ndarray:
+    """Per-thread scratch for :func:`_signed_records` with ``joints`` joints: the (J, J) int32 table on a
+    64-byte boundary (reused while J stays)."""
     cached = getattr(_signed_buffers, "last", None)
-    if cached is None or cached[0] != joints:
-        cached = _signed_buffers.last = (joints, aligned_empty((2 * joints, DQ_STRIDE)),
-                                         np.empty((joints, joints), np.int32))
-    return cached[1], cached[2]
+    if cached is None or cached.shape[0] != joints:
+        cached = _signed_buffers.last = aligned_empty((joints, joints), np.int32)
+    return cached
 
 
 @njit(cache=True, nogil=True)
@@ -367,7 +366,7 @@ def skin_dq_into(
         packed, clamp = kernel_palette(palette, joints, n, DQ_STRIDE, _pack_into, "pack_dq_palette", pad=not signed)
         unclamped = None if clamp else True
     scaled = scale == "separate" or (scale == "auto" and _any_scales(packed, len(palette)))
-    doubled, signs = _signed_scratch(len(packed)) if signed else (None, None)
+    signs = _signed_scratch(len(packed)) if signed else None
     # As skin_into: the argument contract is checked inside the call (types when compiling, shapes and
     # strides in compiled code: ~6 us less per call than check_skin_args here, ~1% of a 100k-vertex
     # call); on a failure kernel_palette and check_skin_args name the argument at fault. More than one
@@ -377,10 +376,10 @@ def skin_dq_into(
             with capped_threads():
                 ok = _skin_dq_checked(packed, joints, weights, positions, normals, tangents, out_positions,
                                       out_normals, out_tangents, UNROLLED.get(k), True if scaled else None,
-                                      unclamped, doubled, signs)
+                                      unclamped, signs)
         else:
             ok = _skin_dq_checked(packed, joints, weights, positions, normals, tangents, out_positions, out_normals,
-                                  out_tangents, UNROLLED.get(k), True if scaled else None, unclamped, doubled, signs)
+                                  out_tangents, UNROLLED.get(k), True if scaled else None, unclamped, signs)
     except (TypingError, TypeError, ValueError) as exc:
         _name_fault(palette, joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents,
                     DQ_STRIDE, "pack_dq_palette")
