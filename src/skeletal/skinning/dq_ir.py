@@ -496,7 +496,7 @@ def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool) -> None:
         the group, does not."""
         out = []
         for jrow, wrow in rows:
-            joints = _row_joints(b, inf, jrow, k)
+            joints = [inf.joint(jrow, kk) for kk in range(k)]
             if pivot_first:
                 pivot = joints[0]
             else:
@@ -547,24 +547,6 @@ def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool) -> None:
         blended = _either(b, _sorted_first(b, _lane_weights(e, inf, wrows, k)), lambda: blend(True),
                           lambda: blend(False))
     _emit_dq_transform(context, b, e, A, args, v0, blended[:4], blended[4:8], blended[8:] if scaled else None)
-
-
-def _row_joints(b, inf: Influences, jrow, k: int):
-    """Influences 0 .. k - 1's joint indices of one row, as i64. Unclamped rows whose K indices fit in 64
-    bits are read as one integer and split by shifts (one load instead of K: the blend is bound by its
-    loads), the integer passed through an empty asm so that LLVM does not narrow it back into K byte
-    loads; else one load (and clamp) per index."""
-    ity = inf.jnt.elty
-    bits = ity.width * k
-    if inf.clamp or bits > 64:
-        return [inf.joint(jrow, kk) for kk in range(k)]
-    whole = ir.IntType(bits)
-    word = _opaque(b, b.load(b.bitcast(jrow, whole.as_pointer()), align=ity.width // 8))
-    out = []
-    for kk in range(k):
-        part = b.trunc(b.lshr(word, ir.Constant(whole, kk * ity.width)) if kk else word, ity)
-        out.append(b.sext(part, I64) if inf.signed else b.zext(part, I64))
-    return out
 
 
 def _dense_influences(A) -> bool:

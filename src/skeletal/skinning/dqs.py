@@ -57,16 +57,23 @@ below pays for its one-lane-per-vertex layout with a transpose per influence (S'
 ~30% of the frame); LBS blends whole records in the row domain and transposes once, but DQS cannot
 blend before it knows each influence's hemisphere, and the signs took transposed quaternions (the
 two-pass kernel below). Here the sign comes from memory: per call, :func:`_signed_records` writes a
-doubled palette (each joint's record, and the same with qr and qd negated: the same transform, the
-other hemisphere) and a (J, J) int32 table of byte offsets, ``table[p, j]`` the record of joint j in
-the hemisphere of joint p's qr (J^2 float32 dot products: 2.2 us for 65 joints, an allocation
-included). Per vertex, one table row (the pivot's: influence 0 when the group's weights are sorted,
-else the largest weight by a chain of selects) gives every influence's record already signed, so the
-blend is LBS's: one 16-float multiply-add per influence, the weight broadcast from memory, a chain in
-influence order (as the group kernel's streamed sums; LLVM may pair the multiply-adds differently, a
-rounding); the 16 blended records are transposed once (:func:`skeletal.skin.transpose_lanes`, 14 of 16
-rows) and the transform is the group kernel's (``_emit_dq_transform``). Joint indices are clamped
-(the table has J columns: no 256-entry padding). Read in the assembly and fixed on the way: the
+(J, J) int32 sign table, ``table[p, j]`` the sign bit (:data:`FLIP`) where joint j's qr lies in the
+other hemisphere than joint p's (J^2 float32 dot products: ~1.5 us for 65 joints). Per vertex, the
+pivot's table row (influence 0 when the group's weights are sorted, else the largest weight by a
+chain of selects) says which records to negate: each record is loaded from its joint's address (as
+LBS's) and the table entry, broadcast from memory and anded with qr and qd's eight lanes, is xor-ed in
+(one ``vpternlogd``): the same transform in the pivot's hemisphere, and the table load is beside the
+record load, not in front of it (the first version read a record offset from the table and the
+record from a doubled palette, a load feeding a load: 20% of the frame). The blend is then LBS's: one
+16-float multiply-add per influence, the weight broadcast from memory, a chain in influence order (as
+the group kernel's streamed sums; LLVM may pair the multiply-adds differently, a rounding); the 16
+blended records are transposed once (:func:`skeletal.skin.transpose_lanes`, 14 of 16 rows) and the
+transform is the group kernel's (``_emit_dq_transform``). Joint indices are clamped to J - 1 (the
+table has J columns: no 256-entry padding), except where one check per group (dense C-contiguous
+joints and weights: the group's K x 16 indices as one vector compare against J - 1, and for K > 2
+its weights sorted, one vector compare) lets the streamed blend run without them (a cmp and a cmov
+per influence: 128 of ~730 instructions per group at K = 4, and 20% of the frame); groups that fail
+take the clamped blend, whose pivot is the same, so the result is too. Read in the assembly and fixed on the way: the
 lane-wise sorted-weights check reads the weights through an empty asm (else LLVM reused its loads for
 the blend and broadcast each weight from a register, a shuffle, not from memory), rows are offsets
 from the group's first (16 row pointers and 64 joint indices kept live spilled), and each vertex's
@@ -171,7 +178,9 @@ the faster palette conversion and the leaner call (same day, 2-vCPU AVX-512 Xeon
 threads: 0.86x), scaled 0.79x (2 threads: 0.80x), load 1.4; in one process against main's code, 40
 interleaved frames, load 1.3: scaled 0.611 -> 0.790, rigid 0.880 -> 0.872 (the same within the noise:
 the group kernel's rigid blend moves 8 floats per influence, no more than this one's single
-transpose; the kernel is chosen by size, not by palette).
+transpose; the kernel is chosen by size, not by palette). On a 2-vCPU AMD EPYC Zen 5 VM (AVX-512) the
+same rows measured 0.72x / 0.66x; with the sign table xor-ed in and the per-group check (issue 33)
+0.82-0.83x / 0.72-0.73x (docs/guides/performance.md).
 Per call: ``skin_dq_into`` checks its arguments inside the compiled call as ``skin_into`` does, and a
 packed float32 palette goes straight to it (16 vertices, 1 thread: 2.09 -> 1.88 us; whether any joint
 scales is a compiled loop: numpy's ``packed[:J, 14].any()`` cost ~2.5% of a 100k-vertex call in
