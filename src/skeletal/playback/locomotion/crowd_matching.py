@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ...anim.pose import world_matrices
+from ...anim.pose import ancestors_and_self, world_matrices
 from ...errors import SkeletalError
 from .. import kernels as K
 from .database import MatchingDatabase
@@ -149,6 +149,12 @@ class CrowdMotionMatching:
         self._kept = np.array(sorted({self._root_index, *joints}), np.int64)  # joints whose world rows are kept
         self._feature_joint = np.searchsorted(self._kept, joints)
         self._kept_root = int(np.searchsorted(self._kept, self._root_index))
+        # the kept joints' chains to the root: the only world rows built each frame (rig order, remapped)
+        self._chain = ancestors_and_self(rig.parents, self._kept).astype(np.int64)
+        where = {int(j): i for i, j in enumerate(self._chain)}
+        self._chain_parents = np.array([where[int(rig.parents[j])] if rig.parents[j] >= 0 else -1
+                                        for j in self._chain], np.int32)
+        self._chain_kept = np.array([where[int(j)] for j in self._kept], np.int64)
         self._shown: list[np.ndarray] = []  # the kept joints' world matrices (N, J, 4, 4), last two frames
         self._last_dt = 1.0 / database.fps
         self.warping: Warping | None = Warping(crowd, attach=False) if warping else None
@@ -329,8 +335,9 @@ class CrowdMotionMatching:
 
     def _keep_shown(self) -> None:
         """The kept joints' world matrices of the pose shown now, placed by :attr:`transforms`."""
-        world = world_matrices(self.crowd.rig.parents, np.asarray(self.crowd.local_pose, np.float64))
-        placed = np.einsum("nab,njbc->njac", self.transforms, world[:, self._kept])
+        pose = np.asarray(self.crowd.local_pose[:, self._chain], np.float64)
+        world = world_matrices(self._chain_parents, pose)[:, self._chain_kept]
+        placed = self.transforms[:, None] @ world
         self._shown = (self._shown + [placed])[-2:]
 
     def _warp(self, dt: float) -> None:
