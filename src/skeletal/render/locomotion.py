@@ -42,7 +42,8 @@ class PathScene:
     ``warping`` is False. The built-in character (its locomotion set), or ``model``: a model file or a
     folder of BVH files whose idle, walk and run clips (or the ``clips`` named) make the set
     (:func:`~skeletal.playback.locomotion.gaits.locomotion_set`); its path runs at the gait's own speed
-    and is scaled to the model's size (:attr:`scale`: model units per metre).
+    and is scaled to the model's size (:attr:`scale`: model units per metre); warping stays off where the
+    set says it cannot run (``warping_ok``).
 
     >>> scene = PathScene("figure8", "walk")                # doctest: +SKIP
     >>> for _ in range(60): scene.step(1 / 60)               # doctest: +SKIP
@@ -78,6 +79,7 @@ class PathScene:
                                   f"(its locomotion clips: {', '.join(moves.gaits.values())})")
             # the path at the gait's own speed, as wide for it as the built-in character's is for its own
             self.speed, self.radius = moves.speeds[speed], moves.speeds[speed] * self.radius / self.speed
+            warping = warping and moves.warping_ok  # no leg IK on a rig whose feet are not on its legs
         self.controller = MotionMatching(Player(self.asset), self.database, warping=warping)
         self.path = figure_eight_path(self.speed, self.radius) if path is not None else None
         self.time = 0.0

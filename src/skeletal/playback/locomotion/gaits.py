@@ -87,6 +87,11 @@ class LocomotionSet:
     speeds: dict[str, float]
     scale: float
     generated: list[str] = field(default_factory=list)
+    #: whether stride and orientation warping can run on the model: its feet sit on leg chains of their
+    #: own (thigh, knee, foot). False for rigs whose foot joints are IK controls outside the legs
+    #: (RobotExpressive's FootL/FootR hang off the armature's root bone): the features still use those
+    #: feet, but two-bone IK on such "legs" would pull the real legs apart.
+    warping_ok: bool = True
 
 
 def read_model(source: str | os.PathLike) -> Asset:
@@ -348,8 +353,10 @@ def locomotion_set(source: Asset | str | os.PathLike, clips: Sequence[str] | Non
                                 model.rig.names[pelvis])
     database = MatchingDatabase.build(model, [c.name for c in new], features=features, root=model.rig.names[pelvis],
                                       forward=forward, mirror=mirror)
+    a, b = leg_list[0], leg_list[1]
+    chains = len({a.thigh, a.knee, a.foot, b.thigh, b.knee, b.foot}) == 6 and a.knee != a.thigh != pelvis
     return LocomotionSet(model, database, {r: roles[r] for r in roles}, {r: gaits[roles[r]].speed for r in roles},
-                         scale, [c.name for c in new])
+                         scale, [c.name for c in new], warping_ok=chains)
 
 
 def clip_names_option(value: str | None) -> list[str] | None:
