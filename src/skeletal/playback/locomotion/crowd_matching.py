@@ -142,7 +142,7 @@ class CrowdMotionMatching:
         self._pose = tuple(f for f in database.feature_set if not f.kind.startswith("trajectory"))
         self._pose_columns = [np.arange(database.width)[database.group(f.name)] for f in self._pose]
         try:
-            joints = [rig.find(f.joint) for f in self._pose]  # type: ignore[arg-type]
+            joints = [rig.find(str(f.joint)) for f in self._pose]
         except KeyError as e:
             raise SkeletalError(f"the database's features name a joint the crowd's rig lacks: {e}") from None
         self._root_index = rig.find(database.root)

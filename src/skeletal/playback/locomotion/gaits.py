@@ -94,7 +94,7 @@ class LocomotionSet:
     warping_ok: bool = True
 
 
-def read_model(source: str | os.PathLike) -> Asset:
+def read_model(source: str | os.PathLike[str]) -> Asset:
     """A model file (anything :func:`skeletal.load` reads) or a folder of BVH files of one skeleton
     (one model, a clip per file named by its stem)."""
     from ...asset import load
@@ -160,7 +160,7 @@ class _Gait:
         return float(np.hypot(*self.velocity))
 
 
-def _gait(asset: Asset, clip: Clip, legs: list, pelvis: int) -> _Gait:
+def _gait(asset: Asset, clip: Clip, legs: list[Any], pelvis: int) -> _Gait:
     """The gait's velocity: the pelvis's drift over the clip minus the planted feet's ground velocity."""
     if not clip.duration > 0:
         raise SkeletalError(f"{asset.path}: clip {clip.name!r} has no duration")
@@ -171,7 +171,7 @@ def _gait(asset: Asset, clip: Clip, legs: list, pelvis: int) -> _Gait:
     # a loop: its last pose is about its first, the pelvis's drift aside (within 30% of a leg's length:
     # many loops end a frame before their first pose comes round again)
     joints = ends[:, :, :3, 3] - ends[:, pelvis, None, :3, 3]
-    leg = np.linalg.norm(ends[0, legs[0].thigh, :3, 3] - ends[0, legs[0].foot, :3, 3])
+    leg = float(np.linalg.norm(ends[0, legs[0].thigh, :3, 3] - ends[0, legs[0].foot, :3, 3]))
     # a clip shorter than MIN_SECONDS is taken for a loop whatever its ends (a short take cannot give
     # a second of future trajectory otherwise)
     looping = bool(np.abs(joints[1] - joints[0]).max() < 0.3 * max(leg, 1e-9)) or clip.duration < MIN_SECONDS
@@ -265,7 +265,7 @@ def _pelvis_rotations(asset: Asset, clip: Clip, pelvis: int) -> np.ndarray:
     """(T, 3, 3) the pelvis's model-space rotations (scale out) over one pass of ``clip`` at 30 fps."""
     times = np.arange(0.0, clip.duration + 1e-9, 1.0 / 30.0)
     m = world_matrices(asset.rig.parents, _sample(asset, clip, times, loop="clamp"))[:, pelvis, :3, :3]
-    return m / np.linalg.norm(m, axis=-2, keepdims=True)
+    return np.asarray(m / np.linalg.norm(m, axis=-2, keepdims=True))
 
 
 def _forward_axis(asset: Asset, gait: _Gait, pelvis: int) -> np.ndarray:
@@ -273,7 +273,7 @@ def _forward_axis(asset: Asset, gait: _Gait, pelvis: int) -> np.ndarray:
     motion = np.array([gait.velocity[0], 0.0, gait.velocity[1]]) / max(gait.speed, 1e-12)
     local = np.einsum("tji,j->ti", _pelvis_rotations(asset, gait.clip, pelvis), motion)
     axis = local.mean(axis=0)
-    return axis / max(float(np.linalg.norm(axis)), 1e-12)
+    return np.asarray(axis / max(float(np.linalg.norm(axis)), 1e-12))
 
 
 def _facing(asset: Asset, clip: Clip, pelvis: int, forward: np.ndarray) -> float:
@@ -282,7 +282,7 @@ def _facing(asset: Asset, clip: Clip, pelvis: int, forward: np.ndarray) -> float
     return float(np.arctan2(np.sin(np.arctan2(f[:, 0], f[:, 2])).mean(), np.cos(np.arctan2(f[:, 0], f[:, 2])).mean()))
 
 
-def locomotion_set(source: Asset | str | os.PathLike, clips: Sequence[str] | None = None, *,
+def locomotion_set(source: Asset | str | os.PathLike[str], clips: Sequence[str] | None = None, *,
                    mirror: bool = False, legs: Any = None) -> LocomotionSet:
     """The locomotion set of ``source`` (an Asset, a model file, or a folder of BVH files; see the
     module docstring). ``clips``: the source clips to use (default: those named like an idle, a walk
@@ -352,7 +352,7 @@ def locomotion_set(source: Asset | str | os.PathLike, clips: Sequence[str] | Non
     features = default_features(model.rig.names[leg_list[0].foot], model.rig.names[leg_list[1].foot],
                                 model.rig.names[pelvis])
     database = MatchingDatabase.build(model, [c.name for c in new], features=features, root=model.rig.names[pelvis],
-                                      forward=forward, mirror=mirror)
+                                      forward=tuple(float(x) for x in forward), mirror=mirror)
     a, b = leg_list[0], leg_list[1]
     chains = len({a.thigh, a.knee, a.foot, b.thigh, b.knee, b.foot}) == 6 and a.knee != a.thigh != pelvis
     return LocomotionSet(model, database, {r: roles[r] for r in roles}, {r: gaits[roles[r]].speed for r in roles},

@@ -44,7 +44,7 @@ def _rotation(m: np.ndarray) -> np.ndarray:
     """The rotation nearest to each 3x3 matrix (..., 3, 3) (its polar factor: scale and shear out)."""
     u, _, vt = np.linalg.svd(m)
     d = np.sign(np.linalg.det(u @ vt))
-    return u @ (vt * np.concatenate([np.ones(d.shape + (2,)), d[..., None]], axis=-1)[..., :, None])
+    return np.asarray(u @ (vt * np.concatenate([np.ones(d.shape + (2,)), d[..., None]], axis=-1)[..., :, None]))
 
 
 def _turn_onto(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -60,7 +60,7 @@ def _turn_onto(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return 2.0 * np.outer(p, p) - np.eye(3)
     k = axis / s
     kx = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
-    return np.eye(3) + s * kx + (1.0 - c) * (kx @ kx)
+    return np.asarray(np.eye(3) + s * kx + (1.0 - c) * (kx @ kx))
 
 
 def mirror_frames(parents: np.ndarray, rest: np.ndarray, partner: np.ndarray) -> np.ndarray:
@@ -107,7 +107,7 @@ def mirror_frames(parents: np.ndarray, rest: np.ndarray, partner: np.ndarray) ->
             frames[j] = uu @ np.diag([1.0, 1.0, d]) @ vt
         else:
             frames[j] = _turn_onto(frames[j] @ u_all[0], v_all[0]) @ frames[j]
-    return frames
+    return np.asarray(frames)
 
 
 def mirror_poses(parents: np.ndarray, rest: np.ndarray, partner: np.ndarray, poses: np.ndarray) -> np.ndarray:

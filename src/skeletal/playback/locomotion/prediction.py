@@ -11,6 +11,7 @@ by :class:`~skeletal.playback.locomotion.controller.MotionMatching` (scalars and
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -31,9 +32,9 @@ def _spring_velocity(v: np.ndarray, a: np.ndarray, goal: np.ndarray, halflife: f
     return dx, e * (j0 + j1 * t) + goal, e * (a - j1 * y * t)
 
 
-def _spring_angle(angle: float, rate: float, goal: float, halflife: float, t: float) -> tuple[float, float]:
+def _spring_angle(angle: Any, rate: Any, goal: Any, halflife: float, t: float) -> tuple[Any, Any]:
     """Angle and angular rate after ``t`` seconds of a critically damped spring toward ``goal``
-    (the short way round)."""
+    (the short way round); floats, or arrays (N,) element by element."""
     y = 2.0 * LN2 / halflife
     j0 = (angle - goal + math.pi) % (2.0 * math.pi) - math.pi
     j1 = rate + j0 * y

@@ -52,7 +52,7 @@ from ..._threads import capped_threads
 SERIAL_BELOW = 4
 
 
-def find_spine(rig, pelvis: int) -> list[int]:
+def find_spine(rig: Any, pelvis: int) -> list[int]:
     """The joints strictly between ``pelvis`` and the neck (or head), parent first, found by name
     (:func:`~skeletal.playback.procedural.find_head_chain`); empty when no head is found."""
     try:
