@@ -110,3 +110,33 @@ def test_refuses_bad_goals(asset, db):
         mm.follow(np.zeros((2, 3)), np.zeros((2, 2)))
     mm.set_goal((0.0, 1.0), facing=math.pi / 2, instances=[1])
     assert np.isnan(mm.desired_facing[0]) and mm.desired_facing[1] == pytest.approx(math.pi / 2)
+
+
+def test_mirrored_rows_turn_a_crowd_the_other_way(asset):
+    """A database without right turns, mirrored: instances asked to go right play the mirrored left
+    turn (the controller adds the mirrored clips to the crowd before root motion)."""
+    db = MatchingDatabase.build(asset, exclude=IN_PLACE + ("walk_turn_right", "run_turn_right"), mirror=True)
+    crowd = skeletal.Crowd(asset, 2)
+    mm = MotionMatching(crowd, db)
+    mm.set_goal(np.array([(-1.0, 0.3), (1.0, 0.3)]))  # right (-x) and left (+x)
+    played = [set(), set()]
+    for _ in range(240):
+        mm.update(1 / 60)
+        for i, clip in enumerate(mm.clips):
+            played[i].add(clip)
+    assert "walk_turn_left.mirrored" in played[0] and mm.facing[0] < -0.6
+    assert "walk_turn_left" in played[1] and mm.facing[1] > 0.6
+    with pytest.raises(SkeletalError, match="without root motion"):
+        crowd2 = skeletal.Crowd(asset, 2)
+        skeletal.playback.rootmotion.RootMotion(crowd2, "root")
+        MotionMatching(crowd2, db)
+
+
+def test_the_crowd_benchmark_prints_its_rows(capsys):
+    from skeletal.bench.crowd_locomotion import main
+
+    rows = main(["--count", "16", "--frames", "2", "--repeats", "1"])
+    assert [r["case"] for r in rows] == ["crowd update", "crowd + warping", "motion matching",
+                                         "motion matching + warping"]
+    assert all(r["cpu_ms"] > 0 and r["wall_ms"] > 0 for r in rows) and rows[0]["ratio"] == 1.0
+    assert "load average" in capsys.readouterr().out
