@@ -135,3 +135,15 @@ def test_view_locomotion_window_moves_with_held_keys(xdisplay, tmp_path):
                          text=True, timeout=300)
     assert cli.returncode == 0, cli.stderr
     assert "wrote" in cli.stdout and (tmp_path / "cli.png").exists()
+
+
+def test_view_locomotion_steers_a_model(xdisplay, tmp_path):
+    env = {**os.environ, "DISPLAY": xdisplay}
+    env.pop("WAYLAND_DISPLAY", None)
+    model = _glb(tmp_path, ("idle", "walk", "run"))
+    shot = tmp_path / "model.png"
+    cli = subprocess.run([sys.executable, "-m", "skeletal", "view", str(model), "--locomotion", "--frames", "30",
+                          "--size", "320x200", "--screenshot", str(shot)], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert cli.returncode == 0, cli.stderr
+    assert "wrote" in cli.stdout and shot.exists()
