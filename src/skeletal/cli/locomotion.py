@@ -19,9 +19,11 @@ from ..playback.locomotion.paths import PATHS, SPEEDS
               help="The MODEL's clips to build the locomotion set from, by name, comma separated "
                    "(default: those named like idle, walk, run, jog).")
 @click.option("--path", "path", default="figure8", show_default=True, type=click.Choice(PATHS),
-              help="The scripted path (a figure eight: 8 m x 4 m walking, 21 m x 10.5 m running).")
+              help="The scripted path (a figure eight: 8 m x 4 m walking, 21 m x 10.5 m running, for the "
+                   "built-in character; as wide for a MODEL's gait speed).")
 @click.option("--speed", default="walk", show_default=True, type=click.Choice(tuple(SPEEDS)),
-              help="Path speed: walk (1 m/s) or run (3.5 m/s).")
+              help="Path speed: walk (1 m/s) or run (3.5 m/s) for the built-in character; a MODEL's own walk "
+                   "or run speed.")
 @click.option("--out", "out", default="locomotion.mp4", show_default=True, type=click.Path(dir_okay=False),
               help="Output file: .mp4, .gif, or .png (the last frame).")
 @click.option("--seconds", default=12.0, show_default=True, type=float, help="Length to render.")
