@@ -198,7 +198,7 @@ def _moving_clip(asset: Asset, name: str, gait: _Gait, pelvis: int, heading: flo
     ``heading`` (radians: the gait's own direction to +Z), turning ``turn`` degrees a second, ``ramp``
     "start"/"stop" blended with ``idle`` (its pelvis turned by ``idle_turn`` radians about +Y first, so
     that it faces where the gait faces)."""
-    from ...demo.locomotion import _blend_poses
+    from ...demo.locomotion import blend_poses
 
     d = gait.clip.duration / rate  # one pass of the clip, in the new clip's seconds
     duration = max(math.ceil(MIN_SECONDS / d), 2) * d if gait.looping and d < MIN_SECONDS else d
@@ -227,7 +227,7 @@ def _moving_clip(asset: Asset, name: str, gait: _Gait, pelvis: int, heading: flo
         t0, q0, s0 = decompose_trs(np.linalg.inv(still_parent) @ still_world)
         still[:, pelvis, 0:3], still[:, pelvis, 3:7], still[:, pelvis, 7:10] = t0, q0, s0
         still_world[:, [0, 2], 3] -= still_world[0, [0, 2], 3]
-        pose = _blend_poses(still, pose, weight)
+        pose = blend_poses(still, pose, weight)
         # the pelvis blended in place as well (world rows: model space)
         blended = world_matrices(asset.rig.parents, pose)[:, pelvis]
         offset = (still_world[:, :3, 3] + (pelvis_world[:, :3, 3] - still_world[:, :3, 3]) * weight[:, None])
