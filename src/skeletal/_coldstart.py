@@ -1,0 +1,276 @@
+"""Cold start: a mixer's first frames in numpy while its kernels compile in a background process.
+
+On a fresh install (an empty numba cache) a :class:`~skeletal.Player`'s first update would wait for
+numba to compile the update kernel (seconds to tens of seconds). Instead, the first time a mixer
+runs (:meth:`skeletal.Mixer._run` calls :func:`step`):
+
+1. if its kernels are already in numba's on-disk cache, they are loaded and used as always;
+2. otherwise a child process (:func:`_main` in a new Python, niced, output to a pipe) compiles
+   exactly the signatures this mixer needs (the job's constructor, the update kernel, the clock
+   kernel) and writes them to the cache (``NUMBA_CACHE_DIR`` when set), while every frame runs in
+   numpy (:mod:`skeletal.playback.numpy_frame`: same values to rounding);
+3. at the first frame after the child exits successfully, the mixer loads the cached kernels and
+   runs compiled from then on (full speed), with nothing asked of the user.
+
+Nothing changes for what the numpy frame does not cover (IK, additive layers, snapshots, crowds:
+they compile in process as before), when the cache directory is not writable, when the child
+fails, or with ``SKELETAL_NO_FALLBACK=1``. A child still compiling when the program exits keeps
+going until its kernels are cached (it holds no terminal or pipe of the parent's), so the next run
+starts at full speed.
+
+>>> player = skeletal.Player(asset)          # fresh install: no compile wait    # doctest: +SKIP
+>>> player.play("Walk"); player.update(1 / 60)    # a numpy frame                # doctest: +SKIP
+>>> skeletal._coldstart.wait(player.mixer)    # (tests) the child's compile done  # doctest: +SKIP
+True
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import threading
+import time
+from typing import Any, Callable
+
+#: set to 1 to compile in process as before (no numpy frames, no background process)
+ENV_OFF = "SKELETAL_NO_FALLBACK"
+#: CPU seconds the background compile takes on a 2-core AMD EPYC VM (the notice's figure)
+BACKGROUND_SECONDS = 10.0
+
+
+def enabled() -> bool:
+    """Whether the numpy frames and background compile are on (``SKELETAL_NO_FALLBACK`` unset or 0)."""
+    return os.environ.get(ENV_OFF, "") in ("", "0")
+
+
+# -- what a mixer needs compiled ------------------------------------------------------------------
+
+def _recipes() -> dict[str, Callable[[], Any]]:
+    """The kernels a request names, made the same way in the parent and the child (a serial twin
+    has its own cache entries under its own name)."""
+    from ._compile import serial_variant
+    from .playback import jobs
+    from .playback import kernels as K
+
+    return {
+        "new_playback_job": lambda: jobs._new_playback_job,
+        "update": lambda: K.update,
+        "update_serial": lambda: serial_variant(K.update),
+        "single_action": K.single_action_update,
+        "advance": lambda: K.advance,
+        "advance_serial": lambda: serial_variant(K.advance),
+    }
+
+
+def requests(mixer: Any) -> list[tuple[str, tuple]]:
+    """The (recipe, argument types) a mixer's compiled frames need: the job's constructor, the update
+    kernel on that job (the serial one with blending for one character: the single-action variant
+    would be a second compile at the first crossfade) and the clock kernel of play() / weight changes."""
+    import numpy as np
+    from numba import typeof, types
+
+    from .playback import jobs
+    from .playback import kernels as K
+
+    values = jobs._check("PlaybackJob", jobs.PLAYBACK_FIELDS, mixer._job_fields())
+    arg_types = tuple(typeof(v) for v in values)
+    job_type = jobs.PlaybackJobType(list(zip(jobs.PLAYBACK_FIELDS, arg_types)))
+    cs = mixer.clipset
+    one = mixer.count == 1
+    fs, ist = np.zeros((mixer.count, K.NF)), np.zeros((mixer.count, K.NI), np.int64)
+    advance_args = tuple(typeof(a) for a in (fs[:, None], ist[:, None], mixer.slot_clip[:1], cs.clip_table,
+                                             cs.duration, cs.marker_time, 0.0))
+    return [
+        ("new_playback_job", (typeof(tuple(values)),)),  # (*values): numba's dispatcher packs them in a tuple
+        ("update_serial" if one else "update", (job_type, types.none, types.float64, types.int64)),
+        ("advance_serial" if one else "advance", advance_args),
+    ]
+
+
+def _load_cached(dispatcher: Any, args: tuple) -> bool:
+    """Add ``dispatcher``'s overload for ``args`` from numba's on-disk cache, compiling nothing
+    (numba's Dispatcher.compile up to its cache lookup); False on a miss."""
+    try:
+        from numba.core.compiler_lock import global_compiler_lock
+
+        with global_compiler_lock:
+            if dispatcher.overloads.get(tuple(args)) is not None:
+                return True
+            cres = dispatcher._cache.load_overload(tuple(args), dispatcher.targetctx)
+            if cres is None:
+                return False
+            if not cres.objectmode:
+                dispatcher.targetctx.insert_user_function(cres.entry_point, cres.fndesc, [cres.library])
+            dispatcher.add_overload(cres)
+            return True
+    except Exception:  # numba internals moved: treat as a miss (the normal path compiles or loads)
+        return False
+
+
+def _load_all(reqs: list[tuple[str, tuple]]) -> bool:
+    recipes = _recipes()
+    return all(_load_cached(recipes[name](), args) for name, args in reqs)
+
+
+def _cache_writable(reqs: list[tuple[str, tuple]]) -> bool:
+    """Whether numba can write these kernels' cache (the child's work would be lost otherwise)."""
+    recipes = _recipes()
+    for name, _ in reqs:
+        path = getattr(getattr(recipes[name](), "_cache", None), "_cache_path", None)
+        if not path or not os.path.isdir(path) or not os.access(path, os.W_OK | os.X_OK):
+            return False
+    return True
+
+
+# -- the background compile -----------------------------------------------------------------------
+
+def _child_command() -> list[str]:
+    return [sys.executable, "-c", "import sys; from skeletal._coldstart import _main; sys.exit(_main())"]
+
+
+class Background:
+    """One child process compiling ``reqs`` into numba's cache. ``finished()`` polls it (a reaped
+    process: no zombie); ``wait(timeout)`` blocks until it exits; ``ok`` after it did: it exited 0."""
+
+    def __init__(self, reqs: list[tuple[str, tuple]]):
+        import skeletal
+
+        self.requests = reqs
+        self.started = time.perf_counter()
+        self.ended: float | None = None
+        self.compiled: list[str] = []
+        env = dict(os.environ, **{ENV_OFF: "1", "SKELETAL_QUIET_COMPILE": "1"})
+        package_root = os.path.dirname(os.path.dirname(os.path.abspath(skeletal.__file__)))
+        env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        self.process = subprocess.Popen(_child_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, env=env, close_fds=True)
+        try:
+            assert self.process.stdin is not None
+            self.process.stdin.write(pickle.dumps(reqs))
+            self.process.stdin.close()
+        except OSError:  # the child died at once: finished() reports it
+            pass
+        self._done = threading.Event()
+        threading.Thread(target=self._watch, name="skeletal-coldstart", daemon=True).start()
+
+    def _watch(self) -> None:
+        """Read the child's progress lines until it exits, reap it, and load what it cached (here, so
+        that the frame that switches to the compiled kernels does not wait for numba's cache loads)."""
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.compiled.append(line.decode(errors="replace").strip())
+        self.process.wait()
+        self.ended = time.perf_counter()
+        if self.process.returncode == 0:
+            _load_all(self.requests)
+        self._done.set()
+
+    def finished(self) -> bool:
+        return self._done.is_set()
+
+    @property
+    def ok(self) -> bool:
+        return self._done.is_set() and self.process.returncode == 0
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the child exits (or ``timeout`` seconds); True when it exited successfully."""
+        self._done.wait(timeout)
+        return self.ok
+
+
+_running: dict[tuple, Background] = {}
+_lock = threading.Lock()
+_noticed = {"done": False}
+
+
+def _background(reqs: list[tuple[str, tuple]]) -> Background:
+    """The child compiling ``reqs``: one per distinct set in this process (two players of one model
+    share it); a finished, failed one is not reused."""
+    key = tuple(reqs)
+    with _lock:
+        job = _running.get(key)
+        if job is None or (job.finished() and not job.ok):
+            job = _running[key] = Background(reqs)
+            if not _noticed["done"] and os.environ.get("SKELETAL_QUIET_COMPILE", "") in ("", "0"):
+                _noticed["done"] = True
+                print(f"skeletal: compiling kernels for this CPU in the background, once (about "
+                      f"{BACKGROUND_SECONDS:.0f} s); frames run in numpy until then", file=sys.stderr, flush=True)
+        return job
+
+
+# -- the mixer's hook ------------------------------------------------------------------------------
+
+def _decide(mixer: Any) -> Background | bool:
+    """A mixer's first run: False (compiled frames, as before) or the Background its numpy frames wait on."""
+    from .playback import numpy_frame
+
+    if not enabled() or not numpy_frame.covers(mixer):
+        return False
+    try:
+        reqs = requests(mixer)
+    except Exception:  # a field numba cannot type: the normal path reports it
+        return False
+    if mixer.count == 1 and _cached([*reqs[:1], ("single_action", reqs[1][1]), *reqs[2:]]):
+        return False  # cached by an earlier run or `skeletal warmup`: the single-action kernel, as always
+    if _cached(reqs):
+        mixer._blends = mixer.count == 1  # the serial kernel with blending is the one cached
+        return False
+    if not _cache_writable(reqs):
+        return False
+    return _background(reqs)
+
+
+def _cached(reqs: list[tuple[str, tuple]]) -> bool:
+    """Whether every kernel of ``reqs`` is in the disk cache (loaded now: the frame uses them next)."""
+    return _load_all(reqs)
+
+
+def step(mixer: Any, dt: float, stages: int) -> int | None:
+    """Run ``stages`` of ``mixer``'s update in numpy while its kernels compile in the background and
+    return the event count; None when the compiled path runs this frame (decided once per mixer on
+    its first run; at the first frame after the child succeeds, its kernels are loaded here)."""
+    from .playback import numpy_frame
+
+    state = mixer._cold
+    if state is None:
+        state = mixer._cold = _decide(mixer)
+    if state is False:
+        return None
+    if not numpy_frame.covers(mixer):  # an IK stage or additive layer since: compile as before
+        mixer._cold = False
+        return None
+    if state.finished():
+        mixer._cold = False
+        if state.ok and _load_all(state.requests) and mixer.count == 1:
+            mixer._blends = True  # the serial kernel with blending is the one compiled
+        return None
+    return numpy_frame.step(mixer, dt, stages)
+
+
+def wait(mixer: Any, timeout: float | None = None) -> bool:
+    """Block until ``mixer``'s background compile (if any) has finished; True when one ran and
+    succeeded. Its next update loads the kernels and runs compiled."""
+    state = getattr(mixer, "_cold", None)
+    return bool(state) and state.wait(timeout)
+
+
+def _main() -> int:
+    """The child: compile the pickled requests on stdin into numba's cache, one line per kernel done."""
+    try:
+        os.nice(5)  # the parent's frames first
+    except OSError:
+        pass
+    reqs = pickle.loads(sys.stdin.buffer.read())
+    import skeletal  # noqa: F401  (numba patches and settings, as in the parent)
+
+    recipes = _recipes()
+    for name, args in reqs:
+        recipes[name]().compile(tuple(args))
+        try:
+            print(name, flush=True)
+        except OSError:  # the parent has gone: keep compiling for the next run
+            pass
+    return 0
+
