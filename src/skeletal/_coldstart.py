@@ -115,11 +115,18 @@ def _load_all(reqs: list[tuple[str, tuple]]) -> bool:
 
 
 def _cache_writable(reqs: list[tuple[str, tuple]]) -> bool:
-    """Whether numba can write these kernels' cache (the child's work would be lost otherwise)."""
+    """Whether numba can write these kernels' cache files (the child's work would be lost otherwise):
+    a file can be made in each one's cache folder (``NUMBA_CACHE_DIR`` when set)."""
+    import tempfile
+
     recipes = _recipes()
-    for name, _ in reqs:
-        path = getattr(getattr(recipes[name](), "_cache", None), "_cache_path", None)
-        if not path or not os.path.isdir(path) or not os.access(path, os.W_OK | os.X_OK):
+    for path in {getattr(getattr(recipes[name](), "_cache", None), "_cache_path", None) for name, _ in reqs}:
+        if not path:
+            return False  # a kernel without a disk cache
+        try:
+            with tempfile.TemporaryFile(dir=path):
+                pass
+        except OSError:
             return False
     return True
 

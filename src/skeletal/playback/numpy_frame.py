@@ -74,8 +74,10 @@ def covers(mixer: Any) -> bool:
     """Whether :func:`step` computes ``mixer``'s frame (see the module docstring for what it covers)."""
     from .mixer import Mixer
 
+    if type(mixer)._world_fields is not Mixer._world_fields:  # a crowd's own layouts
+        return False
     world = mixer.world
-    if type(mixer)._world_fields is not Mixer._world_fields or world.ndim != 4 or world.shape[2] != 4:
+    if world.ndim != 4 or world.shape[2] != 4:
         return False
     if world.dtype != np.float64 or mixer.palettes.dtype != np.float64 or mixer.local_pose.dtype != np.float64:
         return False
