@@ -17,7 +17,7 @@ from fixtures.shared_assets import ASSETS
 
 # subprocesses and skeletal.bench's default model look in the same folder as the tests
 os.environ.setdefault("SKELETAL_ASSETS", str(ASSETS))
-# no numpy frames or background compiles on a cold cache (skeletal._coldstart): the suite compiles in
+# no numpy frames or background compiles on a cold cache (skeletal.playback.coldstart): the suite compiles in
 # process, as it always did; tests/test_coldstart.py turns them on where it tests them
 os.environ.setdefault("SKELETAL_NO_FALLBACK", "1")
 

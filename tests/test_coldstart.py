@@ -1,5 +1,5 @@
 """Cold start (issue 33, the first second): numpy frames while the kernels compile in a background
-process (skeletal._coldstart, skeletal.playback.numpy_frame). Nothing here depends on timing: the
+process (skeletal.playback.coldstart, skeletal.playback.numpy_frame). Nothing here depends on timing: the
 numpy path is forced on and compared with the compiled one, and the switch to the compiled kernels
 is checked after waiting on the child explicitly."""
 
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import skeletal
-from skeletal import _coldstart
+from skeletal.playback import coldstart as _coldstart
 from skeletal.playback import kernels as K
 from skeletal.playback import numpy_frame
 from tests.fixtures import models
@@ -224,7 +224,7 @@ def test_the_child_caches_the_kernels_and_the_mixer_switches(monkeypatch):
 
 _FRESH = textwrap.dedent("""
     import json, sys, skeletal
-    from skeletal import _coldstart
+    from skeletal.playback import coldstart as _coldstart
     from skeletal.demo import demo_asset
     asset = demo_asset()
     p = skeletal.Player(asset)

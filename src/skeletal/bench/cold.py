@@ -2,7 +2,7 @@
 
 * **cold first frame**: ``Player(asset).play(clip); update()`` in a fresh Python process with an
   empty numba cache directory, wall clock from the process's launch: with numpy frames while the
-  kernels compile in the background (:mod:`skeletal._coldstart`, the default), next to the kernels
+  kernels compile in the background (:mod:`skeletal.playback.coldstart`, the default), next to the kernels
   compiled in process (``SKELETAL_NO_FALLBACK=1``) and to the same process run again on the cache
   the first one filled (the warm start every later run gets); and when the same process reaches full
   speed (its mixer running the compiled kernels).

@@ -34,14 +34,13 @@ from ..anim.clip import INTERP_CODE, PATH_CODE, Clip
 from ..errors import ClipError, SkeletalError
 from ..anim.pose import depth_order
 from ..quat import near_slerp_table
-from .. import _coldstart
 from .._compile import serial_variant
 from .._threads import capped_threads
 from . import kernels as K
 from .clipset import TK_INTERP, TK_PATH, ClipSet
 from .frame import Frame, FrameInput
 from .jobs import entry, playback_job
-from . import numpy_frame
+from . import coldstart as _coldstart, numpy_frame
 from .properties import PropertyStage
 
 
@@ -127,7 +126,7 @@ class Mixer:
         self.clipset = ClipSet(asset.clips)
         self.time = 0.0  # seconds of updates so far
         self._blends = False  # a single character's update needed blending once: the full kernel from then on
-        #: cold start (skeletal._coldstart): None until the first run decides, False for compiled frames,
+        #: cold start (skeletal.playback.coldstart): None until the first run decides, False for compiled frames,
         #: or the background compile that numpy frames wait on
         self._cold: Any = None
         n, m = len(self.rig), len(asset.rest_morph)
@@ -667,7 +666,7 @@ class Mixer:
 
     def _run(self, dt: float, stages: int) -> int:
         """Run ``stages`` of the update kernel on this mixer's frame; returns the event count. Until the
-        kernels are compiled on a cold start, the frame runs in numpy instead (skeletal._coldstart)."""
+        kernels are compiled on a cold start, the frame runs in numpy instead (skeletal.playback.coldstart)."""
         if self.frame is None and self._cold is not False:
             r = _coldstart.step(self, dt, stages)
             if r is not None:

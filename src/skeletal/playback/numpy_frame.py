@@ -1,7 +1,7 @@
 """A mixer's frame in plain numpy: what serves frames while the compiled kernels are still compiling.
 
 On a fresh install the compiled update (:mod:`skeletal.playback.kernels`) takes numba several
-seconds to compile; :mod:`skeletal._coldstart` compiles it in a background process and, meanwhile,
+seconds to compile; :mod:`skeletal.playback.coldstart` compiles it in a background process and, meanwhile,
 runs each frame through :func:`step` here: the same stages (clocks and fades, sampling, blending,
 world matrices, palettes) with the same arithmetic, vectorised over tracks, nodes and instances
 with numpy (the clocks run the kernels' own per-action Python body, a handful of actions). Results
@@ -72,9 +72,7 @@ def advance(fs: np.ndarray, ist: np.ndarray, slot_clip: np.ndarray, clip_table: 
 
 def covers(mixer: Any) -> bool:
     """Whether :func:`step` computes ``mixer``'s frame (see the module docstring for what it covers)."""
-    from .mixer import Mixer
-
-    if type(mixer)._world_fields is not Mixer._world_fields:  # a crowd's own layouts
+    if type(mixer)._world_fields.__qualname__ != "Mixer._world_fields":  # a crowd's own layouts (3x4 rows, lanes)
         return False
     world = mixer.world
     if world.ndim != 4 or world.shape[2] != 4:

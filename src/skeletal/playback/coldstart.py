@@ -20,7 +20,7 @@ starts at full speed.
 
 >>> player = skeletal.Player(asset)          # fresh install: no compile wait    # doctest: +SKIP
 >>> player.play("Walk"); player.update(1 / 60)    # a numpy frame                # doctest: +SKIP
->>> skeletal._coldstart.wait(player.mixer)    # (tests) the child's compile done  # doctest: +SKIP
+>>> skeletal.playback.coldstart.wait(player.mixer)    # (tests) the child's compile done  # doctest: +SKIP
 True
 """
 
@@ -50,9 +50,9 @@ def enabled() -> bool:
 def _recipes() -> dict[str, Callable[[], Any]]:
     """The kernels a request names, made the same way in the parent and the child (a serial twin
     has its own cache entries under its own name)."""
-    from ._compile import serial_variant
-    from .playback import jobs
-    from .playback import kernels as K
+    from .._compile import serial_variant
+    from . import jobs
+    from . import kernels as K
 
     return {
         "new_playback_job": lambda: jobs._new_playback_job,
@@ -71,8 +71,8 @@ def requests(mixer: Any) -> list[tuple[str, tuple]]:
     import numpy as np
     from numba import typeof, types
 
-    from .playback import jobs
-    from .playback import kernels as K
+    from . import jobs
+    from . import kernels as K
 
     values = jobs._check("PlaybackJob", jobs.PLAYBACK_FIELDS, mixer._job_fields())
     arg_types = tuple(typeof(v) for v in values)
@@ -134,7 +134,7 @@ def _cache_writable(reqs: list[tuple[str, tuple]]) -> bool:
 # -- the background compile -----------------------------------------------------------------------
 
 def _child_command() -> list[str]:
-    return [sys.executable, "-c", "import sys; from skeletal._coldstart import _main; sys.exit(_main())"]
+    return [sys.executable, "-c", "import sys; from skeletal.playback.coldstart import _main; sys.exit(_main())"]
 
 
 class Background:
@@ -142,14 +142,14 @@ class Background:
     process: no zombie); ``wait(timeout)`` blocks until it exits; ``ok`` after it did: it exited 0."""
 
     def __init__(self, reqs: list[tuple[str, tuple]]):
-        import skeletal
-
         self.requests = reqs
         self.started = time.perf_counter()
         self.ended: float | None = None
         self.compiled: list[str] = []
         env = dict(os.environ, **{ENV_OFF: "1", "SKELETAL_QUIET_COMPILE": "1"})
-        package_root = os.path.dirname(os.path.dirname(os.path.abspath(skeletal.__file__)))
+        # the folder holding the skeletal package: the child imports these very files (numba's cache
+        # entries are keyed by the source file's path)
+        package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         self.process = subprocess.Popen(_child_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.DEVNULL, env=env, close_fds=True)
@@ -211,7 +211,7 @@ def _background(reqs: list[tuple[str, tuple]]) -> Background:
 
 def _decide(mixer: Any) -> Background | bool:
     """A mixer's first run: False (compiled frames, as before) or the Background its numpy frames wait on."""
-    from .playback import numpy_frame
+    from . import numpy_frame
 
     if not enabled() or not numpy_frame.covers(mixer):
         return False
@@ -238,7 +238,7 @@ def step(mixer: Any, dt: float, stages: int) -> int | None:
     """Run ``stages`` of ``mixer``'s update in numpy while its kernels compile in the background and
     return the event count; None when the compiled path runs this frame (decided once per mixer on
     its first run; at the first frame after the child succeeds, its kernels are loaded here)."""
-    from .playback import numpy_frame
+    from . import numpy_frame
 
     state = mixer._cold
     if state is None:
@@ -266,11 +266,10 @@ def wait(mixer: Any, timeout: float | None = None) -> bool:
 def _main() -> int:
     """The child: compile the pickled requests on stdin into numba's cache, one line per kernel done."""
     try:
-        os.nice(5)  # the parent's frames first
+        os.nice(2)  # the parent's frames first, the other processes' about as before
     except OSError:
         pass
-    reqs = pickle.loads(sys.stdin.buffer.read())
-    import skeletal  # noqa: F401  (numba patches and settings, as in the parent)
+    reqs = pickle.loads(sys.stdin.buffer.read())  # (importing this module ran skeletal/__init__: numba's set-up)
 
     recipes = _recipes()
     for name, args in reqs:
