@@ -22,14 +22,17 @@ from tests.fixtures.shared_assets import ASSETS
 
 
 class _Never:
-    """A background compile that never finishes (the numpy frames go on for the whole test)."""
+    """A background compile that never finishes (the numpy frames go on for the whole test) and has
+    cached the kernels named in ``loaded``."""
 
     requests: list = []
+    ok = False
+
+    def __init__(self, loaded=()):
+        self.loaded = set(loaded)
 
     def finished(self):
         return False
-
-    ok = False
 
     def wait(self, timeout=None):
         return False
@@ -39,7 +42,7 @@ class _Never:
 def fallback(monkeypatch):
     """Numpy frames on, kernels reported missing from the cache, no child process started."""
     monkeypatch.setenv(_coldstart.ENV_OFF, "0")
-    monkeypatch.setattr(_coldstart, "_cached", lambda reqs: False)
+    monkeypatch.setattr(_coldstart, "_cached", lambda reqs, names: False)
     monkeypatch.setattr(_coldstart, "_background", lambda reqs: _Never())
 
 
@@ -171,7 +174,7 @@ def test_off_switch_and_unwritable_cache(monkeypatch):
     assert not _coldstart.enabled()
     assert skeletal.Player(_demo()).mixer._cold is False
     monkeypatch.setenv(_coldstart.ENV_OFF, "0")
-    monkeypatch.setattr(_coldstart, "_cached", lambda reqs: False)
+    monkeypatch.setattr(_coldstart, "_cached", lambda reqs, names: False)
     monkeypatch.setattr(_coldstart, "_cache_writable", lambda reqs: False)
     started = []
     monkeypatch.setattr(_coldstart, "_background", lambda reqs: started.append(reqs))
@@ -182,7 +185,7 @@ def test_off_switch_and_unwritable_cache(monkeypatch):
 def test_a_failed_child_leaves_the_in_process_compile(monkeypatch):
     """The child exits 3: waiting says so, the process is reaped, the next update runs compiled."""
     monkeypatch.setenv(_coldstart.ENV_OFF, "0")
-    monkeypatch.setattr(_coldstart, "_cached", lambda reqs: False)
+    monkeypatch.setattr(_coldstart, "_cached", lambda reqs, names: False)
     monkeypatch.setattr(_coldstart, "_child_command", lambda: [sys.executable, "-c", "import sys; sys.exit(3)"])
     monkeypatch.setattr(_coldstart, "_running", {})
     p = skeletal.Player(_demo())
@@ -199,7 +202,7 @@ def test_the_child_caches_the_kernels_and_the_mixer_switches(monkeypatch):
     """A real child (its kernels are likely cached already by the suite: then it only loads them):
     frames are numpy until it is waited on, compiled after, with the same values as a compiled player."""
     monkeypatch.setenv(_coldstart.ENV_OFF, "0")
-    monkeypatch.setattr(_coldstart, "_cached", lambda reqs: False)
+    monkeypatch.setattr(_coldstart, "_cached", lambda reqs, names: False)
     monkeypatch.setattr(_coldstart, "_running", {})
     asset = _demo()
     name = asset.clips[0].name
@@ -211,15 +214,56 @@ def test_the_child_caches_the_kernels_and_the_mixer_switches(monkeypatch):
     assert p.mixer.frame is None
     assert _coldstart.wait(p.mixer, 600), job.compiled
     assert job.process.returncode == 0
-    assert [r[0] for r in job.requests] == job.compiled == ["new_playback_job", "update_serial", "advance_serial"]
+    order = ["new_playback_job", "advance_serial", "single_action", "update_serial"]
+    assert [r[0] for r in job.requests] == job.compiled == order and job.loaded == set(order)
     p.update(1 / 60)
-    assert p.mixer._cold is False and p.mixer.frame is not None and p.mixer._blends
+    assert p.mixer._cold is False and p.mixer.frame is not None and not p.mixer._blends
     monkeypatch.setenv(_coldstart.ENV_OFF, "1")
     q = skeletal.Player(asset)
     q.play(name)
     q.update(1 / 60)
     q.update(1 / 60)
     _same(p, q)
+
+
+def test_a_blend_before_the_blending_kernel_is_cached_goes_back_to_numpy(monkeypatch):
+    """One character switches once the single-action kernel is cached; its first crossfade, while the
+    blending kernel is still compiling, runs numpy frames until that is cached too; values as compiled."""
+    monkeypatch.setenv(_coldstart.ENV_OFF, "0")
+    job = _Never({"new_playback_job", "advance_serial"})
+    monkeypatch.setattr(_coldstart, "_cached", lambda reqs, names: False)
+    monkeypatch.setattr(_coldstart, "_background", lambda reqs: job)
+    asset = _demo()
+    names = [c.name for c in asset.clips]
+    b = skeletal.Player(asset)
+    monkeypatch.setenv(_coldstart.ENV_OFF, "1")
+    a = _compiled(asset)
+    monkeypatch.setenv(_coldstart.ENV_OFF, "0")
+    for p in (a, b):
+        p.play(names[0])
+        p.update(0.1)
+    assert b.mixer._cold is job and b.mixer.frame is None
+    job.loaded.add("single_action")
+    for p in (a, b):
+        p.update(0.1)
+    _same(a, b)
+    assert b.mixer._cold is False and b.mixer.frame is not None and not b.mixer._blends
+    for p in (a, b):
+        p.crossfade(names[-1], 0.5)  # (the target starts at weight 0: the next update blends)
+        p.update(0.05)
+    _same(a, b)
+    assert b.mixer._cold is job and b.mixer.frame is None and b.mixer._blends
+    for _ in range(5):
+        for p in (a, b):
+            p.update(0.05)
+        _same(a, b)
+    assert b.mixer.frame is None
+    job.loaded.add("update_serial")
+    for _ in range(3):
+        for p in (a, b):
+            p.update(0.05)
+        _same(a, b)
+    assert b.mixer._cold is False and b.mixer.frame is not None
 
 
 _FRESH = textwrap.dedent("""

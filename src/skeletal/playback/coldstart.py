@@ -5,12 +5,15 @@ numba to compile the update kernel (seconds to tens of seconds). Instead, the fi
 runs (:meth:`skeletal.Mixer._run` calls :func:`step`):
 
 1. if its kernels are already in numba's on-disk cache, they are loaded and used as always;
-2. otherwise a child process (:func:`_main` in a new Python, niced, output to a pipe) compiles
+2. otherwise a child process (:func:`_main` in a new Python, its output to a pipe) compiles
    exactly the signatures this mixer needs (the job's constructor, the update kernel, the clock
    kernel) and writes them to the cache (``NUMBA_CACHE_DIR`` when set), while every frame runs in
    numpy (:mod:`skeletal.playback.numpy_frame`: same values to rounding);
-3. at the first frame after the child exits successfully, the mixer loads the cached kernels and
-   runs compiled from then on (full speed), with nothing asked of the user.
+3. the child reports each kernel as it caches it, and a thread loads it; at the first frame
+   whose kernels are all loaded the mixer runs compiled from then on (full speed), with nothing
+   asked of the user. One character switches once the single-action kernel is cached; should it
+   blend before the blending kernel (compiled last) is, its frames go back to numpy until it is
+   (:func:`resume`).
 
 Nothing changes for what the numpy frame does not cover (IK, additive layers, snapshots, crowds:
 they compile in process as before), when the cache directory is not writable, when the child
@@ -65,9 +68,10 @@ def _recipes() -> dict[str, Callable[[], Any]]:
 
 
 def requests(mixer: Any) -> list[tuple[str, tuple]]:
-    """The (recipe, argument types) a mixer's compiled frames need: the job's constructor, the update
-    kernel on that job (the serial one with blending for one character: the single-action variant
-    would be a second compile at the first crossfade) and the clock kernel of play() / weight changes."""
+    """The (recipe, argument types) a mixer's compiled frames need, in the order the child compiles
+    them: the job's constructor, the clock kernel of play() / weight changes, the update kernel on
+    that job; for one character the single-action update first (its frames switch to it as soon as it
+    is cached), then the serial one with blending (for its first crossfade)."""
     import numpy as np
     from numba import typeof, types
 
@@ -82,11 +86,20 @@ def requests(mixer: Any) -> list[tuple[str, tuple]]:
     fs, ist = np.zeros((mixer.count, K.NF)), np.zeros((mixer.count, K.NI), np.int64)
     advance_args = tuple(typeof(a) for a in (fs[:, None], ist[:, None], mixer.slot_clip[:1], cs.clip_table,
                                              cs.duration, cs.marker_time, 0.0))
+    update_args = (job_type, types.none, types.float64, types.int64)
     return [
         ("new_playback_job", (typeof(tuple(values)),)),  # (*values): numba's dispatcher packs them in a tuple
-        ("update_serial" if one else "update", (job_type, types.none, types.float64, types.int64)),
         ("advance_serial" if one else "advance", advance_args),
+        *([("single_action", update_args), ("update_serial", update_args)] if one else [("update", update_args)]),
     ]
+
+
+def needed(mixer: Any) -> set[str]:
+    """The recipes a mixer's next compiled frame runs: the job's constructor, the clock kernel and the
+    update kernel it would pick (:meth:`skeletal.Mixer._update_kernel`)."""
+    if mixer.count > 1:
+        return {"new_playback_job", "advance", "update"}
+    return {"new_playback_job", "advance_serial", "update_serial" if mixer._blends else "single_action"}
 
 
 def _load_cached(dispatcher: Any, args: tuple) -> bool:
@@ -112,6 +125,11 @@ def _load_cached(dispatcher: Any, args: tuple) -> bool:
 def _load_all(reqs: list[tuple[str, tuple]]) -> bool:
     recipes = _recipes()
     return all(_load_cached(recipes[name](), args) for name, args in reqs)
+
+
+def _loaded(reqs: list[tuple[str, tuple]], names: set[str]) -> bool:
+    """Whether the kernels ``names`` of ``reqs`` are cached (loaded now, when they are)."""
+    return _load_all([r for r in reqs if r[0] in names])
 
 
 def _cache_writable(reqs: list[tuple[str, tuple]]) -> bool:
@@ -145,7 +163,8 @@ class Background:
         self.requests = reqs
         self.started = time.perf_counter()
         self.ended: float | None = None
-        self.compiled: list[str] = []
+        self.compiled: list[str] = []  # the recipes the child reported cached, in order
+        self.loaded: set[str] = set()  # those this process has loaded
         env = dict(os.environ, **{ENV_OFF: "1", "SKELETAL_QUIET_COMPILE": "1"})
         # the folder holding the skeletal package: the child imports these very files (numba's cache
         # entries are keyed by the source file's path)
@@ -163,15 +182,17 @@ class Background:
         threading.Thread(target=self._watch, name="skeletal-coldstart", daemon=True).start()
 
     def _watch(self) -> None:
-        """Read the child's progress lines until it exits, reap it, and load what it cached (here, so
-        that the frame that switches to the compiled kernels does not wait for numba's cache loads)."""
+        """Read the child's progress lines until it exits (loading each kernel it reports cached: the
+        frame that switches to them then does not wait for numba's cache loads), then reap it."""
         assert self.process.stdout is not None
+        by_name = dict(self.requests)
         for line in self.process.stdout:
-            self.compiled.append(line.decode(errors="replace").strip())
+            name = line.decode(errors="replace").strip()
+            self.compiled.append(name)
+            if name in by_name and _load_all([(name, by_name[name])]):
+                self.loaded.add(name)
         self.process.wait()
         self.ended = time.perf_counter()
-        if self.process.returncode == 0:
-            _load_all(self.requests)
         self._done.set()
 
     def finished(self) -> bool:
@@ -219,25 +240,20 @@ def _decide(mixer: Any) -> Background | bool:
         reqs = requests(mixer)
     except Exception:  # a field numba cannot type: the normal path reports it
         return False
-    if mixer.count == 1 and _cached([*reqs[:1], ("single_action", reqs[1][1]), *reqs[2:]]):
-        return False  # cached by an earlier run or `skeletal warmup`: the single-action kernel, as always
-    if _cached(reqs):
-        mixer._blends = mixer.count == 1  # the serial kernel with blending is the one cached
-        return False
-    if not _cache_writable(reqs):
+    if _cached(reqs, needed(mixer)) or not _cache_writable(reqs):
         return False
     return _background(reqs)
 
 
-def _cached(reqs: list[tuple[str, tuple]]) -> bool:
-    """Whether every kernel of ``reqs`` is in the disk cache (loaded now: the frame uses them next)."""
-    return _load_all(reqs)
+def _cached(reqs: list[tuple[str, tuple]], names: set[str]) -> bool:
+    """Whether the kernels ``names`` are in the disk cache (loaded now: the frame uses them next)."""
+    return _loaded(reqs, names)
 
 
 def step(mixer: Any, dt: float, stages: int) -> int | None:
     """Run ``stages`` of ``mixer``'s update in numpy while its kernels compile in the background and
-    return the event count; None when the compiled path runs this frame (decided once per mixer on
-    its first run; at the first frame after the child succeeds, its kernels are loaded here)."""
+    return the event count; None when the compiled path runs this frame: decided on the mixer's first
+    run, and from the first frame at which the kernels it needs are cached (or the child failed)."""
     from . import numpy_frame
 
     state = mixer._cold
@@ -248,12 +264,28 @@ def step(mixer: Any, dt: float, stages: int) -> int | None:
     if not numpy_frame.covers(mixer):  # an IK stage or additive layer since: compile as before
         mixer._cold = False
         return None
-    if state.finished():
-        mixer._cold = False
-        if state.ok and _load_all(state.requests) and mixer.count == 1:
-            mixer._blends = True  # the serial kernel with blending is the one compiled
+    if needed(mixer) <= state.loaded or state.finished():
+        mixer._cold = False  # (a failed child: the compiled path compiles in process)
         return None
     return numpy_frame.step(mixer, dt, stages)
+
+
+def resume(mixer: Any) -> bool:
+    """A single character on the single-action kernel needs blending: True when the blending kernel
+    is not cached yet and numpy frames resume (``mixer._cold`` set) until the background compile
+    has it; False when the compiled path should go on (it is cached, or the numpy frames are off)."""
+    from . import numpy_frame
+
+    if not enabled() or not numpy_frame.covers(mixer):
+        return False
+    try:
+        reqs = requests(mixer)
+    except Exception:
+        return False
+    if _cached(reqs, needed(mixer)) or not _cache_writable(reqs):
+        return False
+    mixer._cold = _background(reqs)
+    return True
 
 
 def wait(mixer: Any, timeout: float | None = None) -> bool:
@@ -265,10 +297,6 @@ def wait(mixer: Any, timeout: float | None = None) -> bool:
 
 def _main() -> int:
     """The child: compile the pickled requests on stdin into numba's cache, one line per kernel done."""
-    try:
-        os.nice(2)  # the parent's frames first, the other processes' about as before
-    except OSError:
-        pass
     reqs = pickle.loads(sys.stdin.buffer.read())  # (importing this module ran skeletal/__init__: numba's set-up)
 
     recipes = _recipes()

@@ -693,6 +693,10 @@ class Mixer:
         was left unposed): switch this mixer to the full kernel for good (compiling it once), run its
         BLEND and WORLD stages of ``stages`` (the clocks have advanced), and return the event count."""
         self._blends = True
+        if self._cold is False and _coldstart.resume(self):  # the kernel still compiling: numpy frames till then
+            self.frame = None
+            numpy_frame.step(self, 0.0, stages & (K.BLEND | K.WORLD))
+            return r % K.NEEDS_BLEND
         frame = self.current_frame()
         frame.call = entry(self._update_kernel(), frame.job, frame.ik, 0.0, K.ALL)
         frame.step(0.0, stages & (K.BLEND | K.WORLD))
