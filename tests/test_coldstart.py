@@ -164,9 +164,13 @@ def test_what_the_numpy_frame_does_not_cover_compiles_as_before(fallback):
     p.add_ik("reach", chain=chain, target=(0.1, 1.0, 0.3))  # IK: the compiled path from now on
     p.update(1 / 60)
     assert p.mixer._cold is False and p.mixer.frame is not None
-    crowd = skeletal.Crowd(asset, 4) if hasattr(skeletal, "Crowd") else None
-    if crowd is not None:
-        assert not numpy_frame.covers(crowd)
+    assert not numpy_frame.covers(skeletal.Crowd(asset, 4))
+    assert skeletal.Mixer(asset, numpy_frame.MAX_INSTANCES + 1)._cold is False
+    q = skeletal.Player(asset)
+    names = [c.name for c in asset.clips]
+    q.blend_space_1d([(names[0], 0.0), (names[-1], 1.0)], parameter="speed")  # a controller
+    q.update(1 / 60)
+    assert q.mixer._cold is False and q.mixer.frame is not None
 
 
 def test_off_switch_and_unwritable_cache(monkeypatch):

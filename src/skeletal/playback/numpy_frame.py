@@ -8,11 +8,11 @@ with numpy (the clocks run the kernels' own per-action Python body, a handful of
 equal the compiled path's to rounding (1e-12; slerp's sines come from libm instead of the kernels'
 polynomial).
 
-Covered (:func:`covers`): a :class:`~skeletal.Mixer` or :class:`~skeletal.Player` with float64
-outputs, override layers (weights, masks), crossfades and blends of any number of actions, morph
-weights. Not covered (the caller compiles as before): IK stages, additive layers, a fading
-snapshot, a :class:`~skeletal.Crowd`'s layouts, float32 outputs, a clip that animates one node's
-path twice.
+Covered (:func:`covers`): a :class:`~skeletal.Player` or a :class:`~skeletal.Mixer` of up to
+:data:`MAX_INSTANCES` with float64 outputs, override layers (weights, masks), crossfades and blends
+of any number of actions, morph weights. Not covered (the caller compiles as before): IK stages,
+controllers (blend spaces, state machines, root motion...), additive layers, a fading snapshot, a
+:class:`~skeletal.Crowd`'s layouts, float32 outputs, a clip that animates one node's path twice.
 
 >>> from skeletal.playback import numpy_frame
 >>> numpy_frame.covers(player.mixer)                            # doctest: +SKIP
@@ -70,10 +70,16 @@ def advance(fs: np.ndarray, ist: np.ndarray, slot_clip: np.ndarray, clip_table: 
     return events
 
 
+#: the most instances :func:`step` serves (it poses them one after another): a larger mixer compiles
+MAX_INSTANCES = 8
+
+
 def covers(mixer: Any) -> bool:
     """Whether :func:`step` computes ``mixer``'s frame (see the module docstring for what it covers)."""
     if type(mixer)._world_fields.__qualname__ != "Mixer._world_fields":  # a crowd's own layouts (3x4 rows, lanes)
         return False
+    if mixer.count > MAX_INSTANCES or mixer.controllers:  # controllers (blend spaces, state machines, root
+        return False                                      # motion, inertialization...) may add stages
     world = mixer.world
     if world.ndim != 4 or world.shape[2] != 4:
         return False
