@@ -242,7 +242,10 @@ def _decide(mixer: Any) -> Background | bool:
         return False
     if _cached(reqs, needed(mixer)) or not _cache_writable(reqs):
         return False
-    return _background(reqs)
+    try:
+        return _background(reqs)
+    except OSError:  # no new process to be had (limits, a frozen application): compile in process
+        return False
 
 
 def _cached(reqs: list[tuple[str, tuple]], names: set[str]) -> bool:
@@ -284,7 +287,10 @@ def resume(mixer: Any) -> bool:
         return False
     if _cached(reqs, needed(mixer)) or not _cache_writable(reqs):
         return False
-    mixer._cold = _background(reqs)
+    try:
+        mixer._cold = _background(reqs)
+    except OSError:
+        return False
     return True
 
 
