@@ -186,6 +186,15 @@ def test_off_switch_and_unwritable_cache(monkeypatch):
     assert p.mixer._cold is False and p.mixer.frame is not None and not started
 
 
+def test_a_child_that_cannot_start_leaves_the_in_process_compile(monkeypatch, tmp_path):
+    monkeypatch.setenv(_coldstart.ENV_OFF, "0")
+    monkeypatch.setattr(_coldstart, "_cached", lambda reqs, names: False)
+    monkeypatch.setattr(_coldstart, "_child_command", lambda: [str(tmp_path / "no-such-python")])
+    monkeypatch.setattr(_coldstart, "_running", {})
+    p = skeletal.Player(_demo())
+    assert p.mixer._cold is False and p.mixer.frame is not None
+
+
 def test_a_failed_child_leaves_the_in_process_compile(monkeypatch):
     """The child exits 3: waiting says so, the process is reaped, the next update runs compiled."""
     monkeypatch.setenv(_coldstart.ENV_OFF, "0")
