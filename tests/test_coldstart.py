@@ -80,6 +80,7 @@ def _script(a, b, names):
         getattr(b, name)(*args, **kwargs)
         _same(a, b)
     assert b.mixer.frame is None and isinstance(b.mixer._cold, _Never)
+    assert b.mixer._blends == a.mixer._blends  # (the kernel it switches to: with blending after a crossfade)
 
 
 def _demo():

@@ -288,8 +288,11 @@ def step(mixer: Any, dt: float, stages: int = K.ALL) -> int:
     if stages & K.ADVANCE:
         events = advance(fs, ist, mixer.slot_clip, plan.clip_table, cs.duration, cs.marker_time, dt)
     if stages & K.BLEND:
+        blended = False
         for b in range(mixer.count):
-            _pose_instance(mixer, plan, b)
+            blended |= _pose_instance(mixer, plan, b)
+        if blended:
+            mixer._blends = True  # as the compiled path: the kernel with blending from now on
     if stages & K.WORLD:
         _world(plan, mixer.local_pose, mixer.world)
         _palettes(mixer.world, mixer.palette_joints, mixer._inverse_bind, mixer.palettes)
@@ -308,9 +311,10 @@ def _single_slot(mixer: Any, b: int) -> int:
     return single
 
 
-def _pose_instance(mixer: Any, plan: _Plan, b: int) -> None:
+def _pose_instance(mixer: Any, plan: _Plan, b: int) -> bool:
     """Instance b's local pose and morph weights from its actions (the kernels' _pose_single or
-    _evaluate_instance, in the update's order)."""
+    _evaluate_instance, in the update's order); True when that took blending (more than one action,
+    a part weight, a layer over the base), which the single-action kernel has not compiled."""
     cs = mixer.clipset
     pose, morph = mixer.local_pose[b], mixer.morph_weights[b]
     fs = mixer.fs[b]
@@ -325,10 +329,12 @@ def _pose_instance(mixer: Any, plan: _Plan, b: int) -> None:
             dest = clip.dest[rows][:, None] + np.arange(value.shape[1])
             (morph if weights else flat)[dest] = value
         if not (mixer.layer_weight[b, 1:] > 0.0).any():
-            return
+            return False
     else:
         pose[:] = mixer.rig.rest
         morph[:] = mixer.asset.rest_morph
+        if mixer.snap_weight[b] <= 0.0 and not (fs[:, K.F_EFFECTIVE] > 0.0).any():
+            return False  # nothing plays: the rest pose (the single-action kernel's _rest_if_idle)
     n_nodes, n_morph = pose.shape[0], morph.shape[0]
     for layer in range(mixer.layer_weight.shape[1]):
         lw = float(mixer.layer_weight[b, layer])
@@ -375,6 +381,7 @@ def _pose_instance(mixer: Any, plan: _Plan, b: int) -> None:
             rest_w = np.where(wm[on] < 1.0, 1.0 - wm[on], 0.0)
             value = (accm[on, 0] + rest_w * morph[on]) / (wm[on] + rest_w)
             morph[on] += (value - morph[on]) * min(lw, 1.0)
+    return True
 
 
 def _mix_layer(pose: np.ndarray, acc: np.ndarray, nodes: np.ndarray, m: np.ndarray) -> None:
