@@ -11,9 +11,11 @@ runs (:meth:`skeletal.Mixer._run` calls :func:`step`):
    numpy (:mod:`skeletal.playback.numpy_frame`: same values to rounding);
 3. the child reports each kernel as it caches it, and a thread loads it; at the first frame
    whose kernels are all loaded the mixer runs compiled from then on (full speed), with nothing
-   asked of the user. One character switches once the single-action kernel is cached; should it
-   blend before the blending kernel (compiled last) is, its frames go back to numpy until it is
-   (:func:`resume`).
+   asked of the user. One character gets the serial update with blending (one kernel whatever it
+   plays; a later run on the cache uses it too). A character on the single-action kernel that
+   meets its first blend before the kernel with blending is cached (the single-action one came
+   from an earlier in-process compile or ``skeletal warmup``) goes back to numpy frames while the
+   background compiles it (:func:`resume`).
 
 Nothing changes for what the numpy frame does not cover (IK, additive layers, snapshots, crowds:
 they compile in process as before), when the cache directory is not writable, when the child
@@ -68,10 +70,11 @@ def _recipes() -> dict[str, Callable[[], Any]]:
 
 
 def requests(mixer: Any) -> list[tuple[str, tuple]]:
-    """The (recipe, argument types) a mixer's compiled frames need, in the order the child compiles
-    them: the job's constructor, the clock kernel of play() / weight changes, the update kernel on
-    that job; for one character the single-action update first (its frames switch to it as soon as it
-    is cached), then the serial one with blending (for its first crossfade)."""
+    """The (recipe, argument types) of the kernels a mixer's compiled frames run, in the order the
+    child compiles them: the job's constructor, the clock kernel of play() / weight changes, the
+    update kernel on that job (for one character the serial one with blending: its frames switch to
+    it whatever they play; ``single_action`` is listed last to be looked up in the cache, never
+    compiled in the background)."""
     import numpy as np
     from numba import typeof, types
 
@@ -90,8 +93,12 @@ def requests(mixer: Any) -> list[tuple[str, tuple]]:
     return [
         ("new_playback_job", (typeof(tuple(values)),)),  # (*values): numba's dispatcher packs them in a tuple
         ("advance_serial" if one else "advance", advance_args),
-        *([("single_action", update_args), ("update_serial", update_args)] if one else [("update", update_args)]),
+        *([("update_serial", update_args), ("single_action", update_args)] if one else [("update", update_args)]),
     ]
+
+
+#: what one character runs with the kernel with blending (whatever it plays)
+_BLENDING = {"new_playback_job", "advance_serial", "update_serial"}
 
 
 def needed(mixer: Any) -> set[str]:
@@ -100,6 +107,21 @@ def needed(mixer: Any) -> set[str]:
     if mixer.count > 1:
         return {"new_playback_job", "advance", "update"}
     return {"new_playback_job", "advance_serial", "update_serial" if mixer._blends else "single_action"}
+
+
+def _ready(mixer: Any, cached: Callable[[set[str]], bool]) -> bool:
+    """Whether the kernels of ``mixer``'s next compiled frame are loaded (``cached(names)``): the ones it
+    would pick, or for one character the kernel with blending (then picked: ``mixer._blends``)."""
+    if cached(needed(mixer)):
+        return True
+    if mixer.count == 1 and not mixer._blends and cached(_BLENDING):
+        mixer._blends = True
+        return True
+    return False
+
+
+def _compiled_in_background(reqs: list[tuple[str, tuple]]) -> list[tuple[str, tuple]]:
+    return [r for r in reqs if r[0] != "single_action"]
 
 
 def _load_cached(dispatcher: Any, args: tuple) -> bool:
@@ -240,10 +262,10 @@ def _decide(mixer: Any) -> Background | bool:
         reqs = requests(mixer)
     except Exception:  # a field numba cannot type: the normal path reports it
         return False
-    if _cached(reqs, needed(mixer)) or not _cache_writable(reqs):
+    if _ready(mixer, lambda names: _cached(reqs, names)) or not _cache_writable(reqs):
         return False
     try:
-        return _background(reqs)
+        return _background(_compiled_in_background(reqs))
     except OSError:  # no new process to be had (limits, a frozen application): compile in process
         return False
 
@@ -267,7 +289,7 @@ def step(mixer: Any, dt: float, stages: int) -> int | None:
     if not numpy_frame.covers(mixer):  # an IK stage or additive layer since: compile as before
         mixer._cold = False
         return None
-    if needed(mixer) <= state.loaded or state.finished():
+    if _ready(mixer, lambda names: names <= state.loaded) or state.finished():
         mixer._cold = False  # (a failed child: the compiled path compiles in process)
         return None
     return numpy_frame.step(mixer, dt, stages)
@@ -288,7 +310,7 @@ def resume(mixer: Any) -> bool:
     if _cached(reqs, needed(mixer)) or not _cache_writable(reqs):
         return False
     try:
-        mixer._cold = _background(reqs)
+        mixer._cold = _background(_compiled_in_background(reqs))
     except OSError:
         return False
     return True
