@@ -228,10 +228,10 @@ def test_the_child_caches_the_kernels_and_the_mixer_switches(monkeypatch):
     assert p.mixer.frame is None
     assert _coldstart.wait(p.mixer, 600), job.compiled
     assert job.process.returncode == 0
-    order = ["new_playback_job", "advance_serial", "update_serial"]
+    order = ["new_playback_job", "advance_serial", "single_action", "update_serial"]
     assert [r[0] for r in job.requests] == job.compiled == order and job.loaded == set(order)
     p.update(1 / 60)
-    assert p.mixer._cold is False and p.mixer.frame is not None and p.mixer._blends  # the kernel with blending
+    assert p.mixer._cold is False and p.mixer.frame is not None and not p.mixer._blends  # one clip: no blending
     monkeypatch.setenv(_coldstart.ENV_OFF, "1")
     q = skeletal.Player(asset)
     q.play(name)

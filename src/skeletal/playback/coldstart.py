@@ -11,11 +11,10 @@ runs (:meth:`skeletal.Mixer._run` calls :func:`step`):
    numpy (:mod:`skeletal.playback.numpy_frame`: same values to rounding);
 3. the child reports each kernel as it caches it, and a thread loads it; at the first frame
    whose kernels are all loaded the mixer runs compiled from then on (full speed), with nothing
-   asked of the user. One character gets the serial update with blending (one kernel whatever it
-   plays; a later run on the cache uses it too). A character on the single-action kernel that
-   meets its first blend before the kernel with blending is cached (the single-action one came
-   from an earlier in-process compile or ``skeletal warmup``) goes back to numpy frames while the
-   background compiles it (:func:`resume`).
+   asked of the user. For one character the child compiles the single-action update first (the
+   character switches to it unless it has blended) and the update with blending last (a character
+   that blends waits for it, or, blending after it switched, goes back to numpy frames until it is
+   cached: :func:`resume`).
 
 Nothing changes for what the numpy frame does not cover (IK, additive layers, snapshots, crowds:
 they compile in process as before), when the cache directory is not writable, when the child
@@ -72,9 +71,9 @@ def _recipes() -> dict[str, Callable[[], Any]]:
 def requests(mixer: Any) -> list[tuple[str, tuple]]:
     """The (recipe, argument types) of the kernels a mixer's compiled frames run, in the order the
     child compiles them: the job's constructor, the clock kernel of play() / weight changes, the
-    update kernel on that job (for one character the serial one with blending: its frames switch to
-    it whatever they play; ``single_action`` is listed last to be looked up in the cache, never
-    compiled in the background)."""
+    update kernel on that job; for one character the single-action update first (a character that
+    has not blended switches to it as soon as it is cached: the soonest full speed for plain
+    playback), then the serial one with blending (a character that blends waits for it)."""
     import numpy as np
     from numba import typeof, types
 
@@ -93,7 +92,7 @@ def requests(mixer: Any) -> list[tuple[str, tuple]]:
     return [
         ("new_playback_job", (typeof(tuple(values)),)),  # (*values): numba's dispatcher packs them in a tuple
         ("advance_serial" if one else "advance", advance_args),
-        *([("update_serial", update_args), ("single_action", update_args)] if one else [("update", update_args)]),
+        *([("single_action", update_args), ("update_serial", update_args)] if one else [("update", update_args)]),
     ]
 
 
@@ -118,10 +117,6 @@ def _ready(mixer: Any, cached: Callable[[set[str]], bool]) -> bool:
         mixer._blends = True
         return True
     return False
-
-
-def _compiled_in_background(reqs: list[tuple[str, tuple]]) -> list[tuple[str, tuple]]:
-    return [r for r in reqs if r[0] != "single_action"]
 
 
 def _load_cached(dispatcher: Any, args: tuple) -> bool:
@@ -265,7 +260,7 @@ def _decide(mixer: Any) -> Background | bool:
     if _ready(mixer, lambda names: _cached(reqs, names)) or not _cache_writable(reqs):
         return False
     try:
-        return _background(_compiled_in_background(reqs))
+        return _background(reqs)
     except OSError:  # no new process to be had (limits, a frozen application): compile in process
         return False
 
@@ -310,7 +305,7 @@ def resume(mixer: Any) -> bool:
     if _cached(reqs, needed(mixer)) or not _cache_writable(reqs):
         return False
     try:
-        mixer._cold = _background(_compiled_in_background(reqs))
+        mixer._cold = _background(reqs)
     except OSError:
         return False
     return True
