@@ -184,7 +184,8 @@ def bench_rows(asset=None, clip=None, path=None, quick: bool = False) -> dict:
             "baseline": (f"numpy frames until then ({1e6 * (cold['numpy_frame_s'] or 0):.0f} us each, compiled "
                          f"{1e6 * (cold['compiled_frame_s'] or 0):.1f} us); compiled in process: "
                          f"{before['full_speed_wall_s']:.2f} s"),
-            "ratio": "",
+            "ratio": (f"{full / max(before['full_speed_wall_s'], 1e-9):.2f}x the in-process compile's time"
+                      if full is not None else "not reached"),
             "reference": "no action from the user",
         })
     busy = busy_threads(asset, clip, 2 if quick else 5)
