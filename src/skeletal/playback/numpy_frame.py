@@ -121,7 +121,7 @@ class _Clip:
         self.varying = kind != SEG_CONSTANT
         pose_offset = PATH_POSE_OFFSET[path]
         self.dest = np.where(path == _W, morph_start[self.node], self.node * 10 + pose_offset)  # flat pose / morph
-        # groups of tracks sampled together: (mode, width, cubic, rotation) -> their rows in this clip
+        # groups of tracks sampled together: (mode, width, cubic, rotation, weights, their rows in this clip)
         self.groups: dict[str, list] = {}
         for name, modes in (("blend", blend), ("single", single)):
             groups = []
