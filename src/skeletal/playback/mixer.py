@@ -40,6 +40,7 @@ from . import kernels as K
 from .clipset import TK_INTERP, TK_PATH, ClipSet
 from .frame import Frame, FrameInput
 from .jobs import entry, playback_job
+from . import coldstart as _coldstart, numpy_frame
 from .properties import PropertyStage
 
 
@@ -125,6 +126,9 @@ class Mixer:
         self.clipset = ClipSet(asset.clips)
         self.time = 0.0  # seconds of updates so far
         self._blends = False  # a single character's update needed blending once: the full kernel from then on
+        #: cold start (skeletal.playback.coldstart): None until the first run decides, False for compiled frames,
+        #: or the background compile that numpy frames wait on
+        self._cold: Any = None
         n, m = len(self.rig), len(asset.rest_morph)
         self.slot_clip = np.zeros(0, np.int64)
         self.slot_layer = np.zeros(0, np.int64)
@@ -528,7 +532,10 @@ class Mixer:
         fs = self.fs[idx, s].reshape(-1, K.NF).copy()
         ist = self.ist[idx, s].reshape(-1, K.NI).copy()
         events = ist[:, K.I_EV_LOOPS : K.I_EV_MARKERS + 1].copy()
-        advance = K.advance if len(fs) > 1 else serial_variant(K.advance)  # one: no thread pool to compile
+        if self._cold:  # kernels compiling in the background: the clock in numpy
+            advance = numpy_frame.advance
+        else:
+            advance = K.advance if len(fs) > 1 else serial_variant(K.advance)  # one: no thread pool to compile
         advance(fs[:, None], ist[:, None], self.slot_clip[s : s + 1], self.clipset.clip_table,
                 self.clipset.duration, self.clipset.marker_time, 0.0)
         ist[:, K.I_EV_LOOPS : K.I_EV_MARKERS + 1] = events
@@ -658,7 +665,12 @@ class Mixer:
         return frame
 
     def _run(self, dt: float, stages: int) -> int:
-        """Run ``stages`` of the update kernel on this mixer's frame; returns the event count."""
+        """Run ``stages`` of the update kernel on this mixer's frame; returns the event count. Until the
+        kernels are compiled on a cold start, the frame runs in numpy instead (skeletal.playback.coldstart)."""
+        if self.frame is None and self._cold is not False:
+            r = _coldstart.step(self, dt, stages)
+            if r is not None:
+                return r
         frame = self.current_frame()
         if frame.call is None:
             frame.call = entry(self._update_kernel(), frame.job, frame.ik, 0.0, K.ALL)
@@ -681,6 +693,10 @@ class Mixer:
         was left unposed): switch this mixer to the full kernel for good (compiling it once), run its
         BLEND and WORLD stages of ``stages`` (the clocks have advanced), and return the event count."""
         self._blends = True
+        if self._cold is False and _coldstart.resume(self):  # the kernel still compiling: numpy frames till then
+            self.frame = None
+            numpy_frame.step(self, 0.0, stages & (K.BLEND | K.WORLD))
+            return r % K.NEEDS_BLEND
         frame = self.current_frame()
         frame.call = entry(self._update_kernel(), frame.job, frame.ik, 0.0, K.ALL)
         frame.step(0.0, stages & (K.BLEND | K.WORLD))
