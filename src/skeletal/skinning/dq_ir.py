@@ -1,3 +1,5 @@
+# Over 600 lines: the DQS kernels' three emitters (two-vertex, planar group, signed records) share their lane
+# helpers, transposes and the transform; split apart they would import each other.
 """The LLVM IR of the float32 dual quaternion kernels, built with :mod:`skeletal.skinning.ir`'s emitters.
 
 Holds the vertex emitters (1-2 vertices at a time, ``_emit_dq_vertices``), the planar ``LANES``-vertex
