@@ -23,7 +23,7 @@ from .._compile import serial_variant
 from .._threads import capped_threads, thread_count
 from ..errors import SkeletalError
 from ..anim.ik import two_bone_one
-from ..anim.pose import world_matrices
+from ..anim.pose import depth_order, palettes_one, world_matrices, world_subset_staged
 from . import kernels as K
 from .jobs import entry, field, foot_job
 from .contacts import ContactPhases, Leg, detect_contacts, find_legs
@@ -93,7 +93,13 @@ def foot_kernel(job, phase, chunks):
 
     ``phase``: 0 all of it (a built-in ground, queried by :func:`.ground.ground_at`); 1 only up to the
     foot targets' world (x, z) in ``targets`` (a Python ground is then queried there into
-    ``heights``/``normals``); 2 the rest, from those heights.
+    ``heights``/``normals``); 2 the rest, from those heights; 3 all of it on a built-in ground after an
+    update that ran without its WORLD stage (ADVANCE | BLEND): the rows of ``probe_nodes`` (the pelvis'
+    ancestors and the thigh-to-foot chains, parents first) from the blended pose, the pelvis moved in
+    the pose, then the world rows of ``body_nodes`` (every node but the legs' subtrees, the thigh-to-foot
+    chains kept; parents first), the leg IK, the legs' rows and every palette entry once (``pal`` must
+    be the mixer's own palettes) -- instead of a full world and palette pass, then the pelvis' subtree
+    translated and the legs' rows and palette entries rebuilt.
     pose (B, N, 10) float64 local rows, rewritten; world (B, N, 4, 4) their model-space matrices,
     kept current; placement (B, 4, 4) model -> world (a turn about +Y and a move); legs (3, L): thigh,
     knee and foot rig indices; pelvis: the joint moved up/down; leg_nodes[leg_start[l]:leg_start[l +
@@ -127,10 +133,12 @@ def foot_kernel(job, phase, chunks):
     locked, lock, targets = field(job, "locked"), field(job, "lock"), field(job, "targets")
     pelvis_offset, pal, pal_joints = field(job, "pelvis_offset"), field(job, "pal"), field(job, "pal_joints")
     inv_bind, pal_idx, pal_start = field(job, "inv_bind"), field(job, "pal_idx"), field(job, "pal_start")
+    probe_nodes, body_nodes = field(job, "probe_nodes"), field(job, "body_nodes")
+    before_world = phase == 3  # the update left the world rows and palettes to this stage
     n = pose.shape[0]
     chunks = max(min(n, chunks), 1)
     n_legs = legs.shape[1]
-    floor, reach, omega, dt, soft, max_tilt = scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5]
+    floor, reach, omega, dt, max_tilt = scalars[0], scalars[1], scalars[2], scalars[3], scalars[5]
     decay = math.exp(-omega * dt)  # the pelvis spring's decay over dt: the same for every instance
     # |w| >= cos(max_tilt / 2) means 2 acos|w| <= max_tilt (acos decreases); the bound is widened by a
     # few ulps so that rounding never skips a turn that the exact comparison would limit
@@ -145,7 +153,9 @@ def foot_kernel(job, phase, chunks):
             pal_b = pal[b]
             if phase != 2:
                 _contact_one(b, job)
-                if scalars[6] == 0.0:  # the world rows are not current yet
+                if before_world:  # only the rows that place the pelvis, from the blended pose
+                    _rows(parents, probe_nodes, 0, probe_nodes.shape[0], pose_b, world_b)
+                elif scalars[6] == 0.0:  # the world rows are not current yet
                     _all_rows(parents, pose_b, world_b)
                 for l in range(n_legs):
                     fj = legs[2, l]
@@ -175,7 +185,7 @@ def foot_kernel(job, phase, chunks):
             floor_w = M[1, 3] + floor * M[1, 1]
             goal = np.inf
             for l in range(n_legs):
-                if phase == 0:
+                if phase == 0 or before_world:
                     x, z = targets[b, l, 0], targets[b, l, 2]
                     # a planted foot's target stays on its lock: the terrain's 12 sines and cosines a point
                     # (two octaves) are not evaluated again at the point queried last frame (NaN: none)
@@ -242,6 +252,17 @@ def foot_kernel(job, phase, chunks):
                 pose_b[pelvis, 0] += vx
                 pose_b[pelvis, 1] += vy
                 pose_b[pelvis, 2] += vz
+            if before_world:
+                # every row but the legs' from the moved pose, the thigh-to-foot chains included (the IK
+                # reads them); the legs' subtrees after it, then every palette entry once
+                world_subset_staged(parents, body_nodes, pose_b, world_b)
+                if w > 0.0:
+                    _leg_ik(b, job, pose_b, world_b, M, upx, upy, upz, cos_half_tilt, w, False)
+                else:
+                    _rows(parents, leg_nodes, 0, leg_nodes.shape[0], pose_b, world_b)
+                palettes_one(world_b, pal_joints, inv_bind, pal_b)
+                continue
+            if d != 0.0:
                 # the pelvis' subtree moves by the model-space vector: world rows and palettes translate,
                 # but of legs that the IK below rebuilds (w > 0) only the rows it reads (thigh, knee, foot)
                 mx, my, mz = upx * d, upy * d, upz * d
@@ -265,44 +286,58 @@ def foot_kernel(job, phase, chunks):
                         pal_b[q, 2, 3] += mz
             if not w > 0.0:
                 continue
-            for l in range(n_legs):
-                thigh, knee, foot = legs[0, l], legs[1, l], legs[2, l]
-                # target and pole in model space
-                px = targets[b, l, 0] - M[0, 3]
-                py = targets[b, l, 1] - M[1, 3]
-                pz = targets[b, l, 2] - M[2, 3]
-                tx = M[0, 0] * px + M[1, 0] * py + M[2, 0] * pz
-                ty = M[0, 1] * px + M[1, 1] * py + M[2, 1] * pz
-                tz = M[0, 2] * px + M[1, 2] * py + M[2, 2] * pz
-                kx, ky, kz = world_b[knee, 0, 3], world_b[knee, 1, 3], world_b[knee, 2, 3]
-                ox = kx - 0.5 * (world_b[thigh, 0, 3] + world_b[foot, 0, 3])
-                oy = ky - 0.5 * (world_b[thigh, 1, 3] + world_b[foot, 1, 3])
-                oz = kz - 0.5 * (world_b[thigh, 2, 3] + world_b[foot, 2, 3])
-                on = math.sqrt(ox * ox + oy * oy + oz * oz)
-                if on < 1e-4 * leg_len[l]:
-                    ox, oy, oz, on = 0.0, 0.0, 1.0, 1.0  # a straight leg: bend toward the model's front (+Z)
-                s = leg_len[l] / on
-                pole = (kx + ox * s, ky + oy * s, kz + oz * s)
-                # foot: the animated model-space rotation, turned from up to the ground normal by the contact
-                nwx, nwy, nwz = normals[b, l, 0], normals[b, l, 1], normals[b, l, 2]
-                nx = M[0, 0] * nwx + M[1, 0] * nwy + M[2, 0] * nwz
-                ny = M[0, 1] * nwx + M[1, 1] * nwy + M[2, 1] * nwz
-                nz = M[0, 2] * nwx + M[1, 2] * nwy + M[2, 2] * nwz
-                ax, ay, az, aw = quat_from_to(upx, upy, upz, nx, ny, nz)
-                u = contact[b, l]
-                if abs(aw) < cos_half_tilt:  # the turn's angle 2 acos|w| may exceed max_tilt: acos only then
-                    angle = 2.0 * math.acos(min(abs(aw), 1.0))
-                    if angle > max_tilt:
-                        u *= max_tilt / angle
-                ax, ay, az, aw = nlerp_identity(ax, ay, az, aw, u)
-                qx, qy, qz, qw = quat_from_world(world_b[foot])
-                ex, ey, ez, ew = qmul(ax, ay, az, aw, qx, qy, qz, qw)
-                ex, ey, ez, ew = qnormalize(ex, ey, ez, ew)
-                two_bone_one(pose_b, world_b, parents, thigh, knee, foot, (tx, ty, tz), pole, w, soft, _NAN3,
-                             (ex, ey, ez, ew))
-                _rows(parents, leg_nodes, leg_start[l], leg_start[l + 1], pose_b, world_b)
-                if scalars[7] != 0.0:
-                    _palette_rows(world_b, pal_joints, inv_bind, pal_idx, pal_start[l + 1], pal_start[l + 2], pal_b)
+            _leg_ik(b, job, pose_b, world_b, M, upx, upy, upz, cos_half_tilt, w, scalars[7] != 0.0)
+
+
+@njit(cache=True, forceinline=True)
+def _leg_ik(b, job, pose_b, world_b, M, upx, upy, upz, cos_half_tilt, w, palettes):
+    """Two-bone IK of every leg of instance ``b`` of :func:`foot_kernel`'s job toward its ``targets``
+    (world), the foot turned to the ground normal by its contact; then the leg's subtree's world rows,
+    and its palette entries when ``palettes``. Inlined into the kernel (views of the job's fields taken
+    here hold no references: see :func:`.jobs.field`)."""
+    parents, legs, leg_nodes, leg_start = field(job, "parents"), field(job, "legs"), field(job, "leg_nodes"), field(job, "leg_start")
+    targets, normals, contact, leg_len = field(job, "targets"), field(job, "normals"), field(job, "contact"), field(job, "leg_len")
+    scalars, pal, pal_joints = field(job, "scalars"), field(job, "pal"), field(job, "pal_joints")
+    inv_bind, pal_idx, pal_start = field(job, "inv_bind"), field(job, "pal_idx"), field(job, "pal_start")
+    soft, max_tilt = scalars[4], scalars[5]
+    for l in range(legs.shape[1]):
+        thigh, knee, foot = legs[0, l], legs[1, l], legs[2, l]
+        # target and pole in model space
+        px = targets[b, l, 0] - M[0, 3]
+        py = targets[b, l, 1] - M[1, 3]
+        pz = targets[b, l, 2] - M[2, 3]
+        tx = M[0, 0] * px + M[1, 0] * py + M[2, 0] * pz
+        ty = M[0, 1] * px + M[1, 1] * py + M[2, 1] * pz
+        tz = M[0, 2] * px + M[1, 2] * py + M[2, 2] * pz
+        kx, ky, kz = world_b[knee, 0, 3], world_b[knee, 1, 3], world_b[knee, 2, 3]
+        ox = kx - 0.5 * (world_b[thigh, 0, 3] + world_b[foot, 0, 3])
+        oy = ky - 0.5 * (world_b[thigh, 1, 3] + world_b[foot, 1, 3])
+        oz = kz - 0.5 * (world_b[thigh, 2, 3] + world_b[foot, 2, 3])
+        on = math.sqrt(ox * ox + oy * oy + oz * oz)
+        if on < 1e-4 * leg_len[l]:
+            ox, oy, oz, on = 0.0, 0.0, 1.0, 1.0  # a straight leg: bend toward the model's front (+Z)
+        s = leg_len[l] / on
+        pole = (kx + ox * s, ky + oy * s, kz + oz * s)
+        # foot: the animated model-space rotation, turned from up to the ground normal by the contact
+        nwx, nwy, nwz = normals[b, l, 0], normals[b, l, 1], normals[b, l, 2]
+        nx = M[0, 0] * nwx + M[1, 0] * nwy + M[2, 0] * nwz
+        ny = M[0, 1] * nwx + M[1, 1] * nwy + M[2, 1] * nwz
+        nz = M[0, 2] * nwx + M[1, 2] * nwy + M[2, 2] * nwz
+        ax, ay, az, aw = quat_from_to(upx, upy, upz, nx, ny, nz)
+        u = contact[b, l]
+        if abs(aw) < cos_half_tilt:  # the turn's angle 2 acos|w| may exceed max_tilt: acos only then
+            angle = 2.0 * math.acos(min(abs(aw), 1.0))
+            if angle > max_tilt:
+                u *= max_tilt / angle
+        ax, ay, az, aw = nlerp_identity(ax, ay, az, aw, u)
+        qx, qy, qz, qw = quat_from_world(world_b[foot])
+        ex, ey, ez, ew = qmul(ax, ay, az, aw, qx, qy, qz, qw)
+        ex, ey, ez, ew = qnormalize(ex, ey, ez, ew)
+        two_bone_one(pose_b, world_b, parents, thigh, knee, foot, (tx, ty, tz), pole, w, soft, _NAN3,
+                     (ex, ey, ez, ew))
+        _rows(parents, leg_nodes, leg_start[l], leg_start[l + 1], pose_b, world_b)
+        if palettes:
+            _palette_rows(world_b, pal_joints, inv_bind, pal_idx, pal_start[l + 1], pal_start[l + 2], pal[b])
 
 
 def _foot_chunks(count: int, threads: int) -> int:
@@ -413,6 +448,22 @@ class FootPlacement:
         self.leg_start = np.cumsum([0] + [len(p) for p in parts]).astype(np.int64)
         # the kernel translates these rows with the pelvis, and the legs' own as it needs them
         self._body_nodes = np.setdiff1d(self.pelvis_nodes, self.leg_nodes).astype(np.int64)
+        # after an update without its world pass (foot_kernel's phase 3): the rows that place the pelvis
+        # (its ancestors, the thigh-to-foot chains), and the rows built before the IK (all but the legs')
+        parents = rig.parents
+        chains = set()
+        for l in self.legs:
+            j = int(l.foot)
+            while j != int(l.thigh):
+                chains.add(j)
+                j = int(parents[j])
+            chains.add(j)
+        up = [self.pelvis]
+        while parents[up[-1]] >= 0:
+            up.append(int(parents[up[-1]]))
+        self._probe_nodes = np.array(sorted(chains.union(up)), np.int64)
+        body = np.setdiff1d(np.arange(len(parents)), np.setdiff1d(self.leg_nodes, list(chains)))
+        self._world_body = depth_order(parents, body.astype(np.int64))
         rest = world_matrices(rig.parents, rig.rest)
         self.leg_length = np.array([np.linalg.norm(rest[l.knee, :3, 3] - rest[l.thigh, :3, 3])
                                     + np.linalg.norm(rest[l.foot, :3, 3] - rest[l.knee, :3, 3]) for l in self.legs])
@@ -532,7 +583,8 @@ class FootPlacement:
                 ankle=self.ankle, leg_len=self.leg_length, scalars=sc, weight=self.weight, state=self.state,
                 initialised=self.initialised, plant=self.plant, locked=self.locked, lock=self.lock,
                 targets=self.targets, pelvis_offset=self.pelvis_offset, pal=pal, pal_joints=pal_joints,
-                inv_bind=inv_bind, pal_idx=self._pal_idx, pal_start=self._pal_start)
+                inv_bind=inv_bind, pal_idx=self._pal_idx, pal_start=self._pal_start,
+                probe_nodes=self._probe_nodes, body_nodes=self._world_body)
             # the serial twin's entry point for a few characters; for more the parallel kernel's (and the
             # serial twin's once a frame runs on one thread: not compiled before a cold start needs it)
             if proc.count > SERIAL_BELOW:

@@ -124,6 +124,8 @@ FOOT_FIELDS = (
     "targets", "pelvis_offset",
     # the skin palettes kept current (entries under the pelvis and each leg)
     "pal", "pal_joints", "inv_bind", "pal_idx", "pal_start",
+    # the world rows the stage builds itself after an update without its WORLD stage (phase 3)
+    "probe_nodes", "body_nodes",
 )
 
 

@@ -160,6 +160,9 @@ class Mixer:
         # Objects with ``before_update(dt)`` (blend spaces, state machines, root motion) run first.
         self.controllers: list = []
         self._ik = None  # IK stages run after blending (see add_ik)
+        # the last update ran without its world pass: its only controller builds the world rows and palettes
+        # (a Procedural's planned foot placement, see update)
+        self._world_skipped = False
         # Animated properties (KHR_animation_pointer, named curves): ``property_values`` (B, M), laid
         # out by asset.properties, sampled by a stage of their own (playback/properties.py).
         self._no_property_values = np.zeros((count, 0))
@@ -624,15 +627,26 @@ class Mixer:
         dt = float(dt)
         self.time += dt
         controllers = self.controllers
+        builds_world = None
         if controllers:
-            fused = getattr(controllers[0], "fused_frame", None) if len(controllers) == 1 else None
-            if fused is not None and not self._snap_fading and fused(dt):
-                return
+            if len(controllers) == 1:
+                fused = getattr(controllers[0], "fused_frame", None)
+                if fused is not None and not self._snap_fading and fused(dt):
+                    return
+                builds_world = getattr(controllers[0], "builds_world_for", None)
             for controller in controllers:
                 controller.before_update(dt)
         if self._snap_fading:
             self._fade_snapshot(dt)
-        if self._step(dt) and self.collect_events:
+        if builds_world is not None and builds_world(dt):
+            # the clocks and the blend only: the controller's after_update builds the world rows and
+            # palettes around its own pose edits (once, instead of a full pass then a partial redo)
+            self._world_skipped = True
+            if self._run(dt, K.ADVANCE | K.BLEND) and self.collect_events:
+                self._run(0.0, K.WORLD)  # events see a whole frame: the world pass first, as usual
+                self._world_skipped = False
+                self._collect_events()
+        elif self._step(dt) and self.collect_events:
             self._collect_events()
         # the list as it is now: a controller's before_update may have added one (an inertialized
         # switch made by a state machine adds its stage, which acts after this very update)

@@ -142,15 +142,18 @@ class _Plan:
     """A Procedural's frame as compiled calls, valid while the mixer keeps ``frame`` and dt stays ``dt``
     (None: not plannable while this frame stays)."""
 
-    __slots__ = ("dt", "frame", "foot", "look", "fused")
+    __slots__ = ("dt", "frame", "foot", "look", "fused", "before_world")
 
     def __init__(self, dt: float | None, frame: Frame, foot: _FootCall | None = None, look: _LookCall | None = None,
-                 fused: _FusedCall | None = None):
+                 fused: _FusedCall | None = None, before_world: bool = False):
         self.dt = dt
         self.frame = frame
         self.foot = foot
         self.look = look
         self.fused = fused
+        # foot placement alone, on a mixer without IK stages: the update may skip its world pass and the
+        # stage build the world rows and palettes itself (builds_world_for; foot_kernel's phase 3)
+        self.before_world = before_world
 
 
 def placement_matrices(positions, headings, count: int) -> np.ndarray:
@@ -271,9 +274,25 @@ class Procedural:
     def before_update(self, dt: float) -> None:  # the mixer's controller protocol
         pass
 
+    def builds_world_for(self, dt: float) -> bool:
+        """Whether this frame's update may leave the world rows and palettes to :meth:`after_update`
+        (the mixer's protocol for its only controller, asked after ``before_update``): a planned frame of
+        foot placement alone, for this dt and the mixer's current frame. The mixer then runs its update's
+        ADVANCE | BLEND stages only and sets its ``_world_skipped``."""
+        plan = self._plan
+        return plan is not None and plan.before_world and plan.dt == dt and plan.frame is self.mixer.frame
+
     def after_update(self, dt: float) -> None:
         """Run the stages on the freshly blended pose, then rebuild world matrices and palettes."""
         plan = self._plan
+        mixer = self.mixer
+        if mixer._world_skipped:  # the update ran without its world pass (builds_world_for)
+            mixer._world_skipped = False
+            if plan is not None and plan.before_world and plan.frame is mixer.frame and plan.dt == dt:
+                foot = plan.foot
+                foot.call(foot.job, 3, foot.chunks)  # type: ignore[union-attr]
+                return
+            mixer._run(0.0, K.WORLD)  # (the frame changed in between: the world pass, then as usual)
         # the planned frame: the same dt and the same mixer frame (any array the stages read replaced,
         # a slot or layer added, the clip set changed: a new frame) -- the stages' compiled calls only
         if plan is not None and plan.frame is self.mixer.frame:
@@ -327,7 +346,9 @@ class Procedural:
             job = fused_job(frame.job, foot.job, look.job)
             args = (frame.ik, foot.chunks, look.mode, look.omega, look.keep)
             fused = _FusedCall(entry(_fused_frame(), job, float(dt), *args), job, args)
-        return _Plan(float(dt), frame, foot, look, fused)
+        before_world = (foot is not None and look is None and len(self.stages) == 1 and frame.ik is None
+                        and self.count > 1 and self.mixer.controllers == [self])
+        return _Plan(float(dt), frame, foot, look, fused, before_world)
 
     def fused_frame(self, dt: float) -> bool:
         """A whole frame of the mixer whose only controller this is (:meth:`skeletal.Mixer.update`, the
