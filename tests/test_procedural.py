@@ -705,3 +705,63 @@ def test_other_attributes_keep_the_plan(demo):
     feet.phases = dict(feet.phases)
     player.update(DT)
     assert proc._plan is plan
+
+
+def test_mixer_update_leaves_the_world_pass_to_planned_foot_placement(demo):
+    # a Mixer whose only controller plans foot placement alone runs its update without the world pass;
+    # the stage moves the pelvis in the pose, then builds every world row and palette once. The same
+    # frames through the general path (its plan dropped every frame: a full world pass, the pelvis'
+    # subtree translated) agree to rounding; a loop event's frame runs the world pass before the
+    # events (a callback sees a whole frame), and a callback's change takes effect in its frame
+    spec = "terrain:amplitude=0.2,wavelength=3,seed=2"
+    count = 6
+
+    def make():
+        mixer = skeletal.Mixer(demo, count)
+        mixer.play("walk", offset=np.linspace(0.0, 0.9, count))
+        proc = Procedural(mixer)
+        stage = proc.foot_placement(spec, weight=[1.0, 1.0, 0.5, 0.0, -0.5, 1.0])
+        proc.place(np.stack([np.linspace(-2, 2, count), np.zeros(count), np.linspace(1, -1, count)], 1), 0.3)
+        seen: list = []
+
+        def on_loop(event, mixer=mixer, stage=stage, seen=seen):
+            # the world rows a callback reads match the pose; the change applies from this frame
+            seen.append(np.abs(mixer.world - world_matrices(demo.rig.parents, mixer.local_pose)).max())
+            stage.ground = "slope:angle=6"
+
+        mixer.on("loop", on_loop)
+        return mixer, proc, seen
+
+    fast, fproc, fseen = make()
+    slow, sproc, sseen = make()
+    left = 0
+    for frame in range(150):
+        sproc._plan = None
+        slow.update(DT)
+        left += fproc.builds_world_for(DT)
+        fast.update(DT)
+        assert not fast._world_skipped
+        # rounding-level differences; a partly weighted leg (instance 2) near full reach turns its thigh
+        # by sqrt(1 - x^2) of a cosine x near 1, which turns an ulp into ~1e-8: the general path itself
+        # moves that much when the placement moves by 1e-15 m
+        for i, atol in ((slice(0, 2), 1e-12), (2, 5e-8), (slice(3, count), 1e-12)):
+            for a, b in ((fast.local_pose, slow.local_pose), (fast.world, slow.world), (fast.palettes, slow.palettes)):
+                np.testing.assert_allclose(a[i], b[i], rtol=0, atol=atol, err_msg=str(frame))
+    assert left > 100  # most frames took the path
+    assert len(fseen) == len(sseen) > 0 and max(fseen) < 1e-12
+    # the palettes match the world rows, which match the pose
+    assert np.abs(fast.world - world_matrices(demo.rig.parents, fast.local_pose)).max() < 1e-12
+    for skin, palette in zip(demo.skins, fast.skin_palettes):
+        assert np.allclose(palette, fast.world[:, skin.joints] @ skin.inverse_bind, atol=1e-12)
+    # the stages each update ran: ADVANCE | BLEND alone; with a second controller the whole update again
+    from skeletal.playback import kernels as K
+
+    runs: list = []
+    run = fast._run
+    fast._run = lambda dt, stages: (runs.append(stages), run(dt, stages))[1]
+    fast.update(DT)
+    fast.controllers.append(type("Idle", (), {"before_update": lambda self, dt: None})())
+    fast.update(DT)
+    assert runs == [K.ADVANCE | K.BLEND, K.ALL]
+    np.testing.assert_allclose(fast.world, world_matrices(demo.rig.parents, fast.local_pose), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(fast.world, world_matrices(demo.rig.parents, fast.local_pose), rtol=0, atol=1e-12)
