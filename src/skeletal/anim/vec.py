@@ -81,7 +81,7 @@ def _axis_angle(axis, angle):
     return (axis[0] * s, axis[1] * s, axis[2] * s, np.cos(0.5 * angle))
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _half_turn(axis, cos_angle, sin_angle):
     """Rotation about the unit ``axis`` by the angle in (-pi, pi] whose cosine and sine are given
     (w >= 0, as ``_axis_angle`` of that angle): (axis sin(a/2), cos(a/2)) from the half-angle
@@ -156,7 +156,7 @@ def _scale_rotation(q, u):
     return (q[0] * k, q[1] * k, q[2] * k, np.cos(half))
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _matrix_rotation(world, i):
     """The rotation of ``world[i]``'s top-left 3x3 block (columns normalised: exact for any positive
     scale that is uniform or axis-aligned with the rotation). Indexes the array directly: no view (a
@@ -215,7 +215,7 @@ def _finite3(v):
     return np.isfinite(v[0]) and np.isfinite(v[1]) and np.isfinite(v[2])
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _write_rotation(pose, i, q_old, q_new, weight):
     """pose[i] rotation <- slerp(q_old, q_new, weight), normalised."""
     q = _qnorm(_slerp(q_old, q_new, weight)) if weight < 1.0 else _qnorm(q_new)
@@ -231,18 +231,18 @@ def _write_rotation(pose, i, q_old, q_new, weight):
 # frames: model-space vectors and turns in a node's frame
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _column(world, j, k):
     return (np.float64(world[j, 0, k]), np.float64(world[j, 1, k]), np.float64(world[j, 2, k]))
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _inv_len(v):
     n = _len(v)
     return 1.0 / n if n > 1e-300 else 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _into_frame(world, j, v):
     """``R_j^T v``: model-space vector v in the frame of node j, R_j = world[j]'s rotation (its
     columns normalised: exact for positive scale that is uniform or aligned with the rotation); v
@@ -254,7 +254,7 @@ def _into_frame(world, j, v):
     return (_dot(c0, v) * _inv_len(c0), _dot(c1, v) * _inv_len(c1), _dot(c2, v) * _inv_len(c2))
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _out_of_frame(world, j, v):
     """``R_j v``: a vector given in node j's frame, in model space (see :func:`_into_frame`)."""
     c0, c1, c2 = _column(world, j, 0), _column(world, j, 1), _column(world, j, 2)
@@ -262,7 +262,7 @@ def _out_of_frame(world, j, v):
                 _scale(c2, v[2] * _inv_len(c2)))
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _arc_to_unit(u, d):
     """:func:`_arc` from direction u to the unit vector d: (u x d, |u| + u.d), normalised by
     sqrt(2 |u| (|u| + u.d)) (one square root fewer than normalising both)."""
@@ -278,7 +278,7 @@ def _arc_to_unit(u, d):
     return (x[0] * k, x[1] * k, x[2] * k, w * k)
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _local_turn(world, j, turn, q_local):
     """New local rotation of a node whose parent is j after the model-space ``turn`` of its subtree:
     conj(q_j) turn q_j q_local (see :func:`_into_frame`)."""
