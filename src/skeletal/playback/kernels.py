@@ -28,6 +28,7 @@ from ..anim.sampling import interpolate_into, lerp3_into, locate_key, nlerp_into
 from .clipset import (CL_MARKER_END, CL_MARKER_START, CL_SEGMENT_END, CL_SEGMENT_START, CL_TIMELINE_END,
                       CL_TIMELINE_START, SEG_CONSTANT, SEG_END, SEG_FIRST, SEG_KIND, SEG_LERP3, SEG_NLERP,
                       SEG_FAST_END, SEG_SLERP, SEG_TIMELINE, TK_INTERP, TK_KEY_START, TK_NODE, TK_OUT, TK_PATH, TK_VALUE_START, TK_WIDTH)
+from .inertia_kernels import IDLE, ST_PHASE, inertialize_instance
 from .jobs import field
 
 # float fields
@@ -618,6 +619,8 @@ ADVANCE = 1  # advance every action's clock and fade by dt
 BLEND = 2  # sample and blend the actions into the job's pose and morph weights
 WORLD = 4  # world rows of world_nodes, the IK stages (when an IKJob is given), palettes
 ALL = ADVANCE | BLEND | WORLD
+# (with BLEND, instances with an inertialized transition running get its offsets added to the blended
+# pose, dt seconds on: playback.inertia_kernels.inertialize_instance)
 
 
 @njit(cache=True, forceinline=True)
@@ -651,7 +654,9 @@ def update(job, ik, dt, stages):
     ``ik``: an :class:`~skeletal.playback.jobs.IKJob` run between world matrices and palettes, or
     None (the IK branch is then pruned at compile time). Returns how many instances reported an
     event (loop, finished, marker) in the advance (:func:`single_action_update`: plus
-    :data:`NEEDS_BLEND` per instance left unposed)."""
+    :data:`NEEDS_BLEND` per instance left unposed). Between BLEND and WORLD, an instance with an
+    inertialized transition running gets its decaying offsets added to the pose (the job's
+    ``inert_*`` fields; :func:`~skeletal.playback.inertia_kernels.inertialize_instance`)."""
     clip_duration, marker_time, ist = field(job, "clip_duration"), field(job, "marker_time"), field(job, "ist")
     slot_clip, slot_layer, fs, clip_table = field(job, "slot_clip"), field(job, "slot_layer"), field(job, "fs"), field(job, "clip_table")
     layer_weight, snap_weight, base_unmasked = field(job, "layer_weight"), field(job, "snap_weight"), field(job, "base_unmasked")
@@ -662,6 +667,8 @@ def update(job, ik, dt, stages):
         stage_i, stage_f, joints, jp = ik.stage_i, ik.stage_f, ik.joints, ik.jp
         inputs, ik_update, ik_scratch, ik_pos = ik.inputs, ik.update, ik.scratch, ik.pos
     keep_world = worlds.shape[0] > 0
+    inert_state = field(job, "inert_state")
+    inertia = inert_state.shape[0] > 0 and stages & BLEND != 0  # transitions may run (a stage of their own)
     events = 0
     for b in prange(pose.shape[0]):
         tid = numba.get_thread_id()
@@ -683,6 +690,8 @@ def update(job, ik, dt, stages):
                 # the single-action variant has no blending compiled: the caller runs the full kernel
                 events += NEEDS_BLEND
                 continue
+        if inertia and inert_state[b, ST_PHASE] != IDLE:
+            inertialize_instance(b, tid, job, dt, pose)
         if stages & WORLD:
             w = worlds[b] if keep_world else scratch_world[tid]
             pb = pose[b]
