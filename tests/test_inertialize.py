@@ -8,7 +8,7 @@ import pytest
 
 from skeletal.demo import demo_asset
 from skeletal.errors import SkeletalError
-from skeletal.playback import Crowd, Player
+from skeletal.playback import Player
 from skeletal.playback import kernels as K
 from skeletal.playback.locomotion import inertia_kernels as IK
 from skeletal.playback.locomotion.inertialize import Inertializer, pose_velocity

@@ -36,6 +36,7 @@ from ..anim.clip import Clip
 from .._threads import capped_threads
 from ..anim.pose import ancestors_and_self, world_matrices
 from .frame import Frame, FrameInput
+from .inertia_kernels import ST_REPOSED
 from .jobs import entry, wide_job
 from .mixer import InstanceSelector, Mixer
 from .wide import LANES, T_ROWS, key_major, lanes_to_pose, update_wide, wide_clips
@@ -137,7 +138,11 @@ class Crowd(Mixer):
         frame = self._pose_lanes
         if frame is not None:
             self._pose_lanes = None
+            # instances of wide groups posed on their own (an inertialized transition): their pose, not the lane's
+            alone = np.flatnonzero(self._inertia.state[:, ST_REPOSED])
+            kept = self._local_pose[alone]
             lanes_to_pose(_lane_store(frame), frame.wide_arrays["done"], self._local_pose)
+            self._local_pose[alone] = kept
 
     def _compiles_update_now(self) -> bool:
         return not self._wide_ok()  # a wide crowd compiles the per-instance update when a group first needs it
