@@ -82,6 +82,37 @@ def quat_exp(rx, ry, rz):
     return rx * k, ry * k, rz * k, math.cos(0.5 * angle)
 
 
+# Taylor coefficients of cos(h) and sin(h) / h in h^2, 13 terms: within 3e-14 of them for h <= pi (a
+# rotation of 2 pi); further out :func:`quat_exp` takes over (SERIES_LIMIT: the largest angle squared)
+_C = tuple((-1.0) ** k / math.factorial(2 * k) for k in range(13))
+_S = tuple((-1.0) ** k / math.factorial(2 * k + 1) for k in range(13))
+SERIES_LIMIT = 4.0 * math.pi * math.pi
+_U = tuple(np.uint64(k) for k in range(1, 10))  # unsigned offsets 1..9 of a pose row's channels
+
+
+@njit(cache=True, forceinline=True)
+def _series(h2, h4, h8, k):
+    """Estrin's scheme of one of the two 13-term series (k 0: cosine, 1: sine / h) at h^2 (short
+    dependency chains: the vector loop's latency)."""
+    a = _C if k == 0 else _S
+    low = (a[0] + a[1] * h2) + (a[2] + a[3] * h2) * h4
+    mid = (a[4] + a[5] * h2) + (a[6] + a[7] * h2) * h4
+    high = (a[8] + a[9] * h2) + (a[10] + a[11] * h2) * h4
+    return low + mid * h8 + (high + a[12] * h8) * (h8 * h8)
+
+
+@njit(cache=True, forceinline=True)
+def quat_exp_series(rx, ry, rz):
+    """:func:`quat_exp` by the series of the half angle's cosine and sine: no libm calls and no branch,
+    so that a loop over joints vectorises; within 3e-14 of it for angles up to 2 pi (the caller
+    redoes larger ones with :func:`quat_exp`: see :data:`SERIES_LIMIT`)."""
+    h2 = 0.25 * (rx * rx + ry * ry + rz * rz)
+    h4 = h2 * h2
+    h8 = h4 * h4
+    k = 0.5 * _series(h2, h4, h8, 1)
+    return rx * k, ry * k, rz * k, _series(h2, h4, h8, 0)
+
+
 @njit(cache=True)
 def pose_difference(a, b, out):
     """``out (J, 9) = a - b`` for poses (J, 10) (see the module docstring)."""
@@ -299,7 +330,8 @@ def shown_velocity(rows, history, newest, clock, out):
 ST_MODE = 0  # SPRING, QUINTIC or DEAD
 ST_PHASE = 1  # IDLE, PENDING (switched; the offsets are made at the next step), ACTIVE
 ST_REPOSED = 2  # a crowd's wide path posed this instance on its own in the last update (see wide.update_wide)
-NSTATE = 3
+ST_COUNT = 3  # QUINTIC, SPRING: how many joints have offsets (inert_joints[b, :count], inert_x / inert_v columns)
+NSTATE = 4
 # columns of ``inert_clock`` (B, 3) float64
 K_ELAPSED = 0  # seconds since the switch
 K_DURATION = 1  # the blend time (QUINTIC, DEAD); SPRING: twice it
@@ -312,18 +344,19 @@ def inertialize_instance(b, tid, job, dt, pose):
     """The inertialization stage of the update kernel for instance ``b`` with a transition running
     (``inert_state[b, ST_PHASE] != IDLE``), right after its pose (B, N, 10) was sampled and blended:
     the decaying offsets ``dt`` seconds further on added to ``pose[b]`` in place. The arrays, from the
-    :class:`~skeletal.playback.jobs.PlaybackJob` ``job``: ``inert_state`` (B, 3) int64 (mode, phase,
-    reposed), ``inert_clock`` (B, 3) (elapsed, duration, halflife), ``inert_offset`` and
-    ``inert_velocity`` (B, N, 9) (:func:`decay_into`'s), ``inert_source`` (B, N, 10) the pose shown at
-    the switch, ``inert_anchor`` (B, N, 10) the new motion's pose there, ``inert_scratch`` (T, 2, N,
-    9) (``tid``: this thread's row). A switch leaves the instance PENDING with the source pose and
+    :class:`~skeletal.playback.jobs.PlaybackJob` ``job``: ``inert_state`` (B, 4) int64 (mode, phase,
+    reposed, joint count), ``inert_clock`` (B, 3) (elapsed, duration, halflife), ``inert_source`` (B,
+    N, 10) the pose shown at the switch and ``inert_velocity`` (B, N, 9) its velocity,
+    ``inert_anchor`` (B, N, 10) the new motion's pose there, ``inert_offset`` (B, N, 9) (DEAD: unused),
+    ``inert_x`` and ``inert_v`` (B, 9, N) the offsets and their rates of the ``inert_joints`` (B, N)
+    that have any, channel-major (QUINTIC: at the switch; SPRING: now), ``inert_scratch`` (T, 2, N, 9)
+    (``tid``: this thread's row). A switch leaves the instance PENDING with the source pose and
     velocity set; a ``dt`` of 0 then (the switch's own evaluation) keeps the just-sampled pose as the
     anchor and shows the source; the first step after it makes the offsets (the new motion's velocity:
     the anchor to the pose now) and goes ACTIVE. Past the blend time the phase goes IDLE and the
     pose is the new motion's own."""
     state, clock = field(job, "inert_state"), field(job, "inert_clock")
-    offset, velocity = field(job, "inert_offset"), field(job, "inert_velocity")
-    source, anchor = field(job, "inert_source"), field(job, "inert_anchor")
+    velocity, source, anchor = field(job, "inert_velocity"), field(job, "inert_source"), field(job, "inert_anchor")
     p = pose[b]
     mode = state[b, ST_MODE]
     if state[b, ST_PHASE] == PENDING:
@@ -332,10 +365,11 @@ def inertialize_instance(b, tid, job, dt, pose):
             p[:, :] = source[b]
             return
         if mode != DEAD:
-            scratch = field(job, "inert_scratch")[tid]
+            scratch, offset = field(job, "inert_scratch")[tid], field(job, "inert_offset")
             pose_velocity_into(anchor[b], p, dt, scratch[0])
             start_offsets(source[b], velocity[b], anchor[b], scratch[0], offset[b], scratch[1])
-            velocity[b] = scratch[1]
+            state[b, ST_COUNT] = _gather_moving(offset[b], scratch[1], field(job, "inert_joints")[b],
+                                                field(job, "inert_x")[b], field(job, "inert_v")[b])
         state[b, ST_PHASE] = ACTIVE
         clock[b, K_ELAPSED] = 0.0
     t = clock[b, K_ELAPSED] + dt
@@ -344,7 +378,89 @@ def inertialize_instance(b, tid, job, dt, pose):
     if t >= duration:
         state[b, ST_PHASE] = IDLE  # the offsets are zero from here on (SPRING: below 2e-5 of where they began)
         return
-    decay_into(p, mode, t, dt, duration, clock[b, K_HALFLIFE], offset[b], velocity[b], source[b])
+    if mode == DEAD:
+        decay_into(p, mode, t, dt, duration, clock[b, K_HALFLIFE], field(job, "inert_offset")[b], velocity[b], source[b])
+        return
+    scratch = field(job, "inert_scratch")[tid]
+    _decay_moving(p, mode, t, dt, duration, state[b, ST_COUNT], field(job, "inert_joints")[b], field(job, "inert_x")[b],
+                  field(job, "inert_v")[b], scratch[0].reshape(NCH, -1), scratch[1].reshape(NCH, -1))
+
+
+@njit(cache=True)
+def _gather_moving(offset, rate, joints, x, v):
+    """The joints whose offset (J, 9) or rate (J, 9) is not zero into ``joints`` (J,), their channels
+    into the columns of ``x`` and ``v`` (9, J) (channel-major: the decay's loops run down a channel);
+    returns how many."""
+    n = 0
+    for j in range(offset.shape[0]):
+        moving = False
+        for c in range(NCH):
+            if offset[j, c] != 0.0 or rate[j, c] != 0.0:
+                moving = True
+        if moving:
+            joints[n] = j
+            for c in range(NCH):
+                x[c, n] = offset[j, c]
+                v[c, n] = rate[j, c]
+            n += 1
+    return n
+
+
+@njit(cache=True)
+def _decay_moving(pose, mode, t, dt, duration, n, joints, x, v, now, turn):
+    """QUINTIC and SPRING offsets of the ``n`` moving joints (``joints``, channel-major ``x`` and ``v``
+    (9, J): see :func:`inertialize_instance`) added to ``pose`` (J, 10): the offsets now into ``now``
+    (9, J) and their rotations as quaternions into ``turn`` (9, J, rows 0-3) in loops down the joints
+    that vectorise (:func:`quat_exp_series`), then added joint by joint (rotations left-multiplied)."""
+    if mode == SPRING:
+        y = 2.0 * math.log(2.0) * 10.0 / duration  # halflife = blend time / 5 = duration / 10
+        e = math.exp(-y * dt)
+        for c in range(NCH):
+            xc, vc, oc = x[c], v[c], now[c]
+            for i in range(n):
+                j1 = vc[i] + xc[i] * y
+                xc[i] = e * (xc[i] + j1 * dt)
+                vc[i] = e * (vc[i] - j1 * y * dt)
+                oc[i] = xc[i]
+    else:
+        wp, wq = quintic_weights(t, duration)
+        for c in range(NCH):
+            xc, vc, oc = x[c], v[c], now[c]
+            for i in range(n):
+                oc[i] = xc[i] * wp + vc[i] * wq
+    rx, ry, rz = now[3], now[4], now[5]
+    qx, qy, qz, qw = turn[0], turn[1], turn[2], turn[3]
+    beyond = 0  # rotations past the series' range (rare: redone below)
+    for i in range(n):
+        ex, ey, ez, ew = quat_exp_series(rx[i], ry[i], rz[i])
+        qx[i] = ex
+        qy[i] = ey
+        qz[i] = ez
+        qw[i] = ew
+        beyond += rx[i] * rx[i] + ry[i] * ry[i] + rz[i] * rz[i] > SERIES_LIMIT
+    if beyond:
+        for i in range(n):
+            if rx[i] * rx[i] + ry[i] * ry[i] + rz[i] * rz[i] > SERIES_LIMIT:
+                qx[i], qy[i], qz[i], qw[i] = quat_exp(rx[i], ry[i], rz[i])
+    flat = pose.reshape(-1)
+    width = np.uint64(pose.shape[1])
+    u1, u2, u3, u4, u5, u6, u7, u8, u9 = _U
+    for i in range(n):
+        o = np.uint64(joints[i]) * width  # (unsigned: no negative-index wraparound to test)
+        flat[o] += now[0, i]
+        flat[o + u1] += now[1, i]
+        flat[o + u2] += now[2, i]
+        flat[o + u7] += now[6, i]
+        flat[o + u8] += now[7, i]
+        flat[o + u9] += now[8, i]
+        ax, ay, az, aw = qx[i], qy[i], qz[i], qw[i]
+        bx, by, bz, bw = flat[o + u3], flat[o + u4], flat[o + u5], flat[o + u6]
+        # exp(offset) * q: a unit quaternion (to 3e-14) times the pose's, left as it comes: the rotation
+        # keeps the norm the clip gave it, so nothing jumps when the transition ends
+        flat[o + u3] = aw * bx + ax * bw + ay * bz - az * by
+        flat[o + u4] = aw * by - ax * bz + ay * bw + az * bx
+        flat[o + u5] = aw * bz + ax * by - ay * bx + az * bw
+        flat[o + u6] = aw * bw - ax * bx - ay * by - az * bz
 
 
 class InertiaArrays:
@@ -354,7 +470,7 @@ class InertiaArrays:
     in, nothing changes for a plain player); the first inertialized switch makes the full one.
 
     >>> InertiaArrays(0, 65).state.shape, InertiaArrays(4, 65).offset.shape
-    ((0, 3), (4, 65, 9))
+    ((0, 4), (4, 65, 9))
     """
 
     def __init__(self, count: int, nodes: int):
@@ -367,13 +483,16 @@ class InertiaArrays:
         self.velocity = np.zeros((b, n, NCH))
         self.source = np.zeros((b, n, 10))
         self.anchor = np.zeros((b, n, 10))
+        self.joints = np.zeros((b, n), np.int64)
+        self.x = np.zeros((b, NCH, n))
+        self.v = np.zeros((b, NCH, n))
         self.scratch = np.zeros((threads, 2, n, NCH))
 
     def fields(self) -> dict:
         """The job's ``inert_*`` fields, by name."""
         return dict(inert_state=self.state, inert_clock=self.clock, inert_offset=self.offset,
                     inert_velocity=self.velocity, inert_source=self.source, inert_anchor=self.anchor,
-                    inert_scratch=self.scratch)
+                    inert_joints=self.joints, inert_x=self.x, inert_v=self.v, inert_scratch=self.scratch)
 
     @property
     def running(self):

@@ -178,7 +178,8 @@ def _velocity_ahead(mixer: Any, rows: np.ndarray, step: float = 1.0 / 60.0) -> t
     carry the key's step on)."""
     arrays = mixer._inertia
     kept = (mixer.fs.copy(), mixer.ist.copy(), mixer.cursors.copy(), arrays.state.copy(), arrays.clock.copy(),
-            arrays.offset.copy(), arrays.velocity.copy(), arrays.anchor.copy())
+            arrays.offset.copy(), arrays.velocity.copy(), arrays.anchor.copy(), arrays.joints.copy(), arrays.x.copy(),
+            arrays.v.copy())
     now = np.asarray(mixer.local_pose[rows], np.float64)
     mixer._run(step, K.ADVANCE | K.BLEND)
     ahead = np.asarray(mixer.local_pose[rows], np.float64)
@@ -190,6 +191,6 @@ def _velocity_ahead(mixer: Any, rows: np.ndarray, step: float = 1.0 / 60.0) -> t
         root_velocity = root.delta[rows] / step
         root.delta = delta
     (mixer.fs[...], mixer.ist[...], mixer.cursors[...], arrays.state[...], arrays.clock[...], arrays.offset[...],
-     arrays.velocity[...], arrays.anchor[...]) = kept
+     arrays.velocity[...], arrays.anchor[...], arrays.joints[...], arrays.x[...], arrays.v[...]) = kept
     mixer._run(0.0, K.BLEND | K.WORLD)
     return pose_velocity(now, ahead, step), root_velocity
