@@ -36,7 +36,6 @@ from ..anim.clip import Clip
 from .._threads import capped_threads
 from ..anim.pose import ancestors_and_self, world_matrices
 from .frame import Frame, FrameInput
-from .inertia_kernels import ST_REPOSED
 from .jobs import entry, wide_job
 from .mixer import InstanceSelector, Mixer
 from .wide import LANES, T_ROWS, key_major, lanes_to_pose, update_wide, wide_clips
@@ -139,7 +138,7 @@ class Crowd(Mixer):
         if frame is not None:
             self._pose_lanes = None
             # instances of wide groups posed on their own (an inertialized transition): their pose, not the lane's
-            alone = np.flatnonzero(self._inertia.state[:, ST_REPOSED])
+            alone = self._inertia.reposed()
             kept = self._local_pose[alone]
             lanes_to_pose(_lane_store(frame), frame.wide_arrays["done"], self._local_pose)
             self._local_pose[alone] = kept

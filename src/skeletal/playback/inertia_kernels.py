@@ -470,14 +470,15 @@ class InertiaArrays:
     in, nothing changes for a plain player); the first inertialized switch makes the full one.
 
     >>> InertiaArrays(0, 65).state.shape, InertiaArrays(4, 65).offset.shape
-    ((0, 4), (4, 65, 9))
+    ((0,), (4, 65, 9))
     """
 
     def __init__(self, count: int, nodes: int):
         b, n = int(count), int(nodes)
         threads = numba.config.NUMBA_NUM_THREADS if b else 0
         self.count = b
-        self.state = np.zeros((b, NSTATE), np.int64)
+        # (0,) without instances: a job type whose update kernel compiles no stage (kernels.inertia_stage)
+        self.state = np.zeros((b, NSTATE) if b else 0, np.int64)
         self.clock = np.zeros((b, NKCLOCK))
         self.offset = np.zeros((b, n, NCH))
         self.velocity = np.zeros((b, n, NCH))
@@ -495,6 +496,11 @@ class InertiaArrays:
                     inert_joints=self.joints, inert_x=self.x, inert_v=self.v, inert_scratch=self.scratch)
 
     @property
-    def running(self):
-        """(B,) bool: instances with a transition running (all False for the empty set)."""
-        return self.state[:, ST_PHASE] != IDLE
+    def running(self) -> np.ndarray:
+        """(B,) bool: instances with a transition running (none for the empty set)."""
+        return self.state[:, ST_PHASE] != IDLE if self.count else np.zeros(0, np.bool_)
+
+    def reposed(self) -> np.ndarray:
+        """The instances a crowd's wide path posed on their own in its last update (see
+        :func:`skeletal.playback.wide.update_wide`)."""
+        return np.flatnonzero(self.state[:, ST_REPOSED]) if self.count else np.zeros(0, np.int64)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 from numba import njit, prange
+from numba.extending import overload
 
 from ..anim.ik import solve_stages_at
 from ..anim.pose import palettes_one, world_subset_staged
@@ -28,7 +29,7 @@ from ..anim.sampling import interpolate_into, lerp3_into, locate_key, nlerp_into
 from .clipset import (CL_MARKER_END, CL_MARKER_START, CL_SEGMENT_END, CL_SEGMENT_START, CL_TIMELINE_END,
                       CL_TIMELINE_START, SEG_CONSTANT, SEG_END, SEG_FIRST, SEG_KIND, SEG_LERP3, SEG_NLERP,
                       SEG_FAST_END, SEG_SLERP, SEG_TIMELINE, TK_INTERP, TK_KEY_START, TK_NODE, TK_OUT, TK_PATH, TK_VALUE_START, TK_WIDTH)
-from .inertia_kernels import IDLE, ST_PHASE, inertialize_instance
+from .inertia_kernels import IDLE, ST_PHASE, ST_REPOSED, inertialize_instance
 from .jobs import field
 
 # float fields
@@ -638,6 +639,61 @@ def _rest_if_idle(b, job, pose, morph):
     return True
 
 
+# The inertialization stage, decided by the job's type: a job whose ``inert_state`` is (B, 4) runs it
+# (playback.inertia_kernels), one that never had a transition holds a (0,) array and compiles none of
+# it (a plain player's cold start compiles no inertialization kernel).
+
+
+def inertia_stage(b, tid, job, dt, pose):
+    """(Compiled code only.) Instance b's inertialized transition, when one runs, added to its just-blended
+    pose ``pose[b]``, ``dt`` seconds on (:func:`~skeletal.playback.inertia_kernels.inertialize_instance`);
+    nothing, compiled away, on a job without inertialization rows."""
+    raise NotImplementedError("inertia_stage runs inside compiled kernels only")
+
+
+@overload(inertia_stage)
+def _inertia_stage(b, tid, job, dt, pose):
+    if job.field_dict["inert_state"].ndim != 2:
+        def skip(b, tid, job, dt, pose):
+            return None
+        return skip
+
+    def stage(b, tid, job, dt, pose):
+        if field(job, "inert_state")[b, ST_PHASE] != IDLE:
+            inertialize_instance(b, tid, job, dt, pose)
+    return stage
+
+
+def in_transition(state, b):
+    """(Compiled code only.) Whether instance b has an inertialized transition running, ``state`` the job's
+    ``inert_state``: False, at compile time, for a (0,) one."""
+    raise NotImplementedError("in_transition runs inside compiled kernels only")
+
+
+@overload(in_transition)
+def _in_transition(state, b):
+    if state.ndim != 2:
+        return lambda state, b: False
+    return lambda state, b: state[b, ST_PHASE] != IDLE
+
+
+def posed_alone(state, b, alone):
+    """(Compiled code only.) Record in ``state[b, ST_REPOSED]`` whether instance b of a crowd's wide
+    group was posed on its own (``alone``, returned); nothing for a (0,) ``state``."""
+    raise NotImplementedError("posed_alone runs inside compiled kernels only")
+
+
+@overload(posed_alone)
+def _posed_alone(state, b, alone):
+    if state.ndim != 2:
+        return lambda state, b, alone: False
+
+    def record(state, b, alone):
+        state[b, ST_REPOSED] = 1 if alone else 0
+        return alone
+    return record
+
+
 #: compile-time switch of :func:`update`'s blending (a module constant numba folds; False only in
 #: :func:`single_action_update`'s copy of the body)
 _BLENDS = True
@@ -667,8 +723,6 @@ def update(job, ik, dt, stages):
         stage_i, stage_f, joints, jp = ik.stage_i, ik.stage_f, ik.joints, ik.jp
         inputs, ik_update, ik_scratch, ik_pos = ik.inputs, ik.update, ik.scratch, ik.pos
     keep_world = worlds.shape[0] > 0
-    inert_state = field(job, "inert_state")
-    inertia = inert_state.shape[0] > 0 and stages & BLEND != 0  # transitions may run (a stage of their own)
     events = 0
     for b in prange(pose.shape[0]):
         tid = numba.get_thread_id()
@@ -690,8 +744,8 @@ def update(job, ik, dt, stages):
                 # the single-action variant has no blending compiled: the caller runs the full kernel
                 events += NEEDS_BLEND
                 continue
-        if inertia and inert_state[b, ST_PHASE] != IDLE:
-            inertialize_instance(b, tid, job, dt, pose)
+        if stages & BLEND:
+            inertia_stage(b, tid, job, dt, pose)
         if stages & WORLD:
             w = worlds[b] if keep_world else scratch_world[tid]
             pb = pose[b]

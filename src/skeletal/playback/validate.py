@@ -115,11 +115,17 @@ def validate_playback(f: dict) -> None:
 
 
 def _inertia_fields(c: _Checker) -> None:
-    """The inertialization stage's arrays: one row per instance, or none at all (no stage)."""
-    state = c.array("inert_state", (None, 4), dtype=np.int64)
-    rows = "B" if state.shape[0] else 0
-    nodes = "N" if state.shape[0] else None
-    c.array("inert_state", (rows, 4))
+    """The inertialization stage's arrays: one row per instance, or none at all (``inert_state`` (0,): the
+    update kernel compiles no stage)."""
+    if isinstance(c.fields["inert_state"], np.ndarray) and c.fields["inert_state"].ndim == 1:
+        c.array("inert_state", (0,), dtype=np.int64)
+    else:
+        c.array("inert_state", (None, 4), dtype=np.int64)
+    state = c.fields["inert_state"]
+    rows = "B" if state.ndim == 2 else 0
+    nodes = "N" if state.ndim == 2 else None
+    if state.ndim == 2:
+        c.array("inert_state", (rows, 4))
     c.array("inert_clock", (rows, 3), dtype=np.float64)
     for name in ("inert_offset", "inert_velocity"):
         c.array(name, (rows, nodes, 9), dtype=np.float64)
@@ -128,8 +134,8 @@ def _inertia_fields(c: _Checker) -> None:
     c.array("inert_joints", (rows, nodes), dtype=np.int64)
     for name in ("inert_x", "inert_v"):
         c.array(name, (rows, 9, nodes), dtype=np.float64)
-    c.array("inert_scratch", ("T" if state.shape[0] else None, 2, nodes, 9), dtype=np.float64)
-    if state.shape[0]:
+    c.array("inert_scratch", ("T" if state.ndim == 2 else None, 2, nodes, 9), dtype=np.float64)
+    if state.ndim == 2:
         c.indices("inert_state", 0, 4, state[:, :2])
         c.indices("inert_joints", 0, c.sizes["N"])
         c.indices("inert_state", 0, c.sizes["N"] + 1, state[:, 3])

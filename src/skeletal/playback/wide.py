@@ -55,9 +55,8 @@ from ..quat import slerp_into
 from ..anim.sampling import locate_key
 from .clipset import (CL_SEGMENT_END, CL_SEGMENT_START, CL_TIMELINE_END, CL_TIMELINE_START, SEG_CONSTANT, SEG_END,
                       SEG_FIRST, SEG_KIND, SEG_LERP3, SEG_NLERP, SEG_SLERP, SEG_TIMELINE, TK_OUT, TK_VALUE_START)
-from .inertia_kernels import IDLE, ST_PHASE, ST_REPOSED, inertialize_instance
 from .jobs import field
-from .kernels import F_EFFECTIVE, F_SAMPLE, _advance_instance, _evaluate_instance
+from .kernels import F_EFFECTIVE, F_SAMPLE, _advance_instance, _evaluate_instance, in_transition, inertia_stage, posed_alone
 
 #: instances per group (SIMD lanes of float32: 16 = one 512-bit register)
 LANES = 16
@@ -823,7 +822,7 @@ def update_wide(job, ik, wide, dt, mode):
     groups = (n + LANES - 1) // LANES
     keep = lw.shape[0] > 0
     inert_state = field(job, "inert_state")
-    inertia = inert_state.shape[0] > 0  # inertialized transitions may run
+    inertia = inert_state.shape[0] > 0  # inertialized transitions may run (the code is compiled only for a (B, 4) state)
     stage_dt = dt if mode == 0 else 0.0
     events = 0
     if mode == 1:  # the last update's local rows of the wide groups, into the lane store
@@ -857,14 +856,14 @@ def update_wide(job, ik, wide, dt, mode):
             _put(done, g, 1)
             if inertia:  # instances in an inertialized transition leave the lanes while it lasts
                 for b in range(b0, b1):
-                    if _mark_alone(inert_state, b):
+                    if posed_alone(inert_state, b, in_transition(inert_state, b)):
                         _pose_instance(b, tid, job, ik, stage_dt)
             continue
         if b1 - b0 == LANES:
             _put(done, g, 0)
         for b in range(b0, b1):
             if inertia:
-                _put(inert_state[b], ST_REPOSED, 0)
+                posed_alone(inert_state, b, False)
             _pose_instance(b, tid, job, ik, stage_dt)
     return events
 
@@ -873,11 +872,10 @@ def update_wide(job, ik, wide, dt, mode):
 def _group_slot(b0, fs, slot_layer, layer_weight, snap_weight, wide_clip, slot_clip, inert_state):
     """The slot every instance of the group b0 .. b0 + LANES - 1 plays alone, of a wide-able clip, leaving
     out the instances in an inertialized transition (``inert_state``: posed on their own after the
-    group, see :func:`_mark_alone`); -1 when there is none."""
-    inertia = inert_state.shape[0] > 0
+    group, recorded by ``posed_alone``); -1 when there is none."""
     s = -1
     for b in range(b0, b0 + LANES):
-        if inertia and inert_state[b, ST_PHASE] != IDLE:
+        if in_transition(inert_state, b):
             continue
         own = _single_slot(b, fs, slot_layer, layer_weight, snap_weight)
         if own < 0 or (s >= 0 and own != s):
@@ -889,25 +887,13 @@ def _group_slot(b0, fs, slot_layer, layer_weight, snap_weight, wide_clip, slot_c
 
 
 @njit(cache=True)
-def _mark_alone(inert_state, b):
-    """Whether instance b of a group posed wide is in an inertialized transition (then posed on its own
-    after the group, over its lane's results); recorded in ``inert_state[b, ST_REPOSED]`` for
-    ``Crowd.local_pose``, which keeps its own pose over the lane's."""
-    alone = inert_state[b, ST_PHASE] != IDLE
-    inert_state[b, ST_REPOSED] = 1 if alone else 0
-    return alone
-
-
-@njit(cache=True)
 def _pose_instance(b, tid, job, ik, dt):
     """Instance b posed on its own, as :func:`skeletal.playback.kernels.update` does: blending, the
     inertialization stage (by ``dt`` seconds) when a transition runs, world rows, IK, palette."""
     parents, world_nodes, pose, morph = field(job, "parents"), field(job, "world_nodes"), field(job, "pose"), field(job, "morph")
     palette_joints, inverse_bind, palettes = field(job, "palette_joints"), field(job, "inverse_bind"), field(job, "palettes")
-    inert_state = field(job, "inert_state")
     _evaluate_instance(b, tid, job, field(job, "layer_weight"), pose, morph)
-    if inert_state.shape[0] > 0 and inert_state[b, ST_PHASE] != IDLE:
-        inertialize_instance(b, tid, job, dt, pose)
+    inertia_stage(b, tid, job, dt, pose)
     w = field(job, "scratch_world")[tid]
     world_subset_one(parents, world_nodes, pose[b], w)
     if ik is not None:
