@@ -242,3 +242,11 @@ def test_state_machine_transition_into_a_blend_space_can_be_inertialized():
     step = pose_velocity(poses[0], poses[1], DT)[:, 3:6]
     assert np.linalg.norm(step, axis=-1).max() < 20.0  # a pop into the blend moves some joint at tens of rad/s
     assert not player.mixer._inertia.running.any()
+
+
+def test_transition_bench_counts_one_clip_and_prints_the_ratios():
+    from skeletal.bench.transitions import run_sequence
+
+    row = run_sequence(demo_asset(), ("idle", "walk", "run"), "inertialize", (0.2, 0.35), repeats=1)
+    assert row["clips_sampled"] == 1 and row["ratio"] > 0
+    assert run_sequence(demo_asset(), ("idle", "walk", "run"), "linear", (0.2, 0.35), repeats=1)["clips_sampled"] == 3
