@@ -87,7 +87,7 @@ def quat_exp(rx, ry, rz):
 _C = tuple((-1.0) ** k / math.factorial(2 * k) for k in range(13))
 _S = tuple((-1.0) ** k / math.factorial(2 * k + 1) for k in range(13))
 SERIES_LIMIT = 4.0 * math.pi * math.pi
-_U = tuple(np.uint64(k) for k in range(1, 10))  # unsigned offsets 1..9 of a pose row's channels
+_U = tuple(np.uint64(k) for k in range(10))  # unsigned 0..9: a pose row's channels, the offsets' rows
 
 
 @njit(cache=True, forceinline=True)
@@ -348,8 +348,8 @@ def inertialize_instance(b, tid, job, dt, pose):
     reposed, joint count), ``inert_clock`` (B, 3) (elapsed, duration, halflife), ``inert_source`` (B,
     N, 10) the pose shown at the switch and ``inert_velocity`` (B, N, 9) its velocity,
     ``inert_anchor`` (B, N, 10) the new motion's pose there, ``inert_offset`` (B, N, 9) (DEAD: unused),
-    ``inert_x`` and ``inert_v`` (B, 9, N) the offsets and their rates of the ``inert_joints`` (B, N)
-    that have any, channel-major (QUINTIC: at the switch; SPRING: now), ``inert_scratch`` (T, 2, N, 9)
+    ``inert_x`` and ``inert_v`` (B, 9 * N) the offsets and their rates of the ``inert_joints`` (B, N)
+    that have any, channel-major (QUINTIC: at the switch; SPRING: now), ``inert_scratch`` (T, 2, 9 * N)
     (``tid``: this thread's row). A switch leaves the instance PENDING with the source pose and
     velocity set; a ``dt`` of 0 then (the switch's own evaluation) keeps the just-sampled pose as the
     anchor and shows the source; the first step after it makes the offsets (the new motion's velocity:
@@ -366,9 +366,11 @@ def inertialize_instance(b, tid, job, dt, pose):
             return
         if mode != DEAD:
             scratch, offset = field(job, "inert_scratch")[tid], field(job, "inert_offset")
-            pose_velocity_into(anchor[b], p, dt, scratch[0])
-            start_offsets(source[b], velocity[b], anchor[b], scratch[0], offset[b], scratch[1])
-            state[b, ST_COUNT] = _gather_moving(offset[b], scratch[1], field(job, "inert_joints")[b],
+            target_velocity = scratch[0].reshape(-1, NCH)  # (J, 9) views of the (9 * J,) scratch rows
+            rate = scratch[1].reshape(-1, NCH)
+            pose_velocity_into(anchor[b], p, dt, target_velocity)
+            start_offsets(source[b], velocity[b], anchor[b], target_velocity, offset[b], rate)
+            state[b, ST_COUNT] = _gather_moving(offset[b], rate, field(job, "inert_joints")[b],
                                                 field(job, "inert_x")[b], field(job, "inert_v")[b])
         state[b, ST_PHASE] = ACTIVE
         clock[b, K_ELAPSED] = 0.0
@@ -381,18 +383,21 @@ def inertialize_instance(b, tid, job, dt, pose):
     if mode == DEAD:
         decay_into(p, mode, t, dt, duration, clock[b, K_HALFLIFE], field(job, "inert_offset")[b], velocity[b], source[b])
         return
+    if state[b, ST_COUNT] == 0:
+        return
     scratch = field(job, "inert_scratch")[tid]
     _decay_moving(p, mode, t, dt, duration, state[b, ST_COUNT], field(job, "inert_joints")[b], field(job, "inert_x")[b],
-                  field(job, "inert_v")[b], scratch[0].reshape(NCH, -1), scratch[1].reshape(NCH, -1))
+                  field(job, "inert_v")[b], scratch[0], scratch[1])
 
 
 @njit(cache=True)
 def _gather_moving(offset, rate, joints, x, v):
     """The joints whose offset (J, 9) or rate (J, 9) is not zero into ``joints`` (J,), their channels
-    into the columns of ``x`` and ``v`` (9, J) (channel-major: the decay's loops run down a channel);
-    returns how many."""
+    into ``x`` and ``v`` (9 * J,) channel-major (channel c of the i-th at ``c * J + i``: the decay's
+    loops run down the channels); returns how many."""
+    J = offset.shape[0]
     n = 0
-    for j in range(offset.shape[0]):
+    for j in range(J):
         moving = False
         for c in range(NCH):
             if offset[j, c] != 0.0 or rate[j, c] != 0.0:
@@ -400,60 +405,64 @@ def _gather_moving(offset, rate, joints, x, v):
         if moving:
             joints[n] = j
             for c in range(NCH):
-                x[c, n] = offset[j, c]
-                v[c, n] = rate[j, c]
+                x[c * J + n] = offset[j, c]
+                v[c * J + n] = rate[j, c]
             n += 1
+    for c in range(NCH):  # the rest of each channel: zeros (the decay's loops run over whole channels)
+        for i in range(n, J):
+            x[c * J + i] = 0.0
+            v[c * J + i] = 0.0
     return n
 
 
 @njit(cache=True)
 def _decay_moving(pose, mode, t, dt, duration, n, joints, x, v, now, turn):
-    """QUINTIC and SPRING offsets of the ``n`` moving joints (``joints``, channel-major ``x`` and ``v``
-    (9, J): see :func:`inertialize_instance`) added to ``pose`` (J, 10): the offsets now into ``now``
-    (9, J) and their rotations as quaternions into ``turn`` (9, J, rows 0-3) in loops down the joints
-    that vectorise (:func:`quat_exp_series`), then added joint by joint (rotations left-multiplied)."""
+    """QUINTIC and SPRING offsets of the ``n`` moving joints (``joints``; ``x`` and ``v`` (9 * J,)
+    channel-major: see :func:`_gather_moving`) added to ``pose`` (J, 10): the offsets now into ``now``
+    (9 * J,) in one loop over every channel, their rotations as quaternions into ``turn`` (rows of J:
+    x, y, z, w) in a loop down the joints (:func:`quat_exp_series`; both loops vectorise), then added
+    joint by joint (rotations left-multiplied). Flat rows and unsigned indices: a view per channel and
+    signed index arithmetic each cost more than these loops on a few dozen joints."""
+    J = np.uint64(pose.shape[0])
     if mode == SPRING:
         y = 2.0 * math.log(2.0) * 10.0 / duration  # halflife = blend time / 5 = duration / 10
         e = math.exp(-y * dt)
-        for c in range(NCH):
-            xc, vc, oc = x[c], v[c], now[c]
-            for i in range(n):
-                j1 = vc[i] + xc[i] * y
-                xc[i] = e * (xc[i] + j1 * dt)
-                vc[i] = e * (vc[i] - j1 * y * dt)
-                oc[i] = xc[i]
+        for k in range(np.uint64(x.shape[0])):
+            j1 = v[k] + x[k] * y
+            x[k] = e * (x[k] + j1 * dt)
+            v[k] = e * (v[k] - j1 * y * dt)
+            now[k] = x[k]
     else:
         wp, wq = quintic_weights(t, duration)
-        for c in range(NCH):
-            xc, vc, oc = x[c], v[c], now[c]
-            for i in range(n):
-                oc[i] = xc[i] * wp + vc[i] * wq
-    rx, ry, rz = now[3], now[4], now[5]
-    qx, qy, qz, qw = turn[0], turn[1], turn[2], turn[3]
+        for k in range(np.uint64(x.shape[0])):
+            now[k] = x[k] * wp + v[k] * wq
+    u0, u1, u2, u3, u4, u5, u6, u7, u8, u9 = _U
+    r0, r1, r2 = u3 * J, u4 * J, u5 * J  # the rotation channels' rows
     beyond = 0  # rotations past the series' range (rare: redone below)
-    for i in range(n):
-        ex, ey, ez, ew = quat_exp_series(rx[i], ry[i], rz[i])
-        qx[i] = ex
-        qy[i] = ey
-        qz[i] = ez
-        qw[i] = ew
-        beyond += rx[i] * rx[i] + ry[i] * ry[i] + rz[i] * rz[i] > SERIES_LIMIT
+    for i in range(np.uint64(n)):
+        rx, ry, rz = now[r0 + i], now[r1 + i], now[r2 + i]
+        ex, ey, ez, ew = quat_exp_series(rx, ry, rz)
+        turn[i] = ex
+        turn[J + i] = ey
+        turn[u2 * J + i] = ez
+        turn[u3 * J + i] = ew
+        beyond += rx * rx + ry * ry + rz * rz > SERIES_LIMIT
     if beyond:
-        for i in range(n):
-            if rx[i] * rx[i] + ry[i] * ry[i] + rz[i] * rz[i] > SERIES_LIMIT:
-                qx[i], qy[i], qz[i], qw[i] = quat_exp(rx[i], ry[i], rz[i])
+        for i in range(np.uint64(n)):
+            rx, ry, rz = now[r0 + i], now[r1 + i], now[r2 + i]
+            if rx * rx + ry * ry + rz * rz > SERIES_LIMIT:
+                turn[i], turn[J + i], turn[u2 * J + i], turn[u3 * J + i] = quat_exp(rx, ry, rz)
     flat = pose.reshape(-1)
     width = np.uint64(pose.shape[1])
-    u1, u2, u3, u4, u5, u6, u7, u8, u9 = _U
-    for i in range(n):
-        o = np.uint64(joints[i]) * width  # (unsigned: no negative-index wraparound to test)
-        flat[o] += now[0, i]
-        flat[o + u1] += now[1, i]
-        flat[o + u2] += now[2, i]
-        flat[o + u7] += now[6, i]
-        flat[o + u8] += now[7, i]
-        flat[o + u9] += now[8, i]
-        ax, ay, az, aw = qx[i], qy[i], qz[i], qw[i]
+    for i in range(np.uint64(n)):
+        o = np.uint64(joints[i]) * width
+        flat[o] += now[i]
+        flat[o + u1] += now[J + i]
+        flat[o + u2] += now[u2 * J + i]
+        flat[o + u7] += now[u6 * J + i]
+        flat[o + u8] += now[u7 * J + i]
+        flat[o + u9] += now[u8 * J + i]
+        ax, ay, az, aw = turn[i], turn[J + i], turn[u2 * J + i], turn[u3 * J + i]
         bx, by, bz, bw = flat[o + u3], flat[o + u4], flat[o + u5], flat[o + u6]
         # exp(offset) * q: a unit quaternion (to 3e-14) times the pose's, left as it comes: the rotation
         # keeps the norm the clip gave it, so nothing jumps when the transition ends
@@ -485,9 +494,9 @@ class InertiaArrays:
         self.source = np.zeros((b, n, 10))
         self.anchor = np.zeros((b, n, 10))
         self.joints = np.zeros((b, n), np.int64)
-        self.x = np.zeros((b, NCH, n))
-        self.v = np.zeros((b, NCH, n))
-        self.scratch = np.zeros((threads, 2, n, NCH))
+        self.x = np.zeros((b, NCH * n))
+        self.v = np.zeros((b, NCH * n))
+        self.scratch = np.zeros((threads, 2, NCH * n))
 
     def fields(self) -> dict:
         """The job's ``inert_*`` fields, by name."""

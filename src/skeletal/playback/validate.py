@@ -132,9 +132,10 @@ def _inertia_fields(c: _Checker) -> None:
     for name in ("inert_source", "inert_anchor"):
         c.array(name, (rows, nodes, 10), dtype=np.float64)
     c.array("inert_joints", (rows, nodes), dtype=np.int64)
+    width = 9 * c.sizes["N"] if state.ndim == 2 else None  # channel-major rows of every node
     for name in ("inert_x", "inert_v"):
-        c.array(name, (rows, 9, nodes), dtype=np.float64)
-    c.array("inert_scratch", ("T" if state.ndim == 2 else None, 2, nodes, 9), dtype=np.float64)
+        c.array(name, (rows, width), dtype=np.float64)
+    c.array("inert_scratch", ("T" if state.ndim == 2 else None, 2, width), dtype=np.float64)
     if state.ndim == 2:
         c.indices("inert_state", 0, 4, state[:, :2])
         c.indices("inert_joints", 0, c.sizes["N"])
