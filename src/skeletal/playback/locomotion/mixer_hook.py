@@ -5,8 +5,8 @@ How it plugs into the frame (the only change to the mixer is two lines at the to
 ``Mixer.crossfade``, which hand ``blend != "linear"`` to :func:`inertialized_crossfade`):
 
 1. the switch (:func:`inertialized_switch`): the pose shown now and its velocity (the shown motion
-   one 60 Hz step ahead, transitions still running included, everything put back after) become the
-   source; the change is made at once (``crossfade(clip, 0)``: one clip sampled from now on; a
+   one 60 Hz step ahead, transitions still running included, the switched instances alone:
+   :func:`_shown_ahead`) become the source; the change is made at once (``crossfade(clip, 0)``: one clip sampled from now on; a
    blend space's weights jumped); the instances' rows of the mixer's
    :class:`~skeletal.playback.inertia_kernels.InertiaArrays` are set (mode, PENDING, source, its
    velocity, blend time) and the mixer is evaluated: the update kernel samples the target, keeps it
@@ -26,9 +26,11 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import numpy as np
+from numba import njit
 
 from ...errors import SkeletalError
 from .. import kernels as K
+from ..jobs import field
 from ..inertia_kernels import (BLEND_CODES, K_DURATION, K_ELAPSED, K_HALFLIFE, PENDING, SPRING, ST_MODE, ST_PHASE,
                                ST_REPOSED, InertiaArrays)
 from .inertialize import BLENDS, pose_velocity
@@ -170,27 +172,61 @@ def inertialized_crossfade(mixer: Any, clip: Any, duration: float, blend: str, *
 
 def _velocity_ahead(mixer: Any, rows: np.ndarray, step: float = 1.0 / 60.0) -> tuple[np.ndarray, np.ndarray | None]:
     """The velocity (n, J, 9) of the motion the mixer shows for instances ``rows``: its pose ``step``
-    seconds ahead (the update kernel's ADVANCE and BLEND stages, running transitions' offsets
-    included) minus its pose now, the clocks, fades, event fields and transitions put back after;
-    and the root-motion velocity (n, 3) of a RootMotion on the mixer over the same step (None without
-    one). A step of one 60 Hz frame: the first frame after the switch then moves as the old motion
-    would have (a clip keyed at 30 Hz changes velocity at its keys; an instantaneous velocity would
-    carry the key's step on)."""
+    seconds ahead (the update kernel's clock, blend and inertialization stages) minus its pose now, and
+    the root-motion velocity (n, 3) of a RootMotion on the mixer over the same step (None without
+    one). Without root motion, :func:`_shown_ahead` poses only those instances ahead and puts their
+    state back (the other instances and every output untouched; a crowd's per-instance kernel is not
+    needed); with it, the update kernel's ADVANCE and BLEND stages run on the whole mixer, the root
+    motion reads the step, and everything is put back. A step of one 60 Hz frame: the first frame
+    after the switch then moves as the old motion would have (a clip keyed at 30 Hz changes velocity
+    at its keys; an instantaneous velocity would carry the key's step on)."""
+    now = np.asarray(mixer.local_pose[rows], np.float64)
+    root = _root_motion_of(mixer)
+    if root is None:
+        ahead = np.empty_like(now)
+        _shown_ahead(mixer.current_frame().job, rows, float(step), ahead)
+        return pose_velocity(now, ahead, step), None
     arrays = mixer._inertia
     kept = (mixer.fs.copy(), mixer.ist.copy(), mixer.cursors.copy(), arrays.state.copy(), arrays.clock.copy(),
             arrays.offset.copy(), arrays.velocity.copy(), arrays.anchor.copy(), arrays.joints.copy(), arrays.x.copy(),
             arrays.v.copy())
-    now = np.asarray(mixer.local_pose[rows], np.float64)
     mixer._run(step, K.ADVANCE | K.BLEND)
     ahead = np.asarray(mixer.local_pose[rows], np.float64)
-    root = _root_motion_of(mixer)
-    root_velocity = None
-    if root is not None:
-        delta = root.delta.copy()
-        root.after_update(step)
-        root_velocity = root.delta[rows] / step
-        root.delta = delta
+    delta = root.delta.copy()
+    root.after_update(step)
+    root_velocity = root.delta[rows] / step
+    root.delta = delta
     (mixer.fs[...], mixer.ist[...], mixer.cursors[...], arrays.state[...], arrays.clock[...], arrays.offset[...],
      arrays.velocity[...], arrays.anchor[...], arrays.joints[...], arrays.x[...], arrays.v[...]) = kept
     mixer._run(0.0, K.BLEND | K.WORLD)
     return pose_velocity(now, ahead, step), root_velocity
+
+
+@njit(cache=True)
+def _shown_ahead(job, rows, step, ahead):
+    """The pose (n, N, 10) of instances ``rows`` (n,) ``step`` seconds ahead, into ``ahead``: each one's
+    clocks advanced, its actions blended and its running transition's offsets added, as the update
+    kernel would (:func:`skeletal.playback.kernels._evaluate_instance`,
+    :func:`~skeletal.playback.kernels.inertia_stage`), then its clocks, pose, morph weights and
+    transition put back as they were. Serial, on the job's scratch row 0; needs the job's
+    inertialization rows (the mixer's ``InertiaArrays`` made)."""
+    fs, ist, cursors = field(job, "fs"), field(job, "ist"), field(job, "cursors")
+    pose, morph, layer_weight = field(job, "pose"), field(job, "morph"), field(job, "layer_weight")
+    slot_clip, clip_table = field(job, "slot_clip"), field(job, "clip_table")
+    clip_duration, marker_time = field(job, "clip_duration"), field(job, "marker_time")
+    state, clock, offset = field(job, "inert_state"), field(job, "inert_clock"), field(job, "inert_offset")
+    x, v, joints, anchor = field(job, "inert_x"), field(job, "inert_v"), field(job, "inert_joints"), field(job, "inert_anchor")
+    for i in range(rows.shape[0]):
+        b = rows[i]
+        kept_fs, kept_ist, kept_cursors, kept_pose, kept_morph = fs[b].copy(), ist[b].copy(), cursors[b].copy(), pose[b].copy(), morph[b].copy()
+        kept_state, kept_clock, kept_offset = state[b].copy(), clock[b].copy(), offset[b].copy()
+        kept_x, kept_v, kept_joints, kept_anchor = x[b].copy(), v[b].copy(), joints[b].copy(), anchor[b].copy()
+        K._advance_instance(b, step, fs, ist, slot_clip, clip_table, clip_duration, marker_time)
+        K._evaluate_instance(b, 0, job, layer_weight, pose, morph)
+        K.inertia_stage(b, 0, job, step, pose)
+        for n in range(pose.shape[1]):
+            for c in range(10):
+                ahead[i, n, c] = pose[b, n, c]
+        fs[b], ist[b], cursors[b], pose[b], morph[b] = kept_fs, kept_ist, kept_cursors, kept_pose, kept_morph
+        state[b], clock[b], offset[b] = kept_state, kept_clock, kept_offset
+        x[b], v[b], joints[b], anchor[b] = kept_x, kept_v, kept_joints, kept_anchor
