@@ -157,7 +157,7 @@ def test_box_search_with_hints_and_three_levels_equals_brute_force():
     rows, real = synthetic_rows(20_000, seed=3)
     rows = np.ascontiguousarray(np.concatenate([rows, rows[:4000]]))  # exact duplicates: ties
     boxes = build_boxes(rows)
-    assert len(boxes.top_min) > 5
+    assert (boxes.left >= 0).sum() > 1000  # a deep tree
     rng = np.random.default_rng(11)
     picks = np.concatenate([real[rng.integers(0, len(real), 600)], rows[rng.integers(0, 4000, 400)]])
     queries = (picks + rng.normal(scale=0.2, size=picks.shape) * (np.arange(1000) < 600)[:, None]).astype(np.float32)
@@ -171,6 +171,54 @@ def test_box_search_with_hints_and_three_levels_equals_brute_force():
         box_search(rows, boxes, queries[:2], np.array([0, len(rows)]))
     with pytest.raises(SkeletalError, match="hints"):
         box_search(rows, boxes, queries[:2], np.array([0.5, 1.0]))
+
+
+def test_box_search_on_controller_queries_with_the_frame_playing_as_hint(asset, db):
+    """Realistic queries: what the motion-matching controller asks on a figure eight (walking and
+    running), with the frame it plays as the hint, on the real set and on a 20,000-row set where the
+    character moves through one of its copies: the same rows as brute force."""
+    from skeletal.bench.matching import record_queries, replay_queries, synthetic_rows
+
+    queries, playing, who = record_queries(asset, db, seconds=3.0, characters=2)
+    assert len(queries) >= 50 and (playing >= 0).mean() > 0.9 and set(who) == {0, 1}
+    slow, slow_cost = brute_force(db.features, queries)
+    for hints in (None, playing):
+        fast, cost = db.search(queries, hints=hints)
+        np.testing.assert_array_equal(fast, slow)
+        np.testing.assert_array_equal(cost, slow_cost)
+    rows, real = synthetic_rows(20_000, seed=4)
+    big_queries, big_playing = replay_queries(rows, real, queries, playing, np.random.default_rng(2))
+    slow, slow_cost = brute_force(rows, big_queries)
+    boxes = build_boxes(rows)
+    for hints in (None, big_playing):
+        fast, cost = box_search(rows, boxes, big_queries, hints)
+        np.testing.assert_array_equal(fast, slow)
+        np.testing.assert_array_equal(cost, slow_cost)
+
+
+def test_box_search_exact_ties_small_and_large_scales():
+    """Queries on a row that appears twice (distance 0 to both: the lower index, whatever the hint),
+    databases smaller than a leaf, empty, and of large or tiny magnitudes (the bound's slack scales)."""
+    rng = np.random.default_rng(5)
+    base = rng.normal(size=(3000, 9)).astype(np.float32)
+    for scale in (1.0, 1e4, 1e-4):
+        rows = np.ascontiguousarray(np.concatenate([base, base[:500]]) * np.float32(scale))
+        boxes = build_boxes(rows)
+        queries = np.concatenate([rows[:300], rows[3000:3300], rows[:300] + np.float32(1e-3 * scale)])
+        slow, slow_cost = brute_force(rows, queries)
+        assert (slow[:600] == np.tile(np.arange(300), 2)).all() and (slow_cost[:600] == 0).all()
+        for hints in (None, np.tile(np.arange(3000, 3300), 3)):
+            fast, cost = box_search(rows, boxes, queries, hints)
+            np.testing.assert_array_equal(fast, slow)
+            np.testing.assert_array_equal(cost, slow_cost)
+    tiny = np.ascontiguousarray(base[:5])
+    assert box_search(tiny, build_boxes(tiny), base[3:4])[0][0] == 3
+    empty = np.zeros((0, 9), np.float32)
+    assert box_search(empty, build_boxes(empty), base[:2])[0].tolist() == [-1, -1]
+    with pytest.raises(SkeletalError, match="finite"):
+        build_boxes(np.full((4, 9), np.inf, np.float32))
+    with pytest.raises(SkeletalError, match="not built from these rows"):
+        box_search(base[:100].copy(), build_boxes(tiny), base[:2])
 
 
 def test_search_refuses_bad_queries(db):
@@ -187,5 +235,10 @@ def test_benchmark_modules_run_small():
 
     rows = matching.bench_size(3000, batches=(1, 20), repeats=1)
     assert [r["same_frames"] for r in rows] == [True, True] and rows[0]["frames"] == 3000
+    asset = locomotion_asset()
+    db = MatchingDatabase.build(asset, exclude=IN_PLACE, mirror=True)
+    recorded = matching.record_queries(asset, db, seconds=1.0, characters=2)
+    row = matching.crowd_budget(6000, recorded, characters=60, frames=6, repeats=1)
+    assert row["same_frames"] and row["queries_per_frame"] == 10 and row["crowd_update_ms"] > 0
     row = transitions.run_sequence(demo_asset(), ("idle", "walk", "run"), "inertialize", (0.5, 1.0))
     assert row["clips_sampled"] == 1 and row["switch_jump"] < 30.0

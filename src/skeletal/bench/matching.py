@@ -5,9 +5,10 @@
 queries in one call, for :func:`~skeletal.playback.locomotion.search.box_search` and
 :func:`~skeletal.playback.locomotion.search.brute_force` (samples interleaved, so a busy machine
 slows both alike), the speed-up, and whether both returned the same frames; then the crowd budget
-(:func:`crowd_budget`): 1,000 characters searching every 6th frame (167 queries a frame) against one
-update of a 1,000-character crowd, and the same for characters playing on through the database
-("moving": queries of rows 6 frames on from the last), without and with the last answer as a hint.
+(:func:`crowd_budget`): 1,000 motion-matching characters searching every 6th frame (167 queries a
+frame), their queries those the controller makes on figure eights (:func:`record_queries`, replayed
+in the large databases by :func:`crowd_frames`) with the frame playing as the hint, against one
+update of a 1,000-character crowd, on one thread (the thread's CPU time).
 
 The databases: the built-in character's locomotion set (:func:`skeletal.demo.locomotion_asset`,
 mirrored: about 2,000 frames with Holden's 27 default features) repeated to the size, each copy of a
@@ -86,50 +87,145 @@ def bench_size(size: int, batches=BATCHES, repeats: int = 5, seed: int = 0) -> l
     return out
 
 
-def crowd_budget(size: int, characters: int = 1000, every: int = 6, repeats: int = 5, seed: int = 0) -> dict:
-    """The issue's budget: ``characters`` characters each searching every ``every``-th frame (so
-    ``characters / every`` queries per frame, one call) against one update of a crowd of
-    ``characters`` built-in characters playing walk (milliseconds, medians of interleaved samples)."""
+class _Recording:
+    """A matching database that notes each search's query and hint (the frame the controller plays),
+    then searches."""
+
+    def __init__(self, db, log: list):
+        self._db, self._log = db, log
+
+    def __getattr__(self, name):
+        return getattr(self._db, name)
+
+    def search(self, queries, *, brute_force: bool = False, hints=None):
+        hint = -1 if hints is None else int(np.asarray(hints).reshape(-1)[0])
+        self._log.append((np.asarray(queries, np.float32).reshape(-1), hint))
+        return self._db.search(queries, brute_force=brute_force, hints=hints)
+
+
+#: (speed m/s, figure-eight radius m) of the recorded characters, in turn: walk, brisk walk, run.
+STREAM_PATHS = ((1.0, 4.0), (1.6, 6.0), (3.5, 10.5))
+
+
+def record_queries(asset, db, seconds: float = 10.0, characters: int = 6,
+                   fps: float = 60.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The searches of ``characters`` :class:`~skeletal.playback.locomotion.MotionMatching` controllers
+    (default settings: a search every 6th frame) on ``db`` following figure eights
+    (:data:`STREAM_PATHS` in turn, each character starting 1.7 s further along its path) for
+    ``seconds``: every search's query (S, D) float32, the row it passed as the hint (the frame
+    playing; -1 before the first clip) (S,), and which character searched (S,)."""
+    from ..playback import Player
+    from ..playback.locomotion import MotionMatching
+    from ..playback.locomotion.paths import figure_eight_path
+
+    queries, playing, who = [], [], []
+    for k in range(characters):
+        log: list = []
+        mm = MotionMatching(Player(asset), db)
+        mm.db = _Recording(db, log)  # type: ignore[assignment]
+        path = figure_eight_path(*STREAM_PATHS[k % len(STREAM_PATHS)])
+        start = 1.7 * k
+        origin = path(start)[0]
+        for f in range(int(seconds * fps)):
+            p, v = path(start + f / fps)
+            mm.set_goal(v + (p - origin - mm.position[[0, 2]]))
+            mm.update(1.0 / fps)
+        queries += [q for q, _ in log]
+        playing += [h for _, h in log]
+        who += [k] * len(log)
+    return np.array(queries, np.float32), np.array(playing, np.int64), np.array(who, np.int64)
+
+
+def replay_queries(rows: np.ndarray, real: np.ndarray, queries: np.ndarray, playing: np.ndarray,
+                   rng: np.random.Generator, copies: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Recorded queries on the real set moved into :func:`synthetic_rows`' copies of it, as if each
+    character moved through its copy as it moved through the real set: query + (the copy's row - the
+    real row) of the frame playing (its nearest real row before a clip plays), and that copy's row as
+    the hint (-1 stays -1). ``copies`` (S,): the copy of each query (default: random whole copies)."""
+    R = len(real)
+    if copies is None:
+        copies = rng.integers(0, len(rows) // R, len(queries))
+    anchor = np.where(playing >= 0, playing, brute_force_rows(real, queries))
+    moved = queries + (rows[copies * R + anchor] - real[anchor])
+    return np.ascontiguousarray(moved, np.float32), np.where(playing >= 0, copies * R + playing, -1)
+
+
+def brute_force_rows(rows: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """The nearest row of each query (brute force)."""
+    return S.brute_force(np.ascontiguousarray(rows, np.float32), queries)[0]
+
+
+def crowd_frames(rows: np.ndarray, real: np.ndarray, recorded: tuple[np.ndarray, np.ndarray, np.ndarray],
+                 characters: int = 1000, every: int = 6, frames: int = 12,
+                 seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per frame (``frames`` of them), the queries and hints of a crowd of ``characters`` controllers
+    that each search every ``every``-th frame (character j on the frames where (frame + j) % every is
+    0: ``characters / every`` queries a frame), replaying the recorded searches: character j plays the
+    stream of recorded character j % K from a random search on, in a random copy of the real set
+    (:func:`replay_queries`)."""
+    queries, playing, who = recorded
+    rng = np.random.default_rng(seed)
+    streams = [np.flatnonzero(who == k) for k in np.unique(who)]
+    stream = np.arange(characters) % len(streams)
+    phase = rng.integers(0, 1 << 30, characters)
+    copy = rng.integers(0, len(rows) // len(real), characters)
+    out = []
+    for f in range(frames):
+        due = np.flatnonzero((f + np.arange(characters)) % every == 0)
+        picks = np.array([streams[stream[j]][(f // every + phase[j]) % len(streams[stream[j]])] for j in due])
+        out.append(replay_queries(rows, real, queries[picks], playing[picks], rng, copy[due]))
+    return out
+
+
+def crowd_budget(size: int, recorded: tuple[np.ndarray, np.ndarray, np.ndarray], characters: int = 1000,
+                 every: int = 6, frames: int = 12, repeats: int = 3, seed: int = 0) -> dict:
+    """The issue's budget: a crowd of ``characters`` motion-matching characters, each searching every
+    ``every``-th frame (:func:`crowd_frames`: recorded controller queries, the frame playing as the
+    hint), against one update of a crowd of ``characters`` built-in characters playing walk. On one
+    thread, the thread's CPU time (milliseconds per frame, the median of ``repeats`` interleaved
+    samples, each over ``frames`` frames): the box search with hints, without, brute force (one
+    sample), the crowd update; and whether all three found the same frames."""
+    import numba
+
     import skeletal
 
     from ..demo import demo_asset
 
     rows, real = synthetic_rows(size, seed)
     boxes = S.build_boxes(rows)
-    rng = np.random.default_rng(seed + 2)
-    per_frame = -(-characters // every)
-    picks = real[rng.integers(0, len(real), per_frame)]
-    queries = (picks + rng.normal(scale=0.3, size=picks.shape)).astype(np.float32)
-    # the hinted case: each character plays on through the database; its query now is its row plus
-    # noise, its hint the answer it got ``every`` frames ago (for the row then, plus noise) moved on
-    at = rng.integers(every, len(rows), per_frame)
-    before = (rows[at - every] + rng.normal(scale=0.3, size=(per_frame, rows.shape[1]))).astype(np.float32)
-    moving = (rows[at] + rng.normal(scale=0.3, size=(per_frame, rows.shape[1]))).astype(np.float32)
-    hints = np.minimum(S.box_search(rows, boxes, before)[0] + every, len(rows) - 1)
-    same = bool(np.array_equal(S.box_search(rows, boxes, moving, hints)[0], S.box_search(rows, boxes, moving)[0]))
+    per_frame = crowd_frames(rows, real, recorded, characters, every, frames, seed)
     crowd = skeletal.Crowd(demo_asset(), characters)
-    crowd.play("walk", offsets=rng.uniform(0.0, 1.0, characters))
-    crowd.update(1 / 60)
-    S.box_search(rows, boxes, queries)
-    search_ms, crowd_ms, plain_ms, hinted_ms = [], [], [], []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        S.box_search(rows, boxes, queries)
-        search_ms.append((time.perf_counter() - start) * 1e3)
-        start = time.perf_counter()
+    crowd.play("walk", offsets=np.random.default_rng(seed).uniform(0.0, 1.0, characters))
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
         crowd.update(1 / 60)
-        crowd_ms.append((time.perf_counter() - start) * 1e3)
-        start = time.perf_counter()
-        S.box_search(rows, boxes, moving)
-        plain_ms.append((time.perf_counter() - start) * 1e3)
-        start = time.perf_counter()
-        S.box_search(rows, boxes, moving, hints)
-        hinted_ms.append((time.perf_counter() - start) * 1e3)
-    search, update = statistics.median(search_ms), statistics.median(crowd_ms)
-    plain, hinted = statistics.median(plain_ms), statistics.median(hinted_ms)
-    return dict(frames=size, characters=characters, queries_per_frame=per_frame, search_ms=search,
-                crowd_update_ms=update, ratio=search / update, moving_ms=plain, hinted_ms=hinted,
-                hinted_ratio=hinted / update, hinted_same=same)
+        answers = [S.box_search(rows, boxes, q, h) for q, h in per_frame]
+        same = all(np.array_equal(a[0], S.box_search(rows, boxes, q)[0]) for a, (q, _) in zip(answers, per_frame))
+        start = time.thread_time()
+        brute = [S.brute_force(rows, q) for q, _ in per_frame]
+        brute_ms = (time.thread_time() - start) * 1e3 / frames
+        same = same and all(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) for a, b in zip(answers, brute))
+        hinted, plain, update = [], [], []
+        for _ in range(repeats):
+            start = time.thread_time()
+            for q, h in per_frame:
+                S.box_search(rows, boxes, q, h)
+            hinted.append((time.thread_time() - start) * 1e3 / frames)
+            start = time.thread_time()
+            for _ in range(frames):
+                crowd.update(1 / 60)
+            update.append((time.thread_time() - start) * 1e3 / frames)
+            start = time.thread_time()
+            for q, _ in per_frame:
+                S.box_search(rows, boxes, q)
+            plain.append((time.thread_time() - start) * 1e3 / frames)
+    finally:
+        numba.set_num_threads(threads)
+    h, p, u = statistics.median(hinted), statistics.median(plain), statistics.median(update)
+    return dict(frames=size, characters=characters, queries_per_frame=len(per_frame[0][0]), hinted_ms=h,
+                unhinted_ms=p, brute_ms=brute_ms, crowd_update_ms=u, ratio=h / u, speedup=brute_ms / h,
+                same_frames=same)
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
@@ -149,14 +245,22 @@ def main(argv: list[str] | None = None) -> list[dict]:
             table.append(row)
             print(f"{row['frames']:>8} {row['queries_per_call']:>12} {row['box_us_per_query']:>13.1f} "
                   f"{row['brute_us_per_query']:>15.1f} {row['speedup']:>8.1f}x {row['same_frames']}")
-    print(f"{'frames':>8} {'queries/frame':>13} {'search ms':>9} {'crowd update ms':>15} {'ratio':>6} "
-          f"{'moving ms':>9} {'hinted ms':>9} {'ratio':>6} same")
+    from ..demo import locomotion_asset
+    from ..playback.locomotion.database import MatchingDatabase
+
+    asset = locomotion_asset()
+    real_db = MatchingDatabase.build(asset, exclude=("idle", "wave", "walk", "run"), mirror=True)
+    recorded = record_queries(asset, real_db, seconds=4.0 if args.quick else 10.0)
+    print(f"crowd budget: 1,000 controllers on figure eights, a search every 6th frame; 1 thread, thread CPU ms "
+          f"per frame, load average {os.getloadavg()[0]:.1f}")
+    print(f"{'frames':>8} {'queries/frame':>13} {'hinted':>7} {'no hint':>7} {'brute':>8} {'crowd update':>12} "
+          f"{'ratio':>6} {'speed-up':>8} same")
     for size in sizes:
-        row = crowd_budget(size, repeats=repeats)
+        row = crowd_budget(size, recorded, repeats=repeats)
         table.append(row)
-        print(f"{row['frames']:>8} {row['queries_per_frame']:>13} {row['search_ms']:>9.2f} "
-              f"{row['crowd_update_ms']:>15.2f} {row['ratio']:>6.2f} {row['moving_ms']:>9.2f} "
-              f"{row['hinted_ms']:>9.2f} {row['hinted_ratio']:>6.2f} {row['hinted_same']}")
+        print(f"{row['frames']:>8} {row['queries_per_frame']:>13} {row['hinted_ms']:>7.2f} {row['unhinted_ms']:>7.2f} "
+              f"{row['brute_ms']:>8.1f} {row['crowd_update_ms']:>12.2f} {row['ratio']:>6.2f} "
+              f"{row['speedup']:>7.0f}x {row['same_frames']}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(table, f, indent=1)
