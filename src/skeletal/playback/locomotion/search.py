@@ -48,43 +48,40 @@ from numba import njit, prange
 from ..._threads import capped_threads
 from ...errors import SkeletalError
 
-LEAF = 16  # most rows in a leaf of the tree
-BLOCK = 16  # rows whose distances are summed side by side (:func:`_block_distances` is written for 16)
+WIDTH = 16  # rows per block and children per node (one AVX-512 register of float32)
 #: A node is skipped when its bound exceeds ``best * RELATIVE_SLACK + ABSOLUTE_SLACK * M**2`` (M: the
-#: largest magnitude of a rotated coordinate of the rows or the query). The float32 distance of a row
-#: is within ~30 float32 roundings (2e-6) of the exact one, and the float64 rotation's error is
-#: ~D**2 float64 roundings of M per coordinate; the slacks are far above both, and cost no pruning
-#: worth measuring.
+#: largest magnitude of a rotated coordinate of the rows or the query). Bounds are float32 sums over
+#: the query's rotated coordinates rounded to float32 (each gap off by at most ~3 float32 roundings of
+#: M) and a row's float32 distance is within ~30 float32 roundings (2e-6) of the exact one; the slacks
+#: cover both with a wide margin and cost no pruning worth measuring.
 RELATIVE_SLACK = 1.0005
-ABSOLUTE_SLACK = 1e-12
-_STACK = 128  # depth-first stack per query: two entries per level (a median tree of 2**60 rows fits)
+ABSOLUTE_SLACK = 1e-7
+_STACK = 512  # depth-first stack per query: at most 16 entries per level
 
 
 class Boxes(NamedTuple):
     """The search structure of some rows (see the module docstring). ``order`` (F,) the rows' indices
-    in tree order; the leaves' rows in blocks of :data:`BLOCK` (L blocks, in tree order): ``blocks``
-    (L, D, BLOCK) float32 the rows, column by column (padded with zeros), ``block_rows`` (L, BLOCK)
-    their indices (-1: padding) and ``block_size`` (L,) how many; ``leaf`` (M, 2) the first and end
-    block of each leaf node (0, 0 for an inner node);
-    ``center`` (D,) and ``basis`` (D, D) float64 the principal frame (``basis @ (row - center)``: a
-    row's rotated coordinates); per node (M nodes, the root first, parents before children):
-    ``lo``/``hi`` (M, D) float32 its box in rotated coordinates, ``first``/``end`` (M,) its rows in
-    tree order, ``left``/``right`` (M,) its children (-1 for a leaf); ``magnitude`` (1,) the largest
-    rotated coordinate of a row."""
+    in tree order; the rows in blocks of :data:`WIDTH` consecutive rows of that order (L blocks):
+    ``blocks`` (L, D, WIDTH) float32 column by column (padded with zeros), ``block_rows`` (L, WIDTH)
+    their indices (-1: padding), ``block_size`` (L,) how many; ``center`` (D,) and ``basis`` (D, D)
+    float64 the principal frame (``basis @ (row - center)``: a row's rotated coordinates); the nodes,
+    level by level from the blocks' parents (level 1) up to the root, each with up to WIDTH
+    children (node n of level k: nodes WIDTH n .. WIDTH n + WIDTH - 1 of level k - 1, blocks for
+    k = 1): ``lo``/``hi`` (G, D, WIDTH) float32 the children's boxes in rotated coordinates (rounded
+    outward), ``level_first`` (K + 1,) where each level's nodes start in them (level k at
+    ``level_first[k - 1]``; the last entry: G), ``level_count`` (K + 1,) how many blocks (entry 0) and
+    nodes (entry k) each level has; ``magnitude`` (1,) the largest rotated coordinate of a row."""
 
     order: np.ndarray
     blocks: np.ndarray
     block_rows: np.ndarray
     block_size: np.ndarray
-    leaf: np.ndarray
     center: np.ndarray
     basis: np.ndarray
     lo: np.ndarray
     hi: np.ndarray
-    first: np.ndarray
-    end: np.ndarray
-    left: np.ndarray
-    right: np.ndarray
+    level_first: np.ndarray
+    level_count: np.ndarray
     magnitude: np.ndarray
 
 
@@ -101,91 +98,85 @@ def principal_frame(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return center, np.ascontiguousarray(vectors[:, ::-1].T)
 
 
-def _split_tree(rotated: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The median tree of ``rotated`` (F, D) rows: their order (F,) and the nodes (M, 4) (first, end,
-    left, right) in that order, parents before children."""
+def tree_order(rotated: np.ndarray) -> np.ndarray:
+    """A permutation (F,) of the rows ``rotated`` (F, D) that makes every aligned run of
+    ``WIDTH * 2**k`` rows a subtree of a k-d tree: a run of n rows is split along the axis the rows
+    vary most along, the lowest ``u`` rows first, where ``u`` is the largest ``WIDTH * 2**k`` below n
+    (the median when n is twice such a unit), down to runs of WIDTH."""
     F = len(rotated)
     order = np.arange(F)
-    nodes = [[0, F, -1, -1]]
-    stack = [0]
+    stack = [(0, F)]
     while stack:
-        k = stack.pop()
-        a, b = nodes[k][0], nodes[k][1]
-        if b - a <= LEAF:
+        a, b = stack.pop()
+        n = b - a
+        if n <= WIDTH:
             continue
+        unit = WIDTH
+        while 2 * unit < n:
+            unit *= 2
         idx = order[a:b]
         sub = rotated[idx]
         axis = int(np.argmax(sub.var(axis=0)))
-        half = (b - a) // 2
-        if half > BLOCK:  # whole blocks on the left: leaves of full blocks (but the last)
-            half = -(-half // BLOCK) * BLOCK
-        order[a:b] = idx[np.argpartition(sub[:, axis], half - 1)]
-        nodes[k][2], nodes[k][3] = len(nodes), len(nodes) + 1
-        nodes.append([a, a + half, -1, -1])
-        nodes.append([a + half, b, -1, -1])
-        stack += [nodes[k][2], nodes[k][3]]
-    return order, np.array(nodes, np.int64).reshape(-1, 4)
+        order[a:b] = idx[np.argpartition(sub[:, axis], unit - 1)]
+        stack += [(a, a + unit), (a + unit, b)]
+    return order
 
 
-@njit(cache=True)
-def _node_bounds(rotated, first, end, left, right, lo, hi):
-    """Each node's per-column minimum and maximum of its rows (float64, ``rotated`` in tree order),
-    children before parents."""
-    for k in range(first.shape[0] - 1, -1, -1):
-        if left[k] < 0:
-            for c in range(rotated.shape[1]):
-                lo[k, c] = rotated[first[k], c]
-                hi[k, c] = rotated[first[k], c]
-            for i in range(first[k] + 1, end[k]):
-                for c in range(rotated.shape[1]):
-                    lo[k, c] = min(lo[k, c], rotated[i, c])
-                    hi[k, c] = max(hi[k, c], rotated[i, c])
-        else:
-            for c in range(rotated.shape[1]):
-                lo[k, c] = min(lo[left[k], c], lo[right[k], c])
-                hi[k, c] = max(hi[left[k], c], hi[right[k], c])
+def _runs(values: np.ndarray, reduce) -> np.ndarray:
+    """``reduce`` (np.minimum or np.maximum) over runs of WIDTH rows of ``values`` (n, D) (the last
+    run may be shorter)."""
+    count = -(-len(values) // WIDTH)
+    padded = np.concatenate([values, np.repeat(values[-1:], count * WIDTH - len(values), axis=0)])
+    return reduce.reduce(padded.reshape(count, WIDTH, values.shape[1]), axis=1)
+
+
+def _children(boxes: np.ndarray) -> np.ndarray:
+    """Boxes (n, D) as the children of their parents, WIDTH each: (ceil(n / WIDTH), D, WIDTH), the
+    missing ones +inf."""
+    count = -(-len(boxes) // WIDTH)
+    out = np.full((count * WIDTH, boxes.shape[1]), np.inf, np.float32)
+    out[: len(boxes)] = boxes
+    return np.ascontiguousarray(out.reshape(count, WIDTH, boxes.shape[1]).transpose(0, 2, 1))
 
 
 def build_boxes(rows: np.ndarray) -> Boxes:
-    """The search structure of ``rows`` (F, D) float32 (finite): the principal frame, the median tree
-    in it and its nodes' boxes."""
+    """The search structure of ``rows`` (F, D) float32 (finite): the principal frame, the tree order
+    in it, the blocks and the nodes' boxes."""
     rows = _rows(rows)
     if not np.isfinite(rows).all():
         raise SkeletalError("database rows must be finite numbers")
     F, D = rows.shape
     center, basis = principal_frame(rows)
     rotated = (rows.astype(np.float64) - center) @ basis.T
-    order, nodes = _split_tree(rotated)
-    rotated = np.ascontiguousarray(rotated[order])
-    first, end, left, right = (np.ascontiguousarray(nodes[:, j]) for j in range(4))
-    lo64 = np.empty((len(nodes), D))
-    hi64 = np.empty((len(nodes), D))
-    if F:
-        _node_bounds(rotated, first, end, left, right, lo64, hi64)
-    else:
-        lo64[:], hi64[:] = np.inf, -np.inf
-    # float32 boxes that still hold every row: rounded outward
-    lo = lo64.astype(np.float32)
-    lo = np.where(lo > lo64, np.nextafter(lo, np.float32(-np.inf)), lo)
-    hi = hi64.astype(np.float32)
-    hi = np.where(hi < hi64, np.nextafter(hi, np.float32(np.inf)), hi)
+    order = tree_order(rotated)
+    rotated = rotated[order]
+    count = -(-F // WIDTH)
+    block_size = np.minimum(F - WIDTH * np.arange(count), WIDTH).astype(np.int64)
+    padded = np.zeros((count * WIDTH, D), np.float32)
+    padded[:F] = rows[order]
+    blocks = np.ascontiguousarray(padded.reshape(count, WIDTH, D).transpose(0, 2, 1))
+    block_rows = np.full(count * WIDTH, -1, np.int64)
+    block_rows[:F] = order
+    block_rows = block_rows.reshape(count, WIDTH)
+    # the boxes (float64) of the blocks, then of runs of WIDTH of them, ... up to one; kept as float32
+    # rounded outward
+    lo_levels, hi_levels, counts = [], [], [count]
+    lo = _runs(rotated, np.minimum) if F else np.zeros((0, D))
+    hi = _runs(rotated, np.maximum) if F else np.zeros((0, D))
+    while True:
+        low, high = lo.astype(np.float32), hi.astype(np.float32)
+        low = np.where(low > lo, np.nextafter(low, np.float32(-np.inf)), low)
+        high = np.where(high < hi, np.nextafter(high, np.float32(np.inf)), high)
+        lo_levels.append(_children(low))
+        hi_levels.append(_children(high))
+        counts.append(len(lo_levels[-1]))
+        if counts[-1] <= 1:
+            break
+        lo, hi = _runs(lo, np.minimum), _runs(hi, np.maximum)
+    first = np.concatenate([[0], np.cumsum([len(x) for x in lo_levels])]).astype(np.int64)
     magnitude = np.array([np.abs(rotated).max() if rotated.size else 0.0])
-    leaves = np.flatnonzero(left < 0)
-    count = -(-(end[leaves] - first[leaves]) // BLOCK)  # blocks per leaf
-    leaf = np.zeros((len(nodes), 2), np.int64)
-    leaf[leaves, 1] = np.cumsum(count)
-    leaf[leaves, 0] = leaf[leaves, 1] - count
-    start = np.repeat(first[leaves], count) + BLOCK * (np.arange(count.sum()) - np.repeat(leaf[leaves, 0], count))
-    block_size = np.minimum(np.repeat(end[leaves], count) - start, BLOCK).astype(np.int64)
-    blocks = np.zeros((len(start), D, BLOCK), np.float32)
-    block_rows = np.full((len(start), BLOCK), -1, np.int64)
-    for j in range(BLOCK):  # the j-th row of every block that has one
-        has = block_size > j
-        at = order[start[has] + j]
-        blocks[has, :, j] = rows[at]
-        block_rows[has, j] = at
-    return Boxes(order.astype(np.int64), blocks, block_rows, block_size, leaf, center, basis,
-                 np.ascontiguousarray(lo), np.ascontiguousarray(hi), first, end, left, right, magnitude)
+    return Boxes(order.astype(np.int64), blocks, block_rows, block_size, center, basis,
+                 np.concatenate(lo_levels), np.concatenate(hi_levels), first, np.array(counts, np.int64), magnitude)
 
 
 def _rows(a: np.ndarray) -> np.ndarray:
@@ -216,18 +207,6 @@ def _distance(rows, i, query, best):
     return d
 
 
-@njit(cache=True, fastmath={"reassoc", "contract", "nsz"})
-def _node_bound(lo, hi, k, rotated):
-    """Squared distance (float64) of the rotated query to node k's box, without branches (the sum may
-    be reassociated: its rounding is within the slack)."""
-    d = 0.0
-    for c in range(lo.shape[1]):
-        q = rotated[c]
-        e = max(max(np.float64(lo[k, c]) - q, q - np.float64(hi[k, c])), 0.0)
-        d += e * e
-    return d
-
-
 @njit(cache=True, inline="always")
 def _brute_one(rows, query):
     best = np.float32(np.inf)
@@ -240,48 +219,56 @@ def _brute_one(rows, query):
 
 
 @njit(cache=True, inline="always")
-def _block_distances(blocks, b, query):
-    """The squared distances of block b's :data:`BLOCK` rows (padding included) to the query, summed column
-    by column in 16 separate float32 accumulators (so that the compiler keeps them in registers and
-    runs them side by side): for each row the same additions, in the same order, as :func:`_distance`."""
-    d0 = d1 = d2 = d3 = d4 = d5 = d6 = d7 = np.float32(0.0)
-    d8 = d9 = d10 = d11 = d12 = d13 = d14 = d15 = np.float32(0.0)
+def _block_distances(blocks, b, query, out):
+    """The squared distances of block b's rows (padding included) to the query, into ``out`` (WIDTH,)
+    float32: column by column, all rows at once (a loop the compiler vectorises; its length is read
+    from the array, so that it is not unrolled away first), for each row the same additions, in the
+    same order, as :func:`_distance`."""
+    width = blocks.shape[2]
+    for j in range(width):
+        out[j] = np.float32(0.0)
     for c in range(blocks.shape[1]):
-        x = blocks[b, c]
         q = query[c]
-        e0, e1, e2, e3 = x[0] - q, x[1] - q, x[2] - q, x[3] - q
-        d0, d1, d2, d3 = d0 + e0 * e0, d1 + e1 * e1, d2 + e2 * e2, d3 + e3 * e3
-        e4, e5, e6, e7 = x[4] - q, x[5] - q, x[6] - q, x[7] - q
-        d4, d5, d6, d7 = d4 + e4 * e4, d5 + e5 * e5, d6 + e6 * e6, d7 + e7 * e7
-        e8, e9, e10, e11 = x[8] - q, x[9] - q, x[10] - q, x[11] - q
-        d8, d9, d10, d11 = d8 + e8 * e8, d9 + e9 * e9, d10 + e10 * e10, d11 + e11 * e11
-        e12, e13, e14, e15 = x[12] - q, x[13] - q, x[14] - q, x[15] - q
-        d12, d13, d14, d15 = d12 + e12 * e12, d13 + e13 * e13, d14 + e14 * e14, d15 + e15 * e15
-    return (d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, d11, d12, d13, d14, d15)
+        for j in range(width):
+            e = blocks[b, c, j] - q
+            out[j] += e * e
 
 
 @njit(cache=True, inline="always")
-def _scan_leaf(blocks, block_rows, block_size, first, end, query, best, best_i):
-    """The rows of blocks ``first`` to ``end`` against the best so far: the (best, index) pair, the
-    lower index on equal distances (brute force meets it first)."""
-    for b in range(first, end):
-        distances = _block_distances(blocks, b, query)
-        for j in range(block_size[b]):
-            d = distances[j]
-            i = block_rows[b, j]
-            if d < best or (d == best and i < best_i):
-                best, best_i = d, i
+def _child_bounds(lo, hi, g, rotated, out):
+    """The squared distances (float32) of the rotated query to node g's children's boxes, into
+    ``out`` (WIDTH,), all children at once like :func:`_block_distances` (a missing child's: inf)."""
+    width = lo.shape[2]
+    for j in range(width):
+        out[j] = np.float32(0.0)
+    for c in range(lo.shape[1]):
+        q = rotated[c]
+        for j in range(width):
+            e = max(max(lo[g, c, j] - q, q - hi[g, c, j]), np.float32(0.0))
+            out[j] += e * e
+
+
+@njit(cache=True, inline="always")
+def _scan_block(blocks, block_rows, block_size, b, query, distances, best, best_i):
+    """The rows of block b against the best so far: the (best, index) pair, the lower index on equal
+    distances (brute force meets it first). ``distances`` (WIDTH,): scratch."""
+    _block_distances(blocks, b, query, distances)
+    for j in range(block_size[b]):
+        d = distances[j]
+        i = block_rows[b, j]
+        if d < best or (d == best and i < best_i):
+            best, best_i = d, i
     return best, best_i
 
 
 @njit(cache=True, inline="always")
-def _tree_one(rows, blocks, block_rows, block_size, leaf, center, basis, lo, hi, left, right, magnitude, query, hint,
-              rotated, stack_node, stack_bound):
-    """The nearest row and its distance: depth first through the tree, the nearer child first,
-    skipping nodes whose bound is above the best distance (plus the slack). ``hint`` (a row, or -1):
-    a row whose distance starts as the best; ties still go to the lower index, as brute force gives
-    them. ``rotated`` (D,), ``stack_node`` and ``stack_bound`` (:data:`_STACK`,):
-    scratch."""
+def _tree_one(rows, blocks, block_rows, block_size, center, basis, lo, hi, level_first, level_count, magnitude,
+              query, hint, rotated, lanes, stack_node, stack_level, stack_bound):
+    """The nearest row and its distance: depth first from the root, each node's children's bounds at
+    once, the nearer children first, skipping those whose bound is above the best distance (plus the
+    slack). ``hint`` (a row, or -1): a row whose distance starts as the best; ties still go to the
+    lower index, as brute force gives them. ``rotated`` (D,) float32, ``lanes`` (WIDTH,) float32,
+    ``stack_*`` (:data:`_STACK`,): scratch."""
     D = rows.shape[1]
     best, best_i = np.float32(np.inf), -1
     if hint >= 0:
@@ -295,34 +282,32 @@ def _tree_one(rows, blocks, block_rows, block_size, leaf, center, basis, lo, hi,
         m = max(m, abs(s))
     absolute = ABSOLUTE_SLACK * m * m
     limit = np.float64(best) * RELATIVE_SLACK + absolute
-    top = 0
-    bound = _node_bound(lo, hi, 0, rotated)
-    if bound <= limit:
-        stack_node[0], stack_bound[0] = 0, bound
-        top = 1
+    top_level = level_count.shape[0] - 1
+    stack_node[0], stack_level[0], stack_bound[0] = level_first[top_level - 1], top_level, 0.0
+    top = 1
     while top > 0:
         top -= 1
-        node = stack_node[top]
         if stack_bound[top] > limit:
             continue
-        a = left[node]
-        if a < 0:
-            best, best_i = _scan_leaf(blocks, block_rows, block_size, leaf[node, 0], leaf[node, 1], query, best, best_i)
+        node, level = stack_node[top], stack_level[top]
+        if level == 0:
+            best, best_i = _scan_block(blocks, block_rows, block_size, node, query, lanes, best, best_i)
             limit = np.float64(best) * RELATIVE_SLACK + absolute
             continue
-        b = right[node]
-        bound_a = _node_bound(lo, hi, a, rotated)
-        bound_b = _node_bound(lo, hi, b, rotated)
-        if bound_a > bound_b:
-            a, b = b, a
-            bound_a, bound_b = bound_b, bound_a
-        # the farther child below the nearer one on the stack: the nearer is opened first
-        if bound_b <= limit:
-            stack_node[top], stack_bound[top] = b, bound_b
-            top += 1
-        if bound_a <= limit:
-            stack_node[top], stack_bound[top] = a, bound_a
-            top += 1
+        _child_bounds(lo, hi, node, rotated, lanes)
+        base = WIDTH * (node - level_first[level - 1])  # the first child's index in its level
+        start = top
+        for j in range(min(WIDTH, level_count[level - 1] - base)):
+            bound = np.float64(lanes[j])
+            if bound <= limit:
+                # insert in the stack segment kept in decreasing order of bound: the nearest on top
+                at = top
+                while at > start and stack_bound[at - 1] < bound:
+                    stack_node[at], stack_level[at], stack_bound[at] = stack_node[at - 1], stack_level[at - 1], stack_bound[at - 1]
+                    at -= 1
+                stack_node[at] = base + j if level == 1 else level_first[level - 2] + base + j
+                stack_level[at], stack_bound[at] = level - 1, bound
+                top += 1
     return best_i, best
 
 
@@ -341,29 +326,35 @@ def brute_force_serial(rows, queries, index, cost):
 
 
 @njit(cache=True, parallel=True)
-def box_search_kernel(rows, blocks, block_rows, block_size, leaf, center, basis, lo, hi, left, right, magnitude,
+def box_search_kernel(rows, blocks, block_rows, block_size, center, basis, lo, hi, level_first, level_count, magnitude,
                       queries, hints, index, cost):
-    """:func:`brute_force_kernel`'s answer through the box tree, queries in parallel; ``hints`` (N,)
-    rows or -1."""
+    """:func:`brute_force_kernel`'s answer through the tree, queries in parallel; ``hints`` (N,) rows
+    or -1."""
     D = rows.shape[1]
     for n in prange(queries.shape[0]):
-        rotated = np.empty(D)
+        rotated = np.empty(D, np.float32)
+        lanes = np.empty(WIDTH, np.float32)
         stack_node = np.empty(_STACK, np.int64)
+        stack_level = np.empty(_STACK, np.int64)
         stack_bound = np.empty(_STACK)
-        index[n], cost[n] = _tree_one(rows, blocks, block_rows, block_size, leaf, center, basis, lo, hi, left, right,
-                                      magnitude, queries[n], hints[n], rotated, stack_node, stack_bound)
+        index[n], cost[n] = _tree_one(rows, blocks, block_rows, block_size, center, basis, lo, hi, level_first,
+                                      level_count, magnitude, queries[n], hints[n], rotated, lanes, stack_node, stack_level,
+                                      stack_bound)
 
 
 @njit(cache=True)
-def box_search_serial(rows, blocks, block_rows, block_size, leaf, center, basis, lo, hi, left, right, magnitude,
+def box_search_serial(rows, blocks, block_rows, block_size, center, basis, lo, hi, level_first, level_count, magnitude,
                       queries, hints, index, cost):
     """:func:`box_search_kernel` on one thread."""
-    rotated = np.empty(rows.shape[1])
+    rotated = np.empty(rows.shape[1], np.float32)
+    lanes = np.empty(WIDTH, np.float32)
     stack_node = np.empty(_STACK, np.int64)
+    stack_level = np.empty(_STACK, np.int64)
     stack_bound = np.empty(_STACK)
     for n in range(queries.shape[0]):
-        index[n], cost[n] = _tree_one(rows, blocks, block_rows, block_size, leaf, center, basis, lo, hi, left, right,
-                                      magnitude, queries[n], hints[n], rotated, stack_node, stack_bound)
+        index[n], cost[n] = _tree_one(rows, blocks, block_rows, block_size, center, basis, lo, hi, level_first,
+                                      level_count, magnitude, queries[n], hints[n], rotated, lanes, stack_node, stack_level,
+                                      stack_bound)
 
 
 def brute_force(rows: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -398,8 +389,8 @@ def box_search(rows: np.ndarray, boxes: Boxes, queries: np.ndarray,
         index[:], cost[:] = -1, np.inf
         return index, cost
     at = _hint_rows(hints, len(q), len(rows))
-    arrays = (rows, boxes.blocks, boxes.block_rows, boxes.block_size, boxes.leaf, boxes.center, boxes.basis,
-              boxes.lo, boxes.hi, boxes.left, boxes.right, boxes.magnitude)
+    arrays = (rows, boxes.blocks, boxes.block_rows, boxes.block_size, boxes.center, boxes.basis, boxes.lo, boxes.hi,
+              boxes.level_first, boxes.level_count, boxes.magnitude)
     if len(q) == 1:
         box_search_serial(*arrays, q, at, index, cost)
     else:
