@@ -1,4 +1,4 @@
-"""Nearest-frame search in a motion-matching database: brute force and a box tree, batched.
+"""Nearest-frame search in a motion-matching database: brute force and a tree of boxes, batched.
 
 Both searches take N queries (N, D) against F database rows (F, D) (float32, normalised and weighted:
 :class:`~skeletal.playback.locomotion.database.MatchingDatabase`) and return, per query, the row with
@@ -8,27 +8,31 @@ processes keep the CPUs busy: :mod:`skeletal._threads`).
 
 The accelerated search (:func:`box_search`) grows out of D. Holden's Motion-Matching ``database.h``
 (per-column bounds of runs of consecutive rows, skipped when their bound is above the best distance
-so far), with two changes that make the boxes tight:
+so far), with three changes:
 
 * **principal axes**: the boxes are taken in the rows' principal-component frame (``basis`` (D, D),
   an orthonormal rotation about ``center``, axes in decreasing order of variance), where the
   correlated columns of a feature vector (a trajectory's 20-, 40- and 60-frame points, a foot's
   position and velocity) no longer blow an axis-aligned box up. A rotation keeps distances, so the
   distance to a box there is a lower bound of the distance to every row in it;
-* **a whole tree**: rows are split at the median of the axis they vary most along, again and again,
-  down to leaves of at most :data:`LEAF` rows, and every node of that tree has its box. The search
-  goes depth first, the nearer child first, and skips a node whose box is farther than the best
-  distance found.
+* **a whole tree**: the rows are put in k-d order (:func:`tree_order`) and cut into blocks of
+  :data:`WIDTH` (16) consecutive rows; every run of 16 blocks has a node, every run of 16 such nodes
+  a node above, and so on up to one root. The search goes depth first from the root, opening a
+  node's children nearest first and skipping every child whose box is farther than the best
+  distance found;
+* **16 at once**: a node's 16 children's bounds, and a block's 16 rows' distances, are each one loop
+  over the columns with the 16 lanes inside (the boxes and rows stored column by column), which the
+  compiler turns into vector instructions.
 
 A hint per query (a row that is probably near, such as the frame playing) starts the best distance
 at its own, so that far nodes are never opened.
 
 It returns the **same row** as brute force, bit for bit: a row's distance is summed over the
-original columns in the same order and precision (float32) as brute force sums it, equal distances
-go to the lower row index (the one brute force meets first), and a node is skipped only when its
-bound (float64, in the rotated frame, the boxes rounded outward to float32) is above the best
-distance by more than every rounding error of the rotation and of the float32 sums can explain
-(:data:`RELATIVE_SLACK`, :data:`ABSOLUTE_SLACK`).
+original columns in the same order and precision (float32) as brute force sums it (16 rows side by
+side change nothing in each row's additions), equal distances go to the lower row index (the one
+brute force meets first), and a node is skipped only when its bound (float32, in the rotated frame,
+boxes rounded outward) is above the best distance by more than every rounding error of the rotation
+and of the float32 sums can explain (:data:`RELATIVE_SLACK`, :data:`ABSOLUTE_SLACK`).
 
 >>> import numpy as np
 >>> rows = np.random.default_rng(0).normal(size=(1000, 8)).astype(np.float32)
