@@ -221,6 +221,25 @@ def test_box_search_exact_ties_small_and_large_scales():
         box_search(base[:100].copy(), build_boxes(tiny), base[:2])
 
 
+def test_generated_sets_grow_by_appending_clips():
+    """The benchmark's generated locomotion sets: a larger one begins with the smaller one's clips and
+    rows (the same motion in the larger set's units), and the crowd replay of a controller's queries
+    on it finds brute force's frames."""
+    from skeletal.bench import matching
+
+    small_asset, small = matching.generated_set(1500)
+    _, large = matching.generated_set(3000)
+    n = len(small)
+    assert len(small) >= 1500 and len(large) >= 3000 and large.clip_names[:len(small.clip_names)] == small.clip_names
+    np.testing.assert_allclose(large.features[:n] * large.scale + large.mean, small.features * small.scale + small.mean,
+                               atol=1e-4)
+    queries, playing, who = matching.record_queries(small_asset, small, seconds=1.0, characters=1)
+    moved = large.normalise(queries * small.scale + small.mean)
+    row = matching.crowd_budget(large.features, large.features, (moved, playing, who), characters=60, frames=6,
+                                repeats=1)
+    assert row["same_frames"] and row["frames"] == len(large)
+
+
 def test_search_refuses_bad_queries(db):
     with pytest.raises(SkeletalError, match="queries"):
         db.search(np.zeros((2, 5), np.float32))
@@ -238,7 +257,7 @@ def test_benchmark_modules_run_small():
     asset = locomotion_asset()
     db = MatchingDatabase.build(asset, exclude=IN_PLACE, mirror=True)
     recorded = matching.record_queries(asset, db, seconds=1.0, characters=2)
-    row = matching.crowd_budget(6000, recorded, characters=60, frames=6, repeats=1)
+    row = matching.crowd_budget(*matching.synthetic_rows(6000), recorded, characters=60, frames=6, repeats=1)
     assert row["same_frames"] and row["queries_per_frame"] == 10 and row["crowd_update_ms"] > 0
     row = transitions.run_sequence(demo_asset(), ("idle", "walk", "run"), "inertialize", (0.5, 1.0))
     assert row["clips_sampled"] == 1 and row["switch_jump"] < 30.0

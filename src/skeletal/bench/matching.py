@@ -8,7 +8,10 @@ slows both alike), the speed-up, and whether both returned the same frames; then
 (:func:`crowd_budget`): 1,000 motion-matching characters searching every 6th frame (167 queries a
 frame), their queries those the controller makes on figure eights (:func:`record_queries`, replayed
 in the large databases by :func:`crowd_frames`) with the frame playing as the hint, against one
-update of a 1,000-character crowd, on one thread (the thread's CPU time).
+update of a 1,000-character crowd, on one thread (the thread's CPU time), on two kinds of database:
+"copies" (below) and "generated" (:func:`generated_set`: the built-in character's walks and runs at
+a continuum of speeds and turning rates, like a capture session's, with the controller's queries
+recorded on the 50,000-frame set and used on both).
 
 The databases: the built-in character's locomotion set (:func:`skeletal.demo.locomotion_asset`,
 mirrored: about 2,000 frames with Holden's 27 default features) repeated to the size, each copy of a
@@ -155,6 +158,38 @@ def brute_force_rows(rows: np.ndarray, queries: np.ndarray) -> np.ndarray:
     return S.brute_force(np.ascontiguousarray(rows, np.float32), queries)[0]
 
 
+def generated_set(size: int, seed: int = 0):
+    """A locomotion set of about ``size`` frames with a continuum of motions: the built-in character
+    with generated clips (:func:`skeletal.demo.locomotion.make_animation`), walks and runs at random
+    rates (0.6 to 1.4 of their own speed) turning at random rates (up to 90 degrees a second each way),
+    one in four starting from or stopping to idle, 4 cycles each. Returns the asset and its matching
+    database (not mirrored, Holden's default features). A larger ``size`` with the same ``seed`` begins
+    with the same clips (the same rows, first)."""
+    import copy as _copy
+
+    from ..asset import Asset
+    from ..demo import demo_asset
+    from ..demo.locomotion import FPS, Locomotion, make_animation
+    from ..playback.locomotion.database import MatchingDatabase
+
+    base = demo_asset()
+    rng = np.random.default_rng(seed)
+    animations, frames = [], 0
+    while frames < size:
+        gait = ("walk", "run")[len(animations) % 2]
+        ramp = (None, None, None, "start", None, None, None, "stop")[len(animations) % 8]
+        spec = Locomotion(f"{gait}_{len(animations)}", gait, rate=float(rng.uniform(0.6, 1.4)),
+                          turn=float(rng.uniform(-90.0, 90.0)), cycles=4.0, ramp=ramp)
+        animations.append(make_animation(base, spec))
+        duration = max(float(c.times[-1]) for c in animations[-1].channels)
+        frames += max(int(duration * FPS) + 1 - 60, 0)  # the database leaves out the last 60 frames
+    document = _copy.copy(base.document)
+    document.animations = list(base.document.animations) + animations
+    asset = Asset(document)
+    db = MatchingDatabase.build(asset, [a.name for a in animations])
+    return asset, db
+
+
 def crowd_frames(rows: np.ndarray, real: np.ndarray, recorded: tuple[np.ndarray, np.ndarray, np.ndarray],
                  characters: int = 1000, every: int = 6, frames: int = 12,
                  seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -177,11 +212,13 @@ def crowd_frames(rows: np.ndarray, real: np.ndarray, recorded: tuple[np.ndarray,
     return out
 
 
-def crowd_budget(size: int, recorded: tuple[np.ndarray, np.ndarray, np.ndarray], characters: int = 1000,
-                 every: int = 6, frames: int = 12, repeats: int = 3, seed: int = 0) -> dict:
+def crowd_budget(rows: np.ndarray, real: np.ndarray, recorded: tuple[np.ndarray, np.ndarray, np.ndarray],
+                 characters: int = 1000, every: int = 6, frames: int = 12, repeats: int = 3, seed: int = 0) -> dict:
     """The issue's budget: a crowd of ``characters`` motion-matching characters, each searching every
     ``every``-th frame (:func:`crowd_frames`: recorded controller queries, the frame playing as the
-    hint), against one update of a crowd of ``characters`` built-in characters playing walk. On one
+    hint; ``rows`` the database, ``real`` the set the queries were recorded on, the rows themselves or
+    the first copy of :func:`synthetic_rows`), against one update of a crowd of ``characters``
+    built-in characters playing walk. On one
     thread, the thread's CPU time (milliseconds per frame, the median of ``repeats`` interleaved
     samples, each over ``frames`` frames): the box search with hints, without, brute force (one
     sample), the crowd update; and whether all three found the same frames."""
@@ -191,7 +228,6 @@ def crowd_budget(size: int, recorded: tuple[np.ndarray, np.ndarray, np.ndarray],
 
     from ..demo import demo_asset
 
-    rows, real = synthetic_rows(size, seed)
     boxes = S.build_boxes(rows)
     per_frame = crowd_frames(rows, real, recorded, characters, every, frames, seed)
     crowd = skeletal.Crowd(demo_asset(), characters)
@@ -223,7 +259,7 @@ def crowd_budget(size: int, recorded: tuple[np.ndarray, np.ndarray, np.ndarray],
     finally:
         numba.set_num_threads(threads)
     h, p, u = statistics.median(hinted), statistics.median(plain), statistics.median(update)
-    return dict(frames=size, characters=characters, queries_per_frame=len(per_frame[0][0]), hinted_ms=h,
+    return dict(frames=len(rows), characters=characters, queries_per_frame=len(per_frame[0][0]), hinted_ms=h,
                 unhinted_ms=p, brute_ms=brute_ms, crowd_update_ms=u, ratio=h / u, speedup=brute_ms / h,
                 same_frames=same)
 
@@ -250,17 +286,33 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
     asset = locomotion_asset()
     real_db = MatchingDatabase.build(asset, exclude=("idle", "wave", "walk", "run"), mirror=True)
-    recorded = record_queries(asset, real_db, seconds=4.0 if args.quick else 10.0)
+    seconds = 4.0 if args.quick else 10.0
+    recorded = record_queries(asset, real_db, seconds=seconds)
     print(f"crowd budget: 1,000 controllers on figure eights, a search every 6th frame; 1 thread, thread CPU ms "
           f"per frame, load average {os.getloadavg()[0]:.1f}")
-    print(f"{'frames':>8} {'queries/frame':>13} {'hinted':>7} {'no hint':>7} {'brute':>8} {'crowd update':>12} "
-          f"{'ratio':>6} {'speed-up':>8} same")
-    for size in sizes:
-        row = crowd_budget(size, recorded, repeats=repeats)
+    print(f"{'database':>9} {'frames':>8} {'queries/frame':>13} {'hinted':>7} {'no hint':>7} {'brute':>8} "
+          f"{'crowd update':>12} {'ratio':>6} {'speed-up':>8} same")
+
+    def show(kind: str, row: dict) -> None:
+        row["database"] = kind
         table.append(row)
-        print(f"{row['frames']:>8} {row['queries_per_frame']:>13} {row['hinted_ms']:>7.2f} {row['unhinted_ms']:>7.2f} "
-              f"{row['brute_ms']:>8.1f} {row['crowd_update_ms']:>12.2f} {row['ratio']:>6.2f} "
-              f"{row['speedup']:>7.0f}x {row['same_frames']}")
+        print(f"{kind:>9} {row['frames']:>8} {row['queries_per_frame']:>13} {row['hinted_ms']:>7.2f} "
+              f"{row['unhinted_ms']:>7.2f} {row['brute_ms']:>8.1f} {row['crowd_update_ms']:>12.2f} "
+              f"{row['ratio']:>6.2f} {row['speedup']:>7.0f}x {row['same_frames']}")
+
+    for size in sizes:
+        show("copies", crowd_budget(*synthetic_rows(size), recorded, repeats=repeats))
+    # the generated sets: queries recorded on the smallest (a controller's setup with hundreds of clips
+    # is slow), used on the larger ones too: they begin with the same clips, so the frame playing is
+    # the same row; the queries are put in each database's units
+    small_asset, small_db = generated_set(sizes[0])
+    gen_queries, gen_playing, gen_who = record_queries(small_asset, small_db, seconds=seconds,
+                                                       characters=2 if args.quick else 4)
+    for size in sizes:
+        gen_db = small_db if size == sizes[0] else generated_set(size)[1]
+        moved = gen_db.normalise(gen_queries * small_db.scale + small_db.mean)
+        show("generated", crowd_budget(gen_db.features, gen_db.features, (moved, gen_playing, gen_who),
+                                       repeats=repeats))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(table, f, indent=1)
