@@ -68,7 +68,7 @@ class Boxes(NamedTuple):
     in tree order; the rows in blocks of :data:`WIDTH` consecutive rows of that order (L blocks):
     ``blocks`` (L, D, WIDTH) float32 column by column (padded with zeros), ``block_rows`` (L, WIDTH)
     their indices (-1: padding), ``block_size`` (L,) how many; ``center`` (D,) and ``basis`` (D, D)
-    float64 the principal frame (``basis @ (row - center)``: a row's rotated coordinates); the nodes,
+    float64 the principal frame (``(row - center) @ basis``: a row's rotated coordinates); the nodes,
     level by level from the blocks' parents (level 1) up to the root, each with up to WIDTH
     children (node n of level k: nodes WIDTH n .. WIDTH n + WIDTH - 1 of level k - 1, blocks for
     k = 1): ``lo``/``hi`` (G, D, WIDTH) float32 the children's boxes in rotated coordinates (rounded
@@ -91,7 +91,8 @@ class Boxes(NamedTuple):
 
 def principal_frame(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(center (D,), basis (D, D))`` float64: the rows' mean and their principal axes (orthonormal
-    rows of ``basis``, largest variance first)."""
+    columns of ``basis``, largest variance first): ``(row - center) @ basis`` are a row's coordinates
+    along them."""
     x = rows.astype(np.float64)
     D = x.shape[1]
     center = x.mean(axis=0) if len(x) else np.zeros(D)
@@ -99,7 +100,7 @@ def principal_frame(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return center, np.eye(D)
     centered = x - center
     _, vectors = np.linalg.eigh(centered.T @ centered)
-    return center, np.ascontiguousarray(vectors[:, ::-1].T)
+    return center, np.ascontiguousarray(vectors[:, ::-1])
 
 
 def tree_order(rotated: np.ndarray) -> np.ndarray:
@@ -151,7 +152,7 @@ def build_boxes(rows: np.ndarray) -> Boxes:
         raise SkeletalError("database rows must be finite numbers")
     F, D = rows.shape
     center, basis = principal_frame(rows)
-    rotated = (rows.astype(np.float64) - center) @ basis.T
+    rotated = (rows.astype(np.float64) - center) @ basis
     order = tree_order(rotated)
     rotated = rotated[order]
     count = -(-F // WIDTH)
@@ -266,25 +267,36 @@ def _scan_block(blocks, block_rows, block_size, b, query, distances, best, best_
 
 
 @njit(cache=True, inline="always")
+def _rotate(center, basis, magnitude, query, wide, rotated):
+    """The query's coordinates in the principal frame, float64 (``wide``) then float32 (``rotated``),
+    and the absolute slack of its bounds (:data:`ABSOLUTE_SLACK` times the largest coordinate of the
+    rows or the query, squared). Axis by axis at once (a loop the compiler vectorises)."""
+    D = basis.shape[0]
+    for k in range(D):
+        wide[k] = 0.0
+    for c in range(D):
+        x = np.float64(query[c]) - center[c]
+        for k in range(D):
+            wide[k] += x * basis[c, k]
+    m = magnitude[0]
+    for k in range(D):
+        rotated[k] = wide[k]
+        m = max(m, abs(wide[k]))
+    return ABSOLUTE_SLACK * m * m
+
+
+@njit(cache=True, inline="always")
 def _tree_one(rows, blocks, block_rows, block_size, center, basis, lo, hi, level_first, level_count, magnitude,
-              query, hint, rotated, lanes, stack_node, stack_level, stack_bound):
+              query, hint, wide, rotated, lanes, stack_node, stack_level, stack_bound):
     """The nearest row and its distance: depth first from the root, each node's children's bounds at
     once, the nearer children first, skipping those whose bound is above the best distance (plus the
     slack). ``hint`` (a row, or -1): a row whose distance starts as the best; ties still go to the
-    lower index, as brute force gives them. ``rotated`` (D,) float32, ``lanes`` (WIDTH,) float32,
-    ``stack_*`` (:data:`_STACK`,): scratch."""
-    D = rows.shape[1]
+    lower index, as brute force gives them. ``wide`` (D,) float64, ``rotated`` (D,) float32,
+    ``lanes`` (WIDTH,) float32, ``stack_*`` (:data:`_STACK`,): scratch."""
     best, best_i = np.float32(np.inf), -1
     if hint >= 0:
         best, best_i = _distance(rows, hint, query, best), hint
-    m = magnitude[0]
-    for k in range(D):
-        s = 0.0
-        for c in range(D):
-            s += basis[k, c] * (np.float64(query[c]) - center[c])
-        rotated[k] = s
-        m = max(m, abs(s))
-    absolute = ABSOLUTE_SLACK * m * m
+    absolute = _rotate(center, basis, magnitude, query, wide, rotated)
     limit = np.float64(best) * RELATIVE_SLACK + absolute
     top_level = level_count.shape[0] - 1
     stack_node[0], stack_level[0], stack_bound[0] = level_first[top_level - 1], top_level, 0.0
@@ -332,24 +344,28 @@ def brute_force_serial(rows, queries, index, cost):
 @njit(cache=True, parallel=True)
 def box_search_kernel(rows, blocks, block_rows, block_size, center, basis, lo, hi, level_first, level_count, magnitude,
                       queries, hints, index, cost):
-    """:func:`brute_force_kernel`'s answer through the tree, queries in parallel; ``hints`` (N,) rows
-    or -1."""
+    """:func:`brute_force_kernel`'s answer through the tree, queries in parallel (16 to a task, which
+    shares its scratch); ``hints`` (N,) rows or -1."""
     D = rows.shape[1]
-    for n in prange(queries.shape[0]):
+    N = queries.shape[0]
+    for t in prange((N + 15) // 16):
+        wide = np.empty(D)
         rotated = np.empty(D, np.float32)
         lanes = np.empty(WIDTH, np.float32)
         stack_node = np.empty(_STACK, np.int64)
         stack_level = np.empty(_STACK, np.int64)
         stack_bound = np.empty(_STACK)
-        index[n], cost[n] = _tree_one(rows, blocks, block_rows, block_size, center, basis, lo, hi, level_first,
-                                      level_count, magnitude, queries[n], hints[n], rotated, lanes, stack_node, stack_level,
-                                      stack_bound)
+        for n in range(16 * t, min(16 * t + 16, N)):
+            index[n], cost[n] = _tree_one(rows, blocks, block_rows, block_size, center, basis, lo, hi, level_first,
+                                          level_count, magnitude, queries[n], hints[n], wide, rotated, lanes,
+                                          stack_node, stack_level, stack_bound)
 
 
 @njit(cache=True)
 def box_search_serial(rows, blocks, block_rows, block_size, center, basis, lo, hi, level_first, level_count, magnitude,
                       queries, hints, index, cost):
     """:func:`box_search_kernel` on one thread."""
+    wide = np.empty(rows.shape[1])
     rotated = np.empty(rows.shape[1], np.float32)
     lanes = np.empty(WIDTH, np.float32)
     stack_node = np.empty(_STACK, np.int64)
@@ -357,8 +373,8 @@ def box_search_serial(rows, blocks, block_rows, block_size, center, basis, lo, h
     stack_bound = np.empty(_STACK)
     for n in range(queries.shape[0]):
         index[n], cost[n] = _tree_one(rows, blocks, block_rows, block_size, center, basis, lo, hi, level_first,
-                                      level_count, magnitude, queries[n], hints[n], rotated, lanes, stack_node, stack_level,
-                                      stack_bound)
+                                      level_count, magnitude, queries[n], hints[n], wide, rotated, lanes, stack_node,
+                                      stack_level, stack_bound)
 
 
 def brute_force(rows: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
