@@ -174,13 +174,15 @@ def test_box_search_with_hints_and_three_levels_equals_brute_force():
 
 
 def test_box_search_on_controller_queries_with_the_frame_playing_as_hint(asset, db):
-    """Realistic queries: what the motion-matching controller asks on a figure eight (walking and
-    running), with the frame it plays as the hint, on the real set and on a 20,000-row set where the
-    character moves through one of its copies: the same rows as brute force."""
-    from skeletal.bench.matching import record_queries, replay_queries, synthetic_rows
+    """Realistic queries: what a crowd of motion-matching characters asks on figure eights (walking
+    and running), with the frames they play as hints, on the real set and on a 20,000-row set where
+    each character moves through one of its copies: the same rows as brute force."""
+    from skeletal.bench.matching import record_crowd, replay_queries, synthetic_rows
 
-    queries, playing, who = record_queries(asset, db, seconds=3.0, characters=2)
-    assert len(queries) >= 50 and (playing >= 0).mean() > 0.9 and set(who) == {0, 1}
+    frames = record_crowd(asset, db, characters=120, frames=12, skip=6)
+    queries = np.concatenate([q for q, _ in frames])
+    playing = np.concatenate([h for _, h in frames])
+    assert len(frames) == 12 and len(queries) >= 200 and (playing >= 0).mean() > 0.9
     slow, slow_cost = brute_force(db.features, queries)
     for hints in (None, playing):
         fast, cost = db.search(queries, hints=hints)
@@ -233,11 +235,10 @@ def test_generated_sets_grow_by_appending_clips():
     assert len(small) >= 1500 and len(large) >= 3000 and large.clip_names[:len(small.clip_names)] == small.clip_names
     np.testing.assert_allclose(large.features[:n] * large.scale + large.mean, small.features * small.scale + small.mean,
                                atol=1e-4)
-    queries, playing, who = matching.record_queries(small_asset, small, seconds=1.0, characters=1)
-    moved = large.normalise(queries * small.scale + small.mean)
-    row = matching.crowd_budget(large.features, large.features, (moved, playing, who), characters=60, frames=6,
-                                repeats=1)
-    assert row["same_frames"] and row["frames"] == len(large)
+    frames = matching.record_crowd(small_asset, small, characters=60, frames=6, skip=6)
+    moved = [(large.normalise(q * small.scale + small.mean), h) for q, h in frames]
+    row = matching.crowd_budget(large.features, moved, characters=60, repeats=1)
+    assert row["same_frames"] and row["frames"] == len(large) and row["queries_per_frame"] >= 5
 
 
 def test_search_refuses_bad_queries(db):
@@ -256,8 +257,10 @@ def test_benchmark_modules_run_small():
     assert [r["same_frames"] for r in rows] == [True, True] and rows[0]["frames"] == 3000
     asset = locomotion_asset()
     db = MatchingDatabase.build(asset, exclude=IN_PLACE, mirror=True)
-    recorded = matching.record_queries(asset, db, seconds=1.0, characters=2)
-    row = matching.crowd_budget(*matching.synthetic_rows(6000), recorded, characters=60, frames=6, repeats=1)
-    assert row["same_frames"] and row["queries_per_frame"] == 10 and row["crowd_update_ms"] > 0
+    frames = matching.record_crowd(asset, db, characters=60, frames=6, skip=6)
+    rows, real = matching.synthetic_rows(6000)
+    moved = [matching.replay_queries(rows, real, q, h, np.random.default_rng(0)) for q, h in frames]
+    row = matching.crowd_budget(rows, moved, characters=60, repeats=1)
+    assert row["same_frames"] and 8 <= row["queries_per_frame"] <= 12 and row["crowd_update_ms"] > 0
     row = transitions.run_sequence(demo_asset(), ("idle", "walk", "run"), "inertialize", (0.5, 1.0))
     assert row["clips_sampled"] == 1 and row["switch_jump"] < 30.0

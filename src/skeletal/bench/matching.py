@@ -5,13 +5,13 @@
 queries in one call, for :func:`~skeletal.playback.locomotion.search.box_search` and
 :func:`~skeletal.playback.locomotion.search.brute_force` (samples interleaved, so a busy machine
 slows both alike), the speed-up, and whether both returned the same frames; then the crowd budget
-(:func:`crowd_budget`): 1,000 motion-matching characters searching every 6th frame (167 queries a
-frame), their queries those the controller makes on figure eights (:func:`record_queries`, replayed
-in the large databases by :func:`crowd_frames`) with the frame playing as the hint, against one
-update of a 1,000-character crowd, on one thread (the thread's CPU time), on two kinds of database:
-"copies" (below) and "generated" (:func:`generated_set`: the built-in character's walks and runs at
-a continuum of speeds and turning rates, like a capture session's, with the controller's queries
-recorded on the 50,000-frame set and used on both).
+(:func:`crowd_budget`): the search calls of a crowd of 1,000 motion-matching characters following
+figure eights, a search every 6th frame, staggered (about 170 queries a frame, :func:`record_crowd`),
+with the frames playing as hints, against one update of a 1,000-character crowd, on one thread (the
+thread's CPU time), on two kinds of database: "copies" (below; the crowd runs on the real set and its
+queries are moved into the copies, :func:`replay_queries`) and "generated" (:func:`generated_set`:
+the built-in character's walks and runs at a continuum of speeds and turning rates, like a capture
+session's; the crowd runs on the 50,000-frame set and its queries serve both sizes).
 
 The databases: the built-in character's locomotion set (:func:`skeletal.demo.locomotion_asset`,
 mirrored: about 2,000 frames with Holden's 27 default features) repeated to the size, each copy of a
@@ -91,8 +91,8 @@ def bench_size(size: int, batches=BATCHES, repeats: int = 5, seed: int = 0) -> l
 
 
 class _Recording:
-    """A matching database that notes each search's query and hint (the frame the controller plays),
-    then searches."""
+    """A matching database that keeps each search call's queries and hints (the frames playing), then
+    searches."""
 
     def __init__(self, db, log: list):
         self._db, self._log = db, log
@@ -101,8 +101,9 @@ class _Recording:
         return getattr(self._db, name)
 
     def search(self, queries, *, brute_force: bool = False, hints=None):
-        hint = -1 if hints is None else int(np.asarray(hints).reshape(-1)[0])
-        self._log.append((np.asarray(queries, np.float32).reshape(-1), hint))
+        q = np.atleast_2d(np.asarray(queries, np.float32)).copy()
+        h = np.full(len(q), -1, np.int64) if hints is None else np.asarray(hints, np.int64).reshape(-1).copy()
+        self._log.append((q, h))
         return self._db.search(queries, brute_force=brute_force, hints=hints)
 
 
@@ -110,52 +111,46 @@ class _Recording:
 STREAM_PATHS = ((1.0, 4.0), (1.6, 6.0), (3.5, 10.5))
 
 
-def record_queries(asset, db, seconds: float = 10.0, characters: int = 6,
-                   fps: float = 60.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The searches of ``characters`` :class:`~skeletal.playback.locomotion.MotionMatching` controllers
-    (default settings: a search every 6th frame) on ``db`` following figure eights
-    (:data:`STREAM_PATHS` in turn, each character starting 1.7 s further along its path) for
-    ``seconds``: every search's query (S, D) float32, the row it passed as the hint (the frame
-    playing; -1 before the first clip) (S,), and which character searched (S,)."""
-    from ..playback import Player
+def record_crowd(asset, db, characters: int = 1000, frames: int = 24, skip: int = 12,
+                 fps: float = 60.0) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The search calls of a crowd of ``characters`` motion-matching characters on ``db``
+    (``MotionMatching(skeletal.Crowd(asset, characters), db)``: default settings, a search every 6th
+    frame, staggered) following figure eights (:data:`STREAM_PATHS` in turn, each character starting
+    1.7 s further along its path than the one before), one call a frame: for each of ``frames``
+    frames after the first ``skip`` (the start, when every character searches at once), the queries
+    (n, D) float32 and their hints (n,) (the frames playing, -1 where none)."""
+    import skeletal
+
     from ..playback.locomotion import MotionMatching
     from ..playback.locomotion.paths import figure_eight_path
 
-    queries, playing, who = [], [], []
-    for k in range(characters):
-        log: list = []
-        mm = MotionMatching(Player(asset), db)
-        mm.db = _Recording(db, log)  # type: ignore[assignment]
-        path = figure_eight_path(*STREAM_PATHS[k % len(STREAM_PATHS)])
-        start = 1.7 * k
-        origin = path(start)[0]
-        for f in range(int(seconds * fps)):
-            p, v = path(start + f / fps)
-            mm.set_goal(v + (p - origin - mm.position[[0, 2]]))
-            mm.update(1.0 / fps)
-        queries += [q for q, _ in log]
-        playing += [h for _, h in log]
-        who += [k] * len(log)
-    return np.array(queries, np.float32), np.array(playing, np.int64), np.array(who, np.int64)
+    mm = MotionMatching(skeletal.Crowd(asset, characters), db)
+    log: list = []
+    mm.db = _Recording(db, log)
+    paths = [figure_eight_path(*speed) for speed in STREAM_PATHS]
+    kind = np.arange(characters) % len(paths)
+    start = (1.7 * np.arange(characters)) % 60.0
+    origin = np.array([paths[kind[i]](start[i])[0] for i in range(characters)])
+    for f in range(skip + frames):
+        at = [paths[kind[i]](start[i] + f / fps) for i in range(characters)]
+        mm.follow(np.array([p for p, _ in at]) - origin, np.array([v for _, v in at]))
+        if f == skip:
+            log.clear()
+        mm.update(1.0 / fps)
+    return log
 
 
 def replay_queries(rows: np.ndarray, real: np.ndarray, queries: np.ndarray, playing: np.ndarray,
-                   rng: np.random.Generator, copies: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Recorded queries on the real set moved into :func:`synthetic_rows`' copies of it, as if each
-    character moved through its copy as it moved through the real set: query + (the copy's row - the
-    real row) of the frame playing (its nearest real row before a clip plays), and that copy's row as
-    the hint (-1 stays -1). ``copies`` (S,): the copy of each query (default: random whole copies)."""
+                   rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Queries recorded on the real set moved into random whole copies of it (:func:`synthetic_rows`),
+    as if each character moved through its copy as it moved through the real set: query + (the copy's
+    row - the real row) of the frame playing (its nearest real row where none), and that copy's row
+    as the hint (-1 stays -1)."""
     R = len(real)
-    if copies is None:
-        copies = rng.integers(0, len(rows) // R, len(queries))
-    anchor = np.where(playing >= 0, playing, brute_force_rows(real, queries))
+    copies = rng.integers(0, len(rows) // R, len(queries))
+    anchor = np.where(playing >= 0, playing, S.brute_force(np.ascontiguousarray(real, np.float32), queries)[0])
     moved = queries + (rows[copies * R + anchor] - real[anchor])
     return np.ascontiguousarray(moved, np.float32), np.where(playing >= 0, copies * R + playing, -1)
-
-
-def brute_force_rows(rows: np.ndarray, queries: np.ndarray) -> np.ndarray:
-    """The nearest row of each query (brute force)."""
-    return S.brute_force(np.ascontiguousarray(rows, np.float32), queries)[0]
 
 
 def generated_set(size: int, seed: int = 0):
@@ -190,38 +185,14 @@ def generated_set(size: int, seed: int = 0):
     return asset, db
 
 
-def crowd_frames(rows: np.ndarray, real: np.ndarray, recorded: tuple[np.ndarray, np.ndarray, np.ndarray],
-                 characters: int = 1000, every: int = 6, frames: int = 12,
-                 seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per frame (``frames`` of them), the queries and hints of a crowd of ``characters`` controllers
-    that each search every ``every``-th frame (character j on the frames where (frame + j) % every is
-    0: ``characters / every`` queries a frame), replaying the recorded searches: character j plays the
-    stream of recorded character j % K from a random search on, in a random copy of the real set
-    (:func:`replay_queries`)."""
-    queries, playing, who = recorded
-    rng = np.random.default_rng(seed)
-    streams = [np.flatnonzero(who == k) for k in np.unique(who)]
-    stream = np.arange(characters) % len(streams)
-    phase = rng.integers(0, 1 << 30, characters)
-    copy = rng.integers(0, len(rows) // len(real), characters)
-    out = []
-    for f in range(frames):
-        due = np.flatnonzero((f + np.arange(characters)) % every == 0)
-        picks = np.array([streams[stream[j]][(f // every + phase[j]) % len(streams[stream[j]])] for j in due])
-        out.append(replay_queries(rows, real, queries[picks], playing[picks], rng, copy[due]))
-    return out
-
-
-def crowd_budget(rows: np.ndarray, real: np.ndarray, recorded: tuple[np.ndarray, np.ndarray, np.ndarray],
-                 characters: int = 1000, every: int = 6, frames: int = 12, repeats: int = 3, seed: int = 0) -> dict:
-    """The issue's budget: a crowd of ``characters`` motion-matching characters, each searching every
-    ``every``-th frame (:func:`crowd_frames`: recorded controller queries, the frame playing as the
-    hint; ``rows`` the database, ``real`` the set the queries were recorded on, the rows themselves or
-    the first copy of :func:`synthetic_rows`), against one update of a crowd of ``characters``
-    built-in characters playing walk. On one
-    thread, the thread's CPU time (milliseconds per frame, the median of ``repeats`` interleaved
-    samples, each over ``frames`` frames): the box search with hints, without, brute force (one
-    sample), the crowd update; and whether all three found the same frames."""
+def crowd_budget(rows: np.ndarray, per_frame: list[tuple[np.ndarray, np.ndarray]], characters: int = 1000,
+                 repeats: int = 3, seed: int = 0) -> dict:
+    """The issue's budget: the search calls of a crowd of motion-matching characters (``per_frame``:
+    each frame's queries and hints, :func:`record_crowd`) on ``rows`` against one update of a crowd
+    of ``characters`` built-in characters playing walk. On one thread, the thread's CPU time
+    (milliseconds per frame, the median of ``repeats`` interleaved samples, each over every frame):
+    the box search with hints, without, brute force (one sample), the crowd update; and whether all
+    three found the same frames."""
     import numba
 
     import skeletal
@@ -229,7 +200,7 @@ def crowd_budget(rows: np.ndarray, real: np.ndarray, recorded: tuple[np.ndarray,
     from ..demo import demo_asset
 
     boxes = S.build_boxes(rows)
-    per_frame = crowd_frames(rows, real, recorded, characters, every, frames, seed)
+    frames = len(per_frame)
     crowd = skeletal.Crowd(demo_asset(), characters)
     crowd.play("walk", offsets=np.random.default_rng(seed).uniform(0.0, 1.0, characters))
     threads = numba.get_num_threads()
@@ -259,7 +230,7 @@ def crowd_budget(rows: np.ndarray, real: np.ndarray, recorded: tuple[np.ndarray,
     finally:
         numba.set_num_threads(threads)
     h, p, u = statistics.median(hinted), statistics.median(plain), statistics.median(update)
-    return dict(frames=len(rows), characters=characters, queries_per_frame=len(per_frame[0][0]), hinted_ms=h,
+    return dict(frames=len(rows), characters=characters, queries_per_frame=float(np.mean([len(q) for q, _ in per_frame])), hinted_ms=h,
                 unhinted_ms=p, brute_ms=brute_ms, crowd_update_ms=u, ratio=h / u, speedup=brute_ms / h,
                 same_frames=same)
 
@@ -286,33 +257,34 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
     asset = locomotion_asset()
     real_db = MatchingDatabase.build(asset, exclude=("idle", "wave", "walk", "run"), mirror=True)
-    seconds = 4.0 if args.quick else 10.0
-    recorded = record_queries(asset, real_db, seconds=seconds)
-    print(f"crowd budget: 1,000 controllers on figure eights, a search every 6th frame; 1 thread, thread CPU ms "
-          f"per frame, load average {os.getloadavg()[0]:.1f}")
+    frames = 12 if args.quick else 24
+    real_frames = record_crowd(asset, real_db, frames=frames)
+    print(f"crowd budget: a crowd of 1,000 motion-matching characters on figure eights, a search every 6th frame; "
+          f"1 thread, thread CPU ms per frame, load average {os.getloadavg()[0]:.1f}")
     print(f"{'database':>9} {'frames':>8} {'queries/frame':>13} {'hinted':>7} {'no hint':>7} {'brute':>8} "
           f"{'crowd update':>12} {'ratio':>6} {'speed-up':>8} same")
 
     def show(kind: str, row: dict) -> None:
         row["database"] = kind
         table.append(row)
-        print(f"{kind:>9} {row['frames']:>8} {row['queries_per_frame']:>13} {row['hinted_ms']:>7.2f} "
+        print(f"{kind:>9} {row['frames']:>8} {row['queries_per_frame']:>13.0f} {row['hinted_ms']:>7.2f} "
               f"{row['unhinted_ms']:>7.2f} {row['brute_ms']:>8.1f} {row['crowd_update_ms']:>12.2f} "
               f"{row['ratio']:>6.2f} {row['speedup']:>7.0f}x {row['same_frames']}")
 
+    rng = np.random.default_rng(5)
     for size in sizes:
-        show("copies", crowd_budget(*synthetic_rows(size), recorded, repeats=repeats))
-    # the generated sets: queries recorded on the smallest (a controller's setup with hundreds of clips
-    # is slow), used on the larger ones too: they begin with the same clips, so the frame playing is
-    # the same row; the queries are put in each database's units
+        rows, real = synthetic_rows(size)
+        show("copies", crowd_budget(rows, [replay_queries(rows, real, q, h, rng) for q, h in real_frames],
+                                    repeats=repeats))
+    # the generated sets: the crowd runs on the smallest (its crossfades over hundreds of clips are
+    # slow); the larger ones begin with the same clips, so the frame playing is the same row there,
+    # and the queries are put in their units
     small_asset, small_db = generated_set(sizes[0])
-    gen_queries, gen_playing, gen_who = record_queries(small_asset, small_db, seconds=seconds,
-                                                       characters=2 if args.quick else 4)
+    gen_frames = record_crowd(small_asset, small_db, frames=frames)
     for size in sizes:
         gen_db = small_db if size == sizes[0] else generated_set(size)[1]
-        moved = gen_db.normalise(gen_queries * small_db.scale + small_db.mean)
-        show("generated", crowd_budget(gen_db.features, gen_db.features, (moved, gen_playing, gen_who),
-                                       repeats=repeats))
+        moved = [(gen_db.normalise(q * small_db.scale + small_db.mean), h) for q, h in gen_frames]
+        show("generated", crowd_budget(gen_db.features, moved, repeats=repeats))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(table, f, indent=1)
