@@ -237,7 +237,7 @@ def test_generated_sets_grow_by_appending_clips():
                                atol=1e-4)
     frames = matching.record_crowd(small_asset, small, characters=60, frames=6, skip=6)
     moved = [(large.normalise(q * small.scale + small.mean), h) for q, h in frames]
-    row = matching.crowd_budget(large.features, moved, characters=60, repeats=1)
+    row = matching.crowd_budget(large.features, moved, characters=60, repeats=1, model=False)
     assert row["same_frames"] and row["frames"] == len(large) and row["queries_per_frame"] >= 5
 
 
@@ -260,7 +260,7 @@ def test_benchmark_modules_run_small():
     frames = matching.record_crowd(asset, db, characters=60, frames=6, skip=6)
     rows, real = matching.synthetic_rows(6000)
     moved = [matching.replay_queries(rows, real, q, h, np.random.default_rng(0)) for q, h in frames]
-    row = matching.crowd_budget(rows, moved, characters=60, repeats=1)
+    row = matching.crowd_budget(rows, moved, characters=60, repeats=1, model=False)
     assert row["same_frames"] and 8 <= row["queries_per_frame"] <= 12 and row["crowd_update_ms"] > 0
     row = transitions.run_sequence(demo_asset(), ("idle", "walk", "run"), "inertialize", (0.5, 1.0))
     assert row["clips_sampled"] == 1 and row["switch_jump"] < 30.0

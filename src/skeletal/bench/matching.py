@@ -186,53 +186,69 @@ def generated_set(size: int, seed: int = 0):
 
 
 def crowd_budget(rows: np.ndarray, per_frame: list[tuple[np.ndarray, np.ndarray]], characters: int = 1000,
-                 repeats: int = 3, seed: int = 0) -> dict:
+                 repeats: int = 3, seed: int = 0, model: bool = True) -> dict:
     """The issue's budget: the search calls of a crowd of motion-matching characters (``per_frame``:
     each frame's queries and hints, :func:`record_crowd`) on ``rows`` against one update of a crowd
-    of ``characters`` built-in characters playing walk. On one thread, the thread's CPU time
+    of ``characters`` built-in characters playing walk (and, with ``model``, of the bench model
+    playing its walk: Soldier.glb where the shared assets are). On one thread, the thread's CPU time
     (milliseconds per frame, the median of ``repeats`` interleaved samples, each over every frame):
-    the box search with hints, without, brute force (one sample), the crowd update; and whether all
-    three found the same frames."""
+    the box search with hints, without, brute force (one sample), the crowd updates; and whether all
+    three searches found the same frames."""
     import numba
 
     import skeletal
 
     from ..demo import demo_asset
+    from . import resolve_model, walk_clip
 
     boxes = S.build_boxes(rows)
     frames = len(per_frame)
-    crowd = skeletal.Crowd(demo_asset(), characters)
-    crowd.play("walk", offsets=np.random.default_rng(seed).uniform(0.0, 1.0, characters))
+    offsets = np.random.default_rng(seed).uniform(0.0, 1.0, characters)
+    crowds = {"demo": skeletal.Crowd(demo_asset(), characters)}
+    crowds["demo"].play("walk", offsets=offsets)
+    label = None
+    if model:
+        asset, label, path = resolve_model(None)
+        if path is not None:
+            crowds[label] = skeletal.Crowd(asset, characters)
+            crowds[label].play(walk_clip(asset), offsets=offsets)
+        else:
+            label = None
     threads = numba.get_num_threads()
     numba.set_num_threads(1)
     try:
-        crowd.update(1 / 60)
+        for crowd in crowds.values():
+            crowd.update(1 / 60)
         answers = [S.box_search(rows, boxes, q, h) for q, h in per_frame]
         same = all(np.array_equal(a[0], S.box_search(rows, boxes, q)[0]) for a, (q, _) in zip(answers, per_frame))
         start = time.thread_time()
         brute = [S.brute_force(rows, q) for q, _ in per_frame]
         brute_ms = (time.thread_time() - start) * 1e3 / frames
         same = same and all(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) for a, b in zip(answers, brute))
-        hinted, plain, update = [], [], []
+        hinted, plain = [], []
+        update: dict[str, list[float]] = {k: [] for k in crowds}
         for _ in range(repeats):
             start = time.thread_time()
             for q, h in per_frame:
                 S.box_search(rows, boxes, q, h)
             hinted.append((time.thread_time() - start) * 1e3 / frames)
-            start = time.thread_time()
-            for _ in range(frames):
-                crowd.update(1 / 60)
-            update.append((time.thread_time() - start) * 1e3 / frames)
+            for k, crowd in crowds.items():
+                start = time.thread_time()
+                for _ in range(frames):
+                    crowd.update(1 / 60)
+                update[k].append((time.thread_time() - start) * 1e3 / frames)
             start = time.thread_time()
             for q, _ in per_frame:
                 S.box_search(rows, boxes, q)
             plain.append((time.thread_time() - start) * 1e3 / frames)
     finally:
         numba.set_num_threads(threads)
-    h, p, u = statistics.median(hinted), statistics.median(plain), statistics.median(update)
-    return dict(frames=len(rows), characters=characters, queries_per_frame=float(np.mean([len(q) for q, _ in per_frame])), hinted_ms=h,
-                unhinted_ms=p, brute_ms=brute_ms, crowd_update_ms=u, ratio=h / u, speedup=brute_ms / h,
-                same_frames=same)
+    h, p = statistics.median(hinted), statistics.median(plain)
+    u = statistics.median(update["demo"])
+    m = statistics.median(update[label]) if label else None
+    return dict(frames=len(rows), characters=characters, queries_per_frame=float(np.mean([len(q) for q, _ in per_frame])),
+                hinted_ms=h, unhinted_ms=p, brute_ms=brute_ms, crowd_update_ms=u, ratio=h / u, speedup=brute_ms / h,
+                model=label, model_update_ms=m, model_ratio=h / m if m else None, same_frames=same)
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
@@ -259,17 +275,21 @@ def main(argv: list[str] | None = None) -> list[dict]:
     real_db = MatchingDatabase.build(asset, exclude=("idle", "wave", "walk", "run"), mirror=True)
     frames = 12 if args.quick else 24
     real_frames = record_crowd(asset, real_db, frames=frames)
+    from . import resolve_model
+
     print(f"crowd budget: a crowd of 1,000 motion-matching characters on figure eights, a search every 6th frame; "
-          f"1 thread, thread CPU ms per frame, load average {os.getloadavg()[0]:.1f}")
+          f"1 thread, thread CPU ms per frame, load average {os.getloadavg()[0]:.1f}; crowd updates of 1,000 "
+          f"built-in characters and of the model ({resolve_model(None)[1]}) playing walk")
     print(f"{'database':>9} {'frames':>8} {'queries/frame':>13} {'hinted':>7} {'no hint':>7} {'brute':>8} "
-          f"{'crowd update':>12} {'ratio':>6} {'speed-up':>8} same")
+          f"{'crowd update':>12} {'ratio':>6} {'model update':>12} {'ratio':>6} {'speed-up':>8} same")
 
     def show(kind: str, row: dict) -> None:
         row["database"] = kind
         table.append(row)
         print(f"{kind:>9} {row['frames']:>8} {row['queries_per_frame']:>13.0f} {row['hinted_ms']:>7.2f} "
               f"{row['unhinted_ms']:>7.2f} {row['brute_ms']:>8.1f} {row['crowd_update_ms']:>12.2f} "
-              f"{row['ratio']:>6.2f} {row['speedup']:>7.0f}x {row['same_frames']}")
+              f"{row['ratio']:>6.2f} {row['model_update_ms'] or float('nan'):>12.2f} "
+              f"{row['model_ratio'] or float('nan'):>6.2f} {row['speedup']:>7.0f}x {row['same_frames']}")
 
     rng = np.random.default_rng(5)
     for size in sizes:
