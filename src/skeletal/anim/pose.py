@@ -271,6 +271,118 @@ def local_into(i, pose, out):
     _store_rows(out, i, _trs_rows(pose, i))
 
 
+# ---------------------------------------------------------------------------------------------
+# local matrices eight nodes at a time (float64, structure of arrays in registers)
+#
+# One node's T @ R @ S from its 10 floats is ~60 scalar instructions (loads, 30 multiplies and adds,
+# 12 stores); eight nodes' rows loaded at once and transposed to one vector per field do the same
+# arithmetic for all eight (the scalar formula's operations and order in every lane: the same bits),
+# then the twelve results transpose back into each node's three rows. Soldier.glb's 68 nodes: see
+# docs/guides/performance.md.
+
+_LO = [0, 8, 2, 10, 4, 12, 6, 14]  # interleave the even lanes of two vectors
+_HI = [1, 9, 3, 11, 5, 13, 7, 15]  # ... and the odd lanes
+
+
+def _shuffle(builder, a, b, mask):
+    return builder.shuffle_vector(a, b, ir.Constant(ir.VectorType(ir.IntType(32), len(mask)), mask))
+
+
+def _transpose8(builder, rows):
+    """Eight <8 x double> rows -> eight columns (column f lane k = rows[k][f])."""
+    t = []
+    for k in range(0, 8, 2):
+        t += [_shuffle(builder, rows[k], rows[k + 1], _LO), _shuffle(builder, rows[k], rows[k + 1], _HI)]
+    pairs_lo, pairs_hi = [0, 1, 8, 9, 4, 5, 12, 13], [2, 3, 10, 11, 6, 7, 14, 15]
+    u = [None] * 8
+    for h in (0, 4):
+        u[h], u[h + 2] = _shuffle(builder, t[h], t[h + 2], pairs_lo), _shuffle(builder, t[h], t[h + 2], pairs_hi)
+        u[h + 1], u[h + 3] = _shuffle(builder, t[h + 1], t[h + 3], pairs_lo), _shuffle(builder, t[h + 1], t[h + 3], pairs_hi)
+    cols = [None] * 8
+    for f in range(4):
+        cols[f] = _shuffle(builder, u[f], u[4 + f], [0, 1, 2, 3, 8, 9, 10, 11])
+        cols[f + 4] = _shuffle(builder, u[f], u[4 + f], [4, 5, 6, 7, 12, 13, 14, 15])
+    return cols
+
+
+@intrinsic
+def _local_rows8_f64(typingctx, world, pose, first):
+    """``world[n, :3, :]`` = the top rows of ``T @ R @ S`` of ``pose[n]`` for the eight nodes ``first``
+    to ``first + 7`` (:func:`_trs_rows`' arithmetic in every lane). ``pose`` (N, 10) and ``world``
+    (N, 3|4, 4) float64 C-contiguous; nothing is bounds-checked."""
+    if not (_affine_f64(world) and isinstance(pose, types.Array) and pose.ndim == 2 and pose.dtype == types.float64
+            and pose.layout == "C" and isinstance(first, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        b = builder
+        i64, f64 = ir.IntType(64), ir.DoubleType()
+        v8, v4, v2 = ir.VectorType(f64, 8), ir.VectorType(f64, 4), ir.VectorType(f64, 2)
+        w = context.make_array(signature.args[0])(context, builder, args[0])
+        src = context.make_array(signature.args[1])(context, builder, args[1])
+        n0 = context.cast(builder, args[2], signature.args[2], types.int64)
+        w_rows = cgutils.unpack_tuple(builder, w.shape, 3)[1]
+
+        def load(at, vec):
+            return b.load(b.bitcast(b.gep(src.data, [at]), vec.as_pointer()), align=8)
+
+        node_at = [b.mul(b.add(n0, ir.Constant(i64, k)), ir.Constant(i64, 10)) for k in range(8)]
+        f = _transpose8(b, [load(at, v8) for at in node_at])  # fields 0-7: t, q, sx
+        tail = [load(b.add(at, ir.Constant(i64, 8)), v2) for at in node_at]  # sy, sz
+        quads = [_shuffle(b, tail[k], tail[k + 1], [0, 1, 2, 3]) for k in range(0, 8, 2)]
+        halves = [_shuffle(b, quads[k], quads[k + 1], list(range(8))) for k in (0, 2)]
+        f.append(_shuffle(b, halves[0], halves[1], list(range(0, 16, 2))))
+        f.append(_shuffle(b, halves[0], halves[1], list(range(1, 16, 2))))
+        tx, ty, tz, x, y, z, wq, sx, sy, sz = f
+        add, sub, mul = b.fadd, b.fsub, b.fmul
+        one = ir.Constant(v8, [1.0] * 8)
+        x2, y2, z2 = add(x, x), add(y, y), add(z, z)
+        xx, xy, xz, yy, yz, zz = mul(x, x2), mul(x, y2), mul(x, z2), mul(y, y2), mul(y, z2), mul(z, z2)
+        wx, wy, wz = mul(wq, x2), mul(wq, y2), mul(wq, z2)
+        rows = (
+            (mul(sub(one, add(yy, zz)), sx), mul(sub(xy, wz), sy), mul(add(xz, wy), sz), tx),
+            (mul(add(xy, wz), sx), mul(sub(one, add(xx, zz)), sy), mul(sub(yz, wx), sz), ty),
+            (mul(sub(xz, wy), sx), mul(add(yz, wx), sy), mul(sub(one, add(xx, yy)), sz), tz),
+        )
+        for r, (e0, e1, e2, e3) in enumerate(rows):
+            a, c = _shuffle(b, e0, e1, _LO), _shuffle(b, e2, e3, _LO)  # even nodes
+            o, d = _shuffle(b, e0, e1, _HI), _shuffle(b, e2, e3, _HI)  # odd nodes
+            for k in range(8):
+                j = (k // 2) * 2
+                row = _shuffle(b, *((a, c) if k % 2 == 0 else (o, d)), [j, j + 1, 8 + j, 9 + j])
+                at = b.mul(b.add(b.mul(b.add(n0, ir.Constant(i64, k)), w_rows), ir.Constant(i64, r)), ir.Constant(i64, 4))
+                b.store(row, b.bitcast(b.gep(w.data, [at]), v4.as_pointer()), align=8)
+        return context.get_dummy_value()
+
+    return types.void(world, pose, first), codegen
+
+
+def local_rows_all(pose, world):  # pragma: no cover - typed by the overload below
+    """:func:`local_into` for every node of ``pose`` (N, 10) into ``world`` (N, 3|4, 4): eight nodes a
+    vector for float64 (:func:`_local_rows8_f64`), the rest one at a time. The same values."""
+    raise NotImplementedError
+
+
+@overload(local_rows_all, jit_options={"forceinline": True})
+def _ol_local_rows_all(pose, world):
+    if _affine_f64(world) and isinstance(pose, types.Array) and pose.dtype == types.float64 and pose.layout == "C":
+        def eight(pose, world):
+            n = pose.shape[0]
+            full = n - n % 8
+            for i in range(0, full, 8):
+                _local_rows8_f64(world, pose, i)
+            for i in range(full, n):
+                local_into(i, pose, world)
+
+        return eight
+
+    def one(pose, world):
+        for i in range(pose.shape[0]):
+            local_into(i, pose, world)
+
+    return one
+
+
 def world_subset_staged(parents, nodes, pose, world):  # pragma: no cover - typed by the overload below
     """:func:`world_subset_one` in two passes for float64 worlds: every listed node's local matrix
     into its own world rows (every node in index order when ``nodes`` lists them all), then each
@@ -292,8 +404,7 @@ def _ol_world_subset_staged(parents, nodes, pose, world):
     if _affine_f64(world):
         def staged(parents, nodes, pose, world):
             if nodes.shape[0] == pose.shape[0]:
-                for i in range(pose.shape[0]):
-                    local_into(i, pose, world)
+                local_rows_all(pose, world)
             else:
                 for i in nodes:
                     local_into(i, pose, world)

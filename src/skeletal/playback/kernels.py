@@ -29,6 +29,7 @@ from .clipset import (CL_MARKER_END, CL_MARKER_START, CL_SEGMENT_END, CL_SEGMENT
                       CL_TIMELINE_START, SEG_CONSTANT, SEG_END, SEG_FIRST, SEG_KIND, SEG_LERP3, SEG_NLERP,
                       SEG_FAST_END, SEG_SLERP, SEG_TIMELINE, TK_INTERP, TK_KEY_START, TK_NODE, TK_OUT, TK_PATH, TK_VALUE_START, TK_WIDTH)
 from .jobs import field
+from .rotation_lanes import slerp_lanes_into
 
 # float fields
 F_TIME = 0  # action clock: [0, d] (once/clamp/repeat) or the unfolded phase [0, 2d) (pingpong)
@@ -396,6 +397,8 @@ def _sample_clip_direct(c, job, locs, flat, out_m, keyed):
     clip_table, segments, tracks, hot = field(job, "clip_table"), field(job, "segments"), field(job, "tracks"), field(job, "hot_tracks")
     timeline_keys, values, morph_start = field(job, "timeline_keys"), field(job, "values"), field(job, "morph_start")
     slerp_keys = field(job, "slerp_keys")
+    lanes_seg, lanes_out = field(job, "lanes_seg"), field(job, "lanes_out")
+    lanes_values, lanes_coef = field(job, "lanes_values"), field(job, "lanes_coef")
     first_timeline = clip_table[c, CL_TIMELINE_START]
     for g in range(clip_table[c, CL_SEGMENT_START], clip_table[c, CL_SEGMENT_END]):
         kind = segments[g, SEG_KIND]
@@ -414,7 +417,11 @@ def _sample_clip_direct(c, job, locs, flat, out_m, keyed):
             # nlerp for the prefix whose keys are close enough (see ClipSet.segments), slerp after it
             fast_end = segments[g, SEG_FAST_END]
             key4, ukey = np.uint64(key * 4), np.uint64(key)
-            for k in range(np.uint64(fast_end), np.uint64(segments[g, SEG_END])):
+            # keyed: the slerp tracks eight to a vector when the segment is packed (rotation_lanes.py)
+            slerp_end = segments[g, SEG_END]
+            if keyed and slerp_lanes_into(flat, lanes_seg, g, key, u, lanes_out, lanes_values, lanes_coef):
+                slerp_end = fast_end
+            for k in range(np.uint64(fast_end), np.uint64(slerp_end)):
                 a = np.uint64(hot[k, HOT_VALUE_START]) + key4
                 row = np.uint64(hot[k, HOT_KEY_START]) + ukey
                 theta = slerp_keys[row, 0] if keyed else 0.0

@@ -1,0 +1,213 @@
+"""One character's slerp rotations eight tracks at a time: the single-action path's rotation segments
+repacked track-major across lanes (structure of arrays), sampled in 8-wide float64 vectors.
+
+The single-action sampler (:func:`skeletal.playback.kernels._sample_clip_direct`) slerps each LINEAR
+rotation track on its own: a branch per track on the key's kind (tabulated angle, nearly parallel,
+identical keys), then a square root and a division for one quaternion. Here a segment's tracks
+(those sharing one key timeline) are laid out so that one key of eight tracks is four contiguous
+float32 vectors (x, y, z, w), the per-key slerp tables beside them, and the three kinds are computed
+for all eight lanes and selected per lane: no branch on the data, one vector square root and
+division for eight tracks. Every lane runs the scalar path's IEEE operations in its order (no fused
+multiply-add), so the result is the same bits (``tests/test_rotation_lanes.py``).
+
+Layout, for each packed segment of m tracks padded to ``M`` lanes (a multiple of :data:`LANES`; the
+padding repeats the last track, so its lanes write the same values to the same place):
+
+* ``lanes_values`` float32: K keys of ``[component][lane]`` (4 x M floats a key)
+* ``lanes_coef`` float64: K - 1 intervals of ``[theta, signed inverse sine][lane]``: theta > 0 a
+  tabulated slerp (:attr:`~skeletal.playback.clipset.ClipSet.slerp_keys`), its inverse sine carrying
+  the sign of the second key (negative: a . b < 0); theta 0 nearly parallel keys (normalised lerp,
+  the coefficient +-1 the second key's sign); theta -1 identical keys (the first key as stored)
+* ``lanes_out`` int64 (M,): each lane's offset in the flattened (N * 10) pose
+* ``lanes_seg`` (G, 4) int64 per segment: offsets of its keys in ``lanes_values``, its intervals in
+  ``lanes_coef``, its lanes in ``lanes_out``, and M; -1 when the segment is not packed
+
+>>> packed = pack_rotation_lanes(segments, timeline_keys, hot, values, slerp_table)   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic, overload
+
+from ..quat import NEAR_FLIP, NEAR_SAME
+from .clipset import SEG_END, SEG_FAST_END, SEG_KIND, SEG_NLERP, SEG_SLERP, SEG_TIMELINE
+
+#: tracks per vector (8 float64 lanes: one AVX-512 register, two AVX2 ones)
+LANES = 8
+#: ``lanes_seg`` columns
+LS_VALUES, LS_COEF, LS_OUT, LS_WIDTH = 0, 1, 2, 3
+# hot_tracks columns (see kernels.hot_tracks)
+_HOT_VALUE_START, _HOT_OUT, _HOT_KEY_START = 0, 1, 2
+
+# sin_quarter's coefficients, innermost first (skeletal.quat._sin_quarter)
+_SIN_COEF = (1.9572941063391263e-20, -8.22063524662433e-18, 2.8114572543455206e-15, -7.647163731819816e-13,
+             1.6059043836821613e-10, -2.505210838544172e-08, 2.7557319223985893e-06, -0.0001984126984126984,
+             0.008333333333333333, -0.16666666666666666)
+
+
+def pack_rotation_lanes(segments: np.ndarray, timeline_keys: np.ndarray, hot: np.ndarray, values: np.ndarray,
+                        slerp_table: np.ndarray) -> dict[str, np.ndarray]:
+    """The lane layout (module docstring) of every rotation segment's slerp tracks (``SEG_FAST_END``
+    to ``SEG_END`` of SLERP and NLERP segments) with at least two keys. ``hot``: the clip set's
+    :func:`~skeletal.playback.kernels.hot_tracks`; ``values`` its float32 keys; ``slerp_table``
+    :func:`skeletal.quat.near_slerp_table` of its ``slerp_keys``. Float64 keys are not packed (the
+    layout is float32): every segment then says -1. Returns the four arrays by their job field names.
+
+    >>> packed = pack_rotation_lanes(segments, cs.timeline_keys, hot, cs.values, table)  # doctest: +SKIP
+    """
+    seg = np.full((len(segments), 4), -1, np.int64)
+    vals, coefs, outs = [], [], []
+    at_v = at_c = at_o = 0
+    if values.dtype == np.float32:
+        for g in range(len(segments)):
+            if segments[g, SEG_KIND] not in (SEG_SLERP, SEG_NLERP):
+                continue
+            first, end = int(segments[g, SEG_FAST_END]), int(segments[g, SEG_END])
+            count = int(timeline_keys[segments[g, SEG_TIMELINE], 1])
+            if end <= first or count < 2:
+                continue
+            tracks = np.arange(first, end)
+            width = -(-len(tracks) // LANES) * LANES
+            tracks = np.concatenate([tracks, np.full(width - len(tracks), tracks[-1])])  # padding: the last again
+            start = hot[tracks, _HOT_VALUE_START].astype(np.int64)
+            # keys (count, 4, lanes): values[start + key * 4 + component]
+            q = values[start[None, None, :] + 4 * np.arange(count)[:, None, None] + np.arange(4)[None, :, None]]
+            qa, qb = q[:-1].astype(np.float64), q[1:].astype(np.float64)
+            dot = ((qa[:, 0] * qb[:, 0] + qa[:, 1] * qb[:, 1]) + qa[:, 2] * qb[:, 2]) + qa[:, 3] * qb[:, 3]
+            rows = hot[tracks, _HOT_KEY_START].astype(np.int64)[None, :] + np.arange(count - 1)[:, None]
+            theta, column = slerp_table[rows, 0], slerp_table[rows, 1]
+            tabulated = theta > 0.0
+            flip = np.where(tabulated, dot < 0.0, column == NEAR_FLIP)
+            coef = np.empty((count - 1, 2, width))
+            coef[:, 0] = np.where(tabulated, theta, np.where(column == NEAR_SAME, -1.0, 0.0))
+            coef[:, 1] = np.where(tabulated, column, 1.0) * np.where(flip, -1.0, 1.0)
+            vals.append(np.ascontiguousarray(q, np.float32).reshape(-1))
+            coefs.append(coef.reshape(-1))
+            outs.append(hot[tracks, _HOT_OUT].astype(np.int64))
+            seg[g] = (at_v, at_c, at_o, width)
+            at_v, at_c, at_o = at_v + vals[-1].size, at_c + coefs[-1].size, at_o + width
+    return {
+        "lanes_values": np.concatenate(vals) if vals else np.zeros(0, np.float32),
+        "lanes_coef": np.concatenate(coefs) if coefs else np.zeros(0),
+        "lanes_out": np.concatenate(outs) if outs else np.zeros(0, np.int64),
+        "lanes_seg": seg,
+    }
+
+
+@intrinsic
+def _slerp_lanes(typingctx, flat, outs, at_out, vals, at_val, width, coef, at_coef, u):
+    """Eight slerp lanes of a packed segment (module docstring) at fraction ``u`` of their key interval:
+    ``vals[at_val + c * width + lane]`` the first key's component c (the second key ``4 * width``
+    further), ``coef[at_coef + lane]`` theta and ``coef[at_coef + width + lane]`` the signed inverse
+    sine; lane l's quaternion goes to ``flat[outs[at_out + l] : + 4]``. Nothing is bounds-checked."""
+    ok = (isinstance(flat, types.Array) and flat.ndim == 1 and flat.dtype == types.float64 and flat.layout == "C"
+          and isinstance(vals, types.Array) and vals.dtype == types.float32 and vals.layout == "C"
+          and isinstance(coef, types.Array) and coef.dtype == types.float64 and coef.layout == "C"
+          and isinstance(outs, types.Array) and outs.dtype == types.int64 and outs.layout == "C"
+          and all(isinstance(x, types.Integer) for x in (at_out, at_val, width, at_coef))
+          and isinstance(u, types.Float))
+    if not ok:
+        return None
+
+    def codegen(context, builder, signature, args):
+        b = builder
+        i32, i64, f64 = ir.IntType(32), ir.IntType(64), ir.DoubleType()
+        v8f, v8d, v4d = ir.VectorType(ir.FloatType(), LANES), ir.VectorType(f64, LANES), ir.VectorType(f64, 4)
+        sig = signature.args
+        dst = context.make_array(sig[0])(context, builder, args[0])
+        out_rows = context.make_array(sig[1])(context, builder, args[1])
+        src = context.make_array(sig[3])(context, builder, args[3])
+        tab = context.make_array(sig[6])(context, builder, args[6])
+        at_out_, at_val_, width_, at_coef_ = (context.cast(b, args[k], sig[k], types.int64) for k in (2, 4, 5, 7))
+        u_ = context.cast(b, args[8], sig[8], types.float64)
+
+        def splat(x):
+            lane0 = b.insert_element(ir.Constant(v8d, ir.Undefined), x, ir.Constant(i32, 0))
+            return b.shuffle_vector(lane0, ir.Constant(v8d, ir.Undefined), ir.Constant(ir.VectorType(i32, LANES), [0] * LANES))
+
+        def key_component(c):
+            at = b.add(at_val_, b.mul(width_, ir.Constant(i64, c)))
+            return b.fpext(b.load(b.bitcast(b.gep(src.data, [at]), v8f.as_pointer()), align=4), v8d)
+
+        def coef_row(r):
+            at = b.add(at_coef_, b.mul(width_, ir.Constant(i64, r)))
+            return b.load(b.bitcast(b.gep(tab.data, [at]), v8d.as_pointer()), align=8)
+
+        def sin_quarter(x):  # skeletal.quat._sin_quarter, operation for operation
+            x2 = b.fmul(x, x)
+            p = b.fadd(splat(ir.Constant(f64, _SIN_COEF[1])), b.fmul(x2, splat(ir.Constant(f64, _SIN_COEF[0]))))
+            for k in _SIN_COEF[2:]:
+                p = b.fadd(splat(ir.Constant(f64, k)), b.fmul(x2, p))
+            return b.fadd(x, b.fmul(x, b.fmul(x2, p)))
+
+        qa = [key_component(c) for c in range(4)]
+        qb = [key_component(4 + c) for c in range(4)]
+        theta, signed_inv = coef_row(0), coef_row(1)
+        one_minus_u, uu = splat(b.fsub(ir.Constant(f64, 1.0), u_)), splat(u_)
+        # nearly parallel keys: lerp of a and the sign-aligned b, times 1 / sqrt of the left-to-right
+        # sum of squares (the lerp's arithmetic of skeletal.quat.KeyPairIR)
+        lerp = [b.fadd(b.fmul(qa[c], one_minus_u), b.fmul(b.fmul(qb[c], signed_inv), uu)) for c in range(4)]
+        squares = [b.fmul(x, x) for x in lerp]
+        total = b.fadd(b.fadd(b.fadd(squares[0], squares[1]), squares[2]), squares[3])
+        sqrt = cgutils.get_or_insert_function(b.module, ir.FunctionType(v8d, [v8d]), "llvm.sqrt.v8f64")
+        inv = b.fdiv(splat(ir.Constant(f64, 1.0)), b.call(sqrt, [total]))
+        near = [b.fmul(x, inv) for x in lerp]
+        # a tabulated angle: a * sin((1 - u) theta) / sin theta + b * sin(u theta) / sin theta, b's sign
+        # in the coefficient (b * -s == -b * s exactly)
+        fabs = cgutils.get_or_insert_function(b.module, ir.FunctionType(v8d, [v8d]), "llvm.fabs.v8f64")
+        s0 = b.fmul(sin_quarter(b.fmul(one_minus_u, theta)), b.call(fabs, [signed_inv]))
+        s1 = b.fmul(sin_quarter(b.fmul(uu, theta)), signed_inv)
+        slerp = [b.fadd(b.fmul(qa[c], s0), b.fmul(qb[c], s1)) for c in range(4)]
+        zero = ir.Constant(v8d, [0.0] * LANES)
+        tabulated = b.fcmp_ordered(">", theta, zero)
+        same = b.fcmp_ordered("<", theta, zero)
+        result = [b.select(same, qa[c], b.select(tabulated, slerp[c], near[c])) for c in range(4)]
+        # lane l's (x, y, z, w) as one 4-vector at its pose offset
+        for lane in range(LANES):
+            xy = b.shuffle_vector(result[0], result[1], ir.Constant(ir.VectorType(i32, 2), [lane, LANES + lane]))
+            zw = b.shuffle_vector(result[2], result[3], ir.Constant(ir.VectorType(i32, 2), [lane, LANES + lane]))
+            row = b.shuffle_vector(xy, zw, ir.Constant(ir.VectorType(i32, 4), [0, 1, 2, 3]))
+            o = b.load(b.gep(out_rows.data, [b.add(at_out_, ir.Constant(i64, lane))]))
+            b.store(row, b.bitcast(b.gep(dst.data, [o]), v4d.as_pointer()), align=8)
+        return context.get_dummy_value()
+
+    return types.void(flat, outs, at_out, vals, at_val, width, coef, at_coef, u), codegen
+
+
+def slerp_lanes_into(flat, job_seg, g, key, u, outs, vals, coef):  # pragma: no cover - compiled through the overload
+    """Segment g's packed slerp tracks (``job_seg`` the job's ``lanes_seg``) at ``key`` and fraction
+    ``u`` into ``flat`` (the (N * 10) pose rows flattened, float64); True when written, False when the
+    segment is not packed or ``flat`` is not float64 (the caller then samples the tracks one by one).
+
+    >>> if not slerp_lanes_into(flat, seg, g, key, u, outs, vals, coef): ...   # doctest: +SKIP
+    """
+    raise NotImplementedError
+
+
+@overload(slerp_lanes_into, jit_options={"forceinline": True})
+def _ol_slerp_lanes_into(flat, job_seg, g, key, u, outs, vals, coef):
+    if not (isinstance(flat, types.Array) and flat.dtype == types.float64 and flat.layout == "C"):
+        def unpacked(flat, job_seg, g, key, u, outs, vals, coef):
+            return False
+
+        return unpacked
+
+    def packed(flat, job_seg, g, key, u, outs, vals, coef):
+        width = job_seg[g, LS_WIDTH]
+        if width <= 0:
+            return False
+        at_val = job_seg[g, LS_VALUES] + key * 4 * width
+        at_coef = job_seg[g, LS_COEF] + key * 2 * width
+        at_out = job_seg[g, LS_OUT]
+        for lane in range(0, width, LANES):
+            _slerp_lanes(flat, outs, at_out + lane, vals, at_val + lane, width, coef, at_coef + lane, u)
+        return True
+
+    return packed
+
+
+__all__ = ["LANES", "pack_rotation_lanes", "slerp_lanes_into"]

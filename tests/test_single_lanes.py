@@ -1,0 +1,155 @@
+"""The single character's vector paths (issue 33): slerp rotations eight tracks to a vector
+(``playback/rotation_lanes.py``) and local matrices eight nodes to a vector (``anim/pose.py``) give
+the same bits as the one-track / one-node code they replace, and a Player still equals ``bake``.
+
+The reference is the same Player with the packed segments switched off (every ``lanes_seg`` row -1:
+the per-track sampler) and the scalar local-matrix formula (:func:`skeletal.pose.local_into`). No
+timing here (the ozz harness and ``skeletal bench`` measure it)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import skeletal
+from skeletal.demo import demo_asset
+from skeletal.errors import SkeletalError
+from skeletal.playback import Player
+from skeletal.playback import kernels as K
+from skeletal.playback.clipset import SEG_END, SEG_FAST_END, SEG_KIND, SEG_SLERP, SEG_TIMELINE
+from skeletal.playback.jobs import playback_job
+from skeletal.playback.rotation_lanes import LANES, pack_rotation_lanes
+
+from fixtures.shared_assets import need
+
+
+def _unpacked(mixer) -> None:
+    """Switch the mixer's packed rotation segments off (float64 keys are never packed)."""
+    def none(segments):
+        cs = mixer.clipset
+        return pack_rotation_lanes(segments, cs.timeline_keys, K.hot_tracks(cs.track_table),
+                                   cs.values.astype(np.float64), mixer._slerp_table())
+
+    mixer._rotation_lanes = none
+    mixer.frame = None
+
+
+def _pair(asset, clip):
+    lanes, plain = Player(asset), Player(asset)
+    _unpacked(plain.mixer)
+    for p in (lanes, plain):
+        p.play(clip)
+    return lanes, plain
+
+
+@pytest.fixture(scope="module")
+def asset():
+    return demo_asset()
+
+
+def _packed_tracks(player) -> int:
+    mixer = player.mixer
+    segments = mixer._clip_tables()[1]
+    seg = mixer._rotation_lanes(segments)["lanes_seg"]
+    return int(sum(segments[g, SEG_END] - segments[g, SEG_FAST_END] for g in np.flatnonzero(seg[:, 3] > 0)))
+
+
+@pytest.mark.parametrize("clip", ["walk", "run"])
+def test_packed_rotations_equal_the_per_track_slerp_bit_for_bit(asset, clip):
+    lanes, plain = _pair(asset, clip)
+    # irregular steps: every key interval, near, tabulated and identical keys, at many fractions
+    for dt in np.random.default_rng(3).uniform(0.001, 0.05, 90):
+        lanes.update(dt)
+        plain.update(dt)
+        np.testing.assert_array_equal(lanes.local_pose, plain.local_pose)
+        np.testing.assert_array_equal(lanes.world, plain.world)
+        for a, b in zip(lanes.palettes, plain.palettes):
+            np.testing.assert_array_equal(a, b)
+    assert _packed_tracks(lanes) > 0 and _packed_tracks(plain) == 0
+
+
+def test_soldier_walk_equals_the_per_track_path_and_bake():
+    asset = skeletal.load(need("Soldier.glb"))
+    lanes, plain = _pair(asset, "Walk")
+    assert _packed_tracks(lanes) >= 50
+    for _ in range(70):  # past one loop of Walk at 60 frames a second
+        lanes.update(1 / 60)
+        plain.update(1 / 60)
+        np.testing.assert_array_equal(lanes.local_pose, plain.local_pose)
+        np.testing.assert_array_equal(lanes.world, plain.world)
+    baked = skeletal.bake(asset, "Walk", [lanes.time], loop="repeat")
+    np.testing.assert_allclose(lanes.node_world, baked["node_world"][0], atol=1e-12)
+
+
+def test_packing_layout_pads_with_the_last_track_and_signs_the_second_key(asset):
+    player = Player(asset)
+    player.play("walk")
+    mixer = player.mixer
+    _, segments, _, _ = mixer._clip_tables()
+    packed = mixer._rotation_lanes(segments)
+    seg, outs, coef = packed["lanes_seg"], packed["lanes_out"], packed["lanes_coef"]
+    hot = K.hot_tracks(mixer.clipset.track_table)
+    rows = np.flatnonzero(seg[:, 3] > 0)
+    assert len(rows) and all(segments[g, SEG_KIND] == SEG_SLERP for g in rows)
+    for g in rows:
+        at_v, at_c, at_o, width = seg[g]
+        first, end = segments[g, SEG_FAST_END], segments[g, SEG_END]
+        assert width % LANES == 0 and end - first <= width < end - first + LANES
+        lane_out = outs[at_o : at_o + width]
+        np.testing.assert_array_equal(lane_out[: end - first], hot[first:end, K.HOT_OUT])
+        assert (lane_out[end - first :] == hot[end - 1, K.HOT_OUT]).all()  # padding repeats the last track
+        keys = mixer.clipset.timeline_keys[segments[g, SEG_TIMELINE], 1]
+        theta_and_inv = coef[at_c : at_c + (keys - 1) * 2 * width].reshape(keys - 1, 2, width)
+        theta = theta_and_inv[:, 0]
+        # a tabulated angle has |coefficient| = 1 / sin(theta); nearly parallel keys +-1
+        tab = theta > 0
+        np.testing.assert_allclose(np.abs(theta_and_inv[:, 1][tab]) * np.sin(theta[tab]), 1.0, rtol=1e-12)
+        assert set(np.abs(theta_and_inv[:, 1][~tab]).tolist()) <= {1.0}
+
+
+def test_float64_keys_and_bad_tables_are_not_used(asset):
+    player = Player(asset)
+    player.play("walk")
+    mixer = player.mixer
+    _, segments, _, _ = mixer._clip_tables()
+    cs = mixer.clipset
+    plain = pack_rotation_lanes(segments, cs.timeline_keys, K.hot_tracks(cs.track_table), cs.values.astype(np.float64),
+                                mixer._slerp_table())
+    assert (plain["lanes_seg"] == -1).all() and plain["lanes_values"].size == 0
+    fields = mixer._job_fields()
+    g = int(np.flatnonzero(fields["lanes_seg"][:, 3] > 0)[0])
+    bad = dict(fields, lanes_seg=fields["lanes_seg"].copy())
+    bad["lanes_seg"][g, 0] = fields["lanes_values"].size  # keys past the end of the packed values
+    with pytest.raises(SkeletalError, match="lanes_seg"):
+        playback_job(**bad)
+    bad = dict(fields, lanes_out=fields["lanes_out"] + 10 * len(asset.rig.parents))  # stores past the pose
+    with pytest.raises(SkeletalError, match="lanes_out"):
+        playback_job(**bad)
+
+
+@pytest.mark.parametrize("rows", [3, 4])
+@pytest.mark.parametrize("nodes", [5, 8, 21])
+def test_local_rows_eight_at_a_time_equal_local_into_bit_for_bit(rows, nodes):
+    from numba import njit
+
+    from skeletal.anim.pose import local_into, local_rows_all
+
+    @njit
+    def eight(pose, world):
+        local_rows_all(pose, world)
+
+    @njit
+    def one(pose, world):
+        for i in range(pose.shape[0]):
+            local_into(i, pose, world)
+
+    rng = np.random.default_rng(nodes + rows)
+    pose = rng.normal(size=(nodes, 10))
+    pose[:, 3:7] /= np.linalg.norm(pose[:, 3:7], axis=1, keepdims=True)
+    pose[:, 7:] = rng.uniform(0.5, 2.0, size=(nodes, 3)) * rng.choice([-1.0, 1.0], size=(nodes, 3))
+    pose[0, 3:7] = (0.0, 0.0, 0.0, 1.0)  # exact zeros and ones through the same operations
+    got, want = np.full((nodes, rows, 4), np.nan), np.full((nodes, rows, 4), np.nan)
+    eight(pose, got)
+    one(pose, want)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
