@@ -18,7 +18,7 @@ from skeletal.playback import Player
 from skeletal.playback import kernels as K
 from skeletal.playback.clipset import SEG_END, SEG_FAST_END, SEG_KIND, SEG_SLERP, SEG_TIMELINE
 from skeletal.playback.jobs import playback_job
-from skeletal.playback.rotation_lanes import LANES, pack_rotation_lanes
+from skeletal.playback.rotation_lanes import KIND_NEAR, KIND_TABULATED, LANES, LS_WIDTH, pack_rotation_lanes
 
 from fixtures.shared_assets import need
 
@@ -51,7 +51,7 @@ def _packed_tracks(player) -> int:
     mixer = player.mixer
     segments = mixer._clip_tables()[1]
     seg = mixer._rotation_lanes(segments)["lanes_seg"]
-    return int(sum(segments[g, SEG_END] - segments[g, SEG_FAST_END] for g in np.flatnonzero(seg[:, 3] > 0)))
+    return int(sum(segments[g, SEG_END] - segments[g, SEG_FAST_END] for g in np.flatnonzero(seg[:, LS_WIDTH] > 0)))
 
 
 @pytest.mark.parametrize("clip", ["walk", "run"])
@@ -81,30 +81,40 @@ def test_soldier_walk_equals_the_per_track_path_and_bake():
     np.testing.assert_allclose(lanes.node_world, baked["node_world"][0], atol=1e-12)
 
 
-def test_packing_layout_pads_with_the_last_track_and_signs_the_second_key(asset):
+def test_packing_layout_sorts_each_interval_and_signs_the_second_key(asset):
+    """Per key interval the lanes hold the segment's tracks, tabulated angles first (padding repeats the
+    last lane), each group of eight says which formulas it needs, and a tabulated lane's coefficient
+    is 1 / sin(theta) signed like the second key (+-1 for nearly parallel keys)."""
     player = Player(asset)
     player.play("walk")
     mixer = player.mixer
     _, segments, _, _ = mixer._clip_tables()
     packed = mixer._rotation_lanes(segments)
-    seg, outs, coef = packed["lanes_seg"], packed["lanes_out"], packed["lanes_coef"]
+    seg, outs, coef, kinds = packed["lanes_seg"], packed["lanes_out"], packed["lanes_coef"], packed["lanes_kind"]
     hot = K.hot_tracks(mixer.clipset.track_table)
-    rows = np.flatnonzero(seg[:, 3] > 0)
+    rows = np.flatnonzero(seg[:, LS_WIDTH] > 0)
     assert len(rows) and all(segments[g, SEG_KIND] == SEG_SLERP for g in rows)
     for g in rows:
-        at_v, at_c, at_o, width = seg[g]
+        at_v, at_c, at_o, at_k, width = seg[g]
         first, end = segments[g, SEG_FAST_END], segments[g, SEG_END]
-        assert width % LANES == 0 and end - first <= width < end - first + LANES
-        lane_out = outs[at_o : at_o + width]
-        np.testing.assert_array_equal(lane_out[: end - first], hot[first:end, K.HOT_OUT])
-        assert (lane_out[end - first :] == hot[end - 1, K.HOT_OUT]).all()  # padding repeats the last track
-        keys = mixer.clipset.timeline_keys[segments[g, SEG_TIMELINE], 1]
-        theta_and_inv = coef[at_c : at_c + (keys - 1) * 2 * width].reshape(keys - 1, 2, width)
-        theta = theta_and_inv[:, 0]
-        # a tabulated angle has |coefficient| = 1 / sin(theta); nearly parallel keys +-1
-        tab = theta > 0
-        np.testing.assert_allclose(np.abs(theta_and_inv[:, 1][tab]) * np.sin(theta[tab]), 1.0, rtol=1e-12)
-        assert set(np.abs(theta_and_inv[:, 1][~tab]).tolist()) <= {1.0}
+        m = end - first
+        assert width % LANES == 0 and m <= width < m + LANES
+        intervals = mixer.clipset.timeline_keys[segments[g, SEG_TIMELINE], 1] - 1
+        lane_out = outs[at_o : at_o + intervals * width].reshape(intervals, width)
+        table = coef[at_c : at_c + intervals * 2 * width].reshape(intervals, 2, width)
+        group_kind = kinds[at_k : at_k + intervals * width // LANES].reshape(intervals, -1)
+        for i in range(intervals):
+            assert sorted(lane_out[i, :m]) == sorted(hot[first:end, K.HOT_OUT])
+            assert (lane_out[i, m:] == lane_out[i, m - 1]).all()  # padding repeats the last lane
+            theta, signed = table[i]
+            tab = theta > 0
+            assert not (tab[1:] & ~tab[:-1]).any()  # tabulated lanes first
+            np.testing.assert_allclose(np.abs(signed[tab]) * np.sin(theta[tab]), 1.0, rtol=1e-12)
+            assert set(np.abs(signed[~tab]).tolist()) <= {1.0}
+            groups = tab.reshape(-1, LANES)
+            want = np.where(groups.any(axis=1), KIND_TABULATED, 0) | np.where((~groups).any(axis=1), KIND_NEAR, 0)
+            np.testing.assert_array_equal(group_kind[i], want)
+            assert (want == KIND_TABULATED | KIND_NEAR).sum() <= 1  # sorted: one group at most needs both
 
 
 def test_float64_keys_and_bad_tables_are_not_used(asset):
@@ -117,7 +127,7 @@ def test_float64_keys_and_bad_tables_are_not_used(asset):
                                 mixer._slerp_table())
     assert (plain["lanes_seg"] == -1).all() and plain["lanes_values"].size == 0
     fields = mixer._job_fields()
-    g = int(np.flatnonzero(fields["lanes_seg"][:, 3] > 0)[0])
+    g = int(np.flatnonzero(fields["lanes_seg"][:, LS_WIDTH] > 0)[0])
     bad = dict(fields, lanes_seg=fields["lanes_seg"].copy())
     bad["lanes_seg"][g, 0] = fields["lanes_values"].size  # keys past the end of the packed values
     with pytest.raises(SkeletalError, match="lanes_seg"):

@@ -398,7 +398,7 @@ def _sample_clip_direct(c, job, locs, flat, out_m, keyed):
     timeline_keys, values, morph_start = field(job, "timeline_keys"), field(job, "values"), field(job, "morph_start")
     slerp_keys = field(job, "slerp_keys")
     lanes_seg, lanes_out = field(job, "lanes_seg"), field(job, "lanes_out")
-    lanes_values, lanes_coef = field(job, "lanes_values"), field(job, "lanes_coef")
+    lanes_values, lanes_coef, lanes_kind = field(job, "lanes_values"), field(job, "lanes_coef"), field(job, "lanes_kind")
     first_timeline = clip_table[c, CL_TIMELINE_START]
     for g in range(clip_table[c, CL_SEGMENT_START], clip_table[c, CL_SEGMENT_END]):
         kind = segments[g, SEG_KIND]
@@ -419,7 +419,7 @@ def _sample_clip_direct(c, job, locs, flat, out_m, keyed):
             key4, ukey = np.uint64(key * 4), np.uint64(key)
             # keyed: the slerp tracks eight to a vector when the segment is packed (rotation_lanes.py)
             slerp_end = segments[g, SEG_END]
-            if keyed and slerp_lanes_into(flat, lanes_seg, g, key, u, lanes_out, lanes_values, lanes_coef):
+            if keyed and slerp_lanes_into(flat, lanes_seg, g, key, u, lanes_out, lanes_values, lanes_coef, lanes_kind):
                 slerp_end = fast_end
             for k in range(np.uint64(fast_end), np.uint64(slerp_end)):
                 a = np.uint64(hot[k, HOT_VALUE_START]) + key4

@@ -5,22 +5,27 @@ The single-action sampler (:func:`skeletal.playback.kernels._sample_clip_direct`
 rotation track on its own: a branch per track on the key's kind (tabulated angle, nearly parallel,
 identical keys), then a square root and a division for one quaternion. Here a segment's tracks
 (those sharing one key timeline) are laid out so that one key of eight tracks is four contiguous
-float32 vectors (x, y, z, w), the per-key slerp tables beside them, and the three kinds are computed
-for all eight lanes and selected per lane: no branch on the data, one vector square root and
-division for eight tracks. Every lane runs the scalar path's IEEE operations in its order (no fused
-multiply-add), so the result is the same bits (``tests/test_rotation_lanes.py``).
+float32 vectors (x, y, z, w), the per-key slerp tables beside them, and the kinds a group of eight
+needs are computed for all its lanes and selected per lane: no branch per track, one vector square
+root and division for eight tracks. Every lane runs the scalar path's IEEE operations in its order
+(no fused multiply-add), so the result is the same bits (``tests/test_single_lanes.py``).
 
-Layout, for each packed segment of m tracks padded to ``M`` lanes (a multiple of :data:`LANES`; the
-padding repeats the last track, so its lanes write the same values to the same place):
+Layout, for each packed segment of m tracks padded to ``M`` lanes (a multiple of :data:`LANES`),
+per key interval (K - 1 of them). Each interval orders its lanes with the tabulated angles first, so
+that most groups of eight need one formula (:data:`KIND_TABULATED` or :data:`KIND_NEAR`) and at most
+one both; padding repeats the interval's last lane, so its lanes write the same values to the same
+place:
 
-* ``lanes_values`` float32: K keys of ``[component][lane]`` (4 x M floats a key)
-* ``lanes_coef`` float64: K - 1 intervals of ``[theta, signed inverse sine][lane]``: theta > 0 a
-  tabulated slerp (:attr:`~skeletal.playback.clipset.ClipSet.slerp_keys`), its inverse sine carrying
-  the sign of the second key (negative: a . b < 0); theta 0 nearly parallel keys (normalised lerp,
-  the coefficient +-1 the second key's sign); theta -1 identical keys (the first key as stored)
-* ``lanes_out`` int64 (M,): each lane's offset in the flattened (N * 10) pose
-* ``lanes_seg`` (G, 4) int64 per segment: offsets of its keys in ``lanes_values``, its intervals in
-  ``lanes_coef``, its lanes in ``lanes_out``, and M; -1 when the segment is not packed
+* ``lanes_values`` float32: ``[interval][component][lane]``, the first key's x y z w then the
+  second key's (8 x M floats an interval)
+* ``lanes_coef`` float64: ``[interval][theta, signed inverse sine][lane]``: theta > 0 a tabulated
+  slerp (:attr:`~skeletal.playback.clipset.ClipSet.slerp_keys`), its inverse sine carrying the sign
+  of the second key (negative: a . b < 0); theta 0 nearly parallel keys (normalised lerp, the
+  coefficient +-1 the second key's sign); theta -1 identical keys (the first key as stored)
+* ``lanes_out`` int64 ``[interval][lane]``: each lane's offset in the flattened (N * 10) pose
+* ``lanes_kind`` int64 ``[interval][group]``: the formulas a group of eight needs (bits)
+* ``lanes_seg`` (G, 5) int64 per segment: offsets of its intervals in the four arrays above, and M;
+  -1 when the segment is not packed
 
 >>> packed = pack_rotation_lanes(segments, timeline_keys, hot, values, slerp_table)   # doctest: +SKIP
 """
@@ -39,7 +44,9 @@ from .clipset import SEG_END, SEG_FAST_END, SEG_KIND, SEG_NLERP, SEG_SLERP, SEG_
 #: tracks per vector (8 float64 lanes: one AVX-512 register, two AVX2 ones)
 LANES = 8
 #: ``lanes_seg`` columns
-LS_VALUES, LS_COEF, LS_OUT, LS_WIDTH = 0, 1, 2, 3
+LS_VALUES, LS_COEF, LS_OUT, LS_KIND, LS_WIDTH = 0, 1, 2, 3, 4
+#: ``lanes_kind`` bits: a group of eight lanes holds tabulated angles / nearly parallel or identical keys
+KIND_TABULATED, KIND_NEAR = 1, 2
 # hot_tracks columns (see kernels.hot_tracks)
 _HOT_VALUE_START, _HOT_OUT, _HOT_KEY_START = 0, 1, 2
 
@@ -55,13 +62,13 @@ def pack_rotation_lanes(segments: np.ndarray, timeline_keys: np.ndarray, hot: np
     to ``SEG_END`` of SLERP and NLERP segments) with at least two keys. ``hot``: the clip set's
     :func:`~skeletal.playback.kernels.hot_tracks`; ``values`` its float32 keys; ``slerp_table``
     :func:`skeletal.quat.near_slerp_table` of its ``slerp_keys``. Float64 keys are not packed (the
-    layout is float32): every segment then says -1. Returns the four arrays by their job field names.
+    layout is float32): every segment then says -1. Returns the five arrays by their job field names.
 
     >>> packed = pack_rotation_lanes(segments, cs.timeline_keys, hot, cs.values, table)  # doctest: +SKIP
     """
-    seg = np.full((len(segments), 4), -1, np.int64)
-    vals, coefs, outs = [], [], []
-    at_v = at_c = at_o = 0
+    seg = np.full((len(segments), 5), -1, np.int64)
+    vals, coefs, outs, kinds = [], [], [], []
+    at = np.zeros(4, np.int64)  # next offset in vals, coefs, outs, kinds
     if values.dtype == np.float32:
         for g in range(len(segments)):
             if segments[g, SEG_KIND] not in (SEG_SLERP, SEG_NLERP):
@@ -72,38 +79,59 @@ def pack_rotation_lanes(segments: np.ndarray, timeline_keys: np.ndarray, hot: np
                 continue
             tracks = np.arange(first, end)
             width = -(-len(tracks) // LANES) * LANES
-            tracks = np.concatenate([tracks, np.full(width - len(tracks), tracks[-1])])  # padding: the last again
-            start = hot[tracks, _HOT_VALUE_START].astype(np.int64)
-            # keys (count, 4, lanes): values[start + key * 4 + component]
-            q = values[start[None, None, :] + 4 * np.arange(count)[:, None, None] + np.arange(4)[None, :, None]]
-            qa, qb = q[:-1].astype(np.float64), q[1:].astype(np.float64)
+            intervals = np.arange(count - 1)
+            rows = hot[tracks, _HOT_KEY_START].astype(np.int64)[None, :] + intervals[:, None]  # (K - 1, m)
+            # per interval, the tabulated tracks first: most groups of eight then need one formula only
+            order = np.argsort(slerp_table[rows, 0] <= 0.0, axis=1, kind="stable")
+            order = np.concatenate([order, np.repeat(order[:, -1:], width - len(tracks), axis=1)], axis=1)  # padding
+            lane_tracks = tracks[order]  # (K - 1, width)
+            rows = np.take_along_axis(rows, order, axis=1)
+            start = hot[lane_tracks, _HOT_VALUE_START].astype(np.int64) + 4 * intervals[:, None]
+            # (K - 1, 8, width): the interval's first key's x y z w, then the second key's
+            q = values[start[:, None, :] + np.arange(8)[None, :, None]]
+            qa, qb = q[:, :4].astype(np.float64), q[:, 4:].astype(np.float64)
             dot = ((qa[:, 0] * qb[:, 0] + qa[:, 1] * qb[:, 1]) + qa[:, 2] * qb[:, 2]) + qa[:, 3] * qb[:, 3]
-            rows = hot[tracks, _HOT_KEY_START].astype(np.int64)[None, :] + np.arange(count - 1)[:, None]
             theta, column = slerp_table[rows, 0], slerp_table[rows, 1]
             tabulated = theta > 0.0
             flip = np.where(tabulated, dot < 0.0, column == NEAR_FLIP)
             coef = np.empty((count - 1, 2, width))
             coef[:, 0] = np.where(tabulated, theta, np.where(column == NEAR_SAME, -1.0, 0.0))
             coef[:, 1] = np.where(tabulated, column, 1.0) * np.where(flip, -1.0, 1.0)
+            groups = tabulated.reshape(count - 1, width // LANES, LANES)
+            kind = np.where(groups.any(axis=2), KIND_TABULATED, 0) | np.where((~groups).any(axis=2), KIND_NEAR, 0)
             vals.append(np.ascontiguousarray(q, np.float32).reshape(-1))
             coefs.append(coef.reshape(-1))
-            outs.append(hot[tracks, _HOT_OUT].astype(np.int64))
-            seg[g] = (at_v, at_c, at_o, width)
-            at_v, at_c, at_o = at_v + vals[-1].size, at_c + coefs[-1].size, at_o + width
+            outs.append(hot[lane_tracks, _HOT_OUT].astype(np.int64).reshape(-1))
+            kinds.append(kind.astype(np.int64).reshape(-1))
+            seg[g, :4] = at
+            seg[g, LS_WIDTH] = width
+            at += (vals[-1].size, coefs[-1].size, outs[-1].size, kinds[-1].size)
     return {
         "lanes_values": np.concatenate(vals) if vals else np.zeros(0, np.float32),
         "lanes_coef": np.concatenate(coefs) if coefs else np.zeros(0),
         "lanes_out": np.concatenate(outs) if outs else np.zeros(0, np.int64),
+        "lanes_kind": np.concatenate(kinds) if kinds else np.zeros(0, np.int64),
         "lanes_seg": seg,
     }
 
 
-@intrinsic
-def _slerp_lanes(typingctx, flat, outs, at_out, vals, at_val, width, coef, at_coef, u):
-    """Eight slerp lanes of a packed segment (module docstring) at fraction ``u`` of their key interval:
-    ``vals[at_val + c * width + lane]`` the first key's component c (the second key ``4 * width``
-    further), ``coef[at_coef + lane]`` theta and ``coef[at_coef + width + lane]`` the signed inverse
-    sine; lane l's quaternion goes to ``flat[outs[at_out + l] : + 4]``. Nothing is bounds-checked."""
+def _slerp_lanes_typer(tabulated: bool, near: bool):
+    """The typer of an intrinsic for eight slerp lanes of a packed interval (module docstring) at
+    fraction ``u``: ``vals[at_val + c * width + lane]`` the first key's component c (the second key's
+    ``4 * width`` further), ``coef[at_coef + lane]`` theta and ``coef[at_coef + width + lane]`` the
+    signed inverse sine; lane l's quaternion goes to ``flat[outs[at_out + l] : + 4]``. Compiled for
+    the lanes' kinds: ``tabulated`` (the slerp formula), ``near`` (the normalised lerp and identical
+    keys), or both, selected per lane. Nothing is bounds-checked."""
+
+    def typer(typingctx, flat, outs, at_out, vals, at_val, width, coef, at_coef, u):
+        return _slerp_lanes_signature(tabulated, near, flat, outs, at_out, vals, at_val, width, coef, at_coef, u)
+
+    typer.__name__ = typer.__qualname__ = "_slerp_lanes_" + ("both" if tabulated and near else
+                                                             "tabulated" if tabulated else "near")
+    return typer
+
+
+def _slerp_lanes_signature(tabulated, near, flat, outs, at_out, vals, at_val, width, coef, at_coef, u):
     ok = (isinstance(flat, types.Array) and flat.ndim == 1 and flat.dtype == types.float64 and flat.layout == "C"
           and isinstance(vals, types.Array) and vals.dtype == types.float32 and vals.layout == "C"
           and isinstance(coef, types.Array) and coef.dtype == types.float64 and coef.layout == "C"
@@ -148,24 +176,30 @@ def _slerp_lanes(typingctx, flat, outs, at_out, vals, at_val, width, coef, at_co
         qb = [key_component(4 + c) for c in range(4)]
         theta, signed_inv = coef_row(0), coef_row(1)
         one_minus_u, uu = splat(b.fsub(ir.Constant(f64, 1.0), u_)), splat(u_)
-        # nearly parallel keys: lerp of a and the sign-aligned b, times 1 / sqrt of the left-to-right
-        # sum of squares (the lerp's arithmetic of skeletal.quat.KeyPairIR)
-        lerp = [b.fadd(b.fmul(qa[c], one_minus_u), b.fmul(b.fmul(qb[c], signed_inv), uu)) for c in range(4)]
-        squares = [b.fmul(x, x) for x in lerp]
-        total = b.fadd(b.fadd(b.fadd(squares[0], squares[1]), squares[2]), squares[3])
-        sqrt = cgutils.get_or_insert_function(b.module, ir.FunctionType(v8d, [v8d]), "llvm.sqrt.v8f64")
-        inv = b.fdiv(splat(ir.Constant(f64, 1.0)), b.call(sqrt, [total]))
-        near = [b.fmul(x, inv) for x in lerp]
-        # a tabulated angle: a * sin((1 - u) theta) / sin theta + b * sin(u theta) / sin theta, b's sign
-        # in the coefficient (b * -s == -b * s exactly)
-        fabs = cgutils.get_or_insert_function(b.module, ir.FunctionType(v8d, [v8d]), "llvm.fabs.v8f64")
-        s0 = b.fmul(sin_quarter(b.fmul(one_minus_u, theta)), b.call(fabs, [signed_inv]))
-        s1 = b.fmul(sin_quarter(b.fmul(uu, theta)), signed_inv)
-        slerp = [b.fadd(b.fmul(qa[c], s0), b.fmul(qb[c], s1)) for c in range(4)]
         zero = ir.Constant(v8d, [0.0] * LANES)
-        tabulated = b.fcmp_ordered(">", theta, zero)
-        same = b.fcmp_ordered("<", theta, zero)
-        result = [b.select(same, qa[c], b.select(tabulated, slerp[c], near[c])) for c in range(4)]
+        if near:
+            # nearly parallel keys: lerp of a and the sign-aligned b, times 1 / sqrt of the
+            # left-to-right sum of squares (the lerp's arithmetic of skeletal.quat.KeyPairIR);
+            # identical keys: a as stored
+            lerp = [b.fadd(b.fmul(qa[c], one_minus_u), b.fmul(b.fmul(qb[c], signed_inv), uu)) for c in range(4)]
+            squares = [b.fmul(x, x) for x in lerp]
+            total = b.fadd(b.fadd(b.fadd(squares[0], squares[1]), squares[2]), squares[3])
+            sqrt = cgutils.get_or_insert_function(b.module, ir.FunctionType(v8d, [v8d]), "llvm.sqrt.v8f64")
+            inv = b.fdiv(splat(ir.Constant(f64, 1.0)), b.call(sqrt, [total]))
+            same = b.fcmp_ordered("<", theta, zero)
+            result = [b.select(same, qa[c], b.fmul(lerp[c], inv)) for c in range(4)]
+        if tabulated:
+            # a tabulated angle: a * sin((1 - u) theta) / sin theta + b * sin(u theta) / sin theta, b's
+            # sign in the coefficient (b * -s == -b * s exactly)
+            fabs = cgutils.get_or_insert_function(b.module, ir.FunctionType(v8d, [v8d]), "llvm.fabs.v8f64")
+            s0 = b.fmul(sin_quarter(b.fmul(one_minus_u, theta)), b.call(fabs, [signed_inv]))
+            s1 = b.fmul(sin_quarter(b.fmul(uu, theta)), signed_inv)
+            slerp = [b.fadd(b.fmul(qa[c], s0), b.fmul(qb[c], s1)) for c in range(4)]
+            if near:
+                positive = b.fcmp_ordered(">", theta, zero)
+                result = [b.select(positive, slerp[c], result[c]) for c in range(4)]
+            else:
+                result = slerp
         # lane l's (x, y, z, w) as one 4-vector at its pose offset
         for lane in range(LANES):
             xy = b.shuffle_vector(result[0], result[1], ir.Constant(ir.VectorType(i32, 2), [lane, LANES + lane]))
@@ -178,33 +212,46 @@ def _slerp_lanes(typingctx, flat, outs, at_out, vals, at_val, width, coef, at_co
     return types.void(flat, outs, at_out, vals, at_val, width, coef, at_coef, u), codegen
 
 
-def slerp_lanes_into(flat, job_seg, g, key, u, outs, vals, coef):  # pragma: no cover - compiled through the overload
+def slerp_lanes_into(flat, job_seg, g, key, u, outs, vals, coef, kinds):  # pragma: no cover - compiled through the overload
     """Segment g's packed slerp tracks (``job_seg`` the job's ``lanes_seg``) at ``key`` and fraction
     ``u`` into ``flat`` (the (N * 10) pose rows flattened, float64); True when written, False when the
     segment is not packed or ``flat`` is not float64 (the caller then samples the tracks one by one).
 
-    >>> if not slerp_lanes_into(flat, seg, g, key, u, outs, vals, coef): ...   # doctest: +SKIP
+    >>> if not slerp_lanes_into(flat, seg, g, key, u, outs, vals, coef, kinds): ...   # doctest: +SKIP
     """
     raise NotImplementedError
 
 
+_slerp_lanes_both = intrinsic(_slerp_lanes_typer(True, True))
+_slerp_lanes_tabulated = intrinsic(_slerp_lanes_typer(True, False))
+_slerp_lanes_near = intrinsic(_slerp_lanes_typer(False, True))
+
+
 @overload(slerp_lanes_into, jit_options={"forceinline": True})
-def _ol_slerp_lanes_into(flat, job_seg, g, key, u, outs, vals, coef):
+def _ol_slerp_lanes_into(flat, job_seg, g, key, u, outs, vals, coef, kinds):
     if not (isinstance(flat, types.Array) and flat.dtype == types.float64 and flat.layout == "C"):
-        def unpacked(flat, job_seg, g, key, u, outs, vals, coef):
+        def unpacked(flat, job_seg, g, key, u, outs, vals, coef, kinds):
             return False
 
         return unpacked
 
-    def packed(flat, job_seg, g, key, u, outs, vals, coef):
+    def packed(flat, job_seg, g, key, u, outs, vals, coef, kinds):
         width = job_seg[g, LS_WIDTH]
         if width <= 0:
             return False
-        at_val = job_seg[g, LS_VALUES] + key * 4 * width
+        at_val = job_seg[g, LS_VALUES] + key * 8 * width
         at_coef = job_seg[g, LS_COEF] + key * 2 * width
-        at_out = job_seg[g, LS_OUT]
-        for lane in range(0, width, LANES):
-            _slerp_lanes(flat, outs, at_out + lane, vals, at_val + lane, width, coef, at_coef + lane, u)
+        at_out = job_seg[g, LS_OUT] + key * width
+        at_kind = job_seg[g, LS_KIND] + key * (width // LANES)
+        for group in range(width // LANES):
+            lane = group * LANES
+            kind = kinds[at_kind + group]
+            if kind == KIND_NEAR:
+                _slerp_lanes_near(flat, outs, at_out + lane, vals, at_val + lane, width, coef, at_coef + lane, u)
+            elif kind == KIND_TABULATED:
+                _slerp_lanes_tabulated(flat, outs, at_out + lane, vals, at_val + lane, width, coef, at_coef + lane, u)
+            else:
+                _slerp_lanes_both(flat, outs, at_out + lane, vals, at_val + lane, width, coef, at_coef + lane, u)
         return True
 
     return packed

@@ -125,13 +125,15 @@ def _check_rotation_lanes(c: _Checker, f: dict, n: int) -> None:
     values = c.array("lanes_values", (None,), dtype=np.float32)
     coef = c.array("lanes_coef", (None,), dtype=np.float64)
     outs = c.array("lanes_out", (None,), dtype=np.int64)
-    seg = c.array("lanes_seg", (len(segments), 4), dtype=np.int64)
+    kinds = c.array("lanes_kind", (None,), dtype=np.int64)
+    seg = c.array("lanes_seg", (len(segments), 5), dtype=np.int64)
     c.indices("lanes_out", 0, max(n * 10 - 3, 0))
-    for g in np.flatnonzero(seg[:, 3] >= 0):
-        at_v, at_c, at_o, width = (int(x) for x in seg[g])
-        keys = int(f["timeline_keys"][segments[g, SEG_TIMELINE], 1])
-        if (width <= 0 or width % LANES or min(at_v, at_c, at_o) < 0 or at_v + keys * 4 * width > len(values)
-                or at_c + (keys - 1) * 2 * width > len(coef) or at_o + width > len(outs)):
+    for g in np.flatnonzero(seg[:, 4] >= 0):
+        at_v, at_c, at_o, at_k, width = (int(x) for x in seg[g])
+        intervals = int(f["timeline_keys"][segments[g, SEG_TIMELINE], 1]) - 1
+        if (width <= 0 or width % LANES or min(at_v, at_c, at_o, at_k) < 0 or at_v + intervals * 8 * width > len(values)
+                or at_c + intervals * 2 * width > len(coef) or at_o + intervals * width > len(outs)
+                or at_k + intervals * width // LANES > len(kinds)):
             raise c.fail("lanes_seg", f"row {g} {seg[g].tolist()} does not fit the packed arrays")
 
 
