@@ -1,5 +1,5 @@
 """The single character's vector paths (issue 33): slerp rotations eight tracks to a vector
-(``playback/rotation_lanes.py``) and local matrices eight nodes to a vector (``anim/pose.py``) give
+(``playback/single_lanes.py``) and local matrices eight nodes to a vector (``anim/pose.py``) give
 the same bits as the one-track / one-node code they replace, and a Player still equals ``bake``.
 
 The reference is the same Player with the packed segments switched off (every ``lanes_seg`` row -1:
@@ -16,9 +16,10 @@ from skeletal.demo import demo_asset
 from skeletal.errors import SkeletalError
 from skeletal.playback import Player
 from skeletal.playback import kernels as K
-from skeletal.playback.clipset import SEG_END, SEG_FAST_END, SEG_KIND, SEG_SLERP, SEG_TIMELINE
+from skeletal.playback.clipset import SEG_END, SEG_FAST_END, SEG_FIRST, SEG_KIND, SEG_LERP3, SEG_SLERP, SEG_TIMELINE
 from skeletal.playback.jobs import playback_job
-from skeletal.playback.rotation_lanes import KIND_NEAR, KIND_TABULATED, LANES, LS_WIDTH, pack_rotation_lanes
+from skeletal.playback.single_lanes import (KIND_NEAR, KIND_TABULATED, LANES, LERP_MIN_TRACKS, LL_WIDTH, LS_WIDTH,
+                                            pack_lerp_lanes, pack_rotation_lanes)
 
 from fixtures.shared_assets import need
 
@@ -27,8 +28,9 @@ def _unpacked(mixer) -> None:
     """Switch the mixer's packed rotation segments off (float64 keys are never packed)."""
     def none(segments):
         cs = mixer.clipset
-        return pack_rotation_lanes(segments, cs.timeline_keys, K.hot_tracks(cs.track_table),
-                                   cs.values.astype(np.float64), mixer._slerp_table())
+        hot, values = K.hot_tracks(cs.track_table), cs.values.astype(np.float64)
+        return {**pack_rotation_lanes(segments, cs.timeline_keys, hot, values, mixer._slerp_table()),
+                **pack_lerp_lanes(segments, cs.timeline_keys, hot, values)}
 
     mixer._rotation_lanes = none
     mixer.frame = None
@@ -47,16 +49,38 @@ def asset():
     return demo_asset()
 
 
-def _packed_tracks(player) -> int:
+def _packed_tracks(player) -> tuple[int, int]:
+    """(slerp tracks, LERP3 tracks) in lanes."""
     mixer = player.mixer
     segments = mixer._clip_tables()[1]
-    seg = mixer._rotation_lanes(segments)["lanes_seg"]
-    return int(sum(segments[g, SEG_END] - segments[g, SEG_FAST_END] for g in np.flatnonzero(seg[:, LS_WIDTH] > 0)))
+    packed = mixer._rotation_lanes(segments)
+    rotations = np.flatnonzero(packed["lanes_seg"][:, LS_WIDTH] > 0)
+    vectors = np.flatnonzero(packed["lerp_seg"][:, LL_WIDTH] > 0)
+    return (int(sum(segments[g, SEG_END] - segments[g, SEG_FAST_END] for g in rotations)),
+            int(sum(segments[g, SEG_END] - segments[g, SEG_FIRST] for g in vectors)))
 
 
-@pytest.mark.parametrize("clip", ["walk", "run"])
-def test_packed_rotations_equal_the_per_track_slerp_bit_for_bit(asset, clip):
-    lanes, plain = _pair(asset, clip)
+def _every_node_clip(asset) -> skeletal.Clip:
+    """Translation, rotation and scale keys on every node, 9 keys: random rotations (tabulated angles),
+    nearly parallel ones, identical pairs and sign flips, so that every lane kind and group mix occurs."""
+    rng = np.random.default_rng(7)
+    times = np.linspace(0.0, 1.0, 9)
+    tracks = []
+    for node in range(len(asset.rig.parents)):
+        q = rng.normal(size=(9, 4))
+        q[::3] = q[0] + 1e-3 * rng.normal(size=4)  # nearly parallel keys
+        q[5] = q[4]  # an identical pair
+        q /= np.linalg.norm(q, axis=1, keepdims=True)
+        q[7] *= -1.0  # the same rotation, the other sign
+        tracks += [skeletal.Track(node, "translation", "LINEAR", times, rng.normal(size=(9, 3))),
+                   skeletal.Track(node, "rotation", "LINEAR", times, q),
+                   skeletal.Track(node, "scale", "LINEAR", times, rng.uniform(0.5, 1.5, size=(9, 3)))]
+    return skeletal.Clip(name="every node", tracks=tracks)
+
+
+@pytest.mark.parametrize("clip", ["walk", "run", "every node"])
+def test_packed_tracks_equal_the_per_track_sampler_bit_for_bit(asset, clip):
+    lanes, plain = _pair(asset, _every_node_clip(asset) if clip == "every node" else clip)  # (the asset is shared)
     # irregular steps: every key interval, near, tabulated and identical keys, at many fractions
     for dt in np.random.default_rng(3).uniform(0.001, 0.05, 90):
         lanes.update(dt)
@@ -65,13 +89,17 @@ def test_packed_rotations_equal_the_per_track_slerp_bit_for_bit(asset, clip):
         np.testing.assert_array_equal(lanes.world, plain.world)
         for a, b in zip(lanes.palettes, plain.palettes):
             np.testing.assert_array_equal(a, b)
-    assert _packed_tracks(lanes) > 0 and _packed_tracks(plain) == 0
+    assert _packed_tracks(lanes)[0] > 0 and _packed_tracks(plain) == (0, 0)
+    if clip == "every node":
+        n = len(asset.rig.parents)
+        rotations, vectors = _packed_tracks(lanes)  # (every clip of the mixer's clip set)
+        assert rotations >= n and vectors >= 2 * n
 
 
 def test_soldier_walk_equals_the_per_track_path_and_bake():
     asset = skeletal.load(need("Soldier.glb"))
     lanes, plain = _pair(asset, "Walk")
-    assert _packed_tracks(lanes) >= 50
+    assert _packed_tracks(lanes) >= (50, 100)
     for _ in range(70):  # past one loop of Walk at 60 frames a second
         lanes.update(1 / 60)
         plain.update(1 / 60)
@@ -117,9 +145,34 @@ def test_packing_layout_sorts_each_interval_and_signs_the_second_key(asset):
             assert (want == KIND_TABULATED | KIND_NEAR).sum() <= 1  # sorted: one group at most needs both
 
 
+def test_lerp_layout_keeps_every_key_of_every_track(asset):
+    player = Player(asset)
+    player.play(_every_node_clip(asset))
+    mixer = player.mixer
+    _, segments, _, _ = mixer._clip_tables()
+    packed = mixer._rotation_lanes(segments)
+    seg, outs, vals = packed["lerp_seg"], packed["lerp_out"], packed["lerp_values"]
+    cs, hot = mixer.clipset, K.hot_tracks(mixer.clipset.track_table)
+    rows = np.flatnonzero(seg[:, LL_WIDTH] > 0)
+    assert len(rows)
+    for g in range(len(segments)):
+        first, end = segments[g, SEG_FIRST], segments[g, SEG_END]
+        keys = cs.timeline_keys[segments[g, SEG_TIMELINE], 1] if segments[g, SEG_TIMELINE] >= 0 else 0
+        wanted = segments[g, SEG_KIND] == SEG_LERP3 and end - first >= LERP_MIN_TRACKS and keys >= 2
+        assert (g in rows) == wanted
+        if not wanted:
+            continue
+        at_v, at_o, width = seg[g]
+        block = vals[at_v : at_v + keys * 3 * width].reshape(keys, 3, width)
+        for lane, k in enumerate(list(range(first, end)) + [end - 1] * (width - (end - first))):
+            assert outs[at_o + lane] == hot[k, K.HOT_OUT]
+            start = hot[k, K.HOT_VALUE_START]
+            np.testing.assert_array_equal(block[:, :, lane], cs.values[start : start + 3 * keys].reshape(keys, 3))
+
+
 def test_float64_keys_and_bad_tables_are_not_used(asset):
     player = Player(asset)
-    player.play("walk")
+    player.play(_every_node_clip(asset))
     mixer = player.mixer
     _, segments, _, _ = mixer._clip_tables()
     cs = mixer.clipset
@@ -135,6 +188,12 @@ def test_float64_keys_and_bad_tables_are_not_used(asset):
     bad = dict(fields, lanes_out=fields["lanes_out"] + 10 * len(asset.rig.parents))  # stores past the pose
     with pytest.raises(SkeletalError, match="lanes_out"):
         playback_job(**bad)
+    bad = dict(fields, lerp_seg=fields["lerp_seg"].copy())
+    bad["lerp_seg"][int(np.flatnonzero(fields["lerp_seg"][:, LL_WIDTH] > 0)[0]), 2] = 4  # not a multiple of 8
+    with pytest.raises(SkeletalError, match="lerp_seg"):
+        playback_job(**bad)
+    plain = pack_lerp_lanes(segments, cs.timeline_keys, K.hot_tracks(cs.track_table), cs.values.astype(np.float64))
+    assert (plain["lerp_seg"] == -1).all() and plain["lerp_values"].size == 0
 
 
 @pytest.mark.parametrize("rows", [3, 4])

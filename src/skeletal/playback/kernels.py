@@ -29,7 +29,7 @@ from .clipset import (CL_MARKER_END, CL_MARKER_START, CL_SEGMENT_END, CL_SEGMENT
                       CL_TIMELINE_START, SEG_CONSTANT, SEG_END, SEG_FIRST, SEG_KIND, SEG_LERP3, SEG_NLERP,
                       SEG_FAST_END, SEG_SLERP, SEG_TIMELINE, TK_INTERP, TK_KEY_START, TK_NODE, TK_OUT, TK_PATH, TK_VALUE_START, TK_WIDTH)
 from .jobs import field
-from .rotation_lanes import slerp_lanes_into
+from .single_lanes import lerp_lanes_into, slerp_lanes_into
 
 # float fields
 F_TIME = 0  # action clock: [0, d] (once/clamp/repeat) or the unfolded phase [0, 2d) (pingpong)
@@ -399,6 +399,7 @@ def _sample_clip_direct(c, job, locs, flat, out_m, keyed):
     slerp_keys = field(job, "slerp_keys")
     lanes_seg, lanes_out = field(job, "lanes_seg"), field(job, "lanes_out")
     lanes_values, lanes_coef, lanes_kind = field(job, "lanes_values"), field(job, "lanes_coef"), field(job, "lanes_kind")
+    lerp_seg, lerp_out, lerp_values = field(job, "lerp_seg"), field(job, "lerp_out"), field(job, "lerp_values")
     first_timeline = clip_table[c, CL_TIMELINE_START]
     for g in range(clip_table[c, CL_SEGMENT_START], clip_table[c, CL_SEGMENT_END]):
         kind = segments[g, SEG_KIND]
@@ -411,13 +412,16 @@ def _sample_clip_direct(c, job, locs, flat, out_m, keyed):
             # unsigned indices: numba's negative-index wraparound (a compare and select per signed
             # index) doubled this loop's time (docs/guides/performance.md)
             key3 = np.uint64(key * 3)
-            for k in range(np.uint64(segments[g, SEG_FIRST]), np.uint64(segments[g, SEG_END])):
+            lerp_end = segments[g, SEG_END]
+            if keyed and lerp_lanes_into(flat, lerp_seg, g, key, u, lerp_out, lerp_values):
+                lerp_end = segments[g, SEG_FIRST]  # eight tracks to a vector (single_lanes.py)
+            for k in range(np.uint64(segments[g, SEG_FIRST]), np.uint64(lerp_end)):
                 lerp3_into(flat, np.uint64(hot[k, HOT_OUT]), values, np.uint64(hot[k, HOT_VALUE_START]) + key3, u)
         elif (kind == SEG_NLERP or kind == SEG_SLERP) and inside:
             # nlerp for the prefix whose keys are close enough (see ClipSet.segments), slerp after it
             fast_end = segments[g, SEG_FAST_END]
             key4, ukey = np.uint64(key * 4), np.uint64(key)
-            # keyed: the slerp tracks eight to a vector when the segment is packed (rotation_lanes.py)
+            # keyed: the slerp tracks eight to a vector when the segment is packed (single_lanes.py)
             slerp_end = segments[g, SEG_END]
             if keyed and slerp_lanes_into(flat, lanes_seg, g, key, u, lanes_out, lanes_values, lanes_coef, lanes_kind):
                 slerp_end = fast_end

@@ -40,7 +40,7 @@ from . import kernels as K
 from .clipset import TK_INTERP, TK_PATH, ClipSet
 from .frame import Frame, FrameInput
 from .jobs import entry, playback_job
-from .rotation_lanes import pack_rotation_lanes
+from .single_lanes import pack_lerp_lanes, pack_rotation_lanes
 from .properties import PropertyStage
 
 
@@ -765,13 +765,14 @@ class Mixer:
         )
 
     def _rotation_lanes(self, segments: np.ndarray) -> dict:
-        """The single-action path's rotation segments packed eight tracks a vector
-        (:func:`~skeletal.playback.rotation_lanes.pack_rotation_lanes`), made once per ``segments`` table."""
+        """The single-action path's slerp and LINEAR vector segments packed eight tracks a vector
+        (:mod:`~skeletal.playback.single_lanes`), made once per ``segments`` table."""
         cached = self._rotation_lanes_cache
         if cached is None or cached[0] is not segments:
             cs = self.clipset
-            packed = pack_rotation_lanes(segments, cs.timeline_keys, K.hot_tracks(cs.track_table), cs.values,
-                                         self._slerp_table())
+            hot = K.hot_tracks(cs.track_table)
+            packed = pack_rotation_lanes(segments, cs.timeline_keys, hot, cs.values, self._slerp_table())
+            packed.update(pack_lerp_lanes(segments, cs.timeline_keys, hot, cs.values))
             cached = self._rotation_lanes_cache = (segments, packed)
         return cached[1]
 

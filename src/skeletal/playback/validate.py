@@ -83,7 +83,7 @@ def validate_playback(f: dict) -> None:
     c.array("timeline_keys", ("timelines", 2), _INT)
     c.array("times", (None,), _FLOAT)
     c.array("values", (None,), _FLOAT)
-    _check_rotation_lanes(c, f, n)
+    _check_single_lanes(c, f, n)
     c.array("slot_clip", ("S",), _INT)
     c.indices("slot_clip", 0, len(f["clip_duration"]))
     c.array("fs", ("B", "S", None), dtype=np.float64)
@@ -114,12 +114,12 @@ def validate_playback(f: dict) -> None:
         c.array("scratch_world", (None, "N", "R", 4), _FLOAT)
 
 
-def _check_rotation_lanes(c: _Checker, f: dict, n: int) -> None:
-    """The packed rotation segments (:mod:`skeletal.playback.rotation_lanes`): one row per segment, and
+def _check_single_lanes(c: _Checker, f: dict, n: int) -> None:
+    """The packed slerp and LERP3 segments (:mod:`skeletal.playback.single_lanes`): one row per segment, and
     every packed segment's keys, intervals and pose offsets inside their arrays (the vector loads and
     stores are not bounds-checked)."""
     from .clipset import SEG_TIMELINE
-    from .rotation_lanes import LANES
+    from .single_lanes import LANES
 
     segments = f["segments"]
     values = c.array("lanes_values", (None,), dtype=np.float32)
@@ -135,6 +135,16 @@ def _check_rotation_lanes(c: _Checker, f: dict, n: int) -> None:
                 or at_c + intervals * 2 * width > len(coef) or at_o + intervals * width > len(outs)
                 or at_k + intervals * width // LANES > len(kinds)):
             raise c.fail("lanes_seg", f"row {g} {seg[g].tolist()} does not fit the packed arrays")
+    values = c.array("lerp_values", (None,), dtype=np.float32)
+    outs = c.array("lerp_out", (None,), dtype=np.int64)
+    seg = c.array("lerp_seg", (len(segments), 3), dtype=np.int64)
+    c.indices("lerp_out", 0, max(n * 10 - 2, 0))
+    for g in np.flatnonzero(seg[:, 2] >= 0):
+        at_v, at_o, width = (int(x) for x in seg[g])
+        keys = int(f["timeline_keys"][segments[g, SEG_TIMELINE], 1])
+        if width <= 0 or width % LANES or min(at_v, at_o) < 0 or at_v + keys * 3 * width > len(values) \
+                or at_o + width > len(outs):
+            raise c.fail("lerp_seg", f"row {g} {seg[g].tolist()} does not fit the packed arrays")
 
 
 def validate_ik(f: dict) -> None:

@@ -1,5 +1,6 @@
-"""One character's slerp rotations eight tracks at a time: the single-action path's rotation segments
-repacked track-major across lanes (structure of arrays), sampled in 8-wide float64 vectors.
+"""One character's tracks eight at a time: the single-action path's slerp rotation and LINEAR
+translation / scale segments repacked track-major across lanes (structure of arrays), sampled in
+8-wide float64 vectors.
 
 The single-action sampler (:func:`skeletal.playback.kernels._sample_clip_direct`) slerps each LINEAR
 rotation track on its own: a branch per track on the key's kind (tabulated angle, nearly parallel,
@@ -27,7 +28,13 @@ place:
 * ``lanes_seg`` (G, 5) int64 per segment: offsets of its intervals in the four arrays above, and M;
   -1 when the segment is not packed
 
+LINEAR vector segments (LERP3, at least :data:`LERP_MIN_TRACKS` tracks) have one layout for all
+their keys: ``lerp_values`` float32 ``[key][component][lane]`` (3 x M floats a key), ``lerp_out``
+int64 (M,) each lane's pose offset, ``lerp_seg`` (G, 3) int64 (offsets in the two, M; -1 when not
+packed); a lane is ``k0 * (1 - u) + k1 * u`` per component, as :func:`skeletal.sampling.lerp3_into`.
+
 >>> packed = pack_rotation_lanes(segments, timeline_keys, hot, values, slerp_table)   # doctest: +SKIP
+>>> packed.update(pack_lerp_lanes(segments, timeline_keys, hot, values))           # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -39,12 +46,17 @@ from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 from ..quat import NEAR_FLIP, NEAR_SAME
-from .clipset import SEG_END, SEG_FAST_END, SEG_KIND, SEG_NLERP, SEG_SLERP, SEG_TIMELINE
+from .clipset import SEG_END, SEG_FAST_END, SEG_FIRST, SEG_KIND, SEG_LERP3, SEG_NLERP, SEG_SLERP, SEG_TIMELINE
 
 #: tracks per vector (8 float64 lanes: one AVX-512 register, two AVX2 ones)
 LANES = 8
 #: ``lanes_seg`` columns
 LS_VALUES, LS_COEF, LS_OUT, LS_KIND, LS_WIDTH = 0, 1, 2, 3, 4
+#: ``lerp_seg`` columns
+LL_VALUES, LL_OUT, LL_WIDTH = 0, 1, 2
+#: LERP3 segments with fewer tracks stay on the one-track loop (a group of eight for one or two
+#: tracks costs more than they do)
+LERP_MIN_TRACKS = 4
 #: ``lanes_kind`` bits: a group of eight lanes holds tabulated angles / nearly parallel or identical keys
 KIND_TABULATED, KIND_NEAR = 1, 2
 # hot_tracks columns (see kernels.hot_tracks)
@@ -113,6 +125,123 @@ def pack_rotation_lanes(segments: np.ndarray, timeline_keys: np.ndarray, hot: np
         "lanes_kind": np.concatenate(kinds) if kinds else np.zeros(0, np.int64),
         "lanes_seg": seg,
     }
+
+
+def pack_lerp_lanes(segments: np.ndarray, timeline_keys: np.ndarray, hot: np.ndarray,
+                    values: np.ndarray) -> dict[str, np.ndarray]:
+    """The lane layout (module docstring) of every LERP3 segment with at least
+    :data:`LERP_MIN_TRACKS` tracks and two keys; float64 keys are not packed. Returns the three arrays
+    by their job field names.
+
+    >>> packed = pack_lerp_lanes(segments, cs.timeline_keys, hot, cs.values)       # doctest: +SKIP
+    """
+    seg = np.full((len(segments), 3), -1, np.int64)
+    vals, outs = [], []
+    at_v = at_o = 0
+    if values.dtype == np.float32:
+        for g in range(len(segments)):
+            first, end = int(segments[g, SEG_FIRST]), int(segments[g, SEG_END])
+            if segments[g, SEG_KIND] != SEG_LERP3 or end - first < LERP_MIN_TRACKS:
+                continue
+            count = int(timeline_keys[segments[g, SEG_TIMELINE], 1])
+            if count < 2:
+                continue
+            tracks = np.arange(first, end)
+            width = -(-len(tracks) // LANES) * LANES
+            tracks = np.concatenate([tracks, np.full(width - len(tracks), tracks[-1])])  # padding: the last again
+            start = hot[tracks, _HOT_VALUE_START].astype(np.int64)
+            # (count, 3, width): values[start + key * 3 + component]
+            q = values[start[None, None, :] + 3 * np.arange(count)[:, None, None] + np.arange(3)[None, :, None]]
+            vals.append(np.ascontiguousarray(q, np.float32).reshape(-1))
+            outs.append(hot[tracks, _HOT_OUT].astype(np.int64))
+            seg[g] = (at_v, at_o, width)
+            at_v, at_o = at_v + vals[-1].size, at_o + width
+    return {
+        "lerp_values": np.concatenate(vals) if vals else np.zeros(0, np.float32),
+        "lerp_out": np.concatenate(outs) if outs else np.zeros(0, np.int64),
+        "lerp_seg": seg,
+    }
+
+
+@intrinsic
+def _lerp_lanes(typingctx, flat, outs, at_out, vals, at_val, width, u):
+    """Eight LERP3 lanes of a packed segment at fraction ``u`` of a key interval: ``vals[at_val + c *
+    width + lane]`` the first key's component c (the second key's ``3 * width`` further); lane l's
+    three values go to ``flat[outs[at_out + l] : + 3]``. Nothing is bounds-checked."""
+    ok = (isinstance(flat, types.Array) and flat.ndim == 1 and flat.dtype == types.float64 and flat.layout == "C"
+          and isinstance(vals, types.Array) and vals.dtype == types.float32 and vals.layout == "C"
+          and isinstance(outs, types.Array) and outs.dtype == types.int64 and outs.layout == "C"
+          and all(isinstance(x, types.Integer) for x in (at_out, at_val, width)) and isinstance(u, types.Float))
+    if not ok:
+        return None
+
+    def codegen(context, builder, signature, args):
+        b = builder
+        i32, i64, f64 = ir.IntType(32), ir.IntType(64), ir.DoubleType()
+        v8f, v8d, v2d = ir.VectorType(ir.FloatType(), LANES), ir.VectorType(f64, LANES), ir.VectorType(f64, 2)
+        sig = signature.args
+        dst = context.make_array(sig[0])(context, builder, args[0])
+        out_rows = context.make_array(sig[1])(context, builder, args[1])
+        src = context.make_array(sig[3])(context, builder, args[3])
+        at_out_, at_val_, width_ = (context.cast(b, args[k], sig[k], types.int64) for k in (2, 4, 5))
+        u_ = context.cast(b, args[6], sig[6], types.float64)
+
+        def splat(x):
+            lane0 = b.insert_element(ir.Constant(v8d, ir.Undefined), x, ir.Constant(i32, 0))
+            return b.shuffle_vector(lane0, ir.Constant(v8d, ir.Undefined), ir.Constant(ir.VectorType(i32, LANES), [0] * LANES))
+
+        def key_component(c):
+            at = b.add(at_val_, b.mul(width_, ir.Constant(i64, c)))
+            return b.fpext(b.load(b.bitcast(b.gep(src.data, [at]), v8f.as_pointer()), align=4), v8d)
+
+        s, uu = splat(b.fsub(ir.Constant(f64, 1.0), u_)), splat(u_)
+        e = [b.fadd(b.fmul(key_component(c), s), b.fmul(key_component(3 + c), uu)) for c in range(3)]
+
+        def mask(values):
+            return ir.Constant(ir.VectorType(i32, len(values)), values)
+
+        even, odd = [0, 8, 2, 10, 4, 12, 6, 14], [1, 9, 3, 11, 5, 13, 7, 15]
+        xy = (b.shuffle_vector(e[0], e[1], mask(even)), b.shuffle_vector(e[0], e[1], mask(odd)))
+        for lane in range(LANES):
+            j = (lane // 2) * 2
+            pair = b.shuffle_vector(xy[lane % 2], xy[lane % 2], mask([j, j + 1]))  # (x, y) of this lane
+            o = b.load(b.gep(out_rows.data, [b.add(at_out_, ir.Constant(i64, lane))]))
+            b.store(pair, b.bitcast(b.gep(dst.data, [o]), v2d.as_pointer()), align=8)
+            b.store(b.extract_element(e[2], ir.Constant(i32, lane)), b.gep(dst.data, [b.add(o, ir.Constant(i64, 2))]))
+        return context.get_dummy_value()
+
+    return types.void(flat, outs, at_out, vals, at_val, width, u), codegen
+
+
+def lerp_lanes_into(flat, job_seg, g, key, u, outs, vals):  # pragma: no cover - compiled through the overload
+    """Segment g's packed LERP3 tracks (``job_seg`` the job's ``lerp_seg``) at ``key`` and fraction
+    ``u`` into ``flat`` (float64); True when written, False when the segment is not packed or ``flat``
+    is not float64 (the caller then samples the tracks one by one).
+
+    >>> if not lerp_lanes_into(flat, seg, g, key, u, outs, vals): ...              # doctest: +SKIP
+    """
+    raise NotImplementedError
+
+
+@overload(lerp_lanes_into, jit_options={"forceinline": True})
+def _ol_lerp_lanes_into(flat, job_seg, g, key, u, outs, vals):
+    if not (isinstance(flat, types.Array) and flat.dtype == types.float64 and flat.layout == "C"):
+        def unpacked(flat, job_seg, g, key, u, outs, vals):
+            return False
+
+        return unpacked
+
+    def packed(flat, job_seg, g, key, u, outs, vals):
+        width = job_seg[g, LL_WIDTH]
+        if width <= 0:
+            return False
+        at_val = job_seg[g, LL_VALUES] + key * 3 * width
+        at_out = job_seg[g, LL_OUT]
+        for lane in range(0, width, LANES):
+            _lerp_lanes(flat, outs, at_out + lane, vals, at_val + lane, width, u)
+        return True
+
+    return packed
 
 
 def _slerp_lanes_typer(tabulated: bool, near: bool):
@@ -257,4 +386,4 @@ def _ol_slerp_lanes_into(flat, job_seg, g, key, u, outs, vals, coef, kinds):
     return packed
 
 
-__all__ = ["LANES", "pack_rotation_lanes", "slerp_lanes_into"]
+__all__ = ["LANES", "pack_rotation_lanes", "pack_lerp_lanes", "slerp_lanes_into", "lerp_lanes_into"]
