@@ -25,14 +25,17 @@ from fixtures.shared_assets import need
 
 
 def _unpacked(mixer) -> None:
-    """Switch the mixer's packed rotation segments off (float64 keys are never packed)."""
+    """Switch the mixer's packed segments off (float64 keys are never packed) and copy every row of the
+    base pose: the single-action path as it was before the lanes."""
     def none(segments):
         cs = mixer.clipset
         hot, values = K.hot_tracks(cs.track_table), cs.values.astype(np.float64)
+        clips, nodes = len(cs.clips), len(mixer.rig)
+        every_row = {"base_rows": np.tile(np.arange(nodes), clips), "base_rows_start": np.arange(clips + 1) * nodes}
         return {**pack_rotation_lanes(segments, cs.timeline_keys, hot, values, mixer._slerp_table()),
-                **pack_lerp_lanes(segments, cs.timeline_keys, hot, values)}
+                **pack_lerp_lanes(segments, cs.timeline_keys, hot, values), **every_row}
 
-    mixer._rotation_lanes = none
+    mixer._single_lanes = none  # (an instance attribute over the method)
     mixer.frame = None
 
 
@@ -53,7 +56,7 @@ def _packed_tracks(player) -> tuple[int, int]:
     """(slerp tracks, LERP3 tracks) in lanes."""
     mixer = player.mixer
     segments = mixer._clip_tables()[1]
-    packed = mixer._rotation_lanes(segments)
+    packed = mixer._single_lanes(segments)
     rotations = np.flatnonzero(packed["lanes_seg"][:, LS_WIDTH] > 0)
     vectors = np.flatnonzero(packed["lerp_seg"][:, LL_WIDTH] > 0)
     return (int(sum(segments[g, SEG_END] - segments[g, SEG_FAST_END] for g in rotations)),
@@ -117,7 +120,7 @@ def test_packing_layout_sorts_each_interval_and_signs_the_second_key(asset):
     player.play("walk")
     mixer = player.mixer
     _, segments, _, _ = mixer._clip_tables()
-    packed = mixer._rotation_lanes(segments)
+    packed = mixer._single_lanes(segments)
     seg, outs, coef, kinds = packed["lanes_seg"], packed["lanes_out"], packed["lanes_coef"], packed["lanes_kind"]
     hot = K.hot_tracks(mixer.clipset.track_table)
     rows = np.flatnonzero(seg[:, LS_WIDTH] > 0)
@@ -150,7 +153,7 @@ def test_lerp_layout_keeps_every_key_of_every_track(asset):
     player.play(_every_node_clip(asset))
     mixer = player.mixer
     _, segments, _, _ = mixer._clip_tables()
-    packed = mixer._rotation_lanes(segments)
+    packed = mixer._single_lanes(segments)
     seg, outs, vals = packed["lerp_seg"], packed["lerp_out"], packed["lerp_values"]
     cs, hot = mixer.clipset, K.hot_tracks(mixer.clipset.track_table)
     rows = np.flatnonzero(seg[:, LL_WIDTH] > 0)
@@ -222,3 +225,29 @@ def test_local_rows_eight_at_a_time_equal_local_into_bit_for_bit(rows, nodes):
     one(pose, want)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_base_rows_are_the_rows_a_clip_does_not_sample_in_full(asset):
+    from skeletal.playback.single_lanes import base_rows
+
+    player = Player(asset)
+    clip = _every_node_clip(asset)
+    clip.tracks = [t for t in clip.tracks if not (t.node == 2 and t.path == "scale")]  # node 2: scale constant
+    player.play(clip)
+    mixer = player.mixer
+    clip_table, segments, _, _ = mixer._clip_tables()
+    rows = base_rows(clip_table, segments, mixer.clipset.track_table, len(mixer.rig))
+    c = mixer.clipset.clips.index(clip)
+    mine = rows["base_rows"][rows["base_rows_start"][c] : rows["base_rows_start"][c + 1]]
+    assert mine.tolist() == [2]
+    walk = mixer.clipset.clips.index(asset.clip("walk"))  # rotations only: every row is copied
+    theirs = rows["base_rows"][rows["base_rows_start"][walk] : rows["base_rows_start"][walk + 1]]
+    assert theirs.tolist() == list(range(len(mixer.rig)))
+    # IK or a user's edit of a copied row is undone by the next frame, like any other row
+    player.update(0.1)
+    expected = player.local_pose.copy()
+    player.local_pose[2, 7:] = 5.0
+    player.local_pose[5, :3] = 9.0
+    player.action(clip).time = 0.1
+    player.update(0.0)
+    np.testing.assert_array_equal(player.local_pose, expected)

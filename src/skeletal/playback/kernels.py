@@ -489,6 +489,15 @@ def _copy_flat(src, dst):
         dst[i] = src[i]
 
 
+@njit(cache=True, forceinline=True)
+def _copy_rows(src, dst, rows, first, end):
+    """dst[n] = src[n] for n in rows[first:end] ((N, 10) arrays; unsigned indices, no wraparound)."""
+    for r in range(np.uint64(first), np.uint64(end)):
+        n = np.uint64(rows[r])
+        for i in range(10):
+            dst[n, i] = src[n, i]
+
+
 @njit(cache=True)
 def _pose_single(b, s, tid, job, pose, morph, keyed):
     """Instance b's pose when slot s plays alone (see :func:`_single_slot_of`) into ``pose[b]`` and
@@ -499,7 +508,9 @@ def _pose_single(b, s, tid, job, pose, morph, keyed):
     c = slot_clip[s]
     out = pose[b]
     out_m = morph[b]
-    _copy_flat(field(job, "base_pose")[c].reshape(-1), out.reshape(-1))
+    # the rows the clip does not sample in full (single_lanes.base_rows); the others are all written below
+    starts = field(job, "base_rows_start")
+    _copy_rows(field(job, "base_pose")[c], out, field(job, "base_rows"), starts[c], starts[c + 1])
     _copy_flat(field(job, "base_morph")[c], out_m)
     locs = field(job, "locs")[tid]
     _locate_timelines(c, fs[b, s, F_SAMPLE], clip_table, field(job, "timeline_keys"), field(job, "times"),

@@ -40,7 +40,7 @@ from . import kernels as K
 from .clipset import TK_INTERP, TK_PATH, ClipSet
 from .frame import Frame, FrameInput
 from .jobs import entry, playback_job
-from .single_lanes import pack_lerp_lanes, pack_rotation_lanes
+from .single_lanes import base_rows, pack_lerp_lanes, pack_rotation_lanes
 from .properties import PropertyStage
 
 
@@ -152,7 +152,7 @@ class Mixer:
         self._allocate_outputs()
         self._listeners: dict[str, list[Callable[[Event], None]]] = {}
         self._slerp_table_cache: tuple | None = None  # (clip set, version, near_slerp_table): see _slerp_table
-        self._rotation_lanes_cache: tuple | None = None  # (segments, packed arrays): see _rotation_lanes
+        self._single_lanes_cache: tuple | None = None  # (segments, packed arrays): see _single_lanes
         self._event_slots: tuple | None = None  # see _collect_events
         self._pending: list[Event] = []
         # Objects with ``before_update(dt)`` (blend spaces, state machines, root motion) run first.
@@ -753,7 +753,7 @@ class Mixer:
             timeline_keys=cs.timeline_keys,
             times=cs.times, values=cs.values, base_pose=base_pose, base_morph=base_morph,
             clip_duration=cs.duration, marker_time=cs.marker_time, slerp_keys=self._slerp_table(),
-            **self._rotation_lanes(segments),
+            **self._single_lanes(segments),
             slot_clip=self.slot_clip, slot_layer=self.slot_layer, fs=self.fs, ist=self.ist, cursors=self.cursors,
             layer_weight=self.layer_weight, layer_mask=self.layer_mask, layer_additive=self.layer_additive,
             base_unmasked=bool(self._base_unmasked),
@@ -764,16 +764,17 @@ class Mixer:
             pose=self.local_pose, morph=self.morph_weights, **self._world_fields(),
         )
 
-    def _rotation_lanes(self, segments: np.ndarray) -> dict:
+    def _single_lanes(self, segments: np.ndarray) -> dict:
         """The single-action path's slerp and LINEAR vector segments packed eight tracks a vector
         (:mod:`~skeletal.playback.single_lanes`), made once per ``segments`` table."""
-        cached = self._rotation_lanes_cache
+        cached = self._single_lanes_cache
         if cached is None or cached[0] is not segments:
             cs = self.clipset
             hot = K.hot_tracks(cs.track_table)
             packed = pack_rotation_lanes(segments, cs.timeline_keys, hot, cs.values, self._slerp_table())
             packed.update(pack_lerp_lanes(segments, cs.timeline_keys, hot, cs.values))
-            cached = self._rotation_lanes_cache = (segments, packed)
+            packed.update(base_rows(self._clip_tables()[0], segments, cs.track_table, len(self.rig)))
+            cached = self._single_lanes_cache = (segments, packed)
         return cached[1]
 
     def _slerp_table(self) -> np.ndarray:

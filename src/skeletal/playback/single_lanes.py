@@ -163,6 +163,31 @@ def pack_lerp_lanes(segments: np.ndarray, timeline_keys: np.ndarray, hot: np.nda
     }
 
 
+def base_rows(clip_table: np.ndarray, segments: np.ndarray, tracks: np.ndarray, nodes: int) -> dict[str, np.ndarray]:
+    """Per clip, the pose rows the single-action path copies from the clip's base pose: every node
+    whose translation, rotation and scale are not all sampled each frame (a sampled track writes its
+    value whatever the time, so the other rows would be copied only to be overwritten). Returns
+    ``base_rows`` (R,) int64 node indices, clip c's at ``base_rows_start[c]:base_rows_start[c + 1]``.
+
+    >>> rows = base_rows(clip_table, segments, cs.track_table, len(rig))      # doctest: +SKIP
+    """
+    from .clipset import CL_SEGMENT_END, CL_SEGMENT_START, SEG_CONSTANT, TK_NODE, TK_OUT, TK_PATH
+
+    rows, starts = [], [0]
+    for c in range(len(clip_table)):
+        sampled = np.zeros((nodes, 3), bool)  # translation, rotation, scale written every frame
+        for g in range(clip_table[c, CL_SEGMENT_START], clip_table[c, CL_SEGMENT_END]):
+            if segments[g, SEG_KIND] == SEG_CONSTANT:
+                continue
+            k = np.arange(segments[g, SEG_FIRST], segments[g, SEG_END])
+            k = k[(tracks[k, TK_OUT] >= 0) & (tracks[k, TK_PATH] < 3)]
+            sampled[tracks[k, TK_NODE], tracks[k, TK_PATH]] = True
+        rows.append(np.flatnonzero(~sampled.all(axis=1)))
+        starts.append(starts[-1] + len(rows[-1]))
+    return {"base_rows": np.concatenate(rows).astype(np.int64) if rows else np.zeros(0, np.int64),
+            "base_rows_start": np.asarray(starts, np.int64)}
+
+
 @intrinsic
 def _lerp_lanes(typingctx, flat, outs, at_out, vals, at_val, width, u):
     """Eight LERP3 lanes of a packed segment at fraction ``u`` of a key interval: ``vals[at_val + c *
@@ -386,4 +411,4 @@ def _ol_slerp_lanes_into(flat, job_seg, g, key, u, outs, vals, coef, kinds):
     return packed
 
 
-__all__ = ["LANES", "pack_rotation_lanes", "pack_lerp_lanes", "slerp_lanes_into", "lerp_lanes_into"]
+__all__ = ["LANES", "pack_rotation_lanes", "pack_lerp_lanes", "base_rows", "slerp_lanes_into", "lerp_lanes_into"]

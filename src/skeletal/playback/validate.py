@@ -135,6 +135,11 @@ def _check_single_lanes(c: _Checker, f: dict, n: int) -> None:
                 or at_c + intervals * 2 * width > len(coef) or at_o + intervals * width > len(outs)
                 or at_k + intervals * width // LANES > len(kinds)):
             raise c.fail("lanes_seg", f"row {g} {seg[g].tolist()} does not fit the packed arrays")
+    rows = c.array("base_rows", (None,), dtype=np.int64)
+    c.indices("base_rows", 0, n)
+    starts = c.array("base_rows_start", (len(f["clip_duration"]) + 1,), dtype=np.int64)
+    if starts.size and (starts[0] != 0 or (np.diff(starts) < 0).any() or starts[-1] != len(rows)):
+        raise c.fail("base_rows_start", f"is not a run of offsets from 0 to {len(rows)}")
     values = c.array("lerp_values", (None,), dtype=np.float32)
     outs = c.array("lerp_out", (None,), dtype=np.int64)
     seg = c.array("lerp_seg", (len(segments), 3), dtype=np.int64)
