@@ -16,7 +16,8 @@ from skeletal.demo import demo_asset
 from skeletal.errors import SkeletalError
 from skeletal.playback import Player
 from skeletal.playback import kernels as K
-from skeletal.playback.clipset import SEG_END, SEG_FAST_END, SEG_FIRST, SEG_KIND, SEG_LERP3, SEG_SLERP, SEG_TIMELINE
+from skeletal.playback.clipset import (CL_SEGMENT_END, CL_SEGMENT_START, SEG_END, SEG_FAST_END, SEG_FIRST, SEG_KIND,
+                                      SEG_LERP3, SEG_SLERP, SEG_TIMELINE)
 from skeletal.playback.jobs import playback_job
 from skeletal.playback.single_lanes import (KIND_NEAR, KIND_TABULATED, LANES, LERP_MIN_TRACKS, LL_WIDTH, LS_WIDTH,
                                             pack_lerp_lanes, pack_rotation_lanes)
@@ -251,3 +252,50 @@ def test_base_rows_are_the_rows_a_clip_does_not_sample_in_full(asset):
     player.action(clip).time = 0.1
     player.update(0.0)
     np.testing.assert_array_equal(player.local_pose, expected)
+
+
+def test_only_the_played_clips_are_packed(asset):
+    """The lanes copy the keys of the clips in the mixer's slots only; a clip played later is packed
+    when its slot is added (the frame is rebuilt), and the pose follows it exactly."""
+    player = Player(asset)
+    player.play("walk")
+    player.update(0.1)
+    mixer = player.mixer
+    clip_table, segments, _, _ = mixer._clip_tables()
+
+    def packed_clips():
+        seg = mixer._single_lanes(segments)["lanes_seg"]
+        return {c for c in range(len(clip_table))
+                if (seg[clip_table[c, CL_SEGMENT_START]:clip_table[c, CL_SEGMENT_END], LS_WIDTH] > 0).any()}
+
+    walk, run = (mixer.clipset.clips.index(asset.clip(n)) for n in ("walk", "run"))
+    assert packed_clips() == {walk}
+    player.play("run")
+    player.stop("walk")
+    plain = Player(asset)
+    _unpacked(plain.mixer)
+    plain.play("walk")
+    plain.update(0.1)
+    plain.play("run")
+    plain.stop("walk")
+    for _ in range(5):
+        player.update(0.05)
+        plain.update(0.05)
+        np.testing.assert_array_equal(player.local_pose, plain.local_pose)
+    assert run in packed_clips()
+
+
+def test_a_float32_player_keeps_the_one_track_path(asset):
+    """The vector forms are float64; a float32 player samples track by track as before (the same bits
+    with or without packed segments) and stays within float32 of the float64 player."""
+    lanes, plain = Player(asset, dtype=np.float32), Player(asset, dtype=np.float32)
+    _unpacked(plain.mixer)
+    exact = Player(asset)
+    for p in (lanes, plain, exact):
+        p.play("run")
+    for _ in range(12):
+        for p in (lanes, plain, exact):
+            p.update(0.037)
+        np.testing.assert_array_equal(lanes.local_pose, plain.local_pose)
+        np.testing.assert_array_equal(lanes.world, plain.world)
+    np.testing.assert_allclose(lanes.world, exact.world, atol=1e-4)

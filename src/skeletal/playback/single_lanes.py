@@ -69,12 +69,13 @@ _SIN_COEF = (1.9572941063391263e-20, -8.22063524662433e-18, 2.8114572543455206e-
 
 
 def pack_rotation_lanes(segments: np.ndarray, timeline_keys: np.ndarray, hot: np.ndarray, values: np.ndarray,
-                        slerp_table: np.ndarray) -> dict[str, np.ndarray]:
+                        slerp_table: np.ndarray, wanted: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """The lane layout (module docstring) of every rotation segment's slerp tracks (``SEG_FAST_END``
     to ``SEG_END`` of SLERP and NLERP segments) with at least two keys. ``hot``: the clip set's
     :func:`~skeletal.playback.kernels.hot_tracks`; ``values`` its float32 keys; ``slerp_table``
     :func:`skeletal.quat.near_slerp_table` of its ``slerp_keys``. Float64 keys are not packed (the
-    layout is float32): every segment then says -1. Returns the five arrays by their job field names.
+    layout is float32): every segment then says -1; so does every segment ``wanted`` (G,) bool leaves
+    out. Returns the five arrays by their job field names.
 
     >>> packed = pack_rotation_lanes(segments, cs.timeline_keys, hot, cs.values, table)  # doctest: +SKIP
     """
@@ -83,7 +84,7 @@ def pack_rotation_lanes(segments: np.ndarray, timeline_keys: np.ndarray, hot: np
     at = np.zeros(4, np.int64)  # next offset in vals, coefs, outs, kinds
     if values.dtype == np.float32:
         for g in range(len(segments)):
-            if segments[g, SEG_KIND] not in (SEG_SLERP, SEG_NLERP):
+            if segments[g, SEG_KIND] not in (SEG_SLERP, SEG_NLERP) or (wanted is not None and not wanted[g]):
                 continue
             first, end = int(segments[g, SEG_FAST_END]), int(segments[g, SEG_END])
             count = int(timeline_keys[segments[g, SEG_TIMELINE], 1])
@@ -128,10 +129,10 @@ def pack_rotation_lanes(segments: np.ndarray, timeline_keys: np.ndarray, hot: np
 
 
 def pack_lerp_lanes(segments: np.ndarray, timeline_keys: np.ndarray, hot: np.ndarray,
-                    values: np.ndarray) -> dict[str, np.ndarray]:
+                    values: np.ndarray, wanted: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """The lane layout (module docstring) of every LERP3 segment with at least
-    :data:`LERP_MIN_TRACKS` tracks and two keys; float64 keys are not packed. Returns the three arrays
-    by their job field names.
+    :data:`LERP_MIN_TRACKS` tracks and two keys (of those ``wanted`` (G,) bool keeps); float64 keys
+    are not packed. Returns the three arrays by their job field names.
 
     >>> packed = pack_lerp_lanes(segments, cs.timeline_keys, hot, cs.values)       # doctest: +SKIP
     """
@@ -141,7 +142,8 @@ def pack_lerp_lanes(segments: np.ndarray, timeline_keys: np.ndarray, hot: np.nda
     if values.dtype == np.float32:
         for g in range(len(segments)):
             first, end = int(segments[g, SEG_FIRST]), int(segments[g, SEG_END])
-            if segments[g, SEG_KIND] != SEG_LERP3 or end - first < LERP_MIN_TRACKS:
+            if segments[g, SEG_KIND] != SEG_LERP3 or end - first < LERP_MIN_TRACKS or (wanted is not None
+                                                                                      and not wanted[g]):
                 continue
             count = int(timeline_keys[segments[g, SEG_TIMELINE], 1])
             if count < 2:
