@@ -299,3 +299,72 @@ def test_a_float32_player_keeps_the_one_track_path(asset):
         np.testing.assert_array_equal(lanes.local_pose, plain.local_pose)
         np.testing.assert_array_equal(lanes.world, plain.world)
     np.testing.assert_allclose(lanes.world, exact.world, atol=1e-4)
+
+
+def _world_in_python(parents, pose):
+    """World matrices by the scalar formula in Python floats (IEEE doubles, the kernels' order)."""
+    world = np.zeros((len(parents), 4, 4))
+    for i, p in enumerate(parents):
+        tx, ty, tz, x, y, z, w, sx, sy, sz = (float(v) for v in pose[i])
+        x2, y2, z2 = x + x, y + y, z + z
+        xx, xy, xz, yy, yz, zz = x * x2, x * y2, x * z2, y * y2, y * z2, z * z2
+        wx, wy, wz = w * x2, w * y2, w * z2
+        local = ((1.0 - (yy + zz)) * sx, (xy - wz) * sy, (xz + wy) * sz, tx,
+                 (xy + wz) * sx, (1.0 - (xx + zz)) * sy, (yz - wx) * sz, ty,
+                 (xz - wy) * sx, (yz + wx) * sy, (1.0 - (xx + yy)) * sz, tz)
+        if p < 0:
+            world[i, :3] = np.reshape(local, (3, 4))
+        else:
+            for r in range(3):
+                a0, a1, a2, a3 = (float(v) for v in world[p, r])
+                for c in range(4):
+                    world[i, r, c] = a0 * local[c] + a1 * local[4 + c] + a2 * local[8 + c]
+                world[i, r, 3] += a3
+        world[i, 3] = 0.0, 0.0, 0.0, 1.0
+    return world
+
+
+@pytest.mark.parametrize("rows", [3, 4])
+@pytest.mark.parametrize("wide", [False, True])
+def test_affine_products_two_rows_to_a_vector_equal_the_four_wide_form(monkeypatch, asset, rows, wide):
+    """World rows and palettes with rows 0 and 1 in one 8-wide vector (AVX-512 CPUs) and in the
+    4-wide form (others): the scalar formula's bits, signs of zero included, whichever form this CPU
+    compiles by default."""
+    from numba import njit
+
+    from skeletal.anim import pose as P
+
+    monkeypatch.setattr(P, "_wide_vectors", lambda: wide)
+
+    @njit(cache=False)
+    def run(parents, nodes, pose, world, joints, inverse_bind, out):
+        P.world_subset_staged(parents, nodes, pose, world)
+        P.palettes_one(world, joints, inverse_bind, out)
+
+    rng = np.random.default_rng(rows)
+    parents = asset.rig.parents
+    n = len(parents)
+    pose = rng.normal(size=(n, 10))
+    pose[:, 3:7] /= np.linalg.norm(pose[:, 3:7], axis=1, keepdims=True)
+    pose[1, :] = 0.0  # zeros times negative entries: signed zeros through the products
+    pose[1, 6:] = 1.0
+    skin = asset.skins[0]
+    joints = np.asarray(skin.joints, np.int64)
+    inverse_bind = np.ascontiguousarray(np.asarray(skin.inverse_bind, np.float64)[:, :rows])
+    world, out = np.full((n, rows, 4), np.nan), np.full((len(joints), rows, 4), np.nan)
+    run(parents, P.depth_order(parents, np.arange(n)), pose, world, joints, inverse_bind, out)
+    expected = _world_in_python(parents, pose)
+    np.testing.assert_array_equal(world, expected[:, :rows])
+    np.testing.assert_array_equal(np.signbit(world), np.signbit(expected[:, :rows]))
+    palette = np.zeros((len(joints), rows, 4))
+    for j, i in enumerate(joints):
+        for r in range(3):
+            a0, a1, a2, a3 = (float(v) for v in expected[i, r])
+            for c in range(4):
+                b0, b1, b2 = (float(inverse_bind[j, k, c]) for k in range(3))
+                palette[j, r, c] = a0 * b0 + a1 * b1 + a2 * b2
+            palette[j, r, 3] += a3
+        if rows == 4:
+            palette[j, 3] = 0.0, 0.0, 0.0, 1.0
+    np.testing.assert_array_equal(out, palette)
+    np.testing.assert_array_equal(np.signbit(out), np.signbit(palette))
