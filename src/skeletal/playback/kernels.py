@@ -29,7 +29,7 @@ from .clipset import (CL_MARKER_END, CL_MARKER_START, CL_SEGMENT_END, CL_SEGMENT
                       CL_TIMELINE_START, SEG_CONSTANT, SEG_END, SEG_FIRST, SEG_KIND, SEG_LERP3, SEG_NLERP,
                       SEG_FAST_END, SEG_SLERP, SEG_TIMELINE, TK_INTERP, TK_KEY_START, TK_NODE, TK_OUT, TK_PATH, TK_VALUE_START, TK_WIDTH)
 from .jobs import field
-from .single_lanes import lerp_lanes_into, slerp_lanes_into
+from .single_lanes import copy_rows, lerp_lanes_into, slerp_lanes_into
 
 # float fields
 F_TIME = 0  # action clock: [0, d] (once/clamp/repeat) or the unfolded phase [0, 2d) (pingpong)
@@ -489,15 +489,6 @@ def _copy_flat(src, dst):
         dst[i] = src[i]
 
 
-@njit(cache=True, forceinline=True)
-def _copy_rows(src, dst, rows, first, end):
-    """dst[n] = src[n] for n in rows[first:end] ((N, 10) arrays; unsigned indices, no wraparound)."""
-    for r in range(np.uint64(first), np.uint64(end)):
-        n = np.uint64(rows[r])
-        for i in range(10):
-            dst[n, i] = src[n, i]
-
-
 @njit(cache=True)
 def _pose_single(b, s, tid, job, pose, morph, keyed):
     """Instance b's pose when slot s plays alone (see :func:`_single_slot_of`) into ``pose[b]`` and
@@ -510,7 +501,7 @@ def _pose_single(b, s, tid, job, pose, morph, keyed):
     out_m = morph[b]
     # the rows the clip does not sample in full (single_lanes.base_rows); the others are all written below
     starts = field(job, "base_rows_start")
-    _copy_rows(field(job, "base_pose")[c], out, field(job, "base_rows"), starts[c], starts[c + 1])
+    copy_rows(field(job, "base_pose")[c], out, field(job, "base_rows"), starts[c], starts[c + 1])
     _copy_flat(field(job, "base_morph")[c], out_m)
     locs = field(job, "locs")[tid]
     _locate_timelines(c, fs[b, s, F_SAMPLE], clip_table, field(job, "timeline_keys"), field(job, "times"),

@@ -191,6 +191,61 @@ def base_rows(clip_table: np.ndarray, segments: np.ndarray, tracks: np.ndarray, 
 
 
 @intrinsic
+def _copy_row10(typingctx, dst, src, n):
+    """``dst[n] = src[n]`` for (N, 10) float64 C-contiguous arrays: one 8-wide and one 2-wide load
+    and store (a scalar loop LLVM does not vectorise: it cannot rule out that the two overlap).
+    Not bounds-checked."""
+    if not all(isinstance(a, types.Array) and a.ndim == 2 and a.dtype == types.float64 and a.layout == "C"
+               for a in (dst, src)) or not isinstance(n, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        b = builder
+        i64, f64 = ir.IntType(64), ir.DoubleType()
+        d = context.make_array(signature.args[0])(context, builder, args[0])
+        s = context.make_array(signature.args[1])(context, builder, args[1])
+        at = b.mul(context.cast(b, args[2], signature.args[2], types.int64), ir.Constant(i64, 10))
+        pieces = []
+        for offset, width in ((0, 8), (8, 2)):  # every load before the stores
+            vec = ir.VectorType(f64, width).as_pointer()
+            where = b.add(at, ir.Constant(i64, offset))
+            pieces.append((where, vec, b.load(b.bitcast(b.gep(s.data, [where]), vec), align=8)))
+        for where, vec, value in pieces:
+            b.store(value, b.bitcast(b.gep(d.data, [where]), vec), align=8)
+        return context.get_dummy_value()
+
+    return types.void(dst, src, n), codegen
+
+
+def copy_rows(src, dst, rows, first, end):  # pragma: no cover - compiled through the overload
+    """``dst[n] = src[n]`` for n in ``rows[first:end]`` ((N, 10) pose arrays; the base pose rows of
+    :func:`base_rows`), a row a vector for float64.
+
+    >>> copy_rows(base_pose[c], pose[b], rows, starts[c], starts[c + 1])       # doctest: +SKIP
+    """
+    raise NotImplementedError
+
+
+@overload(copy_rows, jit_options={"forceinline": True})
+def _ol_copy_rows(src, dst, rows, first, end):
+    if all(isinstance(a, types.Array) and a.ndim == 2 and a.dtype == types.float64 and a.layout == "C"
+           for a in (src, dst)):
+        def rowwise(src, dst, rows, first, end):
+            for r in range(np.uint64(first), np.uint64(end)):
+                _copy_row10(dst, src, np.uint64(rows[r]))
+
+        return rowwise
+
+    def scalar(src, dst, rows, first, end):
+        for r in range(np.uint64(first), np.uint64(end)):
+            n = np.uint64(rows[r])
+            for i in range(10):
+                dst[n, i] = src[n, i]
+
+    return scalar
+
+
+@intrinsic
 def _lerp_lanes(typingctx, flat, outs, at_out, vals, at_val, width, u):
     """Eight LERP3 lanes of a packed segment at fraction ``u`` of a key interval: ``vals[at_val + c *
     width + lane]`` the first key's component c (the second key's ``3 * width`` further); lane l's
@@ -413,4 +468,5 @@ def _ol_slerp_lanes_into(flat, job_seg, g, key, u, outs, vals, coef, kinds):
     return packed
 
 
-__all__ = ["LANES", "pack_rotation_lanes", "pack_lerp_lanes", "base_rows", "slerp_lanes_into", "lerp_lanes_into"]
+__all__ = ["LANES", "pack_rotation_lanes", "pack_lerp_lanes", "base_rows", "copy_rows", "slerp_lanes_into",
+           "lerp_lanes_into"]
