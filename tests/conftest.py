@@ -17,6 +17,9 @@ from fixtures.shared_assets import ASSETS
 
 # subprocesses and skeletal.bench's default model look in the same folder as the tests
 os.environ.setdefault("SKELETAL_ASSETS", str(ASSETS))
+# no numpy frames or background compiles on a cold cache (skeletal.playback.coldstart): the suite compiles in
+# process, as it always did; tests/test_coldstart.py turns them on where it tests them
+os.environ.setdefault("SKELETAL_NO_FALLBACK", "1")
 
 # the reasons tests were skipped, once each, in one block at the end of the run
 pytest_plugins = ["fixtures.skip_summary"]

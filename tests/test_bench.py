@@ -137,3 +137,19 @@ def test_bandwidth_and_table_helpers():
     s = B.rate([2.0, 1.0, 4.0], 8.0, 1.0, "x/s")
     assert (s["min"], s["median"], s["max"]) == (2.0, 4.0, 8.0)
     assert B.skin_bytes_per_vertex(np.zeros((1, 4), np.uint16), 4) == 72
+
+
+def test_machine_info_names_the_vector_width():
+    """Every benchmark title carries the CPU and its vector width: ratios differ between an AVX-512
+    and an AVX2 machine, so a report must say which it came from."""
+    from skeletal.bench import machine_info, vector_info
+
+    vec = vector_info()
+    assert vec["vector_bits"] in (0, 128, 256, 512)
+    assert vec["isa"] and vec["llvm_cpu"]
+    info = machine_info()
+    assert info["vector_bits"] == vec["vector_bits"] and info["llvm_cpu"] == vec["llvm_cpu"]
+    assert info["cpu_model"].startswith(info["cpu_name"])
+    assert vec["llvm_cpu"] in info["cpu_model"]
+    if vec["vector_bits"]:
+        assert f"{vec['vector_bits']}-bit vectors" in info["cpu_model"]

@@ -79,11 +79,40 @@ def test_renders_the_walk_with_both_trajectories(tmp_path, ctx, imageio):
     assert bad.exit_code == 2 and "must end in" in bad.output
 
 
-def test_view_locomotion_refuses_a_model():
+def _glb(tmp_path, clips):
+    """The built-in character with only ``clips`` as a .glb file."""
+    import copy
+
+    from skeletal.demo import demo_asset
+    from skeletal.io.gltf_write import glb_bytes
+
+    document = copy.copy(demo_asset().document)
+    document.animations = [a for a in document.animations if a.name in clips]
+    path = tmp_path / "model.glb"
+    path.write_bytes(glb_bytes(document))
+    return path
+
+
+def test_view_locomotion_refuses_a_model_without_locomotion_clips(tmp_path):
     from skeletal.cli import cli
 
-    bad = CliRunner().invoke(cli, ["view", "Soldier.glb", "--locomotion"])
-    assert bad.exit_code == 2 and "built-in character" in bad.output
+    bad = CliRunner().invoke(cli, ["view", str(_glb(tmp_path, ("wave",))), "--locomotion"])
+    assert bad.exit_code == 2 and "no usable locomotion clips" in bad.output
+
+
+def test_renders_a_model_from_its_idle_walk_and_run(tmp_path, ctx, imageio):
+    from skeletal.cli import cli
+
+    out = tmp_path / "model.png"
+    model = _glb(tmp_path, ("idle", "walk", "run", "wave"))
+    result = CliRunner().invoke(cli, ["locomotion", str(model), "--clips", "idle,walk", "--out", str(out),
+                                      "--seconds", "1", "--fps", "10", "--size", "200x150"])
+    assert result.exit_code == 0, result.output
+    image = imageio.imread(out)
+    assert image.shape == (150, 200, 3) and _count(image, "blue") > 10
+    bad = CliRunner().invoke(cli, ["locomotion", str(model), "--clips", "idle,walk", "--speed", "run",
+                                   "--out", str(out)])
+    assert bad.exit_code == 2 and "no running clip" in bad.output
 
 
 def test_view_locomotion_window_moves_with_held_keys(xdisplay, tmp_path):
@@ -106,3 +135,15 @@ def test_view_locomotion_window_moves_with_held_keys(xdisplay, tmp_path):
                          text=True, timeout=300)
     assert cli.returncode == 0, cli.stderr
     assert "wrote" in cli.stdout and (tmp_path / "cli.png").exists()
+
+
+def test_view_locomotion_steers_a_model(xdisplay, tmp_path):
+    env = {**os.environ, "DISPLAY": xdisplay}
+    env.pop("WAYLAND_DISPLAY", None)
+    model = _glb(tmp_path, ("idle", "walk", "run"))
+    shot = tmp_path / "model.png"
+    cli = subprocess.run([sys.executable, "-m", "skeletal", "view", str(model), "--locomotion", "--frames", "30",
+                          "--size", "320x200", "--screenshot", str(shot)], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert cli.returncode == 0, cli.stderr
+    assert "wrote" in cli.stdout and shot.exists()

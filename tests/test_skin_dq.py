@@ -182,8 +182,9 @@ def conversion_cases(rng):
 
 @pytest.mark.parametrize("layout", ["3x4 float32", "4x4 float64", "strided"])
 def test_packing_matches_the_reference_conversion(layout):
-    """pack_dq_palette (rigid fast path, the float32-tuned iteration, the branch-free quaternion; singular
-    joints by the reference's own code) against dual_quaternions, for every kind of joint."""
+    """pack_dq_palette (rigid fast path, orthogonal columns without iteration: "scaled" and "mirrored",
+    the float32-tuned iteration, the branch-free quaternion; singular joints by the reference's own code)
+    against dual_quaternions, for every kind of joint."""
     rng = np.random.default_rng(12)
     for name, palette in conversion_cases(rng):
         expect = packed_reference(palette)

@@ -168,23 +168,19 @@ def test_signed_kernel_hemispheres_for_opposed_and_antipodal_joints(monkeypatch)
     np.testing.assert_allclose(got[1], old[1], atol=5e-6)
 
 
-def test_signed_records_table_and_doubled_palette():
+def test_signed_records_sign_table():
     rng = np.random.default_rng(9)
     packed = pack_dq_palette(scaled_rig(rng, 9))
     packed[2, :8] *= -1
     n = len(packed)
-    doubled, table = _signed_scratch(n)
-    _signed_records(packed, doubled, table)
-    assert doubled.ctypes.data % 64 == 0 and doubled.shape == (2 * n, 16) and table.shape == (n, n)
-    np.testing.assert_array_equal(doubled[:n], packed)
-    np.testing.assert_array_equal(doubled[n:, :8], -packed[:, :8])
-    np.testing.assert_array_equal(doubled[n:, 8:], packed[:, 8:])
+    table = _signed_scratch(n)
+    _signed_records(packed, table)
+    assert table.ctypes.data % 64 == 0 and table.shape == (n, n) and table.dtype == np.int32
     qr = packed[:, :4]
     dots = qr @ qr.T  # [p, j]
     assert (dots < 0).any() and (dots > 0).any()
-    expect = 64 * (np.arange(n)[None, :] + n * (dots < 0))
-    np.testing.assert_array_equal(table, expect)
-    assert np.all(np.diag(table) == 64 * np.arange(n))  # a joint is in its own hemisphere
+    np.testing.assert_array_equal(table, np.where(dots < 0, np.int32(-0x80000000), np.int32(0)))
+    assert np.all(np.diag(table) == 0)  # a joint is in its own hemisphere
 
 
 def test_signed_kernel_clamps_indices_past_the_palette():
@@ -217,3 +213,38 @@ def test_signed_kernel_thresholds_agree(v, n_joints, monkeypatch):
     size = float(np.abs(old[0]).max())
     np.testing.assert_allclose(got[0], old[0], rtol=2e-6, atol=2e-6 * size)
     np.testing.assert_allclose(got[1], old[1], atol=5e-6)
+
+
+@pytest.mark.parametrize("joint_dtype", [np.uint8, np.uint16, np.int32, np.int64])
+@pytest.mark.parametrize("scaled", [False, True])
+def test_signed_kernel_group_check_equals_the_clamped_blend(joint_dtype, scaled):
+    """Dense influences: each group is checked once (every index below J, weights sorted) and then blended
+    without clamps; groups that fail take the clamped blend. Bit for bit what the clamped blend gives for
+    the same rows (non-contiguous influences take it everywhere), and the reference's result with the
+    out-of-range indices clamped to the last joint."""
+    rng = np.random.default_rng(31 + scaled)
+    n_joints = 12
+    v = SIGNED_MIN_VERTICES + 4 * LANES + 5
+    palette, joints, weights, positions, normals = planar_case(rng, v, 4, n_joints=n_joints, scaled=scaled)
+    order = np.argsort(-weights, axis=1, kind="stable")  # every row sorted: the fast blend's groups
+    weights = np.take_along_axis(weights, order, 1)
+    joints = np.take_along_axis(joints, order, 1).astype(joint_dtype)
+    top = {np.uint8: 255, np.uint16: 65535, np.int32: -3, np.int64: 1 << 40}[joint_dtype]
+    joints[LANES + 3, 2] = top  # a group with an index past the palette (clamped)
+    joints[2 * LANES + 7, 0] = n_joints  # the pivot itself one past the last joint
+    joints[3 * LANES, 1] = n_joints - 1  # the last joint: in range
+    weights[4 * LANES + 2, [0, 1]] = weights[4 * LANES + 2, [1, 0]]  # an unsorted row: the tournament
+    packed = pack_dq_palette(palette)
+    got = run(packed, joints, weights, positions, normals)
+    wide_j = np.zeros((v, 5), joint_dtype)
+    wide_w = np.zeros((v, 5), np.float32)
+    wide_j[:, :4], wide_w[:, :4] = joints, weights
+    clamped = run(packed, wide_j[:, :4], wide_w[:, :4], positions, normals)  # non-contiguous: clamped blend
+    np.testing.assert_array_equal(got[0], clamped[0])
+    np.testing.assert_array_equal(got[1], clamped[1])
+    in_range = joints.astype(np.int64)
+    in_range = np.where((in_range < 0) | (in_range >= n_joints), n_joints - 1, in_range)
+    ref_p, ref_n, _ = skin_dq(palette, in_range, weights, positions, normals)
+    size = float(np.abs(ref_p).max())
+    np.testing.assert_allclose(got[0], ref_p, rtol=1e-5, atol=1e-5 * size)
+    np.testing.assert_allclose(got[1], ref_n, atol=1e-5)

@@ -130,10 +130,10 @@ def test_under_motion_matching_it_follows_the_speed_asked():
         MotionMatching(Player(asset), db, warping=True, max_stride=(1.2, 1.5))
 
 
-def test_refuses_a_crowd_and_bad_settings():
+def test_refuses_bad_targets_and_settings():
     asset = demo_asset()
-    with pytest.raises(SkeletalError, match="Player or Mixer"):
-        Warping(skeletal.Crowd(asset, 2))
+    with pytest.raises(SkeletalError, match="Player, Mixer or Crowd, not a Asset"):
+        Warping(asset)
     with pytest.raises(SkeletalError, match="reach"):
         Warping(Player(asset), reach=1.5)
     with pytest.raises(SkeletalError, match="spine joint"):
@@ -161,3 +161,57 @@ def test_a_float32_mixer_of_several_characters():
     plain.play("walk", offset=np.linspace(0.0, 1.0, 6))
     plain.update(1 / 60)
     np.testing.assert_array_equal(plain.world[0], mixer.world[0])
+
+
+# -- on a Crowd ---------------------------------------------------------------------------------------
+
+CASES = [  # (clip, start time, stride, angle in degrees) per instance
+    ("walk", 0.10, 1.4, 0.0), ("walk", 0.37, 0.7, 25.0), ("run", 0.21, 1.2, -15.0), ("walk", 0.55, 1.0, 0.0),
+    ("run", 0.05, 0.8, 10.0),
+]
+
+
+@pytest.mark.parametrize("wide", [True, False])
+def test_a_crowd_warps_each_instance_as_a_player_with_the_same_settings(wide):
+    """Per-instance stride and angle in one compiled call: each crowd instance's pose, palettes and
+    root-motion delta equal a float64 Player's warped with that instance's settings (float32 rounding)."""
+    asset = demo_asset()
+    n = len(CASES)
+    crowd = skeletal.Crowd(asset, n, wide=wide)
+    crowd_root = skeletal.playback.rootmotion.RootMotion(crowd, "hips")
+    crowd_warp = Warping(crowd)
+    assert crowd_warp.crowd
+    for i, (clip, time, stride, angle) in enumerate(CASES):
+        crowd.play(clip, offsets=time, instances=[i])
+        crowd_warp.stride[i] = stride
+        crowd_warp.angle[i] = math.radians(angle)
+    players, warps = [], []
+    for clip, time, stride, angle in CASES:
+        p = Player(asset)
+        p.enable_root_motion("hips")
+        w = Warping(p)
+        w.stride[:] = stride
+        w.angle[:] = math.radians(angle)
+        p.play(clip, offset=time)
+        players.append(p)
+        warps.append(w)
+    for _ in range(3):
+        crowd.update(1 / 60)
+        for p in players:
+            p.update(1 / 60)
+    for i, p in enumerate(players):
+        np.testing.assert_allclose(crowd_warp.targets[i], warps[i].targets[0], atol=2e-4)
+        world = skeletal.anim.pose.world_matrices(asset.rig.parents, crowd.local_pose[i].astype(np.float64))
+        np.testing.assert_allclose(world[:, :3, 3], p.world[:, :3, 3], atol=2e-4)
+        np.testing.assert_allclose(crowd.palettes[i], p.mixer.palettes[0, :, :3, :] if p.mixer.palettes.shape[-2] == 4
+                                   else p.mixer.palettes[0], atol=2e-4)
+        np.testing.assert_allclose(crowd_root.delta[i], p._root_motion.delta[0], atol=1e-5)
+    # the warped instances differ from the plain pose (the settings did something)
+    plain = skeletal.Crowd(asset, n, wide=wide)
+    skeletal.playback.rootmotion.RootMotion(plain, "hips")
+    for i, (clip, time, _, _) in enumerate(CASES):
+        plain.play(clip, offsets=time, instances=[i])
+    for _ in range(3):
+        plain.update(1 / 60)
+    moved = np.abs(plain.local_pose - crowd.local_pose).max(axis=(1, 2))
+    assert (moved[[0, 1, 2, 4]] > 1e-3).all() and moved[3] == 0.0

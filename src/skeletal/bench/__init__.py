@@ -580,19 +580,63 @@ def bench_load(asset_path: Path | None, repeats: int) -> dict:
             "load_ms_numpy": duration(base, 1e3, "ms", clock="thread CPU")}
 
 
-def machine_info() -> dict:
-    import numba
+def vector_info() -> dict:
+    """The vector unit numba compiles for on this CPU: LLVM's name for the CPU (``znver5``,
+    ``sapphirerapids``...), the widest SIMD instruction set it has and that width in bits (float32
+    lanes = bits / 32). The kernels' speed-ups depend on it: a ratio measured with 512-bit vectors does
+    not carry over to a 256-bit machine, so every benchmark title prints it.
 
-    cpu = platform.processor() or platform.machine()
+    >>> vector_info()                                             # doctest: +SKIP
+    {'llvm_cpu': 'znver5', 'isa': 'AVX-512', 'vector_bits': 512}
+    """
+    try:
+        from llvmlite import binding
+
+        name = str(binding.get_host_cpu_name())
+        features = {k for k, v in binding.get_host_cpu_features().items() if v}
+    except Exception:  # a description only: never fail a benchmark over it
+        return {"llvm_cpu": "unknown", "isa": "unknown", "vector_bits": 0}
+    for isa, bits, flag in (("AVX-512", 512, "avx512f"), ("AVX2", 256, "avx2"), ("AVX", 256, "avx"),
+                            ("SVE", 128, "sve"), ("NEON", 128, "neon"), ("SSE2", 128, "sse2")):
+        if flag in features:
+            return {"llvm_cpu": name, "isa": isa, "vector_bits": bits}
+    return {"llvm_cpu": name, "isa": "scalar", "vector_bits": 0}
+
+
+def _cpuinfo() -> dict:
+    """``model name``, ``cpu family`` and ``model`` of the first CPU in /proc/cpuinfo (those present)."""
+    found: dict = {}
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.lower().startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
+                key, _, value = line.partition(":")
+                key = key.strip().lower()
+                if key in ("model name", "cpu family", "model") and key not in found:
+                    found[key] = value.strip()
+                if not line.strip() and found:
                     break
     except OSError:
         pass
+    return found
+
+
+def machine_info() -> dict:
+    """The machine a benchmark ran on. ``cpu_model`` carries the CPU's name, its family/model and the
+    vector width (:func:`vector_info`) in one string, so any report that prints it (``skeletal bench``'s
+    title, the ozz harness's table) says which kind of machine the ratios come from."""
+    import numba
+
+    info = _cpuinfo()
+    name = info.get("model name") or platform.processor() or platform.machine()
+    vec = vector_info()
+    kind = [vec["llvm_cpu"]]
+    if "cpu family" in info:
+        kind.append(f"family {info['cpu family']} model {info.get('model', '?')}")
+    if vec["vector_bits"]:
+        kind.append(f"{vec['isa']}: {vec['vector_bits']}-bit vectors, {vec['vector_bits'] // 32} float32 lanes")
+    cpu = f"{name} ({'; '.join(kind)})"
     return {"threads": int(numba.get_num_threads()), "cpu_count": os.cpu_count(), "cpu_model": cpu,
+            "cpu_name": name, "llvm_cpu": vec["llvm_cpu"], "isa": vec["isa"], "vector_bits": vec["vector_bits"],
             "numba": numba.__version__, "numpy": np.__version__, "python": platform.python_version(),
             "platform": platform.platform(), "threading_layer": _threading_layer()}
 

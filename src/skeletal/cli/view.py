@@ -52,7 +52,8 @@ SKINNING_CHOICES = ("lbs", "dqs")
               help="Save the last frame, UI included, to this .png and exit (after --frames, default 1).")
 @click.option("--verbose", "-v", is_flag=True, help="Print the GL renderer, palette path and frame timings.")
 @click.option("--locomotion", is_flag=True,
-              help="Steer the built-in character under motion matching: WASD move, Shift run, arrows face.")
+              help="Steer the built-in character (or MODEL, from its idle/walk/run clips) under motion matching: "
+                   "WASD move, Shift run, arrows face.")
 @up_option
 @scene_option
 def view(model, clip, size, start, speed, loop, camera, skeleton, weights_joint, blend, blend_value, palette_mode,
@@ -74,6 +75,7 @@ def view(model, clip, size, start, speed, loop, camera, skeleton, weights_joint,
       skeletal view --blend idle:0,walk:1.4,run:4 --blend-value 2
       xvfb-run skeletal view --frames 10 --screenshot view.png
       skeletal view --locomotion
+      skeletal view Soldier.glb --locomotion
     """
     if locomotion:
         _view_locomotion(model, size, frames, screenshot)
@@ -96,9 +98,8 @@ def view(model, clip, size, start, speed, loop, camera, skeleton, weights_joint,
 
 
 def _view_locomotion(model, size, frames, screenshot) -> None:
-    """``--locomotion``: the built-in character steered with the keyboard (:mod:`skeletal.render.locomotion_viewer`)."""
-    if model is not None:
-        raise RenderError("--locomotion steers the built-in character: give no MODEL")
+    """``--locomotion``: the built-in character (or MODEL's locomotion set) steered with the keyboard
+    (:mod:`skeletal.render.locomotion_viewer`)."""
     if screenshot is not None and not screenshot.lower().endswith(".png"):
         raise RenderError(f"cannot write {screenshot!r}: the screenshot must end in .png")
     try:
@@ -106,7 +107,7 @@ def _view_locomotion(model, size, frames, screenshot) -> None:
         from ..render.output import parse_size
     except ImportError as exc:
         raise RenderError(f"cannot import the viewer ({exc}): {INSTALL_HINT}; pip install glfw") from None
-    with LocomotionViewer(parse_size(size)) as viewer:
+    with LocomotionViewer(parse_size(size), model=model) as viewer:
         drawn = viewer.run(frames=frames or (1 if screenshot else None), screenshot=screenshot)
     if screenshot:
         click.echo(f"wrote {screenshot} ({drawn} frame{'s' if drawn != 1 else ''}, locomotion)")

@@ -87,9 +87,15 @@ def _yaw_quaternions(yaw: np.ndarray) -> np.ndarray:
     return np.stack([np.zeros_like(yaw), np.sin(half), np.zeros_like(yaw), np.cos(half)], axis=-1)
 
 
-def _blend_poses(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> np.ndarray:
+def blend_poses(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Poses (T, N, 10) ``a`` toward ``b`` by weights (T,): lerped translations and scales, normalised
-    lerp of rotations in one hemisphere."""
+    lerp of rotations in one hemisphere (the starts and stops here and in
+    :mod:`skeletal.playback.locomotion.gaits`).
+
+    >>> a = np.zeros((1, 1, 10)); a[..., 6] = 1.0; b = a.copy(); b[..., 0] = 2.0
+    >>> blend_poses(a, b, np.array([0.25]))[0, 0, 0]
+    np.float64(0.5)
+    """
     out = a + (b - a) * w[:, None, None]
     qa, qb = a[..., 3:7], b[..., 3:7].copy()
     qb[np.sum(qa * qb, axis=-1) < 0] *= -1.0
@@ -111,7 +117,7 @@ def make_animation(asset: Asset, spec: Locomotion) -> Animation:
         u = np.clip(times / cycle if spec.ramp == "start" else (duration - times) / cycle, 0.0, 1.0)
         weight = u * u * (3.0 - 2.0 * u)
         idle = _sample(asset, asset.clip("idle"), times)
-        pose = _blend_poses(idle, pose, weight)
+        pose = blend_poses(idle, pose, weight)
         speed = speed * weight
     yaw_rate = np.radians(spec.turn)
     yaw = yaw_rate * times

@@ -41,6 +41,12 @@ outputs                   ``pose`` (B, N, 10), ``morph`` (B, M); world rows of `
                           (ascending, ancestors included) into ``worlds`` (B, N, 3|4, 4), or into
                           ``scratch_world`` when ``worlds`` is empty; ``palettes`` (B, J, 3|4, 4) =
                           ``world[palette_joints[j]] @ inverse_bind[j]``
+inertialization           ``inert_state`` (B, 4) int64, ``inert_clock`` (B, 3), ``inert_offset`` and
+                          ``inert_velocity`` (B, N, 9), ``inert_source`` and ``inert_anchor`` (B, N,
+                          10), ``inert_joints`` (B, N) int64, ``inert_x`` and ``inert_v`` (B, 9 * N),
+                          ``inert_scratch`` (T, 2, 9 * N): the stage between blending and world
+                          rows (:func:`~skeletal.playback.inertia_kernels.inertialize_instance`); zero
+                          rows (no transition ever started) skip it
 ========================  =====================================================================
 
 A :class:`FootJob` holds a foot-placement stage's arrays (``FOOT_FIELDS``; see
@@ -84,6 +90,9 @@ PLAYBACK_FIELDS = (
     "acc", "accm", "tmp", "locs", "scratch_world",
     # outputs
     "pose", "morph", "world_nodes", "worlds", "palette_joints", "inverse_bind", "palettes",
+    # inertialized transitions (zero rows until a mixer's first inertialized switch)
+    "inert_state", "inert_clock", "inert_offset", "inert_velocity", "inert_source", "inert_anchor", "inert_joints",
+    "inert_x", "inert_v", "inert_scratch",
 )
 
 IK_FIELDS = ("stage_i", "stage_f", "joints", "jp", "inputs", "update", "scratch", "pos")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 from numba import njit, prange
+from numba.extending import overload
 
 from ..anim.ik import solve_stages_at
 from ..anim.pose import palettes_one, world_subset_staged
@@ -28,6 +29,7 @@ from ..anim.sampling import interpolate_into, lerp3_into, locate_key, nlerp_into
 from .clipset import (CL_MARKER_END, CL_MARKER_START, CL_SEGMENT_END, CL_SEGMENT_START, CL_TIMELINE_END,
                       CL_TIMELINE_START, SEG_CONSTANT, SEG_END, SEG_FIRST, SEG_KIND, SEG_LERP3, SEG_NLERP,
                       SEG_FAST_END, SEG_SLERP, SEG_TIMELINE, TK_INTERP, TK_KEY_START, TK_NODE, TK_OUT, TK_PATH, TK_VALUE_START, TK_WIDTH)
+from .inertia_kernels import IDLE, ST_PHASE, ST_REPOSED, inertialize_instance
 from .jobs import field
 from .single_lanes import copy_rows, lerp_lanes_into, slerp_lanes_into
 
@@ -631,6 +633,8 @@ ADVANCE = 1  # advance every action's clock and fade by dt
 BLEND = 2  # sample and blend the actions into the job's pose and morph weights
 WORLD = 4  # world rows of world_nodes, the IK stages (when an IKJob is given), palettes
 ALL = ADVANCE | BLEND | WORLD
+# (with BLEND, instances with an inertialized transition running get its offsets added to the blended
+# pose, dt seconds on: playback.inertia_kernels.inertialize_instance)
 
 
 @njit(cache=True, forceinline=True)
@@ -646,6 +650,61 @@ def _rest_if_idle(b, job, pose, morph):
     _copy_flat(field(job, "rest").reshape(-1), pose[b].reshape(-1))
     _copy_flat(field(job, "rest_morph"), morph[b])
     return True
+
+
+# The inertialization stage, decided by the job's type: a job whose ``inert_state`` is (B, 4) runs it
+# (playback.inertia_kernels), one that never had a transition holds a (0,) array and compiles none of
+# it (a plain player's cold start compiles no inertialization kernel).
+
+
+def inertia_stage(b, tid, job, dt, pose):
+    """(Compiled code only.) Instance b's inertialized transition, when one runs, added to its just-blended
+    pose ``pose[b]``, ``dt`` seconds on (:func:`~skeletal.playback.inertia_kernels.inertialize_instance`);
+    nothing, compiled away, on a job without inertialization rows."""
+    raise NotImplementedError("inertia_stage runs inside compiled kernels only")
+
+
+@overload(inertia_stage)
+def _inertia_stage(b, tid, job, dt, pose):
+    if job.field_dict["inert_state"].ndim != 2:
+        def skip(b, tid, job, dt, pose):
+            return None
+        return skip
+
+    def stage(b, tid, job, dt, pose):
+        if field(job, "inert_state")[b, ST_PHASE] != IDLE:
+            inertialize_instance(b, tid, job, dt, pose)
+    return stage
+
+
+def in_transition(state, b):
+    """(Compiled code only.) Whether instance b has an inertialized transition running, ``state`` the job's
+    ``inert_state``: False, at compile time, for a (0,) one."""
+    raise NotImplementedError("in_transition runs inside compiled kernels only")
+
+
+@overload(in_transition)
+def _in_transition(state, b):
+    if state.ndim != 2:
+        return lambda state, b: False
+    return lambda state, b: state[b, ST_PHASE] != IDLE
+
+
+def posed_alone(state, b, alone):
+    """(Compiled code only.) Record in ``state[b, ST_REPOSED]`` whether instance b of a crowd's wide
+    group was posed on its own (``alone``, returned); nothing for a (0,) ``state``."""
+    raise NotImplementedError("posed_alone runs inside compiled kernels only")
+
+
+@overload(posed_alone)
+def _posed_alone(state, b, alone):
+    if state.ndim != 2:
+        return lambda state, b, alone: False
+
+    def record(state, b, alone):
+        state[b, ST_REPOSED] = 1 if alone else 0
+        return alone
+    return record
 
 
 #: compile-time switch of :func:`update`'s blending (a module constant numba folds; False only in
@@ -664,7 +723,9 @@ def update(job, ik, dt, stages):
     ``ik``: an :class:`~skeletal.playback.jobs.IKJob` run between world matrices and palettes, or
     None (the IK branch is then pruned at compile time). Returns how many instances reported an
     event (loop, finished, marker) in the advance (:func:`single_action_update`: plus
-    :data:`NEEDS_BLEND` per instance left unposed)."""
+    :data:`NEEDS_BLEND` per instance left unposed). Between BLEND and WORLD, an instance with an
+    inertialized transition running gets its decaying offsets added to the pose (the job's
+    ``inert_*`` fields; :func:`~skeletal.playback.inertia_kernels.inertialize_instance`)."""
     clip_duration, marker_time, ist = field(job, "clip_duration"), field(job, "marker_time"), field(job, "ist")
     slot_clip, slot_layer, fs, clip_table = field(job, "slot_clip"), field(job, "slot_layer"), field(job, "fs"), field(job, "clip_table")
     layer_weight, snap_weight, base_unmasked = field(job, "layer_weight"), field(job, "snap_weight"), field(job, "base_unmasked")
@@ -696,6 +757,8 @@ def update(job, ik, dt, stages):
                 # the single-action variant has no blending compiled: the caller runs the full kernel
                 events += NEEDS_BLEND
                 continue
+        if stages & BLEND:
+            inertia_stage(b, tid, job, dt, pose)
         if stages & WORLD:
             w = worlds[b] if keep_world else scratch_world[tid]
             pb = pose[b]

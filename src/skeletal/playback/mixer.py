@@ -39,7 +39,9 @@ from .._threads import capped_threads
 from . import kernels as K
 from .clipset import CL_SEGMENT_END, CL_SEGMENT_START, TK_INTERP, TK_PATH, ClipSet
 from .frame import Frame, FrameInput
+from .inertia_kernels import InertiaArrays
 from .jobs import entry, playback_job
+from . import coldstart as _coldstart, numpy_frame
 from .single_lanes import base_rows, pack_lerp_lanes, pack_rotation_lanes
 from .properties import PropertyStage
 
@@ -108,6 +110,7 @@ class Mixer:
     palettes = FrameInput[np.ndarray]()
     palette_joints = FrameInput[np.ndarray]()
     _ik = FrameInput[Any]()
+    _inertia = FrameInput[InertiaArrays]()
 
     def __init__(self, asset: Asset, count: int = 1, *, dtype: npt.DTypeLike = np.float64, events: bool = True):
         #: the compiled state of an update (:class:`~skeletal.playback.frame.Frame`), None until built
@@ -126,6 +129,9 @@ class Mixer:
         self.clipset = ClipSet(asset.clips)
         self.time = 0.0  # seconds of updates so far
         self._blends = False  # a single character's update needed blending once: the full kernel from then on
+        #: cold start (skeletal.playback.coldstart): None until the first run decides, False for compiled frames,
+        #: or the background compile that numpy frames wait on
+        self._cold: Any = None
         n, m = len(self.rig), len(asset.rest_morph)
         self.slot_clip = np.zeros(0, np.int64)
         self.slot_layer = np.zeros(0, np.int64)
@@ -158,6 +164,9 @@ class Mixer:
         # Objects with ``before_update(dt)`` (blend spaces, state machines, root motion) run first.
         self.controllers: list = []
         self._ik = None  # IK stages run after blending (see add_ik)
+        # the inertialized transitions' arrays (playback/inertia_kernels.py): none until the first
+        # inertialized switch (locomotion/mixer_hook.py makes them)
+        self._inertia = InertiaArrays(0, n)
         # Animated properties (KHR_animation_pointer, named curves): ``property_values`` (B, M), laid
         # out by asset.properties, sampled by a stage of their own (playback/properties.py).
         self._no_property_values = np.zeros((count, 0))
@@ -530,7 +539,10 @@ class Mixer:
         fs = self.fs[idx, s].reshape(-1, K.NF).copy()
         ist = self.ist[idx, s].reshape(-1, K.NI).copy()
         events = ist[:, K.I_EV_LOOPS : K.I_EV_MARKERS + 1].copy()
-        advance = K.advance if len(fs) > 1 else serial_variant(K.advance)  # one: no thread pool to compile
+        if self._cold:  # kernels compiling in the background: the clock in numpy
+            advance = numpy_frame.advance
+        else:
+            advance = K.advance if len(fs) > 1 else serial_variant(K.advance)  # one: no thread pool to compile
         advance(fs[:, None], ist[:, None], self.slot_clip[s : s + 1], self.clipset.clip_table,
                 self.clipset.duration, self.clipset.marker_time, 0.0)
         ist[:, K.I_EV_LOOPS : K.I_EV_MARKERS + 1] = events
@@ -660,13 +672,18 @@ class Mixer:
         return frame
 
     def _run(self, dt: float, stages: int) -> int:
-        """Run ``stages`` of the update kernel on this mixer's frame; returns the event count."""
+        """Run ``stages`` of the update kernel on this mixer's frame; returns the event count. Until the
+        kernels are compiled on a cold start, the frame runs in numpy instead (skeletal.playback.coldstart)."""
+        if self.frame is None and self._cold is not False:
+            r = _coldstart.step(self, dt, stages)
+            if r is not None:
+                return r
         frame = self.current_frame()
         if frame.call is None:
             frame.call = entry(self._update_kernel(), frame.job, frame.ik, 0.0, K.ALL)
         if self.count == 1:
             r = frame.step(dt, stages)
-            return self._blend_from_now_on(r, stages) if r >= K.NEEDS_BLEND else r
+            return self._blend_from_now_on(r, stages, dt) if r >= K.NEEDS_BLEND else r
         with capped_threads():  # fewer threads while other processes keep the CPUs busy (_threads.busy_cap)
             return frame.step(dt, stages)
 
@@ -678,21 +695,26 @@ class Mixer:
             return K.update
         return serial_variant(K.update) if self._blends else K.single_action_update()
 
-    def _blend_from_now_on(self, r: int, stages: int) -> int:
+    def _blend_from_now_on(self, r: int, stages: int, dt: float = 0.0) -> int:
         """After the single-action kernel returned ``r`` >= NEEDS_BLEND (an instance needed blending and
         was left unposed): switch this mixer to the full kernel for good (compiling it once), run its
-        BLEND and WORLD stages of ``stages`` (the clocks have advanced), and return the event count."""
+        BLEND and WORLD stages of ``stages`` (the clocks have advanced by ``dt``; an inertialized
+        transition's stage, skipped with the pose, advances by it now), and return the event count."""
         self._blends = True
+        if self._cold is False and _coldstart.resume(self):  # the kernel still compiling: numpy frames till then
+            self.frame = None
+            numpy_frame.step(self, 0.0, stages & (K.BLEND | K.WORLD))
+            return r % K.NEEDS_BLEND
         frame = self.current_frame()
         frame.call = entry(self._update_kernel(), frame.job, frame.ik, 0.0, K.ALL)
-        frame.step(0.0, stages & (K.BLEND | K.WORLD))
+        frame.step(float(dt), stages & (K.BLEND | K.WORLD))
         return r % K.NEEDS_BLEND
 
-    def _after_call(self, r: int) -> None:
-        """A whole update's compiled call returned ``r`` (not 0): the switch to blending when the
+    def _after_call(self, r: int, dt: float = 0.0) -> None:
+        """A whole update's compiled call by ``dt`` returned ``r`` (not 0): the switch to blending when the
         single-action kernel left an instance unposed, then the events, when any happened."""
         if r >= K.NEEDS_BLEND:
-            r = self._blend_from_now_on(r, K.ALL)
+            r = self._blend_from_now_on(r, K.ALL, dt)
         if r and self.collect_events:
             self._collect_events()
 
@@ -761,7 +783,7 @@ class Mixer:
             rest=self.rig.rest, rest_morph=self.asset.rest_morph, morph_start=self.asset.morph_start,
             parents=self.rig.parents,
             acc=self._scratch, accm=self._scratch_morph, tmp=self._scratch_tmp, locs=self._scratch_locs,
-            pose=self.local_pose, morph=self.morph_weights, **self._world_fields(),
+            pose=self.local_pose, morph=self.morph_weights, **self._world_fields(), **self._inertia.fields(),
         )
 
     def _single_lanes(self, segments: np.ndarray) -> dict:

@@ -340,7 +340,7 @@ class Player:
             mixer.time += dt
             r = frame.call(frame.job, frame.ik, dt, _ALL)
             if r:  # events, or the single-action kernel met a blend
-                mixer._after_call(r)
+                mixer._after_call(r, dt)
             return
         mixer.update(dt)
 

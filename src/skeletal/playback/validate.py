@@ -112,6 +112,35 @@ def validate_playback(f: dict) -> None:
         c.array("worlds", ("B", "N", "R", 4))
     else:
         c.array("scratch_world", (None, "N", "R", 4), _FLOAT)
+    _inertia_fields(c)
+
+
+def _inertia_fields(c: _Checker) -> None:
+    """The inertialization stage's arrays: one row per instance, or none at all (``inert_state`` (0,): the
+    update kernel compiles no stage)."""
+    if isinstance(c.fields["inert_state"], np.ndarray) and c.fields["inert_state"].ndim == 1:
+        c.array("inert_state", (0,), dtype=np.int64)
+    else:
+        c.array("inert_state", (None, 4), dtype=np.int64)
+    state = c.fields["inert_state"]
+    rows = "B" if state.ndim == 2 else 0
+    nodes = "N" if state.ndim == 2 else None
+    if state.ndim == 2:
+        c.array("inert_state", (rows, 4))
+    c.array("inert_clock", (rows, 3), dtype=np.float64)
+    for name in ("inert_offset", "inert_velocity"):
+        c.array(name, (rows, nodes, 9), dtype=np.float64)
+    for name in ("inert_source", "inert_anchor"):
+        c.array(name, (rows, nodes, 10), dtype=np.float64)
+    c.array("inert_joints", (rows, nodes), dtype=np.int64)
+    width = 9 * c.sizes["N"] if state.ndim == 2 else None  # channel-major rows of every node
+    for name in ("inert_x", "inert_v"):
+        c.array(name, (rows, width), dtype=np.float64)
+    c.array("inert_scratch", ("T" if state.ndim == 2 else None, 2, width), dtype=np.float64)
+    if state.ndim == 2:
+        c.indices("inert_state", 0, 4, state[:, :2])
+        c.indices("inert_joints", 0, c.sizes["N"])
+        c.indices("inert_state", 0, c.sizes["N"] + 1, state[:, 3])
 
 
 def _check_single_lanes(c: _Checker, f: dict, n: int) -> None:

@@ -1,4 +1,5 @@
-"""Rendering motion matching: the built-in character following a scripted path (``skeletal locomotion``)
+"""Rendering motion matching: the built-in character (or any model with a locomotion set) following a
+scripted path (``skeletal locomotion``)
 with the desired and the matched trajectories drawn on the ground.
 
 :class:`PathScene` steps a :class:`~skeletal.playback.locomotion.MotionMatching` controller (the demo
@@ -36,9 +37,13 @@ _IN_PLACE = ("idle", "wave", "walk", "run")  # the demo's in-place clips: not in
 
 
 class PathScene:
-    """The built-in character under motion matching on ``path`` ("figure8", or None: the caller sets
-    the goal with :meth:`steer`) at ``speed`` ("walk" or "run"), with stride and orientation warping
-    unless ``warping`` is False.
+    """A character under motion matching on ``path`` ("figure8", or None: the caller sets the goal with
+    :meth:`steer`) at ``speed`` ("walk" or "run"), with stride and orientation warping unless
+    ``warping`` is False. The built-in character (its locomotion set), or ``model``: a model file or a
+    folder of BVH files whose idle, walk and run clips (or the ``clips`` named) make the set
+    (:func:`~skeletal.playback.locomotion.gaits.locomotion_set`); its path runs at the gait's own speed
+    and is scaled to the model's size (:attr:`scale`: model units per metre); warping stays off where the
+    set says it cannot run (``warping_ok``).
 
     >>> scene = PathScene("figure8", "walk")                # doctest: +SKIP
     >>> for _ in range(60): scene.step(1 / 60)               # doctest: +SKIP
@@ -46,7 +51,8 @@ class PathScene:
     (4, 3)
     """
 
-    def __init__(self, path: str | None = "figure8", speed: str = "walk", *, warping: bool = True):
+    def __init__(self, path: str | None = "figure8", speed: str = "walk", *, warping: bool = True,
+                 model: str | None = None, clips: list[str] | None = None):
         from ..demo import locomotion_asset
         from ..playback import Player
         from ..playback.locomotion import MatchingDatabase, MotionMatching
@@ -56,10 +62,25 @@ class PathScene:
             raise RenderError(f"unknown path {path!r}: one of {', '.join(PATHS)}")
         if speed not in SPEEDS:
             raise RenderError(f"unknown speed {speed!r}: one of {', '.join(SPEEDS)}")
-        self.asset = locomotion_asset()
-        self.database = MatchingDatabase.build(self.asset, exclude=_IN_PLACE)
-        self.controller = MotionMatching(Player(self.asset), self.database, warping=warping)
         self.speed, self.radius = SPEEDS[speed]
+        self.scale = 1.0  # model units per metre
+        if model is None:
+            if clips is not None:
+                raise RenderError("--clips chooses a MODEL's clips: give a MODEL")
+            self.asset = locomotion_asset()
+            self.database = MatchingDatabase.build(self.asset, exclude=_IN_PLACE)
+        else:
+            from ..playback.locomotion.gaits import locomotion_set
+
+            moves = locomotion_set(model, clips)
+            self.asset, self.database, self.scale = moves.asset, moves.database, moves.scale
+            if speed not in moves.speeds or moves.speeds[speed] < 1e-9:
+                raise RenderError(f"{model}: no {'walking' if speed == 'walk' else 'running'} clip for --speed {speed} "
+                                  f"(its locomotion clips: {', '.join(moves.gaits.values())})")
+            # the path at the gait's own speed, as wide for it as the built-in character's is for its own
+            self.speed, self.radius = moves.speeds[speed], moves.speeds[speed] * self.radius / self.speed
+            warping = warping and moves.warping_ok  # no leg IK on a rig whose feet are not on its legs
+        self.controller = MotionMatching(Player(self.asset), self.database, warping=warping)
         self.path = figure_eight_path(self.speed, self.radius) if path is not None else None
         self.time = 0.0
         self.trail: list[np.ndarray] = []
@@ -68,8 +89,9 @@ class PathScene:
         self._traj_columns = np.arange(db.width)[db.group(group.name)]
 
     def steer(self, velocity, facing: float | None = None) -> None:
-        """The goal without a path: world (x, z) velocity in m/s and an optional facing (radians)."""
-        self.controller.set_goal(velocity, facing)
+        """The goal without a path: world (x, z) velocity in m/s (scaled to the model) and an optional
+        facing (radians)."""
+        self.controller.set_goal(np.asarray(velocity, np.float64) * self.scale, facing)
 
     def step(self, dt: float) -> None:
         """Advance the character by ``dt`` seconds (toward the path point, with a path)."""
@@ -128,12 +150,13 @@ class PathScene:
         """What to draw: (points (K, 3), RGBA colour, width m) per line, path first."""
         out = []
         whole = self.whole_path()
+        k = self.scale
         if whole is not None:
-            out.append((whole, PATH_COLOR, 0.05))
+            out.append((whole, PATH_COLOR, 0.05 * k))
         if len(self.trail) > 1:
-            out.append((np.array(self.trail), TRAIL_COLOR, 0.05))
-        out.append((self.desired_trajectory(), DESIRED_COLOR, 0.09))
-        out.append((self.matched_trajectory(), MATCHED_COLOR, 0.09))
+            out.append((np.array(self.trail), TRAIL_COLOR, 0.05 * k))
+        out.append((self.desired_trajectory(), DESIRED_COLOR, 0.09 * k))
+        out.append((self.matched_trajectory(), MATCHED_COLOR, 0.09 * k))
         return out
 
 
@@ -215,8 +238,10 @@ class PathRenderer(Renderer):
 
 def render_locomotion(out_path: str, *, path: str = "figure8", speed: str = "walk", seconds: float = 12.0,
                       fps: float = 30.0, size: tuple[int, int] | str = (640, 480), warping: bool = True,
-                      camera: str | None = None, progress: bool = True) -> dict:
-    """Render the built-in character following ``path`` at ``speed`` under motion matching to
+                      camera: str | None = None, progress: bool = True, model: str | None = None,
+                      clips: list[str] | None = None) -> dict:
+    """Render the built-in character (or ``model`` with its ``clips``: see :class:`PathScene`) following
+    ``path`` at ``speed`` under motion matching to
     ``out_path`` (.mp4, .gif, or .png: the last frame; see :func:`.output.render_clip`'s formats),
     simulated at 60 Hz and drawn at ``fps``. Returns the frame count, the size and the controller's
     searches and jumps."""
@@ -234,13 +259,13 @@ def render_locomotion(out_path: str, *, path: str = "figure8", speed: str = "wal
     if not os.path.isdir(folder):
         raise RenderError(f"cannot write {out_path}: folder {folder} does not exist")
     width, height = parse_size(size)
-    scene = PathScene(path, speed, warping=warping)
+    scene = PathScene(path, speed, warping=warping, model=model, clips=clips)
     spec = parse_camera(camera) if camera is not None else CameraSpec(yaw=35.0, pitch=45.0)
     renderer = PathRenderer(scene.asset, width, height, camera=spec)
     steps = max(int(round(60.0 / fps)), 1)
     count = max(int(round(seconds * fps)), 1)
     try:
-        renderer.frame_area(1.3 if speed == "walk" else 2.0)
+        renderer.frame_area((1.3 if speed == "walk" else 2.0) * scene.scale, 1.8 * scene.scale)
         single = ext == ".png"
         writer = _WRITERS[ext](out_path, fps, False)
         bar = _progress(count, os.path.basename(out_path), progress)

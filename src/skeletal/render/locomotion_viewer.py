@@ -1,4 +1,6 @@
-"""``skeletal view --locomotion``: steer the built-in character under motion matching with the keyboard.
+"""``skeletal view --locomotion``: steer the built-in character (or ``skeletal view MODEL --locomotion``:
+a model with idle, walk and run clips, :func:`~skeletal.playback.locomotion.gaits.locomotion_set`)
+under motion matching with the keyboard (speeds scaled to the model's size).
 
 Keys (relative to the screen; the camera follows the character): **W A S D** the desired velocity
 (forward, left, back, right), **Shift** held: run (3.5 m/s) instead of walk (1.2 m/s); the **arrow
@@ -55,13 +57,13 @@ class LocomotionViewer(WindowApp):
     ``hold``: keys held from the start (scripted runs and tests: names as :func:`goal_from_keys` takes)."""
 
     def __init__(self, size: tuple[int, int] = (1024, 640), *, warping: bool = True, hold: str | set = (),
-                 log: Callable[[str], None] | None = None):
+                 log: Callable[[str], None] | None = None, model: str | None = None, clips: list[str] | None = None):
+        self.scene = PathScene(None, "walk", warping=warping, model=model, clips=clips)  # a bad model: before any window
         check_display()
         self.glfw = _import_glfw()
         self._errors: list[str] = []
         self.log = log
         self.renderer: PathRenderer | None = None
-        self.scene = PathScene(None, "walk", warping=warping)
         self.hold = set(hold.split(",") if isinstance(hold, str) and hold else hold)
         unknown = self.hold - set(MOVES) - set(FACES) - {"shift"}
         if unknown:
@@ -72,7 +74,7 @@ class LocomotionViewer(WindowApp):
             fb_w, fb_h = self.glfw.get_framebuffer_size(self.window)
             self.renderer = PathRenderer(self.scene.asset, max(fb_w, 1), max(fb_h, 1), ctx=self.ctx,
                                          camera="yaw=180,pitch=35")
-            self.renderer.frame_area(1.5)
+            self.renderer.frame_area(1.5 * self.scene.scale, 1.8 * self.scene.scale)
             self._install_callbacks()
         except BaseException:
             self.close()
@@ -116,7 +118,7 @@ class LocomotionViewer(WindowApp):
             return
         if (fb_w, fb_h) != (renderer.width, renderer.height):
             renderer.resize(fb_w, fb_h)
-            renderer.frame_area(1.5)
+            renderer.frame_area(1.5 * scene.scale, 1.8 * scene.scale)
         renderer.lines = scene.lines()
         renderer.follow_point(scene.controller.position)
         renderer.render(scene.world[None])

@@ -1,3 +1,5 @@
+# Over 600 lines: the DQS kernels' three emitters (two-vertex, planar group, signed records) share their lane
+# helpers, transposes and the transform; split apart they would import each other.
 """The LLVM IR of the float32 dual quaternion kernels, built with :mod:`skeletal.skinning.ir`'s emitters.
 
 Holds the vertex emitters (1-2 vertices at a time, ``_emit_dq_vertices``), the planar ``LANES``-vertex
@@ -467,14 +469,14 @@ def _emit_dq_transform(context, b, e: Emit, A, args, v0, q, d, s6) -> None:
 
 def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool) -> None:
     """IR dual quaternion skinning of the LANES vertices v0 .. v0 + LANES - 1 of dense (V, 3) arrays, K = k
-    unrolled, positions (+ normals; no tangents), from the signed records (:func:`_signed_records`):
-    ``palette`` (A[0]) is the doubled palette, A[13] the (J, J) table of byte offsets. Per vertex the
-    pivot's table row gives each influence's record already in the pivot's hemisphere, so the blend is
-    LBS's: one 16-float multiply-add per influence (weight broadcast from memory), and the 16 blended
-    records are transposed once (:func:`skeletal.skin.transpose_lanes`) into lane-wise q, d and S.
-    Joint indices are clamped to J - 1 (the table and the palette's first J records). (Checking a chunk's
-    indices once and skipping the clamp where all are in range measured 0-2% faster, within the spread
-    that code placement alone gives: not worth a second copy of the kernel.)"""
+    unrolled, positions (+ normals; no tangents), with the sign table (:func:`_signed_records`): A[13]
+    the (J, J) int32 table. Per vertex, the pivot's table row says which influences lie in the other
+    hemisphere; their records' qr and qd are negated as they are loaded (the entry, broadcast from
+    memory, anded with the eight lanes and xor-ed in: one ``vpternlogd``), so the blend is LBS's: one
+    16-float multiply-add per influence (weight broadcast from memory), and the 16 blended records are
+    transposed once (:func:`skeletal.skin.transpose_lanes`) into lane-wise q, d and S. A record's
+    address is its joint's (as LBS's), not a table entry: the table load is off the load-to-load
+    chain. Joint indices are clamped to J - 1, except in groups checked in range (dense influences)."""
     e = Emit(b)
     pal = Rows(context, b, A[0], args[0], DQ_STRIDE)
     table = Rows(context, b, A[13], args[13])
@@ -486,12 +488,14 @@ def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool) -> None:
              b.gep(wrow0, [b.mul(ir.Constant(I64, i), inf.wgt.stride)])) for i in range(LANES)]
     n_el = 14 if scaled else 8
     record_bytes = ir.Constant(I64, 4 * DQ_STRIDE)
+    flip_lanes = ir.Constant(ir.VectorType(I32, LANES), [-0x80000000] * 8 + [0] * (LANES - 8))
 
-    def blend(pivot_first: bool):
+    def blend(pivot_first: bool, inf=inf):
         """The blended records, transposed: n_el vectors (qr, qd, S). ``pivot_first``: influence 0 is
         the pivot (its record needs no look-up); else the largest weight (the first of equal ones), by
         a chain of selects per vertex. Joint indices are read where they are used (16 vertices' K
-        indices kept live across the blend spilled)."""
+        indices kept live across the blend spilled); ``inf`` clamps them or, where the caller checked
+        the group, does not."""
         out = []
         for jrow, wrow in rows:
             joints = [inf.joint(jrow, kk) for kk in range(k)]
@@ -506,11 +510,14 @@ def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool) -> None:
             trow = table.row(pivot)
             acc = None
             for kk in range(k):
-                if pivot_first and kk == 0:
-                    at = b.mul(joints[0], record_bytes)
-                else:
-                    at = b.sext(table.load(trow, joints[kk]), I64)
+                at = b.mul(joints[kk], record_bytes)
                 record = b.load(b.bitcast(b.gep(pal.data, [at]), vec_type(LANES).as_pointer()), align=4)
+                if not (pivot_first and kk == 0):
+                    # qr and qd (lanes 0-7) negated where the table says so: rec ^ (sign & lanes),
+                    # one vpternlogd with the table entry broadcast from memory
+                    sign = e.splat(table.load(trow, joints[kk]), LANES)
+                    bits = b.bitcast(record, ir.VectorType(I32, LANES))
+                    record = b.bitcast(b.xor(bits, b.and_(sign, flip_lanes)), record.type)
                 w = e.splat(inf.weight(wrow, kk), LANES)
                 acc = e.mul(w, record) if acc is None else e.fma(w, record, acc)
             out.append(acc)
@@ -520,17 +527,66 @@ def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool) -> None:
     # 1. K <= 2: influence 0 is the pivot (any pivot gives the same transform). Else influence 0 where
     # every lane of the group has its weights sorted largest first (one lane-wise check), otherwise the
     # largest weight of each vertex; both give the same pivot, so the same result.
-    if k <= 2:
+    if _dense_influences(A):
+        # Dense C-contiguous joints and weights: one check per group, from whole-group vector loads,
+        # that every joint index is below J and (K > 2) every row's weights are sorted largest first.
+        # Where it holds, the streamed blend runs without the per-influence clamps (cmp + cmov each:
+        # 128 of ~730 instructions per group at K = 4); anything else takes the clamped blend with the
+        # per-vertex pivot. (The weights are read through a pointer LLVM cannot see through: else it
+        # reuses these loads for the blend's weights, broadcasting each from a register, a shuffle,
+        # instead of from memory; likewise the indices, extracted from a vector instead of loaded.)
+        fast = _group_in_range(b, inf, _opaque(b, jrow0), k, table.shape[0])
+        if k > 2:
+            fast = b.and_(fast, _group_sorted(b, _opaque(b, wrow0), k))
+        free = Influences(context, b, A, args, table.shape[0], k, False)
+        blended = _either(b, fast, lambda: blend(True, free), lambda: blend(k <= 2))
+    elif k <= 2:
         blended = blend(True)
     else:
-        # The check reads the weights through a pointer LLVM cannot see through: else it reuses these
-        # loads for the blend's weights, broadcasting each from a register (a shuffle) instead of from
-        # memory (a load).
+        # The check reads the weights through a pointer LLVM cannot see through (as above).
         hidden = _opaque(b, wrow0)
         wrows = [b.gep(hidden, [b.mul(ir.Constant(I64, i), inf.wgt.stride)]) for i in range(LANES)]
         blended = _either(b, _sorted_first(b, _lane_weights(e, inf, wrows, k)), lambda: blend(True),
                           lambda: blend(False))
     _emit_dq_transform(context, b, e, A, args, v0, blended[:4], blended[4:8], blended[8:] if scaled else None)
+
+
+def _dense_influences(A) -> bool:
+    """Whether the joints and weights arguments are C-contiguous (compile time): a group's K x LANES
+    indices and weights are then one run of memory each."""
+    return all(isinstance(A[i], types.Array) and A[i].layout == "C" for i in (1, 2))
+
+
+def _group_in_range(b, inf: Influences, jrow0, k: int, rows):
+    """i1: every one of the LANES x K joint indices from row ``jrow0`` on (dense rows) is below
+    ``rows`` (i64), by one vector compare (unsigned: negative indices fail it). An index type too
+    narrow to reach ``rows`` always passes."""
+    ity = inf.jnt.elty
+    n = LANES * k
+    vt = ir.VectorType(ity, n)
+    got = b.load(b.bitcast(jrow0, vt.as_pointer()), align=1)
+    bits = ity.width
+    if bits < 64:
+        top = ir.Constant(I64, (1 << bits) - 1)
+        limit = b.trunc(b.select(b.icmp_unsigned("<", top, rows), top, b.sub(rows, ir.Constant(I64, 1))), ity)
+    else:
+        limit = b.sub(rows, ir.Constant(I64, 1))
+    splat = b.shuffle_vector(b.insert_element(ir.Constant(vt, ir.Undefined), limit, ir.Constant(I32, 0)),
+                             ir.Constant(vt, ir.Undefined), ir.Constant(ir.VectorType(I32, n), [0] * n))
+    ok = b.icmp_unsigned("<=", got, splat)
+    return b.icmp_unsigned("==", b.bitcast(ok, ir.IntType(n)), ir.Constant(ir.IntType(n), -1))
+
+
+def _group_sorted(b, wrow0, k: int):
+    """i1: each of the LANES dense weight rows from ``wrow0`` (i8*) has its first weight at least each
+    other (influence 0 is the pivot), from one <LANES * K x float> load and one compare."""
+    n = LANES * k
+    vt = vec_type(n)
+    got = b.load(b.bitcast(wrow0, vt.as_pointer()), align=4)
+    first = b.shuffle_vector(got, ir.Constant(vt, ir.Undefined),
+                             ir.Constant(ir.VectorType(I32, n), [k * (lane // k) for lane in range(n)]))
+    ok = b.fcmp_ordered(">=", first, got)
+    return b.icmp_unsigned("==", b.bitcast(ok, ir.IntType(n)), ir.Constant(ir.IntType(n), -1))
 
 
 def _lane_weights(e: Emit, inf: Influences, wrows, k: int):
@@ -597,9 +653,9 @@ def _skin_dq_chunk(typingctx, palette, joints, weights, positions, normals, tang
                    out_positions, out_normals, out_tangents, chunk, kspec, scaled, unclamped, signs):
     """DQ-skin vertices ``chunk * CHUNK`` .. ``+ CHUNK`` (clipped), two at a time. Compile-time
     choices as for :func:`skeletal.skin._skin_chunk`; ``scaled`` None (rigid palette: no S blend)
-    or anything else (the scale-separated kernel); ``signs`` None, or the (J, J) int32 table of
-    :func:`_signed_records` (``palette`` is then the doubled palette, and joint indices are clamped to
-    the table's J: the signed-record group kernel)."""
+    or anything else (the scale-separated kernel); ``signs`` None, or the (J, J) int32 sign table of
+    :func:`_signed_records` (joint indices are then clamped to the table's J: the signed-record group
+    kernel)."""
     sig = types.void(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
                      out_tangents, chunk, kspec, scaled, unclamped, signs)
     if not _kernel_types_ok(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,

@@ -23,7 +23,7 @@ from numba import njit
 
 from ..errors import SkeletalError
 from .ir import _F32_DTYPE
-from .lbs import cofactors3
+from .lbs import aligned_empty, cofactors3
 
 #: A joint whose S differs from the identity by at most this (max abs element) counts as rigid.
 #: Float32 inverse-bind matrices of real models are orthonormal to about 1e-6.
@@ -196,8 +196,10 @@ RIGID_FAST = 3e-5
 @njit(cache=True, nogil=True, error_model="numpy")
 def _pack_joint(m, o) -> int:
     """One palette matrix m (R, 4) -> its packed record o (16,) float32 (:func:`_pack_dq`'s layout), in
-    float64 registers: the polar factor by the scaled Newton iteration of :func:`_polar` (one division
-    less per step, stopped by :data:`PACK_STEP`), the quaternion by a branch-free Shepperd (largest of
+    float64 registers: the polar factor, for rigid joints and joints whose columns are orthogonal
+    (axis-aligned scale) by one Newton-Schulz step from X (or X with its columns normalised), else by the
+    scaled Newton iteration of :func:`_polar` (one division less per step, stopped by
+    :data:`PACK_STEP`), the quaternion by a branch-free Shepperd (largest of
     the four diagonal combinations, chosen by selects), qd and S as :func:`_dq_joint`. Returns 1 where
     S is off the identity (by more than RIGID_TOLERANCE), 0 where not, -1 (o untouched) where the
     iteration meets a determinant outside 1e-100 .. 1e100 or does not converge in 40 steps (singular,
@@ -230,7 +232,35 @@ def _pack_joint(m, o) -> int:
             x10 * h02 + x11 * h12 + x12 * h22
         x20, x21, x22 = x20 * h00 + x21 * h01 + x22 * h02, x20 * h01 + x21 * h11 + x22 * h12, \
             x20 * h02 + x21 * h12 + x22 * h22
-    for _ in range(0 if rigid else 40):
+    elif 1e-100 < abs(det) < 1e100:  # (the iteration's domain: outside it the reference's code runs)
+        # Orthogonal columns (axis-aligned scale, A = R D with D positive diagonal, a mirror aside): the polar
+        # factor is X with its columns normalised, A (A^T A)^-1/2 = A D^-1. Checked as Y^T Y = I + F within
+        # RIGID_FAST for Y = X D^-1, then R = Y (I - F/2) as above: no iteration.
+        n0 = np.sqrt(e00 + 1.0)
+        n1 = np.sqrt(e11 + 1.0)
+        n2 = np.sqrt(e22 + 1.0)
+        if n0 > 1e-100 and n1 > 1e-100 and n2 > 1e-100:
+            i0, i1, i2 = 1.0 / n0, 1.0 / n1, 1.0 / n2
+            y00, y01, y02 = x00 * i0, x01 * i1, x02 * i2
+            y10, y11, y12 = x10 * i0, x11 * i1, x12 * i2
+            y20, y21, y22 = x20 * i0, x21 * i1, x22 * i2
+            f00 = y00 * y00 + y10 * y10 + y20 * y20 - 1.0
+            f11 = y01 * y01 + y11 * y11 + y21 * y21 - 1.0
+            f22 = y02 * y02 + y12 * y12 + y22 * y22 - 1.0
+            f01 = y00 * y01 + y10 * y11 + y20 * y21
+            f02 = y00 * y02 + y10 * y12 + y20 * y22
+            f12 = y01 * y02 + y11 * y12 + y21 * y22
+            if max(max(abs(f00), abs(f11)), max(max(abs(f22), abs(f01)), max(abs(f02), abs(f12)))) <= RIGID_FAST:
+                h00, h11, h22, h01, h02, h12 = 1.0 - 0.5 * f00, 1.0 - 0.5 * f11, 1.0 - 0.5 * f22, -0.5 * f01, \
+                    -0.5 * f02, -0.5 * f12
+                x00, x01, x02 = y00 * h00 + y01 * h01 + y02 * h02, y00 * h01 + y01 * h11 + y02 * h12, \
+                    y00 * h02 + y01 * h12 + y02 * h22
+                x10, x11, x12 = y10 * h00 + y11 * h01 + y12 * h02, y10 * h01 + y11 * h11 + y12 * h12, \
+                    y10 * h02 + y11 * h12 + y12 * h22
+                x20, x21, x22 = y20 * h00 + y21 * h01 + y22 * h02, y20 * h01 + y21 * h11 + y22 * h12, \
+                    y20 * h02 + y21 * h12 + y22 * h22
+                converged = True
+    for _ in range(0 if converged else 40):
         # cofactors (det X times X^-T)
         c00, c01, c02, c10, c11, c12, c20, c21, c22 = cofactors3(x00, x01, x02, x10, x11, x12, x20, x21, x22)
         d = x00 * c00 + x01 * c01 + x02 * c02
@@ -362,7 +392,7 @@ def _pack_dq_one(palette, out):
 
 def _packed_out(out, shape) -> np.ndarray:
     if out is None:
-        return np.empty(shape, np.float32)
+        return aligned_empty(shape)  # 64-byte records on cache lines (the kernels read them whole)
     if out.shape != shape or out.dtype != np.float32 or not out.flags.c_contiguous:
         raise SkeletalError(f"out must be C-contiguous float32 {shape}, got {out.dtype} {out.shape}")
     return out

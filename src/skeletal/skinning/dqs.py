@@ -57,16 +57,23 @@ below pays for its one-lane-per-vertex layout with a transpose per influence (S'
 ~30% of the frame); LBS blends whole records in the row domain and transposes once, but DQS cannot
 blend before it knows each influence's hemisphere, and the signs took transposed quaternions (the
 two-pass kernel below). Here the sign comes from memory: per call, :func:`_signed_records` writes a
-doubled palette (each joint's record, and the same with qr and qd negated: the same transform, the
-other hemisphere) and a (J, J) int32 table of byte offsets, ``table[p, j]`` the record of joint j in
-the hemisphere of joint p's qr (J^2 float32 dot products: 2.2 us for 65 joints, an allocation
-included). Per vertex, one table row (the pivot's: influence 0 when the group's weights are sorted,
-else the largest weight by a chain of selects) gives every influence's record already signed, so the
-blend is LBS's: one 16-float multiply-add per influence, the weight broadcast from memory, a chain in
-influence order (as the group kernel's streamed sums; LLVM may pair the multiply-adds differently, a
-rounding); the 16 blended records are transposed once (:func:`skeletal.skin.transpose_lanes`, 14 of 16
-rows) and the transform is the group kernel's (``_emit_dq_transform``). Joint indices are clamped
-(the table has J columns: no 256-entry padding). Read in the assembly and fixed on the way: the
+(J, J) int32 sign table, ``table[p, j]`` the sign bit (:data:`FLIP`) where joint j's qr lies in the
+other hemisphere than joint p's (J^2 float32 dot products: ~1.5 us for 65 joints). Per vertex, the
+pivot's table row (influence 0 when the group's weights are sorted, else the largest weight by a
+chain of selects) says which records to negate: each record is loaded from its joint's address (as
+LBS's) and the table entry, broadcast from memory and anded with qr and qd's eight lanes, is xor-ed in
+(one ``vpternlogd``): the same transform in the pivot's hemisphere, and the table load is beside the
+record load, not in front of it (the first version read a record offset from the table and the
+record from a doubled palette, a load feeding a load: 20% of the frame). The blend is then LBS's: one
+16-float multiply-add per influence, the weight broadcast from memory, a chain in influence order (as
+the group kernel's streamed sums; LLVM may pair the multiply-adds differently, a rounding); the 16
+blended records are transposed once (:func:`skeletal.skin.transpose_lanes`, 14 of 16 rows) and the
+transform is the group kernel's (``_emit_dq_transform``). Joint indices are clamped to J - 1 (the
+table has J columns: no 256-entry padding), except where one check per group (dense C-contiguous
+joints and weights: the group's K x 16 indices as one vector compare against J - 1, and for K > 2
+its weights sorted, one vector compare) lets the streamed blend run without them (a cmp and a cmov
+per influence: 128 of ~730 instructions per group at K = 4, and 20% of the frame); groups that fail
+take the clamped blend, whose pivot is the same, so the result is too. Read in the assembly and fixed on the way: the
 lane-wise sorted-weights check reads the weights through an empty asm (else LLVM reused its loads for
 the blend and broadcast each weight from a register, a shuffle, not from memory), rows are offsets
 from the group's first (16 row pointers and 64 joint indices kept live spilled), and each vertex's
@@ -171,7 +178,9 @@ the faster palette conversion and the leaner call (same day, 2-vCPU AVX-512 Xeon
 threads: 0.86x), scaled 0.79x (2 threads: 0.80x), load 1.4; in one process against main's code, 40
 interleaved frames, load 1.3: scaled 0.611 -> 0.790, rigid 0.880 -> 0.872 (the same within the noise:
 the group kernel's rigid blend moves 8 floats per influence, no more than this one's single
-transpose; the kernel is chosen by size, not by palette).
+transpose; the kernel is chosen by size, not by palette). On a 2-vCPU AMD EPYC Zen 5 VM (AVX-512) the
+same rows measured 0.72x / 0.66x; with the sign table xor-ed in and the per-group check (issue 33)
+0.82-0.83x / 0.72-0.73x (docs/guides/performance.md).
 Per call: ``skin_dq_into`` checks its arguments inside the compiled call as ``skin_into`` does, and a
 packed float32 palette goes straight to it (16 vertices, 1 thread: 2.09 -> 1.88 us; whether any joint
 scales is a compiled loop: numpy's ``packed[:J, 14].any()`` cost ~2.5% of a 100k-vertex call in
@@ -219,58 +228,58 @@ from .ir import (  # noqa: F401
     planar_codegen as planar_codegen, planar_ok as planar_ok, store_rows as store_rows,
     transpose_lanes as transpose_lanes, vec_type as vec_type,
 )
-from .lbs import (PAD_MIN_VERTICES, PARALLEL_MIN_VERTICES, UNROLLED, _name_fault, aligned_empty, check_skin_args,
-                  cofactors3 as cofactors3, kernel_palette)
+from .lbs import (ALIGN_MIN_VERTICES, PAD_MIN_VERTICES, PARALLEL_MIN_VERTICES, UNROLLED, _aligned_copy, _name_fault,
+                  aligned_empty, check_skin_args, cofactors3 as cofactors3, kernel_palette)
+
+
+#: A :func:`_signed_records` table entry: the sign bit of an int32, set where the joint's qr and qd are
+#: negated (the kernel xors it into their eight lanes).
+FLIP = np.int32(-0x80000000)
 
 
 @njit(cache=True, nogil=True)
-def _signed_records(packed, doubled, table):
-    """The signed-record kernel's inputs from a packed palette (J, 16): ``doubled`` (2J, 16) float32, its
-    rows 0 .. J-1 the packed records and row J + j joint j's with qr and qd negated (the same transform;
-    S as is), and ``table`` (J, J) int32: ``table[p, j]`` the byte offset in ``doubled`` of joint j's
-    record in the hemisphere of joint p's qr: 64 j, or 64 (J + j) where qr_j . qr_p < 0 (float32 dot
-    product, as the kernels take it). J^2 dot products: the caller uses it when J^2 is small beside V."""
+def _signed_records(packed, table):
+    """The signed-record kernel's sign table from a packed palette (J, 16): ``table`` (J, J) int32,
+    ``table[p, j]`` :data:`FLIP` where joint j's record is in the other hemisphere than joint p's
+    (qr_j . qr_p < 0, the float32 dot product as the kernels take it; its qr and qd are then negated:
+    the same transform), else 0. J^2 dot products: the caller uses it when J^2 is small beside V."""
     n = packed.shape[0]
-    for j in range(n):
-        for c in range(DQ_STRIDE):
-            x = packed[j, c]
-            doubled[j, c] = x
-            doubled[n + j, c] = -x if c < 8 else x
-    # qr as four vectors over the joints (doubled's spare rows are past 2J: use a small array)
-    qr = np.empty((4, n), np.float32)
+    qr = np.empty((4, n), np.float32)  # qr as four vectors over the joints
     for j in range(n):
         for c in range(4):
             qr[c, j] = packed[j, c]
     qx, qy, qz, qw = qr[0], qr[1], qr[2], qr[3]
-    record = np.int32(4 * DQ_STRIDE)
-    flipped = np.int32(4 * DQ_STRIDE * n)
     for p in range(n):
         px, py, pz, pw = qx[p], qy[p], qz[p], qw[p]
         row = table[p]
         for j in range(n):
             dot = (qx[j] * px + qy[j] * py) + (qz[j] * pz + qw[j] * pw)
-            row[j] = np.int32(j) * record + (flipped if dot < 0 else np.int32(0))
+            row[j] = FLIP if dot < 0 else np.int32(0)
 
 
 @njit(cache=True, nogil=True)
 def _skin_dq_checked(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
-                     out_tangents, kspec, scaled, unclamped, doubled, signs):
+                     out_tangents, kspec, scaled, unclamped, signs):
     """DQ-skin (see :func:`skin_dq_into`); returns False, touching nothing, where the shapes or strides
     break the contract, or the packed palette is empty or not 16 wide (the caller then names the fault).
-    ``doubled``/``signs``: None, or scratch arrays for :func:`_signed_records` (then the signed-record
-    kernel runs; the caller sized them for this palette)."""
+    ``signs``: None, or a (J, J) int32 scratch table for :func:`_signed_records` (then the signed-record
+    kernel runs; the caller sized it for this palette)."""
     if palette.shape[0] == 0 or palette.shape[1] != DQ_STRIDE:
         return False
-    if signs is not None and (signs.shape[0] != palette.shape[0] or doubled.shape[0] != 2 * palette.shape[0]):
+    if signs is not None and (signs.shape[0] != palette.shape[0] or signs.shape[1] != palette.shape[0]):
         return False
     if not _rows_ok(positions, out_positions, normals, out_normals, tangents, out_tangents, joints, weights):
         return False
     if signs is None:
         _skin_dq_fast(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
                       out_tangents, kspec, scaled, unclamped, None)
+    elif positions.shape[0] >= ALIGN_MIN_VERTICES and palette.ctypes.data % 64 != 0:
+        _signed_records(palette, signs)  # records read whole: one cache line each (as skin_into's)
+        _skin_dq_fast(_aligned_copy(palette), joints, weights, positions, normals, tangents, out_positions,
+                      out_normals, out_tangents, kspec, scaled, None, signs)
     else:
-        _signed_records(palette, doubled, signs)
-        _skin_dq_fast(doubled, joints, weights, positions, normals, tangents, out_positions, out_normals,
+        _signed_records(palette, signs)
+        _skin_dq_fast(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
                       out_tangents, kspec, scaled, None, signs)
     return True
 
@@ -295,14 +304,13 @@ SIGNED_MIN_VERTICES = 1024
 _signed_buffers = threading.local()
 
 
-def _signed_scratch(joints: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per-thread scratch for :func:`_signed_records` with ``joints`` joints: the doubled palette
-    (2J, 16) float32 on a 64-byte boundary and the (J, J) int32 table (reused while J stays)."""
+def _signed_scratch(joints: int) -> np.ndarray:
+    """Per-thread scratch for :func:`_signed_records` with ``joints`` joints: the (J, J) int32 table on a
+    64-byte boundary (reused while J stays)."""
     cached = getattr(_signed_buffers, "last", None)
-    if cached is None or cached[0] != joints:
-        cached = _signed_buffers.last = (joints, aligned_empty((2 * joints, DQ_STRIDE)),
-                                         np.empty((joints, joints), np.int32))
-    return cached[1], cached[2]
+    if cached is None or cached.shape[0] != joints:
+        cached = _signed_buffers.last = aligned_empty((joints, joints), np.int32)
+    return cached
 
 
 @njit(cache=True, nogil=True)
@@ -367,7 +375,7 @@ def skin_dq_into(
         packed, clamp = kernel_palette(palette, joints, n, DQ_STRIDE, _pack_into, "pack_dq_palette", pad=not signed)
         unclamped = None if clamp else True
     scaled = scale == "separate" or (scale == "auto" and _any_scales(packed, len(palette)))
-    doubled, signs = _signed_scratch(len(packed)) if signed else (None, None)
+    signs = _signed_scratch(len(packed)) if signed else None
     # As skin_into: the argument contract is checked inside the call (types when compiling, shapes and
     # strides in compiled code: ~6 us less per call than check_skin_args here, ~1% of a 100k-vertex
     # call); on a failure kernel_palette and check_skin_args name the argument at fault. More than one
@@ -377,10 +385,10 @@ def skin_dq_into(
             with capped_threads():
                 ok = _skin_dq_checked(packed, joints, weights, positions, normals, tangents, out_positions,
                                       out_normals, out_tangents, UNROLLED.get(k), True if scaled else None,
-                                      unclamped, doubled, signs)
+                                      unclamped, signs)
         else:
             ok = _skin_dq_checked(packed, joints, weights, positions, normals, tangents, out_positions, out_normals,
-                                  out_tangents, UNROLLED.get(k), True if scaled else None, unclamped, doubled, signs)
+                                  out_tangents, UNROLLED.get(k), True if scaled else None, unclamped, signs)
     except (TypingError, TypeError, ValueError) as exc:
         _name_fault(palette, joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents,
                     DQ_STRIDE, "pack_dq_palette")

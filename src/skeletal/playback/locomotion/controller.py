@@ -28,6 +28,10 @@ Each update:
 >>> mm.desired_velocity = (0.0, 1.0)                                   # doctest: +SKIP
 >>> for _ in range(120): mm.update(1 / 60)                             # doctest: +SKIP
 
+On a :class:`~skeletal.Crowd`, ``MotionMatching(crowd, db)`` returns a
+:class:`~skeletal.playback.locomotion.crowd_matching.CrowdMotionMatching`: the same controller with an
+instance axis first (per-instance goals, one batched search call per update).
+
 The database must be built from the player's clips. Mirrored rows play mirrored clips
 (:func:`~skeletal.playback.locomotion.mirror.mirror_clip`), which the controller adds to the player
 before enabling root motion (so the player must not have root motion enabled yet).
@@ -44,34 +48,8 @@ from ...errors import SkeletalError
 from .database import MatchingDatabase
 from .features import compute_features, root_frames
 from .mirror import SUFFIX, mirror_clip
+from .prediction import LN2, WARP_EASE, _spring_angle, _spring_velocity
 from .warping import Warping
-
-LN2 = math.log(2.0)
-#: Half-life (s) with which the warping's stride and angle ease toward the ones asked.
-WARP_EASE = 0.4
-
-
-def _spring_velocity(v: np.ndarray, a: np.ndarray, goal: np.ndarray, halflife: float,
-                     t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Displacement, velocity and acceleration after ``t`` seconds of a velocity ``v`` (2,) with
-    acceleration ``a`` driven toward ``goal`` by a critically damped spring (exact solution)."""
-    y = 2.0 * LN2 / halflife
-    j0 = v - goal
-    j1 = a + j0 * y
-    e = math.exp(-y * t)
-    dx = e * (-j1 / (y * y) + (-j0 - j1 * t) / y) + j1 / (y * y) + j0 / y + goal * t
-    return dx, e * (j0 + j1 * t) + goal, e * (a - j1 * y * t)
-
-
-def _spring_angle(angle: float, rate: float, goal: float, halflife: float, t: float) -> tuple[float, float]:
-    """Angle and angular rate after ``t`` seconds of a critically damped spring toward ``goal``
-    (the short way round)."""
-    y = 2.0 * LN2 / halflife
-    j0 = (angle - goal + math.pi) % (2.0 * math.pi) - math.pi
-    j1 = rate + j0 * y
-    e = math.exp(-y * t)
-    return e * (j0 + j1 * t) + goal, e * (rate - j1 * y * t)
-
 
 class MotionMatching:
     """Motion matching on ``player`` over ``database`` (see the module docstring).
@@ -84,6 +62,14 @@ class MotionMatching:
     None), ``max_stride`` the (lowest, highest) stride ratio and ``max_angle`` the largest turn
     (degrees) it applies. ``searches``/``jumps`` count what happened.
     """
+
+    def __new__(cls, player: Any, *args: Any, **options: Any) -> Any:
+        # a Crowd gets the batched controller (its own class: per-instance state, one search call)
+        if cls is MotionMatching and hasattr(getattr(player, "mixer", player), "_wide_ok"):
+            from .crowd_matching import CrowdMotionMatching
+
+            return CrowdMotionMatching(player, *args, **options)
+        return super().__new__(cls)
 
     def __init__(self, player: Any, database: MatchingDatabase, *, search_every: int = 6,
                  blend: str = "dead_blend", blend_time: float = 0.2, margin: float = 0.05,

@@ -1,14 +1,21 @@
 """Mirrored clips: a clip reflected through the model's x = 0 plane, left and right joints swapped.
 
-For a rig whose bind (rest) pose is symmetric, a pose is mirrored through each joint's motion away
-from its rest: with ``B_j`` the rest world transform of joint j, ``W_j`` its world transform in the
-pose and ``M = diag(-1, 1, 1)``, the mirrored pose has
+A pose is mirrored in model space, then expressed in each joint's own frame: with ``W_j`` the world
+transform of joint j in the pose, ``M = diag(-1, 1, 1)`` and m(j) the joint on the other side (by
+name), the mirrored pose has
 
-    W'_j = M (W_m(j) B_m(j)^-1) M B_j        (m(j): the joint on the other side, by name)
+    W'_j = M W_m(j) M C_j
 
-so a vertex of a symmetric mesh bound to m(j) lands where the mirror image of its partner's vertex is
-(``M D M`` is a proper rigid motion: two reflections), whatever the joints' local axes. Local
-transforms follow from the parents' (``W'_parent^-1 W'_j``), sampled at ``fps`` into LINEAR tracks.
+``M W_m M`` is the partner's frame reflected (a proper rigid transform: two reflections), so joint j
+lands exactly on the mirror image of its partner's position, whatever the bind pose. ``C_j`` (a
+rotation, constant per joint, from the rest pose: :func:`mirror_frames`) takes j's local axes to the
+reflected axes of its partner, so that j's own bones (its children's rest offsets) point where the
+partner's reflected bones point: the mirrored pose keeps the rig's bone offsets, and a rig whose
+left and right bind poses are not mirror images (a bind pose with one leg splayed, left and right
+local axes that differ, a mocap T-pose that is slightly off) mirrors correctly. For a symmetric bind
+pose ``C_j`` is the rest-pose relation ``M B_m^-1 M B_j`` (B: rest world transforms) and the formula
+is the familiar ``M (W_m B_m^-1) M B_j``. Local transforms follow from the parents'
+(``W'_parent^-1 W'_j``), sampled at ``fps`` into LINEAR tracks.
 
 >>> from skeletal.demo import locomotion_asset
 >>> asset = locomotion_asset()
@@ -33,13 +40,84 @@ SUFFIX = ".mirrored"
 _M = np.diag([-1.0, 1.0, 1.0, 1.0])
 
 
+def _rotation(m: np.ndarray) -> np.ndarray:
+    """The rotation nearest to each 3x3 matrix (..., 3, 3) (its polar factor: scale and shear out)."""
+    u, _, vt = np.linalg.svd(m)
+    d = np.sign(np.linalg.det(u @ vt))
+    return np.asarray(u @ (vt * np.concatenate([np.ones(d.shape + (2,)), d[..., None]], axis=-1)[..., :, None]))
+
+
+def _turn_onto(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The smallest rotation (3, 3) taking unit vector ``a`` onto unit vector ``b``."""
+    axis = np.cross(a, b)
+    s, c = float(np.linalg.norm(axis)), float(np.dot(a, b))
+    if s < 1e-12:
+        if c > 0:
+            return np.eye(3)
+        # opposite: half a turn about any axis perpendicular to a
+        p = np.cross(a, [1.0, 0.0, 0.0] if abs(a[0]) < 0.9 else [0.0, 1.0, 0.0])
+        p /= np.linalg.norm(p)
+        return 2.0 * np.outer(p, p) - np.eye(3)
+    k = axis / s
+    kx = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
+    return np.asarray(np.eye(3) + s * kx + (1.0 - c) * (kx @ kx))
+
+
+def mirror_frames(parents: np.ndarray, rest: np.ndarray, partner: np.ndarray) -> np.ndarray:
+    """``C`` (N, 3, 3): per joint, the rotation from its local axes to its partner's reflected axes
+    (see the module docstring), from the rest pose ``rest`` (N, 10) and ``partner`` (N,).
+
+    Start from the rest-pose relation ``M R_m^T M R_j`` (R: rest world rotations, scale taken out);
+    then make the joint's bones agree with its partner's reflected bones: with two or more
+    non-parallel children whose partners are the partner's children, the rotation that best takes the
+    child offsets onto the reflected partner offsets (Kabsch); with one, that rotation turned by the
+    least angle that takes the child's offset onto its partner's. Each ``C_j`` then equals
+    ``M C_m^T M`` (mirroring twice gives the pose back)."""
+    parents = np.asarray(parents)
+    rest_world = world_matrices(parents, np.asarray(rest, np.float64))
+    rotation = _rotation(rest_world[:, :3, :3])
+    position = rest_world[:, :3, 3]
+    flip = _M[:3, :3]
+    frames = flip @ np.swapaxes(rotation[partner], -1, -2) @ flip @ rotation
+    children: list[list[int]] = [[] for _ in range(len(parents))]
+    for c, p in enumerate(parents):
+        if p >= 0:
+            children[p].append(c)
+    for j, kids in enumerate(children):
+        m = int(partner[j])
+        pairs = []  # (child offset in j's axes, the partner child's offset reflected, in m's axes)
+        for c in kids:
+            mc = int(partner[c])
+            if parents[mc] != m:
+                continue
+            u = rotation[j].T @ (position[c] - position[j])
+            v = flip @ (rotation[m].T @ (position[mc] - position[m]))
+            if np.linalg.norm(u) > 1e-9 and np.linalg.norm(v) > 1e-9:
+                pairs.append((u / np.linalg.norm(u), v / np.linalg.norm(v)))
+        if not pairs:
+            continue
+        u_all = np.array([u for u, _ in pairs])
+        v_all = np.array([v for _, v in pairs])
+        spread = max((float(np.linalg.norm(np.cross(u_all[0], u))) for u in u_all[1:]), default=0.0)
+        if spread > 1e-3:
+            # Kabsch: the rotation C minimising sum |C u - v|^2
+            h = v_all.T @ u_all
+            uu, _, vt = np.linalg.svd(h)
+            d = np.sign(np.linalg.det(uu @ vt))
+            frames[j] = uu @ np.diag([1.0, 1.0, d]) @ vt
+        else:
+            frames[j] = _turn_onto(frames[j] @ u_all[0], v_all[0]) @ frames[j]
+    return np.asarray(frames)
+
+
 def mirror_poses(parents: np.ndarray, rest: np.ndarray, partner: np.ndarray, poses: np.ndarray) -> np.ndarray:
     """Local poses (T, N, 10) mirrored (see the module docstring): ``rest`` (N, 10) the rest pose,
     ``partner`` (N,) each joint's mirror (:func:`~skeletal.playback.locomotion.features.mirror_joints`)."""
-    rest_world = world_matrices(parents, rest)  # (N, 4, 4)
+    frames = np.zeros((len(parents), 4, 4))
+    frames[:, :3, :3] = mirror_frames(parents, rest, partner)
+    frames[:, 3, 3] = 1.0
     world = world_matrices(parents, poses)  # (T, N, 4, 4)
-    motion = world @ np.linalg.inv(rest_world)  # D_j = W_j B_j^-1
-    mirrored = _M @ motion[:, partner] @ _M @ rest_world  # W'_j
+    mirrored = _M @ world[:, partner] @ _M @ frames  # W'_j
     local = np.empty_like(mirrored)
     roots = parents < 0
     local[:, roots] = mirrored[:, roots]

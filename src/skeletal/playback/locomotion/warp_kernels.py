@@ -127,3 +127,27 @@ def warp_serial(pose, world, parents, pelvis, spine, legs, leg_len, stride, angl
         if weight[b] > 0.0:
             _warp_one(pose[b], world[b], parents, pelvis, spine, legs, leg_len, stride[b], angle[b], axis[b, 0],
                       axis[b, 1], reach, soft, targets[b])
+
+
+@njit(cache=True, parallel=True)
+def warp_posed_kernel(pose, world, parents, pelvis, spine, legs, leg_len, stride, angle, axis, reach, soft, weight,
+                      targets):
+    """:func:`warp_kernel` for poses that come without world matrices (a :class:`~skeletal.Crowd`'s):
+    each active instance's ``world`` rows are built from its ``pose`` first (``world`` is scratch on
+    entry), in parallel over instances."""
+    for b in prange(pose.shape[0]):
+        if weight[b] > 0.0:
+            local_to_world_one(parents, pose[b], world[b])
+            _warp_one(pose[b], world[b], parents, pelvis, spine, legs, leg_len, stride[b], angle[b], axis[b, 0],
+                      axis[b, 1], reach, soft, targets[b])
+
+
+@njit(cache=True)
+def warp_posed_serial(pose, world, parents, pelvis, spine, legs, leg_len, stride, angle, axis, reach, soft, weight,
+                      targets):
+    """:func:`warp_posed_kernel` on one thread."""
+    for b in range(pose.shape[0]):
+        if weight[b] > 0.0:
+            local_to_world_one(parents, pose[b], world[b])
+            _warp_one(pose[b], world[b], parents, pelvis, spine, legs, leg_len, stride[b], angle[b], axis[b, 0],
+                      axis[b, 1], reach, soft, targets[b])

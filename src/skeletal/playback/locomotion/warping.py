@@ -14,7 +14,10 @@ the feet still planted (Unreal's Stride Warping and Orientation Warping nodes).
 
 Both run in one compiled call over the whole batch (:mod:`.warp_kernels`), after the mixer's update
 and its other controllers; the mixer's world rows and skin palettes are then rebuilt (its WORLD
-stage). On a :class:`~skeletal.Player` or :class:`~skeletal.Mixer` (float64 or float32); under
+stage). On a :class:`~skeletal.Player` or :class:`~skeletal.Mixer` (float64 or float32), and on a
+:class:`~skeletal.Crowd` (its poses read out of its SIMD lanes, world rows built in the same compiled
+call, per-instance ``stride``/``angle``/``axis``: each instance warps as a Player with the same
+settings would, within float32 rounding); under
 :class:`~.controller.MotionMatching` with ``warping=True``, which sets ``stride`` and ``angle`` from
 the desired and the clip's velocity.
 
@@ -42,13 +45,14 @@ from ..contacts import Leg, find_legs
 from ..footplacement import common_parent
 from .mixer_hook import _root_motion_of
 from ..procedural import find_head_chain
-from .warp_kernels import warp_kernel, warp_serial
+from .warp_kernels import warp_kernel, warp_posed_kernel, warp_posed_serial, warp_serial
+from ..._threads import capped_threads
 
 #: Batches up to this size run the serial kernel.
 SERIAL_BELOW = 4
 
 
-def find_spine(rig, pelvis: int) -> list[int]:
+def find_spine(rig: Any, pelvis: int) -> list[int]:
     """The joints strictly between ``pelvis`` and the neck (or head), parent first, found by name
     (:func:`~skeletal.playback.procedural.find_head_chain`); empty when no head is found."""
     try:
@@ -64,7 +68,7 @@ def find_spine(rig, pelvis: int) -> list[int]:
 
 
 class Warping:
-    """Stride and orientation warping on a Player or Mixer (see the module docstring).
+    """Stride and orientation warping on a Player, Mixer or Crowd (see the module docstring).
 
     Per instance, settable in place: ``stride`` (B,) (1: as recorded; clamped to 0.25..4), ``angle``
     (B,) radians about +Y (0: as recorded; clamped to +-``max_angle`` degrees), ``axis`` (B, 2) the
@@ -80,14 +84,19 @@ class Warping:
 
     >>> warp = Warping(player)                  # doctest: +SKIP
     >>> warp.angle[:] = math.radians(30)        # doctest: +SKIP
+    >>> crowd_warp = Warping(skeletal.Crowd(asset, 100))              # doctest: +SKIP
+    >>> crowd_warp.stride[:] = np.random.uniform(0.7, 1.4, 100)        # doctest: +SKIP
     """
 
     def __init__(self, target: Any, *, legs: Any = None, spine: Sequence[str | int] | None = None,
                  reach: float = 0.98, soft: float = 0.0, max_angle: float = 90.0, attach: bool = True):
         mixer = getattr(target, "mixer", target)
-        if hasattr(mixer, "_wide_ok") or not hasattr(mixer, "world"):
-            raise SkeletalError("warping runs on a Player or Mixer (a Crowd's poses live in SIMD lanes)")
+        if not (hasattr(mixer, "rig") and hasattr(mixer, "local_pose") and hasattr(mixer, "controllers")):
+            raise SkeletalError(f"warping runs on a Player, Mixer or Crowd, not a {type(target).__name__}")
         self.mixer = mixer
+        #: a Crowd: its world matrices are not kept (or kept as 3x4 rows), so the kernel builds them
+        self.crowd = hasattr(mixer, "_wide_ok")
+        self._world: np.ndarray | None = None
         rig = mixer.rig
         if legs is None or isinstance(legs, dict):
             legs = find_legs(rig, legs)
@@ -155,12 +164,20 @@ class Warping:
         active = (self.weight > 0) & ((stride != 1.0) | (angle != 0.0))
         if not active.any():
             return
-        native = mixer.local_pose
+        native = mixer.local_pose  # a crowd: its SIMD lanes' rows written out first
         pose = native if native.dtype == np.float64 else native.astype(np.float64)
-        world = mixer.world if mixer.world.dtype == np.float64 else mixer.world.astype(np.float64)
-        kernel = warp_serial if mixer.count <= SERIAL_BELOW else warp_kernel
-        kernel(pose, world, self._parents, self.pelvis, self.spine, self._legs, self.leg_length, stride, angle, axis,
-               self.reach, self.soft, active.astype(np.float64), self.targets)
+        if self.crowd:
+            # world rows from the poses, in the kernel (scratch kept between updates)
+            if self._world is None or self._world.shape[:2] != pose.shape[:2]:
+                self._world = np.zeros(pose.shape[:2] + (4, 4))
+            world = self._world
+            kernel = warp_posed_serial if mixer.count <= SERIAL_BELOW else warp_posed_kernel
+        else:
+            world = mixer.world if mixer.world.dtype == np.float64 else mixer.world.astype(np.float64)
+            kernel = warp_serial if mixer.count <= SERIAL_BELOW else warp_kernel
+        with capped_threads():
+            kernel(pose, world, self._parents, self.pelvis, self.spine, self._legs, self.leg_length, stride, angle,
+                   axis, self.reach, self.soft, active.astype(np.float64), self.targets)
         if pose is not native:
             native[...] = pose
         mixer._run(0.0, K.WORLD)  # world rows, the mixer's IK, palettes of the warped pose
