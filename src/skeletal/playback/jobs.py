@@ -22,7 +22,12 @@ clip data                 ``tracks`` (track table), ``hot_tracks`` (the columns 
                           ``timeline_keys``, ``times``, ``values``, ``base_pose`` (C, N, 10),
                           ``base_morph`` (C, M), ``clip_duration`` (C,), ``marker_time``,
                           ``slerp_keys`` (keys, 2) per-key slerp angles, the near keys' tests in
-                          column 1 (:func:`~skeletal.quat.near_slerp_table`)
+                          column 1 (:func:`~skeletal.quat.near_slerp_table`); ``lanes_values``,
+                          ``lanes_coef``, ``lanes_out``, ``lanes_kind``, ``lanes_seg`` and
+                          ``lerp_values``, ``lerp_out``, ``lerp_seg``: the slerp and LINEAR vector
+                          segments packed eight tracks a vector (:mod:`~skeletal.playback.single_lanes`);
+                          ``base_rows``, ``base_rows_start``: per clip, the base pose rows that
+                          path copies (:func:`~skeletal.playback.single_lanes.base_rows`)
 actions                   ``slot_clip`` (S,), ``slot_layer`` (S,), ``fs`` (B, S, NF) float fields,
                           ``ist`` (B, S, NI) int fields, ``cursors`` (B, timelines) key hints
 layers                    ``layer_weight`` (B, layers), ``layer_mask`` (layers, N),
@@ -70,6 +75,9 @@ PLAYBACK_FIELDS = (
     # clip data
     "tracks", "hot_tracks", "clip_table", "segments", "timeline_keys", "times", "values", "base_pose",
     "base_morph", "clip_duration", "marker_time", "slerp_keys",
+    # the single-action path's rotation segments, eight tracks a vector (playback/single_lanes.py)
+    "lanes_values", "lanes_coef", "lanes_out", "lanes_kind", "lanes_seg", "lerp_values", "lerp_out", "lerp_seg",
+    "base_rows", "base_rows_start",
     # actions
     "slot_clip", "slot_layer", "fs", "ist", "cursors",
     # layers

@@ -31,6 +31,7 @@ from .clipset import (CL_MARKER_END, CL_MARKER_START, CL_SEGMENT_END, CL_SEGMENT
                       SEG_FAST_END, SEG_SLERP, SEG_TIMELINE, TK_INTERP, TK_KEY_START, TK_NODE, TK_OUT, TK_PATH, TK_VALUE_START, TK_WIDTH)
 from .inertia_kernels import IDLE, ST_PHASE, ST_REPOSED, inertialize_instance
 from .jobs import field
+from .single_lanes import copy_rows, lerp_lanes_into, slerp_lanes_into
 
 # float fields
 F_TIME = 0  # action clock: [0, d] (once/clamp/repeat) or the unfolded phase [0, 2d) (pingpong)
@@ -398,6 +399,9 @@ def _sample_clip_direct(c, job, locs, flat, out_m, keyed):
     clip_table, segments, tracks, hot = field(job, "clip_table"), field(job, "segments"), field(job, "tracks"), field(job, "hot_tracks")
     timeline_keys, values, morph_start = field(job, "timeline_keys"), field(job, "values"), field(job, "morph_start")
     slerp_keys = field(job, "slerp_keys")
+    lanes_seg, lanes_out = field(job, "lanes_seg"), field(job, "lanes_out")
+    lanes_values, lanes_coef, lanes_kind = field(job, "lanes_values"), field(job, "lanes_coef"), field(job, "lanes_kind")
+    lerp_seg, lerp_out, lerp_values = field(job, "lerp_seg"), field(job, "lerp_out"), field(job, "lerp_values")
     first_timeline = clip_table[c, CL_TIMELINE_START]
     for g in range(clip_table[c, CL_SEGMENT_START], clip_table[c, CL_SEGMENT_END]):
         kind = segments[g, SEG_KIND]
@@ -410,13 +414,20 @@ def _sample_clip_direct(c, job, locs, flat, out_m, keyed):
             # unsigned indices: numba's negative-index wraparound (a compare and select per signed
             # index) doubled this loop's time (docs/guides/performance.md)
             key3 = np.uint64(key * 3)
-            for k in range(np.uint64(segments[g, SEG_FIRST]), np.uint64(segments[g, SEG_END])):
+            lerp_end = segments[g, SEG_END]
+            if keyed and lerp_lanes_into(flat, lerp_seg, g, key, u, lerp_out, lerp_values):
+                lerp_end = segments[g, SEG_FIRST]  # eight tracks to a vector (single_lanes.py)
+            for k in range(np.uint64(segments[g, SEG_FIRST]), np.uint64(lerp_end)):
                 lerp3_into(flat, np.uint64(hot[k, HOT_OUT]), values, np.uint64(hot[k, HOT_VALUE_START]) + key3, u)
         elif (kind == SEG_NLERP or kind == SEG_SLERP) and inside:
             # nlerp for the prefix whose keys are close enough (see ClipSet.segments), slerp after it
             fast_end = segments[g, SEG_FAST_END]
             key4, ukey = np.uint64(key * 4), np.uint64(key)
-            for k in range(np.uint64(fast_end), np.uint64(segments[g, SEG_END])):
+            # keyed: the slerp tracks eight to a vector when the segment is packed (single_lanes.py)
+            slerp_end = segments[g, SEG_END]
+            if keyed and slerp_lanes_into(flat, lanes_seg, g, key, u, lanes_out, lanes_values, lanes_coef, lanes_kind):
+                slerp_end = fast_end
+            for k in range(np.uint64(fast_end), np.uint64(slerp_end)):
                 a = np.uint64(hot[k, HOT_VALUE_START]) + key4
                 row = np.uint64(hot[k, HOT_KEY_START]) + ukey
                 theta = slerp_keys[row, 0] if keyed else 0.0
@@ -490,7 +501,9 @@ def _pose_single(b, s, tid, job, pose, morph, keyed):
     c = slot_clip[s]
     out = pose[b]
     out_m = morph[b]
-    _copy_flat(field(job, "base_pose")[c].reshape(-1), out.reshape(-1))
+    # the rows the clip does not sample in full (single_lanes.base_rows); the others are all written below
+    starts = field(job, "base_rows_start")
+    copy_rows(field(job, "base_pose")[c], out, field(job, "base_rows"), starts[c], starts[c + 1])
     _copy_flat(field(job, "base_morph")[c], out_m)
     locs = field(job, "locs")[tid]
     _locate_timelines(c, fs[b, s, F_SAMPLE], clip_table, field(job, "timeline_keys"), field(job, "times"),

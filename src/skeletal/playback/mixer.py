@@ -37,11 +37,12 @@ from ..quat import near_slerp_table
 from .._compile import serial_variant
 from .._threads import capped_threads
 from . import kernels as K
-from .clipset import TK_INTERP, TK_PATH, ClipSet
+from .clipset import CL_SEGMENT_END, CL_SEGMENT_START, TK_INTERP, TK_PATH, ClipSet
 from .frame import Frame, FrameInput
 from .inertia_kernels import InertiaArrays
 from .jobs import entry, playback_job
 from . import coldstart as _coldstart, numpy_frame
+from .single_lanes import base_rows, pack_lerp_lanes, pack_rotation_lanes
 from .properties import PropertyStage
 
 
@@ -157,6 +158,7 @@ class Mixer:
         self._allocate_outputs()
         self._listeners: dict[str, list[Callable[[Event], None]]] = {}
         self._slerp_table_cache: tuple | None = None  # (clip set, version, near_slerp_table): see _slerp_table
+        self._single_lanes_cache: tuple | None = None  # (segments, slot clips, packed arrays): see _single_lanes
         self._event_slots: tuple | None = None  # see _collect_events
         self._pending: list[Event] = []
         # Objects with ``before_update(dt)`` (blend spaces, state machines, root motion) run first.
@@ -773,6 +775,7 @@ class Mixer:
             timeline_keys=cs.timeline_keys,
             times=cs.times, values=cs.values, base_pose=base_pose, base_morph=base_morph,
             clip_duration=cs.duration, marker_time=cs.marker_time, slerp_keys=self._slerp_table(),
+            **self._single_lanes(segments),
             slot_clip=self.slot_clip, slot_layer=self.slot_layer, fs=self.fs, ist=self.ist, cursors=self.cursors,
             layer_weight=self.layer_weight, layer_mask=self.layer_mask, layer_additive=self.layer_additive,
             base_unmasked=bool(self._base_unmasked),
@@ -782,6 +785,26 @@ class Mixer:
             acc=self._scratch, accm=self._scratch_morph, tmp=self._scratch_tmp, locs=self._scratch_locs,
             pose=self.local_pose, morph=self.morph_weights, **self._world_fields(), **self._inertia.fields(),
         )
+
+    def _single_lanes(self, segments: np.ndarray) -> dict:
+        """The single-action path's slerp and LINEAR vector segments packed eight tracks a vector
+        (:mod:`~skeletal.playback.single_lanes`) for the clips of this mixer's slots only (a copy of
+        their keys: a clip library costs nothing until its clips are played), made once per
+        ``segments`` table and set of slot clips; ``base_rows`` for every clip."""
+        clips = tuple(sorted({int(c) for c in self.slot_clip}))
+        cached = self._single_lanes_cache
+        if cached is None or cached[0] is not segments or cached[1] != clips:
+            cs = self.clipset
+            clip_table = self._clip_tables()[0]
+            played = np.zeros(len(segments), bool)
+            for c in clips:
+                played[clip_table[c, CL_SEGMENT_START]:clip_table[c, CL_SEGMENT_END]] = True
+            hot = K.hot_tracks(cs.track_table)
+            packed = pack_rotation_lanes(segments, cs.timeline_keys, hot, cs.values, self._slerp_table(), played)
+            packed.update(pack_lerp_lanes(segments, cs.timeline_keys, hot, cs.values, played))
+            packed.update(base_rows(clip_table, segments, cs.track_table, len(self.rig)))
+            cached = self._single_lanes_cache = (segments, clips, packed)
+        return cached[2]
 
     def _slerp_table(self) -> np.ndarray:
         """The clip set's ``slerp_keys`` with the near keys' flags (:func:`skeletal.quat.near_slerp_table`),
