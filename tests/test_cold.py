@@ -128,8 +128,8 @@ def test_cold_first_frame_prints_one_notice_then_none(tmp_path):
     notices = [line for line in cold["stderr"].splitlines() if line.startswith("skeletal: compiling kernels")]
     assert len(notices) == 1 and "once (about" in notices[0], cold["stderr"]
     # A glTF player compiles playback and pose kernels only: no IK, procedural, compression, DQS, editor.
-    allowed = ("skeletal.playback.kernels.", "skeletal.playback.jobs.", "skeletal.anim.pose.", "skeletal.anim.sampling.",
-               "skeletal.quat.", "skeletal._compile.")
+    allowed = ("skeletal.playback.kernels.", "skeletal.playback.jobs.", "skeletal.playback.single_lanes.",
+               "skeletal.anim.pose.", "skeletal.anim.sampling.", "skeletal.quat.", "skeletal._compile.")
     assert cold["compiled"] and all(name.startswith(allowed) for name in cold["compiled"]), cold["compiled"]
     warm = first_frame(None, "walk", cache, quiet=False)
     assert "compiling" not in warm["stderr"], warm["stderr"]

@@ -172,6 +172,11 @@ def test_what_the_numpy_frame_does_not_cover_compiles_as_before(fallback):
     q.blend_space_1d([(names[0], 0.0), (names[-1], 1.0)], parameter="speed")  # a controller
     q.update(1 / 60)
     assert q.mixer._cold is False and q.mixer.frame is not None
+    r = skeletal.Player(asset)
+    r.play(names[0])
+    assert numpy_frame.covers(r.mixer)
+    r.crossfade(names[-1], 0.3, blend="inertialize")  # the update kernel's inertialization stage
+    assert not numpy_frame.covers(r.mixer)
 
 
 def test_off_switch_and_unwritable_cache(monkeypatch):

@@ -157,7 +157,7 @@ def test_box_search_with_hints_and_three_levels_equals_brute_force():
     rows, real = synthetic_rows(20_000, seed=3)
     rows = np.ascontiguousarray(np.concatenate([rows, rows[:4000]]))  # exact duplicates: ties
     boxes = build_boxes(rows)
-    assert len(boxes.top_min) > 5
+    assert len(boxes.level_count) >= 4  # blocks and three levels of nodes
     rng = np.random.default_rng(11)
     picks = np.concatenate([real[rng.integers(0, len(real), 600)], rows[rng.integers(0, 4000, 400)]])
     queries = (picks + rng.normal(scale=0.2, size=picks.shape) * (np.arange(1000) < 600)[:, None]).astype(np.float32)
@@ -171,6 +171,74 @@ def test_box_search_with_hints_and_three_levels_equals_brute_force():
         box_search(rows, boxes, queries[:2], np.array([0, len(rows)]))
     with pytest.raises(SkeletalError, match="hints"):
         box_search(rows, boxes, queries[:2], np.array([0.5, 1.0]))
+
+
+def test_box_search_on_controller_queries_with_the_frame_playing_as_hint(asset, db):
+    """Realistic queries: what a crowd of motion-matching characters asks on figure eights (walking
+    and running), with the frames they play as hints, on the real set and on a 20,000-row set where
+    each character moves through one of its copies: the same rows as brute force."""
+    from skeletal.bench.matching import record_crowd, replay_queries, synthetic_rows
+
+    frames = record_crowd(asset, db, characters=120, frames=12, skip=6)
+    queries = np.concatenate([q for q, _ in frames])
+    playing = np.concatenate([h for _, h in frames])
+    assert len(frames) == 12 and len(queries) >= 200 and (playing >= 0).mean() > 0.9
+    slow, slow_cost = brute_force(db.features, queries)
+    for hints in (None, playing):
+        fast, cost = db.search(queries, hints=hints)
+        np.testing.assert_array_equal(fast, slow)
+        np.testing.assert_array_equal(cost, slow_cost)
+    rows, real = synthetic_rows(20_000, seed=4)
+    big_queries, big_playing = replay_queries(rows, real, queries, playing, np.random.default_rng(2))
+    slow, slow_cost = brute_force(rows, big_queries)
+    boxes = build_boxes(rows)
+    for hints in (None, big_playing):
+        fast, cost = box_search(rows, boxes, big_queries, hints)
+        np.testing.assert_array_equal(fast, slow)
+        np.testing.assert_array_equal(cost, slow_cost)
+
+
+def test_box_search_exact_ties_small_and_large_scales():
+    """Queries on a row that appears twice (distance 0 to both: the lower index, whatever the hint),
+    databases smaller than a leaf, empty, and of large or tiny magnitudes (the bound's slack scales)."""
+    rng = np.random.default_rng(5)
+    base = rng.normal(size=(3000, 9)).astype(np.float32)
+    for scale in (1.0, 1e4, 1e-4):
+        rows = np.ascontiguousarray(np.concatenate([base, base[:500]]) * np.float32(scale))
+        boxes = build_boxes(rows)
+        queries = np.concatenate([rows[:300], rows[3000:3300], rows[:300] + np.float32(1e-3 * scale)])
+        slow, slow_cost = brute_force(rows, queries)
+        assert (slow[:600] == np.tile(np.arange(300), 2)).all() and (slow_cost[:600] == 0).all()
+        for hints in (None, np.tile(np.arange(3000, 3300), 3)):
+            fast, cost = box_search(rows, boxes, queries, hints)
+            np.testing.assert_array_equal(fast, slow)
+            np.testing.assert_array_equal(cost, slow_cost)
+    tiny = np.ascontiguousarray(base[:5])
+    assert box_search(tiny, build_boxes(tiny), base[3:4])[0][0] == 3
+    empty = np.zeros((0, 9), np.float32)
+    assert box_search(empty, build_boxes(empty), base[:2])[0].tolist() == [-1, -1]
+    with pytest.raises(SkeletalError, match="finite"):
+        build_boxes(np.full((4, 9), np.inf, np.float32))
+    with pytest.raises(SkeletalError, match="not built from these rows"):
+        box_search(base[:100].copy(), build_boxes(tiny), base[:2])
+
+
+def test_generated_sets_grow_by_appending_clips():
+    """The benchmark's generated locomotion sets: a larger one begins with the smaller one's clips and
+    rows (the same motion in the larger set's units), and the crowd replay of a controller's queries
+    on it finds brute force's frames."""
+    from skeletal.bench import matching
+
+    small_asset, small = matching.generated_set(1500)
+    _, large = matching.generated_set(3000)
+    n = len(small)
+    assert len(small) >= 1500 and len(large) >= 3000 and large.clip_names[:len(small.clip_names)] == small.clip_names
+    np.testing.assert_allclose(large.features[:n] * large.scale + large.mean, small.features * small.scale + small.mean,
+                               atol=1e-4)
+    frames = matching.record_crowd(small_asset, small, characters=60, frames=6, skip=6)
+    moved = [(large.normalise(q * small.scale + small.mean), h) for q, h in frames]
+    row = matching.crowd_budget(large.features, moved, characters=60, repeats=1, model=False)
+    assert row["same_frames"] and row["frames"] == len(large) and row["queries_per_frame"] >= 5
 
 
 def test_search_refuses_bad_queries(db):
@@ -187,5 +255,12 @@ def test_benchmark_modules_run_small():
 
     rows = matching.bench_size(3000, batches=(1, 20), repeats=1)
     assert [r["same_frames"] for r in rows] == [True, True] and rows[0]["frames"] == 3000
+    asset = locomotion_asset()
+    db = MatchingDatabase.build(asset, exclude=IN_PLACE, mirror=True)
+    frames = matching.record_crowd(asset, db, characters=60, frames=6, skip=6)
+    rows, real = matching.synthetic_rows(6000)
+    moved = [matching.replay_queries(rows, real, q, h, np.random.default_rng(0)) for q, h in frames]
+    row = matching.crowd_budget(rows, moved, characters=60, repeats=1, model=False)
+    assert row["same_frames"] and 8 <= row["queries_per_frame"] <= 12 and row["crowd_update_ms"] > 0
     row = transitions.run_sequence(demo_asset(), ("idle", "walk", "run"), "inertialize", (0.5, 1.0))
     assert row["clips_sampled"] == 1 and row["switch_jump"] < 30.0

@@ -44,7 +44,11 @@ def _splat(builder, value, vec):
 def _affine_rows_codegen(context, builder, dst_ty, dst, i, src_ty, src, p, b_rows):
     """dst[i, r, :] = src[p, r, :3] @ B (+ src[p, r, 3] on the last column) for r < 3, and
     dst[i, 3] = 0 0 0 1 when dst is (n, 4, 4); ``b_rows`` the three rows of B as <4 x double>; ``i``,
-    ``p`` int64. Every load comes before the first store."""
+    ``p`` int64. Every load comes before the first store. Where the CPU has 512-bit vectors
+    (:func:`_wide_vectors`), rows 0 and 1 go together (:func:`_two_rows_codegen`)."""
+    if _wide_vectors():
+        _two_rows_codegen(context, builder, dst_ty, dst, i, src_ty, src, p, b_rows)
+        return
     i64 = ir.IntType(64)
     vec = ir.VectorType(ir.DoubleType(), 4)
     d = context.make_array(dst_ty)(context, builder, dst)
@@ -70,6 +74,65 @@ def _affine_rows_codegen(context, builder, dst_ty, dst, i, src_ty, src, p, b_row
         at = builder.mul(builder.add(builder.mul(i, d_rows), ir.Constant(i64, 3)), four)
         builder.store(ir.Constant(vec, [0.0, 0.0, 0.0, 1.0]), builder.bitcast(builder.gep(d.data, [at]), vec.as_pointer()),
                       align=8)
+
+
+def _wide_vectors() -> bool:
+    """Whether the CPU numba compiles for has 512-bit vectors (AVX-512F): :func:`_two_rows_codegen`
+    then takes the products. The choice is made at compile time, and numba's cache is keyed by the
+    CPU, so a cached kernel always matches the machine (``NUMBA_CPU_FEATURES`` is honoured)."""
+    from numba.core import config
+
+    features = config.CPU_FEATURES
+    if features is None:
+        import llvmlite.binding as llvm
+
+        features = llvm.get_host_cpu_features().flatten()
+    return "+avx512f" in features
+
+
+def _two_rows_codegen(context, builder, dst_ty, dst, i, src_ty, src, p, b_rows):
+    """:func:`_affine_rows_codegen` with rows 0 and 1 in one 8-wide vector: src[p]'s two rows loaded
+    at once and their entries spread over the halves, B's rows repeated in both, so that an affine
+    product takes 8 loads and 2 stores where the 4-wide form takes 15 and 4 (Soldier's 68 world rows:
+    0.17 -> 0.14 us; the loads bound it, not the arithmetic). The same operations in the same order
+    for every entry: the same bits."""
+    b = builder
+    i32, i64 = ir.IntType(32), ir.IntType(64)
+    v4, v8 = ir.VectorType(ir.DoubleType(), 4), ir.VectorType(ir.DoubleType(), 8)
+    d = context.make_array(dst_ty)(context, builder, dst)
+    s = context.make_array(src_ty)(context, builder, src)
+    s_rows = cgutils.unpack_tuple(builder, s.shape, 3)[1]
+    d_rows = cgutils.unpack_tuple(builder, d.shape, 3)[1]
+
+    def at(array, index, row, vec):
+        offset = b.mul(b.add(b.mul(index, row), ir.Constant(i64, 0)), ir.Constant(i64, 4))
+        return b.bitcast(b.gep(array.data, [offset]), vec.as_pointer())
+
+    def shuffle(x, y, mask):
+        return b.shuffle_vector(x, y, ir.Constant(ir.VectorType(i32, len(mask)), mask))
+
+    top = b.load(at(s, p, s_rows, v8), align=8)  # src[p] rows 0 and 1
+    row2 = b.add(b.mul(b.mul(p, s_rows), ir.Constant(i64, 4)), ir.Constant(i64, 8))
+    a2 = [b.load(b.gep(s.data, [b.add(row2, ir.Constant(i64, k))])) for k in range(4)]
+    spread = [shuffle(top, top, [k] * 4 + [4 + k] * 4) for k in range(4)]  # entry k of row 0 | of row 1
+    twice = [shuffle(row, row, [0, 1, 2, 3, 0, 1, 2, 3]) for row in b_rows]
+    v = b.fmul(spread[0], twice[0])
+    v = b.fadd(v, b.fmul(spread[1], twice[1]))
+    v = b.fadd(v, b.fmul(spread[2], twice[2]))
+    last_columns = ir.Constant(ir.VectorType(ir.IntType(1), 8), [0, 0, 0, 1, 0, 0, 0, 1])
+    rows01 = b.select(last_columns, b.fadd(v, spread[3]), v)
+    w = b.fmul(_splat(b, a2[0], v4), b_rows[0])
+    w = b.fadd(w, b.fmul(_splat(b, a2[1], v4), b_rows[1]))
+    w = b.fadd(w, b.fmul(_splat(b, a2[2], v4), b_rows[2]))
+    third = shuffle(w, b.fadd(w, _splat(b, a2[3], v4)), [0, 1, 2, 7])
+    b.store(rows01, at(d, i, d_rows, v8), align=8)
+    row2_at = b.gep(d.data, [b.add(b.mul(b.mul(i, d_rows), ir.Constant(i64, 4)), ir.Constant(i64, 8))])
+    with b.if_else(b.icmp_signed("==", d_rows, ir.Constant(i64, 4)), likely=True) as (whole, top_only):
+        with whole:  # row 2 and the bottom row 0 0 0 1 in one store
+            bottom = shuffle(third, ir.Constant(v4, [0.0, 0.0, 0.0, 1.0]), list(range(8)))
+            b.store(bottom, b.bitcast(row2_at, v8.as_pointer()), align=8)
+        with top_only:
+            b.store(third, b.bitcast(row2_at, v4.as_pointer()), align=8)
 
 
 def _affine_f64(*arrays) -> bool:
@@ -271,6 +334,118 @@ def local_into(i, pose, out):
     _store_rows(out, i, _trs_rows(pose, i))
 
 
+# ---------------------------------------------------------------------------------------------
+# local matrices eight nodes at a time (float64, structure of arrays in registers)
+#
+# One node's T @ R @ S from its 10 floats is ~60 scalar instructions (loads, 30 multiplies and adds,
+# 12 stores); eight nodes' rows loaded at once and transposed to one vector per field do the same
+# arithmetic for all eight (the scalar formula's operations and order in every lane: the same bits),
+# then the twelve results transpose back into each node's three rows. Soldier.glb's 68 nodes: see
+# docs/guides/performance.md.
+
+_LO = [0, 8, 2, 10, 4, 12, 6, 14]  # interleave the even lanes of two vectors
+_HI = [1, 9, 3, 11, 5, 13, 7, 15]  # ... and the odd lanes
+
+
+def _shuffle(builder, a, b, mask):
+    return builder.shuffle_vector(a, b, ir.Constant(ir.VectorType(ir.IntType(32), len(mask)), mask))
+
+
+def _transpose8(builder, rows):
+    """Eight <8 x double> rows -> eight columns (column f lane k = rows[k][f])."""
+    t = []
+    for k in range(0, 8, 2):
+        t += [_shuffle(builder, rows[k], rows[k + 1], _LO), _shuffle(builder, rows[k], rows[k + 1], _HI)]
+    pairs_lo, pairs_hi = [0, 1, 8, 9, 4, 5, 12, 13], [2, 3, 10, 11, 6, 7, 14, 15]
+    u = [None] * 8
+    for h in (0, 4):
+        u[h], u[h + 2] = _shuffle(builder, t[h], t[h + 2], pairs_lo), _shuffle(builder, t[h], t[h + 2], pairs_hi)
+        u[h + 1], u[h + 3] = _shuffle(builder, t[h + 1], t[h + 3], pairs_lo), _shuffle(builder, t[h + 1], t[h + 3], pairs_hi)
+    cols = [None] * 8
+    for f in range(4):
+        cols[f] = _shuffle(builder, u[f], u[4 + f], [0, 1, 2, 3, 8, 9, 10, 11])
+        cols[f + 4] = _shuffle(builder, u[f], u[4 + f], [4, 5, 6, 7, 12, 13, 14, 15])
+    return cols
+
+
+@intrinsic
+def _local_rows8_f64(typingctx, world, pose, first):
+    """``world[n, :3, :]`` = the top rows of ``T @ R @ S`` of ``pose[n]`` for the eight nodes ``first``
+    to ``first + 7`` (:func:`_trs_rows`' arithmetic in every lane). ``pose`` (N, 10) and ``world``
+    (N, 3|4, 4) float64 C-contiguous; nothing is bounds-checked."""
+    if not (_affine_f64(world) and isinstance(pose, types.Array) and pose.ndim == 2 and pose.dtype == types.float64
+            and pose.layout == "C" and isinstance(first, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        b = builder
+        i64, f64 = ir.IntType(64), ir.DoubleType()
+        v8, v4, v2 = ir.VectorType(f64, 8), ir.VectorType(f64, 4), ir.VectorType(f64, 2)
+        w = context.make_array(signature.args[0])(context, builder, args[0])
+        src = context.make_array(signature.args[1])(context, builder, args[1])
+        n0 = context.cast(builder, args[2], signature.args[2], types.int64)
+        w_rows = cgutils.unpack_tuple(builder, w.shape, 3)[1]
+
+        def load(at, vec):
+            return b.load(b.bitcast(b.gep(src.data, [at]), vec.as_pointer()), align=8)
+
+        node_at = [b.mul(b.add(n0, ir.Constant(i64, k)), ir.Constant(i64, 10)) for k in range(8)]
+        f = _transpose8(b, [load(at, v8) for at in node_at])  # fields 0-7: t, q, sx
+        tail = [load(b.add(at, ir.Constant(i64, 8)), v2) for at in node_at]  # sy, sz
+        quads = [_shuffle(b, tail[k], tail[k + 1], [0, 1, 2, 3]) for k in range(0, 8, 2)]
+        halves = [_shuffle(b, quads[k], quads[k + 1], list(range(8))) for k in (0, 2)]
+        f.append(_shuffle(b, halves[0], halves[1], list(range(0, 16, 2))))
+        f.append(_shuffle(b, halves[0], halves[1], list(range(1, 16, 2))))
+        tx, ty, tz, x, y, z, wq, sx, sy, sz = f
+        add, sub, mul = b.fadd, b.fsub, b.fmul
+        one = ir.Constant(v8, [1.0] * 8)
+        x2, y2, z2 = add(x, x), add(y, y), add(z, z)
+        xx, xy, xz, yy, yz, zz = mul(x, x2), mul(x, y2), mul(x, z2), mul(y, y2), mul(y, z2), mul(z, z2)
+        wx, wy, wz = mul(wq, x2), mul(wq, y2), mul(wq, z2)
+        rows = (
+            (mul(sub(one, add(yy, zz)), sx), mul(sub(xy, wz), sy), mul(add(xz, wy), sz), tx),
+            (mul(add(xy, wz), sx), mul(sub(one, add(xx, zz)), sy), mul(sub(yz, wx), sz), ty),
+            (mul(sub(xz, wy), sx), mul(add(yz, wx), sy), mul(sub(one, add(xx, yy)), sz), tz),
+        )
+        for r, (e0, e1, e2, e3) in enumerate(rows):
+            a, c = _shuffle(b, e0, e1, _LO), _shuffle(b, e2, e3, _LO)  # even nodes
+            o, d = _shuffle(b, e0, e1, _HI), _shuffle(b, e2, e3, _HI)  # odd nodes
+            for k in range(8):
+                j = (k // 2) * 2
+                row = _shuffle(b, *((a, c) if k % 2 == 0 else (o, d)), [j, j + 1, 8 + j, 9 + j])
+                at = b.mul(b.add(b.mul(b.add(n0, ir.Constant(i64, k)), w_rows), ir.Constant(i64, r)), ir.Constant(i64, 4))
+                b.store(row, b.bitcast(b.gep(w.data, [at]), v4.as_pointer()), align=8)
+        return context.get_dummy_value()
+
+    return types.void(world, pose, first), codegen
+
+
+def local_rows_all(pose, world):  # pragma: no cover - typed by the overload below
+    """:func:`local_into` for every node of ``pose`` (N, 10) into ``world`` (N, 3|4, 4): eight nodes a
+    vector for float64 (:func:`_local_rows8_f64`), the rest one at a time. The same values."""
+    raise NotImplementedError
+
+
+@overload(local_rows_all, jit_options={"forceinline": True})
+def _ol_local_rows_all(pose, world):
+    if _affine_f64(world) and isinstance(pose, types.Array) and pose.dtype == types.float64 and pose.layout == "C":
+        def eight(pose, world):
+            n = pose.shape[0]
+            full = n - n % 8
+            for i in range(0, full, 8):
+                _local_rows8_f64(world, pose, i)
+            for i in range(full, n):
+                local_into(i, pose, world)
+
+        return eight
+
+    def one(pose, world):
+        for i in range(pose.shape[0]):
+            local_into(i, pose, world)
+
+    return one
+
+
 def world_subset_staged(parents, nodes, pose, world):  # pragma: no cover - typed by the overload below
     """:func:`world_subset_one` in two passes for float64 worlds: every listed node's local matrix
     into its own world rows (every node in index order when ``nodes`` lists them all), then each
@@ -292,8 +467,7 @@ def _ol_world_subset_staged(parents, nodes, pose, world):
     if _affine_f64(world):
         def staged(parents, nodes, pose, world):
             if nodes.shape[0] == pose.shape[0]:
-                for i in range(pose.shape[0]):
-                    local_into(i, pose, world)
+                local_rows_all(pose, world)
             else:
                 for i in nodes:
                     local_into(i, pose, world)

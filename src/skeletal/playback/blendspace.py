@@ -12,8 +12,15 @@ are re-aligned to the phase every update, so a walk and a run blend keep their f
 Batched: parameters are (B,) / (B, 2) arrays; a blend space controls one mixer slot per sample and
 does no per-instance Python work.
 
+Inertialized switches (:mod:`skeletal.playback.locomotion.mixer_hook`): ``play(fade=0.3,
+blend="inertialize")`` enters the blend space at once and fades out the difference from the pose shown
+before; ``set(value, blend="inertialize", duration=0.3)`` jumps the parameter (the weights change at
+once) the same way, instead of the pop a jump of the weights makes ("inertialize_spring" and
+"dead_blend" as for a crossfade).
+
 >>> walk_run = BlendSpace1D(player, [("idle", 0.0), ("walk", 1.4), ("run", 4.0)])   # doctest: +SKIP
 >>> walk_run.play(fade=0.3); walk_run.set(2.1)                                      # doctest: +SKIP
+>>> walk_run.set(4.0, blend="inertialize", duration=0.25)   # a jump to run, no pop # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -54,15 +61,32 @@ class _BlendSpace:
 
     # -- control ------------------------------------------------------------------------------
 
-    def set(self, value, *, instances: InstanceSelector = None) -> None:
-        """Set the parameter (scalar, or per instance)."""
+    def set(self, value, *, instances: InstanceSelector = None, blend: str = "linear", duration: float = 0.3) -> None:
+        """Set the parameter (scalar, or per instance). ``blend`` "inertialize" (or "inertialize_spring",
+        "dead_blend"): the new weights apply at once and the difference from the pose shown before
+        fades out over ``duration`` seconds (a jump of the parameter without a pop); "linear" (the
+        default): the weights simply change."""
         idx = self.mixer._instances(instances)
+        if blend != "linear":
+            self._inertialized(idx, blend, duration, lambda: self.set(value, instances=idx))
+            return
         self.value[idx] = value
         self._apply_weights(idx)
 
-    def play(self, *, fade: float = 0.0, instances: InstanceSelector = None) -> None:
-        """Crossfade from whatever the layer plays to this blend space (a cut when ``fade`` is 0)."""
+    def _inertialized(self, idx, blend: str, duration: float, change) -> None:
+        from .locomotion.mixer_hook import inertialized_switch
+
+        rows = np.atleast_1d(np.arange(self.mixer.count)[idx])
+        inertialized_switch(self.mixer, rows, float(duration), blend, change)
+
+    def play(self, *, fade: float = 0.0, instances: InstanceSelector = None, blend: str = "linear") -> None:
+        """Crossfade from whatever the layer plays to this blend space (a cut when ``fade`` is 0).
+        ``blend`` "inertialize" (or "inertialize_spring", "dead_blend"): enter it at once and fade out
+        the difference from the pose shown before over ``fade`` seconds instead."""
         idx = self.mixer._instances(instances)
+        if blend != "linear" and fade > 0:
+            self._inertialized(idx, blend, fade, lambda: self.play(fade=0.0, instances=idx))
+            return
         # Start in step with what plays now: the phase of the strongest action on the layer.
         phase = self.phase()[idx] if self.active[idx].any() else self._layer_phase()[idx]
         self.mixer.fade_to_slots(self.slots, fade, instances=idx, offsets=list(np.asarray(phase).mean() * self.durations))

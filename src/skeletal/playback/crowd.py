@@ -137,7 +137,11 @@ class Crowd(Mixer):
         frame = self._pose_lanes
         if frame is not None:
             self._pose_lanes = None
+            # instances of wide groups posed on their own (an inertialized transition): their pose, not the lane's
+            alone = self._inertia.reposed()
+            kept = self._local_pose[alone]
             lanes_to_pose(_lane_store(frame), frame.wide_arrays["done"], self._local_pose)
+            self._local_pose[alone] = kept
 
     def _compiles_update_now(self) -> bool:
         return not self._wide_ok()  # a wide crowd compiles the per-instance update when a group first needs it

@@ -22,7 +22,12 @@ clip data                 ``tracks`` (track table), ``hot_tracks`` (the columns 
                           ``timeline_keys``, ``times``, ``values``, ``base_pose`` (C, N, 10),
                           ``base_morph`` (C, M), ``clip_duration`` (C,), ``marker_time``,
                           ``slerp_keys`` (keys, 2) per-key slerp angles, the near keys' tests in
-                          column 1 (:func:`~skeletal.quat.near_slerp_table`)
+                          column 1 (:func:`~skeletal.quat.near_slerp_table`); ``lanes_values``,
+                          ``lanes_coef``, ``lanes_out``, ``lanes_kind``, ``lanes_seg`` and
+                          ``lerp_values``, ``lerp_out``, ``lerp_seg``: the slerp and LINEAR vector
+                          segments packed eight tracks a vector (:mod:`~skeletal.playback.single_lanes`);
+                          ``base_rows``, ``base_rows_start``: per clip, the base pose rows that
+                          path copies (:func:`~skeletal.playback.single_lanes.base_rows`)
 actions                   ``slot_clip`` (S,), ``slot_layer`` (S,), ``fs`` (B, S, NF) float fields,
                           ``ist`` (B, S, NI) int fields, ``cursors`` (B, timelines) key hints
 layers                    ``layer_weight`` (B, layers), ``layer_mask`` (layers, N),
@@ -36,6 +41,12 @@ outputs                   ``pose`` (B, N, 10), ``morph`` (B, M); world rows of `
                           (ascending, ancestors included) into ``worlds`` (B, N, 3|4, 4), or into
                           ``scratch_world`` when ``worlds`` is empty; ``palettes`` (B, J, 3|4, 4) =
                           ``world[palette_joints[j]] @ inverse_bind[j]``
+inertialization           ``inert_state`` (B, 4) int64, ``inert_clock`` (B, 3), ``inert_offset`` and
+                          ``inert_velocity`` (B, N, 9), ``inert_source`` and ``inert_anchor`` (B, N,
+                          10), ``inert_joints`` (B, N) int64, ``inert_x`` and ``inert_v`` (B, 9 * N),
+                          ``inert_scratch`` (T, 2, 9 * N): the stage between blending and world
+                          rows (:func:`~skeletal.playback.inertia_kernels.inertialize_instance`); zero
+                          rows (no transition ever started) skip it
 ========================  =====================================================================
 
 A :class:`FootJob` holds a foot-placement stage's arrays (``FOOT_FIELDS``; see
@@ -64,6 +75,9 @@ PLAYBACK_FIELDS = (
     # clip data
     "tracks", "hot_tracks", "clip_table", "segments", "timeline_keys", "times", "values", "base_pose",
     "base_morph", "clip_duration", "marker_time", "slerp_keys",
+    # the single-action path's rotation segments, eight tracks a vector (playback/single_lanes.py)
+    "lanes_values", "lanes_coef", "lanes_out", "lanes_kind", "lanes_seg", "lerp_values", "lerp_out", "lerp_seg",
+    "base_rows", "base_rows_start",
     # actions
     "slot_clip", "slot_layer", "fs", "ist", "cursors",
     # layers
@@ -76,6 +90,9 @@ PLAYBACK_FIELDS = (
     "acc", "accm", "tmp", "locs", "scratch_world",
     # outputs
     "pose", "morph", "world_nodes", "worlds", "palette_joints", "inverse_bind", "palettes",
+    # inertialized transitions (zero rows until a mixer's first inertialized switch)
+    "inert_state", "inert_clock", "inert_offset", "inert_velocity", "inert_source", "inert_anchor", "inert_joints",
+    "inert_x", "inert_v", "inert_scratch",
 )
 
 IK_FIELDS = ("stage_i", "stage_f", "joints", "jp", "inputs", "update", "scratch", "pos")

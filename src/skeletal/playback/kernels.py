@@ -20,6 +20,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 from numba import njit, prange
+from numba.extending import overload
 
 from ..anim.ik import solve_stages_at
 from ..anim.pose import palettes_one, world_subset_staged
@@ -28,7 +29,9 @@ from ..anim.sampling import interpolate_into, lerp3_into, locate_key, nlerp_into
 from .clipset import (CL_MARKER_END, CL_MARKER_START, CL_SEGMENT_END, CL_SEGMENT_START, CL_TIMELINE_END,
                       CL_TIMELINE_START, SEG_CONSTANT, SEG_END, SEG_FIRST, SEG_KIND, SEG_LERP3, SEG_NLERP,
                       SEG_FAST_END, SEG_SLERP, SEG_TIMELINE, TK_INTERP, TK_KEY_START, TK_NODE, TK_OUT, TK_PATH, TK_VALUE_START, TK_WIDTH)
+from .inertia_kernels import IDLE, ST_PHASE, ST_REPOSED, inertialize_instance
 from .jobs import field
+from .single_lanes import copy_rows, lerp_lanes_into, slerp_lanes_into
 
 # float fields
 F_TIME = 0  # action clock: [0, d] (once/clamp/repeat) or the unfolded phase [0, 2d) (pingpong)
@@ -396,6 +399,9 @@ def _sample_clip_direct(c, job, locs, flat, out_m, keyed):
     clip_table, segments, tracks, hot = field(job, "clip_table"), field(job, "segments"), field(job, "tracks"), field(job, "hot_tracks")
     timeline_keys, values, morph_start = field(job, "timeline_keys"), field(job, "values"), field(job, "morph_start")
     slerp_keys = field(job, "slerp_keys")
+    lanes_seg, lanes_out = field(job, "lanes_seg"), field(job, "lanes_out")
+    lanes_values, lanes_coef, lanes_kind = field(job, "lanes_values"), field(job, "lanes_coef"), field(job, "lanes_kind")
+    lerp_seg, lerp_out, lerp_values = field(job, "lerp_seg"), field(job, "lerp_out"), field(job, "lerp_values")
     first_timeline = clip_table[c, CL_TIMELINE_START]
     for g in range(clip_table[c, CL_SEGMENT_START], clip_table[c, CL_SEGMENT_END]):
         kind = segments[g, SEG_KIND]
@@ -408,13 +414,20 @@ def _sample_clip_direct(c, job, locs, flat, out_m, keyed):
             # unsigned indices: numba's negative-index wraparound (a compare and select per signed
             # index) doubled this loop's time (docs/guides/performance.md)
             key3 = np.uint64(key * 3)
-            for k in range(np.uint64(segments[g, SEG_FIRST]), np.uint64(segments[g, SEG_END])):
+            lerp_end = segments[g, SEG_END]
+            if keyed and lerp_lanes_into(flat, lerp_seg, g, key, u, lerp_out, lerp_values):
+                lerp_end = segments[g, SEG_FIRST]  # eight tracks to a vector (single_lanes.py)
+            for k in range(np.uint64(segments[g, SEG_FIRST]), np.uint64(lerp_end)):
                 lerp3_into(flat, np.uint64(hot[k, HOT_OUT]), values, np.uint64(hot[k, HOT_VALUE_START]) + key3, u)
         elif (kind == SEG_NLERP or kind == SEG_SLERP) and inside:
             # nlerp for the prefix whose keys are close enough (see ClipSet.segments), slerp after it
             fast_end = segments[g, SEG_FAST_END]
             key4, ukey = np.uint64(key * 4), np.uint64(key)
-            for k in range(np.uint64(fast_end), np.uint64(segments[g, SEG_END])):
+            # keyed: the slerp tracks eight to a vector when the segment is packed (single_lanes.py)
+            slerp_end = segments[g, SEG_END]
+            if keyed and slerp_lanes_into(flat, lanes_seg, g, key, u, lanes_out, lanes_values, lanes_coef, lanes_kind):
+                slerp_end = fast_end
+            for k in range(np.uint64(fast_end), np.uint64(slerp_end)):
                 a = np.uint64(hot[k, HOT_VALUE_START]) + key4
                 row = np.uint64(hot[k, HOT_KEY_START]) + ukey
                 theta = slerp_keys[row, 0] if keyed else 0.0
@@ -488,7 +501,9 @@ def _pose_single(b, s, tid, job, pose, morph, keyed):
     c = slot_clip[s]
     out = pose[b]
     out_m = morph[b]
-    _copy_flat(field(job, "base_pose")[c].reshape(-1), out.reshape(-1))
+    # the rows the clip does not sample in full (single_lanes.base_rows); the others are all written below
+    starts = field(job, "base_rows_start")
+    copy_rows(field(job, "base_pose")[c], out, field(job, "base_rows"), starts[c], starts[c + 1])
     _copy_flat(field(job, "base_morph")[c], out_m)
     locs = field(job, "locs")[tid]
     _locate_timelines(c, fs[b, s, F_SAMPLE], clip_table, field(job, "timeline_keys"), field(job, "times"),
@@ -618,6 +633,8 @@ ADVANCE = 1  # advance every action's clock and fade by dt
 BLEND = 2  # sample and blend the actions into the job's pose and morph weights
 WORLD = 4  # world rows of world_nodes, the IK stages (when an IKJob is given), palettes
 ALL = ADVANCE | BLEND | WORLD
+# (with BLEND, instances with an inertialized transition running get its offsets added to the blended
+# pose, dt seconds on: playback.inertia_kernels.inertialize_instance)
 
 
 @njit(cache=True, forceinline=True)
@@ -633,6 +650,61 @@ def _rest_if_idle(b, job, pose, morph):
     _copy_flat(field(job, "rest").reshape(-1), pose[b].reshape(-1))
     _copy_flat(field(job, "rest_morph"), morph[b])
     return True
+
+
+# The inertialization stage, decided by the job's type: a job whose ``inert_state`` is (B, 4) runs it
+# (playback.inertia_kernels), one that never had a transition holds a (0,) array and compiles none of
+# it (a plain player's cold start compiles no inertialization kernel).
+
+
+def inertia_stage(b, tid, job, dt, pose):
+    """(Compiled code only.) Instance b's inertialized transition, when one runs, added to its just-blended
+    pose ``pose[b]``, ``dt`` seconds on (:func:`~skeletal.playback.inertia_kernels.inertialize_instance`);
+    nothing, compiled away, on a job without inertialization rows."""
+    raise NotImplementedError("inertia_stage runs inside compiled kernels only")
+
+
+@overload(inertia_stage)
+def _inertia_stage(b, tid, job, dt, pose):
+    if job.field_dict["inert_state"].ndim != 2:
+        def skip(b, tid, job, dt, pose):
+            return None
+        return skip
+
+    def stage(b, tid, job, dt, pose):
+        if field(job, "inert_state")[b, ST_PHASE] != IDLE:
+            inertialize_instance(b, tid, job, dt, pose)
+    return stage
+
+
+def in_transition(state, b):
+    """(Compiled code only.) Whether instance b has an inertialized transition running, ``state`` the job's
+    ``inert_state``: False, at compile time, for a (0,) one."""
+    raise NotImplementedError("in_transition runs inside compiled kernels only")
+
+
+@overload(in_transition)
+def _in_transition(state, b):
+    if state.ndim != 2:
+        return lambda state, b: False
+    return lambda state, b: state[b, ST_PHASE] != IDLE
+
+
+def posed_alone(state, b, alone):
+    """(Compiled code only.) Record in ``state[b, ST_REPOSED]`` whether instance b of a crowd's wide
+    group was posed on its own (``alone``, returned); nothing for a (0,) ``state``."""
+    raise NotImplementedError("posed_alone runs inside compiled kernels only")
+
+
+@overload(posed_alone)
+def _posed_alone(state, b, alone):
+    if state.ndim != 2:
+        return lambda state, b, alone: False
+
+    def record(state, b, alone):
+        state[b, ST_REPOSED] = 1 if alone else 0
+        return alone
+    return record
 
 
 #: compile-time switch of :func:`update`'s blending (a module constant numba folds; False only in
@@ -651,7 +723,9 @@ def update(job, ik, dt, stages):
     ``ik``: an :class:`~skeletal.playback.jobs.IKJob` run between world matrices and palettes, or
     None (the IK branch is then pruned at compile time). Returns how many instances reported an
     event (loop, finished, marker) in the advance (:func:`single_action_update`: plus
-    :data:`NEEDS_BLEND` per instance left unposed)."""
+    :data:`NEEDS_BLEND` per instance left unposed). Between BLEND and WORLD, an instance with an
+    inertialized transition running gets its decaying offsets added to the pose (the job's
+    ``inert_*`` fields; :func:`~skeletal.playback.inertia_kernels.inertialize_instance`)."""
     clip_duration, marker_time, ist = field(job, "clip_duration"), field(job, "marker_time"), field(job, "ist")
     slot_clip, slot_layer, fs, clip_table = field(job, "slot_clip"), field(job, "slot_layer"), field(job, "fs"), field(job, "clip_table")
     layer_weight, snap_weight, base_unmasked = field(job, "layer_weight"), field(job, "snap_weight"), field(job, "base_unmasked")
@@ -683,6 +757,8 @@ def update(job, ik, dt, stages):
                 # the single-action variant has no blending compiled: the caller runs the full kernel
                 events += NEEDS_BLEND
                 continue
+        if stages & BLEND:
+            inertia_stage(b, tid, job, dt, pose)
         if stages & WORLD:
             w = worlds[b] if keep_world else scratch_world[tid]
             pb = pose[b]

@@ -37,10 +37,12 @@ from ..quat import near_slerp_table
 from .._compile import serial_variant
 from .._threads import capped_threads
 from . import kernels as K
-from .clipset import TK_INTERP, TK_PATH, ClipSet
+from .clipset import CL_SEGMENT_END, CL_SEGMENT_START, TK_INTERP, TK_PATH, ClipSet
 from .frame import Frame, FrameInput
+from .inertia_kernels import InertiaArrays
 from .jobs import entry, playback_job
 from . import coldstart as _coldstart, numpy_frame
+from .single_lanes import base_rows, pack_lerp_lanes, pack_rotation_lanes
 from .properties import PropertyStage
 
 
@@ -108,6 +110,7 @@ class Mixer:
     palettes = FrameInput[np.ndarray]()
     palette_joints = FrameInput[np.ndarray]()
     _ik = FrameInput[Any]()
+    _inertia = FrameInput[InertiaArrays]()
 
     def __init__(self, asset: Asset, count: int = 1, *, dtype: npt.DTypeLike = np.float64, events: bool = True):
         #: the compiled state of an update (:class:`~skeletal.playback.frame.Frame`), None until built
@@ -155,6 +158,7 @@ class Mixer:
         self._allocate_outputs()
         self._listeners: dict[str, list[Callable[[Event], None]]] = {}
         self._slerp_table_cache: tuple | None = None  # (clip set, version, near_slerp_table): see _slerp_table
+        self._single_lanes_cache: tuple | None = None  # (segments, slot clips, packed arrays): see _single_lanes
         self._event_slots: tuple | None = None  # see _collect_events
         self._pending: list[Event] = []
         # Objects with ``before_update(dt)`` (blend spaces, state machines, root motion) run first.
@@ -163,6 +167,9 @@ class Mixer:
         # the last update ran without its world pass: its only controller builds the world rows and palettes
         # (a Procedural's planned foot placement, see update)
         self._world_skipped = False
+        # the inertialized transitions' arrays (playback/inertia_kernels.py): none until the first
+        # inertialized switch (locomotion/mixer_hook.py makes them)
+        self._inertia = InertiaArrays(0, n)
         # Animated properties (KHR_animation_pointer, named curves): ``property_values`` (B, M), laid
         # out by asset.properties, sampled by a stage of their own (playback/properties.py).
         self._no_property_values = np.zeros((count, 0))
@@ -690,7 +697,7 @@ class Mixer:
             frame.call = entry(self._update_kernel(), frame.job, frame.ik, 0.0, K.ALL)
         if self.count == 1:
             r = frame.step(dt, stages)
-            return self._blend_from_now_on(r, stages) if r >= K.NEEDS_BLEND else r
+            return self._blend_from_now_on(r, stages, dt) if r >= K.NEEDS_BLEND else r
         with capped_threads():  # fewer threads while other processes keep the CPUs busy (_threads.busy_cap)
             return frame.step(dt, stages)
 
@@ -702,10 +709,11 @@ class Mixer:
             return K.update
         return serial_variant(K.update) if self._blends else K.single_action_update()
 
-    def _blend_from_now_on(self, r: int, stages: int) -> int:
+    def _blend_from_now_on(self, r: int, stages: int, dt: float = 0.0) -> int:
         """After the single-action kernel returned ``r`` >= NEEDS_BLEND (an instance needed blending and
         was left unposed): switch this mixer to the full kernel for good (compiling it once), run its
-        BLEND and WORLD stages of ``stages`` (the clocks have advanced), and return the event count."""
+        BLEND and WORLD stages of ``stages`` (the clocks have advanced by ``dt``; an inertialized
+        transition's stage, skipped with the pose, advances by it now), and return the event count."""
         self._blends = True
         if self._cold is False and _coldstart.resume(self):  # the kernel still compiling: numpy frames till then
             self.frame = None
@@ -713,14 +721,14 @@ class Mixer:
             return r % K.NEEDS_BLEND
         frame = self.current_frame()
         frame.call = entry(self._update_kernel(), frame.job, frame.ik, 0.0, K.ALL)
-        frame.step(0.0, stages & (K.BLEND | K.WORLD))
+        frame.step(float(dt), stages & (K.BLEND | K.WORLD))
         return r % K.NEEDS_BLEND
 
-    def _after_call(self, r: int) -> None:
-        """A whole update's compiled call returned ``r`` (not 0): the switch to blending when the
+    def _after_call(self, r: int, dt: float = 0.0) -> None:
+        """A whole update's compiled call by ``dt`` returned ``r`` (not 0): the switch to blending when the
         single-action kernel left an instance unposed, then the events, when any happened."""
         if r >= K.NEEDS_BLEND:
-            r = self._blend_from_now_on(r, K.ALL)
+            r = self._blend_from_now_on(r, K.ALL, dt)
         if r and self.collect_events:
             self._collect_events()
 
@@ -781,6 +789,7 @@ class Mixer:
             timeline_keys=cs.timeline_keys,
             times=cs.times, values=cs.values, base_pose=base_pose, base_morph=base_morph,
             clip_duration=cs.duration, marker_time=cs.marker_time, slerp_keys=self._slerp_table(),
+            **self._single_lanes(segments),
             slot_clip=self.slot_clip, slot_layer=self.slot_layer, fs=self.fs, ist=self.ist, cursors=self.cursors,
             layer_weight=self.layer_weight, layer_mask=self.layer_mask, layer_additive=self.layer_additive,
             base_unmasked=bool(self._base_unmasked),
@@ -788,8 +797,28 @@ class Mixer:
             rest=self.rig.rest, rest_morph=self.asset.rest_morph, morph_start=self.asset.morph_start,
             parents=self.rig.parents,
             acc=self._scratch, accm=self._scratch_morph, tmp=self._scratch_tmp, locs=self._scratch_locs,
-            pose=self.local_pose, morph=self.morph_weights, **self._world_fields(),
+            pose=self.local_pose, morph=self.morph_weights, **self._world_fields(), **self._inertia.fields(),
         )
+
+    def _single_lanes(self, segments: np.ndarray) -> dict:
+        """The single-action path's slerp and LINEAR vector segments packed eight tracks a vector
+        (:mod:`~skeletal.playback.single_lanes`) for the clips of this mixer's slots only (a copy of
+        their keys: a clip library costs nothing until its clips are played), made once per
+        ``segments`` table and set of slot clips; ``base_rows`` for every clip."""
+        clips = tuple(sorted({int(c) for c in self.slot_clip}))
+        cached = self._single_lanes_cache
+        if cached is None or cached[0] is not segments or cached[1] != clips:
+            cs = self.clipset
+            clip_table = self._clip_tables()[0]
+            played = np.zeros(len(segments), bool)
+            for c in clips:
+                played[clip_table[c, CL_SEGMENT_START]:clip_table[c, CL_SEGMENT_END]] = True
+            hot = K.hot_tracks(cs.track_table)
+            packed = pack_rotation_lanes(segments, cs.timeline_keys, hot, cs.values, self._slerp_table(), played)
+            packed.update(pack_lerp_lanes(segments, cs.timeline_keys, hot, cs.values, played))
+            packed.update(base_rows(clip_table, segments, cs.track_table, len(self.rig)))
+            cached = self._single_lanes_cache = (segments, clips, packed)
+        return cached[2]
 
     def _slerp_table(self) -> np.ndarray:
         """The clip set's ``slerp_keys`` with the near keys' flags (:func:`skeletal.quat.near_slerp_table`),

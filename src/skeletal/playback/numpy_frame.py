@@ -89,6 +89,8 @@ def covers(mixer: Any) -> bool:
         return False
     if bool(np.any(mixer.layer_additive)):
         return False
+    if mixer._inertia.count:  # an inertialized switch made the update kernel's stage: compiled only
+        return False
     return _plan(mixer).unique
 
 

@@ -185,7 +185,7 @@ class Player:
         self._parameters: dict = {}
         self._machines: list = []
         self._root_motion = None
-        self._palette_views = None  # (the mixer's palettes array, its instance-0 views per skin)
+        self._palette_views = None  # (the mixer's frame, its instance-0 palette views per skin)
 
     # -- actions -------------------------------------------------------------------------------
 
@@ -340,7 +340,7 @@ class Player:
             mixer.time += dt
             r = frame.call(frame.job, frame.ik, dt, _ALL)
             if r:  # events, or the single-action kernel met a blend
-                mixer._after_call(r)
+                mixer._after_call(r, dt)
             return
         mixer.update(dt)
 
@@ -388,10 +388,12 @@ class Player:
     def palettes(self) -> list[np.ndarray]:
         """One (J, 4, 4) palette per skin, the list the renderer takes (views into the mixer's
         :attr:`~skeletal.Mixer.palettes`, updated in place)."""
+        # Keyed on the mixer's frame: replacing ``mixer.palettes`` drops the frame (a frame input), and
+        # every frame built after is a new object; a plain attribute reads ~15 ns under the input's property.
         cached = self._palette_views
-        palettes = self.mixer.palettes
-        if cached is None or cached[0] is not palettes:
-            cached = self._palette_views = (palettes, [p[0] for p in self.mixer.skin_palettes])
+        frame = self.mixer.frame
+        if frame is None or cached is None or cached[0] is not frame:
+            cached = self._palette_views = (frame, [p[0] for p in self.mixer.skin_palettes])
         return [*cached[1]]  # a fresh list (the cached one stays the player's); [*] is 10 ns under list()
 
     def colliders(self) -> ColliderFrame:

@@ -27,8 +27,8 @@ Definable in code or from a JSON (or YAML, when PyYAML is installed) file::
     }
 
 A transition may add ``"blend": "inertialize"`` (or ``"inertialize_spring"``, ``"dead_blend"``) to
-switch to a clip state at once and fade out the difference from the old pose instead of
-crossfading (:mod:`skeletal.playback.locomotion.inertialize`).
+switch to the target state (a clip or a blend space) at once and fade out the difference from the
+old pose instead of crossfading (:mod:`skeletal.playback.locomotion.mixer_hook`).
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ class State:
 
     def enter(self, mixer: Mixer, layer: int, duration: float, rows: np.ndarray, blend: str = "linear") -> None:
         if self.blend is not None:
-            self.blend.play(fade=duration, instances=rows)
+            self.blend.play(fade=duration, instances=rows, blend=blend)
         else:
             mixer.crossfade(self.clip, duration, layer=layer, instances=rows, blend=blend, **self.play_options)
 
@@ -189,7 +189,7 @@ class StateMachine:
                        exit_time: float | None = None, blend: str = "linear") -> Transition:
         """A transition from ``source`` (or "*") to ``target`` when ``when`` holds (and/or at ``exit_time``),
         crossfading over ``duration``; ``blend`` as :meth:`skeletal.Mixer.crossfade`'s (an inertialized
-        switch: "inertialize", "inertialize_spring", "dead_blend"; clip states only)."""
+        switch: "inertialize", "inertialize_spring", "dead_blend")."""
         for name in (source, target):
             if name != "*" and name not in self.states:
                 raise StateMachineError(f"transition {source!r} -> {target!r}: no state {name!r}")
@@ -204,8 +204,6 @@ class StateMachine:
         if blend != "linear":
             if blend not in ("inertialize", "inertialize_spring", "dead_blend"):
                 raise StateMachineError(f"transition {source!r} -> {target!r}: unknown blend {blend!r}")
-            if self.states[target].blend is not None:
-                raise StateMachineError(f"transition {source!r} -> {target!r}: an inertialized blend needs a clip state")
         transition = Transition(source, target, condition, float(duration), exit_time, blend)
         self.transitions.append(transition)
         return transition

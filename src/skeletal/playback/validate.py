@@ -83,6 +83,7 @@ def validate_playback(f: dict) -> None:
     c.array("timeline_keys", ("timelines", 2), _INT)
     c.array("times", (None,), _FLOAT)
     c.array("values", (None,), _FLOAT)
+    _check_single_lanes(c, f, n)
     c.array("slot_clip", ("S",), _INT)
     c.indices("slot_clip", 0, len(f["clip_duration"]))
     c.array("fs", ("B", "S", None), dtype=np.float64)
@@ -111,6 +112,73 @@ def validate_playback(f: dict) -> None:
         c.array("worlds", ("B", "N", "R", 4))
     else:
         c.array("scratch_world", (None, "N", "R", 4), _FLOAT)
+    _inertia_fields(c)
+
+
+def _inertia_fields(c: _Checker) -> None:
+    """The inertialization stage's arrays: one row per instance, or none at all (``inert_state`` (0,): the
+    update kernel compiles no stage)."""
+    if isinstance(c.fields["inert_state"], np.ndarray) and c.fields["inert_state"].ndim == 1:
+        c.array("inert_state", (0,), dtype=np.int64)
+    else:
+        c.array("inert_state", (None, 4), dtype=np.int64)
+    state = c.fields["inert_state"]
+    rows = "B" if state.ndim == 2 else 0
+    nodes = "N" if state.ndim == 2 else None
+    if state.ndim == 2:
+        c.array("inert_state", (rows, 4))
+    c.array("inert_clock", (rows, 3), dtype=np.float64)
+    for name in ("inert_offset", "inert_velocity"):
+        c.array(name, (rows, nodes, 9), dtype=np.float64)
+    for name in ("inert_source", "inert_anchor"):
+        c.array(name, (rows, nodes, 10), dtype=np.float64)
+    c.array("inert_joints", (rows, nodes), dtype=np.int64)
+    width = 9 * c.sizes["N"] if state.ndim == 2 else None  # channel-major rows of every node
+    for name in ("inert_x", "inert_v"):
+        c.array(name, (rows, width), dtype=np.float64)
+    c.array("inert_scratch", ("T" if state.ndim == 2 else None, 2, width), dtype=np.float64)
+    if state.ndim == 2:
+        c.indices("inert_state", 0, 4, state[:, :2])
+        c.indices("inert_joints", 0, c.sizes["N"])
+        c.indices("inert_state", 0, c.sizes["N"] + 1, state[:, 3])
+
+
+def _check_single_lanes(c: _Checker, f: dict, n: int) -> None:
+    """The packed slerp and LERP3 segments (:mod:`skeletal.playback.single_lanes`): one row per segment, and
+    every packed segment's keys, intervals and pose offsets inside their arrays (the vector loads and
+    stores are not bounds-checked)."""
+    from .clipset import SEG_TIMELINE
+    from .single_lanes import LANES
+
+    segments = f["segments"]
+    values = c.array("lanes_values", (None,), dtype=np.float32)
+    coef = c.array("lanes_coef", (None,), dtype=np.float64)
+    outs = c.array("lanes_out", (None,), dtype=np.int64)
+    kinds = c.array("lanes_kind", (None,), dtype=np.int64)
+    seg = c.array("lanes_seg", (len(segments), 5), dtype=np.int64)
+    c.indices("lanes_out", 0, max(n * 10 - 3, 0))
+    for g in np.flatnonzero(seg[:, 4] >= 0):
+        at_v, at_c, at_o, at_k, width = (int(x) for x in seg[g])
+        intervals = int(f["timeline_keys"][segments[g, SEG_TIMELINE], 1]) - 1
+        if (width <= 0 or width % LANES or min(at_v, at_c, at_o, at_k) < 0 or at_v + intervals * 8 * width > len(values)
+                or at_c + intervals * 2 * width > len(coef) or at_o + intervals * width > len(outs)
+                or at_k + intervals * width // LANES > len(kinds)):
+            raise c.fail("lanes_seg", f"row {g} {seg[g].tolist()} does not fit the packed arrays")
+    rows = c.array("base_rows", (None,), dtype=np.int64)
+    c.indices("base_rows", 0, n)
+    starts = c.array("base_rows_start", (len(f["clip_duration"]) + 1,), dtype=np.int64)
+    if starts.size and (starts[0] != 0 or (np.diff(starts) < 0).any() or starts[-1] != len(rows)):
+        raise c.fail("base_rows_start", f"is not a run of offsets from 0 to {len(rows)}")
+    values = c.array("lerp_values", (None,), dtype=np.float32)
+    outs = c.array("lerp_out", (None,), dtype=np.int64)
+    seg = c.array("lerp_seg", (len(segments), 3), dtype=np.int64)
+    c.indices("lerp_out", 0, max(n * 10 - 2, 0))
+    for g in np.flatnonzero(seg[:, 2] >= 0):
+        at_v, at_o, width = (int(x) for x in seg[g])
+        keys = int(f["timeline_keys"][segments[g, SEG_TIMELINE], 1])
+        if width <= 0 or width % LANES or min(at_v, at_o) < 0 or at_v + keys * 3 * width > len(values) \
+                or at_o + width > len(outs):
+            raise c.fail("lerp_seg", f"row {g} {seg[g].tolist()} does not fit the packed arrays")
 
 
 def validate_ik(f: dict) -> None:

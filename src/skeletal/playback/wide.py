@@ -56,7 +56,7 @@ from ..anim.sampling import locate_key
 from .clipset import (CL_SEGMENT_END, CL_SEGMENT_START, CL_TIMELINE_END, CL_TIMELINE_START, SEG_CONSTANT, SEG_END,
                       SEG_FIRST, SEG_KIND, SEG_LERP3, SEG_NLERP, SEG_SLERP, SEG_TIMELINE, TK_OUT, TK_VALUE_START)
 from .jobs import field
-from .kernels import F_EFFECTIVE, F_SAMPLE, _advance_instance, _evaluate_instance
+from .kernels import F_EFFECTIVE, F_SAMPLE, _advance_instance, _evaluate_instance, in_transition, inertia_stage, posed_alone
 
 #: instances per group (SIMD lanes of float32: 16 = one 512-bit register)
 LANES = 16
@@ -790,7 +790,10 @@ def update_wide(job, ik, wide, dt, mode):
     :class:`~skeletal.playback.jobs.IKJob`, run between world rows and palettes (in the lanes by
     :func:`_ik_group` for a wide group), or None (the IK code is then pruned at compile time: a crowd
     without IK compiles none). Needs a job with one layer and no kept world matrices (the Crowd
-    checks). Returns how many instances reported an event.
+    checks). Returns how many instances reported an event. An instance in an inertialized transition
+    (the job's ``inert_state``) does not hold its group back: the group goes wide without it, and it
+    is posed on its own after (:func:`_pose_instance`, with the inertialization stage), over its
+    lane's results (``inert_state[b, ST_REPOSED]`` set: ``Crowd.local_pose`` keeps that pose).
 
     Where a wide group's local rows live: ``wide.store`` (full groups, N * 10 * LANES) float32, the
     crowd's lane store (``held`` (full groups, 1) int64, starting at -1: the clip whose constant rows
@@ -808,20 +811,19 @@ def update_wide(job, ik, wide, dt, mode):
     ``mode``: 0 an update (advance by ``dt``, then pose), 1 that rebuild of the rows, 2 pose without
     advancing (``Crowd.evaluate``: the clocks as they are; ``dt`` unused, no events)."""
     clip_duration, marker_time, ist = field(job, "clip_duration"), field(job, "marker_time"), field(job, "ist")
-    clip_table, fs, parents = field(job, "clip_table"), field(job, "fs"), field(job, "parents")
+    clip_table, fs = field(job, "clip_table"), field(job, "fs")
     slot_clip, slot_layer = field(job, "slot_clip"), field(job, "slot_layer")
     layer_weight, snap_weight, base_unmasked = field(job, "layer_weight"), field(job, "snap_weight"), field(job, "base_unmasked")
-    pose, morph, world_nodes, scratch_world = field(job, "pose"), field(job, "morph"), field(job, "world_nodes"), field(job, "scratch_world")
-    palette_joints, inverse_bind, palettes = field(job, "palette_joints"), field(job, "inverse_bind"), field(job, "palettes")
+    pose = field(job, "pose")
     lw, lt, held, held_t = wide.store, wide.rows, wide.held, wide.held_rows
     done, sample_t, group_clip, ik_rows = wide.done, wide.sample_t, wide.group_clip, wide.ik_rows
     wide_clip = wide.wide_clip
-    if ik is not None:
-        stage_i, stage_f, joints, jp = ik.stage_i, ik.stage_f, ik.joints, ik.jp
-        inputs, ik_update, ik_scratch, ik_pos = ik.inputs, ik.update, ik.scratch, ik.pos
     n = pose.shape[0]
     groups = (n + LANES - 1) // LANES
     keep = lw.shape[0] > 0
+    inert_state = field(job, "inert_state")
+    inertia = inert_state.shape[0] > 0  # inertialized transitions may run (the code is compiled only for a (B, 4) state)
+    stage_dt = dt if mode == 0 else 0.0
     events = 0
     if mode == 1:  # the last update's local rows of the wide groups, into the lane store
         for g in prange(done.shape[0]):
@@ -840,14 +842,7 @@ def update_wide(job, ik, wide, dt, mode):
                     events += 1
         s = -1
         if b1 - b0 == LANES and base_unmasked:
-            s = _single_slot(b0, fs, slot_layer, layer_weight, snap_weight)
-            if s >= 0 and wide_clip[slot_clip[s]]:
-                for b in range(b0 + 1, b1):
-                    if _single_slot(b, fs, slot_layer, layer_weight, snap_weight) != s:
-                        s = -1
-                        break
-            else:
-                s = -1
+            s = _group_slot(b0, fs, slot_layer, layer_weight, snap_weight, wide_clip, slot_clip, inert_state)
         if s >= 0:
             c = slot_clip[s]
             for b in range(b0, b1):
@@ -859,18 +854,52 @@ def update_wide(job, ik, wide, dt, mode):
             if ik is not None and not keep:
                 _ik_rows(ik.joints, ik_rows[g], rows, True)
             _put(done, g, 1)
+            if inertia:  # instances in an inertialized transition leave the lanes while it lasts
+                for b in range(b0, b1):
+                    if posed_alone(inert_state, b, in_transition(inert_state, b)):
+                        _pose_instance(b, tid, job, ik, stage_dt)
             continue
         if b1 - b0 == LANES:
             _put(done, g, 0)
         for b in range(b0, b1):
-            _evaluate_instance(b, tid, job, layer_weight, pose, morph)
-            w = scratch_world[tid]
-            world_subset_one(parents, world_nodes, pose[b], w)
-            if ik is not None:
-                solve_stages_at(pose[b], w, parents, stage_i, stage_f, joints, jp, inputs, b, ik_update, ik_scratch,
-                                ik_pos, tid)
-            palettes_one(w, palette_joints, inverse_bind, palettes[b])
+            if inertia:
+                posed_alone(inert_state, b, False)
+            _pose_instance(b, tid, job, ik, stage_dt)
     return events
+
+
+@njit(cache=True, forceinline=True)
+def _group_slot(b0, fs, slot_layer, layer_weight, snap_weight, wide_clip, slot_clip, inert_state):
+    """The slot every instance of the group b0 .. b0 + LANES - 1 plays alone, of a wide-able clip, leaving
+    out the instances in an inertialized transition (``inert_state``: posed on their own after the
+    group, recorded by ``posed_alone``); -1 when there is none."""
+    s = -1
+    for b in range(b0, b0 + LANES):
+        if in_transition(inert_state, b):
+            continue
+        own = _single_slot(b, fs, slot_layer, layer_weight, snap_weight)
+        if own < 0 or (s >= 0 and own != s):
+            return -1
+        s = own
+    if s >= 0 and not wide_clip[slot_clip[s]]:
+        return -1
+    return s
+
+
+@njit(cache=True)
+def _pose_instance(b, tid, job, ik, dt):
+    """Instance b posed on its own, as :func:`skeletal.playback.kernels.update` does: blending, the
+    inertialization stage (by ``dt`` seconds) when a transition runs, world rows, IK, palette."""
+    parents, world_nodes, pose, morph = field(job, "parents"), field(job, "world_nodes"), field(job, "pose"), field(job, "morph")
+    palette_joints, inverse_bind, palettes = field(job, "palette_joints"), field(job, "inverse_bind"), field(job, "palettes")
+    _evaluate_instance(b, tid, job, field(job, "layer_weight"), pose, morph)
+    inertia_stage(b, tid, job, dt, pose)
+    w = field(job, "scratch_world")[tid]
+    world_subset_one(parents, world_nodes, pose[b], w)
+    if ik is not None:
+        solve_stages_at(pose[b], w, parents, ik.stage_i, ik.stage_f, ik.joints, ik.jp, ik.inputs, b, ik.update,
+                        ik.scratch, ik.pos, tid)
+    palettes_one(w, palette_joints, inverse_bind, palettes[b])
 
 
 @njit(cache=True, forceinline=True)

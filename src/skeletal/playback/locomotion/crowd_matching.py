@@ -50,20 +50,6 @@ from .prediction import LN2, WARP_EASE, _spring_angle, _spring_velocity
 from .warping import Warping
 
 
-def _crowd_blend(crowd: Any) -> str:
-    """The switch a crowd supports: "dead_blend" where inertialized crossfades run on a Crowd, else
-    "linear"."""
-    from .mixer_hook import MixerInertialization
-
-    if "_inertialization" in crowd.__dict__:
-        return "dead_blend"
-    try:
-        MixerInertialization(crowd)  # the crowd's inertialization stage (its switches reuse it)
-    except (SkeletalError, TypeError):
-        return "linear"
-    return "dead_blend"
-
-
 def _to_frame(v: np.ndarray, yaw: np.ndarray) -> np.ndarray:
     """Vectors (n, ..., 3) turned by -yaw (n,) about +Y: into each instance's character frame."""
     c = np.cos(yaw).reshape((-1,) + (1,) * (v.ndim - 2))
@@ -77,8 +63,8 @@ class CrowdMotionMatching:
 
     Arguments as :class:`~skeletal.playback.locomotion.controller.MotionMatching`'s, plus ``stagger``
     (default True: instance i searches on the frames where ``(frame + i) % search_every == 0``;
-    False: all on the same frames). ``blend`` None: "dead_blend" where the crowd supports inertialized
-    crossfades, else "linear". Per instance: ``desired_velocity`` (N, 2), ``desired_facing`` (N,)
+    False: all on the same frames). ``blend`` None: "dead_blend", the Player controller's default (a
+    crowd runs inertialized crossfades in its update kernel like a Player). Per instance: ``desired_velocity`` (N, 2), ``desired_facing`` (N,)
     (NaN: face the desired velocity), ``position`` (N, 3), ``facing`` (N,), the springs' ``velocity``,
     ``acceleration`` (N, 2) and ``facing_rate`` (N,). Counts: ``searches`` (queries), ``search_calls``
     (batched calls), ``jumps``.
@@ -103,7 +89,7 @@ class CrowdMotionMatching:
         n = crowd.count
         self.count = n
         self.search_every = max(int(search_every), 1)
-        self.blend = _crowd_blend(crowd) if blend is None else str(blend)
+        self.blend = "dead_blend" if blend is None else str(blend)
         self.blend_time, self.margin = float(blend_time), float(margin)
         self.velocity_halflife, self.facing_halflife = float(velocity_halflife), float(facing_halflife)
         self.max_stride, self.max_angle = (lo, hi), math.radians(max_angle)

@@ -33,7 +33,7 @@ import numba
 import numpy as np
 
 from ...errors import SkeletalError
-from . import inertia_kernels as IK
+from .. import inertia_kernels as IK
 
 BLENDS = tuple(IK.BLEND_CODES)
 

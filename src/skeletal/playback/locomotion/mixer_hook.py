@@ -1,101 +1,90 @@
-"""Inertialized crossfades on a :class:`~skeletal.Mixer` (and so a :class:`~skeletal.Player`).
+"""Inertialized switches on a :class:`~skeletal.Mixer` (and so a :class:`~skeletal.Player`, a
+:class:`~skeletal.Crowd`, a state machine and a blend space).
 
 How it plugs into the frame (the only change to the mixer is two lines at the top of
 ``Mixer.crossfade``, which hand ``blend != "linear"`` to :func:`inertialized_crossfade`):
 
-1. the switch: the pose shown now and its velocity (kept by the stage) become the source; the layer
-   switches to the target clip at once (a crossfade of length 0: one clip sampled from now on) and
-   is evaluated; that pose is the target at the switch.
-2. every update while a transition runs: the mixer's compiled update runs as always (clocks, the one
-   clip's pose, world matrices, palettes); then this controller's ``after_update`` adds the decaying
-   offsets to ``local_pose`` in one compiled call
-   (:class:`~skeletal.playback.locomotion.inertialize.Inertializer`) and re-runs the update kernel's
-   WORLD stage (world rows, IK, palettes) on the changed pose. When every transition has ended the
-   controller takes itself off the mixer (a Player's update is its plain fast path again). The root-motion delta of a :class:`~skeletal.playback.rootmotion.RootMotion`
-   on the mixer gets the same treatment: the old velocity's excess fades out (smootherstep).
-
-The extra WORLD pass is the price of staying outside the kernels; fused into
-``playback.kernels.update`` (a stage between BLEND and WORLD reading the stage's arrays from the job)
-it disappears. A :class:`~skeletal.Crowd`'s wide path keeps its poses in SIMD lanes, so it is
-refused here for now.
+1. the switch (:func:`inertialized_switch`): the pose shown now and its velocity (the shown motion
+   one 60 Hz step ahead, transitions still running included, the switched instances alone:
+   :func:`_shown_ahead`) become the source; the change is made at once (``crossfade(clip, 0)``: one clip sampled from now on; a
+   blend space's weights jumped); the instances' rows of the mixer's
+   :class:`~skeletal.playback.inertia_kernels.InertiaArrays` are set (mode, PENDING, source, its
+   velocity, blend time) and the mixer is evaluated: the update kernel samples the target, keeps it
+   as the anchor and shows the source.
+2. every update: the update kernel's inertialization stage, between blending and world rows, adds
+   the decaying offsets to the just-sampled pose of the instances in a transition
+   (:func:`~skeletal.playback.inertia_kernels.inertialize_instance`); nothing runs in Python, so a
+   Player's update stays its one compiled call. A Crowd's wide path poses an instance in a
+   transition on its own while it lasts (:func:`skeletal.playback.wide.update_wide`).
+3. root motion: with a :class:`~skeletal.playback.rootmotion.RootMotion` on the mixer, a controller
+   (:class:`RootInertialization`, on the mixer only while a root transition runs) makes the old
+   root velocity's excess fade out (smootherstep), so the character does not slide or jump.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
+from numba import njit
 
 from ...errors import SkeletalError
 from .. import kernels as K
-from .inertia_kernels import C_KEPT
-from .inertialize import BLENDS, Inertializer, pose_velocity
+from ..jobs import field
+from ..inertia_kernels import (BLEND_CODES, K_DURATION, K_ELAPSED, K_HALFLIFE, PENDING, SPRING, ST_MODE, ST_PHASE,
+                               ST_REPOSED, InertiaArrays)
+from .inertialize import BLENDS, pose_velocity
 
 # The mixer, its crowd and root motion are not imported here (the mixer imports this module: no cycle);
 # ``mixer`` below is a skeletal.Mixer (or Player's mixer), found by what it has.
 
 
-class MixerInertialization:
-    """The mixer controller that applies an :class:`Inertializer` to a mixer's ``local_pose`` after
-    each update (made by the first :func:`inertialized_crossfade` on a mixer; ``mixer._inertialization``)."""
+class RootInertialization:
+    """The mixer controller that fades a switched instance's old root-motion velocity into the new one
+    (made by the first inertialized switch on a mixer with root motion; ``mixer._root_inertialization``;
+    on the mixer's controllers only while a root transition runs)."""
 
     def __init__(self, mixer: Any):
-        if hasattr(mixer, "_wide_ok"):  # a Crowd: its wide path keeps the poses in SIMD lanes
-            raise SkeletalError("inertialized crossfades are not available on a Crowd yet (use blend='linear')")
         self.mixer = mixer
-        self.stage = Inertializer(mixer.count, len(mixer.rig))
         self.root_velocity = np.zeros((mixer.count, 3))  # shown (dx, dz, dyaw) per second
         self.root_offset = np.zeros((mixer.count, 3))  # old minus new root velocity at the switch
         self.root_clock = np.zeros((mixer.count, 2))  # elapsed, duration (0: no root transition)
         self.root_pending = np.zeros(mixer.count, np.bool_)
-        self.frames_posed = 0  # updates whose pose this stage changed (for measurements)
-        mixer.__dict__["_inertialization"] = self  # (not through __setattr__: no job depends on it)
+        self.tracked = False  # root_velocity holds the shown velocity (an update ran since attaching)
+        mixer.__dict__["_root_inertialization"] = self  # (not through __setattr__: no job depends on it)
 
     def before_update(self, dt: float) -> None:
         pass
 
     def after_update(self, dt: float) -> None:
-        mixer = self.mixer
-        changed = self.stage.apply(mixer.local_pose, dt)
-        if changed:
-            self.frames_posed += 1
-            mixer._run(0.0, K.WORLD)
-        self._root_motion(dt)
-        if not changed and not self.stage.running.any() and not self.root_pending.any() and not self.root_clock[:, 1].any():
-            # every transition has ended: off the mixer until the next switch (its plain, fast update
-            # again); the next switch finds the velocity by looking ahead (shown pose = mixer pose then)
-            self.stage.clock[:, C_KEPT] = 0.0
-            mixer.controllers = [c for c in mixer.controllers if c is not self]  # a new list: the mixer may be iterating the old one
-
-    def _root_motion(self, dt: float) -> None:
         root = _root_motion_of(self.mixer)
-        if root is None or dt <= 0:
-            return
-        delta = root.delta
-        pending = self.root_pending
-        if pending.any():
-            self.root_offset[pending] = self.root_velocity[pending] - delta[pending] / dt
-            pending[:] = False
-        active = self.root_clock[:, 1] > 0
-        if active.any():
-            clock = self.root_clock
-            clock[active, 0] += dt
-            u = np.minimum(clock[:, 0] / np.where(active, clock[:, 1], 1.0), 1.0)
-            keep = np.where(active, 1.0 - u * u * u * (10.0 - 15.0 * u + 6.0 * u * u), 0.0)  # 1 - smootherstep
-            delta += self.root_offset * (keep * dt)[:, None]
-            clock[u >= 1.0] = 0.0
-        self.root_velocity[:] = delta / dt
+        if root is not None and dt > 0:
+            delta = root.delta
+            pending = self.root_pending
+            if pending.any():
+                self.root_offset[pending] = self.root_velocity[pending] - delta[pending] / dt
+                pending[:] = False
+            active = self.root_clock[:, 1] > 0
+            if active.any():
+                clock = self.root_clock
+                clock[active, 0] += dt
+                u = np.minimum(clock[:, 0] / np.where(active, clock[:, 1], 1.0), 1.0)
+                keep = np.where(active, 1.0 - u * u * u * (10.0 - 15.0 * u + 6.0 * u * u), 0.0)  # 1 - smootherstep
+                delta += self.root_offset * (keep * dt)[:, None]
+                clock[u >= 1.0] = 0.0
+            self.root_velocity[:] = delta / dt
+            self.tracked = True
+        if root is None or not (self.root_pending.any() or self.root_clock[:, 1].any()):
+            # every root transition has ended: off the mixer until the next switch; the next one finds the
+            # old velocity by looking ahead
+            self.tracked = False
+            self.mixer.controllers = [c for c in self.mixer.controllers if c is not self]  # a new list: the mixer may be iterating the old one
 
-    def switch(self, rows: np.ndarray, source: np.ndarray, velocity: np.ndarray, duration: float, blend: str,
-               options: dict) -> None:
-        """After the mixer switched the selected instances: the target is the pose it shows now."""
-        self.stage.switch(self.mixer.local_pose[rows], duration, blend=blend, source=source, source_velocity=velocity,
-                          instances=rows, **options)
-        self.stage.apply(self.mixer.local_pose, 0.0)  # the switch's moment: the source pose again
-        self.mixer._run(0.0, K.WORLD)
-        if _root_motion_of(self.mixer) is not None:
-            self.root_pending[rows] = True
-            self.root_clock[rows] = (0.0, duration)
+    def switch(self, rows: np.ndarray, velocity: np.ndarray, duration: float) -> None:
+        """The selected instances switched; ``velocity`` (n, 3) their root velocity before."""
+        self.root_velocity[rows] = velocity
+        self.root_pending[rows] = True
+        self.root_clock[rows] = (0.0, duration)
         # last (after root motion, which sets the delta this adjusts), in a new list: a controller (a
         # state machine) may be switching from inside the mixer's loop over the old one
         self.mixer.controllers = [c for c in self.mixer.controllers if c is not self] + [self]
@@ -110,6 +99,56 @@ def _root_motion_of(mixer: Any) -> Any:
     return None
 
 
+def _check(blend: str, extrapolation_halflife: float) -> None:
+    if blend not in BLENDS:
+        raise SkeletalError(f"blend {blend!r} is not one of ('linear', {', '.join(map(repr, BLENDS))})")
+    if not (extrapolation_halflife > 0 and np.isfinite(extrapolation_halflife)):
+        raise SkeletalError(f"extrapolation_halflife must be a positive number, got {extrapolation_halflife}")
+
+
+def inertialized_switch(mixer: Any, rows: np.ndarray, duration: float, blend: str, change: Callable[[], Any], *,
+                        extrapolation_halflife: float = 0.1) -> Any:
+    """Make ``change()`` (a change of what the selected instances ``rows`` (n,) play, made at once: a
+    crossfade of length 0, a blend space's new weights) an inertialized switch: the difference from
+    the pose and velocity shown before fades out over ``duration`` seconds, the way ``blend`` says
+    ("inertialize": Bollo's quintic; "inertialize_spring": a critically damped spring of halflife
+    ``duration / 5``; "dead_blend": the old pose carried on by its velocity, halving every
+    ``extrapolation_halflife`` seconds, blended out by a smoothstep). Returns what ``change`` returned.
+
+    >>> inertialized_switch(mixer, np.array([0, 3]), 0.3, "inertialize",
+    ...                     lambda: mixer.crossfade("run", 0.0, instances=[0, 3]))   # doctest: +SKIP
+    """
+    _check(blend, extrapolation_halflife)
+    if not (duration > 0 and np.isfinite(duration)):
+        raise SkeletalError(f"an inertialized switch needs a positive, finite duration, got {duration}")
+    if mixer._inertia.count == 0:
+        mixer._inertia = InertiaArrays(mixer.count, len(mixer.rig))  # (a frame input: the next call rebuilds the job)
+    rows = np.atleast_1d(np.asarray(rows)).astype(np.int64)
+    source = np.asarray(mixer.local_pose[rows], np.float64)  # the pose shown now (a copy)
+    velocity, root_velocity = _velocity_ahead(mixer, rows)
+    root = _root_motion_of(mixer)
+    hook = mixer.__dict__.get("_root_inertialization")
+    if root is not None and hook is not None and hook in mixer.controllers and hook.tracked:
+        root_velocity = hook.root_velocity[rows]  # a root transition is running: the velocity it shows
+    result = change()
+    arrays = mixer._inertia
+    code = BLEND_CODES[blend]
+    arrays.state[rows, ST_MODE] = code
+    arrays.state[rows, ST_PHASE] = PENDING
+    arrays.state[rows, ST_REPOSED] = 0
+    arrays.clock[rows, K_ELAPSED] = 0.0
+    arrays.clock[rows, K_DURATION] = 2.0 * duration if code == SPRING else duration
+    arrays.clock[rows, K_HALFLIFE] = extrapolation_halflife
+    arrays.source[rows] = source
+    arrays.velocity[rows] = velocity
+    mixer.evaluate()  # the update kernel: the target sampled now becomes the anchor; the source is shown
+    if root is not None:
+        if hook is None:
+            hook = RootInertialization(mixer)
+        hook.switch(rows, root_velocity, float(duration))
+    return result
+
+
 def inertialized_crossfade(mixer: Any, clip: Any, duration: float, blend: str, *, layer: int = 0,
                            sync: bool = False, instances: Any = None,
                            extrapolation_halflife: float = 0.1, **play_options: Any) -> int:
@@ -119,49 +158,75 @@ def inertialized_crossfade(mixer: Any, clip: Any, duration: float, blend: str, *
 
     >>> player.crossfade("run", 0.3, blend="inertialize")        # doctest: +SKIP
     """
-    if blend not in BLENDS:
-        raise SkeletalError(f"blend {blend!r} is not one of ('linear', {', '.join(map(repr, BLENDS))})")
+    _check(blend, extrapolation_halflife)
     if not (duration > 0):
         return mixer.crossfade(clip, 0.0, layer=layer, sync=sync, instances=instances, **play_options)
     if play_options.pop("warp", False) or play_options.pop("snapshot", False):
         raise SkeletalError("warp and snapshot are linear-crossfade options; an inertialized switch has no fade to warp")
-    hook = mixer.__dict__.get("_inertialization")
-    if hook is None:
-        hook = MixerInertialization(mixer)
     rows = np.arange(mixer.count)[slice(None) if instances is None else instances]
-    rows = np.atleast_1d(rows).astype(np.int64)
-    source, velocity = hook.stage.shown(rows)
-    unknown = hook.stage.clock[rows, C_KEPT] < 2  # fewer than two shown poses kept (a new stage)
-    if unknown.any():
-        source[unknown] = mixer.local_pose[rows[unknown]]
-        velocity[unknown], root_velocity = _velocity_ahead(mixer, rows[unknown])
-        if root_velocity is not None:
-            hook.root_velocity[rows[unknown]] = root_velocity
-    slot = mixer.crossfade(clip, 0.0, layer=layer, sync=sync, instances=instances, **play_options)
-    mixer.evaluate()
-    hook.switch(rows, source, velocity, float(duration), blend, {"extrapolation_halflife": extrapolation_halflife})
-    return slot
+    return inertialized_switch(
+        mixer, rows, float(duration), blend,
+        lambda: mixer.crossfade(clip, 0.0, layer=layer, sync=sync, instances=instances, **play_options),
+        extrapolation_halflife=extrapolation_halflife)
 
 
 def _velocity_ahead(mixer: Any, rows: np.ndarray, step: float = 1.0 / 60.0) -> tuple[np.ndarray, np.ndarray | None]:
-    """The velocity (n, J, 9) of the mixer's current motion for instances ``rows``: its pose ``step``
-    seconds ahead (the update kernel's ADVANCE and BLEND stages) minus its pose now, the clocks, fades
-    and event fields put back after (used when no earlier shown pose was kept); and the root-motion
-    velocity (n, 3) of a RootMotion on the mixer over the same step (None without one). A step of one
-    60 Hz frame: the first frame after the switch then moves as the old motion would have (a clip
-    keyed at 30 Hz changes velocity at its keys; an instantaneous velocity would carry the key's
-    step on)."""
-    saved = (mixer.fs.copy(), mixer.ist.copy(), mixer.cursors.copy())
-    now = mixer.local_pose[rows].copy()
-    mixer._run(step, K.ADVANCE | K.BLEND)
-    ahead = mixer.local_pose[rows].copy()
+    """The velocity (n, J, 9) of the motion the mixer shows for instances ``rows``: its pose ``step``
+    seconds ahead (the update kernel's clock, blend and inertialization stages) minus its pose now, and
+    the root-motion velocity (n, 3) of a RootMotion on the mixer over the same step (None without
+    one). Without root motion, :func:`_shown_ahead` poses only those instances ahead and puts their
+    state back (the other instances and every output untouched; a crowd's per-instance kernel is not
+    needed); with it, the update kernel's ADVANCE and BLEND stages run on the whole mixer, the root
+    motion reads the step, and everything is put back. A step of one 60 Hz frame: the first frame
+    after the switch then moves as the old motion would have (a clip keyed at 30 Hz changes velocity
+    at its keys; an instantaneous velocity would carry the key's step on)."""
+    now = np.asarray(mixer.local_pose[rows], np.float64)
     root = _root_motion_of(mixer)
-    root_velocity = None
-    if root is not None:
-        delta = root.delta.copy()
-        root.after_update(step)
-        root_velocity = root.delta[rows] / step
-        root.delta = delta
-    mixer.fs[...], mixer.ist[...], mixer.cursors[...] = saved
+    if root is None:
+        ahead = np.empty_like(now)
+        _shown_ahead(mixer.current_frame().job, rows, float(step), ahead)
+        return pose_velocity(now, ahead, step), None
+    arrays = mixer._inertia
+    kept = (mixer.fs.copy(), mixer.ist.copy(), mixer.cursors.copy(), arrays.state.copy(), arrays.clock.copy(),
+            arrays.offset.copy(), arrays.velocity.copy(), arrays.anchor.copy(), arrays.joints.copy(), arrays.x.copy(),
+            arrays.v.copy())
+    mixer._run(step, K.ADVANCE | K.BLEND)
+    ahead = np.asarray(mixer.local_pose[rows], np.float64)
+    delta = root.delta.copy()
+    root.after_update(step)
+    root_velocity = root.delta[rows] / step
+    root.delta = delta
+    (mixer.fs[...], mixer.ist[...], mixer.cursors[...], arrays.state[...], arrays.clock[...], arrays.offset[...],
+     arrays.velocity[...], arrays.anchor[...], arrays.joints[...], arrays.x[...], arrays.v[...]) = kept
     mixer._run(0.0, K.BLEND | K.WORLD)
     return pose_velocity(now, ahead, step), root_velocity
+
+
+@njit(cache=True)
+def _shown_ahead(job, rows, step, ahead):
+    """The pose (n, N, 10) of instances ``rows`` (n,) ``step`` seconds ahead, into ``ahead``: each one's
+    clocks advanced, its actions blended and its running transition's offsets added, as the update
+    kernel would (:func:`skeletal.playback.kernels._evaluate_instance`,
+    :func:`~skeletal.playback.kernels.inertia_stage`), then its clocks, pose, morph weights and
+    transition put back as they were. Serial, on the job's scratch row 0; needs the job's
+    inertialization rows (the mixer's ``InertiaArrays`` made)."""
+    fs, ist, cursors = field(job, "fs"), field(job, "ist"), field(job, "cursors")
+    pose, morph, layer_weight = field(job, "pose"), field(job, "morph"), field(job, "layer_weight")
+    slot_clip, clip_table = field(job, "slot_clip"), field(job, "clip_table")
+    clip_duration, marker_time = field(job, "clip_duration"), field(job, "marker_time")
+    state, clock, offset = field(job, "inert_state"), field(job, "inert_clock"), field(job, "inert_offset")
+    x, v, joints, anchor = field(job, "inert_x"), field(job, "inert_v"), field(job, "inert_joints"), field(job, "inert_anchor")
+    for i in range(rows.shape[0]):
+        b = rows[i]
+        kept_fs, kept_ist, kept_cursors, kept_pose, kept_morph = fs[b].copy(), ist[b].copy(), cursors[b].copy(), pose[b].copy(), morph[b].copy()
+        kept_state, kept_clock, kept_offset = state[b].copy(), clock[b].copy(), offset[b].copy()
+        kept_x, kept_v, kept_joints, kept_anchor = x[b].copy(), v[b].copy(), joints[b].copy(), anchor[b].copy()
+        K._advance_instance(b, step, fs, ist, slot_clip, clip_table, clip_duration, marker_time)
+        K._evaluate_instance(b, 0, job, layer_weight, pose, morph)
+        K.inertia_stage(b, 0, job, step, pose)
+        for n in range(pose.shape[1]):
+            for c in range(10):
+                ahead[i, n, c] = pose[b, n, c]
+        fs[b], ist[b], cursors[b], pose[b], morph[b] = kept_fs, kept_ist, kept_cursors, kept_pose, kept_morph
+        state[b], clock[b], offset[b] = kept_state, kept_clock, kept_offset
+        x[b], v[b], joints[b], anchor[b] = kept_x, kept_v, kept_joints, kept_anchor

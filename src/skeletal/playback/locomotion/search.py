@@ -1,4 +1,4 @@
-"""Nearest-frame search in a motion-matching database: brute force and bounding boxes, batched.
+"""Nearest-frame search in a motion-matching database: brute force and a tree of boxes, batched.
 
 Both searches take N queries (N, D) against F database rows (F, D) (float32, normalised and weighted:
 :class:`~skeletal.playback.locomotion.database.MatchingDatabase`) and return, per query, the row with
@@ -6,20 +6,33 @@ the smallest squared distance, the first such row on ties, and that distance. On
 runs every query, in parallel over queries (numba's threads, capped like the crowd's while other
 processes keep the CPUs busy: :mod:`skeletal._threads`).
 
-The accelerated search builds on D. Holden's Motion-Matching ``database.h`` scheme (the per-column
-minimum and maximum of every run of :data:`SMALL` consecutive rows and of every run of :data:`LARGE`),
-with a third level over runs of :data:`TOP` rows, all over the rows put in k-d order first
-(:func:`kd_order`: recursive median splits), so that a run holds near rows, not 1 s of one clip
-(whose feet sweep the whole stride). It computes every top box's distance bound and opens the top
-boxes nearest first until the next one's bound is above the best distance found; in each, the
-nearest large box first, then every large box whose bound is not above the best so far, skipping
-small boxes the same way; a row's distance stops adding up once it passes the best. A hint per query
-(a row that is probably near, such as the frame playing) starts the best distance at its own, so
-that far boxes are never opened. It returns the **same row** as brute force, bit for bit: every distance
-is summed over the columns in the same order and in the same precision, a box's bound is such a sum
-of terms no larger than any of its rows' (rounding is monotonic), so a skipped box holds no row as
-near as the best, and equal distances go to the lower row index, which is the one brute force meets
-first.
+The accelerated search (:func:`box_search`) grows out of D. Holden's Motion-Matching ``database.h``
+(per-column bounds of runs of consecutive rows, skipped when their bound is above the best distance
+so far), with three changes:
+
+* **principal axes**: the boxes are taken in the rows' principal-component frame (``basis`` (D, D),
+  an orthonormal rotation about ``center``, axes in decreasing order of variance), where the
+  correlated columns of a feature vector (a trajectory's 20-, 40- and 60-frame points, a foot's
+  position and velocity) no longer blow an axis-aligned box up. A rotation keeps distances, so the
+  distance to a box there is a lower bound of the distance to every row in it;
+* **a whole tree**: the rows are put in k-d order (:func:`tree_order`) and cut into blocks of
+  :data:`WIDTH` (16) consecutive rows; every run of 16 blocks has a node, every run of 16 such nodes
+  a node above, and so on up to one root. The search goes depth first from the root, opening a
+  node's children nearest first and skipping every child whose box is farther than the best
+  distance found;
+* **16 at once**: a node's 16 children's bounds, and a block's 16 rows' distances, are each one loop
+  over the columns with the 16 lanes inside (the boxes and rows stored column by column), which the
+  compiler turns into vector instructions.
+
+A hint per query (a row that is probably near, such as the frame playing) starts the best distance
+at its own, so that far nodes are never opened.
+
+It returns the **same row** as brute force, bit for bit: a row's distance is summed over the
+original columns in the same order and precision (float32) as brute force sums it (16 rows side by
+side change nothing in each row's additions), equal distances go to the lower row index (the one
+brute force meets first), and a node is skipped only when its bound (float32, in the rotated frame,
+boxes rounded outward) is above the best distance by more than every rounding error of the rotation
+and of the float32 sums can explain (:data:`RELATIVE_SLACK`, :data:`ABSOLUTE_SLACK`).
 
 >>> import numpy as np
 >>> rows = np.random.default_rng(0).normal(size=(1000, 8)).astype(np.float32)
@@ -33,84 +46,142 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import numba
 import numpy as np
 from numba import njit, prange
 
 from ..._threads import capped_threads
 from ...errors import SkeletalError
 
-SMALL = 16  # rows per small box
-LARGE = 64  # rows per large box (a multiple of SMALL)
-TOP = 2048  # rows per top box (a multiple of LARGE)
+WIDTH = 16  # rows per block and children per node (one AVX-512 register of float32)
+#: A node is skipped when its bound exceeds ``best * RELATIVE_SLACK + ABSOLUTE_SLACK * M**2`` (M: the
+#: largest magnitude of a rotated coordinate of the rows or the query). Bounds are float32 sums over
+#: the query's rotated coordinates rounded to float32 (each gap off by at most ~3 float32 roundings of
+#: M) and a row's float32 distance is within ~30 float32 roundings (2e-6) of the exact one; the slacks
+#: cover both with a wide margin and cost no pruning worth measuring.
+RELATIVE_SLACK = 1.0005
+ABSOLUTE_SLACK = 1e-7
+_STACK = 512  # depth-first stack per query: at most 16 entries per level
 
 
 class Boxes(NamedTuple):
-    """The search structure of some rows: ``order`` (F,) the rows' indices in k-d order, ``rows``
-    (F, D) the rows in that order, and the per-column bounds (B, D) of every run of SMALL and of
-    LARGE consecutive rows in it; ``position`` the inverse of ``order``; the bounds of every run of
-    :data:`TOP` rows."""
+    """The search structure of some rows (see the module docstring). ``order`` (F,) the rows' indices
+    in tree order; the rows in blocks of :data:`WIDTH` consecutive rows of that order (L blocks):
+    ``blocks`` (L, D, WIDTH) float32 column by column (padded with zeros), ``block_rows`` (L, WIDTH)
+    their indices (-1: padding), ``block_size`` (L,) how many; ``center`` (D,) and ``basis`` (D, D)
+    float64 the principal frame (``(row - center) @ basis``: a row's rotated coordinates); the nodes,
+    level by level from the blocks' parents (level 1) up to the root, each with up to WIDTH
+    children (node n of level k: nodes WIDTH n .. WIDTH n + WIDTH - 1 of level k - 1, blocks for
+    k = 1): ``lo``/``hi`` (G, D, WIDTH) float32 the children's boxes in rotated coordinates (rounded
+    outward), ``level_first`` (K + 1,) where each level's nodes start in them (level k at
+    ``level_first[k - 1]``; the last entry: G), ``level_count`` (K + 1,) how many blocks (entry 0) and
+    nodes (entry k) each level has; ``magnitude`` (1,) the largest rotated coordinate of a row."""
 
     order: np.ndarray
-    rows: np.ndarray
-    small_min: np.ndarray
-    small_max: np.ndarray
-    large_min: np.ndarray
-    large_max: np.ndarray
-    position: np.ndarray  # (F,) each original row's place in ``order`` (its inverse)
-    top_min: np.ndarray
-    top_max: np.ndarray
+    blocks: np.ndarray
+    block_rows: np.ndarray
+    block_size: np.ndarray
+    center: np.ndarray
+    basis: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    level_first: np.ndarray
+    level_count: np.ndarray
+    magnitude: np.ndarray
 
 
-def kd_order(rows: np.ndarray) -> np.ndarray:
-    """A permutation (F,) of the rows that puts near rows next to each other: the rows are split in
-    two at the median of the column they vary most along, again and again, down to runs of
-    :data:`SMALL`; splits fall on multiples of :data:`TOP` (LARGE, SMALL for shorter runs), so every
-    run of TOP (LARGE, SMALL) consecutive rows of the order is one subtree (a box around near rows)."""
-    F = len(rows)
+def principal_frame(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(center (D,), basis (D, D))`` float64: the rows' mean and their principal axes (orthonormal
+    columns of ``basis``, largest variance first): ``(row - center) @ basis`` are a row's coordinates
+    along them."""
+    x = rows.astype(np.float64)
+    D = x.shape[1]
+    center = x.mean(axis=0) if len(x) else np.zeros(D)
+    if len(x) < 2 or D == 0:
+        return center, np.eye(D)
+    centered = x - center
+    _, vectors = np.linalg.eigh(centered.T @ centered)
+    return center, np.ascontiguousarray(vectors[:, ::-1])
+
+
+def tree_order(rotated: np.ndarray) -> np.ndarray:
+    """A permutation (F,) of the rows ``rotated`` (F, D) that makes every aligned run of
+    ``WIDTH * 2**k`` rows a subtree of a k-d tree: a run of n rows is split along the axis the rows
+    vary most along, the lowest ``u`` rows first, where ``u`` is the largest ``WIDTH * 2**k`` below n
+    (the median when n is twice such a unit), down to runs of WIDTH."""
+    F = len(rotated)
     order = np.arange(F)
     stack = [(0, F)]
     while stack:
         a, b = stack.pop()
         n = b - a
-        if n <= SMALL:
+        if n <= WIDTH:
             continue
-        unit = TOP if n > 2 * TOP else LARGE if n > 2 * LARGE else SMALL
-        half = -(-(n // 2) // unit) * unit
-        if half >= n:
-            half = n - unit if n > unit else n // 2
+        unit = WIDTH
+        while 2 * unit < n:
+            unit *= 2
         idx = order[a:b]
-        sub = rows[idx]
-        column = int(np.argmax(sub.var(axis=0)))
-        order[a:b] = idx[np.argpartition(sub[:, column], half - 1)]
-        stack.append((a, a + half))
-        stack.append((a + half, b))
+        sub = rotated[idx]
+        axis = int(np.argmax(sub.var(axis=0)))
+        order[a:b] = idx[np.argpartition(sub[:, axis], unit - 1)]
+        stack += [(a, a + unit), (a + unit, b)]
     return order
 
 
+def _runs(values: np.ndarray, reduce) -> np.ndarray:
+    """``reduce`` (np.minimum or np.maximum) over runs of WIDTH rows of ``values`` (n, D) (the last
+    run may be shorter)."""
+    count = -(-len(values) // WIDTH)
+    padded = np.concatenate([values, np.repeat(values[-1:], count * WIDTH - len(values), axis=0)])
+    return reduce.reduce(padded.reshape(count, WIDTH, values.shape[1]), axis=1)
+
+
+def _children(boxes: np.ndarray) -> np.ndarray:
+    """Boxes (n, D) as the children of their parents, WIDTH each: (ceil(n / WIDTH), D, WIDTH), the
+    missing ones +inf."""
+    count = -(-len(boxes) // WIDTH)
+    out = np.full((count * WIDTH, boxes.shape[1]), np.inf, np.float32)
+    out[: len(boxes)] = boxes
+    return np.ascontiguousarray(out.reshape(count, WIDTH, boxes.shape[1]).transpose(0, 2, 1))
+
+
 def build_boxes(rows: np.ndarray) -> Boxes:
-    """The search structure of ``rows`` (F, D) float32: :func:`kd_order`, the rows in it, and the
-    boxes of its runs (the last runs may be shorter)."""
+    """The search structure of ``rows`` (F, D) float32 (finite): the principal frame, the tree order
+    in it, the blocks and the nodes' boxes."""
     rows = _rows(rows)
+    if not np.isfinite(rows).all():
+        raise SkeletalError("database rows must be finite numbers")
     F, D = rows.shape
-    if F == 0:
-        empty = np.zeros((0, D), np.float32)
-        return Boxes(np.zeros(0, np.int64), empty, empty, empty, empty, empty, np.zeros(0, np.int64), empty, empty)
-    order = kd_order(rows).astype(np.int64)
-    ordered = np.ascontiguousarray(rows[order])
-
-    def bounds(size: int) -> tuple[np.ndarray, np.ndarray]:
-        count = -(-F // size)
-        pad = count * size - F
-        lo = np.concatenate([ordered, np.repeat(ordered[-1:], pad, axis=0)]).reshape(count, size, D)
-        return np.ascontiguousarray(lo.min(axis=1)), np.ascontiguousarray(lo.max(axis=1))
-
-    small_min, small_max = bounds(SMALL)
-    large_min, large_max = bounds(LARGE)
-    top_min, top_max = bounds(TOP)
-    position = np.empty(F, np.int64)
-    position[order] = np.arange(F)
-    return Boxes(order, ordered, small_min, small_max, large_min, large_max, position, top_min, top_max)
+    center, basis = principal_frame(rows)
+    rotated = (rows.astype(np.float64) - center) @ basis
+    order = tree_order(rotated)
+    rotated = rotated[order]
+    count = -(-F // WIDTH)
+    block_size = np.minimum(F - WIDTH * np.arange(count), WIDTH).astype(np.int64)
+    padded = np.zeros((count * WIDTH, D), np.float32)
+    padded[:F] = rows[order]
+    blocks = np.ascontiguousarray(padded.reshape(count, WIDTH, D).transpose(0, 2, 1))
+    block_rows = np.full(count * WIDTH, -1, np.int64)
+    block_rows[:F] = order
+    block_rows = block_rows.reshape(count, WIDTH)
+    # the boxes (float64) of the blocks, then of runs of WIDTH of them, ... up to one; kept as float32
+    # rounded outward
+    lo_levels, hi_levels, counts = [], [], [count]
+    lo = _runs(rotated, np.minimum) if F else np.zeros((0, D))
+    hi = _runs(rotated, np.maximum) if F else np.zeros((0, D))
+    while True:
+        low, high = lo.astype(np.float32), hi.astype(np.float32)
+        low = np.where(low > lo, np.nextafter(low, np.float32(-np.inf)), low)
+        high = np.where(high < hi, np.nextafter(high, np.float32(np.inf)), high)
+        lo_levels.append(_children(low))
+        hi_levels.append(_children(high))
+        counts.append(len(lo_levels[-1]))
+        if counts[-1] <= 1:
+            break
+        lo, hi = _runs(lo, np.minimum), _runs(hi, np.maximum)
+    first = np.concatenate([[0], np.cumsum([len(x) for x in lo_levels])]).astype(np.int64)
+    magnitude = np.array([np.abs(rotated).max() if rotated.size else 0.0])
+    return Boxes(order.astype(np.int64), blocks, block_rows, block_size, center, basis,
+                 np.concatenate(lo_levels), np.concatenate(hi_levels), first, np.array(counts, np.int64), magnitude)
 
 
 def _rows(a: np.ndarray) -> np.ndarray:
@@ -142,24 +213,6 @@ def _distance(rows, i, query, best):
 
 
 @njit(cache=True, inline="always")
-def _box_bound(lo, hi, b, query, best):
-    """Squared distance of the query to box b (each term no larger than any row's); stops once above ``best``."""
-    d = np.float32(0.0)
-    for c in range(lo.shape[1]):
-        q = query[c]
-        if q < lo[b, c]:
-            e = lo[b, c] - q
-        elif q > hi[b, c]:
-            e = q - hi[b, c]
-        else:
-            e = np.float32(0.0)
-        d += e * e
-        if d > best:
-            break
-    return d
-
-
-@njit(cache=True)
 def _brute_one(rows, query):
     best = np.float32(np.inf)
     best_i = -1
@@ -171,56 +224,106 @@ def _brute_one(rows, query):
 
 
 @njit(cache=True, inline="always")
-def _scan_large(order, rows, small_min, small_max, lb, query, best, best_i):
-    """Rows (in k-d order) of large box lb whose small box is not above ``best``: the (best, original
-    index) pair, the lower original index on equal distances (as brute force, which meets it first)."""
-    F = rows.shape[0]
-    per_large = LARGE // SMALL
-    for sb in range(lb * per_large, min((lb + 1) * per_large, small_min.shape[0])):
-        if _box_bound(small_min, small_max, sb, query, best) > best:
-            continue
-        for i in range(sb * SMALL, min((sb + 1) * SMALL, F)):
-            d = _distance(rows, i, query, best)
-            if d < best or (d == best and order[i] < best_i):
-                best, best_i = d, order[i]
+def _block_distances(blocks, b, query, out):
+    """The squared distances of block b's rows (padding included) to the query, into ``out`` (WIDTH,)
+    float32: column by column, all rows at once (a loop the compiler vectorises; its length is read
+    from the array, so that it is not unrolled away first), for each row the same additions, in the
+    same order, as :func:`_distance`."""
+    width = blocks.shape[2]
+    for j in range(width):
+        out[j] = np.float32(0.0)
+    for c in range(blocks.shape[1]):
+        q = query[c]
+        for j in range(width):
+            e = blocks[b, c, j] - q
+            out[j] += e * e
+
+
+@njit(cache=True, inline="always")
+def _child_bounds(lo, hi, g, rotated, out):
+    """The squared distances (float32) of the rotated query to node g's children's boxes, into
+    ``out`` (WIDTH,), all children at once like :func:`_block_distances` (a missing child's: inf)."""
+    width = lo.shape[2]
+    for j in range(width):
+        out[j] = np.float32(0.0)
+    for c in range(lo.shape[1]):
+        q = rotated[c]
+        for j in range(width):
+            e = max(max(lo[g, c, j] - q, q - hi[g, c, j]), np.float32(0.0))
+            out[j] += e * e
+
+
+@njit(cache=True, inline="always")
+def _scan_block(blocks, block_rows, block_size, b, query, distances, best, best_i):
+    """The rows of block b against the best so far: the (best, index) pair, the lower index on equal
+    distances (brute force meets it first). ``distances`` (WIDTH,): scratch."""
+    _block_distances(blocks, b, query, distances)
+    for j in range(block_size[b]):
+        d = distances[j]
+        i = block_rows[b, j]
+        if d < best or (d == best and i < best_i):
+            best, best_i = d, i
     return best, best_i
 
 
-@njit(cache=True)
-def _box_one(order, rows, small_min, small_max, large_min, large_max, top_min, top_max, query, scratch, hint):
-    """The nearest row (its original index), best first over two levels of boxes: every top box's
-    bound, then the top boxes in increasing order of bound until the next is above the best distance
-    found (no row in it or in any later one can be nearer); in each, its large boxes' bounds, the
-    nearest scanned first, then the others not above the best (their small boxes the same way, then
-    row by row). ``hint`` (a row in k-d order, or -1): a row whose distance starts as the best (a
-    previous answer: boxes farther than it are never opened); ties still go to the lower original
-    index, as brute force gives them. ``scratch`` (top boxes + LARGE // ... ) float32: the bounds."""
-    inf = np.float32(np.inf)
-    best, best_i = inf, -1
+@njit(cache=True, inline="always")
+def _rotate(center, basis, magnitude, query, wide, rotated):
+    """The query's coordinates in the principal frame, float64 (``wide``) then float32 (``rotated``),
+    and the absolute slack of its bounds (:data:`ABSOLUTE_SLACK` times the largest coordinate of the
+    rows or the query, squared). Axis by axis at once (a loop the compiler vectorises)."""
+    D = basis.shape[0]
+    for k in range(D):
+        wide[k] = 0.0
+    for c in range(D):
+        x = np.float64(query[c]) - center[c]
+        for k in range(D):
+            wide[k] += x * basis[c, k]
+    m = magnitude[0]
+    for k in range(D):
+        rotated[k] = wide[k]
+        m = max(m, abs(wide[k]))
+    return ABSOLUTE_SLACK * m * m
+
+
+@njit(cache=True, inline="always")
+def _tree_one(rows, blocks, block_rows, block_size, center, basis, lo, hi, level_first, level_count, magnitude,
+              query, hint, wide, rotated, lanes, stack_node, stack_level, stack_bound):
+    """The nearest row and its distance: depth first from the root, each node's children's bounds at
+    once, the nearer children first, skipping those whose bound is above the best distance (plus the
+    slack). ``hint`` (a row, or -1): a row whose distance starts as the best; ties still go to the
+    lower index, as brute force gives them. ``wide`` (D,) float64, ``rotated`` (D,) float32,
+    ``lanes`` (WIDTH,) float32, ``stack_*`` (:data:`_STACK`,): scratch."""
+    best, best_i = np.float32(np.inf), -1
     if hint >= 0:
-        best, best_i = _distance(rows, hint, query, inf), order[hint]
-    n_top = top_min.shape[0]
-    n_large = large_min.shape[0]
-    per_top = TOP // LARGE
-    for t in range(n_top):
-        scratch[t] = _box_bound(top_min, top_max, t, query, best)
-    ranked = np.argsort(scratch[:n_top], kind="quicksort")
-    for k in range(n_top):
-        t = ranked[k]
-        if scratch[t] > best:
-            break
-        first = t * per_top
-        last = min(first + per_top, n_large)
-        nearest = first
-        for lb in range(first, last):
-            scratch[n_top + lb - first] = _box_bound(large_min, large_max, lb, query, best)
-            if scratch[n_top + lb - first] < scratch[n_top + nearest - first]:
-                nearest = lb
-        if scratch[n_top + nearest - first] <= best:
-            best, best_i = _scan_large(order, rows, small_min, small_max, nearest, query, best, best_i)
-        for lb in range(first, last):
-            if lb != nearest and scratch[n_top + lb - first] <= best:
-                best, best_i = _scan_large(order, rows, small_min, small_max, lb, query, best, best_i)
+        best, best_i = _distance(rows, hint, query, best), hint
+    absolute = _rotate(center, basis, magnitude, query, wide, rotated)
+    limit = np.float64(best) * RELATIVE_SLACK + absolute
+    top_level = level_count.shape[0] - 1
+    stack_node[0], stack_level[0], stack_bound[0] = level_first[top_level - 1], top_level, 0.0
+    top = 1
+    while top > 0:
+        top -= 1
+        if stack_bound[top] > limit:
+            continue
+        node, level = stack_node[top], stack_level[top]
+        if level == 0:
+            best, best_i = _scan_block(blocks, block_rows, block_size, node, query, lanes, best, best_i)
+            limit = np.float64(best) * RELATIVE_SLACK + absolute
+            continue
+        _child_bounds(lo, hi, node, rotated, lanes)
+        base = WIDTH * (node - level_first[level - 1])  # the first child's index in its level
+        start = top
+        for j in range(min(WIDTH, level_count[level - 1] - base)):
+            bound = np.float64(lanes[j])
+            if bound <= limit:
+                # insert in the stack segment kept in decreasing order of bound: the nearest on top
+                at = top
+                while at > start and stack_bound[at - 1] < bound:
+                    stack_node[at], stack_level[at], stack_bound[at] = stack_node[at - 1], stack_level[at - 1], stack_bound[at - 1]
+                    at -= 1
+                stack_node[at] = base + j if level == 1 else level_first[level - 2] + base + j
+                stack_level[at], stack_bound[at] = level - 1, bound
+                top += 1
     return best_i, best
 
 
@@ -231,16 +334,6 @@ def brute_force_kernel(rows, queries, index, cost):
         index[n], cost[n] = _brute_one(rows, queries[n])
 
 
-@njit(cache=True, parallel=True)
-def box_search_kernel(order, rows, small_min, small_max, large_min, large_max, top_min, top_max, queries, index, cost,
-                      scratch, hints):
-    """:func:`brute_force_kernel`'s answer through the bounding boxes, queries in parallel;
-    ``scratch`` (threads, :func:`scratch_size`) float32; ``hints`` (N,) rows in k-d order or -1."""
-    for n in prange(queries.shape[0]):
-        index[n], cost[n] = _box_one(order, rows, small_min, small_max, large_min, large_max, top_min, top_max,
-                                     queries[n], scratch[numba.get_thread_id()], hints[n])
-
-
 @njit(cache=True)
 def brute_force_serial(rows, queries, index, cost):
     """:func:`brute_force_kernel` on one thread (one query: no thread pool)."""
@@ -248,19 +341,40 @@ def brute_force_serial(rows, queries, index, cost):
         index[n], cost[n] = _brute_one(rows, queries[n])
 
 
+@njit(cache=True, parallel=True)
+def box_search_kernel(rows, blocks, block_rows, block_size, center, basis, lo, hi, level_first, level_count, magnitude,
+                      queries, hints, index, cost):
+    """:func:`brute_force_kernel`'s answer through the tree, queries in parallel (16 to a task, which
+    shares its scratch); ``hints`` (N,) rows or -1."""
+    D = rows.shape[1]
+    N = queries.shape[0]
+    for t in prange((N + 15) // 16):
+        wide = np.empty(D)
+        rotated = np.empty(D, np.float32)
+        lanes = np.empty(WIDTH, np.float32)
+        stack_node = np.empty(_STACK, np.int64)
+        stack_level = np.empty(_STACK, np.int64)
+        stack_bound = np.empty(_STACK)
+        for n in range(16 * t, min(16 * t + 16, N)):
+            index[n], cost[n] = _tree_one(rows, blocks, block_rows, block_size, center, basis, lo, hi, level_first,
+                                          level_count, magnitude, queries[n], hints[n], wide, rotated, lanes,
+                                          stack_node, stack_level, stack_bound)
+
+
 @njit(cache=True)
-def box_search_serial(order, rows, small_min, small_max, large_min, large_max, top_min, top_max, queries, index,
-                      cost, scratch, hints):
+def box_search_serial(rows, blocks, block_rows, block_size, center, basis, lo, hi, level_first, level_count, magnitude,
+                      queries, hints, index, cost):
     """:func:`box_search_kernel` on one thread."""
+    wide = np.empty(rows.shape[1])
+    rotated = np.empty(rows.shape[1], np.float32)
+    lanes = np.empty(WIDTH, np.float32)
+    stack_node = np.empty(_STACK, np.int64)
+    stack_level = np.empty(_STACK, np.int64)
+    stack_bound = np.empty(_STACK)
     for n in range(queries.shape[0]):
-        index[n], cost[n] = _box_one(order, rows, small_min, small_max, large_min, large_max, top_min, top_max,
-                                     queries[n], scratch[0], hints[n])
-
-
-def scratch_size(boxes: Boxes) -> int:
-    """Floats of per-thread scratch the box search needs: the top boxes' bounds and one top box's
-    large boxes' bounds."""
-    return len(boxes.top_min) + TOP // LARGE
+        index[n], cost[n] = _tree_one(rows, blocks, block_rows, block_size, center, basis, lo, hi, level_first,
+                                      level_count, magnitude, queries[n], hints[n], wide, rotated, lanes, stack_node,
+                                      stack_level, stack_bound)
 
 
 def brute_force(rows: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -283,35 +397,35 @@ def box_search(rows: np.ndarray, boxes: Boxes, queries: np.ndarray,
     """:func:`brute_force`'s answer (the same rows) through ``boxes`` (:func:`build_boxes` of ``rows``).
 
     ``hints`` (N,) int: a row per query (-1: none) that is probably near, such as the query's answer a
-    few frames ago; its distance bounds the search from the start (faster, the same answer)."""
+    few frames ago or the frame playing; its distance bounds the search from the start (faster, the
+    same answer)."""
     rows = _rows(rows)
     q = _queries(queries, rows.shape[1])
-    if boxes.rows.shape != rows.shape or boxes.order.shape != (len(rows),):
+    if boxes.order.shape != (len(rows),) or boxes.basis.shape != (rows.shape[1],) * 2:
         raise SkeletalError("the boxes were not built from these rows")
     index = np.empty(len(q), np.int64)
     cost = np.empty(len(q), np.float32)
     if len(rows) == 0:
         index[:], cost[:] = -1, np.inf
         return index, cost
-    at = _hint_rows(boxes, hints, len(q))
-    arrays = (*boxes[:6], boxes.top_min, boxes.top_max)
+    at = _hint_rows(hints, len(q), len(rows))
+    arrays = (rows, boxes.blocks, boxes.block_rows, boxes.block_size, boxes.center, boxes.basis, boxes.lo, boxes.hi,
+              boxes.level_first, boxes.level_count, boxes.magnitude)
     if len(q) == 1:
-        box_search_serial(*arrays, q, index, cost, np.empty((1, scratch_size(boxes)), np.float32), at)
+        box_search_serial(*arrays, q, at, index, cost)
     else:
-        scratch = np.empty((numba.config.NUMBA_NUM_THREADS, scratch_size(boxes)), np.float32)
         with capped_threads():
-            box_search_kernel(*arrays, q, index, cost, scratch, at)
+            box_search_kernel(*arrays, q, at, index, cost)
     return index, cost
 
 
-def _hint_rows(boxes: Boxes, hints: np.ndarray | None, count: int) -> np.ndarray:
-    """The hints' positions in k-d order (-1 where none)."""
+def _hint_rows(hints: np.ndarray | None, count: int, F: int) -> np.ndarray:
+    """The hints as int64 rows (-1 where none), checked."""
     if hints is None:
         return np.full(count, -1, np.int64)
     h = np.asarray(hints)
     if h.shape != (count,) or not np.issubdtype(h.dtype, np.integer):
         raise SkeletalError(f"hints must be {count} integer row indices (-1: none), got {h.dtype} {h.shape}")
-    F = len(boxes.order)
     if ((h < -1) | (h >= F)).any():
         raise SkeletalError(f"hints must be row indices in 0..{F - 1} or -1")
-    return np.where(h >= 0, boxes.position[np.maximum(h, 0)], -1).astype(np.int64)
+    return h.astype(np.int64)

@@ -1,0 +1,559 @@
+"""The compiled side of inertialization (:mod:`skeletal.playback.locomotion.inertialize`).
+
+Poses are batch-first local poses (B, J, 10), rows ``t(3) q(4, xyzw) s(3)``. A pose *offset* or
+*velocity* has 9 channels per joint (B, J, 9): translation (3, metres or m/s), rotation as a scaled
+axis (3: angle times unit axis, radians or rad/s, in the joint's parent frame) and scale (3).
+
+Pose arithmetic (parent-frame, left-multiplied rotations):
+
+* ``a - b``: ``t_a - t_b``, ``log(q_a * conj(q_b))`` (shortest way), ``s_a - s_b``;
+* ``offset + b``: ``t_b + o_t``, ``exp(o_r) * q_b``, ``s_b + o_s``;
+* velocity of two poses ``dt`` apart: ``(p1 - p0) / dt``.
+
+With ``q(t) = exp(r(t)) * q_new(t)`` the parent-frame angular velocity is
+``J_l(r) r' + R(r) w_new`` (``J_l``: SO(3)'s left Jacobian), so a switch whose offset starts at
+``r0 = log(q_old q_new^-1)`` with ``r0' = J_l(r0)^-1 (w_old - R(r0) w_new)`` keeps the angular
+velocity exactly continuous (:func:`start_offsets`).
+
+Decays of one channel, ``x0``, ``v0`` at the switch, time ``t`` since:
+
+* ``SPRING``: critically damped, ``x = e^(-y t) (x0 + (v0 + y x0) t)``, ``y = 2 ln 2 / halflife``
+  (D. Holden, "Spring-It-On"), halflife a fifth of the blend time; stepped exactly each frame, so the
+  split of time into frames does not matter; it runs for twice the blend time (then under 2e-5 of
+  its start) and stops.
+* ``QUINTIC``: D. Bollo's polynomial (GDC 2018), the quintic with ``x(0) = x0``, ``x'(0) = v0``,
+  ``x(t1) = x'(t1) = x''(t1) = 0`` and ``x''(0) = (-8 v0 t1 - 20 x0) / t1^2``; zero from ``t1`` on.
+  Per channel and without Bollo's overshoot clamps (those change ``v0`` and break the continuity of
+  velocity this stage exists for).
+* ``DEAD``: dead blending (D. Holden, 2023): the old pose is extrapolated with its velocity, which
+  decays with ``extrapolation_halflife``, and blended to the new pose by ``smoothstep(t / t1)``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from ..quat import qmul, qnormalize, qrotate
+from .jobs import field
+
+SPRING = 1
+QUINTIC = 2
+DEAD = 3
+BLEND_CODES = {"inertialize": QUINTIC, "inertialize_spring": SPRING, "dead_blend": DEAD}
+
+IDLE = 0  # phase: nothing to add; the stage only keeps the pose for velocities
+PENDING = 1  # switched; the new motion's velocity is found at the next apply (finite difference)
+ACTIVE = 2
+
+# per-instance clock columns
+C_ELAPSED = 0  # seconds since the switch
+C_DURATION = 1  # the blend time (QUINTIC, DEAD); SPRING: twice it (10 halflives of blend time / 5)
+C_LAST_DT = 2  # the dt of the last apply (0: no previous pose kept yet)
+C_HALFLIFE = 3  # DEAD: the extrapolated velocity's halflife
+C_KEPT = 4  # how many shown poses the history holds (0, 1, 2)
+NCLOCK = 5
+
+NCH = 9  # offset / velocity channels per joint
+
+
+@njit(cache=True)
+def quat_log(x, y, z, w):
+    """Scaled axis (angle * unit axis) of a unit quaternion, the shorter way round (angle <= pi)."""
+    if w < 0.0:
+        x, y, z, w = -x, -y, -z, -w
+    n = math.sqrt(x * x + y * y + z * z)
+    if n < 1e-12:
+        return 2.0 * x, 2.0 * y, 2.0 * z
+    k = 2.0 * math.atan2(n, w) / n
+    return x * k, y * k, z * k
+
+
+@njit(cache=True)
+def quat_exp(rx, ry, rz):
+    """The unit quaternion of a scaled axis (inverse of :func:`quat_log`)."""
+    angle = math.sqrt(rx * rx + ry * ry + rz * rz)
+    if angle < 1e-12:
+        return qnormalize(0.5 * rx, 0.5 * ry, 0.5 * rz, 1.0)
+    k = math.sin(0.5 * angle) / angle
+    return rx * k, ry * k, rz * k, math.cos(0.5 * angle)
+
+
+# Taylor coefficients of cos(h) and sin(h) / h in h^2, 13 terms: within 3e-14 of them for h <= pi (a
+# rotation of 2 pi); further out :func:`quat_exp` takes over (SERIES_LIMIT: the largest angle squared)
+_C = tuple((-1.0) ** k / math.factorial(2 * k) for k in range(13))
+_S = tuple((-1.0) ** k / math.factorial(2 * k + 1) for k in range(13))
+SERIES_LIMIT = 4.0 * math.pi * math.pi
+_U = tuple(np.uint64(k) for k in range(10))  # unsigned 0..9: a pose row's channels, the offsets' rows
+
+
+@njit(cache=True, forceinline=True)
+def _series(h2, h4, h8, k):
+    """Estrin's scheme of one of the two 13-term series (k 0: cosine, 1: sine / h) at h^2 (short
+    dependency chains: the vector loop's latency)."""
+    a = _C if k == 0 else _S
+    low = (a[0] + a[1] * h2) + (a[2] + a[3] * h2) * h4
+    mid = (a[4] + a[5] * h2) + (a[6] + a[7] * h2) * h4
+    high = (a[8] + a[9] * h2) + (a[10] + a[11] * h2) * h4
+    return low + mid * h8 + (high + a[12] * h8) * (h8 * h8)
+
+
+@njit(cache=True, forceinline=True)
+def quat_exp_series(rx, ry, rz):
+    """:func:`quat_exp` by the series of the half angle's cosine and sine: no libm calls and no branch,
+    so that a loop over joints vectorises; within 3e-14 of it for angles up to 2 pi (the caller
+    redoes larger ones with :func:`quat_exp`: see :data:`SERIES_LIMIT`)."""
+    h2 = 0.25 * (rx * rx + ry * ry + rz * rz)
+    h4 = h2 * h2
+    h8 = h4 * h4
+    k = 0.5 * _series(h2, h4, h8, 1)
+    return rx * k, ry * k, rz * k, _series(h2, h4, h8, 0)
+
+
+@njit(cache=True)
+def pose_difference(a, b, out):
+    """``out (J, 9) = a - b`` for poses (J, 10) (see the module docstring)."""
+    for j in range(a.shape[0]):
+        for c in range(3):
+            out[j, c] = a[j, c] - b[j, c]
+            out[j, 6 + c] = a[j, 7 + c] - b[j, 7 + c]
+        q = qmul(a[j, 3], a[j, 4], a[j, 5], a[j, 6], -b[j, 3], -b[j, 4], -b[j, 5], b[j, 6])
+        out[j, 3], out[j, 4], out[j, 5] = quat_log(q[0], q[1], q[2], q[3])
+
+
+@njit(cache=True)
+def add_offset(offset, pose, j, ox, oy, oz, rx, ry, rz, sx, sy, sz):
+    """Row ``j`` of ``pose`` (J, 10) plus an offset given by its 9 channels, in place."""
+    pose[j, 0] += ox
+    pose[j, 1] += oy
+    pose[j, 2] += oz
+    e = quat_exp(rx, ry, rz)
+    q = qnormalize(*qmul(e[0], e[1], e[2], e[3], pose[j, 3], pose[j, 4], pose[j, 5], pose[j, 6]))
+    pose[j, 3], pose[j, 4], pose[j, 5], pose[j, 6] = q
+    pose[j, 7] += sx
+    pose[j, 8] += sy
+    pose[j, 9] += sz
+
+
+@njit(cache=True)
+def left_jacobian_inverse(rx, ry, rz, wx, wy, wz):
+    """``J_l(r)^-1 w``: the rate of the scaled axis r whose rotation turns at angular velocity w."""
+    angle = math.sqrt(rx * rx + ry * ry + rz * rz)
+    # r x w and r x (r x w)
+    cx, cy, cz = ry * wz - rz * wy, rz * wx - rx * wz, rx * wy - ry * wx
+    dx, dy, dz = ry * cz - rz * cy, rz * cx - rx * cz, rx * cy - ry * cx
+    if angle < 1e-4:
+        k = 1.0 / 12.0
+    else:
+        k = 1.0 / (angle * angle) - (1.0 + math.cos(angle)) / (2.0 * angle * math.sin(angle))
+    return wx - 0.5 * cx + k * dx, wy - 0.5 * cy + k * dy, wz - 0.5 * cz + k * dz
+
+
+@njit(cache=True)
+def start_offsets(source, source_velocity, target, target_velocity, offset, velocity):
+    """The offsets (J, 9) and their rates at a switch from ``source`` (J, 10) moving at
+    ``source_velocity`` (J, 9) to ``target`` moving at ``target_velocity``: the shown pose and its
+    velocity are unchanged by the switch."""
+    pose_difference(source, target, offset)
+    for j in range(source.shape[0]):
+        for c in (0, 1, 2, 6, 7, 8):
+            velocity[j, c] = source_velocity[j, c] - target_velocity[j, c]
+        e = quat_exp(offset[j, 3], offset[j, 4], offset[j, 5])
+        wn = qrotate(e[0], e[1], e[2], e[3], target_velocity[j, 3], target_velocity[j, 4], target_velocity[j, 5])
+        velocity[j, 3], velocity[j, 4], velocity[j, 5] = left_jacobian_inverse(
+            offset[j, 3], offset[j, 4], offset[j, 5],
+            source_velocity[j, 3] - wn[0], source_velocity[j, 4] - wn[1], source_velocity[j, 5] - wn[2])
+
+
+@njit(cache=True)
+def quintic_weights(t, t1):
+    """``(P, Q)`` with Bollo's quintic ``x(t) = x0 P + v0 Q``: for ``u = t / t1``,
+    ``P = 1 - 10u^2 + 20u^3 - 15u^4 + 4u^5`` and ``Q = t1 u (1 - u)^4`` (his
+    ``a0 = (-8 v0 t1 - 20 x0) / t1^2`` and the three zero conditions at ``t1``, collected by x0 and v0)."""
+    u = t / t1
+    w = 1.0 - u
+    return 1.0 + u * u * (-10.0 + u * (20.0 + u * (-15.0 + 4.0 * u))), t1 * u * w * w * w * w
+
+
+@njit(cache=True)
+def _spring_step(x, v, y, dt):
+    """Exact step of the critically damped spring toward 0 (damping y = 2 ln 2 / halflife)."""
+    j1 = v + x * y
+    e = math.exp(-y * dt)
+    return e * (x + j1 * dt), e * (v - j1 * y * dt)
+
+
+@njit(cache=True)
+def poses_velocity_into(p0, p1, dt, out):
+    """``out (n, J, 9) = (p1 - p0) / dt`` for batches of poses (n, J, 10)."""
+    for i in range(p0.shape[0]):
+        pose_velocity_into(p0[i], p1[i], dt, out[i])
+
+
+@njit(cache=True)
+def pose_velocity_into(p0, p1, dt, out):
+    """``out (J, 9) = (p1 - p0) / dt`` for poses (J, 10)."""
+    pose_difference(p1, p0, out)
+    inv = 1.0 / dt
+    for j in range(out.shape[0]):
+        for c in range(NCH):
+            out[j, c] *= inv
+
+
+@njit(cache=True)
+def decay_into(pose, mode, t, dt, duration, halflife, offset, velocity, source):
+    """Add one instance's decaying offsets at ``t`` seconds into a transition of length ``duration`` to its
+    new motion's pose (J, 10), in place (``t < duration``). ``offset`` / ``velocity`` (J, 9): QUINTIC,
+    the offsets and their rates at the switch; SPRING, the offsets now (stepped by ``dt`` here, in
+    place); DEAD, the source's velocity, ``source`` (J, 10) the pose shown at the switch and
+    ``halflife`` its velocity's halflife (see the module docstring)."""
+    J = pose.shape[0]
+    if mode == SPRING:
+        y = 2.0 * math.log(2.0) * 10.0 / duration  # halflife = blend time / 5 = duration / 10
+        for j in range(J):
+            for c in range(NCH):
+                offset[j, c], velocity[j, c] = _spring_step(offset[j, c], velocity[j, c], y, dt)
+            o = offset[j]
+            add_offset(offset, pose, j, o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8])
+    elif mode == QUINTIC:  # offset and velocity hold x0 and v0 from the switch
+        wp, wq = quintic_weights(t, duration)
+        for j in range(J):
+            o, v = offset[j], velocity[j]
+            add_offset(offset, pose, j, o[0] * wp + v[0] * wq, o[1] * wp + v[1] * wq, o[2] * wp + v[2] * wq,
+                       o[3] * wp + v[3] * wq, o[4] * wp + v[4] * wq, o[5] * wp + v[5] * wq,
+                       o[6] * wp + v[6] * wq, o[7] * wp + v[7] * wq, o[8] * wp + v[8] * wq)
+    else:  # DEAD
+        lam = math.log(2.0) / halflife
+        f = (1.0 - math.exp(-lam * t)) / lam  # distance the decaying velocity carries in time t
+        u = t / duration
+        alpha = u * u * (3.0 - 2.0 * u)
+        for j in range(J):
+            p = pose[j]
+            for c in range(3):
+                ext_t = source[j, c] + velocity[j, c] * f
+                p[c] = ext_t + (p[c] - ext_t) * alpha
+                ext_s = source[j, 7 + c] + velocity[j, 6 + c] * f
+                p[7 + c] = ext_s + (p[7 + c] - ext_s) * alpha
+            e = quat_exp(velocity[j, 3] * f, velocity[j, 4] * f, velocity[j, 5] * f)
+            qe = qnormalize(*qmul(e[0], e[1], e[2], e[3], source[j, 3], source[j, 4], source[j, 5], source[j, 6]))
+            # slerp(ext, new, alpha) = exp(alpha * log(new * ext^-1)) * ext
+            d = qmul(p[3], p[4], p[5], p[6], -qe[0], -qe[1], -qe[2], qe[3])
+            r = quat_log(d[0], d[1], d[2], d[3])
+            s = quat_exp(r[0] * alpha, r[1] * alpha, r[2] * alpha)
+            q = qnormalize(*qmul(s[0], s[1], s[2], s[3], qe[0], qe[1], qe[2], qe[3]))
+            p[3], p[4], p[5], p[6] = q
+
+
+@njit(cache=True)
+def _apply_one(b, pose, dt, mode, phase, clock, offset, velocity, source, anchor, known, target_velocity, history, newest, scratch):
+    """One instance of :func:`apply`; returns 1 when its pose was changed."""
+    changed = 0
+    if phase[b] == PENDING:
+        if mode[b] != DEAD:
+            # the new motion's velocity (given, or from its pose at the switch and now), then the offsets
+            tv = scratch[0]
+            if known[b]:
+                tv[:] = target_velocity[b]
+            elif dt > 0.0:
+                pose_velocity_into(anchor[b], pose[b], dt, tv)
+            else:  # the switch's own moment, re-posed: the source is shown; the offsets wait for a step
+                pose[b] = source[b]
+                return 1
+            start_offsets(source[b], velocity[b], anchor[b], tv, offset[b], scratch[1])
+            velocity[b] = scratch[1]
+        phase[b] = ACTIVE
+        clock[b, C_ELAPSED] = 0.0
+    if phase[b] == ACTIVE:
+        t = clock[b, C_ELAPSED] + dt
+        clock[b, C_ELAPSED] = t
+        duration = clock[b, C_DURATION]
+        if t >= duration:
+            phase[b] = IDLE  # the offsets are zero from here on (SPRING: below 2e-5 of where they began)
+        else:
+            decay_into(pose[b], mode[b], t, dt, duration, clock[b, C_HALFLIFE], offset[b], velocity[b], source[b])
+            changed = 1
+    if dt > 0.0:  # (a dt of 0 re-poses the same moment: the history stays)
+        slot = 1 - newest[b]  # the shown pose goes over the older of the two kept
+        history[b, slot] = pose[b]
+        newest[b] = slot
+        clock[b, C_LAST_DT] = dt
+        clock[b, C_KEPT] = min(clock[b, C_KEPT] + 1.0, 2.0)
+    return changed
+
+
+@njit(cache=True, parallel=True)
+def apply(pose, dt, mode, phase, clock, offset, velocity, source, anchor, known, target_velocity, history, newest, scratch):
+    """Add every instance's decaying offsets to ``pose`` (B, J, 10) in place (the new motion's pose in,
+    the shown pose out) and keep the result in ``history[b, newest[b]]`` (B, 2, J, 10), over the older
+    of the two poses kept, for the shown velocity at the next switch. ``scratch`` (threads, 2, J, 9).
+    Returns how many instances were changed. Serial twin: :func:`apply_serial`."""
+    changed = 0
+    for b in prange(pose.shape[0]):
+        tid = numba.get_thread_id()
+        changed += _apply_one(b, pose, dt, mode, phase, clock, offset, velocity, source, anchor, known, target_velocity, history, newest,
+                              scratch[tid])
+    return changed
+
+
+@njit(cache=True)
+def apply_serial(pose, dt, mode, phase, clock, offset, velocity, source, anchor, known, target_velocity, history, newest, scratch):
+    """:func:`apply` on one thread (one or a few instances: no thread pool)."""
+    changed = 0
+    for b in range(pose.shape[0]):
+        changed += _apply_one(b, pose, dt, mode, phase, clock, offset, velocity, source, anchor, known, target_velocity, history, newest,
+                              scratch[0])
+    return changed
+
+
+@njit(cache=True)
+def shown_velocity(rows, history, newest, clock, out):
+    """The velocity (len(rows), J, 9) of the shown pose of instances ``rows``: the last two poses
+    :func:`apply` kept, over the last dt; 0 where fewer than two were kept."""
+    for i in range(rows.shape[0]):
+        b = rows[i]
+        dt = clock[b, C_LAST_DT]
+        if dt > 0.0 and clock[b, C_KEPT] >= 2.0:
+            pose_velocity_into(history[b, 1 - newest[b]], history[b, newest[b]], dt, out[i])
+        else:
+            out[i] = 0.0
+
+
+
+
+# ---------------------------------------------------------------------------------------------
+# the update kernel's stage (playback.kernels.update: between BLEND and WORLD)
+
+# columns of a PlaybackJob's ``inert_state`` (B, 3) int64
+ST_MODE = 0  # SPRING, QUINTIC or DEAD
+ST_PHASE = 1  # IDLE, PENDING (switched; the offsets are made at the next step), ACTIVE
+ST_REPOSED = 2  # a crowd's wide path posed this instance on its own in the last update (see wide.update_wide)
+ST_COUNT = 3  # QUINTIC, SPRING: how many joints have offsets (inert_joints[b, :count], inert_x / inert_v columns)
+NSTATE = 4
+# columns of ``inert_clock`` (B, 3) float64
+K_ELAPSED = 0  # seconds since the switch
+K_DURATION = 1  # the blend time (QUINTIC, DEAD); SPRING: twice it
+K_HALFLIFE = 2  # DEAD: the extrapolated velocity's halflife
+NKCLOCK = 3
+
+
+@njit(cache=True)
+def inertialize_instance(b, tid, job, dt, pose):
+    """The inertialization stage of the update kernel for instance ``b`` with a transition running
+    (``inert_state[b, ST_PHASE] != IDLE``), right after its pose (B, N, 10) was sampled and blended:
+    the decaying offsets ``dt`` seconds further on added to ``pose[b]`` in place. The arrays, from the
+    :class:`~skeletal.playback.jobs.PlaybackJob` ``job``: ``inert_state`` (B, 4) int64 (mode, phase,
+    reposed, joint count), ``inert_clock`` (B, 3) (elapsed, duration, halflife), ``inert_source`` (B,
+    N, 10) the pose shown at the switch and ``inert_velocity`` (B, N, 9) its velocity,
+    ``inert_anchor`` (B, N, 10) the new motion's pose there, ``inert_offset`` (B, N, 9) (DEAD: unused),
+    ``inert_x`` and ``inert_v`` (B, 9 * N) the offsets and their rates of the ``inert_joints`` (B, N)
+    that have any, channel-major (QUINTIC: at the switch; SPRING: now), ``inert_scratch`` (T, 2, 9 * N)
+    (``tid``: this thread's row). A switch leaves the instance PENDING with the source pose and
+    velocity set; a ``dt`` of 0 then (the switch's own evaluation) keeps the just-sampled pose as the
+    anchor and shows the source; the first step after it makes the offsets (the new motion's velocity:
+    the anchor to the pose now) and goes ACTIVE. Past the blend time the phase goes IDLE and the
+    pose is the new motion's own."""
+    state, clock = field(job, "inert_state"), field(job, "inert_clock")
+    velocity, source, anchor = field(job, "inert_velocity"), field(job, "inert_source"), field(job, "inert_anchor")
+    p = pose[b]
+    mode = state[b, ST_MODE]
+    if state[b, ST_PHASE] == PENDING:
+        if dt <= 0.0:  # the switch's moment: the target as sampled now is the anchor; the source is shown
+            anchor[b] = p
+            p[:, :] = source[b]
+            return
+        if mode != DEAD:
+            scratch, offset = field(job, "inert_scratch")[tid], field(job, "inert_offset")
+            target_velocity = scratch[0].reshape(-1, NCH)  # (J, 9) views of the (9 * J,) scratch rows
+            rate = scratch[1].reshape(-1, NCH)
+            pose_velocity_into(anchor[b], p, dt, target_velocity)
+            start_offsets(source[b], velocity[b], anchor[b], target_velocity, offset[b], rate)
+            state[b, ST_COUNT] = _gather_moving(offset[b], rate, field(job, "inert_joints")[b],
+                                                field(job, "inert_x")[b], field(job, "inert_v")[b])
+        state[b, ST_PHASE] = ACTIVE
+        clock[b, K_ELAPSED] = 0.0
+    t = clock[b, K_ELAPSED] + dt
+    clock[b, K_ELAPSED] = t
+    duration = clock[b, K_DURATION]
+    if t >= duration:
+        state[b, ST_PHASE] = IDLE  # the offsets are zero from here on (SPRING: below 2e-5 of where they began)
+        return
+    if mode == DEAD:
+        _dead_blend_into(p, t, duration, clock[b, K_HALFLIFE], velocity[b], source[b])
+        return
+    if state[b, ST_COUNT] == 0:
+        return
+    scratch = field(job, "inert_scratch")[tid]
+    _decay_moving(p, mode, t, dt, duration, state[b, ST_COUNT], field(job, "inert_joints")[b], field(job, "inert_x")[b],
+                  field(job, "inert_v")[b], scratch[0], scratch[1])
+
+
+@njit(cache=True)
+def _gather_moving(offset, rate, joints, x, v):
+    """The joints whose offset (J, 9) or rate (J, 9) is not zero into ``joints`` (J,), their channels
+    into ``x`` and ``v`` (9 * J,) channel-major (channel c of the i-th at ``c * J + i``: the decay's
+    loops run down the channels); returns how many."""
+    J = offset.shape[0]
+    n = 0
+    for j in range(J):
+        moving = False
+        for c in range(NCH):
+            if offset[j, c] != 0.0 or rate[j, c] != 0.0:
+                moving = True
+        if moving:
+            joints[n] = j
+            for c in range(NCH):
+                x[c * J + n] = offset[j, c]
+                v[c * J + n] = rate[j, c]
+            n += 1
+    for c in range(NCH):  # the rest of each channel: zeros (the decay's loops run over whole channels)
+        for i in range(n, J):
+            x[c * J + i] = 0.0
+            v[c * J + i] = 0.0
+    return n
+
+
+@njit(cache=True)
+def _decay_moving(pose, mode, t, dt, duration, n, joints, x, v, now, turn):
+    """QUINTIC and SPRING offsets of the ``n`` moving joints (``joints``; ``x`` and ``v`` (9 * J,)
+    channel-major: see :func:`_gather_moving`) added to ``pose`` (J, 10): the offsets now into ``now``
+    (9 * J,) in one loop over every channel, their rotations as quaternions into ``turn`` (rows of J:
+    x, y, z, w) in a loop down the joints (:func:`quat_exp_series`; both loops vectorise), then added
+    joint by joint (rotations left-multiplied). Flat rows and unsigned indices: a view per channel and
+    signed index arithmetic each cost more than these loops on a few dozen joints."""
+    J = np.uint64(pose.shape[0])
+    if mode == SPRING:
+        y = 2.0 * math.log(2.0) * 10.0 / duration  # halflife = blend time / 5 = duration / 10
+        e = math.exp(-y * dt)
+        for k in range(np.uint64(x.shape[0])):
+            j1 = v[k] + x[k] * y
+            x[k] = e * (x[k] + j1 * dt)
+            v[k] = e * (v[k] - j1 * y * dt)
+            now[k] = x[k]
+    else:
+        wp, wq = quintic_weights(t, duration)
+        for k in range(np.uint64(x.shape[0])):
+            now[k] = x[k] * wp + v[k] * wq
+    u0, u1, u2, u3, u4, u5, u6, u7, u8, u9 = _U
+    r0, r1, r2 = u3 * J, u4 * J, u5 * J  # the rotation channels' rows
+    beyond = 0  # rotations past the series' range (rare: redone below)
+    for i in range(np.uint64(n)):
+        rx, ry, rz = now[r0 + i], now[r1 + i], now[r2 + i]
+        ex, ey, ez, ew = quat_exp_series(rx, ry, rz)
+        turn[i] = ex
+        turn[J + i] = ey
+        turn[u2 * J + i] = ez
+        turn[u3 * J + i] = ew
+        beyond += rx * rx + ry * ry + rz * rz > SERIES_LIMIT
+    if beyond:
+        for i in range(np.uint64(n)):
+            rx, ry, rz = now[r0 + i], now[r1 + i], now[r2 + i]
+            if rx * rx + ry * ry + rz * rz > SERIES_LIMIT:
+                turn[i], turn[J + i], turn[u2 * J + i], turn[u3 * J + i] = quat_exp(rx, ry, rz)
+    flat = pose.reshape(-1)
+    width = np.uint64(pose.shape[1])
+    for i in range(np.uint64(n)):
+        o = np.uint64(joints[i]) * width
+        flat[o] += now[i]
+        flat[o + u1] += now[J + i]
+        flat[o + u2] += now[u2 * J + i]
+        flat[o + u7] += now[u6 * J + i]
+        flat[o + u8] += now[u7 * J + i]
+        flat[o + u9] += now[u8 * J + i]
+        ax, ay, az, aw = turn[i], turn[J + i], turn[u2 * J + i], turn[u3 * J + i]
+        bx, by, bz, bw = flat[o + u3], flat[o + u4], flat[o + u5], flat[o + u6]
+        # exp(offset) * q: a unit quaternion (to 3e-14) times the pose's, left as it comes: the rotation
+        # keeps the norm the clip gave it, so nothing jumps when the transition ends
+        flat[o + u3] = aw * bx + ax * bw + ay * bz - az * by
+        flat[o + u4] = aw * by - ax * bz + ay * bw + az * bx
+        flat[o + u5] = aw * bz + ax * by - ay * bx + az * bw
+        flat[o + u6] = aw * bw - ax * bx - ay * by - az * bz
+
+
+@njit(cache=True, forceinline=True)
+def _unit(x, y, z, w):
+    """A product of unit quaternions renormalised (one division: this stage's hot loop)."""
+    inv = 1.0 / math.sqrt(x * x + y * y + z * z + w * w)
+    return x * inv, y * inv, z * inv, w * inv
+
+
+@njit(cache=True)
+def _dead_blend_into(pose, t, duration, halflife, velocity, source):
+    """:func:`decay_into`'s DEAD branch for the update kernel's stage: the same blend of the source
+    (J, 10) carried on by its decaying velocity (J, 9) into ``pose`` (J, 10), with the exponentials
+    by :func:`quat_exp_series` and the slerp as one ``atan2`` and a series (within 1e-13 of it; no view
+    per joint)."""
+    lam = math.log(2.0) / halflife
+    f = (1.0 - math.exp(-lam * t)) / lam  # distance the decaying velocity carries in time t
+    u = t / duration
+    alpha = u * u * (3.0 - 2.0 * u)
+    for j in range(pose.shape[0]):
+        for c in (0, 1, 2, 7, 8, 9):
+            v = velocity[j, c if c < 3 else c - 1]
+            ext = source[j, c] + v * f
+            pose[j, c] = ext + (pose[j, c] - ext) * alpha
+        e = quat_exp_series(velocity[j, 3] * f, velocity[j, 4] * f, velocity[j, 5] * f)
+        if (velocity[j, 3] * velocity[j, 3] + velocity[j, 4] * velocity[j, 4] + velocity[j, 5] * velocity[j, 5]) * f * f > SERIES_LIMIT:
+            e = quat_exp(velocity[j, 3] * f, velocity[j, 4] * f, velocity[j, 5] * f)
+        ex, ey, ez, ew = _unit(*qmul(e[0], e[1], e[2], e[3], source[j, 3], source[j, 4], source[j, 5], source[j, 6]))
+        # slerp(ext, new, alpha) = exp(alpha * log(new * ext^-1)) * ext, the shorter way round
+        dx, dy, dz, dw = qmul(pose[j, 3], pose[j, 4], pose[j, 5], pose[j, 6], -ex, -ey, -ez, ew)
+        if dw < 0.0:
+            dx, dy, dz, dw = -dx, -dy, -dz, -dw
+        n = math.sqrt(dx * dx + dy * dy + dz * dz)
+        half = math.atan2(n, dw)  # half the angle of the way left
+        h = alpha * half
+        h2 = h * h
+        h4 = h2 * h2
+        h8 = h4 * h4
+        k = alpha * (half / n if n > 1e-12 else 1.0 / dw) * _series(h2, h4, h8, 1)  # sin(h) / n
+        qx, qy, qz, qw = _unit(*qmul(dx * k, dy * k, dz * k, _series(h2, h4, h8, 0), ex, ey, ez, ew))
+        pose[j, 3] = qx
+        pose[j, 4] = qy
+        pose[j, 5] = qz
+        pose[j, 6] = qw
+
+
+class InertiaArrays:
+    """The arrays of the update kernel's inertialization stage for ``count`` instances of an
+    ``nodes``-node rig (the ``inert_*`` fields of a :class:`~skeletal.playback.jobs.PlaybackJob`; see
+    :func:`inertialize_instance`). ``count`` 0: the empty set a mixer starts with (no stage compiled
+    in, nothing changes for a plain player); the first inertialized switch makes the full one.
+
+    >>> InertiaArrays(0, 65).state.shape, InertiaArrays(4, 65).offset.shape
+    ((0,), (4, 65, 9))
+    """
+
+    def __init__(self, count: int, nodes: int):
+        b, n = int(count), int(nodes)
+        threads = numba.config.NUMBA_NUM_THREADS if b else 0
+        self.count = b
+        # (0,) without instances: a job type whose update kernel compiles no stage (kernels.inertia_stage)
+        self.state = np.zeros((b, NSTATE) if b else 0, np.int64)
+        self.clock = np.zeros((b, NKCLOCK))
+        self.offset = np.zeros((b, n, NCH))
+        self.velocity = np.zeros((b, n, NCH))
+        self.source = np.zeros((b, n, 10))
+        self.anchor = np.zeros((b, n, 10))
+        self.joints = np.zeros((b, n), np.int64)
+        self.x = np.zeros((b, NCH * n))
+        self.v = np.zeros((b, NCH * n))
+        self.scratch = np.zeros((threads, 2, NCH * n))
+
+    def fields(self) -> dict:
+        """The job's ``inert_*`` fields, by name."""
+        return dict(inert_state=self.state, inert_clock=self.clock, inert_offset=self.offset,
+                    inert_velocity=self.velocity, inert_source=self.source, inert_anchor=self.anchor,
+                    inert_joints=self.joints, inert_x=self.x, inert_v=self.v, inert_scratch=self.scratch)
+
+    @property
+    def running(self) -> np.ndarray:
+        """(B,) bool: instances with a transition running (none for the empty set)."""
+        return self.state[:, ST_PHASE] != IDLE if self.count else np.zeros(0, np.bool_)
+
+    def reposed(self) -> np.ndarray:
+        """The instances a crowd's wide path posed on their own in its last update (see
+        :func:`skeletal.playback.wide.update_wide`)."""
+        return np.flatnonzero(self.state[:, ST_REPOSED]) if self.count else np.zeros(0, np.int64)

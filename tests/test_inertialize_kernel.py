@@ -1,0 +1,252 @@
+"""Inertialized transitions inside the compiled update (the kernel's stage between blending and world
+rows): the same poses as the Python-side implementation it replaced (``fixtures/inertia_reference``),
+one clip sampled per instance, velocity continuous at a switch, chained switches, a Crowd whose
+instances not in a transition stay bit for bit what they were, blend-space switches."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from fixtures.inertia_reference import reference_crossfade
+from fixtures.shared_assets import need
+
+from skeletal.demo import demo_asset
+from skeletal.errors import SkeletalError
+from skeletal.playback import BlendSpace1D, Crowd, Mixer, Player
+from skeletal.playback import kernels as K
+from skeletal.playback.inertia_kernels import IDLE, ST_PHASE
+from skeletal.playback.locomotion.inertialize import pose_velocity
+
+BLENDS = ("inertialize", "inertialize_spring", "dead_blend")
+DT = 1 / 60
+
+
+def _normalised(poses: np.ndarray) -> np.ndarray:
+    """Poses (..., N, 10) with unit rotations (the kernel stage keeps the clip's own quaternion norm;
+    the reference renormalised after adding an offset: they differ by the clips' norm error, ~3e-8)."""
+    out = poses.copy()
+    q = out[..., 3:7]
+    q /= np.linalg.norm(q, axis=-1, keepdims=True)
+    return out
+
+
+def _sequence(asset, clips, switches, switch, count: int = 1):
+    """Poses and world matrices of ``count`` instances (a Player for one) playing ``clips[0]`` then switched
+    to the next clips at ``switches`` (frames) by ``switch(mixer, clip)``; the clips sampled per instance
+    in each frame."""
+    if count == 1:
+        player = Player(asset)
+        mixer = player.mixer
+    else:
+        mixer = Mixer(asset, count)
+    mixer.play(clips[0], offset=np.linspace(0.0, 0.5, count) if count > 1 else 0.0)
+    mixer.evaluate()
+    poses, worlds, sampled = [], [], []
+    at = dict(zip(switches, clips[1:]))
+    for k in range(max(switches) + 30):
+        if k in at:
+            switch(mixer, at[k])
+        mixer.update(DT)
+        poses.append(mixer.local_pose.copy())
+        worlds.append(mixer.world.copy())
+        sampled.append((mixer.fs[:, :, K.F_EFFECTIVE] > 0).sum(axis=1).max())
+    return np.array(poses), np.array(worlds), sampled
+
+
+def _assert_same_as_reference(asset, clips, blend, count=1, instances=None):
+    switches = (30, 70)  # each transition over before the next switch (the spring runs twice the blend time)
+
+    def kernel(m, clip):
+        m.crossfade(clip, 0.3, blend=blend, instances=instances)
+
+    def reference(m, clip):
+        reference_crossfade(m, clip, 0.3, blend, instances=instances)
+
+    poses, worlds, sampled = _sequence(asset, clips, switches, kernel, count)
+    ref_poses, ref_worlds, _ = _sequence(asset, clips, switches, reference, count)
+    np.testing.assert_allclose(_normalised(poses), _normalised(ref_poses), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(worlds, ref_worlds, rtol=0, atol=1e-6)  # (the quaternions' norms, through the matrices)
+    assert max(sampled[30:]) == 1  # one clip sampled per instance, transitions included
+
+
+@pytest.mark.parametrize("blend", BLENDS)
+def test_player_switch_matches_the_python_side_implementation(blend):
+    _assert_same_as_reference(demo_asset(), ("idle", "walk", "run"), blend)
+
+
+def test_soldier_idle_walk_run_matches_the_python_side_implementation():
+    import skeletal
+
+    asset = skeletal.load(need("Soldier.glb"))
+    _assert_same_as_reference(asset, ("Idle", "Walk", "Run"), "inertialize")
+
+
+def test_mixer_switch_of_some_instances_matches_the_python_side_implementation():
+    _assert_same_as_reference(demo_asset(), ("idle", "walk", "run"), "inertialize", count=3, instances=[0, 2])
+
+
+def _jump(poses: np.ndarray, switch: int) -> float:
+    """The largest change of any joint's angular velocity between the frame before a switch and the first
+    frame after it (rad/s)."""
+    w = pose_velocity(poses[:-1], poses[1:], DT)[..., 3:6]
+    return float(np.linalg.norm(w[switch - 1] - w[switch - 2], axis=-1).max())
+
+
+def test_velocity_is_continuous_at_a_switch_and_at_a_chained_one():
+    """Idle -> walk, then run 0.15 s later (in the middle of the first transition): the angular velocity's
+    jump at each switch, against a pop and a linear crossfade, and against the clips' own frame-to-frame
+    changes (the jump an inertialized switch leaves is below those)."""
+    asset = demo_asset()
+    switches = (30, 39)
+    runs = {}
+    for blend in ("pop", "linear") + BLENDS:
+        if blend == "pop":
+            def switch(m, clip):
+                m.crossfade(clip, 0.0)
+        elif blend == "linear":
+            def switch(m, clip):
+                m.crossfade(clip, 0.3)
+        else:
+            def switch(m, clip, blend=blend):
+                m.crossfade(clip, 0.3, blend=blend)
+        poses, _, sampled = _sequence(asset, ("idle", "walk", "run"), switches, switch)
+        runs[blend] = (poses[:, 0], sampled)
+    pop = runs["pop"][0]
+    w = pose_velocity(pop[:-1], pop[1:], DT)[..., 3:6]
+    own = np.percentile(np.linalg.norm(np.diff(w, axis=0), axis=-1).max(axis=1), 99)  # the clips' own changes
+    for blend in BLENDS:
+        poses, sampled = runs[blend]
+        for s in switches:
+            assert _jump(poses, s) < 0.25 * _jump(pop, s)
+            assert _jump(poses, s) < own
+        assert max(sampled[30:]) == 1
+    assert max(runs["linear"][1][30:]) == 3  # the linear crossfade samples all three clips after the chained switch
+
+
+def test_chained_switch_against_the_python_side_implementation():
+    """A switch during a transition: the velocity shown before it is found by looking one step ahead
+    (the reference took the last two shown poses), so the poses differ a little after the second switch
+    (here up to ~0.03 rad), and both keep the velocity about as continuous."""
+    asset = demo_asset()
+
+    def kernel(m, clip):
+        m.crossfade(clip, 0.3, blend="inertialize")
+
+    def reference(m, clip):
+        reference_crossfade(m, clip, 0.3, "inertialize")
+
+    poses, _, _ = _sequence(asset, ("idle", "walk", "run"), (30, 39), kernel)
+    ref, _, _ = _sequence(asset, ("idle", "walk", "run"), (30, 39), reference)
+    np.testing.assert_allclose(_normalised(poses[:39]), _normalised(ref[:39]), rtol=0, atol=1e-9)
+    assert np.abs(poses[39:] - ref[39:]).max() < 0.1
+    np.testing.assert_allclose(poses[-1], ref[-1], atol=1e-9)  # both the run alone again
+    assert _jump(poses[:, 0], 39) < 1.5 * _jump(ref[:, 0], 39) + 1.0
+
+
+def test_a_plain_player_has_no_inertialization_rows_and_bad_rows_are_refused():
+    from skeletal.playback.jobs import playback_job
+
+    player = Player(demo_asset())
+    player.play("walk")
+    player.update(DT)
+    assert player.mixer._inertia.state.shape == (0,)  # a job type whose update compiles no stage
+    player.crossfade("run", 0.2, blend="inertialize")
+    assert player.mixer._inertia.state.shape == (1, 4)
+    fields = player.mixer._job_fields()
+    fields["inert_x"] = np.zeros((1, 9, 3))
+    with pytest.raises(SkeletalError, match="inert_x"):
+        playback_job(**fields)
+    with pytest.raises(SkeletalError, match="duration"):
+        player.mixer.crossfade("walk", float("inf"), blend="inertialize")
+
+
+def test_crowd_switch_leaves_other_instances_bit_identical():
+    """56 instances walking (three wide lane groups of 16 and 8 posed one by one); instances 3, 20 (in wide
+    groups) and 50 (in the tail) switch to run, inertialized. While the transition runs, every other
+    instance's palette and pose equal bit for bit those of the same crowd without the switch (their groups
+    stay wide); after it, those of the untouched group still do. The switched instances follow a
+    float64 Mixer given the same switch (within the crowd's float32 and nlerp)."""
+    asset = demo_asset()
+    count = 56
+    offsets = np.linspace(0.0, 0.9, count)
+    switched, plain = Crowd(asset, count), Crowd(asset, count)
+    reference = Mixer(asset, count)
+    for crowd in (switched, plain):
+        crowd.play("walk", offsets=offsets)
+    reference.play("walk", offset=offsets)
+    rows = [3, 20, 50]
+    others = np.setdiff1d(np.arange(count), rows)
+    untouched = np.arange(32, 48)
+    for k in range(40):
+        if k == 10:
+            switched.crossfade("run", 0.3, blend="inertialize", instances=rows)
+            reference.crossfade("run", 0.3, blend="inertialize", instances=rows)
+        for m in (switched, plain, reference):
+            m.update(DT)
+        running = switched._inertia.running.any()
+        kept = others if (k < 10 or running) else untouched
+        np.testing.assert_array_equal(switched.palettes[kept], plain.palettes[kept])
+        if k % 4 == 0:
+            np.testing.assert_array_equal(switched.local_pose[kept], plain.local_pose[kept])
+            assert np.abs(switched.local_pose[rows] - reference.local_pose[rows]).max() < 1e-4
+            assert np.abs(switched.palettes[rows] - reference.palettes[rows][:, :, :3]).max() < 1e-4
+        if 10 <= k < 27:
+            assert running and (switched.fs[:, :, K.F_EFFECTIVE] > 0).sum(axis=1).max() == 1
+    assert (switched._inertia.state[:, ST_PHASE] == IDLE).all()
+    # the switched instances, now plain run, went back to the lanes where their group plays run
+    assert np.abs(switched.local_pose[rows] - reference.local_pose[rows]).max() < 1e-4
+
+
+def test_blend_space_parameter_jump_and_entry_can_be_inertialized():
+    asset = demo_asset()
+
+    def run(action):
+        player = Player(asset)
+        player.play("idle")
+        space = BlendSpace1D(player, [("walk", 1.4), ("run", 4.0)])
+        space.set(1.4)
+        poses = []
+        for k in range(70):
+            if k in action:
+                action[k](space)
+            player.update(DT)
+            poses.append(player.local_pose.copy())
+        return np.array(poses)
+
+    enter_pop = run({20: lambda s: s.play()})
+    enter = run({20: lambda s: s.play(fade=0.3, blend="inertialize")})
+    jump_pop = run({20: lambda s: s.play(), 40: lambda s: s.set(4.0)})
+    jump = run({20: lambda s: s.play(), 40: lambda s: s.set(4.0, blend="inertialize", duration=0.3)})
+    assert _jump(enter, 20) < 0.25 * _jump(enter_pop, 20)
+    assert _jump(jump, 40) < 0.25 * _jump(jump_pop, 40)
+    np.testing.assert_allclose(enter[-1], enter_pop[-1], atol=1e-9)  # the blend space's own pose again
+    np.testing.assert_allclose(jump[-1], jump_pop[-1], atol=1e-9)
+
+
+def test_state_machine_transition_into_a_blend_space_can_be_inertialized():
+    player = Player(demo_asset())
+    machine = player.state_machine({
+        "parameters": {"speed": 0.0},
+        "states": {"idle": {"clip": "idle"},
+                   "move": {"blend1d": {"parameter": "speed", "samples": [["walk", 1.4], ["run", 4.0]]}}},
+        "transitions": [{"from": "idle", "to": "move", "when": "speed > 1", "duration": 0.3, "blend": "inertialize"}],
+    })
+    for _ in range(20):
+        player.update(DT)
+    poses = [player.local_pose.copy()]
+    player.set("speed", 3.0)
+    for _ in range(25):
+        player.update(DT)
+        poses.append(player.local_pose.copy())
+    assert machine.state_of(0) == "move"
+    step = pose_velocity(poses[0], poses[1], DT)[:, 3:6]
+    assert np.linalg.norm(step, axis=-1).max() < 20.0  # a pop into the blend moves some joint at tens of rad/s
+    assert not player.mixer._inertia.running.any()
+
+
+def test_transition_bench_counts_one_clip_and_prints_the_ratios():
+    from skeletal.bench.transitions import run_sequence
+
+    row = run_sequence(demo_asset(), ("idle", "walk", "run"), "inertialize", (0.2, 0.35), repeats=1)
+    assert row["clips_sampled"] == 1 and row["ratio"] > 0
+    assert run_sequence(demo_asset(), ("idle", "walk", "run"), "linear", (0.2, 0.35), repeats=1)["clips_sampled"] == 3
