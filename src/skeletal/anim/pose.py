@@ -487,6 +487,26 @@ def _ol_world_subset_staged(parents, nodes, pose, world):
 
 
 @njit(cache=True, forceinline=True)
+def world_rows_most(parents, nodes, pose, world):
+    """World rows of ``nodes`` (parent-first, each after its parent; float64 (N, 4, 4) ``world``, ``pose``
+    (N, 10) C-contiguous) for a subset that is most of the rig: every node's local matrix first, eight at
+    a time (:func:`local_rows_all`), then each listed node's product with its parent's world, as
+    :func:`world_subset_staged` does for every node (the same values). The rows of the nodes not listed
+    are left holding their local matrices.
+
+    >>> world_rows_most(parents, depth_order(parents, body), pose, world)     # doctest: +SKIP
+    """
+    local_rows_all(pose, world)
+    for k in range(nodes.shape[0]):
+        i = nodes[k]
+        p = parents[i]
+        if p >= 0:
+            _times_matrix_f64(world, i, world, p, world, i)
+        else:
+            _set_affine_bottom_row(world[i])
+
+
+@njit(cache=True, forceinline=True)
 def palettes_one(world, joints, inverse_bind, out):
     """out[j] = world[joints[j]] @ inverse_bind[j] for one pose; out (J, 3|4, 4). The arithmetic of
     :func:`affine_product_into`, indexing the arrays directly: three row views per joint (each a

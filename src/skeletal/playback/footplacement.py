@@ -23,7 +23,7 @@ from .._compile import serial_variant
 from .._threads import capped_threads, thread_count
 from ..errors import SkeletalError
 from ..anim.ik import two_bone_one
-from ..anim.pose import depth_order, palettes_one, world_matrices, world_subset_staged
+from ..anim.pose import depth_order, palettes_one, world_matrices, world_rows_most
 from . import kernels as K
 from .jobs import entry, field, foot_job
 from .contacts import ContactPhases, Leg, detect_contacts, find_legs
@@ -96,9 +96,9 @@ def foot_kernel(job, phase, chunks):
     ``heights``/``normals``); 2 the rest, from those heights; 3 all of it on a built-in ground after an
     update that ran without its WORLD stage (ADVANCE | BLEND): the rows of ``probe_nodes`` (the pelvis,
     its ancestors and the thigh-to-foot chains, parents first) from the blended pose, the pelvis moved
-    in the pose, then the world rows of ``body_nodes`` (every node but the pelvis' ancestors and the legs'
-    subtrees; parents first), ``chain_nodes`` (the thigh-to-foot chains) translated with the pelvis, the
-    leg IK, the legs' rows and every palette entry once (``pal`` must be the mixer's own palettes) -- instead of a full world and palette pass, then the pelvis' subtree
+    in the pose, then the world rows of ``body_nodes`` (every node but the legs' subtrees, their
+    thigh-to-foot chains kept; depth order: :func:`~skeletal.anim.pose.world_rows_most`), the leg IK,
+    the legs' rows and every palette entry once (``pal`` must be the mixer's own palettes) -- instead of a full world and palette pass, then the pelvis' subtree
     translated and the legs' rows and palette entries rebuilt.
     pose (B, N, 10) float64 local rows, rewritten; world (B, N, 4, 4) their model-space matrices,
     kept current; placement (B, 4, 4) model -> world (a turn about +Y and a move); legs (3, L): thigh,
@@ -133,7 +133,7 @@ def foot_kernel(job, phase, chunks):
     locked, lock, targets = field(job, "locked"), field(job, "lock"), field(job, "targets")
     pelvis_offset, pal, pal_joints = field(job, "pelvis_offset"), field(job, "pal"), field(job, "pal_joints")
     inv_bind, pal_idx, pal_start = field(job, "inv_bind"), field(job, "pal_idx"), field(job, "pal_start")
-    probe_nodes, body_nodes, chain_nodes = field(job, "probe_nodes"), field(job, "body_nodes"), field(job, "chain_nodes")
+    probe_nodes, body_nodes = field(job, "probe_nodes"), field(job, "body_nodes")
     before_world = phase == 3  # the update left the world rows and palettes to this stage
     n = pose.shape[0]
     chunks = max(min(n, chunks), 1)
@@ -253,16 +253,9 @@ def foot_kernel(job, phase, chunks):
                 pose_b[pelvis, 1] += vy
                 pose_b[pelvis, 2] += vz
             if before_world:
-                # the rows below the pelvis but the legs' from the moved pose; the thigh-to-foot chains (the
-                # IK reads them) translate with it; the legs' subtrees after the IK, then every palette entry
-                world_subset_staged(parents, body_nodes, pose_b, world_b)
-                if d != 0.0:
-                    mx, my, mz = upx * d, upy * d, upz * d
-                    for k in range(chain_nodes.shape[0]):
-                        node = chain_nodes[k]
-                        world_b[node, 0, 3] += mx
-                        world_b[node, 1, 3] += my
-                        world_b[node, 2, 3] += mz
+                # every row but the legs' subtrees' from the moved pose (the thigh-to-foot chains, which the
+                # IK reads, included); the legs' subtrees after the IK, then every palette entry once
+                world_rows_most(parents, body_nodes, pose_b, world_b)
                 if w > 0.0:
                     _leg_ik(b, job, pose_b, world_b, M, upx, upy, upz, cos_half_tilt, w, False)
                 else:
@@ -469,11 +462,10 @@ class FootPlacement:
         while parents[up[-1]] >= 0:
             up.append(int(parents[up[-1]]))
         self._probe_nodes = np.array(sorted(chains.union(up)), np.int64)
-        # built again after the pelvis moved: every row but the pelvis' ancestors' (they stay) and the legs'
-        # subtrees' (the IK's chains translate with the pelvis, the rest is rebuilt after the IK)
-        body = np.setdiff1d(np.arange(len(parents)), np.union1d(self.leg_nodes, up[1:]))
+        # built again after the pelvis moved: every row but the legs' subtrees' (the IK's chains kept: it
+        # reads them; the rest is rebuilt after the IK)
+        body = np.setdiff1d(np.arange(len(parents)), np.setdiff1d(self.leg_nodes, list(chains)))
         self._world_body = depth_order(parents, body.astype(np.int64))
-        self._chain_nodes = np.array(sorted(chains), np.int64)
         rest = world_matrices(rig.parents, rig.rest)
         self.leg_length = np.array([np.linalg.norm(rest[l.knee, :3, 3] - rest[l.thigh, :3, 3])
                                     + np.linalg.norm(rest[l.foot, :3, 3] - rest[l.knee, :3, 3]) for l in self.legs])
@@ -594,7 +586,7 @@ class FootPlacement:
                 initialised=self.initialised, plant=self.plant, locked=self.locked, lock=self.lock,
                 targets=self.targets, pelvis_offset=self.pelvis_offset, pal=pal, pal_joints=pal_joints,
                 inv_bind=inv_bind, pal_idx=self._pal_idx, pal_start=self._pal_start,
-                probe_nodes=self._probe_nodes, body_nodes=self._world_body, chain_nodes=self._chain_nodes)
+                probe_nodes=self._probe_nodes, body_nodes=self._world_body)
             # the serial twin's entry point for a few characters; for more the parallel kernel's (and the
             # serial twin's once a frame runs on one thread: not compiled before a cold start needs it)
             if proc.count > SERIAL_BELOW:

@@ -142,7 +142,7 @@ FOOT_FIELDS = (
     # the skin palettes kept current (entries under the pelvis and each leg)
     "pal", "pal_joints", "inv_bind", "pal_idx", "pal_start",
     # the world rows the stage builds itself after an update without its WORLD stage (phase 3)
-    "probe_nodes", "body_nodes", "chain_nodes",
+    "probe_nodes", "body_nodes",
 )
 
 
