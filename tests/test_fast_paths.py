@@ -17,8 +17,8 @@ from skeletal.bench import DEFAULT_MODEL
 from skeletal.demo import demo_asset
 from skeletal.playback.clipset import TK_INTERP, TK_KEY_START, TK_PATH, TK_VALUE_START, TK_WIDTH, ClipSet
 from skeletal.playback.jobs import field
-from skeletal.anim.pose import (ancestors_and_self, depth_order, skin_palette, world_matrices, world_subset_one,
-                           world_subset_staged)
+from skeletal.anim.pose import (ancestors_and_self, depth_order, local_into, skin_palette, world_matrices,
+                                world_rows_most, world_subset_one, world_subset_staged)
 from skeletal.quat import (NEAR_FLIP, NEAR_SAME, _sin_quarter, near_slerp_into, near_slerp_known_into,
                            near_slerp_table, sin_quarter, slerp_into)
 from skeletal.anim.sampling import lerp3_into
@@ -205,6 +205,34 @@ def test_staged_world_rows_equal_world_subset_one(asset):
         staged[np.setdiff1d(every, nodes)] = 0.0  # rows not listed are left alone by both
         _worlds(parents, nodes, order, pose.astype(dtype), one, staged)
         np.testing.assert_array_equal(staged, one)
+
+
+@njit(cache=False)
+def _most_and_locals(parents, nodes, pose, most, locals_):
+    world_rows_most(parents, nodes, pose, most)
+    for i in range(pose.shape[0]):
+        local_into(i, pose, locals_)
+
+
+def test_world_rows_most_equal_the_staged_rows_of_its_nodes(asset):
+    """pose.world_rows_most (foot placement's rows before its IK: every local matrix eight at a time,
+    then the listed nodes' products) writes the listed rows world_subset_staged writes for every node,
+    bit for bit, and leaves each other row holding its local matrix."""
+    player = skeletal.Player(asset)
+    player.play(asset.clips[0].name)
+    player.update(0.37)
+    parents, pose = asset.rig.parents, player.local_pose.astype(np.float64)
+    n = len(parents)
+    every = np.arange(n, dtype=np.int64)
+    subset = ancestors_and_self(parents, asset.skins[0].joints[: max(1, len(asset.skins[0].joints) // 2)])
+    assert 0 < len(subset) < n
+    full = np.zeros((n, 4, 4))
+    _worlds(parents, every, depth_order(parents, every), pose, np.zeros((n, 4, 4)), full)
+    most, locals_ = np.full((n, 4, 4), 7.0), np.zeros((n, 4, 4))
+    _most_and_locals(parents, depth_order(parents, subset), pose, most, locals_)
+    np.testing.assert_array_equal(most[subset], full[subset])
+    rest = np.setdiff1d(every, subset)
+    np.testing.assert_array_equal(most[rest][:, :3], locals_[rest][:, :3])
 
 
 @njit(cache=False)
