@@ -630,7 +630,9 @@ class Mixer:
         compiled update directly): the controllers' ``before_update``, a fading snapshot's weight,
         the compiled update on :attr:`frame` (:meth:`_step`), the events, the controllers'
         ``after_update``. A :class:`~skeletal.playback.procedural.Procedural` alone may run the whole
-        frame as one compiled call instead (its ``fused_frame``)."""
+        frame as one compiled call instead (its ``fused_frame``), or, with foot placement alone, take
+        over the world rows and palettes (its ``builds_world_for``: the update runs ADVANCE | BLEND,
+        and its ``after_update`` builds them around the stage's pose edits)."""
         dt = float(dt)
         self.time += dt
         controllers = self.controllers
