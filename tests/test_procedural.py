@@ -764,4 +764,17 @@ def test_mixer_update_leaves_the_world_pass_to_planned_foot_placement(demo):
     fast.update(DT)
     assert runs == [K.ADVANCE | K.BLEND, K.ALL]
     np.testing.assert_allclose(fast.world, world_matrices(demo.rig.parents, fast.local_pose), rtol=0, atol=1e-12)
+    # the frame changed between the question and after_update (a clip set grown inside the update): the
+    # world pass the update left runs first, then the general path
+    fast.controllers.pop()
+    fast._run = run
+    fast.update(DT)  # planned again
+    run(DT, K.ADVANCE | K.BLEND)
+    fast._world_skipped = True
+    fproc._plan = None
+    fproc.after_update(DT)
+    assert not fast._world_skipped
+    np.testing.assert_allclose(fast.world, world_matrices(demo.rig.parents, fast.local_pose), rtol=0, atol=1e-12)
+    for skin, palette in zip(demo.skins, fast.skin_palettes):
+        assert np.allclose(palette, fast.world[:, skin.joints] @ skin.inverse_bind, atol=1e-12)
     np.testing.assert_allclose(fast.world, world_matrices(demo.rig.parents, fast.local_pose), rtol=0, atol=1e-12)
