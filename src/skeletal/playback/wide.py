@@ -598,7 +598,9 @@ def _ik_group(b0, nl, ik, iks, parents, lw, ww, wp):
             _world_row(i, parents[i], lw, ww, wp, nl)
 
 
-@njit(cache=True)
+# error_model="numpy": no zero-division check on the nlerp's 1 / |q| (a check's branch kept that loop
+# scalar; 1 / 0 is then inf, as in the per-instance kernels' float arithmetic)
+@njit(cache=True, error_model="numpy")
 def _sample_group(b0, c, job, wide, tid, lw, held, ik):
     """The local rows of instances b0 .. b0 + LANES - 1, all playing clip c alone at the sample times
     ``wide.sample_t[b0:b0 + LANES]`` (float64, seconds), into ``lw`` (N * 10 * LANES):
