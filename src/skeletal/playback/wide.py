@@ -51,10 +51,11 @@ from ..anim.ik import (IN_POLE, IN_ROTATION, IN_TARGET, IN_WEIGHT, KIND_TWO_BONE
                   SI_J0, SI_J1, SI_KIND, SI_U0, SI_U1, soft_distance, solve_stage_at, solve_stages_at)
 from ..anim.pose import palettes_one, world_subset_one
 from ..anim.vec import EPS, _add, _cross, _dot, _finite3, _len, _qnorm, _scale, _slerp, _sub, _vec_at
-from ..quat import slerp_into
+from ..quat import NLERP_ABOVE_COS, sin_quarter
 from ..anim.sampling import locate_key
 from .clipset import (CL_SEGMENT_END, CL_SEGMENT_START, CL_TIMELINE_END, CL_TIMELINE_START, SEG_CONSTANT, SEG_END,
-                      SEG_FIRST, SEG_KIND, SEG_LERP3, SEG_NLERP, SEG_SLERP, SEG_TIMELINE, TK_OUT, TK_VALUE_START)
+                      SEG_FIRST, SEG_KIND, SEG_LERP3, SEG_NLERP, SEG_SLERP, SEG_TIMELINE, TK_KEY_START, TK_OUT,
+                      TK_VALUE_START)
 from .jobs import field
 from .kernels import F_EFFECTIVE, F_SAMPLE, _advance_instance, _evaluate_instance
 
@@ -598,6 +599,68 @@ def _ik_group(b0, nl, ik, iks, parents, lw, ww, wp):
             _world_row(i, parents[i], lw, ww, wp, nl)
 
 
+@njit(**_LANE)
+def _slerp_tabled(values, a, u, angles, row):
+    """:func:`skeletal.quat.slerp_into` of the float32 keys ``values[a:a + 4]`` and ``values[a + 4:a + 8]``
+    by ``u``, its arithmetic step for step in float64, returned as a tuple, with the key pair's arccos
+    and 1 / sin from ``angles[row]`` (:func:`slerp_angles`: computed as ``slerp_into`` computes them,
+    so the result is the same to the bit); both branches computed and one selected (no call, no
+    branch: a loop over lanes of this can vectorise)."""
+    u1, u2, u3, u4, u5, u6, u7 = _U[1], _U[2], _U[3], _U[4], _U[5], _U[6], _U[7]
+    ax, ay, az, aw = np.float64(values[a]), np.float64(values[a + u1]), np.float64(values[a + u2]), np.float64(values[a + u3])
+    bx, by, bz, bw = np.float64(values[a + u4]), np.float64(values[a + u5]), np.float64(values[a + u6]), np.float64(values[a + u7])
+    same = (ax == bx) & (ay == by) & (az == bz) & (aw == bw)
+    cos = ax * bx + ay * by + az * bz + aw * bw
+    flip = cos < 0.0
+    bx, by, bz, bw = (-bx if flip else bx), (-by if flip else by), (-bz if flip else bz), (-bw if flip else bw)
+    cos = -cos if flip else cos
+    arc = cos < NLERP_ABOVE_COS
+    angle, inv = angles[row, 0], angles[row, 1]
+    s0, s1 = 1.0 - u, u
+    t0 = sin_quarter(s0 * angle) * inv
+    t1 = sin_quarter(s1 * angle) * inv
+    s0, s1 = (t0 if arc else s0), (t1 if arc else s1)
+    x = ax * s0 + bx * s1
+    y = ay * s0 + by * s1
+    z = az * s0 + bz * s1
+    w = aw * s0 + bw * s1
+    n = 1.0 / np.sqrt(x * x + y * y + z * z + w * w)
+    x, y, z, w = (x if arc else x * n), (y if arc else y * n), (z if arc else z * n), (w if arc else w * n)
+    return (ax if same else x), (ay if same else y), (az if same else z), (aw if same else w)
+
+
+@njit(cache=True)
+def slerp_angles(clip_table, segments, tracks, timeline_keys, values, wide_clip, rows):
+    """(rows, 2) float64: for key i of a track in a wide clip's SLERP segment (row ``TK_KEY_START + i``), the
+    angle between keys i and i + 1 and 1 / its sine, computed from the float32 keys in float64 exactly as
+    :func:`skeletal.quat.slerp_into` computes them (compiled, its arccos the same library call), where it
+    takes that branch; 0 elsewhere. ``rows``: the clip set's key count."""
+    out = np.zeros((rows, 2))
+    for c in range(clip_table.shape[0]):
+        if not wide_clip[c]:
+            continue
+        for g in range(clip_table[c, CL_SEGMENT_START], clip_table[c, CL_SEGMENT_END]):
+            if segments[g, SEG_KIND] != SEG_SLERP:
+                continue
+            count = timeline_keys[segments[g, SEG_TIMELINE], 1]
+            for k in range(segments[g, SEG_FIRST], segments[g, SEG_END]):
+                vs, kr = tracks[k, TK_VALUE_START], tracks[k, TK_KEY_START]
+                for key in range(count - 1):
+                    a = vs + key * 4
+                    ax, ay, az, aw = np.float64(values[a]), np.float64(values[a + 1]), np.float64(values[a + 2]), np.float64(values[a + 3])
+                    bx, by, bz, bw = np.float64(values[a + 4]), np.float64(values[a + 5]), np.float64(values[a + 6]), np.float64(values[a + 7])
+                    if ax == bx and ay == by and az == bz and aw == bw:
+                        continue
+                    cos = ax * bx + ay * by + az * bz + aw * bw
+                    if cos < 0.0:
+                        cos = -cos
+                    if cos < NLERP_ABOVE_COS:
+                        angle = np.arccos(cos)
+                        out[kr + key, 0] = angle
+                        out[kr + key, 1] = 1.0 / sin_quarter(angle)
+    return out
+
+
 # error_model="numpy": no zero-division check on the nlerp's 1 / |q| (the check's branch kept that loop
 # scalar: 1.36x the whole update's time); a zero-length blend, which unit keys never give, is then inf
 # and NaN rows instead of an exception
@@ -621,7 +684,7 @@ def _sample_group(b0, c, job, wide, tid, lw, held, ik):
     one = np.float32(1.0)
     S = _S
     u2, u3, u4 = _U[2], _U[3], _U[4]
-    q64 = np.empty(4)
+    angles = field(wide, "slerp_angles")
     tl0 = clip_table[c, CL_TIMELINE_START]
     # key interval per timeline and lane (the search per instance, with its cursor)
     for tl in range(tl0, clip_table[c, CL_TIMELINE_END]):
@@ -697,20 +760,19 @@ def _sample_group(b0, c, job, wide, tid, lw, held, ik):
                     tmpv[t0 + u2 * mu + k] = z * inv
                     tmpv[t0 + u3 * mu + k] = w * inv
             _lanes_to_rows(tmpv, width, lw, dest, do)
-        else:  # SEG_SLERP: keys far apart (few tracks): per lane, in float64 as everywhere
+        else:  # SEG_SLERP: keys far apart (few tracks): per lane, in float64, the angles tabulated
             for k in range(first, first + m):
-                vs = tracks[k, TK_VALUE_START]
+                vs = np.uint64(tracks[k, TK_VALUE_START])
+                kr = np.uint64(tracks[k, TK_KEY_START])
                 o = np.uint64(tracks[k, TK_OUT]) * S
-                for lane in range(LANES):
-                    a = vs + keys[lane] * 4
-                    slerp_into(q64, 0, np.float64(values[a]), np.float64(values[a + 1]), np.float64(values[a + 2]),
-                               np.float64(values[a + 3]), np.float64(values[a + 4]), np.float64(values[a + 5]),
-                               np.float64(values[a + 6]), np.float64(values[a + 7]), np.float64(us[lane]))
-                    ul = np.uint64(lane)
-                    lw[o + ul] = q64[0]
-                    lw[o + S + ul] = q64[1]
-                    lw[o + u2 * S + ul] = q64[2]
-                    lw[o + u3 * S + ul] = q64[3]
+                for lane in range(nl):
+                    key = np.uint64(keys[lane])
+                    a = vs + key * u4
+                    x, y, z, w = _slerp_tabled(values, a, np.float64(us[lane]), angles, kr + key)
+                    lw[o + lane] = x
+                    lw[o + S + lane] = y
+                    lw[o + u2 * S + lane] = z
+                    lw[o + u3 * S + lane] = w
 
 
 @njit(cache=True)
