@@ -188,13 +188,16 @@ class Crowd(Mixer):
             sample_t=np.zeros(self.count),  # each instance's sample time in a wide group
             group_clip=np.zeros(groups, np.int64),  # each wide group's clip
             ik_rows=np.zeros((groups, ik_joints * 4 * LANES), np.float32),  # the rotations IK left
+            # per thread (each thread's part at least a cache line past the previous one's last write,
+            # so that no line is written by two threads)
             rows=np.zeros((threads, rows), np.float32),  # local rows, per thread until the store has rows
             held_rows=np.full((threads, 1), -1, np.int64),  # the clip whose constant rows each thread's hold
-            world_rows=np.zeros((threads, len(self.rig) * 12 * LANES), np.float32),
+            # world rows, then a copy of one node's rows (wide._world_row's parent rows)
+            world_rows=np.zeros((threads, (len(self.rig) + 1) * 12 * LANES), np.float32),
             palette_rows=np.zeros((threads, max(len(self.palette_joints), 1) * 12 * LANES), np.float32),
-            keys=np.zeros((threads, timelines, LANES), np.int64),
-            fractions=np.zeros((threads, timelines, LANES), np.float32),
-            samples=np.zeros((threads, widest), np.float32),  # one segment's samples, every lane
+            keys=np.zeros((threads, timelines + 1, LANES), np.int64),  # a row of padding after each thread's
+            fractions=np.zeros((threads, timelines + 1, LANES), np.float32),
+            samples=np.zeros((threads, widest + LANES), np.float32),  # one segment's samples, every lane
             ik_scratch=np.zeros((threads, T_ROWS * LANES)),  # IK: inputs and results per lane
         )
 

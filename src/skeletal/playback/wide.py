@@ -782,7 +782,8 @@ def _pose_group(b0, c, job, wide, tid, lw, held, ik):
     local rows (:func:`_sample_group`; this thread's scratch, or the group's slice of the crowd's lane
     store once ``local_pose`` has been read: see :func:`update_wide`), ``held`` (1,) the clip whose
     constant rows ``lw`` holds. Thread ``tid``'s scratch of ``wide``, flat float32 in the lane layout:
-    ``world_rows`` (N * 12 * LANES) world 3x4 rows ``[(node * 12 + entry) * LANES + lane]``,
+    ``world_rows`` ((N + 1) * 12 * LANES) world 3x4 rows ``[(node * 12 + entry) * LANES + lane]`` (the last
+    12 * LANES: a copy of the parent's rows for :func:`_world_row`),
     ``palette_rows`` (J * 12 * LANES) palette rows likewise. ``ik``: the crowd's IKJob, run between
     the world rows and the palettes by :func:`_ik_group`, or None (pruned at compile time)."""
     parents, world_nodes, pose = field(job, "parents"), field(job, "world_nodes"), field(job, "pose")
@@ -794,8 +795,10 @@ def _pose_group(b0, c, job, wide, tid, lw, held, ik):
     _sample_group(b0, c, job, wide, tid, lw, held, ik)
     # world 3x4 rows of the nodes needed, parent first, all lanes at once (the parent's rows read
     # from a copy: a second array that LLVM checks against the written rows at run time)
-    wp = np.empty(12 * LANES, np.float32)
-    for i in world_nodes:
+    n_rows = np.uint64(parents.shape[0] * 12) * S
+    wp = ww[n_rows:n_rows + np.uint64(12 * LANES)]  # the rows after the nodes': a scratch copy of the parent's
+    for k in range(world_nodes.shape[0]):
+        i = world_nodes[k]
         _world_row(i, parents[i], lw, ww, wp, nl)
     if ik is not None:  # IK stages (pruned at compile time for a crowd without them)
         _ik_group(b0, nl, ik, (field(wide, "ik_scratch")[tid], pose, field(job, "scratch_world")[tid], tid), parents,
