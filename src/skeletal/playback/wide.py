@@ -599,34 +599,34 @@ def _ik_group(b0, nl, ik, iks, parents, lw, ww, wp):
             _world_row(i, parents[i], lw, ww, wp, nl)
 
 
-@njit(**_LANE)
+@njit(cache=True, forceinline=True, error_model="numpy")
 def _slerp_tabled(values, a, u, angles, row):
     """:func:`skeletal.quat.slerp_into` of the float32 keys ``values[a:a + 4]`` and ``values[a + 4:a + 8]``
     by ``u``, its arithmetic step for step in float64, returned as a tuple, with the key pair's arccos
     and 1 / sin from ``angles[row]`` (:func:`slerp_angles`: computed as ``slerp_into`` computes them,
-    so the result is the same to the bit); both branches computed and one selected (no call, no
-    branch: a loop over lanes of this can vectorise)."""
+    so the result is the same to the bit), and no call. (Its lane loop stays scalar: the keys are
+    gathered per lane; branches then cost less than computing both sides.)"""
     u1, u2, u3, u4, u5, u6, u7 = _U[1], _U[2], _U[3], _U[4], _U[5], _U[6], _U[7]
     ax, ay, az, aw = np.float64(values[a]), np.float64(values[a + u1]), np.float64(values[a + u2]), np.float64(values[a + u3])
     bx, by, bz, bw = np.float64(values[a + u4]), np.float64(values[a + u5]), np.float64(values[a + u6]), np.float64(values[a + u7])
-    same = (ax == bx) & (ay == by) & (az == bz) & (aw == bw)
+    if ax == bx and ay == by and az == bz and aw == bw:
+        return ax, ay, az, aw
     cos = ax * bx + ay * by + az * bz + aw * bw
-    flip = cos < 0.0
-    bx, by, bz, bw = (-bx if flip else bx), (-by if flip else by), (-bz if flip else bz), (-bw if flip else bw)
-    cos = -cos if flip else cos
-    arc = cos < NLERP_ABOVE_COS
-    angle, inv = angles[row, 0], angles[row, 1]
+    if cos < 0.0:
+        bx, by, bz, bw = -bx, -by, -bz, -bw
+        cos = -cos
+    if cos < NLERP_ABOVE_COS:
+        angle, inv = angles[row, 0], angles[row, 1]
+        s0 = sin_quarter((1.0 - u) * angle) * inv
+        s1 = sin_quarter(u * angle) * inv
+        return ax * s0 + bx * s1, ay * s0 + by * s1, az * s0 + bz * s1, aw * s0 + bw * s1
     s0, s1 = 1.0 - u, u
-    t0 = sin_quarter(s0 * angle) * inv
-    t1 = sin_quarter(s1 * angle) * inv
-    s0, s1 = (t0 if arc else s0), (t1 if arc else s1)
     x = ax * s0 + bx * s1
     y = ay * s0 + by * s1
     z = az * s0 + bz * s1
     w = aw * s0 + bw * s1
     n = 1.0 / np.sqrt(x * x + y * y + z * z + w * w)
-    x, y, z, w = (x if arc else x * n), (y if arc else y * n), (z if arc else z * n), (w if arc else w * n)
-    return (ax if same else x), (ay if same else y), (az if same else z), (aw if same else w)
+    return x * n, y * n, z * n, w * n
 
 
 @njit(cache=True)
