@@ -41,6 +41,8 @@ stages (``ik`` None prunes it). (Measurements: docs/guides/performance.md.)
 
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
 from llvmlite import ir
@@ -51,7 +53,7 @@ from ..anim.ik import (IN_POLE, IN_ROTATION, IN_TARGET, IN_WEIGHT, KIND_TWO_BONE
                   SI_J0, SI_J1, SI_KIND, SI_U0, SI_U1, soft_distance, solve_stage_at, solve_stages_at)
 from ..anim.pose import palettes_one, world_subset_one
 from ..anim.vec import EPS, _add, _cross, _dot, _finite3, _len, _qnorm, _scale, _slerp, _sub, _vec_at
-from ..quat import NLERP_ABOVE_COS, sin_quarter
+from ..quat import NLERP_ABOVE_COS, _sin_quarter, sin_quarter
 from ..anim.sampling import locate_key
 from .clipset import (CL_SEGMENT_END, CL_SEGMENT_START, CL_TIMELINE_END, CL_TIMELINE_START, SEG_CONSTANT, SEG_END,
                       SEG_FIRST, SEG_KIND, SEG_LERP3, SEG_NLERP, SEG_SLERP, SEG_TIMELINE, TK_KEY_START, TK_OUT,
@@ -629,35 +631,34 @@ def _slerp_tabled(values, a, u, angles, row):
     return x * n, y * n, z * n, w * n
 
 
-@njit(cache=True)
-def slerp_angles(clip_table, segments, tracks, timeline_keys, values, wide_clip, rows):
+def slerp_angles(clip_table: np.ndarray, segments: np.ndarray, tracks: np.ndarray, timeline_keys: np.ndarray,
+                 values: np.ndarray, wide_clip: np.ndarray, rows: int) -> np.ndarray:
     """(rows, 2) float64: for key i of a track in a wide clip's SLERP segment (row ``TK_KEY_START + i``), the
     angle between keys i and i + 1 and 1 / its sine, computed from the float32 keys in float64 exactly as
-    :func:`skeletal.quat.slerp_into` computes them (compiled, its arccos the same library call), where it
-    takes that branch; 0 elsewhere. ``rows``: the clip set's key count."""
+    :func:`skeletal.quat.slerp_into` computes them (the same operations in the same order; the arccos
+    from the C library, ``math.acos``, which is what the compiled ``np.arccos`` calls), where it takes
+    that branch; 0 elsewhere. ``rows``: the clip set's key count. Plain numpy, so that a crowd's first
+    update compiles nothing more for it.
+
+    >>> angles = slerp_angles(clip_table, segments, cs.track_table, cs.timeline_keys, cs.values, wide, rows)  # doctest: +SKIP
+    """
     out = np.zeros((rows, 2))
-    for c in range(clip_table.shape[0]):
-        if not wide_clip[c]:
-            continue
+    for c in np.flatnonzero(wide_clip):
         for g in range(clip_table[c, CL_SEGMENT_START], clip_table[c, CL_SEGMENT_END]):
             if segments[g, SEG_KIND] != SEG_SLERP:
                 continue
-            count = timeline_keys[segments[g, SEG_TIMELINE], 1]
+            count = int(timeline_keys[segments[g, SEG_TIMELINE], 1])
             for k in range(segments[g, SEG_FIRST], segments[g, SEG_END]):
-                vs, kr = tracks[k, TK_VALUE_START], tracks[k, TK_KEY_START]
-                for key in range(count - 1):
-                    a = vs + key * 4
-                    ax, ay, az, aw = np.float64(values[a]), np.float64(values[a + 1]), np.float64(values[a + 2]), np.float64(values[a + 3])
-                    bx, by, bz, bw = np.float64(values[a + 4]), np.float64(values[a + 5]), np.float64(values[a + 6]), np.float64(values[a + 7])
-                    if ax == bx and ay == by and az == bz and aw == bw:
-                        continue
-                    cos = ax * bx + ay * by + az * bz + aw * bw
-                    if cos < 0.0:
-                        cos = -cos
-                    if cos < NLERP_ABOVE_COS:
-                        angle = np.arccos(cos)
-                        out[kr + key, 0] = angle
-                        out[kr + key, 1] = 1.0 / sin_quarter(angle)
+                vs, kr = int(tracks[k, TK_VALUE_START]), int(tracks[k, TK_KEY_START])
+                q = values[vs:vs + count * 4].astype(np.float64).reshape(count, 4)
+                a, b = q[:-1], q[1:]
+                cos = a[:, 0] * b[:, 0] + a[:, 1] * b[:, 1] + a[:, 2] * b[:, 2] + a[:, 3] * b[:, 3]
+                cos = np.where(cos < 0.0, -cos, cos)
+                use = (cos < NLERP_ABOVE_COS) & ~np.all(a == b, axis=1)
+                for i in np.flatnonzero(use):
+                    angle = math.acos(float(cos[i]))
+                    out[kr + i, 0] = angle
+                    out[kr + i, 1] = 1.0 / _sin_quarter(angle)
     return out
 
 
