@@ -8,9 +8,17 @@ agents' work, load average ~15), 2-thread skinning of 100k vertices ran at 0.18x
 the 1000-character crowd at 0.63x (the issue saw 12.5 vs 240 M vertices/s).
 
 This module makes threads wait passively (``OMP_WAIT_POLICY=PASSIVE``, ``KMP_BLOCKTIME=0``, set before
-numba loads the OpenMP runtime; values the user set are kept) and asks numba for OpenMP first, then
-TBB, then its own workqueue, whichever is installed. Measured in the same conditions, alternating 1
-and 2 threads in one process (ratios of 2 threads to 1, four runs each):
+numba loads the OpenMP runtime; values the user set are kept) after a short spin (GNU OpenMP:
+``GOMP_SPINCOUNT`` = :data:`SPIN_COUNT`, about 55 us on a Zen 5 core, only when the user set neither
+variable), and asks numba for OpenMP first, then TBB, then its own workqueue, whichever is installed.
+The spin: a thread that waits passively sleeps in the kernel, and waking it for the next parallel
+region took ~40 us on the project's 2-vCPU VMs (an idle vCPU halts), every region: 1000 crowd
+characters on 2 threads ran at 1.66x one thread with passive waits alone, 1.9x with the spin
+(docs/guides/performance.md). Spinning that long covers back-to-back regions (a crowd update, then
+skinning; a benchmark's loop) and costs the waiting thread at most that much CPU after each region;
+while other processes keep the CPUs busy, :func:`busy_cap` runs the kernels on fewer threads, so no
+thread spins against them. Measured under load, alternating 1 and 2 threads in one process (ratios
+of 2 threads to 1, four runs each; before the spin and the cap):
 
 * OpenMP, passive waits: skinning 1.21-3.1x, crowd 1.39-1.57x (never below one thread);
 * TBB (``pip install tbb``, work stealing): skinning 0.90-1.35x, crowd 0.84-1.27x;
@@ -36,6 +44,9 @@ import sys
 from time import monotonic
 
 _TBB_MIN_INTERFACE = 12060  # numba's own minimum (TBB 2021.6)
+#: GNU OpenMP's spin before a waiting thread sleeps (``GOMP_SPINCOUNT``, in PAUSE loops: ~28 ns each on
+#: a Zen 5 core, so ~55 us; with ``OMP_WAIT_POLICY=PASSIVE`` alone it is 0)
+SPIN_COUNT = 2000
 _state: dict = {}
 
 
@@ -86,6 +97,8 @@ def choose() -> str:
         numba.config.THREADING_LAYER = layer
     else:
         layer = "omp"
+        if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+            os.environ["GOMP_SPINCOUNT"] = str(SPIN_COUNT)  # spin this long, then sleep (GNU OpenMP)
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         os.environ.setdefault("KMP_BLOCKTIME", "0")
         numba.config.THREADING_LAYER = "default"

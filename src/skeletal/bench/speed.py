@@ -158,6 +158,6 @@ def bench_rows(asset=None, clip=None, path=None, quick: bool = False) -> dict:
         "stat": stat(ms, "ms"),
         "baseline": f"1 thread {one_ms:.1f} ms, interleaved; load {load:.1f} (meaningful below 1)",
         "ratio": f"{one_ms / np.median(ms):.2f}x",
-        "reference": "goal <= 6 ms for 10,000 on 2 threads, idle machine (was 15.9)",
+        "reference": "goal <= 3 ms for 10,000 on 2 threads, idle machine (issue 33; was 4.4-4.7)",
     })
     return {"rows": rows}

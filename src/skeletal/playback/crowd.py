@@ -38,7 +38,7 @@ from ..anim.pose import ancestors_and_self, world_matrices
 from .frame import Frame, FrameInput
 from .jobs import entry, wide_job
 from .mixer import InstanceSelector, Mixer
-from .wide import LANES, T_ROWS, key_major, lanes_to_pose, update_wide, wide_clips
+from .wide import LANES, T_ROWS, key_major, lanes_to_pose, slerp_angles, update_wide, wide_clips
 
 # update_wide's modes (its ``mode`` argument)
 _UPDATE, _REBUILD_ROWS, _EVALUATE = 0, 1, 2
@@ -176,6 +176,8 @@ class Crowd(Mixer):
         cs = self.clipset
         wide_clip = wide_clips(clip_table, segments, cs.timeline_keys, cs.track_table)
         packed, seg_table, dest = key_major(clip_table, segments, cs.timeline_keys, cs.track_table, cs.values, wide_clip)
+        angles = slerp_angles(clip_table, segments, cs.track_table, cs.timeline_keys, cs.values, wide_clip,
+                              max(int(cs.key_start[-1]), 1))
         threads = numba.config.NUMBA_NUM_THREADS
         rows = len(self.rig) * 10 * LANES
         timelines = max(cs.max_timelines, 1)
@@ -183,20 +185,23 @@ class Crowd(Mixer):
         groups = self.count // LANES
         ik_joints = 0 if self._ik is None else len(self._ik.table.joints)
         return dict(
-            lanes=LANES, wide_clip=wide_clip, packed=packed, seg_table=seg_table, dest=dest,
+            lanes=LANES, wide_clip=wide_clip, packed=packed, seg_table=seg_table, dest=dest, slerp_angles=angles,
             store=np.zeros((0, rows), np.float32),  # the lane store: no rows until local_pose is read
             held=np.full((groups, 1), -1, np.int64),  # the clip whose constant rows a store slice holds
             done=np.zeros(groups, np.uint8),  # groups posed wide (their local_pose rows are not in pose)
             sample_t=np.zeros(self.count),  # each instance's sample time in a wide group
             group_clip=np.zeros(groups, np.int64),  # each wide group's clip
             ik_rows=np.zeros((groups, ik_joints * 4 * LANES), np.float32),  # the rotations IK left
+            # per thread (each thread's part at least a cache line past the previous one's last write,
+            # so that no line is written by two threads)
             rows=np.zeros((threads, rows), np.float32),  # local rows, per thread until the store has rows
             held_rows=np.full((threads, 1), -1, np.int64),  # the clip whose constant rows each thread's hold
-            world_rows=np.zeros((threads, len(self.rig) * 12 * LANES), np.float32),
+            # world rows, then a copy of one node's rows (wide._world_row's parent rows)
+            world_rows=np.zeros((threads, (len(self.rig) + 1) * 12 * LANES), np.float32),
             palette_rows=np.zeros((threads, max(len(self.palette_joints), 1) * 12 * LANES), np.float32),
-            keys=np.zeros((threads, timelines, LANES), np.int64),
-            fractions=np.zeros((threads, timelines, LANES), np.float32),
-            samples=np.zeros((threads, widest), np.float32),  # one segment's samples, every lane
+            keys=np.zeros((threads, timelines + 1, LANES), np.int64),  # a row of padding after each thread's
+            fractions=np.zeros((threads, timelines + 1, LANES), np.float32),
+            samples=np.zeros((threads, widest + LANES), np.float32),  # one segment's samples, every lane
             ik_scratch=np.zeros((threads, T_ROWS * LANES)),  # IK: inputs and results per lane
         )
 

@@ -102,8 +102,9 @@ IK_FIELDS = ("stage_i", "stage_f", "joints", "jp", "inputs", "update", "scratch"
 WIDE_FIELDS = (
     # LANES as a run-time value (so that LLVM vectorises the lane loops instead of unrolling them)
     "lanes",
-    # the clips: which can go wide (C,), their LINEAR segments key-major (see wide.key_major)
-    "wide_clip", "packed", "seg_table", "dest",
+    # the clips: which can go wide (C,), their LINEAR segments key-major (see wide.key_major), the
+    # SLERP segments' key angles (keys, 2) (see wide.slerp_angles)
+    "wide_clip", "packed", "seg_table", "dest", "slerp_angles",
     # per full group: the lane store (G or 0, R), the clip its constant rows hold (G, 1), posed wide (G,),
     # each instance's sample time (B,), each group's clip (G,), the rotations IK left (G, ...)
     "store", "held", "done", "sample_t", "group_clip", "ik_rows",

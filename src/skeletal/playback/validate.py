@@ -201,6 +201,7 @@ def validate_wide(f: dict) -> None:
     c.array("packed", (None,), dtype=np.float32)
     c.array("seg_table", (None, 2), dtype=np.int64)
     c.array("dest", (None,), dtype=np.uint64)
+    c.array("slerp_angles", (None, 2), dtype=np.float64)
     c.array("done", ("G",), dtype=np.uint8)
     c.array("group_clip", ("G",), dtype=np.int64)
     c.array("held", ("G", 1), dtype=np.int64)

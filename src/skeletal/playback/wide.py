@@ -41,6 +41,8 @@ stages (``ik`` None prunes it). (Measurements: docs/guides/performance.md.)
 
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
 from llvmlite import ir
@@ -51,10 +53,11 @@ from ..anim.ik import (IN_POLE, IN_ROTATION, IN_TARGET, IN_WEIGHT, KIND_TWO_BONE
                   SI_J0, SI_J1, SI_KIND, SI_U0, SI_U1, soft_distance, solve_stage_at, solve_stages_at)
 from ..anim.pose import palettes_one, world_subset_one
 from ..anim.vec import EPS, _add, _cross, _dot, _finite3, _len, _qnorm, _scale, _slerp, _sub, _vec_at
-from ..quat import slerp_into
+from ..quat import NLERP_ABOVE_COS, _sin_quarter, sin_quarter
 from ..anim.sampling import locate_key
 from .clipset import (CL_SEGMENT_END, CL_SEGMENT_START, CL_TIMELINE_END, CL_TIMELINE_START, SEG_CONSTANT, SEG_END,
-                      SEG_FIRST, SEG_KIND, SEG_LERP3, SEG_NLERP, SEG_SLERP, SEG_TIMELINE, TK_OUT, TK_VALUE_START)
+                      SEG_FIRST, SEG_KIND, SEG_LERP3, SEG_NLERP, SEG_SLERP, SEG_TIMELINE, TK_KEY_START, TK_OUT,
+                      TK_VALUE_START)
 from .jobs import field
 from .kernels import F_EFFECTIVE, F_SAMPLE, _advance_instance, _evaluate_instance, in_transition, inertia_stage, posed_alone
 
@@ -598,7 +601,71 @@ def _ik_group(b0, nl, ik, iks, parents, lw, ww, wp):
             _world_row(i, parents[i], lw, ww, wp, nl)
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True, error_model="numpy")
+def _slerp_tabled(values, a, u, angles, row):
+    """:func:`skeletal.quat.slerp_into` of the float32 keys ``values[a:a + 4]`` and ``values[a + 4:a + 8]``
+    by ``u``, its arithmetic step for step in float64, returned as a tuple, with the key pair's arccos
+    and 1 / sin from ``angles[row]`` (:func:`slerp_angles`: computed as ``slerp_into`` computes them,
+    so the result is the same to the bit), and no call. (Its lane loop stays scalar: the keys are
+    gathered per lane; branches then cost less than computing both sides.)"""
+    u1, u2, u3, u4, u5, u6, u7 = _U[1], _U[2], _U[3], _U[4], _U[5], _U[6], _U[7]
+    ax, ay, az, aw = np.float64(values[a]), np.float64(values[a + u1]), np.float64(values[a + u2]), np.float64(values[a + u3])
+    bx, by, bz, bw = np.float64(values[a + u4]), np.float64(values[a + u5]), np.float64(values[a + u6]), np.float64(values[a + u7])
+    if ax == bx and ay == by and az == bz and aw == bw:
+        return ax, ay, az, aw
+    cos = ax * bx + ay * by + az * bz + aw * bw
+    if cos < 0.0:
+        bx, by, bz, bw = -bx, -by, -bz, -bw
+        cos = -cos
+    if cos < NLERP_ABOVE_COS:
+        angle, inv = angles[row, 0], angles[row, 1]
+        s0 = sin_quarter((1.0 - u) * angle) * inv
+        s1 = sin_quarter(u * angle) * inv
+        return ax * s0 + bx * s1, ay * s0 + by * s1, az * s0 + bz * s1, aw * s0 + bw * s1
+    s0, s1 = 1.0 - u, u
+    x = ax * s0 + bx * s1
+    y = ay * s0 + by * s1
+    z = az * s0 + bz * s1
+    w = aw * s0 + bw * s1
+    n = 1.0 / np.sqrt(x * x + y * y + z * z + w * w)
+    return x * n, y * n, z * n, w * n
+
+
+def slerp_angles(clip_table: np.ndarray, segments: np.ndarray, tracks: np.ndarray, timeline_keys: np.ndarray,
+                 values: np.ndarray, wide_clip: np.ndarray, rows: int) -> np.ndarray:
+    """(rows, 2) float64: for key i of a track in a wide clip's SLERP segment (row ``TK_KEY_START + i``), the
+    angle between keys i and i + 1 and 1 / its sine, computed from the float32 keys in float64 exactly as
+    :func:`skeletal.quat.slerp_into` computes them (the same operations in the same order; the arccos
+    from the C library, ``math.acos``, which is what the compiled ``np.arccos`` calls), where it takes
+    that branch; 0 elsewhere. ``rows``: the clip set's key count. Plain numpy, so that a crowd's first
+    update compiles nothing more for it.
+
+    >>> angles = slerp_angles(clip_table, segments, cs.track_table, cs.timeline_keys, cs.values, wide, rows)  # doctest: +SKIP
+    """
+    out = np.zeros((rows, 2))
+    for c in np.flatnonzero(wide_clip):
+        for g in range(clip_table[c, CL_SEGMENT_START], clip_table[c, CL_SEGMENT_END]):
+            if segments[g, SEG_KIND] != SEG_SLERP:
+                continue
+            count = int(timeline_keys[segments[g, SEG_TIMELINE], 1])
+            for k in range(segments[g, SEG_FIRST], segments[g, SEG_END]):
+                vs, kr = int(tracks[k, TK_VALUE_START]), int(tracks[k, TK_KEY_START])
+                q = values[vs:vs + count * 4].astype(np.float64).reshape(count, 4)
+                a, b = q[:-1], q[1:]
+                cos = a[:, 0] * b[:, 0] + a[:, 1] * b[:, 1] + a[:, 2] * b[:, 2] + a[:, 3] * b[:, 3]
+                cos = np.where(cos < 0.0, -cos, cos)
+                use = (cos < NLERP_ABOVE_COS) & ~np.all(a == b, axis=1)
+                for i in np.flatnonzero(use):
+                    angle = math.acos(float(cos[i]))
+                    out[kr + i, 0] = angle
+                    out[kr + i, 1] = 1.0 / _sin_quarter(angle)
+    return out
+
+
+# error_model="numpy": no zero-division check on the nlerp's 1 / |q| (the check's branch kept that loop
+# scalar: 1.36x the whole update's time); a zero-length blend, which unit keys never give, is then inf
+# and NaN rows instead of an exception
+@njit(cache=True, error_model="numpy")
 def _sample_group(b0, c, job, wide, tid, lw, held, ik):
     """The local rows of instances b0 .. b0 + LANES - 1, all playing clip c alone at the sample times
     ``wide.sample_t[b0:b0 + LANES]`` (float64, seconds), into ``lw`` (N * 10 * LANES):
@@ -618,7 +685,7 @@ def _sample_group(b0, c, job, wide, tid, lw, held, ik):
     one = np.float32(1.0)
     S = _S
     u2, u3, u4 = _U[2], _U[3], _U[4]
-    q64 = np.empty(4)
+    angles = field(wide, "slerp_angles")
     tl0 = clip_table[c, CL_TIMELINE_START]
     # key interval per timeline and lane (the search per instance, with its cursor)
     for tl in range(tl0, clip_table[c, CL_TIMELINE_END]):
@@ -694,20 +761,19 @@ def _sample_group(b0, c, job, wide, tid, lw, held, ik):
                     tmpv[t0 + u2 * mu + k] = z * inv
                     tmpv[t0 + u3 * mu + k] = w * inv
             _lanes_to_rows(tmpv, width, lw, dest, do)
-        else:  # SEG_SLERP: keys far apart (few tracks): per lane, in float64 as everywhere
+        else:  # SEG_SLERP: keys far apart (few tracks): per lane, in float64, the angles tabulated
             for k in range(first, first + m):
-                vs = tracks[k, TK_VALUE_START]
+                vs = np.uint64(tracks[k, TK_VALUE_START])
+                kr = np.uint64(tracks[k, TK_KEY_START])
                 o = np.uint64(tracks[k, TK_OUT]) * S
-                for lane in range(LANES):
-                    a = vs + keys[lane] * 4
-                    slerp_into(q64, 0, np.float64(values[a]), np.float64(values[a + 1]), np.float64(values[a + 2]),
-                               np.float64(values[a + 3]), np.float64(values[a + 4]), np.float64(values[a + 5]),
-                               np.float64(values[a + 6]), np.float64(values[a + 7]), np.float64(us[lane]))
-                    ul = np.uint64(lane)
-                    lw[o + ul] = q64[0]
-                    lw[o + S + ul] = q64[1]
-                    lw[o + u2 * S + ul] = q64[2]
-                    lw[o + u3 * S + ul] = q64[3]
+                for lane in range(nl):
+                    key = np.uint64(keys[lane])
+                    a = vs + key * u4
+                    x, y, z, w = _slerp_tabled(values, a, np.float64(us[lane]), angles, kr + key)
+                    lw[o + lane] = x
+                    lw[o + S + lane] = y
+                    lw[o + u2 * S + lane] = z
+                    lw[o + u3 * S + lane] = w
 
 
 @njit(cache=True)
@@ -717,7 +783,8 @@ def _pose_group(b0, c, job, wide, tid, lw, held, ik):
     local rows (:func:`_sample_group`; this thread's scratch, or the group's slice of the crowd's lane
     store once ``local_pose`` has been read: see :func:`update_wide`), ``held`` (1,) the clip whose
     constant rows ``lw`` holds. Thread ``tid``'s scratch of ``wide``, flat float32 in the lane layout:
-    ``world_rows`` (N * 12 * LANES) world 3x4 rows ``[(node * 12 + entry) * LANES + lane]``,
+    ``world_rows`` ((N + 1) * 12 * LANES) world 3x4 rows ``[(node * 12 + entry) * LANES + lane]`` (the last
+    12 * LANES: a copy of the parent's rows for :func:`_world_row`),
     ``palette_rows`` (J * 12 * LANES) palette rows likewise. ``ik``: the crowd's IKJob, run between
     the world rows and the palettes by :func:`_ik_group`, or None (pruned at compile time)."""
     parents, world_nodes, pose = field(job, "parents"), field(job, "world_nodes"), field(job, "pose")
@@ -729,8 +796,10 @@ def _pose_group(b0, c, job, wide, tid, lw, held, ik):
     _sample_group(b0, c, job, wide, tid, lw, held, ik)
     # world 3x4 rows of the nodes needed, parent first, all lanes at once (the parent's rows read
     # from a copy: a second array that LLVM checks against the written rows at run time)
-    wp = np.empty(12 * LANES, np.float32)
-    for i in world_nodes:
+    n_rows = np.uint64(parents.shape[0] * 12) * S
+    wp = ww[n_rows:n_rows + np.uint64(12 * LANES)]  # the rows after the nodes': a scratch copy of the parent's
+    for k in range(world_nodes.shape[0]):
+        i = world_nodes[k]
         _world_row(i, parents[i], lw, ww, wp, nl)
     if ik is not None:  # IK stages (pruned at compile time for a crowd without them)
         _ik_group(b0, nl, ik, (field(wide, "ik_scratch")[tid], pose, field(job, "scratch_world")[tid], tid), parents,
