@@ -49,6 +49,53 @@ def test_terrain_normals_match_finite_differences():
     assert np.all(np.abs(g.height(x, z)) <= 0.3 + 1e-12)
 
 
+def test_terrain_sines_in_lanes_match_the_library_and_the_python_query():
+    # the kernel's terrain query takes sines and cosines of all legs' wave arguments in SIMD lanes (a
+    # polynomial, libm past SINCOS_LIMIT): within an ulp of math.sin / math.cos, and the lanes' sums give
+    # ground_at's bits and the Python query's values
+    from numba import njit
+
+    from skeletal.playback.ground import SINCOS_LIMIT, ground_at, sincos, sincos_lanes, terrain_sum
+
+    @njit(cache=False)
+    def lanes(args):
+        s, c = np.empty_like(args), np.empty_like(args)
+        sincos_lanes(args, s, c, args.shape[0])
+        return s, c
+
+    @njit(cache=False)
+    def query(kind, params, grid, xs, zs):
+        w = int(params[1])
+        out, one = np.empty((xs.shape[0], 4)), np.empty((xs.shape[0], 4))
+        args = np.empty(xs.shape[0] * w)
+        for p in range(xs.shape[0]):
+            for i in range(w):
+                args[p * w + i] = xs[p] * params[2 + i] + zs[p] * params[2 + w + i] + params[2 + 2 * w + i]
+        s, c = np.empty_like(args), np.empty_like(args)
+        sincos_lanes(args, s, c, args.shape[0])
+        for p in range(xs.shape[0]):
+            out[p] = terrain_sum(params, s, c, p * w)
+            one[p] = ground_at(kind, params, grid, xs[p], zs[p])
+        return out, one, sincos(xs[0])
+
+    rng = np.random.default_rng(5)
+    args = np.concatenate([rng.uniform(-60.0, 60.0, 4001), rng.uniform(-SINCOS_LIMIT, SINCOS_LIMIT, 1000),
+                           [0.0, math.pi / 2, -math.pi, 3 * SINCOS_LIMIT, -1e9, np.inf, np.nan]])
+    s, c = lanes(args)
+    ok = np.isfinite(args)
+    assert np.abs(s[ok] - np.sin(args[ok])).max() <= 2.3e-16
+    assert np.abs(c[ok] - np.cos(args[ok])).max() <= 2.3e-16
+    assert s[-3] == math.sin(-1e9) and c[-4] == math.cos(3 * SINCOS_LIMIT)  # libm past the limit
+    assert np.isnan(s[-2]) and np.isnan(c[-1])
+    g = TerrainGround(amplitude=0.3, wavelength=2.0, seed=3, octaves=3)
+    x, z = rng.uniform(-20.0, 20.0, (2, 33))
+    out, one, sc = query(*g.kernel_args(), x, z)
+    assert np.array_equal(out, one)  # the lanes' sums: ground_at's bits
+    h, n = g.height_normal(x, z)
+    assert np.abs(out[:, 0] - h).max() < 1e-15 and np.abs(out[:, 1:] - n).max() < 1e-15
+    assert np.allclose(sc, (math.sin(x[0]), math.cos(x[0])), rtol=0, atol=2.3e-16)  # the scalar form
+
+
 def test_height_field_reproduces_a_plane_and_clamps():
     plane = SlopeGround(angle=15.0, direction=30.0)
     field = HeightField.sample(plane, size=4.0, spacing=0.25)

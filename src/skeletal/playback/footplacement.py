@@ -27,7 +27,7 @@ from ..anim.pose import depth_order, palettes_one, world_matrices, world_rows_mo
 from . import kernels as K
 from .jobs import entry, field, foot_job
 from .contacts import ContactPhases, Leg, detect_contacts, find_legs
-from .ground import GROUND_TERRAIN, Ground, as_ground, ground_at
+from .ground import GROUND_TERRAIN, Ground, as_ground, ground_at, sincos_lanes, terrain_sum
 from .procstage import SERIAL_BELOW, _NAN3, PlanInput, _LastFrame, _all_rows, _drop_plan, _palette_rows, _rows
 from .springs import nlerp_identity, qmul, qnormalize, quat_from_to, quat_from_world
 
@@ -107,8 +107,8 @@ def foot_kernel(job, phase, chunks):
     subtree without them; fs .. looping: the mixer's slot state and the contact tables (:func:`_contact_one`);
     g_kind, g_params, g_grid: :meth:`.ground.Ground.kernel_args`; heights (B, L), normals (B, L, 3):
     the ground under each foot target (world), written (phase 0) or read (phase 2); queried (B, L, 2)
-    the world (x, z) that ``heights``/``normals`` hold a terrain's query of (NaN: none; a point queried
-    the frame before is not queried again, phase 0); contact (B, L)
+    the world (x, z) that ``heights``/``normals`` hold the query of (NaN: none); a terrain is queried at
+    every leg's point, its sines and cosines in SIMD lanes (:func:`.ground.sincos_lanes`); contact (B, L)
     0..1, written; ankle (L,) foot joint height over the floor when planted flat; leg_len (L,);
     scalars (8,): floor (model y of the clips' floor), reach (fraction of the leg length a leg may
     stretch to), omega, dt (the pelvis spring), soft (two-bone soft limit), max_tilt (radians),
@@ -143,7 +143,15 @@ def foot_kernel(job, phase, chunks):
     # |w| >= cos(max_tilt / 2) means 2 acos|w| <= max_tilt (acos decreases); the bound is widened by a
     # few ulps so that rounding never skips a turn that the exact comparison would limit
     cos_half_tilt = math.cos(0.5 * max_tilt) * (1.0 + 1e-12)
+    # a terrain's W waves at every leg's point: the W * L arguments, then their sines and cosines in SIMD
+    # lanes (:func:`.ground.sincos_lanes`), summed per leg (:func:`.ground.terrain_sum`)
+    n_waves = int(g_params[1]) if g_kind == GROUND_TERRAIN else 0
+    terrain_lanes = g_kind == GROUND_TERRAIN and (phase == 0 or before_world)
+    n_lanes = (n_legs * n_waves + 7) // 8 * 8  # whole vectors of 8 (the padding's arguments stay 0)
     for c in prange(chunks):
+        wave_args = np.zeros(max(n_lanes, 1))  # scratch of this range of instances
+        wave_sins = np.empty(max(n_lanes, 1))
+        wave_coss = np.empty(max(n_lanes, 1))
         for b in range(c * n // chunks, (c + 1) * n // chunks):
             # This instance's arrays as views made once (a view costs an atomic reference count on an array
             # every thread shares); rows and matrices below are indexed, not sliced.
@@ -184,16 +192,23 @@ def foot_kernel(job, phase, chunks):
             upx, upy, upz = M[1, 0], M[1, 1], M[1, 2]
             floor_w = M[1, 3] + floor * M[1, 1]
             goal = np.inf
+            if terrain_lanes:
+                for l in range(n_legs):
+                    x, z = targets[b, l, 0], targets[b, l, 2]
+                    for i in range(n_waves):
+                        wave_args[l * n_waves + i] = (x * g_params[2 + i] + z * g_params[2 + n_waves + i]
+                                                      + g_params[2 + 2 * n_waves + i])
+                sincos_lanes(wave_args, wave_sins, wave_coss, n_lanes)
             for l in range(n_legs):
                 if phase == 0 or before_world:
                     x, z = targets[b, l, 0], targets[b, l, 2]
-                    # a planted foot's target stays on its lock: the terrain's 12 sines and cosines a point
-                    # (two octaves) are not evaluated again at the point queried last frame (NaN: none)
-                    if not (g_kind == GROUND_TERRAIN and x == queried[b, l, 0] and z == queried[b, l, 1]):
+                    if terrain_lanes:  # the same bits as ground_at's, from the lanes' sines and cosines
+                        h, nx, ny, nz = terrain_sum(g_params, wave_sins, wave_coss, l * n_waves)
+                    else:
                         h, nx, ny, nz = ground_at(g_kind, g_params, g_grid, x, z)
-                        heights[b, l] = h
-                        normals[b, l, 0], normals[b, l, 1], normals[b, l, 2] = nx, ny, nz
-                        queried[b, l, 0], queried[b, l, 1] = x, z
+                    heights[b, l] = h
+                    normals[b, l, 0], normals[b, l, 1], normals[b, l, 2] = nx, ny, nz
+                    queried[b, l, 0], queried[b, l, 1] = x, z
                 fj = legs[2, l]
                 fy = M[1, 0] * world_b[fj, 0, 3] + M[1, 1] * world_b[fj, 1, 3] + M[1, 2] * world_b[fj, 2, 3] + M[1, 3]
                 ny = max(normals[b, l, 1], 0.2)

@@ -205,12 +205,89 @@ def _field_at(heights, origin_x, origin_z, spacing, x, z):
     return h, dx, dz
 
 
+# sin and cos of one argument together, branch-free below |a| <= SINCOS_LIMIT so that a loop of them runs
+# in SIMD lanes (numba has no vector sin/cos without Intel's SVML): a = q pi/2 + r with |r| <= pi/4
+# (pi/2 in three parts whose products with an integer q below 2^20 are exact or nearly so), then the
+# Taylor-shaped minimax polynomials of sin r and cos r of fdlibm's kernels (within an ulp or so of
+# glibc's sin/cos) and the quadrant's swap and signs; larger arguments go to math.sin / math.cos.
+SINCOS_LIMIT = 1e5
+_TWO_OVER_PI = 0.63661977236758134308
+_PIO2_1, _PIO2_2, _PIO2_3 = 1.57079632673412561417e+00, 6.07710050630396597660e-11, 2.02226624879595063154e-21
+_S1, _S2, _S3 = -1.66666666666666324348e-01, 8.33333333332248946124e-03, -1.98412698298579493134e-04
+_S4, _S5, _S6 = 2.75573137070700676789e-06, -2.50507602534068634195e-08, 1.58969099521155010221e-10
+_C1, _C2, _C3 = 4.16666666666666019037e-02, -1.38888888888741095749e-03, 2.48015872894767294178e-05
+_C4, _C5, _C6 = -2.75573143513906633035e-07, 2.08757232129817482790e-09, -1.13596475577881948265e-11
+
+
+@njit(cache=True, forceinline=True)
+def _sincos_reduced(a):
+    """(sin a, cos a) for |a| <= SINCOS_LIMIT, without branches (selects only)."""
+    q = math.floor(a * _TWO_OVER_PI + 0.5)
+    r = ((a - q * _PIO2_1) - q * _PIO2_2) - q * _PIO2_3
+    z = r * r
+    s = r + r * z * (_S1 + z * (_S2 + z * (_S3 + z * (_S4 + z * (_S5 + z * _S6)))))
+    hz = 0.5 * z
+    one_minus = 1.0 - hz
+    c = one_minus + (((1.0 - one_minus) - hz) + z * z * (_C1 + z * (_C2 + z * (_C3 + z * (_C4 + z * (_C5 + z * _C6))))))
+    n = np.int64(q) & 3  # the quadrant: sin, cos = (s, c), (c, -s), (-s, -c), (-c, s)
+    swap = (n & 1) == 1
+    sin_a = c if swap else s
+    cos_a = s if swap else c
+    sin_a = -sin_a if n >= 2 else sin_a
+    cos_a = -cos_a if (n == 1 or n == 2) else cos_a
+    return sin_a, cos_a
+
+
+@njit(cache=True, forceinline=True)
+def sincos(a):
+    """(sin a, cos a) of a float, to within about an ulp of ``math.sin`` / ``math.cos`` (exactly them
+    past ``SINCOS_LIMIT``, and for NaN / infinity).
+
+    >>> [round(v, 12) for v in sincos(1.0)]
+    [0.841470984808, 0.540302305868]
+    """
+    if abs(a) <= SINCOS_LIMIT:
+        return _sincos_reduced(a)
+    return math.sin(a), math.cos(a)
+
+
+@njit(cache=True, forceinline=True)
+def sincos_lanes(args, sins, coss, m):
+    """``sins[i], coss[i] = sincos(args[i])`` for i < m: the first loop has no branch, so that LLVM runs
+    it in SIMD lanes; the rare argument past ``SINCOS_LIMIT`` (or not finite) is redone after it."""
+    for i in range(m):
+        sins[i], coss[i] = _sincos_reduced(args[i])
+    for i in range(m):
+        if not abs(args[i]) <= SINCOS_LIMIT:
+            sins[i], coss[i] = math.sin(args[i]), math.cos(args[i])
+
+
+@njit(cache=True, forceinline=True)
+def terrain_sum(params, sins, coss, at):
+    """A terrain's height and unit normal (h, nx, ny, nz) from the sines and cosines of its W wave
+    arguments ``x kx + z kz + phase``, stored at ``sins[at:at + W]`` / ``coss[at:at + W]`` (see
+    :func:`ground_at`'s ``params``): waves summed in order."""
+    w = int(params[1])
+    h = params[0]
+    dx = 0.0
+    dz = 0.0
+    for i in range(w):
+        kx, kz, a = params[2 + i], params[2 + w + i], params[2 + 3 * w + i]
+        h += a * sins[at + i]
+        c = a * coss[at + i]
+        dx += c * kx
+        dz += c * kz
+    inv = 1.0 / math.sqrt(dx * dx + dz * dz + 1.0)
+    return h, -dx * inv, inv, -dz * inv
+
+
 @njit(cache=True)
 def ground_at(kind, params, grid, x, z):
     """Height and unit normal (h, nx, ny, nz) of a built-in ground at world (x, z), from its
     :meth:`Ground.kernel_args`: plane ``params = [level, dh/dx, dh/dz]``; terrain ``[level, W,
     kx (W), kz (W), phase (W), amplitude (W)]``; height field ``[origin_x, origin_z, spacing]`` with
-    ``grid`` the heights. Matches the vectorised Python queries to rounding."""
+    ``grid`` the heights. Matches the vectorised Python queries to rounding (a terrain's sines and
+    cosines by :func:`sincos`; :func:`terrain_sum` gives the same bits from them computed in lanes)."""
     if kind == GROUND_PLANE:
         h = params[0] + params[1] * x + params[2] * z
         dx, dz = params[1], params[2]
@@ -221,9 +298,9 @@ def ground_at(kind, params, grid, x, z):
         dz = 0.0
         for i in range(w):
             kx, kz, a = params[2 + i], params[2 + w + i], params[2 + 3 * w + i]
-            arg = x * kx + z * kz + params[2 + 2 * w + i]
-            h += a * math.sin(arg)
-            c = a * math.cos(arg)
+            sin_arg, cos_arg = sincos(x * kx + z * kz + params[2 + 2 * w + i])
+            h += a * sin_arg
+            c = a * cos_arg
             dx += c * kx
             dz += c * kz
     else:
