@@ -16,7 +16,7 @@ foot placement kernel queries them without leaving numba; a callable ground is q
 callable, a number or an array into one.
 
 >>> g = as_ground("slope:angle=45,direction=0")    # uphill toward +Z
->>> float(g.height(0.0, 1.0))
+>>> round(float(g.height(0.0, 1.0)), 12)           # tan(45 degrees) x 1 m
 1.0
 >>> g.normal(0.0, 0.0).round(3).tolist()
 [0.0, 0.707, -0.707]
