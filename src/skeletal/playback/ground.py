@@ -18,7 +18,7 @@ callable, a number or an array into one.
 >>> g = as_ground("slope:angle=45,direction=0")    # uphill toward +Z
 >>> round(float(g.height(0.0, 1.0)), 12)           # tan(45 degrees) x 1 m
 1.0
->>> g.normal(0.0, 0.0).round(3).tolist()
+>>> (g.normal(0.0, 0.0).round(3) + 0.0).tolist()      # (+ 0.0: no negative zero)
 [0.0, 0.707, -0.707]
 """
 
