@@ -250,3 +250,42 @@ def test_transition_bench_counts_one_clip_and_prints_the_ratios():
     row = run_sequence(demo_asset(), ("idle", "walk", "run"), "inertialize", (0.2, 0.35), repeats=1)
     assert row["clips_sampled"] == 1 and row["ratio"] > 0
     assert run_sequence(demo_asset(), ("idle", "walk", "run"), "linear", (0.2, 0.35), repeats=1)["clips_sampled"] == 3
+
+
+def test_dead_blend_slerp_without_atan2_matches_the_atan2_form():
+    """The stage's dead blending (branch-free slerp: tangent halvings and atan's series) against
+    :func:`decay_into`'s ``atan2`` form: zero angles, near-equal and opposite-sign rotations, angles
+    near pi, extrapolated turns past the series' range (redone with quat_exp), unnormalised clip
+    quaternions."""
+    from skeletal.playback.inertia_kernels import DEAD, _dead_blend_into, decay_into
+
+    rng = np.random.default_rng(7)
+    joints = 37
+    for trial in range(40):
+        source = np.zeros((joints, 10))
+        source[:, :3] = rng.normal(size=(joints, 3))
+        source[:, 7:] = 1.0 + 0.1 * rng.normal(size=(joints, 3))
+        q = rng.normal(size=(joints, 4))
+        source[:, 3:7] = q / np.linalg.norm(q, axis=1, keepdims=True)
+        pose = source.copy()
+        q = rng.normal(size=(joints, 4))
+        pose[:, 3:7] = q / np.linalg.norm(q, axis=1, keepdims=True) * (1.0 + 1e-6 * rng.normal(size=(joints, 1)))
+        pose[:4, 3:7] = source[:4, 3:7]  # no way left: a zero angle
+        pose[4:8, 3:7] = -source[4:8, 3:7] + 1e-9 * rng.normal(size=(4, 4))  # the same rotation, other sign
+        half_turn = np.array([np.sin(1.5), 0.0, 0.0, np.cos(1.5)])  # pi - 0.14 rad of way left
+        pose[8, 3:7] = [half_turn[3] * source[8, 3] + half_turn[0] * source[8, 6],
+                        half_turn[3] * source[8, 4] - half_turn[0] * source[8, 5],
+                        half_turn[3] * source[8, 5] + half_turn[0] * source[8, 4],
+                        half_turn[3] * source[8, 6] - half_turn[0] * source[8, 3]]
+        velocity = rng.normal(size=(joints, 9)) * (10.0 if trial % 2 else 1.0)
+        velocity[0, 3:6] = [400.0, 0.0, 0.0]  # a turn past the series' range within the blend
+        velocity[1] = 0.0
+        t = rng.uniform(0.0, 0.3)
+        expected = pose.copy()
+        decay_into(expected, DEAD, t, DT, 0.3, 0.05, np.zeros((joints, 9)), velocity, source)
+        got = pose.copy()
+        _dead_blend_into(got, t, 0.3, 0.05, velocity, source, np.zeros(18 * joints))
+        assert np.all(np.isfinite(got))
+        np.testing.assert_allclose(got[:, [0, 1, 2, 7, 8, 9]], expected[:, [0, 1, 2, 7, 8, 9]], rtol=0, atol=1e-13)
+        same_sign = np.where(np.sum(got[:, 3:7] * expected[:, 3:7], axis=1, keepdims=True) < 0, -1.0, 1.0)
+        np.testing.assert_allclose(got[:, 3:7] * same_sign, expected[:, 3:7], rtol=0, atol=1e-12)
