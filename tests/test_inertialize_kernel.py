@@ -289,3 +289,23 @@ def test_dead_blend_slerp_without_atan2_matches_the_atan2_form():
         np.testing.assert_allclose(got[:, [0, 1, 2, 7, 8, 9]], expected[:, [0, 1, 2, 7, 8, 9]], rtol=0, atol=1e-13)
         same_sign = np.where(np.sum(got[:, 3:7] * expected[:, 3:7], axis=1, keepdims=True) < 0, -1.0, 1.0)
         np.testing.assert_allclose(got[:, 3:7] * same_sign, expected[:, 3:7], rtol=0, atol=1e-12)
+
+
+def test_stage_rotation_offsets_match_quat_exp_at_every_size():
+    """The stage's offsets as quaternions (7 terms of the series, the 13 past 1.2 rad, quat_exp past 2 pi)
+    against :func:`quat_exp`, for offsets from 0.05 to several radians."""
+    from skeletal.playback.inertia_kernels import QUINTIC, _decay_moving, quat_exp
+
+    rng = np.random.default_rng(3)
+    joints = 50
+    for scale in [0.05, 0.3, 1.0, 3.0] * 10:
+        x, v = rng.normal(size=9 * joints) * scale, rng.normal(size=9 * joints) * scale
+        pose = np.zeros((joints, 10))
+        pose[:, 6] = 1.0
+        now, turn = np.zeros(9 * joints), np.zeros(9 * joints)
+        moving = joints - 3
+        _decay_moving(pose, QUINTIC, rng.uniform(0.0, 0.3), 0.0, 0.3, moving, np.arange(joints), x, v, now, turn)
+        rotations = now[3 * joints:6 * joints].reshape(3, joints)[:, :moving].T
+        expected = np.array([quat_exp(*r) for r in rotations])
+        np.testing.assert_allclose(pose[:moving, 3:7], expected, rtol=0, atol=1e-13)
+        np.testing.assert_array_equal(pose[moving:, 3:7], [[0.0, 0.0, 0.0, 1.0]] * 3)
