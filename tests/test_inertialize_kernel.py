@@ -250,3 +250,62 @@ def test_transition_bench_counts_one_clip_and_prints_the_ratios():
     row = run_sequence(demo_asset(), ("idle", "walk", "run"), "inertialize", (0.2, 0.35), repeats=1)
     assert row["clips_sampled"] == 1 and row["ratio"] > 0
     assert run_sequence(demo_asset(), ("idle", "walk", "run"), "linear", (0.2, 0.35), repeats=1)["clips_sampled"] == 3
+
+
+def test_dead_blend_slerp_without_atan2_matches_the_atan2_form():
+    """The stage's dead blending (branch-free slerp: tangent halvings and atan's series) against
+    :func:`decay_into`'s ``atan2`` form: zero angles, near-equal and opposite-sign rotations, angles
+    near pi, extrapolated turns past the series' range (redone with quat_exp), unnormalised clip
+    quaternions."""
+    from skeletal.playback.inertia_kernels import DEAD, _dead_blend_into, decay_into
+
+    rng = np.random.default_rng(7)
+    joints = 37
+    for trial in range(40):
+        source = np.zeros((joints, 10))
+        source[:, :3] = rng.normal(size=(joints, 3))
+        source[:, 7:] = 1.0 + 0.1 * rng.normal(size=(joints, 3))
+        q = rng.normal(size=(joints, 4))
+        source[:, 3:7] = q / np.linalg.norm(q, axis=1, keepdims=True)
+        pose = source.copy()
+        q = rng.normal(size=(joints, 4))
+        pose[:, 3:7] = q / np.linalg.norm(q, axis=1, keepdims=True) * (1.0 + 1e-6 * rng.normal(size=(joints, 1)))
+        pose[:4, 3:7] = source[:4, 3:7]  # no way left: a zero angle
+        pose[4:8, 3:7] = -source[4:8, 3:7] + 1e-9 * rng.normal(size=(4, 4))  # the same rotation, other sign
+        half_turn = np.array([np.sin(1.5), 0.0, 0.0, np.cos(1.5)])  # pi - 0.14 rad of way left
+        pose[8, 3:7] = [half_turn[3] * source[8, 3] + half_turn[0] * source[8, 6],
+                        half_turn[3] * source[8, 4] - half_turn[0] * source[8, 5],
+                        half_turn[3] * source[8, 5] + half_turn[0] * source[8, 4],
+                        half_turn[3] * source[8, 6] - half_turn[0] * source[8, 3]]
+        velocity = rng.normal(size=(joints, 9)) * (10.0 if trial % 2 else 1.0)
+        velocity[0, 3:6] = [400.0, 0.0, 0.0]  # a turn past the series' range within the blend
+        velocity[1] = 0.0
+        t = rng.uniform(0.0, 0.3)
+        expected = pose.copy()
+        decay_into(expected, DEAD, t, DT, 0.3, 0.05, np.zeros((joints, 9)), velocity, source)
+        got = pose.copy()
+        _dead_blend_into(got, t, 0.3, 0.05, velocity, source, np.zeros(18 * joints))
+        assert np.all(np.isfinite(got))
+        np.testing.assert_allclose(got[:, [0, 1, 2, 7, 8, 9]], expected[:, [0, 1, 2, 7, 8, 9]], rtol=0, atol=1e-13)
+        same_sign = np.where(np.sum(got[:, 3:7] * expected[:, 3:7], axis=1, keepdims=True) < 0, -1.0, 1.0)
+        np.testing.assert_allclose(got[:, 3:7] * same_sign, expected[:, 3:7], rtol=0, atol=1e-12)
+
+
+def test_stage_rotation_offsets_match_quat_exp_at_every_size():
+    """The stage's offsets as quaternions (7 terms of the series, the 13 past 1.2 rad, quat_exp past 2 pi)
+    against :func:`quat_exp`, for offsets from 0.05 to several radians."""
+    from skeletal.playback.inertia_kernels import QUINTIC, _decay_moving, quat_exp
+
+    rng = np.random.default_rng(3)
+    joints = 50
+    for scale in [0.05, 0.3, 1.0, 3.0] * 10:
+        x, v = rng.normal(size=9 * joints) * scale, rng.normal(size=9 * joints) * scale
+        pose = np.zeros((joints, 10))
+        pose[:, 6] = 1.0
+        now, turn = np.zeros(9 * joints), np.zeros(9 * joints)
+        moving = joints - 3
+        _decay_moving(pose, QUINTIC, rng.uniform(0.0, 0.3), 0.0, 0.3, moving, np.arange(joints), x, v, now, turn)
+        rotations = now[3 * joints:6 * joints].reshape(3, joints)[:, :moving].T
+        expected = np.array([quat_exp(*r) for r in rotations])
+        np.testing.assert_allclose(pose[:moving, 3:7], expected, rtol=0, atol=1e-13)
+        np.testing.assert_array_equal(pose[moving:, 3:7], [[0.0, 0.0, 0.0, 1.0]] * 3)

@@ -101,6 +101,19 @@ def _series(h2, h4, h8, k):
     return low + mid * h8 + (high + a[12] * h8) * (h8 * h8)
 
 
+# the half angle squared up to which the first 7 terms of the two series do (h <= 0.6, a rotation of
+# 1.2 rad: within 1e-14 of the 13; a transition's offsets are mostly smaller)
+SHORT_LIMIT = 0.36
+
+
+@njit(cache=True, forceinline=True)
+def _short_series(h2, h4, k):
+    """The first 7 terms of :func:`_series` (k 0: cosine, 1: sine / h) at ``h2 = h^2 <=``
+    :data:`SHORT_LIMIT`."""
+    a = _C if k == 0 else _S
+    return (a[0] + a[1] * h2) + (a[2] + a[3] * h2) * h4 + ((a[4] + a[5] * h2) + a[6] * h4) * (h4 * h4)
+
+
 @njit(cache=True, forceinline=True)
 def quat_exp_series(rx, ry, rz):
     """:func:`quat_exp` by the series of the half angle's cosine and sine: no libm calls and no branch,
@@ -381,7 +394,8 @@ def inertialize_instance(b, tid, job, dt, pose):
         state[b, ST_PHASE] = IDLE  # the offsets are zero from here on (SPRING: below 2e-5 of where they began)
         return
     if mode == DEAD:
-        _dead_blend_into(p, t, duration, clock[b, K_HALFLIFE], velocity[b], source[b])
+        _dead_blend_into(p, t, duration, clock[b, K_HALFLIFE], velocity[b], source[b],
+                         field(job, "inert_scratch")[tid].reshape(-1))
         return
     if state[b, ST_COUNT] == 0:
         return
@@ -420,7 +434,8 @@ def _decay_moving(pose, mode, t, dt, duration, n, joints, x, v, now, turn):
     """QUINTIC and SPRING offsets of the ``n`` moving joints (``joints``; ``x`` and ``v`` (9 * J,)
     channel-major: see :func:`_gather_moving`) added to ``pose`` (J, 10): the offsets now into ``now``
     (9 * J,) in one loop over every channel, their rotations as quaternions into ``turn`` (rows of J:
-    x, y, z, w) in a loop down the joints (:func:`quat_exp_series`; both loops vectorise), then added
+    x, y, z, w) in a loop down the joints (:func:`_short_series`; rotations past 1.2 rad redone by
+    :func:`quat_exp_series` after it; both loops vectorise), then added
     joint by joint (rotations left-multiplied). Flat rows and unsigned indices: a view per channel and
     signed index arithmetic each cost more than these loops on a few dozen joints."""
     J = np.uint64(pose.shape[0])
@@ -438,20 +453,24 @@ def _decay_moving(pose, mode, t, dt, duration, n, joints, x, v, now, turn):
             now[k] = x[k] * wp + v[k] * wq
     u0, u1, u2, u3, u4, u5, u6, u7, u8, u9 = _U
     r0, r1, r2 = u3 * J, u4 * J, u5 * J  # the rotation channels' rows
-    beyond = 0  # rotations past the series' range (rare: redone below)
+    beyond = 0  # rotations past the short series' range (redone below)
     for i in range(np.uint64(n)):
         rx, ry, rz = now[r0 + i], now[r1 + i], now[r2 + i]
-        ex, ey, ez, ew = quat_exp_series(rx, ry, rz)
-        turn[i] = ex
-        turn[J + i] = ey
-        turn[u2 * J + i] = ez
-        turn[u3 * J + i] = ew
-        beyond += rx * rx + ry * ry + rz * rz > SERIES_LIMIT
-    if beyond:
+        h2 = 0.25 * (rx * rx + ry * ry + rz * rz)  # the half angle squared
+        h4 = h2 * h2
+        k = 0.5 * _short_series(h2, h4, 1)
+        turn[i] = rx * k
+        turn[J + i] = ry * k
+        turn[u2 * J + i] = rz * k
+        turn[u3 * J + i] = _short_series(h2, h4, 0)
+        beyond += h2 > SHORT_LIMIT
+    if beyond:  # the full series, or past its range quat_exp
         for i in range(np.uint64(n)):
             rx, ry, rz = now[r0 + i], now[r1 + i], now[r2 + i]
-            if rx * rx + ry * ry + rz * rz > SERIES_LIMIT:
-                turn[i], turn[J + i], turn[u2 * J + i], turn[u3 * J + i] = quat_exp(rx, ry, rz)
+            a2 = rx * rx + ry * ry + rz * rz
+            if 0.25 * a2 > SHORT_LIMIT:
+                e = quat_exp_series(rx, ry, rz) if a2 <= SERIES_LIMIT else quat_exp(rx, ry, rz)
+                turn[i], turn[J + i], turn[u2 * J + i], turn[u3 * J + i] = e
     flat = pose.reshape(-1)
     width = np.uint64(pose.shape[1])
     for i in range(np.uint64(n)):
@@ -479,41 +498,100 @@ def _unit(x, y, z, w):
     return x * inv, y * inv, z * inv, w * inv
 
 
-@njit(cache=True)
-def _dead_blend_into(pose, t, duration, halflife, velocity, source):
+# atan(y) / y = sum (-1)^m y^2m / (2m + 1), 10 terms: within 2e-15 of it for y <= tan(pi / 16) (the
+# slerp's angle after three halvings, see _dead_turns)
+_ATAN = tuple((-1.0) ** m / (2 * m + 1) for m in range(10))
+
+
+@njit(cache=True, forceinline=True)
+def _atan_ratio(z):
+    """``atan(y) / y`` at ``z = y^2`` (y <= tan(pi / 16)), by its series (Horner)."""
+    a = _ATAN
+    r = a[9]
+    for m in range(8, -1, -1):
+        r = r * z + a[m]
+    return r
+
+
+@njit(cache=True, forceinline=True)
+def _slerp_from(ex, ey, ez, ew, px, py, pz, pw, alpha):
+    """``slerp(e, p, alpha) = exp(alpha * log(p * e^-1)) * e`` the shorter way round, renormalised, for
+    quaternions e (unit) and p, without ``atan2`` and without a branch (a loop of it vectorises): the
+    half angle ``a`` of ``d = p * e^-1`` (``|d.xyz| = n``, ``|d| = r``, ``d.w >= 0``) as
+    ``tan(a / 2) = n / (r + d.w)``, halved twice more by ``tan(x / 2) = tan x / (1 + sqrt(1 + tan^2 x))``
+    to at most ``tan(pi / 16)``, then ``atan``'s series; ``a / n`` comes out without dividing by ``n``
+    (no special case at ``n = 0``). Within 1e-14 of the ``atan2`` form."""
+    dx, dy, dz, dw = qmul(px, py, pz, pw, -ex, -ey, -ez, ew)
+    sign = 1.0 if dw >= 0.0 else -1.0
+    dx, dy, dz, dw = dx * sign, dy * sign, dz * sign, dw * sign
+    n2 = dx * dx + dy * dy + dz * dz
+    g1 = 1.0 / (math.sqrt(n2 + dw * dw) + dw)
+    y1 = math.sqrt(n2) * g1  # tan(a / 2)
+    g2 = 1.0 / (1.0 + math.sqrt(1.0 + y1 * y1))
+    y2 = y1 * g2  # tan(a / 4)
+    g3 = 1.0 / (1.0 + math.sqrt(1.0 + y2 * y2))
+    y3 = y2 * g3  # tan(a / 8)
+    ratio = 8.0 * g1 * g2 * g3 * _atan_ratio(y3 * y3)  # a / n
+    h = alpha * ratio * math.sqrt(n2)  # alpha times the half angle
+    h2 = h * h
+    h4 = h2 * h2
+    h8 = h4 * h4
+    k = alpha * ratio * _series(h2, h4, h8, 1)  # sin(h) / n
+    return _unit(*qmul(dx * k, dy * k, dz * k, _series(h2, h4, h8, 0), ex, ey, ez, ew))
+
+
+@njit(cache=True, error_model="numpy")
+def _dead_blend_into(pose, t, duration, halflife, velocity, source, scratch):
     """:func:`decay_into`'s DEAD branch for the update kernel's stage: the same blend of the source
-    (J, 10) carried on by its decaying velocity (J, 9) into ``pose`` (J, 10), with the exponentials
-    by :func:`quat_exp_series` and the slerp as one ``atan2`` and a series (within 1e-13 of it; no view
-    per joint)."""
+    (J, 10) carried on by its decaying velocity (J, 9) into ``pose`` (J, 10). Translations and scales
+    row by row; the rotations in channel-major rows of ``scratch`` (at least 15 * J): the source's
+    and the pose's quaternions and the extrapolated turn gathered, then one branch-free loop down the
+    joints (:func:`quat_exp_series`, :func:`_slerp_from`: it vectorises), then scattered back; a turn
+    past the series' range (rare) is redone with :func:`quat_exp`. Within 1e-13 of :func:`decay_into`."""
     lam = math.log(2.0) / halflife
     f = (1.0 - math.exp(-lam * t)) / lam  # distance the decaying velocity carries in time t
     u = t / duration
     alpha = u * u * (3.0 - 2.0 * u)
-    for j in range(pose.shape[0]):
-        for c in (0, 1, 2, 7, 8, 9):
-            v = velocity[j, c if c < 3 else c - 1]
-            ext = source[j, c] + v * f
-            pose[j, c] = ext + (pose[j, c] - ext) * alpha
-        e = quat_exp_series(velocity[j, 3] * f, velocity[j, 4] * f, velocity[j, 5] * f)
-        if (velocity[j, 3] * velocity[j, 3] + velocity[j, 4] * velocity[j, 4] + velocity[j, 5] * velocity[j, 5]) * f * f > SERIES_LIMIT:
-            e = quat_exp(velocity[j, 3] * f, velocity[j, 4] * f, velocity[j, 5] * f)
-        ex, ey, ez, ew = _unit(*qmul(e[0], e[1], e[2], e[3], source[j, 3], source[j, 4], source[j, 5], source[j, 6]))
-        # slerp(ext, new, alpha) = exp(alpha * log(new * ext^-1)) * ext, the shorter way round
-        dx, dy, dz, dw = qmul(pose[j, 3], pose[j, 4], pose[j, 5], pose[j, 6], -ex, -ey, -ez, ew)
-        if dw < 0.0:
-            dx, dy, dz, dw = -dx, -dy, -dz, -dw
-        n = math.sqrt(dx * dx + dy * dy + dz * dz)
-        half = math.atan2(n, dw)  # half the angle of the way left
-        h = alpha * half
-        h2 = h * h
-        h4 = h2 * h2
-        h8 = h4 * h4
-        k = alpha * (half / n if n > 1e-12 else 1.0 / dw) * _series(h2, h4, h8, 1)  # sin(h) / n
-        qx, qy, qz, qw = _unit(*qmul(dx * k, dy * k, dz * k, _series(h2, h4, h8, 0), ex, ey, ez, ew))
-        pose[j, 3] = qx
-        pose[j, 4] = qy
-        pose[j, 5] = qz
-        pose[j, 6] = qw
+    J = np.uint64(pose.shape[0])
+    flat = pose.reshape(-1)
+    vel = velocity.reshape(-1)
+    src = source.reshape(-1)
+    w10, w9 = np.uint64(10), np.uint64(9)
+    u0, u1, u2, u3, u4, u5, u6, u7, u8, u9 = _U
+    beyond = 0
+    for j in range(J):
+        o, ov = j * w10, j * w9
+        for c in (u0, u1, u2, u7, u8, u9):
+            ext = src[o + c] + vel[ov + (c if c < u3 else c - u1)] * f
+            flat[o + c] = ext + (flat[o + c] - ext) * alpha
+        rx, ry, rz = vel[ov + u3] * f, vel[ov + u4] * f, vel[ov + u5] * f
+        scratch[j], scratch[J + j], scratch[u2 * J + j] = rx, ry, rz
+        beyond += rx * rx + ry * ry + rz * rz > SERIES_LIMIT
+        for c in range(u4):
+            scratch[(u3 + c) * J + j] = src[o + u3 + c]
+            scratch[(u7 + c) * J + j] = flat[o + u3 + c]
+    out = u9 + u2  # rows 11..14: the blended rotations
+    for j in range(J):
+        ex, ey, ez, ew = quat_exp_series(scratch[j], scratch[J + j], scratch[u2 * J + j])
+        ex, ey, ez, ew = _unit(*qmul(ex, ey, ez, ew, scratch[u3 * J + j], scratch[u4 * J + j],
+                                     scratch[u5 * J + j], scratch[u6 * J + j]))
+        q = _slerp_from(ex, ey, ez, ew, scratch[u7 * J + j], scratch[u8 * J + j], scratch[u9 * J + j],
+                        scratch[(u9 + u1) * J + j], alpha)
+        for c in range(u4):
+            scratch[(out + c) * J + j] = q[c]
+    for j in range(J):
+        o = j * w10
+        for c in range(u4):
+            flat[o + u3 + c] = scratch[(out + c) * J + j]
+    if beyond:
+        for j in range(J):
+            rx, ry, rz = scratch[j], scratch[J + j], scratch[u2 * J + j]
+            if rx * rx + ry * ry + rz * rz > SERIES_LIMIT:
+                e = quat_exp(rx, ry, rz)
+                ex, ey, ez, ew = _unit(*qmul(e[0], e[1], e[2], e[3], source[j, 3], source[j, 4], source[j, 5], source[j, 6]))
+                q = _slerp_from(ex, ey, ez, ew, scratch[u7 * J + j], scratch[u8 * J + j], scratch[u9 * J + j],
+                                scratch[(u9 + u1) * J + j], alpha)
+                pose[j, 3], pose[j, 4], pose[j, 5], pose[j, 6] = q
 
 
 class InertiaArrays:
