@@ -13,6 +13,9 @@ Imported by ``skeletal/__init__.py`` before any kernel module, so that:
   the cache is cold for that kernel, and never again once the cache is warm.
 * a kernel called from another kernel with a constant argument is compiled once, for the plain
   type, not again for the constant's literal type;
+* a cached kernel is stale when any skeletal module it may have inlined code from changed, not only
+  its own file: numba keys a cache entry on the hash of the kernel's own source file, so a kernel
+  whose callee changed in another module kept running the old callee's code (:func:`_patch_source_stamp`);
 * :func:`serial_variant` makes the serial twin of a ``parallel=True`` kernel from the same Python
   body (``prange`` runs as ``range``), cached on disk under its own name, so that one character never
   compiles (or spins up) the thread pool's version.
@@ -141,6 +144,102 @@ def _patch_literal_specialisation() -> None:
     Dispatcher._skeletal_unliteral = True
 
 
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_IMPORT_LINE = None  # the compiled pattern of a skeletal import (built on first use)
+
+
+def _skeletal_imports(path: str) -> set[str]:
+    """The skeletal source files ``path`` imports (relative ``from .x import`` and absolute
+    ``skeletal.x``), read from its text: modules and packages, whose ``__init__`` counts."""
+    import re
+
+    global _IMPORT_LINE
+    if _IMPORT_LINE is None:
+        _IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+(\.+)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)|"
+                                  r"(?:from|import)[ \t]+skeletal((?:\.\w+)*))", re.M)
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError:
+        return set()
+    here = os.path.dirname(path)
+    found = set()
+    for dots, dotted, names, absolute in _IMPORT_LINE.findall(text):
+        if dots:
+            base = here
+            for _ in range(len(dots) - 1):
+                base = os.path.dirname(base)
+            stem = os.path.join(base, *dotted.split(".")) if dotted else base
+            candidates = [stem]
+            # ``from . import kernels``: each name may be a module of that package
+            candidates += [os.path.join(stem, n.strip()) for n in names.strip("()").replace("\n", " ").split(",")
+                           if n.strip() and " " not in n.strip()]
+        else:
+            candidates = [os.path.join(_PACKAGE_DIR, *absolute.strip(".").split("."))] if absolute else [_PACKAGE_DIR]
+        for stem in candidates:
+            for file in (stem + ".py", os.path.join(stem, "__init__.py")):
+                if os.path.isfile(file) and os.path.abspath(file).startswith(_PACKAGE_DIR):
+                    found.add(os.path.abspath(file))
+    return found
+
+
+_CLOSURE_STAMPS: dict[str, bytes] = {}
+
+
+def _closure_stamp(path: str) -> bytes:
+    """sha256 over the contents of ``path`` and every skeletal file it imports, transitively (memoised
+    per process: a process compiles against the sources it imported)."""
+    import hashlib
+
+    stamp = _CLOSURE_STAMPS.get(path)
+    if stamp is None:
+        seen, todo = set(), [os.path.abspath(path)]
+        while todo:
+            file = todo.pop()
+            if file not in seen:
+                seen.add(file)
+                todo.extend(_skeletal_imports(file) - seen)
+        digest = hashlib.sha256()
+        for file in sorted(seen):
+            digest.update(file[len(_PACKAGE_DIR):].encode())
+            try:
+                with open(file, "rb") as f:
+                    digest.update(hashlib.sha256(f.read()).digest())
+            except OSError:
+                digest.update(b"?")
+        stamp = _CLOSURE_STAMPS[path] = digest.digest()
+    return stamp
+
+
+def _patch_source_stamp() -> None:
+    """Key the on-disk cache of skeletal's kernels on their module's whole skeletal import closure.
+
+    numba marks a cache entry stale when the hash of the kernel's own source file changes; a kernel
+    inlines (and so freezes in its cache entry) code from the modules it calls into, and after an
+    edit or an upgrade that changed only a callee's module, the old code kept running silently. The
+    stamp of a kernel defined in skeletal becomes (numba's own stamp, the closure's sha256): any change
+    in a module it imports, directly or not, recompiles it. A numba without the locator class is left
+    as is."""
+    try:
+        from numba.core import caching
+    except ImportError:  # pragma: no cover - numba's layout
+        return
+    mixin = getattr(caching, "_SourceFileBackedLocatorMixin", None)
+    if mixin is None or getattr(mixin, "_skeletal_closure", False):
+        return
+    original = mixin.get_source_stamp
+
+    def get_source_stamp(self):
+        stamp = original(self)
+        path = getattr(self, "_py_file", "")
+        if path and os.path.abspath(path).startswith(_PACKAGE_DIR + os.sep):
+            return (stamp, _closure_stamp(path))
+        return stamp
+
+    mixin.get_source_stamp = get_source_stamp
+    mixin._skeletal_closure = True
+
+
 def serial_variant(dispatcher, suffix: str = "_serial", constants: dict | None = None):
     """The serial twin of a ``parallel=True`` numba kernel: the same Python body compiled without
     parfors (``prange`` is ``range``), cached on disk under ``<name><suffix>`` so that the two variants
@@ -184,6 +283,7 @@ def install() -> None:
     _state["installed"] = True
     _patch_shape_error()
     _patch_literal_specialisation()
+    _patch_source_stamp()
     _event.register("numba:compile", _CompileNotice())
 
 
