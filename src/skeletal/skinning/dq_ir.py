@@ -437,9 +437,10 @@ def _emit_dq_transform(context, b, e: Emit, A, args, v0, q, d, s6) -> None:
     def by_s(x):  # S x
         return [e.linear3(cols[0][r], cols[1][r], cols[2][r], *x) for r in range(3)]
 
-    # 2 / |q|^2: rotation by q/|q| and translation 2 (d q*) / |q|^2 both scale by it.
-    r_q = inverse_length(e.tree_sum([e.mul(c, c) for c in q]))
-    inv = e.mul(e.add(r_q, r_q), r_q)
+    # 2 / |q|^2: rotation by q/|q| and translation 2 (d q*) / |q|^2 both scale by it (one division, no
+    # square root; 0 where |q|^2 is not positive).
+    q_sq = e.tree_sum([e.mul(c, c) for c in q])
+    inv = b.select(b.fcmp_ordered(">", q_sq, zero), b.fdiv(ir.Constant(vt, [2.0] * LANES), q_sq, flags=_FM), zero)
     qv, w_q, w_d = q[:3], q[3], d[3]
 
     def rotate(x):  # x + inv q x (q x x + w x): rotation by q/|q|
