@@ -425,7 +425,7 @@ def _emit_dq_transform(context, b, e: Emit, A, args, v0, q, d, s6) -> None:
     sqrt = cgutils.get_or_insert_function(b.module, ir.FunctionType(vt, [vt]), f"llvm.sqrt.v{LANES}f32")
 
     def inverse_length(sq):  # 1/sqrt(sq), 0 where sq is not positive
-        inv = b.fdiv(ir.Constant(vt, [1.0] * LANES), b.call(sqrt, [sq], fastmath=_FM), flags=_FM)
+        inv = b.fdiv(ir.Constant(vt, [1.0] * LANES), b.call(sqrt, [sq]), flags=("contract", "nsz"))
         return b.select(b.fcmp_ordered(">", sq, zero), inv, zero)
 
     def dot3(x, y):
