@@ -151,11 +151,15 @@ def busy_threads(asset, clip: str, rounds: int, crowd_count: int = 1000, vertice
 def bench_rows(asset=None, clip=None, path=None, quick: bool = False) -> dict:
     from . import load_average, stat
 
+    if asset is None and path is not None:  # the model the cold row loads is the one the busy rows pose
+        from ..asset import load
+
+        asset = load(path)
     if asset is None:
         from ..demo import demo_asset
 
         asset = demo_asset()
-        clip = clip or asset.clips[0].name
+    clip = clip or asset.clips[0].name
     rows, figures = [], {}
     load = load_average()
     # The cold row compiles the playback kernels from nothing in a subprocess (tens of seconds): in the
