@@ -171,3 +171,24 @@ def test_plain_paths_read_what_the_full_paths_read(name, tmp_path, monkeypatch):
             np.testing.assert_array_equal(pa.source.positions, pb.source.positions)
     for sa, sb in zip(fast.skins, slow.skins):
         np.testing.assert_array_equal(sa.inverse_bind, sb.inverse_bind)
+
+
+def test_warmup_and_bench_compile_in_process_not_in_the_background(monkeypatch):
+    """The warm-up exists to compile, and a benchmark to time compiled kernels: neither may leave a
+    Player's kernels to the cold-start background compile (skeletal.playback.coldstart) and time or
+    skip past numpy frames."""
+    import subprocess
+    import sys
+
+    from skeletal.batch import warmup as warm
+    from skeletal.playback import coldstart
+
+    seen = []
+    monkeypatch.setenv("SKELETAL_NO_FALLBACK", "0")
+    monkeypatch.setitem(warm.JOBS, "probe", lambda: seen.append(coldstart.enabled()))
+    assert warm._run("probe")["ok"] and seen == [False]
+    env = {k: v for k, v in os.environ.items() if k != "SKELETAL_NO_FALLBACK"}
+    code = ("import skeletal.playback.coldstart as c; a = c.enabled(); import skeletal.bench; "
+            "print(a, c.enabled())")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.stdout.split() == ["True", "False"], out.stderr

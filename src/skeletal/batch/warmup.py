@@ -128,6 +128,9 @@ JOBS: dict[str, Callable[[], None]] = {
 
 def _run(name: str) -> dict:
     os.environ.setdefault("SKELETAL_QUIET_COMPILE", "1")
+    # compile here, always: with the cold-start numpy frames on, a Player's first frame would leave its
+    # kernels to a background process that this warm-up does not wait for (skeletal.playback.coldstart)
+    os.environ["SKELETAL_NO_FALLBACK"] = "1"
     start, cpu = time.perf_counter(), time.process_time()
     try:
         JOBS[name]()

@@ -39,6 +39,11 @@ from typing import Callable
 
 import numpy as np
 
+# A benchmark times the compiled kernels: the cold-start numpy frames (skeletal.playback.coldstart)
+# are off in a process that imports it, unless it sets SKELETAL_NO_FALLBACK itself (the cold row's
+# subprocesses set it both ways).
+os.environ.setdefault("SKELETAL_NO_FALLBACK", "1")
+
 #: Published anchors the figures are compared with (not measured here).
 REFERENCES = {
     "crowd_chars_per_s": ("ozz-animation 0.16", 788_000.0),
