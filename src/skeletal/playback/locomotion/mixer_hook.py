@@ -59,20 +59,7 @@ class RootInertialization:
     def after_update(self, dt: float) -> None:
         root = _root_motion_of(self.mixer)
         if root is not None and dt > 0:
-            delta = root.delta
-            pending = self.root_pending
-            if pending.any():
-                self.root_offset[pending] = self.root_velocity[pending] - delta[pending] / dt
-                pending[:] = False
-            active = self.root_clock[:, 1] > 0
-            if active.any():
-                clock = self.root_clock
-                clock[active, 0] += dt
-                u = np.minimum(clock[:, 0] / np.where(active, clock[:, 1], 1.0), 1.0)
-                keep = np.where(active, 1.0 - u * u * u * (10.0 - 15.0 * u + 6.0 * u * u), 0.0)  # 1 - smootherstep
-                delta += self.root_offset * (keep * dt)[:, None]
-                clock[u >= 1.0] = 0.0
-            self.root_velocity[:] = delta / dt
+            fade_root_delta(self.root_velocity, self.root_offset, self.root_clock, self.root_pending, root.delta, dt)
             self.tracked = True
         if root is None or not (self.root_pending.any() or self.root_clock[:, 1].any()):
             # every root transition has ended: off the mixer until the next switch; the next one finds the
@@ -88,6 +75,26 @@ class RootInertialization:
         # last (after root motion, which sets the delta this adjusts), in a new list: a controller (a
         # state machine) may be switching from inside the mixer's loop over the old one
         self.mixer.controllers = [c for c in self.mixer.controllers if c is not self] + [self]
+
+
+def fade_root_delta(velocity: np.ndarray, offset: np.ndarray, clock: np.ndarray, pending: np.ndarray,
+                    delta: np.ndarray, dt: float) -> None:
+    """Fade switched instances' old root-motion velocity into the new one, in place: ``delta`` (B, 3)
+    this update's root motion (dx, dz, dyaw), ``velocity`` (B, 3) the shown velocity per second (set
+    from the adjusted delta), ``offset`` (B, 3) old minus new velocity, taken at the first update after
+    a switch (``pending`` (B,) bool, cleared), ``clock`` (B, 2) elapsed and duration (0: none running),
+    decayed by 1 - smootherstep of the elapsed fraction."""
+    if pending.any():
+        offset[pending] = velocity[pending] - delta[pending] / dt
+        pending[:] = False
+    active = clock[:, 1] > 0
+    if active.any():
+        clock[active, 0] += dt
+        u = np.minimum(clock[:, 0] / np.where(active, clock[:, 1], 1.0), 1.0)
+        keep = np.where(active, 1.0 - u * u * u * (10.0 - 15.0 * u + 6.0 * u * u), 0.0)  # 1 - smootherstep
+        delta += offset * (keep * dt)[:, None]
+        clock[u >= 1.0] = 0.0
+    velocity[:] = delta / dt
 
 
 def _root_motion_of(mixer: Any) -> Any:
