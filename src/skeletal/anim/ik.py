@@ -50,7 +50,7 @@ from .vec import (  # noqa: F401 (re-exported: importable from skeletal.anim.ik 
 from .ik_solvers import (  # noqa: F401 (re-exported: importable from skeletal.anim.ik as before)
     aim_one, _apply_limit, _bone_axis_local, C_A, C_L, C_LEN, C_O, C_P, C_W, C_W0, C_WP, ccd_one,
     _chain_has_limits, _chain_setup, _clamp_euler, _enforce_limits, fabrik_one, _positions_to_rotations, _put3,
-    _put4, _set_local, soft_distance, _straighten, two_bone_one, _write_chain)
+    _put4, _set_local, soft_distance, _straighten, knee_pole, two_bone_one, _write_chain)
 from .ik_stages import (  # noqa: F401 (re-exported: importable from skeletal.anim.ik as before)
     AimLimit, Cone, Hinge, solve_batch, solve_stage_at, solve_stages_at, solve_stages_one, StageTable, _unit3)
 from .pose import world_matrices

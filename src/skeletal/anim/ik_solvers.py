@@ -44,6 +44,22 @@ def soft_distance(d, length, soft):
     return start + band * (1.0 - np.exp(-(d - start) / band))
 
 
+@njit(cache=True, forceinline=True)
+def knee_pole(world, thigh, knee, foot, length):
+    """A leg's pole for :func:`two_bone_one`: the point ``length`` from the knee (world rows ``world``
+    (N, 3|4, 4)), away from the thigh-foot midpoint, so that the knee keeps bending the way it bends
+    now; a straight leg (offset under 1e-4 of ``length``) bends toward the model's front (+Z)."""
+    kx, ky, kz = world[knee, 0, 3], world[knee, 1, 3], world[knee, 2, 3]
+    ox = kx - 0.5 * (world[thigh, 0, 3] + world[foot, 0, 3])
+    oy = ky - 0.5 * (world[thigh, 1, 3] + world[foot, 1, 3])
+    oz = kz - 0.5 * (world[thigh, 2, 3] + world[foot, 2, 3])
+    on = np.sqrt(ox * ox + oy * oy + oz * oz)
+    if on < 1e-4 * length:
+        ox, oy, oz, on = 0.0, 0.0, 1.0, 1.0
+    k = length / on
+    return (kx + ox * k, ky + oy * k, kz + oz * k)
+
+
 @njit(cache=True)
 def two_bone_one(pose, world, parents, a, b, c, target, pole, weight, soft, mid_axis, end_rotation):
     """Two-bone IK for one pose: rotate joints ``a`` (root) and ``b`` (mid) so that ``c`` (end; any

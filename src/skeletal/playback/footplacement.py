@@ -22,7 +22,7 @@ from numba import njit, prange
 from .._compile import serial_variant
 from .._threads import capped_threads, thread_count
 from ..errors import SkeletalError
-from ..anim.ik import two_bone_one
+from ..anim.ik import knee_pole, two_bone_one
 from ..anim.pose import depth_order, palettes_one, world_matrices, world_rows_most
 from . import kernels as K
 from .jobs import entry, field, foot_job
@@ -324,15 +324,7 @@ def _leg_ik(b, job, pose_b, world_b, M, upx, upy, upz, cos_half_tilt, w, palette
         tx = M[0, 0] * px + M[1, 0] * py + M[2, 0] * pz
         ty = M[0, 1] * px + M[1, 1] * py + M[2, 1] * pz
         tz = M[0, 2] * px + M[1, 2] * py + M[2, 2] * pz
-        kx, ky, kz = world_b[knee, 0, 3], world_b[knee, 1, 3], world_b[knee, 2, 3]
-        ox = kx - 0.5 * (world_b[thigh, 0, 3] + world_b[foot, 0, 3])
-        oy = ky - 0.5 * (world_b[thigh, 1, 3] + world_b[foot, 1, 3])
-        oz = kz - 0.5 * (world_b[thigh, 2, 3] + world_b[foot, 2, 3])
-        on = math.sqrt(ox * ox + oy * oy + oz * oz)
-        if on < 1e-4 * leg_len[l]:
-            ox, oy, oz, on = 0.0, 0.0, 1.0, 1.0  # a straight leg: bend toward the model's front (+Z)
-        s = leg_len[l] / on
-        pole = (kx + ox * s, ky + oy * s, kz + oz * s)
+        pole = knee_pole(world_b, thigh, knee, foot, leg_len[l])  # a straight leg: toward the model's front
         # foot: the animated model-space rotation, turned from up to the ground normal by the contact
         nwx, nwy, nwz = normals[b, l, 0], normals[b, l, 1], normals[b, l, 2]
         nx = M[0, 0] * nwx + M[1, 0] * nwy + M[2, 0] * nwz

@@ -12,7 +12,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ...anim.ik import two_bone_one
+from ...anim.ik import knee_pole, two_bone_one
 from ...anim.pose import local_to_world_one
 from ...anim.vec import _local_rotation, _local_turn, _matrix_rotation, _write_rotation
 
@@ -87,15 +87,7 @@ def _warp_one(pose_b, world_b, parents, pelvis, spine, legs, leg_len, stride, an
     for l in range(n_legs):
         thigh, knee, foot = legs[0, l], legs[1, l], legs[2, l]
         # the knee bends the way it bends now (a straight leg: toward the model's front, +Z)
-        kx, ky, kz = world_b[knee, 0, 3], world_b[knee, 1, 3], world_b[knee, 2, 3]
-        ox = kx - 0.5 * (world_b[thigh, 0, 3] + world_b[foot, 0, 3])
-        oy = ky - 0.5 * (world_b[thigh, 1, 3] + world_b[foot, 1, 3])
-        oz = kz - 0.5 * (world_b[thigh, 2, 3] + world_b[foot, 2, 3])
-        on = math.sqrt(ox * ox + oy * oy + oz * oz)
-        if on < 1e-4 * leg_len[l]:
-            ox, oy, oz, on = 0.0, 0.0, 1.0, 1.0
-        k = leg_len[l] / on
-        pole = (kx + ox * k, ky + oy * k, kz + oz * k)
+        pole = knee_pole(world_b, thigh, knee, foot, leg_len[l])
         keep = _matrix_rotation(world_b, foot)  # the foot keeps its model-space rotation
         two_bone_one(pose_b, world_b, parents, thigh, knee, foot,
                      (targets_b[l, 0], targets_b[l, 1], targets_b[l, 2]), pole, 1.0, soft, _NAN3, keep)
