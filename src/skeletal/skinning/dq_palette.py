@@ -193,6 +193,26 @@ PACK_STEP = 1e-4
 RIGID_FAST = 3e-5
 
 
+@njit(cache=True, forceinline=True)
+def _gram_error(x00, x01, x02, x10, x11, x12, x20, x21, x22):
+    """E = X^T X - I of a 3x3 matrix (rows x0., x1., x2.), its six distinct elements (e00, e11, e22,
+    e01, e02, e12)."""
+    return (x00 * x00 + x10 * x10 + x20 * x20 - 1.0, x01 * x01 + x11 * x11 + x21 * x21 - 1.0,
+            x02 * x02 + x12 * x12 + x22 * x22 - 1.0, x00 * x01 + x10 * x11 + x20 * x21,
+            x00 * x02 + x10 * x12 + x20 * x22, x01 * x02 + x11 * x12 + x21 * x22)
+
+
+@njit(cache=True, forceinline=True)
+def _schulz_step(x00, x01, x02, x10, x11, x12, x20, x21, x22, e00, e11, e22, e01, e02, e12):
+    """One Newton-Schulz step toward the polar factor, X (I - E/2), given E = X^T X - I
+    (:func:`_gram_error`): the nine elements of the result, row by row."""
+    h00, h11, h22, h01, h02, h12 = 1.0 - 0.5 * e00, 1.0 - 0.5 * e11, 1.0 - 0.5 * e22, -0.5 * e01, -0.5 * e02, \
+        -0.5 * e12
+    return (x00 * h00 + x01 * h01 + x02 * h02, x00 * h01 + x01 * h11 + x02 * h12, x00 * h02 + x01 * h12 + x02 * h22,
+            x10 * h00 + x11 * h01 + x12 * h02, x10 * h01 + x11 * h11 + x12 * h12, x10 * h02 + x11 * h12 + x12 * h22,
+            x20 * h00 + x21 * h01 + x22 * h02, x20 * h01 + x21 * h11 + x22 * h12, x20 * h02 + x21 * h12 + x22 * h22)
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def _pack_joint(m, o) -> int:
     """One palette matrix m (R, 4) -> its packed record o (16,) float32 (:func:`_pack_dq`'s layout), in
@@ -215,23 +235,12 @@ def _pack_joint(m, o) -> int:
     # Rigid (up to rounding): X^T X = I + E with |E| <= RIGID_FAST. Then R = X (I - E/2) (one Newton-Schulz
     # step; R^T R = I - 3/4 E^2, the polar factor X (I + E)^-1/2 to 3/8 E^2 ~ 1e-10) and S = R^T A =
     # sign (I + E/2) to E^2/2: no iteration, no division, no square root.
-    e00 = x00 * x00 + x10 * x10 + x20 * x20 - 1.0
-    e11 = x01 * x01 + x11 * x11 + x21 * x21 - 1.0
-    e22 = x02 * x02 + x12 * x12 + x22 * x22 - 1.0
-    e01 = x00 * x01 + x10 * x11 + x20 * x21
-    e02 = x00 * x02 + x10 * x12 + x20 * x22
-    e12 = x01 * x02 + x11 * x12 + x21 * x22
+    e00, e11, e22, e01, e02, e12 = _gram_error(x00, x01, x02, x10, x11, x12, x20, x21, x22)
     rigid = max(max(abs(e00), abs(e11)), max(max(abs(e22), abs(e01)), max(abs(e02), abs(e12)))) <= RIGID_FAST
     converged = rigid
     if rigid:
-        h00, h11, h22, h01, h02, h12 = 1.0 - 0.5 * e00, 1.0 - 0.5 * e11, 1.0 - 0.5 * e22, -0.5 * e01, -0.5 * e02, \
-            -0.5 * e12
-        x00, x01, x02 = x00 * h00 + x01 * h01 + x02 * h02, x00 * h01 + x01 * h11 + x02 * h12, \
-            x00 * h02 + x01 * h12 + x02 * h22
-        x10, x11, x12 = x10 * h00 + x11 * h01 + x12 * h02, x10 * h01 + x11 * h11 + x12 * h12, \
-            x10 * h02 + x11 * h12 + x12 * h22
-        x20, x21, x22 = x20 * h00 + x21 * h01 + x22 * h02, x20 * h01 + x21 * h11 + x22 * h12, \
-            x20 * h02 + x21 * h12 + x22 * h22
+        x00, x01, x02, x10, x11, x12, x20, x21, x22 = _schulz_step(x00, x01, x02, x10, x11, x12, x20, x21, x22,
+                                                                  e00, e11, e22, e01, e02, e12)
     elif 1e-100 < abs(det) < 1e100:  # (the iteration's domain: outside it the reference's code runs)
         # Orthogonal columns (axis-aligned scale, A = R D with D positive diagonal, a mirror aside): the polar
         # factor is X with its columns normalised, A (A^T A)^-1/2 = A D^-1. Checked as Y^T Y = I + F within
@@ -244,21 +253,10 @@ def _pack_joint(m, o) -> int:
             y00, y01, y02 = x00 * i0, x01 * i1, x02 * i2
             y10, y11, y12 = x10 * i0, x11 * i1, x12 * i2
             y20, y21, y22 = x20 * i0, x21 * i1, x22 * i2
-            f00 = y00 * y00 + y10 * y10 + y20 * y20 - 1.0
-            f11 = y01 * y01 + y11 * y11 + y21 * y21 - 1.0
-            f22 = y02 * y02 + y12 * y12 + y22 * y22 - 1.0
-            f01 = y00 * y01 + y10 * y11 + y20 * y21
-            f02 = y00 * y02 + y10 * y12 + y20 * y22
-            f12 = y01 * y02 + y11 * y12 + y21 * y22
+            f00, f11, f22, f01, f02, f12 = _gram_error(y00, y01, y02, y10, y11, y12, y20, y21, y22)
             if max(max(abs(f00), abs(f11)), max(max(abs(f22), abs(f01)), max(abs(f02), abs(f12)))) <= RIGID_FAST:
-                h00, h11, h22, h01, h02, h12 = 1.0 - 0.5 * f00, 1.0 - 0.5 * f11, 1.0 - 0.5 * f22, -0.5 * f01, \
-                    -0.5 * f02, -0.5 * f12
-                x00, x01, x02 = y00 * h00 + y01 * h01 + y02 * h02, y00 * h01 + y01 * h11 + y02 * h12, \
-                    y00 * h02 + y01 * h12 + y02 * h22
-                x10, x11, x12 = y10 * h00 + y11 * h01 + y12 * h02, y10 * h01 + y11 * h11 + y12 * h12, \
-                    y10 * h02 + y11 * h12 + y12 * h22
-                x20, x21, x22 = y20 * h00 + y21 * h01 + y22 * h02, y20 * h01 + y21 * h11 + y22 * h12, \
-                    y20 * h02 + y21 * h12 + y22 * h22
+                x00, x01, x02, x10, x11, x12, x20, x21, x22 = _schulz_step(y00, y01, y02, y10, y11, y12, y20, y21,
+                                                                          y22, f00, f11, f22, f01, f02, f12)
                 converged = True
     for _ in range(0 if converged else 40):
         # cofactors (det X times X^-T)
