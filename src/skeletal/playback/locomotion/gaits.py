@@ -14,7 +14,8 @@ clips that move and turn, with a future trajectory for each frame. :func:`locomo
 3. **the moving clips**, sampled at 60 fps into LINEAR tracks: every moving gait straight
    (``walk_forward``), slower and faster (``walk_slow``, ``walk_fast``: played at 0.7 and 1.25 times
    its rate; 0.8 and 1.15 for a run), turning left and right (``walk_turn_left``/``_right``, 60 degrees a second
-   for a walk, 90 for a run) and, with an idle, starting from and stopping to it (``walk_start``,
+   for a walk, 90 for a run), veering left and right (``walk_veer_left``/``_right``, 25 degrees a second
+   for a walk, 30 for a run; a loop also at its fast rate, ``walk_fast_veer_left``/``_right``) and, with an idle, starting from and stopping to it (``walk_start``,
    ``walk_stop``, the gait blended in or out over a cycle); the idle as it is (``idle_loop``). The
    pelvis carries the body along its velocity (the clip's own drift taken out), each clip turned so
    that the character walks toward +Z (the controller's facing 0); loops are repeated to at least
@@ -66,6 +67,9 @@ NOT_GAITS = ("jump", "death", "die", "dance", "punch", "attack", "sit", "wave", 
              "crouch", "swim", "climb", "strafe", "back")
 #: Turn rates (degrees per second) of the turning clips per gait.
 TURN = {"walk": 60.0, "run": 90.0}
+#: Turn rates (degrees per second) of the gentle turning clips (``walk_veer_left``, ``walk_fast_veer_left``...)
+#: per gait: a path's curves mostly ask for less than the sharp turns give.
+VEER = {"walk": 25.0, "run": 30.0}
 #: The slow and fast variants' play rates per gait.
 RATES = {"walk": (0.7, 1.25), "run": (0.8, 1.15)}
 #: A still gait moves slower than this (metres per second, scaled to the model).
@@ -335,6 +339,12 @@ def locomotion_set(source: Asset | str | os.PathLike[str], clips: Sequence[str] 
             new.append(_moving_clip(asset, f"{role}_fast", g, pelvis, heading, rate=RATES[role][1]))
         new.append(_moving_clip(asset, f"{role}_turn_left", g, pelvis, heading, turn=TURN[role]))
         new.append(_moving_clip(asset, f"{role}_turn_right", g, pelvis, heading, turn=-TURN[role]))
+        new.append(_moving_clip(asset, f"{role}_veer_left", g, pelvis, heading, turn=VEER[role]))
+        new.append(_moving_clip(asset, f"{role}_veer_right", g, pelvis, heading, turn=-VEER[role]))
+        if g.looping:
+            for side, sign in (("left", 1.0), ("right", -1.0)):
+                new.append(_moving_clip(asset, f"{role}_fast_veer_{side}", g, pelvis, heading, turn=sign * VEER[role],
+                                        rate=RATES[role][1]))
         if idle is not None and g.looping:
             new.append(_moving_clip(asset, f"{role}_start", g, pelvis, heading, ramp="start", idle=idle,
                                     idle_turn=idle_heading - heading))
