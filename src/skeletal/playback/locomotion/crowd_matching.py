@@ -10,8 +10,9 @@ with an instance axis first (``MotionMatching(crowd, db)`` makes one). Each upda
    the crowd's poses placed by each instance's :attr:`transforms`, velocities over the last update;
    the trajectory predicted by each instance's spring) and the database answers all of them in one
    batched call (:meth:`~skeletal.playback.locomotion.database.MatchingDatabase.search`); the
-   instances whose best frame beats the playing one by ``margin`` switch to it, grouped by clip (one
-   crossfade per clip, per-instance offsets);
+   instances whose best frame beats the playing one by ``margin`` switch to it, all in one
+   inertialized switch (:func:`~skeletal.playback.locomotion.mixer_hook.switch_many`: per-instance
+   clips and offsets);
 2. the prediction springs advance (per instance, in numpy over the instance axis), the crowd updates
    (its compiled kernels), stride and orientation warping (``warping=True``: one compiled call over
    the crowd, :class:`~skeletal.playback.locomotion.warping.Warping`) scales and turns each instance
@@ -45,7 +46,7 @@ from ...errors import SkeletalError
 from .. import kernels as K
 from .database import MatchingDatabase
 from .mirror import SUFFIX, mirror_clip
-from .mixer_hook import _root_motion_of
+from .mixer_hook import _root_motion_of, switch_many
 from .prediction import LN2, WARP_EASE, _predict, _spring_angle, _spring_velocity, _turn_goal
 from .warping import Warping
 
@@ -282,18 +283,16 @@ class CrowdMotionMatching:
         known = inside[who] & (row[who] >= 0)
         current_cost[known] = np.sum((db.features[row[who][known]] - query[known]) ** 2, axis=1)
         jump = (best >= 0) & ((current < 0) | (~there & (~known | (cost < current_cost - self.margin))))
-        for k in np.unique(played[jump]):
-            sel = jump & (played == k)
-            rows = who[sel]
-            fresh = self._played[rows] < 0
-            name = self._names[int(k)]
-            if fresh.any():
-                self.crowd.play(name, offsets=target_time[sel][fresh], instances=rows[fresh])
-            if (~fresh).any():
-                self.crowd.crossfade(name, self.blend_time, blend=self.blend, offset=target_time[sel][~fresh],
-                                     restart=True, instances=rows[~fresh])
-            self._played[rows] = k
-            self.jumps += len(rows)
+        fresh = jump & (current < 0)
+        for k in np.unique(played[fresh]):  # the first clip of an instance: played, nothing to fade from
+            sel = fresh & (played == k)
+            self.crowd.play(self._names[int(k)], offsets=target_time[sel], instances=who[sel])
+        moving = jump & (current >= 0)
+        if moving.any():  # every other jump in one switch (one look-ahead and one evaluation for all)
+            switch_many(self.crowd, [self._names[int(k)] for k in played[moving]], self.blend_time, self.blend,
+                        offsets=target_time[moving], instances=who[moving])
+        self._played[who[jump]] = played[jump]
+        self.jumps += int(jump.sum())
 
     def update(self, dt: float) -> None:
         """Search where due (one batched call), advance the springs, update the crowd, warp, and move
