@@ -180,34 +180,45 @@ def inertialized_crossfade(mixer: Any, clip: Any, duration: float, blend: str, *
 
 def _velocity_ahead(mixer: Any, rows: np.ndarray, step: float = 1.0 / 60.0) -> tuple[np.ndarray, np.ndarray | None]:
     """The velocity (n, J, 9) of the motion the mixer shows for instances ``rows``: its pose ``step``
-    seconds ahead (the update kernel's clock, blend and inertialization stages) minus its pose now, and
-    the root-motion velocity (n, 3) of a RootMotion on the mixer over the same step (None without
-    one). Without root motion, :func:`_shown_ahead` poses only those instances ahead and puts their
-    state back (the other instances and every output untouched; a crowd's per-instance kernel is not
-    needed); with it, the update kernel's ADVANCE and BLEND stages run on the whole mixer, the root
-    motion reads the step, and everything is put back. A step of one 60 Hz frame: the first frame
-    after the switch then moves as the old motion would have (a clip keyed at 30 Hz changes velocity
-    at its keys; an instantaneous velocity would carry the key's step on)."""
+    seconds ahead (the update kernel's clock, blend and inertialization stages, run for those
+    instances alone by :func:`_shown_ahead`, which puts their state back) minus its pose now, and the
+    root-motion velocity (n, 3) of a RootMotion on the mixer over the same step (None without one):
+    the rows' clocks stepped on copies and read by
+    :meth:`~skeletal.playback.rootmotion.RootMotion.delta_of`. The other instances and every output
+    stay untouched, so the cost grows with the instances switched, not with the mixer. A step of one
+    60 Hz frame: the first frame after the switch then moves as the old motion would have (a clip
+    keyed at 30 Hz changes velocity at its keys; an instantaneous velocity would carry the key's step
+    on)."""
     now = np.asarray(mixer.local_pose[rows], np.float64)
+    ahead = np.empty_like(now)
+    _shown_ahead(mixer.current_frame().job, rows, float(step), ahead)
     root = _root_motion_of(mixer)
     if root is None:
-        ahead = np.empty_like(now)
-        _shown_ahead(mixer.current_frame().job, rows, float(step), ahead)
         return pose_velocity(now, ahead, step), None
-    arrays = mixer._inertia
-    kept = (mixer.fs.copy(), mixer.ist.copy(), mixer.cursors.copy(), arrays.state.copy(), arrays.clock.copy(),
-            arrays.offset.copy(), arrays.velocity.copy(), arrays.anchor.copy(), arrays.joints.copy(), arrays.x.copy(),
-            arrays.v.copy())
-    mixer._run(step, K.ADVANCE | K.BLEND)
-    ahead = np.asarray(mixer.local_pose[rows], np.float64)
-    delta = root.delta.copy()
-    root.after_update(step)
-    root_velocity = root.delta[rows] / step
-    root.delta = delta
-    (mixer.fs[...], mixer.ist[...], mixer.cursors[...], arrays.state[...], arrays.clock[...], arrays.offset[...],
-     arrays.velocity[...], arrays.anchor[...], arrays.joints[...], arrays.x[...], arrays.v[...]) = kept
-    mixer._run(0.0, K.BLEND | K.WORLD)
-    return pose_velocity(now, ahead, step), root_velocity
+    fs, ist = mixer.fs[rows].copy(), mixer.ist[rows].copy()
+    enabled = (ist[:, :, K.I_FLAGS] & K.FLAG_ENABLED) != 0
+    fs[~enabled, K.F_EFFECTIVE] = 0.0  # as the clock step leaves a stopped action
+    _advance_pairs(mixer, fs, ist, *np.nonzero(enabled), float(step))
+    return pose_velocity(now, ahead, step), root.delta_of(fs, ist) / step
+
+
+def _advance_pairs(mixer: Any, fs: np.ndarray, ist: np.ndarray, rows: np.ndarray, slots: np.ndarray, dt: float) -> None:
+    """Step the clocks of the actions ``(rows[i], slots[i])`` of ``fs`` (n, S, NF) and ``ist`` (n, S,
+    NI) (rows of the mixer's clock arrays, or copies) by ``dt`` seconds, in place: what the update
+    kernel's clock stage does to them, in one serial call over those actions alone."""
+    if not len(rows):
+        return
+    pair_fs, pair_ist = fs[rows, slots][None], ist[rows, slots][None]  # one "instance" whose actions are the pairs
+    args = (pair_fs, pair_ist, mixer.slot_clip[slots], mixer.clipset.clip_table, mixer.clipset.duration,
+            mixer.clipset.marker_time, dt)
+    if mixer._cold:  # kernels compiling in the background: the clock in numpy
+        from .. import numpy_frame
+
+        numpy_frame.advance(*args)
+    else:
+        serial_variant(K.advance)(*args)
+    fs[rows, slots] = pair_fs[0]
+    ist[rows, slots] = pair_ist[0]
 
 
 @njit(cache=True)
@@ -310,20 +321,7 @@ def _restart_at(mixer: Any, rows: np.ndarray, slots: np.ndarray, start: np.ndarr
         ist[r, s, K.I_LOOP_COUNT] = 0
         ist[r, s, K.I_FLAGS] = K.FLAG_ENABLED
         mixer._start_fade(int(s), r, 1.0, 1.0, 0.0)
-    # the targets' sample times and weights: a zero-length step of the clock over the rows' slots,
-    # kept for the target slots only (their event outputs as they were)
-    fs_rows, ist_rows = fs[rows].copy(), ist[rows].copy()
+    # the targets' sample times and weights: a zero-length step of their clocks (event outputs kept)
     events = ist[rows, slots, K.I_EV_LOOPS:K.I_EV_MARKERS + 1].copy()
-    if mixer._cold:
-        from .. import numpy_frame
-
-        numpy_frame.advance(fs_rows, ist_rows, mixer.slot_clip, mixer.clipset.clip_table, mixer.clipset.duration,
-                            mixer.clipset.marker_time, 0.0)
-    else:
-        advance = K.advance if len(rows) > 1 else serial_variant(K.advance)
-        advance(fs_rows, ist_rows, mixer.slot_clip, mixer.clipset.clip_table, mixer.clipset.duration,
-                mixer.clipset.marker_time, 0.0)
-    every = np.arange(len(rows))
-    fs[rows, slots] = fs_rows[every, slots]
-    ist_rows[every, slots, K.I_EV_LOOPS:K.I_EV_MARKERS + 1] = events
-    ist[rows, slots] = ist_rows[every, slots]
+    _advance_pairs(mixer, fs, ist, rows, slots, 0.0)
+    ist[rows, slots, K.I_EV_LOOPS:K.I_EV_MARKERS + 1] = events
