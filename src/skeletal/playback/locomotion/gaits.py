@@ -6,8 +6,8 @@ clips that move and turn, with a future trajectory for each frame. :func:`locomo
 
 1. **the gaits**: the clips named like an idle, a walk or a run (``idle``; ``walk``; ``run``,
    ``jog``, ``sprint``; case-insensitive; names with ``jump``, ``death``, ``dance``... left out), or
-   the clips the caller names (their role from the name, else from their speed: the slowest still
-   one is the idle, the moving ones walk then run by speed);
+   the clips the caller names (their role given as ``"walk=Walking"``, else from the name, else from
+   their speed: the slowest still one is the idle, the moving ones walk then run by speed);
 2. **their velocity**: the pelvis's own drift over the clip minus the velocity of the ground under
    the planted feet (:func:`~skeletal.playback.contacts.detect_contacts`): what an in-place loop
    would move at with its feet planted, and what a mocap take moves at;
@@ -45,7 +45,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -286,11 +286,12 @@ def _facing(asset: Asset, clip: Clip, pelvis: int, forward: np.ndarray) -> float
     return float(np.arctan2(np.sin(np.arctan2(f[:, 0], f[:, 2])).mean(), np.cos(np.arctan2(f[:, 0], f[:, 2])).mean()))
 
 
-def locomotion_set(source: Asset | str | os.PathLike[str], clips: Sequence[str] | None = None, *,
+def locomotion_set(source: Asset | str | os.PathLike[str], clips: Sequence[str] | Mapping[str, str] | None = None, *,
                    mirror: bool = False, legs: Any = None) -> LocomotionSet:
     """The locomotion set of ``source`` (an Asset, a model file, or a folder of BVH files; see the
     module docstring). ``clips``: the source clips to use (default: those named like an idle, a walk
-    or a run); ``mirror``: add mirrored rows (left/right joint names needed); ``legs``: as
+    or a run): names, entries ``"role=name"`` that give a clip its role (``"walk=Walking"``; roles
+    idle, walk, run), or a dict ``{role: name}``; ``mirror``: add mirrored rows (left/right joint names needed); ``legs``: as
     :func:`~skeletal.playback.contacts.find_legs` takes. Raises :class:`SkeletalError` with one line
     naming the model when it has no usable locomotion clips."""
     asset = source if isinstance(source, Asset) else read_model(source)
@@ -306,15 +307,26 @@ def locomotion_set(source: Asset | str | os.PathLike[str], clips: Sequence[str] 
         if not chosen:
             raise SkeletalError(f"{where}: no usable locomotion clips (no clip named like idle, walk or run among "
                                 f"{', '.join(names) or 'none'}; choose some with --clips)")
-    else:
-        missing = [n for n in clips if n not in names]
+    forced: dict[str, str] = {}
+    if clips is not None:
+        pairs = list(clips.items()) if isinstance(clips, Mapping) else [_tagged(c, names) for c in clips]
+        for role, name in pairs:
+            if role is None:
+                continue
+            if role not in GAIT_WORDS:
+                raise SkeletalError(f"{where}: {role}={name}: the role must be one of {', '.join(GAIT_WORDS)}")
+            if forced.setdefault(role, name) != name:
+                raise SkeletalError(f"{where}: two clips for {role} ({forced[role]!r} and {name!r})")
+        missing = [n for _, n in pairs if n not in names]
         if missing:
             raise SkeletalError(f"{where}: no clip {', '.join(map(repr, missing))} (it has {', '.join(names) or 'none'})")
-        chosen = list(dict.fromkeys(clips))
+        chosen = list(dict.fromkeys(n for _, n in pairs))
     scale = max(_rig_height(asset), 1e-9) / 1.8
     gaits = {n: _gait(asset, asset.clip(n), leg_list, pelvis) for n in chosen}
-    roles: dict[str, str] = {}
-    for n in sorted(chosen, key=lambda n: gaits[n].speed):  # named roles first, then by speed
+    roles: dict[str, str] = dict(forced)
+    taken_names = set(forced.values())
+    for n in sorted((n for n in chosen if n not in taken_names), key=lambda n: gaits[n].speed):
+        # the roles named by the caller first, then those in the clip names, then by speed
         role = _role(n)
         if role is None:
             role = "idle" if gaits[n].speed < STILL * scale else ("walk" if "walk" not in roles else "run")
@@ -369,8 +381,19 @@ def locomotion_set(source: Asset | str | os.PathLike[str], clips: Sequence[str] 
                          scale, [c.name for c in new], warping_ok=chains)
 
 
+def _tagged(item: str, names: Sequence[str]) -> tuple[str | None, str]:
+    """``(role, clip name)`` of one ``clips`` entry: ``"walk=Walking"`` gives the clip a role (idle,
+    walk or run), a plain name leaves its role to its name and speed (a clip whose own name has a ``=``
+    stays a name)."""
+    if "=" in item and item not in names:
+        role, _, name = item.partition("=")
+        return role.strip().lower(), name.strip()
+    return None, item
+
+
 def clip_names_option(value: str | None) -> list[str] | None:
-    """``--clips`` as the command takes it: names separated by commas (None: choose by name)."""
+    """``--clips`` as the command takes it: entries separated by commas, each a clip name or
+    ``role=name`` (role idle, walk or run) (None: choose by name)."""
     if value is None:
         return None
     names = [n.strip() for n in re.split(r",", value) if n.strip()]
