@@ -59,6 +59,7 @@ from ..contacts import detect_contacts, find_legs
 from ..footplacement import common_parent
 from .database import MatchingDatabase
 from .features import default_features
+from .warping import leg_chains
 
 FPS = 60.0
 #: Words naming each gait in a clip name (lowercase), and words that disqualify a clip.
@@ -91,10 +92,10 @@ class LocomotionSet:
     speeds: dict[str, float]
     scale: float
     generated: list[str] = field(default_factory=list)
-    #: whether stride and orientation warping can run on the model: its feet sit on leg chains of their
-    #: own (thigh, knee, foot). False for rigs whose foot joints are IK controls outside the legs
-    #: (RobotExpressive's FootL/FootR hang off the armature's root bone): the features still use those
-    #: feet, but two-bone IK on such "legs" would pull the real legs apart.
+    #: whether stride and orientation warping can run on the model: each foot sits on a two-bone leg
+    #: chain of its own (thigh, knee, foot), or is an IK control outside the legs with a chain ending
+    #: where it sits (RobotExpressive's FootL/FootR hang off the armature's root bone, its legs end in
+    #: LowerLegL_end/LowerLegR_end under them): :func:`~skeletal.playback.locomotion.warping.leg_chains`.
     warping_ok: bool = True
 
 
@@ -375,8 +376,10 @@ def locomotion_set(source: Asset | str | os.PathLike[str], clips: Sequence[str] 
                                 model.rig.names[pelvis])
     database = MatchingDatabase.build(model, [c.name for c in new], features=features, root=model.rig.names[pelvis],
                                       forward=tuple(float(x) for x in forward), mirror=mirror)
-    a, b = leg_list[0], leg_list[1]
-    chains = len({a.thigh, a.knee, a.foot, b.thigh, b.knee, b.foot}) == 6 and a.knee != a.thigh != pelvis
+    try:  # warping's leg IK needs a two-bone chain per foot (the foot's own, or one ending where it sits)
+        chains = len(leg_chains(model.rig, leg_list)[0]) == 2
+    except SkeletalError:
+        chains = False
     return LocomotionSet(model, database, {r: roles[r] for r in roles}, {r: gaits[roles[r]].speed for r in roles},
                          scale, [c.name for c in new], warping_ok=chains)
 
