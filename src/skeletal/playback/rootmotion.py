@@ -150,7 +150,7 @@ class RootMotion:
         """The root motion (B, 3) (dx, dz, dyaw in the heading frame) of the clocks ``fs`` (B, S, NF) and
         ``ist`` (B, S, NI): rows of the mixer's clock arrays (all of them after an update, or the
         rows of some instances stepped on their own), each slot's motion from its previous sample time
-        to its sample time, weighted by its effective weight. Only the rows where a slot has weight
+        to its sample time, weighted by its effective weight. Only the rows where a slot has a weight
         are sampled for it."""
         mixer = self.mixer
         total = np.zeros((fs.shape[0], 3))
@@ -159,9 +159,10 @@ class RootMotion:
             c = int(mixer.slot_clip[s])
             if mixer.slot_layer[s] != self.layer or c not in self.curves:
                 continue
-            rows = np.flatnonzero(fs[:, s, K.F_EFFECTIVE] > 0)
-            if not rows.size:
+            weight = fs[:, s, K.F_EFFECTIVE]
+            if not np.any(weight > 0):
                 continue
+            rows = np.flatnonzero(weight != 0)  # (the rows of weight 0 would add nothing)
             w = fs[rows, s, K.F_EFFECTIVE]
             d = mixer.clipset.duration[c]
             t0 = fs[rows, s, K.F_PREV_SAMPLE]
