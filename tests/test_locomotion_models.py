@@ -100,6 +100,24 @@ def test_a_bvh_folder_is_one_model_and_clips_choose(bvh_folder):
     assert not any(c.startswith(("run", "idle")) for c in chosen.generated)
 
 
+def test_clips_can_be_given_their_roles(bvh_folder):
+    """``role=name`` entries (and a dict) choose which clip plays which gait, whatever its name says."""
+    from skeletal.playback.locomotion.gaits import clip_names_option
+
+    moves = locomotion_set(bvh_folder, clip_names_option("run=take_walk, idle=take_idle"))
+    assert moves.gaits == {"run": "take_walk", "idle": "take_idle"}
+    assert "run_forward" in moves.generated and not any(c.startswith("walk") for c in moves.generated)
+    assert moves.speeds["run"] == pytest.approx(locomotion_set(bvh_folder, ["take_walk"]).speeds["walk"])
+    mixed = locomotion_set(bvh_folder, {"walk": "take_run", "idle": "take_idle"})
+    assert mixed.gaits == {"walk": "take_run", "idle": "take_idle"}
+    with pytest.raises(SkeletalError, match="jog=take_run: the role must be one of idle, walk, run"):
+        locomotion_set(bvh_folder, ["jog=take_run"])
+    with pytest.raises(SkeletalError, match="two clips for walk"):
+        locomotion_set(bvh_folder, ["walk=take_run", "walk=take_walk"])
+    with pytest.raises(SkeletalError, match="no clip 'nope'"):
+        locomotion_set(bvh_folder, ["walk=nope"])
+
+
 def test_models_without_usable_clips_are_refused_in_one_line(tmp_path, bvh_folder):
     asset = demo_asset()
     waving = copy.copy(asset)
@@ -136,11 +154,11 @@ def test_models_without_usable_clips_are_refused_in_one_line(tmp_path, bvh_folde
 
 
 @pytest.mark.parametrize("name, gaits, warping", [("Soldier.glb", ("Idle", "Walk", "Run"), True),
-                                                   ("RobotExpressive.glb", ("Idle", "Walking", "Running"), False)])
+                                                   ("RobotExpressive.glb", ("Idle", "Walking", "Running"), True)])
 def test_shared_models_walk_run_and_turn(name, gaits, warping):
     moves = locomotion_set(need(name))
     assert tuple(moves.gaits[r] for r in ("idle", "walk", "run")) == gaits
-    assert moves.warping_ok == warping  # RobotExpressive's foot joints are IK controls off its legs
+    assert moves.warping_ok == warping  # RobotExpressive's feet: IK controls off its legs, followed
     _check_gaits(moves)
     run = moves.speeds["run"] / moves.scale  # m/s
     v, clips = _walk(moves, (0.0, run))

@@ -215,3 +215,40 @@ def test_a_crowd_warps_each_instance_as_a_player_with_the_same_settings(wide):
         plain.update(1 / 60)
     moved = np.abs(plain.local_pose - crowd.local_pose).max(axis=(1, 2))
     assert (moved[[0, 1, 2, 4]] > 1e-3).all() and moved[3] == 0.0
+
+
+def test_detached_ik_feet_follow_their_leg_chains():
+    """RobotExpressive's feet (FootL/FootR) are IK controls off the armature's root bone; its legs
+    (UpperLegL -> LowerLegL) end in LowerLegL_end where the foot sits. Warping bends those chains and
+    the feet follow their ends: the stride scales the feet's travel, and each foot stays as far from
+    its chain's end as in the clip."""
+    from fixtures.shared_assets import need
+    from skeletal.playback.locomotion.warping import leg_chains
+
+    asset = skeletal.load(need("RobotExpressive.glb"))
+    names = asset.rig.names
+    warp = Warping(Player(asset))
+    assert [(names[leg.thigh], names[leg.knee], names[leg.foot]) for leg in warp.legs] == [
+        ("UpperLegL", "LowerLegL", "LowerLegL_end"), ("UpperLegR", "LowerLegR", "LowerLegR_end")]
+    assert [names[f] for f in warp.followers] == ["FootL", "FootR"]
+    demo_legs = Warping(Player(demo_asset())).legs
+    assert leg_chains(demo_asset().rig, demo_legs) == (demo_legs, [-1, -1])  # feet on their own chains
+
+    def run(stride: float, angle: float = 0.0):
+        player = Player(asset)
+        w = Warping(player)
+        w.stride[:], w.angle[:] = stride, angle
+        player.play("Walking")
+        feet, gaps = [], []
+        for _ in range(60):
+            player.update(1 / 60)
+            world = player.world
+            feet.append(world[w.followers, :3, 3].copy())
+            gaps.append([np.linalg.norm(world[f, :3, 3] - world[leg.foot, :3, 3]) for leg, f in zip(w.legs, w.followers)])
+        return np.array(feet), np.array(gaps)
+
+    plain, plain_gaps = run(1.0)
+    slow, slow_gaps = run(0.7, 0.3)
+    travel = np.ptp(slow[:, :, 2], axis=0) / np.ptp(plain[:, :, 2], axis=0)
+    np.testing.assert_allclose(travel, 0.7, atol=0.05)  # the feet's forward travel scales with the stride
+    np.testing.assert_allclose(slow_gaps, plain_gaps, atol=1e-6)  # each foot kept on its chain's end

@@ -2,8 +2,8 @@
 
 ``python -m skeletal.bench.motion_path`` drives :class:`~skeletal.playback.locomotion.MotionMatching`
 (the demo locomotion set, no mirrored rows) along a figure eight, ``x = R sin(w t)``,
-``z = R sin(2 w t) / 2``, at a walking (1 m/s, R = 4 m) and a running (3.5 m/s, R = 10.5 m: the run
-turns at most 90 degrees a second in the set) path speed. Each frame the desired
+``z = R sin(2 w t) / 2``, at a walking (1 m/s, R = 4 m) and a running (3.5 m/s, R = 10.5 m) path
+speed (the path's own speed varies from 0.73 to 1.46 times that along the eight). Each frame the desired
 velocity is the path's velocity plus a pull of 1/s toward the path point. Printed per speed:
 
 * the mean and largest distance (m) between the character's root and the path point at the same time

@@ -17,7 +17,8 @@ from ..playback.locomotion.paths import PATHS, SPEEDS
 @click.argument("model", required=False, type=click.Path(exists=True))
 @click.option("--clips", "clips", default=None, metavar="A,B,...",
               help="The MODEL's clips to build the locomotion set from, by name, comma separated "
-                   "(default: those named like idle, walk, run, jog).")
+                   "(default: those named like idle, walk, run, jog); ROLE=NAME gives a clip its role "
+                   "(idle, walk or run), e.g. walk=Walking,run=Sprint_02,idle=Breathe.")
 @click.option("--path", "path", default="figure8", show_default=True, type=click.Choice(PATHS),
               help="The scripted path (a figure eight: 8 m x 4 m walking, 21 m x 10.5 m running, for the "
                    "built-in character; as wide for a MODEL's gait speed).")
@@ -48,6 +49,7 @@ def locomotion_command(model, clips, path, speed, out, seconds, fps, size, camer
       skeletal locomotion Soldier.glb --speed run --out soldier.mp4
       skeletal locomotion RobotExpressive.glb --clips Idle,Walking,Running
       skeletal locomotion mocap/ --clips walk01,run02      (a folder of .bvh files)
+      skeletal locomotion mocap/ --clips walk=take_07,run=take_12,idle=take_01
       skeletal view --locomotion        (steer it with WASD / the arrow keys)
     """
     from ..playback.locomotion.gaits import clip_names_option

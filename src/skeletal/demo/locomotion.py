@@ -1,5 +1,5 @@
-"""A locomotion set for the built-in character: walks and runs at several speeds, turning and
-straight, starts and stops, all moving over the ground (root motion on the ``root`` joint).
+"""A locomotion set for the built-in character: walks and runs at several speeds, turning sharply,
+veering gently and straight, starts and stops, all moving over the ground (root motion on the ``root`` joint).
 
 Made from the character's own in-place clips (:mod:`skeletal.demo`): each is sampled at 60 fps,
 played faster or slower for the speeds, blended with ``idle`` for starts and stops, and given a root
@@ -54,12 +54,19 @@ SET: tuple[Locomotion, ...] = (
     Locomotion("walk_fast", "walk", rate=1.25),
     Locomotion("walk_turn_left", "walk", turn=60.0, cycles=3.0),
     Locomotion("walk_turn_right", "walk", turn=-60.0, cycles=3.0),
+    Locomotion("walk_veer_left", "walk", turn=25.0, cycles=3.0),
+    Locomotion("walk_veer_right", "walk", turn=-25.0, cycles=3.0),
     Locomotion("walk_start", "walk", cycles=1.5, ramp="start"),
     Locomotion("walk_stop", "walk", cycles=1.5, ramp="stop"),
     Locomotion("run_forward", "run", cycles=3.0),
     Locomotion("run_slow", "run", rate=0.8, cycles=3.0),
+    Locomotion("run_fast", "run", rate=1.15, cycles=3.0),
     Locomotion("run_turn_left", "run", turn=90.0, cycles=4.0),
     Locomotion("run_turn_right", "run", turn=-90.0, cycles=4.0),
+    Locomotion("run_veer_left", "run", turn=30.0, cycles=4.0),
+    Locomotion("run_veer_right", "run", turn=-30.0, cycles=4.0),
+    Locomotion("run_fast_veer_left", "run", rate=1.15, turn=30.0, cycles=4.0),
+    Locomotion("run_fast_veer_right", "run", rate=1.15, turn=-30.0, cycles=4.0),
     Locomotion("run_start", "run", cycles=2.0, ramp="start"),
     Locomotion("run_stop", "run", cycles=2.0, ramp="stop"),
 )

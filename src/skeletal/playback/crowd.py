@@ -255,6 +255,21 @@ class Crowd(Mixer):
         return super().play(clip, layer=layer, fade=fade, loop=loop, speed=speeds, weight=weights, offset=offsets,
                             repetitions=repetitions, restart=restart, instances=instances)
 
+    def switch(self, clips: Any, duration: float = 0.2, *, blend: str = "dead_blend", offsets: float | npt.ArrayLike = 0.0,
+               instances: InstanceSelector = None, layer: int = 0) -> None:
+        """Switch the selected instances, each to its own clip (``clips``: one clip, or one per selected
+        instance) starting at ``offsets``, in one inertialized switch (``blend`` as
+        :meth:`~skeletal.playback.mixer.Mixer.crossfade` takes; "dead_blend" by default): the result of
+        one ``crossfade(clip, duration, blend=blend, offset=..., restart=True, instances=...)`` per
+        clip, at the cost of one (see
+        :func:`skeletal.playback.locomotion.mixer_hook.switch_many`).
+
+        >>> crowd.switch(["run_forward", "walk_forward"], 0.2, offsets=[0.4, 1.1], instances=[3, 17])  # doctest: +SKIP
+        """
+        from .locomotion.mixer_hook import switch_many
+
+        switch_many(self, clips, duration, blend, offsets=offsets, instances=instances, layer=layer)
+
 
 def _lane_store(frame: Frame) -> np.ndarray:
     """The wide path's lane store (groups, N * 10 * LANES) of a crowd's ``frame``, holding the local rows

@@ -144,22 +144,32 @@ class RootMotion:
         pass
 
     def after_update(self, dt: float) -> None:
+        self.delta = self.delta_of(self.mixer.fs, self.mixer.ist)
+
+    def delta_of(self, fs: np.ndarray, ist: np.ndarray) -> np.ndarray:
+        """The root motion (B, 3) (dx, dz, dyaw in the heading frame) of the clocks ``fs`` (B, S, NF) and
+        ``ist`` (B, S, NI): rows of the mixer's clock arrays (all of them after an update, or the
+        rows of some instances stepped on their own), each slot's motion from its previous sample time
+        to its sample time, weighted by its effective weight. Only the rows where a slot has a weight
+        are sampled for it."""
         mixer = self.mixer
-        total = np.zeros((mixer.count, 3))
-        weight_sum = np.zeros(mixer.count)
+        total = np.zeros((fs.shape[0], 3))
+        weight_sum = np.zeros(fs.shape[0])
         for s in range(len(mixer.slot_clip)):
             c = int(mixer.slot_clip[s])
             if mixer.slot_layer[s] != self.layer or c not in self.curves:
                 continue
-            w = mixer.fs[:, s, K.F_EFFECTIVE]
-            if not np.any(w > 0):
+            weight = fs[:, s, K.F_EFFECTIVE]
+            if not np.any(weight > 0):
                 continue
+            rows = np.flatnonzero(weight != 0)  # (the rows of weight 0 would add nothing)
+            w = fs[rows, s, K.F_EFFECTIVE]
             d = mixer.clipset.duration[c]
-            t0 = mixer.fs[:, s, K.F_PREV_SAMPLE]
-            t1 = mixer.fs[:, s, K.F_SAMPLE]
-            loops = mixer.ist[:, s, K.I_EV_LOOPS]
-            forward = mixer.fs[:, s, K.F_SPEED] >= 0
-            repeat = mixer.ist[:, s, K.I_LOOP] == K.LOOP_REPEAT
+            t0 = fs[rows, s, K.F_PREV_SAMPLE]
+            t1 = fs[rows, s, K.F_SAMPLE]
+            loops = ist[rows, s, K.I_EV_LOOPS]
+            forward = fs[rows, s, K.F_SPEED] >= 0
+            repeat = ist[rows, s, K.I_LOOP] == K.LOOP_REPEAT
             move, turn = self._segment(c, t0, t1)
             wrapped = repeat & (loops > 0)
             if np.any(wrapped):
@@ -179,7 +189,7 @@ class RootMotion:
                 acc_turn = acc_turn + y3
                 move = np.where(wrapped[:, None], acc_move, move)
                 turn = np.where(wrapped, acc_turn, turn)
-            total[:, 0:2] += w[:, None] * move
-            total[:, 2] += w * turn
-            weight_sum += w
-        self.delta = total / np.maximum(weight_sum, 1.0)[:, None]
+            total[rows, 0:2] += w[:, None] * move
+            total[rows, 2] += w * turn
+            weight_sum[rows] += w
+        return total / np.maximum(weight_sum, 1.0)[:, None]

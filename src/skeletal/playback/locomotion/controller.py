@@ -48,7 +48,7 @@ from ...errors import SkeletalError
 from .database import MatchingDatabase
 from .features import compute_features, root_frames
 from .mirror import SUFFIX, mirror_clip
-from .prediction import LN2, WARP_EASE, _spring_angle, _spring_velocity
+from .prediction import LN2, WARP_EASE, _predict, _spring_angle, _spring_velocity, _turn_goal
 from .warping import Warping
 
 class MotionMatching:
@@ -60,7 +60,11 @@ class MotionMatching:
     the prediction springs' half-lives (s). ``warping``: stride and orientation warping toward the
     predicted velocity (:attr:`warping`, a :class:`~skeletal.playback.locomotion.warping.Warping`, or
     None), ``max_stride`` the (lowest, highest) stride ratio and ``max_angle`` the largest turn
-    (degrees) it applies. ``searches``/``jumps`` count what happened.
+    (degrees) it applies. ``goal_turn_halflife``: the half-life (s) with which the desired velocity's
+    turn rate is smoothed (:attr:`goal_turn_rate`); the prediction carries that turn on over its
+    horizon, so a goal that keeps turning (a curved path) predicts a curve and the search picks
+    turning frames in time; 0 predicts toward the goal as it points now. ``searches``/``jumps`` count
+    what happened.
     """
 
     def __new__(cls, player: Any, *args: Any, **options: Any) -> Any:
@@ -74,7 +78,8 @@ class MotionMatching:
     def __init__(self, player: Any, database: MatchingDatabase, *, search_every: int = 6,
                  blend: str = "dead_blend", blend_time: float = 0.2, margin: float = 0.05,
                  velocity_halflife: float = 0.3, facing_halflife: float = 0.3, warping: bool = False,
-                 max_stride: tuple[float, float] = (0.7, 1.5), max_angle: float = 20.0):
+                 max_stride: tuple[float, float] = (0.7, 1.5), max_angle: float = 20.0,
+                 goal_turn_halflife: float = 0.25):
         clips = {c.name for c in player.asset.clips}
         missing = [n for n in database.clip_names if n not in clips]
         if missing:
@@ -94,6 +99,11 @@ class MotionMatching:
         self.velocity = np.zeros(2)  # the prediction spring's state (world x, z)
         self.acceleration = np.zeros(2)
         self.facing_rate = 0.0
+        if not (np.isfinite(goal_turn_halflife) and goal_turn_halflife >= 0.0):
+            raise SkeletalError(f"goal_turn_halflife must be 0 (off) or positive, got {goal_turn_halflife}")
+        self.goal_turn_halflife = float(goal_turn_halflife)
+        self.goal_turn_rate = 0.0  # how fast the desired velocity's direction turns (rad/s, smoothed)
+        self._goal_heading: float | None = None
         self.searches = 0
         self.jumps = 0
         self._frame = 0
@@ -158,14 +168,14 @@ class MotionMatching:
         """The predicted root positions (K, 3) (world, y = 0) and facings (K,) at the database's
         trajectory frames."""
         frames = sorted({k for f, _ in self._traj for k in f.frames})
-        goal_facing = self._goal_facing()
-        positions, facings = [], []
-        for k in frames:
-            t = k / self.db.fps
-            dx, _, _ = _spring_velocity(self.velocity, self.acceleration, self.desired_velocity, self.velocity_halflife, t)
-            positions.append([self.position[0] + dx[0], 0.0, self.position[2] + dx[1]])
-            facings.append(_spring_angle(self.facing, self.facing_rate, goal_facing, self.facing_halflife, t)[0])
-        return np.array(positions), np.array(facings)
+        shift, facings = _predict(self.velocity, self.acceleration, self.desired_velocity, self.facing,
+                                  self.facing_rate, self._goal_facing(), self.goal_turn_rate,
+                                  self.desired_facing is None, self.velocity_halflife, self.facing_halflife,
+                                  frames, self.db.fps)
+        positions = np.zeros((len(frames), 3))
+        positions[:, 0] = self.position[0] + shift[:, 0]
+        positions[:, 2] = self.position[2] + shift[:, 1]
+        return positions, np.asarray(facings, np.float64)
 
     def _goal_facing(self) -> float:
         if self.desired_facing is not None:
@@ -231,6 +241,7 @@ class MotionMatching:
         if row < 0 or not inside or self._frame % self.search_every == 0:
             self._search(row, inside)
         self._frame += 1
+        self._track_goal_turn(dt)
         _, self.velocity, self.acceleration = _spring_velocity(self.velocity, self.acceleration,
                                                                self.desired_velocity, self.velocity_halflife, dt)
         self.facing_rate = _spring_angle(self.facing, self.facing_rate, self._goal_facing(), self.facing_halflife, dt)[1]
@@ -244,6 +255,16 @@ class MotionMatching:
         if dt > 0:
             self._last_dt = dt
             self._keep_shown()
+
+    def _track_goal_turn(self, dt: float) -> None:
+        """Smooth how fast the desired velocity's direction turns (:attr:`goal_turn_rate`)."""
+        v = self.desired_velocity
+        moving = float(np.hypot(v[0], v[1])) > 0.1
+        heading = math.atan2(v[0], v[1]) if moving else (self._goal_heading or 0.0)
+        previous = heading if self._goal_heading is None else self._goal_heading
+        self.goal_turn_rate = float(_turn_goal(self.goal_turn_rate, previous, heading, moving, dt,
+                                               self.goal_turn_halflife))
+        self._goal_heading = heading
 
     def _warp(self, dt: float) -> None:
         """Set the warping's stride, angle and axis from the clip's smoothed velocity and the

@@ -10,8 +10,9 @@ with an instance axis first (``MotionMatching(crowd, db)`` makes one). Each upda
    the crowd's poses placed by each instance's :attr:`transforms`, velocities over the last update;
    the trajectory predicted by each instance's spring) and the database answers all of them in one
    batched call (:meth:`~skeletal.playback.locomotion.database.MatchingDatabase.search`); the
-   instances whose best frame beats the playing one by ``margin`` switch to it, grouped by clip (one
-   crossfade per clip, per-instance offsets);
+   instances whose best frame beats the playing one by ``margin`` switch to it, all in one
+   inertialized switch (:func:`~skeletal.playback.locomotion.mixer_hook.switch_many`: per-instance
+   clips and offsets);
 2. the prediction springs advance (per instance, in numpy over the instance axis), the crowd updates
    (its compiled kernels), stride and orientation warping (``warping=True``: one compiled call over
    the crowd, :class:`~skeletal.playback.locomotion.warping.Warping`) scales and turns each instance
@@ -45,8 +46,8 @@ from ...errors import SkeletalError
 from .. import kernels as K
 from .database import MatchingDatabase
 from .mirror import SUFFIX, mirror_clip
-from .mixer_hook import _root_motion_of
-from .prediction import LN2, WARP_EASE, _spring_angle, _spring_velocity
+from .mixer_hook import _root_motion_of, switch_many
+from .prediction import LN2, WARP_EASE, _predict, _spring_angle, _spring_velocity, _turn_goal
 from .warping import Warping
 
 
@@ -73,7 +74,7 @@ class CrowdMotionMatching:
     def __init__(self, crowd: Any, database: MatchingDatabase, *, search_every: int = 6, blend: str | None = None,
                  blend_time: float = 0.2, margin: float = 0.05, velocity_halflife: float = 0.3,
                  facing_halflife: float = 0.3, warping: bool = False, max_stride: tuple[float, float] = (0.7, 1.5),
-                 max_angle: float = 20.0, stagger: bool = True):
+                 max_angle: float = 20.0, stagger: bool = True, goal_turn_halflife: float = 0.25):
         crowd = getattr(crowd, "mixer", crowd)
         clips = {c.name for c in crowd.asset.clips}
         missing = [n for n in database.clip_names if n not in clips]
@@ -100,6 +101,11 @@ class CrowdMotionMatching:
         self.velocity = np.zeros((n, 2))
         self.acceleration = np.zeros((n, 2))
         self.facing_rate = np.zeros(n)
+        if not (np.isfinite(goal_turn_halflife) and goal_turn_halflife >= 0.0):
+            raise SkeletalError(f"goal_turn_halflife must be 0 (off) or positive, got {goal_turn_halflife}")
+        self.goal_turn_halflife = float(goal_turn_halflife)
+        self.goal_turn_rate = np.zeros(n)  # how fast each desired velocity's direction turns (rad/s, smoothed)
+        self._goal_heading = np.full(n, np.nan)
         self.clip_velocity = np.zeros((n, 2))  # each clip's own root velocity (character x, z), smoothed
         self.searches = self.search_calls = self.jumps = 0
         self._frame = 0
@@ -191,20 +197,18 @@ class CrowdMotionMatching:
         toward = np.where(moving, np.arctan2(v[:, 0], v[:, 1]), self.facing)
         return np.where(np.isnan(self.desired_facing), toward, self.desired_facing)
 
-    def predicted_trajectory(self) -> tuple[np.ndarray, np.ndarray]:
-        """Predicted root positions (N, K, 3) (world, y = 0) and facings (N, K) at the database's
-        trajectory frames."""
-        goal = self._goal_facing()
-        positions = np.zeros((self.count, len(self._traj_frames), 3))
-        facings = np.zeros((self.count, len(self._traj_frames)))
-        for j, k in enumerate(self._traj_frames):
-            t = k / self.db.fps
-            dx, _, _ = _spring_velocity(self.velocity, self.acceleration, self.desired_velocity,
-                                        self.velocity_halflife, t)
-            positions[:, j, 0] = self.position[:, 0] + dx[:, 0]
-            positions[:, j, 2] = self.position[:, 2] + dx[:, 1]
-            facings[:, j] = _spring_angle(self.facing, self.facing_rate, goal, self.facing_halflife, t)[0]
-        return positions, facings
+    def predicted_trajectory(self, who: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Predicted root positions (n, K, 3) (world, y = 0) and facings (n, K) at the database's
+        trajectory frames, of instances ``who`` (default: all)."""
+        rows = np.arange(self.count) if who is None else np.asarray(who)
+        shift, facings = _predict(self.velocity[rows], self.acceleration[rows], self.desired_velocity[rows],
+                                  self.facing[rows], self.facing_rate[rows], self._goal_facing()[rows],
+                                  self.goal_turn_rate[rows], np.isnan(self.desired_facing[rows]),
+                                  self.velocity_halflife, self.facing_halflife, self._traj_frames, self.db.fps)
+        positions = np.zeros((len(rows), len(self._traj_frames), 3))
+        positions[:, :, 0] = self.position[rows, 0, None] + shift[:, :, 0]
+        positions[:, :, 2] = self.position[rows, 2, None] + shift[:, :, 1]
+        return positions, np.asarray(facings, np.float64)
 
     def _current_rows(self) -> tuple[np.ndarray, np.ndarray]:
         """Per instance, the database row nearest the frame playing (-1: nothing plays) and whether it
@@ -250,8 +254,7 @@ class CrowdMotionMatching:
         if self._pose_columns:
             columns = np.concatenate(self._pose_columns)
             query[:, columns] = (self._pose_features(who) - db.mean[columns]) / db.scale[columns]
-        positions, facings = self.predicted_trajectory()
-        positions, facings = positions[who], facings[who]
+        positions, facings = self.predicted_trajectory(who)
         c, s = np.cos(self.facing[who])[:, None], np.sin(self.facing[who])[:, None]
         for f, group in self._traj:
             j = [self._traj_frames.index(k) for k in f.frames]
@@ -280,18 +283,16 @@ class CrowdMotionMatching:
         known = inside[who] & (row[who] >= 0)
         current_cost[known] = np.sum((db.features[row[who][known]] - query[known]) ** 2, axis=1)
         jump = (best >= 0) & ((current < 0) | (~there & (~known | (cost < current_cost - self.margin))))
-        for k in np.unique(played[jump]):
-            sel = jump & (played == k)
-            rows = who[sel]
-            fresh = self._played[rows] < 0
-            name = self._names[int(k)]
-            if fresh.any():
-                self.crowd.play(name, offsets=target_time[sel][fresh], instances=rows[fresh])
-            if (~fresh).any():
-                self.crowd.crossfade(name, self.blend_time, blend=self.blend, offset=target_time[sel][~fresh],
-                                     restart=True, instances=rows[~fresh])
-            self._played[rows] = k
-            self.jumps += len(rows)
+        fresh = jump & (current < 0)
+        for k in np.unique(played[fresh]):  # the first clip of an instance: played, nothing to fade from
+            sel = fresh & (played == k)
+            self.crowd.play(self._names[int(k)], offsets=target_time[sel], instances=who[sel])
+        moving = jump & (current >= 0)
+        if moving.any():  # every other jump in one switch (one look-ahead and one evaluation for all)
+            switch_many(self.crowd, [self._names[int(k)] for k in played[moving]], self.blend_time, self.blend,
+                        offsets=target_time[moving], instances=who[moving])
+        self._played[who[jump]] = played[jump]
+        self.jumps += int(jump.sum())
 
     def update(self, dt: float) -> None:
         """Search where due (one batched call), advance the springs, update the crowd, warp, and move
@@ -303,6 +304,7 @@ class CrowdMotionMatching:
         if len(who):
             self._search(who, row, inside)
         self._frame += 1
+        self._track_goal_turn(dt)
         goal = self._goal_facing()
         _, self.velocity, self.acceleration = _spring_velocity(self.velocity, self.acceleration, self.desired_velocity,
                                                                self.velocity_halflife, dt)
@@ -318,6 +320,17 @@ class CrowdMotionMatching:
         if dt > 0:
             self._last_dt = dt
             self._keep_shown()
+
+    def _track_goal_turn(self, dt: float) -> None:
+        """Smooth how fast each desired velocity's direction turns (:attr:`goal_turn_rate`)."""
+        v = self.desired_velocity
+        moving = np.hypot(v[:, 0], v[:, 1]) > 0.1
+        kept = np.where(np.isnan(self._goal_heading), 0.0, self._goal_heading)
+        heading = np.where(moving, np.arctan2(v[:, 0], v[:, 1]), kept)
+        previous = np.where(np.isnan(self._goal_heading), heading, self._goal_heading)
+        self.goal_turn_rate = np.asarray(_turn_goal(self.goal_turn_rate, previous, heading, moving, dt,
+                                                    self.goal_turn_halflife), np.float64)
+        self._goal_heading = heading
 
     def _keep_shown(self) -> None:
         """The kept joints' world matrices of the pose shown now, placed by :attr:`transforms`."""

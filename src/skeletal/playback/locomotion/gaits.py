@@ -6,15 +6,16 @@ clips that move and turn, with a future trajectory for each frame. :func:`locomo
 
 1. **the gaits**: the clips named like an idle, a walk or a run (``idle``; ``walk``; ``run``,
    ``jog``, ``sprint``; case-insensitive; names with ``jump``, ``death``, ``dance``... left out), or
-   the clips the caller names (their role from the name, else from their speed: the slowest still
-   one is the idle, the moving ones walk then run by speed);
+   the clips the caller names (their role given as ``"walk=Walking"``, else from the name, else from
+   their speed: the slowest still one is the idle, the moving ones walk then run by speed);
 2. **their velocity**: the pelvis's own drift over the clip minus the velocity of the ground under
    the planted feet (:func:`~skeletal.playback.contacts.detect_contacts`): what an in-place loop
    would move at with its feet planted, and what a mocap take moves at;
 3. **the moving clips**, sampled at 60 fps into LINEAR tracks: every moving gait straight
    (``walk_forward``), slower and faster (``walk_slow``, ``walk_fast``: played at 0.7 and 1.25 times
    its rate; 0.8 and 1.15 for a run), turning left and right (``walk_turn_left``/``_right``, 60 degrees a second
-   for a walk, 90 for a run) and, with an idle, starting from and stopping to it (``walk_start``,
+   for a walk, 90 for a run), veering left and right (``walk_veer_left``/``_right``, 25 degrees a second
+   for a walk, 30 for a run; a loop also at its fast rate, ``walk_fast_veer_left``/``_right``) and, with an idle, starting from and stopping to it (``walk_start``,
    ``walk_stop``, the gait blended in or out over a cycle); the idle as it is (``idle_loop``). The
    pelvis carries the body along its velocity (the clip's own drift taken out), each clip turned so
    that the character walks toward +Z (the controller's facing 0); loops are repeated to at least
@@ -44,7 +45,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -58,6 +59,7 @@ from ..contacts import detect_contacts, find_legs
 from ..footplacement import common_parent
 from .database import MatchingDatabase
 from .features import default_features
+from .warping import leg_chains
 
 FPS = 60.0
 #: Words naming each gait in a clip name (lowercase), and words that disqualify a clip.
@@ -66,6 +68,9 @@ NOT_GAITS = ("jump", "death", "die", "dance", "punch", "attack", "sit", "wave", 
              "crouch", "swim", "climb", "strafe", "back")
 #: Turn rates (degrees per second) of the turning clips per gait.
 TURN = {"walk": 60.0, "run": 90.0}
+#: Turn rates (degrees per second) of the gentle turning clips (``walk_veer_left``, ``walk_fast_veer_left``...)
+#: per gait: a path's curves mostly ask for less than the sharp turns give.
+VEER = {"walk": 25.0, "run": 30.0}
 #: The slow and fast variants' play rates per gait.
 RATES = {"walk": (0.7, 1.25), "run": (0.8, 1.15)}
 #: A still gait moves slower than this (metres per second, scaled to the model).
@@ -87,10 +92,10 @@ class LocomotionSet:
     speeds: dict[str, float]
     scale: float
     generated: list[str] = field(default_factory=list)
-    #: whether stride and orientation warping can run on the model: its feet sit on leg chains of their
-    #: own (thigh, knee, foot). False for rigs whose foot joints are IK controls outside the legs
-    #: (RobotExpressive's FootL/FootR hang off the armature's root bone): the features still use those
-    #: feet, but two-bone IK on such "legs" would pull the real legs apart.
+    #: whether stride and orientation warping can run on the model: each foot sits on a two-bone leg
+    #: chain of its own (thigh, knee, foot), or is an IK control outside the legs with a chain ending
+    #: where it sits (RobotExpressive's FootL/FootR hang off the armature's root bone, its legs end in
+    #: LowerLegL_end/LowerLegR_end under them): :func:`~skeletal.playback.locomotion.warping.leg_chains`.
     warping_ok: bool = True
 
 
@@ -282,11 +287,12 @@ def _facing(asset: Asset, clip: Clip, pelvis: int, forward: np.ndarray) -> float
     return float(np.arctan2(np.sin(np.arctan2(f[:, 0], f[:, 2])).mean(), np.cos(np.arctan2(f[:, 0], f[:, 2])).mean()))
 
 
-def locomotion_set(source: Asset | str | os.PathLike[str], clips: Sequence[str] | None = None, *,
+def locomotion_set(source: Asset | str | os.PathLike[str], clips: Sequence[str] | Mapping[str, str] | None = None, *,
                    mirror: bool = False, legs: Any = None) -> LocomotionSet:
     """The locomotion set of ``source`` (an Asset, a model file, or a folder of BVH files; see the
     module docstring). ``clips``: the source clips to use (default: those named like an idle, a walk
-    or a run); ``mirror``: add mirrored rows (left/right joint names needed); ``legs``: as
+    or a run): names, entries ``"role=name"`` that give a clip its role (``"walk=Walking"``; roles
+    idle, walk, run), or a dict ``{role: name}``; ``mirror``: add mirrored rows (left/right joint names needed); ``legs``: as
     :func:`~skeletal.playback.contacts.find_legs` takes. Raises :class:`SkeletalError` with one line
     naming the model when it has no usable locomotion clips."""
     asset = source if isinstance(source, Asset) else read_model(source)
@@ -302,15 +308,26 @@ def locomotion_set(source: Asset | str | os.PathLike[str], clips: Sequence[str] 
         if not chosen:
             raise SkeletalError(f"{where}: no usable locomotion clips (no clip named like idle, walk or run among "
                                 f"{', '.join(names) or 'none'}; choose some with --clips)")
-    else:
-        missing = [n for n in clips if n not in names]
+    forced: dict[str, str] = {}
+    if clips is not None:
+        pairs = list(clips.items()) if isinstance(clips, Mapping) else [_tagged(c, names) for c in clips]
+        for role, name in pairs:
+            if role is None:
+                continue
+            if role not in GAIT_WORDS:
+                raise SkeletalError(f"{where}: {role}={name}: the role must be one of {', '.join(GAIT_WORDS)}")
+            if forced.setdefault(role, name) != name:
+                raise SkeletalError(f"{where}: two clips for {role} ({forced[role]!r} and {name!r})")
+        missing = [n for _, n in pairs if n not in names]
         if missing:
             raise SkeletalError(f"{where}: no clip {', '.join(map(repr, missing))} (it has {', '.join(names) or 'none'})")
-        chosen = list(dict.fromkeys(clips))
+        chosen = list(dict.fromkeys(n for _, n in pairs))
     scale = max(_rig_height(asset), 1e-9) / 1.8
     gaits = {n: _gait(asset, asset.clip(n), leg_list, pelvis) for n in chosen}
-    roles: dict[str, str] = {}
-    for n in sorted(chosen, key=lambda n: gaits[n].speed):  # named roles first, then by speed
+    roles: dict[str, str] = dict(forced)
+    taken_names = set(forced.values())
+    for n in sorted((n for n in chosen if n not in taken_names), key=lambda n: gaits[n].speed):
+        # the roles named by the caller first, then those in the clip names, then by speed
         role = _role(n)
         if role is None:
             role = "idle" if gaits[n].speed < STILL * scale else ("walk" if "walk" not in roles else "run")
@@ -335,6 +352,12 @@ def locomotion_set(source: Asset | str | os.PathLike[str], clips: Sequence[str] 
             new.append(_moving_clip(asset, f"{role}_fast", g, pelvis, heading, rate=RATES[role][1]))
         new.append(_moving_clip(asset, f"{role}_turn_left", g, pelvis, heading, turn=TURN[role]))
         new.append(_moving_clip(asset, f"{role}_turn_right", g, pelvis, heading, turn=-TURN[role]))
+        new.append(_moving_clip(asset, f"{role}_veer_left", g, pelvis, heading, turn=VEER[role]))
+        new.append(_moving_clip(asset, f"{role}_veer_right", g, pelvis, heading, turn=-VEER[role]))
+        if g.looping:
+            for side, sign in (("left", 1.0), ("right", -1.0)):
+                new.append(_moving_clip(asset, f"{role}_fast_veer_{side}", g, pelvis, heading, turn=sign * VEER[role],
+                                        rate=RATES[role][1]))
         if idle is not None and g.looping:
             new.append(_moving_clip(asset, f"{role}_start", g, pelvis, heading, ramp="start", idle=idle,
                                     idle_turn=idle_heading - heading))
@@ -353,14 +376,27 @@ def locomotion_set(source: Asset | str | os.PathLike[str], clips: Sequence[str] 
                                 model.rig.names[pelvis])
     database = MatchingDatabase.build(model, [c.name for c in new], features=features, root=model.rig.names[pelvis],
                                       forward=tuple(float(x) for x in forward), mirror=mirror)
-    a, b = leg_list[0], leg_list[1]
-    chains = len({a.thigh, a.knee, a.foot, b.thigh, b.knee, b.foot}) == 6 and a.knee != a.thigh != pelvis
+    try:  # warping's leg IK needs a two-bone chain per foot (the foot's own, or one ending where it sits)
+        chains = len(leg_chains(model.rig, leg_list)[0]) == 2
+    except SkeletalError:
+        chains = False
     return LocomotionSet(model, database, {r: roles[r] for r in roles}, {r: gaits[roles[r]].speed for r in roles},
                          scale, [c.name for c in new], warping_ok=chains)
 
 
+def _tagged(item: str, names: Sequence[str]) -> tuple[str | None, str]:
+    """``(role, clip name)`` of one ``clips`` entry: ``"walk=Walking"`` gives the clip a role (idle,
+    walk or run), a plain name leaves its role to its name and speed (a clip whose own name has a ``=``
+    stays a name)."""
+    if "=" in item and item not in names:
+        role, _, name = item.partition("=")
+        return role.strip().lower(), name.strip()
+    return None, item
+
+
 def clip_names_option(value: str | None) -> list[str] | None:
-    """``--clips`` as the command takes it: names separated by commas (None: choose by name)."""
+    """``--clips`` as the command takes it: entries separated by commas, each a clip name or
+    ``role=name`` (role idle, walk or run) (None: choose by name)."""
     if value is None:
         return None
     names = [n.strip() for n in re.split(r",", value) if n.strip()]

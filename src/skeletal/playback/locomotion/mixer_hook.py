@@ -28,6 +28,7 @@ from typing import Any, Callable
 import numpy as np
 from numba import njit
 
+from ..._compile import serial_variant
 from ...errors import SkeletalError
 from .. import kernels as K
 from ..jobs import field
@@ -179,34 +180,45 @@ def inertialized_crossfade(mixer: Any, clip: Any, duration: float, blend: str, *
 
 def _velocity_ahead(mixer: Any, rows: np.ndarray, step: float = 1.0 / 60.0) -> tuple[np.ndarray, np.ndarray | None]:
     """The velocity (n, J, 9) of the motion the mixer shows for instances ``rows``: its pose ``step``
-    seconds ahead (the update kernel's clock, blend and inertialization stages) minus its pose now, and
-    the root-motion velocity (n, 3) of a RootMotion on the mixer over the same step (None without
-    one). Without root motion, :func:`_shown_ahead` poses only those instances ahead and puts their
-    state back (the other instances and every output untouched; a crowd's per-instance kernel is not
-    needed); with it, the update kernel's ADVANCE and BLEND stages run on the whole mixer, the root
-    motion reads the step, and everything is put back. A step of one 60 Hz frame: the first frame
-    after the switch then moves as the old motion would have (a clip keyed at 30 Hz changes velocity
-    at its keys; an instantaneous velocity would carry the key's step on)."""
+    seconds ahead (the update kernel's clock, blend and inertialization stages, run for those
+    instances alone by :func:`_shown_ahead`, which puts their state back) minus its pose now, and the
+    root-motion velocity (n, 3) of a RootMotion on the mixer over the same step (None without one):
+    the rows' clocks stepped on copies and read by
+    :meth:`~skeletal.playback.rootmotion.RootMotion.delta_of`. The other instances and every output
+    stay untouched, so the cost grows with the instances switched, not with the mixer. A step of one
+    60 Hz frame: the first frame after the switch then moves as the old motion would have (a clip
+    keyed at 30 Hz changes velocity at its keys; an instantaneous velocity would carry the key's step
+    on)."""
     now = np.asarray(mixer.local_pose[rows], np.float64)
+    ahead = np.empty_like(now)
+    _shown_ahead(mixer.current_frame().job, rows, float(step), ahead)
     root = _root_motion_of(mixer)
     if root is None:
-        ahead = np.empty_like(now)
-        _shown_ahead(mixer.current_frame().job, rows, float(step), ahead)
         return pose_velocity(now, ahead, step), None
-    arrays = mixer._inertia
-    kept = (mixer.fs.copy(), mixer.ist.copy(), mixer.cursors.copy(), arrays.state.copy(), arrays.clock.copy(),
-            arrays.offset.copy(), arrays.velocity.copy(), arrays.anchor.copy(), arrays.joints.copy(), arrays.x.copy(),
-            arrays.v.copy())
-    mixer._run(step, K.ADVANCE | K.BLEND)
-    ahead = np.asarray(mixer.local_pose[rows], np.float64)
-    delta = root.delta.copy()
-    root.after_update(step)
-    root_velocity = root.delta[rows] / step
-    root.delta = delta
-    (mixer.fs[...], mixer.ist[...], mixer.cursors[...], arrays.state[...], arrays.clock[...], arrays.offset[...],
-     arrays.velocity[...], arrays.anchor[...], arrays.joints[...], arrays.x[...], arrays.v[...]) = kept
-    mixer._run(0.0, K.BLEND | K.WORLD)
-    return pose_velocity(now, ahead, step), root_velocity
+    fs, ist = mixer.fs[rows].copy(), mixer.ist[rows].copy()
+    enabled = (ist[:, :, K.I_FLAGS] & K.FLAG_ENABLED) != 0
+    fs[~enabled, K.F_EFFECTIVE] = 0.0  # as the clock step leaves a stopped action
+    _advance_pairs(mixer, fs, ist, *np.nonzero(enabled), float(step))
+    return pose_velocity(now, ahead, step), root.delta_of(fs, ist) / step
+
+
+def _advance_pairs(mixer: Any, fs: np.ndarray, ist: np.ndarray, rows: np.ndarray, slots: np.ndarray, dt: float) -> None:
+    """Step the clocks of the actions ``(rows[i], slots[i])`` of ``fs`` (n, S, NF) and ``ist`` (n, S,
+    NI) (rows of the mixer's clock arrays, or copies) by ``dt`` seconds, in place: what the update
+    kernel's clock stage does to them, in one serial call over those actions alone."""
+    if not len(rows):
+        return
+    pair_fs, pair_ist = fs[rows, slots][None], ist[rows, slots][None]  # one "instance" whose actions are the pairs
+    args = (pair_fs, pair_ist, mixer.slot_clip[slots], mixer.clipset.clip_table, mixer.clipset.duration,
+            mixer.clipset.marker_time, dt)
+    if mixer._cold:  # kernels compiling in the background: the clock in numpy
+        from .. import numpy_frame
+
+        numpy_frame.advance(*args)
+    else:
+        serial_variant(K.advance)(*args)
+    fs[rows, slots] = pair_fs[0]
+    ist[rows, slots] = pair_ist[0]
 
 
 @njit(cache=True)
@@ -237,3 +249,79 @@ def _shown_ahead(job, rows, step, ahead):
         fs[b], ist[b], cursors[b], pose[b], morph[b] = kept_fs, kept_ist, kept_cursors, kept_pose, kept_morph
         state[b], clock[b], offset[b] = kept_state, kept_clock, kept_offset
         x[b], v[b], joints[b], anchor[b] = kept_x, kept_v, kept_joints, kept_anchor
+
+
+def switch_many(mixer: Any, clips: Any, duration: float, blend: str = "dead_blend", *, offsets: Any = 0.0,
+                instances: Any = None, layer: int = 0, extrapolation_halflife: float = 0.1) -> None:
+    """Switch many instances, each to its own clip, in one inertialized switch: what one
+    ``mixer.crossfade(clip, duration, blend=blend, offset=..., restart=True, instances=...)`` call per
+    target clip does, with the same result, but with the shown pose's velocity looked ahead once and
+    the mixer evaluated once for all of them (each crossfade call does both for the whole mixer).
+
+    ``clips``: one clip (name, index or Clip) for every selected instance, or a sequence with one per
+    selected instance; ``offsets``: the start times (seconds), a scalar or one per instance;
+    ``instances``: the selection (default all). Each target starts afresh at its offset (as
+    ``restart=True``), at speed and weight 1, looping; the layer's other actions stop at once and
+    their pose fades out the way ``blend`` says. ``blend`` "linear" makes the linear crossfades, one
+    call per clip.
+
+    >>> switch_many(crowd, ["run_forward", "walk_forward"], 0.2, offsets=[0.4, 1.1],
+    ...             instances=[3, 17])                                  # doctest: +SKIP
+    """
+    rows = np.arange(mixer.count)[slice(None) if instances is None else instances]
+    rows = np.atleast_1d(rows).astype(np.int64)
+    if isinstance(clips, (str, int, np.integer)) or hasattr(clips, "tracks"):
+        clips = [clips] * len(rows)
+    clips = list(clips)
+    if len(clips) != len(rows):
+        raise SkeletalError(f"switch_many: {len(clips)} clips for {len(rows)} instances (give one per instance)")
+    start = np.broadcast_to(np.asarray(offsets, np.float64), rows.shape).copy()
+    if not np.isfinite(start).all():
+        raise SkeletalError("switch_many: offsets must be finite")
+    if not len(rows):
+        return
+    names: dict[Any, int] = {}
+    slots = np.empty(len(rows), np.int64)
+    for i, c in enumerate(clips):  # every slot made before any array is read (a new slot grows them)
+        key = c if isinstance(c, (str, int, np.integer)) else id(c)
+        if key not in names:
+            names[key] = mixer.slot(c, layer)
+        slots[i] = names[key]
+    if blend == "linear" or not (duration > 0):
+        for s in np.unique(slots):
+            sel = slots == s
+            mixer.crossfade(int(mixer.slot_clip[s]), float(max(duration, 0.0)), layer=layer, blend=blend,
+                            offset=start[sel], restart=True, instances=rows[sel])
+        return
+    _check(blend, extrapolation_halflife)
+    inertialized_switch(mixer, rows, float(duration), blend, lambda: _restart_at(mixer, rows, slots, start, layer),
+                        extrapolation_halflife=extrapolation_halflife)
+
+
+def _restart_at(mixer: Any, rows: np.ndarray, slots: np.ndarray, start: np.ndarray, layer: int) -> None:
+    """The change of :func:`switch_many`, made at once: instance ``rows[i]`` plays slot ``slots[i]``
+    from ``start[i]`` at full weight and the layer's other actions stop, as
+    ``crossfade(clip, 0.0, offset=..., restart=True)`` would for each clip; the targets' clocks
+    refreshed in one zero-length step."""
+    fs, ist = mixer.fs, mixer.ist
+    for s in np.flatnonzero(mixer.slot_layer == layer):
+        sel = rows[slots != s]
+        sel = sel[(ist[sel, s, K.I_FLAGS] & K.FLAG_ENABLED) != 0]
+        if sel.size:
+            mixer._start_fade(int(s), sel, mixer.envelope(int(s))[sel], 0.0, 0.0)
+    if layer == 0:
+        mixer._refade_snapshot(rows, 0.0)
+    for s in np.unique(slots):
+        r = rows[slots == s]
+        fs[r, s, K.F_SPEED] = 1.0
+        fs[r, s, K.F_WEIGHT] = 1.0
+        fs[r, s, K.F_REPETITIONS] = np.inf
+        ist[r, s, K.I_LOOP] = K.LOOP_NAMES["repeat"]
+        fs[r, s, K.F_TIME] = start[slots == s]
+        ist[r, s, K.I_LOOP_COUNT] = 0
+        ist[r, s, K.I_FLAGS] = K.FLAG_ENABLED
+        mixer._start_fade(int(s), r, 1.0, 1.0, 0.0)
+    # the targets' sample times and weights: a zero-length step of their clocks (event outputs kept)
+    events = ist[rows, slots, K.I_EV_LOOPS:K.I_EV_MARKERS + 1].copy()
+    _advance_pairs(mixer, fs, ist, rows, slots, 0.0)
+    ist[rows, slots, K.I_EV_LOOPS:K.I_EV_MARKERS + 1] = events

@@ -39,7 +39,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...errors import SkeletalError
-from ...anim.pose import world_matrices
+from ...anim.pose import ancestors_and_self, world_matrices
+from ...quat import decompose_trs
 from .. import kernels as K
 from ..contacts import Leg, find_legs
 from ..footplacement import common_parent
@@ -50,6 +51,48 @@ from ..._threads import capped_threads
 
 #: Batches up to this size run the serial kernel.
 SERIAL_BELOW = 4
+
+
+def leg_chains(rig: Any, legs: list[Leg]) -> tuple[list[Leg], list[int]]:
+    """The two-bone chains the warping's leg IK bends, and each leg's detached foot (-1: none).
+
+    Most rigs' feet end their legs' chains (``thigh -> knee -> foot``), and ``legs`` is returned as
+    it is. Some rigs' feet are IK controls hung elsewhere (RobotExpressive's ``FootL`` hangs off the
+    armature's root bone, and its leg ``UpperLegL -> LowerLegL`` ends in ``LowerLegL_end`` at the
+    same place, which the exported clips keep on the control). Then the legs found by name share
+    their thigh and knee (the armature's bones), and each leg is rebound: its chain ends at the joint
+    outside the foot's own subtree that sits nearest the foot in the rest pose (within a tenth of
+    the leg's length), the knee is that joint's parent and the thigh the knee's parent. The foot then
+    follows the chain's end (:meth:`Warping.apply` moves it by the end's displacement and turns it
+    with the lower body). Raises :class:`SkeletalError` naming the foot when no such chain exists."""
+    a, b = legs[0], legs[1]
+    if len({a.thigh, a.knee, a.foot, b.thigh, b.knee, b.foot}) == 6:
+        return list(legs), [-1] * len(legs)
+    parents = np.asarray(rig.parents)
+    rest = world_matrices(parents, rig.rest)[:, :3, 3]
+    chains, followers = [], []
+    for leg in legs:
+        own = {leg.foot}
+        for j in range(leg.foot + 1, len(parents)):  # parent-first: the foot's subtree
+            if parents[j] in own:
+                own.add(j)
+        distance = np.linalg.norm(rest - rest[leg.foot], axis=1)
+        distance[list(own)] = np.inf
+        end = int(np.argmin(distance))
+        knee = int(parents[end])
+        thigh = int(parents[knee]) if knee >= 0 else -1
+        length = (np.linalg.norm(rest[end] - rest[knee]) + np.linalg.norm(rest[knee] - rest[thigh])
+                  if thigh >= 0 else 0.0)
+        if thigh < 0 or not distance[end] <= 0.1 * length:
+            raise SkeletalError(f"warping: foot {rig.names[leg.foot]!r} is not on a leg chain, and no "
+                                "two-bone chain ends where it sits (pass legs=)")
+        chains.append(Leg(thigh, knee, end, -1, leg.side))
+        followers.append(leg.foot)
+    c, d = chains
+    if len({c.thigh, c.knee, c.foot, d.thigh, d.knee, d.foot}) != 6:
+        raise SkeletalError(f"warping: the feet {rig.names[a.foot]!r} and {rig.names[b.foot]!r} rebind to "
+                            "shared joints (pass legs=)")
+    return chains, followers
 
 
 def find_spine(rig: Any, pelvis: int) -> list[int]:
@@ -100,7 +143,17 @@ class Warping:
         rig = mixer.rig
         if legs is None or isinstance(legs, dict):
             legs = find_legs(rig, legs)
-        self.legs: list[Leg] = list(legs)
+        #: the IK chains, and per leg the foot that follows its chain's end (-1: the chain's own end)
+        self.legs: list[Leg]
+        self.legs, followers = leg_chains(rig, list(legs))
+        self.followers = np.array(followers, np.int64)
+        keep = [j for j in followers if j >= 0] + [leg.foot for leg, f in zip(self.legs, followers) if f >= 0]
+        # the joints whose world rows the followers need, and where each sits in that subset
+        self._follow_chain = ancestors_and_self(np.asarray(rig.parents), np.array(keep, np.int64)) if keep \
+            else np.zeros(0, np.int64)
+        where = {int(j): i for i, j in enumerate(self._follow_chain)}
+        self._follow_parents = np.array([where[int(rig.parents[j])] if rig.parents[j] >= 0 else -1
+                                         for j in self._follow_chain], np.int64)
         if not (0.0 < reach <= 1.0 and 0.0 <= soft < 1.0 and 0.0 <= max_angle <= 180.0):
             raise SkeletalError("warping: need 0 < reach <= 1, 0 <= soft < 1, 0 <= max_angle <= 180")
         self.reach, self.soft, self.max_angle = float(reach), float(soft), math.radians(max_angle)
@@ -131,6 +184,29 @@ class Warping:
         self.attached = bool(attach)
         if attach:
             mixer.controllers = [*mixer.controllers, self]
+
+    def _move_followers(self, pose: np.ndarray, before: np.ndarray, angle: np.ndarray, active: np.ndarray) -> None:
+        """Detached feet (:func:`leg_chains`) follow their chain's end, in place in ``pose`` (B, N, 10):
+        moved by the end's displacement and turned by the lower body's ``angle`` about +Y, for the
+        ``active`` instances; ``before``: the subset's world rows (B, M, 4, 4) before the warp."""
+        after = world_matrices(self._follow_parents, pose[:, self._follow_chain])
+        index = {int(j): i for i, j in enumerate(self._follow_chain)}
+        c, s = np.cos(angle), np.sin(angle)
+        turn = np.zeros((len(angle), 3, 3))
+        turn[:, 0, 0], turn[:, 0, 2], turn[:, 2, 0], turn[:, 2, 2], turn[:, 1, 1] = c, s, -s, c, 1.0
+        parents = self.mixer.rig.parents
+        for leg, foot in zip(self.legs, self.followers):
+            if foot < 0:
+                continue
+            f, e = index[int(foot)], index[int(leg.foot)]
+            moved = before[:, f].copy()
+            moved[:, :3, :3] = turn @ moved[:, :3, :3]
+            moved[:, :3, 3] += after[:, e, :3, 3] - before[:, e, :3, 3]
+            p = int(parents[foot])
+            parent = after[:, index[p]] if p >= 0 else np.broadcast_to(np.eye(4), moved.shape)
+            t, q, sc = decompose_trs(np.linalg.inv(parent) @ moved)
+            rows = np.flatnonzero(active)
+            pose[rows, foot, 0:3], pose[rows, foot, 3:7], pose[rows, foot, 7:10] = t[rows], q[rows], sc[rows]
 
     def remove(self) -> None:
         """Stop warping after each update (detach from the mixer)."""
@@ -166,6 +242,7 @@ class Warping:
             return
         native = mixer.local_pose  # a crowd: its SIMD lanes' rows written out first
         pose = native if native.dtype == np.float64 else native.astype(np.float64)
+        before = world_matrices(self._follow_parents, pose[:, self._follow_chain]) if len(self._follow_chain) else None
         if self.crowd:
             # world rows from the poses, in the kernel (scratch kept between updates)
             if self._world is None or self._world.shape[:2] != pose.shape[:2]:
@@ -178,6 +255,8 @@ class Warping:
         with capped_threads():
             kernel(pose, world, self._parents, self.pelvis, self.spine, self._legs, self.leg_length, stride, angle,
                    axis, self.reach, self.soft, active.astype(np.float64), self.targets)
+        if before is not None:
+            self._move_followers(pose, before, angle, active)
         if pose is not native:
             native[...] = pose
         mixer._run(0.0, K.WORLD)  # world rows, the mixer's IK, palettes of the warped pose
