@@ -23,11 +23,14 @@ space; quaternions xyzw; a node's rotation-scale block is stored as its three co
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
 from ..anim.ik_solvers import knee_pole, soft_distance, two_bone_one
 from ..anim.vec import EPS, _cross, _dot, _len, _qnorm, _slerp, _sub
+from ..quat import nlerp_identity, qmul, qnormalize, quat_from_to, quat_from_world
 
 #: lanes per block (the rows' stride): 16 float64, two AVX-512 vectors; a block holds LW // legs characters
 LW = 16
@@ -38,10 +41,13 @@ I_PA, I_PB, I_PC = 0, 3, 6  # thigh, knee, foot positions (3 each)
 I_T = 9  # target (3)
 I_LEN = 12  # the leg's length (the pole's distance)
 I_REACH = 13  # soft > 0: soft_distance of the target's distance
-I_RC = 14  # the foot's model-space rotation (4)
-I_QLA, I_QLB, I_QLC = 18, 22, 26  # local rotations of thigh, knee, foot (4 each)
-I_FA, I_FB, I_FC = 30, 39, 48  # columns of the parents' world rotation-scale blocks (9 each)
-N_IN = 57
+I_UP = 14  # world up in model space (3)
+I_N = 17  # the ground normal under the foot in model space (3)
+I_U = 20  # the foot's contact weight (how far it turns to the normal)
+I_QLA, I_QLB, I_QLC = 21, 25, 29  # local rotations of thigh, knee, foot (4 each)
+I_FA, I_FB, I_FC = 33, 42, 51  # columns of the parents' world rotation-scale blocks (9 each)
+I_FOOT = 60  # columns of the foot's world rotation-scale block (9)
+N_IN = 69
 # output rows of ``lo``
 O_NA, O_NB, O_NC = 0, 4, 8  # new local rotations of thigh, knee, foot before the weight (4 each)
 O_UA, O_UB, O_UC = 12, 16, 20  # the same normalised (4 each)
@@ -134,14 +140,9 @@ def _sel4(c, a, b):
 
 
 @njit(**_LANE)
-def _matrix_rotation(li, k, i):
-    """:func:`skeletal.anim.vec._matrix_rotation` of the columns at rows ``k``: Shepperd's four cases
-    (:func:`skeletal.quat.quat_from_rotation`) all computed, the one the scalar code takes selected."""
-    c0, c1, c2 = _get3(li, k, i), _get3(li, k + 3, i), _get3(li, k + 6, i)
-    l0, l1, l2 = _len(c0), _len(c1), _len(c2)
-    r00, r01, r02 = c0[0] / l0, c1[0] / l1, c2[0] / l2
-    r10, r11, r12 = c0[1] / l0, c1[1] / l1, c2[1] / l2
-    r20, r21, r22 = c0[2] / l0, c1[2] / l1, c2[2] / l2
+def _shepperd(r00, r01, r02, r10, r11, r12, r20, r21, r22):
+    """:func:`skeletal.quat.quat_from_rotation`: Shepperd's four cases all computed, the one the scalar
+    code takes selected."""
     tr = r00 + r11 + r22
     s = 0.5 / np.sqrt(tr + 1.0)
     q0 = _qnormalize(((r21 - r12) * s, (r02 - r20) * s, (r10 - r01) * s, 0.25 / s))
@@ -151,13 +152,61 @@ def _matrix_rotation(li, k, i):
     q2 = _qnormalize(((r01 + r10) / s, 0.25 * s, (r12 + r21) / s, (r02 - r20) / s))
     s = 2.0 * np.sqrt(max(1.0 + r22 - r00 - r11, 1e-300))
     q3 = _qnormalize(((r02 + r20) / s, (r12 + r21) / s, 0.25 * s, (r10 - r01) / s))
-    q = _sel4(tr > 0.0, q0, _sel4((r00 > r11) & (r00 > r22), q1, _sel4(r11 > r22, q2, q3)))
+    return _sel4(tr > 0.0, q0, _sel4((r00 > r11) & (r00 > r22), q1, _sel4(r11 > r22, q2, q3)))
+
+
+@njit(**_LANE)
+def _matrix_rotation(li, k, i):
+    """:func:`skeletal.anim.vec._matrix_rotation` of the columns at rows ``k`` (divided by their lengths)."""
+    c0, c1, c2 = _get3(li, k, i), _get3(li, k + 3, i), _get3(li, k + 6, i)
+    l0, l1, l2 = _len(c0), _len(c1), _len(c2)
+    q = _shepperd(c0[0] / l0, c1[0] / l1, c2[0] / l2, c0[1] / l0, c1[1] / l1, c2[1] / l2,
+                  c0[2] / l0, c1[2] / l1, c2[2] / l2)
     degenerate = (l0 < 1e-300) | (l1 < 1e-300) | (l2 < 1e-300)
     return _sel4(degenerate, (0.0, 0.0, 0.0, 1.0), q)
 
 
 @njit(**_LANE)
-def _leg_lane(li, lo, i, is_soft):
+def _quat_from_world(li, k, i):
+    """:func:`skeletal.quat.quat_from_world` of the columns at rows ``k`` (times their inverse lengths)."""
+    c0, c1, c2 = _get3(li, k, i), _get3(li, k + 3, i), _get3(li, k + 6, i)
+    l0 = np.sqrt(c0[0] ** 2 + c0[1] ** 2 + c0[2] ** 2)
+    l1 = np.sqrt(c1[0] ** 2 + c1[1] ** 2 + c1[2] ** 2)
+    l2 = np.sqrt(c2[0] ** 2 + c2[1] ** 2 + c2[2] ** 2)
+    k0 = 1.0 / l0 if l0 > 1e-300 else 0.0
+    k1 = 1.0 / l1 if l1 > 1e-300 else 0.0
+    k2 = 1.0 / l2 if l2 > 1e-300 else 0.0
+    return _shepperd(c0[0] * k0, c1[0] * k1, c2[0] * k2, c0[1] * k0, c1[1] * k1, c2[1] * k2,
+                     c0[2] * k0, c1[2] * k1, c2[2] * k2)
+
+
+@njit(**_LANE)
+def _foot_turn(li, i, cos_half_tilt):
+    """The foot's model-space rotation (``(rotation, ok)``): its animated one turned from up toward the
+    ground normal by its contact weight (:func:`skeletal.quat.quat_from_to`, then
+    :func:`skeletal.quat.nlerp_identity`), as :func:`foot_rotation` computes it; ``ok`` False where
+    the scalar code takes another branch (opposite directions, a turn that may exceed the tilt limit)."""
+    ax, ay, az = _get3(li, I_UP, i)
+    bx, by, bz = _get3(li, I_N, i)
+    la = np.sqrt(ax * ax + ay * ay + az * az)
+    lb = np.sqrt(bx * bx + by * by + bz * bz)
+    zero = (la < 1e-12) | (lb < 1e-12)
+    ax, ay, az = ax / la, ay / la, az / la
+    bx, by, bz = bx / lb, by / lb, bz / lb
+    d = ax * bx + ay * by + az * bz
+    ok = zero | (not d < -0.999999)
+    t = _qnormalize((ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx, 1.0 + d))
+    t = _sel4(zero, (0.0, 0.0, 0.0, 1.0), t)
+    ok = ok & (not abs(t[3]) < cos_half_tilt)
+    u = li[_r(I_U) + i]
+    neg = t[3] < 0.0
+    t = _sel4(neg, (-t[0], -t[1], -t[2], -t[3]), t)
+    t = _qnormalize((t[0] * u, t[1] * u, t[2] * u, 1.0 - u + t[3] * u))
+    return _qnormalize(_qmul(t, _quat_from_world(li, I_FOOT, i))), ok
+
+
+@njit(**_LANE)
+def _leg_lane(li, lo, i, is_soft, cos_half_tilt):
     """One lane of :func:`leg_lanes` (inlined into its loop)."""
     pa, pb, pc = _get3(li, I_PA, i), _get3(li, I_PB, i), _get3(li, I_PC, i)
     u = _sub(pb, pa)
@@ -242,8 +291,8 @@ def _leg_lane(li, lo, i, is_soft):
     qt = _qmul((direction[0] * sin_r * kr, direction[1] * sin_r * kr, direction[2] * sin_r * kr, wr * kr), q)
     q = _sel4(turn, qt, q)
     # the foot's end rotation, then the model-space turns as local rotations (_local_turn)
-    rc = _get4(li, I_RC, i)
-    bad = bad | (not (_finite(rc[0]) & _finite(rc[1]) & _finite(rc[2]) & _finite(rc[3])))
+    rc, ok = _foot_turn(li, i, cos_half_tilt)
+    bad = bad | (not ok) | (not (_finite(rc[0]) & _finite(rc[1]) & _finite(rc[2]) & _finite(rc[3])))
     qpc = _matrix_rotation(li, I_FC, i)
     qpc = _qmul(q, _qmul(rh, qpc))
     nc = _qmul((-qpc[0], -qpc[1], -qpc[2], qpc[3]), _qnormalize(rc))
@@ -261,15 +310,17 @@ def _leg_lane(li, lo, i, is_soft):
 
 
 @njit(cache=True, error_model="numpy")
-def leg_lanes(li, lo, n, is_soft):
+def leg_lanes(li, lo, n, is_soft, cos_half_tilt):
     """Two-bone IK of the legs in lanes ``0 .. n - 1`` (``n`` uint64) of ``li`` into ``lo`` (see the
-    module docstring): one loop without branches; ``is_soft``: the reach is ``li[I_REACH]``."""
+    module docstring): one loop without branches; ``is_soft``: the reach is ``li[I_REACH]``;
+    ``cos_half_tilt``: a foot turn whose w is under it is left to the scalar code (its angle may
+    exceed the tilt limit, see :func:`foot_rotation`)."""
     if is_soft:
         for i in range(n):
-            _leg_lane(li, lo, i, True)
+            _leg_lane(li, lo, i, True, cos_half_tilt)
     else:
         for i in range(n):
-            _leg_lane(li, lo, i, False)
+            _leg_lane(li, lo, i, False, cos_half_tilt)
 
 
 @njit(cache=True, forceinline=True)
@@ -281,22 +332,49 @@ def _put_columns(li, k, lane, world_b, j):
 
 
 @njit(cache=True, forceinline=True)
-def gather_leg(li, lane, pose_b, world_b, parents, a, b, c, target, rc, length, soft):
+def foot_rotation(up, normal, u, foot_world, cos_half_tilt, max_tilt):
+    """The foot's model-space rotation for the IK's end: its animated one (``foot_world`` (>=3, 4), its
+    world rows) turned from ``up`` toward the ground ``normal`` (model space, 3-tuples) by the contact
+    weight ``u``, the turn limited to ``max_tilt`` radians (``cos_half_tilt``: cos(max_tilt / 2),
+    widened by a few ulps, below which the turn's angle is computed)."""
+    ax, ay, az, aw = quat_from_to(up[0], up[1], up[2], normal[0], normal[1], normal[2])
+    if abs(aw) < cos_half_tilt:  # the turn's angle 2 acos|w| may exceed max_tilt: acos only then
+        angle = 2.0 * math.acos(min(abs(aw), 1.0))
+        if angle > max_tilt:
+            u *= max_tilt / angle
+    ax, ay, az, aw = nlerp_identity(ax, ay, az, aw, u)
+    qx, qy, qz, qw = quat_from_world(foot_world)
+    ex, ey, ez, ew = qmul(ax, ay, az, aw, qx, qy, qz, qw)
+    return qnormalize(ex, ey, ez, ew)
+
+
+@njit(cache=True, forceinline=True)
+def _put_columns(li, k, lane, world_b, j):
+    """The columns of ``world_b[j]``'s rotation-scale block into rows ``k .. k + 8`` of ``lane``."""
+    for col in range(3):
+        for row in range(3):
+            li[_r(k + 3 * col + row) + lane] = world_b[j, row, col]
+
+
+@njit(cache=True, forceinline=True)
+def gather_leg(li, lane, pose_b, world_b, parents, a, b, c, target, up, normal, u, length, soft):
     """One leg's inputs into ``lane`` of ``li``: joints ``a`` (thigh), ``b`` (knee), ``c`` (foot) of one
-    pose (``pose_b`` (N, 10), its world rows ``world_b`` (N, 4, 4)), the model-space ``target`` (3-tuple),
-    the foot's model-space rotation ``rc`` (4-tuple), the leg's ``length`` (its pole's distance) and the
-    two-bone ``soft`` band."""
+    pose (``pose_b`` (N, 10), its world rows ``world_b`` (N, 4, 4)), the model-space ``target``, world
+    ``up`` and ground ``normal`` (3-tuples), the foot's contact weight ``u``, the leg's ``length`` (its
+    pole's distance) and the two-bone ``soft`` band."""
     ul = np.uint64(lane)
     for k in range(3):
         li[_r(I_PA + k) + ul] = world_b[a, k, 3]
         li[_r(I_PB + k) + ul] = world_b[b, k, 3]
         li[_r(I_PC + k) + ul] = world_b[c, k, 3]
         li[_r(I_T + k) + ul] = target[k]
+        li[_r(I_UP + k) + ul] = up[k]
+        li[_r(I_N + k) + ul] = normal[k]
     for k in range(4):
-        li[_r(I_RC + k) + ul] = rc[k]
         li[_r(I_QLA + k) + ul] = pose_b[a, 3 + k]
         li[_r(I_QLB + k) + ul] = pose_b[b, 3 + k]
         li[_r(I_QLC + k) + ul] = pose_b[c, 3 + k]
+    li[_r(I_U) + ul] = u
     li[_r(I_LEN) + ul] = length
     if soft > 0.0:
         pa = (world_b[a, 0, 3], world_b[a, 1, 3], world_b[a, 2, 3])
@@ -311,6 +389,7 @@ def gather_leg(li, lane, pose_b, world_b, parents, a, b, c, target, rc, length, 
             li[_r(I_FA + k) + ul] = 1.0 if k % 4 == 0 else 0.0
     _put_columns(li, I_FB, ul, world_b, pb_)
     _put_columns(li, I_FC, ul, world_b, pc_)
+    _put_columns(li, I_FOOT, ul, world_b, c)
 
 
 @njit(cache=True, forceinline=True)
@@ -326,14 +405,17 @@ def _write(pose_b, j, lo, raw, unit, lane, q_old, weight):
 
 
 @njit(cache=True, forceinline=True)
-def write_leg(li, lo, lane, pose_b, world_b, parents, a, b, c, weight, soft):
+def write_leg(li, lo, lane, pose_b, world_b, parents, a, b, c, weight, soft, cos_half_tilt, max_tilt):
     """The solved leg of ``lane`` into the pose's local rotations (foot, thigh, knee, as
-    :func:`~skeletal.anim.ik_solvers.two_bone_one` writes them); a lane marked bad is solved by it."""
+    :func:`~skeletal.anim.ik_solvers.two_bone_one` writes them); a lane marked bad is solved by it
+    (the foot's rotation by :func:`foot_rotation`)."""
     ul = np.uint64(lane)
     if lo[_r(O_BAD) + ul] != 0.0:
         pole = knee_pole(world_b, a, b, c, li[_r(I_LEN) + ul])
+        rc = foot_rotation(_get3(li, I_UP, ul), _get3(li, I_N, ul), li[_r(I_U) + ul], world_b[c], cos_half_tilt,
+                           max_tilt)
         two_bone_one(pose_b, world_b, parents, a, b, c, _get3(li, I_T, ul), pole, weight, soft,
-                     (np.nan, np.nan, np.nan), _get4(li, I_RC, ul))
+                     (np.nan, np.nan, np.nan), rc)
         return
     _write(pose_b, c, lo, O_NC, O_UC, ul, _get4(li, I_QLC, ul), weight)
     _write(pose_b, a, lo, O_NA, O_UA, ul, _get4(li, I_QLA, ul), weight)

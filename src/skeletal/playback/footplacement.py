@@ -29,7 +29,6 @@ from .contacts import ContactPhases, Leg, detect_contacts, find_legs
 from .footlanes import LW, gather_leg, lane_scratch, leg_lanes, write_leg
 from .ground import GROUND_TERRAIN, Ground, as_ground, ground_at, sincos_lanes, terrain_sum
 from .procstage import SERIAL_BELOW, PlanInput, _LastFrame, _all_rows, _drop_plan, _palette_rows, _rows
-from .springs import nlerp_identity, qmul, qnormalize, quat_from_to, quat_from_world
 
 
 @njit(cache=True)
@@ -279,7 +278,7 @@ def foot_kernel(job, phase, chunks):
                     # IK reads, included); the legs' subtrees after the IK, then every palette entry once
                     world_rows_most(parents, body_nodes, pose_b, world_b)
                     if w > 0.0:  # the legs into the lanes; rows and palettes after the block's IK
-                        _gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, cos_half_tilt, li, (b - b0) * n_legs)
+                        _gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, (b - b0) * n_legs)
                         solve[b - b0] = True
                     else:
                         _rows(parents, leg_nodes, 0, leg_nodes.shape[0], pose_b, world_b)
@@ -308,12 +307,12 @@ def foot_kernel(job, phase, chunks):
                             pal_b[q, 1, 3] += my
                             pal_b[q, 2, 3] += mz
                 if w > 0.0:
-                    _gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, cos_half_tilt, li, (b - b0) * n_legs)
+                    _gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, (b - b0) * n_legs)
                     solve[b - b0] = True
             # the block's legs solved in SIMD lanes (footlanes.leg_lanes), then each character's new
             # rotations written, its legs' world rows rebuilt and its palette entries written
             if b1 > b0:
-                leg_lanes(li, lo, np.uint64((b1 - b0) * n_legs), soft > 0.0)
+                leg_lanes(li, lo, np.uint64((b1 - b0) * n_legs), soft > 0.0, cos_half_tilt)
             for b in range(b0, b1):
                 if not solve[b - b0]:
                     continue
@@ -323,7 +322,7 @@ def foot_kernel(job, phase, chunks):
                 w = weight[b]
                 for l in range(n_legs):
                     write_leg(li, lo, (b - b0) * n_legs + l, pose_b, world_b, parents, legs[0, l], legs[1, l],
-                              legs[2, l], w, soft)
+                              legs[2, l], w, soft, cos_half_tilt, max_tilt)
                     _rows(parents, leg_nodes, leg_start[l], leg_start[l + 1], pose_b, world_b)
                     if scalars[7] != 0.0 and not before_world:
                         _palette_rows(world_b, pal_joints, inv_bind, pal_idx, pal_start[l + 1], pal_start[l + 2],
@@ -333,16 +332,15 @@ def foot_kernel(job, phase, chunks):
 
 
 @njit(cache=True, forceinline=True)
-def _gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, cos_half_tilt, li, lane0):
+def _gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, lane0):
     """The two-bone IK inputs of every leg of instance ``b`` of :func:`foot_kernel`'s job into lanes
-    ``lane0 ..`` of ``li`` (:func:`.footlanes.gather_leg`): its target (world ``targets``) in model space
-    and the foot's model-space rotation, turned from up to the ground normal by its contact (at most
-    ``max_tilt``). Inlined into the kernel (views of the job's fields taken here hold no references:
+    ``lane0 ..`` of ``li`` (:func:`.footlanes.gather_leg`): its target (world ``targets``) and the ground
+    normal under it in model space, with world up (``upx, upy, upz``, model space) and its contact weight,
+    from which the lanes turn the foot toward the normal. Inlined into the kernel (views of the job's fields taken here hold no references:
     see :func:`.jobs.field`)."""
     parents, legs = field(job, "parents"), field(job, "legs")
     targets, normals, contact, leg_len = field(job, "targets"), field(job, "normals"), field(job, "contact"), field(job, "leg_len")
-    scalars = field(job, "scalars")
-    soft, max_tilt = scalars[4], scalars[5]
+    soft = field(job, "scalars")[4]
     for l in range(legs.shape[1]):
         thigh, knee, foot = legs[0, l], legs[1, l], legs[2, l]
         # target in model space
@@ -352,23 +350,13 @@ def _gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, cos_half_tilt, li, l
         tx = M[0, 0] * px + M[1, 0] * py + M[2, 0] * pz
         ty = M[0, 1] * px + M[1, 1] * py + M[2, 1] * pz
         tz = M[0, 2] * px + M[1, 2] * py + M[2, 2] * pz
-        # foot: the animated model-space rotation, turned from up to the ground normal by the contact
+        # the ground normal in model space: the foot turns toward it by its contact (in the lanes)
         nwx, nwy, nwz = normals[b, l, 0], normals[b, l, 1], normals[b, l, 2]
         nx = M[0, 0] * nwx + M[1, 0] * nwy + M[2, 0] * nwz
         ny = M[0, 1] * nwx + M[1, 1] * nwy + M[2, 1] * nwz
         nz = M[0, 2] * nwx + M[1, 2] * nwy + M[2, 2] * nwz
-        ax, ay, az, aw = quat_from_to(upx, upy, upz, nx, ny, nz)
-        u = contact[b, l]
-        if abs(aw) < cos_half_tilt:  # the turn's angle 2 acos|w| may exceed max_tilt: acos only then
-            angle = 2.0 * math.acos(min(abs(aw), 1.0))
-            if angle > max_tilt:
-                u *= max_tilt / angle
-        ax, ay, az, aw = nlerp_identity(ax, ay, az, aw, u)
-        qx, qy, qz, qw = quat_from_world(world_b[foot])
-        ex, ey, ez, ew = qmul(ax, ay, az, aw, qx, qy, qz, qw)
-        ex, ey, ez, ew = qnormalize(ex, ey, ez, ew)
-        gather_leg(li, lane0 + l, pose_b, world_b, parents, thigh, knee, foot, (tx, ty, tz), (ex, ey, ez, ew),
-                   leg_len[l], soft)
+        gather_leg(li, lane0 + l, pose_b, world_b, parents, thigh, knee, foot, (tx, ty, tz), (upx, upy, upz),
+                   (nx, ny, nz), contact[b, l], leg_len[l], soft)
 
 
 def _foot_chunks(count: int, threads: int) -> int:
