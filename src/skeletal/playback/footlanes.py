@@ -141,18 +141,30 @@ def _sel4(c, a, b):
 
 @njit(**_LANE)
 def _shepperd(r00, r01, r02, r10, r11, r12, r20, r21, r22):
-    """:func:`skeletal.quat.quat_from_rotation`: Shepperd's four cases all computed, the one the scalar
-    code takes selected."""
+    """:func:`skeletal.quat.quat_from_rotation` with one square root: the case the scalar code takes (the
+    trace, or the largest diagonal entry) selected first, then its formula's operations. Case 0 (trace > 0):
+    s = 0.5 / sqrt(tr + 1), (n * s, 0.25 / s); cases 1-3: s = 2 sqrt(max(1 + r_ii - r_jj - r_kk, 1e-300)),
+    0.25 s in slot i and the other three n / s."""
     tr = r00 + r11 + r22
-    s = 0.5 / np.sqrt(tr + 1.0)
-    q0 = _qnormalize(((r21 - r12) * s, (r02 - r20) * s, (r10 - r01) * s, 0.25 / s))
-    s = 2.0 * np.sqrt(max(1.0 + r00 - r11 - r22, 1e-300))
-    q1 = _qnormalize((0.25 * s, (r01 + r10) / s, (r02 + r20) / s, (r21 - r12) / s))
-    s = 2.0 * np.sqrt(max(1.0 + r11 - r00 - r22, 1e-300))
-    q2 = _qnormalize(((r01 + r10) / s, 0.25 * s, (r12 + r21) / s, (r02 - r20) / s))
-    s = 2.0 * np.sqrt(max(1.0 + r22 - r00 - r11, 1e-300))
-    q3 = _qnormalize(((r02 + r20) / s, (r12 + r21) / s, 0.25 * s, (r10 - r01) / s))
-    return _sel4(tr > 0.0, q0, _sel4((r00 > r11) & (r00 > r22), q1, _sel4(r11 > r22, q2, q3)))
+    c0 = tr > 0.0
+    c1 = (not c0) & (r00 > r11) & (r00 > r22)
+    c2 = (not c0) & (not c1) & (r11 > r22)
+    arg = (1.0 + r00 - r11 - r22) if c1 else ((1.0 + r11 - r00 - r22) if c2 else (1.0 + r22 - r00 - r11))
+    sq = np.sqrt((tr + 1.0) if c0 else max(arg, 1e-300))
+    # case 0
+    s0 = 0.5 / sq
+    x0, y0, z0, w0 = (r21 - r12) * s0, (r02 - r20) * s0, (r10 - r01) * s0, 0.25 / s0
+    # cases 1-3: the three numerators in slot order, the diagonal's slot left out; w's always last
+    s = 2.0 * sq
+    na = (r02 + r20) if (not c1) & (not c2) else (r01 + r10)
+    nb = (r02 + r20) if c1 else (r12 + r21)
+    nc = (r21 - r12) if c1 else ((r02 - r20) if c2 else (r10 - r01))
+    da, db, dc = na / s, nb / s, nc / s
+    big = 0.25 * s
+    x = big if c1 else da
+    y = da if c1 else (big if c2 else db)
+    z = big if (not c1) & (not c2) else db
+    return _qnormalize(((x0 if c0 else x), (y0 if c0 else y), (z0 if c0 else z), (w0 if c0 else dc)))
 
 
 @njit(**_LANE)
