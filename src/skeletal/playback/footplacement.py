@@ -464,6 +464,12 @@ class FootPlacement:
         self.pelvis_nodes = np.flatnonzero(rig.descendants(self.pelvis)).astype(np.int64)
         parts = [np.flatnonzero(rig.descendants(int(t))).astype(np.int64) for t in self.thighs]
         self.leg_nodes = np.concatenate(parts)
+        # the kernel solves every leg of a block of characters before rebuilding any leg's rows
+        # (footlanes): one leg's IK must not read rows another leg's IK moves
+        if len(np.unique(self.leg_nodes)) != len(self.leg_nodes):
+            raise SkeletalError("foot placement: one leg's thigh is inside another leg (the legs' joints overlap)")
+        if len(self.legs) > LW:
+            raise SkeletalError(f"foot placement: at most {LW} legs, got {len(self.legs)}")
         self.leg_start = np.cumsum([0] + [len(p) for p in parts]).astype(np.int64)
         # the kernel translates these rows with the pelvis, and the legs' own as it needs them
         self._body_nodes = np.setdiff1d(self.pelvis_nodes, self.leg_nodes).astype(np.int64)
