@@ -327,12 +327,8 @@ def leg_lanes(li, lo, n, is_soft, cos_half_tilt):
     module docstring): one loop without branches; ``is_soft``: the reach is ``li[I_REACH]``;
     ``cos_half_tilt``: a foot turn whose w is under it is left to the scalar code (its angle may
     exceed the tilt limit, see :func:`foot_rotation`)."""
-    if is_soft:
-        for i in range(n):
-            _leg_lane(li, lo, i, True, cos_half_tilt)
-    else:
-        for i in range(n):
-            _leg_lane(li, lo, i, False, cos_half_tilt)
+    for i in range(n):
+        _leg_lane(li, lo, i, is_soft, cos_half_tilt)
 
 
 @njit(cache=True, forceinline=True)

@@ -88,7 +88,13 @@ def foot_kernel(job, phase, chunks):
     characters run its serial twin (:func:`skeletal._compile.serial_variant`: the same body,
     ``prange`` as ``range``). The per-instance work is written out here, not called per instance or
     per range: a call of a numba function takes a reference on every array it is given (two atomic
-    operations each, some 40 arrays, contended between threads on the shared arrays).
+    operations each, some 40 arrays, contended between threads on the shared arrays). A range's
+    characters go in blocks of ``footlanes.LW // legs`` (8 for two legs): each one's work up to the
+    legs' IK, whose inputs it gathers (:func:`_gather_legs`); then the block's legs solved together in
+    SIMD lanes (:func:`.footlanes.leg_lanes`); then each one's new rotations
+    (:func:`.footlanes.write_leg`), its legs' world rows and its palette entries. The legs' subtrees
+    must not overlap (checked by :class:`FootPlacement`): every leg's IK reads its rows before any leg's
+    are rebuilt.
 
     ``phase``: 0 all of it (a built-in ground, queried by :func:`.ground.ground_at`); 1 only up to the
     foot targets' world (x, z) in ``targets`` (a Python ground is then queried there into
@@ -158,6 +164,7 @@ def foot_kernel(job, phase, chunks):
         stop = (c + 1) * n // chunks
         for b0 in range(c * n // chunks, stop, per_block):
             b1 = min(b0 + per_block, stop)
+            solving = False
             for b in range(b0, b1):
                 # This instance's arrays as views made once (a view costs an atomic reference count on an array
                 # every thread shares); rows and matrices below are indexed, not sliced.
@@ -279,7 +286,7 @@ def foot_kernel(job, phase, chunks):
                     world_rows_most(parents, body_nodes, pose_b, world_b)
                     if w > 0.0:  # the legs into the lanes; rows and palettes after the block's IK
                         _gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, (b - b0) * n_legs)
-                        solve[b - b0] = True
+                        solve[b - b0] = solving = True
                     else:
                         _rows(parents, leg_nodes, 0, leg_nodes.shape[0], pose_b, world_b)
                         palettes_one(world_b, pal_joints, inv_bind, pal_b)
@@ -308,10 +315,10 @@ def foot_kernel(job, phase, chunks):
                             pal_b[q, 2, 3] += mz
                 if w > 0.0:
                     _gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, (b - b0) * n_legs)
-                    solve[b - b0] = True
+                    solve[b - b0] = solving = True
             # the block's legs solved in SIMD lanes (footlanes.leg_lanes), then each character's new
             # rotations written, its legs' world rows rebuilt and its palette entries written
-            if b1 > b0:
+            if solving:
                 leg_lanes(li, lo, np.uint64((b1 - b0) * n_legs), soft > 0.0, cos_half_tilt)
             for b in range(b0, b1):
                 if not solve[b - b0]:
