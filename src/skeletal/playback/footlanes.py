@@ -8,8 +8,9 @@ select, so that LLVM runs it 8 float64 lanes wide on AVX-512, 4 on AVX2), then w
 local rotations back (:func:`write_leg`). The operations and their order are the scalar solver's, and
 square roots and divisions round the same in lanes, so a solved lane gives the scalar solver's bits. A
 lane whose case the loop does not cover (a zero-length bone or target at the thigh, a straight leg
-whose pole is on its line, half turns, non-finite inputs) is marked and :func:`write_leg` solves it
-with :func:`~skeletal.anim.ik_solvers.two_bone_one` itself.
+whose pole is on its line, half turns, a foot turn that may pass the tilt limit, non-finite inputs)
+is marked and :func:`write_leg` solves it with :func:`~skeletal.anim.ik_solvers.two_bone_one` itself
+(the foot's rotation by :func:`foot_rotation`). A partial weight slerps per leg in :func:`write_leg`.
 
 Layout: ``li`` (N_IN * LW,) float64 input rows and ``lo`` (N_OUT * LW,) output rows, row ``k`` of lane
 ``i`` at ``k * LW + i`` (unsigned offsets and a constant stride: numba's negative-index wraparound and a
@@ -17,8 +18,9 @@ run-time stride each keep LLVM from proving the rows independent). Positions and
 space; quaternions xyzw; a node's rotation-scale block is stored as its three columns (9 rows).
 
 >>> li, lo = lane_scratch()                                         # doctest: +SKIP
->>> gather_leg(li, lane, pose_b, world_b, parents, a, b, c, t, rc, length, soft)  # doctest: +SKIP
->>> leg_lanes(li, lo, np.uint64(n), soft > 0.0)                     # doctest: +SKIP
+>>> gather_leg(li, lane, pose_b, world_b, parents, a, b, c, target, up, normal, u, length, soft)  # doctest: +SKIP
+>>> leg_lanes(li, lo, np.uint64(n), soft > 0.0, cos_half_tilt)      # doctest: +SKIP
+>>> write_leg(li, lo, lane, pose_b, world_b, parents, a, b, c, weight, soft, cos_half_tilt, max_tilt)  # doctest: +SKIP
 """
 
 from __future__ import annotations
