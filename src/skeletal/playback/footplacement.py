@@ -88,13 +88,9 @@ def foot_kernel(job, phase, chunks):
     characters run its serial twin (:func:`skeletal._compile.serial_variant`: the same body,
     ``prange`` as ``range``). The per-instance work is written out here, not called per instance or
     per range: a call of a numba function takes a reference on every array it is given (two atomic
-    operations each, some 40 arrays, contended between threads on the shared arrays). A range's
-    characters go in blocks of ``footlanes.LW // legs`` (8 for two legs): each one's work up to the
-    legs' IK, whose inputs it gathers (:func:`_gather_legs`); then the block's legs solved together in
-    SIMD lanes (:func:`.footlanes.leg_lanes`); then each one's new rotations
-    (:func:`.footlanes.write_leg`), its legs' world rows and its palette entries. The legs' subtrees
-    must not overlap (checked by :class:`FootPlacement`): every leg's IK reads its rows before any leg's
-    are rebuilt.
+    operations each, some 40 arrays, contended between threads on the shared arrays). Characters go in
+    blocks of ``footlanes.LW // legs``: each one's work up to the legs' IK (inputs gathered), the block's
+    legs solved in SIMD lanes (:mod:`.footlanes`), then each one's rotations, legs' rows and palettes.
 
     ``phase``: 0 all of it (a built-in ground, queried by :func:`.ground.ground_at`); 1 only up to the
     foot targets' world (x, z) in ``targets`` (a Python ground is then queried there into
@@ -341,10 +337,9 @@ def foot_kernel(job, phase, chunks):
 @njit(cache=True, forceinline=True)
 def _gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, lane0):
     """The two-bone IK inputs of every leg of instance ``b`` of :func:`foot_kernel`'s job into lanes
-    ``lane0 ..`` of ``li`` (:func:`.footlanes.gather_leg`): its target (world ``targets``) and the ground
-    normal under it in model space, with world up (``upx, upy, upz``, model space) and its contact weight,
-    from which the lanes turn the foot toward the normal. Inlined into the kernel (views of the job's fields taken here hold no references:
-    see :func:`.jobs.field`)."""
+    ``lane0 ..`` of ``li`` (:func:`.footlanes.gather_leg`): its target and the ground normal under it in
+    model space, world up (model space) and its contact weight. Inlined into the kernel (views of the
+    job's fields taken here hold no references: see :func:`.jobs.field`)."""
     parents, legs = field(job, "parents"), field(job, "legs")
     targets, normals, contact, leg_len = field(job, "targets"), field(job, "normals"), field(job, "contact"), field(job, "leg_len")
     soft = field(job, "scalars")[4]
@@ -471,8 +466,7 @@ class FootPlacement:
         self.pelvis_nodes = np.flatnonzero(rig.descendants(self.pelvis)).astype(np.int64)
         parts = [np.flatnonzero(rig.descendants(int(t))).astype(np.int64) for t in self.thighs]
         self.leg_nodes = np.concatenate(parts)
-        # the kernel solves every leg of a block of characters before rebuilding any leg's rows
-        # (footlanes): one leg's IK must not read rows another leg's IK moves
+        # the kernel solves a block's legs before rebuilding any leg's rows: no leg may move another's
         if len(np.unique(self.leg_nodes)) != len(self.leg_nodes):
             raise SkeletalError("foot placement: one leg's thigh is inside another leg (the legs' joints overlap)")
         if len(self.legs) > LW:
