@@ -22,14 +22,13 @@ from numba import njit, prange
 from .._compile import serial_variant
 from .._threads import capped_threads, thread_count
 from ..errors import SkeletalError
-from ..anim.ik import knee_pole, two_bone_one
 from ..anim.pose import depth_order, palettes_one, world_matrices, world_rows_most
 from . import kernels as K
 from .jobs import entry, field, foot_job
 from .contacts import ContactPhases, Leg, detect_contacts, find_legs
+from .footlanes import LW, gather_leg, lane_scratch, leg_lanes, write_leg
 from .ground import GROUND_TERRAIN, Ground, as_ground, ground_at, sincos_lanes, terrain_sum
-from .procstage import SERIAL_BELOW, _NAN3, PlanInput, _LastFrame, _all_rows, _drop_plan, _palette_rows, _rows
-from .springs import nlerp_identity, qmul, qnormalize, quat_from_to, quat_from_world
+from .procstage import SERIAL_BELOW, PlanInput, _LastFrame, _all_rows, _drop_plan, _palette_rows, _rows
 
 
 @njit(cache=True)
@@ -89,7 +88,9 @@ def foot_kernel(job, phase, chunks):
     characters run its serial twin (:func:`skeletal._compile.serial_variant`: the same body,
     ``prange`` as ``range``). The per-instance work is written out here, not called per instance or
     per range: a call of a numba function takes a reference on every array it is given (two atomic
-    operations each, some 40 arrays, contended between threads on the shared arrays).
+    operations each, some 40 arrays, contended between threads on the shared arrays). Characters go in
+    blocks of ``footlanes.LW // legs``: each one's work up to the legs' IK (inputs gathered), the block's
+    legs solved in SIMD lanes (:mod:`.footlanes`), then each one's rotations, legs' rows and palettes.
 
     ``phase``: 0 all of it (a built-in ground, queried by :func:`.ground.ground_at`); 1 only up to the
     foot targets' world (x, z) in ``targets`` (a Python ground is then queried there into
@@ -148,203 +149,216 @@ def foot_kernel(job, phase, chunks):
     n_waves = int(g_params[1]) if g_kind == GROUND_TERRAIN else 0
     terrain_lanes = g_kind == GROUND_TERRAIN and (phase == 0 or before_world)
     n_lanes = (n_legs * n_waves + 7) // 8 * 8  # whole vectors of 8 (the padding's arguments stay 0)
+    soft = scalars[4]
+    per_block = max(LW // n_legs, 1)  # characters whose legs fill a block of lanes (footlanes.LW)
     for c in prange(chunks):
         wave_args = np.zeros(max(n_lanes, 1))  # scratch of this range of instances
         wave_sins = np.empty(max(n_lanes, 1))
         wave_coss = np.empty(max(n_lanes, 1))
-        for b in range(c * n // chunks, (c + 1) * n // chunks):
-            # This instance's arrays as views made once (a view costs an atomic reference count on an array
-            # every thread shares); rows and matrices below are indexed, not sliced.
-            M = placement[b]
-            pose_b = pose[b]
-            world_b = world[b]
-            pal_b = pal[b]
-            if phase != 2:
-                _contact_one(b, job)
-                if before_world:  # only the rows that place the pelvis, from the blended pose
-                    _rows(parents, probe_nodes, 0, probe_nodes.shape[0], pose_b, world_b)
-                elif scalars[6] == 0.0:  # the world rows are not current yet
-                    _all_rows(parents, pose_b, world_b)
+        li, lo = lane_scratch()  # the legs' IK inputs and outputs, a block of characters at a time
+        solve = np.zeros(per_block, np.bool_)  # the block's characters whose legs are in the lanes
+        stop = (c + 1) * n // chunks
+        for b0 in range(c * n // chunks, stop, per_block):
+            b1 = min(b0 + per_block, stop)
+            solving = False
+            for b in range(b0, b1):
+                # This instance's arrays as views made once (a view costs an atomic reference count on an array
+                # every thread shares); rows and matrices below are indexed, not sliced.
+                M = placement[b]
+                pose_b = pose[b]
+                world_b = world[b]
+                pal_b = pal[b]
+                if phase != 2:
+                    _contact_one(b, job)
+                    if before_world:  # only the rows that place the pelvis, from the blended pose
+                        _rows(parents, probe_nodes, 0, probe_nodes.shape[0], pose_b, world_b)
+                    elif scalars[6] == 0.0:  # the world rows are not current yet
+                        _all_rows(parents, pose_b, world_b)
+                    for l in range(n_legs):
+                        fj = legs[2, l]
+                        fx = (M[0, 0] * world_b[fj, 0, 3]
+                              + M[0, 1] * world_b[fj, 1, 3] + M[0, 2] * world_b[fj, 2, 3] + M[0, 3])
+                        fz = (M[2, 0] * world_b[fj, 0, 3]
+                              + M[2, 1] * world_b[fj, 1, 3] + M[2, 2] * world_b[fj, 2, 3] + M[2, 3])
+                        if plant:
+                            u = contact[b, l]
+                            if u >= PLANTED:
+                                if not locked[b, l]:  # touchdown: the foot stays where it landed
+                                    locked[b, l] = True
+                                    lock[b, l, 0], lock[b, l, 1] = fx, fz
+                                fx, fz = lock[b, l, 0], lock[b, l, 1]
+                            elif locked[b, l]:
+                                if u > 0.0:  # lifting off: from the lock back to the animated position
+                                    fx += (lock[b, l, 0] - fx) * u
+                                    fz += (lock[b, l, 1] - fz) * u
+                                else:
+                                    locked[b, l] = False
+                        targets[b, l, 0], targets[b, l, 2] = fx, fz
+                    if phase == 1:
+                        continue
+                w = weight[b]
+                # world -> model: R^T (p - t); world up in model space is R's second row
+                upx, upy, upz = M[1, 0], M[1, 1], M[1, 2]
+                floor_w = M[1, 3] + floor * M[1, 1]
+                goal = np.inf
+                if terrain_lanes:
+                    for l in range(n_legs):
+                        x, z = targets[b, l, 0], targets[b, l, 2]
+                        for i in range(n_waves):
+                            wave_args[l * n_waves + i] = (x * g_params[2 + i] + z * g_params[2 + n_waves + i]
+                                                          + g_params[2 + 2 * n_waves + i])
+                    sincos_lanes(wave_args, wave_sins, wave_coss, n_lanes)
                 for l in range(n_legs):
+                    if phase == 0 or before_world:
+                        x, z = targets[b, l, 0], targets[b, l, 2]
+                        if terrain_lanes:  # the same bits as ground_at's, from the lanes' sines and cosines
+                            h, nx, ny, nz = terrain_sum(g_params, wave_sins, wave_coss, l * n_waves)
+                        else:
+                            h, nx, ny, nz = ground_at(g_kind, g_params, g_grid, x, z)
+                        heights[b, l] = h
+                        normals[b, l, 0], normals[b, l, 1], normals[b, l, 2] = nx, ny, nz
+                        queried[b, l, 0], queried[b, l, 1] = x, z
                     fj = legs[2, l]
-                    fx = (M[0, 0] * world_b[fj, 0, 3]
-                          + M[0, 1] * world_b[fj, 1, 3] + M[0, 2] * world_b[fj, 2, 3] + M[0, 3])
-                    fz = (M[2, 0] * world_b[fj, 0, 3]
-                          + M[2, 1] * world_b[fj, 1, 3] + M[2, 2] * world_b[fj, 2, 3] + M[2, 3])
-                    if plant:
-                        u = contact[b, l]
-                        if u >= PLANTED:
-                            if not locked[b, l]:  # touchdown: the foot stays where it landed
-                                locked[b, l] = True
-                                lock[b, l, 0], lock[b, l, 1] = fx, fz
-                            fx, fz = lock[b, l, 0], lock[b, l, 1]
-                        elif locked[b, l]:
-                            if u > 0.0:  # lifting off: from the lock back to the animated position
-                                fx += (lock[b, l, 0] - fx) * u
-                                fz += (lock[b, l, 1] - fz) * u
-                            else:
-                                locked[b, l] = False
-                    targets[b, l, 0], targets[b, l, 2] = fx, fz
-                if phase == 1:
-                    continue
-            w = weight[b]
-            # world -> model: R^T (p - t); world up in model space is R's second row
-            upx, upy, upz = M[1, 0], M[1, 1], M[1, 2]
-            floor_w = M[1, 3] + floor * M[1, 1]
-            goal = np.inf
-            if terrain_lanes:
+                    fy = M[1, 0] * world_b[fj, 0, 3] + M[1, 1] * world_b[fj, 1, 3] + M[1, 2] * world_b[fj, 2, 3] + M[1, 3]
+                    ny = max(normals[b, l, 1], 0.2)
+                    lift = heights[b, l] - floor_w + ankle[l] * (1.0 / ny - 1.0) * contact[b, l]
+                    targets[b, l, 1] = fy + lift
+                    goal = min(goal, lift)
+                # lower the pelvis further where a leg could not reach its target
+                hard = np.inf
                 for l in range(n_legs):
-                    x, z = targets[b, l, 0], targets[b, l, 2]
-                    for i in range(n_waves):
-                        wave_args[l * n_waves + i] = (x * g_params[2 + i] + z * g_params[2 + n_waves + i]
-                                                      + g_params[2 + 2 * n_waves + i])
-                sincos_lanes(wave_args, wave_sins, wave_coss, n_lanes)
-            for l in range(n_legs):
-                if phase == 0 or before_world:
-                    x, z = targets[b, l, 0], targets[b, l, 2]
-                    if terrain_lanes:  # the same bits as ground_at's, from the lanes' sines and cosines
-                        h, nx, ny, nz = terrain_sum(g_params, wave_sins, wave_coss, l * n_waves)
-                    else:
-                        h, nx, ny, nz = ground_at(g_kind, g_params, g_grid, x, z)
-                    heights[b, l] = h
-                    normals[b, l, 0], normals[b, l, 1], normals[b, l, 2] = nx, ny, nz
-                    queried[b, l, 0], queried[b, l, 1] = x, z
-                fj = legs[2, l]
-                fy = M[1, 0] * world_b[fj, 0, 3] + M[1, 1] * world_b[fj, 1, 3] + M[1, 2] * world_b[fj, 2, 3] + M[1, 3]
-                ny = max(normals[b, l, 1], 0.2)
-                lift = heights[b, l] - floor_w + ankle[l] * (1.0 / ny - 1.0) * contact[b, l]
-                targets[b, l, 1] = fy + lift
-                goal = min(goal, lift)
-            # lower the pelvis further where a leg could not reach its target
-            hard = np.inf
-            for l in range(n_legs):
-                hj, fj = legs[0, l], legs[2, l]
-                h0, h1, h2 = world_b[hj, 0, 3], world_b[hj, 1, 3], world_b[hj, 2, 3]
-                hx = M[0, 0] * h0 + M[0, 1] * h1 + M[0, 2] * h2 + M[0, 3]
-                hy = M[1, 0] * h0 + M[1, 1] * h1 + M[1, 2] * h2 + M[1, 3]
-                hz = M[2, 0] * h0 + M[2, 1] * h1 + M[2, 2] * h2 + M[2, 3]
-                anim = math.sqrt((world_b[fj, 0, 3] - h0) ** 2 + (world_b[fj, 1, 3] - h1) ** 2
-                                 + (world_b[fj, 2, 3] - h2) ** 2)
-                r = max(anim, reach * leg_len[l])
-                dxz2 = (targets[b, l, 0] - hx) ** 2 + (targets[b, l, 2] - hz) ** 2
-                d_max = targets[b, l, 1] - hy + math.sqrt(max(r * r - dxz2, 0.0))
-                hard = min(hard, d_max)
-            goal = min(goal, hard)
-            if not initialised[b] or not (dt > 0.0):
-                if not initialised[b]:
-                    state[b, 0] = goal
-                    state[b, 1] = 0.0
-            else:
-                d0 = state[b, 0] - goal
-                j = state[b, 1] + omega * d0
-                e = decay
-                state[b, 0] = goal + (d0 + j * dt) * e
-                state[b, 1] = (state[b, 1] - omega * j * dt) * e
-            if state[b, 0] > hard:
-                # never so high that a leg cannot reach: the smoothing only ever lags downward moves' ends
-                state[b, 0] = hard
-                state[b, 1] = min(state[b, 1], 0.0)
-            initialised[b] = True
-            d = state[b, 0] * w
-            pelvis_offset[b] = d
-            if d != 0.0:
-                vx, vy, vz = upx * d, upy * d, upz * d  # the world-vertical move, in model space
-                p = parents[pelvis]
-                if p >= 0:
-                    # solve P3 x = v (P3 the parent's 3x3, scale included) by Cramer's rule
-                    a00, a01, a02 = world_b[p, 0, 0], world_b[p, 0, 1], world_b[p, 0, 2]
-                    a10, a11, a12 = world_b[p, 1, 0], world_b[p, 1, 1], world_b[p, 1, 2]
-                    a20, a21, a22 = world_b[p, 2, 0], world_b[p, 2, 1], world_b[p, 2, 2]
-                    det = a00 * (a11 * a22 - a12 * a21) - a01 * (a10 * a22 - a12 * a20) + a02 * (a10 * a21 - a11 * a20)
-                    if abs(det) > 1e-300:
-                        lx = ((vx * (a11 * a22 - a12 * a21) - a01 * (vy * a22 - a12 * vz)
-                              + a02 * (vy * a21 - a11 * vz)) / det)
-                        ly = ((a00 * (vy * a22 - a12 * vz) - vx * (a10 * a22 - a12 * a20)
-                              + a02 * (a10 * vz - vy * a20)) / det)
-                        lz = ((a00 * (a11 * vz - vy * a21) - a01 * (a10 * vz - vy * a20)
-                              + vx * (a10 * a21 - a11 * a20)) / det)
-                        vx, vy, vz = lx, ly, lz
-                pose_b[pelvis, 0] += vx
-                pose_b[pelvis, 1] += vy
-                pose_b[pelvis, 2] += vz
-            if before_world:
-                # every row but the legs' subtrees' from the moved pose (the thigh-to-foot chains, which the
-                # IK reads, included); the legs' subtrees after the IK, then every palette entry once
-                world_rows_most(parents, body_nodes, pose_b, world_b)
-                if w > 0.0:
-                    _leg_ik(b, job, pose_b, world_b, M, upx, upy, upz, cos_half_tilt, w, False)
+                    hj, fj = legs[0, l], legs[2, l]
+                    h0, h1, h2 = world_b[hj, 0, 3], world_b[hj, 1, 3], world_b[hj, 2, 3]
+                    hx = M[0, 0] * h0 + M[0, 1] * h1 + M[0, 2] * h2 + M[0, 3]
+                    hy = M[1, 0] * h0 + M[1, 1] * h1 + M[1, 2] * h2 + M[1, 3]
+                    hz = M[2, 0] * h0 + M[2, 1] * h1 + M[2, 2] * h2 + M[2, 3]
+                    anim = math.sqrt((world_b[fj, 0, 3] - h0) ** 2 + (world_b[fj, 1, 3] - h1) ** 2
+                                     + (world_b[fj, 2, 3] - h2) ** 2)
+                    r = max(anim, reach * leg_len[l])
+                    dxz2 = (targets[b, l, 0] - hx) ** 2 + (targets[b, l, 2] - hz) ** 2
+                    d_max = targets[b, l, 1] - hy + math.sqrt(max(r * r - dxz2, 0.0))
+                    hard = min(hard, d_max)
+                goal = min(goal, hard)
+                if not initialised[b] or not (dt > 0.0):
+                    if not initialised[b]:
+                        state[b, 0] = goal
+                        state[b, 1] = 0.0
                 else:
-                    _rows(parents, leg_nodes, 0, leg_nodes.shape[0], pose_b, world_b)
-                palettes_one(world_b, pal_joints, inv_bind, pal_b)
-                continue
-            if d != 0.0:
-                # the pelvis' subtree moves by the model-space vector: world rows and palettes translate,
-                # but of legs that the IK below rebuilds (w > 0) only the rows it reads (thigh, knee, foot)
-                mx, my, mz = upx * d, upy * d, upz * d
-                rebuilt = w > 0.0
-                for k in range(pelvis_nodes.shape[0]):
-                    node = pelvis_nodes[k]
-                    world_b[node, 0, 3] += mx
-                    world_b[node, 1, 3] += my
-                    world_b[node, 2, 3] += mz
-                for l in range(n_legs):
-                    for k in range(3 if rebuilt else leg_start[l + 1] - leg_start[l]):
-                        node = legs[k, l] if rebuilt else leg_nodes[leg_start[l] + k]
+                    d0 = state[b, 0] - goal
+                    j = state[b, 1] + omega * d0
+                    e = decay
+                    state[b, 0] = goal + (d0 + j * dt) * e
+                    state[b, 1] = (state[b, 1] - omega * j * dt) * e
+                if state[b, 0] > hard:
+                    # never so high that a leg cannot reach: the smoothing only ever lags downward moves' ends
+                    state[b, 0] = hard
+                    state[b, 1] = min(state[b, 1], 0.0)
+                initialised[b] = True
+                d = state[b, 0] * w
+                pelvis_offset[b] = d
+                if d != 0.0:
+                    vx, vy, vz = upx * d, upy * d, upz * d  # the world-vertical move, in model space
+                    p = parents[pelvis]
+                    if p >= 0:
+                        # solve P3 x = v (P3 the parent's 3x3, scale included) by Cramer's rule
+                        a00, a01, a02 = world_b[p, 0, 0], world_b[p, 0, 1], world_b[p, 0, 2]
+                        a10, a11, a12 = world_b[p, 1, 0], world_b[p, 1, 1], world_b[p, 1, 2]
+                        a20, a21, a22 = world_b[p, 2, 0], world_b[p, 2, 1], world_b[p, 2, 2]
+                        det = a00 * (a11 * a22 - a12 * a21) - a01 * (a10 * a22 - a12 * a20) + a02 * (a10 * a21 - a11 * a20)
+                        if abs(det) > 1e-300:
+                            lx = ((vx * (a11 * a22 - a12 * a21) - a01 * (vy * a22 - a12 * vz)
+                                  + a02 * (vy * a21 - a11 * vz)) / det)
+                            ly = ((a00 * (vy * a22 - a12 * vz) - vx * (a10 * a22 - a12 * a20)
+                                  + a02 * (a10 * vz - vy * a20)) / det)
+                            lz = ((a00 * (a11 * vz - vy * a21) - a01 * (a10 * vz - vy * a20)
+                                  + vx * (a10 * a21 - a11 * a20)) / det)
+                            vx, vy, vz = lx, ly, lz
+                    pose_b[pelvis, 0] += vx
+                    pose_b[pelvis, 1] += vy
+                    pose_b[pelvis, 2] += vz
+                if before_world:
+                    # every row but the legs' subtrees' from the moved pose (the thigh-to-foot chains, which the
+                    # IK reads, included); the legs' subtrees after the IK, then every palette entry once
+                    world_rows_most(parents, body_nodes, pose_b, world_b)
+                    if w > 0.0:  # the legs into the lanes; rows and palettes after the block's IK
+                        _gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, (b - b0) * n_legs)
+                        solve[b - b0] = solving = True
+                    else:
+                        _rows(parents, leg_nodes, 0, leg_nodes.shape[0], pose_b, world_b)
+                        palettes_one(world_b, pal_joints, inv_bind, pal_b)
+                    continue
+                if d != 0.0:
+                    # the pelvis' subtree moves by the model-space vector: world rows and palettes translate,
+                    # but of legs that the IK below rebuilds (w > 0) only the rows it reads (thigh, knee, foot)
+                    mx, my, mz = upx * d, upy * d, upz * d
+                    rebuilt = w > 0.0
+                    for k in range(pelvis_nodes.shape[0]):
+                        node = pelvis_nodes[k]
                         world_b[node, 0, 3] += mx
                         world_b[node, 1, 3] += my
                         world_b[node, 2, 3] += mz
-                if scalars[7] != 0.0:
-                    for k in range(pal_start[0], pal_start[1] if rebuilt else pal_start[n_legs + 1]):
-                        q = pal_idx[k]
-                        pal_b[q, 0, 3] += mx
-                        pal_b[q, 1, 3] += my
-                        pal_b[q, 2, 3] += mz
-            if not w > 0.0:
-                continue
-            _leg_ik(b, job, pose_b, world_b, M, upx, upy, upz, cos_half_tilt, w, scalars[7] != 0.0)
+                    for l in range(n_legs):
+                        for k in range(3 if rebuilt else leg_start[l + 1] - leg_start[l]):
+                            node = legs[k, l] if rebuilt else leg_nodes[leg_start[l] + k]
+                            world_b[node, 0, 3] += mx
+                            world_b[node, 1, 3] += my
+                            world_b[node, 2, 3] += mz
+                    if scalars[7] != 0.0:
+                        for k in range(pal_start[0], pal_start[1] if rebuilt else pal_start[n_legs + 1]):
+                            q = pal_idx[k]
+                            pal_b[q, 0, 3] += mx
+                            pal_b[q, 1, 3] += my
+                            pal_b[q, 2, 3] += mz
+                if w > 0.0:
+                    _gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, (b - b0) * n_legs)
+                    solve[b - b0] = solving = True
+            # the block's legs solved in SIMD lanes (footlanes.leg_lanes), then each character's new
+            # rotations written, its legs' world rows rebuilt and its palette entries written
+            if solving:
+                leg_lanes(li, lo, np.uint64((b1 - b0) * n_legs), soft > 0.0, cos_half_tilt)
+            for b in range(b0, b1):
+                if not solve[b - b0]:
+                    continue
+                solve[b - b0] = False
+                pose_b = pose[b]
+                world_b = world[b]
+                w = weight[b]
+                for l in range(n_legs):
+                    write_leg(li, lo, (b - b0) * n_legs + l, pose_b, world_b, parents, legs[0, l], legs[1, l],
+                              legs[2, l], w, soft, cos_half_tilt, max_tilt)
+                    _rows(parents, leg_nodes, leg_start[l], leg_start[l + 1], pose_b, world_b)
+                    if scalars[7] != 0.0 and not before_world:
+                        _palette_rows(world_b, pal_joints, inv_bind, pal_idx, pal_start[l + 1], pal_start[l + 2],
+                                      pal[b])
+                if before_world:
+                    palettes_one(world_b, pal_joints, inv_bind, pal[b])
 
 
 @njit(cache=True, forceinline=True)
-def _leg_ik(b, job, pose_b, world_b, M, upx, upy, upz, cos_half_tilt, w, palettes):
-    """Two-bone IK of every leg of instance ``b`` of :func:`foot_kernel`'s job toward its ``targets``
-    (world), the foot turned to the ground normal by its contact; then the leg's subtree's world rows,
-    and its palette entries when ``palettes``. Inlined into the kernel (views of the job's fields taken
-    here hold no references: see :func:`.jobs.field`)."""
-    parents, legs, leg_nodes, leg_start = field(job, "parents"), field(job, "legs"), field(job, "leg_nodes"), field(job, "leg_start")
+def _gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, lane0):
+    """The two-bone IK inputs of every leg of instance ``b`` of :func:`foot_kernel`'s job into lanes
+    ``lane0 ..`` of ``li`` (:func:`.footlanes.gather_leg`): its target and the ground normal under it in
+    model space, world up (model space) and its contact weight. Inlined into the kernel (views of the
+    job's fields taken here hold no references: see :func:`.jobs.field`)."""
+    parents, legs = field(job, "parents"), field(job, "legs")
     targets, normals, contact, leg_len = field(job, "targets"), field(job, "normals"), field(job, "contact"), field(job, "leg_len")
-    scalars, pal, pal_joints = field(job, "scalars"), field(job, "pal"), field(job, "pal_joints")
-    inv_bind, pal_idx, pal_start = field(job, "inv_bind"), field(job, "pal_idx"), field(job, "pal_start")
-    soft, max_tilt = scalars[4], scalars[5]
+    soft = field(job, "scalars")[4]
     for l in range(legs.shape[1]):
         thigh, knee, foot = legs[0, l], legs[1, l], legs[2, l]
-        # target and pole in model space
+        # target in model space
         px = targets[b, l, 0] - M[0, 3]
         py = targets[b, l, 1] - M[1, 3]
         pz = targets[b, l, 2] - M[2, 3]
         tx = M[0, 0] * px + M[1, 0] * py + M[2, 0] * pz
         ty = M[0, 1] * px + M[1, 1] * py + M[2, 1] * pz
         tz = M[0, 2] * px + M[1, 2] * py + M[2, 2] * pz
-        pole = knee_pole(world_b, thigh, knee, foot, leg_len[l])  # a straight leg: toward the model's front
-        # foot: the animated model-space rotation, turned from up to the ground normal by the contact
+        # the ground normal in model space: the foot turns toward it by its contact (in the lanes)
         nwx, nwy, nwz = normals[b, l, 0], normals[b, l, 1], normals[b, l, 2]
         nx = M[0, 0] * nwx + M[1, 0] * nwy + M[2, 0] * nwz
         ny = M[0, 1] * nwx + M[1, 1] * nwy + M[2, 1] * nwz
         nz = M[0, 2] * nwx + M[1, 2] * nwy + M[2, 2] * nwz
-        ax, ay, az, aw = quat_from_to(upx, upy, upz, nx, ny, nz)
-        u = contact[b, l]
-        if abs(aw) < cos_half_tilt:  # the turn's angle 2 acos|w| may exceed max_tilt: acos only then
-            angle = 2.0 * math.acos(min(abs(aw), 1.0))
-            if angle > max_tilt:
-                u *= max_tilt / angle
-        ax, ay, az, aw = nlerp_identity(ax, ay, az, aw, u)
-        qx, qy, qz, qw = quat_from_world(world_b[foot])
-        ex, ey, ez, ew = qmul(ax, ay, az, aw, qx, qy, qz, qw)
-        ex, ey, ez, ew = qnormalize(ex, ey, ez, ew)
-        two_bone_one(pose_b, world_b, parents, thigh, knee, foot, (tx, ty, tz), pole, w, soft, _NAN3,
-                     (ex, ey, ez, ew))
-        _rows(parents, leg_nodes, leg_start[l], leg_start[l + 1], pose_b, world_b)
-        if palettes:
-            _palette_rows(world_b, pal_joints, inv_bind, pal_idx, pal_start[l + 1], pal_start[l + 2], pal[b])
+        gather_leg(li, lane0 + l, pose_b, world_b, parents, thigh, knee, foot, (tx, ty, tz), (upx, upy, upz),
+                   (nx, ny, nz), contact[b, l], leg_len[l], soft)
 
 
 def _foot_chunks(count: int, threads: int) -> int:
@@ -452,6 +466,11 @@ class FootPlacement:
         self.pelvis_nodes = np.flatnonzero(rig.descendants(self.pelvis)).astype(np.int64)
         parts = [np.flatnonzero(rig.descendants(int(t))).astype(np.int64) for t in self.thighs]
         self.leg_nodes = np.concatenate(parts)
+        # the kernel solves a block's legs before rebuilding any leg's rows: no leg may move another's
+        if len(np.unique(self.leg_nodes)) != len(self.leg_nodes):
+            raise SkeletalError("foot placement: one leg's thigh is inside another leg (the legs' joints overlap)")
+        if len(self.legs) > LW:
+            raise SkeletalError(f"foot placement: at most {LW} legs, got {len(self.legs)}")
         self.leg_start = np.cumsum([0] + [len(p) for p in parts]).astype(np.int64)
         # the kernel translates these rows with the pelvis, and the legs' own as it needs them
         self._body_nodes = np.setdiff1d(self.pelvis_nodes, self.leg_nodes).astype(np.int64)
