@@ -313,15 +313,32 @@ def _signed_scratch(joints: int) -> np.ndarray:
     return cached
 
 
+#: S counts as diagonal (the signed-record kernel's diagonal variant) where each of its off-diagonals is at
+#: most this fraction of its largest diagonal entry: 2^-24, half a float32 ulp, so that leaving them out
+#: moves the result by float32 rounding only (axis-aligned or uniform scale, as the bench palette's,
+#: leaves off-diagonals of ~1e-8 from the polar decomposition).
+DIAGONAL_TOLERANCE = 2.0 ** -24
+
+
 @njit(cache=True, nogil=True)
-def _any_scales(packed, joints):
-    """Whether any of the first ``joints`` records of a packed palette has its ``scales`` flag set.
+def _scale_kind(packed, joints):
+    """Of the first ``joints`` records of a packed palette, two bits: 1 where any has its ``scales`` flag
+    set (else the rigid kernel serves), 2 where some record's S is not diagonal to :data:`DIAGONAL_TOLERANCE`.
     (Compiled: numpy's ``packed[:J, 14].any()`` measured ~2.5% of a 100k-vertex call, far more than
     it takes on its own.)"""
+    scales, diagonal = False, True
     for j in range(joints):
         if packed[j, 14] != 0.0:
-            return True
-    return False
+            scales = True
+        limit = DIAGONAL_TOLERANCE * max(abs(packed[j, 8]), abs(packed[j, 11]), abs(packed[j, 13]))
+        if not (abs(packed[j, 9]) <= limit and abs(packed[j, 10]) <= limit and abs(packed[j, 12]) <= limit):
+            diagonal = False  # (NaN anywhere: not diagonal)
+    return (1 if scales else 0) | (0 if diagonal else 2)
+
+
+#: The kernels' ``scaled`` argument for a palette whose S are all diagonal (an integer: its own compiled
+#: variant; None is the rigid kernel, True the general scale-separated one).
+_DIAGONAL = 1
 
 
 def _pack_into(palette: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -374,7 +391,11 @@ def skin_dq_into(
         palette = np.asarray(palette)
         packed, clamp = kernel_palette(palette, joints, n, DQ_STRIDE, _pack_into, "pack_dq_palette", pad=not signed)
         unclamped = None if clamp else True
-    scaled = scale == "separate" or (scale == "auto" and _any_scales(packed, len(palette)))
+    kind = 0 if scale == "ignore" else _scale_kind(packed, len(palette))
+    if scale == "separate" or kind & 1:
+        scaled = True if kind & 2 else _DIAGONAL
+    else:
+        scaled = None
     signs = _signed_scratch(len(packed)) if signed else None
     # As skin_into: the argument contract is checked inside the call (types when compiling, shapes and
     # strides in compiled code: ~6 us less per call than check_skin_args here, ~1% of a 100k-vertex
@@ -384,11 +405,10 @@ def skin_dq_into(
         if n >= PARALLEL_MIN_VERTICES and busy_cap():
             with capped_threads():
                 ok = _skin_dq_checked(packed, joints, weights, positions, normals, tangents, out_positions,
-                                      out_normals, out_tangents, UNROLLED.get(k), True if scaled else None,
-                                      unclamped, signs)
+                                      out_normals, out_tangents, UNROLLED.get(k), scaled, unclamped, signs)
         else:
             ok = _skin_dq_checked(packed, joints, weights, positions, normals, tangents, out_positions, out_normals,
-                                  out_tangents, UNROLLED.get(k), True if scaled else None, unclamped, signs)
+                                  out_tangents, UNROLLED.get(k), scaled, unclamped, signs)
     except (TypingError, TypeError, ValueError) as exc:
         _name_fault(palette, joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents,
                     DQ_STRIDE, "pack_dq_palette")
