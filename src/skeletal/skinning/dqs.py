@@ -110,7 +110,8 @@ whose row is addressed from the pivot's record offset (one ``lea``, 32 scalar in
 group): 0.99 / 1.00; the four uint8 indices as one load: 0.98 / 1.00; the blend as R_0 + sum w_k
 (R_k - R_0) (16 multiplies fewer, for weights summing to 1): 1.01 / 0.99; one division for 2/|q|^2
 and the normal's length: 1.01 / 1.02; the blends of 8 groups to a stack buffer, then their transforms
-(two passes): 1.10 / 1.11. Left out altogether (not correct, for scale): the sign work 0.84 / 0.84,
+(two passes): 1.10 / 1.11; a doubled palette (qr, qd negated in the second copy) addressed through a
+table of offsets, no vector sign work but a load feeding a load: 1.13 / 1.13. Left out altogether (not correct, for scale): the sign work 0.84 / 0.84,
 S 0.89 (scaled). Scalar instructions cost nothing measurable here; vector ones everywhere do.
 
 The planar group kernel (``_emit_dq_group``, issue 17: :func:`skeletal.skin.skin_into`'s own planar
