@@ -98,6 +98,7 @@ transposes 11 of the 16 rows (qr, qd, s00, s11, s22), S p is 3 multiplies (not 9
 products (not 12) and its product with the normal 3 (not 9). The blended S of diagonal S's is
 diagonal, so the result is the general kernel's to float32 rounding. Scale along rotated axes (S =
 B D B^T, shear) keeps the general kernel; the other kernels (group, two-vertex) treat the flag as any S.
+The rigid and the general scale-separated kernels' machine code is unchanged by it (compared after assembly).
 In one process on the 2-vCPU Zen 5 VM (thread CPU, load 6): 0.757x -> 0.805x of LBS for the bench's
 scaled palette, 7% less time. Tried on the same VM and not kept (A/B against the kept kernel in one
 process, each variant its own specialisation; time of the variant / the kept one, rigid / scaled): the
