@@ -6,8 +6,9 @@ and scale-separated, the chunk tails, clamped joint indices."""
 import numpy as np
 import pytest
 
-from skeletal.skinning.lbs import CHUNK, LANES
-from skeletal.skinning.dqs import SIGNED_MIN_VERTICES, _signed_records, _signed_scratch, pack_dq_palette, skin_dq, skin_dq_into
+from skeletal.skinning.lbs import CHUNK, LANES, UNROLLED
+from skeletal.skinning.dqs import (SIGNED_MIN_VERTICES, _scale_kind, _signed_records, _signed_scratch, _skin_dq_checked,
+                                   pack_dq_palette, skin_dq, skin_dq_into)
 
 from test_skin_dq import random_mesh, random_rigid
 
@@ -248,3 +249,53 @@ def test_signed_kernel_group_check_equals_the_clamped_blend(joint_dtype, scaled)
     size = float(np.abs(ref_p).max())
     np.testing.assert_allclose(got[0], ref_p, rtol=1e-5, atol=1e-5 * size)
     np.testing.assert_allclose(got[1], ref_n, atol=1e-5)
+
+
+# -- the signed-record kernel's diagonal variant (every joint's S diagonal: axis-aligned or uniform scale) --
+
+def sheared_rig(rng, n):
+    """Non-uniform scale along rotated axes (S = B D B^T, not diagonal): the general scale-separated kernel."""
+    palette = random_rigid(rng, n)
+    axes = random_rigid(rng, n)[:, :3, :3]
+    scale = np.array([np.diag(d) for d in rng.uniform(0.6, 1.6, (n, 3))])
+    palette[:, :3, :3] = palette[:, :3, :3] @ axes @ scale @ axes.transpose(0, 2, 1)
+    return palette
+
+
+def test_scale_kind_tells_rigid_diagonal_and_general_palettes():
+    rng = np.random.default_rng(5)
+    rigid, diagonal, general = random_rigid(rng, 9), scaled_rig(rng, 9), sheared_rig(rng, 9)
+    uniform = random_rigid(rng, 9)
+    uniform[:, :3, :3] *= 1.7
+    assert _scale_kind(pack_dq_palette(rigid), 9) == 0
+    assert _scale_kind(pack_dq_palette(diagonal), 9) == 1  # axis-aligned scale, a mirrored joint among them
+    assert _scale_kind(pack_dq_palette(uniform), 9) == 1
+    assert _scale_kind(pack_dq_palette(general), 9) == 3
+    packed = pack_dq_palette(diagonal)
+    packed[4, 10] = 1e-3  # one off-diagonal past the tolerance: the general kernel
+    assert _scale_kind(packed, 9) == 3
+    packed[4, 10] = np.nan
+    assert _scale_kind(packed, 9) == 3
+
+
+@pytest.mark.parametrize("joint_dtype", [np.uint8, np.int32])
+def test_signed_diagonal_kernel_matches_the_general_one_and_the_reference(joint_dtype):
+    """Diagonal S (axis-aligned and uniform scale, a mirrored joint): the same result as the general
+    scale-separated kernel to float32 rounding (the off-diagonals it leaves out are below half an ulp of
+    the diagonal), and as the float64 reference; a sheared palette takes the general kernel."""
+    rng = np.random.default_rng(41)
+    v = 2 * CHUNK + 3 * LANES + 5
+    for palette in (planar_case(rng, v, 4, scaled=True)[0], sheared_rig(rng, 40)):
+        _, joints, weights, positions, normals = planar_case(rng, v, 4, scaled=True)
+        packed = pack_dq_palette(palette)
+        j = joints.astype(joint_dtype)
+        ref_p, ref_n, _ = skin_dq(palette, joints.astype(np.int64), weights, positions, normals)
+        got_p, got_n = run(packed, j, weights, positions, normals)
+        size = float(np.abs(ref_p).max())
+        np.testing.assert_allclose(got_p, ref_p, rtol=1e-5, atol=1e-5 * size)
+        np.testing.assert_allclose(got_n, ref_n, atol=1e-5)
+        general = [np.empty_like(positions), np.empty_like(normals)]
+        assert _skin_dq_checked(packed, j, weights, positions, normals, None, *general, None, UNROLLED.get(4),
+                                True, None, _signed_scratch(len(packed)))
+        np.testing.assert_allclose(got_p, general[0], rtol=1e-6, atol=1e-6 * size)
+        np.testing.assert_allclose(got_n, general[1], atol=1e-6)

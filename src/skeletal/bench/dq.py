@@ -1,9 +1,11 @@
 """``skeletal bench`` rows for dual quaternion skinning (registered in :data:`skeletal.bench.FEATURE_BENCHES`).
 
 Same mesh as the skinning stage (:func:`skeletal.bench.synthetic_mesh`: 100k vertices, 4 uint8
-influences, positions + normals, 65 joints), two palettes: **rigid** (the rotations and translations
-only, the common case of real rigs) and **scaled** (the stage's own palette, scale 0.8-1.25 per axis:
-DQS takes its scale-separated kernel). Per frame each method converts its palette (``pack_palette`` /
+influences, positions + normals, 65 joints), three palettes: **rigid** (the rotations and translations
+only, the common case of real rigs), **scaled** (the stage's own palette, scale 0.8-1.25 along each
+joint's axes: S is diagonal, and DQS takes the diagonal variant of its scale-separated kernel) and
+**sheared** (the same scales along randomly rotated axes, S = B D B^T: the general scale-separated
+kernel). Per frame each method converts its palette (``pack_palette`` /
 ``pack_dq_palette``) and skins. Baseline: :func:`skeletal.skin_into` (LBS) on the same mesh and
 palette, timed interleaved with DQS (LBS, DQS, LBS, DQS, ...) so that background load hits both
 alike; the ratio is the median of the paired ratios. One-thread rows time the calling thread's CPU
@@ -36,6 +38,10 @@ def bench_rows(asset=None, clip=None, path=None, quick: bool = False, vertices: 
         np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], -1),
         np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], -1),
         np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1)], -2)
+    axes = np.linalg.qr(np.random.default_rng(1).normal(size=(len(scaled), 3, 3)))[0]
+    sheared = rigid.copy()
+    stretch = np.linalg.norm(scaled[:, :, :3], axis=1)  # each joint's scale per axis
+    sheared[:, :, :3] = rigid[:, :, :3] @ (axes * stretch[:, None, :]) @ axes.transpose(0, 2, 1)
     out_p, out_n = np.empty_like(positions), np.empty_like(normals)
     packed, dq_packed = pack_palette(scaled), pack_dq_palette(scaled)
 
@@ -58,7 +64,7 @@ def bench_rows(asset=None, clip=None, path=None, quick: bool = False, vertices: 
     for n_threads in (threads, 1):
         numba.set_num_threads(n_threads)
         try:
-            for kind, palette in (("rigid", rigid), ("scaled", scaled)):
+            for kind, palette in (("rigid", rigid), ("scaled", scaled), ("sheared", sheared)):
                 # One thread runs in this thread: its CPU time is immune to time slicing by other processes.
                 lbs_secs, dqs_secs = interleaved([lbs(palette), dqs(palette)], repeats, inner,
                                                  time.perf_counter if n_threads > 1 else time.thread_time, warmup=2)

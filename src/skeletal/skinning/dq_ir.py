@@ -413,7 +413,8 @@ def _emit_dq_group(context, b, A, args, v0, k: int, scaled: bool, clamp: bool) -
 def _emit_dq_transform(context, b, e: Emit, A, args, v0, q, d, s6) -> None:
     """The planar kernels' transform of LANES vertices from v0 on, lane-wise: ``q``, ``d`` the blended
     dual quaternion (4 + 4 vectors, not normalised), ``s6`` the blended S (s00, s01, s02, s11, s12, s22)
-    or None (rigid): positions (and normals when given) read, transformed and stored."""
+    or None (rigid): positions (and normals when given) read, transformed and stored. An entry of ``s6``
+    may be None, a structural zero (the diagonal kernel's off-diagonals): its products are not emitted."""
     do_n = not isinstance(A[4], types.NoneType)
     scaled = s6 is not None
     if scaled:
@@ -435,8 +436,15 @@ def _emit_dq_transform(context, b, e: Emit, A, args, v0, q, d, s6) -> None:
     def cross(x, y):
         return [e.sub(e.mul(x[(r + 1) % 3], y[(r + 2) % 3]), e.mul(x[(r + 2) % 3], y[(r + 1) % 3])) for r in range(3)]
 
+    def lin(coefs, xs):  # sum of c x (as linear3: a multiply, then multiply-adds), None coefficients left out
+        acc = None
+        for c, x in zip(coefs, xs):
+            if c is not None:
+                acc = e.mul(c, x) if acc is None else e.fma(c, x, acc)
+        return acc
+
     def by_s(x):  # S x
-        return [e.linear3(cols[0][r], cols[1][r], cols[2][r], *x) for r in range(3)]
+        return [lin([cols[0][r], cols[1][r], cols[2][r]], x) for r in range(3)]
 
     # 2 / |q|^2: rotation by q/|q| and translation 2 (d q*) / |q|^2 both scale by it (one division, no
     # square root; 0 where |q|^2 is not positive).
@@ -460,22 +468,27 @@ def _emit_dq_transform(context, b, e: Emit, A, args, v0, q, d, s6) -> None:
     # 6. Normals: through S's cofactor matrix (flipped where det S < 0), rotated, renormalised.
     n = _load_xyz(context, b, e, A, args, 4, v0)
     if scaled:
-        # S symmetric: so is its cofactor matrix, six products of pairs (12 instructions, not 3 crosses' 18)
-        fms = lambda a_, b_, c_, d_: e.sub(e.mul(a_, b_), e.mul(c_, d_))
+        # S symmetric: so is its cofactor matrix, six products of pairs (12 instructions, not 3 crosses' 18;
+        # 3 products for a diagonal S, whose off-diagonal cofactors are structural zeros)
+        def fms(a_, b_, c_, d_):  # a b - c d (None where both products are structural zeros)
+            if c_ is None or d_ is None:
+                return None if a_ is None or b_ is None else e.mul(a_, b_)
+            cd = e.mul(c_, d_)
+            return b.fneg(cd) if a_ is None or b_ is None else e.sub(e.mul(a_, b_), cd)
         c00, c11, c22 = fms(s11, s22, s12, s12), fms(s00, s22, s02, s02), fms(s00, s11, s01, s01)
         c01, c02, c12 = fms(s02, s12, s01, s22), fms(s01, s12, s02, s11), fms(s01, s02, s00, s12)
         cof = [[c00, c01, c02], [c01, c11, c12], [c02, c12, c22]]
-        n = [e.linear3(cof[0][r], cof[1][r], cof[2][r], *n) for r in range(3)]
+        n = [lin([cof[0][r], cof[1][r], cof[2][r]], n) for r in range(3)]
     factor = inverse_length(dot3(n, n))
     if scaled:  # negated where det S < 0 (a mirror): the sign bit xor-ed in there (a compare and a masked xor)
-        det = e.linear3(s00, s01, s02, c00, c01, c02)
+        det = lin([s00, s01, s02], [c00, c01, c02])
         it = ir.VectorType(I32, LANES)
         flip = b.select(b.fcmp_ordered("<", det, zero), ir.Constant(it, [-0x80000000] * LANES), ir.Constant(it, [0] * LANES))
         factor = b.bitcast(b.xor(b.bitcast(factor, it), flip), factor.type)
     _store_xyz(context, b, e, A, args, 7, v0, [e.mul(c, factor) for c in rotate(n)])
 
 
-def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool) -> None:
+def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool, diagonal: bool = False) -> None:
     """IR dual quaternion skinning of the LANES vertices v0 .. v0 + LANES - 1 of dense (V, 3) arrays, K = k
     unrolled, positions (+ normals; no tangents), with the sign table (:func:`_signed_records`): A[13]
     the (J, J) int32 table. Per vertex, the pivot's table row says which influences lie in the other
@@ -484,7 +497,10 @@ def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool) -> None:
     16-float multiply-add per influence (weight broadcast from memory), and the 16 blended records are
     transposed once (:func:`skeletal.skin.transpose_lanes`) into lane-wise q, d and S. A record's
     address is its joint's (as LBS's), not a table entry: the table load is off the load-to-load
-    chain. Joint indices are clamped to J - 1, except in groups checked in range (dense influences)."""
+    chain. Joint indices are clamped to J - 1, except in groups checked in range (dense influences).
+    ``diagonal`` (with ``scaled``): every joint's S is diagonal (:data:`~skeletal.skinning.dqs.DIAGONAL_TOLERANCE`),
+    so only s00, s11, s22 are transposed (11 of the 16 rows, not 14) and S's products are the diagonal's
+    (S p: 3 multiplies, not 9; the cofactor: 3 products, not 12; its product with the normal: 3, not 9)."""
     e = Emit(b)
     pal = Rows(context, b, A[0], args[0], DQ_STRIDE)
     table = Rows(context, b, A[13], args[13])
@@ -495,11 +511,12 @@ def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool) -> None:
     rows = [(b.gep(jrow0, [b.mul(ir.Constant(I64, i), inf.jnt.stride)]),
              b.gep(wrow0, [b.mul(ir.Constant(I64, i), inf.wgt.stride)])) for i in range(LANES)]
     n_el = 14 if scaled else 8
+    wanted = [*range(8), 8, 11, 13] if scaled and diagonal else list(range(n_el))  # 8, 11, 13: s00, s11, s22
     record_bytes = ir.Constant(I64, 4 * DQ_STRIDE)
     flip_lanes = ir.Constant(ir.VectorType(I32, LANES), [-0x80000000] * 8 + [0] * (LANES - 8))
 
     def blend(pivot_first: bool, inf=inf):
-        """The blended records, transposed: n_el vectors (qr, qd, S). ``pivot_first``: influence 0 is
+        """The blended records, transposed: n_el vectors (qr, qd, S; None for an element not ``wanted``). ``pivot_first``: influence 0 is
         the pivot (its record needs no look-up); else the largest weight (the first of equal ones), by
         a chain of selects per vertex. Joint indices are read where they are used (16 vertices' K
         indices kept live across the blend spilled); ``inf`` clamps them or, where the caller checked
@@ -529,8 +546,8 @@ def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool) -> None:
                 w = e.splat(inf.weight(wrow, kk), LANES)
                 acc = e.mul(w, record) if acc is None else e.fma(w, record, acc)
             out.append(acc)
-        got = transpose_lanes(e, out, range(n_el))
-        return [got[c] for c in range(n_el)]
+        got = transpose_lanes(e, out, wanted)
+        return [got.get(c) for c in range(n_el)]
 
     # 1. K <= 2: influence 0 is the pivot (any pivot gives the same transform). Else influence 0 where
     # every lane of the group has its weights sorted largest first (one lane-wise check), otherwise the
@@ -620,7 +637,7 @@ def _sorted_first(b, weights):
 
 def _either(b, cond, then, otherwise):
     """``then()`` where ``cond`` holds, else ``otherwise()`` (each emits its own code and returns a list of
-    values of the same types), merged by phis."""
+    values of the same types, or None at the same places), merged by phis."""
     with b.if_else(cond) as (yes, no):
         with yes:
             got_yes, block_yes = then(), b.block
@@ -628,6 +645,9 @@ def _either(b, cond, then, otherwise):
             got_no, block_no = otherwise(), b.block
     merged = []
     for x, y in zip(got_yes, got_no):
+        if x is None:
+            merged.append(None)
+            continue
         phi = b.phi(x.type)
         phi.add_incoming(x, block_yes)
         phi.add_incoming(y, block_no)
@@ -661,7 +681,8 @@ def _skin_dq_chunk(typingctx, palette, joints, weights, positions, normals, tang
                    out_positions, out_normals, out_tangents, chunk, kspec, scaled, unclamped, signs):
     """DQ-skin vertices ``chunk * CHUNK`` .. ``+ CHUNK`` (clipped), two at a time. Compile-time
     choices as for :func:`skeletal.skin._skin_chunk`; ``scaled`` None (rigid palette: no S blend)
-    or anything else (the scale-separated kernel); ``signs`` None, or the (J, J) int32 sign table of
+    or anything else (the scale-separated kernel; an integer: every joint's S is diagonal, which the
+    signed-record kernel exploits and the others treat as any S); ``signs`` None, or the (J, J) int32 sign table of
     :func:`_signed_records` (joint indices are then clamped to the table's J: the signed-record group
     kernel)."""
     sig = types.void(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
@@ -673,12 +694,13 @@ def _skin_dq_chunk(typingctx, palette, joints, weights, positions, normals, tang
     if signed and not (isinstance(signs, types.Array) and signs.ndim == 2 and signs.dtype == types.int32):
         return None
     use_scale, clamp = not isinstance(scaled, types.NoneType), signed or isinstance(unclamped, types.NoneType)
+    diagonal = isinstance(scaled, types.Integer)
     vertices = lambda context, b, A, args, v0, kk, k_const, n_vert: _emit_dq_vertices(
         context, b, A, args, v0, kk, k_const, n_vert, use_scale, clamp)
     k_const = len(kspec) if isinstance(kspec, types.BaseTuple) else None
     if planar_ok(sig.args, k_const):
         if signed:
-            group = lambda context, b, A, args, v0, k: _emit_dq_signed(context, b, A, args, v0, k, use_scale)
+            group = lambda context, b, A, args, v0, k: _emit_dq_signed(context, b, A, args, v0, k, use_scale, diagonal)
         else:
             group = lambda context, b, A, args, v0, k: _emit_dq_group(context, b, A, args, v0, k, use_scale, clamp)
         return sig, planar_codegen(False, clamp, vertices, group=group)

@@ -89,6 +89,32 @@ products; one blend behind a stack array of pivots instead of the sorted and uns
 faster to compile (below); the three compile-time flags as one tuple argument (numba's dispatcher
 costs ~30 ns per argument, but building and typing the tuple took as much).
 
+Diagonal S (``_emit_dq_signed``'s ``diagonal``; issue 33). Where every joint's S is diagonal
+(off-diagonals at most :data:`DIAGONAL_TOLERANCE` of its largest diagonal entry: half a float32 ulp, so
+leaving them out is a rounding; axis-aligned scale, uniform scale, the rigid joints beside them),
+:func:`skin_dq_into` passes ``scaled`` as the integer ``_DIAGONAL`` (its own compiled variant; one
+compiled loop over the records, :func:`_scale_kind`, decides per call) and the signed-record kernel
+transposes 11 of the 16 rows (qr, qd, s00, s11, s22), S p is 3 multiplies (not 9), S's cofactor 3
+products (not 12) and its product with the normal 3 (not 9). The blended S of diagonal S's is
+diagonal, so the result is the general kernel's to float32 rounding. Scale along rotated axes (S =
+B D B^T, shear) keeps the general kernel; the other kernels (group, two-vertex) treat the flag as any S.
+The rigid and the general scale-separated kernels' machine code is unchanged by it (compared after assembly).
+In one process on the 2-vCPU Zen 5 VM (thread CPU, load 6): 0.757x -> 0.805x of LBS for the bench's
+scaled palette, 7% less time. Tried on the same VM and not kept (A/B against the kept kernel in one
+process, each variant its own specialisation; time of the variant / the kept one, rigid / scaled): the
+table entry folded into a masked ``vxorps`` as a ``{1to16}`` operand, the record loaded apart: 1.00 /
+0.96-1.01; signed weights made in general registers (weight bits xor table entry), broadcast from a
+register: 1.13 / 1.18, or stored and broadcast back from memory: 1.24 / 1.20; the signs as 16-bit lane
+masks loaded into k registers: 1.06 / 1.08; a per-frame (J x J) table of pre-signed records (no sign
+work in the loop, but 270 KB read at random): 1.02 / 1.05 with its 10.7 us build; an int8 table
+whose row is addressed from the pivot's record offset (one ``lea``, 32 scalar instructions fewer per
+group): 0.99 / 1.00; the four uint8 indices as one load: 0.98 / 1.00; the blend as R_0 + sum w_k
+(R_k - R_0) (16 multiplies fewer, for weights summing to 1): 1.01 / 0.99; one division for 2/|q|^2
+and the normal's length: 1.01 / 1.02; the blends of 8 groups to a stack buffer, then their transforms
+(two passes): 1.10 / 1.11; a doubled palette (qr, qd negated in the second copy) addressed through a
+table of offsets, no vector sign work but a load feeding a load: 1.13 / 1.13. Left out altogether (not correct, for scale): the sign work 0.84 / 0.84,
+S 0.89 (scaled). Scalar instructions cost nothing measurable here; vector ones everywhere do.
+
 The planar group kernel (``_emit_dq_group``, issue 17: :func:`skeletal.skin.skin_into`'s own planar
 kernel had made LBS 1.5x faster, and DQS had fallen to 0.52x / 0.43x of it). It takes what LBS's
 takes: dense C-contiguous (V, 3) positions/normals and outputs, K unrolled, no tangents. Measured on
@@ -180,7 +206,8 @@ interleaved frames, load 1.3: scaled 0.611 -> 0.790, rigid 0.880 -> 0.872 (the s
 the group kernel's rigid blend moves 8 floats per influence, no more than this one's single
 transpose; the kernel is chosen by size, not by palette). On a 2-vCPU AMD EPYC Zen 5 VM (AVX-512) the
 same rows measured 0.72x / 0.66x; with the sign table xor-ed in and the per-group check (issue 33)
-0.82-0.83x / 0.72-0.73x (docs/guides/performance.md).
+0.82-0.83x / 0.72-0.73x; with the diagonal-S variant the scaled (axis-aligned) palette ~0.80x, a
+sheared one (general kernel) ~0.70-0.73x (docs/guides/performance.md).
 Per call: ``skin_dq_into`` checks its arguments inside the compiled call as ``skin_into`` does, and a
 packed float32 palette goes straight to it (16 vertices, 1 thread: 2.09 -> 1.88 us; whether any joint
 scales is a compiled loop: numpy's ``packed[:J, 14].any()`` cost ~2.5% of a 100k-vertex call in
@@ -313,15 +340,32 @@ def _signed_scratch(joints: int) -> np.ndarray:
     return cached
 
 
+#: S counts as diagonal (the signed-record kernel's diagonal variant) where each of its off-diagonals is at
+#: most this fraction of its largest diagonal entry: 2^-24, half a float32 ulp, so that leaving them out
+#: moves the result by float32 rounding only (axis-aligned or uniform scale, as the bench palette's,
+#: leaves off-diagonals of ~1e-8 from the polar decomposition).
+DIAGONAL_TOLERANCE = 2.0 ** -24
+
+
 @njit(cache=True, nogil=True)
-def _any_scales(packed, joints):
-    """Whether any of the first ``joints`` records of a packed palette has its ``scales`` flag set.
+def _scale_kind(packed, joints):
+    """Of the first ``joints`` records of a packed palette, two bits: 1 where any has its ``scales`` flag
+    set (else the rigid kernel serves), 2 where some record's S is not diagonal to :data:`DIAGONAL_TOLERANCE`.
     (Compiled: numpy's ``packed[:J, 14].any()`` measured ~2.5% of a 100k-vertex call, far more than
     it takes on its own.)"""
+    scales, diagonal = False, True
     for j in range(joints):
         if packed[j, 14] != 0.0:
-            return True
-    return False
+            scales = True
+        limit = DIAGONAL_TOLERANCE * max(abs(packed[j, 8]), abs(packed[j, 11]), abs(packed[j, 13]))
+        if not (abs(packed[j, 9]) <= limit and abs(packed[j, 10]) <= limit and abs(packed[j, 12]) <= limit):
+            diagonal = False  # (NaN anywhere: not diagonal)
+    return (1 if scales else 0) | (0 if diagonal else 2)
+
+
+#: The kernels' ``scaled`` argument for a palette whose S are all diagonal (an integer: its own compiled
+#: variant; None is the rigid kernel, True the general scale-separated one).
+_DIAGONAL = 1
 
 
 def _pack_into(palette: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -374,7 +418,11 @@ def skin_dq_into(
         palette = np.asarray(palette)
         packed, clamp = kernel_palette(palette, joints, n, DQ_STRIDE, _pack_into, "pack_dq_palette", pad=not signed)
         unclamped = None if clamp else True
-    scaled = scale == "separate" or (scale == "auto" and _any_scales(packed, len(palette)))
+    kind = 0 if scale == "ignore" else _scale_kind(packed, len(palette))
+    if scale == "separate" or kind & 1:
+        scaled = True if kind & 2 else _DIAGONAL
+    else:
+        scaled = None
     signs = _signed_scratch(len(packed)) if signed else None
     # As skin_into: the argument contract is checked inside the call (types when compiling, shapes and
     # strides in compiled code: ~6 us less per call than check_skin_args here, ~1% of a 100k-vertex
@@ -384,11 +432,10 @@ def skin_dq_into(
         if n >= PARALLEL_MIN_VERTICES and busy_cap():
             with capped_threads():
                 ok = _skin_dq_checked(packed, joints, weights, positions, normals, tangents, out_positions,
-                                      out_normals, out_tangents, UNROLLED.get(k), True if scaled else None,
-                                      unclamped, signs)
+                                      out_normals, out_tangents, UNROLLED.get(k), scaled, unclamped, signs)
         else:
             ok = _skin_dq_checked(packed, joints, weights, positions, normals, tangents, out_positions, out_normals,
-                                  out_tangents, UNROLLED.get(k), True if scaled else None, unclamped, signs)
+                                  out_tangents, UNROLLED.get(k), scaled, unclamped, signs)
     except (TypingError, TypeError, ValueError) as exc:
         _name_fault(palette, joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents,
                     DQ_STRIDE, "pack_dq_palette")
