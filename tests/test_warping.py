@@ -252,3 +252,60 @@ def test_detached_ik_feet_follow_their_leg_chains():
     travel = np.ptp(slow[:, :, 2], axis=0) / np.ptp(plain[:, :, 2], axis=0)
     np.testing.assert_allclose(travel, 0.7, atol=0.05)  # the feet's forward travel scales with the stride
     np.testing.assert_allclose(slow_gaps, plain_gaps, atol=1e-6)  # each foot kept on its chain's end
+
+
+@pytest.fixture(scope="module")
+def robot_moves():
+    """RobotExpressive's locomotion set (its feet: IK controls off its legs)."""
+    from fixtures.shared_assets import need
+    from skeletal.playback.locomotion.gaits import locomotion_set
+
+    return locomotion_set(need("RobotExpressive.glb"))
+
+
+@pytest.mark.parametrize("ratio", [0.7, 1.4])
+def test_detached_feet_stay_on_their_legs_under_motion_matching(robot_moves, ratio):
+    """RobotExpressive walking the figure eight under motion matching with warping, at 0.7x and 1.4x its
+    walk's speed: through its dead-blended jumps (which carry each joint on by its own velocity) and
+    its starts blended with an Idle that leaves the foot controls at rest, every foot control stays
+    within ``follow_slack`` (4% of the leg) of its chain's end, and the foot meshes (rigid under the
+    controls) stay as near the lower legs' ends as the controls' own size allows."""
+    from skeletal.playback.locomotion.paths import figure_eight_path
+
+    moves = robot_moves
+    asset, rig = moves.asset, moves.asset.rig
+    walk = moves.speeds["walk"]
+    path = figure_eight_path(ratio * walk, 4.0 * walk)  # as wide as `skeletal locomotion` draws it
+    mm = MotionMatching(Player(asset), moves.database, warping=True)
+    warp = mm.warping
+    assert warp is not None and [rig.names[f] for f in warp.followers] == ["FootL", "FootR"]
+    ends = [leg.foot for leg in warp.legs]
+    # each foot mesh's vertices in its node's frame, and how far they reach from the control
+    meshes = []
+    for foot in warp.followers:
+        inst = next(m for m in asset.mesh_instances if int(rig.parents[rig.index_of[m.node]]) == foot)
+        points = np.concatenate([p.source.positions for p in inst.primitives]).astype(np.float64)
+        meshes.append((rig.index_of[inst.node], np.c_[points, np.ones(len(points))]))
+    size = [float(np.linalg.norm((Player(asset).world[node] @ p.T).T[:, :3] - Player(asset).world[f, :3, 3], axis=1).max())
+            for (node, p), f in zip(meshes, warp.followers)]
+    gaps, reach, strides, drift = [], [], [], []
+    for k in range(300):
+        p, v = path(k / 60.0)
+        mm.set_goal(v + (p - mm.position[[0, 2]]))
+        mm.update(1 / 60)
+        world = mm.player.world
+        gaps.append(np.linalg.norm(world[warp.followers, :3, 3] - world[ends, :3, 3], axis=1))
+        reach.append([np.linalg.norm((world[node] @ pts.T).T[:, :3] - world[end, :3, 3], axis=1).max()
+                      for (node, pts), end in zip(meshes, ends)])
+        strides.append(float(warp.stride[0]))
+        made = skeletal.anim.pose.world_matrices(rig.parents, warp.unwarped_pose([0])[0])
+        drift.append(np.linalg.norm(made[warp.followers, :3, 3] - made[ends, :3, 3], axis=1))
+    gaps, reach = np.array(gaps), np.array(reach)
+    assert mm.jumps > 5 and np.ptp(strides) > 0.1  # it jumped between clips and warped the stride
+    assert (gaps <= warp.follow_slack + 1e-5).all(), gaps.max(axis=0)
+    assert (reach <= np.array(size) + warp.follow_slack + 1e-5).all(), (reach.max(axis=0), size)
+    # the pose the mixer made (before the warp): its jumps start from the unwarped pose and velocity
+    # (Warping.unwarped_pose), so their dead blends do not carry the feet off (they did, by up to 3x
+    # the leg's length, when they started from the warped pose); past the start from Idle, whose
+    # controls sit at rest (blended into the starts and stops too), they stay within a quarter leg
+    assert (np.array(drift)[30:] <= 0.25 * warp.leg_length).all(), np.array(drift)[30:].max(axis=0)
