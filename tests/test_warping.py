@@ -130,6 +130,37 @@ def test_under_motion_matching_it_follows_the_speed_asked():
         MotionMatching(Player(asset), db, warping=True, max_stride=(1.2, 1.5))
 
 
+def test_unwarped_pose_is_the_pose_the_update_made():
+    plain, warped, warp = _pair()
+    warp.stride[:], warp.angle[:] = 1.4, math.radians(20.0)
+    plain.update(1 / 60)
+    warped.update(1 / 60)
+    assert np.abs(warped.local_pose - plain.local_pose).max() > 1e-3  # warped
+    np.testing.assert_array_equal(warp.unwarped_pose(), plain.local_pose[None])
+    np.testing.assert_array_equal(warp.unwarped_pose([0])[0], plain.local_pose)
+    warped.mixer.local_pose[0, warp.pelvis, 0] += 0.5  # changed since: the pose as it is now
+    np.testing.assert_array_equal(warp.unwarped_pose()[0], warped.local_pose)
+    warp.remove()
+    assert "_warping" not in warped.mixer.__dict__
+
+
+def test_a_dead_blended_switch_does_not_carry_the_warp_on():
+    """A switch starts from the pose the update made: started from the warped pose, the velocity ahead
+    held the whole warp as one frame's motion, and the dead blend threw joints 1.1 m in a frame."""
+    player = Player(demo_asset())
+    warp = Warping(player)
+    warp.stride[:], warp.angle[:] = 1.4, math.radians(25.0)
+    player.play("walk", offset=0.3)
+    points = []
+    for k in range(40):
+        if k == 20:
+            player.crossfade("run", 0.2, blend="dead_blend")
+        player.update(1 / 60)
+        points.append(player.world[:, :3, 3].copy())
+    steps = np.linalg.norm(np.diff(points, axis=0), axis=2).max(axis=1)  # the fastest joint, per frame
+    assert steps[19:].max() < 3.0 * steps[:19].max(), (steps[:19].max(), steps[19:].max())
+
+
 def test_refuses_bad_targets_and_settings():
     asset = demo_asset()
     with pytest.raises(SkeletalError, match="Player, Mixer or Crowd, not a Asset"):

@@ -268,9 +268,12 @@ class Warping:
         self.mixer._run(0.0, K.WORLD)  # world rows, the mixer's IK, palettes of the warped pose
 
     def remove(self) -> None:
-        """Stop warping after each update (detach from the mixer)."""
+        """Stop warping after each update (detach from the mixer; its switches no longer undo this warp)."""
         self.mixer.controllers = [c for c in self.mixer.controllers if c is not self]
         self.attached = False
+        self._unwarped = self._warped = None
+        if self.mixer.__dict__.get("_warping") is self:
+            del self.mixer.__dict__["_warping"]
 
     # the mixer's controller protocol
     def before_update(self, dt: float) -> None:
