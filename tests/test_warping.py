@@ -130,6 +130,37 @@ def test_under_motion_matching_it_follows_the_speed_asked():
         MotionMatching(Player(asset), db, warping=True, max_stride=(1.2, 1.5))
 
 
+def test_unwarped_pose_is_the_pose_the_update_made():
+    plain, warped, warp = _pair()
+    warp.stride[:], warp.angle[:] = 1.4, math.radians(20.0)
+    plain.update(1 / 60)
+    warped.update(1 / 60)
+    assert np.abs(warped.local_pose - plain.local_pose).max() > 1e-3  # warped
+    np.testing.assert_array_equal(warp.unwarped_pose(), plain.local_pose[None])
+    np.testing.assert_array_equal(warp.unwarped_pose([0])[0], plain.local_pose)
+    warped.mixer.local_pose[0, warp.pelvis, 0] += 0.5  # changed since: the pose as it is now
+    np.testing.assert_array_equal(warp.unwarped_pose()[0], warped.local_pose)
+    warp.remove()
+    assert "_warping" not in warped.mixer.__dict__
+
+
+def test_a_dead_blended_switch_does_not_carry_the_warp_on():
+    """A switch starts from the pose the update made: started from the warped pose, the velocity ahead
+    held the whole warp as one frame's motion, and the dead blend threw joints 1.1 m in a frame."""
+    player = Player(demo_asset())
+    warp = Warping(player)
+    warp.stride[:], warp.angle[:] = 1.4, math.radians(25.0)
+    player.play("walk", offset=0.3)
+    points = []
+    for k in range(40):
+        if k == 20:
+            player.crossfade("run", 0.2, blend="dead_blend")
+        player.update(1 / 60)
+        points.append(player.world[:, :3, 3].copy())
+    steps = np.linalg.norm(np.diff(points, axis=0), axis=2).max(axis=1)  # the fastest joint, per frame
+    assert steps[19:].max() < 3.0 * steps[:19].max(), (steps[:19].max(), steps[19:].max())
+
+
 def test_refuses_bad_targets_and_settings():
     asset = demo_asset()
     with pytest.raises(SkeletalError, match="Player, Mixer or Crowd, not a Asset"):
@@ -252,3 +283,60 @@ def test_detached_ik_feet_follow_their_leg_chains():
     travel = np.ptp(slow[:, :, 2], axis=0) / np.ptp(plain[:, :, 2], axis=0)
     np.testing.assert_allclose(travel, 0.7, atol=0.05)  # the feet's forward travel scales with the stride
     np.testing.assert_allclose(slow_gaps, plain_gaps, atol=1e-6)  # each foot kept on its chain's end
+
+
+@pytest.fixture(scope="module")
+def robot_moves():
+    """RobotExpressive's locomotion set (its feet: IK controls off its legs)."""
+    from fixtures.shared_assets import need
+    from skeletal.playback.locomotion.gaits import locomotion_set
+
+    return locomotion_set(need("RobotExpressive.glb"))
+
+
+@pytest.mark.parametrize("ratio", [0.7, 1.4])
+def test_detached_feet_stay_on_their_legs_under_motion_matching(robot_moves, ratio):
+    """RobotExpressive walking the figure eight under motion matching with warping, at 0.7x and 1.4x its
+    walk's speed: through its dead-blended jumps (which carry each joint on by its own velocity) and
+    its starts blended with an Idle that leaves the foot controls at rest, every foot control stays
+    within ``follow_slack`` (4% of the leg) of its chain's end, and the foot meshes (rigid under the
+    controls) stay as near the lower legs' ends as the controls' own size allows."""
+    from skeletal.playback.locomotion.paths import figure_eight_path
+
+    moves = robot_moves
+    asset, rig = moves.asset, moves.asset.rig
+    walk = moves.speeds["walk"]
+    path = figure_eight_path(ratio * walk, 4.0 * walk)  # as wide as `skeletal locomotion` draws it
+    mm = MotionMatching(Player(asset), moves.database, warping=True)
+    warp = mm.warping
+    assert warp is not None and [rig.names[f] for f in warp.followers] == ["FootL", "FootR"]
+    ends = [leg.foot for leg in warp.legs]
+    # each foot mesh's vertices in its node's frame, and how far they reach from the control
+    meshes = []
+    for foot in warp.followers:
+        inst = next(m for m in asset.mesh_instances if int(rig.parents[rig.index_of[m.node]]) == foot)
+        points = np.concatenate([p.source.positions for p in inst.primitives]).astype(np.float64)
+        meshes.append((rig.index_of[inst.node], np.c_[points, np.ones(len(points))]))
+    size = [float(np.linalg.norm((Player(asset).world[node] @ p.T).T[:, :3] - Player(asset).world[f, :3, 3], axis=1).max())
+            for (node, p), f in zip(meshes, warp.followers)]
+    gaps, reach, strides, drift = [], [], [], []
+    for k in range(300):
+        p, v = path(k / 60.0)
+        mm.set_goal(v + (p - mm.position[[0, 2]]))
+        mm.update(1 / 60)
+        world = mm.player.world
+        gaps.append(np.linalg.norm(world[warp.followers, :3, 3] - world[ends, :3, 3], axis=1))
+        reach.append([np.linalg.norm((world[node] @ pts.T).T[:, :3] - world[end, :3, 3], axis=1).max()
+                      for (node, pts), end in zip(meshes, ends)])
+        strides.append(float(warp.stride[0]))
+        made = skeletal.anim.pose.world_matrices(rig.parents, warp.unwarped_pose([0])[0])
+        drift.append(np.linalg.norm(made[warp.followers, :3, 3] - made[ends, :3, 3], axis=1))
+    gaps, reach = np.array(gaps), np.array(reach)
+    assert mm.jumps > 5 and np.ptp(strides) > 0.1  # it jumped between clips and warped the stride
+    assert (gaps <= warp.follow_slack + 1e-5).all(), gaps.max(axis=0)
+    assert (reach <= np.array(size) + warp.follow_slack + 1e-5).all(), (reach.max(axis=0), size)
+    # the pose the mixer made (before the warp): its jumps start from the unwarped pose and velocity
+    # (Warping.unwarped_pose), so their dead blends do not carry the feet off (they did, by up to 3x
+    # the leg's length, when they started from the warped pose); past the start from Idle, whose
+    # controls sit at rest (blended into the starts and stops too), they stay within a quarter leg
+    assert (np.array(drift)[30:] <= 0.25 * warp.leg_length).all(), np.array(drift)[30:].max(axis=0)

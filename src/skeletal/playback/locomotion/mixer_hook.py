@@ -132,7 +132,7 @@ def inertialized_switch(mixer: Any, rows: np.ndarray, duration: float, blend: st
     if mixer._inertia.count == 0:
         mixer._inertia = InertiaArrays(mixer.count, len(mixer.rig))  # (a frame input: the next call rebuilds the job)
     rows = np.atleast_1d(np.asarray(rows)).astype(np.int64)
-    source = np.asarray(mixer.local_pose[rows], np.float64)  # the pose shown now (a copy)
+    source = _made_pose(mixer, rows)  # the pose shown now (a copy)
     velocity, root_velocity = _velocity_ahead(mixer, rows)
     root = _root_motion_of(mixer)
     hook = mixer.__dict__.get("_root_inertialization")
@@ -178,6 +178,16 @@ def inertialized_crossfade(mixer: Any, clip: Any, duration: float, blend: str, *
         extrapolation_halflife=extrapolation_halflife)
 
 
+def _made_pose(mixer: Any, rows: np.ndarray) -> np.ndarray:
+    """The pose (n, J, 10) float64 of instances ``rows`` as the mixer's update made it (a copy): a
+    :class:`~skeletal.playback.locomotion.warping.Warping`'s last change undone (it is made again after
+    every update; its pose against the clips' pose ahead would count the warp as velocity)."""
+    warping = mixer.__dict__.get("_warping")
+    if warping is not None:
+        return np.asarray(warping.unwarped_pose(rows))
+    return np.asarray(mixer.local_pose[rows], np.float64)
+
+
 def _velocity_ahead(mixer: Any, rows: np.ndarray, step: float = 1.0 / 60.0) -> tuple[np.ndarray, np.ndarray | None]:
     """The velocity (n, J, 9) of the motion the mixer shows for instances ``rows``: its pose ``step``
     seconds ahead (the update kernel's clock, blend and inertialization stages, run for those
@@ -189,7 +199,7 @@ def _velocity_ahead(mixer: Any, rows: np.ndarray, step: float = 1.0 / 60.0) -> t
     60 Hz frame: the first frame after the switch then moves as the old motion would have (a clip
     keyed at 30 Hz changes velocity at its keys; an instantaneous velocity would carry the key's step
     on)."""
-    now = np.asarray(mixer.local_pose[rows], np.float64)
+    now = _made_pose(mixer, rows)
     ahead = np.empty_like(now)
     _shown_ahead(mixer.current_frame().job, rows, float(step), ahead)
     root = _root_motion_of(mixer)

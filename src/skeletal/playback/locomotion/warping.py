@@ -52,6 +52,10 @@ from ..._threads import capped_threads
 #: Batches up to this size run the serial kernel.
 SERIAL_BELOW = 4
 
+#: A detached foot keeps its offset from its chain's end up to this fraction of the leg's length (the
+#: IK controls of RobotExpressive's Walking and Running clips sit up to 3.7% of it off their legs).
+FOLLOW_SLACK = 0.04
+
 
 def leg_chains(rig: Any, legs: list[Leg]) -> tuple[list[Leg], list[int]]:
     """The two-bone chains the warping's leg IK bends, and each leg's detached foot (-1: none).
@@ -63,8 +67,8 @@ def leg_chains(rig: Any, legs: list[Leg]) -> tuple[list[Leg], list[int]]:
     their thigh and knee (the armature's bones), and each leg is rebound: its chain ends at the joint
     outside the foot's own subtree that sits nearest the foot in the rest pose (within a tenth of
     the leg's length), the knee is that joint's parent and the thigh the knee's parent. The foot then
-    follows the chain's end (:meth:`Warping.apply` moves it by the end's displacement and turns it
-    with the lower body). Raises :class:`SkeletalError` naming the foot when no such chain exists."""
+    follows the chain's end (:meth:`Warping.apply` puts it where it sits on the end in the rest pose
+    and turns it with the lower body). Raises :class:`SkeletalError` naming the foot when no such chain exists."""
     a, b = legs[0], legs[1]
     if len({a.thigh, a.knee, a.foot, b.thigh, b.knee, b.foot}) == 6:
         return list(legs), [-1] * len(legs)
@@ -174,6 +178,8 @@ class Warping:
         rest = world_matrices(rig.parents, rig.rest)
         self.leg_length = np.array([np.linalg.norm(rest[l.knee, :3, 3] - rest[l.thigh, :3, 3])
                                     + np.linalg.norm(rest[l.foot, :3, 3] - rest[l.knee, :3, 3]) for l in self.legs])
+        #: (L,) how far (model units) a detached foot may sit from its chain's end after the warp
+        self.follow_slack = FOLLOW_SLACK * self.leg_length
         b = mixer.count
         self.stride = np.ones(b)
         self.angle = np.zeros(b)
@@ -181,37 +187,93 @@ class Warping:
         self.weight = np.ones(b)
         self.targets = np.zeros((b, len(self.legs), 3))
         self._parents = np.ascontiguousarray(rig.parents, np.int64)
+        # the joints a warp rewrites, their rows before (float64) and after (the mixer's dtype) the last
+        # warp: what :meth:`unwarped_pose` puts back (None: the last update was not changed)
+        changed = {self.pelvis, *self.spine.tolist(), *self._legs.ravel().tolist(), *[f for f in followers if f >= 0]}
+        self._changed = np.array(sorted(int(j) for j in changed), np.int64)
+        self._unwarped: np.ndarray | None = None
+        self._warped: np.ndarray | None = None
+        mixer.__dict__["_warping"] = self  # read by inertialized switches (not through __setattr__)
         self.attached = bool(attach)
         if attach:
             mixer.controllers = [*mixer.controllers, self]
 
-    def _move_followers(self, pose: np.ndarray, before: np.ndarray, angle: np.ndarray, active: np.ndarray) -> None:
-        """Detached feet (:func:`leg_chains`) follow their chain's end, in place in ``pose`` (B, N, 10):
-        moved by the end's displacement and turned by the lower body's ``angle`` about +Y, for the
-        ``active`` instances; ``before``: the subset's world rows (B, M, 4, 4) before the warp."""
+    def _move_followers(self, pose: np.ndarray, before: np.ndarray, angle: np.ndarray, on: np.ndarray,
+                        active: np.ndarray) -> bool:
+        """Detached feet (:func:`leg_chains`) follow their chain's end, in place in ``pose`` (B, N, 10),
+        for the instances ``on`` (B,) bool; ``before``: the subset's world rows (B, M, 4, 4) before the
+        warp. A foot's row is rewritten where the instance warped (``active`` (B,) bool) or the foot
+        was capped; returns whether any row was.
+
+        Each foot keeps its offset from the end in the end's own frame (so it turns and moves with the
+        leg), its length capped at :attr:`follow_slack`, and its model-space rotation turned by the lower
+        body's ``angle`` about +Y. The cap puts back on its leg a foot that the pose before the warp had
+        left behind: a clip that does not animate the controls (RobotExpressive's Idle, blended into its
+        starts and stops), or an inertialized switch that carries the control and the leg's joints on
+        each by its own velocity."""
         after = world_matrices(self._follow_parents, pose[:, self._follow_chain])
         index = {int(j): i for i, j in enumerate(self._follow_chain)}
         c, s = np.cos(angle), np.sin(angle)
         turn = np.zeros((len(angle), 3, 3))
         turn[:, 0, 0], turn[:, 0, 2], turn[:, 2, 0], turn[:, 2, 2], turn[:, 1, 1] = c, s, -s, c, 1.0
         parents = self.mixer.rig.parents
-        for leg, foot in zip(self.legs, self.followers):
+        changed = False
+        for leg, foot, slack in zip(self.legs, self.followers, self.follow_slack):
             if foot < 0:
                 continue
             f, e = index[int(foot)], index[int(leg.foot)]
             moved = before[:, f].copy()
             moved[:, :3, :3] = turn @ moved[:, :3, :3]
-            moved[:, :3, 3] += after[:, e, :3, 3] - before[:, e, :3, 3]
+            # the foot's offset from the end: model space -> the end's frame (before), capped, and back (after)
+            gap = before[:, f, :3, 3] - before[:, e, :3, 3]
+            length = np.linalg.norm(gap, axis=1)
+            capped = length > slack
+            gap *= (slack / np.maximum(length, slack))[:, None]
+            local = np.linalg.solve(before[:, e, :3, :3], gap[:, :, None])
+            moved[:, :3, 3] = (after[:, e, :3, :3] @ local)[:, :, 0] + after[:, e, :3, 3]
             p = int(parents[foot])
             parent = after[:, index[p]] if p >= 0 else np.broadcast_to(np.eye(4), moved.shape)
             t, q, sc = decompose_trs(np.linalg.inv(parent) @ moved)
-            rows = np.flatnonzero(active)
+            rows = np.flatnonzero(on & (active | capped))
             pose[rows, foot, 0:3], pose[rows, foot, 3:7], pose[rows, foot, 7:10] = t[rows], q[rows], sc[rows]
+            changed = changed or len(rows) > 0
+        return changed
+
+    def unwarped_pose(self, rows: Any = None) -> np.ndarray:
+        """The mixer's pose (n, N, 10) float64 of instances ``rows`` (default: all) as its update made
+        it: the last warp's changes undone, for the instances whose warped joints still hold what the
+        warp wrote. An inertialized switch starts from this pose and its velocity (the warp is made
+        again after every update): started from the warped pose, the clips' velocity ahead would hold
+        the warp's whole change in one frame, and a dead blend would carry the legs and the detached
+        feet on by it.
+
+        >>> warp.unwarped_pose([0]).shape == player.local_pose[None].shape   # doctest: +SKIP
+        True
+        """
+        mixer = self.mixer
+        rows = np.arange(mixer.count) if rows is None else np.atleast_1d(np.asarray(rows)).astype(np.int64)
+        native = np.asarray(mixer.local_pose[rows])
+        pose = native.astype(np.float64)
+        if self._unwarped is not None and self._warped is not None:
+            same = np.flatnonzero((native[:, self._changed] == self._warped[rows]).all(axis=(1, 2)))
+            pose[same[:, None], self._changed[None, :]] = self._unwarped[rows[same]]
+        return pose
+
+    def _written(self, native: np.ndarray, pose: np.ndarray, unwarped: np.ndarray) -> None:
+        """The warped ``pose`` into the mixer's ``native`` rows; its world rows, IK and palettes rebuilt;
+        the changed joints' rows kept for :meth:`unwarped_pose`."""
+        if pose is not native:
+            native[...] = pose
+        self._unwarped, self._warped = unwarped, native[:, self._changed].copy()
+        self.mixer._run(0.0, K.WORLD)  # world rows, the mixer's IK, palettes of the warped pose
 
     def remove(self) -> None:
-        """Stop warping after each update (detach from the mixer)."""
+        """Stop warping after each update (detach from the mixer; its switches no longer undo this warp)."""
         self.mixer.controllers = [c for c in self.mixer.controllers if c is not self]
         self.attached = False
+        self._unwarped = self._warped = None
+        if self.mixer.__dict__.get("_warping") is self:
+            del self.mixer.__dict__["_warping"]
 
     # the mixer's controller protocol
     def before_update(self, dt: float) -> None:
@@ -237,12 +299,22 @@ class Warping:
             raise SkeletalError("warping: axis and weight must be finite")
         norm = np.hypot(axis[:, 0], axis[:, 1])
         axis = np.where(norm[:, None] > 1e-9, axis / np.maximum(norm, 1e-300)[:, None], [0.0, 1.0])
-        active = (self.weight > 0) & ((stride != 1.0) | (angle != 0.0))
-        if not active.any():
+        on = self.weight > 0
+        active = on & ((stride != 1.0) | (angle != 0.0))
+        self._unwarped = self._warped = None
+        if not active.any() and not (len(self._follow_chain) and on.any()):
             return
         native = mixer.local_pose  # a crowd: its SIMD lanes' rows written out first
         pose = native if native.dtype == np.float64 else native.astype(np.float64)
+        unwarped = pose[:, self._changed].copy()
         before = world_matrices(self._follow_parents, pose[:, self._follow_chain]) if len(self._follow_chain) else None
+        if not active.any():
+            # as recorded: only detached feet left off their legs are put back (nothing else changes)
+            assert before is not None
+            if not self._move_followers(pose, before, angle, on, active):
+                return
+            self._written(native, pose, unwarped)
+            return
         if self.crowd:
             # world rows from the poses, in the kernel (scratch kept between updates)
             if self._world is None or self._world.shape[:2] != pose.shape[:2]:
@@ -256,14 +328,11 @@ class Warping:
             kernel(pose, world, self._parents, self.pelvis, self.spine, self._legs, self.leg_length, stride, angle,
                    axis, self.reach, self.soft, active.astype(np.float64), self.targets)
         if before is not None:
-            self._move_followers(pose, before, angle, active)
-        if pose is not native:
-            native[...] = pose
-        mixer._run(0.0, K.WORLD)  # world rows, the mixer's IK, palettes of the warped pose
+            self._move_followers(pose, before, angle, on, active)
+        self._written(native, pose, unwarped)
         if root is not None:
             delta = root.delta
             x, z = delta[:, 0] * stride, delta[:, 1] * stride
             c, s = np.cos(angle), np.sin(angle)
-            on = active
-            delta[on, 0] = (x * c + z * s)[on]
-            delta[on, 1] = (-x * s + z * c)[on]
+            delta[active, 0] = (x * c + z * s)[active]
+            delta[active, 1] = (-x * s + z * c)[active]
