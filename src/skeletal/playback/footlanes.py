@@ -28,7 +28,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from ..anim.ik_solvers import knee_pole, soft_distance, two_bone_one
 from ..anim.vec import EPS, _cross, _dot, _len, _qnorm, _slerp, _sub
@@ -64,6 +66,30 @@ _LANE = dict(cache=True, forceinline=True, error_model="numpy")
 def lane_scratch():
     """A block's input and output rows (zeros: lanes no leg uses hold finite values)."""
     return np.zeros(N_IN * LW), np.zeros(N_OUT * LW)
+
+
+@intrinsic
+def borrowed(typingctx, arr):
+    """``arr`` (a 1-D array) without an owner: a null NRT meminfo, which numba's reference counting
+    skips, so passing it to the inlined gather and write-back costs no atomic increment and decrement
+    per call (a character's few such pairs cost about as much as the lanes' solve). Contract: the owner
+    ``arr`` stays alive while the result is used (:func:`keep_alive` after the last use)."""
+    if not (isinstance(arr, types.Array) and arr.ndim == 1):
+        return None
+
+    def codegen(context, builder, signature, args):
+        array = context.make_array(signature.args[0])(context, builder, args[0])
+        array.meminfo = cgutils.get_null_value(array.meminfo.type)
+        array.parent = cgutils.get_null_value(array.parent.type)
+        return array._getvalue()
+
+    return arr(arr), codegen
+
+
+@njit(cache=True, forceinline=True)
+def keep_alive(a, b):
+    """A use of ``a`` and ``b``: numba keeps an array alive until its last use (see :func:`borrowed`)."""
+    return a.shape[0] + b.shape[0]
 
 
 @njit(**_LANE)

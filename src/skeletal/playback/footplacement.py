@@ -26,7 +26,7 @@ from ..anim.pose import depth_order, palettes_one, world_matrices
 from . import kernels as K
 from .jobs import entry, field, foot_job
 from .contacts import ContactPhases, Leg, detect_contacts, find_legs
-from .footlanes import LW, gather_legs, lane_scratch, leg_lanes, write_leg
+from .footlanes import LW, borrowed, gather_legs, keep_alive, lane_scratch, leg_lanes, write_leg
 from .ground import GROUND_TERRAIN, Ground, as_ground, ground_at, sincos_lanes, terrain_sum
 from .procstage import (SERIAL_BELOW, PlanInput, _LastFrame, _all_rows, _drop_plan, _local_rows, _moved_rows,
                         _palette_rows, _products, _rows)
@@ -159,7 +159,8 @@ def foot_kernel(job, phase, chunks):
         wave_args = np.zeros(max(n_lanes, 1))  # scratch of this range of instances
         wave_sins = np.empty(max(n_lanes, 1))
         wave_coss = np.empty(max(n_lanes, 1))
-        li, lo = lane_scratch()  # the legs' IK inputs and outputs, a block of characters at a time
+        li_own, lo_own = lane_scratch()  # the legs' IK inputs and outputs, a block of characters at a time
+        li, lo = borrowed(li_own), borrowed(lo_own)  # passed to inlined calls without reference counts
         solve = np.zeros(per_block, np.bool_)  # the block's characters whose legs are in the lanes
         stop = (c + 1) * n // chunks
         for b0 in range(c * n // chunks, stop, per_block):
@@ -339,6 +340,7 @@ def foot_kernel(job, phase, chunks):
                                       pal[b])
                 if before_world:
                     palettes_one(world_b, pal_joints, inv_bind, pal[b])
+        keep_alive(li_own, lo_own)  # the owners live until every block is done
 
 
 def _foot_chunks(count: int, threads: int) -> int:
