@@ -28,8 +28,8 @@ from .jobs import entry, field, foot_job
 from .contacts import ContactPhases, Leg, detect_contacts, find_legs
 from .footlanes import LW, borrowed, gather_legs, keep_alive, lane_scratch, leg_lanes, write_leg
 from .ground import GROUND_TERRAIN, Ground, as_ground, ground_at, sincos_lanes, terrain_sum
-from .procstage import (SERIAL_BELOW, PlanInput, _LastFrame, _all_rows, _drop_plan, _local_rows, _moved_rows,
-                        _palette_rows, _products, _rows)
+from .procstage import (SERIAL_BELOW, PlanInput, _LastFrame, _all_rows, _drop_plan, _leg_rows, _local_rows,
+                        _moved_rows, _palette_rows, _products, _rows)
 
 
 @njit(cache=True)
@@ -105,7 +105,7 @@ def foot_kernel(job, phase, chunks):
     pose (B, N, 10) float64 local rows, rewritten; world (B, N, 4, 4) their model-space matrices,
     kept current; placement (B, 4, 4) model -> world (a turn about +Y and a move); legs (3, L): thigh,
     knee and foot rig indices; pelvis: the joint moved up/down; leg_nodes[leg_start[l]:leg_start[l +
-    1]]: ascending rig indices of each thigh's subtree (world rows rebuilt), pelvis_nodes: the pelvis'
+    1]]: each thigh's subtree, its chain to the foot first (world rows rebuilt), pelvis_nodes: the pelvis'
     subtree without them; fs .. looping: the mixer's slot state and the contact tables (:func:`_contact_one`);
     g_kind, g_params, g_grid: :meth:`.ground.Ground.kernel_args`; heights (B, L), normals (B, L, 3):
     the ground under each foot target (world), written (phase 0) or read (phase 2); queried (B, L, 2)
@@ -334,7 +334,10 @@ def foot_kernel(job, phase, chunks):
                 for l in range(n_legs):
                     write_leg(li, lo, (b - b0) * n_legs + l, pose_b, world_b, parents, legs[0, l], legs[1, l],
                               legs[2, l], w, soft, cos_half_tilt, max_tilt)
-                    _rows(parents, leg_nodes, leg_start[l], leg_start[l + 1], pose_b, world_b)
+                    if before_world:
+                        _leg_rows(parents, leg_nodes, leg_start[l], leg_start[l + 1], legs[2, l], pose_b, world_b)
+                    else:
+                        _rows(parents, leg_nodes, leg_start[l], leg_start[l + 1], pose_b, world_b)
                     if scalars[7] != 0.0 and not before_world:
                         _palette_rows(world_b, pal_joints, inv_bind, pal_idx, pal_start[l + 1], pal_start[l + 2],
                                       pal[b])
@@ -359,6 +362,18 @@ def _foot_chunks(count: int, threads: int) -> int:
     (8, 1, 1)
     """
     return max(1, min(count, 4 * threads)) if count > SERIAL_BELOW and threads > 1 else 1
+
+
+def _chain_first(parents, thigh: int, foot: int, below: np.ndarray) -> np.ndarray:
+    """A thigh's subtree (``below``: a mask over the rig) as rig indices: its thigh-to-``foot`` chain
+    first, then the rest, each part ascending (still parents first: :func:`.procstage._leg_rows`)."""
+    chain, j = set(), foot
+    while j != thigh and j >= 0:
+        chain.add(j)
+        j = int(parents[j])
+    chain.add(thigh)
+    nodes = np.flatnonzero(below)
+    return np.concatenate([[k for k in nodes if k in chain], [k for k in nodes if k not in chain]]).astype(np.int64)
 
 
 def common_parent(parents, thighs, stage: str = "foot placement") -> int:
@@ -446,7 +461,7 @@ class FootPlacement:
         self.feet = np.array([l.foot for l in self.legs], np.int64)
         self.pelvis = common_parent(rig.parents, self.thighs)
         self.pelvis_nodes = np.flatnonzero(rig.descendants(self.pelvis)).astype(np.int64)
-        parts = [np.flatnonzero(rig.descendants(int(t))).astype(np.int64) for t in self.thighs]
+        parts = [_chain_first(rig.parents, int(l.thigh), int(l.foot), rig.descendants(int(l.thigh))) for l in self.legs]
         self.leg_nodes = np.concatenate(parts)
         # the kernel solves a block's legs before rebuilding any leg's rows: no leg may move another's
         if len(np.unique(self.leg_nodes)) != len(self.leg_nodes):

@@ -112,6 +112,22 @@ def _moved_rows(parents, nodes, start, stop, pose, world):
                 world[i, r, 3] = ((world[p, r, 0] * t0 + world[p, r, 1] * t1) + world[p, r, 2] * t2) + world[p, r, 3]
 
 
+@njit(cache=True, forceinline=True)
+def _leg_rows(parents, nodes, start, stop, foot, pose, world):
+    """A leg's world rows after its IK, ``nodes[start:stop]`` listing its thigh-to-``foot`` chain first:
+    the chain's from their new local rows, then the rest's, whose rows hold their local matrices
+    (:func:`_local_rows`; the IK turns only the chain), times their parents' rows (the same bits as
+    building them from the pose)."""
+    chain = True
+    for k in range(start, stop):
+        i = nodes[k]
+        if chain:
+            world_node_into(i, parents, pose, world)
+            chain = i != foot
+        else:
+            _times_matrix_f64(world, i, world, parents[i], world, i)
+
+
 @njit(cache=True)
 def _palette_rows(world, joints, inverse_bind, idx, start, stop, out):
     """Palette entries ``idx[start:stop]`` of one pose: out[k] = world[joints[k]] @ inverse_bind[k]."""
