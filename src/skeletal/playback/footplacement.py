@@ -32,13 +32,13 @@ from .procstage import (SERIAL_BELOW, PlanInput, _LastFrame, _all_rows, _drop_pl
                         _moved_rows, _palette_rows, _products, _rows)
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _contact_one(b, job):
     """Contact weight per leg of instance ``b`` of a :class:`~skeletal.playback.jobs.FootJob`, into its
     ``contact`` (B, L): the actions' contact curves (``tables`` (C, F, L)) at their clip times, averaged
     with their effective weights (1 = planted when no action plays). Each action's frame pair is found
     once for all legs; out[b, l] accumulates over the actions in slot order (the same sums as leg by
-    leg)."""
+    leg). Inlined into :func:`foot_kernel` (no call per character)."""
     fs, slot_clip, slot_additive = field(job, "fs"), field(job, "slot_clip"), field(job, "slot_additive")
     tables, frames, fps = field(job, "tables"), field(job, "frames"), field(job, "fps")
     durations, looping, out = field(job, "durations"), field(job, "looping"), field(job, "contact")
