@@ -156,3 +156,18 @@ def test_overlapping_legs_are_refused():
     proc = Procedural(skeletal.Mixer(asset, 2, events=False))
     with pytest.raises(SkeletalError, match="overlap"):
         proc.foot_placement("flat", legs={"left": (leg.thigh, leg.knee, leg.foot), "right": (leg.thigh, leg.knee, leg.foot)})
+
+
+@njit(cache=True)
+def _write_through_borrowed(a):
+    view = FL.borrowed(a)
+    view[1] = 7.0
+    view[2] += 1.0
+    return FL.keep_alive(a, view)
+
+
+def test_a_borrowed_array_is_the_same_memory():
+    # the owner-less view the kernel passes to its inlined helpers writes the owner's elements
+    a = np.zeros(4)
+    assert _write_through_borrowed(a) == 8
+    assert a.tolist() == [0.0, 7.0, 1.0, 0.0]

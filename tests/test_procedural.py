@@ -754,6 +754,36 @@ def test_other_attributes_keep_the_plan(demo):
     assert proc._plan is plan
 
 
+def test_planned_foot_placement_with_joints_between_the_pelvis_and_the_thighs(demo):
+    # legs given one joint down (shin, foot, toe): the thighs are then joints between the pelvis (the hips)
+    # and each leg's first joint, whose world rows the planned path builds before the pelvis moves (they
+    # place the feet) and moves after it; the general path (a full world pass first) agrees to rounding
+    legs = {"left": ("left_shin", "left_foot", "left_toe"), "right": ("right_shin", "right_foot", "right_toe")}
+    count = 5
+
+    def make():
+        mixer = skeletal.Mixer(demo, count)
+        mixer.play("walk", offset=np.linspace(0.0, 0.8, count))
+        proc = Procedural(mixer)
+        stage = proc.foot_placement("terrain:amplitude=0.3,wavelength=2", legs=legs)
+        proc.place(np.stack([np.linspace(-2, 2, count), np.zeros(count), np.linspace(1, -1, count)], 1), 0.4)
+        return mixer, proc, stage
+
+    (fast, fproc, feet), (slow, sproc, _) = make(), make()
+    assert feet.pelvis == demo.rig.find("hips")
+    moved, planned = 0.0, 0
+    for frame in range(60):
+        sproc._plan = None
+        slow.update(DT)
+        planned += fproc.builds_world_for(DT)
+        fast.update(DT)
+        moved = max(moved, np.abs(feet.pelvis_offset).max())
+        for a, b in ((fast.local_pose, slow.local_pose), (fast.world, slow.world), (fast.palettes, slow.palettes)):
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-12, err_msg=str(frame))
+    assert moved > 0.01 and planned > 50  # the pelvis did move, in frames that took the planned path
+    np.testing.assert_allclose(fast.world, world_matrices(demo.rig.parents, fast.local_pose), rtol=0, atol=1e-12)
+
+
 def test_mixer_update_leaves_the_world_pass_to_planned_foot_placement(demo):
     # a Mixer whose only controller plans foot placement alone runs its update without the world pass;
     # the stage moves the pelvis in the pose, then builds every world row and palette once. The same

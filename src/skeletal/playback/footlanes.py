@@ -28,11 +28,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from ..anim.ik_solvers import knee_pole, soft_distance, two_bone_one
 from ..anim.vec import EPS, _cross, _dot, _len, _qnorm, _slerp, _sub
 from ..quat import nlerp_identity, qmul, qnormalize, quat_from_to, quat_from_world
+from .jobs import field
 
 #: lanes per block (the rows' stride): 16 float64, two AVX-512 vectors; a block holds LW // legs characters
 LW = 16
@@ -63,6 +66,30 @@ _LANE = dict(cache=True, forceinline=True, error_model="numpy")
 def lane_scratch():
     """A block's input and output rows (zeros: lanes no leg uses hold finite values)."""
     return np.zeros(N_IN * LW), np.zeros(N_OUT * LW)
+
+
+@intrinsic
+def borrowed(typingctx, arr):
+    """``arr`` (a 1-D array) without an owner: a null NRT meminfo, which numba's reference counting
+    skips, so passing it to the inlined gather and write-back costs no atomic increment and decrement
+    per call (a character's few such pairs cost about as much as the lanes' solve). Contract: the owner
+    ``arr`` stays alive while the result is used (:func:`keep_alive` after the last use)."""
+    if not (isinstance(arr, types.Array) and arr.ndim == 1):
+        return None
+
+    def codegen(context, builder, signature, args):
+        array = context.make_array(signature.args[0])(context, builder, args[0])
+        array.meminfo = cgutils.get_null_value(array.meminfo.type)
+        array.parent = cgutils.get_null_value(array.parent.type)
+        return array._getvalue()
+
+    return arr(arr), codegen
+
+
+@njit(cache=True, forceinline=True)
+def keep_alive(a, b):
+    """A use of ``a`` and ``b``: numba keeps an array alive until its last use (see :func:`borrowed`)."""
+    return a.shape[0] + b.shape[0]
 
 
 @njit(**_LANE)
@@ -334,14 +361,6 @@ def leg_lanes(li, lo, n, is_soft, cos_half_tilt):
 
 
 @njit(cache=True, forceinline=True)
-def _put_columns(li, k, lane, world_b, j):
-    """The columns of ``world_b[j]``'s rotation-scale block into rows ``k .. k + 8`` of ``lane``."""
-    for col in range(3):
-        for row in range(3):
-            li[_r(k + 3 * col + row) + lane] = world_b[j, row, col]
-
-
-@njit(cache=True, forceinline=True)
 def foot_rotation(up, normal, u, foot_world, cos_half_tilt, max_tilt):
     """The foot's model-space rotation for the IK's end: its animated one (``foot_world`` (>=3, 4), its
     world rows) turned from ``up`` toward the ground ``normal`` (model space, 3-tuples) by the contact
@@ -400,6 +419,33 @@ def gather_leg(li, lane, pose_b, world_b, parents, a, b, c, target, up, normal, 
     _put_columns(li, I_FB, ul, world_b, pb_)
     _put_columns(li, I_FC, ul, world_b, pc_)
     _put_columns(li, I_FOOT, ul, world_b, c)
+
+
+@njit(cache=True, forceinline=True)
+def gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, lane0):
+    """The two-bone IK inputs of every leg of instance ``b`` of :func:`~skeletal.playback.footplacement.foot_kernel`'s job into lanes
+    ``lane0 ..`` of ``li`` (:func:`gather_leg`): its target and the ground normal under it in
+    model space, world up (model space) and its contact weight. Inlined into the kernel (views of the
+    job's fields taken here hold no references: see :func:`.jobs.field`)."""
+    parents, legs = field(job, "parents"), field(job, "legs")
+    targets, normals, contact, leg_len = field(job, "targets"), field(job, "normals"), field(job, "contact"), field(job, "leg_len")
+    soft = field(job, "scalars")[4]
+    for l in range(legs.shape[1]):
+        thigh, knee, foot = legs[0, l], legs[1, l], legs[2, l]
+        # target in model space
+        px = targets[b, l, 0] - M[0, 3]
+        py = targets[b, l, 1] - M[1, 3]
+        pz = targets[b, l, 2] - M[2, 3]
+        tx = M[0, 0] * px + M[1, 0] * py + M[2, 0] * pz
+        ty = M[0, 1] * px + M[1, 1] * py + M[2, 1] * pz
+        tz = M[0, 2] * px + M[1, 2] * py + M[2, 2] * pz
+        # the ground normal in model space: the foot turns toward it by its contact (in the lanes)
+        nwx, nwy, nwz = normals[b, l, 0], normals[b, l, 1], normals[b, l, 2]
+        nx = M[0, 0] * nwx + M[1, 0] * nwy + M[2, 0] * nwz
+        ny = M[0, 1] * nwx + M[1, 1] * nwy + M[2, 1] * nwz
+        nz = M[0, 2] * nwx + M[1, 2] * nwy + M[2, 2] * nwz
+        gather_leg(li, lane0 + l, pose_b, world_b, parents, thigh, knee, foot, (tx, ty, tz), (upx, upy, upz),
+                   (nx, ny, nz), contact[b, l], leg_len[l], soft)
 
 
 @njit(cache=True, forceinline=True)

@@ -22,22 +22,23 @@ from numba import njit, prange
 from .._compile import serial_variant
 from .._threads import capped_threads, thread_count
 from ..errors import SkeletalError
-from ..anim.pose import depth_order, palettes_one, world_matrices, world_rows_most
+from ..anim.pose import depth_order, palettes_one, world_matrices
 from . import kernels as K
 from .jobs import entry, field, foot_job
 from .contacts import ContactPhases, Leg, detect_contacts, find_legs
-from .footlanes import LW, gather_leg, lane_scratch, leg_lanes, write_leg
+from .footlanes import LW, borrowed, gather_legs, keep_alive, lane_scratch, leg_lanes, write_leg
 from .ground import GROUND_TERRAIN, Ground, as_ground, ground_at, sincos_lanes, terrain_sum
-from .procstage import SERIAL_BELOW, PlanInput, _LastFrame, _all_rows, _drop_plan, _palette_rows, _rows
+from .procstage import (SERIAL_BELOW, PlanInput, _LastFrame, _all_rows, _drop_plan, _leg_rows, _local_rows,
+                        _moved_rows, _palette_rows, _products, _rows)
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _contact_one(b, job):
     """Contact weight per leg of instance ``b`` of a :class:`~skeletal.playback.jobs.FootJob`, into its
     ``contact`` (B, L): the actions' contact curves (``tables`` (C, F, L)) at their clip times, averaged
     with their effective weights (1 = planted when no action plays). Each action's frame pair is found
     once for all legs; out[b, l] accumulates over the actions in slot order (the same sums as leg by
-    leg)."""
+    leg). Inlined into :func:`foot_kernel` (no call per character)."""
     fs, slot_clip, slot_additive = field(job, "fs"), field(job, "slot_clip"), field(job, "slot_additive")
     tables, frames, fps = field(job, "tables"), field(job, "frames"), field(job, "fps")
     durations, looping, out = field(job, "durations"), field(job, "looping"), field(job, "contact")
@@ -95,16 +96,16 @@ def foot_kernel(job, phase, chunks):
     ``phase``: 0 all of it (a built-in ground, queried by :func:`.ground.ground_at`); 1 only up to the
     foot targets' world (x, z) in ``targets`` (a Python ground is then queried there into
     ``heights``/``normals``); 2 the rest, from those heights; 3 all of it on a built-in ground after an
-    update that ran without its WORLD stage (ADVANCE | BLEND): the rows of ``probe_nodes`` (the pelvis,
-    its ancestors and the thigh-to-foot chains, parents first) from the blended pose, the pelvis moved
-    in the pose, then the world rows of ``body_nodes`` (every node but the legs' subtrees, their
-    thigh-to-foot chains kept; depth order: :func:`~skeletal.anim.pose.world_rows_most`), the leg IK,
-    the legs' rows and every palette entry once (``pal`` must be the mixer's own palettes) -- instead of a full world and palette pass, then the pelvis' subtree
-    translated and the legs' rows and palette entries rebuilt.
+    update that ran without its WORLD stage (ADVANCE | BLEND): every local matrix, the world rows of
+    ``probe_nodes`` (by depth: the pelvis' ancestors, the pelvis, the joints from it to the feet), the
+    pelvis moved in the pose and those rows' translations after it (:func:`.procstage._moved_rows`),
+    the world rows of ``body_nodes`` (the rest but the legs' subtrees, by depth), the leg IK, the legs'
+    rows and every palette entry once (``pal`` must be the mixer's own palettes): no full world and
+    palette pass, pelvis subtree's translation or legs' rebuild after it.
     pose (B, N, 10) float64 local rows, rewritten; world (B, N, 4, 4) their model-space matrices,
     kept current; placement (B, 4, 4) model -> world (a turn about +Y and a move); legs (3, L): thigh,
     knee and foot rig indices; pelvis: the joint moved up/down; leg_nodes[leg_start[l]:leg_start[l +
-    1]]: ascending rig indices of each thigh's subtree (world rows rebuilt), pelvis_nodes: the pelvis'
+    1]]: each thigh's subtree, its chain to the foot first (world rows rebuilt), pelvis_nodes: the pelvis'
     subtree without them; fs .. looping: the mixer's slot state and the contact tables (:func:`_contact_one`);
     g_kind, g_params, g_grid: :meth:`.ground.Ground.kernel_args`; heights (B, L), normals (B, L, 3):
     the ground under each foot target (world), written (phase 0) or read (phase 2); queried (B, L, 2)
@@ -136,6 +137,9 @@ def foot_kernel(job, phase, chunks):
     inv_bind, pal_idx, pal_start = field(job, "inv_bind"), field(job, "pal_idx"), field(job, "pal_start")
     probe_nodes, body_nodes = field(job, "probe_nodes"), field(job, "body_nodes")
     before_world = phase == 3  # the update left the world rows and palettes to this stage
+    probe_split = 0  # the pelvis' place in probe_nodes (its ancestors before it, its subtree's rows after)
+    while probe_split < probe_nodes.shape[0] - 1 and probe_nodes[probe_split] != pelvis:
+        probe_split += 1
     n = pose.shape[0]
     chunks = max(min(n, chunks), 1)
     n_legs = legs.shape[1]
@@ -155,7 +159,8 @@ def foot_kernel(job, phase, chunks):
         wave_args = np.zeros(max(n_lanes, 1))  # scratch of this range of instances
         wave_sins = np.empty(max(n_lanes, 1))
         wave_coss = np.empty(max(n_lanes, 1))
-        li, lo = lane_scratch()  # the legs' IK inputs and outputs, a block of characters at a time
+        li_own, lo_own = lane_scratch()  # the legs' IK inputs and outputs, a block of characters at a time
+        li, lo = borrowed(li_own), borrowed(lo_own)  # passed to inlined calls without reference counts
         solve = np.zeros(per_block, np.bool_)  # the block's characters whose legs are in the lanes
         stop = (c + 1) * n // chunks
         for b0 in range(c * n // chunks, stop, per_block):
@@ -170,8 +175,9 @@ def foot_kernel(job, phase, chunks):
                 pal_b = pal[b]
                 if phase != 2:
                     _contact_one(b, job)
-                    if before_world:  # only the rows that place the pelvis, from the blended pose
-                        _rows(parents, probe_nodes, 0, probe_nodes.shape[0], pose_b, world_b)
+                    if before_world:  # every local matrix; the world rows that place the pelvis
+                        _local_rows(pose_b, world_b)
+                        _products(parents, probe_nodes, 0, probe_nodes.shape[0], world_b)
                     elif scalars[6] == 0.0:  # the world rows are not current yet
                         _all_rows(parents, pose_b, world_b)
                     for l in range(n_legs):
@@ -279,9 +285,11 @@ def foot_kernel(job, phase, chunks):
                 if before_world:
                     # every row but the legs' subtrees' from the moved pose (the thigh-to-foot chains, which the
                     # IK reads, included); the legs' subtrees after the IK, then every palette entry once
-                    world_rows_most(parents, body_nodes, pose_b, world_b)
+                    if d != 0.0:  # the rows from the pelvis down: only their translations moved
+                        _moved_rows(parents, probe_nodes, probe_split, probe_nodes.shape[0], pose_b, world_b)
+                    _products(parents, body_nodes, 0, body_nodes.shape[0], world_b)
                     if w > 0.0:  # the legs into the lanes; rows and palettes after the block's IK
-                        _gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, (b - b0) * n_legs)
+                        gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, (b - b0) * n_legs)
                         solve[b - b0] = solving = True
                     else:
                         _rows(parents, leg_nodes, 0, leg_nodes.shape[0], pose_b, world_b)
@@ -310,7 +318,7 @@ def foot_kernel(job, phase, chunks):
                             pal_b[q, 1, 3] += my
                             pal_b[q, 2, 3] += mz
                 if w > 0.0:
-                    _gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, (b - b0) * n_legs)
+                    gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, (b - b0) * n_legs)
                     solve[b - b0] = solving = True
             # the block's legs solved in SIMD lanes (footlanes.leg_lanes), then each character's new
             # rotations written, its legs' world rows rebuilt and its palette entries written
@@ -326,39 +334,16 @@ def foot_kernel(job, phase, chunks):
                 for l in range(n_legs):
                     write_leg(li, lo, (b - b0) * n_legs + l, pose_b, world_b, parents, legs[0, l], legs[1, l],
                               legs[2, l], w, soft, cos_half_tilt, max_tilt)
-                    _rows(parents, leg_nodes, leg_start[l], leg_start[l + 1], pose_b, world_b)
+                    if before_world:
+                        _leg_rows(parents, leg_nodes, leg_start[l], leg_start[l + 1], legs[2, l], pose_b, world_b)
+                    else:
+                        _rows(parents, leg_nodes, leg_start[l], leg_start[l + 1], pose_b, world_b)
                     if scalars[7] != 0.0 and not before_world:
                         _palette_rows(world_b, pal_joints, inv_bind, pal_idx, pal_start[l + 1], pal_start[l + 2],
                                       pal[b])
                 if before_world:
                     palettes_one(world_b, pal_joints, inv_bind, pal[b])
-
-
-@njit(cache=True, forceinline=True)
-def _gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, lane0):
-    """The two-bone IK inputs of every leg of instance ``b`` of :func:`foot_kernel`'s job into lanes
-    ``lane0 ..`` of ``li`` (:func:`.footlanes.gather_leg`): its target and the ground normal under it in
-    model space, world up (model space) and its contact weight. Inlined into the kernel (views of the
-    job's fields taken here hold no references: see :func:`.jobs.field`)."""
-    parents, legs = field(job, "parents"), field(job, "legs")
-    targets, normals, contact, leg_len = field(job, "targets"), field(job, "normals"), field(job, "contact"), field(job, "leg_len")
-    soft = field(job, "scalars")[4]
-    for l in range(legs.shape[1]):
-        thigh, knee, foot = legs[0, l], legs[1, l], legs[2, l]
-        # target in model space
-        px = targets[b, l, 0] - M[0, 3]
-        py = targets[b, l, 1] - M[1, 3]
-        pz = targets[b, l, 2] - M[2, 3]
-        tx = M[0, 0] * px + M[1, 0] * py + M[2, 0] * pz
-        ty = M[0, 1] * px + M[1, 1] * py + M[2, 1] * pz
-        tz = M[0, 2] * px + M[1, 2] * py + M[2, 2] * pz
-        # the ground normal in model space: the foot turns toward it by its contact (in the lanes)
-        nwx, nwy, nwz = normals[b, l, 0], normals[b, l, 1], normals[b, l, 2]
-        nx = M[0, 0] * nwx + M[1, 0] * nwy + M[2, 0] * nwz
-        ny = M[0, 1] * nwx + M[1, 1] * nwy + M[2, 1] * nwz
-        nz = M[0, 2] * nwx + M[1, 2] * nwy + M[2, 2] * nwz
-        gather_leg(li, lane0 + l, pose_b, world_b, parents, thigh, knee, foot, (tx, ty, tz), (upx, upy, upz),
-                   (nx, ny, nz), contact[b, l], leg_len[l], soft)
+        keep_alive(li_own, lo_own)  # the owners live until every block is done
 
 
 def _foot_chunks(count: int, threads: int) -> int:
@@ -377,6 +362,18 @@ def _foot_chunks(count: int, threads: int) -> int:
     (8, 1, 1)
     """
     return max(1, min(count, 4 * threads)) if count > SERIAL_BELOW and threads > 1 else 1
+
+
+def _chain_first(parents, thigh: int, foot: int, below: np.ndarray) -> np.ndarray:
+    """A thigh's subtree (``below``: a mask over the rig) as rig indices: its thigh-to-``foot`` chain
+    first, then the rest, each part ascending (still parents first: :func:`.procstage._leg_rows`)."""
+    chain, j = set(), foot
+    while j != thigh and j >= 0:
+        chain.add(j)
+        j = int(parents[j])
+    chain.add(thigh)
+    nodes = np.flatnonzero(below)
+    return np.concatenate([[k for k in nodes if k in chain], [k for k in nodes if k not in chain]]).astype(np.int64)
 
 
 def common_parent(parents, thighs, stage: str = "foot placement") -> int:
@@ -464,7 +461,7 @@ class FootPlacement:
         self.feet = np.array([l.foot for l in self.legs], np.int64)
         self.pelvis = common_parent(rig.parents, self.thighs)
         self.pelvis_nodes = np.flatnonzero(rig.descendants(self.pelvis)).astype(np.int64)
-        parts = [np.flatnonzero(rig.descendants(int(t))).astype(np.int64) for t in self.thighs]
+        parts = [_chain_first(rig.parents, int(l.thigh), int(l.foot), rig.descendants(int(l.thigh))) for l in self.legs]
         self.leg_nodes = np.concatenate(parts)
         # the kernel solves a block's legs before rebuilding any leg's rows: no leg may move another's
         if len(np.unique(self.leg_nodes)) != len(self.leg_nodes):
@@ -475,22 +472,20 @@ class FootPlacement:
         # the kernel translates these rows with the pelvis, and the legs' own as it needs them
         self._body_nodes = np.setdiff1d(self.pelvis_nodes, self.leg_nodes).astype(np.int64)
         # after an update without its world pass (foot_kernel's phase 3): the rows that place the pelvis
-        # (its ancestors, the thigh-to-foot chains), and the rows built before the IK (all but the legs')
         parents = rig.parents
-        chains = set()
+        chains = set()  # the thigh-to-foot chains, and the joints from each thigh up to the pelvis
         for l in self.legs:
             j = int(l.foot)
-            while j != int(l.thigh):
+            while j != self.pelvis:
                 chains.add(j)
                 j = int(parents[j])
-            chains.add(j)
         up = [self.pelvis]
         while parents[up[-1]] >= 0:
             up.append(int(parents[up[-1]]))
-        self._probe_nodes = np.array(sorted(chains.union(up)), np.int64)
-        # built again after the pelvis moved: every row but the legs' subtrees' (the IK's chains kept: it
-        # reads them; the rest is rebuilt after the IK)
-        body = np.setdiff1d(np.arange(len(parents)), np.setdiff1d(self.leg_nodes, list(chains)))
+        # by depth: the pelvis' ancestors, the pelvis, then the rows below it (see foot_kernel's phase 3)
+        self._probe_nodes = depth_order(parents, np.array(sorted(chains | set(up)), np.int64))
+        # the rest built after the pelvis moved, but the legs' subtrees' (rebuilt after the IK)
+        body = np.setdiff1d(np.arange(len(parents)), np.concatenate([self.leg_nodes, self._probe_nodes]))
         self._world_body = depth_order(parents, body.astype(np.int64))
         rest = world_matrices(rig.parents, rig.rest)
         self.leg_length = np.array([np.linalg.norm(rest[l.knee, :3, 3] - rest[l.thigh, :3, 3])
