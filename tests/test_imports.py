@@ -39,6 +39,7 @@ FLOORS: dict[str, int] = {
     "skeletal._threads": 0, "skeletal._compile": 0,  # numba set-up, imported first by skeletal/__init__
     "skeletal._aliases": 0,  # the old module names (skeletal.skin ...) of modules that moved
     "skeletal.shown": 0,  # names shown as text (control characters escaped)
+    "skeletal._lazy": 0,  # lazy package attributes (PEP 562), used by skeletal/__init__ and subpackages
     "skeletal.io": 1, "skeletal.anim": 1, "skeletal.skinning": 1,
     "skeletal.asset": 2, "skeletal.up": 2,
     "skeletal.tools": 3, "skeletal.playback": 3, "skeletal.demo": 3, "skeletal.torch": 3,
