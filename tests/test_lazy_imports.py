@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,18 +15,31 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "skeletal"
-#: what ``import skeletal`` may load of skeletal: numba's set-up, the lazy tables, errors and version
-SET_UP = {"skeletal", "skeletal._aliases", "skeletal._threads", "skeletal._compile", "skeletal._lazy",
-          "skeletal.errors", "skeletal.version"}
+#: what ``import skeletal`` may load of skeletal: the old names' finder, the lazy tables, numba's
+#: deferred set-up, errors and version (and no numba)
+SET_UP = {"skeletal", "skeletal._aliases", "skeletal._setup", "skeletal._lazy", "skeletal.errors", "skeletal.version"}
 
 
 def _run(code: str) -> str:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
 
 
-def test_import_skeletal_loads_no_stage():
-    loaded = _run("import sys, skeletal; print(' '.join(m for m in sys.modules if m.startswith('skeletal')))")
-    assert set(loaded.split()) == SET_UP
+def test_import_skeletal_loads_no_stage_and_no_numba():
+    code = "import sys, skeletal; print(' '.join(m for m in sys.modules if m.startswith(('skeletal', 'numba'))))"
+    assert set(_run(code).split()) == SET_UP
+
+
+@pytest.mark.parametrize("first", ["import skeletal.playback.kernels", "import numba; import skeletal",
+                                   "import skeletal; import numba", "from skeletal import Player"])
+def test_numba_is_set_up_whenever_it_loads(first):
+    """skeletal's threading layer and compile patches are in place as soon as numba is imported, by
+    skeletal or anyone, before or after skeletal (skeletal._setup)."""
+    code = (f"{first}; import sys, numba; c = sys.modules.get('skeletal._compile'); "
+            "print(c is not None and c._state.get('installed'), numba.config.THREADING_LAYER_PRIORITY[0], "
+            "sys.modules['skeletal._threads']._state.get('layer'))")
+    env = {k: v for k, v in os.environ.items() if k not in ("SKELETAL_THREADING_LAYER", "NUMBA_THREADING_LAYER")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.split() == ["True", "omp", "omp"]
 
 
 def test_a_player_loads_no_crowd_state_machine_or_tools():

@@ -22,11 +22,12 @@ import sys
 from typing import TYPE_CHECKING
 
 from . import _aliases  # (first: the old module names skeletal.skin, skeletal.rig ... still import)
-from . import _threads  # noqa: F401  (first: numba's threading layer, see _threads.py)
-from . import _compile  # noqa: F401  (first: numba compile notice and patches, see _compile.py)
+from . import _setup  # (first: numba's threading layer and compile patches, when numba loads: _setup.py)
 from ._lazy import ShieldedPackage, attach
 from .errors import ClipError, ModelError, SkeletalError, UnsupportedExtensionError
 from .version import __version__
+
+_setup.install()
 
 # The public names, each imported from its module on first use (skeletal._lazy): ``import skeletal``
 # loads none of the stages. Type checkers read the same imports below; tests/test_imports.py checks

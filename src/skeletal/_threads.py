@@ -1,4 +1,4 @@
-"""Where skeletal chooses numba's threading layer (imported by ``skeletal/__init__.py`` before any kernel).
+"""Where skeletal chooses numba's threading layer (run by ``skeletal._setup`` as numba loads, before any kernel).
 
 numba's default layer on Linux is OpenMP (GNU libgomp): each parallel region splits the work into
 one equal part per thread, and a thread that has finished its part spins, busy-waiting, for the
