@@ -16,8 +16,9 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "skeletal"
 #: what ``import skeletal`` may load of skeletal: the old names' finder, the lazy tables, numba's
-#: deferred set-up, errors and version (and no numba)
-SET_UP = {"skeletal", "skeletal._aliases", "skeletal._setup", "skeletal._lazy", "skeletal.errors", "skeletal.version"}
+#: deferred set-up and the OpenMP environment, errors and version (and no numba)
+SET_UP = {"skeletal", "skeletal._aliases", "skeletal._setup", "skeletal._threads", "skeletal._lazy", "skeletal.errors",
+          "skeletal.version"}
 
 
 def _run(code: str) -> str:

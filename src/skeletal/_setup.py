@@ -7,7 +7,9 @@ so :func:`install` runs them at once when numba is already loaded, else puts a f
 ``sys.meta_path`` that runs them right after numba's own ``__init__`` has run, whoever imports it
 (the first skeletal kernel module, or the user's code): before numba has compiled or started a
 thread, as when ``import skeletal`` imported numba itself. A loader that cannot be wrapped (a frozen
-application's) gets numba imported at once, as before.
+application's) gets numba imported at once, as before. The OpenMP wait policy
+(:func:`skeletal._threads.prepare_environment`) still goes into the environment on ``import
+skeletal``: another library may load an OpenMP runtime before numba does.
 
 >>> import skeletal, sys
 >>> "numba" in sys.modules or any(isinstance(f, _AfterNumba) for f in sys.meta_path)  # doctest: +SKIP
@@ -64,6 +66,9 @@ def _remove() -> None:
 def install() -> None:
     """Configure numba now if it is loaded (or its loader cannot be wrapped), else when it is
     (idempotent; done on ``import skeletal``)."""
+    from . import _threads
+
+    _threads.prepare_environment()  # before any OpenMP runtime loads (numba's, or torch's at its import)
     if "numba" in sys.modules or not _wrappable(importlib.util.find_spec("numba")):
         _remove()
         _configure()
