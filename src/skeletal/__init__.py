@@ -11,6 +11,9 @@ The pipeline, one module per stage::
     tools/bake.py       all of the above over many times -> arrays
     playback/           Player / Mixer / Crowd: the same stages, one frame at a time
 
+``import skeletal`` loads none of them (nor numba): each public name imports its module on first
+use (``_lazy.py``), and numba is set up as it loads (``_setup.py``).
+
 >>> import skeletal
 >>> asset = skeletal.load("Soldier.glb")                    # doctest: +SKIP
 >>> baked = skeletal.bake(asset, "Walk", fps=30)            # doctest: +SKIP
