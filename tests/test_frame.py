@@ -85,6 +85,26 @@ def test_palettes_mean_one_thing(asset):
         crowd.world = np.zeros((3, len(asset.rig), 4, 4))
 
 
+def test_player_palettes_follow_a_replaced_palette_array(asset):
+    """``Player.palettes`` is one tuple of views (read without a Python call), the same object from
+    update to update; assigning ``mixer.palettes`` (a frame input) gives views of the new array at once,
+    and the next update writes into them."""
+    player = Player(asset)
+    player.play("walk")
+    player.update(0.1)
+    views = player.palettes
+    assert isinstance(views, tuple) and len(views) == len(asset.skins)
+    player.update(0.1)
+    assert player.palettes is views
+    before = views[0].copy()
+    player.mixer.palettes = np.zeros_like(player.mixer.palettes)
+    assert player.palettes is not views and not player.palettes[0].any()
+    assert np.shares_memory(player.palettes[0], player.mixer.palettes)
+    player.update(0.1)
+    assert player.palettes[0].any() and not np.array_equal(player.palettes[0], before)
+    np.testing.assert_array_equal(views[0], before)  # the old array is left as it was
+
+
 def test_every_job_kind_is_checked(asset):
     """The stage jobs are checked like the playback job: a jiggle chain whose state has the wrong number
     of instances, or whose joints leave the rig, is refused when its job is built."""

@@ -5,7 +5,7 @@ Floors, lowest first (a module may import its own floor and those below; a modul
 the floor of its closest listed parent package). The tree reads bottom-up as the pipeline does:
 
 0. ``errors``, ``document``, ``quat``, ``version``, ``io.formats``, ``summary``, ``_threads``,
-   ``_compile``, ``_aliases``, ``shown``: no dependencies.
+   ``_compile``, ``_setup``, ``_lazy``, ``_aliases``, ``shown``: no dependencies.
 1. ``io`` (file formats <-> :class:`~skeletal.document.Document`), ``anim`` (the stages: rig, clip,
    sampling, pose, IK, colliders, animated properties) and ``skinning`` (LBS and DQS kernels): side by
    side (``anim.properties`` reads ``io.pointer``'s table of pointer targets, no reader).
@@ -36,9 +36,11 @@ PACKAGE = SRC / "skeletal"
 FLOORS: dict[str, int] = {
     "skeletal.errors": 0, "skeletal.document": 0, "skeletal.quat": 0, "skeletal.version": 0,
     "skeletal.io.formats": 0, "skeletal.summary": 0,
-    "skeletal._threads": 0, "skeletal._compile": 0,  # numba set-up, imported first by skeletal/__init__
+    "skeletal._threads": 0, "skeletal._compile": 0,  # numba set-up, run by skeletal._setup when numba loads
     "skeletal._aliases": 0,  # the old module names (skeletal.skin ...) of modules that moved
     "skeletal.shown": 0,  # names shown as text (control characters escaped)
+    "skeletal._lazy": 0,  # lazy package attributes (PEP 562), used by skeletal/__init__ and subpackages
+    "skeletal._setup": 0,  # numba set-up (_threads, _compile) run when numba is imported
     "skeletal.io": 1, "skeletal.anim": 1, "skeletal.skinning": 1,
     "skeletal.asset": 2, "skeletal.up": 2,
     "skeletal.tools": 3, "skeletal.playback": 3, "skeletal.demo": 3, "skeletal.torch": 3,

@@ -1,6 +1,6 @@
 """Compilation of skeletal's numba kernels: cheaper cold compiles, a one-line notice, serial variants.
 
-Imported by ``skeletal/__init__.py`` before any kernel module, so that:
+Imported by ``skeletal._setup`` as soon as numba is imported (before any kernel compiles), so that:
 
 * numba's array slice-assignment error path does not compile a string formatter into every kernel
   that assigns an array to a slice (``out[:, :] = rest``): numba formats the two shapes into the
@@ -277,7 +277,7 @@ _SERIAL: dict[tuple[int, str], tuple] = {}
 
 
 def install() -> None:
-    """Apply the patch and register the notice (idempotent; done on ``import skeletal``)."""
+    """Apply the patch and register the notice (idempotent; done when numba loads: ``skeletal._setup``)."""
     if _state.get("installed"):
         return
     _state["installed"] = True

@@ -1,4 +1,4 @@
-"""Where skeletal chooses numba's threading layer (imported by ``skeletal/__init__.py`` before any kernel).
+"""Where skeletal chooses numba's threading layer (run by ``skeletal._setup`` as numba loads, before any kernel).
 
 numba's default layer on Linux is OpenMP (GNU libgomp): each parallel region splits the work into
 one equal part per thread, and a thread that has finished its part spins, busy-waiting, for the
@@ -37,8 +37,6 @@ True
 
 from __future__ import annotations
 
-import ctypes
-import glob
 import os
 import sys
 from time import monotonic
@@ -52,6 +50,8 @@ _state: dict = {}
 
 def _tbb_candidates() -> list[str]:
     """Full paths where pip (or conda) puts libtbb.so.12, this environment's first."""
+    import glob
+
     roots = []
     for prefix in (sys.prefix, sys.base_prefix, os.environ.get("CONDA_PREFIX", "")):
         if prefix and prefix not in roots:
@@ -70,6 +70,8 @@ def _tbb_candidates() -> list[str]:
 
 def _load_tbb() -> bool:
     """Load a TBB runtime numba accepts (by soname if the loader finds it, else by full path)."""
+    import ctypes
+
     for path in ["libtbb.so.12", *_tbb_candidates()]:
         try:
             lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
@@ -82,6 +84,23 @@ def _load_tbb() -> bool:
     return False
 
 
+def _requested() -> str:
+    return os.environ.get("SKELETAL_THREADING_LAYER") or os.environ.get("NUMBA_THREADING_LAYER") or ""
+
+
+def prepare_environment() -> None:
+    """The OpenMP wait policy and spin in the environment, for the OpenMP runtime that loads later
+    (numba's, or another library's: torch loads one when imported). Needs no numba: ``import
+    skeletal`` runs it (``skeletal._setup``); :func:`choose` too. Nothing when a layer is asked for."""
+    if _requested() or _state.get("environment"):
+        return
+    _state["environment"] = True
+    if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+        os.environ["GOMP_SPINCOUNT"] = str(SPIN_COUNT)  # spin this long, then sleep (GNU OpenMP)
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    os.environ.setdefault("KMP_BLOCKTIME", "0")
+
+
 def choose() -> str:
     """Choose the threading layer once per process (before numba starts its threads); returns the
     layer asked for ("omp" by default: numba falls back to TBB, then workqueue, when it is missing)."""
@@ -89,7 +108,8 @@ def choose() -> str:
         return _state["layer"]
     import numba
 
-    requested = os.environ.get("SKELETAL_THREADING_LAYER") or os.environ.get("NUMBA_THREADING_LAYER")
+    requested = _requested()
+    prepare_environment()
     if requested:
         layer = requested
         if layer == "tbb":
@@ -97,10 +117,6 @@ def choose() -> str:
         numba.config.THREADING_LAYER = layer
     else:
         layer = "omp"
-        if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
-            os.environ["GOMP_SPINCOUNT"] = str(SPIN_COUNT)  # spin this long, then sleep (GNU OpenMP)
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-        os.environ.setdefault("KMP_BLOCKTIME", "0")
         numba.config.THREADING_LAYER = "default"
         numba.config.THREADING_LAYER_PRIORITY = ["omp", "tbb", "workqueue"]
     _state["layer"] = layer
@@ -247,4 +263,4 @@ def chosen_layer() -> str:
     return choose()
 
 
-choose()
+# choose() runs as numba loads (skeletal._setup), prepare_environment() on ``import skeletal``

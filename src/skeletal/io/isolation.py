@@ -150,8 +150,7 @@ def _send(fd: int, message: tuple) -> None:
             view = view[n:]
 
 
-def _run_job(module: str, function: str, args: tuple) -> tuple:
-    work: Callable[..., tuple] = getattr(importlib.import_module(module), function)
+def _run_job(work: Callable[..., tuple], args: tuple) -> tuple:
     try:
         return work(*args)
     except MemoryError:
@@ -169,14 +168,21 @@ def _child(fd: int, module: str, function: str, args: tuple, memory: int, cpu: i
         os.close(null)
     except OSError:
         pass
+    # the job's module and what it imports (numba, LLVM) before the limits, as a forked child inherits
+    # them: the limits are for reading the file (``import skeletal`` no longer loads numba)
+    work: Callable[..., tuple] = getattr(importlib.import_module(module), function)
     _apply_limits(memory, cpu)
-    _send(fd, _run_job(module, function, args))
+    _send(fd, _run_job(work, args))
 
 
 def main() -> None:
     """``python -m skeletal.io.isolation``: the spawn method's child (request pickled on stdin,
     reply framed as in :func:`_send` on stdout)."""
     request = pickle.load(sys.stdin.buffer)
+    # numba before the limits: LLVM's library maps hundreds of MB of address space, which a forked
+    # child inherits from its parent and ``import skeletal`` no longer loads (a reader imports it
+    # when it first runs, under the limits: "cannot load libllvmlite.so")
+    import numba  # noqa: F401
     out = os.dup(sys.stdout.fileno())
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints must not corrupt the reply
     _child(out, *request)

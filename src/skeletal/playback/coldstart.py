@@ -320,7 +320,7 @@ def wait(mixer: Any, timeout: float | None = None) -> bool:
 
 def _main() -> int:
     """The child: compile the pickled requests on stdin into numba's cache, one line per kernel done."""
-    reqs = pickle.loads(sys.stdin.buffer.read())  # (importing this module ran skeletal/__init__: numba's set-up)
+    reqs = pickle.loads(sys.stdin.buffer.read())  # (skeletal._setup sets numba up when the recipes import it)
 
     recipes = _recipes()
     for name, args in reqs:

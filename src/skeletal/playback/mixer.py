@@ -107,7 +107,7 @@ class Mixer:
     local_pose = FrameInput[np.ndarray]()
     morph_weights = FrameInput[np.ndarray]()
     world = FrameInput[np.ndarray]()
-    palettes = FrameInput[np.ndarray]()
+    palettes = FrameInput[np.ndarray](then="_palettes_replaced")
     palette_joints = FrameInput[np.ndarray]()
     _ik = FrameInput[Any]()
     _inertia = FrameInput[InertiaArrays]()
@@ -206,6 +206,13 @@ class Mixer:
         for skin in skins:
             self.skin_ranges.append((start, start + len(skin.joints)))
             start += len(skin.joints)
+
+    def _palettes_replaced(self) -> None:
+        """After :attr:`palettes` is assigned: ``_first_palettes``, instance 0's (J_s, R, 4) palette per
+        skin as a tuple of views into it (what :attr:`skeletal.Player.palettes` returns, read by a C
+        getter: no Python frame or allocation per read)."""
+        palettes = self.palettes
+        self._first_palettes = tuple(palettes[0, start:end] for start, end in self.skin_ranges)
 
     @property
     def skin_palettes(self) -> list[np.ndarray]:
