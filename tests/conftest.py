@@ -21,6 +21,23 @@ os.environ.setdefault("SKELETAL_ASSETS", str(ASSETS))
 # process, as it always did; tests/test_coldstart.py turns them on where it tests them
 os.environ.setdefault("SKELETAL_NO_FALLBACK", "1")
 
+
+def _usd_core_through_skeletal() -> None:
+    """usd-core imported first by skeletal (io.usd.import_pxr), before any test module imports it:
+    then no worker pool starts in this process, and readers may be forked (else they are spawned)."""
+    try:
+        from skeletal.errors import ModelError
+        from skeletal.io.usd import import_pxr
+    except ImportError:
+        return
+    try:
+        import_pxr()
+    except ModelError:
+        pass  # usd-core is not installed: the USD tests skip
+
+
+_usd_core_through_skeletal()
+
 # the reasons tests were skipped, once each, in one block at the end of the run
 pytest_plugins = ["fixtures.skip_summary"]
 

@@ -56,6 +56,7 @@ from __future__ import annotations
 import dataclasses
 
 import os
+import sys
 import warnings
 from dataclasses import dataclass
 
@@ -91,14 +92,23 @@ INSTALL_HINT = 'USD needs usd-core: pip install "skeletal[usd]"'
 def import_pxr(file: str | None = None):
     """The ``pxr`` modules (Usd, UsdGeom, UsdSkel, Sdf, Gf, Vt); ModelError with the install hint when
     usd-core is missing."""
+    global _THREADS_AT_PREPARE, _POOL_UNKNOWN
+    first = _THREADS_AT_PREPARE is None and not _POOL_UNKNOWN
+    loaded_before = "pxr.Usd" in sys.modules or "pxr.Work" in sys.modules
     try:
-        from pxr import Gf, Sdf, Usd, UsdGeom, UsdSkel, Vt  # noqa: F401 - an import test: the modules are imported again where used
+        from pxr import Gf, Sdf, Usd, UsdGeom, UsdSkel, Vt, Work  # noqa: F401 - an import test: the modules are imported again where used
     except ImportError:
         raise ModelError(file, None, INSTALL_HINT) from None
     import pxr
 
-    global _THREADS_AT_PREPARE
-    if _THREADS_AT_PREPARE is None:  # usd-core imported, no stage opened yet: its pool is not running
+    if first and loaded_before:
+        # Someone imported usd-core before skeletal did and may have opened stages: its worker pool
+        # may be running, and a forked reader would wait for workers that do not exist.
+        _POOL_UNKNOWN = True
+    elif first:
+        # No stage opened yet. usd-core's work runs on this thread from now on (no worker pool is
+        # started), so that a reader child forked later never inherits a pool's state.
+        Work.SetConcurrencyLimit(1)
         _THREADS_AT_PREPARE = _thread_count()
     return pxr
 
@@ -215,6 +225,8 @@ def _prepare_parent() -> None:
 
 #: Threads of this process when usd-core was first imported through :func:`import_pxr` (None: not yet).
 _THREADS_AT_PREPARE: int | None = None
+#: usd-core was imported by other code before :func:`import_pxr`: whether its pool runs is unknown.
+_POOL_UNKNOWN = False
 
 
 def _thread_count() -> int:
@@ -229,8 +241,11 @@ def _threads_started() -> bool:
     usd-core's own worker pool (an export to USD, an in-process read) or another library's. A fork
     copies only the calling thread, and usd-core's pool state with it: a forked child then waits for
     workers that do not exist (seen: reads that hung until the 120 s timeout after a USD export in
-    the same process). Such a process starts its child fresh instead (the spawn method: about a
-    second more)."""
+    the same process), and so does a process where other code imported usd-core before skeletal
+    did (its pool's state is unknown). Such a process starts its child fresh instead (the spawn
+    method: about a second more)."""
+    if _POOL_UNKNOWN:
+        return True
     if _THREADS_AT_PREPARE is None or not _thread_count():
         return False
     return _thread_count() > _THREADS_AT_PREPARE
