@@ -50,6 +50,7 @@ import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types
 from numba.core import cgutils
+from numba.cpython.unsafe.numbers import trailing_zeros
 from numba.extending import intrinsic
 
 from ..._threads import capped_threads
@@ -232,6 +233,7 @@ def _brute_one(rows, query):
 _F32 = ir.FloatType()
 _LANES = ir.VectorType(_F32, WIDTH)
 _ZERO = ir.Constant(ir.IntType(64), 0)
+_CHECK = 8  # columns between two checks of a block's partial sums against the best (a power of 2)
 
 
 def _lane_types_ok(*arrays) -> bool:
@@ -254,27 +256,79 @@ def _splat(builder, x):
                                   ir.Constant(ir.VectorType(ir.IntType(32), WIDTH), [0] * WIDTH))
 
 
-def _sum_over_columns(context, builder, columns, term, out_type, out):
-    """``out[0:WIDTH] = sum over c in 0..columns-1, in that order, of term(c)`` (WIDTH lanes, float32,
-    each lane's additions one after the other from 0.0: the same roundings as a scalar loop)."""
-    total = cgutils.alloca_once_value(builder, ir.Constant(_LANES, [0.0] * WIDTH))
-    with cgutils.for_range(builder, columns) as loop:
-        e = term(loop.index)
-        builder.store(builder.fadd(builder.load(total), builder.fmul(e, e)), total)
-    builder.store(builder.load(total), _lanes_at(context, builder, out_type, context.make_array(out_type)(
-        context, builder, out), [_ZERO]), align=4)
+def _lane_sums(builder, columns, term, cut=None):
+    """``sum over c = 0, 1, ... columns - 1, in that order, of term(c)**2`` in WIDTH float32 lanes, each
+    lane's additions one after the other from 0.0 (the roundings of a scalar loop; no fused
+    multiply-add). With ``cut`` (a float32 value), stops after any multiple of :data:`_CHECK` columns
+    where every lane is above it (the sums only grow: each lane's full sum would be too)."""
+    before = builder.block
+    head = builder.append_basic_block("lanes.head")
+    body = builder.append_basic_block("lanes.body")
+    done = builder.append_basic_block("lanes.done")
+    builder.branch(head)
+    builder.position_at_end(head)
+    c = builder.phi(columns.type)
+    total = builder.phi(_LANES)
+    c.add_incoming(ir.Constant(columns.type, 0), before)
+    total.add_incoming(ir.Constant(_LANES, [0.0] * WIDTH), before)
+    builder.cbranch(builder.icmp_signed("<", c, columns), body, done)
+    builder.position_at_end(body)
+    e = term(c)
+    summed = builder.fadd(total, builder.fmul(e, e))
+    following = builder.add(c, ir.Constant(columns.type, 1))
+    if cut is None:
+        builder.branch(head)
+        c.add_incoming(following, builder.block)
+        total.add_incoming(summed, builder.block)
+        builder.position_at_end(done)
+        return total
+    test = builder.append_basic_block("lanes.test")
+    at_check = builder.icmp_signed("==", builder.and_(following, ir.Constant(columns.type, _CHECK - 1)),
+                                   ir.Constant(columns.type, 0))
+    builder.cbranch(at_check, test, head)
+    c.add_incoming(following, builder.block)
+    total.add_incoming(summed, builder.block)
+    builder.position_at_end(test)
+    above = builder.bitcast(builder.fcmp_ordered(">", summed, _splat(builder, cut)), ir.IntType(WIDTH))
+    builder.cbranch(builder.icmp_signed("==", above, ir.Constant(ir.IntType(WIDTH), -1)), done, head)
+    c.add_incoming(following, test)
+    total.add_incoming(summed, test)
+    builder.position_at_end(done)
+    result = builder.phi(_LANES)
+    result.add_incoming(total, head)
+    result.add_incoming(summed, test)
+    return result
+
+
+def _lane_minimum(builder, lanes):
+    """The smallest of WIDTH float32 lanes (no NaNs)."""
+    step = WIDTH // 2
+    while step:
+        other = builder.shuffle_vector(lanes, lanes, ir.Constant(ir.VectorType(ir.IntType(32), WIDTH),
+                                                                 [(i + step) % WIDTH for i in range(WIDTH)]))
+        lanes = builder.select(builder.fcmp_ordered("<", other, lanes), other, lanes)
+        step //= 2
+    return builder.extract_element(lanes, ir.Constant(ir.IntType(32), 0))
+
+
+def _store_lanes(context, builder, out_type, out, lanes):
+    builder.store(lanes, _lanes_at(context, builder, out_type, context.make_array(out_type)(context, builder, out),
+                                   [_ZERO]), align=4)
 
 
 @intrinsic
-def _block_distances(typingctx, blocks, b, query, out):
-    """``_block_distances(blocks, b, query, out)``: the squared distances of block b's rows (padding
-    included) to ``query`` (D,) into ``out`` (WIDTH,) float32, all 16 lanes at once, for each row the
-    same additions in the same order as :func:`_distance` (no fused multiply-add)."""
-    if not (_lane_types_ok(blocks, query, out) and blocks.ndim == 3 and isinstance(b, types.Integer)):
+def _block_distances(typingctx, blocks, b, query, out, cut):
+    """``_block_distances(blocks, b, query, out, cut) -> float32``: the squared distances of block b's
+    rows (padding included) to ``query`` (D,) into ``out`` (WIDTH,) float32, all 16 lanes at once, for
+    each row the same additions in the same order as :func:`_distance`; returns the smallest. Once every
+    lane's partial sum is above ``cut`` (float32) it stops, and ``out`` holds those partial sums (each
+    above ``cut``, like the smallest returned)."""
+    if not (_lane_types_ok(blocks, query, out) and blocks.ndim == 3 and isinstance(b, types.Integer)
+            and cut == types.float32):
         return None
 
     def codegen(context, builder, signature, args):
-        blocks_type, _, query_type, out_type = signature.args
+        blocks_type, _, query_type, out_type, _ = signature.args
         rows = context.make_array(blocks_type)(context, builder, args[0])
         q = context.make_array(query_type)(context, builder, args[2])
         index = context.cast(builder, args[1], signature.args[1], types.intp)
@@ -284,22 +338,25 @@ def _block_distances(typingctx, blocks, b, query, out):
             value = builder.load(cgutils.get_item_pointer(context, builder, query_type, q, [c]))
             return builder.fsub(x, _splat(builder, value))
 
-        _sum_over_columns(context, builder, builder.extract_value(rows.shape, 1), term, out_type, args[3])
-        return context.get_dummy_value()
+        lanes = _lane_sums(builder, builder.extract_value(rows.shape, 1), term, args[4])
+        _store_lanes(context, builder, out_type, args[3], lanes)
+        return _lane_minimum(builder, lanes)
 
-    return types.void(blocks, b, query, out), codegen
+    return types.float32(blocks, b, query, out, cut), codegen
 
 
 @intrinsic
-def _child_bounds(typingctx, lo, hi, g, rotated, out):
-    """``_child_bounds(lo, hi, g, rotated, out)``: the squared distances (float32) of the rotated query
-    (D,) to node g's children's boxes, into ``out`` (WIDTH,), all children at once like
-    :func:`_block_distances` (a missing child's: inf): per axis ``max(lo - q, q - hi, 0)`` squared."""
-    if not (_lane_types_ok(lo, hi, rotated, out) and lo.ndim == hi.ndim == 3 and isinstance(g, types.Integer)):
+def _child_bounds(typingctx, lo, hi, g, rotated, out, limit):
+    """``_child_bounds(lo, hi, g, rotated, out, limit) -> int64``: the squared distances (float32) of
+    the rotated query (D,) to node g's children's boxes into ``out`` (WIDTH,), all children at once
+    like :func:`_block_distances` (per axis ``max(lo - q, q - hi, 0)`` squared; a missing child's:
+    inf); returns the children whose bound is at most ``limit`` (float64) as bits (child j: 1 << j)."""
+    if not (_lane_types_ok(lo, hi, rotated, out) and lo.ndim == hi.ndim == 3 and isinstance(g, types.Integer)
+            and limit == types.float64):
         return None
 
     def codegen(context, builder, signature, args):
-        lo_type, hi_type, _, query_type, out_type = signature.args
+        lo_type, hi_type, _, query_type, out_type, _ = signature.args
         low = context.make_array(lo_type)(context, builder, args[0])
         high = context.make_array(hi_type)(context, builder, args[1])
         q = context.make_array(query_type)(context, builder, args[3])
@@ -313,75 +370,89 @@ def _child_bounds(typingctx, lo, hi, g, rotated, out):
             gap = builder.select(builder.fcmp_ordered(">", above, below), above, below)
             return builder.select(builder.fcmp_ordered(">", gap, zeros), gap, zeros)
 
-        _sum_over_columns(context, builder, builder.extract_value(low.shape, 1), term, out_type, args[4])
-        return context.get_dummy_value()
+        lanes = _lane_sums(builder, builder.extract_value(low.shape, 1), term)
+        _store_lanes(context, builder, out_type, args[4], lanes)
+        wide = builder.fpext(lanes, ir.VectorType(ir.DoubleType(), WIDTH))
+        limits = builder.insert_element(ir.Constant(wide.type, ir.Undefined), args[5], ir.Constant(ir.IntType(32), 0))
+        limits = builder.shuffle_vector(limits, ir.Constant(wide.type, ir.Undefined),
+                                        ir.Constant(ir.VectorType(ir.IntType(32), WIDTH), [0] * WIDTH))
+        near = builder.bitcast(builder.fcmp_ordered("<=", wide, limits), ir.IntType(WIDTH))
+        return builder.zext(near, ir.IntType(64))
 
-    return types.void(lo, hi, g, rotated, out), codegen
-
-
-@njit(cache=True, inline="always")
-def _scan_block(blocks, block_rows, block_size, b, query, distances, best, best_i):
-    """The rows of block b against the best so far: the (best, index) pair, the lower index on equal
-    distances (brute force meets it first). ``distances`` (WIDTH,): scratch."""
-    _block_distances(blocks, b, query, distances)
-    for j in range(block_size[b]):
-        d = distances[j]
-        i = block_rows[b, j]
-        if d < best or (d == best and i < best_i):
-            best, best_i = d, i
-    return best, best_i
+    return types.int64(lo, hi, g, rotated, out, limit), codegen
 
 
-@njit(cache=True, inline="always")
-def _rotate(center, basis, magnitude, query, wide, rotated):
-    """The query's coordinates in the principal frame, float64 (``wide``) then float32 (``rotated``),
-    and the absolute slack of its bounds (:data:`ABSOLUTE_SLACK` times the largest coordinate of the
-    rows or the query, squared). Axis by axis at once (a loop the compiler vectorises)."""
-    D = basis.shape[0]
-    for k in range(D):
-        wide[k] = 0.0
-    for c in range(D):
-        x = np.float64(query[c]) - center[c]
-        for k in range(D):
-            wide[k] += x * basis[c, k]
-    m = magnitude[0]
-    for k in range(D):
-        rotated[k] = wide[k]
-        m = max(m, abs(wide[k]))
-    return ABSOLUTE_SLACK * m * m
+@njit(cache=True)
+def _tree_range(rows, blocks, block_rows, block_size, center, basis, lo, hi, level_first, level_count, magnitude,
+                queries, hints, first, end, index, cost):
+    """Queries ``first`` .. ``end - 1``: each one's nearest row and its distance into ``index`` and
+    ``cost``. Depth first from the root, each node's children's bounds at once, the nearer children
+    first, skipping those whose bound is above the best distance (plus the slack); a block's rows all
+    at once. ``hints[n]`` (a row, or -1): a row whose distance starts as the best; ties still go to
+    the lower index, as brute force gives them.
 
-
-@njit(cache=True, inline="always")
-def _tree_one(rows, blocks, block_rows, block_size, center, basis, lo, hi, level_first, level_count, magnitude,
-              query, hint, wide, rotated, lanes, stack_node, stack_level, stack_bound):
-    """The nearest row and its distance: depth first from the root, each node's children's bounds at
-    once, the nearer children first, skipping those whose bound is above the best distance (plus the
-    slack). ``hint`` (a row, or -1): a row whose distance starts as the best; ties still go to the
-    lower index, as brute force gives them. ``wide`` (D,) float64, ``rotated`` (D,) float32,
-    ``lanes`` (WIDTH,) float32, ``stack_*`` (:data:`_STACK`,): scratch."""
-    best, best_i = np.float32(np.inf), -1
-    if hint >= 0:
-        best, best_i = _distance(rows, hint, query, best), hint
-    absolute = _rotate(center, basis, magnitude, query, wide, rotated)
-    limit = np.float64(best) * RELATIVE_SLACK + absolute
+    One function for the whole range, written out, with no helper taking arrays in the loops: numba
+    counts references to the arrays a function is handed, and each such call in a loop (inlined or
+    not) cost two atomic operations per array, more than a block's distances."""
+    D = rows.shape[1]
+    query = np.empty(D, np.float32)
+    wide = np.empty(D)
+    rotated = np.empty(D, np.float32)
+    lanes = np.empty(WIDTH, np.float32)
+    stack_node = np.empty(_STACK, np.int64)
+    stack_level = np.empty(_STACK, np.int64)
+    stack_bound = np.empty(_STACK)
     top_level = level_count.shape[0] - 1
-    stack_node[0], stack_level[0], stack_bound[0] = level_first[top_level - 1], top_level, 0.0
-    top = 1
-    while top > 0:
-        top -= 1
-        if stack_bound[top] > limit:
-            continue
-        node, level = stack_node[top], stack_level[top]
-        if level == 0:
-            best, best_i = _scan_block(blocks, block_rows, block_size, node, query, lanes, best, best_i)
-            limit = np.float64(best) * RELATIVE_SLACK + absolute
-            continue
-        _child_bounds(lo, hi, node, rotated, lanes)
-        base = WIDTH * (node - level_first[level - 1])  # the first child's index in its level
-        start = top
-        for j in range(min(WIDTH, level_count[level - 1] - base)):
-            bound = np.float64(lanes[j])
-            if bound <= limit:
+    for n in range(first, end):
+        for c in range(D):
+            query[c] = queries[n, c]
+        best, best_i = np.float32(np.inf), -1
+        hint = hints[n]
+        if hint >= 0:
+            best, best_i = np.float32(0.0), hint
+            for c in range(D):  # as _distance sums it
+                e = rows[hint, c] - query[c]
+                best += e * e
+        # the query in the principal frame, float64 (wide) then float32 (rotated), and the absolute
+        # slack of the bounds (ABSOLUTE_SLACK times the largest coordinate of the rows or the query,
+        # squared); axis by axis at once (a loop the compiler vectorises)
+        for k in range(D):
+            wide[k] = 0.0
+        for c in range(D):
+            x = np.float64(query[c]) - center[c]
+            for k in range(D):
+                wide[k] += x * basis[c, k]
+        m = magnitude[0]
+        for k in range(D):
+            rotated[k] = wide[k]
+            m = max(m, abs(wide[k]))
+        absolute = ABSOLUTE_SLACK * m * m
+        limit = np.float64(best) * RELATIVE_SLACK + absolute
+        stack_node[0], stack_level[0], stack_bound[0] = level_first[top_level - 1], top_level, 0.0
+        top = 1
+        while top > 0:
+            top -= 1
+            if stack_bound[top] > limit:
+                continue
+            node, level = stack_node[top], stack_level[top]
+            if level == 0:
+                # the block's rows against the best so far, the lower index on equal distances (brute
+                # force meets it first); none can win, not even a tie, when all are farther
+                if _block_distances(blocks, node, query, lanes, best) <= best:
+                    for j in range(block_size[node]):
+                        d = lanes[j]
+                        i = block_rows[node, j]
+                        if d < best or (d == best and i < best_i):
+                            best, best_i = d, i
+                    limit = np.float64(best) * RELATIVE_SLACK + absolute
+                continue
+            base = WIDTH * (node - level_first[level - 1])  # the first child's index in its level
+            near = _child_bounds(lo, hi, node, rotated, lanes, limit) & ((1 << min(WIDTH, level_count[level - 1] - base)) - 1)
+            start = top
+            while near:
+                j = trailing_zeros(near)
+                near &= near - 1
+                bound = np.float64(lanes[j])
                 # insert in the stack segment kept in decreasing order of bound: the nearest on top
                 at = top
                 while at > start and stack_bound[at - 1] < bound:
@@ -390,7 +461,7 @@ def _tree_one(rows, blocks, block_rows, block_size, center, basis, lo, hi, level
                 stack_node[at] = base + j if level == 1 else level_first[level - 2] + base + j
                 stack_level[at], stack_bound[at] = level - 1, bound
                 top += 1
-    return best_i, best
+        index[n], cost[n] = best_i, best
 
 
 @njit(cache=True, parallel=True)
@@ -410,37 +481,20 @@ def brute_force_serial(rows, queries, index, cost):
 @njit(cache=True, parallel=True)
 def box_search_kernel(rows, blocks, block_rows, block_size, center, basis, lo, hi, level_first, level_count, magnitude,
                       queries, hints, index, cost):
-    """:func:`brute_force_kernel`'s answer through the tree, queries in parallel (16 to a task, which
-    shares its scratch); ``hints`` (N,) rows or -1."""
-    D = rows.shape[1]
+    """:func:`brute_force_kernel`'s answer through the tree, queries in parallel, 16 to a task;
+    ``hints`` (N,) rows or -1."""
     N = queries.shape[0]
     for t in prange((N + 15) // 16):
-        wide = np.empty(D)
-        rotated = np.empty(D, np.float32)
-        lanes = np.empty(WIDTH, np.float32)
-        stack_node = np.empty(_STACK, np.int64)
-        stack_level = np.empty(_STACK, np.int64)
-        stack_bound = np.empty(_STACK)
-        for n in range(16 * t, min(16 * t + 16, N)):
-            index[n], cost[n] = _tree_one(rows, blocks, block_rows, block_size, center, basis, lo, hi, level_first,
-                                          level_count, magnitude, queries[n], hints[n], wide, rotated, lanes,
-                                          stack_node, stack_level, stack_bound)
+        _tree_range(rows, blocks, block_rows, block_size, center, basis, lo, hi, level_first, level_count, magnitude,
+                    queries, hints, 16 * t, min(16 * t + 16, N), index, cost)
 
 
 @njit(cache=True)
 def box_search_serial(rows, blocks, block_rows, block_size, center, basis, lo, hi, level_first, level_count, magnitude,
                       queries, hints, index, cost):
     """:func:`box_search_kernel` on one thread."""
-    wide = np.empty(rows.shape[1])
-    rotated = np.empty(rows.shape[1], np.float32)
-    lanes = np.empty(WIDTH, np.float32)
-    stack_node = np.empty(_STACK, np.int64)
-    stack_level = np.empty(_STACK, np.int64)
-    stack_bound = np.empty(_STACK)
-    for n in range(queries.shape[0]):
-        index[n], cost[n] = _tree_one(rows, blocks, block_rows, block_size, center, basis, lo, hi, level_first,
-                                      level_count, magnitude, queries[n], hints[n], wide, rotated, lanes, stack_node,
-                                      stack_level, stack_bound)
+    _tree_range(rows, blocks, block_rows, block_size, center, basis, lo, hi, level_first, level_count, magnitude,
+                queries, hints, 0, queries.shape[0], index, cost)
 
 
 def brute_force(rows: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
