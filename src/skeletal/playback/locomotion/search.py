@@ -233,7 +233,7 @@ def _brute_one(rows, query):
 _F32 = ir.FloatType()
 _LANES = ir.VectorType(_F32, WIDTH)
 _ZERO = ir.Constant(ir.IntType(64), 0)
-_CHECK = 8  # columns between two checks of a block's partial sums against the best (a power of 2)
+_CHECK = 16  # columns after which a block's partial sums are checked against the best
 
 
 def _lane_types_ok(*arrays) -> bool:
@@ -256,47 +256,50 @@ def _splat(builder, x):
                                   ir.Constant(ir.VectorType(ir.IntType(32), WIDTH), [0] * WIDTH))
 
 
-def _lane_sums(builder, columns, term, cut=None):
-    """``sum over c = 0, 1, ... columns - 1, in that order, of term(c)**2`` in WIDTH float32 lanes, each
-    lane's additions one after the other from 0.0 (the roundings of a scalar loop; no fused
-    multiply-add). With ``cut`` (a float32 value), stops after any multiple of :data:`_CHECK` columns
-    where every lane is above it (the sums only grow: each lane's full sum would be too)."""
+def _lane_sums(builder, first, end, term, total=None):
+    """``total`` (default 0.0) ``+ sum over c = first, first + 1, ... end - 1, in that order, of
+    term(c)**2`` in WIDTH float32 lanes, each lane's additions one after the other (the roundings of a
+    scalar loop; no fused multiply-add)."""
     before = builder.block
     head = builder.append_basic_block("lanes.head")
     body = builder.append_basic_block("lanes.body")
     done = builder.append_basic_block("lanes.done")
     builder.branch(head)
     builder.position_at_end(head)
-    c = builder.phi(columns.type)
-    total = builder.phi(_LANES)
-    c.add_incoming(ir.Constant(columns.type, 0), before)
-    total.add_incoming(ir.Constant(_LANES, [0.0] * WIDTH), before)
-    builder.cbranch(builder.icmp_signed("<", c, columns), body, done)
+    c = builder.phi(end.type)
+    sums = builder.phi(_LANES)
+    c.add_incoming(first, before)
+    sums.add_incoming(ir.Constant(_LANES, [0.0] * WIDTH) if total is None else total, before)
+    builder.cbranch(builder.icmp_signed("<", c, end), body, done)
     builder.position_at_end(body)
     e = term(c)
-    summed = builder.fadd(total, builder.fmul(e, e))
-    following = builder.add(c, ir.Constant(columns.type, 1))
-    if cut is None:
-        builder.branch(head)
-        c.add_incoming(following, builder.block)
-        total.add_incoming(summed, builder.block)
-        builder.position_at_end(done)
-        return total
-    test = builder.append_basic_block("lanes.test")
-    at_check = builder.icmp_signed("==", builder.and_(following, ir.Constant(columns.type, _CHECK - 1)),
-                                   ir.Constant(columns.type, 0))
-    builder.cbranch(at_check, test, head)
-    c.add_incoming(following, builder.block)
-    total.add_incoming(summed, builder.block)
-    builder.position_at_end(test)
-    above = builder.bitcast(builder.fcmp_ordered(">", summed, _splat(builder, cut)), ir.IntType(WIDTH))
-    builder.cbranch(builder.icmp_signed("==", above, ir.Constant(ir.IntType(WIDTH), -1)), done, head)
-    c.add_incoming(following, test)
-    total.add_incoming(summed, test)
+    c.add_incoming(builder.add(c, ir.Constant(end.type, 1)), builder.block)
+    sums.add_incoming(builder.fadd(sums, builder.fmul(e, e)), builder.block)
+    builder.branch(head)
+    builder.position_at_end(done)
+    return sums
+
+
+def _lane_sums_until(builder, columns, term, cut):
+    """:func:`_lane_sums` over ``columns`` columns, but returning the partial sums after the first
+    :data:`_CHECK` when every lane is already above ``cut`` (a float32 value; the sums only grow, so
+    each lane's full sum would be too)."""
+    split = builder.select(builder.icmp_signed("<", columns, ir.Constant(columns.type, _CHECK)), columns,
+                           ir.Constant(columns.type, _CHECK))
+    partial = _lane_sums(builder, ir.Constant(columns.type, 0), split, term)
+    above = builder.bitcast(builder.fcmp_ordered(">", partial, _splat(builder, cut)), ir.IntType(WIDTH))
+    checked = builder.block
+    rest = builder.append_basic_block("lanes.rest")
+    done = builder.append_basic_block("lanes.all")
+    builder.cbranch(builder.icmp_signed("==", above, ir.Constant(ir.IntType(WIDTH), -1)), done, rest)
+    builder.position_at_end(rest)
+    full = _lane_sums(builder, split, columns, term, partial)
+    finished = builder.block
+    builder.branch(done)
     builder.position_at_end(done)
     result = builder.phi(_LANES)
-    result.add_incoming(total, head)
-    result.add_incoming(summed, test)
+    result.add_incoming(partial, checked)
+    result.add_incoming(full, finished)
     return result
 
 
@@ -338,7 +341,7 @@ def _block_distances(typingctx, blocks, b, query, out, cut):
             value = builder.load(cgutils.get_item_pointer(context, builder, query_type, q, [c]))
             return builder.fsub(x, _splat(builder, value))
 
-        lanes = _lane_sums(builder, builder.extract_value(rows.shape, 1), term, args[4])
+        lanes = _lane_sums_until(builder, builder.extract_value(rows.shape, 1), term, args[4])
         _store_lanes(context, builder, out_type, args[3], lanes)
         return _lane_minimum(builder, lanes)
 
@@ -370,7 +373,7 @@ def _child_bounds(typingctx, lo, hi, g, rotated, out, limit):
             gap = builder.select(builder.fcmp_ordered(">", above, below), above, below)
             return builder.select(builder.fcmp_ordered(">", gap, zeros), gap, zeros)
 
-        lanes = _lane_sums(builder, builder.extract_value(low.shape, 1), term)
+        lanes = _lane_sums(builder, ir.Constant(ir.IntType(64), 0), builder.extract_value(low.shape, 1), term)
         _store_lanes(context, builder, out_type, args[4], lanes)
         wide = builder.fpext(lanes, ir.VectorType(ir.DoubleType(), WIDTH))
         limits = builder.insert_element(ir.Constant(wide.type, ir.Undefined), args[5], ir.Constant(ir.IntType(32), 0))
