@@ -183,9 +183,22 @@ def build_boxes(rows: np.ndarray) -> Boxes:
             break
         lo, hi = _runs(lo, np.minimum), _runs(hi, np.maximum)
     first = np.concatenate([[0], np.cumsum([len(x) for x in lo_levels])]).astype(np.int64)
+    lo16 = _half_outward(np.concatenate(lo_levels), down=True)
+    hi16 = _half_outward(np.concatenate(hi_levels), down=False)
     magnitude = np.array([np.abs(rotated).max() if rotated.size else 0.0])
     return Boxes(order.astype(np.int64), blocks, block_rows, block_size, center, basis,
-                 np.concatenate(lo_levels), np.concatenate(hi_levels), first, np.array(counts, np.int64), magnitude)
+                 lo16, hi16, first, np.array(counts, np.int64), magnitude)
+
+
+def _half_outward(boxes: np.ndarray, down: bool) -> np.ndarray:
+    """float32 box corners as float16 rounded outward (down: never above, else never below; beyond
+    float16's range: its largest value or infinity), as their uint16 bit patterns (numba has no
+    float16 arrays on the CPU; the kernels read them as halves)."""
+    with np.errstate(over="ignore"):
+        half = boxes.astype(np.float16)
+    out = half > boxes if down else half < boxes
+    half[out] = np.nextafter(half[out], np.float16(-np.inf if down else np.inf))
+    return np.ascontiguousarray(half.view(np.uint16))
 
 
 def _rows(a: np.ndarray) -> np.ndarray:
@@ -247,6 +260,13 @@ def _lanes_at(context, builder, array_type, array, indices):
     """Pointer to the WIDTH float32 lanes starting at ``array[indices]``."""
     pointer = cgutils.get_item_pointer(context, builder, array_type, array, indices)
     return builder.bitcast(pointer, _LANES.as_pointer())
+
+
+def _half_lanes(context, builder, array_type, array, indices):
+    """The WIDTH float16 lanes (uint16 bit patterns) starting at ``array[indices]`` as float32 (exact)."""
+    pointer = cgutils.get_item_pointer(context, builder, array_type, array, indices)
+    halves = ir.VectorType(ir.HalfType(), WIDTH)
+    return builder.fpext(builder.load(builder.bitcast(pointer, halves.as_pointer()), align=2), _LANES)
 
 
 def _splat(builder, x):
@@ -354,8 +374,9 @@ def _child_bounds(typingctx, lo, hi, g, rotated, out, limit):
     the rotated query (D,) to node g's children's boxes into ``out`` (WIDTH,), all children at once
     like :func:`_block_distances` (per axis ``max(lo - q, q - hi, 0)`` squared; a missing child's:
     inf); returns the children whose bound is at most ``limit`` (float64) as bits (child j: 1 << j)."""
-    if not (_lane_types_ok(lo, hi, rotated, out) and lo.ndim == hi.ndim == 3 and isinstance(g, types.Integer)
-            and limit == types.float64):
+    halves = all(isinstance(a, types.Array) and a.dtype == types.uint16 and a.ndim == 3 and a.layout == "C"
+                 for a in (lo, hi))
+    if not (halves and _lane_types_ok(rotated, out) and isinstance(g, types.Integer) and limit == types.float64):
         return None
 
     def codegen(context, builder, signature, args):
@@ -368,8 +389,8 @@ def _child_bounds(typingctx, lo, hi, g, rotated, out, limit):
 
         def term(c):
             value = _splat(builder, builder.load(cgutils.get_item_pointer(context, builder, query_type, q, [c])))
-            below = builder.fsub(builder.load(_lanes_at(context, builder, lo_type, low, [node, c, _ZERO]), align=4), value)
-            above = builder.fsub(value, builder.load(_lanes_at(context, builder, hi_type, high, [node, c, _ZERO]), align=4))
+            below = builder.fsub(_half_lanes(context, builder, lo_type, low, [node, c, _ZERO]), value)
+            above = builder.fsub(value, _half_lanes(context, builder, hi_type, high, [node, c, _ZERO]))
             gap = builder.select(builder.fcmp_ordered(">", above, below), above, below)
             return builder.select(builder.fcmp_ordered(">", gap, zeros), gap, zeros)
 
