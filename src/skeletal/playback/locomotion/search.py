@@ -21,8 +21,12 @@ so far), with three changes:
   node's children nearest first and skipping every child whose box is farther than the best
   distance found;
 * **16 at once**: a node's 16 children's bounds, and a block's 16 rows' distances, are each one loop
-  over the columns with the 16 lanes inside (the boxes and rows stored column by column), which the
-  compiler turns into vector instructions.
+  over the columns on a vector of 16 float32 lanes (the boxes and rows stored column by column),
+  written in LLVM IR (:func:`_block_distances`, :func:`_child_bounds`): numba's loop vectoriser, given
+  16 lanes, ran them through its scalar remainder loop. The nodes' boxes are float16 rounded outward
+  (half the bytes; still lower bounds), a block's partial sums are checked once after 16 columns (a
+  block whose rows are all already farther than the best is left there), and the children that pass
+  come back as bits.
 
 A hint per query (a row that is probably near, such as the frame playing) starts the best distance
 at its own, so that far nodes are never opened.
@@ -32,7 +36,10 @@ original columns in the same order and precision (float32) as brute force sums i
 side change nothing in each row's additions), equal distances go to the lower row index (the one
 brute force meets first), and a node is skipped only when its bound (float32, in the rotated frame,
 boxes rounded outward) is above the best distance by more than every rounding error of the rotation
-and of the float32 sums can explain (:data:`RELATIVE_SLACK`, :data:`ABSOLUTE_SLACK`).
+and of the float32 sums can explain (:data:`RELATIVE_SLACK`, :data:`ABSOLUTE_SLACK`). The vector
+code keeps this: each lane's additions are a scalar loop's (0.0 first, column by column, a multiply
+then an add, never fused), and a partial sum only grows, so a row whose partial sum is already above
+the best would have lost (its full distance is larger; a tie needs an equal one).
 
 >>> import numpy as np
 >>> rows = np.random.default_rng(0).normal(size=(1000, 8)).astype(np.float32)
@@ -75,8 +82,8 @@ class Boxes(NamedTuple):
     float64 the principal frame (``(row - center) @ basis``: a row's rotated coordinates); the nodes,
     level by level from the blocks' parents (level 1) up to the root, each with up to WIDTH
     children (node n of level k: nodes WIDTH n .. WIDTH n + WIDTH - 1 of level k - 1, blocks for
-    k = 1): ``lo``/``hi`` (G, D, WIDTH) float32 the children's boxes in rotated coordinates (rounded
-    outward), ``level_first`` (K + 1,) where each level's nodes start in them (level k at
+    k = 1): ``lo``/``hi`` (G, D, WIDTH) the children's boxes in rotated coordinates, float16 rounded
+    outward (their uint16 bits), ``level_first`` (K + 1,) where each level's nodes start in them (level k at
     ``level_first[k - 1]``; the last entry: G), ``level_count`` (K + 1,) how many blocks (entry 0) and
     nodes (entry k) each level has; ``magnitude`` (1,) the largest rotated coordinate of a row."""
 
@@ -196,8 +203,8 @@ def _half_outward(boxes: np.ndarray, down: bool) -> np.ndarray:
     float16 arrays on the CPU; the kernels read them as halves)."""
     with np.errstate(over="ignore"):
         half = boxes.astype(np.float16)
-    out = half > boxes if down else half < boxes
-    half[out] = np.nextafter(half[out], np.float16(-np.inf if down else np.inf))
+        out = half > boxes if down else half < boxes
+        half[out] = np.nextafter(half[out], np.float16(-np.inf if down else np.inf))
     return np.ascontiguousarray(half.view(np.uint16))
 
 
