@@ -330,17 +330,6 @@ def _lane_sums_until(builder, columns, term, cut):
     return result
 
 
-def _lane_minimum(builder, lanes):
-    """The smallest of WIDTH float32 lanes (no NaNs)."""
-    step = WIDTH // 2
-    while step:
-        other = builder.shuffle_vector(lanes, lanes, ir.Constant(ir.VectorType(ir.IntType(32), WIDTH),
-                                                                 [(i + step) % WIDTH for i in range(WIDTH)]))
-        lanes = builder.select(builder.fcmp_ordered("<", other, lanes), other, lanes)
-        step //= 2
-    return builder.extract_element(lanes, ir.Constant(ir.IntType(32), 0))
-
-
 def _store_lanes(context, builder, out_type, out, lanes):
     builder.store(lanes, _lanes_at(context, builder, out_type, context.make_array(out_type)(context, builder, out),
                                    [_ZERO]), align=4)
@@ -348,11 +337,11 @@ def _store_lanes(context, builder, out_type, out, lanes):
 
 @intrinsic
 def _block_distances(typingctx, blocks, b, query, out, cut):
-    """``_block_distances(blocks, b, query, out, cut) -> float32``: the squared distances of block b's
+    """``_block_distances(blocks, b, query, out, cut) -> int64``: the squared distances of block b's
     rows (padding included) to ``query`` (D,) into ``out`` (WIDTH,) float32, all 16 lanes at once, for
-    each row the same additions in the same order as :func:`_distance`; returns the smallest. Once every
-    lane's partial sum is above ``cut`` (float32) it stops, and ``out`` holds those partial sums (each
-    above ``cut``, like the smallest returned)."""
+    each row the same additions in the same order as :func:`_distance`; returns the rows whose
+    distance is at most ``cut`` (float32) as bits (row j: 1 << j). Once every lane's partial sum is
+    above ``cut`` (checked after :data:`_CHECK` columns) it stops there and returns 0."""
     if not (_lane_types_ok(blocks, query, out) and blocks.ndim == 3 and isinstance(b, types.Integer)
             and cut == types.float32):
         return None
@@ -370,9 +359,10 @@ def _block_distances(typingctx, blocks, b, query, out, cut):
 
         lanes = _lane_sums_until(builder, builder.extract_value(rows.shape, 1), term, args[4])
         _store_lanes(context, builder, out_type, args[3], lanes)
-        return _lane_minimum(builder, lanes)
+        near = builder.fcmp_ordered("<=", lanes, _splat(builder, args[4]))
+        return builder.zext(builder.bitcast(near, ir.IntType(WIDTH)), ir.IntType(64))
 
-    return types.float32(blocks, b, query, out, cut), codegen
+    return types.int64(blocks, b, query, out, cut), codegen
 
 
 @intrinsic
@@ -469,8 +459,11 @@ def _tree_range(rows, blocks, block_rows, block_size, center, basis, lo, hi, lev
             if level == 0:
                 # the block's rows against the best so far, the lower index on equal distances (brute
                 # force meets it first); none can win, not even a tie, when all are farther
-                if _block_distances(blocks, node, query, lanes, best) <= best:
-                    for j in range(block_size[node]):
+                near = _block_distances(blocks, node, query, lanes, best) & ((1 << block_size[node]) - 1)
+                if near:
+                    while near:
+                        j = trailing_zeros(near)
+                        near &= near - 1
                         d = lanes[j]
                         i = block_rows[node, j]
                         if d < best or (d == best and i < best_i):
