@@ -60,7 +60,7 @@ from numba.core import cgutils
 from numba.cpython.unsafe.numbers import trailing_zeros
 from numba.extending import intrinsic
 
-from ..._threads import capped_threads
+from ..._threads import capped_threads, thread_count
 from ...errors import SkeletalError
 
 WIDTH = 16  # rows per block and children per node (one AVX-512 register of float32)
@@ -555,10 +555,10 @@ def box_search(rows: np.ndarray, boxes: Boxes, queries: np.ndarray,
     at = _hint_rows(hints, len(q), len(rows))
     arrays = (rows, boxes.blocks, boxes.block_rows, boxes.block_size, boxes.center, boxes.basis, boxes.lo, boxes.hi,
               boxes.level_first, boxes.level_count, boxes.magnitude)
-    if len(q) == 1:
-        box_search_serial(*arrays, q, at, index, cost)
-    else:
-        with capped_threads():
+    with capped_threads(parallel=len(q) > 1):
+        if len(q) == 1 or thread_count() == 1:  # no thread pool (its fork and join cost ~10 us a call)
+            box_search_serial(*arrays, q, at, index, cost)
+        else:
             box_search_kernel(*arrays, q, at, index, cost)
     return index, cost
 
@@ -570,6 +570,6 @@ def _hint_rows(hints: np.ndarray | None, count: int, F: int) -> np.ndarray:
     h = np.asarray(hints)
     if h.shape != (count,) or not np.issubdtype(h.dtype, np.integer):
         raise SkeletalError(f"hints must be {count} integer row indices (-1: none), got {h.dtype} {h.shape}")
-    if ((h < -1) | (h >= F)).any():
+    if count and (h.min() < -1 or h.max() >= F):
         raise SkeletalError(f"hints must be row indices in 0..{F - 1} or -1")
-    return h.astype(np.int64)
+    return np.ascontiguousarray(h, np.int64)
