@@ -23,10 +23,9 @@ so far), with three changes:
 * **16 at once**: a node's 16 children's bounds, and a block's 16 rows' distances, are each one loop
   over the columns on a vector of 16 float32 lanes (the boxes and rows stored column by column),
   written in LLVM IR (:func:`_block_distances`, :func:`_child_bounds`): numba's loop vectoriser, given
-  16 lanes, ran them through its scalar remainder loop. The nodes' boxes are float16 rounded outward
-  (half the bytes; still lower bounds), a block's partial sums are checked once after 16 columns (a
-  block whose rows are all already farther than the best is left there), and the children that pass
-  come back as bits.
+  16 lanes, ran them through its scalar remainder loop. A block's partial sums are checked once after
+  16 columns (a block whose rows are all already farther than the best is left there), and the rows
+  and children that pass come back as bits.
 
 A hint per query (a row that is probably near, such as the frame playing) starts the best distance
 at its own, so that far nodes are never opened.
@@ -82,8 +81,8 @@ class Boxes(NamedTuple):
     float64 the principal frame (``(row - center) @ basis``: a row's rotated coordinates); the nodes,
     level by level from the blocks' parents (level 1) up to the root, each with up to WIDTH
     children (node n of level k: nodes WIDTH n .. WIDTH n + WIDTH - 1 of level k - 1, blocks for
-    k = 1): ``lo``/``hi`` (G, D, WIDTH) the children's boxes in rotated coordinates, float16 rounded
-    outward (their uint16 bits), ``level_first`` (K + 1,) where each level's nodes start in them (level k at
+    k = 1): ``lo``/``hi`` (G, D, WIDTH) float32 the children's boxes in rotated coordinates (rounded
+    outward), ``level_first`` (K + 1,) where each level's nodes start in them (level k at
     ``level_first[k - 1]``; the last entry: G), ``level_count`` (K + 1,) how many blocks (entry 0) and
     nodes (entry k) each level has; ``magnitude`` (1,) the largest rotated coordinate of a row."""
 
@@ -190,22 +189,9 @@ def build_boxes(rows: np.ndarray) -> Boxes:
             break
         lo, hi = _runs(lo, np.minimum), _runs(hi, np.maximum)
     first = np.concatenate([[0], np.cumsum([len(x) for x in lo_levels])]).astype(np.int64)
-    lo16 = _half_outward(np.concatenate(lo_levels), down=True)
-    hi16 = _half_outward(np.concatenate(hi_levels), down=False)
     magnitude = np.array([np.abs(rotated).max() if rotated.size else 0.0])
     return Boxes(order.astype(np.int64), blocks, block_rows, block_size, center, basis,
-                 lo16, hi16, first, np.array(counts, np.int64), magnitude)
-
-
-def _half_outward(boxes: np.ndarray, down: bool) -> np.ndarray:
-    """float32 box corners as float16 rounded outward (down: never above, else never below; beyond
-    float16's range: its largest value or infinity), as their uint16 bit patterns (numba has no
-    float16 arrays on the CPU; the kernels read them as halves)."""
-    with np.errstate(over="ignore"):
-        half = boxes.astype(np.float16)
-        out = half > boxes if down else half < boxes
-        half[out] = np.nextafter(half[out], np.float16(-np.inf if down else np.inf))
-    return np.ascontiguousarray(half.view(np.uint16))
+                 np.concatenate(lo_levels), np.concatenate(hi_levels), first, np.array(counts, np.int64), magnitude)
 
 
 def _rows(a: np.ndarray) -> np.ndarray:
@@ -267,13 +253,6 @@ def _lanes_at(context, builder, array_type, array, indices):
     """Pointer to the WIDTH float32 lanes starting at ``array[indices]``."""
     pointer = cgutils.get_item_pointer(context, builder, array_type, array, indices)
     return builder.bitcast(pointer, _LANES.as_pointer())
-
-
-def _half_lanes(context, builder, array_type, array, indices):
-    """The WIDTH float16 lanes (uint16 bit patterns) starting at ``array[indices]`` as float32 (exact)."""
-    pointer = cgutils.get_item_pointer(context, builder, array_type, array, indices)
-    halves = ir.VectorType(ir.HalfType(), WIDTH)
-    return builder.fpext(builder.load(builder.bitcast(pointer, halves.as_pointer()), align=2), _LANES)
 
 
 def _splat(builder, x):
@@ -371,9 +350,8 @@ def _child_bounds(typingctx, lo, hi, g, rotated, out, limit):
     the rotated query (D,) to node g's children's boxes into ``out`` (WIDTH,), all children at once
     like :func:`_block_distances` (per axis ``max(lo - q, q - hi, 0)`` squared; a missing child's:
     inf); returns the children whose bound is at most ``limit`` (float64) as bits (child j: 1 << j)."""
-    halves = all(isinstance(a, types.Array) and a.dtype == types.uint16 and a.ndim == 3 and a.layout == "C"
-                 for a in (lo, hi))
-    if not (halves and _lane_types_ok(rotated, out) and isinstance(g, types.Integer) and limit == types.float64):
+    if not (_lane_types_ok(lo, hi, rotated, out) and lo.ndim == hi.ndim == 3 and isinstance(g, types.Integer)
+            and limit == types.float64):
         return None
 
     def codegen(context, builder, signature, args):
@@ -386,8 +364,8 @@ def _child_bounds(typingctx, lo, hi, g, rotated, out, limit):
 
         def term(c):
             value = _splat(builder, builder.load(cgutils.get_item_pointer(context, builder, query_type, q, [c])))
-            below = builder.fsub(_half_lanes(context, builder, lo_type, low, [node, c, _ZERO]), value)
-            above = builder.fsub(value, _half_lanes(context, builder, hi_type, high, [node, c, _ZERO]))
+            below = builder.fsub(builder.load(_lanes_at(context, builder, lo_type, low, [node, c, _ZERO]), align=4), value)
+            above = builder.fsub(value, builder.load(_lanes_at(context, builder, hi_type, high, [node, c, _ZERO]), align=4))
             gap = builder.select(builder.fcmp_ordered(">", above, below), above, below)
             return builder.select(builder.fcmp_ordered(">", gap, zeros), gap, zeros)
 
