@@ -242,11 +242,11 @@ _ZERO = ir.Constant(ir.IntType(64), 0)
 _CHECK = 16  # columns after which a block's partial sums are checked against the best
 
 
-def _lane_types_ok(*arrays) -> bool:
-    """Compile-time contract of the lane intrinsics: float32 arrays, the 3-d ones (and ``out``)
-    C-contiguous, so that lanes 0..WIDTH-1 of a [g, c] are adjacent."""
+def _lane_types_ok(*arrays, out) -> bool:
+    """Compile-time contract of the lane intrinsics: float32 arrays, the 3-d ones and ``out``
+    C-contiguous, so that lanes 0..WIDTH-1 of a [g, c] (and of ``out``) are adjacent."""
     return all(isinstance(a, types.Array) and a.dtype == types.float32 and (a.ndim == 1 or a.layout == "C")
-               for a in arrays)
+               for a in arrays + (out,)) and out.ndim == 1 and out.layout == "C"
 
 
 def _lanes_at(context, builder, array_type, array, indices):
@@ -321,7 +321,7 @@ def _block_distances(typingctx, blocks, b, query, out, cut):
     each row the same additions in the same order as :func:`_distance`; returns the rows whose
     distance is at most ``cut`` (float32) as bits (row j: 1 << j). Once every lane's partial sum is
     above ``cut`` (checked after :data:`_CHECK` columns) it stops there and returns 0."""
-    if not (_lane_types_ok(blocks, query, out) and blocks.ndim == 3 and isinstance(b, types.Integer)
+    if not (_lane_types_ok(blocks, query, out=out) and blocks.ndim == 3 and isinstance(b, types.Integer)
             and cut == types.float32):
         return None
 
@@ -350,7 +350,7 @@ def _child_bounds(typingctx, lo, hi, g, rotated, out, limit):
     the rotated query (D,) to node g's children's boxes into ``out`` (WIDTH,), all children at once
     like :func:`_block_distances` (per axis ``max(lo - q, q - hi, 0)`` squared; a missing child's:
     inf); returns the children whose bound is at most ``limit`` (float64) as bits (child j: 1 << j)."""
-    if not (_lane_types_ok(lo, hi, rotated, out) and lo.ndim == hi.ndim == 3 and isinstance(g, types.Integer)
+    if not (_lane_types_ok(lo, hi, rotated, out=out) and lo.ndim == hi.ndim == 3 and isinstance(g, types.Integer)
             and limit == types.float64):
         return None
 
