@@ -203,7 +203,7 @@ def test_box_search_exact_ties_small_and_large_scales():
     databases smaller than a leaf, empty, and of large or tiny magnitudes (the bound's slack scales)."""
     rng = np.random.default_rng(5)
     base = rng.normal(size=(3000, 9)).astype(np.float32)
-    for scale in (1.0, 1e4, 1e-4):
+    for scale in (1.0, 1e4, 1e-4, 1e6, 1e-7):
         rows = np.ascontiguousarray(np.concatenate([base, base[:500]]) * np.float32(scale))
         boxes = build_boxes(rows)
         queries = np.concatenate([rows[:300], rows[3000:3300], rows[:300] + np.float32(1e-3 * scale)])

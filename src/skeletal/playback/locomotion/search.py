@@ -21,8 +21,11 @@ so far), with three changes:
   node's children nearest first and skipping every child whose box is farther than the best
   distance found;
 * **16 at once**: a node's 16 children's bounds, and a block's 16 rows' distances, are each one loop
-  over the columns with the 16 lanes inside (the boxes and rows stored column by column), which the
-  compiler turns into vector instructions.
+  over the columns on a vector of 16 float32 lanes (the boxes and rows stored column by column),
+  written in LLVM IR (:func:`_block_distances`, :func:`_child_bounds`): numba's loop vectoriser, given
+  16 lanes, ran them through its scalar remainder loop. A block's partial sums are checked once after
+  16 columns (a block whose rows are all already farther than the best is left there), and the rows
+  and children that pass come back as bits.
 
 A hint per query (a row that is probably near, such as the frame playing) starts the best distance
 at its own, so that far nodes are never opened.
@@ -32,7 +35,10 @@ original columns in the same order and precision (float32) as brute force sums i
 side change nothing in each row's additions), equal distances go to the lower row index (the one
 brute force meets first), and a node is skipped only when its bound (float32, in the rotated frame,
 boxes rounded outward) is above the best distance by more than every rounding error of the rotation
-and of the float32 sums can explain (:data:`RELATIVE_SLACK`, :data:`ABSOLUTE_SLACK`).
+and of the float32 sums can explain (:data:`RELATIVE_SLACK`, :data:`ABSOLUTE_SLACK`). The vector
+code keeps this: each lane's additions are a scalar loop's (0.0 first, column by column, a multiply
+then an add, never fused), and a partial sum only grows, so a row whose partial sum is already above
+the best would have lost (its full distance is larger; a tie needs an equal one).
 
 >>> import numpy as np
 >>> rows = np.random.default_rng(0).normal(size=(1000, 8)).astype(np.float32)
@@ -47,9 +53,13 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.core import cgutils
+from numba.cpython.unsafe.numbers import trailing_zeros
+from numba.extending import intrinsic
 
-from ..._threads import capped_threads
+from ..._threads import capped_threads, thread_count
 from ...errors import SkeletalError
 
 WIDTH = 16  # rows per block and children per node (one AVX-512 register of float32)
@@ -223,99 +233,228 @@ def _brute_one(rows, query):
     return best_i, best
 
 
-@njit(cache=True, inline="always")
-def _block_distances(blocks, b, query, out):
-    """The squared distances of block b's rows (padding included) to the query, into ``out`` (WIDTH,)
-    float32: column by column, all rows at once (a loop the compiler vectorises; its length is read
-    from the array, so that it is not unrolled away first), for each row the same additions, in the
-    same order, as :func:`_distance`."""
-    width = blocks.shape[2]
-    for j in range(width):
-        out[j] = np.float32(0.0)
-    for c in range(blocks.shape[1]):
-        q = query[c]
-        for j in range(width):
-            e = blocks[b, c, j] - q
-            out[j] += e * e
+# -- 16 lanes at once, written in LLVM IR: numba's loop vectoriser, given a 16-iteration inner loop, keeps
+# its vector loop for 64 and runs 16 lanes through the scalar remainder (a tenth of the speed)
+
+_F32 = ir.FloatType()
+_LANES = ir.VectorType(_F32, WIDTH)
+_ZERO = ir.Constant(ir.IntType(64), 0)
+_CHECK = 16  # columns after which a block's partial sums are checked against the best
 
 
-@njit(cache=True, inline="always")
-def _child_bounds(lo, hi, g, rotated, out):
-    """The squared distances (float32) of the rotated query to node g's children's boxes, into
-    ``out`` (WIDTH,), all children at once like :func:`_block_distances` (a missing child's: inf)."""
-    width = lo.shape[2]
-    for j in range(width):
-        out[j] = np.float32(0.0)
-    for c in range(lo.shape[1]):
-        q = rotated[c]
-        for j in range(width):
-            e = max(max(lo[g, c, j] - q, q - hi[g, c, j]), np.float32(0.0))
-            out[j] += e * e
+def _lane_types_ok(*arrays, out) -> bool:
+    """Compile-time contract of the lane intrinsics: float32 arrays, the 3-d ones and ``out``
+    C-contiguous, so that lanes 0..WIDTH-1 of a [g, c] (and of ``out``) are adjacent."""
+    return all(isinstance(a, types.Array) and a.dtype == types.float32 and (a.ndim == 1 or a.layout == "C")
+               for a in arrays + (out,)) and out.ndim == 1 and out.layout == "C"
 
 
-@njit(cache=True, inline="always")
-def _scan_block(blocks, block_rows, block_size, b, query, distances, best, best_i):
-    """The rows of block b against the best so far: the (best, index) pair, the lower index on equal
-    distances (brute force meets it first). ``distances`` (WIDTH,): scratch."""
-    _block_distances(blocks, b, query, distances)
-    for j in range(block_size[b]):
-        d = distances[j]
-        i = block_rows[b, j]
-        if d < best or (d == best and i < best_i):
-            best, best_i = d, i
-    return best, best_i
+def _lanes_at(context, builder, array_type, array, indices):
+    """Pointer to the WIDTH float32 lanes starting at ``array[indices]``."""
+    pointer = cgutils.get_item_pointer(context, builder, array_type, array, indices)
+    return builder.bitcast(pointer, _LANES.as_pointer())
 
 
-@njit(cache=True, inline="always")
-def _rotate(center, basis, magnitude, query, wide, rotated):
-    """The query's coordinates in the principal frame, float64 (``wide``) then float32 (``rotated``),
-    and the absolute slack of its bounds (:data:`ABSOLUTE_SLACK` times the largest coordinate of the
-    rows or the query, squared). Axis by axis at once (a loop the compiler vectorises)."""
-    D = basis.shape[0]
-    for k in range(D):
-        wide[k] = 0.0
-    for c in range(D):
-        x = np.float64(query[c]) - center[c]
-        for k in range(D):
-            wide[k] += x * basis[c, k]
-    m = magnitude[0]
-    for k in range(D):
-        rotated[k] = wide[k]
-        m = max(m, abs(wide[k]))
-    return ABSOLUTE_SLACK * m * m
+def _splat(builder, x):
+    """A scalar float32 in every lane."""
+    one = builder.insert_element(ir.Constant(_LANES, ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
+    return builder.shuffle_vector(one, ir.Constant(_LANES, ir.Undefined),
+                                  ir.Constant(ir.VectorType(ir.IntType(32), WIDTH), [0] * WIDTH))
 
 
-@njit(cache=True, inline="always")
-def _tree_one(rows, blocks, block_rows, block_size, center, basis, lo, hi, level_first, level_count, magnitude,
-              query, hint, wide, rotated, lanes, stack_node, stack_level, stack_bound):
-    """The nearest row and its distance: depth first from the root, each node's children's bounds at
-    once, the nearer children first, skipping those whose bound is above the best distance (plus the
-    slack). ``hint`` (a row, or -1): a row whose distance starts as the best; ties still go to the
-    lower index, as brute force gives them. ``wide`` (D,) float64, ``rotated`` (D,) float32,
-    ``lanes`` (WIDTH,) float32, ``stack_*`` (:data:`_STACK`,): scratch."""
-    best, best_i = np.float32(np.inf), -1
-    if hint >= 0:
-        best, best_i = _distance(rows, hint, query, best), hint
-    absolute = _rotate(center, basis, magnitude, query, wide, rotated)
-    limit = np.float64(best) * RELATIVE_SLACK + absolute
+def _lane_sums(builder, first, end, term, total=None):
+    """``total`` (default 0.0) ``+ sum over c = first, first + 1, ... end - 1, in that order, of
+    term(c)**2`` in WIDTH float32 lanes, each lane's additions one after the other (the roundings of a
+    scalar loop; no fused multiply-add)."""
+    before = builder.block
+    head = builder.append_basic_block("lanes.head")
+    body = builder.append_basic_block("lanes.body")
+    done = builder.append_basic_block("lanes.done")
+    builder.branch(head)
+    builder.position_at_end(head)
+    c = builder.phi(end.type)
+    sums = builder.phi(_LANES)
+    c.add_incoming(first, before)
+    sums.add_incoming(ir.Constant(_LANES, [0.0] * WIDTH) if total is None else total, before)
+    builder.cbranch(builder.icmp_signed("<", c, end), body, done)
+    builder.position_at_end(body)
+    e = term(c)
+    c.add_incoming(builder.add(c, ir.Constant(end.type, 1)), builder.block)
+    sums.add_incoming(builder.fadd(sums, builder.fmul(e, e)), builder.block)
+    builder.branch(head)
+    builder.position_at_end(done)
+    return sums
+
+
+def _lane_sums_until(builder, columns, term, cut):
+    """:func:`_lane_sums` over ``columns`` columns, but returning the partial sums after the first
+    :data:`_CHECK` when every lane is already above ``cut`` (a float32 value; the sums only grow, so
+    each lane's full sum would be too)."""
+    split = builder.select(builder.icmp_signed("<", columns, ir.Constant(columns.type, _CHECK)), columns,
+                           ir.Constant(columns.type, _CHECK))
+    partial = _lane_sums(builder, ir.Constant(columns.type, 0), split, term)
+    above = builder.bitcast(builder.fcmp_ordered(">", partial, _splat(builder, cut)), ir.IntType(WIDTH))
+    checked = builder.block
+    rest = builder.append_basic_block("lanes.rest")
+    done = builder.append_basic_block("lanes.all")
+    builder.cbranch(builder.icmp_signed("==", above, ir.Constant(ir.IntType(WIDTH), -1)), done, rest)
+    builder.position_at_end(rest)
+    full = _lane_sums(builder, split, columns, term, partial)
+    finished = builder.block
+    builder.branch(done)
+    builder.position_at_end(done)
+    result = builder.phi(_LANES)
+    result.add_incoming(partial, checked)
+    result.add_incoming(full, finished)
+    return result
+
+
+def _store_lanes(context, builder, out_type, out, lanes):
+    builder.store(lanes, _lanes_at(context, builder, out_type, context.make_array(out_type)(context, builder, out),
+                                   [_ZERO]), align=4)
+
+
+@intrinsic
+def _block_distances(typingctx, blocks, b, query, out, cut):
+    """``_block_distances(blocks, b, query, out, cut) -> int64``: the squared distances of block b's
+    rows (padding included) to ``query`` (D,) into ``out`` (WIDTH,) float32, all 16 lanes at once, for
+    each row the same additions in the same order as :func:`_distance`; returns the rows whose
+    distance is at most ``cut`` (float32) as bits (row j: 1 << j). Once every lane's partial sum is
+    above ``cut`` (checked after :data:`_CHECK` columns) it stops there and returns 0."""
+    if not (_lane_types_ok(blocks, query, out=out) and blocks.ndim == 3 and isinstance(b, types.Integer)
+            and cut == types.float32):
+        return None
+
+    def codegen(context, builder, signature, args):
+        blocks_type, _, query_type, out_type, _ = signature.args
+        rows = context.make_array(blocks_type)(context, builder, args[0])
+        q = context.make_array(query_type)(context, builder, args[2])
+        index = context.cast(builder, args[1], signature.args[1], types.intp)
+
+        def term(c):
+            x = builder.load(_lanes_at(context, builder, blocks_type, rows, [index, c, _ZERO]), align=4)
+            value = builder.load(cgutils.get_item_pointer(context, builder, query_type, q, [c]))
+            return builder.fsub(x, _splat(builder, value))
+
+        lanes = _lane_sums_until(builder, builder.extract_value(rows.shape, 1), term, args[4])
+        _store_lanes(context, builder, out_type, args[3], lanes)
+        near = builder.fcmp_ordered("<=", lanes, _splat(builder, args[4]))
+        return builder.zext(builder.bitcast(near, ir.IntType(WIDTH)), ir.IntType(64))
+
+    return types.int64(blocks, b, query, out, cut), codegen
+
+
+@intrinsic
+def _child_bounds(typingctx, lo, hi, g, rotated, out, limit):
+    """``_child_bounds(lo, hi, g, rotated, out, limit) -> int64``: the squared distances (float32) of
+    the rotated query (D,) to node g's children's boxes into ``out`` (WIDTH,), all children at once
+    like :func:`_block_distances` (per axis ``max(lo - q, q - hi, 0)`` squared; a missing child's:
+    inf); returns the children whose bound is at most ``limit`` (float64) as bits (child j: 1 << j)."""
+    if not (_lane_types_ok(lo, hi, rotated, out=out) and lo.ndim == hi.ndim == 3 and isinstance(g, types.Integer)
+            and limit == types.float64):
+        return None
+
+    def codegen(context, builder, signature, args):
+        lo_type, hi_type, _, query_type, out_type, _ = signature.args
+        low = context.make_array(lo_type)(context, builder, args[0])
+        high = context.make_array(hi_type)(context, builder, args[1])
+        q = context.make_array(query_type)(context, builder, args[3])
+        node = context.cast(builder, args[2], signature.args[2], types.intp)
+        zeros = ir.Constant(_LANES, [0.0] * WIDTH)
+
+        def term(c):
+            value = _splat(builder, builder.load(cgutils.get_item_pointer(context, builder, query_type, q, [c])))
+            below = builder.fsub(builder.load(_lanes_at(context, builder, lo_type, low, [node, c, _ZERO]), align=4), value)
+            above = builder.fsub(value, builder.load(_lanes_at(context, builder, hi_type, high, [node, c, _ZERO]), align=4))
+            gap = builder.select(builder.fcmp_ordered(">", above, below), above, below)
+            return builder.select(builder.fcmp_ordered(">", gap, zeros), gap, zeros)
+
+        lanes = _lane_sums(builder, ir.Constant(ir.IntType(64), 0), builder.extract_value(low.shape, 1), term)
+        _store_lanes(context, builder, out_type, args[4], lanes)
+        wide = builder.fpext(lanes, ir.VectorType(ir.DoubleType(), WIDTH))
+        limits = builder.insert_element(ir.Constant(wide.type, ir.Undefined), args[5], ir.Constant(ir.IntType(32), 0))
+        limits = builder.shuffle_vector(limits, ir.Constant(wide.type, ir.Undefined),
+                                        ir.Constant(ir.VectorType(ir.IntType(32), WIDTH), [0] * WIDTH))
+        near = builder.bitcast(builder.fcmp_ordered("<=", wide, limits), ir.IntType(WIDTH))
+        return builder.zext(near, ir.IntType(64))
+
+    return types.int64(lo, hi, g, rotated, out, limit), codegen
+
+
+@njit(cache=True)
+def _tree_range(rows, blocks, block_rows, block_size, center, basis, lo, hi, level_first, level_count, magnitude,
+                queries, hints, first, end, index, cost):
+    """Queries ``first`` .. ``end - 1``: each one's nearest row and its distance into ``index`` and
+    ``cost``. Depth first from the root, each node's children's bounds at once, the nearer children
+    first, skipping those whose bound is above the best distance (plus the slack); a block's rows all
+    at once. ``hints[n]`` (a row, or -1): a row whose distance starts as the best; ties still go to
+    the lower index, as brute force gives them.
+
+    One function for the whole range, written out, with no helper taking arrays in the loops: numba
+    counts references to the arrays a function is handed, and each such call in a loop (inlined or
+    not) cost two atomic operations per array, more than a block's distances."""
+    D = rows.shape[1]
+    query = np.empty(D, np.float32)
+    wide = np.empty(D)
+    rotated = np.empty(D, np.float32)
+    lanes = np.empty(WIDTH, np.float32)
+    stack_node = np.empty(_STACK, np.int64)
+    stack_level = np.empty(_STACK, np.int64)
+    stack_bound = np.empty(_STACK)
     top_level = level_count.shape[0] - 1
-    stack_node[0], stack_level[0], stack_bound[0] = level_first[top_level - 1], top_level, 0.0
-    top = 1
-    while top > 0:
-        top -= 1
-        if stack_bound[top] > limit:
-            continue
-        node, level = stack_node[top], stack_level[top]
-        if level == 0:
-            best, best_i = _scan_block(blocks, block_rows, block_size, node, query, lanes, best, best_i)
-            limit = np.float64(best) * RELATIVE_SLACK + absolute
-            continue
-        _child_bounds(lo, hi, node, rotated, lanes)
-        base = WIDTH * (node - level_first[level - 1])  # the first child's index in its level
-        start = top
-        for j in range(min(WIDTH, level_count[level - 1] - base)):
-            bound = np.float64(lanes[j])
-            if bound <= limit:
+    for n in range(first, end):
+        for c in range(D):
+            query[c] = queries[n, c]
+        best, best_i = np.float32(np.inf), -1
+        hint = hints[n]
+        if hint >= 0:
+            best, best_i = np.float32(0.0), hint
+            for c in range(D):  # as _distance sums it
+                e = rows[hint, c] - query[c]
+                best += e * e
+        # the query in the principal frame, float64 (wide) then float32 (rotated), and the absolute
+        # slack of the bounds (ABSOLUTE_SLACK times the largest coordinate of the rows or the query,
+        # squared); axis by axis at once (a loop the compiler vectorises)
+        for k in range(D):
+            wide[k] = 0.0
+        for c in range(D):
+            x = np.float64(query[c]) - center[c]
+            for k in range(D):
+                wide[k] += x * basis[c, k]
+        m = magnitude[0]
+        for k in range(D):
+            rotated[k] = wide[k]
+            m = max(m, abs(wide[k]))
+        absolute = ABSOLUTE_SLACK * m * m
+        limit = np.float64(best) * RELATIVE_SLACK + absolute
+        stack_node[0], stack_level[0], stack_bound[0] = level_first[top_level - 1], top_level, 0.0
+        top = 1
+        while top > 0:
+            top -= 1
+            if stack_bound[top] > limit:
+                continue
+            node, level = stack_node[top], stack_level[top]
+            if level == 0:
+                # the block's rows against the best so far, the lower index on equal distances (brute
+                # force meets it first); none can win, not even a tie, when all are farther
+                near = _block_distances(blocks, node, query, lanes, best) & ((1 << block_size[node]) - 1)
+                if near:
+                    while near:
+                        j = trailing_zeros(near)
+                        near &= near - 1
+                        d = lanes[j]
+                        i = block_rows[node, j]
+                        if d < best or (d == best and i < best_i):
+                            best, best_i = d, i
+                    limit = np.float64(best) * RELATIVE_SLACK + absolute
+                continue
+            base = WIDTH * (node - level_first[level - 1])  # the first child's index in its level
+            near = _child_bounds(lo, hi, node, rotated, lanes, limit) & ((1 << min(WIDTH, level_count[level - 1] - base)) - 1)
+            start = top
+            while near:
+                j = trailing_zeros(near)
+                near &= near - 1
+                bound = np.float64(lanes[j])
                 # insert in the stack segment kept in decreasing order of bound: the nearest on top
                 at = top
                 while at > start and stack_bound[at - 1] < bound:
@@ -324,7 +463,7 @@ def _tree_one(rows, blocks, block_rows, block_size, center, basis, lo, hi, level
                 stack_node[at] = base + j if level == 1 else level_first[level - 2] + base + j
                 stack_level[at], stack_bound[at] = level - 1, bound
                 top += 1
-    return best_i, best
+        index[n], cost[n] = best_i, best
 
 
 @njit(cache=True, parallel=True)
@@ -344,37 +483,20 @@ def brute_force_serial(rows, queries, index, cost):
 @njit(cache=True, parallel=True)
 def box_search_kernel(rows, blocks, block_rows, block_size, center, basis, lo, hi, level_first, level_count, magnitude,
                       queries, hints, index, cost):
-    """:func:`brute_force_kernel`'s answer through the tree, queries in parallel (16 to a task, which
-    shares its scratch); ``hints`` (N,) rows or -1."""
-    D = rows.shape[1]
+    """:func:`brute_force_kernel`'s answer through the tree, queries in parallel, 16 to a task;
+    ``hints`` (N,) rows or -1."""
     N = queries.shape[0]
     for t in prange((N + 15) // 16):
-        wide = np.empty(D)
-        rotated = np.empty(D, np.float32)
-        lanes = np.empty(WIDTH, np.float32)
-        stack_node = np.empty(_STACK, np.int64)
-        stack_level = np.empty(_STACK, np.int64)
-        stack_bound = np.empty(_STACK)
-        for n in range(16 * t, min(16 * t + 16, N)):
-            index[n], cost[n] = _tree_one(rows, blocks, block_rows, block_size, center, basis, lo, hi, level_first,
-                                          level_count, magnitude, queries[n], hints[n], wide, rotated, lanes,
-                                          stack_node, stack_level, stack_bound)
+        _tree_range(rows, blocks, block_rows, block_size, center, basis, lo, hi, level_first, level_count, magnitude,
+                    queries, hints, 16 * t, min(16 * t + 16, N), index, cost)
 
 
 @njit(cache=True)
 def box_search_serial(rows, blocks, block_rows, block_size, center, basis, lo, hi, level_first, level_count, magnitude,
                       queries, hints, index, cost):
     """:func:`box_search_kernel` on one thread."""
-    wide = np.empty(rows.shape[1])
-    rotated = np.empty(rows.shape[1], np.float32)
-    lanes = np.empty(WIDTH, np.float32)
-    stack_node = np.empty(_STACK, np.int64)
-    stack_level = np.empty(_STACK, np.int64)
-    stack_bound = np.empty(_STACK)
-    for n in range(queries.shape[0]):
-        index[n], cost[n] = _tree_one(rows, blocks, block_rows, block_size, center, basis, lo, hi, level_first,
-                                      level_count, magnitude, queries[n], hints[n], wide, rotated, lanes, stack_node,
-                                      stack_level, stack_bound)
+    _tree_range(rows, blocks, block_rows, block_size, center, basis, lo, hi, level_first, level_count, magnitude,
+                queries, hints, 0, queries.shape[0], index, cost)
 
 
 def brute_force(rows: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -411,10 +533,10 @@ def box_search(rows: np.ndarray, boxes: Boxes, queries: np.ndarray,
     at = _hint_rows(hints, len(q), len(rows))
     arrays = (rows, boxes.blocks, boxes.block_rows, boxes.block_size, boxes.center, boxes.basis, boxes.lo, boxes.hi,
               boxes.level_first, boxes.level_count, boxes.magnitude)
-    if len(q) == 1:
-        box_search_serial(*arrays, q, at, index, cost)
-    else:
-        with capped_threads():
+    with capped_threads(parallel=len(q) > 1):
+        if len(q) == 1 or thread_count() == 1:  # no thread pool (its fork and join cost ~10 us a call)
+            box_search_serial(*arrays, q, at, index, cost)
+        else:
             box_search_kernel(*arrays, q, at, index, cost)
     return index, cost
 
@@ -426,6 +548,6 @@ def _hint_rows(hints: np.ndarray | None, count: int, F: int) -> np.ndarray:
     h = np.asarray(hints)
     if h.shape != (count,) or not np.issubdtype(h.dtype, np.integer):
         raise SkeletalError(f"hints must be {count} integer row indices (-1: none), got {h.dtype} {h.shape}")
-    if ((h < -1) | (h >= F)).any():
+    if count and (h.min() < -1 or h.max() >= F):
         raise SkeletalError(f"hints must be row indices in 0..{F - 1} or -1")
-    return h.astype(np.int64)
+    return np.ascontiguousarray(h, np.int64)
