@@ -18,9 +18,10 @@ velocity exactly continuous (:func:`start_offsets`).
 Decays of one channel, ``x0``, ``v0`` at the switch, time ``t`` since:
 
 * ``SPRING``: critically damped, ``x = e^(-y t) (x0 + (v0 + y x0) t)``, ``y = 2 ln 2 / halflife``
-  (D. Holden, "Spring-It-On"), halflife a fifth of the blend time; stepped exactly each frame, so the
-  split of time into frames does not matter; it runs for twice the blend time (then under 2e-5 of
-  its start) and stops.
+  (D. Holden, "Spring-It-On"), halflife a fifth of the blend time; the update kernel's stage
+  evaluates it in closed form from the switch's ``x0`` and ``v0`` (:func:`spring_weights`),
+  :func:`decay_into` steps it exactly each frame: either way the split of time into frames does not
+  matter; it runs for twice the blend time (then under 2e-5 of its start) and stops.
 * ``QUINTIC``: D. Bollo's polynomial (GDC 2018), the quintic with ``x(0) = x0``, ``x'(0) = v0``,
   ``x(t1) = x'(t1) = x''(t1) = 0`` and ``x''(0) = (-8 v0 t1 - 20 x0) / t1^2``; zero from ``t1`` on.
   Per channel and without Bollo's overshoot clamps (those change ``v0`` and break the continuity of
@@ -35,8 +36,11 @@ import math
 
 import numba
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.extending import intrinsic, overload
 
+from ..anim.pose import _shuffle, _transpose8
 from ..quat import qmul, qnormalize, qrotate
 from .jobs import field
 
@@ -361,9 +365,9 @@ def inertialize_instance(b, tid, job, dt, pose):
     reposed, joint count), ``inert_clock`` (B, 3) (elapsed, duration, halflife), ``inert_source`` (B,
     N, 10) the pose shown at the switch and ``inert_velocity`` (B, N, 9) its velocity,
     ``inert_anchor`` (B, N, 10) the new motion's pose there, ``inert_offset`` (B, N, 9) (DEAD: unused),
-    ``inert_x`` and ``inert_v`` (B, 9 * N) the offsets and their rates of the ``inert_joints`` (B, N)
-    that have any, channel-major (QUINTIC: at the switch; SPRING: now), ``inert_scratch`` (T, 2, 9 * N)
-    (``tid``: this thread's row). A switch leaves the instance PENDING with the source pose and
+    ``inert_x`` and ``inert_v`` (B, 9 * L) the offsets and their rates at the switch of the
+    ``inert_joints`` (B, L) that have any, channel-major in lanes of ``L = lanes(N)`` (see
+    :func:`_gather_moving`), ``inert_scratch`` (T, 2, 9 * L) (``tid``: this thread's row). A switch leaves the instance PENDING with the source pose and
     velocity set; a ``dt`` of 0 then (the switch's own evaluation) keeps the just-sampled pose as the
     anchor and shows the source; the first step after it makes the offsets (the new motion's velocity:
     the anchor to the pose now) and goes ACTIVE. Past the blend time the phase goes IDLE and the
@@ -379,8 +383,9 @@ def inertialize_instance(b, tid, job, dt, pose):
             return
         if mode != DEAD:
             scratch, offset = field(job, "inert_scratch")[tid], field(job, "inert_offset")
-            target_velocity = scratch[0].reshape(-1, NCH)  # (J, 9) views of the (9 * J,) scratch rows
-            rate = scratch[1].reshape(-1, NCH)
+            J = p.shape[0]
+            target_velocity = scratch[0][:NCH * J].reshape(-1, NCH)  # (J, 9) views of the scratch rows
+            rate = scratch[1][:NCH * J].reshape(-1, NCH)
             pose_velocity_into(anchor[b], p, dt, target_velocity)
             start_offsets(source[b], velocity[b], anchor[b], target_velocity, offset[b], rate)
             state[b, ST_COUNT] = _gather_moving(offset[b], rate, field(job, "inert_joints")[b],
@@ -400,16 +405,31 @@ def inertialize_instance(b, tid, job, dt, pose):
     if state[b, ST_COUNT] == 0:
         return
     scratch = field(job, "inert_scratch")[tid]
-    _decay_moving(p, mode, t, dt, duration, state[b, ST_COUNT], field(job, "inert_joints")[b], field(job, "inert_x")[b],
-                  field(job, "inert_v")[b], scratch[0], scratch[1])
+    _decay_moving(p, mode, t, duration, state[b, ST_COUNT], field(job, "inert_joints")[b], field(job, "inert_x")[b],
+                  field(job, "inert_v")[b], scratch[1])
+
+
+def lanes(nodes: int) -> int:
+    """The lanes of a rig of ``nodes`` nodes in the stage's channel-major rows: ``nodes`` rounded up to
+    eight (the stage adds offsets eight joints a vector; see :func:`_gather_moving`).
+
+    >>> lanes(65), lanes(8)
+    (72, 8)
+    """
+    return -(-int(nodes) // 8) * 8
 
 
 @njit(cache=True)
 def _gather_moving(offset, rate, joints, x, v):
-    """The joints whose offset (J, 9) or rate (J, 9) is not zero into ``joints`` (J,), their channels
-    into ``x`` and ``v`` (9 * J,) channel-major (channel c of the i-th at ``c * J + i``: the decay's
-    loops run down the channels); returns how many."""
+    """The joints whose offset (J, 9) or rate (J, 9) is not zero into ``joints`` (L,), their channels
+    into ``x`` and ``v`` (9 * L,) channel-major (channel c of the i-th at ``c * L + i``: the decay's
+    loops run down the channels); returns how many (n). The lanes from n up to a multiple of eight
+    hold zeros and, as joints, rows that the vector loop's last eight may rewrite unchanged (the
+    offset of zero is exact): the first eight moving joints' (processed before), or with eight or
+    fewer moving, rows of joints not moving; with fewer than eight nodes there is no such padding (the
+    stage then adds joint by joint: :func:`_padded`)."""
     J = offset.shape[0]
+    L = joints.shape[0]
     n = 0
     for j in range(J):
         moving = False
@@ -419,76 +439,192 @@ def _gather_moving(offset, rate, joints, x, v):
         if moving:
             joints[n] = j
             for c in range(NCH):
-                x[c * J + n] = offset[j, c]
-                v[c * J + n] = rate[j, c]
+                x[c * L + n] = offset[j, c]
+                v[c * L + n] = rate[j, c]
             n += 1
-    for c in range(NCH):  # the rest of each channel: zeros (the decay's loops run over whole channels)
-        for i in range(n, J):
-            x[c * J + i] = 0.0
-            v[c * J + i] = 0.0
+    for c in range(NCH):  # the rest of each channel: zeros
+        for i in range(n, L):
+            x[c * L + i] = 0.0
+            v[c * L + i] = 0.0
+    padded = -(-n // 8) * 8
+    if n > 8:
+        for i in range(n, padded):
+            joints[i] = joints[i - n + n % 8]  # the first block's lanes n % 8 .. 7
+    elif J >= 8:
+        i, j, k = n, 0, 0  # the first rows not moving (joints[:n] ascending)
+        while i < padded:
+            if k < n and joints[k] == j:
+                k += 1
+            else:
+                joints[i] = j
+                i += 1
+            j += 1
     return n
 
 
-@njit(cache=True)
-def _decay_moving(pose, mode, t, dt, duration, n, joints, x, v, now, turn):
-    """QUINTIC and SPRING offsets of the ``n`` moving joints (``joints``; ``x`` and ``v`` (9 * J,)
-    channel-major: see :func:`_gather_moving`) added to ``pose`` (J, 10): the offsets now into ``now``
-    (9 * J,) in one loop over every channel, their rotations as quaternions into ``turn`` (rows of J:
-    x, y, z, w) in a loop down the joints (:func:`_short_series`; rotations past 1.2 rad redone by
-    :func:`quat_exp_series` after it; both loops vectorise), then added
-    joint by joint (rotations left-multiplied). Flat rows and unsigned indices: a view per channel and
-    signed index arithmetic each cost more than these loops on a few dozen joints."""
-    J = np.uint64(pose.shape[0])
+@njit(cache=True, forceinline=True)
+def _padded(n, nodes):
+    """How many lanes the vector loop of :func:`_decay_moving` runs for ``n`` moving joints of a rig of
+    ``nodes`` nodes: ``n`` rounded up to eight, or 0 (fewer than eight nodes: no padding rows)."""
+    return (n + 7) // 8 * 8 if nodes >= 8 else 0
+
+
+@intrinsic
+def _offset_rows8(typingctx, pose, joints, first, x, v, turn, stride, wp, wq):
+    """The offsets of the eight moving joints ``first`` to ``first + 7`` added to their rows of ``pose``
+    (N, 10) (row ``joints[first + k]``), eight joints a vector: the rows loaded and transposed to one
+    vector per field (:func:`skeletal.anim.pose._transpose8`), translations and scales plus
+    ``x * wp + v * wq`` (``x``, ``v`` channel-major, ``stride`` apart: see :func:`_gather_moving`),
+    rotations left-multiplied by ``turn``'s quaternions (rows x, y, z, w, ``stride`` apart),
+    transposed back and stored. The scalar loop's arithmetic in every lane (the same bits).
+    Float64, C-contiguous; nothing is bounds-checked."""
+    arrays_ok = (isinstance(pose, types.Array) and pose.ndim == 2 and pose.dtype == types.float64 and pose.layout == "C"
+                 and isinstance(joints, types.Array) and joints.ndim == 1 and joints.dtype == types.int64
+                 and all(isinstance(a, types.Array) and a.ndim == 1 and a.dtype == types.float64 and a.layout == "C"
+                         for a in (x, v, turn)))
+    if not (arrays_ok and isinstance(first, types.Integer) and isinstance(stride, types.Integer)
+            and isinstance(wp, types.Float) and isinstance(wq, types.Float)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        b = builder
+        i64, f64 = ir.IntType(64), ir.DoubleType()
+        v8, v2 = ir.VectorType(f64, 8), ir.VectorType(f64, 2)
+        types_ = signature.args
+        data = [context.make_array(types_[k])(context, builder, args[k]).data for k in (0, 1, 3, 4, 5)]
+        pose_p, joints_p, x_p, v_p, turn_p = data
+        n0 = context.cast(builder, args[2], types_[2], types.int64)
+        step = context.cast(builder, args[6], types_[6], types.int64)
+
+        def splat(value, ty):
+            value = context.cast(builder, value, ty, types.float64)
+            vec = ir.Constant(v8, ir.Undefined)
+            for k in range(8):
+                vec = b.insert_element(vec, value, ir.Constant(i64, k))
+            return vec
+
+        cp, cq = splat(args[7], types_[7]), splat(args[8], types_[8])
+
+        def vload(ptr, at, vec):
+            return b.load(b.bitcast(b.gep(ptr, [at]), vec.as_pointer()), align=8)
+
+        def channel(ptr, c):  # lanes first..first+7 of channel row c
+            return vload(ptr, b.add(b.mul(ir.Constant(i64, c), step), n0), v8)
+
+        rows_at = [b.mul(b.load(b.gep(joints_p, [b.add(n0, ir.Constant(i64, k))])), ir.Constant(i64, 10))
+                   for k in range(8)]
+        f = _transpose8(b, [vload(pose_p, at, v8) for at in rows_at])  # fields 0-7: t, q, sx
+        tail = [vload(pose_p, b.add(at, ir.Constant(i64, 8)), v2) for at in rows_at]  # sy, sz
+        quads = [_shuffle(b, tail[k], tail[k + 1], [0, 1, 2, 3]) for k in range(0, 8, 2)]
+        halves = [_shuffle(b, quads[k], quads[k + 1], list(range(8))) for k in (0, 2)]
+        f.append(_shuffle(b, halves[0], halves[1], list(range(0, 16, 2))))
+        f.append(_shuffle(b, halves[0], halves[1], list(range(1, 16, 2))))
+        add, sub, mul = b.fadd, b.fsub, b.fmul
+        for field_, c in ((0, 0), (1, 1), (2, 2), (7, 6), (8, 7), (9, 8)):  # t += x wp + v wq; s likewise
+            f[field_] = add(f[field_], add(mul(channel(x_p, c), cp), mul(channel(v_p, c), cq)))
+        ax, ay, az, aw = (channel(turn_p, c) for c in range(4))
+        bx, by, bz, bw = f[3], f[4], f[5], f[6]
+        f[3] = sub(add(add(mul(aw, bx), mul(ax, bw)), mul(ay, bz)), mul(az, by))
+        f[4] = add(add(sub(mul(aw, by), mul(ax, bz)), mul(ay, bw)), mul(az, bx))
+        f[5] = add(sub(add(mul(aw, bz), mul(ax, by)), mul(ay, bx)), mul(az, bw))
+        f[6] = sub(sub(sub(mul(aw, bw), mul(ax, bx)), mul(ay, by)), mul(az, bz))
+        rows = _transpose8(b, f[:8])  # (its own inverse: the fields back into rows)
+        for k in range(8):
+            b.store(rows[k], b.bitcast(b.gep(pose_p, [rows_at[k]]), v8.as_pointer()), align=8)
+            pair = _shuffle(b, f[8], f[9], [k, 8 + k])
+            b.store(pair, b.bitcast(b.gep(pose_p, [b.add(rows_at[k], ir.Constant(i64, 8))]), v2.as_pointer()), align=8)
+        return context.get_dummy_value()
+
+    return types.void(pose, joints, first, x, v, turn, stride, wp, wq), codegen
+
+
+def _offset_blocks(pose, joints, lanes, x, v, turn, wp, wq):  # pragma: no cover - typed by the overload below
+    """(Compiled code only.) :func:`_offset_rows8` over the ``lanes`` (a multiple of 8) first lanes for
+    a float64 C-contiguous ``pose`` (J, 10); returns ``lanes``, or 0 having done nothing for other
+    poses (the scalar loop then does every joint)."""
+    raise NotImplementedError("_offset_blocks runs inside compiled kernels only")
+
+
+@overload(_offset_blocks, jit_options={"forceinline": True})
+def _ol_offset_blocks(pose, joints, lanes, x, v, turn, wp, wq):
+    if not (isinstance(pose, types.Array) and pose.dtype == types.float64 and pose.layout == "C"):
+        return lambda pose, joints, lanes, x, v, turn, wp, wq: np.uint64(0)
+
+    def blocks(pose, joints, lanes, x, v, turn, wp, wq):
+        stride = np.uint64(joints.shape[0])
+        for i in range(np.uint64(0), np.uint64(lanes), np.uint64(8)):
+            _offset_rows8(pose, joints, i, x, v, turn, stride, wp, wq)
+        return np.uint64(lanes)
+    return blocks
+
+
+@njit(cache=True, forceinline=True)
+def spring_weights(t, duration):
+    """``(P, Q)`` with the critically damped spring ``x(t) = x0 P + v0 Q`` toward 0 (``y = 2 ln 2 /
+    halflife``, halflife ``duration / 10``): ``P = e^(-y t) (1 + y t)``, ``Q = t e^(-y t)`` (Holden's
+    ``x = e^(-y t) (x0 + (v0 + y x0) t)``, collected by x0 and v0)."""
+    y = 2.0 * math.log(2.0) * 10.0 / duration
+    e = math.exp(-y * t)
+    return e * (1.0 + y * t), e * t
+
+
+@njit(cache=True, forceinline=True)
+def _decay_moving(pose, mode, t, duration, n, joints, x, v, turn):
+    """QUINTIC and SPRING offsets of the ``n`` moving joints (``joints`` (L,); ``x`` and ``v`` (9 * L,)
+    the offsets and their rates at the switch, channel-major: see :func:`_gather_moving`) ``t`` seconds
+    after the switch, added to ``pose`` (J, 10): the offsets now are ``x * P + v * Q`` with the mode's
+    weights (:func:`quintic_weights`, :func:`spring_weights`: one pair for every channel). The rotations
+    as quaternions into ``turn`` (rows of L: x, y, z, w) in a loop down the lanes
+    (:func:`_short_series`; rotations past 1.2 rad redone by :func:`quat_exp_series` after it; the
+    loop vectorises), then added eight joints a vector (:func:`_offset_rows8`; rotations
+    left-multiplied), or joint by joint for a float32 pose or a rig of under eight nodes. Flat rows and
+    unsigned indices: a view per channel and signed index arithmetic each cost more than these loops
+    on a few dozen joints."""
+    L = np.uint64(joints.shape[0])
     if mode == SPRING:
-        y = 2.0 * math.log(2.0) * 10.0 / duration  # halflife = blend time / 5 = duration / 10
-        e = math.exp(-y * dt)
-        for k in range(np.uint64(x.shape[0])):
-            j1 = v[k] + x[k] * y
-            x[k] = e * (x[k] + j1 * dt)
-            v[k] = e * (v[k] - j1 * y * dt)
-            now[k] = x[k]
+        wp, wq = spring_weights(t, duration)
     else:
         wp, wq = quintic_weights(t, duration)
-        for k in range(np.uint64(x.shape[0])):
-            now[k] = x[k] * wp + v[k] * wq
+    lanes = np.uint64(_padded(n, pose.shape[0]))
+    m = lanes if lanes > np.uint64(n) else np.uint64(n)  # lanes to turn (the padding's: exactly no turn)
     u0, u1, u2, u3, u4, u5, u6, u7, u8, u9 = _U
-    r0, r1, r2 = u3 * J, u4 * J, u5 * J  # the rotation channels' rows
+    r0, r1, r2 = u3 * L, u4 * L, u5 * L  # the rotation channels' rows
     beyond = 0  # rotations past the short series' range (redone below)
-    for i in range(np.uint64(n)):
-        rx, ry, rz = now[r0 + i], now[r1 + i], now[r2 + i]
+    for i in range(m):
+        rx, ry, rz = x[r0 + i] * wp + v[r0 + i] * wq, x[r1 + i] * wp + v[r1 + i] * wq, x[r2 + i] * wp + v[r2 + i] * wq
         h2 = 0.25 * (rx * rx + ry * ry + rz * rz)  # the half angle squared
         h4 = h2 * h2
         k = 0.5 * _short_series(h2, h4, 1)
         turn[i] = rx * k
-        turn[J + i] = ry * k
-        turn[u2 * J + i] = rz * k
-        turn[u3 * J + i] = _short_series(h2, h4, 0)
+        turn[L + i] = ry * k
+        turn[u2 * L + i] = rz * k
+        turn[u3 * L + i] = _short_series(h2, h4, 0)
         beyond += h2 > SHORT_LIMIT
     if beyond:  # the full series, or past its range quat_exp
-        for i in range(np.uint64(n)):
-            rx, ry, rz = now[r0 + i], now[r1 + i], now[r2 + i]
+        for i in range(m):
+            rx, ry, rz = x[r0 + i] * wp + v[r0 + i] * wq, x[r1 + i] * wp + v[r1 + i] * wq, x[r2 + i] * wp + v[r2 + i] * wq
             a2 = rx * rx + ry * ry + rz * rz
             if 0.25 * a2 > SHORT_LIMIT:
                 e = quat_exp_series(rx, ry, rz) if a2 <= SERIES_LIMIT else quat_exp(rx, ry, rz)
-                turn[i], turn[J + i], turn[u2 * J + i], turn[u3 * J + i] = e
-    flat = pose.reshape(-1)
-    width = np.uint64(pose.shape[1])
-    for i in range(np.uint64(n)):
-        o = np.uint64(joints[i]) * width
-        flat[o] += now[i]
-        flat[o + u1] += now[J + i]
-        flat[o + u2] += now[u2 * J + i]
-        flat[o + u7] += now[u6 * J + i]
-        flat[o + u8] += now[u7 * J + i]
-        flat[o + u9] += now[u8 * J + i]
-        ax, ay, az, aw = turn[i], turn[J + i], turn[u2 * J + i], turn[u3 * J + i]
-        bx, by, bz, bw = flat[o + u3], flat[o + u4], flat[o + u5], flat[o + u6]
+                turn[i], turn[L + i], turn[u2 * L + i], turn[u3 * L + i] = e
+    if lanes > u0 and _offset_blocks(pose, joints, lanes, x, v, turn, wp, wq) > u0:
+        return
+    for i in range(np.uint64(n)):  # joint by joint
+        j = joints[i]
+        pose[j, 0] += x[i] * wp + v[i] * wq
+        pose[j, 1] += x[L + i] * wp + v[L + i] * wq
+        pose[j, 2] += x[u2 * L + i] * wp + v[u2 * L + i] * wq
+        pose[j, 7] += x[u6 * L + i] * wp + v[u6 * L + i] * wq
+        pose[j, 8] += x[u7 * L + i] * wp + v[u7 * L + i] * wq
+        pose[j, 9] += x[u8 * L + i] * wp + v[u8 * L + i] * wq
+        ax, ay, az, aw = turn[i], turn[L + i], turn[u2 * L + i], turn[u3 * L + i]
+        bx, by, bz, bw = pose[j, 3], pose[j, 4], pose[j, 5], pose[j, 6]
         # exp(offset) * q: a unit quaternion (to 3e-14) times the pose's, left as it comes: the rotation
         # keeps the norm the clip gave it, so nothing jumps when the transition ends
-        flat[o + u3] = aw * bx + ax * bw + ay * bz - az * by
-        flat[o + u4] = aw * by - ax * bz + ay * bw + az * bx
-        flat[o + u5] = aw * bz + ax * by - ay * bx + az * bw
-        flat[o + u6] = aw * bw - ax * bx - ay * by - az * bz
+        pose[j, 3] = aw * bx + ax * bw + ay * bz - az * by
+        pose[j, 4] = aw * by - ax * bz + ay * bw + az * bx
+        pose[j, 5] = aw * bz + ax * by - ay * bx + az * bw
+        pose[j, 6] = aw * bw - ax * bx - ay * by - az * bz
 
 
 @njit(cache=True, forceinline=True)
@@ -615,10 +751,11 @@ class InertiaArrays:
         self.velocity = np.zeros((b, n, NCH))
         self.source = np.zeros((b, n, 10))
         self.anchor = np.zeros((b, n, 10))
-        self.joints = np.zeros((b, n), np.int64)
-        self.x = np.zeros((b, NCH * n))
-        self.v = np.zeros((b, NCH * n))
-        self.scratch = np.zeros((threads, 2, NCH * n))
+        width = lanes(n)  # the channel-major rows' lanes (a multiple of 8: see _gather_moving)
+        self.joints = np.zeros((b, width), np.int64)
+        self.x = np.zeros((b, NCH * width))
+        self.v = np.zeros((b, NCH * width))
+        self.scratch = np.zeros((threads, 2, NCH * width))
 
     def fields(self) -> dict:
         """The job's ``inert_*`` fields, by name."""
