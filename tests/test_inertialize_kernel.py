@@ -308,7 +308,7 @@ def test_stage_rotation_offsets_match_quat_exp_at_every_size():
     """The stage's offsets as quaternions (7 terms of the series, the 13 past 1.2 rad, quat_exp past 2 pi)
     against :func:`quat_exp`, for offsets from 0.05 to several radians; the joints without offsets
     (the vector loop's padding lanes among them) left exactly as they were."""
-    from skeletal.playback.inertia_kernels import QUINTIC, _decay_moving, quat_exp, quintic_weights
+    from skeletal.playback.inertia_kernels import QUINTIC, _decay_moving, _rotation_bounds, quat_exp, quintic_weights
 
     rng = np.random.default_rng(3)
     joints = 50
@@ -319,7 +319,7 @@ def test_stage_rotation_offsets_match_quat_exp_at_every_size():
         pose = np.zeros((joints, 10))
         pose[:, 6] = 1.0
         t = rng.uniform(0.0, 0.3)
-        _decay_moving(pose, QUINTIC, t, 0.3, n, index, x, v, np.zeros_like(x))
+        _decay_moving(pose, QUINTIC, t, 0.3, n, index, x, v, np.zeros_like(x), *_rotation_bounds(x, v, n))
         wp, wq = quintic_weights(t, 0.3)
         rotations = offset[:moving, 3:6] * wp + rate[:moving, 3:6] * wq
         expected = np.array([quat_exp(*r) for r in rotations])
@@ -334,7 +334,8 @@ def test_stage_adds_offsets_as_the_scalar_formula(joints, moving, dtype):
     joint's row plus its offset now, the rotation left-multiplied, as the scalar formula gives it (the
     same bits in float64); every other row untouched (the vector loop's padding lanes rewrite rows
     with an offset of exactly zero); QUINTIC and SPRING (closed form)."""
-    from skeletal.playback.inertia_kernels import QUINTIC, SPRING, _decay_moving, quat_exp, quintic_weights, spring_weights
+    from skeletal.playback.inertia_kernels import (QUINTIC, SPRING, _decay_moving, _rotation_bounds, quat_exp, quintic_weights,
+                                                   spring_weights)
 
     rng = np.random.default_rng(joints * 100 + moving)
     offset, rate, n, index, x, v = _moving_offsets(rng, joints, moving, 0.2)
@@ -344,7 +345,7 @@ def test_stage_adds_offsets_as_the_scalar_formula(joints, moving, dtype):
     for mode, weights in ((QUINTIC, quintic_weights), (SPRING, spring_weights)):
         t = 0.07
         pose = base.copy()
-        _decay_moving(pose, mode, t, 0.3, n, index, x.copy(), v.copy(), np.zeros_like(x))
+        _decay_moving(pose, mode, t, 0.3, n, index, x, v, np.zeros_like(x), *_rotation_bounds(x, v, n))
         wp, wq = weights(t, 0.3)
         now = offset[:moving] * wp + rate[:moving] * wq
         b = base[:moving].astype(np.float64)

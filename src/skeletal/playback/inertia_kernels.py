@@ -353,16 +353,19 @@ NSTATE = 4
 K_ELAPSED = 0  # seconds since the switch
 K_DURATION = 1  # the blend time (QUINTIC, DEAD); SPRING: twice it
 K_HALFLIFE = 2  # DEAD: the extrapolated velocity's halflife
-NKCLOCK = 3
+K_X_BOUND = 3  # QUINTIC, SPRING: the largest rotation offset at the switch (radians; see _rotation_bounds)
+K_V_BOUND = 4  # ... and the largest rate (rad/s)
+NKCLOCK = 5
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def inertialize_instance(b, tid, job, dt, pose):
     """The inertialization stage of the update kernel for instance ``b`` with a transition running
     (``inert_state[b, ST_PHASE] != IDLE``), right after its pose (B, N, 10) was sampled and blended:
     the decaying offsets ``dt`` seconds further on added to ``pose[b]`` in place. The arrays, from the
     :class:`~skeletal.playback.jobs.PlaybackJob` ``job``: ``inert_state`` (B, 4) int64 (mode, phase,
-    reposed, joint count), ``inert_clock`` (B, 3) (elapsed, duration, halflife), ``inert_source`` (B,
+    reposed, joint count), ``inert_clock`` (B, 5) (elapsed, duration, halflife, the
+    largest rotation offset and rate at the switch), ``inert_source`` (B,
     N, 10) the pose shown at the switch and ``inert_velocity`` (B, N, 9) its velocity,
     ``inert_anchor`` (B, N, 10) the new motion's pose there, ``inert_offset`` (B, N, 9) (DEAD: unused),
     ``inert_x`` and ``inert_v`` (B, 9 * L) the offsets and their rates at the switch of the
@@ -388,8 +391,10 @@ def inertialize_instance(b, tid, job, dt, pose):
             rate = scratch[1][:NCH * J].reshape(-1, NCH)
             pose_velocity_into(anchor[b], p, dt, target_velocity)
             start_offsets(source[b], velocity[b], anchor[b], target_velocity, offset[b], rate)
-            state[b, ST_COUNT] = _gather_moving(offset[b], rate, field(job, "inert_joints")[b],
-                                                field(job, "inert_x")[b], field(job, "inert_v")[b])
+            x, v = field(job, "inert_x")[b], field(job, "inert_v")[b]
+            n = _gather_moving(offset[b], rate, field(job, "inert_joints")[b], x, v)
+            state[b, ST_COUNT] = n
+            clock[b, K_X_BOUND], clock[b, K_V_BOUND] = _rotation_bounds(x, v, n)
         state[b, ST_PHASE] = ACTIVE
         clock[b, K_ELAPSED] = 0.0
     t = clock[b, K_ELAPSED] + dt
@@ -406,7 +411,7 @@ def inertialize_instance(b, tid, job, dt, pose):
         return
     scratch = field(job, "inert_scratch")[tid]
     _decay_moving(p, mode, t, duration, state[b, ST_COUNT], field(job, "inert_joints")[b], field(job, "inert_x")[b],
-                  field(job, "inert_v")[b], scratch[1])
+                  field(job, "inert_v")[b], scratch[1], clock[b, K_X_BOUND], clock[b, K_V_BOUND])
 
 
 def lanes(nodes: int) -> int:
@@ -469,47 +474,84 @@ def _padded(n, nodes):
     return (n + 7) // 8 * 8 if nodes >= 8 else 0
 
 
-@intrinsic
-def _offset_rows8(typingctx, pose, joints, first, x, v, turn, stride, wp, wq):
-    """The offsets of the eight moving joints ``first`` to ``first + 7`` added to their rows of ``pose``
-    (N, 10) (row ``joints[first + k]``), eight joints a vector: the rows loaded and transposed to one
-    vector per field (:func:`skeletal.anim.pose._transpose8`), translations and scales plus
-    ``x * wp + v * wq`` (``x``, ``v`` channel-major, ``stride`` apart: see :func:`_gather_moving`),
-    rotations left-multiplied by ``turn``'s quaternions (rows x, y, z, w, ``stride`` apart),
-    transposed back and stored. The scalar loop's arithmetic in every lane (the same bits).
-    Float64, C-contiguous; nothing is bounds-checked."""
-    arrays_ok = (isinstance(pose, types.Array) and pose.ndim == 2 and pose.dtype == types.float64 and pose.layout == "C"
-                 and isinstance(joints, types.Array) and joints.ndim == 1 and joints.dtype == types.int64
-                 and all(isinstance(a, types.Array) and a.ndim == 1 and a.dtype == types.float64 and a.layout == "C"
-                         for a in (x, v, turn)))
-    if not (arrays_ok and isinstance(first, types.Integer) and isinstance(stride, types.Integer)
-            and isinstance(wp, types.Float) and isinstance(wq, types.Float)):
-        return None
+def _series_ir(b, h2, h4, h8, k, full):
+    """:func:`_short_series` (``full`` False) or :func:`_series` on <8 x double> vectors (the same
+    operations in the same order)."""
+    a = _C if k == 0 else _S
+    ty = h2.type
+
+    def c(value):
+        return ir.Constant(ty, [float(value)] * ty.count)
+
+    add, mul = b.fadd, b.fmul
+
+    def pair(i):  # a[i] + a[i + 1] * h2
+        return add(c(a[i]), mul(c(a[i + 1]), h2))
+
+    if not full:
+        return add(add(pair(0), mul(pair(2), h4)), mul(add(pair(4), mul(c(a[6]), h4)), mul(h4, h4)))
+    low = add(pair(0), mul(pair(2), h4))
+    mid = add(pair(4), mul(pair(6), h4))
+    high = add(pair(8), mul(pair(10), h4))
+    return add(add(low, mul(mid, h8)), mul(add(high, mul(c(a[12]), h8)), mul(h8, h8)))
+
+
+def _offset_rows8_codegen(turned):
+    """The codegen of :func:`_offset_rows8` (``turned`` False: the turns from the offsets, in registers)
+    and :func:`_turned_rows8` (True: the turns read from a ``turn`` array)."""
 
     def codegen(context, builder, signature, args):
         b = builder
         i64, f64 = ir.IntType(64), ir.DoubleType()
         v8, v2 = ir.VectorType(f64, 8), ir.VectorType(f64, 2)
         types_ = signature.args
-        data = [context.make_array(types_[k])(context, builder, args[k]).data for k in (0, 1, 3, 4, 5)]
-        pose_p, joints_p, x_p, v_p, turn_p = data
+        pose_p, joints_p, x_p, v_p = (context.make_array(types_[k])(context, builder, args[k]).data for k in (0, 1, 3, 4))
         n0 = context.cast(builder, args[2], types_[2], types.int64)
-        step = context.cast(builder, args[6], types_[6], types.int64)
+        step = context.cast(builder, args[5], types_[5], types.int64)
+        add, sub, mul = b.fadd, b.fsub, b.fmul
 
-        def splat(value, ty):
-            value = context.cast(builder, value, ty, types.float64)
+        def splat(value):
             vec = ir.Constant(v8, ir.Undefined)
             for k in range(8):
                 vec = b.insert_element(vec, value, ir.Constant(i64, k))
             return vec
 
-        cp, cq = splat(args[7], types_[7]), splat(args[8], types_[8])
+        cp = splat(context.cast(builder, args[6], types_[6], types.float64))
+        cq = splat(context.cast(builder, args[7], types_[7], types.float64))
 
         def vload(ptr, at, vec):
             return b.load(b.bitcast(b.gep(ptr, [at]), vec.as_pointer()), align=8)
 
         def channel(ptr, c):  # lanes first..first+7 of channel row c
             return vload(ptr, b.add(b.mul(ir.Constant(i64, c), step), n0), v8)
+
+        def now(c):  # x * wp + v * wq
+            return add(mul(channel(x_p, c), cp), mul(channel(v_p, c), cq))
+
+        if turned:
+            turn_p = context.make_array(types_[8])(context, builder, args[8]).data
+            ax, ay, az, aw = (channel(turn_p, c) for c in range(4))
+        else:  # exp of the rotation offsets: 7 terms of the series, or all 13 when a lane's angle is past 1.2 rad
+            rx, ry, rz = now(3), now(4), now(5)
+            h2 = mul(ir.Constant(v8, [0.25] * 8), add(add(mul(rx, rx), mul(ry, ry)), mul(rz, rz)))
+            h4 = mul(h2, h2)
+            past = b.fcmp_ordered(">", h2, ir.Constant(v8, [SHORT_LIMIT] * 8))
+            any_past = b.icmp_unsigned("!=", b.bitcast(past, ir.IntType(8)), ir.Constant(ir.IntType(8), 0))
+            with b.if_else(any_past, likely=False) as (long_, short_):
+                with long_:
+                    h8 = mul(h4, h4)
+                    k_long, w_long = _series_ir(b, h2, h4, h8, 1, True), _series_ir(b, h2, h4, h8, 0, True)
+                    from_long = b.block
+                with short_:
+                    k_short, w_short = _series_ir(b, h2, h4, None, 1, False), _series_ir(b, h2, h4, None, 0, False)
+                    from_short = b.block
+            k, aw = b.phi(v8), b.phi(v8)
+            k.add_incoming(k_long, from_long)
+            k.add_incoming(k_short, from_short)
+            aw.add_incoming(w_long, from_long)
+            aw.add_incoming(w_short, from_short)
+            k = mul(ir.Constant(v8, [0.5] * 8), k)
+            ax, ay, az = mul(rx, k), mul(ry, k), mul(rz, k)
 
         rows_at = [b.mul(b.load(b.gep(joints_p, [b.add(n0, ir.Constant(i64, k))])), ir.Constant(i64, 10))
                    for k in range(8)]
@@ -519,10 +561,8 @@ def _offset_rows8(typingctx, pose, joints, first, x, v, turn, stride, wp, wq):
         halves = [_shuffle(b, quads[k], quads[k + 1], list(range(8))) for k in (0, 2)]
         f.append(_shuffle(b, halves[0], halves[1], list(range(0, 16, 2))))
         f.append(_shuffle(b, halves[0], halves[1], list(range(1, 16, 2))))
-        add, sub, mul = b.fadd, b.fsub, b.fmul
         for field_, c in ((0, 0), (1, 1), (2, 2), (7, 6), (8, 7), (9, 8)):  # t += x wp + v wq; s likewise
-            f[field_] = add(f[field_], add(mul(channel(x_p, c), cp), mul(channel(v_p, c), cq)))
-        ax, ay, az, aw = (channel(turn_p, c) for c in range(4))
+            f[field_] = add(f[field_], now(c))
         bx, by, bz, bw = f[3], f[4], f[5], f[6]
         f[3] = sub(add(add(mul(aw, bx), mul(ax, bw)), mul(ay, bz)), mul(az, by))
         f[4] = add(add(sub(mul(aw, by), mul(ax, bz)), mul(ay, bw)), mul(az, bx))
@@ -535,26 +575,64 @@ def _offset_rows8(typingctx, pose, joints, first, x, v, turn, stride, wp, wq):
             b.store(pair, b.bitcast(b.gep(pose_p, [b.add(rows_at[k], ir.Constant(i64, 8))]), v2.as_pointer()), align=8)
         return context.get_dummy_value()
 
-    return types.void(pose, joints, first, x, v, turn, stride, wp, wq), codegen
+    return codegen
 
 
-def _offset_blocks(pose, joints, lanes, x, v, turn, wp, wq):  # pragma: no cover - typed by the overload below
-    """(Compiled code only.) :func:`_offset_rows8` over the ``lanes`` (a multiple of 8) first lanes for
-    a float64 C-contiguous ``pose`` (J, 10); returns ``lanes``, or 0 having done nothing for other
-    poses (the scalar loop then does every joint)."""
+def _rows8_types(pose, joints, first, x, v, stride, wp, wq, turn=None):
+    ok = (isinstance(pose, types.Array) and pose.ndim == 2 and pose.dtype == types.float64 and pose.layout == "C"
+          and isinstance(joints, types.Array) and joints.ndim == 1 and joints.dtype == types.int64
+          and all(isinstance(a, types.Array) and a.ndim == 1 and a.dtype == types.float64 and a.layout == "C"
+                  for a in ((x, v) if turn is None else (x, v, turn)))
+          and isinstance(first, types.Integer) and isinstance(stride, types.Integer)
+          and isinstance(wp, types.Float) and isinstance(wq, types.Float))
+    return ok
+
+
+@intrinsic
+def _offset_rows8(typingctx, pose, joints, first, x, v, stride, wp, wq):
+    """The offsets of the eight moving joints ``first`` to ``first + 7`` added to their rows of ``pose``
+    (N, 10) (row ``joints[first + k]``), eight joints a vector: the offsets now ``x * wp + v * wq``
+    (``x``, ``v`` channel-major, ``stride`` apart: see :func:`_gather_moving`); the rotations' exp by
+    the first 7 terms of the series (:func:`_short_series`), or all 13 (:func:`_series`) when a lane's
+    angle is past 1.2 rad (the caller keeps angles within 2 pi); the rows loaded and transposed to
+    one vector per field (:func:`skeletal.anim.pose._transpose8`), translations and scales plus
+    their offsets, rotations left-multiplied, transposed back and stored. The scalar loop's
+    arithmetic in every lane. Float64, C-contiguous; nothing is bounds-checked."""
+    if not _rows8_types(pose, joints, first, x, v, stride, wp, wq):
+        return None
+    return types.void(pose, joints, first, x, v, stride, wp, wq), _offset_rows8_codegen(False)
+
+
+@intrinsic
+def _turned_rows8(typingctx, pose, joints, first, x, v, stride, wp, wq, turn):
+    """:func:`_offset_rows8` with the rotations' quaternions read from ``turn`` (rows x, y, z, w,
+    ``stride`` apart) instead (angles past 2 pi: :func:`quat_exp`)."""
+    if not _rows8_types(pose, joints, first, x, v, stride, wp, wq, turn):
+        return None
+    return types.void(pose, joints, first, x, v, stride, wp, wq, turn), _offset_rows8_codegen(True)
+
+
+def _offset_blocks(pose, joints, lanes, x, v, turn, wp, wq, turned):  # pragma: no cover - typed by the overload below
+    """(Compiled code only.) :func:`_offset_rows8` (``turned``: :func:`_turned_rows8`) over the
+    ``lanes`` (a multiple of 8) first lanes for a float64 C-contiguous ``pose`` (J, 10); returns
+    True, or False having done nothing for other poses (the scalar loop then does every joint)."""
     raise NotImplementedError("_offset_blocks runs inside compiled kernels only")
 
 
 @overload(_offset_blocks, jit_options={"forceinline": True})
-def _ol_offset_blocks(pose, joints, lanes, x, v, turn, wp, wq):
+def _ol_offset_blocks(pose, joints, lanes, x, v, turn, wp, wq, turned):
     if not (isinstance(pose, types.Array) and pose.dtype == types.float64 and pose.layout == "C"):
-        return lambda pose, joints, lanes, x, v, turn, wp, wq: np.uint64(0)
+        return lambda pose, joints, lanes, x, v, turn, wp, wq, turned: False
 
-    def blocks(pose, joints, lanes, x, v, turn, wp, wq):
+    def blocks(pose, joints, lanes, x, v, turn, wp, wq, turned):
         stride = np.uint64(joints.shape[0])
-        for i in range(np.uint64(0), np.uint64(lanes), np.uint64(8)):
-            _offset_rows8(pose, joints, i, x, v, turn, stride, wp, wq)
-        return np.uint64(lanes)
+        if turned:
+            for i in range(np.uint64(0), np.uint64(lanes), np.uint64(8)):
+                _turned_rows8(pose, joints, i, x, v, stride, wp, wq, turn)
+        else:
+            for i in range(np.uint64(0), np.uint64(lanes), np.uint64(8)):
+                _offset_rows8(pose, joints, i, x, v, stride, wp, wq)
+        return True
     return blocks
 
 
@@ -568,26 +646,44 @@ def spring_weights(t, duration):
     return e * (1.0 + y * t), e * t
 
 
+@njit(cache=True)
+def _rotation_bounds(x, v, n):
+    """The largest rotation offset (radians) and rate (rad/s) among the ``n`` moving joints' channels
+    ``x``, ``v`` (9 * L,) (see :func:`_gather_moving`): no rotation offset of the transition is larger
+    than ``x_bound |P| + v_bound |Q|`` (the offsets are ``x P + v Q``)."""
+    L = x.shape[0] // NCH
+    xb = vb = 0.0
+    for i in range(n):
+        xb = max(xb, math.sqrt(x[3 * L + i] ** 2 + x[4 * L + i] ** 2 + x[5 * L + i] ** 2))
+        vb = max(vb, math.sqrt(v[3 * L + i] ** 2 + v[4 * L + i] ** 2 + v[5 * L + i] ** 2))
+    return xb, vb
+
+
 @njit(cache=True, forceinline=True)
-def _decay_moving(pose, mode, t, duration, n, joints, x, v, turn):
+def _decay_moving(pose, mode, t, duration, n, joints, x, v, turn, x_bound, v_bound):
     """QUINTIC and SPRING offsets of the ``n`` moving joints (``joints`` (L,); ``x`` and ``v`` (9 * L,)
     the offsets and their rates at the switch, channel-major: see :func:`_gather_moving`) ``t`` seconds
     after the switch, added to ``pose`` (J, 10): the offsets now are ``x * P + v * Q`` with the mode's
-    weights (:func:`quintic_weights`, :func:`spring_weights`: one pair for every channel). The rotations
-    as quaternions into ``turn`` (rows of L: x, y, z, w) in a loop down the lanes
-    (:func:`_short_series`; rotations past 1.2 rad redone by :func:`quat_exp_series` after it; the
-    loop vectorises), then added eight joints a vector (:func:`_offset_rows8`; rotations
-    left-multiplied), or joint by joint for a float32 pose or a rig of under eight nodes. Flat rows and
-    unsigned indices: a view per channel and signed index arithmetic each cost more than these loops
-    on a few dozen joints."""
+    weights (:func:`quintic_weights`, :func:`spring_weights`: one pair for every channel). When no
+    rotation can be past 2 pi now (``x_bound``, ``v_bound``: :func:`_rotation_bounds`), one pass of
+    eight joints a vector does it all (:func:`_offset_rows8`: the rotations' exp by the series, rotations
+    left-multiplied). Otherwise the rotations as quaternions into ``turn`` (rows of L: x, y, z, w)
+    in a loop down the lanes (:func:`_short_series`; rotations past 1.2 rad redone by
+    :func:`quat_exp_series`, past 2 pi by :func:`quat_exp`), then added eight joints a vector
+    (:func:`_turned_rows8`). A float32 pose or a rig of under eight nodes: joint by joint. Flat rows
+    and unsigned indices: a view per channel and signed index arithmetic each cost more than these
+    loops on a few dozen joints."""
     L = np.uint64(joints.shape[0])
     if mode == SPRING:
         wp, wq = spring_weights(t, duration)
     else:
         wp, wq = quintic_weights(t, duration)
     lanes = np.uint64(_padded(n, pose.shape[0]))
-    m = lanes if lanes > np.uint64(n) else np.uint64(n)  # lanes to turn (the padding's: exactly no turn)
     u0, u1, u2, u3, u4, u5, u6, u7, u8, u9 = _U
+    bound = x_bound * abs(wp) + v_bound * abs(wq)  # no rotation offset is larger now
+    if lanes > u0 and bound * bound <= SERIES_LIMIT and _offset_blocks(pose, joints, lanes, x, v, turn, wp, wq, False):
+        return
+    m = lanes if lanes > np.uint64(n) else np.uint64(n)  # lanes to turn (the padding's: exactly no turn)
     r0, r1, r2 = u3 * L, u4 * L, u5 * L  # the rotation channels' rows
     beyond = 0  # rotations past the short series' range (redone below)
     for i in range(m):
@@ -607,7 +703,7 @@ def _decay_moving(pose, mode, t, duration, n, joints, x, v, turn):
             if 0.25 * a2 > SHORT_LIMIT:
                 e = quat_exp_series(rx, ry, rz) if a2 <= SERIES_LIMIT else quat_exp(rx, ry, rz)
                 turn[i], turn[L + i], turn[u2 * L + i], turn[u3 * L + i] = e
-    if lanes > u0 and _offset_blocks(pose, joints, lanes, x, v, turn, wp, wq) > u0:
+    if lanes > u0 and _offset_blocks(pose, joints, lanes, x, v, turn, wp, wq, True):
         return
     for i in range(np.uint64(n)):  # joint by joint
         j = joints[i]

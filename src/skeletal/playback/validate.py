@@ -127,7 +127,7 @@ def _inertia_fields(c: _Checker) -> None:
     nodes = "N" if state.ndim == 2 else None
     if state.ndim == 2:
         c.array("inert_state", (rows, 4))
-    c.array("inert_clock", (rows, 3), dtype=np.float64)
+    c.array("inert_clock", (rows, 5), dtype=np.float64)  # inertia_kernels.NKCLOCK columns
     for name in ("inert_offset", "inert_velocity"):
         c.array(name, (rows, nodes, 9), dtype=np.float64)
     for name in ("inert_source", "inert_anchor"):
