@@ -748,7 +748,7 @@ def _atan_ratio(z):
 @njit(cache=True, forceinline=True)
 def _slerp_from(ex, ey, ez, ew, px, py, pz, pw, alpha):
     """``slerp(e, p, alpha) = exp(alpha * log(p * e^-1)) * e`` the shorter way round, renormalised, for
-    quaternions e (unit) and p, without ``atan2`` and without a branch (a loop of it vectorises): the
+    quaternions e and p (of any norms: only their directions count), without ``atan2`` and without a branch (a loop of it vectorises): the
     half angle ``a`` of ``d = p * e^-1`` (``|d.xyz| = n``, ``|d| = r``, ``d.w >= 0``) as
     ``tan(a / 2) = n / (r + d.w)``, halved twice more by ``tan(x / 2) = tan x / (1 + sqrt(1 + tan^2 x))``
     to at most ``tan(pi / 16)``, then ``atan``'s series; ``a / n`` comes out without dividing by ``n``
@@ -778,13 +778,19 @@ def _dead_blend_into(pose, t, duration, halflife, velocity, source, scratch):
     (J, 10) carried on by its decaying velocity (J, 9) into ``pose`` (J, 10). Translations and scales
     row by row; the rotations in channel-major rows of ``scratch`` (at least 15 * J): the source's
     and the pose's quaternions and the extrapolated turn gathered, then one branch-free loop down the
-    joints (:func:`quat_exp_series`, :func:`_slerp_from`: it vectorises), then scattered back; a turn
+    joints (:func:`_dead_turn`: it vectorises; the rows padded to a multiple of 8 lanes when
+    ``scratch`` has room, so that it runs in whole vectors), then scattered back; a turn
     past the series' range (rare) is redone with :func:`quat_exp`. Within 1e-13 of :func:`decay_into`."""
     lam = math.log(2.0) / halflife
     f = (1.0 - math.exp(-lam * t)) / lam  # distance the decaying velocity carries in time t
     u = t / duration
     alpha = u * u * (3.0 - 2.0 * u)
     J = np.uint64(pose.shape[0])
+    # the channel rows' length: J rounded up to 8 when the scratch has room (the loop down the joints then
+    # runs in whole vectors, without a scalar remainder: the padding lanes turn identities, not stored)
+    S = (J + np.uint64(7)) // np.uint64(8) * np.uint64(8)
+    if np.uint64(15) * S > np.uint64(scratch.shape[0]):
+        S = J
     flat = pose.reshape(-1)
     vel = velocity.reshape(-1)
     src = source.reshape(-1)
@@ -797,33 +803,46 @@ def _dead_blend_into(pose, t, duration, halflife, velocity, source, scratch):
             ext = src[o + c] + vel[ov + (c if c < u3 else c - u1)] * f
             flat[o + c] = ext + (flat[o + c] - ext) * alpha
         rx, ry, rz = vel[ov + u3] * f, vel[ov + u4] * f, vel[ov + u5] * f
-        scratch[j], scratch[J + j], scratch[u2 * J + j] = rx, ry, rz
+        scratch[j], scratch[S + j], scratch[u2 * S + j] = rx, ry, rz
         beyond += rx * rx + ry * ry + rz * rz > SERIES_LIMIT
         for c in range(u4):
-            scratch[(u3 + c) * J + j] = src[o + u3 + c]
-            scratch[(u7 + c) * J + j] = flat[o + u3 + c]
+            scratch[(u3 + c) * S + j] = src[o + u3 + c]
+            scratch[(u7 + c) * S + j] = flat[o + u3 + c]
+    for j in range(J, S):  # padding lanes: no turn, identity rotations
+        for c in range(u9 + u2):
+            scratch[c * S + j] = 1.0 if c == u6 or c == u9 + u1 else 0.0
     out = u9 + u2  # rows 11..14: the blended rotations
-    for j in range(J):
-        ex, ey, ez, ew = quat_exp_series(scratch[j], scratch[J + j], scratch[u2 * J + j])
-        ex, ey, ez, ew = _unit(*qmul(ex, ey, ez, ew, scratch[u3 * J + j], scratch[u4 * J + j],
-                                     scratch[u5 * J + j], scratch[u6 * J + j]))
-        q = _slerp_from(ex, ey, ez, ew, scratch[u7 * J + j], scratch[u8 * J + j], scratch[u9 * J + j],
-                        scratch[(u9 + u1) * J + j], alpha)
-        for c in range(u4):
-            scratch[(out + c) * J + j] = q[c]
+    for j in range(S):
+        _dead_turn(scratch, S, j, alpha, out)
     for j in range(J):
         o = j * w10
         for c in range(u4):
-            flat[o + u3 + c] = scratch[(out + c) * J + j]
+            flat[o + u3 + c] = scratch[(out + c) * S + j]
     if beyond:
         for j in range(J):
-            rx, ry, rz = scratch[j], scratch[J + j], scratch[u2 * J + j]
+            rx, ry, rz = scratch[j], scratch[S + j], scratch[u2 * S + j]
             if rx * rx + ry * ry + rz * rz > SERIES_LIMIT:
                 e = quat_exp(rx, ry, rz)
                 ex, ey, ez, ew = _unit(*qmul(e[0], e[1], e[2], e[3], source[j, 3], source[j, 4], source[j, 5], source[j, 6]))
-                q = _slerp_from(ex, ey, ez, ew, scratch[u7 * J + j], scratch[u8 * J + j], scratch[u9 * J + j],
-                                scratch[(u9 + u1) * J + j], alpha)
+                q = _slerp_from(ex, ey, ez, ew, scratch[u7 * S + j], scratch[u8 * S + j], scratch[u9 * S + j],
+                                scratch[(u9 + u1) * S + j], alpha)
                 pose[j, 3], pose[j, 4], pose[j, 5], pose[j, 6] = q
+
+
+@njit(cache=True, forceinline=True, error_model="numpy")
+def _dead_turn(scratch, S, j, alpha, out):
+    """Lane ``j`` of :func:`_dead_blend_into`'s loop down the joints (channel rows ``S`` long): the
+    source turned by its extrapolated rotation, slerped toward the pose by ``alpha``, into rows
+    ``out`` to ``out + 3``."""
+    u1, u2, u3, u4, u5, u6, u7, u8, u9 = _U[1:]
+    ex, ey, ez, ew = quat_exp_series(scratch[j], scratch[S + j], scratch[u2 * S + j])
+    # (not renormalised: the slerp's result does not depend on its start's norm, and it renormalises)
+    ex, ey, ez, ew = qmul(ex, ey, ez, ew, scratch[u3 * S + j], scratch[u4 * S + j], scratch[u5 * S + j],
+                          scratch[u6 * S + j])
+    q = _slerp_from(ex, ey, ez, ew, scratch[u7 * S + j], scratch[u8 * S + j], scratch[u9 * S + j],
+                    scratch[(u9 + u1) * S + j], alpha)
+    for c in range(u4):
+        scratch[(out + c) * S + j] = q[c]
 
 
 class InertiaArrays:
