@@ -62,6 +62,7 @@ C_KEPT = 4  # how many shown poses the history holds (0, 1, 2)
 NCLOCK = 5
 
 NCH = 9  # offset / velocity channels per joint
+LN2 = math.log(2.0)  # (a constant in compiled code: no log call per frame)
 
 
 @njit(cache=True)
@@ -641,7 +642,7 @@ def spring_weights(t, duration):
     """``(P, Q)`` with the critically damped spring ``x(t) = x0 P + v0 Q`` toward 0 (``y = 2 ln 2 /
     halflife``, halflife ``duration / 10``): ``P = e^(-y t) (1 + y t)``, ``Q = t e^(-y t)`` (Holden's
     ``x = e^(-y t) (x0 + (v0 + y x0) t)``, collected by x0 and v0)."""
-    y = 2.0 * math.log(2.0) * 10.0 / duration
+    y = 2.0 * LN2 * 10.0 / duration
     e = math.exp(-y * t)
     return e * (1.0 + y * t), e * t
 
@@ -781,7 +782,7 @@ def _dead_blend_into(pose, t, duration, halflife, velocity, source, scratch):
     joints (:func:`_dead_turn`: it vectorises; the rows padded to a multiple of 8 lanes when
     ``scratch`` has room, so that it runs in whole vectors), then scattered back; a turn
     past the series' range (rare) is redone with :func:`quat_exp`. Within 1e-13 of :func:`decay_into`."""
-    lam = math.log(2.0) / halflife
+    lam = LN2 / halflife
     f = (1.0 - math.exp(-lam * t)) / lam  # distance the decaying velocity carries in time t
     u = t / duration
     alpha = u * u * (3.0 - 2.0 * u)
