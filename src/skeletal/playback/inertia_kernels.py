@@ -344,13 +344,13 @@ def shown_velocity(rows, history, newest, clock, out):
 # ---------------------------------------------------------------------------------------------
 # the update kernel's stage (playback.kernels.update: between BLEND and WORLD)
 
-# columns of a PlaybackJob's ``inert_state`` (B, 3) int64
+# columns of a PlaybackJob's ``inert_state`` (B, 4) int64
 ST_MODE = 0  # SPRING, QUINTIC or DEAD
 ST_PHASE = 1  # IDLE, PENDING (switched; the offsets are made at the next step), ACTIVE
 ST_REPOSED = 2  # a crowd's wide path posed this instance on its own in the last update (see wide.update_wide)
 ST_COUNT = 3  # QUINTIC, SPRING: how many joints have offsets (inert_joints[b, :count], inert_x / inert_v columns)
 NSTATE = 4
-# columns of ``inert_clock`` (B, 3) float64
+# columns of ``inert_clock`` (B, 5) float64
 K_ELAPSED = 0  # seconds since the switch
 K_DURATION = 1  # the blend time (QUINTIC, DEAD); SPRING: twice it
 K_HALFLIFE = 2  # DEAD: the extrapolated velocity's halflife
@@ -365,13 +365,13 @@ def inertialize_instance(b, tid, job, dt, pose):
     (``inert_state[b, ST_PHASE] != IDLE``), right after its pose (B, N, 10) was sampled and blended:
     the decaying offsets ``dt`` seconds further on added to ``pose[b]`` in place. The arrays, from the
     :class:`~skeletal.playback.jobs.PlaybackJob` ``job``: ``inert_state`` (B, 4) int64 (mode, phase,
-    reposed, joint count), ``inert_clock`` (B, 5) (elapsed, duration, halflife, the
-    largest rotation offset and rate at the switch), ``inert_source`` (B,
-    N, 10) the pose shown at the switch and ``inert_velocity`` (B, N, 9) its velocity,
-    ``inert_anchor`` (B, N, 10) the new motion's pose there, ``inert_offset`` (B, N, 9) (DEAD: unused),
-    ``inert_x`` and ``inert_v`` (B, 9 * L) the offsets and their rates at the switch of the
-    ``inert_joints`` (B, L) that have any, channel-major in lanes of ``L = lanes(N)`` (see
-    :func:`_gather_moving`), ``inert_scratch`` (T, 2, 9 * L) (``tid``: this thread's row). A switch leaves the instance PENDING with the source pose and
+    reposed, joint count), ``inert_clock`` (B, 5) (elapsed, duration, halflife, the largest rotation
+    offset and rate at the switch), ``inert_source`` (B, N, 10) the pose shown at the switch and
+    ``inert_velocity`` (B, N, 9) its velocity, ``inert_anchor`` (B, N, 10) the new motion's pose
+    there, ``inert_offset`` (B, N, 9) (DEAD: unused), ``inert_x`` and ``inert_v`` (B, 9 * L) the
+    offsets and their rates at the switch of the ``inert_joints`` (B, L) that have any, channel-major
+    in lanes of ``L = lanes(N)`` (see :func:`_gather_moving`), ``inert_scratch`` (T, 2, 9 * L)
+    (``tid``: this thread's row). A switch leaves the instance PENDING with the source pose and
     velocity set; a ``dt`` of 0 then (the switch's own evaluation) keeps the just-sampled pose as the
     anchor and shows the source; the first step after it makes the offsets (the new motion's velocity:
     the anchor to the pose now) and goes ACTIVE. Past the blend time the phase goes IDLE and the
