@@ -256,7 +256,7 @@ def test_dead_blend_slerp_without_atan2_matches_the_atan2_form():
     """The stage's dead blending (branch-free slerp: tangent halvings and atan's series) against
     :func:`decay_into`'s ``atan2`` form: zero angles, near-equal and opposite-sign rotations, angles
     near pi, extrapolated turns past the series' range (redone with quat_exp), unnormalised clip
-    quaternions."""
+    quaternions (source and pose), the loop down the joints padded to whole vectors or not."""
     from skeletal.playback.inertia_kernels import DEAD, _dead_blend_into, decay_into
 
     rng = np.random.default_rng(7)
@@ -268,6 +268,7 @@ def test_dead_blend_slerp_without_atan2_matches_the_atan2_form():
         q = rng.normal(size=(joints, 4))
         source[:, 3:7] = q / np.linalg.norm(q, axis=1, keepdims=True)
         pose = source.copy()
+        source[:, 3:7] *= 1.0 + 1e-6 * rng.normal(size=(joints, 1))  # a clip's norm error (not renormalised)
         q = rng.normal(size=(joints, 4))
         pose[:, 3:7] = q / np.linalg.norm(q, axis=1, keepdims=True) * (1.0 + 1e-6 * rng.normal(size=(joints, 1)))
         pose[:4, 3:7] = source[:4, 3:7]  # no way left: a zero angle
@@ -284,28 +285,94 @@ def test_dead_blend_slerp_without_atan2_matches_the_atan2_form():
         expected = pose.copy()
         decay_into(expected, DEAD, t, DT, 0.3, 0.05, np.zeros((joints, 9)), velocity, source)
         got = pose.copy()
-        _dead_blend_into(got, t, 0.3, 0.05, velocity, source, np.zeros(18 * joints))
+        # rows padded to 40 lanes (room for them), or 37 long (a scratch of 15 rows of the joints)
+        _dead_blend_into(got, t, 0.3, 0.05, velocity, source, np.zeros((18 if trial % 4 < 2 else 15) * joints))
         assert np.all(np.isfinite(got))
         np.testing.assert_allclose(got[:, [0, 1, 2, 7, 8, 9]], expected[:, [0, 1, 2, 7, 8, 9]], rtol=0, atol=1e-13)
         same_sign = np.where(np.sum(got[:, 3:7] * expected[:, 3:7], axis=1, keepdims=True) < 0, -1.0, 1.0)
         np.testing.assert_allclose(got[:, 3:7] * same_sign, expected[:, 3:7], rtol=0, atol=1e-12)
 
 
+def _moving_offsets(rng, joints, moving, scale):
+    """Offsets and rates (joints, 9) of which the first ``moving`` joints' are not zero, gathered as the
+    stage keeps them: (n, joints (L,), x, v (9 * L,))."""
+    from skeletal.playback.inertia_kernels import _gather_moving, lanes
+
+    offset, rate = rng.normal(size=(joints, 9)) * scale, rng.normal(size=(joints, 9)) * scale
+    offset[moving:] = rate[moving:] = 0.0
+    width = lanes(joints)
+    index, x, v = np.zeros(width, np.int64), np.zeros(9 * width), np.zeros(9 * width)
+    n = _gather_moving(offset, rate, index, x, v)
+    return offset, rate, n, index, x, v
+
+
 def test_stage_rotation_offsets_match_quat_exp_at_every_size():
     """The stage's offsets as quaternions (7 terms of the series, the 13 past 1.2 rad, quat_exp past 2 pi)
-    against :func:`quat_exp`, for offsets from 0.05 to several radians."""
-    from skeletal.playback.inertia_kernels import QUINTIC, _decay_moving, quat_exp
+    against :func:`quat_exp`, for offsets from 0.05 to several radians; the joints without offsets
+    (the vector loop's padding lanes among them) left exactly as they were."""
+    from skeletal.playback.inertia_kernels import QUINTIC, _decay_moving, _rotation_bounds, quat_exp, quintic_weights
 
     rng = np.random.default_rng(3)
     joints = 50
     for scale in [0.05, 0.3, 1.0, 3.0] * 10:
-        x, v = rng.normal(size=9 * joints) * scale, rng.normal(size=9 * joints) * scale
+        moving = joints - 3
+        offset, rate, n, index, x, v = _moving_offsets(rng, joints, moving, scale)
+        assert n == moving
         pose = np.zeros((joints, 10))
         pose[:, 6] = 1.0
-        now, turn = np.zeros(9 * joints), np.zeros(9 * joints)
-        moving = joints - 3
-        _decay_moving(pose, QUINTIC, rng.uniform(0.0, 0.3), 0.0, 0.3, moving, np.arange(joints), x, v, now, turn)
-        rotations = now[3 * joints:6 * joints].reshape(3, joints)[:, :moving].T
+        t = rng.uniform(0.0, 0.3)
+        _decay_moving(pose, QUINTIC, t, 0.3, n, index, x, v, np.zeros_like(x), *_rotation_bounds(x, v, n))
+        wp, wq = quintic_weights(t, 0.3)
+        rotations = offset[:moving, 3:6] * wp + rate[:moving, 3:6] * wq
         expected = np.array([quat_exp(*r) for r in rotations])
         np.testing.assert_allclose(pose[:moving, 3:7], expected, rtol=0, atol=1e-13)
         np.testing.assert_array_equal(pose[moving:, 3:7], [[0.0, 0.0, 0.0, 1.0]] * 3)
+
+
+@pytest.mark.parametrize("joints, moving", [(50, 47), (50, 48), (50, 9), (50, 3), (23, 18), (6, 4), (8, 8)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_stage_adds_offsets_as_the_scalar_formula(joints, moving, dtype):
+    """Eight joints a vector (float64) or one by one (float32, a rig under eight nodes): each moving
+    joint's row plus its offset now, the rotation left-multiplied, as the scalar formula gives it (the
+    same bits in float64); every other row untouched (the vector loop's padding lanes rewrite rows
+    with an offset of exactly zero); QUINTIC and SPRING (closed form)."""
+    from skeletal.playback.inertia_kernels import (QUINTIC, SPRING, _decay_moving, _rotation_bounds, quat_exp, quintic_weights,
+                                                   spring_weights)
+
+    rng = np.random.default_rng(joints * 100 + moving)
+    offset, rate, n, index, x, v = _moving_offsets(rng, joints, moving, 0.2)
+    assert n == moving and sorted(index[:n]) == list(range(moving))
+    base = rng.normal(size=(joints, 10)).astype(dtype)
+    base[:, 3:7] /= np.linalg.norm(base[:, 3:7], axis=1, keepdims=True)
+    for mode, weights in ((QUINTIC, quintic_weights), (SPRING, spring_weights)):
+        t = 0.07
+        pose = base.copy()
+        _decay_moving(pose, mode, t, 0.3, n, index, x, v, np.zeros_like(x), *_rotation_bounds(x, v, n))
+        wp, wq = weights(t, 0.3)
+        now = offset[:moving] * wp + rate[:moving] * wq
+        b = base[:moving].astype(np.float64)
+        turn = np.array([quat_exp(*r) for r in now[:, 3:6]])
+        ax, ay, az, aw = turn.T
+        bx, by, bz, bw = b[:, 3:7].T
+        expected = np.concatenate([b[:, :3] + now[:, :3],
+                                   np.stack([aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx,
+                                             aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz], 1),
+                                   b[:, 7:] + now[:, 6:]], 1)
+        tolerance = 1e-13 if dtype == np.float64 else 1e-6
+        np.testing.assert_allclose(pose[:moving], expected, rtol=0, atol=tolerance)
+        np.testing.assert_array_equal(pose[moving:], base[moving:])
+
+
+def test_spring_weights_match_the_stepped_spring():
+    """The stage's spring in closed form equals :func:`decay_into`'s exact per-frame steps (one channel
+    from x0, v0 at the switch), whatever the frames."""
+    from skeletal.playback.inertia_kernels import _spring_step, spring_weights
+
+    x0, v0, duration = 0.7, -3.0, 0.6
+    y = 2.0 * np.log(2.0) * 10.0 / duration
+    x, v, t = x0, v0, 0.0
+    for dt in [1 / 60, 1 / 30, 0.001, 1 / 144, 0.05] * 4:
+        x, v = _spring_step(x, v, y, dt)
+        t += dt
+        wp, wq = spring_weights(t, duration)
+        assert abs(x0 * wp + v0 * wq - x) < 1e-14

@@ -18,9 +18,10 @@ velocity exactly continuous (:func:`start_offsets`).
 Decays of one channel, ``x0``, ``v0`` at the switch, time ``t`` since:
 
 * ``SPRING``: critically damped, ``x = e^(-y t) (x0 + (v0 + y x0) t)``, ``y = 2 ln 2 / halflife``
-  (D. Holden, "Spring-It-On"), halflife a fifth of the blend time; stepped exactly each frame, so the
-  split of time into frames does not matter; it runs for twice the blend time (then under 2e-5 of
-  its start) and stops.
+  (D. Holden, "Spring-It-On"), halflife a fifth of the blend time; the update kernel's stage
+  evaluates it in closed form from the switch's ``x0`` and ``v0`` (:func:`spring_weights`),
+  :func:`decay_into` steps it exactly each frame: either way the split of time into frames does not
+  matter; it runs for twice the blend time (then under 2e-5 of its start) and stops.
 * ``QUINTIC``: D. Bollo's polynomial (GDC 2018), the quintic with ``x(0) = x0``, ``x'(0) = v0``,
   ``x(t1) = x'(t1) = x''(t1) = 0`` and ``x''(0) = (-8 v0 t1 - 20 x0) / t1^2``; zero from ``t1`` on.
   Per channel and without Bollo's overshoot clamps (those change ``v0`` and break the continuity of
@@ -35,8 +36,11 @@ import math
 
 import numba
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.extending import intrinsic, overload
 
+from ..anim.pose import _shuffle, _transpose8
 from ..quat import qmul, qnormalize, qrotate
 from .jobs import field
 
@@ -58,6 +62,7 @@ C_KEPT = 4  # how many shown poses the history holds (0, 1, 2)
 NCLOCK = 5
 
 NCH = 9  # offset / velocity channels per joint
+LN2 = math.log(2.0)  # (a constant in compiled code: no log call per frame)
 
 
 @njit(cache=True)
@@ -339,30 +344,33 @@ def shown_velocity(rows, history, newest, clock, out):
 # ---------------------------------------------------------------------------------------------
 # the update kernel's stage (playback.kernels.update: between BLEND and WORLD)
 
-# columns of a PlaybackJob's ``inert_state`` (B, 3) int64
+# columns of a PlaybackJob's ``inert_state`` (B, 4) int64
 ST_MODE = 0  # SPRING, QUINTIC or DEAD
 ST_PHASE = 1  # IDLE, PENDING (switched; the offsets are made at the next step), ACTIVE
 ST_REPOSED = 2  # a crowd's wide path posed this instance on its own in the last update (see wide.update_wide)
 ST_COUNT = 3  # QUINTIC, SPRING: how many joints have offsets (inert_joints[b, :count], inert_x / inert_v columns)
 NSTATE = 4
-# columns of ``inert_clock`` (B, 3) float64
+# columns of ``inert_clock`` (B, 5) float64
 K_ELAPSED = 0  # seconds since the switch
 K_DURATION = 1  # the blend time (QUINTIC, DEAD); SPRING: twice it
 K_HALFLIFE = 2  # DEAD: the extrapolated velocity's halflife
-NKCLOCK = 3
+K_X_BOUND = 3  # QUINTIC, SPRING: the largest rotation offset at the switch (radians; see _rotation_bounds)
+K_V_BOUND = 4  # ... and the largest rate (rad/s)
+NKCLOCK = 5
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def inertialize_instance(b, tid, job, dt, pose):
     """The inertialization stage of the update kernel for instance ``b`` with a transition running
     (``inert_state[b, ST_PHASE] != IDLE``), right after its pose (B, N, 10) was sampled and blended:
     the decaying offsets ``dt`` seconds further on added to ``pose[b]`` in place. The arrays, from the
     :class:`~skeletal.playback.jobs.PlaybackJob` ``job``: ``inert_state`` (B, 4) int64 (mode, phase,
-    reposed, joint count), ``inert_clock`` (B, 3) (elapsed, duration, halflife), ``inert_source`` (B,
-    N, 10) the pose shown at the switch and ``inert_velocity`` (B, N, 9) its velocity,
-    ``inert_anchor`` (B, N, 10) the new motion's pose there, ``inert_offset`` (B, N, 9) (DEAD: unused),
-    ``inert_x`` and ``inert_v`` (B, 9 * N) the offsets and their rates of the ``inert_joints`` (B, N)
-    that have any, channel-major (QUINTIC: at the switch; SPRING: now), ``inert_scratch`` (T, 2, 9 * N)
+    reposed, joint count), ``inert_clock`` (B, 5) (elapsed, duration, halflife, the largest rotation
+    offset and rate at the switch), ``inert_source`` (B, N, 10) the pose shown at the switch and
+    ``inert_velocity`` (B, N, 9) its velocity, ``inert_anchor`` (B, N, 10) the new motion's pose
+    there, ``inert_offset`` (B, N, 9) (DEAD: unused), ``inert_x`` and ``inert_v`` (B, 9 * L) the
+    offsets and their rates at the switch of the ``inert_joints`` (B, L) that have any, channel-major
+    in lanes of ``L = lanes(N)`` (see :func:`_gather_moving`), ``inert_scratch`` (T, 2, 9 * L)
     (``tid``: this thread's row). A switch leaves the instance PENDING with the source pose and
     velocity set; a ``dt`` of 0 then (the switch's own evaluation) keeps the just-sampled pose as the
     anchor and shows the source; the first step after it makes the offsets (the new motion's velocity:
@@ -379,12 +387,15 @@ def inertialize_instance(b, tid, job, dt, pose):
             return
         if mode != DEAD:
             scratch, offset = field(job, "inert_scratch")[tid], field(job, "inert_offset")
-            target_velocity = scratch[0].reshape(-1, NCH)  # (J, 9) views of the (9 * J,) scratch rows
-            rate = scratch[1].reshape(-1, NCH)
+            J = p.shape[0]
+            target_velocity = scratch[0][:NCH * J].reshape(-1, NCH)  # (J, 9) views of the scratch rows
+            rate = scratch[1][:NCH * J].reshape(-1, NCH)
             pose_velocity_into(anchor[b], p, dt, target_velocity)
             start_offsets(source[b], velocity[b], anchor[b], target_velocity, offset[b], rate)
-            state[b, ST_COUNT] = _gather_moving(offset[b], rate, field(job, "inert_joints")[b],
-                                                field(job, "inert_x")[b], field(job, "inert_v")[b])
+            x, v = field(job, "inert_x")[b], field(job, "inert_v")[b]
+            n = _gather_moving(offset[b], rate, field(job, "inert_joints")[b], x, v)
+            state[b, ST_COUNT] = n
+            clock[b, K_X_BOUND], clock[b, K_V_BOUND] = _rotation_bounds(x, v, n)
         state[b, ST_PHASE] = ACTIVE
         clock[b, K_ELAPSED] = 0.0
     t = clock[b, K_ELAPSED] + dt
@@ -400,16 +411,31 @@ def inertialize_instance(b, tid, job, dt, pose):
     if state[b, ST_COUNT] == 0:
         return
     scratch = field(job, "inert_scratch")[tid]
-    _decay_moving(p, mode, t, dt, duration, state[b, ST_COUNT], field(job, "inert_joints")[b], field(job, "inert_x")[b],
-                  field(job, "inert_v")[b], scratch[0], scratch[1])
+    _decay_moving(p, mode, t, duration, state[b, ST_COUNT], field(job, "inert_joints")[b], field(job, "inert_x")[b],
+                  field(job, "inert_v")[b], scratch[1], clock[b, K_X_BOUND], clock[b, K_V_BOUND])
+
+
+def lanes(nodes: int) -> int:
+    """The lanes of a rig of ``nodes`` nodes in the stage's channel-major rows: ``nodes`` rounded up to
+    eight (the stage adds offsets eight joints a vector; see :func:`_gather_moving`).
+
+    >>> lanes(65), lanes(8)
+    (72, 8)
+    """
+    return -(-int(nodes) // 8) * 8
 
 
 @njit(cache=True)
 def _gather_moving(offset, rate, joints, x, v):
-    """The joints whose offset (J, 9) or rate (J, 9) is not zero into ``joints`` (J,), their channels
-    into ``x`` and ``v`` (9 * J,) channel-major (channel c of the i-th at ``c * J + i``: the decay's
-    loops run down the channels); returns how many."""
+    """The joints whose offset (J, 9) or rate (J, 9) is not zero into ``joints`` (L,), their channels
+    into ``x`` and ``v`` (9 * L,) channel-major (channel c of the i-th at ``c * L + i``: the decay's
+    loops run down the channels); returns how many (n). The lanes from n up to a multiple of eight
+    hold zeros and, as joints, rows that the vector loop's last eight may rewrite unchanged (the
+    offset of zero is exact): the first eight moving joints' (processed before), or with eight or
+    fewer moving, rows of joints not moving; with fewer than eight nodes there is no such padding (the
+    stage then adds joint by joint: :func:`_padded`)."""
     J = offset.shape[0]
+    L = joints.shape[0]
     n = 0
     for j in range(J):
         moving = False
@@ -419,76 +445,283 @@ def _gather_moving(offset, rate, joints, x, v):
         if moving:
             joints[n] = j
             for c in range(NCH):
-                x[c * J + n] = offset[j, c]
-                v[c * J + n] = rate[j, c]
+                x[c * L + n] = offset[j, c]
+                v[c * L + n] = rate[j, c]
             n += 1
-    for c in range(NCH):  # the rest of each channel: zeros (the decay's loops run over whole channels)
-        for i in range(n, J):
-            x[c * J + i] = 0.0
-            v[c * J + i] = 0.0
+    for c in range(NCH):  # the rest of each channel: zeros
+        for i in range(n, L):
+            x[c * L + i] = 0.0
+            v[c * L + i] = 0.0
+    padded = -(-n // 8) * 8
+    if n > 8:
+        for i in range(n, padded):
+            joints[i] = joints[i - n + n % 8]  # the first block's lanes n % 8 .. 7
+    elif J >= 8:
+        i, j, k = n, 0, 0  # the first rows not moving (joints[:n] ascending)
+        while i < padded:
+            if k < n and joints[k] == j:
+                k += 1
+            else:
+                joints[i] = j
+                i += 1
+            j += 1
     return n
 
 
+@njit(cache=True, forceinline=True)
+def _padded(n, nodes):
+    """How many lanes the vector loop of :func:`_decay_moving` runs for ``n`` moving joints of a rig of
+    ``nodes`` nodes: ``n`` rounded up to eight, or 0 (fewer than eight nodes: no padding rows)."""
+    return (n + 7) // 8 * 8 if nodes >= 8 else 0
+
+
+def _series_ir(b, h2, h4, h8, k, full):
+    """:func:`_short_series` (``full`` False) or :func:`_series` on <8 x double> vectors (the same
+    operations in the same order)."""
+    a = _C if k == 0 else _S
+    ty = h2.type
+
+    def c(value):
+        return ir.Constant(ty, [float(value)] * ty.count)
+
+    add, mul = b.fadd, b.fmul
+
+    def pair(i):  # a[i] + a[i + 1] * h2
+        return add(c(a[i]), mul(c(a[i + 1]), h2))
+
+    if not full:
+        return add(add(pair(0), mul(pair(2), h4)), mul(add(pair(4), mul(c(a[6]), h4)), mul(h4, h4)))
+    low = add(pair(0), mul(pair(2), h4))
+    mid = add(pair(4), mul(pair(6), h4))
+    high = add(pair(8), mul(pair(10), h4))
+    return add(add(low, mul(mid, h8)), mul(add(high, mul(c(a[12]), h8)), mul(h8, h8)))
+
+
+def _offset_rows8_codegen(turned):
+    """The codegen of :func:`_offset_rows8` (``turned`` False: the turns from the offsets, in registers)
+    and :func:`_turned_rows8` (True: the turns read from a ``turn`` array)."""
+
+    def codegen(context, builder, signature, args):
+        b = builder
+        i64, f64 = ir.IntType(64), ir.DoubleType()
+        v8, v2 = ir.VectorType(f64, 8), ir.VectorType(f64, 2)
+        types_ = signature.args
+        pose_p, joints_p, x_p, v_p = (context.make_array(types_[k])(context, builder, args[k]).data for k in (0, 1, 3, 4))
+        n0 = context.cast(builder, args[2], types_[2], types.int64)
+        step = context.cast(builder, args[5], types_[5], types.int64)
+        add, sub, mul = b.fadd, b.fsub, b.fmul
+
+        def splat(value):
+            vec = ir.Constant(v8, ir.Undefined)
+            for k in range(8):
+                vec = b.insert_element(vec, value, ir.Constant(i64, k))
+            return vec
+
+        cp = splat(context.cast(builder, args[6], types_[6], types.float64))
+        cq = splat(context.cast(builder, args[7], types_[7], types.float64))
+
+        def vload(ptr, at, vec):
+            return b.load(b.bitcast(b.gep(ptr, [at]), vec.as_pointer()), align=8)
+
+        def channel(ptr, c):  # lanes first..first+7 of channel row c
+            return vload(ptr, b.add(b.mul(ir.Constant(i64, c), step), n0), v8)
+
+        def now(c):  # x * wp + v * wq
+            return add(mul(channel(x_p, c), cp), mul(channel(v_p, c), cq))
+
+        if turned:
+            turn_p = context.make_array(types_[8])(context, builder, args[8]).data
+            ax, ay, az, aw = (channel(turn_p, c) for c in range(4))
+        else:  # exp of the rotation offsets: 7 terms of the series, or all 13 when a lane's angle is past 1.2 rad
+            rx, ry, rz = now(3), now(4), now(5)
+            h2 = mul(ir.Constant(v8, [0.25] * 8), add(add(mul(rx, rx), mul(ry, ry)), mul(rz, rz)))
+            h4 = mul(h2, h2)
+            past = b.fcmp_ordered(">", h2, ir.Constant(v8, [SHORT_LIMIT] * 8))
+            any_past = b.icmp_unsigned("!=", b.bitcast(past, ir.IntType(8)), ir.Constant(ir.IntType(8), 0))
+            with b.if_else(any_past, likely=False) as (long_, short_):
+                with long_:
+                    h8 = mul(h4, h4)
+                    k_long, w_long = _series_ir(b, h2, h4, h8, 1, True), _series_ir(b, h2, h4, h8, 0, True)
+                    from_long = b.block
+                with short_:
+                    k_short, w_short = _series_ir(b, h2, h4, None, 1, False), _series_ir(b, h2, h4, None, 0, False)
+                    from_short = b.block
+            k, aw = b.phi(v8), b.phi(v8)
+            k.add_incoming(k_long, from_long)
+            k.add_incoming(k_short, from_short)
+            aw.add_incoming(w_long, from_long)
+            aw.add_incoming(w_short, from_short)
+            k = mul(ir.Constant(v8, [0.5] * 8), k)
+            ax, ay, az = mul(rx, k), mul(ry, k), mul(rz, k)
+
+        rows_at = [b.mul(b.load(b.gep(joints_p, [b.add(n0, ir.Constant(i64, k))])), ir.Constant(i64, 10))
+                   for k in range(8)]
+        f = _transpose8(b, [vload(pose_p, at, v8) for at in rows_at])  # fields 0-7: t, q, sx
+        tail = [vload(pose_p, b.add(at, ir.Constant(i64, 8)), v2) for at in rows_at]  # sy, sz
+        quads = [_shuffle(b, tail[k], tail[k + 1], [0, 1, 2, 3]) for k in range(0, 8, 2)]
+        halves = [_shuffle(b, quads[k], quads[k + 1], list(range(8))) for k in (0, 2)]
+        f.append(_shuffle(b, halves[0], halves[1], list(range(0, 16, 2))))
+        f.append(_shuffle(b, halves[0], halves[1], list(range(1, 16, 2))))
+        for field_, c in ((0, 0), (1, 1), (2, 2), (7, 6), (8, 7), (9, 8)):  # t += x wp + v wq; s likewise
+            f[field_] = add(f[field_], now(c))
+        bx, by, bz, bw = f[3], f[4], f[5], f[6]
+        f[3] = sub(add(add(mul(aw, bx), mul(ax, bw)), mul(ay, bz)), mul(az, by))
+        f[4] = add(add(sub(mul(aw, by), mul(ax, bz)), mul(ay, bw)), mul(az, bx))
+        f[5] = add(sub(add(mul(aw, bz), mul(ax, by)), mul(ay, bx)), mul(az, bw))
+        f[6] = sub(sub(sub(mul(aw, bw), mul(ax, bx)), mul(ay, by)), mul(az, bz))
+        rows = _transpose8(b, f[:8])  # (its own inverse: the fields back into rows)
+        for k in range(8):
+            b.store(rows[k], b.bitcast(b.gep(pose_p, [rows_at[k]]), v8.as_pointer()), align=8)
+            pair = _shuffle(b, f[8], f[9], [k, 8 + k])
+            b.store(pair, b.bitcast(b.gep(pose_p, [b.add(rows_at[k], ir.Constant(i64, 8))]), v2.as_pointer()), align=8)
+        return context.get_dummy_value()
+
+    return codegen
+
+
+def _rows8_types(pose, joints, first, x, v, stride, wp, wq, turn=None):
+    ok = (isinstance(pose, types.Array) and pose.ndim == 2 and pose.dtype == types.float64 and pose.layout == "C"
+          and isinstance(joints, types.Array) and joints.ndim == 1 and joints.dtype == types.int64
+          and all(isinstance(a, types.Array) and a.ndim == 1 and a.dtype == types.float64 and a.layout == "C"
+                  for a in ((x, v) if turn is None else (x, v, turn)))
+          and isinstance(first, types.Integer) and isinstance(stride, types.Integer)
+          and isinstance(wp, types.Float) and isinstance(wq, types.Float))
+    return ok
+
+
+@intrinsic
+def _offset_rows8(typingctx, pose, joints, first, x, v, stride, wp, wq):
+    """The offsets of the eight moving joints ``first`` to ``first + 7`` added to their rows of ``pose``
+    (N, 10) (row ``joints[first + k]``), eight joints a vector: the offsets now ``x * wp + v * wq``
+    (``x``, ``v`` channel-major, ``stride`` apart: see :func:`_gather_moving`); the rotations' exp by
+    the first 7 terms of the series (:func:`_short_series`), or all 13 (:func:`_series`) when a lane's
+    angle is past 1.2 rad (the caller keeps angles within 2 pi); the rows loaded and transposed to
+    one vector per field (:func:`skeletal.anim.pose._transpose8`), translations and scales plus
+    their offsets, rotations left-multiplied, transposed back and stored. The scalar loop's
+    arithmetic in every lane. Float64, C-contiguous; nothing is bounds-checked."""
+    if not _rows8_types(pose, joints, first, x, v, stride, wp, wq):
+        return None
+    return types.void(pose, joints, first, x, v, stride, wp, wq), _offset_rows8_codegen(False)
+
+
+@intrinsic
+def _turned_rows8(typingctx, pose, joints, first, x, v, stride, wp, wq, turn):
+    """:func:`_offset_rows8` with the rotations' quaternions read from ``turn`` (rows x, y, z, w,
+    ``stride`` apart) instead (angles past 2 pi: :func:`quat_exp`)."""
+    if not _rows8_types(pose, joints, first, x, v, stride, wp, wq, turn):
+        return None
+    return types.void(pose, joints, first, x, v, stride, wp, wq, turn), _offset_rows8_codegen(True)
+
+
+def _offset_blocks(pose, joints, lanes, x, v, turn, wp, wq, turned):  # pragma: no cover - typed by the overload below
+    """(Compiled code only.) :func:`_offset_rows8` (``turned``: :func:`_turned_rows8`) over the
+    ``lanes`` (a multiple of 8) first lanes for a float64 C-contiguous ``pose`` (J, 10); returns
+    True, or False having done nothing for other poses (the scalar loop then does every joint)."""
+    raise NotImplementedError("_offset_blocks runs inside compiled kernels only")
+
+
+@overload(_offset_blocks, jit_options={"forceinline": True})
+def _ol_offset_blocks(pose, joints, lanes, x, v, turn, wp, wq, turned):
+    if not (isinstance(pose, types.Array) and pose.dtype == types.float64 and pose.layout == "C"):
+        return lambda pose, joints, lanes, x, v, turn, wp, wq, turned: False
+
+    def blocks(pose, joints, lanes, x, v, turn, wp, wq, turned):
+        stride = np.uint64(joints.shape[0])
+        if turned:
+            for i in range(np.uint64(0), np.uint64(lanes), np.uint64(8)):
+                _turned_rows8(pose, joints, i, x, v, stride, wp, wq, turn)
+        else:
+            for i in range(np.uint64(0), np.uint64(lanes), np.uint64(8)):
+                _offset_rows8(pose, joints, i, x, v, stride, wp, wq)
+        return True
+    return blocks
+
+
+@njit(cache=True, forceinline=True)
+def spring_weights(t, duration):
+    """``(P, Q)`` with the critically damped spring ``x(t) = x0 P + v0 Q`` toward 0 (``y = 2 ln 2 /
+    halflife``, halflife ``duration / 10``): ``P = e^(-y t) (1 + y t)``, ``Q = t e^(-y t)`` (Holden's
+    ``x = e^(-y t) (x0 + (v0 + y x0) t)``, collected by x0 and v0)."""
+    y = 2.0 * LN2 * 10.0 / duration
+    e = math.exp(-y * t)
+    return e * (1.0 + y * t), e * t
+
+
 @njit(cache=True)
-def _decay_moving(pose, mode, t, dt, duration, n, joints, x, v, now, turn):
-    """QUINTIC and SPRING offsets of the ``n`` moving joints (``joints``; ``x`` and ``v`` (9 * J,)
-    channel-major: see :func:`_gather_moving`) added to ``pose`` (J, 10): the offsets now into ``now``
-    (9 * J,) in one loop over every channel, their rotations as quaternions into ``turn`` (rows of J:
-    x, y, z, w) in a loop down the joints (:func:`_short_series`; rotations past 1.2 rad redone by
-    :func:`quat_exp_series` after it; both loops vectorise), then added
-    joint by joint (rotations left-multiplied). Flat rows and unsigned indices: a view per channel and
-    signed index arithmetic each cost more than these loops on a few dozen joints."""
-    J = np.uint64(pose.shape[0])
+def _rotation_bounds(x, v, n):
+    """The largest rotation offset (radians) and rate (rad/s) among the ``n`` moving joints' channels
+    ``x``, ``v`` (9 * L,) (see :func:`_gather_moving`): no rotation offset of the transition is larger
+    than ``x_bound |P| + v_bound |Q|`` (the offsets are ``x P + v Q``)."""
+    L = x.shape[0] // NCH
+    xb = vb = 0.0
+    for i in range(n):
+        xb = max(xb, math.sqrt(x[3 * L + i] ** 2 + x[4 * L + i] ** 2 + x[5 * L + i] ** 2))
+        vb = max(vb, math.sqrt(v[3 * L + i] ** 2 + v[4 * L + i] ** 2 + v[5 * L + i] ** 2))
+    return xb, vb
+
+
+@njit(cache=True, forceinline=True)
+def _decay_moving(pose, mode, t, duration, n, joints, x, v, turn, x_bound, v_bound):
+    """QUINTIC and SPRING offsets of the ``n`` moving joints (``joints`` (L,); ``x`` and ``v`` (9 * L,)
+    the offsets and their rates at the switch, channel-major: see :func:`_gather_moving`) ``t`` seconds
+    after the switch, added to ``pose`` (J, 10): the offsets now are ``x * P + v * Q`` with the mode's
+    weights (:func:`quintic_weights`, :func:`spring_weights`: one pair for every channel). When no
+    rotation can be past 2 pi now (``x_bound``, ``v_bound``: :func:`_rotation_bounds`), one pass of
+    eight joints a vector does it all (:func:`_offset_rows8`: the rotations' exp by the series, rotations
+    left-multiplied). Otherwise the rotations as quaternions into ``turn`` (rows of L: x, y, z, w)
+    in a loop down the lanes (:func:`_short_series`; rotations past 1.2 rad redone by
+    :func:`quat_exp_series`, past 2 pi by :func:`quat_exp`), then added eight joints a vector
+    (:func:`_turned_rows8`). A float32 pose or a rig of under eight nodes: joint by joint. Flat rows
+    and unsigned indices: a view per channel and signed index arithmetic each cost more than these
+    loops on a few dozen joints."""
+    L = np.uint64(joints.shape[0])
     if mode == SPRING:
-        y = 2.0 * math.log(2.0) * 10.0 / duration  # halflife = blend time / 5 = duration / 10
-        e = math.exp(-y * dt)
-        for k in range(np.uint64(x.shape[0])):
-            j1 = v[k] + x[k] * y
-            x[k] = e * (x[k] + j1 * dt)
-            v[k] = e * (v[k] - j1 * y * dt)
-            now[k] = x[k]
+        wp, wq = spring_weights(t, duration)
     else:
         wp, wq = quintic_weights(t, duration)
-        for k in range(np.uint64(x.shape[0])):
-            now[k] = x[k] * wp + v[k] * wq
+    lanes = np.uint64(_padded(n, pose.shape[0]))
     u0, u1, u2, u3, u4, u5, u6, u7, u8, u9 = _U
-    r0, r1, r2 = u3 * J, u4 * J, u5 * J  # the rotation channels' rows
+    bound = x_bound * abs(wp) + v_bound * abs(wq)  # no rotation offset is larger now
+    if lanes > u0 and bound * bound <= SERIES_LIMIT and _offset_blocks(pose, joints, lanes, x, v, turn, wp, wq, False):
+        return
+    m = lanes if lanes > np.uint64(n) else np.uint64(n)  # lanes to turn (the padding's: exactly no turn)
+    r0, r1, r2 = u3 * L, u4 * L, u5 * L  # the rotation channels' rows
     beyond = 0  # rotations past the short series' range (redone below)
-    for i in range(np.uint64(n)):
-        rx, ry, rz = now[r0 + i], now[r1 + i], now[r2 + i]
+    for i in range(m):
+        rx, ry, rz = x[r0 + i] * wp + v[r0 + i] * wq, x[r1 + i] * wp + v[r1 + i] * wq, x[r2 + i] * wp + v[r2 + i] * wq
         h2 = 0.25 * (rx * rx + ry * ry + rz * rz)  # the half angle squared
         h4 = h2 * h2
         k = 0.5 * _short_series(h2, h4, 1)
         turn[i] = rx * k
-        turn[J + i] = ry * k
-        turn[u2 * J + i] = rz * k
-        turn[u3 * J + i] = _short_series(h2, h4, 0)
+        turn[L + i] = ry * k
+        turn[u2 * L + i] = rz * k
+        turn[u3 * L + i] = _short_series(h2, h4, 0)
         beyond += h2 > SHORT_LIMIT
     if beyond:  # the full series, or past its range quat_exp
-        for i in range(np.uint64(n)):
-            rx, ry, rz = now[r0 + i], now[r1 + i], now[r2 + i]
+        for i in range(m):
+            rx, ry, rz = x[r0 + i] * wp + v[r0 + i] * wq, x[r1 + i] * wp + v[r1 + i] * wq, x[r2 + i] * wp + v[r2 + i] * wq
             a2 = rx * rx + ry * ry + rz * rz
             if 0.25 * a2 > SHORT_LIMIT:
                 e = quat_exp_series(rx, ry, rz) if a2 <= SERIES_LIMIT else quat_exp(rx, ry, rz)
-                turn[i], turn[J + i], turn[u2 * J + i], turn[u3 * J + i] = e
-    flat = pose.reshape(-1)
-    width = np.uint64(pose.shape[1])
-    for i in range(np.uint64(n)):
-        o = np.uint64(joints[i]) * width
-        flat[o] += now[i]
-        flat[o + u1] += now[J + i]
-        flat[o + u2] += now[u2 * J + i]
-        flat[o + u7] += now[u6 * J + i]
-        flat[o + u8] += now[u7 * J + i]
-        flat[o + u9] += now[u8 * J + i]
-        ax, ay, az, aw = turn[i], turn[J + i], turn[u2 * J + i], turn[u3 * J + i]
-        bx, by, bz, bw = flat[o + u3], flat[o + u4], flat[o + u5], flat[o + u6]
+                turn[i], turn[L + i], turn[u2 * L + i], turn[u3 * L + i] = e
+    if lanes > u0 and _offset_blocks(pose, joints, lanes, x, v, turn, wp, wq, True):
+        return
+    for i in range(np.uint64(n)):  # joint by joint
+        j = joints[i]
+        pose[j, 0] += x[i] * wp + v[i] * wq
+        pose[j, 1] += x[L + i] * wp + v[L + i] * wq
+        pose[j, 2] += x[u2 * L + i] * wp + v[u2 * L + i] * wq
+        pose[j, 7] += x[u6 * L + i] * wp + v[u6 * L + i] * wq
+        pose[j, 8] += x[u7 * L + i] * wp + v[u7 * L + i] * wq
+        pose[j, 9] += x[u8 * L + i] * wp + v[u8 * L + i] * wq
+        ax, ay, az, aw = turn[i], turn[L + i], turn[u2 * L + i], turn[u3 * L + i]
+        bx, by, bz, bw = pose[j, 3], pose[j, 4], pose[j, 5], pose[j, 6]
         # exp(offset) * q: a unit quaternion (to 3e-14) times the pose's, left as it comes: the rotation
         # keeps the norm the clip gave it, so nothing jumps when the transition ends
-        flat[o + u3] = aw * bx + ax * bw + ay * bz - az * by
-        flat[o + u4] = aw * by - ax * bz + ay * bw + az * bx
-        flat[o + u5] = aw * bz + ax * by - ay * bx + az * bw
-        flat[o + u6] = aw * bw - ax * bx - ay * by - az * bz
+        pose[j, 3] = aw * bx + ax * bw + ay * bz - az * by
+        pose[j, 4] = aw * by - ax * bz + ay * bw + az * bx
+        pose[j, 5] = aw * bz + ax * by - ay * bx + az * bw
+        pose[j, 6] = aw * bw - ax * bx - ay * by - az * bz
 
 
 @njit(cache=True, forceinline=True)
@@ -516,7 +749,7 @@ def _atan_ratio(z):
 @njit(cache=True, forceinline=True)
 def _slerp_from(ex, ey, ez, ew, px, py, pz, pw, alpha):
     """``slerp(e, p, alpha) = exp(alpha * log(p * e^-1)) * e`` the shorter way round, renormalised, for
-    quaternions e (unit) and p, without ``atan2`` and without a branch (a loop of it vectorises): the
+    quaternions e and p (of any norms: only their directions count), without ``atan2`` and without a branch (a loop of it vectorises): the
     half angle ``a`` of ``d = p * e^-1`` (``|d.xyz| = n``, ``|d| = r``, ``d.w >= 0``) as
     ``tan(a / 2) = n / (r + d.w)``, halved twice more by ``tan(x / 2) = tan x / (1 + sqrt(1 + tan^2 x))``
     to at most ``tan(pi / 16)``, then ``atan``'s series; ``a / n`` comes out without dividing by ``n``
@@ -546,13 +779,19 @@ def _dead_blend_into(pose, t, duration, halflife, velocity, source, scratch):
     (J, 10) carried on by its decaying velocity (J, 9) into ``pose`` (J, 10). Translations and scales
     row by row; the rotations in channel-major rows of ``scratch`` (at least 15 * J): the source's
     and the pose's quaternions and the extrapolated turn gathered, then one branch-free loop down the
-    joints (:func:`quat_exp_series`, :func:`_slerp_from`: it vectorises), then scattered back; a turn
+    joints (:func:`_dead_turn`: it vectorises; the rows padded to a multiple of 8 lanes when
+    ``scratch`` has room, so that it runs in whole vectors), then scattered back; a turn
     past the series' range (rare) is redone with :func:`quat_exp`. Within 1e-13 of :func:`decay_into`."""
-    lam = math.log(2.0) / halflife
+    lam = LN2 / halflife
     f = (1.0 - math.exp(-lam * t)) / lam  # distance the decaying velocity carries in time t
     u = t / duration
     alpha = u * u * (3.0 - 2.0 * u)
     J = np.uint64(pose.shape[0])
+    # the channel rows' length: J rounded up to 8 when the scratch has room (the loop down the joints then
+    # runs in whole vectors, without a scalar remainder: the padding lanes turn identities, not stored)
+    S = (J + np.uint64(7)) // np.uint64(8) * np.uint64(8)
+    if np.uint64(15) * S > np.uint64(scratch.shape[0]):
+        S = J
     flat = pose.reshape(-1)
     vel = velocity.reshape(-1)
     src = source.reshape(-1)
@@ -565,33 +804,46 @@ def _dead_blend_into(pose, t, duration, halflife, velocity, source, scratch):
             ext = src[o + c] + vel[ov + (c if c < u3 else c - u1)] * f
             flat[o + c] = ext + (flat[o + c] - ext) * alpha
         rx, ry, rz = vel[ov + u3] * f, vel[ov + u4] * f, vel[ov + u5] * f
-        scratch[j], scratch[J + j], scratch[u2 * J + j] = rx, ry, rz
+        scratch[j], scratch[S + j], scratch[u2 * S + j] = rx, ry, rz
         beyond += rx * rx + ry * ry + rz * rz > SERIES_LIMIT
         for c in range(u4):
-            scratch[(u3 + c) * J + j] = src[o + u3 + c]
-            scratch[(u7 + c) * J + j] = flat[o + u3 + c]
+            scratch[(u3 + c) * S + j] = src[o + u3 + c]
+            scratch[(u7 + c) * S + j] = flat[o + u3 + c]
+    for j in range(J, S):  # padding lanes: no turn, identity rotations
+        for c in range(u9 + u2):
+            scratch[c * S + j] = 1.0 if c == u6 or c == u9 + u1 else 0.0
     out = u9 + u2  # rows 11..14: the blended rotations
-    for j in range(J):
-        ex, ey, ez, ew = quat_exp_series(scratch[j], scratch[J + j], scratch[u2 * J + j])
-        ex, ey, ez, ew = _unit(*qmul(ex, ey, ez, ew, scratch[u3 * J + j], scratch[u4 * J + j],
-                                     scratch[u5 * J + j], scratch[u6 * J + j]))
-        q = _slerp_from(ex, ey, ez, ew, scratch[u7 * J + j], scratch[u8 * J + j], scratch[u9 * J + j],
-                        scratch[(u9 + u1) * J + j], alpha)
-        for c in range(u4):
-            scratch[(out + c) * J + j] = q[c]
+    for j in range(S):
+        _dead_turn(scratch, S, j, alpha, out)
     for j in range(J):
         o = j * w10
         for c in range(u4):
-            flat[o + u3 + c] = scratch[(out + c) * J + j]
+            flat[o + u3 + c] = scratch[(out + c) * S + j]
     if beyond:
         for j in range(J):
-            rx, ry, rz = scratch[j], scratch[J + j], scratch[u2 * J + j]
+            rx, ry, rz = scratch[j], scratch[S + j], scratch[u2 * S + j]
             if rx * rx + ry * ry + rz * rz > SERIES_LIMIT:
                 e = quat_exp(rx, ry, rz)
                 ex, ey, ez, ew = _unit(*qmul(e[0], e[1], e[2], e[3], source[j, 3], source[j, 4], source[j, 5], source[j, 6]))
-                q = _slerp_from(ex, ey, ez, ew, scratch[u7 * J + j], scratch[u8 * J + j], scratch[u9 * J + j],
-                                scratch[(u9 + u1) * J + j], alpha)
+                q = _slerp_from(ex, ey, ez, ew, scratch[u7 * S + j], scratch[u8 * S + j], scratch[u9 * S + j],
+                                scratch[(u9 + u1) * S + j], alpha)
                 pose[j, 3], pose[j, 4], pose[j, 5], pose[j, 6] = q
+
+
+@njit(cache=True, forceinline=True, error_model="numpy")
+def _dead_turn(scratch, S, j, alpha, out):
+    """Lane ``j`` of :func:`_dead_blend_into`'s loop down the joints (channel rows ``S`` long): the
+    source turned by its extrapolated rotation, slerped toward the pose by ``alpha``, into rows
+    ``out`` to ``out + 3``."""
+    u1, u2, u3, u4, u5, u6, u7, u8, u9 = _U[1:]
+    ex, ey, ez, ew = quat_exp_series(scratch[j], scratch[S + j], scratch[u2 * S + j])
+    # (not renormalised: the slerp's result does not depend on its start's norm, and it renormalises)
+    ex, ey, ez, ew = qmul(ex, ey, ez, ew, scratch[u3 * S + j], scratch[u4 * S + j], scratch[u5 * S + j],
+                          scratch[u6 * S + j])
+    q = _slerp_from(ex, ey, ez, ew, scratch[u7 * S + j], scratch[u8 * S + j], scratch[u9 * S + j],
+                    scratch[(u9 + u1) * S + j], alpha)
+    for c in range(u4):
+        scratch[(out + c) * S + j] = q[c]
 
 
 class InertiaArrays:
@@ -615,10 +867,11 @@ class InertiaArrays:
         self.velocity = np.zeros((b, n, NCH))
         self.source = np.zeros((b, n, 10))
         self.anchor = np.zeros((b, n, 10))
-        self.joints = np.zeros((b, n), np.int64)
-        self.x = np.zeros((b, NCH * n))
-        self.v = np.zeros((b, NCH * n))
-        self.scratch = np.zeros((threads, 2, NCH * n))
+        width = lanes(n)  # the channel-major rows' lanes (a multiple of 8: see _gather_moving)
+        self.joints = np.zeros((b, width), np.int64)
+        self.x = np.zeros((b, NCH * width))
+        self.v = np.zeros((b, NCH * width))
+        self.scratch = np.zeros((threads, 2, NCH * width))
 
     def fields(self) -> dict:
         """The job's ``inert_*`` fields, by name."""

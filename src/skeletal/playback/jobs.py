@@ -41,10 +41,10 @@ outputs                   ``pose`` (B, N, 10), ``morph`` (B, M); world rows of `
                           (ascending, ancestors included) into ``worlds`` (B, N, 3|4, 4), or into
                           ``scratch_world`` when ``worlds`` is empty; ``palettes`` (B, J, 3|4, 4) =
                           ``world[palette_joints[j]] @ inverse_bind[j]``
-inertialization           ``inert_state`` (B, 4) int64, ``inert_clock`` (B, 3), ``inert_offset`` and
+inertialization           ``inert_state`` (B, 4) int64, ``inert_clock`` (B, 5), ``inert_offset`` and
                           ``inert_velocity`` (B, N, 9), ``inert_source`` and ``inert_anchor`` (B, N,
-                          10), ``inert_joints`` (B, N) int64, ``inert_x`` and ``inert_v`` (B, 9 * N),
-                          ``inert_scratch`` (T, 2, 9 * N): the stage between blending and world
+                          10), ``inert_joints`` (B, L) int64, ``inert_x`` and ``inert_v`` (B, 9 * L),
+                          ``inert_scratch`` (T, 2, 9 * L) (L: N rounded up to 8): the stage between blending and world
                           rows (:func:`~skeletal.playback.inertia_kernels.inertialize_instance`); zero
                           rows (no transition ever started) skip it
 ========================  =====================================================================

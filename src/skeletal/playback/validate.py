@@ -127,13 +127,14 @@ def _inertia_fields(c: _Checker) -> None:
     nodes = "N" if state.ndim == 2 else None
     if state.ndim == 2:
         c.array("inert_state", (rows, 4))
-    c.array("inert_clock", (rows, 3), dtype=np.float64)
+    c.array("inert_clock", (rows, 5), dtype=np.float64)  # inertia_kernels.NKCLOCK columns
     for name in ("inert_offset", "inert_velocity"):
         c.array(name, (rows, nodes, 9), dtype=np.float64)
     for name in ("inert_source", "inert_anchor"):
         c.array(name, (rows, nodes, 10), dtype=np.float64)
-    c.array("inert_joints", (rows, nodes), dtype=np.int64)
-    width = 9 * c.sizes["N"] if state.ndim == 2 else None  # channel-major rows of every node
+    lanes = -(-c.sizes["N"] // 8) * 8 if state.ndim == 2 else None  # the rig's nodes rounded up to 8
+    c.array("inert_joints", (rows, lanes), dtype=np.int64)
+    width = 9 * lanes if state.ndim == 2 else None  # channel-major rows of every lane (inertia_kernels.lanes)
     for name in ("inert_x", "inert_v"):
         c.array(name, (rows, width), dtype=np.float64)
     c.array("inert_scratch", ("T" if state.ndim == 2 else None, 2, width), dtype=np.float64)
