@@ -151,3 +151,19 @@ def test_pairs_past_the_palette_or_of_the_wrong_type():
     np.testing.assert_array_equal(got[0], table[0])
     with pytest.raises(SkeletalError, match="pairs"):
         run(packed, joints.astype(np.uint8), weights, positions, normals, pairs=pairs.astype(np.int64))
+
+
+def test_bench_rig_mesh_passes_and_its_rows_run():
+    """The DQS bench's rig-like mesh: every palette's pairs share hemispheres with some joints flipped (so the
+    rows time the sign-free kernel), and the rows come out for each palette at both thread counts."""
+    from skeletal.bench.dq import bench_rows, rig_mesh
+
+    palettes, joints, weights, positions, normals = rig_mesh(5000)
+    assert joints.dtype == np.uint8 and joints.shape == (5000, 4) and set(palettes) == {"rigid", "scaled", "sheared"}
+    pairs = dq_hemisphere_pairs(joints, weights)
+    for palette in palettes.values():
+        flips = np.empty(len(palette), np.int32)
+        assert _hemisphere_signs(pack_dq_palette(palette), pairs, flips) and (flips == -1).any()
+    got = bench_rows(quick=True, vertices=5000)
+    assert len(got["rows"]) == 6 and all(float(r["ratio"].rstrip("x")) > 0 for r in got["rows"])
+    assert got["dqs_sheared_1thr"]["ratio"]["median"] > 0

@@ -500,7 +500,9 @@ def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool, diagonal: boo
     chain. Joint indices are clamped to J - 1, except in groups checked in range (dense influences).
     ``diagonal`` (with ``scaled``): every joint's S is diagonal (:data:`~skeletal.skinning.dqs.DIAGONAL_TOLERANCE`),
     so only s00, s11, s22 are transposed (11 of the 16 rows, not 14) and S's products are the diagonal's
-    (S p: 3 multiplies, not 9; the cofactor: 3 products, not 12; its product with the normal: 3, not 9)."""
+    (S p: 3 multiplies, not 9; the cofactor: 3 products, not 12; its product with the normal: 3, not 9).
+    A[13] a (J,) int32 array instead of the table: the palette's signs already put every pair of joints a
+    vertex blends in one hemisphere (``skin_dq_into``'s ``pairs``), so nothing is negated and no pivot found."""
     e = Emit(b)
     pal = Rows(context, b, A[0], args[0], DQ_STRIDE)
     # A (J, J) sign table, or a (J,) array: the palette's signs were made consistent for this mesh (every

@@ -115,6 +115,26 @@ and the normal's length: 1.01 / 1.02; the blends of 8 groups to a stack buffer, 
 table of offsets, no vector sign work but a load feeding a load: 1.13 / 1.13. Left out altogether (not correct, for scale): the sign work 0.84 / 0.84,
 S 0.89 (scaled). Scalar instructions cost nothing measurable here; vector ones everywhere do.
 
+Hemisphere pairs (``skin_dq_into(..., pairs=)``, issue 33). The sign table's work is per influence (a
+broadcast, an and and an xor; the kernel without it takes about 1/1.2 of the time), yet in a rig the joints a
+vertex blends are neighbours that turn less than 180 degrees against each other, so one sign per joint per
+frame can put all of them in one hemisphere. :func:`dq_hemisphere_pairs`, once per mesh, lists the joint
+pairs some vertex blends (both weights non-zero, or one the vertex's pivot), each group of linked joints'
+spanning tree (breadth first) before the other pairs. Per frame :func:`_hemisphere_signs` walks them (P
+float32 dot products, microseconds): a tree pair fixes its new joint's sign from its dot product, every
+other pair checks that ``dot < 0`` exactly where the two signs differ. Where all pass, :func:`_signed_copy`
+negates qr and qd of the flipped joints in an aligned copy of the palette, and the signed-record kernel
+runs with a (J,) array in the table's place: no table, no per-influence sign work, no pivot. Exact, not an
+approximation: for a vertex with pivot p the table's blend is ``sum w_k t_k R_k`` with ``t_k = -1`` where
+``qr_k . qr_p < 0``; the pair (k, p) passed, so ``s_k s_p = t_k`` and the sign-free blend is
+``sum w_k s_k R_k = s_p sum w_k t_k R_k`` (zero weights add zeros): the same sums, with every term negated
+when ``s_p = -1``, which round alike; and the transform of ``(-q, -d)`` is that of ``(q, d)`` bit for bit
+(every product in it pairs two negated values or none; the tests compare with ``array_equal``). A frame
+with a failing pair, a pair past the palette's J, or no ``pairs`` takes the table. Pairs fail where one
+vertex blends three joints that no signs put in one hemisphere (its DQS result then depends on which is
+the pivot: Soldier's body mesh in its Run clip, 23 vertices of the hands), or where such a cycle runs
+through several vertices. Measured: docs/guides/performance.md (the DQS row of issue 33).
+
 The planar group kernel (``_emit_dq_group``, issue 17: :func:`skeletal.skin.skin_into`'s own planar
 kernel had made LBS 1.5x faster, and DQS had fallen to 0.52x / 0.43x of it). It takes what LBS's
 takes: dense C-contiguous (V, 3) positions/normals and outputs, K unrolled, no tangents. Measured on
