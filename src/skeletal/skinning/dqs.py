@@ -227,7 +227,8 @@ the group kernel's rigid blend moves 8 floats per influence, no more than this o
 transpose; the kernel is chosen by size, not by palette). On a 2-vCPU AMD EPYC Zen 5 VM (AVX-512) the
 same rows measured 0.72x / 0.66x; with the sign table xor-ed in and the per-group check (issue 33)
 0.82-0.83x / 0.72-0.73x; with the diagonal-S variant the scaled (axis-aligned) palette ~0.80x, a
-sheared one (general kernel) ~0.70-0.73x (docs/guides/performance.md).
+sheared one (general kernel) ~0.70-0.73x; with ``pairs`` on a rig-like mesh (the bench's, since) rigid ~1.0x,
+scaled ~0.95x, sheared ~0.88x (docs/guides/performance.md).
 Per call: ``skin_dq_into`` checks its arguments inside the compiled call as ``skin_into`` does, and a
 packed float32 palette goes straight to it (16 vertices, 1 thread: 2.09 -> 1.88 us; whether any joint
 scales is a compiled loop: numpy's ``packed[:J, 14].any()`` cost ~2.5% of a 100k-vertex call in
