@@ -9,8 +9,8 @@ import pytest
 
 from skeletal import SkeletalError
 from skeletal.skinning.lbs import CHUNK, LANES
-from skeletal.skinning.dqs import (SIGNED_MIN_VERTICES, _hemisphere_signs, dq_hemisphere_pairs, pack_dq_palette,
-                                   skin_dq)
+from skeletal.skinning.dqs import (PAIR_JOINTS, SIGNED_MIN_VERTICES, _hemisphere_signs, dq_hemisphere_pairs,
+                                   pack_dq_palette, skin_dq)
 
 from test_skin_dq import random_mesh
 from test_skin_dq_planar import run
@@ -75,7 +75,9 @@ def test_pairs_are_the_blended_joints_tree_first():
     # K > 2: the pivot is the first largest weight, paired even where every weight is 0 or less
     assert dq_hemisphere_pairs(np.array([[3, 5, 6]]), np.array([[0.0, -1.0, 0.0]], np.float32)).tolist() == [[3, 5]]
     assert dq_hemisphere_pairs(np.array([[-1, 2]]), np.ones((1, 2), np.float32)).tolist() == [[-1, -1]]
-    assert dq_hemisphere_pairs(np.array([[1 << 20, 2]], np.int64), np.ones((1, 2), np.float32)).tolist() == [[-1, -1]]
+    for big in (PAIR_JOINTS, 1 << 40):  # past what it records: the pair that never passes
+        assert dq_hemisphere_pairs(np.array([[big, 2]], np.int64), np.ones((1, 2), np.float32)).tolist() == [[-1, -1]]
+    assert len(dq_hemisphere_pairs(np.array([[PAIR_JOINTS - 1, 2]]), np.ones((1, 2), np.float32))) == 1
     with pytest.raises(SkeletalError, match="joints and weights"):
         dq_hemisphere_pairs(np.zeros((3, 2), np.int32), np.zeros((3, 3), np.float32))
 

@@ -434,9 +434,10 @@ def _scale_kind(packed, joints):
 _DIAGONAL = 1
 
 
-#: :func:`dq_hemisphere_pairs` records joint indices up to this; a mesh with others gets the one pair
-#: (-1, -1), which never passes (the sign table then serves every frame).
-PAIR_JOINTS = 1 << 16
+#: :func:`dq_hemisphere_pairs` records joint indices below this (its scratch is two PAIR_JOINTS^2 bool
+#: matrices at most: 2 MB); a mesh with others gets the one pair (-1, -1), which never passes (the sign table
+#: then serves every frame; the signed-record kernel needs V >= J^2 anyway, a million vertices at this J).
+PAIR_JOINTS = 1 << 10
 
 
 @njit(cache=True, nogil=True)
