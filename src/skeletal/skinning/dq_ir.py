@@ -500,9 +500,15 @@ def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool, diagonal: boo
     chain. Joint indices are clamped to J - 1, except in groups checked in range (dense influences).
     ``diagonal`` (with ``scaled``): every joint's S is diagonal (:data:`~skeletal.skinning.dqs.DIAGONAL_TOLERANCE`),
     so only s00, s11, s22 are transposed (11 of the 16 rows, not 14) and S's products are the diagonal's
-    (S p: 3 multiplies, not 9; the cofactor: 3 products, not 12; its product with the normal: 3, not 9)."""
+    (S p: 3 multiplies, not 9; the cofactor: 3 products, not 12; its product with the normal: 3, not 9).
+    A[13] a (J,) int32 array instead of the table: the palette's signs already put every pair of joints a
+    vertex blends in one hemisphere (``skin_dq_into``'s ``pairs``), so nothing is negated and no pivot found."""
     e = Emit(b)
     pal = Rows(context, b, A[0], args[0], DQ_STRIDE)
+    # A (J, J) sign table, or a (J,) array: the palette's signs were made consistent for this mesh (every
+    # pair of joints that share a vertex in one hemisphere, :func:`~skeletal.skinning.dqs._hemisphere_signs`),
+    # so no influence is negated and the pivot plays no part: the blend is LBS's without the sign work.
+    use_table = A[13].ndim == 2
     table = Rows(context, b, A[13], args[13])
     inf = Influences(context, b, A, args, table.shape[0], k, True)
     # Rows as offsets from the group's first (constant offsets where the strides are: no per-row pointers
@@ -532,12 +538,12 @@ def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool, diagonal: boo
                     w = inf.weight(wrow, kk)
                     better = b.fcmp_ordered(">", w, best)
                     pivot, best = b.select(better, joints[kk], pivot), b.select(better, w, best)
-            trow = table.row(pivot)
+            trow = table.row(pivot) if use_table else None
             acc = None
             for kk in range(k):
                 at = b.mul(joints[kk], record_bytes)
                 record = b.load(b.bitcast(b.gep(pal.data, [at]), vec_type(LANES).as_pointer()), align=4)
-                if not (pivot_first and kk == 0):
+                if use_table and not (pivot_first and kk == 0):
                     # qr and qd (lanes 0-7) negated where the table says so: rec ^ (sign & lanes),
                     # one vpternlogd with the table entry broadcast from memory
                     sign = e.splat(table.load(trow, joints[kk]), LANES)
@@ -561,11 +567,11 @@ def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool, diagonal: boo
         # reuses these loads for the blend's weights, broadcasting each from a register, a shuffle,
         # instead of from memory; likewise the indices, extracted from a vector instead of loaded.)
         fast = _group_in_range(b, inf, _opaque(b, jrow0), k, table.shape[0])
-        if k > 2:
+        if k > 2 and use_table:
             fast = b.and_(fast, _group_sorted(b, _opaque(b, wrow0), k))
         free = Influences(context, b, A, args, table.shape[0], k, False)
-        blended = _either(b, fast, lambda: blend(True, free), lambda: blend(k <= 2))
-    elif k <= 2:
+        blended = _either(b, fast, lambda: blend(True, free), lambda: blend(k <= 2 or not use_table))
+    elif k <= 2 or not use_table:
         blended = blend(True)
     else:
         # The check reads the weights through a pointer LLVM cannot see through (as above).
@@ -684,14 +690,15 @@ def _skin_dq_chunk(typingctx, palette, joints, weights, positions, normals, tang
     or anything else (the scale-separated kernel; an integer: every joint's S is diagonal, which the
     signed-record kernel exploits and the others treat as any S); ``signs`` None, or the (J, J) int32 sign table of
     :func:`_signed_records` (joint indices are then clamped to the table's J: the signed-record group
-    kernel)."""
+    kernel), or a (J,) int32 array (the same kernel without sign work: the palette's hemispheres were made
+    consistent for the mesh, :func:`_hemisphere_signs`)."""
     sig = types.void(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
                      out_tangents, chunk, kspec, scaled, unclamped, signs)
     if not _kernel_types_ok(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
                             out_tangents):
         return None  # a TypingError: skin_dq_into then names the fault (check_skin_args)
     signed = not isinstance(signs, types.NoneType)
-    if signed and not (isinstance(signs, types.Array) and signs.ndim == 2 and signs.dtype == types.int32):
+    if signed and not (isinstance(signs, types.Array) and signs.ndim in (1, 2) and signs.dtype == types.int32):
         return None
     use_scale, clamp = not isinstance(scaled, types.NoneType), signed or isinstance(unclamped, types.NoneType)
     diagonal = isinstance(scaled, types.Integer)

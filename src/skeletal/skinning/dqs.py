@@ -115,6 +115,26 @@ and the normal's length: 1.01 / 1.02; the blends of 8 groups to a stack buffer, 
 table of offsets, no vector sign work but a load feeding a load: 1.13 / 1.13. Left out altogether (not correct, for scale): the sign work 0.84 / 0.84,
 S 0.89 (scaled). Scalar instructions cost nothing measurable here; vector ones everywhere do.
 
+Hemisphere pairs (``skin_dq_into(..., pairs=)``, issue 33). The sign table's work is per influence (a
+broadcast, an and and an xor; the kernel without it takes about 1/1.2 of the time), yet in a rig the joints a
+vertex blends are neighbours that turn less than 180 degrees against each other, so one sign per joint per
+frame can put all of them in one hemisphere. :func:`dq_hemisphere_pairs`, once per mesh, lists the joint
+pairs some vertex blends (both weights non-zero, or one the vertex's pivot), each group of linked joints'
+spanning tree (breadth first) before the other pairs. Per frame :func:`_hemisphere_signs` walks them (P
+float32 dot products, microseconds): a tree pair fixes its new joint's sign from its dot product, every
+other pair checks that ``dot < 0`` exactly where the two signs differ. Where all pass, :func:`_signed_copy`
+negates qr and qd of the flipped joints in an aligned copy of the palette, and the signed-record kernel
+runs with a (J,) array in the table's place: no table, no per-influence sign work, no pivot. Exact, not an
+approximation: for a vertex with pivot p the table's blend is ``sum w_k t_k R_k`` with ``t_k = -1`` where
+``qr_k . qr_p < 0``; the pair (k, p) passed, so ``s_k s_p = t_k`` and the sign-free blend is
+``sum w_k s_k R_k = s_p sum w_k t_k R_k`` (zero weights add zeros): the same sums, with every term negated
+when ``s_p = -1``, which round alike; and the transform of ``(-q, -d)`` is that of ``(q, d)`` bit for bit
+(every product in it pairs two negated values or none; the tests compare with ``array_equal``). A frame
+with a failing pair, a pair past the palette's J, or no ``pairs`` takes the table. Pairs fail where one
+vertex blends three joints that no signs put in one hemisphere (its DQS result then depends on which is
+the pivot: Soldier's body mesh in its Run clip, 23 vertices of the hands), or where such a cycle runs
+through several vertices. Measured: docs/guides/performance.md (the DQS row of issue 33).
+
 The planar group kernel (``_emit_dq_group``, issue 17: :func:`skeletal.skin.skin_into`'s own planar
 kernel had made LBS 1.5x faster, and DQS had fallen to 0.52x / 0.43x of it). It takes what LBS's
 takes: dense C-contiguous (V, 3) positions/normals and outputs, K unrolled, no tangents. Measured on
@@ -207,7 +227,8 @@ the group kernel's rigid blend moves 8 floats per influence, no more than this o
 transpose; the kernel is chosen by size, not by palette). On a 2-vCPU AMD EPYC Zen 5 VM (AVX-512) the
 same rows measured 0.72x / 0.66x; with the sign table xor-ed in and the per-group check (issue 33)
 0.82-0.83x / 0.72-0.73x; with the diagonal-S variant the scaled (axis-aligned) palette ~0.80x, a
-sheared one (general kernel) ~0.70-0.73x (docs/guides/performance.md).
+sheared one (general kernel) ~0.70-0.73x; with ``pairs`` on a rig-like mesh (the bench's, since) rigid ~1.0x,
+scaled ~0.95x, sheared ~0.88x (docs/guides/performance.md).
 Per call: ``skin_dq_into`` checks its arguments inside the compiled call as ``skin_into`` does, and a
 packed float32 palette goes straight to it (16 vertices, 1 thread: 2.09 -> 1.88 us; whether any joint
 scales is a compiled loop: numpy's ``packed[:J, 14].any()`` cost ~2.5% of a 100k-vertex call in
@@ -285,12 +306,54 @@ def _signed_records(packed, table):
 
 
 @njit(cache=True, nogil=True)
+def _hemisphere_signs(packed, pairs, flips):
+    """Per joint a sign (``flips`` (J,) int32: 1 keep, -1 negate qr and qd) such that every joint pair of
+    ``pairs`` (:func:`dq_hemisphere_pairs`) lies in one hemisphere: ``qr_a . qr_b`` (the float32 dot
+    product of :func:`_signed_records`) negative exactly where the two signs differ. The pairs are taken in
+    order, each joint's sign fixed by the first pair that reaches it (a component's first joint keeps its
+    own); the later pairs are checks. Returns False where a check fails or a pair names a joint outside
+    0 .. J - 1 (the caller then takes the sign table); ``flips`` is scratch either way."""
+    n = packed.shape[0]
+    for j in range(n):
+        flips[j] = 0  # not yet fixed
+    for i in range(pairs.shape[0]):
+        a, b = pairs[i, 0], pairs[i, 1]
+        if not (0 <= a < n and 0 <= b < n):
+            return False
+        dot = (packed[a, 0] * packed[b, 0] + packed[a, 1] * packed[b, 1]) \
+            + (packed[a, 2] * packed[b, 2] + packed[a, 3] * packed[b, 3])
+        opposite = dot < 0  # as the sign table: 0 and NaN keep the sign
+        if flips[a] == 0:
+            flips[a] = 1 if flips[b] == 0 else (-flips[b] if opposite else flips[b])
+        if flips[b] == 0:
+            flips[b] = -flips[a] if opposite else flips[a]
+        elif (flips[a] != flips[b]) != opposite:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _signed_copy(packed, flips):
+    """A 64-byte aligned copy of the packed palette with qr and qd negated where ``flips`` < 0 (the same
+    transforms: q and -q are one rotation)."""
+    out = _aligned_copy(packed)
+    for j in range(packed.shape[0]):
+        if flips[j] < 0:
+            for c in range(8):
+                out[j, c] = -out[j, c]
+    return out
+
+
+@njit(cache=True, nogil=True)
 def _skin_dq_checked(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
-                     out_tangents, kspec, scaled, unclamped, signs):
+                     out_tangents, kspec, scaled, unclamped, signs, pairs):
     """DQ-skin (see :func:`skin_dq_into`); returns False, touching nothing, where the shapes or strides
     break the contract, or the packed palette is empty or not 16 wide (the caller then names the fault).
     ``signs``: None, or a (J, J) int32 scratch table for :func:`_signed_records` (then the signed-record
-    kernel runs; the caller sized it for this palette)."""
+    kernel runs; the caller sized it for this palette). ``pairs``: None, or the mesh's
+    :func:`dq_hemisphere_pairs`; where :func:`_hemisphere_signs` finds signs that put every pair in one
+    hemisphere, the signed-record kernel runs without sign work on the palette so signed (``signs[0]``
+    holds the signs), else with the sign table."""
     if palette.shape[0] == 0 or palette.shape[1] != DQ_STRIDE:
         return False
     if signs is not None and (signs.shape[0] != palette.shape[0] or signs.shape[1] != palette.shape[0]):
@@ -300,6 +363,9 @@ def _skin_dq_checked(palette, joints, weights, positions, normals, tangents, out
     if signs is None:
         _skin_dq_fast(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
                       out_tangents, kspec, scaled, unclamped, None)
+    elif pairs is not None and _hemisphere_signs(palette, pairs, signs[0]):
+        _skin_dq_fast(_signed_copy(palette, signs[0]), joints, weights, positions, normals, tangents, out_positions,
+                      out_normals, out_tangents, kspec, scaled, None, signs[0])
     elif positions.shape[0] >= ALIGN_MIN_VERTICES and palette.ctypes.data % 64 != 0:
         _signed_records(palette, signs)  # records read whole: one cache line each (as skin_into's)
         _skin_dq_fast(_aligned_copy(palette), joints, weights, positions, normals, tangents, out_positions,
@@ -368,6 +434,105 @@ def _scale_kind(packed, joints):
 _DIAGONAL = 1
 
 
+#: :func:`dq_hemisphere_pairs` records joint indices below this (its scratch is two PAIR_JOINTS^2 bool
+#: matrices at most: 2 MB); a mesh with others gets the one pair (-1, -1), which never passes (the sign table
+#: then serves every frame; the signed-record kernel needs V >= J^2 anyway, a million vertices at this J).
+PAIR_JOINTS = 1 << 10
+
+
+@njit(cache=True, nogil=True)
+def _linked_joints(joints, weights, n):
+    """(n, n) bool: joints a != b linked where some vertex blends both, i.e. both have a non-zero weight or
+    one of them is the vertex's pivot (influence 0 when K <= 2, else the first largest weight: the
+    kernels' choice). Returns None where an index lies outside 0 .. n - 1."""
+    linked = np.zeros((n, n), np.bool_)
+    k = joints.shape[1]
+    for v in range(joints.shape[0]):
+        pivot = 0
+        if k > 2:
+            best = weights[v, 0]
+            for i in range(1, k):
+                if weights[v, i] > best:
+                    pivot, best = i, weights[v, i]
+        for i in range(k):
+            if weights[v, i] == 0 and i != pivot:
+                continue
+            a = np.int64(joints[v, i])
+            if not 0 <= a < n:
+                return None
+            for m in range(i + 1, k):
+                if weights[v, m] == 0 and m != pivot:
+                    continue
+                c = np.int64(joints[v, m])
+                if not 0 <= c < n:
+                    return None
+                if a != c:
+                    linked[a, c] = True
+                    linked[c, a] = True
+    return linked
+
+
+@njit(cache=True, nogil=True)
+def _ordered_pairs(linked):
+    """The linked pairs (P, 2) int32: first each component's spanning-tree edges in breadth-first order
+    (parent, child), then the other pairs (the checks)."""
+    n = linked.shape[0]
+    total = 0
+    for a in range(n):
+        for c in range(a + 1, n):
+            total += linked[a, c]
+    out = np.empty((total, 2), np.int32)
+    tree = np.zeros((n, n), np.bool_)
+    seen = np.zeros(n, np.bool_)
+    queue = np.empty(n, np.int64)
+    count = 0
+    for root in range(n):
+        if seen[root]:
+            continue
+        seen[root] = True
+        head, tail = 0, 1
+        queue[0] = root
+        while head < tail:
+            a = queue[head]
+            head += 1
+            for c in range(n):
+                if linked[a, c] and not seen[c]:
+                    seen[c] = True
+                    queue[tail] = c
+                    tail += 1
+                    tree[a, c] = tree[c, a] = True
+                    out[count, 0], out[count, 1] = a, c
+                    count += 1
+    for a in range(n):
+        for c in range(a + 1, n):
+            if linked[a, c] and not tree[a, c]:
+                out[count, 0], out[count, 1] = a, c
+                count += 1
+    return out
+
+
+def dq_hemisphere_pairs(joints: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """The joint pairs that some vertex blends (both weights non-zero), for :func:`skin_dq_into`'s ``pairs``:
+    (P, 2) int32, a spanning tree of each group of linked joints first. Build it once per mesh (when its
+    joints and weights are bound) and pass it with every frame: where the frame's joint rotations let
+    every pair share a hemisphere (neighbouring joints of a rig turn less than 180 degrees against each
+    other), the kernel flips the palette's signs once per frame instead of per influence, with the same
+    result; where they do not, the per-vertex signs serve that frame.
+
+    >>> dq_hemisphere_pairs(np.array([[0, 1], [1, 2], [2, 0]]), np.full((3, 2), 0.5, np.float32)).tolist()
+    [[0, 1], [0, 2], [1, 2]]
+    """
+    joints, weights = np.asarray(joints), np.asarray(weights)
+    if joints.ndim != 2 or joints.dtype.kind not in "iu" or weights.shape != joints.shape or weights.dtype.kind != "f":
+        raise SkeletalError(f"joints and weights must be integer and float (V, K) arrays of one shape, got "
+                            f"{joints.dtype} {joints.shape} and {weights.dtype} {weights.shape}")
+    top = int(joints.max()) + 1 if joints.size else 0
+    linked = _linked_joints(joints, weights, min(max(top, 0), PAIR_JOINTS)) if top <= PAIR_JOINTS else None
+    if linked is None:
+        return np.full((1, 2), -1, np.int32)
+    return _ordered_pairs(linked)
+
+
 def _pack_into(palette: np.ndarray, out: np.ndarray) -> np.ndarray:
     _pack_dq(_flat_palette(palette)[0], out)
     return out
@@ -385,14 +550,17 @@ def skin_dq_into(
     out_tangents: np.ndarray | None = None,
     *,
     scale: str = "auto",
+    pairs: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """Real-time dual quaternion skinning in float32 into caller-owned arrays.
 
     Arguments as :func:`skeletal.skin.skin_into`, except ``palette``: (J, 4, 4) / (J, 3, 4) row-major,
     or packed (J, 16) float32 from :func:`pack_dq_palette`. ``scale``: "auto" (the scale-separated
     kernel when any joint of the palette scales or shears, the rigid kernel otherwise), "separate"
-    (always the scale-separated kernel) or "ignore" (the rigid kernel: scale is dropped). Returns the
-    three outputs. Errors are :class:`skeletal.SkeletalError`.
+    (always the scale-separated kernel) or "ignore" (the rigid kernel: scale is dropped). ``pairs``: the
+    mesh's :func:`dq_hemisphere_pairs` (built once from these ``joints`` and ``weights``), which lets big
+    meshes skip the per-vertex hemisphere signs on frames where co-occurring joints can share one (the
+    same result). Returns the three outputs. Errors are :class:`skeletal.SkeletalError`.
 
     >>> import numpy as np
     >>> pal = np.eye(4, dtype=np.float32)[None]; pal[0, :3, 3] = (0, 1, 0)
@@ -424,6 +592,10 @@ def skin_dq_into(
     else:
         scaled = None
     signs = _signed_scratch(len(packed)) if signed else None
+    if pairs is not None and (type(pairs) is not np.ndarray or pairs.dtype != np.int32 or pairs.ndim != 2
+                              or pairs.shape[1] != 2 or not pairs.flags.c_contiguous):
+        raise SkeletalError("skin_dq_into: pairs must be dq_hemisphere_pairs(joints, weights)")
+    used_pairs = pairs if signed else None
     # As skin_into: the argument contract is checked inside the call (types when compiling, shapes and
     # strides in compiled code: ~6 us less per call than check_skin_args here, ~1% of a 100k-vertex
     # call); on a failure kernel_palette and check_skin_args name the argument at fault. More than one
@@ -432,10 +604,10 @@ def skin_dq_into(
         if n >= PARALLEL_MIN_VERTICES and busy_cap():
             with capped_threads():
                 ok = _skin_dq_checked(packed, joints, weights, positions, normals, tangents, out_positions,
-                                      out_normals, out_tangents, UNROLLED.get(k), scaled, unclamped, signs)
+                                      out_normals, out_tangents, UNROLLED.get(k), scaled, unclamped, signs, used_pairs)
         else:
             ok = _skin_dq_checked(packed, joints, weights, positions, normals, tangents, out_positions, out_normals,
-                                  out_tangents, UNROLLED.get(k), scaled, unclamped, signs)
+                                  out_tangents, UNROLLED.get(k), scaled, unclamped, signs, used_pairs)
     except (TypingError, TypeError, ValueError) as exc:
         _name_fault(palette, joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents,
                     DQ_STRIDE, "pack_dq_palette")
