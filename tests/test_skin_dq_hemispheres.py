@@ -167,5 +167,5 @@ def test_bench_rig_mesh_passes_and_its_rows_run():
         flips = np.empty(len(palette), np.int32)
         assert _hemisphere_signs(pack_dq_palette(palette), pairs, flips) and (flips == -1).any()
     got = bench_rows(quick=True, vertices=5000)
-    assert len(got["rows"]) == 6 and all(float(r["ratio"].rstrip("x")) > 0 for r in got["rows"])
+    assert len(got["rows"]) == 9 and all(float(r["ratio"].rstrip("x")) > 0 for r in got["rows"])
     assert got["dqs_sheared_1thr"]["ratio"]["median"] > 0

@@ -50,7 +50,8 @@ _ATTRIBUTES = {
     **dict.fromkeys(("normalize_weights", "pack_palette", "skin", "skin_into"), ".skinning.lbs"),
     **dict.fromkeys(("Collider", "ColliderFrame", "ColliderSet"), ".anim.colliders"),
     "run_batch": ".batch",
-    **dict.fromkeys(("dual_quaternions", "pack_dq_palette", "skin_dq", "skin_dq_into"), ".skinning.dqs"),
+    **dict.fromkeys(("dual_quaternions", "pack_dq_palette", "skin_dq", "skin_dq_into", "dq_hemisphere_pairs"),
+                    ".skinning.dqs"),
     "Procedural": ".playback.procedural",
     **dict.fromkeys(("show", "to_html"), ".web"),
 }
@@ -73,7 +74,7 @@ if TYPE_CHECKING:
     from .anim.colliders import Collider, ColliderFrame, ColliderSet
     from .anim import ik
     from .batch import run_batch
-    from .skinning.dqs import dual_quaternions, pack_dq_palette, skin_dq, skin_dq_into
+    from .skinning.dqs import dq_hemisphere_pairs, dual_quaternions, pack_dq_palette, skin_dq, skin_dq_into
     from .playback.procedural import Procedural
     from .web import show, to_html
     from . import examples
@@ -94,7 +95,7 @@ __all__ = [
     "retarget", "export", "write_bvh", "Collider", "ColliderFrame", "ColliderSet",
     "ik",
     "run_batch",
-    "skin_dq", "skin_dq_into", "pack_dq_palette", "dual_quaternions",
+    "skin_dq", "skin_dq_into", "dq_hemisphere_pairs", "pack_dq_palette", "dual_quaternions",
     "Procedural",
     "to_html", "show",
     "examples",

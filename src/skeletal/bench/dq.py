@@ -14,6 +14,10 @@ converts its palette (``pack_palette`` / ``pack_dq_palette``) and skins; DQS is 
 DQS, ...) so that background load hits both alike; the ratio is the median of the paired ratios. One-thread
 rows time the calling thread's CPU time (numba runs a one-thread parallel loop there), which time slicing
 by other processes does not inflate. Goal: DQS at least 0.80 of LBS throughput (issue 33; 0.70 before).
+
+One more set of rows, one thread: the same palettes on :func:`random_mesh` (four random joints of 65 per
+vertex), where no per-joint signs fit and DQS finds each vertex's hemisphere itself: the kernel's worst
+case, and the mesh of the rows before the rig mesh.
 """
 
 from __future__ import annotations
@@ -56,6 +60,18 @@ def rig_mesh(vertices: int = 100_000, joints: int = 65, seed: int = 0):
     return palettes, joint_idx, weights, positions, normals
 
 
+def random_mesh(vertices: int = 100_000, joints: int = 65, seed: int = 0):
+    """The skinning stage's own mesh (:func:`skeletal.bench.synthetic_mesh`: four random joints of 65 per
+    vertex, so every pair of joints shares some vertex and no per-joint signs put them in one hemisphere)
+    with :func:`rig_mesh`'s three palettes: ``(palettes, joint_idx, weights, positions, normals)``. DQS
+    then finds each vertex's hemispheres itself (the sign table), the worst case of the kernel."""
+    from . import synthetic_mesh
+
+    palettes = rig_mesh(vertices, joints, seed)[0]
+    _, joint_idx, weights, positions, normals = synthetic_mesh(vertices, joints, seed=seed)
+    return palettes, joint_idx, weights, positions, normals
+
+
 def bench_rows(asset=None, clip=None, path=None, quick: bool = False, vertices: int = 100_000) -> dict:
     import numba
 
@@ -63,51 +79,57 @@ def bench_rows(asset=None, clip=None, path=None, quick: bool = False, vertices: 
     from ..skinning.lbs import pack_palette, skin_into
     from ..skinning.dqs import dq_hemisphere_pairs, pack_dq_palette, skin_dq_into
 
-    palettes, joints, weights, positions, normals = rig_mesh(vertices)
-    pairs = dq_hemisphere_pairs(joints, weights)  # once per mesh
-    out_p, out_n = np.empty_like(positions), np.empty_like(normals)
-    packed, dq_packed = pack_palette(palettes["scaled"]), pack_dq_palette(palettes["scaled"])
-
-    def lbs(palette):
-        def run():
-            pack_palette(palette, packed)
-            skin_into(packed, joints, weights, positions, normals, None, out_p, out_n)
-        return run
-
-    def dqs(palette):
-        def run():
-            pack_dq_palette(palette, dq_packed)
-            skin_dq_into(dq_packed, joints, weights, positions, normals, None, out_p, out_n, pairs=pairs)
-        return run
-
     repeats = 5 if quick else 21
     inner = max(1, int(2e5 // vertices))
     threads = numba.get_num_threads()
     rows, figures = [], {}
-    for n_threads in (threads, 1):
-        numba.set_num_threads(n_threads)
-        try:
-            for kind, palette in palettes.items():
-                # One thread runs in this thread: its CPU time is immune to time slicing by other processes.
-                lbs_secs, dqs_secs = interleaved([lbs(palette), dqs(palette)], repeats, inner,
-                                                 time.perf_counter if n_threads > 1 else time.thread_time, warmup=2)
-                secs = {"lbs": lbs_secs, "dqs": dqs_secs}
-                mverts = rate(secs["dqs"], vertices, 1e6, "M vertices/s")
-                base = rate(secs["lbs"], vertices, 1e6, "M vertices/s")
-                ratios = [b / d for b, d in zip(secs["lbs"], secs["dqs"])]
-                ratio = statistics.median(ratios)
-                key = f"dqs_{kind}_{n_threads}thr"
-                figures[key] = {"dqs_mverts_per_s": mverts, "lbs_mverts_per_s": base,
-                                "ratio": stat(ratios, "fraction of LBS")}
-                rows.append({
-                    "name": f"DQS skinning: {vertices // 1000}k x4 rig, pos+nrm, {kind} palette, {n_threads} thr"
-                            + ("" if n_threads > 1 else " (CPU time)"),
-                    "stat": mverts,
-                    "baseline": f"LBS skin_into {base['median']:.1f} Mverts/s",
-                    "ratio": f"{ratio:.2f}x",
-                    "reference": f"goal >= {GOAL:.2f} of LBS",
-                })
-        finally:
-            numba.set_num_threads(threads)
-    return {"rows": rows, "vertices": vertices, "joints": len(palettes["rigid"]), "influences": joints.shape[1],
+
+    def measure(mesh: str, label: str, built, with_pairs: bool, thread_counts) -> None:
+        palettes, joints, weights, positions, normals = built
+        pairs = dq_hemisphere_pairs(joints, weights) if with_pairs else None  # once per mesh
+        out_p, out_n = np.empty_like(positions), np.empty_like(normals)
+        packed, dq_packed = pack_palette(palettes["scaled"]), pack_dq_palette(palettes["scaled"])
+
+        def lbs(palette):
+            def run():
+                pack_palette(palette, packed)
+                skin_into(packed, joints, weights, positions, normals, None, out_p, out_n)
+            return run
+
+        def dqs(palette):
+            def run():
+                pack_dq_palette(palette, dq_packed)
+                skin_dq_into(dq_packed, joints, weights, positions, normals, None, out_p, out_n, pairs=pairs)
+            return run
+
+        for n_threads in thread_counts:
+            numba.set_num_threads(n_threads)
+            try:
+                for kind, palette in palettes.items():
+                    # One thread runs in this thread: its CPU time is immune to time slicing by other processes.
+                    lbs_secs, dqs_secs = interleaved([lbs(palette), dqs(palette)], repeats, inner,
+                                                     time.perf_counter if n_threads > 1 else time.thread_time,
+                                                     warmup=2)
+                    mverts = rate(dqs_secs, vertices, 1e6, "M vertices/s")
+                    base = rate(lbs_secs, vertices, 1e6, "M vertices/s")
+                    ratios = [b / d for b, d in zip(lbs_secs, dqs_secs)]
+                    key = f"dqs_{kind}_{n_threads}thr" + ("" if mesh == "rig" else f"_{mesh}")
+                    figures[key] = {"dqs_mverts_per_s": mverts, "lbs_mverts_per_s": base,
+                                    "ratio": stat(ratios, "fraction of LBS")}
+                    rows.append({
+                        "name": f"DQS skinning: {vertices // 1000}k x4 {label}, pos+nrm, {kind} palette, {n_threads} thr"
+                                + ("" if n_threads > 1 else " (CPU time)"),
+                        "stat": mverts,
+                        "baseline": f"LBS skin_into {base['median']:.1f} Mverts/s",
+                        "ratio": f"{statistics.median(ratios):.2f}x",
+                        "reference": f"goal >= {GOAL:.2f} of LBS",
+                    })
+            finally:
+                numba.set_num_threads(threads)
+
+    rig = rig_mesh(vertices)
+    measure("rig", "rig", rig, True, (threads, 1))
+    # The worst case, one thread: random joints per vertex, hemispheres found per vertex.
+    measure("random", "random joints", random_mesh(vertices), False, (1,))
+    return {"rows": rows, "vertices": vertices, "joints": len(rig[0]["rigid"]), "influences": rig[1].shape[1],
             "threads": threads, **figures}
