@@ -517,7 +517,6 @@ class FootPlacement:
         self.phases: dict[int, ContactPhases] = {}
         self._tables_key = None
         self._args_from = None
-        self.job_fields: dict = {}  # the FootJob's fields by name, as apply last built it
 
     @property
     def ground(self) -> Ground:
@@ -597,7 +596,7 @@ class FootPlacement:
             tables, frames, fps, durations, looping, additive = packed
             pal, pal_joints, inv_bind = self._pal
             self._queried[...] = np.nan  # a new ground (or arrays): nothing queried yet
-            self.job_fields = fields = dict(  # (kept: footblocks.py views them a block at a time)
+            job = foot_job(
                 pose=pose, world=world, parents=proc.rig.parents, placement=proc.placement, legs=self._legs,
                 pelvis=self.pelvis, pelvis_nodes=self._body_nodes, leg_nodes=self.leg_nodes,
                 leg_start=self.leg_start, fs=mixer.fs, slot_clip=mixer.slot_clip, slot_additive=additive,
@@ -609,7 +608,6 @@ class FootPlacement:
                 targets=self.targets, pelvis_offset=self.pelvis_offset, pal=pal, pal_joints=pal_joints,
                 inv_bind=inv_bind, pal_idx=self._pal_idx, pal_start=self._pal_start,
                 probe_nodes=self._probe_nodes, body_nodes=self._world_body)
-            job = foot_job(**fields)
             # the serial twin's entry point for a few characters; for more the parallel kernel's (and the
             # serial twin's once a frame runs on one thread: not compiled before a cold start needs it)
             if proc.count > SERIAL_BELOW:

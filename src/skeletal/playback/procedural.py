@@ -58,7 +58,7 @@ from .procstage import _NAN3 as _NAN3, _LastFrame as _LastFrame, _all_rows as _a
 from .procstage import _palette_rows as _palette_rows, _rows as _rows
 from .footplacement import PLANTED as PLANTED, FootPlacement, foot_kernel
 from .footplacement import _contact_one as _contact_one, _foot_chunks as _foot_chunks
-from .footblocks import FootBlocks
+from .footframe import FootFrame
 from .lookat import LookAt, find_head_chain as find_head_chain, look_kernel
 from .lookat import _ancestors as _ancestors
 from .jiggle import Jiggle
@@ -143,10 +143,10 @@ class _Plan:
     """A Procedural's frame as compiled calls, valid while the mixer keeps ``frame`` and dt stays ``dt``
     (None: not plannable while this frame stays)."""
 
-    __slots__ = ("dt", "frame", "foot", "look", "fused", "before_world", "blocks")
+    __slots__ = ("dt", "frame", "foot", "look", "fused", "before_world", "one_call")
 
     def __init__(self, dt: float | None, frame: Frame, foot: _FootCall | None = None, look: _LookCall | None = None,
-                 fused: _FusedCall | None = None, before_world: bool = False, blocks: FootBlocks | None = None):
+                 fused: _FusedCall | None = None, before_world: bool = False, one_call: FootFrame | None = None):
         self.dt = dt
         self.frame = frame
         self.foot = foot
@@ -155,9 +155,9 @@ class _Plan:
         # foot placement alone, on a mixer without IK stages: the update may skip its world pass and the
         # stage build the world rows and palettes itself (builds_world_for; foot_kernel's phase 3)
         self.before_world = before_world
-        # and on one thread, a mixer that collects no events: the update and the stage a block of
-        # characters at a time in one compiled call (footblocks.py; fused_frame)
-        self.blocks = blocks
+        # and on one thread, a mixer that collects no events: the update's clocks and blend and the stage
+        # in one compiled call (footframe.py; fused_frame)
+        self.one_call = one_call
 
 
 def placement_matrices(positions, headings, count: int) -> np.ndarray:
@@ -332,10 +332,8 @@ class Procedural:
                 or mixer.local_pose.dtype != np.float64):
             return never
         foot = look = None
-        feet: FootPlacement | None = None
         for stage in self.stages:
             if type(stage) is FootPlacement and stage._ground_args[0] >= 0 and stage.palettes_current:
-                feet = stage
                 job, serial, parallel = stage.last.calls
                 # a few characters' serial call, or the per-frame choice of threads
                 foot = _FootCall(serial, job, 1) if parallel is None else _FootCall(stage._run_parallel, job, 0)
@@ -354,25 +352,25 @@ class Procedural:
             fused = _FusedCall(entry(_fused_frame(), job, float(dt), *args), job, args)
         before_world = (foot is not None and look is None and len(self.stages) == 1 and frame.ik is None
                         and self.count > 1 and self.mixer.controllers == [self])
-        blocks = FootBlocks(mixer, feet) if before_world and FootBlocks.fits(mixer, feet) else None
-        return _Plan(float(dt), frame, foot, look, fused, before_world, blocks)
+        one_call = FootFrame(mixer, foot.job) if before_world and foot is not None and FootFrame.fits(mixer) else None
+        return _Plan(float(dt), frame, foot, look, fused, before_world, one_call)
 
     def fused_frame(self, dt: float) -> bool:
         """A whole frame of the mixer whose only controller this is (:meth:`skeletal.Mixer.update`, the
         clock advanced) as one compiled call when the frame is planned and fused: the mixer's update,
         then foot placement and look-at (an event still comes before the stages: the call stops after
         the update, then :meth:`after_fused`); or with foot placement alone on one thread and no events
-        collected, the update and the stage a block of characters at a time
-        (:class:`~skeletal.playback.footblocks.FootBlocks`). False, nothing done, otherwise."""
+        collected, the update's clocks and blend and the stage in one compiled call
+        (:class:`~skeletal.playback.footframe.FootFrame`). False, nothing done, otherwise."""
         plan = self._plan
         if plan is None or plan.dt != dt:
             return False
         if plan.frame is not self.mixer.frame:  # (a clip set grown, an input replaced: a new frame)
             return False
         fused = plan.fused
-        if fused is None:  # foot placement alone: on one thread, the update and the stage in blocks
-            blocks = plan.blocks
-            return blocks is not None and not self.mixer.collect_events and blocks.run(dt)
+        if fused is None:  # foot placement alone: on one thread, the update and the stage in one call
+            one_call = plan.one_call
+            return one_call is not None and not self.mixer.collect_events and one_call.run(dt)
         r = fused.call(fused.job, dt, *fused.args)
         if r:
             self.after_fused(r, dt)
