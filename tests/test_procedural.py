@@ -468,6 +468,8 @@ def test_parallel_foot_placement_equals_the_serial_twin(demo, monkeypatch):
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("numba has one thread here")
     monkeypatch.setattr(threads_module, "_NO_CAP", True)  # no cap from other processes' load: 2 threads
+    # (one thread would run the update and the stage in one call: test_foot_frame_in_one_call)
+    monkeypatch.setattr(procedural.FootFrame, "fits", staticmethod(lambda mixer: False))
     spec = "terrain:amplitude=0.15,wavelength=3,seed=1"
     threads = numba.get_num_threads()
     calls = {"parallel": 0, "serial": 0}
@@ -506,6 +508,54 @@ def test_parallel_foot_placement_equals_the_serial_twin(demo, monkeypatch):
     assert calls["parallel"] == 9 and calls["serial"] == 9
     for a, b in zip(serial, parallel):
         assert np.abs(a - b).max() < 1e-12
+
+
+def test_foot_frame_in_one_call(demo, monkeypatch):
+    # a Mixer without events whose only stage is foot placement, on one thread: after the first (general)
+    # frame each update runs the clocks and blend then the stage in one compiled call (footframe.py), the
+    # same bits as the update then the stage through Python; weights 0, partial and 1; on more threads
+    # the two calls again
+    import numba
+
+    import skeletal._threads as threads_module
+    import skeletal.playback.footframe as footframe
+
+    count = 7
+    weight = np.tile([1.0, 0.0, 0.6], count)[:count]
+
+    def make():
+        mixer = skeletal.Mixer(demo, count, events=False)
+        mixer.play("walk", offset=np.linspace(0.0, 0.9, count))
+        proc = Procedural(mixer)
+        stage = proc.foot_placement("terrain:amplitude=0.2,wavelength=3,seed=4", weight=weight)
+        proc.place(np.stack([np.linspace(-2, 2, count), np.zeros(count), np.linspace(1, -1, count)], 1), 0.3)
+        return mixer, proc, stage
+
+    ran = []
+    run = footframe.FootFrame.run
+    monkeypatch.setattr(footframe.FootFrame, "run", lambda self, dt: ran.append(run(self, dt)) or ran[-1])
+    monkeypatch.setattr(threads_module, "_NO_CAP", True)
+    threads = numba.get_num_threads()
+    (fast, fproc, fstage), (slow, sproc, sstage) = make(), make()
+    try:
+        numba.set_num_threads(1)
+        for frame in range(40):
+            if frame == 30 and threads > 1:
+                numba.set_num_threads(2)  # the two calls (the one call's run declines)
+            slow.update(DT)
+            sproc._plan.one_call = None  # (this one: the update, then the stage)
+            fast.update(DT)
+            for a, b in ((fast.local_pose, slow.local_pose), (fast.world, slow.world), (fast.palettes, slow.palettes),
+                         (fstage.targets, sstage.targets), (fstage.pelvis_offset, sstage.pelvis_offset),
+                         (fstage.lock, sstage.lock)):
+                assert np.array_equal(a, b), frame
+    finally:
+        numba.set_num_threads(threads)
+    # frame 0 planned, 1..29 in one call, then (numba with two threads) the two calls
+    assert ran[:29] == [True] * 29 and all(r is (threads == 1) for r in ran[29:]) and len(ran) == 39
+    assert fproc._plan.one_call.call is not None  # (its compiled entry point)
+    assert np.abs(fstage.pelvis_offset).max() > 0.0 and np.abs(fstage.pelvis_offset[1::3]).max() == 0.0
+    np.testing.assert_allclose(fast.world, world_matrices(demo.rig.parents, fast.local_pose), rtol=0, atol=1e-12)
 
 
 def _walk_forward(asset, ground, speed, frames, plant=True):

@@ -58,6 +58,7 @@ from .procstage import _NAN3 as _NAN3, _LastFrame as _LastFrame, _all_rows as _a
 from .procstage import _palette_rows as _palette_rows, _rows as _rows
 from .footplacement import PLANTED as PLANTED, FootPlacement, foot_kernel
 from .footplacement import _contact_one as _contact_one, _foot_chunks as _foot_chunks
+from .footframe import FootFrame
 from .lookat import LookAt, find_head_chain as find_head_chain, look_kernel
 from .lookat import _ancestors as _ancestors
 from .jiggle import Jiggle
@@ -142,10 +143,10 @@ class _Plan:
     """A Procedural's frame as compiled calls, valid while the mixer keeps ``frame`` and dt stays ``dt``
     (None: not plannable while this frame stays)."""
 
-    __slots__ = ("dt", "frame", "foot", "look", "fused", "before_world")
+    __slots__ = ("dt", "frame", "foot", "look", "fused", "before_world", "one_call")
 
     def __init__(self, dt: float | None, frame: Frame, foot: _FootCall | None = None, look: _LookCall | None = None,
-                 fused: _FusedCall | None = None, before_world: bool = False):
+                 fused: _FusedCall | None = None, before_world: bool = False, one_call: FootFrame | None = None):
         self.dt = dt
         self.frame = frame
         self.foot = foot
@@ -154,6 +155,9 @@ class _Plan:
         # foot placement alone, on a mixer without IK stages: the update may skip its world pass and the
         # stage build the world rows and palettes itself (builds_world_for; foot_kernel's phase 3)
         self.before_world = before_world
+        # and on one thread, a mixer that collects no events: the update's clocks and blend and the stage
+        # in one compiled call (footframe.py; fused_frame)
+        self.one_call = one_call
 
 
 def placement_matrices(positions, headings, count: int) -> np.ndarray:
@@ -348,19 +352,25 @@ class Procedural:
             fused = _FusedCall(entry(_fused_frame(), job, float(dt), *args), job, args)
         before_world = (foot is not None and look is None and len(self.stages) == 1 and frame.ik is None
                         and self.count > 1 and self.mixer.controllers == [self])
-        return _Plan(float(dt), frame, foot, look, fused, before_world)
+        one_call = FootFrame(mixer, foot.job) if before_world and foot is not None and FootFrame.fits(mixer) else None
+        return _Plan(float(dt), frame, foot, look, fused, before_world, one_call)
 
     def fused_frame(self, dt: float) -> bool:
         """A whole frame of the mixer whose only controller this is (:meth:`skeletal.Mixer.update`, the
         clock advanced) as one compiled call when the frame is planned and fused: the mixer's update,
         then foot placement and look-at (an event still comes before the stages: the call stops after
-        the update, then :meth:`after_fused`). False, nothing done, otherwise."""
+        the update, then :meth:`after_fused`); or with foot placement alone on one thread and no events
+        collected, the update's clocks and blend and the stage in one compiled call
+        (:class:`~skeletal.playback.footframe.FootFrame`). False, nothing done, otherwise."""
         plan = self._plan
-        if plan is None or plan.fused is None or plan.dt != dt:
+        if plan is None or plan.dt != dt:
             return False
         if plan.frame is not self.mixer.frame:  # (a clip set grown, an input replaced: a new frame)
             return False
         fused = plan.fused
+        if fused is None:  # foot placement alone: on one thread, the update and the stage in one call
+            one_call = plan.one_call
+            return one_call is not None and not self.mixer.collect_events and one_call.run(dt)
         r = fused.call(fused.job, dt, *fused.args)
         if r:
             self.after_fused(r, dt)

@@ -1,0 +1,78 @@
+"""A planned frame of foot placement alone on one thread as one compiled call (:class:`FootFrame`): the
+mixer's update kernel's clocks and blend (:func:`~skeletal.playback.kernels.update`'s ADVANCE | BLEND,
+its serial twin) for the whole batch, then the stage (:func:`~skeletal.playback.footplacement.foot_kernel`'s
+phase 3, its serial twin: the world rows, the IK and the palettes). The same two kernels on the same
+jobs as the update then the stage through Python (the same bits), without the parallel kernel's launch
+on one thread and the Python between the two calls.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from numba import njit
+
+from .._compile import serial_variant
+from .._threads import capped_threads, thread_count
+from . import kernels as K
+from .footplacement import foot_kernel
+from .jobs import entry
+
+_ADVANCE_BLEND = K.ADVANCE | K.BLEND
+_DRIVER: dict = {}
+
+
+def _frame_py(update, foot, dt):
+    """The update's clocks and blend on every instance, then foot placement (phase 3); returns the
+    update's event count. Compiled by :func:`_driver` (its callees are serial variants made at run time)."""
+    events = _UPDATE_SERIAL(update, None, dt, _ADVANCE_BLEND)  # noqa: F821 (set by _driver)
+    _FOOT_SERIAL(foot, 3, 1)  # noqa: F821
+    return events
+
+
+def _driver():
+    """:func:`_frame_py` compiled (cached on disk), its callees' serial variants made first."""
+    fn = _DRIVER.get("frame")
+    if fn is None:
+        g = globals()
+        g["_UPDATE_SERIAL"] = serial_variant(K.update)
+        g["_FOOT_SERIAL"] = serial_variant(foot_kernel)
+        fn = _DRIVER["frame"] = njit(cache=True)(_frame_py)
+    return fn
+
+
+class FootFrame:
+    """A frame plan's update and foot placement as one compiled call (see the module docstring) for
+    ``mixer`` (a :class:`~skeletal.Mixer` without IK stages) and ``foot_job``, the job of its only stage
+    (foot placement on a built-in ground). The compiled entry point is found on the first :meth:`run`.
+
+    >>> frame = FootFrame(mixer, feet.last.calls[0])                     # doctest: +SKIP
+    >>> frame.run(1 / 60)  # True: the frame's update and stage ran      # doctest: +SKIP
+    """
+
+    def __init__(self, mixer: Any, foot_job: Any):
+        self.update_job = mixer.frame.job
+        self.foot_job = foot_job
+        self.call: Any = None
+
+    @staticmethod
+    def fits(mixer: Any) -> bool:
+        """Whether ``mixer``'s frame can run so: the plain Mixer update kernel (not another subclass's),
+        no IK stages."""
+        frame = mixer.frame
+        return frame is not None and frame.ik is None and mixer._update_kernel() is K.update
+
+    def run(self, dt: float) -> bool:
+        """The frame's update and foot placement by ``dt``, when the update runs on one thread (numba's
+        count, capped as the update caps it); False, nothing done, otherwise. Events are not collected
+        (the caller runs this only for a mixer that does not collect them)."""
+        with capped_threads():
+            if thread_count() != 1:
+                return False
+            if self.call is None:
+                self.call = entry(_driver(), self.update_job, self.foot_job, 0.0)
+            self.call(self.update_job, self.foot_job, dt)
+        return True
+
+
+__all__ = ["FootFrame"]
