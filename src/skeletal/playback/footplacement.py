@@ -22,7 +22,7 @@ from numba import njit, prange
 from .._compile import serial_variant
 from .._threads import capped_threads, thread_count
 from ..errors import SkeletalError
-from ..anim.pose import depth_order, palettes_one, world_matrices
+from ..anim.pose import affine_product_into, depth_order, palettes_one, world_matrices, world_node_into
 from . import kernels as K
 from .jobs import entry, field, foot_job
 from .contacts import ContactPhases, Leg, detect_contacts, find_legs
@@ -30,7 +30,7 @@ from .footlanes import (LW, borrowed, gather_legs, keep_alive, leg_lanes, one_ra
                         write_leg)
 from .ground import GROUND_TERRAIN, Ground, as_ground, ground_at, sincos_lanes, terrain_sum
 from .procstage import (SERIAL_BELOW, PlanInput, _LastFrame, _all_rows, _drop_plan, _leg_rows, _local_rows,
-                        _moved_rows, _palette_rows, _products, _rows)
+                        _moved_rows, _products, _rows)
 
 
 @njit(cache=True, forceinline=True)
@@ -328,21 +328,21 @@ def foot_kernel(job, phase, chunks):
                 if not solve[b - b0]:
                     continue
                 solve[b - b0] = False
-                pose_b = pose[b]
-                world_b = world[b]
+                pose_b, world_b, pal_b = pose[b], world[b], pal[b]
                 w = weight[b]
                 for l in range(n_legs):
                     write_leg(li, lo, (b - b0) * n_legs + l, pose_b, world_b, parents, legs[0, l], legs[1, l],
                               legs[2, l], w, soft, cos_half_tilt, max_tilt)
                     if before_world:
                         _leg_rows(parents, leg_nodes, leg_start[l], leg_start[l + 1], legs[2, l], pose_b, world_b)
-                    else:
-                        _rows(parents, leg_nodes, leg_start[l], leg_start[l + 1], pose_b, world_b)
-                    if scalars[7] != 0.0 and not before_world:
-                        _palette_rows(world_b, pal_joints, inv_bind, pal_idx, pal_start[l + 1], pal_start[l + 2],
-                                      pal[b])
+                    else:  # (_rows and _palette_rows written out: inlined, no call taking references)
+                        for k in range(leg_start[l], leg_start[l + 1]):
+                            world_node_into(leg_nodes[k], parents, pose_b, world_b)
+                        if scalars[7] != 0.0:
+                            for k in range(pal_start[l + 1], pal_start[l + 2]):
+                                affine_product_into(world_b[pal_joints[pal_idx[k]]], inv_bind[pal_idx[k]], pal_b[pal_idx[k]])
                 if before_world:
-                    palettes_one(world_b, pal_joints, inv_bind, pal[b])
+                    palettes_one(world_b, pal_joints, inv_bind, pal_b)
         keep_alive(li_own, lo_own)  # the owners live until every block is done
 
 
