@@ -513,8 +513,8 @@ def test_parallel_foot_placement_equals_the_serial_twin(demo, monkeypatch):
 def test_foot_frame_in_one_call(demo, monkeypatch):
     # a Mixer without events whose only stage is foot placement, on one thread: after the first (general)
     # frame each update runs the clocks and blend then the stage in one compiled call (footframe.py), the
-    # same bits as the update then the stage through Python; weights 0, partial and 1; on more threads
-    # the two calls again
+    # same bits as the update then the stage through Python; weights 0, partial and 1; on two threads one
+    # parallel region (each range's update then its foot placement), the same bits again
     import numba
 
     import skeletal._threads as threads_module
@@ -541,7 +541,7 @@ def test_foot_frame_in_one_call(demo, monkeypatch):
         numba.set_num_threads(1)
         for frame in range(40):
             if frame == 30 and threads > 1:
-                numba.set_num_threads(2)  # the two calls (the one call's run declines)
+                numba.set_num_threads(2)  # one parallel call: the stage's kernel runs the update's ranges
             slow.update(DT)
             sproc._plan.one_call = None  # (this one: the update, then the stage)
             fast.update(DT)
@@ -551,9 +551,10 @@ def test_foot_frame_in_one_call(demo, monkeypatch):
                 assert np.array_equal(a, b), frame
     finally:
         numba.set_num_threads(threads)
-    # frame 0 planned, 1..29 in one call, then (numba with two threads) the two calls
-    assert ran[:29] == [True] * 29 and all(r is (threads == 1) for r in ran[29:]) and len(ran) == 39
-    assert fproc._plan.one_call.call is not None  # (its compiled entry point)
+    # frame 0 planned, then every frame in one call: 1..29 on one thread, then (numba with two threads) in parallel
+    assert ran == [True] * 39
+    assert fproc._plan.one_call.call is not None  # (its compiled entry points)
+    assert (fproc._plan.one_call.parallel is not None) is (threads > 1)
     assert np.abs(fstage.pelvis_offset).max() > 0.0 and np.abs(fstage.pelvis_offset[1::3]).max() == 0.0
     np.testing.assert_allclose(fast.world, world_matrices(demo.rig.parents, fast.local_pose), rtol=0, atol=1e-12)
 
