@@ -17,8 +17,7 @@ import math
 from typing import Any
 
 import numpy as np
-import numba
-from numba import njit, prange
+from numba import get_thread_id, njit, prange
 
 from .._compile import serial_variant
 from .._threads import capped_threads, thread_count
@@ -79,7 +78,6 @@ def _contact_one(b, job):
 
 #: A contact weight at or above this counts as planted (the foot's world position locks).
 PLANTED = 0.999
-_ADVANCE_BLEND = K.ADVANCE | K.BLEND
 
 
 @njit(cache=True, parallel=True)
@@ -123,12 +121,8 @@ def foot_kernel(job, phase, chunks, update):
     palettes (``pal_joints`` (J,), ``inv_bind`` (J, 4, 4)), kept current when scalars[7] is 1 (they
     matched ``world`` before): the entries ``pal_idx[pal_start[0]:pal_start[1]]`` (joints under the
     pelvis, not in a leg) translate with it (those of the legs too where the IK does not run), ``pal_idx[pal_start[l + 1]:pal_start[l + 2]]`` (under leg l) are
-    recomputed after its IK.
-
-    ``update``: None, or (a :class:`~skeletal.playback.jobs.PlaybackJob`, dt) whose update's clocks and
-    blend (:func:`~skeletal.playback.kernels.clock_and_blend`, ADVANCE | BLEND) run for each block of
-    characters just before its foot placement, on the same thread (phase 3 only:
-    :class:`~skeletal.playback.footframe.FootFrame`; None prunes it at compile time)."""
+    recomputed after its IK. ``update``: None (pruned), or (PlaybackJob, dt), phase 3: each block's clocks and blend
+    first (:func:`~skeletal.playback.kernels.clock_and_blend`; :class:`~skeletal.playback.footframe.FootFrame`)."""
     # fields read without taking references (see :func:`.jobs.field`): views of them take none either
     pose, world, parents = field(job, "pose"), field(job, "world"), field(job, "parents")
     placement, legs, pelvis = field(job, "placement"), field(job, "legs"), field(job, "pelvis")
@@ -172,10 +166,9 @@ def foot_kernel(job, phase, chunks, update):
         stop = (c + 1) * n // chunks
         for b0 in range(c * n // chunks, stop, per_block):
             b1 = min(b0 + per_block, stop)
-            if update is not None:  # the block's update first (clocks, blend), on this thread: FootFrame
-                tid = numba.get_thread_id()
+            if update is not None:  # FootFrame: the block's update (clocks, blend) first, on this thread
                 for b in range(b0, b1):
-                    K.clock_and_blend(b, tid, update[0], update[1], _ADVANCE_BLEND)
+                    K.clock_and_blend(b, get_thread_id(), update[0], update[1], K.ADVANCE | K.BLEND)
             solving = False
             for b in range(b0, b1):
                 # This instance's arrays as views made once (a view costs an atomic reference count on an array
