@@ -559,6 +559,45 @@ def test_foot_frame_in_one_call(demo, monkeypatch):
     np.testing.assert_allclose(fast.world, world_matrices(demo.rig.parents, fast.local_pose), rtol=0, atol=1e-12)
 
 
+def test_foot_frame_declines_for_a_few_characters_on_two_threads(demo, monkeypatch):
+    # three characters on two threads: the stage runs its serial twin after the parallel update (the old
+    # path), so the one call declines; on one thread it runs; the outputs match the two calls' either way
+    import numba
+
+    import skeletal._threads as threads_module
+    import skeletal.playback.footframe as footframe
+
+    threads = numba.get_num_threads()
+    if threads < 2:
+        pytest.skip("numba has one thread here")
+    ran = []
+    run = footframe.FootFrame.run
+    monkeypatch.setattr(footframe.FootFrame, "run", lambda self, dt: ran.append(run(self, dt)) or ran[-1])
+    monkeypatch.setattr(threads_module, "_NO_CAP", True)
+
+    def make():
+        mixer = skeletal.Mixer(demo, 3, events=False)
+        mixer.play("walk", offset=np.array([0.0, 0.3, 0.7]))
+        proc = Procedural(mixer)
+        stage = proc.foot_placement("terrain:amplitude=0.2,wavelength=3,seed=4")
+        return mixer, proc, stage
+
+    (fast, fproc, fstage), (slow, sproc, sstage) = make(), make()
+    try:
+        numba.set_num_threads(2)
+        for frame in range(12):
+            if frame == 6:
+                numba.set_num_threads(1)
+            slow.update(DT)
+            sproc._plan.one_call = None
+            fast.update(DT)
+            for a, b in ((fast.world, slow.world), (fast.palettes, slow.palettes), (fstage.targets, sstage.targets)):
+                assert np.array_equal(a, b), frame
+    finally:
+        numba.set_num_threads(threads)
+    assert ran == [False] * 5 + [True] * 6 and fproc._plan.one_call.parallel is None
+
+
 def _walk_forward(asset, ground, speed, frames, plant=True):
     """The demo walk moved forward (+Z) through its placement at ``speed`` m/s over ``ground``;
     returns the feet's world positions (frames, L, 3), contact weights (frames, L) and the stage."""
