@@ -513,8 +513,8 @@ def test_parallel_foot_placement_equals_the_serial_twin(demo, monkeypatch):
 def test_foot_frame_in_one_call(demo, monkeypatch):
     # a Mixer without events whose only stage is foot placement, on one thread: after the first (general)
     # frame each update runs the clocks and blend then the stage in one compiled call (footframe.py), the
-    # same bits as the update then the stage through Python; weights 0, partial and 1; on more threads
-    # the two calls again
+    # same bits as the update then the stage through Python; weights 0, partial and 1; on two threads one
+    # parallel region (each range's update then its foot placement), the same bits again
     import numba
 
     import skeletal._threads as threads_module
@@ -541,7 +541,7 @@ def test_foot_frame_in_one_call(demo, monkeypatch):
         numba.set_num_threads(1)
         for frame in range(40):
             if frame == 30 and threads > 1:
-                numba.set_num_threads(2)  # the two calls (the one call's run declines)
+                numba.set_num_threads(2)  # one parallel call: the stage's kernel runs the update's ranges
             slow.update(DT)
             sproc._plan.one_call = None  # (this one: the update, then the stage)
             fast.update(DT)
@@ -551,11 +551,51 @@ def test_foot_frame_in_one_call(demo, monkeypatch):
                 assert np.array_equal(a, b), frame
     finally:
         numba.set_num_threads(threads)
-    # frame 0 planned, 1..29 in one call, then (numba with two threads) the two calls
-    assert ran[:29] == [True] * 29 and all(r is (threads == 1) for r in ran[29:]) and len(ran) == 39
-    assert fproc._plan.one_call.call is not None  # (its compiled entry point)
+    # frame 0 planned, then every frame in one call: 1..29 on one thread, then (numba with two threads) in parallel
+    assert ran == [True] * 39
+    assert fproc._plan.one_call.call is not None  # (its compiled entry points)
+    assert (fproc._plan.one_call.parallel is not None) is (threads > 1)
     assert np.abs(fstage.pelvis_offset).max() > 0.0 and np.abs(fstage.pelvis_offset[1::3]).max() == 0.0
     np.testing.assert_allclose(fast.world, world_matrices(demo.rig.parents, fast.local_pose), rtol=0, atol=1e-12)
+
+
+def test_foot_frame_declines_for_a_few_characters_on_two_threads(demo, monkeypatch):
+    # three characters on two threads: the stage runs its serial twin after the parallel update (the old
+    # path), so the one call declines; on one thread it runs; the outputs match the two calls' either way
+    import numba
+
+    import skeletal._threads as threads_module
+    import skeletal.playback.footframe as footframe
+
+    threads = numba.get_num_threads()
+    if threads < 2:
+        pytest.skip("numba has one thread here")
+    ran = []
+    run = footframe.FootFrame.run
+    monkeypatch.setattr(footframe.FootFrame, "run", lambda self, dt: ran.append(run(self, dt)) or ran[-1])
+    monkeypatch.setattr(threads_module, "_NO_CAP", True)
+
+    def make():
+        mixer = skeletal.Mixer(demo, 3, events=False)
+        mixer.play("walk", offset=np.array([0.0, 0.3, 0.7]))
+        proc = Procedural(mixer)
+        stage = proc.foot_placement("terrain:amplitude=0.2,wavelength=3,seed=4")
+        return mixer, proc, stage
+
+    (fast, fproc, fstage), (slow, sproc, sstage) = make(), make()
+    try:
+        numba.set_num_threads(2)
+        for frame in range(12):
+            if frame == 6:
+                numba.set_num_threads(1)
+            slow.update(DT)
+            sproc._plan.one_call = None
+            fast.update(DT)
+            for a, b in ((fast.world, slow.world), (fast.palettes, slow.palettes), (fstage.targets, sstage.targets)):
+                assert np.array_equal(a, b), frame
+    finally:
+        numba.set_num_threads(threads)
+    assert ran == [False] * 5 + [True] * 6 and fproc._plan.one_call.parallel is None
 
 
 def _walk_forward(asset, ground, speed, frames, plant=True):

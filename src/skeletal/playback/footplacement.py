@@ -17,7 +17,7 @@ import math
 from typing import Any
 
 import numpy as np
-from numba import njit, prange
+from numba import get_thread_id, njit, prange
 
 from .._compile import serial_variant
 from .._threads import capped_threads, thread_count
@@ -82,7 +82,7 @@ PLANTED = 0.999
 
 
 @njit(cache=True, parallel=True)
-def foot_kernel(job, phase, chunks):
+def foot_kernel(job, phase, chunks, update):
     """Foot placement for every instance of a :class:`~skeletal.playback.jobs.FootJob` (see
     :class:`FootPlacement`), one compiled call for the whole stage: contact weights, world rows,
     planted-foot locks, ground query, pelvis spring, leg IK. In parallel over ``chunks`` ranges of
@@ -122,7 +122,8 @@ def foot_kernel(job, phase, chunks):
     palettes (``pal_joints`` (J,), ``inv_bind`` (J, 4, 4)), kept current when scalars[7] is 1 (they
     matched ``world`` before): the entries ``pal_idx[pal_start[0]:pal_start[1]]`` (joints under the
     pelvis, not in a leg) translate with it (those of the legs too where the IK does not run), ``pal_idx[pal_start[l + 1]:pal_start[l + 2]]`` (under leg l) are
-    recomputed after its IK."""
+    recomputed after its IK. ``update``: None (pruned), or (PlaybackJob, dt), phase 3: each block's clocks and blend
+    first (:func:`~skeletal.playback.kernels.clock_and_blend`; :class:`~skeletal.playback.footframe.FootFrame`)."""
     # fields read without taking references (see :func:`.jobs.field`): views of them take none either
     pose, world, parents = field(job, "pose"), field(job, "world"), field(job, "parents")
     placement, legs, pelvis = field(job, "placement"), field(job, "legs"), field(job, "pelvis")
@@ -165,6 +166,9 @@ def foot_kernel(job, phase, chunks):
         stop = (c + 1) * n // chunks
         for b0 in range(c * n // chunks, stop, per_block):
             b1 = min(b0 + per_block, stop)
+            if update is not None:  # FootFrame: the block's update (clocks, blend) first, on this thread
+                for b in range(b0, b1):
+                    K.clock_and_blend(b, get_thread_id(), update[0], update[1], K.ADVANCE | K.BLEND)
             solving = False
             for b in range(b0, b1):
                 # This instance's arrays as views made once (a view costs an atomic reference count on an array
@@ -612,24 +616,24 @@ class FootPlacement:
             # the serial twin's entry point for a few characters; for more the parallel kernel's (and the
             # serial twin's once a frame runs on one thread: not compiled before a cold start needs it)
             if proc.count > SERIAL_BELOW:
-                serial, parallel = None, entry(foot_kernel, job, 0, 2)
+                serial, parallel = None, entry(foot_kernel, job, 0, 2, None)
             else:
-                serial, parallel = entry(serial_variant(foot_kernel), job, 0, 1), None
+                serial, parallel = entry(serial_variant(foot_kernel), job, 0, 1, None), None
             self.last.calls = (job, serial, parallel)
             self._args_from = (packed, pose, world, mixer.fs, self.weight, self._ground_args, self.plant, self.ankle,
                                proc.placement)
         job, serial, parallel = self.last.calls
         call = serial if parallel is None else self._run_parallel
         if kind >= 0:  # a built-in ground: one compiled call for the whole stage
-            call(job, 0, 1)
+            call(job, 0, 1, None)
             return
-        call(job, 1, 1)  # up to the targets' (x, z), then the Python ground there, then the rest
+        call(job, 1, 1, None)  # up to the targets' (x, z), then the Python ground there, then the rest
         h, n = self._ground.height_normal(self.targets[..., 0], self.targets[..., 2])
         self.heights[...] = h
         self.normals[...] = n
-        call(job, 2, 1)
+        call(job, 2, 1, None)
 
-    def _run_parallel(self, job, phase: int, _chunks: int = 0) -> None:
+    def _run_parallel(self, job, phase: int, _chunks: int = 0, _update: None = None) -> None:
         """The stage on more than a few characters: on the threads the playback update just used (numba's
         count, capped as the update caps it while other processes keep the CPUs busy), in
         :func:`_foot_chunks` ranges; on one thread, the serial twin (no parallel region)."""
@@ -637,9 +641,9 @@ class FootPlacement:
         with capped_threads():
             threads = thread_count()
             if threads > 1:
-                parallel(job, phase, _foot_chunks(self.proc.count, threads))
+                parallel(job, phase, _foot_chunks(self.proc.count, threads), None)
                 return
         if serial is None:
-            serial = entry(serial_variant(foot_kernel), job, 0, 1)
+            serial = entry(serial_variant(foot_kernel), job, 0, 1, None)
             self.last.calls = (job, serial, parallel)
-        serial(job, phase, 1)
+        serial(job, phase, 1, None)

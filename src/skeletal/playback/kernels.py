@@ -714,6 +714,45 @@ _BLENDS = True
 NEEDS_BLEND = 1 << 40
 
 
+@njit(cache=True, forceinline=True)
+def clock_and_blend(b, tid, job, dt, stages):
+    """Instance ``b``'s part of :func:`update` before its world rows, for ``stages`` (bits ADVANCE |
+    BLEND) of a :class:`~skeletal.playback.jobs.PlaybackJob`: its clocks advanced by ``dt``, its pose
+    blended, its inertialized transition's offsets added. ``tid``: the calling thread's index into the
+    job's per-thread scratch. Returns 1 when the advance reported an event, else 0; plus
+    :data:`NEEDS_BLEND` when the instance was left unposed (:func:`single_action_update`'s copy, whose
+    ``_BLENDS`` is False). Inlined into :func:`update` and
+    :func:`~skeletal.playback.footplacement.foot_kernel` (a block's update before its foot placement)."""
+    clip_duration, marker_time, ist = field(job, "clip_duration"), field(job, "marker_time"), field(job, "ist")
+    slot_clip, slot_layer, fs, clip_table = field(job, "slot_clip"), field(job, "slot_layer"), field(job, "fs"), field(job, "clip_table")
+    layer_weight, snap_weight, base_unmasked = field(job, "layer_weight"), field(job, "snap_weight"), field(job, "base_unmasked")
+    pose, morph = field(job, "pose"), field(job, "morph")
+    events = 0
+    if stages & ADVANCE:
+        if _advance_instance(b, dt, fs, ist, slot_clip, clip_table, clip_duration, marker_time):
+            events = 1
+    single = -1
+    if stages & BLEND:
+        single = _single_slot_of(b, base_unmasked, layer_weight, snap_weight, slot_layer, fs)
+        for layer in range(1, layer_weight.shape[1]):
+            if layer_weight[b, layer] > 0.0:
+                single = -1  # another layer blends over it: _evaluate_instance does both
+    if single >= 0:
+        _pose_single(b, single, tid, job, pose, morph, True)
+    elif stages & BLEND:
+        if _BLENDS:
+            _evaluate_instance(b, tid, job, layer_weight, pose, morph)
+        elif not _rest_if_idle(b, job, pose, morph):
+            return events + NEEDS_BLEND
+    if stages & BLEND:
+        inertia_stage(b, tid, job, dt, pose)
+    return events
+
+
+#: the per-instance body :func:`update` calls (:func:`single_action_update`'s copy: one without blending)
+_CLOCK_AND_BLEND = clock_and_blend
+
+
 @njit(cache=True, parallel=True)
 def update(job, ik, dt, stages):
     """Run ``stages`` (bits ADVANCE | BLEND | WORLD) of a :class:`~skeletal.playback.jobs.PlaybackJob`
@@ -726,12 +765,9 @@ def update(job, ik, dt, stages):
     :data:`NEEDS_BLEND` per instance left unposed). Between BLEND and WORLD, an instance with an
     inertialized transition running gets its decaying offsets added to the pose (the job's
     ``inert_*`` fields; :func:`~skeletal.playback.inertia_kernels.inertialize_instance`)."""
-    clip_duration, marker_time, ist = field(job, "clip_duration"), field(job, "marker_time"), field(job, "ist")
-    slot_clip, slot_layer, fs, clip_table = field(job, "slot_clip"), field(job, "slot_layer"), field(job, "fs"), field(job, "clip_table")
-    layer_weight, snap_weight, base_unmasked = field(job, "layer_weight"), field(job, "snap_weight"), field(job, "base_unmasked")
     parents, world_nodes, worlds, scratch_world = field(job, "parents"), field(job, "world_nodes"), field(job, "worlds"), field(job, "scratch_world")
     palette_joints, inverse_bind, palettes = field(job, "palette_joints"), field(job, "inverse_bind"), field(job, "palettes")
-    pose, morph = field(job, "pose"), field(job, "morph")
+    pose = field(job, "pose")
     if ik is not None:
         stage_i, stage_f, joints, jp = ik.stage_i, ik.stage_f, ik.joints, ik.jp
         inputs, ik_update, ik_scratch, ik_pos = ik.inputs, ik.update, ik.scratch, ik.pos
@@ -739,26 +775,10 @@ def update(job, ik, dt, stages):
     events = 0
     for b in prange(pose.shape[0]):
         tid = numba.get_thread_id()
-        if stages & ADVANCE:
-            if _advance_instance(b, dt, fs, ist, slot_clip, clip_table, clip_duration, marker_time):
-                events += 1
-        single = -1
-        if stages & BLEND:
-            single = _single_slot_of(b, base_unmasked, layer_weight, snap_weight, slot_layer, fs)
-            for layer in range(1, layer_weight.shape[1]):
-                if layer_weight[b, layer] > 0.0:
-                    single = -1  # another layer blends over it: _evaluate_instance does both
-        if single >= 0:
-            _pose_single(b, single, tid, job, pose, morph, True)
-        elif stages & BLEND:
-            if _BLENDS:
-                _evaluate_instance(b, tid, job, layer_weight, pose, morph)
-            elif not _rest_if_idle(b, job, pose, morph):
-                # the single-action variant has no blending compiled: the caller runs the full kernel
-                events += NEEDS_BLEND
-                continue
-        if stages & BLEND:
-            inertia_stage(b, tid, job, dt, pose)
+        r = _CLOCK_AND_BLEND(b, tid, job, dt, stages)
+        events += r
+        if r >= NEEDS_BLEND:
+            continue  # the single-action variant has no blending compiled: the caller runs the full kernel
         if stages & WORLD:
             w = worlds[b] if keep_world else scratch_world[tid]
             pb = pose[b]
@@ -782,4 +802,5 @@ def single_action_update():
     """
     from .._compile import serial_variant
 
-    return serial_variant(update, "_single_action", {"_BLENDS": False})
+    unblended = serial_variant(clock_and_blend, "_single_action", {"_BLENDS": False})
+    return serial_variant(update, "_single_action", {"_BLENDS": False, "_CLOCK_AND_BLEND": unblended})

@@ -97,7 +97,7 @@ def _frame_py(frame, dt, ik, chunks, mode, omega, keep):
     serial variants made at run time)."""
     if _UPDATE_SERIAL(frame.update, ik, dt, _ALL) > 0:  # noqa: F821 (set by _fused_frame)
         return 1
-    _FOOT_SERIAL(frame.foot, 0, chunks)  # noqa: F821
+    _FOOT_SERIAL(frame.foot, 0, chunks, None)  # noqa: F821
     if not look_kernel(frame.look, mode, omega, dt, keep):
         return -1
     return 0
@@ -115,7 +115,7 @@ def _fused_frame():
 
 
 class _FootCall(NamedTuple):
-    """Foot placement's compiled call in a plan: ``call(job, 0, chunks)``."""
+    """Foot placement's compiled call in a plan: ``call(job, 0, chunks, None)``."""
 
     call: Callable[..., Any]
     job: FootJob
@@ -308,7 +308,7 @@ class Procedural:
             mixer._world_skipped = False
             if plan is not None and plan.before_world and plan.frame is mixer.frame and plan.dt == dt:
                 foot = plan.foot
-                foot.call(foot.job, 3, foot.chunks)  # type: ignore[union-attr]
+                foot.call(foot.job, 3, foot.chunks, None)  # type: ignore[union-attr]
                 return
             mixer._run(0.0, K.WORLD)  # (the frame changed in between: the world pass, then as usual)
         # the planned frame: the same dt and the same mixer frame (any array the stages read replaced,
@@ -317,7 +317,7 @@ class Procedural:
             if plan.dt == dt:
                 foot, look = plan.foot, plan.look
                 if foot is not None:
-                    foot.call(foot.job, 0, foot.chunks)
+                    foot.call(foot.job, 0, foot.chunks, None)
                 if look is not None and not look.call(look.job, look.mode, look.omega, dt, look.keep):
                     raise SkeletalError("look-at target must be finite")
                 return
@@ -366,7 +366,7 @@ class Procedural:
             fused = _FusedCall(entry(_fused_frame(), job, float(dt), *args), job, args)
         before_world = (foot is not None and look is None and len(self.stages) == 1 and frame.ik is None
                         and self.count > 1 and self.mixer.controllers == [self])
-        one_call = FootFrame(mixer, foot.job) if before_world and foot is not None and FootFrame.fits(mixer) else None
+        one_call = FootFrame(mixer, foot.job, self.count) if before_world and foot is not None and FootFrame.fits(mixer) else None
         return _Plan(float(dt), frame, foot, look, fused, before_world, one_call)
 
     def fused_frame(self, dt: float) -> bool:
