@@ -945,3 +945,42 @@ def test_mixer_update_leaves_the_world_pass_to_planned_foot_placement(demo):
     for skin, palette in zip(demo.skins, fast.skin_palettes):
         assert np.allclose(palette, fast.world[:, skin.joints] @ skin.inverse_bind, atol=1e-12)
     np.testing.assert_allclose(fast.world, world_matrices(demo.rig.parents, fast.local_pose), rtol=0, atol=1e-12)
+
+
+def test_player_runs_the_fused_frame_itself_with_the_mixers_results(demo):
+    # a Player whose only controller is a Procedural with a fused plan runs that compiled call itself
+    # (fused_route); the results are the mixer's route's (fused_frame), bit for bit; a dropped plan
+    # drops the route, and a second controller sends the frame through the mixer
+    def make():
+        player = skeletal.Player(demo)
+        player.play("walk")
+        proc = Procedural(player)
+        proc.foot_placement("terrain:amplitude=0.2,wavelength=3")
+        proc.look_at((0.5, 1.5, 2.0))
+        return player, proc
+
+    own, oproc = make()
+    via, vproc = make()
+    for frame in range(30):
+        if frame == 12:
+            for proc in (oproc, vproc):
+                proc.stages[1].target[...] = (-0.5, 1.2, 1.0)  # in place: the plan stays
+        own.update(DT)
+        via.mixer.update(DT)
+        assert own.time == via.time
+        assert np.array_equal(own.local_pose, via.local_pose), frame
+        assert np.array_equal(own.world, via.world), frame
+        assert np.array_equal(own.palettes, via.palettes), frame
+    route = oproc.fused_route
+    assert route is not None and route[0] == DT and route[1] is own.mixer.frame
+    assert route[2] is oproc._plan.fused.call
+    oproc.enabled = True  # assigning a plan input drops the plan, and the route with it
+    assert oproc.fused_route is None and oproc._plan is None
+    own.update(DT)  # a general frame plans again
+    assert oproc.fused_route is not None
+    calls = []
+    counter = type("Counter", (), {"before_update": lambda self, dt: None,
+                                   "after_update": lambda self, dt: calls.append(dt)})
+    own.mixer.controllers.append(counter())
+    own.update(DT)
+    assert calls == [DT]  # two controllers: the mixer's route, every controller's after_update

@@ -62,10 +62,40 @@ N_OUT = 25
 _LANE = dict(cache=True, forceinline=True, error_model="numpy")
 
 
+#: sizes of a block's input and output rows (:func:`lane_scratch`)
+LI_SIZE, LO_SIZE = N_IN * LW, N_OUT * LW
+
+
+def one_range_scratch(n_legs: int, n_waves: int) -> dict:
+    """A :class:`~skeletal.playback.jobs.FootJob`'s scratch for a foot-placement call over one range of
+    instances (:func:`~skeletal.playback.footplacement.foot_kernel`, made with the job, not per call): a
+    terrain's ``n_waves`` wave arguments, sines and cosines per leg in whole vectors of 8 (3, W) (zeros: the
+    padding's arguments), a block's lane inputs and outputs (:func:`lane_scratch`), the block's flags."""
+    n_lanes = (n_legs * n_waves + 7) // 8 * 8
+    return {"wave_scratch": np.zeros((3, max(n_lanes, 1))), "lane_in": np.zeros(LI_SIZE),
+            "lane_out": np.zeros(LO_SIZE), "solve_scratch": np.zeros(max(LW // max(n_legs, 1), 1), np.bool_)}
+
+
 @njit(cache=True, forceinline=True)
 def lane_scratch():
     """A block's input and output rows (zeros: lanes no leg uses hold finite values)."""
     return np.zeros(N_IN * LW), np.zeros(N_OUT * LW)
+
+
+@njit(cache=True, forceinline=True)
+def range_scratch(job, n_lanes, per_block, one_range):
+    """A foot-placement call's scratch for one range of instances: a terrain's wave arguments (zeros past
+    the ``n_lanes`` written), sines and cosines, a block's lane rows (:func:`lane_scratch`) and its
+    ``per_block`` flags (False). ``one_range`` (the call has one): the
+    :class:`~skeletal.playback.jobs.FootJob`'s own (:func:`one_range_scratch`; no allocation per call,
+    holding between calls what fresh ones would where it is read before written), else new arrays."""
+    ws, li, lo, solve = field(job, "wave_scratch"), field(job, "lane_in"), field(job, "lane_out"), field(job, "solve_scratch")
+    if (one_range and ws.shape[1] >= max(n_lanes, 1) and li.shape[0] == N_IN * LW and lo.shape[0] == N_OUT * LW
+            and solve.shape[0] >= per_block):
+        return ws[0], ws[1], ws[2], li, lo, solve
+    li_new, lo_new = lane_scratch()
+    return (np.zeros(max(n_lanes, 1)), np.empty(max(n_lanes, 1)), np.empty(max(n_lanes, 1)), li_new, lo_new,
+            np.zeros(per_block, np.bool_))
 
 
 @intrinsic

@@ -22,14 +22,15 @@ from numba import get_thread_id, njit, prange
 from .._compile import serial_variant
 from .._threads import capped_threads, thread_count
 from ..errors import SkeletalError
-from ..anim.pose import depth_order, palettes_one, world_matrices
+from ..anim.pose import affine_product_into, depth_order, palettes_one, world_matrices, world_node_into
 from . import kernels as K
 from .jobs import entry, field, foot_job
 from .contacts import ContactPhases, Leg, detect_contacts, find_legs
-from .footlanes import LW, borrowed, gather_legs, keep_alive, lane_scratch, leg_lanes, write_leg
+from .footlanes import (LW, borrowed, gather_legs, keep_alive, leg_lanes, one_range_scratch, range_scratch,
+                        write_leg)
 from .ground import GROUND_TERRAIN, Ground, as_ground, ground_at, sincos_lanes, terrain_sum
 from .procstage import (SERIAL_BELOW, PlanInput, _LastFrame, _all_rows, _drop_plan, _leg_rows, _local_rows,
-                        _moved_rows, _palette_rows, _products, _rows)
+                        _moved_rows, _products, _rows)
 
 
 @njit(cache=True, forceinline=True)
@@ -157,12 +158,11 @@ def foot_kernel(job, phase, chunks, update):
     soft = scalars[4]
     per_block = max(LW // n_legs, 1)  # characters whose legs fill a block of lanes (footlanes.LW)
     for c in prange(chunks):
-        wave_args = np.zeros(max(n_lanes, 1))  # scratch of this range of instances
-        wave_sins = np.empty(max(n_lanes, 1))
-        wave_coss = np.empty(max(n_lanes, 1))
-        li_own, lo_own = lane_scratch()  # the legs' IK inputs and outputs, a block of characters at a time
+        # scratch of this range of instances (one range: the job's, no allocation per call): a terrain's wave
+        # arguments, sines and cosines, the legs' IK inputs and outputs (a block of characters at a time), the
+        # block's characters whose legs are in the lanes
+        wave_args, wave_sins, wave_coss, li_own, lo_own, solve = range_scratch(job, n_lanes, per_block, chunks == 1)
         li, lo = borrowed(li_own), borrowed(lo_own)  # passed to inlined calls without reference counts
-        solve = np.zeros(per_block, np.bool_)  # the block's characters whose legs are in the lanes
         stop = (c + 1) * n // chunks
         for b0 in range(c * n // chunks, stop, per_block):
             b1 = min(b0 + per_block, stop)
@@ -332,21 +332,21 @@ def foot_kernel(job, phase, chunks, update):
                 if not solve[b - b0]:
                     continue
                 solve[b - b0] = False
-                pose_b = pose[b]
-                world_b = world[b]
+                pose_b, world_b, pal_b = pose[b], world[b], pal[b]
                 w = weight[b]
                 for l in range(n_legs):
                     write_leg(li, lo, (b - b0) * n_legs + l, pose_b, world_b, parents, legs[0, l], legs[1, l],
                               legs[2, l], w, soft, cos_half_tilt, max_tilt)
                     if before_world:
                         _leg_rows(parents, leg_nodes, leg_start[l], leg_start[l + 1], legs[2, l], pose_b, world_b)
-                    else:
-                        _rows(parents, leg_nodes, leg_start[l], leg_start[l + 1], pose_b, world_b)
-                    if scalars[7] != 0.0 and not before_world:
-                        _palette_rows(world_b, pal_joints, inv_bind, pal_idx, pal_start[l + 1], pal_start[l + 2],
-                                      pal[b])
+                    else:  # (_rows and _palette_rows written out: inlined, no call taking references)
+                        for k in range(leg_start[l], leg_start[l + 1]):
+                            world_node_into(leg_nodes[k], parents, pose_b, world_b)
+                        if scalars[7] != 0.0:
+                            for k in range(pal_start[l + 1], pal_start[l + 2]):
+                                affine_product_into(world_b[pal_joints[pal_idx[k]]], inv_bind[pal_idx[k]], pal_b[pal_idx[k]])
                 if before_world:
-                    palettes_one(world_b, pal_joints, inv_bind, pal[b])
+                    palettes_one(world_b, pal_joints, inv_bind, pal_b)
         keep_alive(li_own, lo_own)  # the owners live until every block is done
 
 
@@ -611,7 +611,8 @@ class FootPlacement:
                 initialised=self.initialised, plant=self.plant, locked=self.locked, lock=self.lock,
                 targets=self.targets, pelvis_offset=self.pelvis_offset, pal=pal, pal_joints=pal_joints,
                 inv_bind=inv_bind, pal_idx=self._pal_idx, pal_start=self._pal_start,
-                probe_nodes=self._probe_nodes, body_nodes=self._world_body)
+                probe_nodes=self._probe_nodes, body_nodes=self._world_body,
+                **one_range_scratch(len(self.legs), int(params[1]) if kind == GROUND_TERRAIN else 0))
             # the serial twin's entry point for a few characters; for more the parallel kernel's (and the
             # serial twin's once a frame runs on one thread: not compiled before a cold start needs it)
             if proc.count > SERIAL_BELOW:

@@ -144,6 +144,8 @@ FOOT_FIELDS = (
     "pal", "pal_joints", "inv_bind", "pal_idx", "pal_start",
     # the world rows the stage builds itself after an update without its WORLD stage (phase 3)
     "probe_nodes", "body_nodes",
+    # scratch of a call over one range of instances (a few characters' serial twin, or one thread)
+    "wave_scratch", "lane_in", "lane_out", "solve_scratch",
 )
 
 

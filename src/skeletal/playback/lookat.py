@@ -21,9 +21,9 @@ from numba import njit
 from ..errors import SkeletalError
 from ..anim.ik import (AimLimit, IN_POLE, IN_TARGET, IN_WEIGHT, SF_FORWARD, SF_UP, SI_J0, SI_J1, SI_U0, SI_U1, StageTable,
                        aim_one)
-from ..anim.pose import world_matrices
+from ..anim.pose import affine_product_into, world_matrices, world_node_into
 from .jobs import entry, field, look_job
-from .procstage import SERIAL_BELOW, PlanInput, _LastFrame, _palette_rows, _rows
+from .procstage import SERIAL_BELOW, PlanInput, _LastFrame
 from .springs import critical_spring
 
 
@@ -71,9 +71,16 @@ def look_kernel(job, mode, omega, dt, keep_palettes):
                 row[IN_TARGET + 2]), (row[IN_POLE], row[IN_POLE + 1], row[IN_POLE + 2]), min(weight[b], 1.0),
                 (sf[SF_FORWARD], sf[SF_FORWARD + 1], sf[SF_FORWARD + 2]), (sf[SF_UP], sf[SF_UP + 1], sf[SF_UP + 2]),
                 scratch[0])
-        _rows(parents, update, stage_i[0, SI_U0], stage_i[0, SI_U1], pose[b], world[b])
+        # the rows below the chain, then its palette entries (_rows, _palette_rows written out: inlined,
+        # no call taking references on each array)
+        pose_b, world_b = pose[b], world[b]
+        for k in range(stage_i[0, SI_U0], stage_i[0, SI_U1]):
+            world_node_into(update[k], parents, pose_b, world_b)
         if keep_palettes:
-            _palette_rows(world[b], pal_joints, inv_bind, pal_idx, 0, pal_idx.shape[0], pal[b])
+            pal_b = pal[b]
+            for i in range(pal_idx.shape[0]):
+                q = pal_idx[i]
+                affine_product_into(world_b[pal_joints[q]], inv_bind[q], pal_b[q])
     return True
 
 

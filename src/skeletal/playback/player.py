@@ -332,16 +332,29 @@ class Player:
         """
         # The direct route: with no controllers and no snapshot fading, a frame is the clock and one
         # compiled call (the mixer's update on its frame's jobs: clocks, blending, world rows, palettes),
-        # the events only when the call reports one. Anything else takes the mixer's one route.
+        # the events only when the call reports one. A Procedural alone whose frame is planned and fused
+        # for this dt and frame (its ``fused_route``): the clock and that one compiled call (what the
+        # mixer's update would run, without its Python frames). Anything else takes the mixer's one route.
         mixer = self.mixer
         frame = mixer.frame
-        if frame is not None and not mixer.controllers and not mixer._snap_fading:
-            dt = float(dt)
-            mixer.time += dt
-            r = frame.call(frame.job, frame.ik, dt, _ALL)
-            if r:  # events, or the single-action kernel met a blend
-                mixer._after_call(r, dt)
-            return
+        if frame is not None and not mixer._snap_fading:
+            controllers = mixer.controllers
+            if not controllers:
+                dt = float(dt)
+                mixer.time += dt
+                r = frame.call(frame.job, frame.ik, dt, _ALL)
+                if r:  # events, or the single-action kernel met a blend
+                    mixer._after_call(r, dt)
+                return
+            route = getattr(controllers[0], "fused_route", None) if len(controllers) == 1 else None
+            if route is not None:
+                dt = float(dt)
+                if route[0] == dt and route[1] is frame:  # (dt, frame, call, job, args)
+                    mixer.time += dt
+                    r = route[2](route[3], dt, *route[4])
+                    if r:  # an event (the stages wait for it), or a non-finite look-at target
+                        controllers[0].after_fused(r, dt)
+                    return
         mixer.update(dt)
 
     @property

@@ -38,6 +38,7 @@ look-at targets are world coordinates, the pose stays model space.
 """
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence
 
 import numpy as np
@@ -193,6 +194,19 @@ class Procedural:
     >>> proc.foot_placement("terrain:amplitude=0.2"); proc.look_at((0.5, 1.5, 2.0))  # doctest: +SKIP
     >>> player.update(1 / 60)                                         # doctest: +SKIP
     """
+
+    def _set_plan(self, plan: _Plan | None) -> None:
+        """Assigning ``_plan`` (a new plan, or None: dropped) also sets :attr:`fused_route`."""
+        self._plan_value = plan
+        fused = plan.fused if plan is not None else None
+        self.fused_route = None if fused is None else (plan.dt, plan.frame, fused.call, fused.job, fused.args)
+
+    #: the frame as compiled calls (see _build_plan); its fused call, when it has one, is also
+    #: ``fused_route``: (dt, frame, call, job, args), which a :class:`~skeletal.Player` runs itself as
+    #: ``r = call(job, dt, *args)`` while its mixer's frame is ``frame`` and dt is ``dt`` (then
+    #: :meth:`after_fused` when r is not 0), without :meth:`fused_frame`'s Python frames
+    _plan = property(attrgetter("_plan_value"), _set_plan)
+    fused_route: tuple | None
 
     def __init__(self, target: Player | Mixer | Crowd):
         self.mixer = _mixer_of(target)

@@ -276,6 +276,10 @@ def validate_foot(f: dict) -> None:
     for name in ("probe_nodes", "body_nodes"):
         c.array(name, (None,), _INT)
         c.indices(name, 0, n)
+    c.array("wave_scratch", (3, None), dtype=np.float64)  # (sizes: checked where used, footlanes.range_scratch)
+    c.array("lane_in", (None,), dtype=np.float64)
+    c.array("lane_out", (None,), dtype=np.float64)
+    c.array("solve_scratch", (None,), dtype=np.bool_)
 
 
 def validate_look(f: dict) -> None:
