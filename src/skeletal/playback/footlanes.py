@@ -32,6 +32,9 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from ..anim.lanes import _LANE, _finite
+from ..anim.lanes import _lq_mul as _qmul
+from ..anim.lanes import _lq_rot as _qrot
 from ..anim.ik_solvers import knee_pole, soft_distance, two_bone_one
 from ..anim.vec import EPS, _cross, _dot, _len, _qnorm, _slerp, _sub
 from ..quat import nlerp_identity, qmul, qnormalize, quat_from_to, quat_from_world
@@ -58,9 +61,6 @@ O_NA, O_NB, O_NC = 0, 4, 8  # new local rotations of thigh, knee, foot before th
 O_UA, O_UB, O_UC = 12, 16, 20  # the same normalised (4 each)
 O_BAD = 24  # 1: the scalar solver's case (see the module docstring)
 N_OUT = 25
-
-_LANE = dict(cache=True, forceinline=True, error_model="numpy")
-
 
 #: sizes of a block's input and output rows (:func:`lane_scratch`)
 LI_SIZE, LO_SIZE = N_IN * LW, N_OUT * LW
@@ -141,32 +141,6 @@ def _get4(a, k, i):
 @njit(**_LANE)
 def _put4(a, k, i, q):
     a[_r(k) + i], a[_r(k + 1) + i], a[_r(k + 2) + i], a[_r(k + 3) + i] = q[0], q[1], q[2], q[3]
-
-
-@njit(**_LANE)
-def _finite(x):
-    """x is neither inf nor NaN (x - x is 0 exactly then)."""
-    return x - x == 0.0
-
-
-@njit(**_LANE)
-def _qmul(a, b):
-    """:func:`skeletal.quat.qmul`'s arithmetic on tuples."""
-    return (a[3] * b[0] + a[0] * b[3] + a[1] * b[2] - a[2] * b[1],
-            a[3] * b[1] - a[0] * b[2] + a[1] * b[3] + a[2] * b[0],
-            a[3] * b[2] + a[0] * b[1] - a[1] * b[0] + a[2] * b[3],
-            a[3] * b[3] - a[0] * b[0] - a[1] * b[1] - a[2] * b[2])
-
-
-@njit(**_LANE)
-def _qrot(q, v):
-    """:func:`skeletal.quat.qrotate`'s arithmetic on tuples."""
-    tx = 2.0 * (q[1] * v[2] - q[2] * v[1])
-    ty = 2.0 * (q[2] * v[0] - q[0] * v[2])
-    tz = 2.0 * (q[0] * v[1] - q[1] * v[0])
-    return (v[0] + q[3] * tx + q[1] * tz - q[2] * ty,
-            v[1] + q[3] * ty + q[2] * tx - q[0] * tz,
-            v[2] + q[3] * tz + q[0] * ty - q[1] * tx)
 
 
 @njit(**_LANE)

@@ -52,6 +52,7 @@ from numba.core.extending import intrinsic
 from ..anim.ik import (IN_POLE, IN_ROTATION, IN_TARGET, IN_WEIGHT, KIND_TWO_BONE, SF_MID_AXIS, SF_SOFT, SI_DEFERS,
                   SI_J0, SI_J1, SI_KIND, SI_U0, SI_U1, soft_distance, solve_stage_at, solve_stages_at)
 from ..anim.pose import palettes_one, world_subset_one
+from ..anim.lanes import _LANE, _finite, _lq_mul, _lq_rot
 from ..anim.vec import EPS, _add, _cross, _dot, _finite3, _len, _qnorm, _scale, _slerp, _sub, _vec_at
 from ..quat import NLERP_ABOVE_COS, _sin_quarter, sin_quarter
 from ..anim.sampling import locate_key
@@ -296,36 +297,7 @@ def _row(k):
     return np.uint64(k) * _S
 
 
-# The lane loop's arithmetic: tuples of float64, no calls that stay calls (every helper inlined), no
-# division checks (error_model="numpy": x / 0 is inf or NaN, discarded by a select), no branches with
-# loads or stores inside (both sides computed, one selected), so that LLVM vectorises the loop.
-_LANE = dict(cache=True, forceinline=True, error_model="numpy")
-
-
-@njit(**_LANE)
-def _finite(x):
-    """x is finite (neither inf nor NaN): x - x is 0 exactly then, NaN otherwise."""
-    return x - x == 0.0
-
-
-@njit(**_LANE)
-def _lq_mul(a, b):
-    """Hamilton product a b (xyzw tuples; b first, then a), :func:`skeletal.quat.qmul`'s arithmetic."""
-    return (a[3] * b[0] + a[0] * b[3] + a[1] * b[2] - a[2] * b[1],
-            a[3] * b[1] - a[0] * b[2] + a[1] * b[3] + a[2] * b[0],
-            a[3] * b[2] + a[0] * b[1] - a[1] * b[0] + a[2] * b[3],
-            a[3] * b[3] - a[0] * b[0] - a[1] * b[1] - a[2] * b[2])
-
-
-@njit(**_LANE)
-def _lq_rot(q, v):
-    """v rotated by the unit quaternion q, :func:`skeletal.quat.qrotate`'s arithmetic."""
-    tx = 2.0 * (q[1] * v[2] - q[2] * v[1])
-    ty = 2.0 * (q[2] * v[0] - q[0] * v[2])
-    tz = 2.0 * (q[0] * v[1] - q[1] * v[0])
-    return (v[0] + q[3] * tx + q[1] * tz - q[2] * ty,
-            v[1] + q[3] * ty + q[2] * tx - q[0] * tz,
-            v[2] + q[3] * tz + q[0] * ty - q[1] * tx)
+# The lane loop's arithmetic (``_LANE``, ``_finite``, ``_lq_mul``, ``_lq_rot``): :mod:`skeletal.anim.lanes`.
 
 
 @njit(**_LANE)
