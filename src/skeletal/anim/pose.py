@@ -497,7 +497,15 @@ def world_rows_most(parents, nodes, pose, world):
     >>> world_rows_most(parents, depth_order(parents, body), pose, world)     # doctest: +SKIP
     """
     local_rows_all(pose, world)
-    for k in range(nodes.shape[0]):
+    world_products(parents, nodes, 0, nodes.shape[0], world)
+
+
+@njit(cache=True, forceinline=True)
+def world_products(parents, nodes, start, stop, world):
+    """World rows of ``nodes[start:stop]`` (each listed after its parent) whose rows of ``world``
+    hold their local matrices: each times its parent's world row, in place (a root gets its affine
+    bottom row)."""
+    for k in range(start, stop):
         i = nodes[k]
         p = parents[i]
         if p >= 0:

@@ -22,7 +22,7 @@ from numba import get_thread_id, njit, prange
 from .._compile import serial_variant
 from .._threads import capped_threads, thread_count
 from ..errors import SkeletalError
-from ..anim.pose import affine_product_into, depth_order, palettes_one, world_matrices, world_node_into
+from ..anim.pose import affine_product_into, depth_order, palettes_one, world_matrices, world_node_into, world_products
 from . import kernels as K
 from .jobs import entry, field, foot_job
 from .contacts import ContactPhases, Leg, detect_contacts, find_legs
@@ -30,7 +30,7 @@ from .footlanes import (LW, borrowed, gather_legs, keep_alive, leg_lanes, one_ra
                         write_leg)
 from .ground import GROUND_TERRAIN, Ground, as_ground, ground_at, sincos_lanes, terrain_sum
 from .procstage import (SERIAL_BELOW, PlanInput, _LastFrame, _all_rows, _drop_plan, _leg_rows, _local_rows,
-                        _moved_rows, _products, _rows)
+                        _moved_rows, _rows)
 
 
 @njit(cache=True, forceinline=True)
@@ -181,7 +181,7 @@ def foot_kernel(job, phase, chunks, update):
                     _contact_one(b, job)
                     if before_world:  # every local matrix; the world rows that place the pelvis
                         _local_rows(pose_b, world_b)
-                        _products(parents, probe_nodes, 0, probe_nodes.shape[0], world_b)
+                        world_products(parents, probe_nodes, 0, probe_nodes.shape[0], world_b)
                     elif scalars[6] == 0.0:  # the world rows are not current yet
                         _all_rows(parents, pose_b, world_b)
                     for l in range(n_legs):
@@ -291,7 +291,7 @@ def foot_kernel(job, phase, chunks, update):
                     # IK reads, included); the legs' subtrees after the IK, then every palette entry once
                     if d != 0.0:  # the rows from the pelvis down: only their translations moved
                         _moved_rows(parents, probe_nodes, probe_split, probe_nodes.shape[0], pose_b, world_b)
-                    _products(parents, body_nodes, 0, body_nodes.shape[0], world_b)
+                    world_products(parents, body_nodes, 0, body_nodes.shape[0], world_b)
                     if w > 0.0:  # the legs into the lanes; rows and palettes after the block's IK
                         gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, (b - b0) * n_legs)
                         solve[b - b0] = solving = True

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 import numpy as np
 from numba import njit
 
-from ..anim.pose import (_set_affine_bottom_row, _times_matrix_f64, affine_product_into, local_rows_all,
+from ..anim.pose import (_times_matrix_f64, affine_product_into, local_rows_all,
                          local_to_world_one, world_node_into)
 
 _NAN3 = (np.nan, np.nan, np.nan)
@@ -76,22 +76,8 @@ def _rows(parents, nodes, start, stop, pose, world):
 @njit(cache=True, forceinline=True)
 def _local_rows(pose, world):
     """Every node's local matrix into its world rows (:func:`~skeletal.anim.pose.local_rows_all`), for
-    :func:`_products` to turn into world rows."""
+    :func:`~skeletal.anim.pose.world_products` to turn into world rows."""
     local_rows_all(pose, world)
-
-
-@njit(cache=True, forceinline=True)
-def _products(parents, nodes, start, stop, world):
-    """World rows of ``nodes[start:stop]`` (each after its parent) whose rows hold their local
-    matrices (:func:`_local_rows`): each times its parent's world row in place, as
-    :func:`~skeletal.anim.pose.world_rows_most` does (the same bits)."""
-    for k in range(start, stop):
-        i = nodes[k]
-        p = parents[i]
-        if p >= 0:
-            _times_matrix_f64(world, i, world, p, world, i)
-        else:
-            _set_affine_bottom_row(world[i])
 
 
 @njit(cache=True, forceinline=True)
@@ -99,7 +85,7 @@ def _moved_rows(parents, nodes, start, stop, pose, world):
     """After ``pose[nodes[start]]``'s translation moved: the translation column of the world rows of
     ``nodes[start:stop]`` (that node and rows below it, each after its parent) from the pose, their
     rotation-scale blocks kept (a translation changes none). The products' arithmetic and order
-    (:func:`_products`: ``(w0 t0 + w1 t1) + w2 t2``, then the parent's translation), so the same bits
+    (:func:`~skeletal.anim.pose.world_products`: ``(w0 t0 + w1 t1) + w2 t2``, then the parent's translation), so the same bits
     as building the rows again."""
     for k in range(start, stop):
         i = nodes[k]
