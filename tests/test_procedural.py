@@ -715,20 +715,22 @@ def test_render_command_with_ground_and_look_at(tmp_path):
     assert len(text.strip().splitlines()) == 1
 
 
+def _walker_on_terrain_looking(demo):
+    """A Player walking with a Procedural: foot placement on terrain, then look-at."""
+    player = skeletal.Player(demo)
+    player.play("walk")
+    proc = Procedural(player)
+    proc.foot_placement("terrain:amplitude=0.2,wavelength=3")
+    proc.look_at((0.5, 1.5, 2.0))
+    return player, proc
+
+
 def test_planned_frame_equals_the_general_path_through_changes(demo):
     # a Procedural plans its frame as compiled calls after a general one; every change (a new target,
     # ground, weight array, dt, a stage added, disabled) must take effect exactly as in the general
     # path, which the reference is forced through (its plan dropped every frame)
-    def make():
-        player = skeletal.Player(demo)
-        player.play("walk")
-        proc = Procedural(player)
-        proc.foot_placement("terrain:amplitude=0.2,wavelength=3")
-        proc.look_at((0.5, 1.5, 2.0))
-        return player, proc
-
-    fast, fproc = make()
-    slow, sproc = make()
+    fast, fproc = _walker_on_terrain_looking(demo)
+    slow, sproc = _walker_on_terrain_looking(demo)
     loops: dict = {"fast": [], "slow": []}
     for name, player, proc in (("fast", fast, fproc), ("slow", slow, sproc)):
         # an event comes before the stages of its frame: a callback's change takes effect in it
@@ -951,16 +953,8 @@ def test_player_runs_the_fused_frame_itself_with_the_mixers_results(demo):
     # a Player whose only controller is a Procedural with a fused plan runs that compiled call itself
     # (fused_route); the results are the mixer's route's (fused_frame), bit for bit; a dropped plan
     # drops the route, and a second controller sends the frame through the mixer
-    def make():
-        player = skeletal.Player(demo)
-        player.play("walk")
-        proc = Procedural(player)
-        proc.foot_placement("terrain:amplitude=0.2,wavelength=3")
-        proc.look_at((0.5, 1.5, 2.0))
-        return player, proc
-
-    own, oproc = make()
-    via, vproc = make()
+    own, oproc = _walker_on_terrain_looking(demo)
+    via, vproc = _walker_on_terrain_looking(demo)
     for frame in range(30):
         if frame == 12:
             for proc in (oproc, vproc):
