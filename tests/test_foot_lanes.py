@@ -171,3 +171,50 @@ def test_a_borrowed_array_is_the_same_memory():
     a = np.zeros(4)
     assert _write_through_borrowed(a) == 8
     assert a.tolist() == [0.0, 7.0, 1.0, 0.0]
+
+
+def test_thread_scratch_gives_each_thread_its_own_part_and_the_same_bits_as_fresh_scratch(monkeypatch):
+    # the job's per-thread scratch (footlanes.thread_scratch) against new arrays per range (a job made
+    # without it: range_scratch's fallback), 13 characters (a block of 8 and one of 5: the block's terrain
+    # lanes of a short block), 1 thread (the one call) and 2 (ranges in parallel): the same bits
+    import numba
+
+    import skeletal._threads as threads_module
+    from skeletal.playback import footplacement as FP
+
+    job = FL.thread_scratch(2, 6, 3)
+    per_block = FL.LW // 2
+    waves = FL.block_waves(2, 6, per_block)
+    assert waves % 8 == 0 and waves >= per_block * 2 * 6 + 8
+    assert job["wave_scratch"].shape == (3, 3 * waves) and job["lane_in"].shape == (3 * FL.LI_SIZE,)
+    assert job["lane_out"].shape == (3 * FL.LO_SIZE,) and job["solve_scratch"].shape == (3 * per_block,)
+    demo = demo_asset()
+    count = 13
+
+    def make(scratch):
+        monkeypatch.setattr(FP, "thread_scratch", scratch)
+        mixer = skeletal.Mixer(demo, count, events=False)
+        mixer.play("walk", offset=np.linspace(0.0, 0.9, count))
+        proc = Procedural(mixer)
+        stage = proc.foot_placement("terrain:amplitude=0.2,wavelength=3,seed=4", weight=np.linspace(0.2, 1.0, count))
+        proc.place(np.stack([np.linspace(-2, 2, count), np.zeros(count), np.linspace(1, -1, count)], 1), 0.3)
+        return mixer, stage
+
+    def none(*_):
+        return {"wave_scratch": np.zeros((3, 0)), "lane_in": np.zeros(0), "lane_out": np.zeros(0),
+                "solve_scratch": np.zeros(0, np.bool_)}
+
+    (own, own_stage), (fresh, fresh_stage) = make(FL.thread_scratch), make(none)
+    monkeypatch.setattr(threads_module, "_NO_CAP", True)
+    threads = numba.get_num_threads()
+    try:
+        for frame in range(30):
+            numba.set_num_threads(1 if frame < 15 or threads < 2 else 2)
+            own.update(1 / 60)
+            fresh.update(1 / 60)
+            for a, b in ((own.local_pose, fresh.local_pose), (own.world, fresh.world), (own.palettes, fresh.palettes),
+                         (own_stage.targets, fresh_stage.targets), (own_stage.normals, fresh_stage.normals)):
+                assert np.array_equal(a, b), frame
+    finally:
+        numba.set_num_threads(threads)
+    assert np.abs(own_stage.pelvis_offset).max() > 0.0 and np.ptp(own_stage.heights) > 0.05

@@ -66,14 +66,26 @@ N_OUT = 25
 LI_SIZE, LO_SIZE = N_IN * LW, N_OUT * LW
 
 
-def one_range_scratch(n_legs: int, n_waves: int) -> dict:
-    """A :class:`~skeletal.playback.jobs.FootJob`'s scratch for a foot-placement call over one range of
-    instances (:func:`~skeletal.playback.footplacement.foot_kernel`, made with the job, not per call): a
-    terrain's ``n_waves`` wave arguments, sines and cosines per leg in whole vectors of 8 (3, W) (zeros: the
-    padding's arguments), a block's lane inputs and outputs (:func:`lane_scratch`), the block's flags."""
-    n_lanes = (n_legs * n_waves + 7) // 8 * 8
-    return {"wave_scratch": np.zeros((3, max(n_lanes, 1))), "lane_in": np.zeros(LI_SIZE),
-            "lane_out": np.zeros(LO_SIZE), "solve_scratch": np.zeros(max(LW // max(n_legs, 1), 1), np.bool_)}
+def thread_scratch(n_legs: int, n_waves: int, threads: int) -> dict:
+    """A :class:`~skeletal.playback.jobs.FootJob`'s scratch for
+    :func:`~skeletal.playback.footplacement.foot_kernel` (made with the job, not per call), one part per
+    thread of numba's pool (``threads``: ``numba.config.NUMBA_NUM_THREADS``; a range of instances uses
+    its thread's part, :func:`range_scratch`): a block's terrain wave arguments, sines and cosines
+    (:func:`block_waves` per part; zeros: the padding's arguments), a block's lane inputs and outputs
+    (:func:`lane_scratch`'s sizes), the block's flags (False)."""
+    per_block = max(LW // max(n_legs, 1), 1)
+    t = max(int(threads), 1)
+    return {"wave_scratch": np.zeros((3, t * block_waves(n_legs, n_waves, per_block))),
+            "lane_in": np.zeros(t * LI_SIZE), "lane_out": np.zeros(t * LO_SIZE),
+            "solve_scratch": np.zeros(t * per_block, np.bool_)}
+
+
+@njit(cache=True, forceinline=True)
+def block_waves(n_legs, n_waves, per_block):
+    """Lanes of a block's terrain wave arguments: ``per_block`` characters' ``n_legs * n_waves`` in whole
+    vectors of 8 (at least 8; the padding's arguments stay 0), plus a vector so that one thread's part
+    never shares a cache line with the next one's."""
+    return (max(per_block * n_legs * n_waves, 1) + 7) // 8 * 8 + 8
 
 
 @njit(cache=True, forceinline=True)
@@ -83,18 +95,22 @@ def lane_scratch():
 
 
 @njit(cache=True, forceinline=True)
-def range_scratch(job, n_lanes, per_block, one_range):
-    """A foot-placement call's scratch for one range of instances: a terrain's wave arguments (zeros past
-    the ``n_lanes`` written), sines and cosines, a block's lane rows (:func:`lane_scratch`) and its
-    ``per_block`` flags (False). ``one_range`` (the call has one): the
-    :class:`~skeletal.playback.jobs.FootJob`'s own (:func:`one_range_scratch`; no allocation per call,
-    holding between calls what fresh ones would where it is read before written), else new arrays."""
+def range_scratch(job, n_waves_block, per_block, tid):
+    """A foot-placement range's scratch on thread ``tid`` (``numba.get_thread_id()``): a terrain's wave
+    arguments (``n_waves_block``: :func:`block_waves`; zeros past those written), sines and cosines, a
+    block's lane rows (:func:`lane_scratch`) and its ``per_block`` flags (False): the thread's part of
+    the :class:`~skeletal.playback.jobs.FootJob`'s own (:func:`thread_scratch`; no allocation per call,
+    holding between calls what fresh ones would where it is read before written; ranges on one thread
+    run one after another), else (a thread past the parts, a job made for other sizes) new arrays."""
     ws, li, lo, solve = field(job, "wave_scratch"), field(job, "lane_in"), field(job, "lane_out"), field(job, "solve_scratch")
-    if (one_range and ws.shape[1] >= max(n_lanes, 1) and li.shape[0] == N_IN * LW and lo.shape[0] == N_OUT * LW
-            and solve.shape[0] >= per_block):
-        return ws[0], ws[1], ws[2], li, lo, solve
+    t = tid + 1
+    if (t * n_waves_block <= ws.shape[1] and t * (N_IN * LW) <= li.shape[0] and t * (N_OUT * LW) <= lo.shape[0]
+            and t * per_block <= solve.shape[0]):
+        w0, w1 = tid * n_waves_block, t * n_waves_block
+        return (ws[0, w0:w1], ws[1, w0:w1], ws[2, w0:w1], li[tid * (N_IN * LW):t * (N_IN * LW)],
+                lo[tid * (N_OUT * LW):t * (N_OUT * LW)], solve[tid * per_block:t * per_block])
     li_new, lo_new = lane_scratch()
-    return (np.zeros(max(n_lanes, 1)), np.empty(max(n_lanes, 1)), np.empty(max(n_lanes, 1)), li_new, lo_new,
+    return (np.zeros(n_waves_block), np.empty(n_waves_block), np.empty(n_waves_block), li_new, lo_new,
             np.zeros(per_block, np.bool_))
 
 
