@@ -218,3 +218,33 @@ def test_thread_scratch_gives_each_thread_its_own_part_and_the_same_bits_as_fres
     finally:
         numba.set_num_threads(threads)
     assert np.abs(own_stage.pelvis_offset).max() > 0.0 and np.ptp(own_stage.heights) > 0.05
+
+
+@njit(cache=True)
+def _solve_few(poses, worlds, targets, ups, normals, contact, length, weight, soft, few):
+    """:func:`_solve_lanes` ``few`` legs a block, run as :func:`~skeletal.playback.footlanes.lane_count`
+    lanes: the lanes past them hold NaN or an earlier block's legs."""
+    li, lo = FL.lane_scratch()
+    li[:] = np.nan
+    n = poses.shape[0]
+    for b0 in range(0, n, few):
+        b1 = min(b0 + few, n)
+        for b in range(b0, b1):
+            t = (targets[b, 0], targets[b, 1], targets[b, 2])
+            FL.gather_leg(li, b - b0, poses[b], worlds[b], PARENTS, A, B, C, t, (ups[b, 0], ups[b, 1], ups[b, 2]),
+                          (normals[b, 0], normals[b, 1], normals[b, 2]), contact[b], length, soft)
+        FL.leg_lanes(li, lo, np.uint64(FL.lane_count(b1 - b0)), soft > 0.0, COS_HALF_TILT)
+        for b in range(b0, b1):
+            FL.write_leg(li, lo, b - b0, poses[b], worlds[b], PARENTS, A, B, C, weight[b], soft, COS_HALF_TILT,
+                         MAX_TILT)
+
+
+def test_a_few_legs_run_in_whole_vectors_with_the_same_bits():
+    assert [FL.lane_count(n) for n in (1, 2, 8, 9, 15, 16)] == [8, 8, 8, 16, 16, 16]
+    poses, worlds, targets, ups, normals, contact, length, weight = _legs(n=120, seed=2)
+    scalar = poses.copy()
+    _solve_scalar(scalar, worlds, targets, ups, normals, contact, length, weight, 0.0)
+    for few in (2, 3, 11):
+        lanes = poses.copy()
+        _solve_few(lanes, worlds, targets, ups, normals, contact, length, weight, 0.0, few)
+        assert np.array_equal(lanes, scalar), (few, np.abs(lanes - scalar).max())

@@ -370,6 +370,15 @@ def _leg_lane(li, lo, i, is_soft, cos_half_tilt):
     lo[_r(O_BAD) + i] = 1.0 if bad else 0.0
 
 
+@njit(cache=True, forceinline=True)
+def lane_count(n):
+    """Lanes :func:`leg_lanes` runs for ``n`` legs: whole vectors of 8 (at most :data:`LW`), so that a few
+    legs (one character's) take one SIMD pass instead of the loop's scalar tail, one lane at a time. The
+    lanes past ``n`` hold what earlier blocks (or zeros) left: finite or not, their outputs are not read,
+    and a lane's arithmetic never reads another's."""
+    return min((n + 7) // 8 * 8, LW)
+
+
 @njit(cache=True, error_model="numpy")
 def leg_lanes(li, lo, n, is_soft, cos_half_tilt):
     """Two-bone IK of the legs in lanes ``0 .. n - 1`` (``n`` uint64) of ``li`` into ``lo`` (see the

@@ -29,8 +29,8 @@ from . import kernels as K
 from .footcontact import _contact_one
 from .jobs import entry, field, foot_job
 from .contacts import ContactPhases, Leg, detect_contacts, find_legs
-from .footlanes import (LW, block_waves, borrowed, gather_legs, keep_alive, leg_lanes, range_scratch, thread_scratch,
-                        write_leg)
+from .footlanes import (LW, block_waves, borrowed, gather_legs, keep_alive, lane_count, leg_lanes, range_scratch,
+                        thread_scratch, write_leg)
 from .ground import GROUND_TERRAIN, Ground, as_ground, ground_at, sincos_lanes, terrain_sum
 from .procstage import (SERIAL_BELOW, PlanInput, _LastFrame, _all_rows, _drop_plan, _leg_rows, _local_rows,
                         _moved_rows, _rows)
@@ -293,10 +293,11 @@ def foot_kernel(job, phase, chunks, update):
                 if w > 0.0:
                     gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, (b - b0) * n_legs)
                     solve[b - b0] = solving = True
-            # the block's legs solved in SIMD lanes (footlanes.leg_lanes), then each character's new
-            # rotations written, its legs' world rows rebuilt and its palette entries written
+            # the block's legs solved in SIMD lanes (footlanes.leg_lanes: whole vectors of 8, the lanes past
+            # the block's legs left unread), then each character's new rotations written, its legs' world
+            # rows rebuilt and its palette entries written
             if solving:
-                leg_lanes(li, lo, np.uint64((b1 - b0) * n_legs), soft > 0.0, cos_half_tilt)
+                leg_lanes(li, lo, np.uint64(lane_count((b1 - b0) * n_legs)), soft > 0.0, cos_half_tilt)
             for b in range(b0, b1):
                 if not solve[b - b0]:
                     continue
