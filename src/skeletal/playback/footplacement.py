@@ -24,7 +24,7 @@ from numba import get_thread_id, njit, prange
 from .._compile import serial_variant
 from .._threads import capped_threads, thread_count
 from ..errors import SkeletalError
-from ..anim.pose import affine_product_into, depth_order, palettes_one, world_matrices, world_node_into, world_products
+from ..anim.pose import _joint_times_bind, depth_order, palettes_one, world_matrices, world_node_into, world_products
 from . import kernels as K
 from .footcontact import _contact_one
 from .jobs import entry, field, foot_job
@@ -314,7 +314,8 @@ def foot_kernel(job, phase, chunks, update):
                             world_node_into(leg_nodes[k], parents, pose_b, world_b)
                         if scalars[7] != 0.0:
                             for k in range(pal_start[l + 1], pal_start[l + 2]):
-                                affine_product_into(world_b[pal_joints[pal_idx[k]]], inv_bind[pal_idx[k]], pal_b[pal_idx[k]])
+                                q = pal_idx[k]  # (palettes_one's product: affine_product_into's arithmetic)
+                                _joint_times_bind(pal_b, q, world_b, pal_joints[q], inv_bind)
                 if before_world:
                     palettes_one(world_b, pal_joints, inv_bind, pal_b)
         keep_alive(li_own, lo_own)  # the owners live until every block is done
