@@ -186,8 +186,9 @@ def test_thread_scratch_gives_each_thread_its_own_part_and_the_same_bits_as_fres
     per_block = FL.LW // 2
     waves = FL.block_waves(2, 6, per_block)
     assert waves % 8 == 0 and waves >= per_block * 2 * 6 + 8
-    assert job["wave_scratch"].shape == (3, 3 * waves) and job["lane_in"].shape == (3 * FL.LI_SIZE,)
-    assert job["lane_out"].shape == (3 * FL.LO_SIZE,) and job["solve_scratch"].shape == (3 * per_block,)
+    assert job["wave_scratch"].shape == (3, 3 * waves) and job["lane_in"].shape == (3 * FL.LI_PART,)
+    assert job["lane_out"].shape == (3 * FL.LO_PART,) and job["solve_scratch"].shape == (3 * (per_block + 64),)
+    assert FL.LI_PART >= FL.LI_SIZE + 8 and FL.LO_PART >= FL.LO_SIZE + 8  # a cache line between two threads' parts
     demo = demo_asset()
     count = 13
 

@@ -64,6 +64,9 @@ N_OUT = 25
 
 #: sizes of a block's input and output rows (:func:`lane_scratch`)
 LI_SIZE, LO_SIZE = N_IN * LW, N_OUT * LW
+#: a thread's part of a job's lane rows and flags (:func:`thread_scratch`): the rows, then a cache line
+#: that no thread writes, so that two threads' parts never share one
+LI_PART, LO_PART, PAD_FLAGS = LI_SIZE + 8, LO_SIZE + 8, 64
 
 
 def thread_scratch(n_legs: int, n_waves: int, threads: int) -> dict:
@@ -76,8 +79,8 @@ def thread_scratch(n_legs: int, n_waves: int, threads: int) -> dict:
     per_block = max(LW // max(n_legs, 1), 1)
     t = max(int(threads), 1)
     return {"wave_scratch": np.zeros((3, t * block_waves(n_legs, n_waves, per_block))),
-            "lane_in": np.zeros(t * LI_SIZE), "lane_out": np.zeros(t * LO_SIZE),
-            "solve_scratch": np.zeros(t * per_block, np.bool_)}
+            "lane_in": np.zeros(t * LI_PART), "lane_out": np.zeros(t * LO_PART),
+            "solve_scratch": np.zeros(t * (per_block + PAD_FLAGS), np.bool_)}
 
 
 @njit(cache=True, forceinline=True)
@@ -104,11 +107,12 @@ def range_scratch(job, n_waves_block, per_block, tid):
     run one after another), else (a thread past the parts, a job made for other sizes) new arrays."""
     ws, li, lo, solve = field(job, "wave_scratch"), field(job, "lane_in"), field(job, "lane_out"), field(job, "solve_scratch")
     t = tid + 1
-    if (t * n_waves_block <= ws.shape[1] and t * (N_IN * LW) <= li.shape[0] and t * (N_OUT * LW) <= lo.shape[0]
-            and t * per_block <= solve.shape[0]):
+    flags = per_block + PAD_FLAGS
+    if (t * n_waves_block <= ws.shape[1] and t * LI_PART <= li.shape[0] and t * LO_PART <= lo.shape[0]
+            and t * flags <= solve.shape[0]):
         w0, w1 = tid * n_waves_block, t * n_waves_block
-        return (ws[0, w0:w1], ws[1, w0:w1], ws[2, w0:w1], li[tid * (N_IN * LW):t * (N_IN * LW)],
-                lo[tid * (N_OUT * LW):t * (N_OUT * LW)], solve[tid * per_block:t * per_block])
+        return (ws[0, w0:w1], ws[1, w0:w1], ws[2, w0:w1], li[tid * LI_PART:tid * LI_PART + LI_SIZE],
+                lo[tid * LO_PART:tid * LO_PART + LO_SIZE], solve[tid * flags:tid * flags + per_block])
     li_new, lo_new = lane_scratch()
     return (np.zeros(n_waves_block), np.empty(n_waves_block), np.empty(n_waves_block), li_new, lo_new,
             np.zeros(per_block, np.bool_))

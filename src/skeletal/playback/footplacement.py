@@ -45,7 +45,7 @@ def foot_kernel(job, phase, chunks, update):
     """Foot placement for every instance of a :class:`~skeletal.playback.jobs.FootJob` (see
     :class:`FootPlacement`), one compiled call for the whole stage: contact weights, world rows,
     planted-foot locks, ground query, pelvis spring, leg IK. In parallel over ``chunks`` ranges of
-    instances (balanced to one instance; a few per thread, see :func:`_foot_chunks`); a few
+    instances (whole blocks of characters, in order; a few per thread, see :func:`_foot_chunks`); a few
     characters run its serial twin (:func:`skeletal._compile.serial_variant`: the same body,
     ``prange`` as ``range``). The per-instance work is written out here, not called per instance or
     per range: a call of a numba function takes a reference on every array it is given (two atomic
@@ -117,6 +117,7 @@ def foot_kernel(job, phase, chunks, update):
     soft = scalars[4]
     per_block = max(LW // n_legs, 1)  # characters whose legs fill a block of lanes (footlanes.LW)
     n_block_waves = block_waves(n_legs, n_waves, per_block)
+    n_blocks = (n + per_block - 1) // per_block
     for c in prange(chunks):
         # scratch of this range of instances (its thread's part of the job's, no allocation per call): a
         # block's terrain wave arguments, sines and cosines, its legs' IK inputs and outputs, its characters
@@ -124,8 +125,10 @@ def foot_kernel(job, phase, chunks, update):
         tid = get_thread_id()
         wave_args, wave_sins, wave_coss, li_own, lo_own, solve = range_scratch(job, n_block_waves, per_block, tid)
         li, lo = borrowed(li_own), borrowed(lo_own)  # passed to inlined calls without reference counts
-        stop = (c + 1) * n // chunks
-        for b0 in range(c * n // chunks, stop, per_block):
+        # whole blocks per range (a range's blocks start at multiples of per_block): no range ends in a part block
+        # but the last (a part block costs a whole one's lane pass)
+        stop = min((c + 1) * n_blocks // chunks * per_block, n)
+        for b0 in range(c * n_blocks // chunks * per_block, stop, per_block):
             b1 = min(b0 + per_block, stop)
             if update is not None:  # FootFrame: the block's update (clocks, blend) first, on this thread
                 for b in range(b0, b1):
@@ -327,8 +330,9 @@ def _foot_chunks(count: int, threads: int) -> int:
     thread) for a few characters or one thread (a parallel region on one thread costs more than the work).
     With more threads the stage runs in parallel even for a hundred characters, on as many threads as
     the playback update before it (:meth:`FootPlacement._run_parallel`): that update ran each
-    character on the thread that OpenMP's static split gives it, and so does this split (equal ranges
-    in order), so a character's pose, world rows and palettes are still in that core's cache; run on
+    character on the thread that OpenMP's static split gives it, and so does this split (nearly equal
+    ranges in order, whole blocks of characters: a block or so from the update's split at most), so a
+    character's pose, world rows and palettes are still in that core's cache; run on
     another thread, they are pulled from the other core and the next update pulls them back (twice the
     time: docs/guides/performance.md). An argument, not computed in
     the kernel: ``numba.get_num_threads()`` inside it would keep its serial twin out of the cache.
