@@ -4,7 +4,8 @@
 
 Mixer of 100 Soldiers (foot placement on terrain) and one Player (foot placement on terrain + look-at),
 each against the same update without the stages, in alternating blocks; per round the ratio. One
-thread: thread CPU time (``time.thread_time``); more: wall time. Prints medians and ranges and the load.
+thread: thread CPU time (``time.thread_time``); more: wall time (``FOOT_CLOCK=process``: the process's CPU time, all
+threads; with ``GOMP_SPINCOUNT=0`` a waiting thread burns none). Prints medians and ranges and the load.
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ def main() -> None:
     threads_module._NO_CAP = True
     numba.set_num_threads(threads)
     clock = time.thread_time if threads == 1 else time.perf_counter
+    if os.environ.get("FOOT_CLOCK") == "process":  # both threads' CPU (with GOMP_SPINCOUNT=0: no spinning)
+        clock = time.process_time
     asset = skeletal.load(os.path.join(os.environ.get("SKELETAL_ASSETS", "/work/shared/assets"), "Soldier.glb"))
     clip = "Walk"
     rows = []
