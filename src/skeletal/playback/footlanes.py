@@ -75,7 +75,12 @@ def thread_scratch(n_legs: int, n_waves: int, threads: int) -> dict:
     thread of numba's pool (``threads``: ``numba.config.NUMBA_NUM_THREADS``; a range of instances uses
     its thread's part, :func:`range_scratch`): a block's terrain wave arguments, sines and cosines
     (:func:`block_waves` per part; zeros: the padding's arguments), a block's lane inputs and outputs
-    (:func:`lane_scratch`'s sizes), the block's flags (False)."""
+    (:func:`lane_scratch`'s sizes), the block's flags (False).
+
+    >>> scratch = thread_scratch(2, 6, 4)   # two legs, a terrain of six waves, four threads
+    >>> scratch["lane_in"].shape == (4 * LI_PART,)
+    True
+    """
     per_block = max(LW // max(n_legs, 1), 1)
     t = max(int(threads), 1)
     return {"wave_scratch": np.zeros((3, t * block_waves(n_legs, n_waves, per_block))),
@@ -87,7 +92,11 @@ def thread_scratch(n_legs: int, n_waves: int, threads: int) -> dict:
 def block_waves(n_legs, n_waves, per_block):
     """Lanes of a block's terrain wave arguments: ``per_block`` characters' ``n_legs * n_waves`` in whole
     vectors of 8 (at least 8; the padding's arguments stay 0), plus a vector so that one thread's part
-    never shares a cache line with the next one's."""
+    never shares a cache line with the next one's.
+
+    >>> block_waves(2, 6, 8)   # 8 two-legged characters, 6 waves: 96 arguments, then the gap
+    104
+    """
     return (max(per_block * n_legs * n_waves, 1) + 7) // 8 * 8 + 8
 
 
@@ -108,7 +117,7 @@ def range_scratch(job, n_waves_block, per_block, tid):
     ws, li, lo, solve = field(job, "wave_scratch"), field(job, "lane_in"), field(job, "lane_out"), field(job, "solve_scratch")
     t = tid + 1
     flags = per_block + PAD_FLAGS
-    if (t * n_waves_block <= ws.shape[1] and t * LI_PART <= li.shape[0] and t * LO_PART <= lo.shape[0]
+    if (tid >= 0 and t * n_waves_block <= ws.shape[1] and t * LI_PART <= li.shape[0] and t * LO_PART <= lo.shape[0]
             and t * flags <= solve.shape[0]):
         w0, w1 = tid * n_waves_block, t * n_waves_block
         return (ws[0, w0:w1], ws[1, w0:w1], ws[2, w0:w1], li[tid * LI_PART:tid * LI_PART + LI_SIZE],
@@ -379,7 +388,11 @@ def lane_count(n):
     """Lanes :func:`leg_lanes` runs for ``n`` legs: whole vectors of 8 (at most :data:`LW`), so that a few
     legs (one character's) take one SIMD pass instead of the loop's scalar tail, one lane at a time. The
     lanes past ``n`` hold what earlier blocks (or zeros) left: finite or not, their outputs are not read,
-    and a lane's arithmetic never reads another's."""
+    and a lane's arithmetic never reads another's.
+
+    >>> lane_count(2), lane_count(10)
+    (8, 16)
+    """
     return min((n + 7) // 8 * 8, LW)
 
 
