@@ -171,3 +171,81 @@ def test_a_borrowed_array_is_the_same_memory():
     a = np.zeros(4)
     assert _write_through_borrowed(a) == 8
     assert a.tolist() == [0.0, 7.0, 1.0, 0.0]
+
+
+def test_thread_scratch_gives_each_thread_its_own_part_and_the_same_bits_as_fresh_scratch(monkeypatch):
+    # the job's per-thread scratch (footlanes.thread_scratch) against new arrays per range (a job made
+    # without it: range_scratch's fallback), 13 characters (a block of 8 and one of 5: the block's terrain
+    # lanes of a short block), 1 thread (the one call) and 2 (ranges in parallel): the same bits
+    import numba
+
+    import skeletal._threads as threads_module
+    from skeletal.playback import footplacement as FP
+
+    job = FL.thread_scratch(2, 6, 3)
+    per_block = FL.LW // 2
+    waves = FL.block_waves(2, 6, per_block)
+    assert waves % 8 == 0 and waves >= per_block * 2 * 6 + 8
+    assert job["wave_scratch"].shape == (3, 3 * waves) and job["lane_in"].shape == (3 * FL.LI_PART,)
+    assert job["lane_out"].shape == (3 * FL.LO_PART,) and job["solve_scratch"].shape == (3 * (per_block + 64),)
+    assert FL.LI_PART >= FL.LI_SIZE + 8 and FL.LO_PART >= FL.LO_SIZE + 8  # a cache line between two threads' parts
+    demo = demo_asset()
+    count = 13
+
+    def make(scratch):
+        monkeypatch.setattr(FP, "thread_scratch", scratch)
+        mixer = skeletal.Mixer(demo, count, events=False)
+        mixer.play("walk", offset=np.linspace(0.0, 0.9, count))
+        proc = Procedural(mixer)
+        stage = proc.foot_placement("terrain:amplitude=0.2,wavelength=3,seed=4", weight=np.linspace(0.2, 1.0, count))
+        proc.place(np.stack([np.linspace(-2, 2, count), np.zeros(count), np.linspace(1, -1, count)], 1), 0.3)
+        return mixer, stage
+
+    def none(*_):
+        return {"wave_scratch": np.zeros((3, 0)), "lane_in": np.zeros(0), "lane_out": np.zeros(0),
+                "solve_scratch": np.zeros(0, np.bool_)}
+
+    (own, own_stage), (fresh, fresh_stage) = make(FL.thread_scratch), make(none)
+    monkeypatch.setattr(threads_module, "_NO_CAP", True)
+    threads = numba.get_num_threads()
+    try:
+        for frame in range(30):
+            numba.set_num_threads(1 if frame < 15 or threads < 2 else 2)
+            own.update(1 / 60)
+            fresh.update(1 / 60)
+            for a, b in ((own.local_pose, fresh.local_pose), (own.world, fresh.world), (own.palettes, fresh.palettes),
+                         (own_stage.targets, fresh_stage.targets), (own_stage.normals, fresh_stage.normals)):
+                assert np.array_equal(a, b), frame
+    finally:
+        numba.set_num_threads(threads)
+    assert np.abs(own_stage.pelvis_offset).max() > 0.0 and np.ptp(own_stage.heights) > 0.05
+
+
+@njit(cache=True)
+def _solve_few(poses, worlds, targets, ups, normals, contact, length, weight, soft, few):
+    """:func:`_solve_lanes` ``few`` legs a block, run as :func:`~skeletal.playback.footlanes.lane_count`
+    lanes: the lanes past them hold NaN or an earlier block's legs."""
+    li, lo = FL.lane_scratch()
+    li[:] = np.nan
+    n = poses.shape[0]
+    for b0 in range(0, n, few):
+        b1 = min(b0 + few, n)
+        for b in range(b0, b1):
+            t = (targets[b, 0], targets[b, 1], targets[b, 2])
+            FL.gather_leg(li, b - b0, poses[b], worlds[b], PARENTS, A, B, C, t, (ups[b, 0], ups[b, 1], ups[b, 2]),
+                          (normals[b, 0], normals[b, 1], normals[b, 2]), contact[b], length, soft)
+        FL.leg_lanes(li, lo, np.uint64(FL.lane_count(b1 - b0)), soft > 0.0, COS_HALF_TILT)
+        for b in range(b0, b1):
+            FL.write_leg(li, lo, b - b0, poses[b], worlds[b], PARENTS, A, B, C, weight[b], soft, COS_HALF_TILT,
+                         MAX_TILT)
+
+
+def test_a_few_legs_run_in_whole_vectors_with_the_same_bits():
+    assert [FL.lane_count(n) for n in (1, 2, 8, 9, 15, 16)] == [8, 8, 8, 16, 16, 16]
+    poses, worlds, targets, ups, normals, contact, length, weight = _legs(n=120, seed=2)
+    scalar = poses.copy()
+    _solve_scalar(scalar, worlds, targets, ups, normals, contact, length, weight, 0.0)
+    for few in (2, 3, 11):
+        lanes = poses.copy()
+        _solve_few(lanes, worlds, targets, ups, normals, contact, length, weight, 0.0, few)
+        assert np.array_equal(lanes, scalar), (few, np.abs(lanes - scalar).max())

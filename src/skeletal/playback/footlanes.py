@@ -64,16 +64,40 @@ N_OUT = 25
 
 #: sizes of a block's input and output rows (:func:`lane_scratch`)
 LI_SIZE, LO_SIZE = N_IN * LW, N_OUT * LW
+#: a thread's part of a job's lane rows and flags (:func:`thread_scratch`): the rows, then a cache line
+#: that no thread writes, so that two threads' parts never share one
+LI_PART, LO_PART, PAD_FLAGS = LI_SIZE + 8, LO_SIZE + 8, 64
 
 
-def one_range_scratch(n_legs: int, n_waves: int) -> dict:
-    """A :class:`~skeletal.playback.jobs.FootJob`'s scratch for a foot-placement call over one range of
-    instances (:func:`~skeletal.playback.footplacement.foot_kernel`, made with the job, not per call): a
-    terrain's ``n_waves`` wave arguments, sines and cosines per leg in whole vectors of 8 (3, W) (zeros: the
-    padding's arguments), a block's lane inputs and outputs (:func:`lane_scratch`), the block's flags."""
-    n_lanes = (n_legs * n_waves + 7) // 8 * 8
-    return {"wave_scratch": np.zeros((3, max(n_lanes, 1))), "lane_in": np.zeros(LI_SIZE),
-            "lane_out": np.zeros(LO_SIZE), "solve_scratch": np.zeros(max(LW // max(n_legs, 1), 1), np.bool_)}
+def thread_scratch(n_legs: int, n_waves: int, threads: int) -> dict:
+    """A :class:`~skeletal.playback.jobs.FootJob`'s scratch for
+    :func:`~skeletal.playback.footplacement.foot_kernel` (made with the job, not per call), one part per
+    thread of numba's pool (``threads``: ``numba.config.NUMBA_NUM_THREADS``; a range of instances uses
+    its thread's part, :func:`range_scratch`): a block's terrain wave arguments, sines and cosines
+    (:func:`block_waves` per part; zeros: the padding's arguments), a block's lane inputs and outputs
+    (:func:`lane_scratch`'s sizes), the block's flags (False).
+
+    >>> scratch = thread_scratch(2, 6, 4)   # two legs, a terrain of six waves, four threads
+    >>> scratch["lane_in"].shape == (4 * LI_PART,)
+    True
+    """
+    per_block = max(LW // max(n_legs, 1), 1)
+    t = max(int(threads), 1)
+    return {"wave_scratch": np.zeros((3, t * block_waves(n_legs, n_waves, per_block))),
+            "lane_in": np.zeros(t * LI_PART), "lane_out": np.zeros(t * LO_PART),
+            "solve_scratch": np.zeros(t * (per_block + PAD_FLAGS), np.bool_)}
+
+
+@njit(cache=True, forceinline=True)
+def block_waves(n_legs, n_waves, per_block):
+    """Lanes of a block's terrain wave arguments: ``per_block`` characters' ``n_legs * n_waves`` in whole
+    vectors of 8 (at least 8; the padding's arguments stay 0), plus a vector so that one thread's part
+    never shares a cache line with the next one's.
+
+    >>> block_waves(2, 6, 8)   # 8 two-legged characters, 6 waves: 96 arguments, then the gap
+    104
+    """
+    return (max(per_block * n_legs * n_waves, 1) + 7) // 8 * 8 + 8
 
 
 @njit(cache=True, forceinline=True)
@@ -83,18 +107,23 @@ def lane_scratch():
 
 
 @njit(cache=True, forceinline=True)
-def range_scratch(job, n_lanes, per_block, one_range):
-    """A foot-placement call's scratch for one range of instances: a terrain's wave arguments (zeros past
-    the ``n_lanes`` written), sines and cosines, a block's lane rows (:func:`lane_scratch`) and its
-    ``per_block`` flags (False). ``one_range`` (the call has one): the
-    :class:`~skeletal.playback.jobs.FootJob`'s own (:func:`one_range_scratch`; no allocation per call,
-    holding between calls what fresh ones would where it is read before written), else new arrays."""
+def range_scratch(job, n_waves_block, per_block, tid):
+    """A foot-placement range's scratch on thread ``tid`` (``numba.get_thread_id()``): a terrain's wave
+    arguments (``n_waves_block``: :func:`block_waves`; zeros past those written), sines and cosines, a
+    block's lane rows (:func:`lane_scratch`) and its ``per_block`` flags (False): the thread's part of
+    the :class:`~skeletal.playback.jobs.FootJob`'s own (:func:`thread_scratch`; no allocation per call,
+    holding between calls what fresh ones would where it is read before written; ranges on one thread
+    run one after another), else (a thread past the parts, a job made for other sizes) new arrays."""
     ws, li, lo, solve = field(job, "wave_scratch"), field(job, "lane_in"), field(job, "lane_out"), field(job, "solve_scratch")
-    if (one_range and ws.shape[1] >= max(n_lanes, 1) and li.shape[0] == N_IN * LW and lo.shape[0] == N_OUT * LW
-            and solve.shape[0] >= per_block):
-        return ws[0], ws[1], ws[2], li, lo, solve
+    t = tid + 1
+    flags = per_block + PAD_FLAGS
+    if (tid >= 0 and t * n_waves_block <= ws.shape[1] and t * LI_PART <= li.shape[0] and t * LO_PART <= lo.shape[0]
+            and t * flags <= solve.shape[0]):
+        w0, w1 = tid * n_waves_block, t * n_waves_block
+        return (ws[0, w0:w1], ws[1, w0:w1], ws[2, w0:w1], li[tid * LI_PART:tid * LI_PART + LI_SIZE],
+                lo[tid * LO_PART:tid * LO_PART + LO_SIZE], solve[tid * flags:tid * flags + per_block])
     li_new, lo_new = lane_scratch()
-    return (np.zeros(max(n_lanes, 1)), np.empty(max(n_lanes, 1)), np.empty(max(n_lanes, 1)), li_new, lo_new,
+    return (np.zeros(n_waves_block), np.empty(n_waves_block), np.empty(n_waves_block), li_new, lo_new,
             np.zeros(per_block, np.bool_))
 
 
@@ -352,6 +381,19 @@ def _leg_lane(li, lo, i, is_soft, cos_half_tilt):
     _put4(lo, O_UB, i, _qnormalize(nb))
     _put4(lo, O_UC, i, _qnormalize(nc))
     lo[_r(O_BAD) + i] = 1.0 if bad else 0.0
+
+
+@njit(cache=True, forceinline=True)
+def lane_count(n):
+    """Lanes :func:`leg_lanes` runs for ``n`` legs: whole vectors of 8 (at most :data:`LW`), so that a few
+    legs (one character's) take one SIMD pass instead of the loop's scalar tail, one lane at a time. The
+    lanes past ``n`` hold what earlier blocks (or zeros) left: finite or not, their outputs are not read,
+    and a lane's arithmetic never reads another's.
+
+    >>> lane_count(2), lane_count(10)
+    (8, 16)
+    """
+    return min((n + 7) // 8 * 8, LW)
 
 
 @njit(cache=True, error_model="numpy")

@@ -1,8 +1,9 @@
 """Foot placement, a procedural stage (:meth:`skeletal.playback.procedural.Procedural.foot_placement`):
 the legs of a walking clip follow a ground. Holds :class:`FootPlacement`, its compiled stage
 (:func:`foot_kernel`, one call for the whole batch, in parallel over ranges of instances or as its
-serial twin), the contact weights it reads from the clips (:func:`_contact_one`) and the split of the
-batch over threads (:func:`_foot_chunks`).
+serial twin) and the split of the batch over threads (:func:`_foot_chunks`); the contact weights it reads
+from the clips are :mod:`.footcontact`'s (:func:`~.footcontact._contact_one`), the legs' IK in lanes
+:mod:`.footlanes`'.
 
 Frames: the pose stays model space, grounds and foot targets are world coordinates through the
 driver's ``placement`` (B, 4, 4); quaternions xyzw; matrices row-major acting on column vectors.
@@ -16,65 +17,23 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numba
 import numpy as np
 from numba import get_thread_id, njit, prange
 
 from .._compile import serial_variant
 from .._threads import capped_threads, thread_count
 from ..errors import SkeletalError
-from ..anim.pose import affine_product_into, depth_order, palettes_one, world_matrices, world_node_into, world_products
+from ..anim.pose import _joint_times_bind, depth_order, palettes_one, world_matrices, world_node_into, world_products
 from . import kernels as K
+from .footcontact import _contact_one
 from .jobs import entry, field, foot_job
 from .contacts import ContactPhases, Leg, detect_contacts, find_legs
-from .footlanes import (LW, borrowed, gather_legs, keep_alive, leg_lanes, one_range_scratch, range_scratch,
-                        write_leg)
+from .footlanes import (LW, block_waves, borrowed, gather_legs, keep_alive, lane_count, leg_lanes, range_scratch,
+                        thread_scratch, write_leg)
 from .ground import GROUND_TERRAIN, Ground, as_ground, ground_at, sincos_lanes, terrain_sum
 from .procstage import (SERIAL_BELOW, PlanInput, _LastFrame, _all_rows, _drop_plan, _leg_rows, _local_rows,
                         _moved_rows, _rows)
-
-
-@njit(cache=True, forceinline=True)
-def _contact_one(b, job):
-    """Contact weight per leg of instance ``b`` of a :class:`~skeletal.playback.jobs.FootJob`, into its
-    ``contact`` (B, L): the actions' contact curves (``tables`` (C, F, L)) at their clip times, averaged
-    with their effective weights (1 = planted when no action plays). Each action's frame pair is found
-    once for all legs; out[b, l] accumulates over the actions in slot order (the same sums as leg by
-    leg). Inlined into :func:`foot_kernel` (no call per character)."""
-    fs, slot_clip, slot_additive = field(job, "fs"), field(job, "slot_clip"), field(job, "slot_additive")
-    tables, frames, fps = field(job, "tables"), field(job, "frames"), field(job, "fps")
-    durations, looping, out = field(job, "durations"), field(job, "looping"), field(job, "contact")
-    n_legs = out.shape[1]
-    for l in range(n_legs):
-        out[b, l] = 0.0
-    wsum = 0.0
-    for s in range(slot_clip.shape[0]):
-        if slot_additive[s]:
-            continue
-        w = fs[b, s, K.F_EFFECTIVE]
-        if not w > 0.0:
-            continue
-        c = slot_clip[s]
-        f = frames[c]
-        t = fs[b, s, K.F_SAMPLE]
-        if f <= 1 or durations[c] <= 0.0:
-            for l in range(n_legs):
-                out[b, l] += w * tables[c, 0, l]
-        else:
-            if looping[c]:
-                t = t % durations[c]
-                u = t * fps[c]
-                i0 = int(math.floor(u)) % f
-                i1 = (i0 + 1) % f
-            else:
-                u = min(max(t, 0.0), durations[c]) * fps[c]
-                i0 = min(int(math.floor(u)), f - 1)
-                i1 = min(i0 + 1, f - 1)
-            a = u - math.floor(u)
-            for l in range(n_legs):
-                out[b, l] += w * (tables[c, i0, l] * (1.0 - a) + tables[c, i1, l] * a)
-        wsum += w
-    for l in range(n_legs):
-        out[b, l] = out[b, l] / wsum if wsum > 0.0 else 1.0
 
 
 #: A contact weight at or above this counts as planted (the foot's world position locks).
@@ -86,7 +45,7 @@ def foot_kernel(job, phase, chunks, update):
     """Foot placement for every instance of a :class:`~skeletal.playback.jobs.FootJob` (see
     :class:`FootPlacement`), one compiled call for the whole stage: contact weights, world rows,
     planted-foot locks, ground query, pelvis spring, leg IK. In parallel over ``chunks`` ranges of
-    instances (balanced to one instance; a few per thread, see :func:`_foot_chunks`); a few
+    instances (whole blocks of characters, in order; a few per thread, see :func:`_foot_chunks`); a few
     characters run its serial twin (:func:`skeletal._compile.serial_variant`: the same body,
     ``prange`` as ``range``). The per-instance work is written out here, not called per instance or
     per range: a call of a numba function takes a reference on every array it is given (two atomic
@@ -107,7 +66,7 @@ def foot_kernel(job, phase, chunks, update):
     kept current; placement (B, 4, 4) model -> world (a turn about +Y and a move); legs (3, L): thigh,
     knee and foot rig indices; pelvis: the joint moved up/down; leg_nodes[leg_start[l]:leg_start[l +
     1]]: each thigh's subtree, its chain to the foot first (world rows rebuilt), pelvis_nodes: the pelvis'
-    subtree without them; fs .. looping: the mixer's slot state and the contact tables (:func:`_contact_one`);
+    subtree without them; fs .. looping: the mixer's slot state and the contact tables (:func:`.footcontact._contact_one`);
     g_kind, g_params, g_grid: :meth:`.ground.Ground.kernel_args`; heights (B, L), normals (B, L, 3):
     the ground under each foot target (world), written (phase 0) or read (phase 2); queried (B, L, 2)
     the world (x, z) that ``heights``/``normals`` hold the query of (NaN: none); a terrain is queried at
@@ -150,33 +109,38 @@ def foot_kernel(job, phase, chunks, update):
     # |w| >= cos(max_tilt / 2) means 2 acos|w| <= max_tilt (acos decreases); the bound is widened by a
     # few ulps so that rounding never skips a turn that the exact comparison would limit
     cos_half_tilt = math.cos(0.5 * max_tilt) * (1.0 + 1e-12)
-    # a terrain's W waves at every leg's point: the W * L arguments, then their sines and cosines in SIMD
-    # lanes (:func:`.ground.sincos_lanes`), summed per leg (:func:`.ground.terrain_sum`)
+    # a terrain's W waves at every leg's point of a block's characters: the W * L arguments of each, then
+    # the block's sines and cosines in SIMD lanes (:func:`.ground.sincos_lanes`), summed per leg
+    # (:func:`.ground.terrain_sum`)
     n_waves = int(g_params[1]) if g_kind == GROUND_TERRAIN else 0
     terrain_lanes = g_kind == GROUND_TERRAIN and (phase == 0 or before_world)
-    n_lanes = (n_legs * n_waves + 7) // 8 * 8  # whole vectors of 8 (the padding's arguments stay 0)
     soft = scalars[4]
     per_block = max(LW // n_legs, 1)  # characters whose legs fill a block of lanes (footlanes.LW)
+    n_block_waves = block_waves(n_legs, n_waves, per_block)
+    n_blocks = (n + per_block - 1) // per_block
     for c in prange(chunks):
-        # scratch of this range of instances (one range: the job's, no allocation per call): a terrain's wave
-        # arguments, sines and cosines, the legs' IK inputs and outputs (a block of characters at a time), the
-        # block's characters whose legs are in the lanes
-        wave_args, wave_sins, wave_coss, li_own, lo_own, solve = range_scratch(job, n_lanes, per_block, chunks == 1)
+        # scratch of this range of instances (its thread's part of the job's, no allocation per call): a
+        # block's terrain wave arguments, sines and cosines, its legs' IK inputs and outputs, its characters
+        # whose legs are in the lanes
+        tid = get_thread_id()
+        wave_args, wave_sins, wave_coss, li_own, lo_own, solve = range_scratch(job, n_block_waves, per_block, tid)
         li, lo = borrowed(li_own), borrowed(lo_own)  # passed to inlined calls without reference counts
-        stop = (c + 1) * n // chunks
-        for b0 in range(c * n // chunks, stop, per_block):
+        # whole blocks per range (a range's blocks start at multiples of per_block): no range ends in a part block
+        # but the last (a part block costs a whole one's lane pass)
+        stop = min((c + 1) * n_blocks // chunks * per_block, n)
+        for b0 in range(c * n_blocks // chunks * per_block, stop, per_block):
             b1 = min(b0 + per_block, stop)
             if update is not None:  # FootFrame: the block's update (clocks, blend) first, on this thread
                 for b in range(b0, b1):
-                    K.clock_and_blend(b, get_thread_id(), update[0], update[1], K.ADVANCE | K.BLEND)
-            solving = False
+                    K.clock_and_blend(b, tid, update[0], update[1], K.ADVANCE | K.BLEND)
+            # each character's contact weights, world rows and foot targets' world (x, z), then the ground
+            # under them (a terrain: the whole block's waves at once), then each one's pelvis and legs
             for b in range(b0, b1):
                 # This instance's arrays as views made once (a view costs an atomic reference count on an array
                 # every thread shares); rows and matrices below are indexed, not sliced.
                 M = placement[b]
                 pose_b = pose[b]
                 world_b = world[b]
-                pal_b = pal[b]
                 if phase != 2:
                     _contact_one(b, job)
                     if before_world:  # every local matrix; the world rows that place the pelvis
@@ -204,25 +168,33 @@ def foot_kernel(job, phase, chunks, update):
                                 else:
                                     locked[b, l] = False
                         targets[b, l, 0], targets[b, l, 2] = fx, fz
-                    if phase == 1:
-                        continue
+                if terrain_lanes:
+                    at = (b - b0) * (n_legs * n_waves)
+                    for l in range(n_legs):
+                        x, z = targets[b, l, 0], targets[b, l, 2]
+                        for i in range(n_waves):
+                            wave_args[at + l * n_waves + i] = (x * g_params[2 + i] + z * g_params[2 + n_waves + i]
+                                                               + g_params[2 + 2 * n_waves + i])
+            if phase == 1:
+                continue
+            if terrain_lanes:
+                sincos_lanes(wave_args, wave_sins, wave_coss, ((b1 - b0) * (n_legs * n_waves) + 7) // 8 * 8)
+            solving = False
+            for b in range(b0, b1):
+                M = placement[b]
+                pose_b = pose[b]
+                world_b = world[b]
+                pal_b = pal[b]
                 w = weight[b]
                 # world -> model: R^T (p - t); world up in model space is R's second row
                 upx, upy, upz = M[1, 0], M[1, 1], M[1, 2]
                 floor_w = M[1, 3] + floor * M[1, 1]
                 goal = np.inf
-                if terrain_lanes:
-                    for l in range(n_legs):
-                        x, z = targets[b, l, 0], targets[b, l, 2]
-                        for i in range(n_waves):
-                            wave_args[l * n_waves + i] = (x * g_params[2 + i] + z * g_params[2 + n_waves + i]
-                                                          + g_params[2 + 2 * n_waves + i])
-                    sincos_lanes(wave_args, wave_sins, wave_coss, n_lanes)
                 for l in range(n_legs):
                     if phase == 0 or before_world:
                         x, z = targets[b, l, 0], targets[b, l, 2]
                         if terrain_lanes:  # the same bits as ground_at's, from the lanes' sines and cosines
-                            h, nx, ny, nz = terrain_sum(g_params, wave_sins, wave_coss, l * n_waves)
+                            h, nx, ny, nz = terrain_sum(g_params, wave_sins, wave_coss, ((b - b0) * n_legs + l) * n_waves)
                         else:
                             h, nx, ny, nz = ground_at(g_kind, g_params, g_grid, x, z)
                         heights[b, l] = h
@@ -324,10 +296,11 @@ def foot_kernel(job, phase, chunks, update):
                 if w > 0.0:
                     gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, (b - b0) * n_legs)
                     solve[b - b0] = solving = True
-            # the block's legs solved in SIMD lanes (footlanes.leg_lanes), then each character's new
-            # rotations written, its legs' world rows rebuilt and its palette entries written
+            # the block's legs solved in SIMD lanes (footlanes.leg_lanes: whole vectors of 8, the lanes past
+            # the block's legs left unread), then each character's new rotations written, its legs' world
+            # rows rebuilt and its palette entries written
             if solving:
-                leg_lanes(li, lo, np.uint64((b1 - b0) * n_legs), soft > 0.0, cos_half_tilt)
+                leg_lanes(li, lo, np.uint64(lane_count((b1 - b0) * n_legs)), soft > 0.0, cos_half_tilt)
             for b in range(b0, b1):
                 if not solve[b - b0]:
                     continue
@@ -344,7 +317,8 @@ def foot_kernel(job, phase, chunks, update):
                             world_node_into(leg_nodes[k], parents, pose_b, world_b)
                         if scalars[7] != 0.0:
                             for k in range(pal_start[l + 1], pal_start[l + 2]):
-                                affine_product_into(world_b[pal_joints[pal_idx[k]]], inv_bind[pal_idx[k]], pal_b[pal_idx[k]])
+                                q = pal_idx[k]  # (palettes_one's product: affine_product_into's arithmetic)
+                                _joint_times_bind(pal_b, q, world_b, pal_joints[q], inv_bind)
                 if before_world:
                     palettes_one(world_b, pal_joints, inv_bind, pal_b)
         keep_alive(li_own, lo_own)  # the owners live until every block is done
@@ -356,8 +330,9 @@ def _foot_chunks(count: int, threads: int) -> int:
     thread) for a few characters or one thread (a parallel region on one thread costs more than the work).
     With more threads the stage runs in parallel even for a hundred characters, on as many threads as
     the playback update before it (:meth:`FootPlacement._run_parallel`): that update ran each
-    character on the thread that OpenMP's static split gives it, and so does this split (equal ranges
-    in order), so a character's pose, world rows and palettes are still in that core's cache; run on
+    character on the thread that OpenMP's static split gives it, and so does this split (nearly equal
+    ranges in order, whole blocks of characters: a block or so from the update's split at most), so a
+    character's pose, world rows and palettes are still in that core's cache; run on
     another thread, they are pulled from the other core and the next update pulls them back (twice the
     time: docs/guides/performance.md). An argument, not computed in
     the kernel: ``numba.get_num_threads()`` inside it would keep its serial twin out of the cache.
@@ -612,7 +587,8 @@ class FootPlacement:
                 targets=self.targets, pelvis_offset=self.pelvis_offset, pal=pal, pal_joints=pal_joints,
                 inv_bind=inv_bind, pal_idx=self._pal_idx, pal_start=self._pal_start,
                 probe_nodes=self._probe_nodes, body_nodes=self._world_body,
-                **one_range_scratch(len(self.legs), int(params[1]) if kind == GROUND_TERRAIN else 0))
+                **thread_scratch(len(self.legs), int(params[1]) if kind == GROUND_TERRAIN else 0,
+                                 numba.config.NUMBA_NUM_THREADS))
             # the serial twin's entry point for a few characters; for more the parallel kernel's (and the
             # serial twin's once a frame runs on one thread: not compiled before a cold start needs it)
             if proc.count > SERIAL_BELOW:

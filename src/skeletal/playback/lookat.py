@@ -21,7 +21,7 @@ from numba import njit
 from ..errors import SkeletalError
 from ..anim.ik import (AimLimit, IN_POLE, IN_TARGET, IN_WEIGHT, SF_FORWARD, SF_UP, SI_J0, SI_J1, SI_U0, SI_U1, StageTable,
                        aim_one)
-from ..anim.pose import affine_product_into, world_matrices, world_node_into
+from ..anim.pose import _joint_times_bind, world_matrices, world_node_into
 from .jobs import entry, field, look_job
 from .procstage import SERIAL_BELOW, PlanInput, _LastFrame
 from .springs import critical_spring
@@ -80,7 +80,7 @@ def look_kernel(job, mode, omega, dt, keep_palettes):
             pal_b = pal[b]
             for i in range(pal_idx.shape[0]):
                 q = pal_idx[i]
-                affine_product_into(world_b[pal_joints[q]], inv_bind[q], pal_b[q])
+                _joint_times_bind(pal_b, q, world_b, pal_joints[q], inv_bind)  # (affine_product_into's arithmetic)
     return True
 
 
