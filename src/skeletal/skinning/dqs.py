@@ -250,10 +250,13 @@ are in :mod:`skeletal.skinning.dq_palette`, the float64 reference :func:`skin_dq
 from __future__ import annotations
 
 import threading
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit, prange
+from numba.core import types
 from numba.core.errors import TypingError
+from numba.extending import overload
 
 from ..errors import SkeletalError
 from .._threads import busy_cap, capped_threads
@@ -306,20 +309,24 @@ def _signed_records(packed, table):
 
 
 @njit(cache=True, nogil=True)
-def _hemisphere_signs(packed, pairs, flips):
-    """Per joint a sign (``flips`` (J,) int32: 1 keep, -1 negate qr and qd) such that every joint pair of
-    ``pairs`` (:func:`dq_hemisphere_pairs`) lies in one hemisphere: ``qr_a . qr_b`` (the float32 dot
-    product of :func:`_signed_records`) negative exactly where the two signs differ. The pairs are taken in
-    order, each joint's sign fixed by the first pair that reaches it (a component's first joint keeps its
-    own); the later pairs are checks. Returns False where a check fails or a pair names a joint outside
-    0 .. J - 1 (the caller then takes the sign table); ``flips`` is scratch either way."""
+def _hemisphere_checks(packed, pairs, flips, failed):
+    """Per joint a sign (``flips`` (J,) int32: 1 keep, -1 negate qr and qd) such that the joint pairs of
+    ``pairs`` (:func:`dq_hemisphere_pairs`) lie in one hemisphere: ``qr_a . qr_b`` (the float32 dot product
+    of :func:`_signed_records`) negative exactly where the two signs differ. The pairs are taken in order,
+    each joint's sign fixed by the first pair that reaches it (a component's first joint keeps its own);
+    the later pairs are checks, and a check that fails is listed in ``failed`` (its pair index) and the
+    walk goes on. Returns the number of failing checks (their indices in ``failed[:count]``), or
+    ``len(failed) + 1`` once more fail than ``failed`` holds (the walk then stops), or -1 where a pair
+    names a joint outside 0 .. J - 1. Every pair not listed holds for the returned signs (tree pairs by
+    construction)."""
     n = packed.shape[0]
     for j in range(n):
         flips[j] = 0  # not yet fixed
+    count = 0
     for i in range(pairs.shape[0]):
         a, b = pairs[i, 0], pairs[i, 1]
         if not (0 <= a < n and 0 <= b < n):
-            return False
+            return -1
         dot = (packed[a, 0] * packed[b, 0] + packed[a, 1] * packed[b, 1]) \
             + (packed[a, 2] * packed[b, 2] + packed[a, 3] * packed[b, 3])
         opposite = dot < 0  # as the sign table: 0 and NaN keep the sign
@@ -328,8 +335,102 @@ def _hemisphere_signs(packed, pairs, flips):
         if flips[b] == 0:
             flips[b] = -flips[a] if opposite else flips[a]
         elif (flips[a] != flips[b]) != opposite:
-            return False
-    return True
+            if count == failed.shape[0]:
+                return count + 1
+            failed[count] = i
+            count += 1
+    return count
+
+
+@njit(cache=True, nogil=True)
+def _hemisphere_signs(packed, pairs, flips):
+    """True where :func:`_hemisphere_checks` finds signs (in ``flips``) that put every pair in one
+    hemisphere; False where a check fails or a pair names a joint outside 0 .. J - 1."""
+    return _hemisphere_checks(packed, pairs, flips, flips[:0]) == 0
+
+
+#: A frame whose failing pairs touch more than this share of the mesh's LANES-vertex blocks takes the sign
+#: table for the whole mesh (the masked path runs the sign-free kernel over every block and the table's
+#: over the failing ones again: it pays from about 1/6 of the blocks on, the table kernel taking ~1.2x the time).
+MASK_SHARE = 0.125
+
+
+@njit(cache=True, nogil=True)
+def _failing_runs(starts, blocks, failed, count, n):
+    """The vertex ranges (R, 2) int64 ``[a, e)``, merged, of the LANES-vertex blocks (vertices
+    ``LANES * b`` .. ``LANES * b + LANES - 1``, the last clipped to ``n``) that blend a failing pair
+    (``failed[:count]``, indices into ``starts``: pair i's blocks are ``blocks[starts[i]:starts[i + 1]]``).
+    Empty (0 rows) where the blocks are not this mesh's (``starts`` too short, a block past ``n``) or cover
+    more than :data:`MASK_SHARE` of the mesh: the caller then takes the sign table everywhere."""
+    nblocks = (n + LANES - 1) // LANES
+    none = np.empty((0, 2), np.int64)
+    if starts.shape[0] < 1 or nblocks == 0:
+        return none
+    mark = np.zeros(nblocks, np.bool_)
+    total = 0
+    limit = MASK_SHARE * nblocks
+    for i in range(count):
+        p = failed[i]
+        if p + 1 >= starts.shape[0]:
+            return none
+        lo, hi = starts[p], starts[p + 1]
+        if not (0 <= lo <= hi <= blocks.shape[0]):
+            return none
+        for s in range(lo, hi):
+            blk = blocks[s]
+            if not 0 <= blk < nblocks:
+                return none
+            if not mark[blk]:
+                mark[blk] = True
+                total += 1
+                if total > limit:
+                    return none
+    runs = np.empty((total, 2), np.int64)
+    r = 0
+    blk = 0
+    while blk < nblocks:
+        if mark[blk]:
+            first = blk
+            while blk < nblocks and mark[blk]:
+                blk += 1
+            runs[r, 0], runs[r, 1] = LANES * first, min(LANES * blk, n)
+            r += 1
+        else:
+            blk += 1
+    return runs[:r]
+
+
+@njit(cache=True, nogil=True)
+def _span(a):
+    """The byte range [lo, hi) that a 2-D array's elements lie in (any strides)."""
+    lo = hi = a.ctypes.data
+    for d in range(2):
+        reach = (a.shape[d] - 1) * a.strides[d]
+        if reach < 0:
+            lo += reach
+        else:
+            hi += reach
+    return lo, hi + a.itemsize
+
+
+@njit(cache=True, nogil=True)
+def _apart(a, b):
+    """Whether two non-empty 2-D arrays' byte ranges are disjoint."""
+    a_lo, a_hi = _span(a)
+    b_lo, b_hi = _span(b)
+    return a_hi <= b_lo or b_hi <= a_lo
+
+
+def _rows_of(x, a, e):
+    """``x[a:e]``, or None for None (compiled: :func:`_rows_of_impl`)."""
+    return None if x is None else x[a:e]
+
+
+@overload(_rows_of)
+def _rows_of_impl(x, a, e):
+    if isinstance(x, types.NoneType):
+        return lambda x, a, e: None
+    return lambda x, a, e: x[a:e]
 
 
 @njit(cache=True, nogil=True)
@@ -346,14 +447,18 @@ def _signed_copy(packed, flips):
 
 @njit(cache=True, nogil=True)
 def _skin_dq_checked(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
-                     out_tangents, kspec, scaled, unclamped, signs, pairs):
+                     out_tangents, kspec, scaled, unclamped, signs, pairs, starts, blocks):
     """DQ-skin (see :func:`skin_dq_into`); returns False, touching nothing, where the shapes or strides
     break the contract, or the packed palette is empty or not 16 wide (the caller then names the fault).
     ``signs``: None, or a (J, J) int32 scratch table for :func:`_signed_records` (then the signed-record
     kernel runs; the caller sized it for this palette). ``pairs``: None, or the mesh's
-    :func:`dq_hemisphere_pairs`; where :func:`_hemisphere_signs` finds signs that put every pair in one
-    hemisphere, the signed-record kernel runs without sign work on the palette so signed (``signs[0]``
-    holds the signs), else with the sign table."""
+    :func:`dq_hemisphere_pairs` pairs, ``starts`` and ``blocks`` its blocks per pair (:class:`HemispherePairs`;
+    empty for a bare pairs array). Where :func:`_hemisphere_checks` finds signs that put every pair in one
+    hemisphere, the signed-record kernel runs without sign work on the palette so signed (a (J,) array in
+    the table's place); where some pairs fail and their blocks are few (:func:`_failing_runs`) and the
+    outputs overlap no input, it runs so on every vertex and the table kernel again on those blocks'
+    vertices (the table's output there; elsewhere the same as the table's, see the module docstring); else
+    the table serves the frame."""
     if palette.shape[0] == 0 or palette.shape[1] != DQ_STRIDE:
         return False
     if signs is not None and (signs.shape[0] != palette.shape[0] or signs.shape[1] != palette.shape[0]):
@@ -363,10 +468,37 @@ def _skin_dq_checked(palette, joints, weights, positions, normals, tangents, out
     if signs is None:
         _skin_dq_fast(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
                       out_tangents, kspec, scaled, unclamped, None)
-    elif pairs is not None and _hemisphere_signs(palette, pairs, signs[0]):
-        _skin_dq_fast(_signed_copy(palette, signs[0]), joints, weights, positions, normals, tangents, out_positions,
-                      out_normals, out_tangents, kspec, scaled, None, signs[0])
-    elif positions.shape[0] >= ALIGN_MIN_VERTICES and palette.ctypes.data % 64 != 0:
+        return True
+    if pairs is not None:
+        flips = signs[0]
+        # The failing pairs' indices go to the table's other rows (J^2 - J >= P entries; scratch until
+        # _signed_records fills the table). No blocks (a bare pairs array): stop at the first failure.
+        failed = signs.reshape(-1)[palette.shape[0]:] if starts.shape[0] > 0 else flips[:0]
+        count = _hemisphere_checks(palette, pairs, flips, failed)
+        if count == 0:
+            _skin_dq_fast(_signed_copy(palette, flips), joints, weights, positions, normals, tangents, out_positions,
+                          out_normals, out_tangents, kspec, scaled, None, flips)
+            return True
+        if 0 < count <= failed.shape[0]:
+            apart = (_apart(out_positions, positions) and _apart(out_positions, joints)
+                     and _apart(out_positions, weights))
+            if normals is not None:
+                apart = (apart and _apart(out_positions, normals) and _apart(out_normals, positions)
+                         and _apart(out_normals, normals) and _apart(out_normals, joints)
+                         and _apart(out_normals, weights))
+            runs = _failing_runs(starts, blocks, failed, count, positions.shape[0]) if apart else np.empty((0, 2), np.int64)
+            if runs.shape[0] > 0:
+                # every vertex without sign work, then the failing blocks' vertices again with the table
+                _skin_dq_fast(_signed_copy(palette, flips), joints, weights, positions, normals, tangents,
+                              out_positions, out_normals, out_tangents, kspec, scaled, None, flips)
+                _signed_records(palette, signs)
+                for r in range(runs.shape[0]):
+                    lo, hi = runs[r, 0], runs[r, 1]
+                    _skin_dq_fast(palette, joints[lo:hi], weights[lo:hi], positions[lo:hi], _rows_of(normals, lo, hi),
+                                  _rows_of(tangents, lo, hi), out_positions[lo:hi], _rows_of(out_normals, lo, hi),
+                                  _rows_of(out_tangents, lo, hi), kspec, scaled, None, signs)
+                return True
+    if positions.shape[0] >= ALIGN_MIN_VERTICES and palette.ctypes.data % 64 != 0:
         _signed_records(palette, signs)  # records read whole: one cache line each (as skin_into's)
         _skin_dq_fast(_aligned_copy(palette), joints, weights, positions, normals, tangents, out_positions,
                       out_normals, out_tangents, kspec, scaled, None, signs)
@@ -441,34 +573,50 @@ PAIR_JOINTS = 1 << 10
 
 
 @njit(cache=True, nogil=True)
+def _vertex_links(joints, weights, v, n, out):
+    """The joint pairs (p, c), p != c, that vertex v links: p its pivot's joint (influence 0 when K <= 2,
+    else the first largest weight: the kernels' choice), c the joint of another influence with a non-zero
+    weight (only those pairs decide its hemisphere signs: the sign table's row is the pivot's), written to
+    ``out`` (at least K rows); returns their number (repeats possible), or -1 where an index lies outside
+    0 .. n - 1."""
+    k = joints.shape[1]
+    pivot = 0
+    if k > 2:
+        best = weights[v, 0]
+        for i in range(1, k):
+            if weights[v, i] > best:
+                pivot, best = i, weights[v, i]
+    p = np.int64(joints[v, pivot])
+    if not 0 <= p < n:
+        return -1
+    count = 0
+    for i in range(k):
+        if i == pivot or weights[v, i] == 0:
+            continue
+        c = np.int64(joints[v, i])
+        if not 0 <= c < n:
+            return -1
+        if c != p:
+            out[count, 0], out[count, 1] = p, c
+            count += 1
+    return count
+
+
+@njit(cache=True, nogil=True)
 def _linked_joints(joints, weights, n):
-    """(n, n) bool: joints a != b linked where some vertex blends both, i.e. both have a non-zero weight or
-    one of them is the vertex's pivot (influence 0 when K <= 2, else the first largest weight: the
-    kernels' choice). Returns None where an index lies outside 0 .. n - 1."""
+    """(n, n) bool: joints a != b linked where some vertex blends both (:func:`_vertex_links`). Returns
+    None where an index lies outside 0 .. n - 1."""
     linked = np.zeros((n, n), np.bool_)
     k = joints.shape[1]
+    links = np.empty((k, 2), np.int64)
     for v in range(joints.shape[0]):
-        pivot = 0
-        if k > 2:
-            best = weights[v, 0]
-            for i in range(1, k):
-                if weights[v, i] > best:
-                    pivot, best = i, weights[v, i]
-        for i in range(k):
-            if weights[v, i] == 0 and i != pivot:
-                continue
-            a = np.int64(joints[v, i])
-            if not 0 <= a < n:
-                return None
-            for m in range(i + 1, k):
-                if weights[v, m] == 0 and m != pivot:
-                    continue
-                c = np.int64(joints[v, m])
-                if not 0 <= c < n:
-                    return None
-                if a != c:
-                    linked[a, c] = True
-                    linked[c, a] = True
+        count = _vertex_links(joints, weights, v, n, links)
+        if count < 0:
+            return None
+        for i in range(count):
+            a, c = links[i, 0], links[i, 1]
+            linked[a, c] = True
+            linked[c, a] = True
     return linked
 
 
@@ -511,26 +659,84 @@ def _ordered_pairs(linked):
     return out
 
 
-def dq_hemisphere_pairs(joints: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """The joint pairs that some vertex blends (both weights non-zero), for :func:`skin_dq_into`'s ``pairs``:
-    (P, 2) int32, a spanning tree of each group of linked joints first. Build it once per mesh (when its
-    joints and weights are bound) and pass it with every frame: where the frame's joint rotations let
-    every pair share a hemisphere (neighbouring joints of a rig turn less than 180 degrees against each
-    other), the kernel flips the palette's signs once per frame instead of per influence, with the same
-    result; where they do not, the per-vertex signs serve that frame.
+@njit(cache=True, nogil=True)
+def _pair_blocks(joints, weights, pairs, n):
+    """Per pair of ``pairs`` (indices below ``n``), the LANES-vertex blocks (v // LANES, ascending) with a
+    vertex that links it (:func:`_vertex_links`), as ``(starts, blocks)``: pair i's are
+    ``blocks[starts[i]:starts[i + 1]]``."""
+    index = np.full((n, n), -1, np.int64)
+    for i in range(pairs.shape[0]):
+        index[pairs[i, 0], pairs[i, 1]] = index[pairs[i, 1], pairs[i, 0]] = i
+    k = joints.shape[1]
+    links = np.empty((k, 2), np.int64)
+    starts = np.zeros(pairs.shape[0] + 1, np.int64)
+    last = np.full(pairs.shape[0], -1, np.int64)
+    for sweep in range(2):  # count, then fill
+        if sweep == 1:
+            for i in range(pairs.shape[0]):
+                starts[i + 1] += starts[i]
+            blocks = np.empty(starts[-1], np.int32)
+            fill = starts[:-1].copy()
+            last[:] = -1
+        for v in range(joints.shape[0]):
+            blk = v // LANES
+            for i in range(_vertex_links(joints, weights, v, n, links)):
+                p = index[links[i, 0], links[i, 1]]
+                if last[p] != blk:
+                    last[p] = blk
+                    if sweep == 0:
+                        starts[p + 1] += 1
+                    else:
+                        blocks[fill[p]] = blk
+                        fill[p] += 1
+    return starts, blocks
 
-    >>> dq_hemisphere_pairs(np.array([[0, 1], [1, 2], [2, 0]]), np.full((3, 2), 0.5, np.float32)).tolist()
-    [[0, 1], [0, 2], [1, 2]]
+
+class HemispherePairs(NamedTuple):
+    """A mesh's joint pairs for :func:`skin_dq_into`'s ``pairs`` (from :func:`dq_hemisphere_pairs`).
+
+    ``pairs`` (P, 2) int32: the joint pairs that some vertex blends, each group of linked joints' spanning
+    tree (breadth first) before the other pairs. ``starts`` (P + 1,) int64 and ``blocks`` int32: pair i is
+    blended in the LANES-vertex blocks ``blocks[starts[i]:starts[i + 1]]`` (block b: vertices ``16 b`` ..
+    ``16 b + 15``), so that a frame where a few pairs cannot share a hemisphere runs the per-vertex signs on
+    those blocks only. ``vertices``: the mesh's vertex count V."""
+
+    pairs: np.ndarray
+    starts: np.ndarray
+    blocks: np.ndarray
+    vertices: int
+
+
+def dq_hemisphere_pairs(joints: np.ndarray, weights: np.ndarray) -> HemispherePairs:
+    """The joint pairs that some vertex blends (both weights non-zero), and where, for :func:`skin_dq_into`'s
+    ``pairs``: a :class:`HemispherePairs`. Build it once per mesh (when its joints and weights are bound)
+    and pass it with every frame: where the frame's joint rotations let every pair share a hemisphere
+    (neighbouring joints of a rig turn less than 180 degrees against each other), the kernel flips the
+    palette's signs once per frame instead of per influence, with the same result; where a few pairs
+    cannot, the per-vertex signs serve the 16-vertex blocks that blend them, and the whole frame where
+    those blocks are many.
+
+    >>> found = dq_hemisphere_pairs(np.array([[0, 1], [1, 2], [2, 0]]), np.full((3, 2), 0.5, np.float32))
+    >>> found.pairs.tolist(), found.blocks.tolist()
+    ([[0, 1], [0, 2], [1, 2]], [0, 0, 0])
     """
     joints, weights = np.asarray(joints), np.asarray(weights)
     if joints.ndim != 2 or joints.dtype.kind not in "iu" or weights.shape != joints.shape or weights.dtype.kind != "f":
         raise SkeletalError(f"joints and weights must be integer and float (V, K) arrays of one shape, got "
                             f"{joints.dtype} {joints.shape} and {weights.dtype} {weights.shape}")
     top = int(joints.max()) + 1 if joints.size else 0
-    linked = _linked_joints(joints, weights, min(max(top, 0), PAIR_JOINTS)) if top <= PAIR_JOINTS else None
+    n = min(max(top, 0), PAIR_JOINTS)
+    linked = _linked_joints(joints, weights, n) if top <= PAIR_JOINTS else None
     if linked is None:
-        return np.full((1, 2), -1, np.int32)
-    return _ordered_pairs(linked)
+        return HemispherePairs(np.full((1, 2), -1, np.int32), np.zeros(2, np.int64), np.empty(0, np.int32),
+                               len(joints))
+    pairs = _ordered_pairs(linked)
+    starts, blocks = _pair_blocks(joints, weights, pairs, n)
+    return HemispherePairs(pairs, starts, blocks, len(joints))
+
+
+#: ``starts`` and ``blocks`` for a bare (P, 2) pairs array (no blocks: a failing pair sends the frame to the table).
+_NO_STARTS, _NO_BLOCKS = np.empty(0, np.int64), np.empty(0, np.int32)
 
 
 def _pack_into(palette: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -550,7 +756,7 @@ def skin_dq_into(
     out_tangents: np.ndarray | None = None,
     *,
     scale: str = "auto",
-    pairs: np.ndarray | None = None,
+    pairs: HemispherePairs | np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """Real-time dual quaternion skinning in float32 into caller-owned arrays.
 
@@ -592,6 +798,15 @@ def skin_dq_into(
     else:
         scaled = None
     signs = _signed_scratch(len(packed)) if signed else None
+    starts, blocks = _NO_STARTS, _NO_BLOCKS
+    if type(pairs) is HemispherePairs:
+        if pairs.vertices != n:
+            raise SkeletalError(f"skin_dq_into: pairs were found for {pairs.vertices} vertices, the mesh has {n}")
+        pairs, starts, blocks = pairs.pairs, pairs.starts, pairs.blocks
+        if not (type(starts) is np.ndarray and starts.dtype == np.int64 and starts.ndim == 1 and starts.flags.c_contiguous
+                and type(blocks) is np.ndarray and blocks.dtype == np.int32 and blocks.ndim == 1
+                and blocks.flags.c_contiguous):
+            raise SkeletalError("skin_dq_into: pairs must be dq_hemisphere_pairs(joints, weights)")
     if pairs is not None and (type(pairs) is not np.ndarray or pairs.dtype != np.int32 or pairs.ndim != 2
                               or pairs.shape[1] != 2 or not pairs.flags.c_contiguous):
         raise SkeletalError("skin_dq_into: pairs must be dq_hemisphere_pairs(joints, weights)")
@@ -604,10 +819,11 @@ def skin_dq_into(
         if n >= PARALLEL_MIN_VERTICES and busy_cap():
             with capped_threads():
                 ok = _skin_dq_checked(packed, joints, weights, positions, normals, tangents, out_positions,
-                                      out_normals, out_tangents, UNROLLED.get(k), scaled, unclamped, signs, used_pairs)
+                                      out_normals, out_tangents, UNROLLED.get(k), scaled, unclamped, signs, used_pairs,
+                                      starts, blocks)
         else:
             ok = _skin_dq_checked(packed, joints, weights, positions, normals, tangents, out_positions, out_normals,
-                                  out_tangents, UNROLLED.get(k), scaled, unclamped, signs, used_pairs)
+                                  out_tangents, UNROLLED.get(k), scaled, unclamped, signs, used_pairs, starts, blocks)
     except (TypingError, TypeError, ValueError) as exc:
         _name_fault(palette, joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents,
                     DQ_STRIDE, "pack_dq_palette")
