@@ -156,10 +156,13 @@ def test_pairs_past_the_palette_or_of_the_wrong_type():
         run(packed, joints.astype(np.uint8), weights, positions, normals, pairs=pairs.pairs.astype(np.int64))
 
 
-def test_bench_rig_mesh_passes_and_its_rows_run():
+def test_bench_rig_mesh_passes_and_its_rows_run(tmp_path, monkeypatch):
     """The DQS bench's rig-like mesh: every palette's pairs share hemispheres with some joints flipped (so the
-    rows time the sign-free kernel), and the rows come out for each palette at both thread counts."""
+    rows time the sign-free kernel), and the rows come out for each palette at both thread counts; without
+    the shared assets the Soldier rows are left out."""
     from skeletal.bench.dq import bench_rows, rig_mesh
+
+    monkeypatch.setenv("SKELETAL_ASSETS", str(tmp_path))  # (Soldier's rows: the next test)
 
     palettes, joints, weights, positions, normals = rig_mesh(5000)
     assert joints.dtype == np.uint8 and joints.shape == (5000, 4) and set(palettes) == {"rigid", "scaled", "sheared"}
@@ -270,3 +273,25 @@ def test_failing_pairs_in_many_blocks_or_a_bare_pairs_array_take_the_table():
         np.testing.assert_array_equal(got[1], table[1])
     with pytest.raises(SkeletalError, match="vertices"):
         run(packed, joints[:-1], weights[:-1], positions[:-1], normals[:-1], pairs=found)
+
+
+def test_soldier_run_and_walk_pass_every_frame_and_match_the_table():
+    """Soldier's body mesh (the bench's real-character rows): with the pivot's pairs only, every frame of Run
+    (whose hands blend three joints that no signs put in one hemisphere) and Walk passes, and the output is
+    the sign table's bit for bit."""
+    from skeletal.bench.dq import soldier_frames
+
+    from fixtures.shared_assets import need
+
+    need("Soldier.glb")
+    for clip in ("Run", "Walk"):
+        palettes, joints, weights, positions, normals = soldier_frames(clip, 12)
+        found = dq_hemisphere_pairs(joints, weights)
+        assert found.vertices == len(joints) == 7325 and len(palettes) == 12
+        for palette in palettes:
+            packed = pack_dq_palette(palette)
+            assert _hemisphere_signs(packed, found.pairs, np.empty(len(packed), np.int32))
+        table = run(packed, joints, weights, positions, normals)
+        got = run(packed, joints, weights, positions, normals, pairs=found)
+        np.testing.assert_array_equal(got[0], table[0])
+        np.testing.assert_array_equal(got[1], table[1])
