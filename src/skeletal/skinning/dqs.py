@@ -115,6 +115,23 @@ and the normal's length: 1.01 / 1.02; the blends of 8 groups to a stack buffer, 
 table of offsets, no vector sign work but a load feeding a load: 1.13 / 1.13. Left out altogether (not correct, for scale): the sign work 0.84 / 0.84,
 S 0.89 (scaled). Scalar instructions cost nothing measurable here; vector ones everywhere do.
 
+Joined transposes (issue 33, third round). The 16-row transpose of the blended records builds all 16 rows
+through three of its four stages, though the rigid kernel wants 8 lanes of each record (56 shuffles a group
+for 128 floats, where 8-float records take 32): rigid and diagonal-S groups now join the low halves of
+records r and r + 8 into one row (behind an empty asm per blended record, else LLVM pushes the join up into
+each influence's multiply-add) and transpose the 8 rows as two 8 x 8 blocks (8 + 24 shuffles); diagonal S
+takes s00, s11, s22 of records r and r + 4 with one two-source permute, joins two such halves into a row of
+four quads and transposes 4 x 4 blocks (19 shuffles, where the 16-row transpose's three extra rows were
+nearly free but its shared stages were not): 51 shuffles a group against 59. General S keeps the 16-row
+transpose (62; the joined halves take as many). The output is the same bit for bit (data movement only).
+A/B in one process (random-joint mesh, 100k vertices, kernel call alone, 1 thread, thread CPU, 4 x 15
+rounds interleaved with LBS, load 4-6.4): rigid, joined halves 0.956-0.975 of the 16-row kernel's time;
+diagonal S, joined halves for S too 0.984-0.991, then the quads 0.955-0.972 of that. Looked at and left:
+the sorted-weights check's four in-block broadcasts (``vshufps``) as shifted loads (it would need weights
+sorted throughout, not only the first largest: ~1% at most); s22 moved beside s00 and s11 in a per-frame
+copy of the palette (the quads above reach the same shuffle count without it); the general S's six floats
+as joined halves or quads (62 and ~69 shuffles against 62).
+
 Hemisphere pairs (``skin_dq_into(..., pairs=)``, issue 33). The sign table's work is per influence (a
 broadcast, an and and an xor; the kernel without it takes about 1/1.2 of the time), yet in a rig the joints a
 vertex blends are neighbours that turn less than 180 degrees against each other, so one sign per joint per
