@@ -67,7 +67,8 @@ def _hemisphere_signs(packed, pairs, flips):
 
 #: A frame whose failing pairs touch more than this share of the mesh's LANES-vertex blocks takes the sign
 #: table for the whole mesh (the masked path runs the sign-free kernel over every block and the table's
-#: over the failing ones again: it pays from about 1/6 of the blocks on, the table kernel taking ~1.2x the time).
+#: over the failing ones again: with the table kernel taking ~1.2x the sign-free one's time, that pays while the
+#: failing blocks are fewer than about 1/6 of them).
 MASK_SHARE = 0.125
 
 
