@@ -128,7 +128,8 @@ A/B in one process (random-joint mesh, 100k vertices, kernel call alone, 1 threa
 rounds interleaved with LBS, load 4-6.4): rigid, joined halves 0.956-0.975 of the 16-row kernel's time;
 diagonal S, joined halves for S too 0.984-0.991, then the quads 0.955-0.972 of that. Looked at and left:
 the sorted-weights check's four in-block broadcasts (``vshufps``) as shifted loads (it would need weights
-sorted throughout, not only the first largest: ~1% at most); s22 moved beside s00 and s11 in a per-frame
+sorted throughout, not only the first largest; the whole check, left out as a measurement only (wrong for
+unsorted groups), is 3.5-5% of the kernel's time, its shuffles a quarter of that); s22 moved beside s00 and s11 in a per-frame
 copy of the palette (the quads above reach the same shuffle count without it); the general S's six floats
 as joined halves or quads (62 and ~69 shuffles against 62).
 
