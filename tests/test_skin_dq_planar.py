@@ -296,6 +296,7 @@ def test_signed_diagonal_kernel_matches_the_general_one_and_the_reference(joint_
         np.testing.assert_allclose(got_n, ref_n, atol=1e-5)
         general = [np.empty_like(positions), np.empty_like(normals)]
         assert _skin_dq_checked(packed, j, weights, positions, normals, None, *general, None, UNROLLED.get(4),
-                                True, None, _signed_scratch(len(packed)), None)
+                                True, None, _signed_scratch(len(packed)), None, np.empty(0, np.int64),
+                                np.empty(0, np.int32))
         np.testing.assert_allclose(got_p, general[0], rtol=1e-6, atol=1e-6 * size)
         np.testing.assert_allclose(got_n, general[1], atol=1e-6)

@@ -18,16 +18,52 @@ by other processes does not inflate. Goal: DQS at least 0.80 of LBS throughput (
 One more set of rows, one thread: the same palettes on :func:`random_mesh` (four random joints of 65 per
 vertex), where no per-joint signs fit and DQS finds each vertex's hemisphere itself: the kernel's worst
 case, and the mesh of the rows before the rig mesh.
+
+And a real character, one thread (:func:`soldier_frames`; skipped where ``Soldier.glb`` is not in the shared
+assets, :func:`skeletal.bench.assets_dir`): Soldier's body mesh (7325 vertices, 4 uint16 influences, 49 joints)
+with the palettes of :data:`SOLDIER_FRAMES` frames of its Run and Walk clips, a frame per call, in turn; LBS,
+DQS with the mesh's pairs and DQS without them (the sign table) interleaved, each row's ratio against LBS.
 """
 
 from __future__ import annotations
 
 import statistics
 import time
+from pathlib import Path
 
 import numpy as np
 
 GOAL = 0.80
+
+#: Frames of each Soldier clip the real-character rows cycle through (evenly over the clip).
+SOLDIER_FRAMES = 30
+
+
+def soldier_frames(clip: str, frames: int = SOLDIER_FRAMES, path=None):
+    """Soldier's body mesh (its largest skinned primitive) and ``frames`` palettes of ``clip``, evenly over
+    the clip: ``(palettes (F, J, 3, 4) float32, joints uint16, weights, positions, normals)``, or None where
+    the model (``path``, else ``Soldier.glb`` in :func:`skeletal.bench.assets_dir`) is absent."""
+    import skeletal
+
+    from . import assets_dir
+
+    path = assets_dir() / "Soldier.glb" if path is None else Path(path)
+    if not path.is_file():
+        return None
+    asset = skeletal.load(str(path))
+    inst = max((s for s in asset.skinned_instances if s.primitives), key=lambda s: s.primitives[0].source.vertex_count)
+    prim = inst.primitives[0]
+    player = skeletal.Player(asset)
+    player.play(clip)
+    step = asset.clip(clip).duration / frames
+    palettes = []
+    for _ in range(frames):
+        player.update(step)
+        palettes.append(np.asarray(player.palettes[inst.skin])[:, :3, :])
+    src = prim.source
+    return (np.ascontiguousarray(palettes, np.float32), np.ascontiguousarray(prim.joints, np.uint16),
+            np.ascontiguousarray(prim.weights, np.float32), np.ascontiguousarray(src.positions, np.float32),
+            np.ascontiguousarray(src.normals, np.float32))
 
 
 def rig_mesh(vertices: int = 100_000, joints: int = 65, seed: int = 0):
@@ -75,7 +111,7 @@ def random_mesh(vertices: int = 100_000, joints: int = 65, seed: int = 0):
 def bench_rows(asset=None, clip=None, path=None, quick: bool = False, vertices: int = 100_000) -> dict:
     import numba
 
-    from . import interleaved, rate, stat
+    from . import interleaved, load_average, rate, stat
     from ..skinning.lbs import pack_palette, skin_into
     from ..skinning.dqs import dq_hemisphere_pairs, pack_dq_palette, skin_dq_into
 
@@ -127,9 +163,59 @@ def bench_rows(asset=None, clip=None, path=None, quick: bool = False, vertices: 
             finally:
                 numba.set_num_threads(threads)
 
+    def soldier(clip: str) -> None:
+        found = soldier_frames(clip)
+        if found is None:
+            return
+        palettes, joints, weights, positions, normals = found
+        pairs = dq_hemisphere_pairs(joints, weights)  # once per mesh
+        out_p, out_n = np.empty_like(positions), np.empty_like(normals)
+        packed, dq_packed = pack_palette(palettes[0]), pack_dq_palette(palettes[0])
+        frame = [0, 0, 0]
+
+        def lbs():
+            pack_palette(palettes[frame[0]], packed)
+            skin_into(packed, joints, weights, positions, normals, None, out_p, out_n)
+            frame[0] = (frame[0] + 1) % len(palettes)
+
+        def dqs(with_pairs: bool, slot: int):
+            def run():
+                pack_dq_palette(palettes[frame[slot]], dq_packed)
+                skin_dq_into(dq_packed, joints, weights, positions, normals, None, out_p, out_n,
+                             pairs=pairs if with_pairs else None)
+                frame[slot] = (frame[slot] + 1) % len(palettes)
+            return run
+
+        numba.set_num_threads(1)
+        try:
+            load_before = load_average()
+            lbs_secs, pair_secs, table_secs = interleaved([lbs, dqs(True, 1), dqs(False, 2)], repeats,
+                                                          len(palettes), time.thread_time, warmup=len(palettes))
+            load_after = load_average()
+        finally:
+            numba.set_num_threads(threads)
+        v = len(positions)
+        mverts, base = rate(pair_secs, v, 1e6, "M vertices/s"), rate(lbs_secs, v, 1e6, "M vertices/s")
+        ratios = [b / d for b, d in zip(lbs_secs, pair_secs)]
+        table = statistics.median(b / d for b, d in zip(lbs_secs, table_secs))
+        figures[f"dqs_soldier_{clip.lower()}_1thr"] = {
+            "dqs_mverts_per_s": mverts, "lbs_mverts_per_s": base, "ratio": stat(ratios, "fraction of LBS"),
+            "table_ratio": table, "vertices": v, "frames": len(palettes), "load": [load_before, load_after]}
+        rows.append({
+            "name": f"DQS skinning: Soldier {v} verts x{joints.shape[1]}, pos+nrm, {clip} ({len(palettes)} frames), "
+                    f"pairs, 1 thr (CPU time, load {load_before:.1f}-{load_after:.1f})",
+            "stat": mverts,
+            "baseline": f"LBS skin_into {base['median']:.1f} Mverts/s; DQS without pairs {table:.2f}x",
+            "ratio": f"{statistics.median(ratios):.2f}x",
+            "reference": f"goal >= {GOAL:.2f} of LBS",
+        })
+
     rig = rig_mesh(vertices)
     measure("rig", "rig", rig, True, (threads, 1))
     # The worst case, one thread: random joints per vertex, hemispheres found per vertex.
     measure("random", "random joints", random_mesh(vertices), False, (1,))
+    # A real character: Soldier's body, its Run and Walk clips (skipped without the shared assets).
+    for clip in ("Run", "Walk"):
+        soldier(clip)
     return {"rows": rows, "vertices": vertices, "joints": len(rig[0]["rigid"]), "influences": rig[1].shape[1],
             "threads": threads, **figures}

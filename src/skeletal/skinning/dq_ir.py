@@ -552,7 +552,27 @@ def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool, diagonal: boo
                 w = e.splat(inf.weight(wrow, kk), LANES)
                 acc = e.mul(w, record) if acc is None else e.fma(w, record, acc)
             out.append(acc)
-        got = transpose_lanes(e, out, wanted)
+        if not scaled or diagonal:
+            # Rigid and diagonal S: of a record's 16 lanes 8 (qr, qd) or 11 are wanted, and a 16-row transpose
+            # builds all 16 rows through three of its four stages (56 shuffles for 8 of them). Instead the low
+            # halves of records r and r + 8 are joined into one row (the blends hidden first: else LLVM pushes
+            # the join up into every influence), and the 8 rows transposed as two 8 x 8 blocks (8 + 24
+            # shuffles; lane l is still vertex l); diagonal S below (19 more: 51 in all against 59). General S
+            # (14 lanes) keeps the 16-row transpose (62; joined halves would take as many).
+            hidden = [_opaque_vec(b, v) for v in out]
+            joined = [e.shuf(hidden[r], hidden[r + 8], [*range(8), *range(LANES, LANES + 8)]) for r in range(8)]
+            got = transpose_lanes(e, joined, [c for c in wanted if c < 8], width=LANES)
+            if scaled:  # diagonal S: s00, s11, s22 (lanes 8, 11, 13) of records r and r + 4 into one 8-lane
+                # half (one two-source permute), two halves joined: 4 rows of four (s00, s11, s22, -) quads,
+                # transposed as 4 x 4 blocks (8 + 4 + 7 shuffles)
+                pick = [8, 11, 13, 8]
+                half = [e.shuf(hidden[r], hidden[r + 4], [*pick, *(LANES + x for x in pick), *pick, *pick])
+                        for r in (0, 1, 2, 3, 8, 9, 10, 11)]
+                quads = [e.shuf(half[i], half[i + 4], [*range(8), *range(LANES, LANES + 8)]) for i in range(4)]
+                diag = transpose_lanes(e, quads, [0, 1, 2], width=LANES)
+                got.update({8: diag[0], 11: diag[1], 13: diag[2]})
+        else:
+            got = transpose_lanes(e, out, wanted)
         return [got.get(c) for c in range(n_el)]
 
     # 1. K <= 2: influence 0 is the pivot (any pivot gives the same transform). Else influence 0 where
@@ -659,6 +679,11 @@ def _either(b, cond, then, otherwise):
         phi.add_incoming(y, block_no)
         merged.append(phi)
     return merged
+
+
+def _opaque_vec(b, value):
+    """A vector ``value`` through an empty inline asm (a vector register): the same value, opaque to LLVM."""
+    return b.asm(ir.FunctionType(value.type, [value.type]), "", "=v,0", [value], False)
 
 
 def _opaque(b, value):

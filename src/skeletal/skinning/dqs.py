@@ -115,25 +115,56 @@ and the normal's length: 1.01 / 1.02; the blends of 8 groups to a stack buffer, 
 table of offsets, no vector sign work but a load feeding a load: 1.13 / 1.13. Left out altogether (not correct, for scale): the sign work 0.84 / 0.84,
 S 0.89 (scaled). Scalar instructions cost nothing measurable here; vector ones everywhere do.
 
+Joined transposes (issue 33, third round). The 16-row transpose of the blended records builds all 16 rows
+through three of its four stages, though the rigid kernel wants 8 lanes of each record (56 shuffles a group
+for 128 floats, where 8-float records take 32): rigid and diagonal-S groups now join the low halves of
+records r and r + 8 into one row (behind an empty asm per blended record, else LLVM pushes the join up into
+each influence's multiply-add) and transpose the 8 rows as two 8 x 8 blocks (8 + 24 shuffles); diagonal S
+takes s00, s11, s22 of records r and r + 4 with one two-source permute, joins two such halves into a row of
+four quads and transposes 4 x 4 blocks (19 shuffles, where the 16-row transpose's three extra rows were
+nearly free but its shared stages were not): 51 shuffles a group against 59. General S keeps the 16-row
+transpose (62; the joined halves take as many). The output is the same bit for bit (data movement only).
+A/B in one process (random-joint mesh, 100k vertices, kernel call alone, 1 thread, thread CPU, 4 x 15
+rounds interleaved with LBS, load 4-6.4): rigid, joined halves 0.956-0.975 of the 16-row kernel's time;
+diagonal S, joined halves for S too 0.984-0.991, then the quads 0.955-0.972 of that. Looked at and left:
+the sorted-weights check's four in-block broadcasts (``vshufps``) as shifted loads (it would need weights
+sorted throughout, not only the first largest; the whole check, left out as a measurement only (wrong for
+unsorted groups), is 3.5-5% of the kernel's time, its shuffles a quarter of that); s22 moved beside s00 and s11 in a per-frame
+copy of the palette (the quads above reach the same shuffle count without it); the general S's six floats
+as joined halves or quads (62 and ~69 shuffles against 62).
+
 Hemisphere pairs (``skin_dq_into(..., pairs=)``, issue 33). The sign table's work is per influence (a
 broadcast, an and and an xor; the kernel without it takes about 1/1.2 of the time), yet in a rig the joints a
 vertex blends are neighbours that turn less than 180 degrees against each other, so one sign per joint per
 frame can put all of them in one hemisphere. :func:`dq_hemisphere_pairs`, once per mesh, lists the joint
-pairs some vertex blends (both weights non-zero, or one the vertex's pivot), each group of linked joints'
-spanning tree (breadth first) before the other pairs. Per frame :func:`_hemisphere_signs` walks them (P
-float32 dot products, microseconds): a tree pair fixes its new joint's sign from its dot product, every
-other pair checks that ``dot < 0`` exactly where the two signs differ. Where all pass, :func:`_signed_copy`
-negates qr and qd of the flipped joints in an aligned copy of the palette, and the signed-record kernel
-runs with a (J,) array in the table's place: no table, no per-influence sign work, no pivot. Exact, not an
-approximation: for a vertex with pivot p the table's blend is ``sum w_k t_k R_k`` with ``t_k = -1`` where
-``qr_k . qr_p < 0``; the pair (k, p) passed, so ``s_k s_p = t_k`` and the sign-free blend is
-``sum w_k s_k R_k = s_p sum w_k t_k R_k`` (zero weights add zeros): the same sums, with every term negated
-when ``s_p = -1``, which round alike; and the transform of ``(-q, -d)`` is that of ``(q, d)`` bit for bit
-(every product in it pairs two negated values or none; the tests compare with ``array_equal``). A frame
-with a failing pair, a pair past the palette's J, or no ``pairs`` takes the table. Pairs fail where one
-vertex blends three joints that no signs put in one hemisphere (its DQS result then depends on which is
-the pivot: Soldier's body mesh in its Run clip, 23 vertices of the hands), or where such a cycle runs
-through several vertices. Measured: docs/guides/performance.md (the DQS row of issue 33).
+pairs that decide some vertex's signs: its pivot's joint with each other joint of non-zero weight (the table's
+row is the pivot's, so pairs of two non-pivot joints play no part), each group of linked joints' spanning
+tree (breadth first) before the other pairs, and per pair the 16-vertex blocks that blend it
+(:class:`HemispherePairs`). Per frame :func:`_hemisphere_checks` walks them (P float32 dot products,
+microseconds): a tree pair fixes its new joint's sign from its dot product, every other pair checks that
+``dot < 0`` exactly where the two signs differ. Where all pass, :func:`_signed_copy` negates qr and qd of
+the flipped joints in an aligned copy of the palette, and the signed-record kernel runs with a (J,) array in
+the table's place: no table, no per-influence sign work, no pivot. Exact, not an approximation: for a
+vertex with pivot p the table's blend is ``sum w_k t_k R_k`` with ``t_k = -1`` where ``qr_k . qr_p < 0``;
+the pair (k, p) passed, so ``s_k s_p = t_k`` and the sign-free blend is ``sum w_k s_k R_k = s_p sum w_k
+t_k R_k`` (zero weights add zeros): the same sums, with every term negated when ``s_p = -1``, which round
+alike; and the transform of ``(-q, -d)`` is that of ``(q, d)`` bit for bit (every product in it pairs two
+negated values or none; the tests compare with ``array_equal``). The pivot's pairs of one vertex form a
+star, which signs always fit: pairs fail only where a cycle of them runs through several vertices (vertex
+A's pivot a blends b, B's pivot b blends c, C's pivot c blends a, and the three qr no signs put in one
+hemisphere). Linking every pair of a vertex's joints, as first built, failed every frame of Soldier's Run
+(23 hand vertices blend three such joints); with the pivot's pairs Soldier's Run, Walk, Idle and TPose, Fox
+and RobotExpressive pass every frame. Where some pairs fail (the failing checks listed, the walk going on),
+the **masks**: the blocks that blend a failing pair (:func:`_failing_runs`, merged into runs) take the sign
+table and the others keep the sign-free kernel: the kernel runs without sign work over every vertex, then
+with the table over those runs' vertices again (slices of the same arrays: the same compiled kernel, whole
+16-vertex groups as in a whole-mesh call, so each vertex's output is the table's, the mesh's last partial
+group through the two-vertex kernel as there). A block's vertices whose own pairs passed are right either
+way; the others are overwritten. The frame takes the table everywhere where those blocks are more than
+:data:`MASK_SHARE` of the mesh, where the outputs overlap an input (in place: the second pass would read
+outputs), where a pair lies past the palette's J, or where ``pairs`` is a bare (P, 2) array (as before:
+no blocks). A frame whose pairs all pass runs exactly as before the masks (one kernel call). Measured:
+docs/guides/performance.md (the DQS row of issue 33).
 
 The planar group kernel (``_emit_dq_group``, issue 17: :func:`skeletal.skin.skin_into`'s own planar
 kernel had made LBS 1.5x faster, and DQS had fallen to 0.52x / 0.43x of it). It takes what LBS's
@@ -267,6 +298,11 @@ from .dq_palette import (  # noqa: F401
     _pack_joint, _packed_out, _polar, _quat_from_rotation, dual_quaternions as dual_quaternions,
     gpu_dq_palette as gpu_dq_palette, pack_dq_palette as pack_dq_palette,
 )
+from .dq_pairs import (  # noqa: F401  (re-exported: the pairs were built here before)
+    _NO_BLOCKS, _NO_STARTS, MASK_SHARE as MASK_SHARE, PAIR_JOINTS as PAIR_JOINTS, HemispherePairs as HemispherePairs,
+    _apart, _failing_runs, _hemisphere_checks, _hemisphere_signs, _linked_joints, _ordered_pairs, _pair_blocks,
+    _rows_of, _vertex_links, dq_hemisphere_pairs as dq_hemisphere_pairs,
+)
 from .dq_reference import _mat3_times, _rotate_by_unnormalised, _skin_dq_reference  # noqa: F401
 from .dq_reference import skin_dq as skin_dq
 from .ir import (  # noqa: F401
@@ -306,33 +342,6 @@ def _signed_records(packed, table):
 
 
 @njit(cache=True, nogil=True)
-def _hemisphere_signs(packed, pairs, flips):
-    """Per joint a sign (``flips`` (J,) int32: 1 keep, -1 negate qr and qd) such that every joint pair of
-    ``pairs`` (:func:`dq_hemisphere_pairs`) lies in one hemisphere: ``qr_a . qr_b`` (the float32 dot
-    product of :func:`_signed_records`) negative exactly where the two signs differ. The pairs are taken in
-    order, each joint's sign fixed by the first pair that reaches it (a component's first joint keeps its
-    own); the later pairs are checks. Returns False where a check fails or a pair names a joint outside
-    0 .. J - 1 (the caller then takes the sign table); ``flips`` is scratch either way."""
-    n = packed.shape[0]
-    for j in range(n):
-        flips[j] = 0  # not yet fixed
-    for i in range(pairs.shape[0]):
-        a, b = pairs[i, 0], pairs[i, 1]
-        if not (0 <= a < n and 0 <= b < n):
-            return False
-        dot = (packed[a, 0] * packed[b, 0] + packed[a, 1] * packed[b, 1]) \
-            + (packed[a, 2] * packed[b, 2] + packed[a, 3] * packed[b, 3])
-        opposite = dot < 0  # as the sign table: 0 and NaN keep the sign
-        if flips[a] == 0:
-            flips[a] = 1 if flips[b] == 0 else (-flips[b] if opposite else flips[b])
-        if flips[b] == 0:
-            flips[b] = -flips[a] if opposite else flips[a]
-        elif (flips[a] != flips[b]) != opposite:
-            return False
-    return True
-
-
-@njit(cache=True, nogil=True)
 def _signed_copy(packed, flips):
     """A 64-byte aligned copy of the packed palette with qr and qd negated where ``flips`` < 0 (the same
     transforms: q and -q are one rotation)."""
@@ -346,14 +355,18 @@ def _signed_copy(packed, flips):
 
 @njit(cache=True, nogil=True)
 def _skin_dq_checked(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
-                     out_tangents, kspec, scaled, unclamped, signs, pairs):
+                     out_tangents, kspec, scaled, unclamped, signs, pairs, starts, blocks):
     """DQ-skin (see :func:`skin_dq_into`); returns False, touching nothing, where the shapes or strides
     break the contract, or the packed palette is empty or not 16 wide (the caller then names the fault).
     ``signs``: None, or a (J, J) int32 scratch table for :func:`_signed_records` (then the signed-record
     kernel runs; the caller sized it for this palette). ``pairs``: None, or the mesh's
-    :func:`dq_hemisphere_pairs`; where :func:`_hemisphere_signs` finds signs that put every pair in one
-    hemisphere, the signed-record kernel runs without sign work on the palette so signed (``signs[0]``
-    holds the signs), else with the sign table."""
+    :func:`dq_hemisphere_pairs` pairs, ``starts`` and ``blocks`` its blocks per pair (:class:`HemispherePairs`;
+    empty for a bare pairs array). Where :func:`_hemisphere_checks` finds signs that put every pair in one
+    hemisphere, the signed-record kernel runs without sign work on the palette so signed (a (J,) array in
+    the table's place); where some pairs fail and their blocks are few (:func:`_failing_runs`) and the
+    outputs overlap no input, it runs so on every vertex and the table kernel again on those blocks'
+    vertices (the table's output there; elsewhere the same as the table's, see the module docstring); else
+    the table serves the frame."""
     if palette.shape[0] == 0 or palette.shape[1] != DQ_STRIDE:
         return False
     if signs is not None and (signs.shape[0] != palette.shape[0] or signs.shape[1] != palette.shape[0]):
@@ -363,10 +376,37 @@ def _skin_dq_checked(palette, joints, weights, positions, normals, tangents, out
     if signs is None:
         _skin_dq_fast(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
                       out_tangents, kspec, scaled, unclamped, None)
-    elif pairs is not None and _hemisphere_signs(palette, pairs, signs[0]):
-        _skin_dq_fast(_signed_copy(palette, signs[0]), joints, weights, positions, normals, tangents, out_positions,
-                      out_normals, out_tangents, kspec, scaled, None, signs[0])
-    elif positions.shape[0] >= ALIGN_MIN_VERTICES and palette.ctypes.data % 64 != 0:
+        return True
+    if pairs is not None:
+        flips = signs[0]
+        # The failing pairs' indices go to the table's other rows (J^2 - J >= P entries; scratch until
+        # _signed_records fills the table). No blocks (a bare pairs array): stop at the first failure.
+        failed = signs.reshape(-1)[palette.shape[0]:] if starts.shape[0] > 0 else flips[:0]
+        count = _hemisphere_checks(palette, pairs, flips, failed)
+        if count == 0:
+            _skin_dq_fast(_signed_copy(palette, flips), joints, weights, positions, normals, tangents, out_positions,
+                          out_normals, out_tangents, kspec, scaled, None, flips)
+            return True
+        if 0 < count <= failed.shape[0]:
+            apart = (_apart(out_positions, positions) and _apart(out_positions, joints)
+                     and _apart(out_positions, weights))
+            if normals is not None:
+                apart = (apart and _apart(out_positions, normals) and _apart(out_normals, positions)
+                         and _apart(out_normals, normals) and _apart(out_normals, joints)
+                         and _apart(out_normals, weights))
+            runs = _failing_runs(starts, blocks, failed, count, positions.shape[0]) if apart else np.empty((0, 2), np.int64)
+            if runs.shape[0] > 0:
+                # every vertex without sign work, then the failing blocks' vertices again with the table
+                _skin_dq_fast(_signed_copy(palette, flips), joints, weights, positions, normals, tangents,
+                              out_positions, out_normals, out_tangents, kspec, scaled, None, flips)
+                _signed_records(palette, signs)
+                for r in range(runs.shape[0]):
+                    lo, hi = runs[r, 0], runs[r, 1]
+                    _skin_dq_fast(palette, joints[lo:hi], weights[lo:hi], positions[lo:hi], _rows_of(normals, lo, hi),
+                                  _rows_of(tangents, lo, hi), out_positions[lo:hi], _rows_of(out_normals, lo, hi),
+                                  _rows_of(out_tangents, lo, hi), kspec, scaled, None, signs)
+                return True
+    if positions.shape[0] >= ALIGN_MIN_VERTICES and palette.ctypes.data % 64 != 0:
         _signed_records(palette, signs)  # records read whole: one cache line each (as skin_into's)
         _skin_dq_fast(_aligned_copy(palette), joints, weights, positions, normals, tangents, out_positions,
                       out_normals, out_tangents, kspec, scaled, None, signs)
@@ -434,105 +474,6 @@ def _scale_kind(packed, joints):
 _DIAGONAL = 1
 
 
-#: :func:`dq_hemisphere_pairs` records joint indices below this (its scratch is two PAIR_JOINTS^2 bool
-#: matrices at most: 2 MB); a mesh with others gets the one pair (-1, -1), which never passes (the sign table
-#: then serves every frame; the signed-record kernel needs V >= J^2 anyway, a million vertices at this J).
-PAIR_JOINTS = 1 << 10
-
-
-@njit(cache=True, nogil=True)
-def _linked_joints(joints, weights, n):
-    """(n, n) bool: joints a != b linked where some vertex blends both, i.e. both have a non-zero weight or
-    one of them is the vertex's pivot (influence 0 when K <= 2, else the first largest weight: the
-    kernels' choice). Returns None where an index lies outside 0 .. n - 1."""
-    linked = np.zeros((n, n), np.bool_)
-    k = joints.shape[1]
-    for v in range(joints.shape[0]):
-        pivot = 0
-        if k > 2:
-            best = weights[v, 0]
-            for i in range(1, k):
-                if weights[v, i] > best:
-                    pivot, best = i, weights[v, i]
-        for i in range(k):
-            if weights[v, i] == 0 and i != pivot:
-                continue
-            a = np.int64(joints[v, i])
-            if not 0 <= a < n:
-                return None
-            for m in range(i + 1, k):
-                if weights[v, m] == 0 and m != pivot:
-                    continue
-                c = np.int64(joints[v, m])
-                if not 0 <= c < n:
-                    return None
-                if a != c:
-                    linked[a, c] = True
-                    linked[c, a] = True
-    return linked
-
-
-@njit(cache=True, nogil=True)
-def _ordered_pairs(linked):
-    """The linked pairs (P, 2) int32: first each component's spanning-tree edges in breadth-first order
-    (parent, child), then the other pairs (the checks)."""
-    n = linked.shape[0]
-    total = 0
-    for a in range(n):
-        for c in range(a + 1, n):
-            total += linked[a, c]
-    out = np.empty((total, 2), np.int32)
-    tree = np.zeros((n, n), np.bool_)
-    seen = np.zeros(n, np.bool_)
-    queue = np.empty(n, np.int64)
-    count = 0
-    for root in range(n):
-        if seen[root]:
-            continue
-        seen[root] = True
-        head, tail = 0, 1
-        queue[0] = root
-        while head < tail:
-            a = queue[head]
-            head += 1
-            for c in range(n):
-                if linked[a, c] and not seen[c]:
-                    seen[c] = True
-                    queue[tail] = c
-                    tail += 1
-                    tree[a, c] = tree[c, a] = True
-                    out[count, 0], out[count, 1] = a, c
-                    count += 1
-    for a in range(n):
-        for c in range(a + 1, n):
-            if linked[a, c] and not tree[a, c]:
-                out[count, 0], out[count, 1] = a, c
-                count += 1
-    return out
-
-
-def dq_hemisphere_pairs(joints: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """The joint pairs that some vertex blends (both weights non-zero), for :func:`skin_dq_into`'s ``pairs``:
-    (P, 2) int32, a spanning tree of each group of linked joints first. Build it once per mesh (when its
-    joints and weights are bound) and pass it with every frame: where the frame's joint rotations let
-    every pair share a hemisphere (neighbouring joints of a rig turn less than 180 degrees against each
-    other), the kernel flips the palette's signs once per frame instead of per influence, with the same
-    result; where they do not, the per-vertex signs serve that frame.
-
-    >>> dq_hemisphere_pairs(np.array([[0, 1], [1, 2], [2, 0]]), np.full((3, 2), 0.5, np.float32)).tolist()
-    [[0, 1], [0, 2], [1, 2]]
-    """
-    joints, weights = np.asarray(joints), np.asarray(weights)
-    if joints.ndim != 2 or joints.dtype.kind not in "iu" or weights.shape != joints.shape or weights.dtype.kind != "f":
-        raise SkeletalError(f"joints and weights must be integer and float (V, K) arrays of one shape, got "
-                            f"{joints.dtype} {joints.shape} and {weights.dtype} {weights.shape}")
-    top = int(joints.max()) + 1 if joints.size else 0
-    linked = _linked_joints(joints, weights, min(max(top, 0), PAIR_JOINTS)) if top <= PAIR_JOINTS else None
-    if linked is None:
-        return np.full((1, 2), -1, np.int32)
-    return _ordered_pairs(linked)
-
-
 def _pack_into(palette: np.ndarray, out: np.ndarray) -> np.ndarray:
     _pack_dq(_flat_palette(palette)[0], out)
     return out
@@ -550,7 +491,7 @@ def skin_dq_into(
     out_tangents: np.ndarray | None = None,
     *,
     scale: str = "auto",
-    pairs: np.ndarray | None = None,
+    pairs: HemispherePairs | np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """Real-time dual quaternion skinning in float32 into caller-owned arrays.
 
@@ -559,8 +500,10 @@ def skin_dq_into(
     kernel when any joint of the palette scales or shears, the rigid kernel otherwise), "separate"
     (always the scale-separated kernel) or "ignore" (the rigid kernel: scale is dropped). ``pairs``: the
     mesh's :func:`dq_hemisphere_pairs` (built once from these ``joints`` and ``weights``), which lets big
-    meshes skip the per-vertex hemisphere signs on frames where co-occurring joints can share one (the
-    same result). Returns the three outputs. Errors are :class:`skeletal.SkeletalError`.
+    meshes skip the per-vertex hemisphere signs on frames where the joints each vertex blends with its
+    pivot can share one, and on the other vertices of frames where a few cannot (the same result); a bare
+    (P, 2) int32 array of pairs (its ``.pairs``, or what it returned before) is still accepted and serves
+    whole frames only. Returns the three outputs. Errors are :class:`skeletal.SkeletalError`.
 
     >>> import numpy as np
     >>> pal = np.eye(4, dtype=np.float32)[None]; pal[0, :3, 3] = (0, 1, 0)
@@ -592,6 +535,15 @@ def skin_dq_into(
     else:
         scaled = None
     signs = _signed_scratch(len(packed)) if signed else None
+    starts, blocks = _NO_STARTS, _NO_BLOCKS
+    if type(pairs) is HemispherePairs:
+        if pairs.vertices != n:
+            raise SkeletalError(f"skin_dq_into: pairs were found for {pairs.vertices} vertices, the mesh has {n}")
+        pairs, starts, blocks = pairs.pairs, pairs.starts, pairs.blocks
+        if not (type(starts) is np.ndarray and starts.dtype == np.int64 and starts.ndim == 1 and starts.flags.c_contiguous
+                and type(blocks) is np.ndarray and blocks.dtype == np.int32 and blocks.ndim == 1
+                and blocks.flags.c_contiguous):
+            raise SkeletalError("skin_dq_into: pairs must be dq_hemisphere_pairs(joints, weights)")
     if pairs is not None and (type(pairs) is not np.ndarray or pairs.dtype != np.int32 or pairs.ndim != 2
                               or pairs.shape[1] != 2 or not pairs.flags.c_contiguous):
         raise SkeletalError("skin_dq_into: pairs must be dq_hemisphere_pairs(joints, weights)")
@@ -604,10 +556,11 @@ def skin_dq_into(
         if n >= PARALLEL_MIN_VERTICES and busy_cap():
             with capped_threads():
                 ok = _skin_dq_checked(packed, joints, weights, positions, normals, tangents, out_positions,
-                                      out_normals, out_tangents, UNROLLED.get(k), scaled, unclamped, signs, used_pairs)
+                                      out_normals, out_tangents, UNROLLED.get(k), scaled, unclamped, signs, used_pairs,
+                                      starts, blocks)
         else:
             ok = _skin_dq_checked(packed, joints, weights, positions, normals, tangents, out_positions, out_normals,
-                                  out_tangents, UNROLLED.get(k), scaled, unclamped, signs, used_pairs)
+                                  out_tangents, UNROLLED.get(k), scaled, unclamped, signs, used_pairs, starts, blocks)
     except (TypingError, TypeError, ValueError) as exc:
         _name_fault(palette, joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents,
                     DQ_STRIDE, "pack_dq_palette")
