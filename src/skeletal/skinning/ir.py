@@ -545,24 +545,17 @@ def _emit_group(context, b, A, args, v0, k: int, linear: bool, clamp: bool) -> N
     store3(6, [e.add(e.linear3(col[0][r], col[1][r], col[2][r], x, y, z), col[3][r]) for r in range(3)])
     if not do_n:
         return
-    # 4. Normals: the cofactor matrix (columns c1 x c2, c2 x c0, c0 x c1) times n, or the 3x3 itself
-    # times n, renormalised.
+    # 4. Normals: the cofactor columns (c1 x c2, c2 x c0, c0 x c1) or the 3x3 itself, renormalised.
     nx, ny, nz = load3(4)
     if linear:
-        det = None
-        n_ = [e.linear3(col[0][r], col[1][r], col[2][r], nx, ny, nz) for r in range(3)]
+        basis, det = col[:3], None
     else:
         def cross(a, c):
             return [e.sub(e.mul(a[(r + 1) % 3], c[(r + 2) % 3]), e.mul(a[(r + 2) % 3], c[(r + 1) % 3]))
                     for r in range(3)]
-        # (c1 x c2) nx + (c2 x c0) ny + (c0 x c1) nz = c2 x (ny c0 - nx c1) + nz (c0 x c1), and the
-        # determinant is c2 . (c0 x c1): 24 multiplies and multiply-adds where the three cofactor
-        # columns, their product with n and the determinant took 30 (the same values up to rounding;
-        # the FMA ports bound this kernel where a vector holds 8 lanes).
-        u = cross(col[0], col[1])
-        t = cross(col[2], [e.sub(e.mul(ny, col[0][r]), e.mul(nx, col[1][r])) for r in range(3)])
-        n_ = [e.fma(nz, u[r], t[r]) for r in range(3)]
-        det = e.tree_sum([e.mul(col[2][r], u[r]) for r in range(3)])
+        basis = [cross(col[1], col[2]), cross(col[2], col[0]), cross(col[0], col[1])]
+        det = e.tree_sum([e.mul(col[0][r], basis[0][r]) for r in range(3)])
+    n_ = [e.linear3(basis[0][r], basis[1][r], basis[2][r], nx, ny, nz) for r in range(3)]
     sums = e.linear3(n_[0], n_[1], n_[2], n_[0], n_[1], n_[2])
     vt = sums.type
     zero = ir.Constant(vt, [0.0] * w_)

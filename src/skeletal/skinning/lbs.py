@@ -55,8 +55,9 @@ influences, positions + normals, 65 joints, one thread, best of repeats on a qui
   sums; positions and normals move as three full vectors per 16 rows (two shuffles per component).
   At 8 lanes each entry is two 8-lane vectors, each half transposed on its own, and positions and
   normals move as six 128-bit halves (``load_xyz8``: five in-lane shuffles for three components).
-  The cofactor matrix times the normal is taken as c2 x (ny c0 - nx c1) + nz (c0 x c1) and the
-  determinant as c2 . (c0 x c1) (24 multiply-adds instead of 30).
+  (Tried and dropped: the cofactor matrix times n as c2 x (ny c0 - nx c1) + nz (c0 x c1), 24
+  multiply-adds instead of 30, but it needs the normals before the cofactors: on the 100k mesh, whose
+  rows come from memory, 20-30% slower.)
   The maths is unchanged: the cofactor of each vertex's blended matrix (not a blend of per-joint
   cofactors, which is not the inverse transpose of the blend), renormalised, sign of the determinant.
   Soldier body mesh (7325 vertices, 4 uint16 influences, positions + normals, ``pack_palette`` and
