@@ -1,3 +1,5 @@
+# Over 600 lines: the IR builders, the lane transposes and layouts (8 and 16 lanes) and the LBS
+# emitters that use them are one kernel's code generator; split, each half would import the other.
 """The LLVM IR machinery of the float32 skinning kernels, shared by :mod:`skeletal.skinning.lbs`
 (linear blend) and :mod:`skeletal.skinning.dqs` (dual quaternions).
 
