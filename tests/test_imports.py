@@ -41,6 +41,7 @@ FLOORS: dict[str, int] = {
     "skeletal.shown": 0,  # names shown as text (control characters escaped)
     "skeletal._lazy": 0,  # lazy package attributes (PEP 562), used by skeletal/__init__ and subpackages
     "skeletal._setup": 0,  # numba set-up (_threads, _compile) run when numba is imported
+    "skeletal._simd": 0,  # the vector width of numba's compile target (kernels choose their lanes by it)
     "skeletal.io": 1, "skeletal.anim": 1, "skeletal.skinning": 1,
     "skeletal.asset": 2, "skeletal.up": 2,
     "skeletal.tools": 3, "skeletal.playback": 3, "skeletal.demo": 3, "skeletal.torch": 3,

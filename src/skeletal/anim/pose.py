@@ -78,16 +78,12 @@ def _affine_rows_codegen(context, builder, dst_ty, dst, i, src_ty, src, p, b_row
 
 def _wide_vectors() -> bool:
     """Whether the CPU numba compiles for has 512-bit vectors (AVX-512F): :func:`_two_rows_codegen`
-    then takes the products. The choice is made at compile time, and numba's cache is keyed by the
-    CPU, so a cached kernel always matches the machine (``NUMBA_CPU_FEATURES`` is honoured)."""
-    from numba.core import config
+    then takes the products. The choice is made at compile time from numba's target
+    (:func:`skeletal._simd.vector_bits`, so ``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES`` are honoured),
+    and numba's cache is keyed by that target, so a cached kernel always matches it."""
+    from .._simd import vector_bits
 
-    features = config.CPU_FEATURES
-    if features is None:
-        import llvmlite.binding as llvm
-
-        features = llvm.get_host_cpu_features().flatten()
-    return "+avx512f" in features
+    return vector_bits() >= 512
 
 
 def _two_rows_codegen(context, builder, dst_ty, dst, i, src_ty, src, p, b_rows):

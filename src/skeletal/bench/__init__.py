@@ -586,26 +586,23 @@ def bench_load(asset_path: Path | None, repeats: int) -> dict:
 
 
 def vector_info() -> dict:
-    """The vector unit numba compiles for on this CPU: LLVM's name for the CPU (``znver5``,
-    ``sapphirerapids``...), the widest SIMD instruction set it has and that width in bits (float32
-    lanes = bits / 32). The kernels' speed-ups depend on it: a ratio measured with 512-bit vectors does
-    not carry over to a 256-bit machine, so every benchmark title prints it.
+    """The vector unit numba compiles for: LLVM's name for the target CPU (``znver5``,
+    ``sapphirerapids``...; ``NUMBA_CPU_NAME`` where set), the widest SIMD instruction set it has and
+    that width in bits (float32 lanes = bits / 32), and ``emulated``: whether ``NUMBA_CPU_NAME`` /
+    ``NUMBA_CPU_FEATURES`` retarget numba away from the host (e.g. AVX2 code on an AVX-512 machine).
+    The kernels' speed-ups depend on it: a ratio measured with 512-bit vectors does not carry over to
+    a 256-bit machine, so every benchmark title prints it.
 
     >>> vector_info()                                             # doctest: +SKIP
-    {'llvm_cpu': 'znver5', 'isa': 'AVX-512', 'vector_bits': 512}
+    {'llvm_cpu': 'znver5', 'isa': 'AVX-512', 'vector_bits': 512, 'emulated': False}
     """
     try:
-        from llvmlite import binding
+        from .._simd import isa_name, target_cpu, target_is_host, vector_bits
 
-        name = str(binding.get_host_cpu_name())
-        features = {k for k, v in binding.get_host_cpu_features().items() if v}
+        return {"llvm_cpu": target_cpu(), "isa": isa_name(), "vector_bits": vector_bits(),
+                "emulated": not target_is_host()}
     except Exception:  # a description only: never fail a benchmark over it
-        return {"llvm_cpu": "unknown", "isa": "unknown", "vector_bits": 0}
-    for isa, bits, flag in (("AVX-512", 512, "avx512f"), ("AVX2", 256, "avx2"), ("AVX", 256, "avx"),
-                            ("SVE", 128, "sve"), ("NEON", 128, "neon"), ("SSE2", 128, "sse2")):
-        if flag in features:
-            return {"llvm_cpu": name, "isa": isa, "vector_bits": bits}
-    return {"llvm_cpu": name, "isa": "scalar", "vector_bits": 0}
+        return {"llvm_cpu": "unknown", "isa": "unknown", "vector_bits": 0, "emulated": False}
 
 
 def _cpuinfo() -> dict:
@@ -634,7 +631,8 @@ def machine_info() -> dict:
     info = _cpuinfo()
     name = info.get("model name") or platform.processor() or platform.machine()
     vec = vector_info()
-    kind = [vec["llvm_cpu"]]
+    kind = [f"code for {vec['llvm_cpu']} (NUMBA_CPU_NAME/FEATURES), not this host" if vec["emulated"]
+            else vec["llvm_cpu"]]
     if "cpu family" in info:
         kind.append(f"family {info['cpu family']} model {info.get('model', '?')}")
     if vec["vector_bits"]:
@@ -642,6 +640,7 @@ def machine_info() -> dict:
     cpu = f"{name} ({'; '.join(kind)})"
     return {"threads": int(numba.get_num_threads()), "cpu_count": os.cpu_count(), "cpu_model": cpu,
             "cpu_name": name, "llvm_cpu": vec["llvm_cpu"], "isa": vec["isa"], "vector_bits": vec["vector_bits"],
+            "emulated_target": vec["emulated"],
             "numba": numba.__version__, "numpy": np.__version__, "python": platform.python_version(),
             "platform": platform.platform(), "threading_layer": _threading_layer()}
 

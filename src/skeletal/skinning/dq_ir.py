@@ -735,5 +735,5 @@ def _skin_dq_chunk(typingctx, palette, joints, weights, positions, normals, tang
             group = lambda context, b, A, args, v0, k: _emit_dq_signed(context, b, A, args, v0, k, use_scale, diagonal)
         else:
             group = lambda context, b, A, args, v0, k: _emit_dq_group(context, b, A, args, v0, k, use_scale, clamp)
-        return sig, planar_codegen(False, clamp, vertices, group=group)
+        return sig, planar_codegen(False, clamp, vertices, group=group, lanes=LANES)
     return sig, chunk_codegen(vertices, pairs=2)

@@ -1,3 +1,5 @@
+# Over 600 lines: the IR builders, the lane transposes and layouts (8 and 16 lanes) and the LBS
+# emitters that use them are one kernel's code generator; split, each half would import the other.
 """The LLVM IR machinery of the float32 skinning kernels, shared by :mod:`skeletal.skinning.lbs`
 (linear blend) and :mod:`skeletal.skinning.dqs` (dual quaternions).
 
@@ -363,10 +365,21 @@ def _emit_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: int, 
 # ---------------------------------------------------------------------------------------------
 # The planar group kernel: LANES vertices per group, one SIMD lane per vertex after the blend.
 
-#: Vertices per group of the planar kernel (one lane per vertex); the blend reads 16 // LANES vectors
-#: per palette entry. 16: 512-bit vectors on AVX-512 (LLVM splits them in two on AVX2 machines); 8
-#: measured 27 us against 25.5 for the Soldier body mesh on the AVX-512 Xeon.
+#: Vertices per group of the widest planar kernel (one lane per vertex): one 512-bit vector of float32.
+#: The DQS planar kernel (:mod:`skeletal.skinning.dq_ir`) is written for it; LBS takes
+#: :func:`planar_lanes`.
 LANES = 16
+
+
+def planar_lanes() -> int:
+    """Vertices per group of the LBS planar kernel for the CPU numba compiles for
+    (:func:`skeletal._simd.vector_bits`): 16 where a float32 vector of 16 lanes is one register
+    (AVX-512), 8 elsewhere, so that every vector of the kernel is one register; each vertex's blend
+    then reads its 16-float palette entry as 16 // lanes vectors. Read at compile time: numba's cache
+    is keyed by the target, so a cached kernel always has its target's width."""
+    from .._simd import vector_bits
+
+    return LANES if vector_bits() >= 32 * LANES else 8
 
 
 def _transpose_masks(n: int, s: int):
@@ -448,13 +461,44 @@ def interleave3(e: Emit, x, y, z):
     return [_shuffle3(e, x, y, z, [(g % 3) * n + g // 3 for g in range(j * n, (j + 1) * n)]) for j in range(3)]
 
 
+def _in_lane_pairs(e: Emit, a, c, i0: int, i1: int, i2: int, i3: int):
+    """8 lanes: in each 128-bit half h, (a[i0], a[i1], c[i2], c[i3]) of that half: one ``vshufps``."""
+    return e.shuf(a, c, [4 * h + x for h in (0, 1) for x in (i0, i1, 8 + i2, 8 + i3)])
+
+
+def load_xyz8(e: Emit, ptr):
+    """x, y, z of 8 consecutive (x, y, z) float32 records at ``ptr`` (<4 x float>*): six 128-bit loads
+    paired across the halves (records 0-3 | 4-7: three ``vinsertf128`` from memory), then five in-lane
+    ``vshufps``; the generic :func:`deinterleave3` takes about 12 lane-crossing shuffles at 8 lanes."""
+    b = e.b
+    m = [b.load(b.gep(ptr, [ir.Constant(I64, q)]), align=4) for q in range(6)]
+    m03, m14, m25 = (e.shuf(m[q], m[q + 3], range(8)) for q in range(3))
+    xy = _in_lane_pairs(e, m14, m25, 2, 3, 1, 2)
+    yz = _in_lane_pairs(e, m03, m14, 1, 2, 0, 1)
+    return [_in_lane_pairs(e, m03, xy, 0, 3, 0, 2), _in_lane_pairs(e, yz, xy, 0, 2, 1, 3),
+            _in_lane_pairs(e, yz, m25, 1, 3, 0, 3)]
+
+
+def store_xyz8(e: Emit, ptr, xyz) -> None:
+    """The inverse of :func:`load_xyz8`: six in-lane shuffles, then each result's halves stored apart."""
+    b = e.b
+    x, y, z = xyz
+    rxy, ryz, rzx = (_in_lane_pairs(e, x, y, 0, 2, 0, 2), _in_lane_pairs(e, y, z, 1, 3, 1, 3),
+                     _in_lane_pairs(e, z, x, 0, 2, 1, 3))
+    out = [_in_lane_pairs(e, rxy, rzx, 0, 2, 0, 2), _in_lane_pairs(e, ryz, rxy, 0, 2, 1, 3),
+           _in_lane_pairs(e, rzx, ryz, 1, 3, 1, 3)]
+    for q, vec in enumerate(out):
+        for h in (0, 1):
+            b.store(e.shuf(vec, None, range(4 * h, 4 * h + 4)), b.gep(ptr, [ir.Constant(I64, q + 3 * h)]), align=4)
+
+
 def _emit_group(context, b, A, args, v0, k: int, linear: bool, clamp: bool) -> None:
     """IR skinning the LANES vertices v0 .. v0 + LANES - 1 of dense (V, 3) arrays, K = k unrolled,
     positions (+ normals; no tangents). Each vertex's K palette entries are blended as 16-float rows
     (16 // LANES vectors), the rows transposed so that each of the 12 matrix entries is one vector over
     the group, and everything after that is plain lane-wise arithmetic (no horizontal sums)."""
     do_n = not isinstance(A[4], types.NoneType)
-    w_ = LANES
+    w_ = planar_lanes()
     parts = 16 // w_
     e = Emit(b)
     pal = Rows(context, b, A[0], args[0], 16)
@@ -485,11 +529,15 @@ def _emit_group(context, b, A, args, v0, k: int, linear: bool, clamp: bool) -> N
 
     def load3(i):
         src = Rows(context, b, A[i], args[i], 3)
+        if w_ == 8:
+            return load_xyz8(e, b.bitcast(src.row(v0), vec_type(4).as_pointer()))
         ptr = b.bitcast(src.row(v0), vec_type(w_).as_pointer())
         return deinterleave3(e, *(b.load(b.gep(ptr, [ir.Constant(I64, q)]), align=4) for q in range(3)))
 
     def store3(i, xyz):
         dst = Rows(context, b, A[i], args[i], 3)
+        if w_ == 8:
+            return store_xyz8(e, b.bitcast(dst.row(v0), vec_type(4).as_pointer()), xyz)
         ptr = b.bitcast(dst.row(v0), vec_type(w_).as_pointer())
         for q, vec in enumerate(interleave3(e, *xyz)):
             b.store(vec, b.gep(ptr, [ir.Constant(I64, q)]), align=4)
@@ -530,12 +578,14 @@ def planar_ok(A, k_const) -> bool:
     return all(isinstance(t, types.Array) and t.layout == "C" for t in dense)
 
 
-def planar_codegen(linear: bool, clamp: bool, fallback, group=None):
-    """A chunk codegen (arguments as :func:`chunk_codegen`'s) that skins whole LANES-vertex groups
-    with :func:`_emit_group` and the rest of the chunk with ``fallback`` (a :func:`chunk_codegen`
-    emitter) two vertices at a time. ``group``: another group emitter, ``group(context, b, A, args,
-    v0, k)`` (``linear``/``clamp`` are then unused; :mod:`skeletal.skin_dq` passes its own)."""
+def planar_codegen(linear: bool, clamp: bool, fallback, group=None, lanes: int | None = None):
+    """A chunk codegen (arguments as :func:`chunk_codegen`'s) that skins whole groups of ``lanes``
+    vertices with :func:`_emit_group` and the rest of the chunk with ``fallback`` (a
+    :func:`chunk_codegen` emitter) two vertices at a time. ``group``: another group emitter,
+    ``group(context, b, A, args, v0, k)`` of ``lanes`` vertices (``linear``/``clamp`` are then unused;
+    :mod:`skeletal.skin_dq` passes its own, of ``LANES``). ``lanes``: default :func:`planar_lanes`."""
     rest = chunk_codegen(fallback)
+    width = ir.Constant(I64, lanes or planar_lanes())
     if group is None:
         group = lambda context, b, A, args, v0, k: _emit_group(context, b, A, args, v0, k, linear, clamp)
 
@@ -547,11 +597,11 @@ def planar_codegen(linear: bool, clamp: bool, fallback, group=None):
         lo = b.mul(chunk_index, ir.Constant(I64, CHUNK))
         hi = b.add(lo, ir.Constant(I64, CHUNK))
         hi = b.select(b.icmp_signed("<", hi, n), hi, n)
-        groups = b.sdiv(b.sub(hi, lo), ir.Constant(I64, LANES))
+        groups = b.sdiv(b.sub(hi, lo), width)
         with cgutils.for_range(b, groups) as loop:
-            v0 = b.add(lo, b.mul(loop.index, ir.Constant(I64, LANES)))
+            v0 = b.add(lo, b.mul(loop.index, width))
             group(context, b, A, args, v0, k_const)
-        done = b.add(lo, b.mul(groups, ir.Constant(I64, LANES)))
+        done = b.add(lo, b.mul(groups, width))
         with b.if_then(b.icmp_signed("<", done, hi)):
             rest(context, b, signature, args, start=done)
         return context.get_dummy_value()

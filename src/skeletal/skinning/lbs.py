@@ -45,12 +45,19 @@ influences, positions + normals, 65 joints, one thread, best of repeats on a qui
   vertices), not by memory: a 100k-vertex mesh (6.8 MB) sits in the last-level cache, where a triad
   streams 20 GB/s per thread, 40+ with two.
 * The planar group kernel (``_emit_group``, issue 17) takes the common case: dense C-contiguous (V, 3)
-  positions/normals and their outputs, K unrolled, no tangents. ``LANES`` (16) vertices at a time:
+  positions/normals and their outputs, K unrolled, no tangents. 16 vertices at a time where numba
+  compiles for AVX-512, 8 on AVX2 (``planar_lanes``; the 16-lane form split into 256-bit halves
+  measured 5-10% slower there, see docs/guides/performance.md); at 16:
   each vertex's K palette entries are blended as one 16-lane vector (K multiply-adds, each reading
   one 64-byte line: palettes are 64-byte aligned, which alone was worth 10%), the 16 blended rows
   are transposed (unpcklps/unpckhps, unpcklpd/unpckhpd, 128-bit blocks: 52 two-input shuffles, the
   padding row never built), and everything after is lane-per-vertex arithmetic with no horizontal
   sums; positions and normals move as three full vectors per 16 rows (two shuffles per component).
+  At 8 lanes each entry is two 8-lane vectors, each half transposed on its own, and positions and
+  normals move as six 128-bit halves (``load_xyz8``: five in-lane shuffles for three components).
+  (Tried and dropped: the cofactor matrix times n as c2 x (ny c0 - nx c1) + nz (c0 x c1), 24
+  multiply-adds instead of 30, but it needs the normals before the cofactors: on the 100k mesh, whose
+  rows come from memory, 20-30% slower.)
   The maths is unchanged: the cofactor of each vertex's blended matrix (not a blend of per-joint
   cofactors, which is not the inverse transpose of the blend), renormalised, sign of the determinant.
   Soldier body mesh (7325 vertices, 4 uint16 influences, positions + normals, ``pack_palette`` and
@@ -117,7 +124,7 @@ from .ir import (  # noqa: F401  (re-exported: the emitters and constants used t
     Emit as Emit, Influences as Influences, Rows as Rows, _emit_group, _emit_vertices, _kernel_types_ok, _row_ok,
     _rows_ok, _run_interleaved, _shuffle3, _skin_chunk, _transpose_masks, chunk_codegen as chunk_codegen,
     deinterleave3 as deinterleave3, interleave3 as interleave3, planar_codegen as planar_codegen,
-    planar_ok as planar_ok, store_rows as store_rows, transpose_lanes as transpose_lanes, vec_type as vec_type,
+    planar_lanes as planar_lanes, planar_ok as planar_ok, store_rows as store_rows, transpose_lanes as transpose_lanes, vec_type as vec_type,
 )
 
 

@@ -1,0 +1,89 @@
+"""The kernels' vector width follows the CPU numba compiles for, not the CPU the tests run on:
+``NUMBA_CPU_NAME=haswell NUMBA_CPU_FEATURES=`` (empty: that CPU's own features) builds AVX2 code on any
+x86-64 host, which must take the 8-lane skinning groups, say so in the benchmark titles, hold no
+512-bit instruction, and skin to the same result as the host's build (the skinning tests' tolerance)."""
+
+import json
+import os
+import platform
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from skeletal import _simd
+from skeletal.skinning.ir import LANES, planar_lanes
+from skeletal.skinning.lbs import pack_palette, skin, skin_into
+
+from test_skin_kernels import make_case, well_conditioned
+
+X86 = platform.machine().lower() in ("x86_64", "amd64")
+
+
+def test_the_width_follows_the_compile_target():
+    bits = _simd.vector_bits()
+    assert bits in (0, 128, 256, 512)
+    assert planar_lanes() == (LANES if bits >= 512 else 8)
+    assert _simd.float32_lanes() == max(4, min(16, bits // 32))
+    if _simd.target_is_host() and X86:  # the probe agrees with the host's feature list
+        assert bits == _simd._bits_from_features()
+        assert _simd.isa_name() in ("AVX-512", "AVX2", "AVX", "SSE")
+
+
+_CHILD = """
+import json, re, sys
+import numpy as np
+from numba import njit
+from skeletal.anim.pose import _wide_vectors
+from skeletal.bench import machine_info, vector_info
+from skeletal.skinning.ir import _skin_chunk, planar_lanes
+from skeletal.skinning.lbs import pack_palette, skin_into
+
+case = np.load(sys.argv[1])
+packed = pack_palette(case["palette"])
+p, n = case["positions"], case["normals"]
+out_p, out_n = np.empty_like(p), np.empty_like(n)
+skin_into(packed, case["joints"], case["weights"], p, n, None, out_p, out_n)
+np.savez(sys.argv[2], positions=out_p, normals=out_n)
+
+@njit(cache=False)
+def group_kernel(palette, joints, weights, positions, normals, out_p, out_n):
+    _skin_chunk(palette, joints, weights, positions, normals, None, out_p, out_n, None, 0, (0, 0, 0, 0), None, None)
+
+group_kernel(packed, case["joints"], case["weights"], p, n, out_p, out_n)
+asm = "".join(group_kernel.inspect_asm().values())
+print(json.dumps({"vector": vector_info(), "cpu_model": machine_info()["cpu_model"], "lanes": planar_lanes(),
+                  "wide": _wide_vectors(), "zmm": len(re.findall("zmm", asm)), "ymm": len(re.findall("ymm", asm))}))
+"""
+
+
+@pytest.mark.skipif(not X86, reason="the AVX2 target is an x86-64 one")
+def test_an_avx2_build_takes_eight_lanes_and_skins_like_the_host(tmp_path):
+    rng = np.random.default_rng(11)
+    v = 5 * 16 + 8 + 3  # whole 16- and 8-vertex groups and a tail for the two-vertex kernel
+    palette, joints, weights, positions, normals, _ = make_case(rng, v, 4, joint_dtype=np.uint16)
+    case = {"palette": palette.astype(np.float32), "joints": joints, "weights": weights,
+            "positions": positions, "normals": normals}
+    np.savez(tmp_path / "case.npz", **case)
+    env = dict(os.environ, NUMBA_CPU_NAME="haswell", NUMBA_CPU_FEATURES="")
+    done = subprocess.run([sys.executable, "-c", _CHILD, str(tmp_path / "case.npz"), str(tmp_path / "out.npz")],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["vector"] == {"llvm_cpu": "haswell", "isa": "AVX2", "vector_bits": 256, "emulated": True}
+    assert "code for haswell" in got["cpu_model"] and "AVX2: 256-bit vectors" in got["cpu_model"]
+    assert got["lanes"] == 8 and got["wide"] is False
+    assert got["zmm"] == 0 and got["ymm"] > 0
+
+    avx2 = np.load(tmp_path / "out.npz")
+    out_p, out_n = np.empty_like(positions), np.empty_like(normals)
+    skin_into(pack_palette(case["palette"]), joints, weights, positions, normals, None, out_p, out_n)
+    ref_p, ref_n, _ = skin(palette, joints.astype(np.int64), weights, positions, normals)
+    ok = well_conditioned(palette, joints, weights)
+    size = np.abs(ref_p).max()
+    for p, n in ((avx2["positions"], avx2["normals"]), (out_p, out_n)):
+        np.testing.assert_allclose(p, ref_p, rtol=1e-5, atol=1e-5 * size)
+        np.testing.assert_allclose(n[ok], ref_n[ok], atol=1e-5)
+    np.testing.assert_allclose(avx2["positions"], out_p, rtol=1e-5, atol=1e-5 * size)
+    np.testing.assert_allclose(avx2["normals"][ok], out_n[ok], atol=1e-5)
