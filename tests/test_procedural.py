@@ -742,6 +742,7 @@ def test_planned_frame_equals_the_general_path_through_changes(demo):
         30: lambda proc: setattr(proc.stages[0], "weight", np.full(1, 0.5)),
         40: lambda proc: setattr(proc.stages[1], "target", None),
         50: lambda proc: proc.look_at((0.0, 1.6, 3.0), smooth_time=0.0),
+        55: lambda proc: setattr(proc.stages[1], "smooth_time", 0.25),  # the fused job's mode and omega anew
         60: lambda proc: setattr(proc, "enabled", False),
         65: lambda proc: setattr(proc, "enabled", True),
         70: lambda proc: proc.place((0.3, 0.0, -0.2), 0.4),

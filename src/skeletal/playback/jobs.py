@@ -51,7 +51,8 @@ inertialization           ``inert_state`` (B, 4) int64, ``inert_clock`` (B, 5), 
 
 A :class:`FootJob` holds a foot-placement stage's arrays (``FOOT_FIELDS``; see
 :class:`skeletal.playback.footplacement.FootPlacement`), a :class:`LookJob` a few characters' look-at
-stage (``LOOK_FIELDS``), a :class:`FusedJob` the three jobs of one character's planned frame, and a
+stage (``LOOK_FIELDS``), a :class:`FusedJob` the three jobs of one character's planned frame (and its stages' fixed
+arguments), and a
 :class:`WideJob` a crowd's wide path (``WIDE_FIELDS``; see :mod:`skeletal.playback.wide`).
 
 An :class:`IKJob` holds a mixer's IK stage table (see :mod:`skeletal.ik`): ``stage_i``, ``stage_f``,
@@ -123,8 +124,10 @@ JIGGLE_FIELDS = ("world", "placement", "pose", "parents", "chain_start", "joints
                  "pos", "vel", "rest_len", "initialised", "weight")
 
 #: a :class:`FusedJob`'s fields: the jobs of one character's planned frame (the mixer's PlaybackJob, the
-#: FootJob, the LookJob)
-FUSED_FIELDS = ("update", "foot", "look")
+#: FootJob, the LookJob) and the stages' fixed arguments (foot placement's ``chunks``, look-at's ``mode``,
+#: ``omega`` and ``keep``: see :func:`skeletal.playback.procedural._frame_py`), so a frame's call passes
+#: only the job, the IK job and dt
+FUSED_FIELDS = ("update", "foot", "look", "chunks", "mode", "omega", "keep")
 
 #: a :class:`FootJob`'s fields: see :func:`skeletal.playback.footplacement.foot_kernel` for each
 FOOT_FIELDS = (
@@ -215,7 +218,8 @@ class JiggleJob(structref.StructRefProxy):
 
 
 class FusedJob(structref.StructRefProxy):
-    """The three jobs of one character's planned frame (``FUSED_FIELDS``). Build with :func:`fused_job`."""
+    """The three jobs of one character's planned frame and its stages' fixed arguments (``FUSED_FIELDS``).
+    Build with :func:`fused_job`."""
 
 
 def _define_boxing(struct_type, proxy_class) -> None:
@@ -398,9 +402,11 @@ def jiggle_job(**fields) -> JiggleJob:
     return _new_jiggle_job(*values)
 
 
-def fused_job(update: PlaybackJob, foot: FootJob, look: LookJob) -> FusedJob:
-    """A :class:`FusedJob` of the three jobs of one character's planned frame."""
-    return _new_fused_job(update, foot, look)
+def fused_job(update: PlaybackJob, foot: FootJob, look: LookJob, chunks: int, mode: int, omega: float,
+              keep: bool) -> FusedJob:
+    """A :class:`FusedJob` of the three jobs of one character's planned frame and its stages' fixed
+    arguments (``FUSED_FIELDS``; typed int64, int64, float64, bool whatever number types are given)."""
+    return _new_fused_job(update, foot, look, int(chunks), int(mode), float(omega), bool(keep))
 
 
 def entry(kernel, *args) -> Callable:

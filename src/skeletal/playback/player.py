@@ -349,9 +349,9 @@ class Player:
             route = getattr(controllers[0], "fused_route", None) if len(controllers) == 1 else None
             if route is not None:
                 dt = float(dt)
-                if route[0] == dt and route[1] is frame:  # (dt, frame, call, job, args)
+                if route[0] == dt and route[1] is frame:  # (dt, frame, call, job, ik)
                     mixer.time += dt
-                    r = route[2](route[3], dt, *route[4])
+                    r = route[2](route[3], route[4], dt)
                     if r:  # an event (the stages wait for it), or a non-finite look-at target
                         controllers[0].after_fused(r, dt)
                     return

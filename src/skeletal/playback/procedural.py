@@ -50,7 +50,7 @@ from ..errors import SkeletalError
 from ..anim.pose import palette_batch, world_matrices, world_palettes_34
 from . import kernels as K
 from .frame import Frame
-from .jobs import FootJob, LookJob, entry, fused_job
+from .jobs import FootJob, LookJob, entry, field, fused_job
 from .contacts import find_legs as find_legs
 # the stages, and what they share, live in their own modules; every name this module held stays importable
 # from here (those it does not use re-exported as "x as x": tests and other modules read them here)
@@ -88,17 +88,17 @@ _ALL = K.ALL
 _FUSED: dict = {}
 
 
-def _frame_py(frame, dt, ik, chunks, mode, omega, keep):
+def _frame_py(frame, ik, dt):
     """The planned frame of one character (:meth:`Procedural.fused_frame`) on a
-    :class:`~skeletal.playback.jobs.FusedJob`:
-    the mixer's serial update kernel (every stage), then (no event possible) foot placement and
-    look-at. Returns 1 when an event may have happened (the stages not run: events come first), -1
-    for a non-finite look-at target, else 0. Compiled by :func:`_fused_frame` (its callees are
-    serial variants made at run time)."""
+    :class:`~skeletal.playback.jobs.FusedJob` (its jobs and the stages' fixed arguments) and ``ik`` (the
+    mixer's IKJob or None): the mixer's serial update kernel (every stage), then (no event possible)
+    foot placement and look-at. Returns 1 when an event may have happened (the stages not run: events
+    come first), -1 for a non-finite look-at target, else 0. Compiled by :func:`_fused_frame` (its
+    callees are serial variants made at run time)."""
     if _UPDATE_SERIAL(frame.update, ik, dt, _ALL) > 0:  # noqa: F821 (set by _fused_frame)
         return 1
-    _FOOT_SERIAL(frame.foot, 0, chunks, None)  # noqa: F821
-    if not look_kernel(frame.look, mode, omega, dt, keep):
+    _FOOT_SERIAL(frame.foot, 0, field(frame, "chunks"), None)  # noqa: F821
+    if not look_kernel(frame.look, field(frame, "mode"), field(frame, "omega"), dt, field(frame, "keep")):
         return -1
     return 0
 
@@ -133,11 +133,12 @@ class _LookCall(NamedTuple):
 
 
 class _FusedCall(NamedTuple):
-    """One character's whole planned frame as one compiled call: ``call(job, dt, *args)`` (see _frame_py)."""
+    """One character's whole planned frame as one compiled call: ``call(job, ik, dt)`` (see _frame_py; the
+    stages' fixed arguments are the job's fields, ``ik`` the mixer's IKJob or None)."""
 
     call: Callable[..., Any]
     job: Any
-    args: tuple
+    ik: Any
 
 
 class _Plan:
@@ -199,11 +200,11 @@ class Procedural:
         """Assigning ``_plan`` (a new plan, or None: dropped) also sets :attr:`fused_route`."""
         self._plan_value = plan
         fused = plan.fused if plan is not None else None
-        self.fused_route = None if fused is None else (plan.dt, plan.frame, fused.call, fused.job, fused.args)
+        self.fused_route = None if fused is None else (plan.dt, plan.frame, fused.call, fused.job, fused.ik)
 
     #: the frame as compiled calls (see _build_plan); its fused call, when it has one, is also
-    #: ``fused_route``: (dt, frame, call, job, args), which a :class:`~skeletal.Player` runs itself as
-    #: ``r = call(job, dt, *args)`` while its mixer's frame is ``frame`` and dt is ``dt`` (then
+    #: ``fused_route``: (dt, frame, call, job, ik), which a :class:`~skeletal.Player` runs itself as
+    #: ``r = call(job, ik, dt)`` while its mixer's frame is ``frame`` and dt is ``dt`` (then
     #: :meth:`after_fused` when r is not 0), without :meth:`fused_frame`'s Python frames
     _plan = property(attrgetter("_plan_value"), _set_plan)
     fused_route: tuple | None
@@ -361,9 +362,8 @@ class Procedural:
         fused = None
         if foot is not None and look is not None and self.count <= SERIAL_BELOW:
             # the mixer's serial update and both stages in one compiled call (see fused_frame)
-            job = fused_job(frame.job, foot.job, look.job)
-            args = (frame.ik, foot.chunks, look.mode, look.omega, look.keep)
-            fused = _FusedCall(entry(_fused_frame(), job, float(dt), *args), job, args)
+            job = fused_job(frame.job, foot.job, look.job, foot.chunks, look.mode, look.omega, look.keep)
+            fused = _FusedCall(entry(_fused_frame(), job, frame.ik, float(dt)), job, frame.ik)
         before_world = (foot is not None and look is None and len(self.stages) == 1 and frame.ik is None
                         and self.count > 1 and self.mixer.controllers == [self])
         one_call = FootFrame(mixer, foot.job, self.count) if before_world and foot is not None and FootFrame.fits(mixer) else None
@@ -385,7 +385,7 @@ class Procedural:
         if fused is None:  # foot placement alone: on one thread, the update and the stage in one call
             one_call = plan.one_call
             return one_call is not None and not self.mixer.collect_events and one_call.run(dt)
-        r = fused.call(fused.job, dt, *fused.args)
+        r = fused.call(fused.job, fused.ik, dt)
         if r:
             self.after_fused(r, dt)
         return True
