@@ -109,7 +109,7 @@ def test_the_suites_warmup_compiles_what_the_tests_need_in_order():
     assert plan([str(tests / "test_sniff.py")])[:1] == ["player"]
     assert "crowd" in plan([str(tests / "test_crowd.py")]) and "ik" not in plan([str(tests / "test_sniff.py")])
     everything = plan([])
-    assert sorted(everything) == sorted(["player", "crowd", "skin", "ik", "procedural", "dq"])
+    assert sorted(everything) == sorted(["player", "crowd", "transitions", "skin", "ik", "procedural", "dq"])
     assert everything[0] == "player"  # the first test files use a Player; the IK and DQ ones come later
     assert plan(["-x", "-k", "walk"]) == everything  # no path: the whole suite
     script = (tests.parent / "scripts" / "test").read_text()

@@ -115,10 +115,39 @@ def job_procedural() -> None:
     player.update(1 / 60)
 
 
+def job_transitions() -> None:
+    """Inertialized transitions (``crossfade(..., blend=...)``) in a Player, a Mixer and a Crowd, and a
+    crowd under motion matching with warping (its search, switch and warp kernels): the update kernels
+    with their inertialization stage compiled in."""
+    import skeletal
+
+    from ..demo import locomotion_asset
+    from ..playback.locomotion import MatchingDatabase, MotionMatching
+
+    asset = locomotion_asset()
+    player = skeletal.Player(asset)
+    player.play("walk_forward")
+    player.update(1 / 60)
+    player.crossfade("run_forward", 0.2, blend="inertialize")
+    player.update(1 / 60)
+    mixer = skeletal.Mixer(asset, count=3)
+    mixer.play("walk_forward")
+    mixer.update(1 / 60)
+    mixer.crossfade("run_forward", 0.2, blend="dead_blend")
+    mixer.update(1 / 60)
+    crowd = skeletal.Crowd(asset, 16)
+    matching = MotionMatching(crowd, MatchingDatabase.build(asset, exclude=("idle", "wave", "walk", "run")),
+                              warping=True)
+    matching.set_goal(np.tile([1.0, 0.5], (16, 1)))
+    for _ in range(8):
+        matching.update(1 / 60)
+
+
 #: The jobs by name, in the order they are started (the longest first).
 JOBS: dict[str, Callable[[], None]] = {
     "player": job_player,
     "crowd": job_crowd,
+    "transitions": job_transitions,
     "ik": job_ik,
     "procedural": job_procedural,
     "skin": job_skin,

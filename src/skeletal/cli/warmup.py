@@ -11,7 +11,7 @@ import click
 @click.option("--jobs", "-j", "processes", type=int, default=None,
               help="Worker processes (default: one per CPU).")
 @click.option("--only", "only", multiple=True,
-              help="Compile only these features (repeat), in this order: player, crowd, ik, procedural, skin, dq.")
+              help="Compile only these features (repeat), in this order: player, crowd, transitions, ik, procedural, skin, dq.")
 def warmup_command(processes, only) -> None:
     """Compile skeletal's numba kernels for this CPU now, into numba's on-disk cache, so that the
     first Player, Crowd, render or bake of later runs starts in about a second. It says which
