@@ -87,3 +87,66 @@ def test_an_avx2_build_takes_eight_lanes_and_skins_like_the_host(tmp_path):
         np.testing.assert_allclose(n[ok], ref_n[ok], atol=1e-5)
     np.testing.assert_allclose(avx2["positions"], out_p, rtol=1e-5, atol=1e-5 * size)
     np.testing.assert_allclose(avx2["normals"][ok], out_n[ok], atol=1e-5)
+
+
+_POSE_CHILD = """
+import json, re, sys
+import numpy as np
+from numba import njit
+from skeletal.anim.pose import _spread_rows, _wide_vectors, depth_order, skin_palette, world_matrices, world_subset_staged
+
+case = np.load(sys.argv[1])
+parents, poses, joints, inverse_bind = case["parents"], case["poses"], case["joints"], case["inverse_bind"]
+world = world_matrices(parents, poses)
+palettes = skin_palette(world, joints, inverse_bind)
+
+@njit(cache=False)
+def staged(parents, nodes, pose, world):
+    world_subset_staged(parents, nodes, pose, world)
+
+nodes = depth_order(parents, np.arange(len(parents)))
+staged_world = np.empty((len(poses), len(parents), 4, 4))
+for b in range(len(poses)):
+    staged(parents, nodes, poses[b], staged_world[b])
+np.savez(sys.argv[2], world=world, palettes=palettes, staged=staged_world)
+asm = "".join(staged.inspect_asm().values())
+print(json.dumps({"wide": _wide_vectors(), "spread": _spread_rows(), "vpermpd": len(re.findall("vpermpd", asm)),
+                  "zmm": len(re.findall("zmm", asm))}))
+"""
+
+
+def _pose_case(rng, nodes=37, batch=3):
+    parents = np.array([-1] + [int(rng.integers(0, i)) for i in range(1, nodes)], np.int32)
+    poses = np.empty((batch, nodes, 10))
+    poses[..., :3] = rng.normal(size=(batch, nodes, 3))
+    q = rng.normal(size=(batch, nodes, 4))
+    poses[..., 3:7] = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    poses[..., 7:] = rng.uniform(0.5, 1.5, (batch, nodes, 3))
+    poses[0, 5, :3] = -0.0  # signs of zero travel through the products
+    joints = rng.choice(nodes, 20, replace=False).astype(np.int64)
+    inverse_bind = np.tile(np.eye(4), (20, 1, 1))
+    inverse_bind[:, :3, :] += rng.normal(scale=0.3, size=(20, 3, 4))
+    return {"parents": parents, "poses": poses, "joints": joints, "inverse_bind": inverse_bind}
+
+
+@pytest.mark.skipif(not X86, reason="the AVX2 target is an x86-64 one")
+def test_an_avx2_build_poses_to_the_same_bits_as_the_host(tmp_path):
+    """World rows and palettes (float64) are the same bits in every target's vector form: AVX2's
+    products spread the parent's rows by shuffles (``pose._spread_rows_codegen``), AVX-512's take two
+    rows at once (``pose._two_rows_codegen``)."""
+    from skeletal.anim.pose import skin_palette, world_matrices
+
+    case = _pose_case(np.random.default_rng(5))
+    np.savez(tmp_path / "case.npz", **case)
+    env = dict(os.environ, NUMBA_CPU_NAME="haswell", NUMBA_CPU_FEATURES="")
+    done = subprocess.run([sys.executable, "-c", _POSE_CHILD, str(tmp_path / "case.npz"), str(tmp_path / "out.npz")],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got == {"wide": False, "spread": 2, "vpermpd": got["vpermpd"], "zmm": 0} and got["vpermpd"] > 0
+    avx2 = np.load(tmp_path / "out.npz")
+    world = world_matrices(case["parents"], case["poses"])
+    for name, ref in (("world", world), ("staged", world), ("palettes", skin_palette(world, case["joints"],
+                                                                                      case["inverse_bind"]))):
+        np.testing.assert_array_equal(avx2[name], ref, err_msg=name)
+        assert np.array_equal(np.signbit(avx2[name]), np.signbit(ref)), name

@@ -45,9 +45,14 @@ def _affine_rows_codegen(context, builder, dst_ty, dst, i, src_ty, src, p, b_row
     """dst[i, r, :] = src[p, r, :3] @ B (+ src[p, r, 3] on the last column) for r < 3, and
     dst[i, 3] = 0 0 0 1 when dst is (n, 4, 4); ``b_rows`` the three rows of B as <4 x double>; ``i``,
     ``p`` int64. Every load comes before the first store. Where the CPU has 512-bit vectors
-    (:func:`_wide_vectors`), rows 0 and 1 go together (:func:`_two_rows_codegen`)."""
+    (:func:`_wide_vectors`), rows 0 and 1 go together (:func:`_two_rows_codegen`); where it has
+    256-bit ones, src's rows 0 and 1 are loaded whole (:func:`_spread_rows_codegen`)."""
     if _wide_vectors():
         _two_rows_codegen(context, builder, dst_ty, dst, i, src_ty, src, p, b_rows)
+        return
+    whole = _spread_rows()
+    if whole:
+        _spread_rows_codegen(context, builder, dst_ty, dst, i, src_ty, src, p, b_rows, whole)
         return
     i64 = ir.IntType(64)
     vec = ir.VectorType(ir.DoubleType(), 4)
@@ -84,6 +89,59 @@ def _wide_vectors() -> bool:
     from .._simd import vector_bits
 
     return vector_bits() >= 512
+
+
+def _spread_rows() -> int:
+    """How many of the source's rows :func:`_spread_rows_codegen` loads whole: 2 where the CPU numba
+    compiles for has 256-bit but not 512-bit vectors (AVX, AVX2), else 0 (that form not taken; chosen
+    at compile time, as :func:`_wide_vectors`)."""
+    from .._simd import vector_bits
+
+    return 2 if vector_bits() == 256 else 0
+
+
+def _spread_rows_codegen(context, builder, dst_ty, dst, i, src_ty, src, p, b_rows, whole=2):
+    """:func:`_affine_rows_codegen` with src[p]'s first ``whole`` rows loaded whole and each entry
+    spread over a vector by a register shuffle, the other rows' entries broadcast from single loads.
+    A world row's parent was stored a few products earlier, and the 4-wide form's twelve broadcasts
+    read single entries out of those stores: the products waited on them. The shuffles take the
+    vector pipes the loads leave free, so two rows whole balance the two (AVX2 code, Soldier's 68
+    world rows and 49 palettes: see docs/guides/performance.md). An empty asm statement hands each
+    loaded row over in a register; without it LLVM folds the shuffles back into broadcast loads.
+    The same operations in the same order for every entry: the same bits."""
+    b = builder
+    i32, i64 = ir.IntType(32), ir.IntType(64)
+    vec = ir.VectorType(ir.DoubleType(), 4)
+    d = context.make_array(dst_ty)(context, builder, dst)
+    s = context.make_array(src_ty)(context, builder, src)
+    s_rows = cgutils.unpack_tuple(builder, s.shape, 3)[1]
+    d_rows = cgutils.unpack_tuple(builder, d.shape, 3)[1]
+    four = ir.Constant(i64, 4)
+
+    def row_at(array, index, n_rows, r):
+        at = b.mul(b.add(b.mul(index, n_rows), ir.Constant(i64, r)), four)
+        return b.bitcast(b.gep(array.data, [at]), vec.as_pointer())
+
+    def spread(x, k):
+        return b.shuffle_vector(x, x, ir.Constant(ir.VectorType(i32, 4), [k] * 4))
+
+    in_register = ir.InlineAsm(ir.FunctionType(vec, [vec]), "", "=x,0")
+    rows = [b.call(in_register, [b.load(row_at(s, p, s_rows, r), align=8)]) for r in range(whole)]
+    for r in range(whole, 3):
+        at = b.mul(b.add(b.mul(p, s_rows), ir.Constant(i64, r)), four)
+        rows.append([_splat(b, b.load(b.gep(s.data, [b.add(at, ir.Constant(i64, k))])), vec) for k in range(4)])
+    last = ir.Constant(ir.VectorType(i32, 4), [0, 1, 2, 7])
+    out = []
+    for r, row in enumerate(rows):  # ((a0 b0 + a1 b1) + a2 b2), + a3 on the last column only
+        a = [spread(row, k) for k in range(4)] if r < whole else row
+        v = b.fmul(a[0], b_rows[0])
+        v = b.fadd(v, b.fmul(a[1], b_rows[1]))
+        v = b.fadd(v, b.fmul(a[2], b_rows[2]))
+        out.append(b.shuffle_vector(v, b.fadd(v, a[3]), last))
+    for r, v in enumerate(out):
+        b.store(v, row_at(d, i, d_rows, r), align=8)
+    with b.if_then(b.icmp_signed("==", d_rows, four), likely=True):  # a 4x4: its bottom row
+        b.store(ir.Constant(vec, [0.0, 0.0, 0.0, 1.0]), row_at(d, i, d_rows, 3), align=8)
 
 
 def _two_rows_codegen(context, builder, dst_ty, dst, i, src_ty, src, p, b_rows):
