@@ -333,8 +333,9 @@ def test_affine_products_two_rows_to_a_vector_equal_the_four_wide_form(monkeypat
     from numba import njit
 
     from skeletal.anim import pose as P
+    from skeletal.anim import pose_ir
 
-    monkeypatch.setattr(P, "_wide_vectors", lambda: wide)
+    monkeypatch.setattr(pose_ir, "_wide_vectors", lambda: wide)
 
     @njit(cache=False)
     def run(parents, nodes, pose, world, joints, inverse_bind, out):
