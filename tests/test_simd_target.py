@@ -31,11 +31,23 @@ def test_the_width_follows_the_compile_target():
         assert _simd.isa_name() in ("AVX-512", "AVX2", "AVX", "SSE")
 
 
+def _run_for_haswell(script: str, case: dict, tmp_path):
+    """``script`` in a child process whose numba compiles for haswell (AVX2, no AVX-512), given
+    ``case`` saved as an .npz (argv[1]) and an output path (argv[2]): (its last stdout line as JSON,
+    the arrays it saved)."""
+    np.savez(tmp_path / "case.npz", **case)
+    env = dict(os.environ, NUMBA_CPU_NAME="haswell", NUMBA_CPU_FEATURES="")
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "case.npz"), str(tmp_path / "out.npz")],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1]), np.load(tmp_path / "out.npz")
+
+
 _CHILD = """
 import json, re, sys
 import numpy as np
 from numba import njit
-from skeletal.anim.pose import _wide_vectors
+from skeletal.anim.pose_ir import _wide_vectors
 from skeletal.bench import machine_info, vector_info
 from skeletal.skinning.ir import _skin_chunk, planar_lanes
 from skeletal.skinning.lbs import pack_palette, skin_into
@@ -65,18 +77,12 @@ def test_an_avx2_build_takes_eight_lanes_and_skins_like_the_host(tmp_path):
     palette, joints, weights, positions, normals, _ = make_case(rng, v, 4, joint_dtype=np.uint16)
     case = {"palette": palette.astype(np.float32), "joints": joints, "weights": weights,
             "positions": positions, "normals": normals}
-    np.savez(tmp_path / "case.npz", **case)
-    env = dict(os.environ, NUMBA_CPU_NAME="haswell", NUMBA_CPU_FEATURES="")
-    done = subprocess.run([sys.executable, "-c", _CHILD, str(tmp_path / "case.npz"), str(tmp_path / "out.npz")],
-                          env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    got = json.loads(done.stdout.strip().splitlines()[-1])
+    got, avx2 = _run_for_haswell(_CHILD, case, tmp_path)
     assert got["vector"] == {"llvm_cpu": "haswell", "isa": "AVX2", "vector_bits": 256, "emulated": True}
     assert "code for haswell" in got["cpu_model"] and "AVX2: 256-bit vectors" in got["cpu_model"]
     assert got["lanes"] == 8 and got["wide"] is False
     assert got["zmm"] == 0 and got["ymm"] > 0
 
-    avx2 = np.load(tmp_path / "out.npz")
     out_p, out_n = np.empty_like(positions), np.empty_like(normals)
     skin_into(pack_palette(case["palette"]), joints, weights, positions, normals, None, out_p, out_n)
     ref_p, ref_n, _ = skin(palette, joints.astype(np.int64), weights, positions, normals)
@@ -93,7 +99,8 @@ _POSE_CHILD = """
 import json, re, sys
 import numpy as np
 from numba import njit
-from skeletal.anim.pose import _spread_rows, _wide_vectors, depth_order, skin_palette, world_matrices, world_subset_staged
+from skeletal.anim.pose import depth_order, skin_palette, world_matrices, world_subset_staged
+from skeletal.anim.pose_ir import _spread_rows, _wide_vectors
 
 case = np.load(sys.argv[1])
 parents, poses, joints, inverse_bind = case["parents"], case["poses"], case["joints"], case["inverse_bind"]
@@ -132,19 +139,13 @@ def _pose_case(rng, nodes=37, batch=3):
 @pytest.mark.skipif(not X86, reason="the AVX2 target is an x86-64 one")
 def test_an_avx2_build_poses_to_the_same_bits_as_the_host(tmp_path):
     """World rows and palettes (float64) are the same bits in every target's vector form: AVX2's
-    products spread the parent's rows by shuffles (``pose._spread_rows_codegen``), AVX-512's take two
-    rows at once (``pose._two_rows_codegen``)."""
+    products spread the parent's rows by shuffles (``pose_ir._spread_rows_codegen``), AVX-512's take two
+    rows at once (``pose_ir._two_rows_codegen``)."""
     from skeletal.anim.pose import skin_palette, world_matrices
 
     case = _pose_case(np.random.default_rng(5))
-    np.savez(tmp_path / "case.npz", **case)
-    env = dict(os.environ, NUMBA_CPU_NAME="haswell", NUMBA_CPU_FEATURES="")
-    done = subprocess.run([sys.executable, "-c", _POSE_CHILD, str(tmp_path / "case.npz"), str(tmp_path / "out.npz")],
-                          env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    got = json.loads(done.stdout.strip().splitlines()[-1])
+    got, avx2 = _run_for_haswell(_POSE_CHILD, case, tmp_path)
     assert got == {"wide": False, "spread": 2, "vpermpd": got["vpermpd"], "zmm": 0} and got["vpermpd"] > 0
-    avx2 = np.load(tmp_path / "out.npz")
     world = world_matrices(case["parents"], case["poses"])
     for name, ref in (("world", world), ("staged", world), ("palettes", skin_palette(world, case["joints"],
                                                                                       case["inverse_bind"]))):

@@ -24,8 +24,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 from .._compile import serial_variant
-
-from .pose_ir import _affine_rows_codegen, _splat, _spread_rows, _wide_vectors  # noqa: F401 (re-exported)
+from .pose_ir import _affine_rows_codegen
 
 
 def _affine_f64(*arrays) -> bool:

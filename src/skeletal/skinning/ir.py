@@ -377,9 +377,9 @@ def planar_lanes() -> int:
     (AVX-512), 8 elsewhere, so that every vector of the kernel is one register; each vertex's blend
     then reads its 16-float palette entry as 16 // lanes vectors. Read at compile time: numba's cache
     is keyed by the target, so a cached kernel always has its target's width."""
-    from .._simd import vector_bits
+    from .._simd import float32_lanes
 
-    return LANES if vector_bits() >= 32 * LANES else 8
+    return max(8, float32_lanes(LANES))
 
 
 def _transpose_masks(n: int, s: int):
