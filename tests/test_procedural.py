@@ -493,7 +493,7 @@ def test_parallel_foot_placement_equals_the_serial_twin(demo, monkeypatch):
         numba.set_num_threads(1)
         serial = [m.world.copy() for m, _ in _mixer_on(demo, spec, 6, 20)]
         numba.set_num_threads(2)
-        assert procedural._foot_chunks(6, 2) == 6 and procedural._foot_chunks(6, 1) == 1
+        assert procedural._foot_chunks(6, 2) == 2 and procedural._foot_chunks(6, 1) == 1
         parallel = []
         for frame, (m, stage) in enumerate(_mixer_on(demo, spec, 6, 20)):
             parallel.append(m.world.copy())
