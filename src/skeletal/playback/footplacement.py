@@ -70,7 +70,8 @@ def foot_kernel(job, phase, chunks, update):
     g_kind, g_params, g_grid: :meth:`.ground.Ground.kernel_args`; heights (B, L), normals (B, L, 3):
     the ground under each foot target (world), written (phase 0) or read (phase 2); queried (B, L, 2)
     the world (x, z) that ``heights``/``normals`` hold the query of (NaN: none); a terrain is queried at
-    every leg's point, its sines and cosines in SIMD lanes (:func:`.ground.sincos_lanes`); contact (B, L)
+    each leg's point unless it is that one (a planted foot's lock), the block's points' sines and
+    cosines in SIMD lanes (:func:`.ground.sincos_lanes`); contact (B, L)
     0..1, written; ankle (L,) foot joint height over the floor when planted flat; leg_len (L,);
     scalars (8,): floor (model y of the clips' floor), reach (fraction of the leg length a leg may
     stretch to), omega, dt (the pelvis spring), soft (two-bone soft limit), max_tilt (radians),
@@ -136,6 +137,7 @@ def foot_kernel(job, phase, chunks, update):
                     K.clock_and_blend(b, tid, update[0], update[1], K.ADVANCE | K.BLEND)
             # each character's contact weights, world rows and foot targets' world (x, z), then the ground
             # under them (a terrain: the whole block's waves at once), then each one's pelvis and legs
+            fresh_points = 0  # a terrain's legs queried anew in this block (the others' point is unchanged)
             for b in range(b0, b1):
                 # This instance's arrays as views made once (a view costs an atomic reference count on an array
                 # every thread shares); rows and matrices below are indexed, not sliced.
@@ -170,16 +172,20 @@ def foot_kernel(job, phase, chunks, update):
                                     locked[b, l] = False
                         targets[b, l, 0], targets[b, l, 2] = fx, fz
                 if terrain_lanes:
-                    at = (b - b0) * (n_legs * n_waves)
                     for l in range(n_legs):
                         x, z = targets[b, l, 0], targets[b, l, 2]
+                        if x == queried[b, l, 0] and z == queried[b, l, 1]:
+                            continue  # heights / normals hold this point's query (a planted foot's lock: ~40%)
+                        at = fresh_points * n_waves
+                        fresh_points += 1
                         for i in range(n_waves):
-                            wave_args[at + l * n_waves + i] = (x * g_params[2 + i] + z * g_params[2 + n_waves + i]
-                                                               + g_params[2 + 2 * n_waves + i])
+                            wave_args[at + i] = (x * g_params[2 + i] + z * g_params[2 + n_waves + i]
+                                                 + g_params[2 + 2 * n_waves + i])
             if phase == 1:
                 continue
-            if terrain_lanes:
-                sincos_lanes(wave_args, wave_sins, wave_coss, ((b1 - b0) * (n_legs * n_waves) + 7) // 8 * 8)
+            if terrain_lanes and fresh_points > 0:
+                sincos_lanes(wave_args, wave_sins, wave_coss, (fresh_points * n_waves + 7) // 8 * 8)
+            fresh_points = 0  # counted again below, in the same order
             solving = False
             for b in range(b0, b1):
                 M = placement[b]
@@ -195,12 +201,17 @@ def foot_kernel(job, phase, chunks, update):
                     if phase == 0 or before_world:
                         x, z = targets[b, l, 0], targets[b, l, 2]
                         if terrain_lanes:  # the same bits as ground_at's, from the lanes' sines and cosines
-                            h, nx, ny, nz = terrain_sum(g_params, wave_sins, wave_coss, ((b - b0) * n_legs + l) * n_waves)
+                            if not (x == queried[b, l, 0] and z == queried[b, l, 1]):  # (else: the same point)
+                                h, nx, ny, nz = terrain_sum(g_params, wave_sins, wave_coss, fresh_points * n_waves)
+                                fresh_points += 1
+                                heights[b, l] = h
+                                normals[b, l, 0], normals[b, l, 1], normals[b, l, 2] = nx, ny, nz
+                                queried[b, l, 0], queried[b, l, 1] = x, z
                         else:
                             h, nx, ny, nz = ground_at(g_kind, g_params, g_grid, x, z)
-                        heights[b, l] = h
-                        normals[b, l, 0], normals[b, l, 1], normals[b, l, 2] = nx, ny, nz
-                        queried[b, l, 0], queried[b, l, 1] = x, z
+                            heights[b, l] = h
+                            normals[b, l, 0], normals[b, l, 1], normals[b, l, 2] = nx, ny, nz
+                            queried[b, l, 0], queried[b, l, 1] = x, z
                     fj = legs[2, l]
                     fy = M[1, 0] * world_b[fj, 0, 3] + M[1, 1] * world_b[fj, 1, 3] + M[1, 2] * world_b[fj, 2, 3] + M[1, 3]
                     ny = max(normals[b, l, 1], 0.2)
