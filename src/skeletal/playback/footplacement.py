@@ -84,41 +84,44 @@ def foot_kernel(job, phase, chunks, update):
     pelvis, not in a leg) translate with it (those of the legs too where the IK does not run), ``pal_idx[pal_start[l + 1]:pal_start[l + 2]]`` (under leg l) are
     recomputed after its IK. ``update``: None (pruned), or (PlaybackJob, dt), phase 3: each block's clocks and blend
     first (:func:`~skeletal.playback.kernels.clock_and_blend`; :class:`~skeletal.playback.footframe.FootFrame`)."""
-    # fields read without taking references (see :func:`.jobs.field`): views of them take none either
-    pose, world, parents = field(job, "pose"), field(job, "world"), field(job, "parents")
-    placement, legs, pelvis = field(job, "placement"), field(job, "legs"), field(job, "pelvis")
-    pelvis_nodes, leg_nodes, leg_start = field(job, "pelvis_nodes"), field(job, "leg_nodes"), field(job, "leg_start")
-    g_kind = field(job, "g_kind")
-    g_params, g_grid, heights = field(job, "g_params"), field(job, "g_grid"), field(job, "heights")
-    queried = field(job, "queried")
-    normals, contact, ankle = field(job, "normals"), field(job, "contact"), field(job, "ankle")
-    leg_len, scalars, weight = field(job, "leg_len"), field(job, "scalars"), field(job, "weight")
-    state, initialised, plant = field(job, "state"), field(job, "initialised"), field(job, "plant")
-    locked, lock, targets = field(job, "locked"), field(job, "lock"), field(job, "targets")
-    pelvis_offset, pal, pal_joints = field(job, "pelvis_offset"), field(job, "pal"), field(job, "pal_joints")
-    inv_bind, pal_idx, pal_start = field(job, "inv_bind"), field(job, "pal_idx"), field(job, "pal_start")
-    probe_nodes, body_nodes = field(job, "probe_nodes"), field(job, "body_nodes")
-    before_world = phase == 3  # the update left the world rows and palettes to this stage
-    probe_split = 0  # the pelvis' place in probe_nodes (its ancestors before it, its subtree's rows after)
-    while probe_split < probe_nodes.shape[0] - 1 and probe_nodes[probe_split] != pelvis:
-        probe_split += 1
-    n = pose.shape[0]
+    # Everything a range reads is taken from the job inside the parallel loop's body: the body's live-in
+    # variables are what OpenMP's region is given, and each costs the launch (some 45 arrays: ~0.9 us a
+    # frame on 2 threads, more than the few ns of reading them again per range).
+    n = field(job, "pose").shape[0]
     chunks = max(min(n, chunks), 1)
-    n_legs = legs.shape[1]
-    floor, reach, omega, dt, max_tilt = scalars[0], scalars[1], scalars[2], scalars[3], scalars[5]
-    decay = math.exp(-omega * dt)  # the pelvis spring's decay over dt: the same for every instance
-    # |w| >= cos(max_tilt / 2) means 2 acos|w| <= max_tilt (acos decreases); the bound is widened by a
-    # few ulps so that rounding never skips a turn that the exact comparison would limit
-    cos_half_tilt = math.cos(0.5 * max_tilt) * (1.0 + 1e-12)
-    # a terrain's W waves at every leg's point of a block's characters: the W * L arguments of each, then
-    # the block's sines and cosines in SIMD lanes (:func:`.ground.sincos_lanes`), summed per leg
-    # (:func:`.ground.terrain_sum`)
-    n_waves = int(g_params[1]) if g_kind == GROUND_TERRAIN else 0
-    terrain_lanes = g_kind == GROUND_TERRAIN and (phase == 0 or before_world)
-    soft = scalars[4]
-    per_block = max(LW // n_legs, 1)  # characters whose legs fill a block of lanes (footlanes.LW)
-    n_block_waves = block_waves(n_legs, n_waves, per_block)
     for c in prange(chunks):
+        # fields read without taking references (see :func:`.jobs.field`): views of them take none either
+        pose, world, parents = field(job, "pose"), field(job, "world"), field(job, "parents")
+        placement, legs, pelvis = field(job, "placement"), field(job, "legs"), field(job, "pelvis")
+        pelvis_nodes, leg_nodes, leg_start = field(job, "pelvis_nodes"), field(job, "leg_nodes"), field(job, "leg_start")
+        g_kind = field(job, "g_kind")
+        g_params, g_grid, heights = field(job, "g_params"), field(job, "g_grid"), field(job, "heights")
+        queried = field(job, "queried")
+        normals, contact, ankle = field(job, "normals"), field(job, "contact"), field(job, "ankle")
+        leg_len, scalars, weight = field(job, "leg_len"), field(job, "scalars"), field(job, "weight")
+        state, initialised, plant = field(job, "state"), field(job, "initialised"), field(job, "plant")
+        locked, lock, targets = field(job, "locked"), field(job, "lock"), field(job, "targets")
+        pelvis_offset, pal, pal_joints = field(job, "pelvis_offset"), field(job, "pal"), field(job, "pal_joints")
+        inv_bind, pal_idx, pal_start = field(job, "inv_bind"), field(job, "pal_idx"), field(job, "pal_start")
+        probe_nodes, body_nodes = field(job, "probe_nodes"), field(job, "body_nodes")
+        before_world = phase == 3  # the update left the world rows and palettes to this stage
+        probe_split = 0  # the pelvis' place in probe_nodes (its ancestors before it, its subtree's rows after)
+        while probe_split < probe_nodes.shape[0] - 1 and probe_nodes[probe_split] != pelvis:
+            probe_split += 1
+        n_legs = legs.shape[1]
+        floor, reach, omega, dt, max_tilt = scalars[0], scalars[1], scalars[2], scalars[3], scalars[5]
+        decay = math.exp(-omega * dt)  # the pelvis spring's decay over dt: the same for every instance
+        # |w| >= cos(max_tilt / 2) means 2 acos|w| <= max_tilt (acos decreases); the bound is widened by a
+        # few ulps so that rounding never skips a turn that the exact comparison would limit
+        cos_half_tilt = math.cos(0.5 * max_tilt) * (1.0 + 1e-12)
+        # a terrain's W waves at every leg's point of a block's characters: the W * L arguments of each, then
+        # the block's sines and cosines in SIMD lanes (:func:`.ground.sincos_lanes`), summed per leg
+        # (:func:`.ground.terrain_sum`)
+        n_waves = int(g_params[1]) if g_kind == GROUND_TERRAIN else 0
+        terrain_lanes = g_kind == GROUND_TERRAIN and (phase == 0 or before_world)
+        soft = scalars[4]
+        per_block = max(LW // n_legs, 1)  # characters whose legs fill a block of lanes (footlanes.LW)
+        n_block_waves = block_waves(n_legs, n_waves, per_block)
         # scratch of this range of instances (its thread's part of the job's, no allocation per call): a
         # block's terrain wave arguments, sines and cosines, its legs' IK inputs and outputs, its characters
         # whose legs are in the lanes
