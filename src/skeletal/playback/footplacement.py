@@ -190,14 +190,12 @@ def foot_kernel(job, phase, chunks, update):
                 sincos_lanes(wave_args, wave_sins, wave_coss, (fresh_points * n_waves + 7) // 8 * 8)
             fresh_points = 0  # counted again below, in the same order
             solving = False
+            # each character's ground, foot targets' heights and pelvis offset: a short chain of divisions and
+            # square roots a character, run for the whole block in one loop so that the characters' chains
+            # overlap (with the world rows' work between them, each waited on its own)
             for b in range(b0, b1):
                 M = placement[b]
-                pose_b = pose[b]
                 world_b = world[b]
-                pal_b = pal[b]
-                w = weight[b]
-                # world -> model: R^T (p - t); world up in model space is R's second row
-                upx, upy, upz = M[1, 0], M[1, 1], M[1, 2]
                 floor_w = M[1, 3] + floor * M[1, 1]
                 goal = np.inf
                 for l in range(n_legs):
@@ -251,8 +249,17 @@ def foot_kernel(job, phase, chunks, update):
                     state[b, 0] = hard
                     state[b, 1] = min(state[b, 1], 0.0)
                 initialised[b] = True
-                d = state[b, 0] * w
-                pelvis_offset[b] = d
+                pelvis_offset[b] = state[b, 0] * weight[b]
+            # then each one's pelvis moved, its world rows and palettes, its legs into the lanes
+            for b in range(b0, b1):
+                M = placement[b]
+                pose_b = pose[b]
+                world_b = world[b]
+                pal_b = pal[b]
+                w = weight[b]
+                # world -> model: R^T (p - t); world up in model space is R's second row
+                upx, upy, upz = M[1, 0], M[1, 1], M[1, 2]
+                d = pelvis_offset[b]
                 if d != 0.0:
                     vx, vy, vz = upx * d, upy * d, upz * d  # the world-vertical move, in model space
                     p = parents[pelvis]
