@@ -2,12 +2,13 @@
 # helpers, transposes and the transform; split apart they would import each other.
 """The LLVM IR of the float32 dual quaternion kernels, built with :mod:`skeletal.skinning.ir`'s emitters.
 
-Holds the vertex emitters (1-2 vertices at a time, ``_emit_dq_vertices``), the planar ``LANES``-vertex
-group emitters (``_emit_dq_group``, and ``_emit_dq_signed`` over the signed-record table), their lane
-helpers, and the chunk intrinsic ``_skin_dq_chunk`` that :mod:`skeletal.skinning.dqs`'s numba kernels
-call. The palette is :func:`~skeletal.skinning.dq_palette.pack_dq_palette`'s (J, 16) float32 (qr, qd
-xyzw, S upper triangle, rigid flag); vertex arrays are float32 with contiguous rows. The kernel's
-design is described in :mod:`skeletal.skinning.dqs`'s docstring.
+Holds the vertex emitters (1-2 vertices at a time, ``_emit_dq_vertices``), the planar group emitters
+(``_emit_dq_group``, and ``_emit_dq_signed`` over the signed-record table; 16 vertices a group, or 8 on
+256-bit targets: :func:`~skeletal.skinning.ir.planar_lanes`), their lane helpers, and the chunk intrinsic
+``_skin_dq_chunk`` that :mod:`skeletal.skinning.dqs`'s numba kernels call. The palette is
+:func:`~skeletal.skinning.dq_palette.pack_dq_palette`'s (J, 16) float32 (qr, qd xyzw, S upper triangle,
+rigid flag); vertex arrays are float32 with contiguous rows. The kernel's design is described in
+:mod:`skeletal.skinning.dqs`'s docstring.
 """
 
 from __future__ import annotations
@@ -510,7 +511,9 @@ def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool, diagonal: boo
     vertex blends in one hemisphere (``skin_dq_into``'s ``pairs``), so nothing is negated and no pivot found.
     ``lanes`` 8 (256-bit targets, :func:`~skeletal.skinning.ir.planar_lanes`): each record is read as two
     8-float halves, (qr, qd) and S (the rigid kernel reads the first only), blended apart, and each half's 8
-    blended rows transposed as one 8 x 8 block (qr, qd: 24 shuffles; S only its wanted 6 or 3 rows)."""
+    blended rows transposed as one 8 x 8 block (qr, qd: 24 shuffles; S only its wanted 6 or 3 rows: 22 or
+    17). (The 16-lane form's joined halves hide each blend behind an empty asm whose operand must fit one
+    vector register: on a 256-bit target LLVM aborts the process there, so that form is never built for one.)"""
     e = Emit(b)
     pal = Rows(context, b, A[0], args[0], DQ_STRIDE)
     # A (J, J) sign table, or a (J,) array: the palette's signs were made consistent for this mesh (every
