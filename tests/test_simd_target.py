@@ -236,5 +236,6 @@ def test_an_avx2_build_dual_quaternion_skins_in_eight_lanes_like_the_reference(t
             np.testing.assert_allclose(p, ref_p, rtol=1e-5, atol=1e-5 * size, err_msg=scale)
             np.testing.assert_allclose(n, ref_n, atol=1e-5, err_msg=scale)
         if scale != "diagonal":
-            np.testing.assert_allclose(avx2[scale + "_small_p"], ref_p[:200], rtol=1e-5, atol=1e-5 * size, err_msg=scale)
+            np.testing.assert_allclose(avx2[scale + "_small_p"], ref_p[:200], rtol=1e-5, atol=1e-5 * size,
+                                       err_msg=scale)
             np.testing.assert_allclose(avx2[scale + "_small_n"], ref_n[:200], atol=1e-5, err_msg=scale)

@@ -257,8 +257,8 @@ def _lane_vector(e: Emit, scalars):
 
 def _transposed(e: Emit, ptrs, offsets, n: int, wanted):
     """Records of ``n`` float32 (n = 4 or 8) at each byte offset of ``offsets`` past each of the group's
-    pointers ``ptrs`` (16 or 8 of them, i8*, vertex order) -> per offset ``{el: vector}``, lane l of it = element el of
-    vertex l's record (``wanted``: one collection of elements per offset).
+    pointers ``ptrs`` (16 or 8 of them, i8*, vertex order) -> per offset ``{el: vector}``, lane l of it =
+    element el of vertex l's record (``wanted``: one collection of elements per offset).
 
     Each n-float record is one load; row r of the transpose holds the records of vertices r, n + r,
     2n + r, ... in its n-lane blocks (joined by inserts straight from memory), so the in-block
@@ -416,10 +416,11 @@ def _emit_dq_group(context, b, A, args, v0, k: int, scaled: bool, clamp: bool, l
 
 
 def _emit_dq_transform(context, b, e: Emit, A, args, v0, q, d, s6) -> None:
-    """The planar kernels' transform of a group's vertices (16 or 8: the vectors' lanes) from v0 on, lane-wise: ``q``, ``d`` the blended
-    dual quaternion (4 + 4 vectors, not normalised), ``s6`` the blended S (s00, s01, s02, s11, s12, s22)
-    or None (rigid): positions (and normals when given) read, transformed and stored. An entry of ``s6``
-    may be None, a structural zero (the diagonal kernel's off-diagonals): its products are not emitted."""
+    """The planar kernels' transform of a group's vertices (16 or 8: the vectors' lanes) from v0 on,
+    lane-wise: ``q``, ``d`` the blended dual quaternion (4 + 4 vectors, not normalised), ``s6`` the blended
+    S (s00, s01, s02, s11, s12, s22) or None (rigid): positions (and normals when given) read, transformed
+    and stored. An entry of ``s6`` may be None, a structural zero (the diagonal kernel's off-diagonals): its
+    products are not emitted."""
     do_n = not isinstance(A[4], types.NoneType)
     scaled = s6 is not None
     if scaled:
@@ -494,7 +495,8 @@ def _emit_dq_transform(context, b, e: Emit, A, args, v0, q, d, s6) -> None:
     _store_xyz(context, b, e, A, args, 7, v0, [e.mul(c, factor) for c in rotate(n)])
 
 
-def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool, diagonal: bool = False, lanes: int = LANES) -> None:
+def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool, diagonal: bool = False,
+                    lanes: int = LANES) -> None:
     """IR dual quaternion skinning of the ``lanes`` vertices v0 .. v0 + lanes - 1 of dense (V, 3) arrays, K = k
     unrolled, positions (+ normals; no tangents), with the sign table (:func:`_signed_records`): A[13]
     the (J, J) int32 table. Per vertex, the pivot's table row says which influences lie in the other
