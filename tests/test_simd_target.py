@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from skeletal import _simd
-from skeletal.skinning.ir import LANES, planar_lanes
+from skeletal.skinning.ir import CHUNK, LANES, planar_lanes
 from skeletal.skinning.lbs import pack_palette, skin, skin_into
 
 from test_skin_kernels import make_case, well_conditioned
@@ -151,3 +151,91 @@ def test_an_avx2_build_poses_to_the_same_bits_as_the_host(tmp_path):
                                                                                       case["inverse_bind"]))):
         np.testing.assert_array_equal(avx2[name], ref, err_msg=name)
         assert np.array_equal(np.signbit(avx2[name]), np.signbit(ref)), name
+
+
+_DQ_CHILD = """
+import json, re, sys
+import numpy as np
+from numba import njit
+from skeletal.skinning.ir import planar_lanes
+from skeletal.skinning.dq_ir import _skin_dq_chunk
+from skeletal.skinning.dqs import _hemisphere_signs, _signed_records, dq_hemisphere_pairs, skin_dq_into
+
+case = np.load(sys.argv[1])
+joints, weights, p, n = case["joints"], case["weights"], case["positions"], case["normals"]
+pairs = dq_hemisphere_pairs(joints, weights)
+out, same = {}, {}
+for scale in ("rigid", "diagonal", "sheared"):
+    packed = case[scale]
+    table = [np.empty_like(p), np.empty_like(n)]
+    skin_dq_into(packed, joints, weights, p, n, None, *table)  # the sign table on every vertex
+    masked = [np.empty_like(p), np.empty_like(n)]
+    skin_dq_into(packed, joints, weights, p, n, None, *masked, pairs=pairs)  # sign-free, the table where pairs fail
+    same[scale] = bool(np.array_equal(table[0], masked[0]) and np.array_equal(table[1], masked[1])
+                       and not _hemisphere_signs(packed, pairs.pairs, np.empty(len(packed), np.int32)))
+    out.update({scale + "_p": table[0], scale + "_n": table[1]})
+    if scale != "diagonal":  # (the group kernel takes a diagonal S as any S: the sheared case's code)
+        small = [np.empty_like(p[:200]), np.empty_like(n[:200])]  # under SIGNED_MIN_VERTICES: the group kernel
+        skin_dq_into(packed, joints[:200], weights[:200], p[:200], n[:200], None, *small)
+        out.update({scale + "_small_p": small[0], scale + "_small_n": small[1]})
+np.savez(sys.argv[2], **out)
+
+@njit(cache=False)
+def signed_kernel(palette, joints, weights, positions, normals, out_p, out_n, signs):
+    _skin_dq_chunk(palette, joints, weights, positions, normals, None, out_p, out_n, None, 0, (0, 0, 0, 0), True,
+                   None, signs)
+
+signs = np.empty((len(case["sheared"]),) * 2, np.int32)
+_signed_records(case["sheared"], signs)
+signed_kernel(case["sheared"], joints, weights, p, n, np.empty_like(p), np.empty_like(n), signs)
+asm = "".join(signed_kernel.inspect_asm().values())
+print(json.dumps({"lanes": planar_lanes(), "same": same, "zmm": len(re.findall("zmm", asm)),
+                  "ymm": len(re.findall("ymm", asm))}))
+"""
+
+
+@pytest.mark.skipif(not X86, reason="the AVX2 target is an x86-64 one")
+def test_an_avx2_build_dual_quaternion_skins_in_eight_lanes_like_the_reference(tmp_path):
+    """DQS's planar kernels (the signed-record kernel with the sign table, without it where the mesh's pairs
+    pass, and the group kernel of small meshes) take 8 lanes on AVX2: no 512-bit instruction, the reference's
+    result for rigid, axis-aligned and sheared scale, and the pairs' masks give the table's output bit for
+    bit where some pairs fail (their 16-vertex blocks are two 8-vertex groups; the mesh's partial last block
+    ends in the two-vertex kernel either way)."""
+    from skeletal.skinning.dqs import pack_dq_palette, skin_dq, skin_dq_into
+
+    from test_skin_dq_hemispheres import chain_mesh, chain_rig, turn
+
+    # tangled_case's mesh: a 24-joint chain whose joints 0, 1, 2 no signs put in one hemisphere, blended
+    # together only by the chosen rows (in three 16-vertex blocks, the last the mesh's partial one)
+    chosen = [50, CHUNK + 40, 2 * CHUNK + 3 * LANES + 2, 53, CHUNK + 41, 2 * CHUNK + 3 * LANES + 4]
+    rng = np.random.default_rng(41)
+    n_joints, v = 24, 2 * CHUNK + 3 * LANES + 5
+    joints, weights, positions, normals = chain_mesh(rng, v, n_joints, 4)
+    joints[joints.min(axis=1) < 3] += 3
+    for i, row in enumerate(chosen):
+        joints[row] = [[0, 1, 2, 3], [1, 2, 0, 3], [2, 0, 1, 3]][i % 3]
+    weights[chosen] = [0.4, 0.3, 0.2, 0.1]
+    joints = joints.astype(np.uint8)
+    case, palettes = {}, {}
+    for scale in (None, "diagonal", "sheared"):
+        palette = chain_rig(rng, n_joints, 40.0, scale)
+        for joint, degrees in ((0, 0.0), (1, 240.0), (2, 120.0)):
+            palette[joint, :3, :3] = turn(np.array([0.0, 0.0, 1.0]), degrees) @ palette[joint, :3, :3]
+        palettes[scale or "rigid"] = palette
+        case[scale or "rigid"] = pack_dq_palette(palette)
+    case.update(joints=joints, weights=weights, positions=positions, normals=normals)
+    got, avx2 = _run_for_haswell(_DQ_CHILD, case, tmp_path)
+    assert got["lanes"] == 8 and got["zmm"] == 0 and got["ymm"] > 0
+    assert got["same"] == {"rigid": True, "diagonal": True, "sheared": True}
+    for scale in ("rigid", "diagonal", "sheared"):
+        ref_p, ref_n, _ = skin_dq(palettes[scale], joints, weights, positions, normals)
+        size = float(np.abs(ref_p).max())
+        host = [np.empty_like(positions), np.empty_like(normals)]
+        skin_dq_into(case[scale], joints, weights, positions, normals, None, *host)
+        for p, n in ((avx2[scale + "_p"], avx2[scale + "_n"]), tuple(host)):
+            np.testing.assert_allclose(p, ref_p, rtol=1e-5, atol=1e-5 * size, err_msg=scale)
+            np.testing.assert_allclose(n, ref_n, atol=1e-5, err_msg=scale)
+        if scale != "diagonal":
+            np.testing.assert_allclose(avx2[scale + "_small_p"], ref_p[:200], rtol=1e-5, atol=1e-5 * size,
+                                       err_msg=scale)
+            np.testing.assert_allclose(avx2[scale + "_small_n"], ref_n[:200], atol=1e-5, err_msg=scale)

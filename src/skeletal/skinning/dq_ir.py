@@ -2,12 +2,13 @@
 # helpers, transposes and the transform; split apart they would import each other.
 """The LLVM IR of the float32 dual quaternion kernels, built with :mod:`skeletal.skinning.ir`'s emitters.
 
-Holds the vertex emitters (1-2 vertices at a time, ``_emit_dq_vertices``), the planar ``LANES``-vertex
-group emitters (``_emit_dq_group``, and ``_emit_dq_signed`` over the signed-record table), their lane
-helpers, and the chunk intrinsic ``_skin_dq_chunk`` that :mod:`skeletal.skinning.dqs`'s numba kernels
-call. The palette is :func:`~skeletal.skinning.dq_palette.pack_dq_palette`'s (J, 16) float32 (qr, qd
-xyzw, S upper triangle, rigid flag); vertex arrays are float32 with contiguous rows. The kernel's
-design is described in :mod:`skeletal.skinning.dqs`'s docstring.
+Holds the vertex emitters (1-2 vertices at a time, ``_emit_dq_vertices``), the planar group emitters
+(``_emit_dq_group``, and ``_emit_dq_signed`` over the signed-record table; 16 vertices a group, or 8 on
+256-bit targets: :func:`~skeletal.skinning.ir.planar_lanes`), their lane helpers, and the chunk intrinsic
+``_skin_dq_chunk`` that :mod:`skeletal.skinning.dqs`'s numba kernels call. The palette is
+:func:`~skeletal.skinning.dq_palette.pack_dq_palette`'s (J, 16) float32 (qr, qd xyzw, S upper triangle,
+rigid flag); vertex arrays are float32 with contiguous rows. The kernel's design is described in
+:mod:`skeletal.skinning.dqs`'s docstring.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from numba.extending import intrinsic
 
 from .dq_palette import DQ_STRIDE
 from .ir import (I32, I64, LANES, _FM, Emit, Influences, Rows, _kernel_types_ok, _transpose_masks, chunk_codegen,
-                 deinterleave3, interleave3, planar_codegen, planar_ok, store_rows, transpose_lanes, vec_type)
+                 deinterleave3, interleave3, load_xyz8, planar_codegen, planar_lanes, planar_ok, store_rows,
+                 store_xyz8, transpose_lanes, vec_type)
 
 
 def _emit_dq_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: int, scaled: bool,
@@ -254,9 +256,9 @@ def _lane_vector(e: Emit, scalars):
 
 
 def _transposed(e: Emit, ptrs, offsets, n: int, wanted):
-    """Records of ``n`` float32 (n = 4 or 8) at each byte offset of ``offsets`` past each of the LANES
-    pointers ``ptrs`` (i8*, vertex order) -> per offset ``{el: vector}``, lane l of it = element el of
-    vertex l's record (``wanted``: one collection of elements per offset).
+    """Records of ``n`` float32 (n = 4 or 8) at each byte offset of ``offsets`` past each of the group's
+    pointers ``ptrs`` (16 or 8 of them, i8*, vertex order) -> per offset ``{el: vector}``, lane l of it =
+    element el of vertex l's record (``wanted``: one collection of elements per offset).
 
     Each n-float record is one load; row r of the transpose holds the records of vertices r, n + r,
     2n + r, ... in its n-lane blocks (joined by inserts straight from memory), so the in-block
@@ -264,14 +266,16 @@ def _transposed(e: Emit, ptrs, offsets, n: int, wanted):
     leaves every element in vertex order. A pointer's records are loaded side by side (it is then
     dead: 16 pointers kept across the offsets spilled general registers)."""
     b = e.b
-    blocks = LANES // n
+    lanes = len(ptrs)
+    blocks = lanes // n
 
     def load(ptr, offset):
         at = b.gep(ptr, [ir.Constant(I64, offset)]) if offset else ptr
         return b.load(b.bitcast(at, vec_type(n).as_pointer()), align=4)
 
-    if n == 8:  # see _transpose_halves: its outputs' lanes 4-7 and 8-11 come from slots 8-11 and 4-7
-        ptrs = [ptrs[_SWAP_MIDDLE[slot]] for slot in range(LANES)]
+    halves = n == 8 and lanes == 16
+    if halves:  # see _transpose_halves: its outputs' lanes 4-7 and 8-11 come from slots 8-11 and 4-7
+        ptrs = [ptrs[_SWAP_MIDDLE[slot]] for slot in range(lanes)]
     rows: list[list] = [[] for _ in offsets]
     for r in range(n):
         loaded = [[load(ptrs[h * n + r], offset) for offset in offsets] for h in range(blocks)]
@@ -281,9 +285,9 @@ def _transposed(e: Emit, ptrs, offsets, n: int, wanted):
                 width = 2 * parts[0].type.count
                 parts = [e.shuf(x, y, range(width)) for x, y in zip(parts[::2], parts[1::2])]
             rows[i].append(parts[0])
-    if n == 8:
+    if halves:
         return [_transpose_halves(e, rows_i, wanted_i) for rows_i, wanted_i in zip(rows, wanted)]
-    return [transpose_lanes(e, rows_i, wanted_i, LANES) for rows_i, wanted_i in zip(rows, wanted)]
+    return [transpose_lanes(e, rows_i, wanted_i, lanes) for rows_i, wanted_i in zip(rows, wanted)]
 
 
 #: Lanes 4-7 and 8-11 swapped (an involution).
@@ -334,8 +338,9 @@ def _transpose_halves(e: Emit, rows, wanted):
     return out
 
 
-def _emit_dq_group(context, b, A, args, v0, k: int, scaled: bool, clamp: bool) -> None:
-    """IR dual quaternion skinning of the LANES vertices v0 .. v0 + LANES - 1 of dense (V, 3) arrays,
+def _emit_dq_group(context, b, A, args, v0, k: int, scaled: bool, clamp: bool, lanes: int = LANES) -> None:
+    """IR dual quaternion skinning of the ``lanes`` vertices v0 .. v0 + lanes - 1 (16, or 8 on 256-bit
+    targets: :func:`~skeletal.skinning.ir.planar_lanes`) of dense (V, 3) arrays,
     K = k unrolled, positions (+ normals; no tangents). One lane per vertex throughout: every
     influence's packed record is transposed as it is loaded (its ``qr | qd`` as 8-float records, S's
     six numbers as the next 8), so the pivot, the hemisphere signs, the blend and the transform are
@@ -343,14 +348,14 @@ def _emit_dq_group(context, b, A, args, v0, k: int, scaled: bool, clamp: bool) -
     e = Emit(b)
     pal = Rows(context, b, A[0], args[0], DQ_STRIDE)
     inf = Influences(context, b, A, args, pal.shape[0], k, clamp)
-    rows = [inf.rows(b.add(v0, ir.Constant(I64, i))) for i in range(LANES)]
+    rows = [inf.rows(b.add(v0, ir.Constant(I64, i))) for i in range(lanes)]
     stride = ir.Constant(I64, 4 * DQ_STRIDE)
 
     # 1. Weights, lane-wise.
     weights = _lane_weights(e, inf, [wrow for _, wrow in rows], k)
 
-    it = ir.VectorType(I32, LANES)
-    sign_bit = ir.Constant(it, [-0x80000000] * LANES)
+    it = ir.VectorType(I32, lanes)
+    sign_bit = ir.Constant(it, [-0x80000000] * lanes)
 
     def signed(w, dot):  # w with the sign bit of dot xor-ed in: negated where qr . pivot < 0
         return b.bitcast(b.xor(b.bitcast(w, it), b.and_(b.bitcast(dot, it), sign_bit)), w.type)
@@ -411,23 +416,25 @@ def _emit_dq_group(context, b, A, args, v0, k: int, scaled: bool, clamp: bool) -
 
 
 def _emit_dq_transform(context, b, e: Emit, A, args, v0, q, d, s6) -> None:
-    """The planar kernels' transform of LANES vertices from v0 on, lane-wise: ``q``, ``d`` the blended
-    dual quaternion (4 + 4 vectors, not normalised), ``s6`` the blended S (s00, s01, s02, s11, s12, s22)
-    or None (rigid): positions (and normals when given) read, transformed and stored. An entry of ``s6``
-    may be None, a structural zero (the diagonal kernel's off-diagonals): its products are not emitted."""
+    """The planar kernels' transform of a group's vertices (16 or 8: the vectors' lanes) from v0 on,
+    lane-wise: ``q``, ``d`` the blended dual quaternion (4 + 4 vectors, not normalised), ``s6`` the blended
+    S (s00, s01, s02, s11, s12, s22) or None (rigid): positions (and normals when given) read, transformed
+    and stored. An entry of ``s6`` may be None, a structural zero (the diagonal kernel's off-diagonals): its
+    products are not emitted."""
     do_n = not isinstance(A[4], types.NoneType)
     scaled = s6 is not None
     if scaled:
         s00, s01, s02, s11, s12, s22 = s6
         cols = [[s00, s01, s02], [s01, s11, s12], [s02, s12, s22]]  # S's columns (S symmetric)
 
-    vt = vec_type(LANES)
-    zero = ir.Constant(vt, [0.0] * LANES)
-    sqrt = cgutils.get_or_insert_function(b.module, ir.FunctionType(vt, [vt]), f"llvm.sqrt.v{LANES}f32")
+    lanes = q[0].type.count
+    vt = vec_type(lanes)
+    zero = ir.Constant(vt, [0.0] * lanes)
+    sqrt = cgutils.get_or_insert_function(b.module, ir.FunctionType(vt, [vt]), f"llvm.sqrt.v{lanes}f32")
 
     def inverse_length(sq):  # 1/sqrt(sq), 0 where sq is not positive; exact (vsqrtps, vdivps): without
         # afn/arcp, as LLVM's estimate and Newton step ran 2-3% slower here (more instructions in the loop)
-        inv = b.fdiv(ir.Constant(vt, [1.0] * LANES), b.call(sqrt, [sq]), flags=("contract", "nsz"))
+        inv = b.fdiv(ir.Constant(vt, [1.0] * lanes), b.call(sqrt, [sq]), flags=("contract", "nsz"))
         return b.select(b.fcmp_ordered(">", sq, zero), inv, zero)
 
     def dot3(x, y):
@@ -449,7 +456,7 @@ def _emit_dq_transform(context, b, e: Emit, A, args, v0, q, d, s6) -> None:
     # 2 / |q|^2: rotation by q/|q| and translation 2 (d q*) / |q|^2 both scale by it (one division, no
     # square root; 0 where |q|^2 is not positive).
     q_sq = e.tree_sum([e.mul(c, c) for c in q])
-    inv = b.select(b.fcmp_ordered(">", q_sq, zero), b.fdiv(ir.Constant(vt, [2.0] * LANES), q_sq, flags=_FM), zero)
+    inv = b.select(b.fcmp_ordered(">", q_sq, zero), b.fdiv(ir.Constant(vt, [2.0] * lanes), q_sq, flags=_FM), zero)
     qv, w_q, w_d = q[:3], q[3], d[3]
 
     def rotate(x):  # x + inv q x (q x x + w x): rotation by q/|q|
@@ -457,7 +464,7 @@ def _emit_dq_transform(context, b, e: Emit, A, args, v0, q, d, s6) -> None:
         return [e.fma(inv, m, c) for m, c in zip(cross(qv, u), x)]
 
     # 5. Positions: p' = R(S p) + t = p + inv (q x (q x p + w p + d) + w d - dw q).
-    p = _load_xyz(context, b, e, A, args, 3, v0)
+    p = _load_xyz(context, b, e, A, args, 3, v0, lanes)
     if scaled:
         p = by_s(p)
     u = [e.add(e.fma(w_q, c, y), dc) for c, y, dc in zip(p, cross(qv, p), d)]
@@ -466,7 +473,7 @@ def _emit_dq_transform(context, b, e: Emit, A, args, v0, q, d, s6) -> None:
     if not do_n:
         return
     # 6. Normals: through S's cofactor matrix (flipped where det S < 0), rotated, renormalised.
-    n = _load_xyz(context, b, e, A, args, 4, v0)
+    n = _load_xyz(context, b, e, A, args, 4, v0, lanes)
     if scaled:
         # S symmetric: so is its cofactor matrix, six products of pairs (12 instructions, not 3 crosses' 18;
         # 3 products for a diagonal S, whose off-diagonal cofactors are structural zeros)
@@ -482,14 +489,15 @@ def _emit_dq_transform(context, b, e: Emit, A, args, v0, q, d, s6) -> None:
     factor = inverse_length(dot3(n, n))
     if scaled:  # negated where det S < 0 (a mirror): the sign bit xor-ed in there (a compare and a masked xor)
         det = lin([s00, s01, s02], [c00, c01, c02])
-        it = ir.VectorType(I32, LANES)
-        flip = b.select(b.fcmp_ordered("<", det, zero), ir.Constant(it, [-0x80000000] * LANES), ir.Constant(it, [0] * LANES))
+        it = ir.VectorType(I32, lanes)
+        flip = b.select(b.fcmp_ordered("<", det, zero), ir.Constant(it, [-0x80000000] * lanes), ir.Constant(it, [0] * lanes))
         factor = b.bitcast(b.xor(b.bitcast(factor, it), flip), factor.type)
     _store_xyz(context, b, e, A, args, 7, v0, [e.mul(c, factor) for c in rotate(n)])
 
 
-def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool, diagonal: bool = False) -> None:
-    """IR dual quaternion skinning of the LANES vertices v0 .. v0 + LANES - 1 of dense (V, 3) arrays, K = k
+def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool, diagonal: bool = False,
+                    lanes: int = LANES) -> None:
+    """IR dual quaternion skinning of the ``lanes`` vertices v0 .. v0 + lanes - 1 of dense (V, 3) arrays, K = k
     unrolled, positions (+ normals; no tangents), with the sign table (:func:`_signed_records`): A[13]
     the (J, J) int32 table. Per vertex, the pivot's table row says which influences lie in the other
     hemisphere; their records' qr and qd are negated as they are loaded (the entry, broadcast from
@@ -502,7 +510,12 @@ def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool, diagonal: boo
     so only s00, s11, s22 are transposed (11 of the 16 rows, not 14) and S's products are the diagonal's
     (S p: 3 multiplies, not 9; the cofactor: 3 products, not 12; its product with the normal: 3, not 9).
     A[13] a (J,) int32 array instead of the table: the palette's signs already put every pair of joints a
-    vertex blends in one hemisphere (``skin_dq_into``'s ``pairs``), so nothing is negated and no pivot found."""
+    vertex blends in one hemisphere (``skin_dq_into``'s ``pairs``), so nothing is negated and no pivot found.
+    ``lanes`` 8 (256-bit targets, :func:`~skeletal.skinning.ir.planar_lanes`): each record is read as two
+    8-float halves, (qr, qd) and S (the rigid kernel reads the first only), blended apart, and each half's 8
+    blended rows transposed as one 8 x 8 block (qr, qd: 24 shuffles; S only its wanted 6 or 3 rows: 22 or
+    17). (The 16-lane form's joined halves hide each blend behind an empty asm whose operand must fit one
+    vector register: on a 256-bit target LLVM aborts the process there, so that form is never built for one.)"""
     e = Emit(b)
     pal = Rows(context, b, A[0], args[0], DQ_STRIDE)
     # A (J, J) sign table, or a (J,) array: the palette's signs were made consistent for this mesh (every
@@ -515,7 +528,7 @@ def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool, diagonal: boo
     # kept live, which spilled).
     jrow0, wrow0 = inf.rows(v0)
     rows = [(b.gep(jrow0, [b.mul(ir.Constant(I64, i), inf.jnt.stride)]),
-             b.gep(wrow0, [b.mul(ir.Constant(I64, i), inf.wgt.stride)])) for i in range(LANES)]
+             b.gep(wrow0, [b.mul(ir.Constant(I64, i), inf.wgt.stride)])) for i in range(lanes)]
     n_el = 14 if scaled else 8
     wanted = [*range(8), 8, 11, 13] if scaled and diagonal else list(range(n_el))  # 8, 11, 13: s00, s11, s22
     record_bytes = ir.Constant(I64, 4 * DQ_STRIDE)
@@ -539,6 +552,9 @@ def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool, diagonal: boo
                     better = b.fcmp_ordered(">", w, best)
                     pivot, best = b.select(better, joints[kk], pivot), b.select(better, w, best)
             trow = table.row(pivot) if use_table else None
+            if lanes == 8:
+                out.append(blend8(jrow, wrow, joints, trow, pivot_first, inf))
+                continue
             acc = None
             for kk in range(k):
                 at = b.mul(joints[kk], record_bytes)
@@ -552,7 +568,12 @@ def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool, diagonal: boo
                 w = e.splat(inf.weight(wrow, kk), LANES)
                 acc = e.mul(w, record) if acc is None else e.fma(w, record, acc)
             out.append(acc)
-        if not scaled or diagonal:
+        if lanes == 8:  # qr | qd of each vertex, then S's 8 floats: two 8 x 8 transposes
+            got = transpose_lanes(e, [lo for lo, _ in out], [c for c in wanted if c < 8])
+            if scaled:
+                s_rows = transpose_lanes(e, [hi for _, hi in out], [c - 8 for c in wanted if c >= 8])
+                got.update({8 + c: v for c, v in s_rows.items()})
+        elif not scaled or diagonal:
             # Rigid and diagonal S: of a record's 16 lanes 8 (qr, qd) or 11 are wanted, and a 16-row transpose
             # builds all 16 rows through three of its four stages (56 shuffles for 8 of them). Instead the low
             # halves of records r and r + 8 are joined into one row (the blends hidden first: else LLVM pushes
@@ -575,6 +596,25 @@ def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool, diagonal: boo
             got = transpose_lanes(e, out, wanted)
         return [got.get(c) for c in range(n_el)]
 
+    def blend8(jrow, wrow, joints, trow, pivot_first: bool, inf):
+        """One vertex's blend at 8 lanes: (qr | qd, S) as two 8-float multiply-add chains (S None for the rigid
+        kernel), each weight broadcast from memory; qr | qd xor-ed with the table entry (0 or the sign bit,
+        broadcast from memory) where the table is used."""
+        acc_q = acc_s = None
+        for kk in range(k):
+            at = b.mul(joints[kk], record_bytes)
+            halves = b.bitcast(b.gep(pal.data, [at]), vec_type(8).as_pointer())
+            rec_q = b.load(halves, align=4)
+            if use_table and not (pivot_first and kk == 0):
+                sign = e.splat(table.load(trow, joints[kk]), 8)
+                rec_q = b.bitcast(b.xor(b.bitcast(rec_q, sign.type), sign), rec_q.type)
+            w = e.splat(inf.weight(wrow, kk), 8)
+            acc_q = e.mul(w, rec_q) if acc_q is None else e.fma(w, rec_q, acc_q)
+            if scaled:
+                rec_s = b.load(b.gep(halves, [ir.Constant(I64, 1)]), align=4)
+                acc_s = e.mul(w, rec_s) if acc_s is None else e.fma(w, rec_s, acc_s)
+        return acc_q, acc_s
+
     # 1. K <= 2: influence 0 is the pivot (any pivot gives the same transform). Else influence 0 where
     # every lane of the group has its weights sorted largest first (one lane-wise check), otherwise the
     # largest weight of each vertex; both give the same pivot, so the same result.
@@ -586,9 +626,9 @@ def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool, diagonal: boo
         # per-vertex pivot. (The weights are read through a pointer LLVM cannot see through: else it
         # reuses these loads for the blend's weights, broadcasting each from a register, a shuffle,
         # instead of from memory; likewise the indices, extracted from a vector instead of loaded.)
-        fast = _group_in_range(b, inf, _opaque(b, jrow0), k, table.shape[0])
+        fast = _group_in_range(b, inf, _opaque(b, jrow0), k, table.shape[0], lanes)
         if k > 2 and use_table:
-            fast = b.and_(fast, _group_sorted(b, _opaque(b, wrow0), k))
+            fast = b.and_(fast, _group_sorted(b, _opaque(b, wrow0), k, lanes))
         free = Influences(context, b, A, args, table.shape[0], k, False)
         blended = _either(b, fast, lambda: blend(True, free), lambda: blend(k <= 2 or not use_table))
     elif k <= 2 or not use_table:
@@ -596,24 +636,24 @@ def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool, diagonal: boo
     else:
         # The check reads the weights through a pointer LLVM cannot see through (as above).
         hidden = _opaque(b, wrow0)
-        wrows = [b.gep(hidden, [b.mul(ir.Constant(I64, i), inf.wgt.stride)]) for i in range(LANES)]
+        wrows = [b.gep(hidden, [b.mul(ir.Constant(I64, i), inf.wgt.stride)]) for i in range(lanes)]
         blended = _either(b, _sorted_first(b, _lane_weights(e, inf, wrows, k)), lambda: blend(True),
                           lambda: blend(False))
     _emit_dq_transform(context, b, e, A, args, v0, blended[:4], blended[4:8], blended[8:] if scaled else None)
 
 
 def _dense_influences(A) -> bool:
-    """Whether the joints and weights arguments are C-contiguous (compile time): a group's K x LANES
+    """Whether the joints and weights arguments are C-contiguous (compile time): a group's K x lanes
     indices and weights are then one run of memory each."""
     return all(isinstance(A[i], types.Array) and A[i].layout == "C" for i in (1, 2))
 
 
-def _group_in_range(b, inf: Influences, jrow0, k: int, rows):
-    """i1: every one of the LANES x K joint indices from row ``jrow0`` on (dense rows) is below
+def _group_in_range(b, inf: Influences, jrow0, k: int, rows, lanes: int = LANES):
+    """i1: every one of the ``lanes`` x K joint indices from row ``jrow0`` on (dense rows) is below
     ``rows`` (i64), by one vector compare (unsigned: negative indices fail it). An index type too
     narrow to reach ``rows`` always passes."""
     ity = inf.jnt.elty
-    n = LANES * k
+    n = lanes * k
     vt = ir.VectorType(ity, n)
     got = b.load(b.bitcast(jrow0, vt.as_pointer()), align=1)
     bits = ity.width
@@ -628,10 +668,10 @@ def _group_in_range(b, inf: Influences, jrow0, k: int, rows):
     return b.icmp_unsigned("==", b.bitcast(ok, ir.IntType(n)), ir.Constant(ir.IntType(n), -1))
 
 
-def _group_sorted(b, wrow0, k: int):
-    """i1: each of the LANES dense weight rows from ``wrow0`` (i8*) has its first weight at least each
-    other (influence 0 is the pivot), from one <LANES * K x float> load and one compare."""
-    n = LANES * k
+def _group_sorted(b, wrow0, k: int, lanes: int = LANES):
+    """i1: each of the ``lanes`` dense weight rows from ``wrow0`` (i8*) has its first weight at least each
+    other (influence 0 is the pivot), from one <lanes * K x float> load and one compare."""
+    n = lanes * k
     vt = vec_type(n)
     got = b.load(b.bitcast(wrow0, vt.as_pointer()), align=4)
     first = b.shuffle_vector(got, ir.Constant(vt, ir.Undefined),
@@ -641,7 +681,7 @@ def _group_sorted(b, wrow0, k: int):
 
 
 def _lane_weights(e: Emit, inf: Influences, wrows, k: int):
-    """The K weights of the LANES weight rows ``wrows`` lane-wise (lane l = row l's): whole quads of each
+    """The K weights of the group's weight rows ``wrows`` (16 or 8) lane-wise (lane l = row l's): whole quads of each
     row transposed (K = 4, 8), else one lane at a time."""
     if k % 4 == 0:
         weights = []
@@ -658,7 +698,8 @@ def _sorted_first(b, weights):
     for w in weights[1:]:
         ge = b.fcmp_ordered(">=", weights[0], w)
         first = ge if first is None else b.and_(first, ge)
-    return b.icmp_unsigned("==", b.bitcast(first, ir.IntType(LANES)), ir.Constant(ir.IntType(LANES), -1))
+    lanes = first.type.count
+    return b.icmp_unsigned("==", b.bitcast(first, ir.IntType(lanes)), ir.Constant(ir.IntType(lanes), -1))
 
 
 def _either(b, cond, then, otherwise):
@@ -692,17 +733,23 @@ def _opaque(b, value):
     return b.asm(ir.FunctionType(value.type, [value.type]), "", "=r,0", [value], False)
 
 
-def _load_xyz(context, b, e: Emit, A, args, i: int, v0):
-    """x, y, z of the dense (V, 3) argument i's rows v0 .. v0 + LANES - 1: three loads, deinterleaved."""
+def _load_xyz(context, b, e: Emit, A, args, i: int, v0, lanes: int = LANES):
+    """x, y, z of the dense (V, 3) argument i's rows v0 .. v0 + lanes - 1: three loads, deinterleaved (8
+    lanes: :func:`~skeletal.skinning.ir.load_xyz8`'s six 128-bit loads and in-lane shuffles)."""
     src = Rows(context, b, A[i], args[i], 3)
-    ptr = b.bitcast(src.row(v0), vec_type(LANES).as_pointer())
+    if lanes == 8:
+        return load_xyz8(e, b.bitcast(src.row(v0), vec_type(4).as_pointer()))
+    ptr = b.bitcast(src.row(v0), vec_type(lanes).as_pointer())
     return deinterleave3(e, *(b.load(b.gep(ptr, [ir.Constant(I64, j)]), align=4) for j in range(3)))
 
 
 def _store_xyz(context, b, e: Emit, A, args, i: int, v0, xyz) -> None:
-    """The inverse of :func:`_load_xyz` into output argument i."""
+    """The inverse of :func:`_load_xyz` into output argument i (the lanes: those of ``xyz``)."""
     dst = Rows(context, b, A[i], args[i], 3)
-    ptr = b.bitcast(dst.row(v0), vec_type(LANES).as_pointer())
+    lanes = xyz[0].type.count
+    if lanes == 8:
+        return store_xyz8(e, b.bitcast(dst.row(v0), vec_type(4).as_pointer()), xyz)
+    ptr = b.bitcast(dst.row(v0), vec_type(lanes).as_pointer())
     for j, vec in enumerate(interleave3(e, *xyz)):
         b.store(vec, b.gep(ptr, [ir.Constant(I64, j)]), align=4)
 
@@ -731,9 +778,12 @@ def _skin_dq_chunk(typingctx, palette, joints, weights, positions, normals, tang
         context, b, A, args, v0, kk, k_const, n_vert, use_scale, clamp)
     k_const = len(kspec) if isinstance(kspec, types.BaseTuple) else None
     if planar_ok(sig.args, k_const):
+        lanes = planar_lanes()  # 16 where a float32 vector of 16 is one register, else 8: one per register
         if signed:
-            group = lambda context, b, A, args, v0, k: _emit_dq_signed(context, b, A, args, v0, k, use_scale, diagonal)
+            group = lambda context, b, A, args, v0, k: _emit_dq_signed(context, b, A, args, v0, k, use_scale, diagonal,
+                                                                       lanes)
         else:
-            group = lambda context, b, A, args, v0, k: _emit_dq_group(context, b, A, args, v0, k, use_scale, clamp)
-        return sig, planar_codegen(False, clamp, vertices, group=group, lanes=LANES)
+            group = lambda context, b, A, args, v0, k: _emit_dq_group(context, b, A, args, v0, k, use_scale, clamp,
+                                                                      lanes)
+        return sig, planar_codegen(False, clamp, vertices, group=group, lanes=lanes)
     return sig, chunk_codegen(vertices, pairs=2)

@@ -1,7 +1,10 @@
 """Hemisphere pairs for :func:`skeletal.skinning.dqs.skin_dq_into`'s ``pairs``: the joint pairs that decide a
 mesh's per-vertex hemisphere signs (found once per mesh, :func:`dq_hemisphere_pairs`), the per-frame walk that
 gives each joint one sign putting every pair in one hemisphere (:func:`_hemisphere_checks`), and the
-16-vertex blocks that must keep the per-vertex signs where a few pairs cannot (:func:`_failing_runs`). The
+16-vertex blocks that must keep the per-vertex signs where a few pairs cannot (:func:`_failing_runs`). A block
+is 16 vertices on every target: one planar group of the DQS kernel on AVX-512, two of 8 on 256-bit targets
+(:func:`~skeletal.skinning.ir.planar_lanes`), so a run of blocks is whole groups either way (and the mesh's
+partial last block ends in the two-vertex kernel, as in a whole-mesh call). The
 design, and why the output is the sign table's bit for bit, is in :mod:`skeletal.skinning.dqs` ("Hemisphere
 pairs").
 

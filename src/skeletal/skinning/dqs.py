@@ -31,7 +31,8 @@ Two implementations, as for LBS:
 * :func:`skin_dq_into`: the real-time path. Float32 into caller-owned outputs, the same argument
   contract as :func:`skeletal.skin.skin_into` (uint8/uint16/int32/int64 joints, strided rows,
   in-place allowed), LLVM IR code per influence count (1, 2, 4, 8 unrolled, any K looped): dense
-  rows without tangents (the common case) 16 vertices at a time, one SIMD lane per vertex (the
+  rows without tangents (the common case) 16 vertices at a time (8 on 256-bit targets, as LBS:
+  :func:`~skeletal.skinning.ir.planar_lanes`), one SIMD lane per vertex (the
   signed-record kernel below on meshes of at least 1024 and J^2 vertices, else the planar group
   kernel), everything else two vertices per 8-lane vector; parallel over chunks. The palette is
   converted once per call (:func:`pack_dq_palette`: J polar decompositions and quaternions), or

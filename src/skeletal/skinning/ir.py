@@ -366,13 +366,13 @@ def _emit_vertices(context, b, A, args, v0, n_influences, k_const, n_vert: int, 
 # The planar group kernel: LANES vertices per group, one SIMD lane per vertex after the blend.
 
 #: Vertices per group of the widest planar kernel (one lane per vertex): one 512-bit vector of float32.
-#: The DQS planar kernel (:mod:`skeletal.skinning.dq_ir`) is written for it; LBS takes
-#: :func:`planar_lanes`.
+#: The LBS and DQS planar kernels take :func:`planar_lanes` (this, or 8 on 256-bit targets); DQS's
+#: hemisphere-pair blocks (:mod:`skeletal.skinning.dq_pairs`) are this many vertices on every target.
 LANES = 16
 
 
 def planar_lanes() -> int:
-    """Vertices per group of the LBS planar kernel for the CPU numba compiles for
+    """Vertices per group of the LBS and DQS planar kernels for the CPU numba compiles for
     (:func:`skeletal._simd.vector_bits`): 16 where a float32 vector of 16 lanes is one register
     (AVX-512), 8 elsewhere, so that every vector of the kernel is one register; each vertex's blend
     then reads its 16-float palette entry as 16 // lanes vectors. Read at compile time: numba's cache
