@@ -142,11 +142,10 @@ def foot_kernel(job, phase, chunks, update):
             # under them (a terrain: the whole block's waves at once), then each one's pelvis and legs
             fresh_points = 0  # a terrain's legs queried anew in this block (the others' point is unchanged)
             for b in range(b0, b1):
-                # This instance's arrays as views made once (a view costs an atomic reference count on an array
-                # every thread shares); rows and matrices below are indexed, not sliced.
-                M = placement[b]
-                pose_b = pose[b]
-                world_b = world[b]
+                # this character's rows of the job's (B, ...) fields, as views made once (views of job fields hold no
+                # reference: jobs.field); rows and matrices below are indexed, not sliced (one index less each)
+                targets_b, queried_b, contact_b, locked_b, lock_b = targets[b], queried[b], contact[b], locked[b], lock[b]
+                M, pose_b, world_b = placement[b], pose[b], world[b]
                 if phase != 2:
                     _contact_one(b, job)
                     if before_world:  # every local matrix; the world rows that place the pelvis
@@ -161,23 +160,23 @@ def foot_kernel(job, phase, chunks, update):
                         fz = (M[2, 0] * world_b[fj, 0, 3]
                               + M[2, 1] * world_b[fj, 1, 3] + M[2, 2] * world_b[fj, 2, 3] + M[2, 3])
                         if plant:
-                            u = contact[b, l]
+                            u = contact_b[l]
                             if u >= PLANTED:
-                                if not locked[b, l]:  # touchdown: the foot stays where it landed
-                                    locked[b, l] = True
-                                    lock[b, l, 0], lock[b, l, 1] = fx, fz
-                                fx, fz = lock[b, l, 0], lock[b, l, 1]
-                            elif locked[b, l]:
+                                if not locked_b[l]:  # touchdown: the foot stays where it landed
+                                    locked_b[l] = True
+                                    lock_b[l, 0], lock_b[l, 1] = fx, fz
+                                fx, fz = lock_b[l, 0], lock_b[l, 1]
+                            elif locked_b[l]:
                                 if u > 0.0:  # lifting off: from the lock back to the animated position
-                                    fx += (lock[b, l, 0] - fx) * u
-                                    fz += (lock[b, l, 1] - fz) * u
+                                    fx += (lock_b[l, 0] - fx) * u
+                                    fz += (lock_b[l, 1] - fz) * u
                                 else:
-                                    locked[b, l] = False
-                        targets[b, l, 0], targets[b, l, 2] = fx, fz
+                                    locked_b[l] = False
+                        targets_b[l, 0], targets_b[l, 2] = fx, fz
                 if terrain_lanes:
                     for l in range(n_legs):
-                        x, z = targets[b, l, 0], targets[b, l, 2]
-                        if x == queried[b, l, 0] and z == queried[b, l, 1]:
+                        x, z = targets_b[l, 0], targets_b[l, 2]
+                        if x == queried_b[l, 0] and z == queried_b[l, 1]:
                             continue  # heights / normals hold this point's query (a planted foot's lock: ~40%)
                         at = fresh_points * n_waves
                         fresh_points += 1
@@ -194,30 +193,32 @@ def foot_kernel(job, phase, chunks, update):
             # square roots a character, run for the whole block in one loop so that the characters' chains
             # overlap (with the world rows' work between them, each waited on its own)
             for b in range(b0, b1):
+                targets_b, queried_b, contact_b = targets[b], queried[b], contact[b]
+                heights_b, normals_b, state_b = heights[b], normals[b], state[b]
                 M = placement[b]
                 world_b = world[b]
                 floor_w = M[1, 3] + floor * M[1, 1]
                 goal = np.inf
                 for l in range(n_legs):
                     if phase == 0 or before_world:
-                        x, z = targets[b, l, 0], targets[b, l, 2]
+                        x, z = targets_b[l, 0], targets_b[l, 2]
                         if terrain_lanes:  # the same bits as ground_at's, from the lanes' sines and cosines
-                            if not (x == queried[b, l, 0] and z == queried[b, l, 1]):  # (else: the same point)
+                            if not (x == queried_b[l, 0] and z == queried_b[l, 1]):  # (else: the same point)
                                 h, nx, ny, nz = terrain_sum(g_params, wave_sins, wave_coss, fresh_points * n_waves)
                                 fresh_points += 1
-                                heights[b, l] = h
-                                normals[b, l, 0], normals[b, l, 1], normals[b, l, 2] = nx, ny, nz
-                                queried[b, l, 0], queried[b, l, 1] = x, z
+                                heights_b[l] = h
+                                normals_b[l, 0], normals_b[l, 1], normals_b[l, 2] = nx, ny, nz
+                                queried_b[l, 0], queried_b[l, 1] = x, z
                         else:
                             h, nx, ny, nz = ground_at(g_kind, g_params, g_grid, x, z)
-                            heights[b, l] = h
-                            normals[b, l, 0], normals[b, l, 1], normals[b, l, 2] = nx, ny, nz
-                            queried[b, l, 0], queried[b, l, 1] = x, z
+                            heights_b[l] = h
+                            normals_b[l, 0], normals_b[l, 1], normals_b[l, 2] = nx, ny, nz
+                            queried_b[l, 0], queried_b[l, 1] = x, z
                     fj = legs[2, l]
                     fy = M[1, 0] * world_b[fj, 0, 3] + M[1, 1] * world_b[fj, 1, 3] + M[1, 2] * world_b[fj, 2, 3] + M[1, 3]
-                    ny = max(normals[b, l, 1], 0.2)
-                    lift = heights[b, l] - floor_w + ankle[l] * (1.0 / ny - 1.0) * contact[b, l]
-                    targets[b, l, 1] = fy + lift
+                    ny = max(normals_b[l, 1], 0.2)
+                    lift = heights_b[l] - floor_w + ankle[l] * (1.0 / ny - 1.0) * contact_b[l]
+                    targets_b[l, 1] = fy + lift
                     goal = min(goal, lift)
                 # lower the pelvis further where a leg could not reach its target
                 hard = np.inf
@@ -230,26 +231,26 @@ def foot_kernel(job, phase, chunks, update):
                     anim = math.sqrt((world_b[fj, 0, 3] - h0) ** 2 + (world_b[fj, 1, 3] - h1) ** 2
                                      + (world_b[fj, 2, 3] - h2) ** 2)
                     r = max(anim, reach * leg_len[l])
-                    dxz2 = (targets[b, l, 0] - hx) ** 2 + (targets[b, l, 2] - hz) ** 2
-                    d_max = targets[b, l, 1] - hy + math.sqrt(max(r * r - dxz2, 0.0))
+                    dxz2 = (targets_b[l, 0] - hx) ** 2 + (targets_b[l, 2] - hz) ** 2
+                    d_max = targets_b[l, 1] - hy + math.sqrt(max(r * r - dxz2, 0.0))
                     hard = min(hard, d_max)
                 goal = min(goal, hard)
                 if not initialised[b] or not (dt > 0.0):
                     if not initialised[b]:
-                        state[b, 0] = goal
-                        state[b, 1] = 0.0
+                        state_b[0] = goal
+                        state_b[1] = 0.0
                 else:
-                    d0 = state[b, 0] - goal
-                    j = state[b, 1] + omega * d0
+                    d0 = state_b[0] - goal
+                    j = state_b[1] + omega * d0
                     e = decay
-                    state[b, 0] = goal + (d0 + j * dt) * e
-                    state[b, 1] = (state[b, 1] - omega * j * dt) * e
-                if state[b, 0] > hard:
+                    state_b[0] = goal + (d0 + j * dt) * e
+                    state_b[1] = (state_b[1] - omega * j * dt) * e
+                if state_b[0] > hard:
                     # never so high that a leg cannot reach: the smoothing only ever lags downward moves' ends
-                    state[b, 0] = hard
-                    state[b, 1] = min(state[b, 1], 0.0)
+                    state_b[0] = hard
+                    state_b[1] = min(state_b[1], 0.0)
                 initialised[b] = True
-                pelvis_offset[b] = state[b, 0] * weight[b]
+                pelvis_offset[b] = state_b[0] * weight[b]
             # then each one's pelvis moved, its world rows and palettes, its legs into the lanes
             for b in range(b0, b1):
                 M = placement[b]
