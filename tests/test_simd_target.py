@@ -75,6 +75,10 @@ def test_an_avx2_build_takes_eight_lanes_and_skins_like_the_host(tmp_path):
     rng = np.random.default_rng(11)
     v = 5 * 16 + 8 + 3  # whole 16- and 8-vertex groups and a tail for the two-vertex kernel
     palette, joints, weights, positions, normals, _ = make_case(rng, v, 4, joint_dtype=np.uint16)
+    zero = np.isin(np.arange(v), [5, 40, v - 2])  # zero normals (8-lane groups and the pair tail) stay zero
+    normals[zero] = 0.0
+    joints[[6, 41]] = 0  # wholly on a mirrored joint (make_case mirrors every 4th): normals flipped outward
+    assert np.linalg.det(palette[0, :3, :3]) < 0
     case = {"palette": palette.astype(np.float32), "joints": joints, "weights": weights,
             "positions": positions, "normals": normals}
     got, avx2 = _run_for_haswell(_CHILD, case, tmp_path)
@@ -86,9 +90,11 @@ def test_an_avx2_build_takes_eight_lanes_and_skins_like_the_host(tmp_path):
     out_p, out_n = np.empty_like(positions), np.empty_like(normals)
     skin_into(pack_palette(case["palette"]), joints, weights, positions, normals, None, out_p, out_n)
     ref_p, ref_n, _ = skin(palette, joints.astype(np.int64), weights, positions, normals)
-    ok = well_conditioned(palette, joints, weights)
+    ok = well_conditioned(palette, joints, weights) & ~zero
+    assert ok[[6, 41]].all()
     size = np.abs(ref_p).max()
     for p, n in ((avx2["positions"], avx2["normals"]), (out_p, out_n)):
+        assert (n[zero] == 0).all()
         np.testing.assert_allclose(p, ref_p, rtol=1e-5, atol=1e-5 * size)
         np.testing.assert_allclose(n[ok], ref_n[ok], atol=1e-5)
     np.testing.assert_allclose(avx2["positions"], out_p, rtol=1e-5, atol=1e-5 * size)
