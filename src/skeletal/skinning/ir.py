@@ -14,6 +14,8 @@ rows; ``joints`` (V, K) integer, ``weights`` (V, K) float32.
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
@@ -657,6 +659,31 @@ def planar_codegen(linear: bool, clamp: bool, fallback, group=None, lanes: int |
     return codegen
 
 
+def outlined(codegen, tag: str):
+    """``codegen`` (a void intrinsic's) emitted as a function of its own, marked noinline, and called.
+    On 256-bit targets (16 vector registers) the planar group loop inlined into a prange body (a parfor
+    gufunc) was register-allocated with 130-160 stack accesses a group against 7-30 in a plain loop;
+    out of line it gets the plain loop's registers. One call per chunk of ``CHUNK`` vertices."""
+
+    def call(context, b, signature, args):
+        module = b.module
+        fnty = ir.FunctionType(ir.VoidType(), [a.type for a in args])
+        key = hashlib.sha1(f"{signature}|{fnty}".encode()).hexdigest()[:20]
+        name = f"skeletal_{tag}_{key}"
+        fn = module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(module, fnty, name)
+            fn.linkage = "internal"
+            fn.attributes.add("noinline")
+            body = ir.IRBuilder(fn.append_basic_block("entry"))
+            codegen(context, body, signature, list(fn.args))
+            body.ret_void()
+        b.call(fn, list(args))
+        return context.get_dummy_value()
+
+    return call
+
+
 def _kernel_types_ok(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
                      out_tangents) -> bool:
     """Compile-time half of the argument contract (the rest, shapes and strides, is checked at run time
@@ -677,6 +704,26 @@ def _kernel_types_ok(palette, joints, weights, positions, normals, tangents, out
     return True
 
 
+def _skin_chunk_typer(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
+                      out_tangents, chunk, kspec, linear, unclamped, outline: bool):
+    """The typing and codegen of :func:`_skin_chunk` (``outline``: see :func:`_skin_chunk_parallel`)."""
+    sig = types.void(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
+                     out_tangents, chunk, kspec, linear, unclamped)
+    if not _kernel_types_ok(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
+                            out_tangents):
+        return None  # a TypingError: skin_into then names the fault (check_skin_args)
+    use_linear, clamp = not isinstance(linear, types.NoneType), isinstance(unclamped, types.NoneType)
+    pairs = lambda context, b, A, args, v0, kk, k_const, n_vert: _emit_vertices(
+        context, b, A, args, v0, kk, k_const, n_vert, use_linear, clamp)
+    k_const = len(kspec) if isinstance(kspec, types.BaseTuple) else None
+    if planar_ok(sig.args, k_const):
+        codegen = planar_codegen(use_linear, clamp, pairs)
+        if outline and planar_lanes() == 8:
+            return sig, outlined(codegen, f"planar8_lbs_{int(use_linear)}{int(clamp)}")
+        return sig, codegen
+    return sig, chunk_codegen(pairs)
+
+
 @intrinsic
 def _skin_chunk(typingctx, palette, joints, weights, positions, normals, tangents,
                 out_positions, out_normals, out_tangents, chunk, kspec, linear, unclamped):
@@ -688,18 +735,17 @@ def _skin_chunk(typingctx, palette, joints, weights, positions, normals, tangent
     palette) or anything else (the caller guarantees every index is in range: uint8 joints with a
     palette of 256 entries); normals/tangents None when not wanted.
     """
-    sig = types.void(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
-                     out_tangents, chunk, kspec, linear, unclamped)
-    if not _kernel_types_ok(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
-                            out_tangents):
-        return None  # a TypingError: skin_into then names the fault (check_skin_args)
-    use_linear, clamp = not isinstance(linear, types.NoneType), isinstance(unclamped, types.NoneType)
-    pairs = lambda context, b, A, args, v0, kk, k_const, n_vert: _emit_vertices(
-        context, b, A, args, v0, kk, k_const, n_vert, use_linear, clamp)
-    k_const = len(kspec) if isinstance(kspec, types.BaseTuple) else None
-    if planar_ok(sig.args, k_const):
-        return sig, planar_codegen(use_linear, clamp, pairs)
-    return sig, chunk_codegen(pairs)
+    return _skin_chunk_typer(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
+                             out_tangents, chunk, kspec, linear, unclamped, False)
+
+
+@intrinsic
+def _skin_chunk_parallel(typingctx, palette, joints, weights, positions, normals, tangents,
+                         out_positions, out_normals, out_tangents, chunk, kspec, linear, unclamped):
+    """:func:`_skin_chunk` for a prange body: on 256-bit targets the planar group loop as a function of
+    its own (:func:`outlined`), where inlined into the parfor it spilled; elsewhere the same code."""
+    return _skin_chunk_typer(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
+                             out_tangents, chunk, kspec, linear, unclamped, True)
 
 
 @njit(cache=True, nogil=True, forceinline=True)
