@@ -662,7 +662,7 @@ def planar_codegen(linear: bool, clamp: bool, fallback, group=None, lanes: int |
 def outlined(codegen, tag: str):
     """``codegen`` (a void intrinsic's) emitted as a function of its own, marked noinline, and called.
     On 256-bit targets (16 vector registers) the planar group loop inlined into a prange body (a parfor
-    gufunc) was register-allocated with 130-160 stack accesses a group against 7-30 in a plain loop;
+    gufunc) was register-allocated with 130-165 stack accesses a group against 6-30 in a plain loop;
     out of line it gets the plain loop's registers. One call per chunk of ``CHUNK`` vertices."""
 
     def call(context, b, signature, args):
