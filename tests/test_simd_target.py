@@ -49,7 +49,7 @@ import numpy as np
 from numba import njit
 from skeletal.anim.pose_ir import _wide_vectors
 from skeletal.bench import machine_info, vector_info
-from skeletal.skinning.ir import _skin_chunk, planar_lanes
+from skeletal.skinning.ir import _skin_chunk, _skin_chunk_parallel, planar_lanes
 from skeletal.skinning.lbs import pack_palette, skin_into
 
 case = np.load(sys.argv[1])
@@ -63,10 +63,20 @@ np.savez(sys.argv[2], positions=out_p, normals=out_n)
 def group_kernel(palette, joints, weights, positions, normals, out_p, out_n):
     _skin_chunk(palette, joints, weights, positions, normals, None, out_p, out_n, None, 0, (0, 0, 0, 0), None, None)
 
+@njit(cache=False)
+def outlined_kernel(palette, joints, weights, positions, normals, out_p, out_n):
+    _skin_chunk_parallel(palette, joints, weights, positions, normals, None, out_p, out_n, None, 0, (0, 0, 0, 0),
+                         None, None)
+
 group_kernel(packed, case["joints"], case["weights"], p, n, out_p, out_n)
 asm = "".join(group_kernel.inspect_asm().values())
+out_p2, out_n2 = np.empty_like(p), np.empty_like(n)
+outlined_kernel(packed, case["joints"], case["weights"], p, n, out_p2, out_n2)
+asm2 = "".join(outlined_kernel.inspect_asm().values())
 print(json.dumps({"vector": vector_info(), "cpu_model": machine_info()["cpu_model"], "lanes": planar_lanes(),
-                  "wide": _wide_vectors(), "zmm": len(re.findall("zmm", asm)), "ymm": len(re.findall("ymm", asm))}))
+                  "wide": _wide_vectors(), "zmm": len(re.findall("zmm", asm)), "ymm": len(re.findall("ymm", asm)),
+                  "outlined": "skeletal_planar8_lbs" in asm2 and "skeletal_planar8_lbs" not in asm,
+                  "outlined_same": bool((out_p2 == out_p).all() and (out_n2 == out_n).all())}))
 """
 
 
@@ -75,6 +85,10 @@ def test_an_avx2_build_takes_eight_lanes_and_skins_like_the_host(tmp_path):
     rng = np.random.default_rng(11)
     v = 5 * 16 + 8 + 3  # whole 16- and 8-vertex groups and a tail for the two-vertex kernel
     palette, joints, weights, positions, normals, _ = make_case(rng, v, 4, joint_dtype=np.uint16)
+    zero = np.isin(np.arange(v), [5, 40, v - 2])  # zero normals (8-lane groups and the pair tail) stay zero
+    normals[zero] = 0.0
+    joints[[6, 41]] = 0  # wholly on a mirrored joint (make_case mirrors every 4th): normals flipped outward
+    assert np.linalg.det(palette[0, :3, :3]) < 0
     case = {"palette": palette.astype(np.float32), "joints": joints, "weights": weights,
             "positions": positions, "normals": normals}
     got, avx2 = _run_for_haswell(_CHILD, case, tmp_path)
@@ -82,13 +96,16 @@ def test_an_avx2_build_takes_eight_lanes_and_skins_like_the_host(tmp_path):
     assert "code for haswell" in got["cpu_model"] and "AVX2: 256-bit vectors" in got["cpu_model"]
     assert got["lanes"] == 8 and got["wide"] is False
     assert got["zmm"] == 0 and got["ymm"] > 0
+    assert got["outlined"] and got["outlined_same"]  # a prange body's chunk: its own function, the same bits
 
     out_p, out_n = np.empty_like(positions), np.empty_like(normals)
     skin_into(pack_palette(case["palette"]), joints, weights, positions, normals, None, out_p, out_n)
     ref_p, ref_n, _ = skin(palette, joints.astype(np.int64), weights, positions, normals)
-    ok = well_conditioned(palette, joints, weights)
+    ok = well_conditioned(palette, joints, weights) & ~zero
+    assert ok[[6, 41]].all()
     size = np.abs(ref_p).max()
     for p, n in ((avx2["positions"], avx2["normals"]), (out_p, out_n)):
+        assert (n[zero] == 0).all()
         np.testing.assert_allclose(p, ref_p, rtol=1e-5, atol=1e-5 * size)
         np.testing.assert_allclose(n[ok], ref_n[ok], atol=1e-5)
     np.testing.assert_allclose(avx2["positions"], out_p, rtol=1e-5, atol=1e-5 * size)

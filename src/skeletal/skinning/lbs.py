@@ -122,7 +122,7 @@ from ..errors import SkeletalError
 from .ir import (  # noqa: F401  (re-exported: the emitters and constants used to live here)
     CHUNK as CHUNK, I32 as I32, I64 as I64, LANES as LANES, _F32, _F32_DTYPE, _FM, _I1, _I8P, _U8_DTYPE,
     Emit as Emit, Influences as Influences, Rows as Rows, _emit_group, _emit_vertices, _kernel_types_ok, _row_ok,
-    _rows_ok, _run_interleaved, _shuffle3, _skin_chunk, _transpose_masks, chunk_codegen as chunk_codegen,
+    _rows_ok, _run_interleaved, _shuffle3, _skin_chunk, _skin_chunk_parallel, _transpose_masks, chunk_codegen as chunk_codegen,
     deinterleave3 as deinterleave3, interleave3 as interleave3, planar_codegen as planar_codegen,
     planar_lanes as planar_lanes, planar_ok as planar_ok, store_rows as store_rows, transpose_lanes as transpose_lanes, vec_type as vec_type,
 )
@@ -338,8 +338,8 @@ def _skin_run(palette, joints, weights, positions, normals, tangents, out_positi
                         out_tangents, c, kspec, linear, unclamped)
     else:
         for c in prange(chunks):
-            _skin_chunk(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
-                        out_tangents, c, kspec, linear, unclamped)
+            _skin_chunk_parallel(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
+                                 out_tangents, c, kspec, linear, unclamped)
 
 
 @njit(cache=True, nogil=True)
