@@ -565,6 +565,14 @@ def _cross(e: Emit, a, c):
     return [e.sub(e.mul(a[(r + 1) % 3], c[(r + 2) % 3]), e.mul(a[(r + 2) % 3], c[(r + 1) % 3])) for r in range(3)]
 
 
+def _inv_sqrt(e: Emit, sums):
+    """1 / sqrt(``sums``), lane-wise (fast-math: the target's reciprocal square root where it has one)."""
+    b = e.b
+    vt = sums.type
+    sqrt = cgutils.get_or_insert_function(b.module, ir.FunctionType(vt, [vt]), f"llvm.sqrt.v{vt.count}f32")
+    return b.fdiv(ir.Constant(vt, [1.0] * vt.count), b.call(sqrt, [sums], fastmath=_FM), flags=_FM)
+
+
 def _unit(e: Emit, n_, det=None):
     """``n_`` (x, y, z vectors of lanes) over its length, 0 where the length is 0; negated where ``det``
     (the blend's determinant) is negative: a mirrored blend's normals flipped to keep them outward."""
@@ -572,8 +580,7 @@ def _unit(e: Emit, n_, det=None):
     vt = n_[0].type
     zero = ir.Constant(vt, [0.0] * vt.count)
     sums = e.linear3(n_[0], n_[1], n_[2], n_[0], n_[1], n_[2])
-    sqrt = cgutils.get_or_insert_function(b.module, ir.FunctionType(vt, [vt]), f"llvm.sqrt.v{vt.count}f32")
-    inv = b.fdiv(ir.Constant(vt, [1.0] * vt.count), b.call(sqrt, [sums], fastmath=_FM), flags=_FM)
+    inv = _inv_sqrt(e, sums)
     inv = b.select(b.fcmp_ordered(">", sums, zero), inv, zero)  # zero length stays zero
     if det is not None:
         inv = b.select(b.fcmp_ordered("<", det, zero), b.fsub(zero, inv, flags=_FM), inv)
@@ -611,8 +618,7 @@ def _cofactor_normals_short(e: Emit, col, nx, ny, nz):
     n_ = [e.fma(nz, c01[r], v) for r, v in enumerate(_cross(e, col[2], u))]
     tiny = ir.Constant(vt, [float(np.finfo(np.float32).tiny)] * vt.count)
     sums = e.fma(n_[2], n_[2], e.fma(n_[1], n_[1], e.fma(n_[0], n_[0], tiny)))
-    sqrt = cgutils.get_or_insert_function(b.module, ir.FunctionType(vt, [vt]), f"llvm.sqrt.v{vt.count}f32")
-    inv = b.fdiv(ir.Constant(vt, [1.0] * vt.count), b.call(sqrt, [sums], fastmath=_FM), flags=_FM)
+    inv = _inv_sqrt(e, sums)
     i32v = ir.VectorType(I32, vt.count)
     sign = b.and_(b.bitcast(det, i32v), ir.Constant(i32v, [-(2 ** 31)] * vt.count))
     inv = b.bitcast(b.xor(b.bitcast(inv, i32v), sign), vt)
