@@ -31,7 +31,7 @@ from .jobs import entry, field, foot_job
 from .contacts import ContactPhases, Leg, detect_contacts, find_legs
 from .footlanes import (LW, block_waves, borrowed, gather_legs, keep_alive, lane_count, leg_lanes, range_scratch,
                         thread_scratch, write_leg)
-from .ground import GROUND_TERRAIN, Ground, as_ground, ground_at, sincos_lanes, terrain_sum
+from .ground import GROUND_TERRAIN, Ground, as_ground, ground_at, queried_at, sincos_lanes, terrain_sum
 from .procstage import (SERIAL_BELOW, PlanInput, _LastFrame, _all_rows, _drop_plan, _leg_rows, _local_rows,
                         _moved_rows, _rows)
 
@@ -176,7 +176,7 @@ def foot_kernel(job, phase, chunks, update):
                 if terrain_lanes:
                     for l in range(n_legs):
                         x, z = targets_b[l, 0], targets_b[l, 2]
-                        if x == queried_b[l, 0] and z == queried_b[l, 1]:
+                        if queried_at(queried_b, l, x, z):
                             continue  # heights / normals hold this point's query (a planted foot's lock: ~40%)
                         at = fresh_points * n_waves
                         fresh_points += 1
@@ -203,7 +203,7 @@ def foot_kernel(job, phase, chunks, update):
                     if phase == 0 or before_world:
                         x, z = targets_b[l, 0], targets_b[l, 2]
                         if terrain_lanes:  # the same bits as ground_at's, from the lanes' sines and cosines
-                            if not (x == queried_b[l, 0] and z == queried_b[l, 1]):  # (else: the same point)
+                            if not queried_at(queried_b, l, x, z):  # (the first pass's test: the same legs)
                                 h, nx, ny, nz = terrain_sum(g_params, wave_sins, wave_coss, fresh_points * n_waves)
                                 fresh_points += 1
                                 heights_b[l] = h
@@ -357,8 +357,8 @@ def _foot_chunks(count: int, threads: int) -> int:
     it, its pose, world rows and palettes still in that core's cache; run on another thread, they are
     pulled from the other core and the next update pulls them back (twice the time:
     docs/guides/performance.md). Equal ranges, not whole blocks of characters: 100 characters in blocks
-    of 8 split 48 / 52, and the frame waits on the longer range (measured: the 2-thread frame 3-4% shorter
-    split 50 / 50, though each range may end in a part block's lane pass). An argument, not computed in
+    of 8 split 48 / 52, and the frame waits on the longer range (4% more characters than an even half;
+    a range may now end in a part block's lane pass instead). An argument, not computed in
     the kernel: ``numba.get_num_threads()`` inside it would keep its serial twin out of the cache.
 
     >>> _foot_chunks(100, 2), _foot_chunks(100, 1), _foot_chunks(3, 2)

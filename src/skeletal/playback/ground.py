@@ -263,6 +263,15 @@ def sincos_lanes(args, sins, coss, m):
 
 
 @njit(cache=True, forceinline=True)
+def queried_at(queried_b, l, x, z):
+    """Whether leg ``l``'s heights and normals already hold the ground's query at world (x, z)
+    (``queried_b`` (L, 2): the points last queried, NaN none): the one test the foot placement kernel's
+    two passes over a block share, the first packing the other legs' terrain waves into the lanes, the
+    second reading them back in the same order."""
+    return x == queried_b[l, 0] and z == queried_b[l, 1]
+
+
+@njit(cache=True, forceinline=True)
 def terrain_sum(params, sins, coss, at):
     """A terrain's height and unit normal (h, nx, ny, nz) from the sines and cosines of its W wave
     arguments ``x kx + z kz + phase``, stored at ``sins[at:at + W]`` / ``coss[at:at + W]`` (see
