@@ -439,6 +439,37 @@ def test_terrain_queries_are_kept_only_at_the_same_point(demo):
     assert kept > 60  # planted feet: most frames query their point again (kept), 5 walkers x 2 feet
 
 
+def test_contact_weights_wrap_a_looping_clip_time(demo):
+    # the kernel reads each leg's contact weight from the clip's table at the action's sample time; a
+    # looping clip's time outside [0, duration) (set directly, not by the advance) wraps as Python's %
+    # does, the frame pair too, and a time inside needs no wrapping (the same values either way)
+    from skeletal.playback import kernels as K
+
+    mixer = skeletal.Mixer(demo, 4, events=False)
+    mixer.play("walk")
+    proc = Procedural(mixer)
+    stage = proc.foot_placement("flat")
+    mixer.update(DT)
+    tables, frames, fps, durations, looping, _ = stage._tables()
+    c = int(mixer.slot_clip[0])
+    d, f = durations[c], int(frames[c])
+    assert looping[c] and f > 2
+    # before the start, a loop and a quarter on, three loops on, and the middle of the last frame pair
+    # (from the last frame back to the first)
+    times = np.array([-0.3 * d, d + 0.25 * d, 3.0 * d + 1e-3, d - 0.5 / fps[c]])
+    mixer.fs[:, 0, K.F_SAMPLE] = times
+    job, serial, _ = stage.last.calls
+    serial(job, 1, 1, None)  # phase 1: contact weights and the targets' (x, z)
+    for b, t in enumerate(times):
+        u = (t % d) * fps[c]
+        i0 = int(math.floor(u)) % f
+        a = u - math.floor(u)
+        expected = tables[c, i0] * (1.0 - a) + tables[c, (i0 + 1) % f] * a
+        np.testing.assert_allclose(stage.contact[b], expected, rtol=0, atol=1e-15)
+    assert np.ptp(stage.contact[:, 0]) > 0.0  # (the four times do land on different weights)
+    assert np.any(tables[c, f - 1] != tables[c, 0])  # (the last pair's weight is not either end's)
+
+
 def test_pelvis_moves_the_legs_it_does_not_solve(demo):
     # the kernel translates a leg's rows and palettes with the pelvis only where its IK does not rebuild
     # them (weight <= 0); a negative weight moves the pelvis the other way without IK: world rows and
