@@ -41,16 +41,10 @@ def _contact_one(b, job):
                 out[b, l] += w * tables[c, 0, l]
         else:
             if looping[c]:
-                # a looping clip's sample time is already inside it (the advance wraps it): the modulos
-                # (a libm fmod, two integer divisions) only where it is not -- the same values
-                d = durations[c]
-                if not (t >= 0.0 and t < d):
-                    t = t % d
+                t = t % durations[c]
                 u = t * fps[c]
-                i0 = int(math.floor(u))
-                if not (i0 >= 0 and i0 < f):
-                    i0 = i0 % f
-                i1 = i0 + 1 if i0 + 1 < f else 0
+                i0 = int(math.floor(u)) % f
+                i1 = (i0 + 1) % f
             else:
                 u = min(max(t, 0.0), durations[c]) * fps[c]
                 i0 = min(int(math.floor(u)), f - 1)
