@@ -695,8 +695,22 @@ def _group_in_range(b, inf: Influences, jrow0, k: int, rows, lanes: int = LANES)
 
 def _group_sorted(b, wrow0, k: int, lanes: int = LANES):
     """i1: each of the ``lanes`` dense weight rows from ``wrow0`` (i8*) has its first weight at least each
-    other (influence 0 is the pivot), from one <lanes * K x float> load and one compare."""
+    other (influence 0 is the pivot), from one <lanes * K x float> load and one compare. At 8 lanes, 8 floats
+    at a time: each 8-float part's failures (a weight above its row's first, or NaN) as a lane mask, the
+    masks or-ed and the result's sign bits read once (``vmovmskps``); the empty asm keeps LLVM from packing
+    the masks into bytes first (7 shuffles a group, which one compare of the whole vector took)."""
     n = lanes * k
+    if lanes == 8:
+        v8, i8 = vec_type(8), ir.VectorType(I32, 8)
+        floats = b.bitcast(wrow0, ir.FloatType().as_pointer())
+        failed = None
+        for at in range(0, n, 8):
+            part = b.load(b.bitcast(b.gep(floats, [ir.Constant(I64, at)]), v8.as_pointer()), align=4)
+            lead = b.shuffle_vector(part, ir.Constant(v8, ir.Undefined), ir.Constant(i8, [k * (i // k) for i in range(8)]))
+            mask = b.bitcast(_opaque_vec(b, b.bitcast(b.sext(b.fcmp_unordered("<", lead, part), i8), v8)), i8)
+            failed = mask if failed is None else b.or_(failed, mask)
+        signs = b.icmp_signed("<", failed, ir.Constant(i8, [0] * 8))
+        return b.icmp_unsigned("==", b.bitcast(signs, ir.IntType(8)), ir.Constant(ir.IntType(8), 0))
     vt = vec_type(n)
     got = b.load(b.bitcast(wrow0, vt.as_pointer()), align=4)
     first = b.shuffle_vector(got, ir.Constant(vt, ir.Undefined),
