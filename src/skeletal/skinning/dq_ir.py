@@ -520,7 +520,8 @@ def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool, diagonal: boo
     :func:`~skeletal.skinning.dqs._presigned_records`): row p holds every joint's qr and qd already in p's
     hemisphere, read in place of the record's first half, so the sign work (a broadcast and an xor per
     influence, no ``vpternlogd`` there) is gone; and at 8 lanes each branch of the group check transforms
-    its own blend (no phis of 11-14 vectors at the join, which went through the stack)."""
+    its own blend where S is rigid or diagonal (no phis of 8 or 11 vectors at the join, which went through
+    the stack), and the sorted-weights check reads its compares' signs once (:func:`_group_sorted`)."""
     e = Emit(b)
     pal = Rows(context, b, A[0], args[0], DQ_STRIDE)
     # A (J, J) sign table, or a (J,) array: the palette's signs were made consistent for this mesh (every
@@ -634,10 +635,11 @@ def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool, diagonal: boo
         return []
 
     def either(cond, then, otherwise) -> None:
-        """The blend ``then()`` where ``cond`` holds, else ``otherwise()``, and the transform. At 8 lanes each branch
-        transforms its own blend (the transform emitted twice): merged by phis, the 11-14 blended vectors
-        went through the stack at the join, 16 ymm registers being too few to keep them."""
-        if lanes == 8:
+        """The blend ``then()`` where ``cond`` holds, else ``otherwise()``, and the transform. At 8 lanes, rigid or
+        diagonal S, each branch transforms its own blend (the transform emitted twice): merged by phis, the 8 or
+        11 blended vectors went through the stack at the join, 16 ymm registers being too few to keep them.
+        (General S, 14 vectors, measured 2-3% slower so: its transform spills either way.)"""
+        if lanes == 8 and (diagonal or not scaled):
             _either(b, cond, lambda: transform(then()), lambda: transform(otherwise()))
         else:
             transform(_either(b, cond, then, otherwise))
