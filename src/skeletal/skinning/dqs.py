@@ -134,6 +134,13 @@ unsorted groups), is 3.5-5% of the kernel's time, its shuffles a quarter of that
 copy of the palette (the quads above reach the same shuffle count without it); the general S's six floats
 as joined halves or quads (62 and ~69 shuffles against 62).
 
+Presigned records (256-bit targets, helper ``dqsplit``). AVX2 has no ``vpternlogd`` with an embedded broadcast:
+the table's sign took a broadcast and an xor per influence there, about 11% of the random-joint mesh's scaled
+frame. Where the table serves and J <= :data:`PRESIGNED_MAX_JOINTS`, :func:`_presigned_records` also writes a
+(J, 8 J) float32 table whose row p holds every joint's qr and qd already in p's hemisphere (bit for bit the
+sign table's xor), and the kernel reads a record's first half from the pivot's row: no sign work, the same
+output. The AVX-512 build never makes one (its machine code is unchanged).
+
 Hemisphere pairs (``skin_dq_into(..., pairs=)``, issue 33). The sign table's work is per influence (a
 broadcast, an and and an xor; the kernel without it takes about 1/1.2 of the time), yet in a rig the joints a
 vertex blends are neighbours that turn less than 180 degrees against each other, so one sign per joint per
