@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from skeletal.skinning.lbs import CHUNK, LANES, UNROLLED
-from skeletal.skinning.dqs import (SIGNED_MIN_VERTICES, _scale_kind, _signed_records, _signed_scratch, _skin_dq_checked,
-                                   pack_dq_palette, skin_dq, skin_dq_into)
+from skeletal.skinning.dqs import (SIGNED_MIN_VERTICES, _presigned_records, _presigned_scratch, _scale_kind,
+                                   _signed_records, _signed_scratch, _skin_dq_checked, pack_dq_palette, skin_dq,
+                                   skin_dq_into)
 
 from test_skin_dq import random_mesh, random_rigid
 
@@ -184,6 +185,28 @@ def test_signed_records_sign_table():
     assert np.all(np.diag(table) == 0)  # a joint is in its own hemisphere
 
 
+def test_presigned_records_are_the_records_negated_where_the_sign_table_says():
+    """The 256-bit signed-record kernel's table: row p holds every joint's qr and qd, each negated (its sign
+    bit flipped, NaN and zero included) where the sign table has joint j in the other hemisphere than p."""
+    rng = np.random.default_rng(11)
+    packed = pack_dq_palette(scaled_rig(rng, 13))
+    packed[2, :8] *= -1
+    packed[5, 0] = 0.0
+    n = len(packed)
+    table, out = np.empty((n, n), np.int32), np.full((n, 8 * n), np.nan, np.float32)
+    _presigned_records(packed, table, out)
+    expected_table = np.empty_like(table)
+    _signed_records(packed, expected_table)
+    np.testing.assert_array_equal(table, expected_table)
+    assert (table < 0).any() and (table == 0).any()
+    bits = packed[:, :8].view(np.int32)
+    expected = (bits[None, :, :] ^ table[:, :, None]).reshape(n, 8 * n)
+    np.testing.assert_array_equal(out.view(np.int32), expected)
+    assert np.array_equal(out.reshape(n, n, 8)[0, 2], -packed[2, :8]) == (table[0, 2] < 0)
+    scratch = _presigned_scratch(n)  # 256-bit targets only (the kernel's table); None where 16 lanes
+    assert scratch is None or (scratch.shape == (n, 8 * n) and scratch.ctypes.data % 64 == 0)
+
+
 def test_signed_kernel_clamps_indices_past_the_palette():
     """uint8 joints are not padded for this kernel (its table is J x J): every index is clamped to J - 1."""
     rng = np.random.default_rng(13)
@@ -297,6 +320,6 @@ def test_signed_diagonal_kernel_matches_the_general_one_and_the_reference(joint_
         general = [np.empty_like(positions), np.empty_like(normals)]
         assert _skin_dq_checked(packed, j, weights, positions, normals, None, *general, None, UNROLLED.get(4),
                                 True, None, _signed_scratch(len(packed)), None, np.empty(0, np.int64),
-                                np.empty(0, np.int32))
+                                np.empty(0, np.int32), _presigned_scratch(len(packed)))
         np.testing.assert_allclose(got_p, general[0], rtol=1e-6, atol=1e-6 * size)
         np.testing.assert_allclose(got_n, general[1], atol=1e-6)

@@ -515,13 +515,21 @@ def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool, diagonal: boo
     8-float halves, (qr, qd) and S (the rigid kernel reads the first only), blended apart, and each half's 8
     blended rows transposed as one 8 x 8 block (qr, qd: 24 shuffles; S only its wanted 6 or 3 rows: 22 or
     17). (The 16-lane form's joined halves hide each blend behind an empty asm whose operand must fit one
-    vector register: on a 256-bit target LLVM aborts the process there, so that form is never built for one.)"""
+    vector register: on a 256-bit target LLVM aborts the process there, so that form is never built for one.)
+    On 256-bit targets A[13] may instead be the presigned table ((J, 8 J) float32,
+    :func:`~skeletal.skinning.dqs._presigned_records`): row p holds every joint's qr and qd already in p's
+    hemisphere, read in place of the record's first half, so the sign work (a broadcast and an xor per
+    influence, no ``vpternlogd`` there) is gone; and at 8 lanes each branch of the group check transforms
+    its own blend where S is rigid or diagonal (no phis of 8 or 11 vectors at the join, which went through
+    the stack), and the sorted-weights check reads its compares' signs once (:func:`_group_sorted`)."""
     e = Emit(b)
     pal = Rows(context, b, A[0], args[0], DQ_STRIDE)
     # A (J, J) sign table, or a (J,) array: the palette's signs were made consistent for this mesh (every
     # pair of joints that share a vertex in one hemisphere, :func:`~skeletal.skinning.dqs._hemisphere_signs`),
     # so no influence is negated and the pivot plays no part: the blend is LBS's without the sign work.
     use_table = A[13].ndim == 2
+    # A (J, 8 J) float32 table on 256-bit targets: each pair's qr and qd already signed (presigned records)
+    presigned = use_table and A[13].dtype == types.float32
     table = Rows(context, b, A[13], args[13])
     inf = Influences(context, b, A, args, table.shape[0], k, True)
     # Rows as offsets from the group's first (constant offsets where the strides are: no per-row pointers
@@ -599,13 +607,20 @@ def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool, diagonal: boo
     def blend8(jrow, wrow, joints, trow, pivot_first: bool, inf):
         """One vertex's blend at 8 lanes: (qr | qd, S) as two 8-float multiply-add chains (S None for the rigid
         kernel), each weight broadcast from memory; qr | qd xor-ed with the table entry (0 or the sign bit,
-        broadcast from memory) where the table is used."""
+        broadcast from memory) where the table is used, or read already signed from the presigned table (row
+        ``trow``, the pivot's): the record's 8 floats at 32 j there, its S at 64 j + 32 in the palette, both
+        from one shift of j (x86 addresses scale it by 2; the empty asm keeps LLVM from shifting twice)."""
         acc_q = acc_s = None
         for kk in range(k):
-            at = b.mul(joints[kk], record_bytes)
+            presign = presigned and not (pivot_first and kk == 0)
+            if presigned:
+                j32 = _opaque(b, b.shl(joints[kk], ir.Constant(I64, 5)))
+                at = b.add(j32, j32)
+            else:
+                at = b.mul(joints[kk], record_bytes)
             halves = b.bitcast(b.gep(pal.data, [at]), vec_type(8).as_pointer())
-            rec_q = b.load(halves, align=4)
-            if use_table and not (pivot_first and kk == 0):
+            rec_q = b.load(b.bitcast(b.gep(trow, [j32]), halves.type) if presign else halves, align=4)
+            if use_table and not presigned and not (pivot_first and kk == 0):
                 sign = e.splat(table.load(trow, joints[kk]), 8)
                 rec_q = b.bitcast(b.xor(b.bitcast(rec_q, sign.type), sign), rec_q.type)
             w = e.splat(inf.weight(wrow, kk), 8)
@@ -614,6 +629,20 @@ def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool, diagonal: boo
                 rec_s = b.load(b.gep(halves, [ir.Constant(I64, 1)]), align=4)
                 acc_s = e.mul(w, rec_s) if acc_s is None else e.fma(w, rec_s, acc_s)
         return acc_q, acc_s
+
+    def transform(blended) -> list:
+        _emit_dq_transform(context, b, e, A, args, v0, blended[:4], blended[4:8], blended[8:] if scaled else None)
+        return []
+
+    def either(cond, then, otherwise) -> None:
+        """The blend ``then()`` where ``cond`` holds, else ``otherwise()``, and the transform. At 8 lanes, rigid or
+        diagonal S, each branch transforms its own blend (the transform emitted twice): merged by phis, the 8 or
+        11 blended vectors went through the stack at the join, 16 ymm registers being too few to keep them.
+        (General S, 14 vectors, measured 2-3% slower so: its transform spills either way.)"""
+        if lanes == 8 and (diagonal or not scaled):
+            _either(b, cond, lambda: transform(then()), lambda: transform(otherwise()))
+        else:
+            transform(_either(b, cond, then, otherwise))
 
     # 1. K <= 2: influence 0 is the pivot (any pivot gives the same transform). Else influence 0 where
     # every lane of the group has its weights sorted largest first (one lane-wise check), otherwise the
@@ -630,16 +659,14 @@ def _emit_dq_signed(context, b, A, args, v0, k: int, scaled: bool, diagonal: boo
         if k > 2 and use_table:
             fast = b.and_(fast, _group_sorted(b, _opaque(b, wrow0), k, lanes))
         free = Influences(context, b, A, args, table.shape[0], k, False)
-        blended = _either(b, fast, lambda: blend(True, free), lambda: blend(k <= 2 or not use_table))
+        either(fast, lambda: blend(True, free), lambda: blend(k <= 2 or not use_table))
     elif k <= 2 or not use_table:
-        blended = blend(True)
+        transform(blend(True))
     else:
         # The check reads the weights through a pointer LLVM cannot see through (as above).
         hidden = _opaque(b, wrow0)
         wrows = [b.gep(hidden, [b.mul(ir.Constant(I64, i), inf.wgt.stride)]) for i in range(lanes)]
-        blended = _either(b, _sorted_first(b, _lane_weights(e, inf, wrows, k)), lambda: blend(True),
-                          lambda: blend(False))
-    _emit_dq_transform(context, b, e, A, args, v0, blended[:4], blended[4:8], blended[8:] if scaled else None)
+        either(_sorted_first(b, _lane_weights(e, inf, wrows, k)), lambda: blend(True), lambda: blend(False))
 
 
 def _dense_influences(A) -> bool:
@@ -670,8 +697,22 @@ def _group_in_range(b, inf: Influences, jrow0, k: int, rows, lanes: int = LANES)
 
 def _group_sorted(b, wrow0, k: int, lanes: int = LANES):
     """i1: each of the ``lanes`` dense weight rows from ``wrow0`` (i8*) has its first weight at least each
-    other (influence 0 is the pivot), from one <lanes * K x float> load and one compare."""
+    other (influence 0 is the pivot), from one <lanes * K x float> load and one compare. At 8 lanes, 8 floats
+    at a time: each 8-float part's failures (a weight above its row's first, or NaN) as a lane mask, the
+    masks or-ed and the result's sign bits read once (``vmovmskps``); the empty asm keeps LLVM from packing
+    the masks into bytes first (7 shuffles a group, which one compare of the whole vector took)."""
     n = lanes * k
+    if lanes == 8:
+        v8, i8 = vec_type(8), ir.VectorType(I32, 8)
+        floats = b.bitcast(wrow0, ir.FloatType().as_pointer())
+        failed = None
+        for at in range(0, n, 8):
+            part = b.load(b.bitcast(b.gep(floats, [ir.Constant(I64, at)]), v8.as_pointer()), align=4)
+            lead = b.shuffle_vector(part, ir.Constant(v8, ir.Undefined), ir.Constant(i8, [k * (i // k) for i in range(8)]))
+            mask = b.bitcast(_opaque_vec(b, b.bitcast(b.sext(b.fcmp_unordered("<", lead, part), i8), v8)), i8)
+            failed = mask if failed is None else b.or_(failed, mask)
+        signs = b.icmp_signed("<", failed, ir.Constant(i8, [0] * 8))
+        return b.icmp_unsigned("==", b.bitcast(signs, ir.IntType(8)), ir.Constant(ir.IntType(8), 0))
     vt = vec_type(n)
     got = b.load(b.bitcast(wrow0, vt.as_pointer()), align=4)
     first = b.shuffle_vector(got, ir.Constant(vt, ir.Undefined),
@@ -770,7 +811,8 @@ def _skin_dq_chunk(typingctx, palette, joints, weights, positions, normals, tang
                             out_tangents):
         return None  # a TypingError: skin_dq_into then names the fault (check_skin_args)
     signed = not isinstance(signs, types.NoneType)
-    if signed and not (isinstance(signs, types.Array) and signs.ndim in (1, 2) and signs.dtype == types.int32):
+    if signed and not (isinstance(signs, types.Array) and signs.ndim in (1, 2) and signs.dtype == types.int32) and not (
+            _presigned_type(signs) and planar_lanes() == 8):
         return None
     use_scale, clamp = not isinstance(scaled, types.NoneType), signed or isinstance(unclamped, types.NoneType)
     diagonal = isinstance(scaled, types.Integer)
@@ -787,3 +829,37 @@ def _skin_dq_chunk(typingctx, palette, joints, weights, positions, normals, tang
                                                                       lanes)
         return sig, planar_codegen(False, clamp, vertices, group=group, lanes=lanes)
     return sig, chunk_codegen(vertices, pairs=2)
+
+
+def _presigned_type(signs) -> bool:
+    """Whether ``signs`` (a numba type) is a presigned-record table: 2-D float32, :func:`~skeletal.skinning.dqs._presigned_records`'."""
+    return isinstance(signs, types.Array) and signs.ndim == 2 and signs.dtype == types.float32
+
+
+@intrinsic
+def _presign_row(typingctx, out, packed, table, p):
+    """Row ``p`` of :func:`~skeletal.skinning.dqs._presigned_records`' table: for every joint j,
+    ``out[p, 8 j : 8 j + 8]`` = the bits of ``packed[j, :8]`` (qr, qd) xor ``table[p, j]`` (0 or the sign bit):
+    one 8-lane load, xor and store per joint (numba's loop over the 8 floats stayed scalar, 2.5x the time)."""
+    if not (all(isinstance(a, types.Array) and a.ndim == 2 for a in (out, packed, table))
+            and out.dtype == packed.dtype == types.float32 and table.dtype == types.int32
+            and isinstance(p, types.Integer)):
+        return None
+    sig = types.void(out, packed, table, p)
+
+    def codegen(context, b, signature, args):
+        A = signature.args
+        dst, src, tab = (Rows(context, b, A[i], args[i]) for i in range(3))
+        row = context.cast(b, args[3], A[3], types.int64)
+        drow, trow = dst.row(row), tab.row(row)
+        vt = ir.VectorType(I32, 8)
+        with cgutils.for_range(b, src.shape[0]) as loop:
+            j = loop.index
+            bits = b.load(b.bitcast(src.row(j), vt.as_pointer()), align=4)
+            sign = b.insert_element(ir.Constant(vt, ir.Undefined), tab.load(trow, j), ir.Constant(I32, 0))
+            sign = b.shuffle_vector(sign, ir.Constant(vt, ir.Undefined), ir.Constant(vt, [0] * 8))
+            at = b.gep(drow, [b.mul(j, ir.Constant(I64, 32))])
+            b.store(b.xor(bits, sign), b.bitcast(at, vt.as_pointer()), align=4)
+        return context.get_dummy_value()
+
+    return sig, codegen

@@ -134,6 +134,13 @@ unsorted groups), is 3.5-5% of the kernel's time, its shuffles a quarter of that
 copy of the palette (the quads above reach the same shuffle count without it); the general S's six floats
 as joined halves or quads (62 and ~69 shuffles against 62).
 
+Presigned records (256-bit targets, helper ``dqsplit``). AVX2 has no ``vpternlogd`` with an embedded broadcast:
+the table's sign took a broadcast and an xor per influence there, about 11% of the random-joint mesh's scaled
+frame. Where the table serves and J <= :data:`PRESIGNED_MAX_JOINTS`, :func:`_presigned_records` also writes a
+(J, 8 J) float32 table whose row p holds every joint's qr and qd already in p's hemisphere (bit for bit the
+sign table's xor), and the kernel reads a record's first half from the pivot's row: no sign work, the same
+output. The AVX-512 build never makes one (its machine code is unchanged).
+
 Hemisphere pairs (``skin_dq_into(..., pairs=)``, issue 33). The sign table's work is per influence (a
 broadcast, an and and an xor; the kernel without it takes about 1/1.2 of the time), yet in a rig the joints a
 vertex blends are neighbours that turn less than 180 degrees against each other, so one sign per joint per
@@ -291,7 +298,7 @@ from ..errors import SkeletalError
 from .._threads import busy_cap, capped_threads
 from .dq_ir import (  # noqa: F401  (re-exported: dqs.py held these before the split)
     _SWAP_MIDDLE, _either, _emit_dq_group, _emit_dq_signed, _emit_dq_transform, _emit_dq_vertices, _lane_vector,
-    _lane_weights, _load_xyz, _opaque, _skin_dq_chunk, _sorted_first, _store_xyz, _transpose_halves, _transposed,
+    _lane_weights, _load_xyz, _opaque, _presign_row, _skin_dq_chunk, _sorted_first, _store_xyz, _transpose_halves, _transposed,
 )
 from .dq_palette import (  # noqa: F401
     DQ_STRIDE as DQ_STRIDE, GPU_ROWS as GPU_ROWS, PACK_STEP as PACK_STEP, RIGID_FAST as RIGID_FAST,
@@ -310,7 +317,7 @@ from .ir import (  # noqa: F401
     CHUNK as CHUNK, I32 as I32, I64 as I64, LANES as LANES, _F32_DTYPE, _FM, _U8_DTYPE, Emit as Emit,
     Influences as Influences, Rows as Rows, _kernel_types_ok, _rows_ok, _transpose_masks,
     chunk_codegen as chunk_codegen, deinterleave3 as deinterleave3, interleave3 as interleave3,
-    planar_codegen as planar_codegen, planar_ok as planar_ok, store_rows as store_rows,
+    planar_codegen as planar_codegen, planar_lanes, planar_ok as planar_ok, store_rows as store_rows,
     transpose_lanes as transpose_lanes, vec_type as vec_type,
 )
 from .lbs import (ALIGN_MIN_VERTICES, PAD_MIN_VERTICES, PARALLEL_MIN_VERTICES, UNROLLED, _aligned_copy, _name_fault,
@@ -343,6 +350,16 @@ def _signed_records(packed, table):
 
 
 @njit(cache=True, nogil=True)
+def _presigned_records(packed, table, out):
+    """:func:`_signed_records`' table (``table``, (J, J) int32, filled here) and, in ``out`` ((J, 8 J) float32),
+    its records already signed: ``out[p, 8 j : 8 j + 8]`` joint j's qr and qd, negated where ``table[p, j]`` is
+    :data:`FLIP` (the 256-bit signed-record kernel reads them in place of the sign work)."""
+    _signed_records(packed, table)
+    for p in range(packed.shape[0]):
+        _presign_row(out, packed, table, p)
+
+
+@njit(cache=True, nogil=True)
 def _signed_copy(packed, flips):
     """A 64-byte aligned copy of the packed palette with qr and qd negated where ``flips`` < 0 (the same
     transforms: q and -q are one rotation)."""
@@ -356,7 +373,7 @@ def _signed_copy(packed, flips):
 
 @njit(cache=True, nogil=True)
 def _skin_dq_checked(palette, joints, weights, positions, normals, tangents, out_positions, out_normals,
-                     out_tangents, kspec, scaled, unclamped, signs, pairs, starts, blocks):
+                     out_tangents, kspec, scaled, unclamped, signs, pairs, starts, blocks, presigned):
     """DQ-skin (see :func:`skin_dq_into`); returns False, touching nothing, where the shapes or strides
     break the contract, or the packed palette is empty or not 16 wide (the caller then names the fault).
     ``signs``: None, or a (J, J) int32 scratch table for :func:`_signed_records` (then the signed-record
@@ -367,10 +384,14 @@ def _skin_dq_checked(palette, joints, weights, positions, normals, tangents, out
     the table's place); where some pairs fail and their blocks are few (:func:`_failing_runs`) and the
     outputs overlap no input, it runs so on every vertex and the table kernel again on those blocks'
     vertices (the table's output there; elsewhere the same as the table's, see the module docstring); else
-    the table serves the frame."""
+    the table serves the frame. ``presigned``: None, or on 256-bit targets a (J, 8 J) float32 scratch
+    (:func:`_presigned_scratch`, with ``signs``): the table's frames then take :func:`_presigned_records`' records."""
     if palette.shape[0] == 0 or palette.shape[1] != DQ_STRIDE:
         return False
     if signs is not None and (signs.shape[0] != palette.shape[0] or signs.shape[1] != palette.shape[0]):
+        return False
+    if presigned is not None and (signs is None or presigned.shape[0] != palette.shape[0]
+                                  or presigned.shape[1] != 8 * palette.shape[0]):
         return False
     if not _rows_ok(positions, out_positions, normals, out_normals, tangents, out_tangents, joints, weights):
         return False
@@ -407,7 +428,13 @@ def _skin_dq_checked(palette, joints, weights, positions, normals, tangents, out
                                   _rows_of(tangents, lo, hi), out_positions[lo:hi], _rows_of(out_normals, lo, hi),
                                   _rows_of(out_tangents, lo, hi), kspec, scaled, None, signs)
                 return True
-    if positions.shape[0] >= ALIGN_MIN_VERTICES and palette.ctypes.data % 64 != 0:
+    if presigned is not None:
+        _presigned_records(palette, signs, presigned)
+        aligned = _aligned_copy(palette) if positions.shape[0] >= ALIGN_MIN_VERTICES and palette.ctypes.data % 64 != 0 \
+            else palette
+        _skin_dq_fast(aligned, joints, weights, positions, normals, tangents, out_positions, out_normals,
+                      out_tangents, kspec, scaled, None, presigned)
+    elif positions.shape[0] >= ALIGN_MIN_VERTICES and palette.ctypes.data % 64 != 0:
         _signed_records(palette, signs)  # records read whole: one cache line each (as skin_into's)
         _skin_dq_fast(_aligned_copy(palette), joints, weights, positions, normals, tangents, out_positions,
                       out_normals, out_tangents, kspec, scaled, None, signs)
@@ -436,6 +463,34 @@ def _skin_dq_fast(palette, joints, weights, positions, normals, tangents, out_po
 #: the signed-record kernel (:func:`_emit_dq_signed`).
 SIGNED_MIN_VERTICES = 1024
 _signed_buffers = threading.local()
+
+
+def _presigned_scratch(joints: int) -> np.ndarray | None:
+    """Per-thread scratch for :func:`_presigned_records` ((J, 8 J) float32, 64-byte aligned) where the
+    kernels are 8 lanes wide and J at most :data:`PRESIGNED_MAX_JOINTS`, else None."""
+    if joints > PRESIGNED_MAX_JOINTS or not _presigned_target():
+        return None
+    cached = getattr(_signed_buffers, "presigned", None)
+    if cached is None or cached.shape[0] != joints:
+        cached = _signed_buffers.presigned = aligned_empty((joints, 8 * joints), np.float32)
+    return cached
+
+
+def _presigned_target() -> bool:
+    """Whether the compile target's planar kernels are 8 lanes wide (:func:`~skeletal.skinning.ir.planar_lanes`,
+    fixed for the process: read once)."""
+    known = _PRESIGNED_TARGET
+    if not known:
+        known.append(planar_lanes() == 8)
+    return known[0]
+
+
+_PRESIGNED_TARGET: list[bool] = []
+
+
+#: The 256-bit signed-record kernel reads presigned records (:func:`_presigned_records`) for palettes of at
+#: most this many joints: J^2 records of 32 bytes (253 KB at 89 joints) stay in a core's L2.
+PRESIGNED_MAX_JOINTS = 89
 
 
 def _signed_scratch(joints: int) -> np.ndarray:
@@ -536,6 +591,7 @@ def skin_dq_into(
     else:
         scaled = None
     signs = _signed_scratch(len(packed)) if signed else None
+    presigned = _presigned_scratch(len(packed)) if signed else None
     starts, blocks = _NO_STARTS, _NO_BLOCKS
     if type(pairs) is HemispherePairs:
         if pairs.vertices != n:
@@ -558,10 +614,11 @@ def skin_dq_into(
             with capped_threads():
                 ok = _skin_dq_checked(packed, joints, weights, positions, normals, tangents, out_positions,
                                       out_normals, out_tangents, UNROLLED.get(k), scaled, unclamped, signs, used_pairs,
-                                      starts, blocks)
+                                      starts, blocks, presigned)
         else:
             ok = _skin_dq_checked(packed, joints, weights, positions, normals, tangents, out_positions, out_normals,
-                                  out_tangents, UNROLLED.get(k), scaled, unclamped, signs, used_pairs, starts, blocks)
+                                  out_tangents, UNROLLED.get(k), scaled, unclamped, signs, used_pairs, starts, blocks,
+                                  presigned)
     except (TypingError, TypeError, ValueError) as exc:
         _name_fault(palette, joints, weights, positions, normals, tangents, out_positions, out_normals, out_tangents,
                     DQ_STRIDE, "pack_dq_palette")
