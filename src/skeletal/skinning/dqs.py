@@ -288,6 +288,7 @@ are in :mod:`skeletal.skinning.dq_palette`, the float64 reference :func:`skin_dq
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import numpy as np
@@ -476,16 +477,11 @@ def _presigned_scratch(joints: int) -> np.ndarray | None:
     return cached
 
 
+@functools.lru_cache(maxsize=1)
 def _presigned_target() -> bool:
     """Whether the compile target's planar kernels are 8 lanes wide (:func:`~skeletal.skinning.ir.planar_lanes`,
     fixed for the process: read once)."""
-    known = _PRESIGNED_TARGET
-    if not known:
-        known.append(planar_lanes() == 8)
-    return known[0]
-
-
-_PRESIGNED_TARGET: list[bool] = []
+    return planar_lanes() == 8
 
 
 #: The 256-bit signed-record kernel reads presigned records (:func:`_presigned_records`) for palettes of at
