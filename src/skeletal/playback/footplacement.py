@@ -24,7 +24,8 @@ from numba import get_thread_id, njit, prange
 from .._compile import serial_variant
 from .._threads import capped_threads, thread_count
 from ..errors import SkeletalError
-from ..anim.pose import _joint_times_bind, depth_order, palettes_one, world_matrices, world_node_into, world_products
+from ..anim.pose import (_joint_times_bind, depth_order, palettes_one, world_matrices, world_node_into,
+                         world_subset_staged)
 from . import kernels as K
 from .footcontact import _contact_one
 from .jobs import entry, field, foot_job
@@ -32,8 +33,7 @@ from .contacts import ContactPhases, Leg, detect_contacts, find_legs
 from .footlanes import (LW, block_waves, borrowed, gather_legs, keep_alive, lane_count, leg_lanes, range_scratch,
                         thread_scratch, write_leg)
 from .ground import GROUND_TERRAIN, Ground, as_ground, ground_at, queried_at, sincos_lanes, terrain_sum
-from .procstage import (SERIAL_BELOW, PlanInput, _LastFrame, _all_rows, _drop_plan, _leg_rows, _local_rows,
-                        _moved_rows, _rows)
+from .procstage import SERIAL_BELOW, PlanInput, _LastFrame, _all_rows, _drop_plan, _moved_rows
 
 
 #: A contact weight at or above this counts as planted (the foot's world position locks).
@@ -56,12 +56,13 @@ def foot_kernel(job, phase, chunks, update):
     ``phase``: 0 all of it (a built-in ground, queried by :func:`.ground.ground_at`); 1 only up to the
     foot targets' world (x, z) in ``targets`` (a Python ground is then queried there into
     ``heights``/``normals``); 2 the rest, from those heights; 3 all of it on a built-in ground after an
-    update that ran without its WORLD stage (ADVANCE | BLEND): every local matrix, the world rows of
-    ``probe_nodes`` (by depth: the pelvis' ancestors, the pelvis, the joints from it to the feet), the
-    pelvis moved in the pose and those rows' translations after it (:func:`.procstage._moved_rows`),
-    the world rows of ``body_nodes`` (the rest but the legs' subtrees, by depth), the leg IK, the legs'
-    rows and every palette entry once (``pal`` must be the mixer's own palettes): no full world and
-    palette pass, pelvis subtree's translation or legs' rebuild after it.
+    update that ran without its WORLD stage (ADVANCE | BLEND): the world rows of ``probe_nodes`` alone
+    (by depth: the pelvis' ancestors, the pelvis, the joints from it to the feet; what the pelvis' move
+    and the legs' IK read), the pelvis moved in the pose and those rows' translations after it
+    (:func:`.procstage._moved_rows`), the leg IK, then per character, right after its legs' rotations
+    are written, the update's own world pass over ``world_nodes`` (every node, by depth) and every
+    palette entry (``pal`` must be the mixer's own palettes): each row and entry of the final pose
+    written once, while that character's rows are in the first cache level.
     pose (B, N, 10) float64 local rows, rewritten; world (B, N, 4, 4) their model-space matrices,
     kept current; placement (B, 4, 4) model -> world (a turn about +Y and a move); legs (3, L): thigh,
     knee and foot rig indices; pelvis: the joint moved up/down; leg_nodes[leg_start[l]:leg_start[l +
@@ -103,7 +104,7 @@ def foot_kernel(job, phase, chunks, update):
         locked, lock, targets = field(job, "locked"), field(job, "lock"), field(job, "targets")
         pelvis_offset, pal, pal_joints = field(job, "pelvis_offset"), field(job, "pal"), field(job, "pal_joints")
         inv_bind, pal_idx, pal_start = field(job, "inv_bind"), field(job, "pal_idx"), field(job, "pal_start")
-        probe_nodes, body_nodes = field(job, "probe_nodes"), field(job, "body_nodes")
+        probe_nodes, world_nodes = field(job, "probe_nodes"), field(job, "world_nodes")
         before_world = phase == 3  # the update left the world rows and palettes to this stage
         probe_split = 0  # the pelvis' place in probe_nodes (its ancestors before it, its subtree's rows after)
         while probe_split < probe_nodes.shape[0] - 1 and probe_nodes[probe_split] != pelvis:
@@ -148,9 +149,9 @@ def foot_kernel(job, phase, chunks, update):
                 M, pose_b, world_b = placement[b], pose[b], world[b]
                 if phase != 2:
                     _contact_one(b, job)
-                    if before_world:  # every local matrix; the world rows that place the pelvis
-                        _local_rows(pose_b, world_b)
-                        world_products(parents, probe_nodes, 0, probe_nodes.shape[0], world_b)
+                    if before_world:  # the world rows that place the pelvis
+                        for k in range(probe_nodes.shape[0]):
+                            world_node_into(probe_nodes[k], parents, pose_b, world_b)
                     elif scalars[6] == 0.0:  # the world rows are not current yet
                         _all_rows(parents, pose_b, world_b)
                     for l in range(n_legs):
@@ -282,17 +283,13 @@ def foot_kernel(job, phase, chunks, update):
                     pose_b[pelvis, 1] += vy
                     pose_b[pelvis, 2] += vz
                 if before_world:
-                    # every row but the legs' subtrees' from the moved pose (the thigh-to-foot chains, which the
-                    # IK reads, included); the legs' subtrees after the IK, then every palette entry once
+                    # the probe's rows below the pelvis follow its move (the IK reads the chains); every row and
+                    # palette entry after the block's IK
                     if d != 0.0:  # the rows from the pelvis down: only their translations moved
                         _moved_rows(parents, probe_nodes, probe_split, probe_nodes.shape[0], pose_b, world_b)
-                    world_products(parents, body_nodes, 0, body_nodes.shape[0], world_b)
-                    if w > 0.0:  # the legs into the lanes; rows and palettes after the block's IK
+                    if w > 0.0:  # the legs into the lanes
                         gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, (b - b0) * n_legs)
                         solve[b - b0] = solving = True
-                    else:
-                        _rows(parents, leg_nodes, 0, leg_nodes.shape[0], pose_b, world_b)
-                        palettes_one(world_b, pal_joints, inv_bind, pal_b)
                     continue
                 if d != 0.0:
                     # the pelvis' subtree moves by the model-space vector: world rows and palettes translate,
@@ -321,29 +318,37 @@ def foot_kernel(job, phase, chunks, update):
                     solve[b - b0] = solving = True
             # the block's legs solved in SIMD lanes (footlanes.leg_lanes: whole vectors of 8, the lanes past
             # the block's legs left unread), then each character's new rotations written, its legs' world
-            # rows rebuilt and its palette entries written
+            # rows rebuilt and its palette entries written (phase 3: all its rows and entries)
             if solving:
                 leg_lanes(li, lo, np.uint64(lane_count((b1 - b0) * n_legs)), soft > 0.0, cos_half_tilt)
             for b in range(b0, b1):
-                if not solve[b - b0]:
+                solved = solve[b - b0]
+                if not solved and not before_world:
                     continue
                 solve[b - b0] = False
                 pose_b, world_b, pal_b = pose[b], world[b], pal[b]
                 w = weight[b]
+                if before_world:
+                    # the final pose (the pelvis moved, the legs' new rotations): every world row and palette
+                    # entry once, the update's own pass (its arithmetic and, with this character's rows in the
+                    # first cache level, its speed)
+                    if solved:
+                        for l in range(n_legs):
+                            write_leg(li, lo, (b - b0) * n_legs + l, pose_b, world_b, parents, legs[0, l], legs[1, l],
+                                      legs[2, l], w, soft, cos_half_tilt, max_tilt)
+                    world_subset_staged(parents, world_nodes, pose_b, world_b)
+                    palettes_one(world_b, pal_joints, inv_bind, pal_b)
+                    continue
                 for l in range(n_legs):
                     write_leg(li, lo, (b - b0) * n_legs + l, pose_b, world_b, parents, legs[0, l], legs[1, l],
                               legs[2, l], w, soft, cos_half_tilt, max_tilt)
-                    if before_world:
-                        _leg_rows(parents, leg_nodes, leg_start[l], leg_start[l + 1], legs[2, l], pose_b, world_b)
-                    else:  # (_rows and _palette_rows written out: inlined, no call taking references)
-                        for k in range(leg_start[l], leg_start[l + 1]):
-                            world_node_into(leg_nodes[k], parents, pose_b, world_b)
-                        if scalars[7] != 0.0:
-                            for k in range(pal_start[l + 1], pal_start[l + 2]):
-                                q = pal_idx[k]  # (palettes_one's product: affine_product_into's arithmetic)
-                                _joint_times_bind(pal_b, q, world_b, pal_joints[q], inv_bind)
-                if before_world:
-                    palettes_one(world_b, pal_joints, inv_bind, pal_b)
+                    # (_rows and _palette_rows written out: inlined, no call taking references)
+                    for k in range(leg_start[l], leg_start[l + 1]):
+                        world_node_into(leg_nodes[k], parents, pose_b, world_b)
+                    if scalars[7] != 0.0:
+                        for k in range(pal_start[l + 1], pal_start[l + 2]):
+                            q = pal_idx[k]  # (palettes_one's product: affine_product_into's arithmetic)
+                            _joint_times_bind(pal_b, q, world_b, pal_joints[q], inv_bind)
         keep_alive(li_own, lo_own)  # the owners live until every block is done
 
 
@@ -369,7 +374,8 @@ def _foot_chunks(count: int, threads: int) -> int:
 
 def _chain_first(parents, thigh: int, foot: int, below: np.ndarray) -> np.ndarray:
     """A thigh's subtree (``below``: a mask over the rig) as rig indices: its thigh-to-``foot`` chain
-    first, then the rest, each part ascending (still parents first: :func:`.procstage._leg_rows`)."""
+    first, then the rest, each part ascending (still parents first: the kernel's phases 0-2 rebuild the rows
+    in this order after the IK)."""
     chain, j = set(), foot
     while j != thigh and j >= 0:
         chain.add(j)
@@ -487,9 +493,8 @@ class FootPlacement:
             up.append(int(parents[up[-1]]))
         # by depth: the pelvis' ancestors, the pelvis, then the rows below it (see foot_kernel's phase 3)
         self._probe_nodes = depth_order(parents, np.array(sorted(chains | set(up)), np.int64))
-        # the rest built after the pelvis moved, but the legs' subtrees' (rebuilt after the IK)
-        body = np.setdiff1d(np.arange(len(parents)), np.concatenate([self.leg_nodes, self._probe_nodes]))
-        self._world_body = depth_order(parents, body.astype(np.int64))
+        # every row, by depth: the final pass after the legs' IK
+        self._world_nodes = depth_order(parents, np.arange(len(parents), dtype=np.int64))
         rest = world_matrices(rig.parents, rig.rest)
         self.leg_length = np.array([np.linalg.norm(rest[l.knee, :3, 3] - rest[l.thigh, :3, 3])
                                     + np.linalg.norm(rest[l.foot, :3, 3] - rest[l.knee, :3, 3]) for l in self.legs])
@@ -610,7 +615,7 @@ class FootPlacement:
                 initialised=self.initialised, plant=self.plant, locked=self.locked, lock=self.lock,
                 targets=self.targets, pelvis_offset=self.pelvis_offset, pal=pal, pal_joints=pal_joints,
                 inv_bind=inv_bind, pal_idx=self._pal_idx, pal_start=self._pal_start,
-                probe_nodes=self._probe_nodes, body_nodes=self._world_body,
+                probe_nodes=self._probe_nodes, world_nodes=self._world_nodes,
                 **thread_scratch(len(self.legs), int(params[1]) if kind == GROUND_TERRAIN else 0,
                                  numba.config.NUMBA_NUM_THREADS))
             # the serial twin's entry point for a few characters; for more the parallel kernel's (and the

@@ -146,7 +146,7 @@ FOOT_FIELDS = (
     # the skin palettes kept current (entries under the pelvis and each leg)
     "pal", "pal_joints", "inv_bind", "pal_idx", "pal_start",
     # the world rows the stage builds itself after an update without its WORLD stage (phase 3)
-    "probe_nodes", "body_nodes",
+    "probe_nodes", "world_nodes",
     # scratch of a call over one range of instances (a few characters' serial twin, or one thread)
     "wave_scratch", "lane_in", "lane_out", "solve_scratch",
 )

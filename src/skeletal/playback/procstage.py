@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 import numpy as np
 from numba import njit
 
-from ..anim.pose import (_times_matrix_f64, affine_product_into, local_rows_all,
-                         local_to_world_one, world_node_into)
+from ..anim.pose import (affine_product_into, local_to_world_one, world_node_into)
 
 _NAN3 = (np.nan, np.nan, np.nan)
 
@@ -74,13 +73,6 @@ def _rows(parents, nodes, start, stop, pose, world):
 
 
 @njit(cache=True, forceinline=True)
-def _local_rows(pose, world):
-    """Every node's local matrix into its world rows (:func:`~skeletal.anim.pose.local_rows_all`), for
-    :func:`~skeletal.anim.pose.world_products` to turn into world rows."""
-    local_rows_all(pose, world)
-
-
-@njit(cache=True, forceinline=True)
 def _moved_rows(parents, nodes, start, stop, pose, world):
     """After ``pose[nodes[start]]``'s translation moved: the translation column of the world rows of
     ``nodes[start:stop]`` (that node and rows below it, each after its parent) from the pose, their
@@ -96,22 +88,6 @@ def _moved_rows(parents, nodes, start, stop, pose, world):
         else:
             for r in range(3):
                 world[i, r, 3] = ((world[p, r, 0] * t0 + world[p, r, 1] * t1) + world[p, r, 2] * t2) + world[p, r, 3]
-
-
-@njit(cache=True, forceinline=True)
-def _leg_rows(parents, nodes, start, stop, foot, pose, world):
-    """A leg's world rows after its IK, ``nodes[start:stop]`` listing its thigh-to-``foot`` chain first:
-    the chain's from their new local rows, then the rest's, whose rows hold their local matrices
-    (:func:`_local_rows`; the IK turns only the chain), times their parents' rows (the same bits as
-    building them from the pose)."""
-    chain = True
-    for k in range(start, stop):
-        i = nodes[k]
-        if chain:
-            world_node_into(i, parents, pose, world)
-            chain = i != foot
-        else:
-            _times_matrix_f64(world, i, world, parents[i], world, i)
 
 
 @njit(cache=True)

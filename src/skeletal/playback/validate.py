@@ -273,7 +273,7 @@ def validate_foot(f: dict) -> None:
     c.indices("pal_idx", 0, c.sizes["J"])
     c.array("pal_start", (None,), _INT)
     c.indices("pal_start", 0, len(f["pal_idx"]) + 1)
-    for name in ("probe_nodes", "body_nodes"):
+    for name in ("probe_nodes", "world_nodes"):
         c.array(name, (None,), _INT)
         c.indices(name, 0, n)
     c.array("wave_scratch", (3, None), dtype=np.float64)  # (sizes: checked where used, footlanes.range_scratch)
