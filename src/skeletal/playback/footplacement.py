@@ -93,7 +93,8 @@ def foot_kernel(job, phase, chunks, update):
     n = field(job, "pose").shape[0]
     chunks = max(min(n, chunks), 1)
     for c in prange(chunks):
-        _foot_range(job, phase, c, chunks, update)
+        # (one type per argument, so that the serial twin and the parallel kernel share one compile of it)
+        _foot_range(job, np.int64(phase), np.int64(c), np.int64(chunks), update)
 
 
 @njit(cache=True)
