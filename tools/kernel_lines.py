@@ -4,7 +4,7 @@ included.
 
     NUMBA_DEBUGINFO=1 NUMBA_CACHE_DIR=/tmp/kernel-lines PYTHONPATH=src python tools/kernel_lines.py [seconds]
 
-The example (``__main__``) profiles foot placement's phase 3 (``foot_kernel``'s ranges, ``_foot_range``) on a Mixer
+The example (``__main__``) profiles foot placement's phase 3 (``foot_kernel``'s ranges, ``footrange.foot_range``) on a Mixer
 of 100 Soldier walkers on terrain, one thread: it prints the share of samples per source file and the
 hottest lines. For another kernel, call :func:`profile` with its dispatcher and a function that runs it.
 
@@ -102,7 +102,7 @@ def _foot_example(seconds: float) -> None:
     import skeletal
     import skeletal._threads as threads_module
     from skeletal._compile import serial_variant
-    from skeletal.playback import footplacement, kernels
+    from skeletal.playback import footplacement, footrange, kernels
     from skeletal.playback.procedural import Procedural
 
     threads_module._NO_CAP = True
@@ -119,14 +119,14 @@ def _foot_example(seconds: float) -> None:
     frame = proc._plan.one_call
     update, stage = serial_variant(kernels.update), serial_variant(footplacement.foot_kernel, "_lines")
     stage(frame.foot_job, 3, 1, None)
-    footplacement._foot_range(frame.foot_job, 3, 0, 1, None)  # its dispatcher compiled in this process too
+    footrange.foot_range(frame.foot_job, np.int64(3), np.int64(0), np.int64(1), None)  # compiled here too
 
     def run() -> None:
         for _ in range(100):
             update(frame.update_job, None, 1 / 60, kernels.ADVANCE | kernels.BLEND)
             stage(frame.foot_job, 3, 1, None)
 
-    profile(footplacement._foot_range, run, seconds)  # the ranges' body: a plain function the kernel calls
+    profile(footrange.foot_range, run, seconds)  # the ranges' body: a plain function the kernel calls
 
 
 if __name__ == "__main__":

@@ -57,8 +57,10 @@ from .contacts import find_legs as find_legs
 from .procstage import SERIAL_BELOW, PlanInput
 from .procstage import _NAN3 as _NAN3, _LastFrame as _LastFrame, _all_rows as _all_rows, _drop_plan as _drop_plan
 from .procstage import _palette_rows as _palette_rows, _rows as _rows
-from .footplacement import PLANTED as PLANTED, FootPlacement, foot_kernel
-from .footplacement import _contact_one as _contact_one, _foot_chunks as _foot_chunks
+from .footcontact import _contact_one as _contact_one
+from .footplacement import FootPlacement, foot_kernel
+from .footplacement import _foot_chunks as _foot_chunks
+from .footrange import PLANTED as PLANTED
 from .footframe import FootFrame
 from .lookat import LookAt, find_head_chain as find_head_chain, look_kernel
 from .lookat import _ancestors as _ancestors
