@@ -277,20 +277,11 @@ def foot_range(job, phase, c, chunks, update):
             solve[b - b0] = False
             pose_b, world_b, pal_b = pose[b], world[b], pal[b]
             w = weight[b]
-            if before_world:
-                # the final pose (the pelvis moved, the legs' new rotations): every world row and palette
-                # entry once, the update's own pass (its arithmetic and, with this character's rows in the
-                # first cache level, its speed)
-                if solved:
-                    for l in range(n_legs):
-                        write_leg(li, lo, (b - b0) * n_legs + l, pose_b, world_b, parents, legs[0, l], legs[1, l],
-                                  legs[2, l], w, soft, cos_half_tilt, max_tilt)
-                world_subset_staged(parents, world_nodes, pose_b, world_b)
-                palettes_one(world_b, pal_joints, inv_bind, pal_b)
-                continue
-            for l in range(n_legs):
+            for l in range(n_legs if solved else 0):
                 write_leg(li, lo, (b - b0) * n_legs + l, pose_b, world_b, parents, legs[0, l], legs[1, l],
                           legs[2, l], w, soft, cos_half_tilt, max_tilt)
+                if before_world:
+                    continue  # (every row below)
                 # (_rows and _palette_rows written out: inlined, no call taking references)
                 for k in range(leg_start[l], leg_start[l + 1]):
                     world_node_into(leg_nodes[k], parents, pose_b, world_b)
@@ -298,4 +289,10 @@ def foot_range(job, phase, c, chunks, update):
                     for k in range(pal_start[l + 1], pal_start[l + 2]):
                         q = pal_idx[k]  # (palettes_one's product: affine_product_into's arithmetic)
                         _joint_times_bind(pal_b, q, world_b, pal_joints[q], inv_bind)
+            if before_world:
+                # the final pose (the pelvis moved, the legs' new rotations): every world row and palette
+                # entry once, the update's own pass (its arithmetic and, with this character's rows in the
+                # first cache level, its speed)
+                world_subset_staged(parents, world_nodes, pose_b, world_b)
+                palettes_one(world_b, pal_joints, inv_bind, pal_b)
     keep_alive(li_own, lo_own)  # the owners live until every block is done

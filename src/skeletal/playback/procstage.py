@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 import numpy as np
 from numba import njit
 
-from ..anim.pose import (affine_product_into, local_to_world_one, world_node_into)
+from ..anim.pose import affine_product_into, local_to_world_one, world_node_into
 
 _NAN3 = (np.nan, np.nan, np.nan)
 
