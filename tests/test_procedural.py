@@ -629,6 +629,55 @@ def test_foot_frame_declines_for_a_few_characters_on_two_threads(demo, monkeypat
     assert ran == [False] * 5 + [True] * 6 and fproc._plan.one_call.parallel is None
 
 
+def test_foot_placement_pose_is_the_same_whether_the_update_or_the_stage_builds_the_world_rows(demo, monkeypatch):
+    # foot placement alone on a mixer: the update leaves the world rows to the stage (the kernel's phase 3:
+    # the probe's rows, the IK's joints gathered moved with the pelvis, every row after the IK), or, with
+    # that plan declined, builds them first and the stage moves them (phase 0). The legs' IK gets the
+    # same inputs either way, so the poses are equal bit for bit (a nearly straight leg's IK magnifies
+    # an input's last bit ~1e8-fold: 3e-7 in a quaternion when the two paths rounded the joints'
+    # positions differently); the rows, rebuilt or moved, agree to rounding
+    import numba
+
+    import skeletal._threads as threads_module
+    import skeletal.playback.procedural as procedural
+
+    monkeypatch.setattr(threads_module, "_NO_CAP", True)
+    build = procedural.Procedural._build_plan
+
+    def world_first(self, dt):
+        plan = build(self, dt)
+        if plan is not None and plan.before_world:
+            plan.before_world, plan.one_call = False, None
+        return plan
+
+    def run(patch):
+        monkeypatch.setattr(procedural.Procedural, "_build_plan", world_first if patch else build)
+        count = 20
+        mixer = skeletal.Mixer(demo, count, events=False)
+        mixer.play("walk", offset=np.linspace(0.0, 0.9, count))
+        mixer.play("run", weight=0.4, offset=np.linspace(0.1, 0.7, count))
+        proc = Procedural(mixer)
+        proc.foot_placement("terrain:amplitude=0.2,wavelength=3,seed=4",
+                            weight=np.resize([1.0, 0.3, 0.6, 0.0, 0.9], count))
+        proc.place(np.random.default_rng(3).uniform(-3, 3, (count, 3)), np.linspace(0.0, 2.0, count))
+        out = []
+        for _ in range(60):
+            mixer.update(DT)
+            out.append((mixer.local_pose.copy(), mixer.world.copy(), proc._plan))
+        return out
+
+    threads = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        staged, moved = run(False), run(True)
+    finally:
+        numba.set_num_threads(threads)
+    assert staged[-1][2].before_world and not moved[-1][2].before_world  # (the two paths did run)
+    for (pose_a, world_a, _), (pose_b, world_b, _) in zip(staged, moved):
+        assert np.array_equal(pose_a, pose_b)
+        np.testing.assert_allclose(world_a, world_b, rtol=0, atol=1e-12)
+
+
 def _walk_forward(asset, ground, speed, frames, plant=True):
     """The demo walk moved forward (+Z) through its placement at ``speed`` m/s over ``ground``;
     returns the feet's world positions (frames, L, 3), contact weights (frames, L) and the stage."""

@@ -41,17 +41,23 @@ def _contact_one(b, job):
                 out[b, l] += w * tables[c, 0, l]
         else:
             if looping[c]:
-                t = t % durations[c]
+                if not (0.0 <= t < durations[c]):  # (t % d is t itself there: the wrap's fmod skipped)
+                    t = t % durations[c]
                 u = t * fps[c]
-                i0 = int(math.floor(u)) % f
-                i1 = (i0 + 1) % f
+                fl = math.floor(u)
+                i0 = int(fl)
+                if i0 >= f:  # (integer divisions only where needed: the same indices)
+                    i0 %= f
+                i1 = i0 + 1 if i0 + 1 < f else 0
             else:
                 u = min(max(t, 0.0), durations[c]) * fps[c]
-                i0 = min(int(math.floor(u)), f - 1)
+                fl = math.floor(u)
+                i0 = min(int(fl), f - 1)
                 i1 = min(i0 + 1, f - 1)
-            a = u - math.floor(u)
+            a = u - fl
             for l in range(n_legs):
                 out[b, l] += w * (tables[c, i0, l] * (1.0 - a) + tables[c, i1, l] * a)
         wsum += w
-    for l in range(n_legs):
-        out[b, l] = out[b, l] / wsum if wsum > 0.0 else 1.0
+    if wsum != 1.0:  # (x / 1.0 is x: one action at full weight divides by nothing)
+        for l in range(n_legs):
+            out[b, l] = out[b, l] / wsum if wsum > 0.0 else 1.0

@@ -432,16 +432,27 @@ def _put_columns(li, k, lane, world_b, j):
 
 
 @njit(cache=True, forceinline=True)
-def gather_leg(li, lane, pose_b, world_b, parents, a, b, c, target, up, normal, u, length, soft):
+def _moved_position(world_b, j, move):
+    """Joint ``j``'s position (its world row's translation) plus ``move`` (see :func:`gather_leg`)."""
+    if move is None:
+        return world_b[j, 0, 3], world_b[j, 1, 3], world_b[j, 2, 3]
+    return world_b[j, 0, 3] + move[0], world_b[j, 1, 3] + move[1], world_b[j, 2, 3] + move[2]
+
+
+@njit(cache=True, forceinline=True)
+def gather_leg(li, lane, pose_b, world_b, parents, a, b, c, target, up, normal, u, length, soft, move):
     """One leg's inputs into ``lane`` of ``li``: joints ``a`` (thigh), ``b`` (knee), ``c`` (foot) of one
     pose (``pose_b`` (N, 10), its world rows ``world_b`` (N, 4, 4)), the model-space ``target``, world
     ``up`` and ground ``normal`` (3-tuples), the foot's contact weight ``u``, the leg's ``length`` (its
-    pole's distance) and the two-bone ``soft`` band."""
+    pole's distance) and the two-bone ``soft`` band. ``move``: None, or the model-space vector (3-tuple)
+    that the rows' translations have not been moved by yet (the pelvis' move; the joints' positions are
+    gathered moved, as :func:`~skeletal.playback.footplacement.foot_kernel`'s phases 0-2 move the rows)."""
     ul = np.uint64(lane)
+    pa, pb, pc = _moved_position(world_b, a, move), _moved_position(world_b, b, move), _moved_position(world_b, c, move)
     for k in range(3):
-        li[_r(I_PA + k) + ul] = world_b[a, k, 3]
-        li[_r(I_PB + k) + ul] = world_b[b, k, 3]
-        li[_r(I_PC + k) + ul] = world_b[c, k, 3]
+        li[_r(I_PA + k) + ul] = pa[k]
+        li[_r(I_PB + k) + ul] = pb[k]
+        li[_r(I_PC + k) + ul] = pc[k]
         li[_r(I_T + k) + ul] = target[k]
         li[_r(I_UP + k) + ul] = up[k]
         li[_r(I_N + k) + ul] = normal[k]
@@ -452,9 +463,6 @@ def gather_leg(li, lane, pose_b, world_b, parents, a, b, c, target, up, normal, 
     li[_r(I_U) + ul] = u
     li[_r(I_LEN) + ul] = length
     if soft > 0.0:
-        pa = (world_b[a, 0, 3], world_b[a, 1, 3], world_b[a, 2, 3])
-        pb = (world_b[b, 0, 3], world_b[b, 1, 3], world_b[b, 2, 3])
-        pc = (world_b[c, 0, 3], world_b[c, 1, 3], world_b[c, 2, 3])
         li[_r(I_REACH) + ul] = soft_distance(_len(_sub(target, pa)), _len(_sub(pb, pa)) + _len(_sub(pc, pb)), soft)
     pa_, pb_, pc_ = parents[a], parents[b], parents[c]
     if pa_ >= 0:
@@ -468,10 +476,10 @@ def gather_leg(li, lane, pose_b, world_b, parents, a, b, c, target, up, normal, 
 
 
 @njit(cache=True, forceinline=True)
-def gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, lane0):
+def gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, lane0, move):
     """The two-bone IK inputs of every leg of instance ``b`` of :func:`~skeletal.playback.footplacement.foot_kernel`'s job into lanes
     ``lane0 ..`` of ``li`` (:func:`gather_leg`): its target and the ground normal under it in
-    model space, world up (model space) and its contact weight. Inlined into the kernel (views of the
+    model space, world up (model space) and its contact weight; ``move``: see :func:`gather_leg`. Inlined into the kernel (views of the
     job's fields taken here hold no references: see :func:`.jobs.field`)."""
     parents, legs = field(job, "parents"), field(job, "legs")
     targets, normals, contact, leg_len = field(job, "targets"), field(job, "normals"), field(job, "contact"), field(job, "leg_len")
@@ -491,7 +499,7 @@ def gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, lane0):
         ny = M[0, 1] * nwx + M[1, 1] * nwy + M[2, 1] * nwz
         nz = M[0, 2] * nwx + M[1, 2] * nwy + M[2, 2] * nwz
         gather_leg(li, lane0 + l, pose_b, world_b, parents, thigh, knee, foot, (tx, ty, tz), (upx, upy, upz),
-                   (nx, ny, nz), contact[b, l], leg_len[l], soft)
+                   (nx, ny, nz), contact[b, l], leg_len[l], soft, move)
 
 
 @njit(cache=True, forceinline=True)
@@ -504,6 +512,15 @@ def _write(pose_b, j, lo, raw, unit, lane, q_old, weight):
         q = _get4(lo, unit, lane)
     if np.isfinite(q[0]) and np.isfinite(q[1]) and np.isfinite(q[2]) and np.isfinite(q[3]):
         pose_b[j, 3], pose_b[j, 4], pose_b[j, 5], pose_b[j, 6] = q[0], q[1], q[2], q[3]
+
+
+@njit(cache=True, forceinline=True)
+def any_bad(lo, lane0, count):
+    """Whether any of lanes ``lane0 .. lane0 + count`` is marked for the scalar solver (see :func:`write_leg`)."""
+    for lane in range(lane0, lane0 + count):
+        if lo[_r(O_BAD) + np.uint64(lane)] != 0.0:
+            return True
+    return False
 
 
 @njit(cache=True, forceinline=True)

@@ -53,8 +53,10 @@ def foot_kernel(job, phase, chunks, update):
     ``heights``/``normals``); 2 the rest, from those heights; 3 all of it on a built-in ground after an
     update that ran without its WORLD stage (ADVANCE | BLEND): the world rows of ``probe_nodes`` alone
     (by depth: the pelvis' ancestors, the pelvis, the joints from it to the feet; what the pelvis' move
-    and the legs' IK read), the pelvis moved in the pose and those rows' translations after it
-    (:func:`.procstage._moved_rows`), the leg IK, then per character, right after its legs' rotations
+    and the legs' IK read), the pelvis moved in the pose, the leg IK given its joints' positions
+    plus the pelvis' model-space move (phases 0-2 add the same vector to the rows: the same inputs,
+    so the same pose bit for bit; the rows themselves are not moved, except before the scalar solver
+    redoes a lane: :func:`.procstage._moved_rows`), then per character, right after its legs' rotations
     are written, the update's own world pass over ``world_nodes`` (every node, by depth) and every
     palette entry (``pal`` must be the mixer's own palettes): each row and entry of the final pose
     written once, while that character's rows are in the first cache level.

@@ -18,8 +18,8 @@ from numba import get_thread_id, njit
 from ..anim.pose import _joint_times_bind, palettes_one, world_node_into, world_subset_staged
 from . import kernels as K
 from .footcontact import _contact_one
-from .footlanes import (LW, block_waves, borrowed, gather_legs, keep_alive, lane_count, leg_lanes, range_scratch,
-                        write_leg)
+from .footlanes import (LW, any_bad, block_waves, borrowed, gather_legs, keep_alive, lane_count, leg_lanes,
+                        range_scratch, write_leg)
 from .ground import GROUND_TERRAIN, ground_at, queried_at, sincos_lanes, terrain_sum
 from .jobs import field
 from .procstage import _all_rows, _moved_rows
@@ -232,12 +232,15 @@ def foot_range(job, phase, c, chunks, update):
                 pose_b[pelvis, 1] += vy
                 pose_b[pelvis, 2] += vz
             if before_world:
-                # the probe's rows below the pelvis follow its move (the IK reads the chains); every row and
-                # palette entry after the block's IK
-                if d != 0.0:  # the rows from the pelvis down: only their translations moved
-                    _moved_rows(parents, probe_nodes, probe_split, probe_nodes.shape[0], pose_b, world_b)
-                if w > 0.0:  # the legs into the lanes
-                    gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, (b - b0) * n_legs)
+                # the probe's rows below the pelvis keep their translations: the legs' joints go into the
+                # lanes moved (the same sums as phases 0-2's moved rows), and every row and palette entry
+                # is built after the block's IK
+                if w > 0.0:
+                    if d != 0.0:
+                        gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, (b - b0) * n_legs,
+                                    (upx * d, upy * d, upz * d))
+                    else:
+                        gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, (b - b0) * n_legs, None)
                     solve[b - b0] = solving = True
                 continue
             if d != 0.0:
@@ -263,7 +266,7 @@ def foot_range(job, phase, c, chunks, update):
                         pal_b[q, 1, 3] += my
                         pal_b[q, 2, 3] += mz
             if w > 0.0:
-                gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, (b - b0) * n_legs)
+                gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, (b - b0) * n_legs, None)
                 solve[b - b0] = solving = True
         # the block's legs solved in SIMD lanes (footlanes.leg_lanes: whole vectors of 8, the lanes past
         # the block's legs left unread), then each character's new rotations written, its legs' world
@@ -277,6 +280,9 @@ def foot_range(job, phase, c, chunks, update):
             solve[b - b0] = False
             pose_b, world_b, pal_b = pose[b], world[b], pal[b]
             w = weight[b]
+            if before_world and solved and pelvis_offset[b] != 0.0 and any_bad(lo, (b - b0) * n_legs, n_legs):
+                # a lane the scalar solver redoes reads the world rows: those from the pelvis down moved first
+                _moved_rows(parents, probe_nodes, probe_split, probe_nodes.shape[0], pose_b, world_b)
             for l in range(n_legs if solved else 0):
                 write_leg(li, lo, (b - b0) * n_legs + l, pose_b, world_b, parents, legs[0, l], legs[1, l],
                           legs[2, l], w, soft, cos_half_tilt, max_tilt)
