@@ -16,7 +16,7 @@ import skeletal
 from skeletal.bench import DEFAULT_MODEL
 from skeletal.demo import demo_asset
 from skeletal.playback.clipset import TK_INTERP, TK_KEY_START, TK_PATH, TK_VALUE_START, TK_WIDTH, ClipSet
-from skeletal.playback.jobs import field
+from skeletal.playback.jobs import borrow, field
 from skeletal.anim.pose import (ancestors_and_self, depth_order, local_into, skin_palette, world_matrices,
                                 world_rows_most, world_subset_one, world_subset_staged)
 from skeletal.quat import (NEAR_FLIP, NEAR_SAME, _sin_quarter, near_slerp_into, near_slerp_known_into,
@@ -145,6 +145,44 @@ def test_field_reads_a_jobs_arrays_in_place(asset):
     player.update(0.2)  # the job is still whole after the reads
     assert not np.array_equal(before, mixer.local_pose)
     assert np.isfinite(player.palettes[0]).all()
+
+
+@njit(cache=False)
+def _passes_on(job, n):
+    """Reads the job through an inner function n times (one that numba does not inline)."""
+    total = 0.0
+    for _ in range(n):
+        total += _inner_sum(job)
+    return total
+
+
+@njit(cache=False, inline="never")
+def _inner_sum(job):
+    return field(job, "fs").sum() + field(job, "pose")[0].sum()
+
+
+def test_a_borrowed_job_reads_the_same_and_takes_no_reference(asset):
+    # borrow(job) is the job's fields by a plain pointer: field() reads the same arrays through it, and
+    # code that passes it on has no reference count to take (in the update's and foot placement's
+    # per-instance bodies the structref took several atomic ones per character, on two threads all on
+    # the one cache line of the shared job's count)
+    player = skeletal.Player(asset)
+    player.play(asset.clips[0].name)
+    player.update(0.1)
+    job = player.mixer.frame.job
+    expected = 50 * (player.mixer.fs.sum() + player.mixer.local_pose[0].sum())
+
+    @njit(cache=False)
+    def borrowed(job, n):
+        return _passes_on(borrow(job), n)
+
+    assert borrowed(job, 50) == pytest.approx(expected)
+    assert _passes_on(job, 50) == pytest.approx(expected)
+    borrowed_sig = [s for s in _passes_on.signatures if "Borrowed" in str(s)]
+    assert len(borrowed_sig) == 1 and len(_passes_on.signatures) == 2
+    borrowed_ir = _passes_on.inspect_llvm(borrowed_sig[0])
+    assert "call void @NRT_incref" not in borrowed_ir and "call void @NRT_decref" not in borrowed_ir
+    assert borrowed(job, 1) == _passes_on(job, 1)
 
 
 @njit(cache=False)

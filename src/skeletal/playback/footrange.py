@@ -21,7 +21,7 @@ from .footcontact import _contact_one
 from .footlanes import (LW, any_bad, block_waves, borrowed, gather_legs, keep_alive, lane_count, leg_lanes,
                         range_scratch, write_leg)
 from .ground import GROUND_TERRAIN, ground_at, queried_at, sincos_lanes, terrain_sum
-from .jobs import field
+from .jobs import borrow, field
 from .procstage import _all_rows, _moved_rows
 
 #: A contact weight at or above this counts as planted (the foot's world position locks).
@@ -87,7 +87,7 @@ def foot_range(job, phase, c, chunks, update):
         b1 = min(b0 + per_block, stop)
         if update is not None:  # FootFrame: the block's update (clocks, blend) first, on this thread
             for b in range(b0, b1):
-                K.clock_and_blend(b, tid, update[0], update[1], K.ADVANCE | K.BLEND)
+                K.clock_and_blend(b, tid, borrow(update[0]), update[1], K.ADVANCE | K.BLEND)
         # each character's contact weights, world rows and foot targets' world (x, z), then the ground
         # under them (a terrain: the whole block's waves at once), then each one's pelvis and legs
         fresh_points = 0  # a terrain's legs queried anew in this block (the others' point is unchanged)

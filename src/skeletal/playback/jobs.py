@@ -70,7 +70,8 @@ from llvmlite import ir
 from numba import njit, types
 from numba.core import cgutils
 from numba.experimental import structref
-from numba.extending import NativeValue, box, intrinsic, unbox
+from numba.core.datamodel import models
+from numba.extending import NativeValue, box, intrinsic, register_model, unbox
 
 PLAYBACK_FIELDS = (
     # clip data
@@ -274,6 +275,56 @@ for _proxy, _type, _fields in ((PlaybackJob, PlaybackJobType, PLAYBACK_FIELDS), 
     _define_boxing(_type, _proxy)
 
 
+class BorrowedJob(types.Type):
+    """numba type of a job read through a plain pointer to its fields (:func:`borrow`): no reference
+    count, so passing it to a function (inlined or not) or assigning it takes no atomic operation.
+    :func:`field` reads it as it reads the job."""
+
+    def __init__(self, job_type):
+        self.job_type = job_type
+        super().__init__(name=f"Borrowed({job_type.name})")
+
+    @property
+    def field_dict(self):
+        return self.job_type.field_dict
+
+
+@register_model(BorrowedJob)
+class _BorrowedJobModel(models.OpaqueModel):
+    """A pointer to the job's fields (its structref's payload)."""
+
+
+@intrinsic
+def borrow(typingctx, job):
+    """``job`` (a job, or a job already borrowed) as a :class:`BorrowedJob`: the pointer to its fields.
+    A structref passed on inside a kernel takes an atomic reference at each assignment and call that
+    numba cannot prove it may skip -- several per character in the per-instance bodies, and on two
+    threads every one of them contends for the same cache line (the shared job's reference count).
+    Contract: ``job`` outlives every use of the result (an argument of the kernel that borrows it).
+
+    >>> clock_and_blend(b, tid, borrow(job), dt, stages)     # inside an @njit kernel  # doctest: +SKIP
+    """
+    if isinstance(job, BorrowedJob):
+        return job(job), lambda context, builder, signature, args: args[0]
+    if not isinstance(job, types.StructRef):
+        return None
+
+    def codegen(context, builder, signature, args):
+        data = structref._Utils(context, builder, job).get_data_pointer(args[0])
+        return builder.bitcast(data, context.get_value_type(signature.return_type))
+
+    return BorrowedJob(job)(job), codegen
+
+
+def _payload(context, builder, job, value):
+    """The fields of ``value``, a job (structref) or a :class:`BorrowedJob`, as a struct proxy."""
+    if isinstance(job, BorrowedJob):
+        data_type = job.job_type.get_data_type()
+        pointer = builder.bitcast(value, context.data_model_manager[data_type].get_value_type().as_pointer())
+        return cgutils.create_struct_proxy(data_type)(context, builder, ref=pointer)
+    return structref._Utils(context, builder, job).get_data_struct(value)
+
+
 @intrinsic
 def field(typingctx, job, name):
     """``job.<name>`` read inside a compiled kernel without taking a reference: for a field that holds
@@ -287,13 +338,13 @@ def field(typingctx, job, name):
 
     >>> tracks = field(job, "tracks")     # inside an @njit kernel          # doctest: +SKIP
     """
-    if not isinstance(job, types.StructRef) or not isinstance(name, types.StringLiteral):
+    if not isinstance(job, (types.StructRef, BorrowedJob)) or not isinstance(name, types.StringLiteral):
         return None
     attr = name.literal_value
     fieldtype = job.field_dict[attr]
 
     def codegen(context, builder, signature, args):
-        payload = structref._Utils(context, builder, job).get_data_struct(args[0])
+        payload = _payload(context, builder, job, args[0])
         value = getattr(payload, attr)
         if not isinstance(fieldtype, types.Array):
             return value

@@ -30,7 +30,7 @@ from .clipset import (CL_MARKER_END, CL_MARKER_START, CL_SEGMENT_END, CL_SEGMENT
                       CL_TIMELINE_START, SEG_CONSTANT, SEG_END, SEG_FIRST, SEG_KIND, SEG_LERP3, SEG_NLERP,
                       SEG_FAST_END, SEG_SLERP, SEG_TIMELINE, TK_INTERP, TK_KEY_START, TK_NODE, TK_OUT, TK_PATH, TK_VALUE_START, TK_WIDTH)
 from .inertia_kernels import IDLE, ST_PHASE, ST_REPOSED, inertialize_instance
-from .jobs import field
+from .jobs import borrow, field
 from .single_lanes import copy_rows, lerp_lanes_into, slerp_lanes_into
 
 # float fields
@@ -622,7 +622,7 @@ def evaluate(job, layer_weight, pose, morph):
     ``base_unmasked`` (the base layer's mask is all ones) allows the single-action fast path.
     """
     for b in prange(pose.shape[0]):
-        _evaluate_instance(b, numba.get_thread_id(), job, layer_weight, pose, morph)
+        _evaluate_instance(b, numba.get_thread_id(), borrow(job), layer_weight, pose, morph)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -775,7 +775,7 @@ def update(job, ik, dt, stages):
     events = 0
     for b in prange(pose.shape[0]):
         tid = numba.get_thread_id()
-        r = _CLOCK_AND_BLEND(b, tid, job, dt, stages)
+        r = _CLOCK_AND_BLEND(b, tid, borrow(job), dt, stages)  # (no atomic reference count per instance)
         events += r
         if r >= NEEDS_BLEND:
             continue  # the single-action variant has no blending compiled: the caller runs the full kernel

@@ -31,7 +31,7 @@ from numba import njit, prange
 from ..errors import SkeletalError
 # the scalar quaternion kernels (skeletal.quat); imported from here by playback.procedural too
 from ..quat import nlerp_identity, qmul, qnormalize, qrotate, quat_from_to, quat_from_world
-from .jobs import field, jiggle_job
+from .jobs import borrow, field, jiggle_job
 
 
 # ---------------------------------------------------------------------------------------------
@@ -215,14 +215,14 @@ def _jiggle_one(b, job, max_step, dt):
 def jiggle_kernel(job, max_step, dt):
     """:func:`_jiggle_one` for every instance of a :class:`~skeletal.playback.jobs.JiggleJob`, in parallel."""
     for b in prange(field(job, "pose").shape[0]):
-        _jiggle_one(b, job, max_step, dt)
+        _jiggle_one(b, borrow(job), max_step, dt)  # (no atomic reference count per instance)
 
 
 @njit(cache=True)
 def jiggle_kernel_serial(job, max_step, dt):
     """:func:`_jiggle_one` for every instance, serially (small batches: no thread pool)."""
     for b in range(field(job, "pose").shape[0]):
-        _jiggle_one(b, job, max_step, dt)
+        _jiggle_one(b, borrow(job), max_step, dt)  # (no atomic reference count per instance)
 
 
 class JiggleChains:
