@@ -483,4 +483,5 @@ from .validate import (validate_foot, validate_ik, validate_jiggle, validate_loo
 __all__ = ["PLAYBACK_FIELDS", "IK_FIELDS", "FOOT_FIELDS", "WIDE_FIELDS", "LOOK_FIELDS", "JIGGLE_FIELDS", "FUSED_FIELDS",
            "PlaybackJob", "IKJob", "FootJob", "WideJob", "LookJob", "JiggleJob", "FusedJob", "PlaybackJobType",
            "IKJobType", "FootJobType", "WideJobType", "LookJobType", "JiggleJobType", "FusedJobType", "playback_job",
-           "ik_job", "foot_job", "wide_job", "look_job", "jiggle_job", "fused_job", "entry", "field"]
+           "ik_job", "foot_job", "wide_job", "look_job", "jiggle_job", "fused_job", "entry", "field", "borrow",
+           "BorrowedJob"]
