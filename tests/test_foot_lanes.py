@@ -39,7 +39,7 @@ def _solve_lanes(poses, worlds, targets, ups, normals, contact, length, weight, 
         for b in range(b0, b1):
             t = (targets[b, 0], targets[b, 1], targets[b, 2])
             FL.gather_leg(li, b - b0, poses[b], worlds[b], PARENTS, A, B, C, t, (ups[b, 0], ups[b, 1], ups[b, 2]),
-                          (normals[b, 0], normals[b, 1], normals[b, 2]), contact[b], length, soft)
+                          (normals[b, 0], normals[b, 1], normals[b, 2]), contact[b], length, soft, None)
         FL.leg_lanes(li, lo, np.uint64(b1 - b0), soft > 0.0, COS_HALF_TILT)
         for b in range(b0, b1):
             bad[b] = lo[FL.O_BAD * FL.LW + b - b0] != 0.0
@@ -110,6 +110,38 @@ def test_leg_lanes_give_the_scalar_solvers_bits():
         # opposite turns, tilts past the limit) by the scalar solver
         assert 0.5 * len(bad) < np.count_nonzero(~bad) < len(bad)
         assert bad[20:24].all() and bad[60:64].all() and bad[70:80].all()
+
+
+@njit(cache=True)
+def _gather_all(li, poses, worlds, targets, ups, normals, contact, length, soft, moves, moved):
+    """Leg b's inputs into lane b of ``li`` (at most LW legs), its move added (``moved``) or not."""
+    for b in range(poses.shape[0]):
+        t = (targets[b, 0], targets[b, 1], targets[b, 2])
+        up, n = (ups[b, 0], ups[b, 1], ups[b, 2]), (normals[b, 0], normals[b, 1], normals[b, 2])
+        if moved:
+            FL.gather_leg(li, b, poses[b], worlds[b], PARENTS, A, B, C, t, up, n, contact[b], length, soft,
+                          (moves[b, 0], moves[b, 1], moves[b, 2]))
+        else:
+            FL.gather_leg(li, b, poses[b], worlds[b], PARENTS, A, B, C, t, up, n, contact[b], length, soft, None)
+
+
+def test_a_leg_gathered_with_a_move_equals_the_leg_of_rows_moved_first():
+    # foot placement's phase 3 gathers each leg's joint positions plus the pelvis' move instead of moving
+    # the rows; the lanes must hold what the moved rows would give (phases 0-2: rows + move), bit for bit
+    for soft in (0.0, 0.1):
+        poses, worlds, targets, ups, normals, contact, length, _ = _legs(seed=3)
+        pick = np.arange(0, len(poses), len(poses) // FL.LW)[:FL.LW]  # a lane each, across the cases
+        poses, worlds, targets, ups, normals, contact = (x[pick] for x in (poses, worlds, targets, ups, normals, contact))
+        moves = np.random.default_rng(5).normal(scale=0.1, size=(FL.LW, 3))
+        moved_rows = worlds.copy()
+        moved_rows[:, 1:, :3, 3] += moves[:, None, :]  # the pelvis' subtree
+        by_move, by_rows = np.zeros(FL.N_IN * FL.LW), np.zeros(FL.N_IN * FL.LW)
+        _gather_all(by_move, poses, worlds, targets, ups, normals, contact, length, soft, moves, True)
+        _gather_all(by_rows, poses, moved_rows, targets, ups, normals, contact, length, soft, moves, False)
+        assert np.array_equal(by_move, by_rows)
+        unmoved = np.zeros(FL.N_IN * FL.LW)
+        _gather_all(unmoved, poses, worlds, targets, ups, normals, contact, length, soft, moves, False)
+        assert not np.array_equal(unmoved, by_move)  # (the move reached the lanes)
 
 
 @njit(cache=True)
@@ -233,7 +265,7 @@ def _solve_few(poses, worlds, targets, ups, normals, contact, length, weight, so
         for b in range(b0, b1):
             t = (targets[b, 0], targets[b, 1], targets[b, 2])
             FL.gather_leg(li, b - b0, poses[b], worlds[b], PARENTS, A, B, C, t, (ups[b, 0], ups[b, 1], ups[b, 2]),
-                          (normals[b, 0], normals[b, 1], normals[b, 2]), contact[b], length, soft)
+                          (normals[b, 0], normals[b, 1], normals[b, 2]), contact[b], length, soft, None)
         FL.leg_lanes(li, lo, np.uint64(FL.lane_count(b1 - b0)), soft > 0.0, COS_HALF_TILT)
         for b in range(b0, b1):
             FL.write_leg(li, lo, b - b0, poses[b], worlds[b], PARENTS, A, B, C, weight[b], soft, COS_HALF_TILT,
