@@ -65,6 +65,7 @@ class FootFrame:
         self.count = count
         self.call: Any = None
         self.parallel: Any = None
+        self._chunks = (0, 1)  # (thread count, _foot_chunks for it): computed again when the count changes
 
     @staticmethod
     def fits(mixer: Any) -> bool:
@@ -85,12 +86,16 @@ class FootFrame:
                     self.call = entry(_driver(), self.update_job, self.foot_job, 0.0)
                 self.call(self.update_job, self.foot_job, dt)
                 return True
-            chunks = _foot_chunks(self.count, threads)
+            seen, chunks = self._chunks
+            if seen != threads:
+                chunks = _foot_chunks(self.count, threads)
+                self._chunks = (threads, chunks)
             if chunks == 1:
                 return False
-            if self.parallel is None:
-                self.parallel = entry(foot_kernel, self.foot_job, 3, chunks, (self.update_job, 0.0))
-            self.parallel(self.foot_job, 3, chunks, (self.update_job, dt))
+            parallel = self.parallel
+            if parallel is None:
+                parallel = self.parallel = entry(foot_kernel, self.foot_job, 3, chunks, (self.update_job, 0.0))
+            parallel(self.foot_job, 3, chunks, (self.update_job, dt))
         return True
 
 
