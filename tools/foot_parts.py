@@ -41,7 +41,7 @@ import numpy as np
 
 import skeletal
 import skeletal._threads as threads_module
-from skeletal.playback.procedural import Procedural
+from foot_ratio import walkers  # (this folder: the same scene as tools/foot_ratio.py)
 
 PARTS = ("blend", "loop1", "sincos", "heights", "pelvis+gather", "lanes", "write+world", "range", "contact", "probe")
 _COLUMNS = [0, 1, 2, 3, 4, 5, 6, 7, 12, 13]  # the stats columns of PARTS
@@ -164,11 +164,7 @@ def main(argv) -> int:
     ghz = tsc_ghz()
     asset = skeletal.load(os.path.join(os.environ.get("SKELETAL_ASSETS", "/work/shared/assets"), "Soldier.glb"))
     count = 100
-    mixer = skeletal.Mixer(asset, count, events=False)
-    mixer.play("Walk", offset=np.random.default_rng(0).uniform(0, asset.clip("Walk").duration, count))
-    proc = Procedural(mixer)
-    proc.foot_placement("terrain:amplitude=0.2,wavelength=3")
-    proc.place(np.random.default_rng(1).uniform(-5, 5, (count, 3)), 0.0)
+    mixer, proc = walkers(asset, "Walk", count)
     for _ in range(30):
         mixer.update(1 / 60)
     frame = proc._plan.one_call

@@ -26,13 +26,22 @@ from skeletal.playback.procedural import Procedural
 GROUND = "terrain:amplitude=0.2,wavelength=3"
 
 
-def mixer(asset, clip, count, stages):
+def walkers(asset, clip, count, stages=True):
+    """A Mixer of ``count`` characters playing ``clip`` at random phases and, with ``stages``, foot
+    placement on GROUND, placed at random: (mixer, its Procedural or None). Also the scene of
+    tools/kernel_lines.py and tools/foot_parts.py."""
     m = skeletal.Mixer(asset, count, events=False)
     m.play(clip, offset=np.random.default_rng(0).uniform(0, asset.clip(clip).duration, count))
+    proc = None
     if stages:
         proc = Procedural(m)
         proc.foot_placement(GROUND)
         proc.place(np.random.default_rng(1).uniform(-5, 5, (count, 3)), 0.0)
+    return m, proc
+
+
+def mixer(asset, clip, count, stages):
+    m, _ = walkers(asset, clip, count, stages)
     return lambda: m.update(1 / 60)
 
 

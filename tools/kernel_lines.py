@@ -103,17 +103,13 @@ def _foot_example(seconds: float) -> None:
     import skeletal._threads as threads_module
     from skeletal._compile import serial_variant
     from skeletal.playback import footplacement, footrange, kernels
-    from skeletal.playback.procedural import Procedural
+    from foot_ratio import walkers  # (this folder: the same scene as tools/foot_ratio.py)
 
     threads_module._NO_CAP = True
     numba.set_num_threads(1)
     asset = skeletal.load(os.path.join(os.environ.get("SKELETAL_ASSETS", "/work/shared/assets"), "Soldier.glb"))
     count = 100
-    mixer = skeletal.Mixer(asset, count, events=False)
-    mixer.play("Walk", offset=np.random.default_rng(0).uniform(0, asset.clip("Walk").duration, count))
-    proc = Procedural(mixer)
-    proc.foot_placement("terrain:amplitude=0.2,wavelength=3")
-    proc.place(np.random.default_rng(1).uniform(-5, 5, (count, 3)), 0.0)
+    mixer, proc = walkers(asset, "Walk", count)
     for _ in range(30):
         mixer.update(1 / 60)
     frame = proc._plan.one_call
