@@ -39,9 +39,8 @@ os.environ.setdefault("SKELETAL_NO_FALLBACK", "1")
 import numba
 import numpy as np
 
-import skeletal
 import skeletal._threads as threads_module
-from foot_ratio import walkers  # (this folder: the same scene as tools/foot_ratio.py)
+from foot_ratio import planned_walkers  # (this folder: the same scene as tools/foot_ratio.py)
 
 PARTS = ("blend", "loop1", "sincos", "heights", "pelvis+gather", "lanes", "write+world", "range", "contact", "probe")
 _COLUMNS = [0, 1, 2, 3, 4, 5, 6, 7, 12, 13]  # the stats columns of PARTS
@@ -162,12 +161,7 @@ def main(argv) -> int:
     threads_module._NO_CAP = True  # the chosen thread count, whatever the load
     kernel = stamped_kernel()
     ghz = tsc_ghz()
-    asset = skeletal.load(os.path.join(os.environ.get("SKELETAL_ASSETS", "/work/shared/assets"), "Soldier.glb"))
-    count = 100
-    mixer, proc = walkers(asset, "Walk", count)
-    for _ in range(30):
-        mixer.update(1 / 60)
-    frame = proc._plan.one_call
+    asset, count, frame = planned_walkers()
     update, foot = (frame.update_job, 1 / 60), frame.foot_job
     print(f"{asset.name} Walk, Mixer of {count} on terrain; us a character, all threads' cycles at {ghz:.3f} GHz")
     print("threads " + " ".join(f"{p:>13}" for p in PARTS))

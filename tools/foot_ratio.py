@@ -40,6 +40,21 @@ def walkers(asset, clip, count, stages=True):
     return m, proc
 
 
+def soldier():
+    """Soldier.glb from ``SKELETAL_ASSETS`` (default: the shared assets)."""
+    return skeletal.load(os.path.join(os.environ.get("SKELETAL_ASSETS", "/work/shared/assets"), "Soldier.glb"))
+
+
+def planned_walkers(count=100):
+    """Soldier's Walk on :func:`walkers`, 30 frames in (the frame planned): (asset, count, the plan's
+    FootFrame, whose ``update_job`` and ``foot_job`` phase 3 runs on)."""
+    asset = soldier()
+    m, proc = walkers(asset, "Walk", count)
+    for _ in range(30):
+        m.update(1 / 60)
+    return asset, count, proc._plan.one_call
+
+
 def mixer(asset, clip, count, stages):
     m, _ = walkers(asset, clip, count, stages)
     return lambda: m.update(1 / 60)
@@ -77,7 +92,7 @@ def main() -> None:
     clock = time.thread_time if threads == 1 else time.perf_counter
     if os.environ.get("FOOT_CLOCK") == "process":  # both threads' CPU (with GOMP_SPINCOUNT=0: no spinning)
         clock = time.process_time
-    asset = skeletal.load(os.path.join(os.environ.get("SKELETAL_ASSETS", "/work/shared/assets"), "Soldier.glb"))
+    asset = soldier()
     clip = "Walk"
     rows = []
     xs, ys = interleaved(mixer(asset, clip, 100, False), mixer(asset, clip, 100, True), 60, rounds, clock)

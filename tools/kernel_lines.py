@@ -99,20 +99,14 @@ def _foot_example(seconds: float) -> None:
     import numba
     import numpy as np
 
-    import skeletal
     import skeletal._threads as threads_module
     from skeletal._compile import serial_variant
     from skeletal.playback import footplacement, footrange, kernels
-    from foot_ratio import walkers  # (this folder: the same scene as tools/foot_ratio.py)
+    from foot_ratio import planned_walkers  # (this folder: the same scene as tools/foot_ratio.py)
 
     threads_module._NO_CAP = True
     numba.set_num_threads(1)
-    asset = skeletal.load(os.path.join(os.environ.get("SKELETAL_ASSETS", "/work/shared/assets"), "Soldier.glb"))
-    count = 100
-    mixer, proc = walkers(asset, "Walk", count)
-    for _ in range(30):
-        mixer.update(1 / 60)
-    frame = proc._plan.one_call
+    asset, count, frame = planned_walkers()
     update, stage = serial_variant(kernels.update), serial_variant(footplacement.foot_kernel, "_lines")
     stage(frame.foot_job, 3, 1, None)
     footrange.foot_range(frame.foot_job, np.int64(3), np.int64(0), np.int64(1), None)  # compiled here too
