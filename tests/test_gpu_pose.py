@@ -294,3 +294,7 @@ def test_bench_rows(gl, monkeypatch):
     for row in result["rows"]:
         assert row["stat"]["median"] > 0 and row["ratio"].endswith("x") and row["baseline"]
     assert result["frame_32"]["triangles"] > 0 and result["device"]
+    # the reference column says what the rows measure: llvmpipe's cost, or the named GPU's speed
+    llvmpipe = "llvmpipe" in gl.info["GL_RENDERER"].lower()
+    assert all(row["reference"] == result["reference"] for row in result["rows"])
+    assert result["reference"] == ("llvmpipe: cost, not GPU speed" if llvmpipe else f"{gl.info['GL_RENDERER']}: GPU speed")

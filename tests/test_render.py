@@ -122,6 +122,36 @@ def test_no_context_error_says_what_to_install(monkeypatch):
     assert "apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri" in message and "pip install moderngl" in message
 
 
+def test_a_new_context_asks_for_opengl_4_3_before_3_3(monkeypatch):
+    """NVIDIA's EGL gives exactly the version asked for (3.3 on an H200 when 3.3 was asked), which turned
+    off GPU posing and the SSBO palettes there: 4.3 is asked for first, 3.3 only where 4.3 is refused."""
+    moderngl = pytest.importorskip("moderngl", reason="moderngl is not installed")
+    from types import SimpleNamespace
+
+    from skeletal.render import context
+
+    asked = []
+
+    def exact(standalone, require, **options):  # a driver that gives exactly what is asked for
+        asked.append((options.get("backend", "default"), require))
+        return SimpleNamespace(version_code=require, extra=None)
+
+    monkeypatch.setattr(moderngl, "create_context", exact)
+    ctx = context.create_context()
+    assert asked == [("egl", 430)] and ctx.version_code == 430 and ctx.extra == {"backend": "egl"}
+
+    def no_4_3(standalone, require, **options):  # macOS-like: 4.1 at most
+        asked.append((options.get("backend", "default"), require))
+        if require > 410:
+            raise Exception("requested version not available")
+        return SimpleNamespace(version_code=require, extra=None)
+
+    asked.clear()
+    monkeypatch.setattr(moderngl, "create_context", no_4_3)
+    assert context.create_context().version_code == 330
+    assert asked == [("egl", 430), ("egl", 330)]
+
+
 def test_camera_spec_parser():
     spec = parse_camera("yaw=30,pitch=15,distance=3")
     assert (spec.yaw, spec.pitch, spec.distance) == (30.0, 15.0, 3.0)

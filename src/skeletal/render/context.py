@@ -13,8 +13,12 @@ from __future__ import annotations
 
 from .errors import INSTALL_HINT, RenderError
 
-#: OpenGL version the shaders need (3.3 core; the SSBO palette path needs 4.3 and is skipped below).
+#: OpenGL version the shaders need (3.3 core; the SSBO palette path and GPU posing need 4.3).
 REQUIRED_GL = 330
+#: The versions a new context asks for, best first. Some drivers give exactly the version asked for:
+#: NVIDIA's EGL, asked for 3.3, makes a 3.3 context on a GPU that has 4.6, which turns off the SSBO
+#: palettes and GPU posing. So 4.3 is asked for first and 3.3 only where 4.3 is refused (macOS: 4.1).
+PREFERRED_GL = (430, REQUIRED_GL)
 
 _shared = None
 
@@ -37,17 +41,17 @@ def create_context(backend: str | None = None):
     attempts = [backend] if backend else ["egl", "default"]
     failures = []
     for name in attempts:
-        try:
-            if name == "egl":
-                ctx = moderngl.create_context(standalone=True, backend="egl", require=REQUIRED_GL)
-            else:
-                ctx = moderngl.create_context(standalone=True, require=REQUIRED_GL)
-        except Exception as exc:  # moderngl/glcontext raise plain Exceptions with driver text
-            text = " ".join(str(exc).split()) or type(exc).__name__
-            failures.append(f"{name}: {text}")
-            continue
-        ctx.extra = {"backend": name}
-        return ctx
+        options = {"backend": "egl"} if name == "egl" else {}
+        for version in PREFERRED_GL:
+            try:
+                ctx = moderngl.create_context(standalone=True, require=version, **options)
+            except Exception as exc:  # moderngl/glcontext raise plain Exceptions with driver text
+                if version == REQUIRED_GL:  # the last try of this backend: its reason goes in the error
+                    text = " ".join(str(exc).split()) or type(exc).__name__
+                    failures.append(f"{name}: {text}")
+                continue
+            ctx.extra = {"backend": name}
+            return ctx
     raise RenderError(f"cannot create a headless OpenGL {REQUIRED_GL // 100}.{REQUIRED_GL % 100 // 10} context "
                       f"({'; '.join(failures)}): {INSTALL_HINT}")
 

@@ -63,6 +63,7 @@ LAYER_NONE, LAYER_OVERRIDE, LAYER_ADDITIVE = 0, 1, 2
 TRACK_NLERP = 4  # mode bit of a rotation track sampled with nlerp
 TIMELINE_SHIFT = 4  # mode bits from here: the track's timeline within its clip + 1 (0: a constant track)
 LOCAL_SIZE = 64  # invocations per work group (both shaders)
+SHADER_STORAGE_BARRIER_BIT = 0x2000  # GL_SHADER_STORAGE_BARRIER_BIT (moderngl is imported lazily)
 # storage buffer bindings (the shaders' ``binding = N``); 0 is the palette, as skinning.glsl reads it
 B_PALETTE, B_VALUES, B_TIMES, B_TRACKS, B_NODE_TRACKS, B_RIG_F, B_RIG_I, B_STATE, B_EDITS, B_SLERP_KEYS = range(10)
 STORAGE_BLOCKS = 9  # bound by the posing shader (all but B_EDITS)
@@ -420,6 +421,7 @@ class GpuCrowd:
         self._buffers[B_STATE].bind_to_storage_buffer(B_STATE)
         self._buffers[B_EDITS].bind_to_storage_buffer(B_EDITS)
         self._edit_program["u_edits"].value = len(pairs)
+        self._storage_barrier()  # the last posing dispatch wrote the state these edits overwrite
         self._edit_program.run(-(-len(pairs) // LOCAL_SIZE))
 
     def _dispatch(self, dt: float) -> None:
@@ -435,7 +437,14 @@ class GpuCrowd:
             member = program.get(name, None)
             if member is not None:
                 member.value = value
+        self._storage_barrier()  # the edits' and the last frame's writes of the state buffer
         program.run(-(-self.count // LOCAL_SIZE))
+
+    def _storage_barrier(self) -> None:
+        """Make the storage-buffer writes of the dispatches before visible to the next one. Without it a
+        GPU may run the next dispatch on stale caches (an NVIDIA H200 did: clocks lost whole updates;
+        llvmpipe runs dispatches one after the other and hid it)."""
+        self.ctx.memory_barrier(SHADER_STORAGE_BARRIER_BIT)
 
     def update(self, dt: float) -> None:
         """Advance every clock and crossfade by ``dt`` seconds and pose every instance, on the GPU."""

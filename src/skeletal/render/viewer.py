@@ -38,7 +38,7 @@ import numba
 import numpy as np
 
 from .camera import animated_bounds, frame
-from .context import adopt_context
+from .context import PREFERRED_GL, adopt_context
 from .errors import RenderError
 from .renderer import Renderer
 from .viewer_ui import (
@@ -96,12 +96,16 @@ def open_window(glfw, size: tuple[int, int], title: str, errors: list[str], on_e
         detail = errors[-1] if errors else "glfw.init() failed"
         raise RenderError(f"cannot open a window on display {where} ({detail}): "
                           "is the X server running? try xvfb-run")
-    glfw.window_hint(glfw.CONTEXT_VERSION_MAJOR, 3)
-    glfw.window_hint(glfw.CONTEXT_VERSION_MINOR, 3)
     glfw.window_hint(glfw.OPENGL_PROFILE, glfw.OPENGL_CORE_PROFILE)
     glfw.window_hint(glfw.OPENGL_FORWARD_COMPAT, True)
     glfw.window_hint(glfw.SAMPLES, 0)  # the renderer multisamples in its own framebuffer
-    window = glfw.create_window(int(size[0]), int(size[1]), title, None, None)
+    window = None
+    for version in PREFERRED_GL:  # 4.3 first: some drivers give exactly the version asked for
+        glfw.window_hint(glfw.CONTEXT_VERSION_MAJOR, version // 100)
+        glfw.window_hint(glfw.CONTEXT_VERSION_MINOR, version % 100 // 10)
+        window = glfw.create_window(int(size[0]), int(size[1]), title, None, None)
+        if window:
+            break
     if not window:
         detail = errors[-1] if errors else "no reason given"
         raise RenderError(f"cannot create an OpenGL 3.3 core window ({detail})")
