@@ -33,6 +33,7 @@ import numpy.typing as npt
 
 from ..asset import Asset
 from ..anim.clip import Clip
+from .._aligned import aligned_copy, aligned_zeros
 from .._threads import capped_threads
 from ..anim.pose import ancestors_and_self, world_matrices
 from .frame import Frame, FrameInput
@@ -73,7 +74,7 @@ class Crowd(Mixer):
         self.nlerp_max_gap = float(nlerp_max_gap)
 
     def _allocate_outputs(self) -> None:
-        self.local_pose = self.local_pose.astype(self.dtype)  # float32 by default, like every output
+        self.local_pose = aligned_copy(self.local_pose, self.dtype)  # float32 by default, like every output
         asset = self.asset
         self._skin_joints()
         ibm = [s.inverse_bind[:, :3, :] for s in asset.skins] or [np.zeros((0, 3, 4))]
@@ -82,9 +83,9 @@ class Crowd(Mixer):
         # World matrices needed: every node's when they are kept, else the joints' and their ancestors'.
         self._world_nodes = (np.arange(n, dtype=np.int64) if self._keep_world
                              else ancestors_and_self(self.rig.parents, self.palette_joints))
-        self.palettes = np.zeros((self.count, len(self.palette_joints), 3, 4), dtype=self.dtype)
-        self.world34 = np.zeros((self.count if self._keep_world else 0, n if self._keep_world else 1, 3, 4), dtype=self.dtype)
-        self._world_scratch = np.zeros((numba.config.NUMBA_NUM_THREADS, n, 3, 4), dtype=self.dtype)
+        self.palettes = aligned_zeros((self.count, len(self.palette_joints), 3, 4), self.dtype)
+        self.world34 = aligned_zeros((self.count if self._keep_world else 0, n if self._keep_world else 1, 3, 4), self.dtype)
+        self._world_scratch = aligned_zeros((numba.config.NUMBA_NUM_THREADS, n, 3, 4), self.dtype)
 
     def _ik_changed(self) -> None:
         """World rows: the skins' joints and the IK chains with their ancestors; after each stage only
@@ -184,25 +185,27 @@ class Crowd(Mixer):
         widest = max(int((segments[:, 1] - segments[:, 0]).max(initial=1)) * 4, 1) * LANES
         groups = self.count // LANES
         ik_joints = 0 if self._ik is None else len(self._ik.table.joints)
+        # the arrays the kernels write start on a cache line (skeletal._aligned): a vector of LANES float32
+        # lanes is then one line, never two
         return dict(
             lanes=LANES, wide_clip=wide_clip, packed=packed, seg_table=seg_table, dest=dest, slerp_angles=angles,
-            store=np.zeros((0, rows), np.float32),  # the lane store: no rows until local_pose is read
+            store=aligned_zeros((0, rows), np.float32),  # the lane store: no rows until local_pose is read
             held=np.full((groups, 1), -1, np.int64),  # the clip whose constant rows a store slice holds
-            done=np.zeros(groups, np.uint8),  # groups posed wide (their local_pose rows are not in pose)
-            sample_t=np.zeros(self.count),  # each instance's sample time in a wide group
-            group_clip=np.zeros(groups, np.int64),  # each wide group's clip
-            ik_rows=np.zeros((groups, ik_joints * 4 * LANES), np.float32),  # the rotations IK left
+            done=aligned_zeros(groups, np.uint8),  # groups posed wide (their local_pose rows are not in pose)
+            sample_t=aligned_zeros(self.count),  # each instance's sample time in a wide group
+            group_clip=aligned_zeros(groups, np.int64),  # each wide group's clip
+            ik_rows=aligned_zeros((groups, ik_joints * 4 * LANES), np.float32),  # the rotations IK left
             # per thread (each thread's part at least a cache line past the previous one's last write,
             # so that no line is written by two threads)
-            rows=np.zeros((threads, rows), np.float32),  # local rows, per thread until the store has rows
+            rows=aligned_zeros((threads, rows), np.float32),  # local rows, per thread until the store has rows
             held_rows=np.full((threads, 1), -1, np.int64),  # the clip whose constant rows each thread's hold
             # world rows, then a copy of one node's rows (wide._world_row's parent rows)
-            world_rows=np.zeros((threads, (len(self.rig) + 1) * 12 * LANES), np.float32),
-            palette_rows=np.zeros((threads, max(len(self.palette_joints), 1) * 12 * LANES), np.float32),
-            keys=np.zeros((threads, timelines + 1, LANES), np.int64),  # a row of padding after each thread's
-            fractions=np.zeros((threads, timelines + 1, LANES), np.float32),
-            samples=np.zeros((threads, widest + LANES), np.float32),  # one segment's samples, every lane
-            ik_scratch=np.zeros((threads, T_ROWS * LANES)),  # IK: inputs and results per lane
+            world_rows=aligned_zeros((threads, (len(self.rig) + 1) * 12 * LANES), np.float32),
+            palette_rows=aligned_zeros((threads, max(len(self.palette_joints), 1) * 12 * LANES), np.float32),
+            keys=aligned_zeros((threads, timelines + 1, LANES), np.int64),  # a row of padding after each thread's
+            fractions=aligned_zeros((threads, timelines + 1, LANES), np.float32),
+            samples=aligned_zeros((threads, widest + LANES), np.float32),  # one segment's samples, every lane
+            ik_scratch=aligned_zeros((threads, T_ROWS * LANES)),  # IK: inputs and results per lane
         )
 
     def evaluate(self) -> None:
@@ -280,7 +283,7 @@ def _lane_store(frame: Frame) -> np.ndarray:
     reading the poses every frame costs one transpose."""
     arrays = frame.wide_arrays
     if arrays["store"].shape[0] == 0:
-        arrays["store"] = np.zeros((len(arrays["done"]), arrays["store"].shape[1]), np.float32)
+        arrays["store"] = aligned_zeros((len(arrays["done"]), arrays["store"].shape[1]), np.float32)
         arrays["held"][:] = -1
         frame.wide = wide_job(**arrays)
         frame.step_wide(0.0, _REBUILD_ROWS)  # the last update's rows, nothing else

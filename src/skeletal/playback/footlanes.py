@@ -32,6 +32,7 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from .._aligned import aligned_zeros
 from ..anim.lanes import _LANE, _finite
 from ..anim.lanes import _lq_mul as _qmul
 from ..anim.lanes import _lq_rot as _qrot
@@ -83,9 +84,11 @@ def thread_scratch(n_legs: int, n_waves: int, threads: int) -> dict:
     """
     per_block = max(LW // max(n_legs, 1), 1)
     t = max(int(threads), 1)
-    return {"wave_scratch": np.zeros((3, t * block_waves(n_legs, n_waves, per_block))),
-            "lane_in": np.zeros(t * LI_PART), "lane_out": np.zeros(t * LO_PART),
-            "solve_scratch": np.zeros(t * (per_block + PAD_FLAGS), np.bool_)}
+    # aligned to a cache line: a part's vectors of 8 lanes (64 bytes) then never straddle two lines
+    # (each part's size is a whole number of vectors)
+    return {"wave_scratch": aligned_zeros((3, t * block_waves(n_legs, n_waves, per_block))),
+            "lane_in": aligned_zeros(t * LI_PART), "lane_out": aligned_zeros(t * LO_PART),
+            "solve_scratch": aligned_zeros(t * (per_block + PAD_FLAGS), np.bool_)}
 
 
 @njit(cache=True, forceinline=True)

@@ -21,6 +21,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+from .._aligned import aligned_copy, aligned_zeros
 from .._compile import serial_variant
 from .._threads import capped_threads, thread_count
 from ..errors import SkeletalError
@@ -240,16 +241,17 @@ class FootPlacement:
                                     + np.linalg.norm(rest[l.foot, :3, 3] - rest[l.knee, :3, 3]) for l in self.legs])
         self.ankle = np.array([rest[l.foot, 1, 3] - self.floor for l in self.legs])  # until a clip says better
         self._legs = np.ascontiguousarray(np.stack([self.thighs, self.knees, self.feet]))
-        self.state = np.zeros((b, 2))
-        self.initialised = np.zeros(b, np.bool_)
-        self.contact = np.ones((b, n_legs))
-        self.targets = np.zeros((b, n_legs, 3))
-        self.pelvis_offset = np.zeros(b)
-        self.heights = np.zeros((b, n_legs))
-        self.normals = np.zeros((b, n_legs, 3))
-        self._queried = np.full((b, n_legs, 2), np.nan)  # the (x, z) heights/normals hold a query of
-        self.locked = np.zeros((b, n_legs), np.bool_)
-        self.lock = np.zeros((b, n_legs, 2))
+        # per-instance state, each array starting on a cache line (skeletal._aligned)
+        self.state = aligned_zeros((b, 2))
+        self.initialised = aligned_zeros(b, np.bool_)
+        self.contact = aligned_copy(np.ones((b, n_legs)))
+        self.targets = aligned_zeros((b, n_legs, 3))
+        self.pelvis_offset = aligned_zeros(b)
+        self.heights = aligned_zeros((b, n_legs))
+        self.normals = aligned_zeros((b, n_legs, 3))
+        self._queried = aligned_copy(np.full((b, n_legs, 2), np.nan))  # the (x, z) heights/normals hold a query of
+        self.locked = aligned_zeros((b, n_legs), np.bool_)
+        self.lock = aligned_zeros((b, n_legs, 2))
         self._scalars = np.zeros(8)
         self._scalar_values: tuple = ()  # what _scalars holds (apply)
         # the mixer's skin palettes this stage keeps current: entries under the pelvis, then each leg

@@ -34,6 +34,7 @@ from ..anim.clip import INTERP_CODE, PATH_CODE, Clip
 from ..errors import ClipError, SkeletalError
 from ..anim.pose import depth_order
 from ..quat import near_slerp_table
+from .._aligned import aligned_copy, aligned_zeros
 from .._compile import serial_variant
 from .._threads import capped_threads
 from . import kernels as K
@@ -136,8 +137,9 @@ class Mixer:
         self.slot_clip = np.zeros(0, np.int64)
         self.slot_layer = np.zeros(0, np.int64)
         self._slots: dict[tuple[int, int], int] = {}
-        self.fs = np.zeros((count, 0, K.NF))
-        self.ist = np.zeros((count, 0, K.NI), np.int64)
+        # the per-instance arrays the update kernel reads and writes start on a cache line (skeletal._aligned)
+        self.fs = aligned_zeros((count, 0, K.NF))
+        self.ist = aligned_zeros((count, 0, K.NI), np.int64)
         self._tables_key = None  # see _clip_tables
         self.layers: list[Layer] = [Layer("base", 0, False)]
         self.layer_weight = np.ones((count, 1))
@@ -145,7 +147,7 @@ class Mixer:
         self.layer_additive = np.zeros(1, np.bool_)
         self._base_unmasked = True
         self.snap_weight = np.zeros(count)
-        self.snap_pose = np.zeros((count, n, 10))
+        self.snap_pose = aligned_zeros((count, n, 10))
         self.snap_morph = np.zeros((count, m))
         self._snap_fade = np.zeros((count, 3))  # from, elapsed, duration
         self._snap_fading = False  # some instance's snapshot is fading (saves a numpy call per update)
@@ -153,8 +155,8 @@ class Mixer:
         self._scratch = np.zeros((threads, n, K.ACC_WIDTH))
         self._scratch_morph = np.zeros((threads, m, 2))
         self._scratch_tmp = np.zeros((threads, 64))
-        self.local_pose = np.repeat(self.rig.rest[None], count, axis=0)
-        self.morph_weights = np.repeat(asset.rest_morph[None], count, axis=0)
+        self.local_pose = aligned_copy(np.broadcast_to(self.rig.rest, (count, n, 10)))
+        self.morph_weights = aligned_copy(np.broadcast_to(asset.rest_morph, (count, m)))
         self._allocate_outputs()
         self._listeners: dict[str, list[Callable[[Event], None]]] = {}
         self._slerp_table_cache: tuple | None = None  # (clip set, version, near_slerp_table): see _slerp_table
@@ -188,13 +190,13 @@ class Mixer:
         """World matrices (B, N, 4, 4) and the palettes (B, J, 4, 4) of every skin's joints, which the
         update kernel fills in one pass."""
         skins = self.asset.skins
-        world = np.zeros((self.count, len(self.rig), 4, 4), self.dtype)  # filled by evaluate()
+        world = aligned_zeros((self.count, len(self.rig), 4, 4), self.dtype)  # filled by evaluate()
         world[:, :, 3, 3] = 1.0
         self.world = world
         self._skin_joints()
         self._inverse_bind = np.ascontiguousarray(
             np.concatenate([s.inverse_bind for s in skins] or [np.zeros((0, 4, 4))]), dtype=self.dtype)
-        self.palettes = np.zeros((self.count, len(self.palette_joints), 4, 4), dtype=self.dtype)
+        self.palettes = aligned_zeros((self.count, len(self.palette_joints), 4, 4), self.dtype)
 
     def _skin_joints(self) -> None:
         """``palette_joints`` (J,): the rig nodes of every skin's joints, concatenated, and ``skin_ranges``:
@@ -268,7 +270,7 @@ class Mixer:
                                                   dtype=self.local_pose.dtype)
             self._tables = (clip_table, segments, base_pose, base_morph)
             timelines = len(cs.timeline_keys)
-            self.cursors = np.zeros((self.count, timelines), np.int64)  # hints only: resetting is safe
+            self.cursors = aligned_zeros((self.count, timelines), np.int64)  # hints only: resetting is safe
             threads = numba.config.NUMBA_NUM_THREADS
             self._scratch_locs = np.zeros((threads, max(cs.max_timelines, 1), 3))
             self._tables_key = key
@@ -304,10 +306,10 @@ class Mixer:
             fs[:, 0, K.F_WEIGHT] = 1.0
             fs[:, 0, K.F_WARP_FROM] = fs[:, 0, K.F_WARP_TO] = 1.0
             fs[:, 0, K.F_REPETITIONS] = math.inf
-            self.fs = np.concatenate([self.fs, fs], axis=1)
+            self.fs = aligned_copy(np.concatenate([self.fs, fs], axis=1))
             ist = np.zeros((self.count, 1, K.NI), np.int64)
             ist[:, 0, K.I_LOOP] = K.LOOP_REPEAT
-            self.ist = np.concatenate([self.ist, ist], axis=1)
+            self.ist = aligned_copy(np.concatenate([self.ist, ist], axis=1))
         return self._slots[key]
 
     def _instances(self, instances: InstanceSelector) -> np.ndarray | slice:

@@ -45,6 +45,7 @@ import numpy as np
 import numpy.typing as npt
 from numba import njit
 
+from .._aligned import aligned_zeros
 from .._compile import serial_variant
 from ..errors import SkeletalError
 from ..anim.pose import palette_batch, world_matrices, world_palettes_34
@@ -223,7 +224,7 @@ class Procedural:
                 and world.shape == (self.count, len(self.rig), 4, 4) and world.flags.c_contiguous):
             self.world = world  # a float64 Player/Mixer: the stages write its world matrices in place
         else:
-            self.world = np.zeros((self.count, len(self.rig), 4, 4))
+            self.world = aligned_zeros((self.count, len(self.rig), 4, 4))
         self.enabled = True
         self._plan: _Plan | None = None  # the frame as compiled calls (see _build_plan)
         self.mixer.controllers.append(self)
