@@ -272,7 +272,9 @@ class Mixer:
             timelines = len(cs.timeline_keys)
             self.cursors = aligned_zeros((self.count, timelines), np.int64)  # hints only: resetting is safe
             threads = numba.config.NUMBA_NUM_THREADS
-            self._scratch_locs = np.zeros((threads, max(cs.max_timelines, 1), 3))
+            # per thread: whole cache lines each (8 timelines of 3 float64 are three), so that two threads
+            # never write one line
+            self._scratch_locs = aligned_zeros((threads, -(-max(cs.max_timelines, 1) // 8) * 8, 3))
             self._tables_key = key
             self.frame = None  # (built from these tables: a frame built now is assigned after this)
         return self._tables
