@@ -40,6 +40,7 @@ import numba
 import numpy as np
 
 import skeletal._threads as threads_module
+from skeletal._aligned import aligned_zeros
 from foot_ratio import planned_walkers  # (this folder: the same scene as tools/foot_ratio.py)
 
 PARTS = ("blend", "loop1", "sincos", "heights", "pelvis+gather", "lanes", "write+world", "range", "contact", "probe")
@@ -167,7 +168,9 @@ def main(argv) -> int:
     print("threads " + " ".join(f"{p:>13}" for p in PARTS))
     for threads in thread_counts:
         numba.set_num_threads(threads)
-        stats = np.zeros((max(thread_counts) + 2, 16), np.uint64)
+        # a row of 16 counters (128 bytes) per thread, from a cache line: two threads' stamps never
+        # write one line (numpy's 16-byte placement put one row's end and the next's start in one)
+        stats = aligned_zeros((max(thread_counts) + 2, 16), np.uint64)
         for _ in range(100):
             kernel(foot, 3, threads, update, stats)
         rows = []
