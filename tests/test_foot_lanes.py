@@ -21,6 +21,8 @@ from skeletal.anim.ik_solvers import knee_pole, two_bone_one
 from skeletal.anim.pose import world_matrices
 from skeletal.anim.vec import _matrix_rotation
 from skeletal.playback import footlanes as FL
+from skeletal.playback.footpairs import gather_two_legs
+from skeletal.playback.jobs import field
 from skeletal.playback.procedural import Procedural, find_legs
 
 PARENTS = np.array([-1, 0, 1, 2, 3], np.int32)
@@ -281,3 +283,32 @@ def test_a_few_legs_run_in_whole_vectors_with_the_same_bits():
         lanes = poses.copy()
         _solve_few(lanes, worlds, targets, ups, normals, contact, length, weight, 0.0, few)
         assert np.array_equal(lanes, scalar), (few, np.abs(lanes - scalar).max())
+
+
+@njit(cache=True)
+def _gather_both_ways(job, b, up, pairs, legs, move):
+    pose, world, placement = field(job, "pose"), field(job, "world"), field(job, "placement")
+    gather_two_legs(b, job, pose[b], world[b], placement[b], up[0], up[1], up[2], pairs, 2 * b, move)
+    FL.gather_legs(b, job, pose[b], world[b], placement[b], up[0], up[1], up[2], legs, 2 * b, move)
+
+
+def test_a_bipeds_legs_gathered_as_pairs_equal_the_legs_gathered_one_by_one():
+    # footpairs.gather_two_legs stores both legs' inputs with one 16-byte store a field: the lanes must
+    # hold what gather_legs puts there, bit for bit, with and without the pelvis' move and a soft band
+    asset = demo_asset()
+    assert len(find_legs(asset.rig)) == 2
+    for soft in (0.0, 0.15):
+        mixer = skeletal.Mixer(asset, 6, events=False)
+        mixer.play(0, offset=np.linspace(0.0, 0.9, 6))
+        feet = Procedural(mixer).foot_placement("terrain:amplitude=0.2,wavelength=3", soft=soft)
+        for _ in range(3):
+            mixer.update(1 / 60)
+        job = feet.last.calls[0]
+        up = (0.1, 0.98, -0.05)
+        for move in (None, (0.01, -0.03, 0.002)):
+            pairs, legs = np.full(FL.N_IN * FL.LW, 7.0), np.full(FL.N_IN * FL.LW, 7.0)
+            for b in range(6):
+                _gather_both_ways(job, b, up, pairs, legs, move)
+            assert np.array_equal(pairs, legs), (soft, move)
+            written = np.delete(legs.reshape(FL.N_IN, FL.LW)[:, :12], [] if soft else [FL.I_REACH], axis=0)
+            assert not np.any(written == 7.0)  # (every field of the twelve lanes was written)

@@ -18,6 +18,7 @@ from numba import get_thread_id, njit
 from ..anim.pose import _joint_times_bind, palettes_one, world_node_into, world_subset_staged
 from . import kernels as K
 from .footcontact import _contact_one
+from .footpairs import gather_two_legs
 from .footlanes import (LW, any_bad, block_waves, borrowed, gather_legs, keep_alive, lane_count, leg_lanes,
                         range_scratch, write_leg)
 from .ground import GROUND_TERRAIN, ground_at, queried_at, sincos_lanes, terrain_sum
@@ -236,11 +237,17 @@ def foot_range(job, phase, c, chunks, update):
                 # lanes moved (the same sums as phases 0-2's moved rows), and every row and palette entry
                 # is built after the block's IK
                 if w > 0.0:
-                    if d != 0.0:
-                        gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, (b - b0) * n_legs,
-                                    (upx * d, upy * d, upz * d))
+                    lane0 = (b - b0) * n_legs
+                    if n_legs == 2:  # a biped: each input field of both legs in one store (footpairs)
+                        if d != 0.0:
+                            gather_two_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, lane0,
+                                            (upx * d, upy * d, upz * d))
+                        else:
+                            gather_two_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, lane0, None)
+                    elif d != 0.0:
+                        gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, lane0, (upx * d, upy * d, upz * d))
                     else:
-                        gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, (b - b0) * n_legs, None)
+                        gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, lane0, None)
                     solve[b - b0] = solving = True
                 continue
             if d != 0.0:
@@ -266,7 +273,10 @@ def foot_range(job, phase, c, chunks, update):
                         pal_b[q, 1, 3] += my
                         pal_b[q, 2, 3] += mz
             if w > 0.0:
-                gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, (b - b0) * n_legs, None)
+                if n_legs == 2:
+                    gather_two_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, (b - b0) * 2, None)
+                else:
+                    gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, (b - b0) * n_legs, None)
                 solve[b - b0] = solving = True
         # the block's legs solved in SIMD lanes (footlanes.leg_lanes: whole vectors of 8, the lanes past
         # the block's legs left unread), then each character's new rotations written, its legs' world
