@@ -479,6 +479,20 @@ def gather_leg(li, lane, pose_b, world_b, parents, a, b, c, target, up, normal, 
 
 
 @njit(cache=True, forceinline=True)
+def target_and_normal(targets, normals, b, l, M):
+    """Leg ``l`` of instance ``b``: its foot target and the ground normal under it, from world to model
+    space through the placement ``M`` (4, 4): two 3-tuples (the normal turns the foot in the lanes)."""
+    px = targets[b, l, 0] - M[0, 3]
+    py = targets[b, l, 1] - M[1, 3]
+    pz = targets[b, l, 2] - M[2, 3]
+    nwx, nwy, nwz = normals[b, l, 0], normals[b, l, 1], normals[b, l, 2]
+    return ((M[0, 0] * px + M[1, 0] * py + M[2, 0] * pz, M[0, 1] * px + M[1, 1] * py + M[2, 1] * pz,
+             M[0, 2] * px + M[1, 2] * py + M[2, 2] * pz),
+            (M[0, 0] * nwx + M[1, 0] * nwy + M[2, 0] * nwz, M[0, 1] * nwx + M[1, 1] * nwy + M[2, 1] * nwz,
+             M[0, 2] * nwx + M[1, 2] * nwy + M[2, 2] * nwz))
+
+
+@njit(cache=True, forceinline=True)
 def gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, lane0, move):
     """The two-bone IK inputs of every leg of instance ``b`` of :func:`~skeletal.playback.footplacement.foot_kernel`'s job into lanes
     ``lane0 ..`` of ``li`` (:func:`gather_leg`): its target and the ground normal under it in
@@ -488,21 +502,9 @@ def gather_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, lane0, move):
     targets, normals, contact, leg_len = field(job, "targets"), field(job, "normals"), field(job, "contact"), field(job, "leg_len")
     soft = field(job, "scalars")[4]
     for l in range(legs.shape[1]):
-        thigh, knee, foot = legs[0, l], legs[1, l], legs[2, l]
-        # target in model space
-        px = targets[b, l, 0] - M[0, 3]
-        py = targets[b, l, 1] - M[1, 3]
-        pz = targets[b, l, 2] - M[2, 3]
-        tx = M[0, 0] * px + M[1, 0] * py + M[2, 0] * pz
-        ty = M[0, 1] * px + M[1, 1] * py + M[2, 1] * pz
-        tz = M[0, 2] * px + M[1, 2] * py + M[2, 2] * pz
-        # the ground normal in model space: the foot turns toward it by its contact (in the lanes)
-        nwx, nwy, nwz = normals[b, l, 0], normals[b, l, 1], normals[b, l, 2]
-        nx = M[0, 0] * nwx + M[1, 0] * nwy + M[2, 0] * nwz
-        ny = M[0, 1] * nwx + M[1, 1] * nwy + M[2, 1] * nwz
-        nz = M[0, 2] * nwx + M[1, 2] * nwy + M[2, 2] * nwz
-        gather_leg(li, lane0 + l, pose_b, world_b, parents, thigh, knee, foot, (tx, ty, tz), (upx, upy, upz),
-                   (nx, ny, nz), contact[b, l], leg_len[l], soft, move)
+        target, normal = target_and_normal(targets, normals, b, l, M)
+        gather_leg(li, lane0 + l, pose_b, world_b, parents, legs[0, l], legs[1, l], legs[2, l], target,
+                   (upx, upy, upz), normal, contact[b, l], leg_len[l], soft, move)
 
 
 @njit(cache=True, forceinline=True)

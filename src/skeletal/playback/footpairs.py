@@ -17,7 +17,8 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-from .footlanes import I_FA, I_FB, I_FC, I_FOOT, I_LEN, I_N, I_PA, I_PB, I_PC, I_QLA, I_QLB, I_QLC, I_REACH, I_T, I_U, I_UP, _moved_position, _r
+from .footlanes import (I_FA, I_FB, I_FC, I_FOOT, I_LEN, I_N, I_PA, I_PB, I_PC, I_QLA, I_QLB, I_QLC, I_REACH, I_T,
+                        I_U, I_UP, _moved_position, _r, target_and_normal)
 from ..anim.ik_solvers import soft_distance
 from ..anim.vec import _len, _sub
 from .jobs import field
@@ -55,19 +56,6 @@ def _columns2(li, k, lane, world_b, j0, j1):
 
 
 @njit(cache=True, forceinline=True)
-def _target_and_normal(targets, normals, b, l, M):
-    """Leg ``l``'s target and ground normal in model space (:func:`.footlanes.gather_legs`' sums)."""
-    px = targets[b, l, 0] - M[0, 3]
-    py = targets[b, l, 1] - M[1, 3]
-    pz = targets[b, l, 2] - M[2, 3]
-    nwx, nwy, nwz = normals[b, l, 0], normals[b, l, 1], normals[b, l, 2]
-    return ((M[0, 0] * px + M[1, 0] * py + M[2, 0] * pz, M[0, 1] * px + M[1, 1] * py + M[2, 1] * pz,
-             M[0, 2] * px + M[1, 2] * py + M[2, 2] * pz),
-            (M[0, 0] * nwx + M[1, 0] * nwy + M[2, 0] * nwz, M[0, 1] * nwx + M[1, 1] * nwy + M[2, 1] * nwz,
-             M[0, 2] * nwx + M[1, 2] * nwy + M[2, 2] * nwz))
-
-
-@njit(cache=True, forceinline=True)
 def _soft_reach(world_b, a, b, c, target, move, soft):
     """The soft two-bone reach of one leg (:func:`.footlanes.gather_leg`'s ``I_REACH``)."""
     pa, pb, pc = _moved_position(world_b, a, move), _moved_position(world_b, b, move), _moved_position(world_b, c, move)
@@ -83,8 +71,8 @@ def gather_two_legs(b, job, pose_b, world_b, M, upx, upy, upz, li, lane0, move):
     targets, normals, contact, leg_len = field(job, "targets"), field(job, "normals"), field(job, "contact"), field(job, "leg_len")
     soft = field(job, "scalars")[4]
     lane = np.uint64(lane0)
-    t0, n0 = _target_and_normal(targets, normals, b, 0, M)
-    t1, n1 = _target_and_normal(targets, normals, b, 1, M)
+    t0, n0 = target_and_normal(targets, normals, b, 0, M)
+    t1, n1 = target_and_normal(targets, normals, b, 1, M)
     joints = ((legs[0, 0], legs[0, 1], I_PA), (legs[1, 0], legs[1, 1], I_PB), (legs[2, 0], legs[2, 1], I_PC))
     for j0, j1, row in joints:
         p0, p1 = _moved_position(world_b, j0, move), _moved_position(world_b, j1, move)
